@@ -1,0 +1,62 @@
+"""fsframe: embedded feature selection by (approximate) L0-norm minimisation.
+
+Compose a classification formulation, an L0 surrogate and an outer loop; a method plugin
+assembles the convex subproblem as a Pyomo model; an interchangeable backend solves it::
+
+    import fsframe
+    result = fsframe.fit(X, y, method="fsv", C=1.0, alpha=5.0)
+    result.selected, result.predict(X_test)
+"""
+
+from ._types import SOLUTION_PRESENT, ProblemClass, Status
+from .hookspecs import hookimpl
+from .formulation import BuiltModel, Formulation
+from .dataset import Dataset
+from .results import FitResult
+from .method import MethodSpec, fit, list_methods, resolve
+from .io import load_dataset, make_synthetic
+from .plugins import get_registry
+from .surrogates.base import Surrogate
+from .loops.base import OuterLoop
+from .backends.base import Backend, SolveOptions, SolveResult
+from . import errors
+
+__all__ = [
+    "fit",
+    "list_methods",
+    "list_components",
+    "resolve",
+    "FitResult",
+    "MethodSpec",
+    "Dataset",
+    "load_dataset",
+    "make_synthetic",
+    "Formulation",
+    "BuiltModel",
+    "Surrogate",
+    "OuterLoop",
+    "Backend",
+    "SolveOptions",
+    "SolveResult",
+    "ProblemClass",
+    "Status",
+    "SOLUTION_PRESENT",
+    "hookimpl",
+    "errors",
+    "get_registry",
+]
+
+try:
+    from importlib.metadata import version as _version
+
+    __version__ = _version("fsframe")
+except Exception:  # pragma: no cover - running from a source tree
+    __version__ = "0+unknown"
+
+
+def list_components(kind: str | None = None) -> list[dict]:
+    """Registered components (kind, name, plugin, distribution, version); all kinds by default."""
+    reg = get_registry()
+    kinds = [kind] if kind else list(reg.entries)
+    return [{"kind": e.kind, "name": e.name, "plugin": e.plugin, "distribution": e.distribution,
+             "version": e.version} for k in kinds for e in reg.all(k)]

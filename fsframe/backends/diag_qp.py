@@ -1,0 +1,278 @@
+r"""Numerically stable forms of a QP with a diagonal Hessian on free columns.
+
+Every EM / reweighted-quadratic subproblem has a Hessian ``diag(d)`` whose entries diverge as
+coefficients vanish (``d = 1/t^2``): the plain primal QP becomes ill-conditioned (measured on
+WDBC: HiGHS's active-set solver slowed from 0.04 s to 4.7 s per solve and then stalled). Two
+equivalent problems avoid it:
+
+* :class:`ScaledQPSession` — the primal in ``v = sqrt(d) * x``: identity Hessian, columns of the
+  constraint matrix scaled by ``1/sqrt(d)`` (Weston's multiplicative update ``w = |w^k| ⊙ v``).
+  Only the matrix values change between iterations; HiGHS gains nothing from a warm start of a
+  QP whose Hessian changed anyway (MEASUREMENTS.md), so the scaled problem is passed afresh.
+* :class:`DualQPSession` — the Lagrangian dual below, one variable per constraint row.
+
+
+Every EM / reweighted-quadratic subproblem has this shape (002 eqs. 7-9):
+``min 1/2 sum_{j in Q} d_j x_j^2 + c'x  s.t.  A x = b,  G x <= h,  bounds`` where the quadratic
+columns ``Q`` are free and every other column has at most one finite bound (or is fixed).
+With ``K = [A; G]`` and multipliers ``lam = (y, z)``, ``z >= 0``, the dual is the QP
+
+.. math::
+
+    \min_{\lambda}\ \tfrac12 \sum_{j\in Q} (c_j + K_j^\top\lambda)^2 / d_j
+        + [b; h]^\top\lambda - \sum_{j \in R_{lb}} lb_j r_j - \sum_{j\in R_{ub}} ub_j r_j
+
+with ``r_j = c_j + K_j' lam`` constrained ``>= 0`` (``j`` bounded below), ``<= 0`` (bounded
+above) or ``= 0`` (free). It has one variable per row of the primal instead of one per feature:
+for the hinge loss, ``m`` variables with the dense ``m x m`` Hessian ``K_Q D^{-1} K_Q'`` — the
+classical SVM dual with the EM scaling ``D^{-1} = diag(1 / q_j)`` (Weston's multiplicative
+update, 002 §3.2.2). MEASUREMENTS.md: 0.016 s at n=10000, m=200, where HiGHS's primal QP fails.
+
+Recovery: ``x_Q = -(c_Q + K_Q' lam) / d``; ``x_j = lb_j + z^d_j``, ``ub_j - z^d_j`` or
+``-y^d_j`` for the other columns from the dual's own multipliers; fixed columns keep their
+value. The recovered point is checked against the *primal* by the weak-duality certificate
+(:func:`fsframe.backends.base.certify`) with ``lam`` as the primal multipliers.
+"""
+
+from __future__ import annotations
+
+import time
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+
+from .._types import Status
+from .base import BackendSession, SolveOptions, SolveResult, certify
+from .compile import ProblemData
+
+__all__ = ["dual_applies", "DualQPSession", "ScaledQPSession"]
+
+
+def _diag_split(data: ProblemData):
+    P = data.P.tocsc() if data.P is not None else sp.csc_matrix((data.n, data.n))
+    fixed = data.lb == data.ub
+    d = P.diagonal()
+    off = (P - sp.diags(d)).tocoo()
+    return P, fixed, d, off
+
+
+def dual_applies(data: ProblemData) -> str | None:
+    """``None`` if :class:`DualQPSession` can solve ``data``, else the reason it cannot."""
+    if data.cones:
+        return "the problem has cones"
+    _, fixed, d, off = _diag_split(data)
+    if off.nnz:
+        mask = off.data != 0
+        if np.any(~fixed[off.row[mask]] & ~fixed[off.col[mask]]):
+            return "the Hessian is not diagonal"
+    Q = (d > 0) & ~fixed
+    if np.any(d < 0):
+        return "the Hessian has a negative diagonal entry"
+    if np.any(np.isfinite(data.lb[Q]) | np.isfinite(data.ub[Q])):
+        return "a quadratic column has a bound"
+    R = ~Q & ~fixed
+    if np.any(R & np.isfinite(data.lb) & np.isfinite(data.ub)):
+        return "a linear column has two finite bounds"
+    return None
+
+
+@attrs.frozen(eq=False)
+class _Reduction:
+    Q: np.ndarray
+    R_lb: np.ndarray
+    R_ub: np.ndarray
+    R_free: np.ndarray
+    fixed: np.ndarray
+    dual: ProblemData
+    p: int  # number of equality multipliers (y); the rest are z
+
+
+class DualQPSession(BackendSession):
+    """Solve the dual with an inner HiGHS session; invert to the primal."""
+
+    def __init__(self, backend, data: ProblemData, options: SolveOptions):
+        super().__init__(backend, data, options)
+        self.inner = None
+        self.red: _Reduction | None = None
+
+    def _reduce(self, data: ProblemData) -> _Reduction:
+        P, fixed, d, _ = _diag_split(data)
+        Q = np.flatnonzero((d > 0) & ~fixed)
+        rest = (d <= 0) & ~fixed
+        R_lb = np.flatnonzero(rest & np.isfinite(data.lb))
+        R_ub = np.flatnonzero(rest & ~np.isfinite(data.lb) & np.isfinite(data.ub))
+        R_free = np.flatnonzero(rest & ~np.isfinite(data.lb) & ~np.isfinite(data.ub))
+        Fx = np.flatnonzero(fixed)
+        p = data.A.shape[0]
+        K = sp.vstack([data.A, data.G], format="csc")  # no cones here
+        rhs = np.concatenate([data.b, data.h])
+        c = data.c.copy()
+        const = data.offset
+        if Fx.size:  # substitute fixed columns
+            xf = data.lb[Fx]
+            rhs = rhs - K[:, Fx] @ xf
+            const += float(c[Fx] @ xf) + 0.5 * float(xf @ (P[Fx][:, Fx] @ xf))
+            c[Q] += (P[Q][:, Fx] @ xf) if Q.size else 0.0
+        KQ = K[:, Q]
+        dq = d[Q]
+        KQs = KQ @ sp.diags(1.0 / np.sqrt(dq)) if Q.size else KQ
+        if KQs.nnz > 0.2 * KQs.shape[0] * max(KQs.shape[1], 1):
+            Kd = KQs.toarray()
+            H = sp.csc_matrix(Kd @ Kd.T)
+        else:
+            H = (KQs @ KQs.T).tocsc()
+        cq = c[Q]
+        f = (KQ @ (cq / dq) if Q.size else np.zeros(K.shape[0])) + rhs
+        f -= K[:, R_lb] @ data.lb[R_lb]
+        f -= K[:, R_ub] @ data.ub[R_ub]
+        dual_const = 0.5 * float(np.sum(cq * cq / dq)) - float(data.lb[R_lb] @ c[R_lb]) - float(data.ub[R_ub] @ c[R_ub]) - const
+        Kt_lb = K[:, R_lb].T.tocsr()
+        Kt_ub = K[:, R_ub].T.tocsr()
+        Kt_free = K[:, R_free].T.tocsr()
+        m = K.shape[0]
+        lb = np.concatenate([np.full(p, -np.inf), np.zeros(m - p)])
+        dual = ProblemData(
+            c=f,
+            P=H,
+            offset=dual_const,
+            A=Kt_free,
+            b=-c[R_free],
+            G=sp.vstack([-Kt_lb, Kt_ub], format="csr"),
+            h=np.concatenate([c[R_lb], -c[R_ub]]),
+            l=R_lb.size + R_ub.size,
+            lb=lb,
+            ub=np.full(m, np.inf),
+        )
+        return _Reduction(Q=Q, R_lb=R_lb, R_ub=R_ub, R_free=R_free, fixed=Fx, dual=dual, p=p)
+
+    def solve(self, data: ProblemData | None = None) -> SolveResult:
+        from .highs import HighsSession
+
+        data = self.data if data is None else data
+        t0 = time.perf_counter()
+        red = self._reduce(data)
+        same = (self.red is not None and np.array_equal(red.R_lb, self.red.R_lb)
+                and np.array_equal(red.R_ub, self.red.R_ub) and np.array_equal(red.R_free, self.red.R_free))
+        if same:  # keep the inner constraint structure: only the objective changed
+            red = attrs.evolve(red, dual=attrs.evolve(self.red.dual, c=red.dual.c, P=red.dual.P, offset=red.dual.offset))
+        inner_opts = attrs.evolve(self.options, certify=False,
+                                  backend_options={k: v for k, v in self.options.backend_options.items() if k != "qp_form"})
+        if self.inner is None or not same:
+            self.inner = HighsSession(self.backend, red.dual, inner_opts)
+        self.red = red
+        res = self.inner.solve(red.dual)
+        elapsed = time.perf_counter() - t0
+        self.data = data
+        if res.x is None or res.duals is None:
+            status = res.status
+            if status is Status.INFEASIBLE:  # dual infeasible <=> primal unbounded (or infeasible)
+                status = Status.INFEASIBLE_OR_UNBOUNDED
+            elif status is Status.UNBOUNDED:  # dual unbounded <=> primal infeasible
+                status = Status.INFEASIBLE
+            return attrs.evolve(res, status=status, x=None, objective=None, solve_time=elapsed,
+                                message=f"dual QP: {res.message}")
+        lam = res.x
+        x = np.zeros(data.n)
+        x[red.fixed] = data.lb[red.fixed]
+        K = sp.vstack([data.A, data.G], format="csc")
+        if red.Q.size:
+            d = data.P.diagonal()[red.Q]
+            cq = data.c[red.Q]
+            if red.fixed.size:
+                Pc = data.P.tocsc()
+                cq = cq + Pc[red.Q][:, red.fixed] @ data.lb[red.fixed]
+            x[red.Q] = -(cq + K[:, red.Q].T @ lam) / d
+        yd, zd = res.duals["y"], res.duals["z"]
+        n_lb = red.R_lb.size
+        x[red.R_lb] = data.lb[red.R_lb] + zd[:n_lb]
+        x[red.R_ub] = data.ub[red.R_ub] - zd[n_lb:]
+        x[red.R_free] = -yd
+        obj = data.objective(x)
+        y, z = lam[: red.p], lam[red.p :]
+        status, message, cert = res.status, f"dual QP: {res.message}", None
+        if self.options.certify and status is Status.OPTIMAL:
+            cert = certify(data, x, y, z, obj)
+            if not cert.ok(self.options.cert_tol):
+                status = Status.OPTIMAL_INACCURATE
+                message += (f"; fsframe certificate failed (primal residual {cert.primal_residual:.2e}, "
+                                    f"dual residual {cert.dual_residual:.2e}, gap {cert.gap:.2e})")
+        return SolveResult(status=status, x=x, objective=obj, backend="highs", solve_time=elapsed,
+                           iterations=res.iterations, backend_version=res.backend_version, message=message,
+                           duals={"y": y, "z": z}, certificate=cert, raw={"dual": res})
+
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()
+
+
+MAX_DENSE_DUAL = 5000
+
+
+def prefer_dual(data: ProblemData) -> bool:
+    """The dual has one variable per row and a dense Hessian: prefer it unless it has more than
+    :data:`MAX_DENSE_DUAL` rows *and* more rows than quadratic columns. (Measured on WDBC,
+    569 x 30: the dual took 0.06 s per EM iteration; the primal, plain or scaled, 0.02-22 s and
+    once stalled in HiGHS's active-set QP.)"""
+    _, fixed, d, _ = _diag_split(data)
+    n_q = int(np.count_nonzero((d > 0) & ~fixed))
+    rows = data.A.shape[0] + data.l
+    return rows <= MAX_DENSE_DUAL or rows < n_q
+
+
+class ScaledQPSession(BackendSession):
+    """Solve the primal in the variables ``v_j = sqrt(d_j) x_j`` (``j`` quadratic), with an
+    inner HiGHS session; unscale the solution and the reduced costs."""
+
+    def __init__(self, backend, data: ProblemData, options: SolveOptions):
+        super().__init__(backend, data, options)
+        self.inner = None
+
+    def solve(self, data: ProblemData | None = None) -> SolveResult:
+        from .highs import HighsSession
+
+        data = self.data if data is None else data
+        t0 = time.perf_counter()
+        P, fixed, d, _ = _diag_split(data)
+        scale = np.ones(data.n)
+        Q = (d > 0) & ~fixed
+        scale[Q] = 1.0 / np.sqrt(d[Q])
+        S = sp.diags(scale)
+        Pd = np.zeros(data.n)
+        Pd[Q] = 1.0
+        if fixed.any():  # fixed columns keep their bounds and any Hessian entries, unscaled
+            Pf = P.copy().tolil()
+            Pf.setdiag(np.where(Q, 0.0, d))
+            Pnew = (sp.diags(Pd) + S @ Pf.tocsc() @ S).tocsc()
+        else:
+            Pnew = sp.diags(Pd).tocsc()
+        scaled = attrs.evolve(
+            data, c=data.c * scale, P=Pnew, A=(data.A @ S).tocsr(), G=(data.G @ S).tocsr(),
+            lb=np.where(Q, -np.inf, data.lb), ub=np.where(Q, np.inf, data.ub))
+        inner_opts = attrs.evolve(self.options, certify=False,
+                                  backend_options={k: v for k, v in self.options.backend_options.items() if k != "qp_form"})
+        if self.inner is not None:
+            self.inner.close()
+        self.inner = HighsSession(self.backend, scaled, inner_opts)
+        res = self.inner.solve(scaled)
+        elapsed = time.perf_counter() - t0
+        self.data = data
+        if res.x is None:
+            return attrs.evolve(res, solve_time=elapsed, message=f"scaled QP: {res.message}")
+        x = res.x * scale
+        obj = data.objective(x)
+        status, message, cert = res.status, f"scaled QP: {res.message}", None
+        duals = res.duals
+        if self.options.certify and status is Status.OPTIMAL and duals is not None:
+            cert = certify(data, x, duals["y"], duals["z"], obj)
+            if not cert.ok(self.options.cert_tol):
+                status = Status.OPTIMAL_INACCURATE
+                message += (f"; fsframe certificate failed (primal residual {cert.primal_residual:.2e}, "
+                            f"dual residual {cert.dual_residual:.2e}, gap {cert.gap:.2e})")
+        return SolveResult(status=status, x=x, objective=obj, backend="highs", solve_time=elapsed,
+                           iterations=res.iterations, backend_version=res.backend_version, message=message,
+                           duals=duals, certificate=cert, raw={"scaled": res})
+
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()

@@ -1,0 +1,118 @@
+"""Exceptions and warnings raised by fsframe.
+
+Every exception derives from :class:`FsframeError`. Errors caused by bad data or bad
+parameters also derive from :class:`ValueError`, so ``except ValueError`` keeps working in code
+that does not know fsframe. Every message says what was wrong and how to get around it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "FsframeError",
+    "DataError",
+    "DataFileError",
+    "InvalidOptionError",
+    "UnknownComponentError",
+    "InfeasibleParameterError",
+    "IncompatibleComponentsError",
+    "UnsupportedProblemError",
+    "BackendUnavailableError",
+    "SolverFailedError",
+    "PluginError",
+    "NotFittedError",
+    "FsframeWarning",
+    "DataWarning",
+    "ConvergenceWarning",
+    "SolverWarning",
+]
+
+
+class FsframeError(Exception):
+    """Base class of every fsframe exception."""
+
+
+class DataError(FsframeError, ValueError):
+    """The data cannot be used: NaN/inf, wrong shapes, one class, empty, mismatched lengths."""
+
+
+class DataFileError(DataError, OSError):
+    """A data file is missing, unreadable, or not in the format it claims to be."""
+
+
+class InvalidOptionError(FsframeError, ValueError):
+    """A parameter has an invalid value or is not accepted by any component."""
+
+
+class UnknownComponentError(InvalidOptionError, KeyError):
+    """A method, formulation, surrogate, loop or backend name is not registered."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class InfeasibleParameterError(InvalidOptionError):
+    """A parameter makes the problem infeasible for this data (e.g. an MPM bound ``delta``
+    above the largest achievable worst-case bound). Carries ``parameter``, ``value`` and
+    ``limit`` (the largest feasible value) for programs that want to retry."""
+
+    def __init__(self, message: str, *, parameter: str, value: float, limit: float):
+        super().__init__(message)
+        self.parameter = parameter
+        self.value = value
+        self.limit = limit
+
+
+class IncompatibleComponentsError(FsframeError, TypeError):
+    """Components cannot work together (a loop needs a surrogate capability that is missing,
+    a backend does not support the problem class). Lists every gap in one message."""
+
+
+class UnsupportedProblemError(FsframeError, ValueError):
+    """A Pyomo model uses something the compiler cannot express (integer variables,
+    a non-convex or undeclared quadratic constraint, a nonlinear expression)."""
+
+
+class BackendUnavailableError(FsframeError, ImportError):
+    """A backend's Python package is not installed or cannot be loaded."""
+
+
+class SolverFailedError(FsframeError):
+    """A convex subproblem did not yield a usable solution (infeasible, unbounded, numerical
+    failure, time or iteration limit). ``result`` holds the backend's :class:`SolveResult` and
+    ``status`` its :class:`~fsframe.Status`; ``partial`` may hold a partial FitResult."""
+
+    def __init__(self, message: str, *, result: Any = None, partial: Any = None):
+        super().__init__(message)
+        self.result = result
+        self.partial = partial
+
+    @property
+    def status(self):
+        return None if self.result is None else self.result.status
+
+
+class PluginError(FsframeError):
+    """A plugin is broken or two plugins register the same name."""
+
+
+class NotFittedError(FsframeError, AttributeError, ValueError):
+    """An estimator was used before ``fit``."""
+
+
+class FsframeWarning(UserWarning):
+    """Base class of fsframe warnings."""
+
+
+class DataWarning(FsframeWarning):
+    """Legal but awkward data: constant or duplicate features, tiny classes, n >> m,
+    singular class covariances. Results may suffer; the message says how."""
+
+
+class ConvergenceWarning(FsframeWarning):
+    """An outer loop stopped at ``max_iter`` or its monitored objective rose."""
+
+
+class SolverWarning(FsframeWarning):
+    """A solver returned a solution that fsframe's own KKT check finds inaccurate."""

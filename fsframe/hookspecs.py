@@ -1,0 +1,64 @@
+"""Hook specifications of fsframe, and the ``hookimpl`` marker plugins use.
+
+Every component kind is registered through one hook returning a list. Built-in components
+(``fsframe.surrogates``, ``fsframe.loops``, ``fsframe.backends``) and the reference method
+plugins in ``plugins/`` go through these same hooks; a third-party package adds components by
+declaring an entry point in the group ``fsframe``::
+
+    [project.entry-points.fsframe]
+    my_plugin = "my_package.plugin_module"
+
+and implementing any of the hooks below in that module with ``@fsframe.hookimpl``.
+Implementations take no arguments today; specs may gain keyword arguments later, which
+implementations may opt into by naming them (pluggy's "opt-in arguments").
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+__all__ = ["hookspec", "hookimpl", "PROJECT_NAME"]
+
+PROJECT_NAME = "fsframe"
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def fsframe_register_formulations():
+    """Register classification formulations.
+
+    :return: a list of :class:`fsframe.Formulation` subclasses, each with a unique ``name``.
+    """
+
+
+@hookspec
+def fsframe_register_surrogates():
+    """Register L0-norm surrogates.
+
+    :return: a list of :class:`fsframe.Surrogate` subclasses, each with a unique ``name``.
+    """
+
+
+@hookspec
+def fsframe_register_loops():
+    """Register outer loops (DCA, EM, reweighting, ...).
+
+    :return: a list of :class:`fsframe.OuterLoop` subclasses, each with a unique ``name``.
+    """
+
+
+@hookspec
+def fsframe_register_backends():
+    """Register solver backends.
+
+    :return: a list of :class:`fsframe.Backend` subclasses, each with a unique ``name``.
+    """
+
+
+@hookspec
+def fsframe_register_methods():
+    """Register named methods: recipes of formulation, surrogate, loop and default parameters.
+
+    :return: a list of :class:`fsframe.MethodSpec`, each with a unique ``name``.
+    """

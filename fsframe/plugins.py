@@ -1,0 +1,219 @@
+"""Plugin discovery and the component registry.
+
+``get_plugin_manager()`` follows pytest/tox: add the hookspecs; block the plugins named in
+``FSFRAME_DISABLED_PLUGINS`` (comma separated); load every entry point of group ``fsframe``
+unless ``FSFRAME_DISABLE_PLUGIN_AUTOLOAD`` is set; register the built-in modules
+(:data:`DEFAULT_PLUGINS`) through the same hooks. ``FSFRAME_TRACE_PLUGINS=1`` traces hook calls.
+
+The :class:`Registry` collects every hook's lists. A plugin that fails to import, whose hook
+raises, or that returns something that is not a component, is recorded as *broken* (with the
+error) and skipped — listing and every other method keep working. Two providers of one name
+make that name *conflicting*: looking it up raises :class:`~fsframe.errors.PluginError`
+naming both providers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import os
+import sys
+import threading
+import warnings
+from typing import Any
+
+import attrs
+import pluggy
+
+from . import hookspecs
+from .errors import FsframeWarning, PluginError, UnknownComponentError
+
+__all__ = [
+    "DEFAULT_PLUGINS",
+    "KINDS",
+    "Registry",
+    "Entry",
+    "get_plugin_manager",
+    "get_registry",
+    "reset_registry",
+]
+
+DEFAULT_PLUGINS = ("fsframe.surrogates", "fsframe.loops", "fsframe.backends")
+ENTRY_POINT_GROUP = "fsframe"
+
+KINDS = {
+    "formulation": "fsframe_register_formulations",
+    "surrogate": "fsframe_register_surrogates",
+    "loop": "fsframe_register_loops",
+    "backend": "fsframe_register_backends",
+    "method": "fsframe_register_methods",
+}
+
+
+@attrs.frozen
+class Entry:
+    """One registered component: the object, the plugin that provided it and its distribution."""
+
+    kind: str
+    name: str
+    obj: Any
+    plugin: str
+    distribution: str | None = None
+    version: str | None = None
+
+
+@attrs.frozen
+class BrokenPlugin:
+    plugin: str
+    error: str
+    distribution: str | None = None
+
+
+def _expected_type(kind: str):
+    if kind == "method":
+        from .method import MethodSpec
+
+        return MethodSpec
+    from .backends.base import Backend
+    from .formulation import Formulation
+    from .loops.base import OuterLoop
+    from .surrogates.base import Surrogate
+
+    return {"formulation": Formulation, "surrogate": Surrogate, "loop": OuterLoop, "backend": Backend}[kind]
+
+
+class Registry:
+    """Every registered component by kind and name (see the module docstring)."""
+
+    def __init__(self, pm: pluggy.PluginManager, broken: list[BrokenPlugin], dists: dict[str, tuple]):
+        self.pm = pm
+        self.entries: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
+        self.conflicts: dict[tuple[str, str], list[Entry]] = {}
+        self.broken: list[BrokenPlugin] = list(broken)
+        for kind, hook_name in KINDS.items():
+            expected = _expected_type(kind)
+            hook = getattr(pm.hook, hook_name)
+            for impl in reversed(hook.get_hookimpls()):  # registration order
+                plugin = impl.plugin_name
+                dist, version = dists.get(plugin, (None, None))
+                try:
+                    items = impl.function()
+                    items = list(items or ())
+                except Exception as exc:  # a broken plugin must not break the others
+                    self._break(plugin, f"{hook_name}() raised {type(exc).__name__}: {exc}", dist)
+                    continue
+                for obj in items:
+                    ok = isinstance(obj, expected) if kind == "method" else (isinstance(obj, type) and issubclass(obj, expected))
+                    name = getattr(obj, "name", None)
+                    if not ok or not isinstance(name, str) or not name:
+                        self._break(plugin, f"{hook_name}() returned {obj!r}, not a named {expected.__name__}", dist)
+                        continue
+                    entry = Entry(kind, name, obj, plugin, dist, version)
+                    table = self.entries[kind]
+                    if (kind, name) in self.conflicts:
+                        self.conflicts[(kind, name)].append(entry)
+                    elif name in table:
+                        self.conflicts[(kind, name)] = [table.pop(name), entry]
+                    else:
+                        table[name] = entry
+
+    def _break(self, plugin: str, error: str, dist) -> None:
+        self.broken.append(BrokenPlugin(plugin, error, dist))
+        warnings.warn(f"fsframe plugin {plugin!r} is broken and was skipped: {error}", FsframeWarning, stacklevel=4)
+
+    def get(self, kind: str, name: str) -> Any:
+        """The component ``name`` of ``kind``; raises for unknown or conflicting names."""
+        if (kind, name) in self.conflicts:
+            who = " and ".join(f"{e.plugin!r} ({e.distribution or 'unknown distribution'})" for e in self.conflicts[(kind, name)])
+            raise PluginError(
+                f"{kind} {name!r} is registered by more than one plugin: {who}; uninstall one, or "
+                f"block one with FSFRAME_DISABLED_PLUGINS=<plugin name>"
+            )
+        try:
+            return self.entries[kind][name].obj
+        except KeyError:
+            known = sorted(self.entries[kind])
+            raise UnknownComponentError(f"unknown {kind} {name!r}; registered {kind}s are {known}") from None
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(self.entries[kind])
+
+    def all(self, kind: str) -> list[Entry]:
+        return [self.entries[kind][n] for n in self.names(kind)]
+
+    def check(self) -> None:
+        """Raise :class:`PluginError` if any plugin is broken or any name conflicts."""
+        problems = [f"broken plugin {b.plugin!r}: {b.error}" for b in self.broken]
+        problems += [f"{k} {n!r} registered by {[e.plugin for e in es]}" for (k, n), es in self.conflicts.items()]
+        if problems:
+            raise PluginError("; ".join(problems))
+
+    def hooks_of(self, plugin: str) -> list[str]:
+        obj = self.pm.get_plugin(plugin)
+        if obj is None:
+            return []
+        return sorted(c.name for c in (self.pm.get_hookcallers(obj) or []))
+
+
+def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict[str, tuple]]:
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    for name in filter(None, (s.strip() for s in os.environ.get("FSFRAME_DISABLED_PLUGINS", "").split(","))):
+        pm.set_blocked(name)
+    broken: list[BrokenPlugin] = []
+    dists: dict[str, tuple] = {}
+    if not os.environ.get("FSFRAME_DISABLE_PLUGIN_AUTOLOAD"):
+        seen = set()
+        for ep in md.entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name in seen or pm.is_blocked(ep.name) or pm.has_plugin(ep.name):
+                continue
+            seen.add(ep.name)
+            dist = getattr(ep, "dist", None)
+            dist_info = (dist.metadata["Name"], dist.version) if dist is not None else (None, None)
+            try:
+                plugin = ep.load()
+                pm.register(plugin, name=ep.name)
+            except Exception as exc:
+                broken.append(BrokenPlugin(ep.name, f"{type(exc).__name__}: {exc}", dist_info[0]))
+                warnings.warn(f"fsframe plugin {ep.name!r} failed to load and was skipped: {exc}",
+                              FsframeWarning, stacklevel=3)
+                continue
+            dists[ep.name] = dist_info
+    for modname in DEFAULT_PLUGINS:
+        if pm.is_blocked(modname):
+            continue
+        pm.register(importlib.import_module(modname), name=modname)
+        dists[modname] = ("fsframe", _own_version())
+    pm.check_pending()
+    if os.environ.get("FSFRAME_TRACE_PLUGINS"):
+        pm.trace.root.setwriter(lambda msg: sys.stderr.write(msg))
+        pm.enable_tracing()
+    return pm, broken, dists
+
+
+def _own_version() -> str:
+    try:
+        return md.version("fsframe")
+    except md.PackageNotFoundError:
+        return "0+unknown"
+
+
+_lock = threading.Lock()
+_registry: Registry | None = None
+
+
+def get_registry(*, reload: bool = False) -> Registry:
+    """The process-wide registry (built on first use)."""
+    global _registry
+    with _lock:
+        if _registry is None or reload:
+            pm, broken, dists = get_plugin_manager()
+            _registry = Registry(pm, broken, dists)
+        return _registry
+
+
+def reset_registry() -> None:
+    """Forget the registry (the next lookup rediscovers plugins)."""
+    global _registry
+    with _lock:
+        _registry = None

@@ -1,0 +1,101 @@
+"""A fit's convex subproblem: built once, compiled once, solved many times."""
+
+from __future__ import annotations
+
+import time
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from ._types import Status
+from .backends.base import Backend, SolveOptions, SolveResult
+from .backends.compile import CompiledModel, compile_model
+from .formulation import BuiltModel, Formulation
+
+__all__ = ["Subproblem", "Iterate"]
+
+
+@attrs.frozen(eq=False)
+class Iterate:
+    """One solved subproblem, read back into model terms.
+
+    ``coef`` are the slot's coefficient entries, ``t`` the group norms ``||w_(j)||``,
+    ``loss`` the objective without penalty, ``seconds`` the wall time of update + solve.
+    """
+
+    status: Status
+    x: NDArray | None
+    coef: NDArray | None
+    intercept: NDArray | None
+    t: NDArray | None
+    loss: float | None
+    objective: float | None  # the subproblem's own objective (loss + penalty at these weights)
+    seconds: float
+    result: SolveResult
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok
+
+    @property
+    def point(self) -> NDArray:
+        """``(w, b)``: the vector whose step DCA's stopping rule measures (000 Alg. 1)."""
+        return np.concatenate([self.coef, np.atleast_1d(self.intercept)])
+
+
+class Subproblem:
+    """Build ``formulation`` on ``(X, y)`` with slot ``terms``, compile it, and solve it
+    repeatedly for new slot weights on ``backend``.
+
+    Attributes ``build_seconds`` and ``compile_seconds`` record the one-off costs.
+    """
+
+    def __init__(self, formulation: Formulation, X: NDArray, y: NDArray, terms: frozenset, backend: Backend,
+                 options: SolveOptions = SolveOptions(), *, fast: bool = True, cone_form: str = "substitute"):
+        self.formulation = formulation
+        self.terms = frozenset(terms)
+        self.backend = backend
+        self.options = options
+        t0 = time.perf_counter()
+        self.built: BuiltModel = formulation.build(X, y, self.terms)
+        t1 = time.perf_counter()
+        self.compiled: CompiledModel = compile_model(self.built.model, fast=fast, cone_form=cone_form)
+        t2 = time.perf_counter()
+        self.build_seconds = t1 - t0
+        self.compile_seconds = t2 - t1
+        self.session = None
+        self.n_solves = 0
+
+    @property
+    def n_groups(self) -> int:
+        return self.compiled.slot.n_groups
+
+    @property
+    def n_coef(self) -> int:
+        return int(self.compiled.slot.W.shape[0])
+
+    def group_norms(self, coef: NDArray) -> NDArray:
+        return self.compiled.group_norms(coef)
+
+    def solve(self, *, lin=None, lin_w=None, quad=None) -> Iterate:
+        """Set the slot weights (see :meth:`CompiledModel.with_weights`) and solve."""
+        t0 = time.perf_counter()
+        data = self.compiled.with_weights(lin=lin, lin_w=lin_w, quad=quad)
+        if self.session is None:
+            self.session = self.backend.open(data, self.options)
+        res = self.session.solve(data)
+        self.n_solves += 1
+        seconds = time.perf_counter() - t0
+        if res.x is None or not res.ok:
+            return Iterate(res.status, None, None, None, None, None, res.objective, seconds, res)
+        x = res.x
+        coef = self.compiled.coef(x)
+        intercept = self.compiled.evaluate(self.built.intercept, x)
+        return Iterate(res.status, x, coef, intercept, self.group_norms(coef), self.compiled.loss(x),
+                       res.objective, seconds, res)
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
