@@ -18,6 +18,7 @@ too large, the primal rescaled to an identity Hessian. Option ``qp_form``: ``"au
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import time
@@ -66,6 +67,15 @@ def _new_highs(verbose: bool):
 _FSFRAME_OPTIONS = {"qp_form"}
 
 
+@functools.lru_cache(maxsize=1)
+def _highs_version() -> str:
+    try:
+        h = _new_highs(False)
+        return f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
+    except Exception:  # pragma: no cover - reported by available()
+        return ""
+
+
 class HighsBackend(Backend):
     """HiGHS via highspy: LP and convex QP, warm re-solves.
 
@@ -110,13 +120,7 @@ class HighsBackend(Backend):
 
     @classmethod
     def version(cls) -> str:
-        try:
-            import highspy
-
-            h = _new_highs(False)
-            return f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
-        except Exception:  # pragma: no cover - reported by available()
-            return ""
+        return _highs_version()
 
     def open(self, data: ProblemData, options: SolveOptions = SolveOptions()) -> BackendSession:
         self.require()
