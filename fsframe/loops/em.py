@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-from attrs.validators import gt, in_
 
 from .base import OuterLoop, Step
 
@@ -25,7 +24,7 @@ class EM(OuterLoop):
     subproblem in its dual (``n`` larger than the number of rows), ``1/q`` enters as the scaling
     ``diag(t^2)`` of the kernel: Weston's multiplicative update ``w = |w^k| ⊙ v``.
 
-    ``init="l2"`` (default) starts from ``q = 1``, the standard L2 SVM, as 002 and AROM do.
+    The first subproblem uses ``q = 1`` (the standard L2 SVM), as 002 and AROM start.
     Stops when the step ``||(w,b)^{t+1} - (w,b)^t||`` falls below ``tol`` (relative). The
     monotone quantity of this majorise-minimise scheme is ``loss + 2 sum_j phi(t_j)`` for
     surrogates whose weights are ``phi'(t)/t`` (exp, log, l1); it is checked for those.
@@ -37,7 +36,6 @@ class EM(OuterLoop):
     reference = "Huang, King & Lyu, paper 002, eqs. 7-9; Weston et al. 2003; Peng & Fan, paper 004"
     requires = ("quad_weights",)
     max_iter: int = attrs.field(default=50)
-    init: str = attrs.field(default="l2", validator=in_(("l2",)))
 
     def terms(self, surrogate):
         return frozenset({"quad"})
