@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
+from attrs.validators import ge, instance_of
 
 from .base import OuterLoop, Step
 
@@ -35,7 +36,7 @@ class EM(OuterLoop):
     name = "em"
     reference = "Huang, King & Lyu, paper 002, eqs. 7-9; Weston et al. 2003; Peng & Fan, paper 004"
     requires = ("quad_weights",)
-    max_iter: int = attrs.field(default=50)
+    max_iter: int = attrs.field(default=50, validator=[instance_of(int), ge(1)])
 
     def terms(self, surrogate):
         return frozenset({"quad"})
