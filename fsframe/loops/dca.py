@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
+from attrs.validators import in_
 
 from .base import OuterLoop, Step
 
@@ -18,8 +19,11 @@ class DCA(OuterLoop):
 
     where, per coefficient, ``grad_h(w^k)_i = h'(t_j^k) * w_i^k / t_j^k`` (000 eq. 40 for
     scalar groups: ``alpha * sign(w) * (1 - exp(-alpha |w|))``) and 0 where ``t_j^k = 0``.
-    The starting point is the minimiser of ``loss + g`` — the DCA step from ``x = 0`` — which for
-    ``exp`` is the L1 solution (issue: "start from the l1-mpm solution").
+    Starting point (Algorithm 1 step 1 asks for any ``x^0`` in the feasible set): ``init="l1"``
+    (default) is the L1 solution, ``min loss + sum_j ||w_(j)||`` — for MPM the L1-MPM solution, as
+    the paper's experiments start; ``init="zero"`` is the DCA step from ``x = 0``, i.e. the minimiser
+    of ``loss + g``. (With ``log`` and a small ``eps``, ``g = t/eps`` makes that step ``w = 0``, a
+    fixed point of DCA.) The DC objective decreases from either start.
 
     Stopping rule (Algorithm 1, step 4): stop when ``||x^{k+1} - x^k|| < tol`` or
     ``f(x^{k+1}) >= f(x^k) - tol`` with ``x = (w, b)`` and ``f = g - h + loss``; both tolerances are
@@ -30,6 +34,7 @@ class DCA(OuterLoop):
     name = "dca"
     reference = "Yang & Ju, paper 000, Algorithm 1; Pham Dinh & Le Thi 1997"
     requires = ("dc_split",)
+    init: str = attrs.field(default="l1", validator=in_(("l1", "zero")))
 
     def terms(self, surrogate):
         split = surrogate.dc_split()
@@ -49,7 +54,11 @@ class DCA(OuterLoop):
 
     def steps(self, sub, surrogate):
         split = surrogate.dc_split()
-        it = self._solve(sub, split, None)
+        if self.init == "l1":
+            it = sub.solve(lin=np.ones(sub.n_groups), lin_w=np.zeros(sub.n_coef),
+                           quad=np.zeros(sub.n_groups) if split.quad else None)
+        else:
+            it = self._solve(sub, split, None)
         f = self.surrogate_objective(it, surrogate) if it.ok else None
         yield Step(it, f)
         for _ in range(1, self.max_iter):

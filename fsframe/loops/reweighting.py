@@ -20,21 +20,31 @@ class ReweightedL1(OuterLoop):
     objective falls below ``tol`` (relative). An infinite weight (``lp`` at ``t = 0``) fixes the
     group at zero.
 
-    ``init="auto"`` starts from ``t = 0`` (weights ``phi'(0)``) when that is finite, else from
-    unit weights (the L1 solution); ``"l1"`` always starts from unit weights.
+    ``init="l1"`` (default) starts from the L1 solution (unit weights; Candès et al.'s IRL1
+    start); ``"zero"`` from the tangent at ``t = 0`` (weights ``phi'(0)``, which must be finite).
+    With ``log`` and a small ``eps``, ``phi'(0) = 1/eps`` zeroes every coefficient at once and the
+    loop never leaves ``w = 0``; the L1 start avoids that. Descent holds from either start.
     """
 
     name = "reweighted-l1"
     reference = "Bradley & Mangasarian, ICML 1998 (FSV); Candes, Wakin & Boyd, JFAA 14, 2008"
     requires = ("derivative",)
-    init: str = attrs.field(default="auto", validator=in_(("auto", "l1")))
+    init: str = attrs.field(default="l1", validator=in_(("l1", "zero")))
 
     def terms(self, surrogate):
         return frozenset({"lin"})
 
+    def missing(self, surrogate):
+        miss = super().missing(surrogate)
+        if surrogate is not None and not miss and self.init == "zero":
+            if not np.all(np.isfinite(surrogate.derivative(np.zeros(1)))):
+                miss.append("a finite derivative at 0 (for init='zero')")
+        return miss
+
     def steps(self, sub, surrogate):
-        w0 = surrogate.derivative(np.zeros(sub.n_groups))
-        if self.init == "l1" or not np.all(np.isfinite(w0)):
+        if self.init == "zero":
+            w0 = surrogate.derivative(np.zeros(sub.n_groups))
+        else:
             w0 = np.ones(sub.n_groups)
         it = sub.solve(lin=w0)
         f = self.surrogate_objective(it, surrogate) if it.ok else None
