@@ -2,8 +2,8 @@
 
 ``get_plugin_manager()`` follows pytest/tox: add the hookspecs; block the plugins named in
 ``FSFRAME_DISABLED_PLUGINS`` (comma separated); load every entry point of group ``fsframe``
-unless ``FSFRAME_DISABLE_PLUGIN_AUTOLOAD`` is set; register the built-in modules
-(:data:`DEFAULT_PLUGINS`) through the same hooks. ``FSFRAME_TRACE_PLUGINS=1`` traces hook calls.
+unless ``FSFRAME_DISABLE_PLUGIN_AUTOLOAD`` is set; register plugins added at run time with
+:func:`register`; register the built-in modules (:data:`DEFAULT_PLUGINS`) through the same hooks. ``FSFRAME_TRACE_PLUGINS=1`` traces hook calls.
 
 The :class:`Registry` collects every hook's lists. A plugin that fails to import, whose hook
 raises, or that returns something that is not a component, is recorded as *broken* (with the
@@ -36,6 +36,8 @@ __all__ = [
     "get_plugin_manager",
     "get_registry",
     "reset_registry",
+    "register",
+    "unregister",
 ]
 
 DEFAULT_PLUGINS = ("fsframe.surrogates", "fsframe.loops", "fsframe.backends")
@@ -179,6 +181,10 @@ def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict
                               FsframeWarning, stacklevel=3)
                 continue
             dists[ep.name] = dist_info
+    for name, plugin in _runtime_plugins.items():
+        if not pm.is_blocked(name):
+            pm.register(plugin, name=name)
+            dists[name] = (None, None)
     for modname in DEFAULT_PLUGINS:
         if pm.is_blocked(modname):
             continue
@@ -200,6 +206,25 @@ def _own_version() -> str:
 
 _lock = threading.Lock()
 _registry: Registry | None = None
+_runtime_plugins: dict[str, Any] = {}
+
+
+def register(plugin: Any, name: str | None = None) -> str:
+    """Register a plugin object (a module or any object with ``@hookimpl`` functions) in this
+    process, without packaging it — for notebooks and tests. Returns its name. Installed
+    packages should use the ``fsframe`` entry-point group instead."""
+    name = name or getattr(plugin, "__name__", None) or f"runtime-{id(plugin)}"
+    if name in _runtime_plugins:
+        raise PluginError(f"a runtime plugin named {name!r} is already registered")
+    _runtime_plugins[name] = plugin
+    reset_registry()
+    return name
+
+
+def unregister(name: str) -> None:
+    """Remove a plugin registered with :func:`register`."""
+    _runtime_plugins.pop(name, None)
+    reset_registry()
 
 
 def get_registry(*, reload: bool = False) -> Registry:
