@@ -24,9 +24,11 @@ def _readonly(a: NDArray) -> NDArray:
     return a
 
 
-def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data") -> tuple[NDArray, NDArray]:
+def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = False) -> tuple[NDArray, NDArray]:
     """Validate and copy ``X`` (float64, 2-D, finite) and ``y`` (1-D, same length, >= 2 classes,
-    >= 2 samples per class). Returns fresh copies; the inputs are never modified.
+    >= 2 samples per class). Returns fresh copies; the inputs are never modified. With ``warn``,
+    legal but awkward data (constant or duplicate features, classes under 5 samples) raises a
+    :class:`~fsframe.errors.DataWarning`.
 
     Raises
     ------
@@ -84,6 +86,8 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data") -> tuple[NDArray
             f"{name}: class {desc} has fewer than {MIN_SAMPLES_PER_CLASS} samples; "
             "drop or merge the class"
         )
+    if warn:
+        _warn_awkward(Xa, ya, name)
     return Xa, ya
 
 
@@ -109,7 +113,7 @@ def _warn_awkward(X: NDArray, y: NDArray, name: str) -> None:
             f"{'...' if len(diag['constant']) > 10 else ''}: they carry no information and will get "
             "zero weight (any weight on them is absorbed by the intercept)",
             DataWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     if diag["duplicate_pairs"]:
         warnings.warn(
@@ -117,7 +121,7 @@ def _warn_awkward(X: NDArray, y: NDArray, name: str) -> None:
             f"{diag['duplicate_pairs'][:5]}: sparse methods keep an arbitrary one of each pair, "
             "so the selected index may change between solvers",
             DataWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     _, counts = np.unique(y, return_counts=True)
     if counts.min() < SMALL_CLASS_WARNING:
@@ -125,7 +129,7 @@ def _warn_awkward(X: NDArray, y: NDArray, name: str) -> None:
             f"{name}: the smallest class has {counts.min()} samples; class statistics "
             "(means, covariances) and cross-validation folds will be unreliable",
             DataWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
 
@@ -158,7 +162,7 @@ class Dataset:
     source: str | None = attrs.field(default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        X, y = check_Xy(self.X, self.y, name=self.name)
+        X, y = check_Xy(self.X, self.y, name=self.name, warn=True)
         names = self.feature_names
         if names is None:
             names = tuple(f"x{j}" for j in range(X.shape[1]))
@@ -171,7 +175,6 @@ class Dataset:
         object.__setattr__(self, "X", _readonly(X))
         object.__setattr__(self, "y", _readonly(y))
         object.__setattr__(self, "feature_names", names)
-        _warn_awkward(X, y, self.name)
 
     # -- derived values -------------------------------------------------------------------
     @property

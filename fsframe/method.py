@@ -301,7 +301,7 @@ def fit(
         Xa, ya = np.array(data.X), np.array(data.y)
         names = data.feature_names
     else:
-        Xa, ya = check_Xy(X, y)
+        Xa, ya = check_Xy(X, y, warn=True)
         names = None
     res = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **params)
     if n_features is not None:
