@@ -1,0 +1,991 @@
+"""Public conformance kit for fsframe components (after scikit-learn's ``check_estimator`` and
+CVXPY's ``StandardTestLPs``).
+
+Plugin authors run these in their own CI::
+
+    from fsframe.testing import check_surrogate, check_backend, check_loop, check_formulation
+
+    def test_my_surrogate():
+        check_surrogate(MySurrogate(a=2.0))
+
+Each ``check_*`` raises :class:`AssertionError` naming the component and the property that
+failed, and returns the names of the checks it ran (a check runs only for the capabilities the
+component declares). Every expected value is derived independently of the code under test: by
+finite differences, by the definition of a concave penalty, by a hand-solved problem
+(:class:`StandardProblems`) or by re-reading the Pyomo model.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from typing import Callable, Iterable
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from ._types import ProblemClass, Status
+from .backends.base import Backend, BackendSession, SolveOptions, SolveResult
+from .backends.compile import CompiledModel, ProblemData, compile_model
+from .errors import ConvergenceWarning, InvalidOptionError, SolverFailedError
+from .formulation import Formulation
+from .loops.base import OuterLoop
+from .surrogates.base import Surrogate
+
+__all__ = [
+    "check_surrogate",
+    "check_formulation",
+    "check_backend",
+    "check_loop",
+    "parametrize_with_checks",
+    "StandardProblem",
+    "StandardProblems",
+    "FailingBackend",
+    "hinge_loss",
+    "toy_data",
+    "DEFAULT_GRID",
+]
+
+_EPS = np.finfo(float).eps
+
+DEFAULT_GRID = np.unique(np.concatenate([
+    [0.0], np.logspace(-6, 3, 46), np.linspace(0.05, 5.0, 100),
+]))
+"""Points of ``[0, 1000]`` at which :func:`check_surrogate` evaluates ``phi`` by default."""
+
+
+def _fail(who: str, what: str) -> None:
+    raise AssertionError(f"{who}: {what}")
+
+
+def _where(mask: NDArray, *arrays) -> str:
+    i = int(np.flatnonzero(mask)[0])
+    return ", ".join(f"{np.ravel(a)[i]!r}" for a in arrays)
+
+
+# =============================================================================== surrogates
+def _fd_step(t: NDArray) -> NDArray:
+    return 1e-5 * np.maximum(t, 1e-3)
+
+
+def _check_fd(who: str, what: str, f: Callable, df: Callable, t: NDArray, rtol: float = 1e-4) -> None:
+    """``df(t)`` equals the central difference of ``f`` at ``t > 0`` (where ``t - h >= 0``)."""
+    h = _fd_step(t)
+    t = t[t > 2 * h]
+    h = _fd_step(t)
+    if not t.size:
+        return
+    fp, f0, fm = f(t + h), f(t), f(t - h)
+    fd = (fp - fm) / (2 * h)
+    d = np.asarray(df(t), dtype=float)
+    scale = np.maximum(np.abs(fp), np.abs(fm))
+    # rounding, plus h * |f''|: the central difference's error where f'' jumps (a C^1 spline)
+    atol = 64 * _EPS * np.maximum(scale, 1.0) / h + np.abs(fp - 2 * f0 + fm) / h
+    bad = ~(np.abs(d - fd) <= atol + rtol * np.abs(fd))
+    if bad.any():
+        _fail(who, f"{what} disagrees with the central finite difference at t, {what}, fd = {_where(bad, t, d, fd)}")
+
+
+def _check_nonincreasing(who: str, what: str, t: NDArray, v: NDArray) -> None:
+    v = np.asarray(v, dtype=float)
+    a, b = v[:-1], v[1:]
+    with np.errstate(invalid="ignore"):
+        bad = ~((b <= a) | np.isclose(a, b, rtol=1e-12, atol=0) | (np.isinf(a) & (a > 0)))
+    if bad.any():
+        _fail(who, f"{what} increases between t = {_where(bad, t[:-1], t[1:])}")
+
+
+def _midpoints(t: NDArray, rng: np.random.Generator, n: int = 400) -> tuple[NDArray, NDArray]:
+    """Random pairs of points whose midpoint is representable strictly between them."""
+    a, b = t[rng.integers(0, t.size, n)], t[rng.integers(0, t.size, n)]
+    m = 0.5 * (a + b)
+    keep = (a == b) | ((m > np.minimum(a, b)) & (m < np.maximum(a, b)))
+    return a[keep], b[keep]
+
+
+def _check_midpoint(who: str, what: str, f: Callable, a: NDArray, b: NDArray, *, concave: bool) -> None:
+    fa, fb, fm = f(a), f(b), f(0.5 * (a + b))
+    mean = 0.5 * (fa + fb)
+    tol = 1e-9 * (1.0 + np.abs(fa) + np.abs(fb)) + 64 * _EPS * (np.abs(fa) + np.abs(fb))
+    bad = fm < mean - tol if concave else fm > mean + tol
+    if bad.any():
+        kind = "concave" if concave else "convex"
+        _fail(who, f"{what} is not midpoint-{kind} at a, b = {_where(bad, a, b)}")
+
+
+def check_surrogate(surrogate: Surrogate, t: Iterable[float] | None = None, *, seed: int = 0) -> list[str]:
+    """Check ``surrogate`` against the definition of an L0 surrogate and its declared models.
+
+    Always: ``phi(0) = 0``, ``phi >= 0``, non-decreasing and midpoint-concave on ``[0, inf)``,
+    ``phi`` on an array equals ``phi`` on each scalar, and ``value(w) = sum_j phi(|w_j|)`` (so
+    ``value`` is symmetric in ``w``). For each capability in ``surrogate.capabilities()``:
+
+    * ``derivative``: equals the central finite difference of ``phi``; ``>= 0``, non-increasing;
+      at 0 it is the right derivative (the forward difference) when finite;
+    * ``dc_split``: ``g - h == phi``; ``g`` and ``h`` midpoint-convex, ``h(0) = 0``,
+      ``grad_h`` equals the finite difference of ``h`` and is ``>= 0``;
+    * ``quad_weights``: ``inf`` at 0, finite and ``>= 0`` and non-increasing for ``t > 0``; with a
+      derivative, ``q(t) * t`` is a constant positive multiple of ``phi'(t)`` (``q = c phi'(t)/t``).
+
+    Parameters
+    ----------
+    t : iterable of float >= 0, optional
+        Evaluation points (default :data:`DEFAULT_GRID`); 0 is always added.
+
+    Returns the names of the checks that ran.
+    """
+    who = f"surrogate {surrogate}"
+    pts = DEFAULT_GRID if t is None else np.asarray(list(t), dtype=float).ravel()
+    if np.any(~np.isfinite(pts)) or np.any(pts < 0):
+        raise ValueError("check_surrogate: evaluation points must be finite and >= 0")
+    pts = np.unique(np.concatenate([[0.0], pts]))
+    rng = np.random.default_rng(seed)
+    with np.errstate(over="ignore", divide="ignore"):  # phi'(t)/t overflows at tiny t, by design
+        return _check_surrogate(surrogate, who, pts, rng)
+
+
+def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.random.Generator) -> list[str]:
+    phi = lambda x: np.asarray(surrogate.phi(np.asarray(x, dtype=float)), dtype=float)  # noqa: E731
+    ran = []
+
+    v = phi(pts)
+    if v.shape != pts.shape:
+        _fail(who, f"phi of an array of shape {pts.shape} has shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        _fail(who, f"phi is not finite at t = {_where(~np.isfinite(v), pts)}")
+    if v[0] != 0.0:
+        _fail(who, f"phi(0) = {v[0]!r}, must be 0")
+    if np.any(v < 0):
+        _fail(who, f"phi < 0 at t = {_where(v < 0, pts)}")
+    ran += ["phi(0)=0", "phi>=0"]
+    dv = np.diff(v)
+    bad = dv < -1e-12 * np.maximum(1.0, np.abs(v[1:]))
+    if bad.any():
+        _fail(who, f"phi decreases between t = {_where(bad, pts[:-1], pts[1:])}")
+    ran.append("monotone")
+    a, b = _midpoints(pts, rng)
+    _check_midpoint(who, "phi", phi, a, b, concave=True)
+    ran.append("midpoint-concave")
+    scalars = np.array([float(surrogate.phi(np.float64(x))) for x in pts[:: max(1, pts.size // 25)]])
+    if not np.allclose(scalars, v[:: max(1, pts.size // 25)], rtol=1e-12, atol=0):
+        _fail(who, "phi on scalars differs from phi on an array")
+    w = rng.choice(pts, size=min(pts.size, 30)) * rng.choice([-1.0, 1.0], size=min(pts.size, 30))
+    expect = math.fsum(float(surrogate.phi(np.float64(abs(x)))) for x in w)
+    for sign in (1.0, -1.0):
+        got = surrogate.value(sign * w)
+        if not math.isclose(got, expect, rel_tol=1e-10, abs_tol=1e-12):
+            _fail(who, f"value({'-' if sign < 0 else ''}w) = {got!r}, sum of phi(|w_j|) = {expect!r}")
+    ran.append("value=sum phi")
+
+    caps = surrogate.capabilities()
+    pos = pts[pts > 0]
+    if "derivative" in caps:
+        d = np.asarray(surrogate.derivative(pts), dtype=float)
+        if np.any(np.isnan(d)) or np.any(d < 0):
+            _fail(who, f"derivative is NaN or < 0 at t = {_where(np.isnan(d) | (d < 0), pts)}")
+        if not np.all(np.isfinite(d[1:])):
+            _fail(who, f"derivative is not finite at t = {_where(~np.isfinite(d[1:]), pts[1:])}")
+        _check_nonincreasing(who, "derivative", pts, d)
+        _check_fd(who, "derivative", phi, surrogate.derivative, pos)
+        if np.isfinite(d[0]):
+            hh = 1e-8
+            fwd = (phi(np.array([hh]))[0] - v[0]) / hh
+            if not math.isclose(d[0], fwd, rel_tol=1e-4, abs_tol=1e-6):
+                _fail(who, f"derivative(0) = {d[0]!r} is not the right derivative {fwd!r}")
+        ran += ["derivative=fd", "derivative>=0", "derivative non-increasing"]
+    if "dc_split" in caps:
+        split = surrogate.dc_split()
+        g = lambda x: np.asarray(split.g(np.asarray(x, dtype=float)), dtype=float)  # noqa: E731
+        h = lambda x: np.asarray(split.h(np.asarray(x, dtype=float)), dtype=float)  # noqa: E731
+        gv, hv = g(pts), h(pts)
+        tol = 1e-9 * (1.0 + np.abs(v)) + 64 * _EPS * (np.abs(gv) + np.abs(hv))
+        bad = ~(np.abs(gv - hv - v) <= tol)
+        if bad.any():
+            _fail(who, f"dc_split: g - h != phi at t, g, h, phi = {_where(bad, pts, gv, hv, v)}")
+        if hv[0] != 0.0:
+            _fail(who, f"dc_split: h(0) = {hv[0]!r}, must be 0")
+        _check_midpoint(who, "dc_split g", g, a, b, concave=False)
+        _check_midpoint(who, "dc_split h", h, a, b, concave=False)
+        gh = np.asarray(split.grad_h(pts), dtype=float)
+        if np.any(~np.isfinite(gh)) or np.any(gh < 0):
+            _fail(who, f"dc_split: grad_h is not finite and >= 0 at t = {_where(~(gh >= 0) | ~np.isfinite(gh), pts)}")
+        _check_fd(who, "dc_split grad_h", h, split.grad_h, pos)
+        ran += ["dc g-h=phi", "dc g convex", "dc h convex", "dc grad_h=fd"]
+    if "quad_weights" in caps:
+        q = np.asarray(surrogate.quad_weights(pts), dtype=float)
+        if not (np.isinf(q[0]) and q[0] > 0):
+            _fail(who, f"quad_weights(0) = {q[0]!r}, must be inf (the group is fixed at zero)")
+        qp = q[1:]
+        # phi'(t)/t overflows for subnormal-scale t (t^-2 at t < 1e-154): finiteness from 1e-100 on
+        bad = ~(qp >= 0) | (~np.isfinite(qp) & (pos >= 1e-100))
+        if bad.any():
+            _fail(who, f"quad_weights is not finite and >= 0 at t = {_where(bad, pos)}")
+        _check_nonincreasing(who, "quad_weights", pos, qp)
+        ran.append("quad_weights finite, non-increasing")
+        if "derivative" in caps:
+            dp = np.asarray(surrogate.derivative(pos), dtype=float)
+            live = (dp > 1e-300) & np.isfinite(qp)
+            flat = dp == 0
+            if np.any(qp[flat] != 0):
+                _fail(who, f"quad_weights != 0 where phi' = 0, t = {_where(qp[flat] != 0, pos[flat])}")
+            ratio = qp[live] * pos[live] / dp[live]
+            if ratio.size and (not np.all(ratio > 0) or not np.allclose(ratio, ratio[0], rtol=1e-8)):
+                bad = ~np.isclose(ratio, ratio[0], rtol=1e-8)
+                _fail(who, "quad_weights(t) * t / phi'(t) is not a positive constant "
+                      f"(t, ratio, first ratio = {_where(bad, pos[live], ratio, np.full_like(ratio, ratio[0]))})")
+            ran.append("quad_weights = c phi'(t)/t")
+    return ran
+
+
+# =============================================================================== toy data, losses
+def toy_data() -> tuple[NDArray, NDArray]:
+    """Ten points in the plane, separable with margin: ``+1`` at (2,1), (3,1), (2,2), (4,1),
+    (3,2) and ``-1`` at their negatives. Only the pair ``±(2, 1)`` constrains ``w >= 0``, so every
+    hinge problem on it reduces to the single constraint ``2 w_1 + w_2 >= 1`` (``b = 0``)."""
+    P = np.array([[2.0, 1.0], [3.0, 1.0], [2.0, 2.0], [4.0, 1.0], [3.0, 2.0]])
+    return np.vstack([P, -P]), np.r_[np.ones(5), -np.ones(5)]
+
+
+def hinge_loss(C: float) -> Callable[[NDArray, NDArray], float]:
+    """``C * sum_i max(0, 1 - y_i f_i)`` in numpy, for ``decision_loss=``."""
+    return lambda f, y: float(C * np.sum(np.maximum(0.0, 1.0 - np.asarray(y) * np.asarray(f))))
+
+
+_DECISION_LOSSES: dict[str, Callable[[Formulation], Callable]] = {"hinge": lambda f: hinge_loss(f.C)}
+
+
+def _decision_loss(formulation: Formulation, given):
+    if given is not None:
+        return given
+    make = _DECISION_LOSSES.get(formulation.name)
+    return None if make is None else make(formulation)
+
+
+def _codes(formulation: Formulation, y: NDArray) -> NDArray:
+    classes = np.unique(y)
+    if formulation.multiclass == "native":
+        return np.searchsorted(classes, y)
+    if classes.size != 2:
+        raise ValueError(f"{formulation.name} is binary: y must have two classes, got {classes.size}")
+    return np.where(y == classes[1], 1.0, -1.0)
+
+
+# =============================================================================== standard problems
+def _problem(c, *, A=None, b=None, G=None, h=None, lb=None, ub=None, P=None, offset=0.0, cones=()) -> ProblemData:
+    c = np.asarray(c, dtype=float)
+    n = c.size
+    A = sp.csr_matrix((0, n)) if A is None else sp.csr_matrix(np.asarray(A, dtype=float))
+    G = sp.csr_matrix((0, n)) if G is None else sp.csr_matrix(np.asarray(G, dtype=float))
+    return ProblemData(
+        c=c, A=A, b=np.zeros(0) if b is None else np.asarray(b, dtype=float),
+        G=G, h=np.zeros(0) if h is None else np.asarray(h, dtype=float),
+        lb=np.full(n, -np.inf) if lb is None else np.asarray(lb, dtype=float),
+        ub=np.full(n, np.inf) if ub is None else np.asarray(ub, dtype=float),
+        l=G.shape[0] - int(sum(cones)), cones=tuple(cones),
+        P=None if P is None else sp.csc_matrix(np.asarray(P, dtype=float)), offset=float(offset))
+
+
+@attrs.frozen(eq=False)
+class StandardProblem:
+    """A small problem with a hand-derived answer.
+
+    ``statuses`` are the acceptable statuses (the first is the exact one); ``objective`` and ``x``
+    the optimum (``nan`` entries of ``x`` are not unique and not compared); ``coef`` are the
+    columns holding the model coefficients ``w`` and ``support`` the expected non-zeros of
+    ``w``. ``derivation`` says how the answer was obtained.
+    """
+
+    name: str
+    data: ProblemData
+    statuses: tuple
+    objective: float | None = None
+    x: NDArray | None = None
+    coef: tuple = ()
+    support: tuple | None = None
+    derivation: str = ""
+
+    @property
+    def problem_class(self) -> ProblemClass:
+        return self.data.problem_class
+
+    def check(self, result: SolveResult, *, who: str = "", rtol: float = 1e-6, atol: float = 1e-6) -> None:
+        """Raise :class:`AssertionError` unless ``result`` is this problem's answer."""
+        who = f"{who or result.backend} on {self.name}"
+        if result.status not in self.statuses:
+            _fail(who, f"status {result.status.value}, expected {[s.value for s in self.statuses]} ({result.message})")
+        if self.objective is None:
+            if result.ok:
+                _fail(who, f"status {result.status.value} on a problem without a solution")
+            return
+        if result.x is None or result.objective is None:
+            _fail(who, "an optimal result without x or objective")
+        if not math.isclose(result.objective, self.objective, rel_tol=rtol, abs_tol=atol):
+            _fail(who, f"objective {result.objective!r}, expected {self.objective!r} ({self.derivation})")
+        x = np.asarray(result.x, dtype=float)
+        viol = self.data.max_violation(x)
+        if viol > 1e2 * atol:
+            _fail(who, f"solution violates a constraint or bound by {viol:.3g}")
+        if not math.isclose(self.data.objective(x), result.objective, rel_tol=rtol, abs_tol=atol):
+            _fail(who, f"reported objective {result.objective!r} is not the objective at x, {self.data.objective(x)!r}")
+        if self.x is not None:
+            known = ~np.isnan(self.x)
+            if not np.allclose(x[known], self.x[known], rtol=1e3 * rtol, atol=1e3 * atol):
+                _fail(who, f"x = {np.round(x, 6).tolist()}, expected {self.x.tolist()}")
+        if self.support is not None:
+            w = x[list(self.coef)]
+            got = tuple(np.flatnonzero(np.abs(w) > 1e-4 * max(1.0, float(np.max(np.abs(w))))).tolist())
+            if got != tuple(self.support):
+                _fail(who, f"support {got}, expected {tuple(self.support)}")
+
+
+def _toy_hinge(C: float, *, split: bool, fixed: tuple = ()) -> tuple:
+    """The hinge problem on :func:`toy_data` with columns ``[u, v, b, xi]`` (split) or ``[w, b, xi]``:
+    rows ``-(y_i x_i'(u - v) + y_i b + xi_i) <= -1``; fixed coefficient groups get bounds [0, 0]."""
+    X, y = toy_data()
+    m, n = X.shape
+    YX = y[:, None] * X
+    wblock = np.hstack([YX, -YX]) if split else YX
+    nw = wblock.shape[1]
+    G = -np.hstack([wblock, y[:, None], np.eye(m)])
+    lb = np.r_[np.zeros(nw) if split else np.full(nw, -np.inf), -np.inf, np.zeros(m)]
+    ub = np.full(lb.size, np.inf)
+    for j in fixed:
+        cols = [j, n + j] if split else [j]
+        lb[cols] = ub[cols] = 0.0
+    c = np.r_[np.zeros(nw + 1), np.full(m, C)]
+    return G, -np.ones(m), lb, ub, c, nw
+
+
+class StandardProblems:
+    """Tiny problems solvable by hand, reused per backend (CVXPY's ``StandardTestLPs`` idea).
+
+    The hinge problems live on :func:`toy_data` (``C = 10``): every one reduces to the single
+    constraint ``2 w_1 + w_2 >= 1`` with ``b = 0`` and zero slack, so ``min sum_j r_j |w_j|`` is
+    solved at the vertex with the smaller ``r_j / a_j`` and ``min sum_j q_j w_j^2`` at
+    ``w_j = (a_j / q_j) / sum_k (a_k^2 / q_k)`` with optimum ``1 / sum_k (a_k^2 / q_k)``, ``a = (2, 1)``.
+    (``C = 10`` exceeds every multiplier: 0.25 for L1, 0.2 for L2, at most 1.5 for the EM steps.)
+    """
+
+    C = 10.0
+
+    @classmethod
+    def l1svm_separable(cls, weights=(1.0, 1.0), fixed: tuple = ()) -> StandardProblem:
+        """L1-SVM LP (001 eq. 2) with the ``u, v`` split and weights ``r`` on ``|w_j|``."""
+        G, h, lb, ub, c, nw = _toy_hinge(cls.C, split=True, fixed=fixed)
+        r = np.asarray(weights, dtype=float)
+        c[:nw] = np.r_[r, r]
+        live = [j for j in range(2) if j not in fixed]
+        best = min(live, key=lambda j: r[j] / (2.0, 1.0)[j])
+        w = np.zeros(2)
+        w[best] = 1.0 / (2.0, 1.0)[best]
+        x = np.r_[np.maximum(w, 0), np.maximum(-w, 0), 0.0, np.zeros(10)]
+        return StandardProblem(
+            f"l1svm_separable(weights={tuple(r.tolist())}, fixed={fixed})",
+            _problem(c, G=G, h=h, lb=lb, ub=ub), (Status.OPTIMAL,), objective=float(r[best] * w[best]), x=x,
+            coef=(0, 1), support=(best,),
+            derivation="min r'|w| s.t. 2 w1 + w2 >= 1: the vertex with the smaller r_j / a_j")
+
+    @classmethod
+    def quad_hinge(cls, q=(1.0, 1.0), name: str = "l2svm_separable") -> StandardProblem:
+        """``min sum_j q_j w_j^2 + C sum xi`` (free ``w``); ``q_j = inf`` fixes ``w_j = 0`` (the EM
+        subproblem, 002 eq. 7, with weights ``1/|w|^2``)."""
+        q = np.asarray(q, dtype=float)
+        fixed = tuple(int(j) for j in np.flatnonzero(np.isinf(q)))
+        G, h, lb, ub, c, nw = _toy_hinge(cls.C, split=False, fixed=fixed)
+        a = np.array([2.0, 1.0])
+        inv = np.where(np.isinf(q), 0.0, a * a / np.where(np.isinf(q), 1.0, q))
+        w = np.where(np.isinf(q), 0.0, a / np.where(np.isinf(q), 1.0, q)) / inv.sum()
+        P = np.zeros((c.size, c.size))
+        P[:2, :2] = np.diag(2.0 * np.where(np.isinf(q), 0.0, q))
+        return StandardProblem(
+            f"{name}(q={tuple(q.tolist())})", _problem(c, G=G, h=h, lb=lb, ub=ub, P=P), (Status.OPTIMAL,),
+            objective=float(1.0 / inv.sum()), x=np.r_[w, 0.0, np.zeros(10)], coef=(0, 1),
+            support=tuple(np.flatnonzero(w > 0).tolist()),
+            derivation="min sum q_j w_j^2 s.t. a'w = 1: w = (a/q) / sum(a^2/q), optimum 1/sum(a^2/q)")
+
+    @classmethod
+    def em_qp(cls) -> StandardProblem:
+        """The EM zero-norm step after the L2 start ``w = (0.4, 0.2)``: ``q = 1/w^2 = (6.25, 25)``,
+        optimum ``1/0.68``, ``w = (0.4706, 0.0588)`` (Hessian diagonal on free columns: the
+        dual form applies)."""
+        return cls.quad_hinge((6.25, 25.0), name="em_qp")
+
+    @classmethod
+    def em_qp_fixed(cls) -> StandardProblem:
+        """EM step with ``q = (1, inf)``: ``w_2`` fixed at zero, ``w = (0.5, 0)``, optimum 0.25."""
+        return cls.quad_hinge((1.0, np.inf), name="em_qp_fixed")
+
+    @classmethod
+    def lp_equality_bounds(cls) -> StandardProblem:
+        """``min -x1 - 2 x2 s.t. x1 + x2 = 1, 0 <= x <= 0.8``: ``x = (0.2, 0.8)``, optimum -1.8."""
+        return StandardProblem("lp_equality_bounds", _problem([-1.0, -2.0], A=[[1.0, 1.0]], b=[1.0], lb=[0, 0],
+                                                              ub=[0.8, 0.8]),
+                               (Status.OPTIMAL,), objective=-1.8, x=np.array([0.2, 0.8]),
+                               derivation="x2 at its upper bound, x1 from the equality")
+
+    @classmethod
+    def qp_equality(cls) -> StandardProblem:
+        """``min (x1-1)^2 + 2 (x2-1)^2 s.t. x1 + x2 = 1``: KKT gives ``y = 4/3``, ``x = (1/3, 2/3)``,
+        optimum 2/3."""
+        return StandardProblem("qp_equality", _problem([-2.0, -4.0], A=[[1.0, 1.0]], b=[1.0], P=np.diag([2.0, 4.0]),
+                                                       offset=3.0),
+                               (Status.OPTIMAL,), objective=2.0 / 3.0, x=np.array([1.0 / 3.0, 2.0 / 3.0]),
+                               derivation="KKT: 2(x1-1) + y = 0, 4(x2-1) + y = 0, x1 + x2 = 1")
+
+    @classmethod
+    def qp_halfspace(cls) -> StandardProblem:
+        """``min ||x - (1, 2)||^2 s.t. x1 + x2 <= 1``: the projection ``(0, 1)``, optimum 2."""
+        return StandardProblem("qp_halfspace", _problem([-2.0, -4.0], G=[[1.0, 1.0]], h=[1.0], P=2 * np.eye(2),
+                                                        offset=5.0),
+                               (Status.OPTIMAL,), objective=2.0, x=np.array([0.0, 1.0]),
+                               derivation="projection of (1, 2) onto the half-space")
+
+    @classmethod
+    def socp_disc(cls) -> StandardProblem:
+        """``min x1 + x2 s.t. ||x|| <= 1``: ``x = -(1, 1)/sqrt(2)``, optimum ``-sqrt(2)``."""
+        return StandardProblem("socp_disc", _problem([1.0, 1.0], G=[[0, 0], [-1, 0], [0, -1]], h=[1.0, 0, 0],
+                                                     cones=(3,)),
+                               (Status.OPTIMAL,), objective=-math.sqrt(2), x=-np.ones(2) / math.sqrt(2),
+                               derivation="the unit disc's point farthest along -(1, 1)")
+
+    @classmethod
+    def infeasible_lp(cls) -> StandardProblem:
+        """``min x s.t. x >= 1, x <= 0``."""
+        return StandardProblem("infeasible_lp", _problem([1.0], G=[[-1.0], [1.0]], h=[-1.0, 0.0]),
+                               (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED))
+
+    @classmethod
+    def unbounded_lp(cls) -> StandardProblem:
+        """``min -x1 s.t. x1 - x2 <= 0, x >= 0``."""
+        return StandardProblem("unbounded_lp", _problem([-1.0, 0.0], G=[[1.0, -1.0]], h=[0.0], lb=[0.0, 0.0]),
+                               (Status.UNBOUNDED, Status.INFEASIBLE_OR_UNBOUNDED))
+
+    @classmethod
+    def infeasible_qp(cls) -> StandardProblem:
+        """``min x1^2 s.t. x2 >= 1, x2 <= 0, x2 >= 0``."""
+        return StandardProblem("infeasible_qp", _problem([0.0, 0.0], G=[[0.0, -1.0], [0.0, 1.0]], h=[-1.0, 0.0],
+                                                         P=np.diag([2.0, 0.0]), lb=[-np.inf, 0.0]),
+                               (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED))
+
+    @classmethod
+    def unbounded_qp(cls) -> StandardProblem:
+        """``min x1^2 - x2 s.t. x2 >= 0`` (no rows)."""
+        return StandardProblem("unbounded_qp", _problem([0.0, -1.0], P=np.diag([2.0, 0.0]), lb=[-np.inf, 0.0]),
+                               (Status.UNBOUNDED, Status.INFEASIBLE_OR_UNBOUNDED))
+
+    @classmethod
+    def qp_no_rows(cls) -> StandardProblem:
+        """``min x1^2 - 2 x1 + x2 s.t. x2 >= 0`` (no rows: its dual has no variables):
+        ``x = (1, 0)``, optimum -1."""
+        return StandardProblem("qp_no_rows", _problem([-2.0, 1.0], P=np.diag([2.0, 0.0]), lb=[-np.inf, 0.0]),
+                               (Status.OPTIMAL,), objective=-1.0, x=np.array([1.0, 0.0]),
+                               derivation="separable: x1 minimises x1^2 - 2 x1, x2 sits at its bound")
+
+    @classmethod
+    def all(cls) -> list[StandardProblem]:
+        """Every standard problem."""
+        return [
+            cls.l1svm_separable(), cls.l1svm_separable(weights=(10.0, 1.0)), cls.l1svm_separable(fixed=(0,)),
+            cls.quad_hinge(), cls.em_qp(), cls.em_qp_fixed(), cls.lp_equality_bounds(), cls.qp_equality(),
+            cls.qp_halfspace(), cls.qp_no_rows(), cls.socp_disc(), cls.infeasible_lp(), cls.unbounded_lp(), cls.infeasible_qp(),
+            cls.unbounded_qp(),
+        ]
+
+    @classmethod
+    def for_backend(cls, backend: Backend | type) -> list[StandardProblem]:
+        """The standard problems whose class ``backend`` supports."""
+        return [p for p in cls.all() if p.problem_class in backend.supports]
+
+    @classmethod
+    def resolve_sequences(cls) -> list[tuple[str, list[StandardProblem]]]:
+        """Problem sequences sharing one constraint structure, solved on one session: changed
+        objective (the next outer-loop iteration), changed bounds (a fixed group) and changed
+        Hessian (the next EM step)."""
+        return [
+            ("lp: objective, bounds", [cls.l1svm_separable(), cls.l1svm_separable(weights=(10.0, 1.0)),
+                                       cls.l1svm_separable(), cls.l1svm_separable(fixed=(0,)),
+                                       cls.l1svm_separable()]),
+            ("qp: Hessian, bounds", [cls.quad_hinge(), cls.em_qp(), cls.em_qp_fixed(), cls.quad_hinge()]),
+        ]
+
+
+def check_backend(backend: Backend | type, *, options: SolveOptions | None = None,
+                  problems: Iterable[StandardProblem] | None = None, rtol: float = 1e-6) -> list[str]:
+    """Solve every :class:`StandardProblems` instance ``backend`` supports and compare status,
+    objective, solution and support with the hand-derived answer; re-solve sequences on one
+    session (changed ``c``, bounds, ``P``) must match fresh solves; an unknown backend option must
+    raise :class:`~fsframe.errors.InvalidOptionError`; an ``OPTIMAL`` answer with multipliers must
+    pass fsframe's certificate. Returns the names of the problems checked."""
+    be = backend() if isinstance(backend, type) else backend
+    opts = options or SolveOptions()
+    ran = []
+    for prob in (StandardProblems.for_backend(be) if problems is None else problems):
+        res = be.solve(prob.data, opts)
+        prob.check(res, who=f"backend {be.name!r} ({dict(opts.backend_options)})", rtol=rtol)
+        if res.status is Status.OPTIMAL and res.certificate is not None and not res.certificate.ok(opts.cert_tol):
+            _fail(be.name, f"{prob.name}: OPTIMAL but the certificate fails: {res.certificate}")
+        ran.append(prob.name)
+    if problems is None:
+        for name, seq in StandardProblems.resolve_sequences():
+            seq = [p for p in seq if p.problem_class in be.supports]
+            if not seq:
+                continue
+            session = be.open(seq[0].data, opts)
+            try:
+                for k, prob in enumerate(seq):
+                    prob.check(session.solve(prob.data), who=f"backend {be.name!r} re-solve {k} of '{name}'", rtol=rtol)
+            finally:
+                session.close()
+            ran.append(f"re-solve {name}")
+        prob = next(iter(StandardProblems.for_backend(be)), None)
+        if prob is not None:
+            bad = attrs.evolve(opts, backend_options={**opts.backend_options, "fsframe_no_such_option": 1})
+            try:
+                be.solve(prob.data, bad)
+            except InvalidOptionError:
+                ran.append("unknown option rejected")
+            else:
+                _fail(be.name, "an unknown backend option was accepted silently (must raise InvalidOptionError)")
+    return ran
+
+
+# =============================================================================== formulations
+def _dense_rows(M, rhs, perm) -> NDArray:
+    D = np.zeros((M.shape[0], perm.size))
+    D[:, perm] = M.toarray()
+    return np.column_stack([D, rhs])
+
+
+def _sorted_rows(R: NDArray) -> NDArray:
+    return R[np.lexsort(np.round(R, 12).T[::-1])] if R.shape[0] else R
+
+
+def _cone_rows(data: ProblemData, perm) -> NDArray:
+    """The cone rows of ``G | h``, each cone's entries after the first (``t``) in sorted order
+    (a second-order cone is invariant under their permutation)."""
+    R = _dense_rows(data.G[data.l:], data.h[data.l:], perm)
+    out, k = [], 0
+    for q in data.cones:
+        out += [R[k : k + 1], _sorted_rows(R[k + 1 : k + q])]
+        k += q
+    return np.vstack(out) if out else R
+
+
+def _same_data(who: str, fast: CompiledModel, general: CompiledModel, data_f: ProblemData, data_g: ProblemData) -> None:
+    """``data_f`` and ``data_g`` state the same problem up to column and row order."""
+    if len(fast.columns) != len(general.columns):
+        _fail(who, f"fast path has {len(fast.columns)} columns, general path {len(general.columns)}")
+    try:
+        perm = np.array([general.col_index[id(v)] for v in fast.columns])
+    except KeyError as exc:
+        raise AssertionError(f"{who}: a column of the fast path is missing from the general path") from exc
+    def close(a, b):
+        return a.shape == b.shape and np.allclose(a, b, rtol=1e-12, atol=1e-12)
+    checks = {
+        "c": (data_f.c, data_g.c[perm]),
+        "lb": (data_f.lb, data_g.lb[perm]),
+        "ub": (data_f.ub, data_g.ub[perm]),
+        "offset": (np.atleast_1d(data_f.offset), np.atleast_1d(data_g.offset)),
+        "cones": (np.array(data_f.cones), np.array(data_g.cones)),
+    }
+    Pf = np.zeros((data_f.n,) * 2) if data_f.P is None else data_f.P.toarray()
+    Pg = np.zeros((data_g.n,) * 2) if data_g.P is None else data_g.P.toarray()
+    checks["P"] = (Pf, Pg[np.ix_(perm, perm)])
+    ident = np.arange(data_f.n)
+    checks["A"] = (_sorted_rows(_dense_rows(data_f.A, data_f.b, ident)),
+                   _sorted_rows(_dense_rows(data_g.A, data_g.b, np.argsort(perm))))
+    checks["G (R+)"] = (_sorted_rows(_dense_rows(data_f.G[: data_f.l], data_f.h[: data_f.l], ident)),
+                        _sorted_rows(_dense_rows(data_g.G[: data_g.l], data_g.h[: data_g.l], np.argsort(perm))))
+    checks["G (cones)"] = (_cone_rows(data_f, ident), _cone_rows(data_g, np.argsort(perm)))
+    for name, (a, b) in checks.items():
+        if not close(a, b):
+            _fail(who, f"fast and general compile paths differ in {name}")
+
+
+def _random_weights(rng, comp: CompiledModel, terms: frozenset, *, with_inf: bool) -> dict:
+    s = comp.slot
+    w = {}
+    if "lin" in terms:
+        w["lin"] = rng.uniform(0.5, 2.0, s.n_groups)
+    if "quad" in terms:
+        w["quad"] = rng.uniform(0.5, 2.0, s.n_groups)
+    if "lin_w" in terms:
+        raw = rng.uniform(-1.0, 1.0, s.W.shape[0])
+        norms = np.sqrt(np.bincount(s.groups, weights=raw * raw, minlength=s.n_groups))
+        cap = w["lin"] if "lin" in w else np.ones(s.n_groups)
+        w["lin_w"] = raw / np.maximum(norms, 1e-12)[s.groups] * (0.5 * cap)[s.groups]
+    if with_inf and s.n_groups > 1 and s.exclusive and ("lin" in w or "quad" in w):
+        j = int(rng.integers(0, s.n_groups))
+        w["lin" if "lin" in w else "quad"][j] = np.inf
+        if "lin_w" in w:
+            w["lin_w"][s.groups == j] = 0.0
+    return w
+
+
+def _pyomo_objective(who: str, comp: CompiledModel, data: ProblemData) -> None:
+    """Re-derive ``c``, ``P`` and the offset from the Pyomo objective (after a synced
+    ``with_weights``) with ``generate_standard_repn`` and compare them with ``data``."""
+    import pyomo.environ as pyo
+    from pyomo.repn import generate_standard_repn
+
+    objs = list(comp.model.component_data_objects(pyo.Objective, active=True))
+    repn = generate_standard_repn(objs[0].expr, quadratic=True, compute_values=True)
+    if repn.nonlinear_expr is not None:
+        _fail(who, "the objective has a nonlinear part")
+    n = data.n
+    c = np.zeros(n)
+    P = np.zeros((n, n))
+    for v, a in zip(repn.linear_vars, repn.linear_coefs):
+        c[comp.col_index[id(v)]] += float(a)
+    for (v1, v2), a in zip(repn.quadratic_vars or (), repn.quadratic_coefs or ()):
+        i, j = comp.col_index[id(v1)], comp.col_index[id(v2)]
+        P[i, j] += float(a)
+        P[j, i] += float(a)
+    fixed = np.array([v.fixed for v in comp.columns])
+    if not np.array_equal(fixed, data.lb == data.ub) and not np.all(data.lb[fixed] == data.ub[fixed]):
+        _fail(who, "the Pyomo model's fixed variables are not the columns with lb == ub")
+    free = ~fixed
+    Pd = np.zeros((n, n)) if data.P is None else data.P.toarray()
+    xf = np.where(fixed, data.lb, 0.0)
+    offset = data.offset + float(data.c @ xf) + 0.5 * float(xf @ Pd @ xf)
+    if not np.allclose(c[free], (data.c + Pd @ xf)[free], rtol=1e-10, atol=1e-10):
+        _fail(who, "with_weights c differs from the Pyomo objective's linear part")
+    if not np.allclose(P[np.ix_(free, free)], Pd[np.ix_(free, free)], rtol=1e-10, atol=1e-10):
+        _fail(who, "with_weights P differs from the Pyomo objective's quadratic part")
+    if not math.isclose(float(repn.constant), offset, rel_tol=1e-10, abs_tol=1e-10):
+        _fail(who, f"objective constant {float(repn.constant)!r} differs from the offset {offset!r}")
+
+
+def _model_values(comp: CompiledModel, built, x: NDArray) -> tuple[NDArray, NDArray, float]:
+    """Coefficients, intercept and loss evaluated in Pyomo after loading ``x`` into the model."""
+    import pyomo.environ as pyo
+
+    comp.load_solution(x)
+    coef = np.array([pyo.value(e) for e in built.slot.coef.expressions()])
+    icpt = np.array([pyo.value(e) for e in built.intercept.expressions()])
+    return coef, icpt, float(pyo.value(built.slot.block.loss))
+
+
+def _check_constraints(who: str, model, tol: float) -> None:
+    import pyomo.environ as pyo
+
+    for con in model.component_data_objects(pyo.Constraint, active=True):
+        val = pyo.value(con.body)
+        lo = None if con.lower is None else pyo.value(con.lower)
+        up = None if con.upper is None else pyo.value(con.upper)
+        scale = tol * (1.0 + abs(val))
+        if (lo is not None and val < lo - scale) or (up is not None and val > up + scale):
+            _fail(who, f"the solution violates Pyomo constraint {con.name}: {lo} <= {val} <= {up}")
+
+
+def check_formulation(formulation: Formulation, X, y, *, backend: Backend | str = "auto",
+                      decision_loss: Callable | None = None, seed: int = 0, n_weights: int = 2,
+                      terms: Iterable[frozenset] | None = None) -> list[str]:
+    """Check a formulation's model on data ``(X, y)`` for every non-empty combination of the slot
+    terms it declares (or ``terms``):
+
+    * ``build`` returns a real Pyomo ``ConcreteModel`` with exactly one active objective, the slot's;
+    * the fast compile path equals the general path (same matrices up to column/row order), and
+      both give the same optimum and coefficients on ``backend`` for random slot weights
+      (one group fixed by an infinite weight);
+    * ``c``, ``P`` and the offset of :meth:`CompiledModel.with_weights` equal the Pyomo objective
+      re-derived with ``generate_standard_repn`` after the synced update;
+    * at the optimum, Pyomo's own evaluation satisfies every constraint, its objective equals the
+      reported one, the slot's coefficient/intercept maps agree with the compiled ones, and
+      ``decision_loss(decision_function(coef, intercept, X), y)`` equals the model's loss
+      (``decision_loss`` defaults to the known loss of built-in formulations, e.g. the hinge).
+
+    Returns the names of the checks that ran.
+    """
+    import pyomo.environ as pyo
+
+    from .method import select_backend
+
+    who = f"formulation {formulation}"
+    X = np.asarray(X, dtype=float)
+    yc = _codes(formulation, np.asarray(y))
+    formulation.validate(X, yc)
+    loss_fn = _decision_loss(formulation, decision_loss)
+    rng = np.random.default_rng(seed)
+    combos = ([frozenset(t) for t in terms] if terms is not None else
+              [frozenset(c) for r in range(1, len(formulation.slot_terms) + 1)
+               for c in itertools.combinations(sorted(formulation.slot_terms), r)])
+    ran = []
+    for combo in combos:
+        tag = f"{who} terms={sorted(combo)}"
+        built = formulation.build(X, yc, combo)
+        if not isinstance(built.model, pyo.ConcreteModel):
+            _fail(tag, f"build returned a {type(built.model).__name__}, not a Pyomo ConcreteModel")
+        objs = list(built.model.component_data_objects(pyo.Objective, active=True))
+        if len(objs) != 1 or objs[0] is not built.slot.objective:
+            _fail(tag, f"the model must have one active objective, the slot's; it has {len(objs)}")
+        if built.slot.terms != combo:
+            _fail(tag, f"the slot was built with terms {sorted(built.slot.terms)}")
+        # structure: the fast path with auxiliary cone variables reads the same columns as the
+        # general path; values: the default fast path (cones substituted) solves the same problem
+        fast_aux = compile_model(built.model, fast=True, cone_form="auxiliary")
+        general = compile_model(built.model, fast=False)
+        _same_data(tag, fast_aux, general, fast_aux.data, general.data)
+        fast = compile_model(built.model, fast=True) if fast_aux.data.cones else fast_aux
+        pc = formulation.problem_class(combo)
+        be = select_backend(backend, pc) if isinstance(backend, str) else backend
+        ran.append(f"build+compile {sorted(combo)}")
+        solvable = bool(combo & {"lin", "quad"})
+        for k in range(n_weights):
+            weights = _random_weights(rng, fast, combo, with_inf=k > 0)
+            df = fast.with_weights(**weights, sync=True)
+            _pyomo_objective(tag, fast, df)
+            dg = general.with_weights(**weights, sync=False)
+            _same_data(tag, fast_aux, general, fast_aux.with_weights(**weights, sync=False), dg)
+            if df.problem_class is not pc:
+                _fail(tag, f"problem_class() says {pc.value}, the compiled problem is {df.problem_class.value}")
+            if not solvable:
+                continue
+            rf, rg = be.solve(df), be.solve(dg)
+            if rf.ok != rg.ok or (not rf.ok and rf.status is not rg.status):
+                _fail(tag, f"fast path status {rf.status.value}, general path {rg.status.value}")
+            if not rf.ok:
+                if k == 0:
+                    _fail(tag, f"no solution for random weights: {rf.status.value} ({rf.message})")
+                continue  # fixing a group at zero may leave no feasible point (e.g. MPM); both agree
+            if not math.isclose(rf.objective, rg.objective, rel_tol=1e-7, abs_tol=1e-7):
+                _fail(tag, f"fast path optimum {rf.objective!r} != general path optimum {rg.objective!r}")
+            wf, wg = fast.coef(rf.x), general.coef(rg.x)
+            # interior-point conic solvers stop at a ~1e-8 gap: coefficients to about its root
+            wtol = 1e-3 if df.cones else 1e-6
+            if not np.allclose(wf, wg, rtol=10 * wtol, atol=wtol * max(1.0, float(np.max(np.abs(wf))))):
+                _fail(tag, f"fast and general paths give different coefficients: {wf} vs {wg}")
+            coef, icpt, loss = _model_values(general, built, rg.x)
+            _check_constraints(tag, built.model, 1e-6)
+            pobj = float(pyo.value(built.slot.objective))
+            if not math.isclose(pobj, rg.objective, rel_tol=1e-7, abs_tol=1e-7):
+                _fail(tag, f"Pyomo evaluates the objective at the solution as {pobj!r}, the backend said {rg.objective!r}")
+            if not (np.allclose(coef, wg, atol=1e-9) and np.allclose(icpt, general.evaluate(built.intercept, rg.x), atol=1e-9)):
+                _fail(tag, "the slot's coefficient/intercept maps differ between Pyomo and the compiled model")
+            if loss_fn is not None:
+                b = float(icpt[0]) if icpt.size == 1 else icpt
+                f = formulation.decision_function(coef.reshape(built.coef_shape), b, X)
+                lval = loss_fn(f, yc)
+                if not math.isclose(lval, loss, rel_tol=1e-5, abs_tol=1e-6):
+                    _fail(tag, f"decision_loss(decision_function(...)) = {lval!r} but the model's loss is {loss!r}")
+        ran.append(f"{'weights+solve' if solvable else 'weights'} {sorted(combo)}")
+    return ran
+
+
+# =============================================================================== loops
+class FailingBackend(Backend):
+    """Wraps a backend and returns ``status`` (no solution) from solve number ``fail_at`` on
+    (1-based, counted per session), to test how loops handle a failed subproblem."""
+
+    name = "failing"
+    supports = frozenset(ProblemClass)
+    required_modules = ()
+    status_map: dict = {}
+
+    def __init__(self, inner: Backend, fail_at: int, status: Status = Status.NUMERICAL_ERROR):
+        self.inner = inner
+        self.fail_at = fail_at
+        self.status = status
+
+    def open(self, data: ProblemData, options: SolveOptions = SolveOptions()) -> BackendSession:
+        return _FailingSession(self, data, options)
+
+
+class _FailingSession(BackendSession):
+    def __init__(self, backend: FailingBackend, data, options):
+        super().__init__(backend, data, options)
+        self.inner = backend.inner.open(data, options)
+        self.count = 0
+
+    def solve(self, data=None) -> SolveResult:
+        self.count += 1
+        if self.count >= self.backend.fail_at:
+            return SolveResult(status=self.backend.status, x=None, objective=None, backend=self.backend.name,
+                               solve_time=0.0, message=f"injected failure at solve {self.count}")
+        return self.inner.solve(data)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _slot_penalty(sub, it) -> float:
+    """``sum lin_j s_j + sum lin_w_k w_k + sum quad_j ||w_(j)||^2`` from the Pyomo Params (as
+    synced by the last ``with_weights``) and Pyomo's evaluation of ``s`` and ``w``."""
+    import pyomo.environ as pyo
+
+    built = sub.built
+    blk = built.slot.block
+    sub.compiled.load_solution(it.x)
+    w = np.array([pyo.value(e) for e in built.slot.coef.expressions()])
+    t2 = np.bincount(built.slot.groups, weights=w * w, minlength=built.slot.n_groups)
+    total = 0.0
+    if "lin" in built.slot.terms:
+        s = np.array([pyo.value(e) for e in built.slot.magnitude.expressions()])
+        total += float(np.array([pyo.value(blk.lin[j]) for j in range(s.size)]) @ s)
+    if "lin_w" in built.slot.terms:
+        total += float(np.array([pyo.value(blk.lin_w[k]) for k in range(w.size)]) @ w)
+    if "quad" in built.slot.terms:
+        total += float(np.array([pyo.value(blk.quad[j]) for j in range(t2.size)]) @ t2)
+    return total
+
+
+def _run_loop(loop, surrogate, formulation, X, y, backend, **kw):
+    from .problem import Subproblem
+
+    sub = Subproblem(formulation, X, y, loop.terms(surrogate), backend)
+    seen = []
+    try:
+        out = loop.run(sub, surrogate, callback=lambda rec, it: seen.append((rec, it, _slot_penalty(sub, it))), **kw)
+    finally:
+        sub.close()
+    return sub, out, seen
+
+
+def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y=None,
+               formulation: Formulation | None = None, decision_loss: Callable | None = None) -> list[str]:
+    """Run ``loop`` (with ``surrogate``, or with every registered surrogate it accepts, default
+    parameters) on a small problem and check, at every iteration, in numpy and Pyomo:
+
+    * the subproblem optimum equals ``loss + penalty``, with the loss recomputed from the
+      decision function and the penalty from the Pyomo slot Params at that iteration;
+    * the reported objective equals ``loss + sum_j phi(||w_(j)||)`` (surrogate loops) or the
+      subproblem optimum (``needs_surrogate = False``); ``n_nonzero`` matches the group norms;
+    * loops declaring ``monotone`` report no rise; the returned coefficients vanish outside the
+      support; two runs give identical coefficients;
+    * a subproblem failure (injected through :class:`FailingBackend`) raises
+      :class:`~fsframe.errors.SolverFailedError` carrying its status, and with
+      ``raise_on_failure=False`` returns the last good iterate with ``converged=False``.
+
+    The default problem is the registered ``hinge`` formulation (``C = 1``) on a seeded
+    40 x 8 sample of :func:`fsframe.make_synthetic`.
+    """
+    from .io import make_synthetic
+    from .method import select_backend
+    from .plugins import get_registry
+
+    reg = get_registry()
+    if formulation is None:
+        formulation = reg.get("formulation", "hinge")(C=1.0)
+    if X is None:
+        ds = make_synthetic(40, 8, 3, random_state=1)
+        X, y = (ds.X - ds.X.mean(0)) / ds.X.std(0), ds.y
+    X = np.asarray(X, dtype=float)
+    yc = _codes(formulation, np.asarray(y))
+    loss_fn = _decision_loss(formulation, decision_loss)
+    if loss_fn is None:
+        raise ValueError(f"check_loop needs decision_loss= for formulation {formulation.name!r}")
+    if surrogate is not None:
+        surrogates = [surrogate]
+    elif loop.needs_surrogate:
+        surrogates = [cls() for cls in (e.obj for e in reg.all("surrogate")) if not loop.missing(cls())]
+    else:
+        surrogates = [None]
+    ran = []
+    for sur in surrogates:
+        who = f"loop {loop} with surrogate {sur}"
+        terms = loop.terms(sur)
+        backend = select_backend("auto", formulation.problem_class(terms))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sub, out, seen = _run_loop(loop, sur, formulation, X, yc, backend)
+        rose = [w for w in caught if issubclass(w.category, ConvergenceWarning) and "rose" in str(w.message)]
+        if len(seen) != out.n_iter or not 1 <= out.n_iter <= loop.max_iter:
+            _fail(who, f"n_iter={out.n_iter} but {len(seen)} iterations were reported (max_iter={loop.max_iter})")
+        if [r.k for r, _, _ in seen] != list(range(len(seen))):
+            _fail(who, "iteration records are not numbered 0, 1, ...")
+        for rec, it, pen in seen:
+            w = np.asarray(it.coef)
+            b = float(it.intercept[0]) if np.size(it.intercept) == 1 else it.intercept
+            loss = loss_fn(formulation.decision_function(w.reshape(sub.built.coef_shape), b, X), yc)
+            if not math.isclose(loss + pen, it.objective, rel_tol=1e-6, abs_tol=1e-6):
+                _fail(who, f"iteration {rec.k}: subproblem optimum {it.objective!r} != loss + penalty {loss + pen!r}")
+            t = np.sqrt(np.bincount(sub.compiled.slot.groups, weights=w * w, minlength=sub.n_groups))
+            expect = it.objective if not loop.needs_surrogate else loss + float(np.sum(sur.phi(t)))
+            if rec.objective is None or not math.isclose(rec.objective, expect, rel_tol=1e-6, abs_tol=1e-6):
+                _fail(who, f"iteration {rec.k}: reported objective {rec.objective!r}, recomputed {expect!r}")
+            nnz = int(np.count_nonzero(t > max(loop.zero_tol * float(np.max(t, initial=0.0)), 1e-12)))
+            if rec.n_nonzero != nnz:
+                _fail(who, f"iteration {rec.k}: n_nonzero={rec.n_nonzero}, the group norms have {nnz}")
+        if loop.monotone and (not out.monotone or rose):
+            _fail(who, f"the monitored objective rose: {[str(w.message) for w in rose]}")
+        off = ~out.support[sub.compiled.slot.groups]
+        if np.any(out.coef[off] != 0):
+            _fail(who, "returned coefficients are non-zero outside the support")
+        ran.append(f"iterations {sur}")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            _, again, _ = _run_loop(loop, sur, formulation, X, yc, backend)
+        if not np.array_equal(again.coef, out.coef):
+            _fail(who, "two runs on the same data gave different coefficients")
+        ran.append(f"deterministic {sur}")
+        ran += _check_failure(who, loop, sur, formulation, X, yc, backend, out.n_iter)
+    return ran
+
+
+def _check_failure(who, loop, sur, formulation, X, yc, backend, n_iter) -> list[str]:
+    fail_at = 2 if n_iter >= 2 else 1
+    failing = FailingBackend(backend, fail_at, Status.NUMERICAL_ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            _run_loop(loop, sur, formulation, X, yc, failing)
+    except SolverFailedError as exc:
+        if exc.status is not Status.NUMERICAL_ERROR or "numerical_error" not in str(exc):
+            _fail(who, f"SolverFailedError must carry and name the failed status, got {exc.status} / {exc}")
+    else:
+        _fail(who, f"an injected failure at solve {fail_at} did not raise SolverFailedError")
+    soft = attrs.evolve(loop, raise_on_failure=False)
+    if fail_at == 1:
+        try:
+            _run_loop(soft, sur, formulation, X, yc, FailingBackend(backend, 1))
+        except SolverFailedError:
+            return ["failure raises"]
+        _fail(who, "a failure of the first subproblem must raise even with raise_on_failure=False")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, out, seen = _run_loop(soft, sur, formulation, X, yc, FailingBackend(backend, fail_at))
+    if out.converged or out.n_iter != fail_at - 1:
+        _fail(who, f"raise_on_failure=False: converged={out.converged}, n_iter={out.n_iter}; expected the "
+                   f"{fail_at - 1} good iterate(s) and converged=False")
+    if not np.allclose(out.iterate.coef, seen[-1][1].coef):
+        _fail(who, "raise_on_failure=False did not return the last good iterate")
+    if not any(issubclass(w.category, ConvergenceWarning) for w in caught):
+        _fail(who, "raise_on_failure=False returned without a ConvergenceWarning")
+    return ["failure raises", "failure keeps last good iterate"]
+
+
+# =============================================================================== pytest helper
+def parametrize_with_checks(components: Iterable, *, X=None, y=None):
+    """A ``pytest.mark.parametrize("component, check", ...)`` over ``components`` (surrogate,
+    loop, backend or formulation instances), each paired with its ``check_*``::
+
+        @parametrize_with_checks([MySurrogate(), MySurrogate(a=3.0)])
+        def test_conformance(component, check):
+            check(component)
+
+    Formulations are checked on ``(X, y)`` (default :func:`toy_data`).
+    """
+    import functools
+
+    import pytest
+
+    if X is None:
+        X, y = toy_data()
+    params = []
+    for comp in components:
+        if isinstance(comp, Surrogate):
+            chk = check_surrogate
+        elif isinstance(comp, OuterLoop):
+            chk = check_loop
+        elif isinstance(comp, Backend):
+            chk = check_backend
+        elif isinstance(comp, Formulation):
+            chk = functools.partial(lambda c, X, y: check_formulation(c, X, y), X=X, y=y)
+        else:
+            raise TypeError(f"parametrize_with_checks: {comp!r} is not an fsframe component instance")
+        label = comp.name if isinstance(comp, Backend) else str(comp)
+        params.append(pytest.param(comp, chk, id=f"{type(comp).__name__}:{label}"))
+    return pytest.mark.parametrize("component, check", params)

@@ -1,0 +1,151 @@
+"""Every registered component through the public conformance kit (``fsframe.testing``), with a
+few parameter values each, and the guard that fails when a registered component is missing here.
+
+Expected values come from the kit: finite differences and the definition of a concave penalty
+for surrogates, hand-solved :class:`~fsframe.testing.StandardProblems` for backends, Pyomo's own
+evaluation of the model for formulations, numpy recomputation of loss and penalty for loops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import fsframe
+from fsframe.backends.base import SolveOptions
+from fsframe.plugins import get_registry
+from fsframe.testing import check_backend, check_formulation, check_loop, check_surrogate
+
+# kind -> name -> parameter sets. Components from the example plugin are skipped when it is
+# not installed; a registered component missing here fails test_all_components_checked.
+CONFORMANCE = {
+    "surrogate": {
+        "exp": [{"alpha": 0.5}, {"alpha": 5.0}, {"alpha": 50.0}],
+        "log": [{"eps": 1e-3}, {"eps": 0.1}, {"eps": 1.0}],
+        "lp": [{"p": 0.0}, {"p": 0.1}, {"p": 0.5}, {"p": 1.0}],
+        "l0": [{}],
+        "l1": [{}],
+        "scad": [{"lam": 1.0, "a": 3.7}, {"lam": 0.1, "a": 2.5}],
+    },
+    "loop": {
+        "single": [{}, {"penalty": "l2"}],
+        "reweighted-l1": [{}, {"init": "zero"}],
+        "dca": [{}, {"init": "zero"}],
+        "em": [{}],
+    },
+    "backend": {
+        "highs": [{}, {"qp_form": "dual"}, {"qp_form": "scaled"}, {"qp_form": "primal"}],
+        "ecos": [{}],
+        "clarabel": [{}],
+    },
+    "formulation": {
+        "hinge": [{"C": 1.0}, {"C": 10.0}],
+        "mpm": [{"delta": 0.5}],
+        "mpm-max": [{}],
+    },
+    # methods: run and value-checked in tests/unit/test_composition.py
+    "method": {name: [{}] for name in ("l1-svm", "fsv", "em-l0", "arom", "svm-weights", "scad-svm",
+                                       "mpm", "l1-mpm", "l0-mpm")},
+}
+
+
+def _cases(kind):
+    return [pytest.param(name, params, id=f"{name}-{params}") for name, ps in CONFORMANCE[kind].items() for params in ps]
+
+
+def _component(kind, name, params):
+    reg = get_registry()
+    if name not in reg.names(kind):
+        pytest.skip(f"{kind} {name!r} is not registered (plugin not installed)")
+    return reg.get(kind, name)(**params)
+
+
+def test_all_components_checked():
+    reg = get_registry()
+    missing = {kind: sorted(set(reg.names(kind)) - set(CONFORMANCE[kind])) for kind in CONFORMANCE}
+    missing = {k: v for k, v in missing.items() if v}
+    assert not missing, f"registered components without conformance parameters in {__file__}: {missing}"
+
+
+def test_guard_sees_a_new_component(fresh_registry):
+    """The guard above fails when a plugin adds a component this file does not list."""
+    import attrs
+
+    from fsframe.surrogates.base import Surrogate
+
+    @attrs.frozen
+    class Unlisted(Surrogate):
+        name = "unlisted-for-guard"
+
+        def phi(self, t):
+            return np.minimum(np.asarray(t, dtype=float), 1.0)
+
+    class Plugin:
+        @staticmethod
+        @fsframe.hookimpl
+        def fsframe_register_surrogates():
+            return [Unlisted]
+
+    fsframe.plugins.register(Plugin, name="guard-probe")
+    try:
+        with pytest.raises(AssertionError, match="unlisted-for-guard"):
+            test_all_components_checked()
+    finally:
+        fsframe.plugins.unregister("guard-probe")
+
+
+# ------------------------------------------------------------------------------ surrogates
+points = arrays(np.float64, st.integers(1, 40),
+                elements=st.one_of(st.floats(0.0, 1e3), st.floats(0.0, 2.0), st.floats(0.0, 1e-3),
+                                  st.floats(1e-300, 1e-200)))
+
+
+@pytest.mark.parametrize("name, params", _cases("surrogate"))
+def test_surrogate_conformance_grid(name, params):
+    ran = check_surrogate(_component("surrogate", name, params))
+    assert "midpoint-concave" in ran
+
+
+@pytest.mark.parametrize("name, params", _cases("surrogate"))
+@given(t=points)
+def test_surrogate_conformance_random_points(name, params, t):
+    sur = _component("surrogate", name, params)
+    ran = check_surrogate(sur, t)
+    caps = sur.capabilities()
+    # a check runs exactly for the capabilities the instance declares
+    assert ("derivative=fd" in ran) == ("derivative" in caps)
+    assert ("dc g-h=phi" in ran) == ("dc_split" in caps)
+    assert ("quad_weights finite, non-increasing" in ran) == ("quad_weights" in caps)
+
+
+# ------------------------------------------------------------------------------ backends
+@pytest.mark.parametrize("name, params", _cases("backend"))
+def test_backend_conformance(name, params):
+    be = _component("backend", name, {})
+    ran = check_backend(be, options=SolveOptions(backend_options=params))
+    assert "l1svm_separable(weights=(1.0, 1.0), fixed=())" in ran
+    assert "unknown option rejected" in ran
+
+
+# ------------------------------------------------------------------------------ formulations
+@pytest.mark.parametrize("name, params", _cases("formulation"))
+def test_formulation_conformance(name, params, toy, binary_data):
+    f = _component("formulation", name, params)
+    solvable = [t for t in f.slot_terms if t != "lin_w"]
+    for X, y in (toy, binary_data):
+        ran = check_formulation(f, X, y)
+        # every combination of slot terms with "lin" or "quad" was solved
+        assert len([r for r in ran if r.startswith("weights+solve")]) == 2 ** len(f.slot_terms) - 2 ** (
+            len(f.slot_terms) - len(solvable))
+
+
+# ------------------------------------------------------------------------------ loops
+@pytest.mark.parametrize("name, params", _cases("loop"))
+def test_loop_conformance(name, params):
+    loop = _component("loop", name, params)
+    ran = check_loop(loop)
+    assert any(r.startswith("iterations") for r in ran)
+    assert "failure raises" in ran
