@@ -243,7 +243,16 @@ class HighsSession(BackendSession):
         iters = int(info.simplex_iteration_count) + int(max(info.ipm_iteration_count, 0)) + int(max(info.qp_iteration_count, 0))
         x = obj = duals = cert = None
         message = self.h.modelStatusToString(model_status)
-        if status in (Status.OPTIMAL, Status.TIME_LIMIT, Status.ITERATION_LIMIT) and info.primal_solution_status >= 2:
+        if model_status == highspy.HighsModelStatus.kModelEmpty and data.n == 0:
+            # HiGHS calls a model without columns "empty" (optimal) without reading its rows
+            # (e.g. the dual of a QP without constraints): the empty point is optimal iff it
+            # satisfies them, and the problem is infeasible otherwise.
+            if data.max_violation(np.zeros(0)) > 1e-9:
+                status, message = Status.INFEASIBLE, "empty model whose rows exclude the origin"
+            else:
+                x, obj = np.zeros(0), float(data.offset)
+                duals = {"y": np.zeros(data.A.shape[0]), "z": np.zeros(data.l), "col_dual": np.zeros(0)}
+        elif status in (Status.OPTIMAL, Status.TIME_LIMIT, Status.ITERATION_LIMIT) and info.primal_solution_status >= 2:
             sol = self.h.getSolution()
             x = np.array(sol.col_value, dtype=float)
             obj = float(info.objective_function_value)
