@@ -1,0 +1,181 @@
+"""fsframe's own optimality checks, which need no reference solver: the weak-duality certificate
+(``fsframe.backends.base.certify``) must accept right answers and reject wrong ones, a HiGHS
+session must downgrade a wrong "optimal", and KKT conditions recomputed here from the returned
+multipliers must hold."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pytest
+
+from fsframe import Status
+from fsframe.backends import HighsBackend, SolveOptions, certify
+from fsframe.backends.compile import compile_model
+from fsframe.plugins import get_registry
+
+C = 1.0
+
+
+@pytest.fixture
+def hinge_l1():
+    """The 20 x 5 hinge + L1 LP (the size CVXPY's HiGHS interface got wrong), compiled."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 5))
+    y = np.where(X[:, 0] - 0.5 * X[:, 1] + rng.standard_normal(20) > 0, 1.0, -1.0)
+    built = get_registry().get("formulation", "hinge")(C=C).build(X, y, frozenset({"lin"}))
+    comp = compile_model(built.model)
+    data = comp.with_weights(lin=np.ones(5))
+    return X, y, comp, data
+
+
+def trivial_point(comp, data, m):
+    """w = 0, b = 0, xi = 1: feasible, objective C * m (what CVXPY+HiGHS called optimal)."""
+    x = np.zeros(data.n)
+    xi_cols = comp.cols(list(comp.model.xi.values()))
+    x[xi_cols] = 1.0
+    return x
+
+
+def test_certificate_accepts_the_optimum(hinge_l1):
+    _, _, _, data = hinge_l1
+    res = HighsBackend().solve(data)
+    assert res.status is Status.OPTIMAL
+    cert = certify(data, res.x, res.duals["y"], res.duals["z"], res.objective)
+    assert cert.ok(1e-9)
+    assert cert.dual_bound == pytest.approx(res.objective, rel=1e-9)
+
+
+def test_certificate_rejects_a_wrong_optimum(hinge_l1):
+    X, _, comp, data = hinge_l1
+    res = HighsBackend().solve(data)
+    y, z = res.duals["y"], res.duals["z"]
+    bad = trivial_point(comp, data, X.shape[0])
+    assert data.max_violation(bad) == 0.0
+    assert data.objective(bad) == pytest.approx(C * X.shape[0])
+    # a feasible but suboptimal point, with the right multipliers: the gap shows it
+    cert = certify(data, bad, y, z, data.objective(bad))
+    assert not cert.ok(1e-6) and cert.gap > 0.5
+    # the right point, a wrong claimed objective
+    assert not certify(data, res.x, y, z, 20.0).ok(1e-6)
+    # the right point, wrong multipliers (zero, sign-flipped, perturbed)
+    for zz in (np.zeros_like(z), -z, z * 1.01):
+        assert not certify(data, res.x, y, zz, res.objective).ok(1e-6)
+    # an infeasible point: primal residual
+    assert certify(data, res.x - 0.1, y, z, res.objective).primal_residual > 1e-3
+
+
+class _Liar:
+    """A highspy.Highs stand-in that reports "optimal" with the trivial point and objective C*m."""
+
+    def __init__(self, h, x, objective):
+        self._h, self._x, self._obj = h, x, objective
+
+    def __getattr__(self, name):
+        return getattr(self._h, name)
+
+    def getInfo(self):
+        info = self._h.getInfo()
+        info.objective_function_value = self._obj
+        return info
+
+    def getSolution(self):
+        sol = self._h.getSolution()
+        sol.col_value = self._x.tolist()
+        return sol
+
+
+def test_highs_session_downgrades_a_wrong_optimal(hinge_l1):
+    """If HiGHS itself said "optimal" at a wrong point (as CVXPY's interface did), fsframe's
+    certificate must flag it: status OPTIMAL_INACCURATE, with the certificate in the message."""
+    X, _, comp, data = hinge_l1
+    session = HighsBackend().open(data, SolveOptions())
+    session.h = _Liar(session.h, trivial_point(comp, data, X.shape[0]), C * X.shape[0])
+    res = session.solve(data)
+    session.close()
+    assert res.status is Status.OPTIMAL_INACCURATE
+    assert "certificate failed" in res.message
+    assert res.certificate.gap > 0.5
+
+
+# ------------------------------------------------------------------------------ KKT by hand
+def lp_kkt(data, res, tol=1e-7):
+    """KKT of the LP from HiGHS's multipliers, in the convention L = c'x + y'(Ax - b) + z'(Gx - h)."""
+    x, y, z, rc = res.x, res.duals["y"], res.duals["z"], res.duals["col_dual"]
+    slack = data.h - data.G @ x
+    assert np.all(slack >= -tol) and np.allclose(data.A @ x, data.b, atol=tol)
+    assert np.all(z >= -tol), "multipliers of G x <= h must be >= 0"
+    assert np.max(np.abs(z * slack)) < tol, "complementary slackness"
+    np.testing.assert_allclose(data.c + data.A.T @ y + data.G.T @ z, rc, atol=tol, err_msg="stationarity")
+    at_lb, at_ub = np.isclose(x, data.lb, atol=tol), np.isclose(x, data.ub, atol=tol)
+    assert np.all((rc <= tol) | at_lb) and np.all((rc >= -tol) | at_ub), "reduced-cost signs"
+    dual_obj = -data.b @ y - data.h @ z + rc[rc > tol] @ data.lb[rc > tol] + rc[rc < -tol] @ data.ub[rc < -tol]
+    assert dual_obj + data.offset == pytest.approx(res.objective, rel=1e-9, abs=1e-9), "strong duality"
+
+
+def test_lp_kkt(hinge_l1):
+    _, _, _, data = hinge_l1
+    lp_kkt(data, HighsBackend().solve(data))
+
+
+def test_lp_kkt_after_warm_resolves(hinge_l1):
+    """KKT holds on every warm re-solve of a session (changed c, then fixed columns)."""
+    _, _, comp, data = hinge_l1
+    session = HighsBackend().open(data, SolveOptions())
+    for lin in (np.ones(5), np.array([5.0, 0.1, 1.0, 3.0, 0.5]), np.array([np.inf, 1.0, 1.0, np.inf, 1.0])):
+        d = comp.with_weights(lin=lin)
+        lp_kkt(d, session.solve(d))
+    session.close()
+
+
+@pytest.mark.parametrize("qp_form", ["dual", "scaled", "primal"])
+def test_qp_kkt(qp_form):
+    """The EM QP (with a fixed group): reduced costs r = Px + c + A'y + G'z vanish on free columns,
+    are >= 0 at lower bounds, and z >= 0 is complementary to the slack."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((30, 8))
+    yl = np.where(X[:, 0] + 0.3 * rng.standard_normal(30) > 0, 1.0, -1.0)
+    built = get_registry().get("formulation", "hinge")(C=C).build(X, yl, frozenset({"quad"}))
+    comp = compile_model(built.model)
+    quad = rng.uniform(0.5, 50.0, 8)
+    quad[2] = np.inf
+    data = comp.with_weights(quad=quad)
+    res = HighsBackend().solve(data, SolveOptions(backend_options={"qp_form": qp_form}))
+    assert res.status is Status.OPTIMAL
+    x, y, z = res.x, res.duals["y"], res.duals["z"]
+    tol = 1e-6
+    slack = data.h - data.G @ x
+    assert np.all(z >= -tol) and np.all(slack >= -tol)
+    assert np.max(np.abs(z * slack)) < tol
+    r = data.P @ x + data.c + data.A.T @ y + data.G.T @ z
+    fixed = data.lb == data.ub
+    free = ~fixed & ~np.isfinite(data.lb) & ~np.isfinite(data.ub)
+    lower = ~fixed & np.isfinite(data.lb)
+    # HiGHS's dual feasibility tolerance is 1e-7 in its own (scaled) variables
+    assert np.max(np.abs(r[free])) < 10 * tol * max(1.0, np.max(np.abs(data.P @ x + data.c)))
+    assert np.all(r[lower] >= -tol) and np.max(np.abs(r[lower] * (x[lower] - data.lb[lower]))) < tol
+    assert np.all(x[fixed] == 0.0)
+
+
+def test_certificate_on_a_hand_solved_qp():
+    """StandardProblems.qp_equality has multiplier y = 4/3 (by hand); certify agrees exactly and
+    rejects y = 1."""
+    from fsframe.testing import StandardProblems
+
+    p = StandardProblems.qp_equality()
+    x = np.array([1 / 3, 2 / 3])
+    good = certify(p.data, x, np.array([4 / 3]), np.zeros(0))
+    assert good.ok(1e-12) and good.dual_bound == pytest.approx(2 / 3, rel=1e-12)
+    assert not certify(p.data, x, np.array([1.0]), np.zeros(0)).ok(1e-6)
+    # a QP's bound is taken on the linearisation at x: at a wrong x the certificate fails too
+    assert not certify(p.data, np.array([0.5, 0.5]), np.array([4 / 3]), np.zeros(0)).ok(1e-6)
+
+
+def test_status_is_not_optimal_without_a_certificate_pass():
+    """With a tolerance no solver meets, a correct answer is downgraded, never upgraded."""
+    from fsframe.testing import StandardProblems
+
+    p = StandardProblems.em_qp()
+    res = HighsBackend().solve(p.data, SolveOptions(cert_tol=1e-30, backend_options={"qp_form": "dual"}))
+    assert res.status is Status.OPTIMAL_INACCURATE
+    assert attrs.evolve(res, status=Status.OPTIMAL).objective == pytest.approx(p.objective, rel=1e-6)
