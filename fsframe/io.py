@@ -150,12 +150,12 @@ def load_csv(
         i, j = np.argwhere(miss)[0]
         raise DataError(
             f"{path}: {int(miss.sum())} missing feature value(s) (first at data row {i + 1}, "
-            f"column {feat[j]}: {raw[i, j]!r}); impute or drop them before loading"
+            f"column {feat[j]}: {str(raw[i, j])!r}); impute or drop them before loading"
         )
     try:
         X = raw.astype(np.float64)
     except ValueError as exc:
-        bad = next((v for v in raw.ravel() if not _is_number(v)), "?")
+        bad = next((str(v) for v in raw.ravel() if not _is_number(v)), "?")
         raise DataFileError(
             f"{path}: non-numeric feature value {bad!r}; encode categorical columns or drop them "
             "with drop_columns="
