@@ -428,8 +428,9 @@ def compile_model(model, *, fast: bool = True, cone_form: str = "substitute") ->
     for rec in deferred:
         used = any(id(v) in bld.col_index for v in rec.aux) if cone_form == "substitute" else True
         if cone_form == "substitute" and not used:
-            rows = sp.vstack([rec.rhs.matrix, rec.lhs.matrix], format="csr")
-            if rec.rhs.vars == rec.lhs.vars:
+            # identity, not ==: comparing Pyomo variables with == builds expressions
+            if len(rec.rhs.vars) == len(rec.lhs.vars) and all(a is b for a, b in zip(rec.rhs.vars, rec.lhs.vars)):
+                rows = sp.vstack([rec.rhs.matrix, rec.lhs.matrix], format="csr")
                 vars_ = rec.rhs.vars
             else:
                 # put both maps over a common variable list
