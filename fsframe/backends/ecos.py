@@ -1,0 +1,216 @@
+"""ECOS backend (``ecos``, Domahidi, Chu & Boyd 2013): LPs and SOCPs by a primal-dual interior
+point method; a convex quadratic objective enters through a rotated-cone epigraph.
+
+ECOS solves ``min c'x  s.t.  A x = b,  h - G x in K``, ``K = R_+^l x SOC(q_1) x ...`` — fsframe's
+:class:`~fsframe.backends.compile.ProblemData` without the bounds, which a session folds into the
+``R_+`` block (:meth:`ProblemData.bounds_as_rows`). Its multipliers already follow fsframe's
+convention ``L = c'x + y'(Ax - b) + z'(Gx - h)``, ``z in K``; they are mapped back to the rows of
+the compiled problem and every ``OPTIMAL`` answer is checked by
+:func:`~fsframe.backends.base.certify` (a failed check downgrades it to ``OPTIMAL_INACCURATE``).
+
+Quadratic objective ``1/2 x'Px``: with ``P = F'F`` (:func:`~fsframe.backends.conic.psd_factor`:
+elementwise for a diagonal ``P``, a small eigendecomposition per connected block otherwise) and
+an epigraph column ``tau``, ``1/2 ||F x||^2 <= tau`` is the second-order cone
+``||(F x, tau - 1/2)|| <= tau + 1/2``; the objective becomes ``c'x + tau``. Columns with large
+curvature are rescaled first (:func:`~fsframe.backends.conic.prepare`).
+
+Re-solves: ECOS has no warm start, so a session calls ECOS again, but keeps the converted,
+stacked ``csc_matrix`` data (ECOS rejects scipy sparse *arrays*) and rebuilds only what changed:
+``c`` every time; the bound rows, the column scaling and the epigraph cone when ``lb``, ``ub`` or
+``P`` change.
+
+Options (``SolveOptions.backend_options``): ``feastol``, ``abstol``, ``reltol`` (default 1e-8),
+``feastol_inacc``, ``abstol_inacc``, ``reltol_inacc`` (the "close to optimal" tolerances),
+``max_iters`` (default 100), ``nitref`` (iterative refinement steps). With a quadratic objective
+the three main tolerances default to ``QP_TOLERANCE`` = 1e-9 instead: through the epigraph, a gap
+``eps`` in the objective leaves ``x`` accurate only to about ``sqrt(eps)`` (measured on a 2-variable
+QP: error 8e-6 and a failed certificate at 1e-8, 2.5e-7 and a passed one at 1e-9). ECOS has no time limit:
+``time_limit`` is refused (use ``max_iters`` or ``backend="clarabel"``).
+
+Exit flags (``ecos.h``): 0 optimal, 1 primal infeasible, 2 dual infeasible (unbounded),
+10/11/12 the same reached only to the reduced "inaccurate" tolerances (``ECOS_INACC_OFFSET``),
+-1 iteration limit, -2 search direction unreliable, -3 ``s`` or ``z`` left the cone, -4
+interrupted, -7 fatal, -87 "not converged yet" (internal; never expected to escape).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._types import ProblemClass, Status
+from ..errors import InvalidOptionError
+from .base import Backend, BackendSession, SolveOptions, SolveResult
+from .compile import ProblemData
+from .conic import certify_optimal, module_version, prepare, psd_factor
+
+__all__ = ["EcosBackend", "ECOS_STATUS", "ECOS_OPTIONS"]
+
+ECOS_STATUS = {
+    0: Status.OPTIMAL,  # ECOS_OPTIMAL
+    1: Status.INFEASIBLE,  # ECOS_PINF: certificate of primal infeasibility
+    2: Status.UNBOUNDED,  # ECOS_DINF: certificate of dual infeasibility
+    10: Status.OPTIMAL_INACCURATE,  # ECOS_OPTIMAL + ECOS_INACC_OFFSET
+    11: Status.INFEASIBLE,  # ECOS_PINF + ECOS_INACC_OFFSET (certificate to reduced accuracy)
+    12: Status.UNBOUNDED,  # ECOS_DINF + ECOS_INACC_OFFSET
+    -1: Status.ITERATION_LIMIT,  # ECOS_MAXIT
+    -2: Status.NUMERICAL_ERROR,  # ECOS_NUMERICS: search direction unreliable
+    -3: Status.NUMERICAL_ERROR,  # ECOS_OUTCONE: s or z got outside the cone
+    -4: Status.ERROR,  # ECOS_SIGINT: interrupted
+    -7: Status.ERROR,  # ECOS_FATAL
+    -87: Status.ERROR,  # ECOS_NOT_CONVERGED_YET (internal)
+}
+"""Every ECOS exit flag and its fsframe status."""
+
+_INACCURATE = {10, 11, 12}
+
+QP_TOLERANCE = 1e-9
+"""Default ``feastol``/``abstol``/``reltol`` when the objective is quadratic (see the module docstring)."""
+
+ECOS_OPTIONS = {
+    "feastol": float, "abstol": float, "reltol": float,
+    "feastol_inacc": float, "abstol_inacc": float, "reltol_inacc": float,
+    "max_iters": int, "nitref": int,
+}
+"""ECOS settings accepted in ``backend_options`` and their types."""
+
+
+def check_ecos_options(options: SolveOptions) -> dict:
+    """ECOS keyword arguments from ``options``; raises :class:`InvalidOptionError` on an unknown
+    name, a value of the wrong type or sign, or a time limit."""
+    if options.time_limit is not None:
+        raise InvalidOptionError(
+            "ecos has no time limit; bound its work with backend_options={'max_iters': ...} or use "
+            "backend='clarabel', which honours time_limit")
+    kwargs: dict = {}
+    for key, val in options.backend_options.items():
+        kind = ECOS_OPTIONS.get(key)
+        if kind is None:
+            raise InvalidOptionError(f"ecos: unknown option {key!r}; accepted: {sorted(ECOS_OPTIONS)}")
+        if kind is int:
+            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 0:
+                raise InvalidOptionError(f"ecos: option {key} must be a non-negative integer, got {val!r}")
+            kwargs[key] = int(val)
+        else:
+            if isinstance(val, bool) or not isinstance(val, (int, float, np.floating, np.integer)) \
+                    or not np.isfinite(val) or val <= 0:
+                raise InvalidOptionError(f"ecos: option {key} must be a positive number, got {val!r}")
+            kwargs[key] = float(val)
+    kwargs["verbose"] = bool(options.verbose)
+    return kwargs
+
+
+class EcosBackend(Backend):
+    """ECOS: LP, SOCP, and QP through a rotated-cone epigraph. Preferred for SOCP by
+    ``backend="auto"`` (HiGHS keeps LP/QP)."""
+
+    name = "ecos"
+    supports = frozenset({ProblemClass.LP, ProblemClass.QP, ProblemClass.SOCP})
+    required_modules = ("ecos",)
+    status_map = ECOS_STATUS
+    preference = 1
+    reference = "Domahidi, Chu & Boyd, ECOS: an SOCP solver for embedded systems, ECC 2013"
+
+    @classmethod
+    def version(cls) -> str:
+        return module_version("ecos")
+
+    def open(self, data: ProblemData, options: SolveOptions = SolveOptions()) -> BackendSession:
+        self.require()
+        self.check_supports(data)
+        return EcosSession(self, data, options)
+
+
+class EcosSession(BackendSession):
+    """Holds ECOS's converted data; see the module docstring for what a re-solve rebuilds."""
+
+    def __init__(self, backend: EcosBackend, data: ProblemData, options: SolveOptions):
+        super().__init__(backend, data, options)
+        self.kwargs = check_ecos_options(options)
+        self._version = backend.version()
+        self._data = None
+        self._prep = None  # rescaled columns and bounds as rows, for the current (structure, lb, ub, P)
+        self._epi = None  # epigraph factor rows for the current P (None: no quadratic objective)
+        self._stacked = None  # (G csc, h, dims, A csc or None, b)
+
+    # -- conversion -------------------------------------------------------------------------
+    def _update(self, data: ProblemData) -> None:
+        old = self._data
+        structure_same = old is not None and (data.A is old.A and data.G is old.G and data.b is old.b
+                                              and data.h is old.h and data.l == old.l and data.cones == old.cones)
+        if not structure_same or data.lb is not old.lb or data.ub is not old.ub or data.P is not old.P:
+            self._prep = prepare(data)
+            rows = self._prep.layout.rows
+            self._epi = psd_factor(rows.P) if rows.has_quadratic_objective else None
+            self._stacked = self._stack()
+        self._data = data
+
+    def _stack(self):
+        rows = self._prep.layout.rows
+        n = rows.n
+        G, h, A, b = rows.G, rows.h, rows.A, rows.b
+        q = list(rows.cones)
+        F = self._epi
+        if F is not None:
+            # epigraph column tau and the cone (tau + 1/2, F x, tau - 1/2): h - G[x; tau] in SOC(k + 2)
+            k = F.shape[0]
+            tau_col = sp.csr_matrix(([-1.0, -1.0], ([0, k + 1], [0, 0])), shape=(k + 2, 1))
+            Gq = sp.hstack([sp.vstack([sp.csr_matrix((1, n)), -F, sp.csr_matrix((1, n))]), tau_col])
+            G = sp.vstack([sp.hstack([G, sp.csr_matrix((G.shape[0], 1))]), Gq])
+            h = np.concatenate([h, [0.5], np.zeros(k), [-0.5]])
+            A = sp.hstack([A, sp.csr_matrix((A.shape[0], 1))])
+            q.append(k + 2)
+        Gc = sp.csc_matrix(G, dtype=float)
+        Gc.sort_indices()
+        Ac = None
+        if A.shape[0]:
+            Ac = sp.csc_matrix(A, dtype=float)
+            Ac.sort_indices()
+        dims = {"l": int(rows.l), "q": [int(v) for v in q], "e": 0}
+        return Gc, np.ascontiguousarray(h, dtype=float), dims, Ac, np.ascontiguousarray(b, dtype=float)
+
+    # -- solving -------------------------------------------------------------------------------
+    def solve(self, data: ProblemData | None = None) -> SolveResult:
+        import ecos
+
+        data = self.data if data is None else data
+        self._update(data)
+        G, h, dims, A, b = self._stacked
+        c = self._prep.c(data)
+        kwargs = self.kwargs
+        if self._epi is not None:
+            c = np.concatenate([c, [1.0]])
+            kwargs = {**{k: QP_TOLERANCE for k in ("feastol", "abstol", "reltol")}, **kwargs}
+        t0 = time.perf_counter()
+        try:
+            if A is None:
+                raw = ecos.solve(c, G, h, dims, **kwargs)
+            else:
+                raw = ecos.solve(c, G, h, dims, A, b, **kwargs)
+        except (ValueError, TypeError) as exc:  # ECOS's own input checks
+            return SolveResult(status=Status.ERROR, x=None, objective=None, backend="ecos",
+                               solve_time=time.perf_counter() - t0, backend_version=self._version,
+                               message=f"ECOS rejected the problem: {exc}")
+        elapsed = time.perf_counter() - t0
+        info = raw["info"]
+        flag = int(info["exitFlag"])
+        status = self.backend.map_status(flag)
+        message = str(info.get("infostring", "")) + (" (to the reduced 'inaccurate' tolerances)"
+                                                    if flag in _INACCURATE else "")
+        x = obj = duals = cert = None
+        xs = self._prep.x(np.asarray(raw["x"], dtype=float)[: data.n])
+        if status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT) and np.all(np.isfinite(xs)):
+            x = xs
+            obj = data.objective(x)
+            y, z = self._prep.layout.split_duals(raw["y"], raw["z"])
+            duals = {"y": y, "z": z}
+            status, cert, extra = certify_optimal(status, data, x, y, z, obj, self.options)
+            message += extra
+        elif status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE):  # an "optimal" point that is not finite
+            status = Status.NUMERICAL_ERROR
+            message += "; ECOS returned a non-finite solution"
+        return SolveResult(status=status, x=x, objective=obj, backend="ecos", solve_time=elapsed,
+                           iterations=int(info["iter"]), backend_version=self._version, message=message,
+                           duals=duals, certificate=cert, raw={"exit_flag": flag, "info": info, "result": raw})
