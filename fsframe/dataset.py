@@ -74,7 +74,8 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = Fal
             raise DataError(f"{name}: y contains missing (None) labels")
         ya = ya.astype(str)
     classes, counts = np.unique(ya, return_counts=True)
-    if classes.shape[0] < 2:
+    classes = classes.tolist()  # Python scalars: messages show 7.0, not np.float64(7.0)
+    if len(classes) < 2:
         raise DataError(
             f"{name}: y has a single class ({classes[0]!r} x {counts[0]}); "
             "feature selection for classification needs at least two classes"
@@ -98,11 +99,18 @@ def data_diagnostics(X: NDArray) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     key = X.T @ rng.standard_normal(X.shape[0])
     order = np.argsort(key, kind="stable")
+    # BLAS may sum identical columns in a different order (by position): equal columns get keys
+    # that differ in the last bits, so candidates are keys within a tolerance, confirmed exactly
+    tol = 1e-9 * max(1.0, float(np.max(np.abs(key), initial=0.0)))
     dup: list[tuple[int, int]] = []
-    for a, b in zip(order[:-1], order[1:]):
-        if key[a] == key[b] and np.array_equal(X[:, a], X[:, b]):
-            dup.append((int(min(a, b)), int(max(a, b))))
-    return {"constant": constant.tolist(), "duplicate_pairs": dup}
+    for i, a in enumerate(order[:-1]):
+        for b in order[i + 1:]:
+            if key[b] - key[a] > tol:
+                break
+            if np.array_equal(X[:, a], X[:, b]):
+                dup.append((int(min(a, b)), int(max(a, b))))
+                break
+    return {"constant": constant.tolist(), "duplicate_pairs": sorted(dup)}
 
 
 def _warn_awkward(X: NDArray, y: NDArray, name: str) -> None:

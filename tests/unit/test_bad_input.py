@@ -1,0 +1,278 @@
+"""Bad data and bad parameters raise the right typed error from fsframe.errors, with a message
+that names the problem; legal-but-awkward data warns and still gives the right answer; inputs
+are never modified; the same data and seed give the same result."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pytest
+
+import fsframe
+from fsframe.errors import (
+    DataError,
+    DataWarning,
+    IncompatibleComponentsError,
+    InvalidOptionError,
+    UnknownComponentError,
+)
+
+
+@pytest.fixture
+def Xy(binary_data):
+    return binary_data
+
+
+# ------------------------------------------------------------------------------ data
+@pytest.mark.parametrize("bad, match", [
+    (np.nan, r"1 non-finite value\(s\) \(NaN at sample 3, feature 2\)"),
+    (np.inf, r"1 non-finite value\(s\) \(inf at sample 3, feature 2\)"),
+    (-np.inf, r"\(inf at sample 3, feature 2\)"),
+])
+def test_non_finite(Xy, bad, match):
+    X, y = Xy
+    X = X.copy()
+    X[3, 2] = bad
+    with pytest.raises(DataError, match=match):
+        fsframe.fit(X, y, method="l1-svm")
+    with pytest.raises(DataError, match=match):
+        fsframe.Dataset.from_arrays(X, y)
+
+
+def test_shapes_and_classes(Xy):
+    X, y = Xy
+    cases = [
+        ((X, np.ones(30)), r"single class \(1\.0 x 30\)"),
+        ((X, np.r_[y[:-1], 7.0]), r"class 7\.0 \(1 sample\) has fewer than 2 samples"),
+        ((X, y[:-1]), "X has 30 samples but y has 29 labels"),
+        ((X[:0], y[:0]), r"X is empty \(shape \(0, 6\)\)"),
+        ((X[:, :0], y), r"X is empty \(shape \(30, 0\)\)"),
+        ((X[:, 0], y), "X must be 2-D .* got a 1-D array of length 30; use X.reshape"),
+        ((X[None], y), r"X must be 2-D .* got shape \(1, 30, 6\)"),
+        ((X, np.c_[y, y]), r"y must be 1-D .* got shape \(30, 2\)"),
+        ((X.astype(str).astype(object) + "x", y), "X is not numeric"),
+        ((None, y), "X and y are required"),
+    ]
+    for (Xb, yb), match in cases:
+        with pytest.raises(DataError, match=match):
+            fsframe.fit(Xb, yb, method="l1-svm")
+
+
+def test_y_with_nan_or_none(Xy):
+    X, y = Xy
+    with pytest.raises(DataError, match="y contains NaN or inf"):
+        fsframe.fit(X, np.r_[y[:-1], np.nan], method="l1-svm")
+    with pytest.raises(DataError, match=r"y contains missing \(None\) labels"):
+        fsframe.fit(X, np.array(["a", "b"] * 14 + ["a", None], dtype=object), method="l1-svm")
+
+
+def test_errors_are_value_errors(Xy):
+    """Code that does not know fsframe can catch ValueError."""
+    X, y = Xy
+    with pytest.raises(ValueError):
+        fsframe.fit(X, y[:-1], method="l1-svm")
+    with pytest.raises(ValueError):
+        fsframe.fit(X, y, method="l1-svm", C=-1.0)
+
+
+def test_constant_column_warns_and_is_ignored(Xy):
+    """A constant feature costs |w_j| but only shifts the intercept: L1-SVM gives it weight 0
+    and the same optimum as without it."""
+    X, y = Xy
+    Xc = np.c_[X[:, :3], np.full(30, 4.0), X[:, 3:]]
+    with pytest.warns(DataWarning, match=r"1 constant feature\(s\) \[3\]"):
+        with_const = fsframe.fit(Xc, y, method="l1-svm")
+    plain = fsframe.fit(X, y, method="l1-svm")
+    assert with_const.coef[3] == 0.0
+    assert with_const.objective == pytest.approx(plain.objective, rel=1e-9)
+    np.testing.assert_allclose(np.delete(with_const.coef, 3), plain.coef, atol=1e-8)
+
+
+def test_duplicate_column_warns_and_keeps_the_optimum(Xy):
+    """|a| + |b| >= |a + b|: a duplicated feature cannot lower the L1-SVM optimum, and the weights
+    of the two copies sum to the original weight."""
+    X, y = Xy
+    Xd = np.c_[X, X[:, 0]]
+    with pytest.warns(DataWarning, match=r"1 pair\(s\) of identical features \[\(0, 6\)\]"):
+        dup = fsframe.fit(Xd, y, method="l1-svm")
+    plain = fsframe.fit(X, y, method="l1-svm")
+    assert dup.objective == pytest.approx(plain.objective, rel=1e-9)
+    assert dup.coef[0] + dup.coef[6] == pytest.approx(plain.coef[0], abs=1e-8)
+
+
+def test_small_class_warns(Xy):
+    X, y = Xy
+    yy = y.copy()
+    idx = np.flatnonzero(yy == 1)
+    yy[idx[3:]] = -1  # three positives
+    with pytest.warns(DataWarning, match="the smallest class has 3 samples"):
+        fsframe.fit(X, yy, method="l1-svm")
+
+
+# ------------------------------------------------------------------------------ parameters
+def test_unknown_method_and_components(Xy):
+    X, y = Xy
+    with pytest.raises(UnknownComponentError, match=r"unknown method 'nope'; registered methods are \[.*'fsv'"):
+        fsframe.fit(X, y, method="nope")
+    with pytest.raises(UnknownComponentError, match="unknown surrogate 'cubic'"):
+        fsframe.fit(X, y, method="fsv", surrogate="cubic")
+    with pytest.raises(UnknownComponentError, match="unknown loop 'newton'"):
+        fsframe.fit(X, y, formulation="hinge", surrogate="exp", loop="newton")
+    with pytest.raises(UnknownComponentError, match="unknown backend 'gurobi'"):
+        fsframe.fit(X, y, method="fsv", backend="gurobi")
+    with pytest.raises(InvalidOptionError, match=r"give a method= or both formulation= and loop="):
+        fsframe.fit(X, y, surrogate="exp")
+
+
+def test_unknown_and_invalid_parameters(Xy):
+    X, y = Xy
+    with pytest.raises(InvalidOptionError, match="unknown parameter 'gamma' for method 'fsv'"):
+        fsframe.fit(X, y, method="fsv", gamma=1.0)
+    with pytest.raises(InvalidOptionError, match="'loop' has no parameter 'alpha'; it accepts"):
+        fsframe.fit(X, y, method="fsv", loop__alpha=1.0)
+    with pytest.raises(InvalidOptionError, match="prefixes are"):
+        fsframe.fit(X, y, method="fsv", solver__alpha=1.0)
+    for params, name in [({"C": -1.0}, "'C'"), ({"alpha": 0.0}, "'alpha'"), ({"max_iter": 0}, "'max_iter'"),
+                         ({"tol": -1.0}, "'tol'"), ({"init": "random"}, "'init'")]:
+        with pytest.raises(InvalidOptionError, match=name):
+            fsframe.fit(X, y, method="fsv", **params)
+    with pytest.raises(InvalidOptionError, match="'p'"):
+        fsframe.fit(X, y, method="em-l0", p=1.5)
+    with pytest.raises(InvalidOptionError, match="n_features must be a positive integer, got 0"):
+        fsframe.fit(X, y, method="fsv", n_features=0)
+    with pytest.raises(InvalidOptionError, match="n_features=7 exceeds the 6 available features"):
+        fsframe.fit(X, y, method="fsv", n_features=7)
+    with pytest.raises(InvalidOptionError, match="pass either a Dataset or X and y"):
+        fsframe.fit(fsframe.Dataset.from_arrays(X, y), y, method="fsv")
+    with pytest.raises(InvalidOptionError, match=r"kernel parameters \['sigma'\] given without kernel="):
+        fsframe.fit(X, y, method="fsv", sigma=1.0)
+
+
+def test_invalid_backend_option(Xy):
+    X, y = Xy
+    with pytest.raises(InvalidOptionError, match="no_such_highs_option"):
+        fsframe.fit(X, y, method="l1-svm", backend_options={"no_such_highs_option": 1})
+    with pytest.raises(InvalidOptionError, match="qp_form must be"):
+        fsframe.fit(X, y, method="em-l0", backend_options={"qp_form": "sideways"})
+
+
+def test_ambiguous_parameter(Xy, fresh_registry):
+    """A parameter two components accept must be routed explicitly (kind__name)."""
+    from fsframe.surrogates.base import Surrogate
+
+    @attrs.frozen
+    class WithC(Surrogate):
+        name = "with-c"
+        C: float = 1.0
+
+        def phi(self, t):
+            return np.asarray(t, dtype=float) * self.C
+
+        def derivative(self, t):
+            return np.full(np.shape(t), self.C)
+
+    class Plugin:
+        @staticmethod
+        @fsframe.hookimpl
+        def fsframe_register_surrogates():
+            return [WithC]
+
+    fsframe.plugins.register(Plugin, name="ambiguity-probe")
+    try:
+        X, y = Xy
+        with pytest.raises(InvalidOptionError,
+                           match=r"'C' is accepted by \['formulation', 'surrogate'\]; write it as formulation__C or surrogate__C"):
+            fsframe.fit(X, y, formulation="hinge", surrogate="with-c", loop="single", C=2.0)
+        res = fsframe.fit(X, y, formulation="hinge", surrogate="with-c", loop="single",
+                          formulation__C=2.0, surrogate__C=3.0)
+        assert res.formulation.C == 2.0 and res.surrogate.C == 3.0
+    finally:
+        fsframe.plugins.unregister("ambiguity-probe")
+
+
+@pytest.mark.parametrize("surrogate, loop, missing", [
+    ("lp", "dca", "it must provide dc_split"),
+    ("l0", "dca", "it must provide dc_split"),
+    ("l0", "single", "it must provide derivative"),
+    ("l0", "reweighted-l1", "it must provide derivative"),
+    ("lp", "single", "it must provide a finite derivative at 0"),
+])
+def test_incompatible_components_name_the_capability(Xy, surrogate, loop, missing):
+    X, y = Xy
+    with pytest.raises(IncompatibleComponentsError, match=f"surrogate '{surrogate}'.*loop '{loop}': {missing}"):
+        fsframe.fit(X, y, formulation="hinge", surrogate=surrogate, loop=loop)
+
+
+def test_loop_without_surrogate(Xy):
+    X, y = Xy
+    with pytest.raises(IncompatibleComponentsError, match="no surrogate is not compatible with loop 'em'"):
+        fsframe.fit(X, y, formulation="hinge", surrogate="none", loop="em")
+
+
+def test_backend_without_the_problem_class(Xy, fresh_registry):
+    """A backend that cannot solve QPs is refused for an EM fit, naming the class."""
+    from fsframe import ProblemClass
+    from fsframe.backends import HighsBackend
+
+    class LPOnly(HighsBackend):
+        name = "lp-only"
+        supports = frozenset({ProblemClass.LP})
+
+    X, y = Xy
+    with pytest.raises(IncompatibleComponentsError, match=r"backend 'lp-only' cannot solve QP subproblems"):
+        fsframe.fit(X, y, method="em-l0", backend=LPOnly())
+
+
+# ------------------------------------------------------------------------------ no mutation, determinism
+def test_inputs_are_not_modified(Xy):
+    X, y = Xy
+    X = np.asfortranarray(X)  # a layout fsframe must not "fix" in place
+    y_str = np.where(y > 0, "pos", "neg")
+    ds = fsframe.Dataset.from_arrays(X, y_str)
+    before = [(a.tobytes(), a.dtype, a.shape, a.strides, a.flags.writeable) for a in (X, y, y_str, ds.X, ds.y)]
+    for method in ("l1-svm", "fsv", "em-l0"):
+        fsframe.fit(X, y, method=method)
+        fsframe.fit(X, y_str, method=method, n_features=2)
+        fsframe.fit(ds, method=method)
+    after = [(a.tobytes(), a.dtype, a.shape, a.strides, a.flags.writeable) for a in (X, y, y_str, ds.X, ds.y)]
+    assert before == after
+
+
+def test_dataset_copies_and_freezes(Xy):
+    X, y = Xy
+    X2 = X.copy()
+    ds = fsframe.Dataset.from_arrays(X2, y)
+    X2[0, 0] = 99.0
+    assert ds.X[0, 0] == X[0, 0]
+    with pytest.raises(ValueError):
+        ds.X[0, 0] = 1.0
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        ds.name = "other"
+
+
+@pytest.mark.parametrize("method", ["l1-svm", "fsv", "em-l0", "arom", "svm-weights"])
+def test_deterministic(Xy, method):
+    X, y = Xy
+    a = fsframe.fit(X, y, method=method)
+    b = fsframe.fit(X, y, method=method)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    assert a.intercept == b.intercept and a.objective == b.objective
+    assert [r.n_nonzero for r in a.history] == [r.n_nonzero for r in b.history]
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_duplicate_detection_is_exact(layout):
+    """Regression: identical columns got projection keys differing in the last bits (BLAS sums
+    by position), so duplicates went unreported. Near-duplicates must not be reported."""
+    from fsframe.dataset import data_diagnostics
+
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((30, 11))
+    X[:, 6] = X[:, 0]  # a position whose key differs by 1e-15 on OpenBLAS
+    X[:, 10] = X[:, 0]
+    X[:, 9] = X[:, 2] + 1e-12
+    X[:, 5] = 3.0
+    d = data_diagnostics(np.asarray(X, order=layout))
+    assert d["constant"] == [5]
+    assert len(d["duplicate_pairs"]) == 2
+    assert {j for pair in d["duplicate_pairs"] for j in pair} == {0, 6, 10}
