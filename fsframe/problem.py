@@ -66,6 +66,7 @@ class Subproblem:
         self.compile_seconds = t2 - t1
         self.session = None
         self.n_solves = 0
+        self.last_timings: dict = {}
 
     @property
     def n_groups(self) -> int:
@@ -82,18 +83,26 @@ class Subproblem:
         """Set the slot weights (see :meth:`CompiledModel.with_weights`) and solve."""
         t0 = time.perf_counter()
         data = self.compiled.with_weights(lin=lin, lin_w=lin_w, quad=quad)
+        t1 = time.perf_counter()
         if self.session is None:
             self.session = self.backend.open(data, self.options)
+        t2 = time.perf_counter()
         res = self.session.solve(data)
         self.n_solves += 1
-        seconds = time.perf_counter() - t0
+        t3 = time.perf_counter()
+        seconds = t3 - t0
+        # where the time of this solve went (benchmarks/bench_core.py, docs/performance.md)
+        self.last_timings = {"update": t1 - t0, "open": t2 - t1, "backend": t3 - t2,
+                             "solver": float(res.solve_time or 0.0), "read": 0.0}
         if res.x is None or not res.ok:
             return Iterate(res.status, None, None, None, None, None, res.objective, seconds, res)
         x = res.x
         coef = self.compiled.coef(x)
         intercept = self.compiled.evaluate(self.built.intercept, x)
-        return Iterate(res.status, x, coef, intercept, self.group_norms(coef), self.compiled.loss(x),
-                       res.objective, seconds, res)
+        it = Iterate(res.status, x, coef, intercept, self.group_norms(coef), self.compiled.loss(x),
+                     res.objective, seconds, res)
+        self.last_timings["read"] = time.perf_counter() - t3
+        return it
 
     def close(self) -> None:
         if self.session is not None:
