@@ -116,7 +116,7 @@ class FitResult:
         d = self.decision_function(X)
         classes = np.asarray(self.classes, dtype=object)
         if d.ndim == 1:
-            out = np.where(d > 0, classes[1], classes[0])
+            out = classes[(d > 0).astype(np.intp)]  # object indexing: labels of mixed types (("rest", 3))
         else:
             out = classes[np.argmax(d, axis=1)]
         try:

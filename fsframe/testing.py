@@ -40,6 +40,7 @@ __all__ = [
     "check_formulation",
     "check_backend",
     "check_loop",
+    "check_fit_result",
     "parametrize_with_checks",
     "StandardProblem",
     "StandardProblems",
@@ -471,6 +472,14 @@ class StandardProblems:
                                (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED))
 
     @classmethod
+    def infeasible_qp_free(cls) -> StandardProblem:
+        """``min x1^2 s.t. x2 >= 1, x2 <= -1`` with ``x2`` free: the Lagrangian dual is unbounded
+        along a direction the Hessian does not see (HiGHS's QP solver stops there, "optimal")."""
+        return StandardProblem("infeasible_qp_free", _problem([0.0, 0.0], G=[[0.0, -1.0], [0.0, 1.0]], h=[-1.0, -1.0],
+                                                              P=np.diag([2.0, 0.0])),
+                               (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED))
+
+    @classmethod
     def unbounded_qp(cls) -> StandardProblem:
         """``min x1^2 - x2 s.t. x2 >= 0`` (no rows)."""
         return StandardProblem("unbounded_qp", _problem([0.0, -1.0], P=np.diag([2.0, 0.0]), lb=[-np.inf, 0.0]),
@@ -490,8 +499,8 @@ class StandardProblems:
         return [
             cls.l1svm_separable(), cls.l1svm_separable(weights=(10.0, 1.0)), cls.l1svm_separable(fixed=(0,)),
             cls.quad_hinge(), cls.em_qp(), cls.em_qp_fixed(), cls.lp_equality_bounds(), cls.qp_equality(),
-            cls.qp_halfspace(), cls.qp_no_rows(), cls.socp_disc(), cls.infeasible_lp(), cls.unbounded_lp(), cls.infeasible_qp(),
-            cls.unbounded_qp(),
+            cls.qp_halfspace(), cls.qp_no_rows(), cls.socp_disc(), cls.infeasible_lp(), cls.unbounded_lp(),
+            cls.infeasible_qp(), cls.infeasible_qp_free(), cls.unbounded_qp(),
         ]
 
     @classmethod
@@ -955,6 +964,72 @@ def _check_failure(who, loop, sur, formulation, X, yc, backend, n_iter) -> list[
     if not any(issubclass(w.category, ConvergenceWarning) for w in caught):
         _fail(who, "raise_on_failure=False returned without a ConvergenceWarning")
     return ["failure raises", "failure keeps last good iterate"]
+
+
+# =============================================================================== fit results
+def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rtol: float = 1e-5) -> list[str]:
+    """Check a :class:`~fsframe.FitResult` of ``X, y`` against numpy recomputation:
+
+    * the coefficients vanish exactly outside ``support`` and not inside it (per group);
+    * ``decision_function`` is the formulation's on ``(coef, intercept)`` and ``predict`` its sign
+      (binary) or argmax (one-vs-rest);
+    * with a known ``decision_loss``, the reported objective equals ``loss + sum_j phi(||w_(j)||)``
+      (surrogate loops), ``loss + phi'(0) ||w||_1`` or ``loss + ||w||^2`` (``single``), recomputed
+      from the returned coefficients;
+    * one-vs-rest: the support is the union of the per-class supports and each class is checked.
+    """
+    X = np.asarray(X, dtype=float)
+    who = f"fit result of {result.method or (result.formulation, result.surrogate, result.loop)}"
+    ran = []
+    if result.per_class:
+        if not np.array_equal(result.support, np.any([r.support for r in result.per_class], axis=0)):
+            _fail(who, "the one-vs-rest support is not the union of the per-class supports")
+        d = result.decision_function(X)
+        for i, (r, c) in enumerate(zip(result.per_class, result.classes)):
+            yc = np.where(np.asarray(y) == c, 1.0, -1.0)
+            ran += check_fit_result(r, X, yc, decision_loss=decision_loss, rtol=rtol)
+            if not np.allclose(d[:, i], r.decision_function(X)):
+                _fail(who, f"decision_function column {i} is not class {c!r}'s")
+        pred = np.asarray(result.classes, dtype=object)[np.argmax(d, axis=1)]
+        if not np.array_equal(result.predict(X).astype(str), pred.astype(str)):
+            _fail(who, "predict is not the argmax of the decision function")
+        return ran + ["one-vs-rest union"]
+    coef = np.asarray(result.coef, dtype=float)
+    n_groups = result.support.shape[0]
+    flat = coef.reshape(-1, n_groups) if coef.ndim > 1 else coef[None, :]
+    t = np.sqrt(np.sum(flat * flat, axis=0))
+    if np.any(t[~result.support] != 0) or np.any(t[result.support] == 0):
+        _fail(who, "coefficients are non-zero outside the support or zero inside it")
+    f = result.formulation.decision_function(coef, result.intercept, X)
+    if not np.allclose(result.decision_function(X), f):
+        _fail(who, "decision_function differs from the formulation's")
+    classes = np.asarray(result.classes, dtype=object)
+    if f.ndim == 1 and not np.array_equal(result.predict(X).astype(str), classes[(f > 0).astype(np.intp)].astype(str)):
+        _fail(who, "predict is not the sign of the decision function")
+    ran.append("support/decision consistent")
+    loss_fn = _decision_loss(result.formulation, decision_loss)
+    if loss_fn is None or result.objective is None:
+        return ran
+    loss = loss_fn(f, _codes(result.formulation, np.asarray(y)))
+    loop, sur = result.loop, result.surrogate
+    if not loop.needs_surrogate:
+        if getattr(loop, "penalty", "l1") == "l2":
+            pen = float(np.sum(t * t))
+        else:
+            pen = (1.0 if sur is None else float(np.asarray(sur.derivative(np.zeros(1)))[0])) * float(np.sum(t))
+    else:
+        pen = float(np.sum(sur.phi(t)))
+    # the objective is the chosen iterate's, before groups under zero_tol * max were zeroed:
+    # each zeroed group may have added up to phi(zero_tol * max) (1 for the zero-norm)
+    slack = 0.0
+    if loop.needs_surrogate and t.size:
+        cut = np.array([loop.zero_tol * float(np.max(t))])
+        slack = float(np.count_nonzero(~result.support)) * float(np.asarray(sur.phi(cut))[0])
+    tol = rtol * max(1.0, abs(result.objective))
+    if not loss + pen - tol <= result.objective <= loss + pen + slack + tol:
+        _fail(who, f"objective {result.objective!r}, recomputed loss + penalty {loss + pen!r} "
+                   f"(loss {loss!r}, penalty {pen!r}, allowance for zeroed groups {slack:g})")
+    return ran + ["objective recomputed"]
 
 
 # =============================================================================== pytest helper

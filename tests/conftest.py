@@ -10,12 +10,14 @@
 from __future__ import annotations
 
 import os
+import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
+import fsframe
 import fsframe.plugins
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +71,24 @@ def fresh_registry():
     fsframe.plugins.reset_registry()
     yield
     fsframe.plugins.reset_registry()
+
+
+@pytest.fixture
+def add_components(fresh_registry):
+    """Register components at run time, for this test only:
+    ``add_components(surrogates=[Cls], formulations=[...], name="probe")`` (keyword = the hook's
+    suffix: formulations, surrogates, loops, backends, methods)."""
+    added = []
+
+    def add(name="test-probe", **kinds):
+        plugin = types.SimpleNamespace()
+        for kind, items in kinds.items():
+            setattr(plugin, f"fsframe_register_{kind}", fsframe.hookimpl(lambda items=tuple(items): list(items)))
+        added.append(fsframe.plugins.register(plugin, name=name))
+
+    yield add
+    for name in added:
+        fsframe.plugins.unregister(name)
 
 
 @pytest.fixture

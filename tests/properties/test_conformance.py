@@ -70,7 +70,7 @@ def test_all_components_checked():
     assert not missing, f"registered components without conformance parameters in {__file__}: {missing}"
 
 
-def test_guard_sees_a_new_component(fresh_registry):
+def test_guard_sees_a_new_component(add_components):
     """The guard above fails when a plugin adds a component this file does not list."""
     import attrs
 
@@ -83,18 +83,9 @@ def test_guard_sees_a_new_component(fresh_registry):
         def phi(self, t):
             return np.minimum(np.asarray(t, dtype=float), 1.0)
 
-    class Plugin:
-        @staticmethod
-        @fsframe.hookimpl
-        def fsframe_register_surrogates():
-            return [Unlisted]
-
-    fsframe.plugins.register(Plugin, name="guard-probe")
-    try:
-        with pytest.raises(AssertionError, match="unlisted-for-guard"):
-            test_all_components_checked()
-    finally:
-        fsframe.plugins.unregister("guard-probe")
+    add_components(surrogates=[Unlisted])
+    with pytest.raises(AssertionError, match="unlisted-for-guard"):
+        test_all_components_checked()
 
 
 # ------------------------------------------------------------------------------ surrogates

@@ -156,7 +156,7 @@ def test_invalid_backend_option(Xy):
         fsframe.fit(X, y, method="em-l0", backend_options={"qp_form": "sideways"})
 
 
-def test_ambiguous_parameter(Xy, fresh_registry):
+def test_ambiguous_parameter(Xy, add_components):
     """A parameter two components accept must be routed explicitly (kind__name)."""
     from fsframe.surrogates.base import Surrogate
 
@@ -171,23 +171,14 @@ def test_ambiguous_parameter(Xy, fresh_registry):
         def derivative(self, t):
             return np.full(np.shape(t), self.C)
 
-    class Plugin:
-        @staticmethod
-        @fsframe.hookimpl
-        def fsframe_register_surrogates():
-            return [WithC]
-
-    fsframe.plugins.register(Plugin, name="ambiguity-probe")
-    try:
-        X, y = Xy
-        with pytest.raises(InvalidOptionError,
-                           match=r"'C' is accepted by \['formulation', 'surrogate'\]; write it as formulation__C or surrogate__C"):
-            fsframe.fit(X, y, formulation="hinge", surrogate="with-c", loop="single", C=2.0)
-        res = fsframe.fit(X, y, formulation="hinge", surrogate="with-c", loop="single",
-                          formulation__C=2.0, surrogate__C=3.0)
-        assert res.formulation.C == 2.0 and res.surrogate.C == 3.0
-    finally:
-        fsframe.plugins.unregister("ambiguity-probe")
+    add_components(surrogates=[WithC])
+    X, y = Xy
+    with pytest.raises(InvalidOptionError,
+                       match=r"'C' is accepted by \['formulation', 'surrogate'\]; write it as formulation__C or surrogate__C"):
+        fsframe.fit(X, y, formulation="hinge", surrogate="with-c", loop="single", C=2.0)
+    res = fsframe.fit(X, y, formulation="hinge", surrogate="with-c", loop="single",
+                      formulation__C=2.0, surrogate__C=3.0)
+    assert res.formulation.C == 2.0 and res.surrogate.C == 3.0
 
 
 @pytest.mark.parametrize("surrogate, loop, missing", [
