@@ -193,6 +193,17 @@ class DualQPSession(BackendSession):
         status, message, cert = res.status, f"dual QP: {res.message}", None
         if self.options.certify and status is Status.OPTIMAL:
             cert = certify(data, x, y, z, obj)
+            if cert.primal_residual > 10 * self.options.cert_tol:
+                # HiGHS's QP solver can stop at a huge finite point of an unbounded dual (the
+                # primal is infeasible) and call it optimal; the recovered x then violates the
+                # primal. The scaled primal form reports the status correctly.
+                fallback = ScaledQPSession(self.backend, data, self.options)
+                try:
+                    alt = fallback.solve(data)
+                finally:
+                    fallback.close()
+                return attrs.evolve(alt, message=f"dual QP point infeasible (residual {cert.primal_residual:.2e}), "
+                                                 f"solved the scaled primal: {alt.message}")
             if not cert.ok(self.options.cert_tol):
                 status = Status.OPTIMAL_INACCURATE
                 message += (f"; fsframe certificate failed (primal residual {cert.primal_residual:.2e}, "

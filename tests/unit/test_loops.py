@@ -1,0 +1,221 @@
+"""Outer loops: descent (recomputed in numpy from every iterate), convergence to a known sparse
+answer, the "exactly r features" rule of 002 §3.1, and failure handling."""
+
+from __future__ import annotations
+
+import warnings
+
+import attrs
+import numpy as np
+import pytest
+
+import fsframe
+from fsframe import Status
+from fsframe.backends import HighsBackend
+from fsframe.errors import ConvergenceWarning, SolverFailedError
+from fsframe.loops import select_exactly
+from fsframe.plugins import get_registry
+from fsframe.problem import Subproblem
+from fsframe.testing import FailingBackend, hinge_loss
+
+REG = get_registry()
+Hinge = REG.get("formulation", "hinge")
+
+
+def synthetic(m=40, n=20, seed=1):
+    ds = fsframe.make_synthetic(m, n, 4, random_state=seed)
+    return (ds.X - ds.X.mean(0)) / ds.X.std(0), ds.y.astype(float)
+
+
+def run(loop, surrogate, X, y, C=1.0, backend=None):
+    """Run ``loop`` directly and return its outcome and every iterate's (coef, intercept)."""
+    sub = Subproblem(Hinge(C=C), X, y, loop.terms(surrogate), backend or HighsBackend())
+    seen = []
+    try:
+        out = loop.run(sub, surrogate, callback=lambda rec, it: seen.append((it.coef.copy(), float(it.intercept[0]))))
+    finally:
+        sub.close()
+    return out, seen
+
+
+def objective(X, y, C, surrogate, w, b, factor=1.0):
+    return hinge_loss(C)(X @ w + b, y) + factor * float(np.sum(surrogate.phi(np.abs(w))))
+
+
+DESCENT = [("exp", {"alpha": 5.0}), ("exp", {"alpha": 0.5}), ("log", {"eps": 0.1}), ("l1", {})]
+
+
+@pytest.mark.parametrize("loop_name, init", [("dca", "l1"), ("dca", "zero"), ("reweighted-l1", "l1"),
+                                             ("reweighted-l1", "zero")])
+@pytest.mark.parametrize("sur, params", DESCENT, ids=[f"{s}{p}" for s, p in DESCENT])
+def test_descent(loop_name, init, sur, params):
+    """DCA (000 Thm. 1) and successive linearisation decrease loss + sum phi at every iteration."""
+    X, y = synthetic()
+    surrogate = REG.get("surrogate", sur)(**params)
+    loop = REG.get("loop", loop_name)(init=init, max_iter=30)
+    out, seen = run(loop, surrogate, X, y)
+    f = np.array([objective(X, y, 1.0, surrogate, w, b) for w, b in seen])
+    assert np.all(np.diff(f) <= 1e-7 * (1 + np.abs(f[:-1]))), f
+    assert out.monotone and out.converged
+    assert [r.objective for r in out.history] == pytest.approx(f.tolist(), rel=1e-9)
+
+
+@pytest.mark.parametrize("sur, params", [("exp", {"alpha": 5.0}), ("log", {"eps": 0.01}), ("l1", {})])
+def test_em_majorise_minimise_descent(sur, params):
+    """EM with weights phi'(t)/t majorises phi(t) by phi(t_k) + phi'(t_k)/(2 t_k) (t^2 - t_k^2):
+    loss + 2 sum phi does not increase after the L2 start."""
+    X, y = synthetic()
+    surrogate = REG.get("surrogate", sur)(**params)
+    out, seen = run(REG.get("loop", "em")(max_iter=40), surrogate, X, y)
+    f = np.array([objective(X, y, 1.0, surrogate, w, b, factor=2.0) for w, b in seen[1:]])
+    assert np.all(np.diff(f) <= 1e-6 * (1 + np.abs(f[:-1]))), f
+    assert out.monotone
+
+
+def test_em_finds_the_known_sparse_answer():
+    """Feature 0 alone separates the classes with margin; the others are noise. The zero-norm
+    solution is w = (w0, 0, ..., 0) with the hard-margin w0 = 1 / min |x_0|: EM (002) finds it."""
+    rng = np.random.default_rng(5)
+    m, n = 60, 12
+    y = np.where(rng.random(m) < 0.5, 1.0, -1.0)
+    X = rng.standard_normal((m, n))
+    X[:, 0] = y * (2.0 + rng.random(m))
+    X[:, 0] -= 0.0  # the margin is symmetric: min |x_0| = 2 + min u on each side
+    res = fsframe.fit(X, y, method="em-l0", C=10.0)
+    assert res.selected.tolist() == [0]
+    # hard margin on feature 0 only: y (w0 x0 + b) >= 1 for all i, minimal |w0| via the two closest
+    pos, neg = X[y > 0, 0].min(), X[y < 0, 0].max()
+    w0 = 2.0 / (pos - neg)
+    assert res.coef[0] == pytest.approx(w0, rel=1e-5)
+    assert res.intercept == pytest.approx(1.0 - w0 * pos, abs=1e-5)
+    assert res.converged
+
+
+# ------------------------------------------------------------------------------ exactly r features
+@attrs.frozen
+class FakeIterate:
+    t: np.ndarray
+
+
+@pytest.mark.parametrize("r, k, kept", [
+    (3, 2, [0, 1, 2]),      # the first iterate with at most r non-zeros has exactly r
+    (2, 2, [0, 1]),         # the first with <= 2 has 1 (< r): step back to the last with more, keep 2
+    (5, 0, [0, 1, 2, 3, 4]),  # the first with <= 5 has 4: step back to iterate 0 (6 non-zeros)
+    (1, 3, [0]),            # reached exactly
+])
+def test_select_exactly_rule(r, k, kept):
+    """002 §3.1: stop at the last iteration with ||w||_0 <= r and keep the r largest features
+    (fsframe.loops.select_exactly's reading, documented there)."""
+    its = [FakeIterate(np.array(t, dtype=float)) for t in (
+        [6, 5, 4, 3, 2, 1],
+        [6, 5, 4, 3, 0, 0],
+        [6, 5, 4, 0, 0, 0],
+        [6, 0, 0, 0, 0, 0],
+    )]
+    idx, mask = select_exactly(its, r, 1e-6)
+    assert idx == k
+    assert np.flatnonzero(mask).tolist() == kept
+
+
+def test_select_exactly_never_reached():
+    its = [FakeIterate(np.array([3.0, 2.0, 1.0, 0.5]))] * 2
+    idx, mask = select_exactly(its, 2, 1e-6)
+    assert idx == 1 and np.flatnonzero(mask).tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("method", ["fsv", "em-l0", "arom", "svm-weights", "l1-svm"])
+@pytest.mark.parametrize("r", [1, 2, 3])
+def test_n_features_gives_exactly_r(method, r):
+    X, y = synthetic(40, 15)
+    res = fsframe.fit(X, y, method=method, n_features=r)
+    assert res.n_selected == r
+    assert np.count_nonzero(res.coef) == r
+
+
+def test_svm_weights_keeps_the_largest_l2_weights():
+    """svm-weights with n_features=r is the L2 SVM's r largest |w_j| (002 footnote 5)."""
+    X, y = synthetic(40, 15)
+    full = fsframe.fit(X, y, method="svm-weights")
+    top = fsframe.fit(X, y, method="svm-weights", n_features=3)
+    assert set(top.selected) == set(np.argsort(-np.abs(full.coef))[:3])
+    np.testing.assert_array_equal(top.coef[top.support], full.coef[top.support])
+
+
+# ------------------------------------------------------------------------------ failures
+def test_time_limit_failure_raises_with_status(binary_data):
+    X, y = binary_data
+    for raise_on_failure in (True, False):  # no good iterate: raises either way
+        with pytest.raises(SolverFailedError, match="time_limit.*no solution was found") as exc:
+            fsframe.fit(X, y, method="fsv", time_limit=0.0, raise_on_failure=raise_on_failure)
+        assert exc.value.status is Status.TIME_LIMIT
+        assert exc.value.result.x is None
+
+
+@attrs.frozen
+class InfeasibleHinge(Hinge):
+    """The hinge model plus the contradictory rows b >= 1 and b <= -1."""
+
+    name = "infeasible-hinge"
+
+    def build(self, X, y, terms):
+        import pyomo.environ as pyo
+
+        built = super().build(X, y, terms)
+        built.model.b_up = pyo.Constraint(expr=built.model.b >= 1)
+        built.model.b_down = pyo.Constraint(expr=built.model.b <= -1)
+        return built
+
+
+def test_infeasible_formulation_raises_with_status(binary_data, add_components):
+    """Regression for the EM QP: HiGHS stopped at a huge point of the unbounded dual and called
+    it optimal; the recovered primal point violated the rows by 1.0 and was used as a solution."""
+    add_components(formulations=[InfeasibleHinge])
+    X, y = binary_data
+    with pytest.raises(SolverFailedError, match="status infeasible") as exc:
+        fsframe.fit(X, y, formulation="infeasible-hinge", surrogate="l1", loop="single")
+    assert exc.value.status is Status.INFEASIBLE
+    for qp_form in ("auto", "dual", "scaled", "primal"):
+        with pytest.raises(SolverFailedError) as exc:
+            fsframe.fit(X, y, formulation="infeasible-hinge", surrogate="l0", loop="em",
+                        backend_options={"qp_form": qp_form})
+        assert exc.value.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
+
+
+@pytest.mark.parametrize("method", ["fsv", "em-l0"])
+def test_failure_keeps_the_last_good_iterate(binary_data, method):
+    """A subproblem failing at solve 3: raise_on_failure=True raises with the status and a partial
+    result; False returns iterate 2 — the same coefficients as a run stopped at max_iter=2."""
+    X, y = binary_data
+    failing = FailingBackend(HighsBackend(), fail_at=3, status=Status.NUMERICAL_ERROR)
+    with pytest.raises(SolverFailedError, match="subproblem 2 ended with status numerical_error.*raise_on_failure=False") as exc:
+        fsframe.fit(X, y, method=method, backend=failing)
+    assert exc.value.status is Status.NUMERICAL_ERROR
+    loop, history, last_good = exc.value.partial
+    assert len(history) == 3 and last_good is not None
+    with pytest.warns(ConvergenceWarning, match="returning the last good iterate"):
+        soft = fsframe.fit(X, y, method=method, backend=failing, raise_on_failure=False)
+    assert not soft.converged and soft.n_iter == 2
+    assert soft.statuses[-1] is Status.NUMERICAL_ERROR
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        two = fsframe.fit(X, y, method=method, max_iter=2)
+    np.testing.assert_array_equal(soft.coef, two.coef)
+
+
+def test_max_iter_warns_and_is_not_converged(binary_data):
+    X, y = binary_data
+    with pytest.warns(ConvergenceWarning, match="stopped at max_iter=1"):
+        res = fsframe.fit(X, y, method="em-l0", max_iter=1)
+    assert not res.converged and res.n_iter == 1
+
+
+def test_history_records(binary_data):
+    X, y = binary_data
+    res = fsframe.fit(X, y, method="fsv")
+    assert [r.k for r in res.history] == list(range(res.n_iter))
+    assert all(r.status is Status.OPTIMAL for r in res.history)
+    assert res.history[-1].n_nonzero >= res.n_selected
+    assert all(r.seconds >= 0 for r in res.history)
+    assert res.history[0].step is None and all(r.step >= 0 for r in res.history[1:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fsframe.fit(X, y, method="fsv")  # a clean run warns about nothing
