@@ -190,7 +190,15 @@ def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict
             continue
         pm.register(importlib.import_module(modname), name=modname)
         dists[modname] = ("fsframe", _own_version())
-    pm.check_pending()
+    while True:  # a hook fsframe does not specify (a typo) breaks its plugin, not the registry
+        try:
+            pm.check_pending()
+            break
+        except pluggy.PluginValidationError as exc:
+            name = pm.get_name(exc.plugin)
+            pm.unregister(exc.plugin)
+            broken.append(BrokenPlugin(name, f"PluginValidationError: {exc}", dists.pop(name, (None,))[0]))
+            warnings.warn(f"fsframe plugin {name!r} was skipped: {exc}", FsframeWarning, stacklevel=3)
     if os.environ.get("FSFRAME_TRACE_PLUGINS"):
         pm.trace.root.setwriter(lambda msg: sys.stderr.write(msg))
         pm.enable_tracing()
