@@ -64,7 +64,7 @@ def _fail(who: str, what: str) -> None:
 
 def _where(mask: NDArray, *arrays) -> str:
     i = int(np.flatnonzero(mask)[0])
-    return ", ".join(f"{np.ravel(a)[i]!r}" for a in arrays)
+    return ", ".join(f"{np.ravel(a)[i].item()!r}" for a in arrays)
 
 
 # =============================================================================== surrogates
@@ -158,7 +158,7 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
     if not np.all(np.isfinite(v)):
         _fail(who, f"phi is not finite at t = {_where(~np.isfinite(v), pts)}")
     if v[0] != 0.0:
-        _fail(who, f"phi(0) = {v[0]!r}, must be 0")
+        _fail(who, f"phi(0) = {v[0].item()!r}, must be 0")
     if np.any(v < 0):
         _fail(who, f"phi < 0 at t = {_where(v < 0, pts)}")
     ran += ["phi(0)=0", "phi>=0"]
@@ -195,7 +195,7 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
             hh = 1e-8
             fwd = (phi(np.array([hh]))[0] - v[0]) / hh
             if not math.isclose(d[0], fwd, rel_tol=1e-4, abs_tol=1e-6):
-                _fail(who, f"derivative(0) = {d[0]!r} is not the right derivative {fwd!r}")
+                _fail(who, f"derivative(0) = {d[0].item()!r} is not the right derivative {fwd.item()!r}")
         ran += ["derivative=fd", "derivative>=0", "derivative non-increasing"]
     if "dc_split" in caps:
         split = surrogate.dc_split()
@@ -207,7 +207,7 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
         if bad.any():
             _fail(who, f"dc_split: g - h != phi at t, g, h, phi = {_where(bad, pts, gv, hv, v)}")
         if hv[0] != 0.0:
-            _fail(who, f"dc_split: h(0) = {hv[0]!r}, must be 0")
+            _fail(who, f"dc_split: h(0) = {hv[0].item()!r}, must be 0")
         _check_midpoint(who, "dc_split g", g, a, b, concave=False)
         _check_midpoint(who, "dc_split h", h, a, b, concave=False)
         gh = np.asarray(split.grad_h(pts), dtype=float)
@@ -218,7 +218,7 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
     if "quad_weights" in caps:
         q = np.asarray(surrogate.quad_weights(pts), dtype=float)
         if not (np.isinf(q[0]) and q[0] > 0):
-            _fail(who, f"quad_weights(0) = {q[0]!r}, must be inf (the group is fixed at zero)")
+            _fail(who, f"quad_weights(0) = {q[0].item()!r}, must be inf (the group is fixed at zero)")
         qp = q[1:]
         # phi'(t)/t overflows for subnormal-scale t (t^-2 at t < 1e-154): finiteness from 1e-100 on
         bad = ~(qp >= 0) | (~np.isfinite(qp) & (pos >= 1e-100))
