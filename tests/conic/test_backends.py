@@ -1,0 +1,348 @@
+"""ECOS and Clarabel backends: every exit status, options, infeasible/unbounded problems returned
+as statuses, agreement between backends, availability, sessions, the PSD factor."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import sys
+import types
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fsframe
+from fsframe import ProblemClass, Status
+from fsframe.backends import ClarabelBackend, EcosBackend, HighsBackend, ProblemData, SolveOptions
+from fsframe.backends.clarabel import CLARABEL_STATUS
+from fsframe.backends.compile import compile_model
+from fsframe.backends.conic import psd_factor
+from fsframe.backends.ecos import ECOS_STATUS
+from fsframe.errors import BackendUnavailableError, InvalidOptionError, UnsupportedProblemError
+from fsframe.method import select_backend
+
+from conic_data import random_mpm_data
+
+CONIC = [EcosBackend, ClarabelBackend]
+
+
+def _data(c, *, G=None, h=None, A=None, b=None, lb=None, ub=None, cones=(), l=None, P=None):
+    n = len(c)
+    G = sp.csr_matrix((0, n)) if G is None else sp.csr_matrix(np.asarray(G, dtype=float))
+    A = sp.csr_matrix((0, n)) if A is None else sp.csr_matrix(np.asarray(A, dtype=float))
+    return ProblemData(c=np.asarray(c, dtype=float), A=A, b=np.zeros(0) if b is None else np.asarray(b, dtype=float),
+                       G=G, h=np.zeros(0) if h is None else np.asarray(h, dtype=float),
+                       lb=np.full(n, -np.inf) if lb is None else np.asarray(lb, dtype=float),
+                       ub=np.full(n, np.inf) if ub is None else np.asarray(ub, dtype=float),
+                       l=G.shape[0] - sum(cones) if l is None else l, cones=tuple(cones),
+                       P=None if P is None else sp.csc_matrix(np.asarray(P, dtype=float)))
+
+
+# ---------------------------------------------------------------------------- ECOS exit flags
+EXPECTED_ECOS = {0: Status.OPTIMAL, 1: Status.INFEASIBLE, 2: Status.UNBOUNDED, 10: Status.OPTIMAL_INACCURATE,
+                 11: Status.INFEASIBLE, 12: Status.UNBOUNDED, -1: Status.ITERATION_LIMIT,
+                 -2: Status.NUMERICAL_ERROR, -3: Status.NUMERICAL_ERROR, -4: Status.ERROR, -7: Status.ERROR,
+                 -87: Status.ERROR}
+
+
+def test_every_ecos_exit_flag_is_mapped():
+    # ecos.h: OPTIMAL 0, PINF 1, DINF 2, INACC_OFFSET 10, MAXIT -1, NUMERICS -2, OUTCONE -3,
+    # SIGINT -4, FATAL -7, NOT_CONVERGED_YET -87
+    assert ECOS_STATUS == EXPECTED_ECOS
+    be = EcosBackend()
+    for flag, status in EXPECTED_ECOS.items():
+        assert be.map_status(flag) is status
+
+
+def test_unknown_ecos_flag_is_unknown_and_logged(caplog):
+    with caplog.at_level(logging.WARNING, logger="fsframe.backends"):
+        assert EcosBackend().map_status(99) is Status.UNKNOWN
+    assert "99" in caplog.text
+
+
+@pytest.fixture
+def ecos_raw(small_socp):
+    """A real ECOS answer on the small SOCP, to re-issue with other exit flags."""
+    import ecos
+
+    captured = {}
+    real = ecos.solve
+
+    def spy(*args, **kw):
+        captured["out"] = real(*args, **kw)
+        return captured["out"]
+
+    return small_socp, real, spy, captured
+
+
+@pytest.mark.parametrize("flag", sorted(EXPECTED_ECOS))
+def test_ecos_session_reports_every_flag(flag, ecos_raw, monkeypatch):
+    import ecos
+
+    data, real, spy, captured = ecos_raw
+    monkeypatch.setattr(ecos, "solve", spy)
+    good = EcosBackend().solve(data)
+    assert good.status is Status.OPTIMAL and good.certificate.ok(1e-6)
+    raw = copy.deepcopy(captured["out"])
+    raw["info"]["exitFlag"] = flag
+    if flag in (1, 2, 11, 12):  # certificates, not points: ECOS's x is meaningless here
+        raw["x"] = np.full_like(raw["x"], np.nan)
+    monkeypatch.setattr(ecos, "solve", lambda *a, **k: raw)
+    res = EcosBackend().solve(data)
+    assert res.status is EXPECTED_ECOS[flag]
+    assert res.raw["exit_flag"] == flag
+    if res.status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT):
+        np.testing.assert_allclose(res.x, good.x)
+        assert res.objective == pytest.approx(good.objective)
+    else:
+        assert res.x is None and res.objective is None
+    if flag in (10, 11, 12):
+        assert "inaccurate" in res.message
+
+
+def test_ecos_optimal_that_fails_the_certificate_is_downgraded(ecos_raw, monkeypatch):
+    import ecos
+
+    data, real, spy, captured = ecos_raw
+    monkeypatch.setattr(ecos, "solve", spy)
+    EcosBackend().solve(data)
+    raw = copy.deepcopy(captured["out"])
+    raw["z"] = np.zeros_like(raw["z"])  # multipliers that certify nothing
+    monkeypatch.setattr(ecos, "solve", lambda *a, **k: raw)
+    res = EcosBackend().solve(data)
+    assert res.status is Status.OPTIMAL_INACCURATE
+    assert "certificate failed" in res.message and not res.certificate.ok(1e-6)
+
+
+def test_ecos_exception_becomes_error_status(small_socp, monkeypatch):
+    import ecos
+
+    def boom(*a, **k):
+        raise ValueError("dims do not match")
+
+    monkeypatch.setattr(ecos, "solve", boom)
+    res = EcosBackend().solve(small_socp)
+    assert res.status is Status.ERROR and "dims do not match" in res.message and res.x is None
+
+
+# ---------------------------------------------------------------------------- Clarabel statuses
+def test_every_clarabel_status_is_mapped():
+    import clarabel
+
+    members = {s for s in dir(clarabel.SolverStatus) if not s.startswith("_")}
+    assert members == set(CLARABEL_STATUS)
+    be = ClarabelBackend()
+    for name, status in CLARABEL_STATUS.items():
+        assert be.map_status(getattr(clarabel.SolverStatus, name)) is status
+
+
+@pytest.mark.parametrize("name", sorted(CLARABEL_STATUS))
+def test_clarabel_session_reports_every_status(name, small_socp):
+    import clarabel
+
+    session = ClarabelBackend().open(small_socp)
+    good = session.solve(small_socp)
+    assert good.status is Status.OPTIMAL
+    real = session._solver.solve()
+    fake = types.SimpleNamespace(status=getattr(clarabel.SolverStatus, name), x=list(real.x), z=list(real.z),
+                                 s=list(real.s), iterations=7)
+    session._solver = types.SimpleNamespace(solve=lambda: fake, is_data_update_allowed=lambda: True,
+                                            update=lambda **k: None)
+    res = session.solve(small_socp)
+    assert res.status is CLARABEL_STATUS[name]
+    assert res.iterations == 7
+    if res.status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT, Status.TIME_LIMIT):
+        np.testing.assert_allclose(res.x, good.x)
+    else:
+        assert res.x is None
+
+
+# ---------------------------------------------------------------------------- real problems
+INFEASIBLE_SOCP = _data([1.0, 0.0], G=[[-1, 0], [0, 0], [-1, 0], [0, -1]], h=[-2.0, 1.0, 0, 0], cones=(3,), l=1)
+"""||x|| <= 1 and x1 >= 2 (the R_+ row first, then the cone)."""
+UNBOUNDED_SOCP = _data([0.0, 0.0, -1.0], G=[[0, 0, -1], [-1, 0, 0], [0, -1, 0]], h=[0.0, 0.0, 0.0], cones=(3,), l=0)
+"""min -t s.t. ||(x1, x2)|| <= t."""
+
+
+@pytest.mark.parametrize("backend", CONIC)
+def test_infeasible_and_unbounded_socp_are_statuses(backend):
+    r = backend().solve(INFEASIBLE_SOCP)
+    assert r.status is Status.INFEASIBLE and r.x is None
+    r = backend().solve(UNBOUNDED_SOCP)
+    assert r.status is Status.UNBOUNDED and r.x is None
+
+
+@pytest.mark.parametrize("backend", CONIC)
+def test_infeasible_mpm_subproblem_is_a_status(backend):
+    """An L1-MPM with delta above delta_max, built directly (no validate): INFEASIBLE, no exception."""
+    from fsframe_mpm import MPMFormulation, largest_bound
+
+    X, y = random_mpm_data()
+    dmax = largest_bound(X, y).delta
+    built = MPMFormulation(delta=min(0.999, dmax + 0.5 * (1 - dmax))).build(X, y, frozenset({"lin"}))
+    data = compile_model(built.model).with_weights(lin=np.ones(X.shape[1]), sync=False)
+    r = backend().solve(data)
+    assert r.status is Status.INFEASIBLE and not r.ok
+
+
+@pytest.mark.parametrize("backend, options", [(EcosBackend, {"max_iters": 2}), (ClarabelBackend, {"max_iter": 2})])
+def test_iteration_limit(backend, options, small_socp):
+    r = backend().solve(small_socp, SolveOptions(backend_options=options))
+    assert r.status is Status.ITERATION_LIMIT and r.iterations == 2 and r.x is not None
+
+
+# ---------------------------------------------------------------------------- options
+@pytest.mark.parametrize("backend, options", [
+    (EcosBackend, {"no_such": 1}), (EcosBackend, {"max_iters": 1.5}), (EcosBackend, {"feastol": -1e-8}),
+    (EcosBackend, {"reltol": "tight"}), (EcosBackend, {"max_iters": True}), (EcosBackend, {"bool_vars_idx": [0]}),
+    (ClarabelBackend, {"no_such": 1}), (ClarabelBackend, {"max_iter": "many"}), (ClarabelBackend, {"max_iter": -1}),
+    (ClarabelBackend, {"direct_solve_method": "nonsense"}),
+])
+def test_bad_options_raise(backend, options, small_socp):
+    with pytest.raises(InvalidOptionError):
+        backend().solve(small_socp, SolveOptions(backend_options=options))
+
+
+def test_ecos_refuses_a_time_limit_clarabel_honours_it(small_socp):
+    with pytest.raises(InvalidOptionError, match="max_iters"):
+        EcosBackend().solve(small_socp, SolveOptions(time_limit=10.0))
+    assert ClarabelBackend().solve(small_socp, SolveOptions(time_limit=10.0)).status is Status.OPTIMAL
+    assert ClarabelBackend().solve(small_socp, SolveOptions(time_limit=0.0)).status is Status.TIME_LIMIT
+
+
+def test_ecos_tolerances_take_effect(small_socp):
+    loose = EcosBackend().solve(small_socp, SolveOptions(backend_options={"feastol": 1e-3, "abstol": 1e-3,
+                                                                          "reltol": 1e-3}, certify=False))
+    tight = EcosBackend().solve(small_socp)
+    assert loose.iterations < tight.iterations
+    assert loose.objective == pytest.approx(tight.objective, rel=1e-2)
+
+
+# ---------------------------------------------------------------------------- agreement
+def _compiled(method, X, y, **params):
+    from fsframe.method import resolve
+
+    res = resolve(method, **params)
+    built = res.formulation.build(X, y, res.terms)
+    compiled = compile_model(built.model)
+    n = X.shape[1]
+    weights = {"lin": np.ones(n)} if "lin" in res.terms else {"quad": np.ones(n)}
+    return compiled.with_weights(**weights, sync=False)
+
+
+@pytest.mark.parametrize("method", ["l1-svm", "svm-weights"])
+def test_same_lp_qp_optimum_on_every_backend(method):
+    X, y = random_mpm_data(m=60, n=12, seed=5)
+    data = _compiled(method, X, y)
+    assert data.problem_class is (ProblemClass.LP if method == "l1-svm" else ProblemClass.QP)
+    results = {B.name: B().solve(data) for B in (HighsBackend, EcosBackend, ClarabelBackend)}
+    for name, r in results.items():
+        assert r.status is Status.OPTIMAL, (name, r.message)
+        assert r.objective == pytest.approx(results["highs"].objective, rel=1e-6), name
+
+
+def test_same_socp_optimum_on_ecos_and_clarabel(mpm_data):
+    _, X, y = mpm_data
+    data = _compiled("l1-mpm", X, y, delta=0.4)
+    re, rc = EcosBackend().solve(data), ClarabelBackend().solve(data)
+    assert re.status is rc.status is Status.OPTIMAL
+    assert re.objective == pytest.approx(rc.objective, rel=1e-6)
+    assert re.certificate.ok(1e-6) and rc.certificate.ok(1e-6)
+
+
+@pytest.mark.parametrize("backend", CONIC)
+def test_duals_are_on_the_compiled_rows(backend, small_socp):
+    r = backend().solve(small_socp)
+    assert r.duals["y"].shape == (small_socp.A.shape[0],)
+    assert r.duals["z"].shape == (small_socp.G.shape[0],)
+    # stationarity: c + A'y + G'z is a reduced cost, non-negative on the u, v >= 0 columns
+    rc = small_socp.c + small_socp.A.T @ r.duals["y"] + small_socp.G.T @ r.duals["z"]
+    free = ~np.isfinite(small_socp.lb) & ~np.isfinite(small_socp.ub)
+    assert np.max(np.abs(rc[free])) < 1e-6
+    assert np.min(rc[~free]) > -1e-6
+
+
+def test_ecos_qp_through_the_rotated_cone_matches_highs():
+    """min (x1-1)^2 + 2 (x2-1)^2 + x3^2 s.t. x1 + x2 + x3 = 1, x3 >= 0.1: a dense 2x2 block and a
+    diagonal entry in P (both factor shapes)."""
+    P = np.array([[2.0, 0.5, 0.0], [0.5, 4.0, 0.0], [0.0, 0.0, 2.0]])
+    data = _data([-2.0, -4.0, 0.0], A=[[1.0, 1.0, 1.0]], b=[1.0], G=[[0.0, 0.0, -1.0]], h=[-0.1], P=P)
+    rh, re = HighsBackend().solve(data), EcosBackend().solve(data)
+    assert re.status is Status.OPTIMAL
+    assert re.objective == pytest.approx(rh.objective, rel=1e-7)
+    np.testing.assert_allclose(re.x, rh.x, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- sessions
+@pytest.mark.parametrize("backend", CONIC)
+def test_session_resolves_equal_fresh_solves(backend, small_socp):
+    rng = np.random.default_rng(0)
+    n = small_socp.n
+    session = backend().open(small_socp)
+    datas = [small_socp]
+    for _ in range(3):  # new objective (a DCA step), then new bounds, then a quadratic term
+        datas.append(small_socp.evolve(c=small_socp.c + 0.3 * rng.random(n)))
+    datas.append(datas[-1].evolve(ub=np.where(np.isfinite(small_socp.lb), 5.0, np.inf)))
+    datas.append(datas[-1].evolve(P=sp.diags(np.r_[np.ones(8), np.zeros(n - 8)] * 3.0).tocsc()))
+    datas.append(datas[1])
+    try:
+        for d in datas:
+            again, fresh = session.solve(d), backend().solve(d)
+            assert again.status is fresh.status is Status.OPTIMAL
+            assert again.objective == pytest.approx(fresh.objective, rel=1e-7)
+    finally:
+        session.close()
+
+
+def test_ecos_session_keeps_its_matrices_when_only_c_changes(small_socp):
+    session = EcosBackend().open(small_socp)
+    session.solve(small_socp)
+    stacked = session._stacked
+    session.solve(small_socp.evolve(c=small_socp.c * 2.0))
+    assert session._stacked is stacked
+    session.solve(small_socp.evolve(lb=small_socp.lb.copy()))
+    assert session._stacked is not stacked
+
+
+# ---------------------------------------------------------------------------- availability
+def test_auto_picks_highs_for_lp_qp_and_ecos_for_socp():
+    assert select_backend("auto", ProblemClass.LP).name == "highs"
+    assert select_backend("auto", ProblemClass.QP).name == "highs"
+    assert select_backend("auto", ProblemClass.SOCP).name == "ecos"
+
+
+def test_a_missing_module_makes_a_backend_unavailable(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ecos", None)  # import ecos now raises ImportError
+    avail = EcosBackend.available()
+    assert not avail and "ecos" in avail.reason
+    assert select_backend("auto", ProblemClass.SOCP).name == "clarabel"
+    with pytest.raises(BackendUnavailableError, match="ecos"):
+        select_backend("ecos", ProblemClass.SOCP)
+    monkeypatch.setitem(sys.modules, "clarabel", None)
+    with pytest.raises(BackendUnavailableError, match="SOCP"):
+        select_backend("auto", ProblemClass.SOCP)
+    assert select_backend("auto", ProblemClass.LP).name == "highs"
+    assert "ecos" in [c["name"] for c in fsframe.list_components("backend")]
+
+
+# ---------------------------------------------------------------------------- PSD factor
+@pytest.mark.parametrize("case", ["diagonal", "uv-pairs", "dense", "mixed", "zero"])
+def test_psd_factor(case):
+    rng = np.random.default_rng(2)
+    W = sp.hstack([sp.identity(4), -sp.identity(4)])
+    B = rng.standard_normal((5, 3))
+    P = {"diagonal": sp.diags([1.0, 0.0, 4.0, 9.0]),
+         "uv-pairs": W.T @ sp.diags([2.0, 3.0, 0.0, 1.0]) @ W,
+         "dense": sp.csr_matrix(B @ B.T),
+         "mixed": sp.block_diag([sp.diags([0.5, 0.0]), W.T @ sp.diags([1.0, 2.0, 3.0, 4.0]) @ W, B @ B.T]),
+         "zero": sp.csr_matrix((3, 3))}[case]
+    F = psd_factor(P)
+    np.testing.assert_allclose((F.T @ F).toarray(), P.toarray(), atol=1e-12)
+    rank = np.linalg.matrix_rank(P.toarray()) if P.nnz else 0
+    assert F.shape == (rank, P.shape[0])
+
+
+def test_psd_factor_refuses_an_indefinite_matrix():
+    with pytest.raises(UnsupportedProblemError, match="not convex"):
+        psd_factor(sp.csr_matrix(np.array([[1.0, 2.0], [2.0, 1.0]])))
