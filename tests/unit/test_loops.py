@@ -219,3 +219,16 @@ def test_history_records(binary_data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fsframe.fit(X, y, method="fsv")  # a clean run warns about nothing
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "design question: the reported objective applies phi to the raw group norms, so for the zero-norm "
+    "a group at 8e-11 (below zero_tol * max, not in the support, zeroed in coef) still counts 1; "
+    "OuterLoop.surrogate_objective could apply the support rule first"))
+def test_zero_norm_objective_counts_the_returned_support():
+    ds = fsframe.load_dataset("wine")
+    X = (ds.X - ds.X.mean(0)) / ds.X.std(0)
+    y = np.where(ds.y == 1, 1.0, -1.0)
+    res = fsframe.fit(X, y, method="em-l0")
+    assert res.objective == pytest.approx(hinge_loss(1.0)(X @ res.coef + res.intercept, y) + res.n_selected,
+                                          rel=1e-6)
