@@ -97,8 +97,9 @@ class PluginError(FsframeError):
     """A plugin is broken or two plugins register the same name."""
 
 
-class NotFittedError(FsframeError, AttributeError, ValueError):
-    """An estimator was used before ``fit``."""
+class NotFittedError(FsframeError, ValueError, AttributeError):
+    """An estimator was used before ``fit``. (Bases in scikit-learn's order, so that
+    ``fsframe.estimator`` can raise an error that is also ``sklearn.exceptions.NotFittedError``.)"""
 
 
 class FsframeWarning(UserWarning):

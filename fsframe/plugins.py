@@ -92,6 +92,7 @@ class Registry:
         self.entries: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
         self.conflicts: dict[tuple[str, str], list[Entry]] = {}
         self.broken: list[BrokenPlugin] = list(broken)
+        self.dists: dict[str, tuple] = dict(dists)  # plugin name -> (distribution, version)
         for kind, hook_name in KINDS.items():
             expected = _expected_type(kind)
             hook = getattr(pm.hook, hook_name)
