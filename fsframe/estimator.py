@@ -1,0 +1,207 @@
+""":class:`FSSelector`: fsframe as a scikit-learn estimator — a feature selector
+(``transform``, ``get_support``, ``get_feature_names_out``) that is also a classifier
+(``predict``, ``decision_function``, ``score``).
+
+Parameter shape (STYLE §5, scikit-learn's rules): ``__init__`` only stores its arguments, every
+argument is an explicit keyword, and validation happens in :meth:`FSSelector.fit`. The parameters
+researchers tune most — ``C``, ``alpha``, ``max_iter``, ``tol`` and ``n_features`` — are
+first-class (``GridSearchCV(param_grid={"C": [...], "alpha": [...]})``); ``None`` means "the
+method's default". Every other component parameter goes in the ``params`` dict, and can be
+tuned one key at a time as ``params__<key>`` (``{"params__eps": [1e-3, 1e-2]}``): ``set_params``
+updates a copy of the dict. ``**kwargs`` in ``__init__`` would break ``get_params``/``clone``.
+
+The estimator does not scale features: put a ``StandardScaler`` in front of it in a ``Pipeline``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Mapping
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError as _SkNotFittedError
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import errors
+from .method import fit as _fit
+
+__all__ = ["FSSelector", "NotFittedError"]
+
+
+class NotFittedError(errors.NotFittedError, _SkNotFittedError):
+    """:class:`FSSelector` used before ``fit``: both fsframe's and scikit-learn's NotFittedError."""
+
+
+_EXPLICIT = ("C", "alpha", "max_iter", "tol")
+
+
+class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
+    """Embedded feature selection by approximate L0 minimisation, as a scikit-learn estimator.
+
+    Parameters
+    ----------
+    method : str, default="fsv"
+        A registered method (``fsframe.list_methods()``), or ``None`` with ``formulation`` and
+        ``loop`` (and ``surrogate``) for any compatible triple.
+    C, alpha, max_iter, tol : optional
+        Loss weight (formulation), surrogate steepness, outer-loop iteration limit and tolerance.
+        ``None`` keeps the method's default. A value the chosen components do not accept (e.g.
+        ``alpha`` for ``l1-svm``) is an :class:`~fsframe.errors.InvalidOptionError` at ``fit``.
+    n_features : int, optional
+        Select exactly this many features (paper 002 §3.1).
+    formulation, surrogate, loop : str, optional
+        Override the method's components.
+    backend : str, default="auto"
+    params : dict, optional
+        Any other parameter of :func:`fsframe.fit` (``eps``, ``p``, ``zero_tol``, ``time_limit``,
+        ``loop__tol`` ...). Kernel maps (``kernel=``) select training samples, not features, and
+        are refused here; use :func:`fsframe.fit`.
+
+    Attributes
+    ----------
+    coef_ : array, shape (1, n_features_in_) for two classes, (n_classes, n_features_in_) one-vs-rest
+    intercept_ : array, shape (1,) or (n_classes,)
+    support_ : array of bool, shape (n_features_in_,)
+        The selected features (``get_support()``).
+    n_iter_ : int
+        Convex subproblems solved (the largest over classes for one-vs-rest).
+    classes_ : array, shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : array of str
+        When ``X`` has string column names.
+    result_ : fsframe.FitResult
+        Everything else: objective, history, solver statuses, timings, resolved parameters.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> pipe = make_pipeline(StandardScaler(), FSSelector("fsv", C=1.0, alpha=5.0)).fit(X, y)
+    >>> pipe[-1].get_support().sum() < X.shape[1]
+    True
+    """
+
+    def __init__(self, method: str | None = "fsv", *, C: float | None = None, alpha: float | None = None,
+                 n_features: int | None = None, max_iter: int | None = None, tol: float | None = None,
+                 formulation: str | None = None, surrogate: str | None = None, loop: str | None = None,
+                 backend: str = "auto", params: Mapping[str, Any] | None = None):
+        self.method = method
+        self.C = C
+        self.alpha = alpha
+        self.n_features = n_features
+        self.max_iter = max_iter
+        self.tol = tol
+        self.formulation = formulation
+        self.surrogate = surrogate
+        self.loop = loop
+        self.backend = backend
+        self.params = params
+
+    # -- parameters ---------------------------------------------------------------------------
+    def set_params(self, **params):
+        """As scikit-learn's, plus ``params__<key>=value``, which sets one entry of ``params``
+        (on a copy of the dict)."""
+        nested = {k[len("params__"):]: params.pop(k) for k in list(params) if k.startswith("params__")}
+        if params:
+            super().set_params(**params)
+        if nested:
+            new = dict(self.params or {})
+            new.update(nested)
+            self.params = new
+        return self
+
+    def _fit_kwargs(self) -> dict:
+        extra = self.params
+        if extra is None:
+            extra = {}
+        elif not isinstance(extra, Mapping):
+            raise errors.InvalidOptionError(f"params must be a dict or None, got {type(extra).__name__}")
+        extra = dict(extra)
+        kw = {k: getattr(self, k) for k in _EXPLICIT if getattr(self, k) is not None}
+        clash = sorted(set(kw) & set(extra))
+        if clash:
+            raise errors.InvalidOptionError(f"{clash} given both as FSSelector arguments and in params; give each once")
+        reserved = sorted(set(extra) & {"method", "formulation", "surrogate", "loop", "backend", "n_features"})
+        if reserved:
+            raise errors.InvalidOptionError(f"{reserved} are FSSelector arguments; do not put them in params")
+        if extra.get("kernel") is not None:
+            raise errors.InvalidOptionError(
+                "FSSelector selects features; a kernel map (kernel=...) selects training samples. "
+                "Use fsframe.fit(X, y, kernel=...) for the kernel methods")
+        if extra.get("keep_model"):
+            raise errors.InvalidOptionError("keep_model is not supported by FSSelector (use fsframe.fit)")
+        kw.update(extra)
+        return kw
+
+    # -- fitting ------------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Select features and fit the sparse classifier.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            Dense, finite. Not modified.
+        y : array-like, shape (n_samples,)
+            Class labels (any type); two classes or more (one-vs-rest).
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse=False)
+        check_classification_targets(y)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise errors.DataError(
+                f"FSSelector needs samples of at least two classes; y has 1 class ({classes[0]!r})")
+        kw = self._fit_kwargs()
+        result = _fit(X, y_idx, method=self.method, formulation=self.formulation, surrogate=self.surrogate,
+                      loop=self.loop, backend=self.backend, n_features=self.n_features, **kw)
+        self.classes_ = classes
+        self.result_ = result
+        self.coef_ = np.atleast_2d(np.asarray(result.coef, dtype=np.float64)).copy()
+        self.intercept_ = np.atleast_1d(np.asarray(result.intercept, dtype=np.float64)).copy()
+        self.support_ = np.asarray(result.support, dtype=bool).copy()
+        self.n_iter_ = int(result.n_iter)
+        if not self.support_.any():
+            warnings.warn(
+                f"FSSelector({self.method!r}) selected no feature: transform() returns an empty array and "
+                "predict() a constant class. Weaken the sparsity pressure (larger C, smaller alpha) or set "
+                "n_features", errors.FsframeWarning, stacklevel=2)
+        return self
+
+    # -- selector -----------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        try:
+            check_is_fitted(self, ("support_", "result_"))
+        except _SkNotFittedError as exc:
+            raise NotFittedError(str(exc)) from None
+
+    def _get_support_mask(self):
+        self._check_fitted()
+        return self.support_
+
+    # -- classifier ---------------------------------------------------------------------------
+    def decision_function(self, X):
+        """Shape (n_samples,) for two classes (positive for ``classes_[1]``), else
+        (n_samples, n_classes) one-vs-rest scores."""
+        self._check_fitted()
+        X = validate_data(self, X, reset=False, dtype=np.float64, accept_sparse=False)
+        return np.asarray(self.result_.decision_function(X), dtype=np.float64)
+
+    def predict(self, X):
+        """Class labels: the sign of the decision function (two classes) or its argmax."""
+        d = self.decision_function(X)
+        idx = (d > 0).astype(np.intp) if d.ndim == 1 else np.argmax(d, axis=1)
+        return self.classes_[idx]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.input_tags.allow_nan = False
+        return tags
