@@ -110,50 +110,37 @@ def test_small_class_warns(Xy):
 
 
 # ------------------------------------------------------------------------------ parameters
-def test_unknown_method_and_components(Xy):
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"method": "nope"}, UnknownComponentError, r"unknown method 'nope'; registered methods are \[.*'fsv'"),
+    ({"method": "fsv", "surrogate": "cubic"}, UnknownComponentError, "unknown surrogate 'cubic'"),
+    ({"formulation": "hinge", "surrogate": "exp", "loop": "newton"}, UnknownComponentError, "unknown loop 'newton'"),
+    ({"method": "fsv", "backend": "gurobi"}, UnknownComponentError, "unknown backend 'gurobi'"),
+    ({"surrogate": "exp"}, InvalidOptionError, "give a method= or both formulation= and loop="),
+    ({"method": "fsv", "gamma": 1.0}, InvalidOptionError, "unknown parameter 'gamma' for method 'fsv'"),
+    ({"method": "fsv", "loop__alpha": 1.0}, InvalidOptionError, "'loop' has no parameter 'alpha'; it accepts"),
+    ({"method": "fsv", "solver__alpha": 1.0}, InvalidOptionError, "prefixes are"),
+    ({"method": "fsv", "C": -1.0}, InvalidOptionError, "formulation 'hinge'.*'C'"),
+    ({"method": "fsv", "alpha": 0.0}, InvalidOptionError, "surrogate 'exp'.*'alpha'"),
+    ({"method": "fsv", "max_iter": 0}, InvalidOptionError, "loop 'reweighted-l1'.*'max_iter'"),
+    ({"method": "fsv", "tol": -1.0}, InvalidOptionError, "'tol'"),
+    ({"method": "fsv", "init": "random"}, InvalidOptionError, "'init'"),
+    ({"method": "em-l0", "p": 1.5}, InvalidOptionError, "surrogate 'lp'.*'p'"),
+    ({"method": "fsv", "n_features": 0}, InvalidOptionError, "n_features must be a positive integer, got 0"),
+    ({"method": "fsv", "n_features": 7}, InvalidOptionError, "n_features=7 exceeds the 6 available features"),
+    ({"method": "fsv", "sigma": 1.0}, InvalidOptionError, r"kernel parameters \['sigma'\] given without kernel="),
+    ({"method": "l1-svm", "backend_options": {"no_such_highs_option": 1}}, InvalidOptionError, "no_such_highs_option"),
+    ({"method": "em-l0", "backend_options": {"qp_form": "sideways"}}, InvalidOptionError, "qp_form must be"),
+])
+def test_unknown_or_invalid(Xy, kwargs, error, match):
     X, y = Xy
-    with pytest.raises(UnknownComponentError, match=r"unknown method 'nope'; registered methods are \[.*'fsv'"):
-        fsframe.fit(X, y, method="nope")
-    with pytest.raises(UnknownComponentError, match="unknown surrogate 'cubic'"):
-        fsframe.fit(X, y, method="fsv", surrogate="cubic")
-    with pytest.raises(UnknownComponentError, match="unknown loop 'newton'"):
-        fsframe.fit(X, y, formulation="hinge", surrogate="exp", loop="newton")
-    with pytest.raises(UnknownComponentError, match="unknown backend 'gurobi'"):
-        fsframe.fit(X, y, method="fsv", backend="gurobi")
-    with pytest.raises(InvalidOptionError, match=r"give a method= or both formulation= and loop="):
-        fsframe.fit(X, y, surrogate="exp")
+    with pytest.raises(error, match=match):
+        fsframe.fit(X, y, **kwargs)
 
 
-def test_unknown_and_invalid_parameters(Xy):
+def test_dataset_and_y(Xy):
     X, y = Xy
-    with pytest.raises(InvalidOptionError, match="unknown parameter 'gamma' for method 'fsv'"):
-        fsframe.fit(X, y, method="fsv", gamma=1.0)
-    with pytest.raises(InvalidOptionError, match="'loop' has no parameter 'alpha'; it accepts"):
-        fsframe.fit(X, y, method="fsv", loop__alpha=1.0)
-    with pytest.raises(InvalidOptionError, match="prefixes are"):
-        fsframe.fit(X, y, method="fsv", solver__alpha=1.0)
-    for params, name in [({"C": -1.0}, "'C'"), ({"alpha": 0.0}, "'alpha'"), ({"max_iter": 0}, "'max_iter'"),
-                         ({"tol": -1.0}, "'tol'"), ({"init": "random"}, "'init'")]:
-        with pytest.raises(InvalidOptionError, match=name):
-            fsframe.fit(X, y, method="fsv", **params)
-    with pytest.raises(InvalidOptionError, match="'p'"):
-        fsframe.fit(X, y, method="em-l0", p=1.5)
-    with pytest.raises(InvalidOptionError, match="n_features must be a positive integer, got 0"):
-        fsframe.fit(X, y, method="fsv", n_features=0)
-    with pytest.raises(InvalidOptionError, match="n_features=7 exceeds the 6 available features"):
-        fsframe.fit(X, y, method="fsv", n_features=7)
     with pytest.raises(InvalidOptionError, match="pass either a Dataset or X and y"):
         fsframe.fit(fsframe.Dataset.from_arrays(X, y), y, method="fsv")
-    with pytest.raises(InvalidOptionError, match=r"kernel parameters \['sigma'\] given without kernel="):
-        fsframe.fit(X, y, method="fsv", sigma=1.0)
-
-
-def test_invalid_backend_option(Xy):
-    X, y = Xy
-    with pytest.raises(InvalidOptionError, match="no_such_highs_option"):
-        fsframe.fit(X, y, method="l1-svm", backend_options={"no_such_highs_option": 1})
-    with pytest.raises(InvalidOptionError, match="qp_form must be"):
-        fsframe.fit(X, y, method="em-l0", backend_options={"qp_form": "sideways"})
 
 
 def test_ambiguous_parameter(Xy, add_components):
