@@ -193,8 +193,10 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
         _check_fd(who, "derivative", phi, surrogate.derivative, pos)
         if np.isfinite(d[0]):
             hh = 1e-8
-            fwd = (phi(np.array([hh]))[0] - v[0]) / hh
-            if not math.isclose(d[0], fwd, rel_tol=1e-4, abs_tol=1e-6):
+            f1, f2 = phi(np.array([hh, 2 * hh]))
+            fwd = (f1 - v[0]) / hh
+            curvature = abs(f2 - 2 * f1 + v[0]) / hh  # ~ hh |phi''|: the forward difference's error
+            if not abs(d[0] - fwd) <= 1e-4 * abs(fwd) + 1e-6 + curvature:
                 _fail(who, f"derivative(0) = {d[0].item()!r} is not the right derivative {fwd.item()!r}")
         ran += ["derivative=fd", "derivative>=0", "derivative non-increasing"]
     if "dc_split" in caps:
@@ -654,8 +656,9 @@ def _pyomo_objective(who: str, comp: CompiledModel, data: ProblemData) -> None:
         P[i, j] += float(a)
         P[j, i] += float(a)
     fixed = np.array([v.fixed for v in comp.columns])
-    if not np.array_equal(fixed, data.lb == data.ub) and not np.all(data.lb[fixed] == data.ub[fixed]):
-        _fail(who, "the Pyomo model's fixed variables are not the columns with lb == ub")
+    by_weights = (data.lb == data.ub) & (comp.base.lb != comp.base.ub)  # fixed by an infinite weight
+    if np.any(data.lb[fixed] != data.ub[fixed]) or np.any(by_weights & ~fixed):
+        _fail(who, "the Pyomo model's fixed variables are not the columns with_weights fixed")
     free = ~fixed
     Pd = np.zeros((n, n)) if data.P is None else data.P.toarray()
     xf = np.where(fixed, data.lb, 0.0)
