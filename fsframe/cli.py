@@ -110,8 +110,12 @@ class _Warnings:
         self.stream = stream
         self.seen: set = set()
 
+    _PREFIX = re.compile(r"^([\w.+-]+: )+")
+    _SUFFIX = re.compile(r" \[in \d+ of \d+ fits\]$")
+
     def show(self, message, category, filename, lineno, file=None, line=None):
-        key = (category, str(message))
+        # the same finding about the whole dataset and about every training part is one warning
+        key = (category, self._SUFFIX.sub("", self._PREFIX.sub("", str(message))))
         if key in self.seen:
             return
         self.seen.add(key)
@@ -441,7 +445,7 @@ def cmd_select(args, argv) -> int:
 
     return _evaluate(args, argv, lambda **kw: cross_validate(
         data, method=args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop, cv=cv,
-        **kw, **params), text=lambda r: r.report(top=args.top), rows=lambda r: (r.fold_rows(), r.FOLD_COLUMNS),
+        **kw, **params), text=lambda r: r.report(top=args.top or 10), rows=lambda r: (r.fold_rows(), r.FOLD_COLUMNS),
         results=lambda r: [r])
 
 
@@ -480,6 +484,7 @@ def _written(args) -> None:
 
 
 def _select_once(args, argv, data, params) -> int:
+    top = args.top or 30
     from .evaluation import accuracy_score, component_dict, environment_versions, format_components, scale_fit_transform
     from .method import fit
 
@@ -501,33 +506,36 @@ def _select_once(args, argv, data, params) -> int:
     train_acc = accuracy_score(data.y, res.predict(X))
     if args.json != "-":
         print(f"{label} on {_dataset_line(data)}")
-        print(f"  {format_components(components)}; backend {res.backend}{' ' + str(solver) if solver else ''}")
-        print(f"  fitted once on all samples, "
+        print(f"  model: {format_components(components)}; backend {res.backend}{' ' + str(solver) if solver else ''}")
+        print(f"  protocol: fitted once on all samples, "
               + {"standard": "standardised (mean 0, std 1)", "minmax": "min-max scaled to [0, 1]",
                  "none": "unscaled"}[args.scale]
               + ("; one-vs-rest over " + str(len(classes)) + " classes" if ovr else ""))
         print()
         n = res.n_selected
-        groups = "training samples (kernel expansion)" if kernel else "features"
         total = len(res.support)
-        print(f"selected {n} of {total} {groups} ({100 * n / total:.1f}%)" + (":" if n else ""))
+        if kernel:
+            print(f"selected {n} of {total} training samples ({100 * n / total:.1f}%): with a kernel map the "
+                  "groups are training samples (--json/--csv list them)")
+        else:
+            print(f"selected {n} of {total} features ({100 * n / total:.1f}%)" + (":" if n else ""))
         if n and not kernel:
             order = res.selected[np.argsort(-np.max(np.abs(coef[:, res.selected]), axis=0), kind="stable")]
             if coef.shape[0] == 1:
                 rows = [("#", "index", "feature", "weight")]
-                rows += [(str(i + 1), str(j), names[j], _w(coef[0, j], 4)) for i, j in enumerate(order[:args.top])]
+                rows += [(str(i + 1), str(j), names[j], _w(coef[0, j], 4)) for i, j in enumerate(order[:top])]
             elif len(classes) <= 6:
                 rows = [("#", "index", "feature", *[f"w[{c}]" for c in classes])]
                 rows += [(str(i + 1), str(j), names[j], *[_w(coef[k, j], 3) for k in range(coef.shape[0])])
-                         for i, j in enumerate(order[:args.top])]
+                         for i, j in enumerate(order[:top])]
             else:
                 rows = [("#", "index", "feature", "max |w| over classes")]
                 rows += [(str(i + 1), str(j), names[j], f"{np.max(np.abs(coef[:, j])):.4g}")
-                         for i, j in enumerate(order[:args.top])]
+                         for i, j in enumerate(order[:top])]
             for line in _table(rows, indent="  "):
                 print(line)
-            if n > args.top:
-                print(f"  ... {n - args.top} more (--top N shows more; --json/--csv have all)")
+            if n > top:
+                print(f"  ... {n - top} more (--top N shows more; --json/--csv have all)")
         elif n == 0:
             print("  no feature was selected: lower the sparsity pressure (e.g. --set alpha=... or a larger C)")
         print()
@@ -690,7 +698,8 @@ def _add_output_args(p) -> None:
     g.add_argument("--json", metavar="PATH", help="write every result, parameter and version as JSON ('-': stdout only)")
     g.add_argument("--json-arrays", action="store_true", help="include each fold's train/test indices and predictions in the JSON")
     g.add_argument("--csv", metavar="PATH", help="write a CSV ('-': stdout)")
-    g.add_argument("--top", type=_positive_int, default=30, metavar="N", help="features listed in the text report (default 30)")
+    g.add_argument("--top", type=_positive_int, metavar="N",
+                   help="features listed in the text report (default: 30 for one fit, 10 per line for CV)")
 
 
 def build_parser() -> argparse.ArgumentParser:

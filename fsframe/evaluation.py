@@ -478,9 +478,20 @@ def component_dict(obj) -> dict | None:
     out = {"name": getattr(obj, "name", None) or getattr(obj, "kernel", None) or type(obj).__name__}
     if attrs.has(type(obj)):
         for f in attrs.fields(type(obj)):
-            if f.init and not f.name.startswith("_"):
-                out[f.name] = _jsonable(getattr(obj, f.name))
+            v = getattr(obj, f.name)
+            if f.init and not f.name.startswith("_") and _is_parameter(v):
+                out[f.name] = _jsonable(v)
     return out
+
+
+def _is_parameter(v) -> bool:
+    """Scalars and short lists of scalars are parameters; arrays (a fitted map's training data) are not."""
+    scalar = (str, int, float, bool, type(None), np.generic)
+    if isinstance(v, scalar):
+        return True
+    if isinstance(v, (list, tuple)) and len(v) <= 16:
+        return all(isinstance(x, scalar) for x in v)
+    return isinstance(v, Mapping)
 
 
 _LOOP_ALWAYS = ("max_iter", "tol")
@@ -900,14 +911,14 @@ class CVResult:
     def describe_protocol(self) -> str:
         return _describe_protocol(self.protocol)
 
-    def report(self, *, top: int = 12) -> str:
+    def report(self, *, top: int = 10) -> str:
         """A readable multi-line report (what ``fsframe select --cv`` prints)."""
         ds = self.dataset
         lines = [f"{self.label} on {ds['name']} ({ds['n_samples']} samples x {ds['n_features']} features, "
-                 f"{len(ds['classes'])} classes): {self.describe_protocol()}"]
-        comp = format_components(self.components)
+                 f"{len(ds['classes'])} classes)"]
+        lines += _wrap(f"protocol: {self.describe_protocol()}", 110)
         solver = self.versions.get("solver") or self.backend
-        lines.append(f"  {comp}; backend {solver}")
+        lines += _wrap(f"model: {format_components(self.components)}; backend {solver}", 110)
         lines.append("")
         lines.extend(_summary_table(self))
         lines.append("")
@@ -954,7 +965,7 @@ class CVResult:
 def _wrap(text: str, width: int = 100, indent: str = "  ") -> list[str]:
     import textwrap
 
-    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent + "    ",
+    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent + "    " if indent else "",
                          break_on_hyphens=False) or [""]
 
 
@@ -1282,8 +1293,8 @@ class CompareResult:
 
     def report(self, *, markdown: bool = False) -> str:
         ds = self.dataset
-        title = (f"{ds['name']} ({ds['n_samples']} samples x {ds['n_features']} features, {len(ds['classes'])} classes): "
-                 f"{_describe_protocol(self.protocol)}")
+        title = f"{ds['name']} ({ds['n_samples']} samples x {ds['n_features']} features, {len(ds['classes'])} classes)"
+        prot = f"protocol: {_describe_protocol(self.protocol)}"
         solvers = sorted({r.versions.get("solver", r.backend) for r in self.results})
         undefined = [r.label for r in self.results if r.stability().get("nogueira") is None]
         foot = (f"mean ± std over {self.results[0].n_folds} fits on the same splits; MCC: paper 000 eq. 60"
@@ -1291,8 +1302,8 @@ class CompareResult:
                 f"{' (-: undefined, every fit selected all or no features)' if undefined else ''}; "
                 f"solver {', '.join(solvers)}; total {self.seconds:.1f} s")
         if markdown:
-            return f"**{title}**\n\n{self.table(markdown=True)}\n\n{foot}"
-        return "\n".join([*_wrap(title, 110, ""), "", self.table(), "", *_wrap(foot, 110, "")])
+            return f"**{title}**; {prot}\n\n{self.table(markdown=True)}\n\n{foot}"
+        return "\n".join([title, *_wrap(prot, 110, ""), "", self.table(), "", *_wrap(foot, 110, "")])
 
     def to_dict(self, *, arrays: bool = False) -> dict:
         return _jsonable({"protocol": self.protocol, "dataset": self.dataset, "seconds": self.seconds,

@@ -139,7 +139,8 @@ def test_select_cv_report_json_csv(cli, tmp_path, small_csv):
     r = cli("select", small_csv, "--drop-columns", "id", "--label-column", "class", "--method", "l1-svm",
             "--cv", "3", "--seed", "4", "--set", "C=0.5", "--json", jp, "--csv", cp)
     assert r.code == 0, r.err
-    assert "l1-svm on small (60 samples x 8 features, 2 classes): 3-fold stratified CV, seed 4" in r.out
+    assert r.out.startswith("l1-svm on small (60 samples x 8 features, 2 classes)\n"
+                            "  protocol: 3-fold stratified CV, seed 4, standardised on each training part")
     for label in ("accuracy (%)", "MCC", "selected features", "iterations", "seconds", "stability (Nogueira"):
         assert label in r.out
     assert "0 of 3 fits failed" in r.out
@@ -245,7 +246,8 @@ def test_compare_table_markdown_json_csv(cli, tmp_path):
             "--csv", cp)
     assert r.code == 0, r.err
     lines = r.out.splitlines()
-    assert lines[0].startswith("iris (150 samples x 4 features, 3 classes): 3-fold stratified CV, seed 0")
+    assert lines[0] == "iris (150 samples x 4 features, 3 classes)"
+    assert lines[1].startswith("protocol: 3-fold stratified CV, seed 0")
     assert any(ln.startswith("l1-svm ") for ln in lines) and any(ln.startswith("fsv ") for ln in lines)
     data = json.loads(jp.read_text())
     assert [x["label"] for x in data["results"]] == ["l1-svm", "fsv"]
