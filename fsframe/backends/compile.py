@@ -300,8 +300,11 @@ class _Builder:
         return j
 
     def cols(self, vars) -> NDArray:
-        col = self.col
-        return np.fromiter((col(v) for v in vars), dtype=np.int64, count=len(vars))
+        got = list(map(self.col_index.get, map(id, vars)))  # known columns in bulk
+        if None in got:
+            col = self.col
+            got = [col(v) if j is None else j for v, j in zip(vars, got)]
+        return np.array(got, dtype=np.int64).reshape(len(got))
 
     def add_map_rows(self, lmap: LinearMap, lower, upper, path: str) -> None:
         M = lmap.matrix
@@ -314,10 +317,6 @@ class _Builder:
         self.blocks.append((np.asarray(coefs, dtype=float), cols, np.array([0, len(cols)]),
                             np.array([lower]), np.array([upper])))
         self.paths[path] += 1
-
-
-def _num(v) -> float:
-    return -np.inf if v is None else float(v)
 
 
 def _read_constraint(bld: _Builder, cdata, cones_out: list) -> None:
@@ -500,15 +499,11 @@ def compile_model(model, *, fast: bool = True, cone_form: str = "substitute") ->
         i, j, a = map(np.asarray, zip(*quad_terms))
         # repn gives a * x_i x_j; 1/2 x'Px needs P_ii = 2a, P_ij = P_ji = a
         P = sp.coo_matrix((np.concatenate([a, a]), (np.concatenate([i, j]), np.concatenate([j, i]))), shape=(n, n)).tocsc()
-    lb = np.empty(n)
-    ub = np.empty(n)
-    for k, v in enumerate(bld.columns):
-        if v.fixed:
-            lb[k] = ub[k] = float(v.value)
-        else:
-            lb[k] = _num(v.lb)
-            u = v.ub
-            ub[k] = np.inf if u is None else float(u)
+    bnds = [v.bounds for v in bld.columns]  # one domain lookup per column instead of two
+    lb = np.array([-np.inf if lo is None else float(lo) for lo, _ in bnds], dtype=float).reshape(n)
+    ub = np.array([np.inf if up is None else float(up) for _, up in bnds], dtype=float).reshape(n)
+    for k in [k for k, v in enumerate(bld.columns) if v.fixed]:
+        lb[k] = ub[k] = float(bld.columns[k].value)
     data = ProblemData(c=c, A=A, b=b, G=G, h=h, lb=lb, ub=ub, l=l, cones=tuple(cones), P=P, offset=offset)
 
     slot = None
@@ -520,13 +515,14 @@ def compile_model(model, *, fast: bool = True, cone_form: str = "substitute") ->
             Sm = slot_rec.magnitude.matrix
             S = sp.csr_matrix((Sm.data, S_cols[Sm.indices], Sm.indptr), shape=(Sm.shape[0], n))
         groups = slot_rec.groups
+        # the columns of each group: distinct (group, column) pairs of W's entries, sorted by group
+        # then column, split at the group boundaries (one np.unique instead of one per group)
         Wc = W.tocoo()
-        order = np.argsort(groups[Wc.row], kind="stable")
-        g_sorted = groups[Wc.row][order]
-        bounds = np.searchsorted(g_sorted, np.arange(slot_rec.n_groups + 1))
-        group_cols = tuple(np.unique(Wc.col[order][bounds[j]:bounds[j + 1]]) for j in range(slot_rec.n_groups))
-        all_cols = np.concatenate(group_cols) if group_cols else np.zeros(0, dtype=np.int64)
-        exclusive = np.unique(all_cols).size == all_cols.size
+        pairs = np.unique(np.stack([groups[Wc.row], Wc.col.astype(np.int64)]), axis=1)
+        bounds = np.searchsorted(pairs[0], np.arange(1, slot_rec.n_groups))
+        pair_cols = pairs[1].astype(Wc.col.dtype)
+        group_cols = tuple(np.split(pair_cols, bounds)) if slot_rec.n_groups else ()
+        exclusive = np.unique(pair_cols).size == pair_cols.size  # no column in two groups
         slot = SlotMaps(W=W, S=S, groups=groups, n_groups=slot_rec.n_groups, terms=slot_rec.terms,
                         group_cols=group_cols, exclusive=bool(exclusive))
     return CompiledModel(model, bld.columns, bld.col_index, data, slot, slot_rec, bld.paths)
