@@ -25,9 +25,9 @@ class FitResult:
     support : array of bool, shape (n_groups,)
         Selected features (training samples for a kernel map).
     objective : float or None
-        The monitored objective at the returned iterate (``loss + sum phi(||w_(j)||)`` for
-        surrogate loops; ``loss + 2 sum phi`` for EM with exp/log/l1; the subproblem optimum for
-        ``single``). For one-vs-rest: the sum over classes.
+        The objective at the returned iterate: ``loss + sum phi(||w_(j)||)`` for surrogate loops
+        (EM included; its descent check monitors ``loss + 2 sum phi`` separately), the subproblem
+        optimum for ``single``. For one-vs-rest: the sum over classes.
     n_iter : int
         Convex subproblems solved (the largest over classes for one-vs-rest).
     converged : bool
