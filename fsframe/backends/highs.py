@@ -192,28 +192,27 @@ class HighsSession(BackendSession):
 
         n = data.n
         p = data.A.shape[0]
-        M = sp.vstack([data.A, data.G[: data.l]], format="csc") if (p or data.l) else sp.csc_matrix((0, n))
+        G = data.G if data.l == data.G.shape[0] else data.G[: data.l]
+        M = sp.vstack([data.A, G], format="csc") if (p and data.l) else (data.A if p else G).tocsc()
         lower = np.concatenate([data.b, np.full(data.l, -np.inf)])
         upper = np.concatenate([data.b, data.h[: data.l]])
-        lp = highspy.HighsLp()
-        lp.num_col_ = n
-        lp.num_row_ = M.shape[0]
         self.scale = _objective_scale(data)
-        lp.col_cost_ = np.asarray(data.c * self.scale, dtype=np.float64)
-        lp.col_lower_ = np.asarray(data.lb, dtype=np.float64)
-        lp.col_upper_ = np.asarray(data.ub, dtype=np.float64)
-        lp.row_lower_ = lower
-        lp.row_upper_ = upper
-        lp.offset_ = float(data.offset * self.scale)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.num_col_ = n
-        lp.a_matrix_.num_row_ = M.shape[0]
-        lp.a_matrix_.start_ = M.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = M.indices.astype(np.int32)
-        lp.a_matrix_.value_ = M.data.astype(np.float64)
-        status = self.h.passModel(lp)
-        if status == highspy.HighsStatus.kError:
-            raise UnsupportedProblemError("highs: passModel rejected the problem (inconsistent bounds or matrix)")
+        # Rows, then columns with their entries, as numpy buffers. Filling a HighsLp instead
+        # converts every array element by element into a std::vector (0.6 s of a 0.7 s hand-over
+        # for the 2M non-zeros of the hinge LP at n=5000; this way 0.07 s).
+        f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+        i32 = lambda a: np.ascontiguousarray(a, dtype=np.int32)  # noqa: E731
+        self.h.clearModel()
+        statuses = []
+        if M.shape[0]:
+            statuses.append(self.h.addRows(M.shape[0], f64(lower), f64(upper), 0, i32([]), i32([]), f64([])))
+        if n:
+            statuses.append(self.h.addCols(n, f64(data.c * self.scale), f64(data.lb), f64(data.ub), M.nnz,
+                                           i32(M.indptr[:-1]), i32(M.indices), f64(M.data)))
+        if data.offset:
+            statuses.append(self.h.changeObjectiveOffset(float(data.offset * self.scale)))
+        if highspy.HighsStatus.kError in statuses:
+            raise UnsupportedProblemError("highs: the problem was rejected (inconsistent bounds or matrix)")
         if data.has_quadratic_objective:
             self._pass_hessian(data.P)
         self.data = data
