@@ -639,7 +639,8 @@ def _arg_type(convert, ok, expected: str):
 _positive_int = _arg_type(int, lambda v: v >= 1, "a positive integer")
 _folds = _arg_type(int, lambda v: v >= 2, "at least 2 folds")
 _fraction = _arg_type(float, lambda v: 0 < v < 1, "a fraction in (0, 1)")
-_jobs = _arg_type(int, lambda v: v != 0, "a non-zero number of jobs (1: serial, -1: all cores)")
+_jobs = _arg_type(lambda t: t if t == "auto" else int(t), lambda v: v != 0,
+                  "'auto' or a non-zero number of jobs (1: serial, -1: all cores)")
 _seed = _arg_type(int, lambda v: v >= 0, "a non-negative integer seed")
 _positive_float = _arg_type(float, lambda v: 0 < v < math.inf, "a positive number")
 
@@ -677,7 +678,9 @@ def _add_eval_args(p, *, default_cv: str) -> None:
                         "SVC(kernel='linear'))")
     g.add_argument("--retrain-C", type=_positive_float, default=1.0, metavar="C",
                    help="C of the retrained classifier (default 1)")
-    g.add_argument("--jobs", type=_jobs, default=1, metavar="J", help="parallel fits (-1: all cores; default 1)")
+    g.add_argument("--jobs", type=_jobs, default="auto", metavar="J",
+                   help="parallel fits: 1 serial, -1 all cores, N; default auto (parallel over all cores when the "
+                        "first fit of each method predicts more than 10 s of serial work; results do not depend on it)")
     g.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of the splits (default 0)")
     g.add_argument("--progress", dest="progress", action="store_const", const="on", default=None,
                    help="report every fit on stderr (default: only on a terminal)")

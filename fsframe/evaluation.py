@@ -1056,8 +1056,8 @@ def _as_data(data_or_X, y) -> tuple[NDArray, NDArray, dict]:
 def _check_common(scale, n_jobs, on_error, retrain, retrain_C):
     if scale not in SCALINGS:
         raise InvalidOptionError(f"scale={scale!r}; use one of {list(SCALINGS)}")
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
-        raise InvalidOptionError(f"n_jobs must be a non-zero integer (-1: all cores), got {n_jobs!r}")
+    if n_jobs != "auto" and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0):
+        raise InvalidOptionError(f"n_jobs must be a non-zero integer (-1: all cores) or 'auto', got {n_jobs!r}")
     if on_error not in ("record", "raise"):
         raise InvalidOptionError(f"on_error={on_error!r}; use 'record' or 'raise'")
     if retrain is not None:
@@ -1071,22 +1071,44 @@ def _check_common(scale, n_jobs, on_error, retrain, retrain_C):
     return C
 
 
+AUTO_PARALLEL_SECONDS = 10.0
+"""``n_jobs="auto"`` runs the fits in parallel only when the serial work left after the first fit
+of each configuration is estimated above this (starting worker processes costs seconds)."""
+
+
 def _execute(X, y, splits, configs, n_jobs, progress, on_error) -> list[list[FoldRecord]]:
     tasks = [(ci, si) for ci in range(len(configs)) for si in range(len(splits))]
     out: list[list[FoldRecord | None]] = [[None] * len(splits) for _ in configs]
     total = len(tasks)
     raise_errors = on_error == "raise"
-    if n_jobs == 1 or total <= 1:
+    done = 0
+
+    def record(ci, si, rec):
+        nonlocal done
+        done += 1
+        out[ci][si] = rec
+        if progress is not None:
+            progress(Progress(done, total, rec))
+
+    if n_jobs == "auto":
+        # time the first fit of every configuration here, then decide from the estimated rest
+        for ci in range(len(configs)):
+            record(ci, 0, _run_fold(X, y, splits[0], configs[ci], raise_errors))
+        tasks = [(ci, si) for ci, si in tasks if si > 0]
+        rest = sum(out[ci][0].total_seconds for ci, _ in tasks)
+        from joblib import cpu_count
+
+        cores = cpu_count()
+        n_jobs = min(cores, len(tasks)) if rest > AUTO_PARALLEL_SECONDS and cores > 1 else 1
+    if n_jobs == 1 or len(tasks) <= 1:
         results = (_run_fold(X, y, splits[si], configs[ci], raise_errors) for ci, si in tasks)
     else:
         from joblib import Parallel, delayed
 
         results = Parallel(n_jobs=n_jobs, return_as="generator")(
             delayed(_run_fold)(X, y, splits[si], configs[ci], raise_errors) for ci, si in tasks)
-    for done, ((ci, si), rec) in enumerate(zip(tasks, results), 1):
-        out[ci][si] = rec
-        if progress is not None:
-            progress(Progress(done, total, rec))
+    for (ci, si), rec in zip(tasks, results):
+        record(ci, si, rec)
     return out  # type: ignore[return-value]
 
 
@@ -1177,8 +1199,10 @@ def cross_validate(
         random splits for a float ``cv`` (002: ``cv=0.2, repeats=10``).
     scale : {"standard", "minmax", "none"}
         Fitted on each training part only, applied to its test part.
-    n_jobs : int
-        Parallel fits (joblib processes); ``-1`` uses every core. Results do not depend on it.
+    n_jobs : int or "auto"
+        Parallel fits (joblib processes); ``-1`` uses every core; ``"auto"`` runs the first fit of
+        each configuration in this process and the rest in parallel only if they are estimated to
+        take more than :data:`AUTO_PARALLEL_SECONDS` serially. Results do not depend on it.
     random_state : int or None
         Seed of the splits. ``None`` draws one, which is recorded in ``result.protocol``.
     n_features : int, optional

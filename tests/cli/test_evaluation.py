@@ -166,11 +166,14 @@ def test_multiclass_uses_multiclass_mcc():
         assert f.accuracy == pytest.approx(sk_accuracy(yt, f.y_pred))
 
 
-def test_deterministic_and_independent_of_n_jobs(small_binary):
+def test_deterministic_and_independent_of_n_jobs(small_binary, monkeypatch):
     X, y = small_binary
     a = cross_validate(X, y, method="fsv", cv=3, repeats=2, random_state=5)
-    b = cross_validate(X, y, method="fsv", cv=3, repeats=2, random_state=5)
-    c = cross_validate(X, y, method="fsv", cv=3, repeats=2, random_state=5, n_jobs=2)
+    b = cross_validate(X, y, method="fsv", cv=3, repeats=2, random_state=5, n_jobs="auto")  # stays serial
+    monkeypatch.setattr(ev, "AUTO_PARALLEL_SECONDS", 0.0)  # auto -> the first fit here, the rest in a pool
+    events = []
+    c = cross_validate(X, y, method="fsv", cv=3, repeats=2, random_state=5, n_jobs="auto", progress=events.append)
+    assert [e.done for e in events] == list(range(1, 7))
     for x, y_, z in zip(a.folds, b.folds, c.folds):
         assert (x.repeat, x.fold) == (y_.repeat, y_.fold) == (z.repeat, z.fold)
         assert x.selected == y_.selected == z.selected
