@@ -863,8 +863,9 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
 
     * the subproblem optimum equals ``loss + penalty``, with the loss recomputed from the
       decision function and the penalty from the Pyomo slot Params at that iteration;
-    * the reported objective equals ``loss + sum_j phi(||w_(j)||)`` (surrogate loops) or the
-      subproblem optimum (``needs_surrogate = False``); ``n_nonzero`` matches the group norms;
+    * the reported objective equals ``loss + sum_j phi(||w_(j)||)`` over the support (groups below
+      ``zero_tol`` times the largest count as zero; surrogate loops) or the subproblem optimum
+      (``needs_surrogate = False``); ``n_nonzero`` matches the group norms;
     * loops declaring ``monotone`` report no rise; the returned coefficients vanish outside the
       support; two runs give identical coefficients;
     * a subproblem failure (injected through :class:`FailingBackend`) raises
@@ -915,7 +916,8 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
             if not math.isclose(loss + pen, it.objective, rel_tol=1e-6, abs_tol=1e-6):
                 _fail(who, f"iteration {rec.k}: subproblem optimum {it.objective!r} != loss + penalty {loss + pen!r}")
             t = np.sqrt(np.bincount(sub.compiled.slot.groups, weights=w * w, minlength=sub.n_groups))
-            expect = it.objective if not loop.needs_surrogate else loss + float(np.sum(sur.phi(t)))
+            cut = max(loop.zero_tol * float(np.max(t, initial=0.0)), 1e-12)
+            expect = it.objective if not loop.needs_surrogate else loss + float(np.sum(sur.phi(np.where(t > cut, t, 0.0))))
             if rec.objective is None or not math.isclose(rec.objective, expect, rel_tol=1e-6, abs_tol=1e-6):
                 _fail(who, f"iteration {rec.k}: reported objective {rec.objective!r}, recomputed {expect!r}")
             nnz = int(np.count_nonzero(t > max(loop.zero_tol * float(np.max(t, initial=0.0)), 1e-12)))

@@ -52,8 +52,8 @@ class SolveOptions:
         settings); an unknown name is an :class:`~fsframe.errors.InvalidOptionError`.
     certify : bool
         Check every "optimal" answer with fsframe's own weak-duality certificate and downgrade
-        it to ``OPTIMAL_INACCURATE`` (with a :class:`~fsframe.errors.SolverWarning`) if the check
-        fails.
+        it to ``OPTIMAL_INACCURATE`` if the check fails (outer loops then warn once per fit with a
+        :class:`~fsframe.errors.SolverWarning`).
     cert_tol : float
         Relative tolerance of that check.
     """

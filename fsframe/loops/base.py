@@ -28,7 +28,7 @@ from attrs.validators import ge, gt, instance_of
 from numpy.typing import NDArray
 
 from .._types import Status
-from ..errors import ConvergenceWarning, SolverFailedError
+from ..errors import ConvergenceWarning, SolverFailedError, SolverWarning
 from ..problem import Iterate, Subproblem
 from ..surrogates.base import Surrogate
 
@@ -172,10 +172,23 @@ class OuterLoop(abc.ABC):
     def small_decrease(self, f_new: float, f_old: float) -> bool:
         return f_new >= f_old - self.tol * max(1.0, abs(f_old))
 
-    @staticmethod
-    def surrogate_objective(it: Iterate, surrogate: Surrogate) -> float:
-        """``loss + sum_j phi(||w_(j)||)``."""
-        return it.loss + float(np.sum(surrogate.phi(it.t)))
+    def surrogate_objective(self, it: Iterate, surrogate: Surrogate, *, raw: bool = False) -> float:
+        """``loss + sum_j phi(||w_(j)||)``.
+
+        Reported (default): groups outside the support (norm below ``zero_tol`` times the largest)
+        count as zero, so the objective agrees with the support and coefficients returned — it
+        matters for ``l0``/``lp`` at small ``p``, where a norm of 1e-10 costs 1 or 1e-5.
+        ``raw=True``: the exact value at the solver's point, the quantity DCA and MM theory
+        guarantee to decrease, used by stopping rules and the monotonicity check."""
+        t = it.t if raw else np.where(support_of(it.t, self.zero_tol), it.t, 0.0)
+        return it.loss + float(np.sum(surrogate.phi(t)))
+
+    def surrogate_step(self, it: Iterate, surrogate: Surrogate) -> "Step":
+        """A :class:`Step` reporting the support-rule objective and monitoring the raw one."""
+        if not it.ok:
+            return Step(it, None, None)
+        return Step(it, self.surrogate_objective(it, surrogate),
+                    self.surrogate_objective(it, surrogate, raw=True))
 
     # -- the driver ------------------------------------------------------------------------------
     def run(self, sub: Subproblem, surrogate: Surrogate | None, *, n_features: int | None = None,
@@ -239,6 +252,13 @@ class OuterLoop(abc.ABC):
         if not converged and reason == "max_iter reached":
             warnings.warn(f"{self.name}: stopped at max_iter={self.max_iter} before its stopping rule held",
                           ConvergenceWarning, stacklevel=2)
+        inaccurate = [it for it in good if it.status is Status.OPTIMAL_INACCURATE]
+        if inaccurate:
+            warnings.warn(
+                f"{self.name}: {len(inaccurate)} of {len(good)} subproblems were solved only to "
+                f"{Status.OPTIMAL_INACCURATE.value} (first: {inaccurate[0].result.message}); the result may be off "
+                "by more than the solver's tolerance — tighten the backend's tolerances or try another backend",
+                SolverWarning, stacklevel=2)
         if n_features is not None:
             idx, mask = select_exactly(good, n_features, self.zero_tol)
         else:

@@ -6,7 +6,7 @@ import attrs
 import numpy as np
 from attrs.validators import in_
 
-from .base import OuterLoop, Step
+from .base import OuterLoop
 
 
 @attrs.frozen
@@ -59,12 +59,14 @@ class DCA(OuterLoop):
                            quad=np.zeros(sub.n_groups) if split.quad else None)
         else:
             it = self._solve(sub, split, None)
-        f = self.surrogate_objective(it, surrogate) if it.ok else None
-        yield Step(it, f)
+        step = self.surrogate_step(it, surrogate)
+        yield step
+        f = step.monitored
         for _ in range(1, self.max_iter):
             new = self._solve(sub, split, it)
-            f_new = self.surrogate_objective(new, surrogate) if new.ok else None
-            yield Step(new, f_new)
+            step = self.surrogate_step(new, surrogate)
+            yield step
+            f_new = step.monitored
             small, _ = self.small_step(new, it)
             if small:
                 return True, "step below tol"

@@ -6,7 +6,7 @@ import attrs
 import numpy as np
 from attrs.validators import in_
 
-from .base import OuterLoop, Step
+from .base import OuterLoop
 
 
 @attrs.frozen
@@ -47,13 +47,15 @@ class ReweightedL1(OuterLoop):
         else:
             w0 = np.ones(sub.n_groups)
         it = sub.solve(lin=w0)
-        f = self.surrogate_objective(it, surrogate) if it.ok else None
-        yield Step(it, f)
+        step = self.surrogate_step(it, surrogate)
+        yield step
+        f = step.monitored
         for _ in range(1, self.max_iter):
             weights = surrogate.derivative(it.t)
             new = sub.solve(lin=weights)
-            f_new = self.surrogate_objective(new, surrogate) if new.ok else None
-            yield Step(new, f_new)
+            step = self.surrogate_step(new, surrogate)
+            yield step
+            f_new = step.monitored
             small, _ = self.small_step(new, it)
             if small:
                 return True, "step below tol"

@@ -170,7 +170,7 @@ class MisreportingLoop(ReweightedL1):
 
     name = "misreporting"
 
-    def surrogate_objective(self, it, surrogate):
+    def surrogate_objective(self, it, surrogate, *, raw=False):
         return it.loss + 0.5 * float(np.sum(surrogate.phi(it.t)))
 
 

@@ -221,11 +221,9 @@ def test_history_records(binary_data):
         fsframe.fit(X, y, method="fsv")  # a clean run warns about nothing
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "design question: the reported objective applies phi to the raw group norms, so for the zero-norm "
-    "a group at 8e-11 (below zero_tol * max, not in the support, zeroed in coef) still counts 1; "
-    "OuterLoop.surrogate_objective could apply the support rule first"))
 def test_zero_norm_objective_counts_the_returned_support():
+    """The reported objective applies the support rule: a group at 8e-11 (below zero_tol times the
+    largest, zeroed in coef) does not cost 1 under the zero-norm."""
     ds = fsframe.load_dataset("wine")
     X = (ds.X - ds.X.mean(0)) / ds.X.std(0)
     y = np.where(ds.y == 1, 1.0, -1.0)
