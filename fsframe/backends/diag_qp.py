@@ -86,6 +86,38 @@ class _Reduction:
     fixed: np.ndarray
     dual: ProblemData
     p: int  # number of equality multipliers (y); the rest are z
+    KQ: object = None  # K[:, Q] (dense array or sparse), for the recovery of x_Q
+
+
+class _Rows:
+    """What the dual takes from the primal's constraint rows ``K = [A; G]``: they do not change
+    between outer iterations (only ``c``, ``P`` and bounds do), so this is built once per session
+    and rebuilt only when a new ``ProblemData`` brings other ``A``, ``G``, ``b`` or ``h`` arrays."""
+
+    def __init__(self, data: ProblemData):
+        self.arrays = (data.A, data.G, data.b, data.h)
+        self.K = sp.vstack([data.A, data.G], format="csc")  # no cones here
+        self.rhs = np.concatenate([data.b, data.h])
+        self.col_nnz = np.diff(self.K.indptr)
+        # a dense copy when K is mostly non-zero (the hinge's data block): K_Q D^-1 K_Q' by BLAS
+        self.Kd = self.K.toarray() if self.K.nnz > 0.2 * self.K.shape[0] * max(self.K.shape[1], 1) else None
+        self.r_key = None  # the R column sets the pieces below belong to
+
+    def matches(self, data: ProblemData) -> bool:
+        return all(a is b for a, b in zip(self.arrays, (data.A, data.G, data.b, data.h)))
+
+    def for_r(self, R_lb, R_ub, R_free):
+        """Column blocks of the linear columns and the dual's constraints built from them (cached
+        while the sets of linear columns stay the same, i.e. every EM iteration)."""
+        key = (R_lb.tobytes(), R_ub.tobytes(), R_free.tobytes())
+        if key != self.r_key:
+            K = self.K
+            self.K_lb, self.K_ub = K[:, R_lb], K[:, R_ub]
+            Kt_lb, Kt_ub = self.K_lb.T.tocsr(), self.K_ub.T.tocsr()
+            self.Kt_free = K[:, R_free].T.tocsr()
+            self.dual_G = sp.vstack([-Kt_lb, Kt_ub], format="csr")
+            self.r_key = key
+        return self
 
 
 class DualQPSession(BackendSession):
@@ -95,9 +127,12 @@ class DualQPSession(BackendSession):
         super().__init__(backend, data, options)
         self.inner = None
         self.red: _Reduction | None = None
+        self.rows: _Rows | None = None
 
     def _reduce(self, data: ProblemData) -> _Reduction:
-        P, fixed, d, _ = _diag_split(data)
+        P = data.P.tocsc() if data.P is not None else sp.csc_matrix((data.n, data.n))
+        fixed = data.lb == data.ub
+        d = P.diagonal()  # dual_applies (at open) checked that the Hessian is diagonal
         Q = np.flatnonzero((d > 0) & ~fixed)
         rest = (d <= 0) & ~fixed
         R_lb = np.flatnonzero(rest & np.isfinite(data.lb))
@@ -105,46 +140,51 @@ class DualQPSession(BackendSession):
         R_free = np.flatnonzero(rest & ~np.isfinite(data.lb) & ~np.isfinite(data.ub))
         Fx = np.flatnonzero(fixed)
         p = data.A.shape[0]
-        K = sp.vstack([data.A, data.G], format="csc")  # no cones here
-        rhs = np.concatenate([data.b, data.h])
+        if self.rows is None or not self.rows.matches(data):
+            self.rows = _Rows(data)
+        rows = self.rows.for_r(R_lb, R_ub, R_free)
+        K = rows.K
+        rhs = rows.rhs
         c = data.c.copy()
         const = data.offset
-        if Fx.size:  # substitute fixed columns
-            xf = data.lb[Fx]
+        xf = data.lb[Fx]
+        if np.any(xf != 0):  # substitute fixed columns (EM fixes them at 0: nothing to do)
             rhs = rhs - K[:, Fx] @ xf
             const += float(c[Fx] @ xf) + 0.5 * float(xf @ (P[Fx][:, Fx] @ xf))
             c[Q] += (P[Q][:, Fx] @ xf) if Q.size else 0.0
-        KQ = K[:, Q]
         dq = d[Q]
-        KQs = KQ @ sp.diags(1.0 / np.sqrt(dq)) if Q.size else KQ
-        if KQs.nnz > 0.2 * KQs.shape[0] * max(KQs.shape[1], 1):
-            Kd = KQs.toarray()
-            H = sp.csc_matrix(Kd @ Kd.T)
+        if rows.Kd is not None and rows.col_nnz[Q].sum() > 0.2 * K.shape[0] * max(Q.size, 1):
+            KQ = rows.Kd[:, Q]
+            Ks = KQ * (1.0 / np.sqrt(dq))
+            H = sp.csc_matrix(Ks @ Ks.T)
         else:
-            H = (KQs @ KQs.T).tocsc()
+            KQ = K[:, Q]
+            KQs = KQ @ sp.diags(1.0 / np.sqrt(dq)) if Q.size else KQ
+            if KQs.nnz > 0.2 * KQs.shape[0] * max(KQs.shape[1], 1):
+                Kd = KQs.toarray()
+                H = sp.csc_matrix(Kd @ Kd.T)
+            else:
+                H = (KQs @ KQs.T).tocsc()
         cq = c[Q]
         f = (KQ @ (cq / dq) if Q.size else np.zeros(K.shape[0])) + rhs
-        f -= K[:, R_lb] @ data.lb[R_lb]
-        f -= K[:, R_ub] @ data.ub[R_ub]
+        f -= rows.K_lb @ data.lb[R_lb]
+        f -= rows.K_ub @ data.ub[R_ub]
         dual_const = 0.5 * float(np.sum(cq * cq / dq)) - float(data.lb[R_lb] @ c[R_lb]) - float(data.ub[R_ub] @ c[R_ub]) - const
-        Kt_lb = K[:, R_lb].T.tocsr()
-        Kt_ub = K[:, R_ub].T.tocsr()
-        Kt_free = K[:, R_free].T.tocsr()
         m = K.shape[0]
         lb = np.concatenate([np.full(p, -np.inf), np.zeros(m - p)])
         dual = ProblemData(
             c=f,
             P=H,
             offset=dual_const,
-            A=Kt_free,
+            A=rows.Kt_free,
             b=-c[R_free],
-            G=sp.vstack([-Kt_lb, Kt_ub], format="csr"),
+            G=rows.dual_G,
             h=np.concatenate([c[R_lb], -c[R_ub]]),
             l=R_lb.size + R_ub.size,
             lb=lb,
             ub=np.full(m, np.inf),
         )
-        return _Reduction(Q=Q, R_lb=R_lb, R_ub=R_ub, R_free=R_free, fixed=Fx, dual=dual, p=p)
+        return _Reduction(Q=Q, R_lb=R_lb, R_ub=R_ub, R_free=R_free, fixed=Fx, dual=dual, p=p, KQ=KQ)
 
     def solve(self, data: ProblemData | None = None) -> SolveResult:
         from .highs import HighsSession
@@ -170,19 +210,24 @@ class DualQPSession(BackendSession):
                 status = Status.INFEASIBLE_OR_UNBOUNDED
             elif status is Status.UNBOUNDED:  # dual unbounded <=> primal infeasible
                 status = Status.INFEASIBLE
+            else:
+                # a solver failure, not a property of the problem: HiGHS's active-set QP can stop
+                # with "Solve error" on a rank-deficient dual (seen on Colon, EM iteration 4);
+                # the scaled primal is the same problem in other coordinates
+                self.inner = None  # do not warm-start from a failed state
+                return self._fallback(data, f"dual QP failed ({res.status.value}: {res.message})")
             return attrs.evolve(res, status=status, x=None, objective=None, solve_time=elapsed,
                                 message=f"dual QP: {res.message}")
         lam = res.x
         x = np.zeros(data.n)
         x[red.fixed] = data.lb[red.fixed]
-        K = sp.vstack([data.A, data.G], format="csc")
         if red.Q.size:
             d = data.P.diagonal()[red.Q]
             cq = data.c[red.Q]
-            if red.fixed.size:
+            if red.fixed.size and np.any(data.lb[red.fixed] != 0):
                 Pc = data.P.tocsc()
                 cq = cq + Pc[red.Q][:, red.fixed] @ data.lb[red.fixed]
-            x[red.Q] = -(cq + K[:, red.Q].T @ lam) / d
+            x[red.Q] = -(cq + red.KQ.T @ lam) / d
         yd, zd = res.duals["y"], res.duals["z"]
         n_lb = red.R_lb.size
         x[red.R_lb] = data.lb[red.R_lb] + zd[:n_lb]
@@ -197,13 +242,7 @@ class DualQPSession(BackendSession):
                 # HiGHS's QP solver can stop at a huge finite point of an unbounded dual (the
                 # primal is infeasible) and call it optimal; the recovered x then violates the
                 # primal. The scaled primal form reports the status correctly.
-                fallback = ScaledQPSession(self.backend, data, self.options)
-                try:
-                    alt = fallback.solve(data)
-                finally:
-                    fallback.close()
-                return attrs.evolve(alt, message=f"dual QP point infeasible (residual {cert.primal_residual:.2e}), "
-                                                 f"solved the scaled primal: {alt.message}")
+                return self._fallback(data, f"dual QP point infeasible (residual {cert.primal_residual:.2e})")
             if not cert.ok(self.options.cert_tol):
                 status = Status.OPTIMAL_INACCURATE
                 message += (f"; fsframe certificate failed (primal residual {cert.primal_residual:.2e}, "
@@ -211,6 +250,15 @@ class DualQPSession(BackendSession):
         return SolveResult(status=status, x=x, objective=obj, backend="highs", solve_time=elapsed,
                            iterations=res.iterations, backend_version=res.backend_version, message=message,
                            duals={"y": y, "z": z}, certificate=cert, raw={"dual": res})
+
+    def _fallback(self, data: ProblemData, why: str) -> SolveResult:
+        """Solve ``data`` in the scaled primal form instead; the message says why."""
+        fallback = ScaledQPSession(self.backend, data, self.options)
+        try:
+            alt = fallback.solve(data)
+        finally:
+            fallback.close()
+        return attrs.evolve(alt, message=f"{why}; solved the scaled primal: {alt.message}")
 
     def close(self) -> None:
         if self.inner is not None:
