@@ -278,12 +278,14 @@ def cmd_methods(args, argv) -> int:
         print(line)
     print()
     w = max((len(m["name"]) for m in ms), default=0)
+    import textwrap
+
+    pad = " " * (w + 4)
     for m in ms:
-        print(f"  {m['name']:<{w}}  {m['description'] or '-'}")
-        if m["reference"]:
-            print(f"  {'':<{w}}  {m['reference']}")
-        if m["problem"]:
-            print(f"  {'':<{w}}  UNUSABLE: {m['problem']}")
+        for k, text in enumerate((m["description"] or "-", m["reference"], m["problem"] and f"UNUSABLE: {m['problem']}")):
+            if text:
+                first = f"  {m['name']:<{w}}  " if k == 0 else pad
+                print(textwrap.fill(text, width=110, initial_indent=first, subsequent_indent=pad))
     for line in _problems_text(data):
         print(line)
     print()

@@ -95,6 +95,14 @@ def test_nogueira_equals_its_agreement_form(seed):
     assert nogueira_stability(Z).value == pytest.approx((pa - pe) / (1 - pe))
 
 
+def test_kuncheva_equals_nogueira_for_equal_sizes():
+    rng = np.random.default_rng(1)
+    Z = np.zeros((6, 15), bool)
+    for i in range(6):
+        Z[i, rng.choice(15, 4, replace=False)] = True
+    assert kuncheva_index(Z) == pytest.approx(nogueira_stability(Z).value, abs=1e-12)
+
+
 def test_stability_edge_cases():
     same = np.tile([True, False, True, False], (5, 1))
     est = nogueira_stability(same)
