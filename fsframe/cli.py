@@ -613,7 +613,14 @@ def cmd_compare(args, argv) -> int:
     unknown = sorted(set(per) - set(names))
     if unknown:
         raise UsageError(f"--set for {unknown}, which are not among the compared methods {names}")
-    entries = [(n, {"method": n, **per.get(n, {})}) for n in names]
+    sweep = args.n_features if isinstance(args.n_features, list) and len(args.n_features) > 1 else None
+    if sweep:  # accuracy versus the number of features (002, 004): one row per method and r
+        entries = [(f"{n} r={r}", {"method": n, **per.get(n, {}), "n_features": r}) for n in names for r in sweep]
+        args.n_features = None
+    else:
+        if isinstance(args.n_features, list):
+            args.n_features = args.n_features[0]
+        entries = [(n, {"method": n, **per.get(n, {})}) for n in names]
     cv = _cv_spec(args)
     if cv is None:
         cv = 10
@@ -662,7 +669,14 @@ def _add_data_args(p) -> None:
                    help="other loader options, e.g. delimiter=';', header=true, x_key=fea, y_key=gnd")
 
 
-def _add_eval_args(p, *, default_cv: str) -> None:
+def _int_list(text: str) -> list[int]:
+    parts = [t.strip() for t in text.split(",") if t.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError("expected R or R1,R2,... (positive integers)")
+    return [_positive_int(t) for t in parts]
+
+
+def _add_eval_args(p, *, default_cv: str, sweep: bool = False) -> None:
     g = p.add_argument_group("evaluation protocol")
     g.add_argument("--cv", type=_folds, metavar="K", help=f"stratified K-fold cross-validation ({default_cv})")
     g.add_argument("--holdout", type=_fraction, metavar="FRACTION",
@@ -671,8 +685,13 @@ def _add_eval_args(p, *, default_cv: str) -> None:
     g.add_argument("--repeats", type=_positive_int, default=1, metavar="R",
                    help="repeat K-fold CV R times with fresh shuffles (paper 001: --cv 10 --repeats 10), "
                         "or the number of --holdout splits (default 1)")
-    g.add_argument("--n-features", type=_positive_int, metavar="R",
-                   help="select exactly R features (paper 002 §3.1)")
+    if sweep:
+        g.add_argument("--n-features", type=_int_list, metavar="R[,R...]",
+                       help="select exactly R features (paper 002 §3.1); several values give one row per method "
+                            "and R (accuracy versus the number of features)")
+    else:
+        g.add_argument("--n-features", type=_positive_int, metavar="R",
+                       help="select exactly R features (paper 002 §3.1)")
     g.add_argument("--scale", choices=("standard", "minmax", "none"), default="standard",
                    help="feature scaling, fitted on each training part (default: standard)")
     g.add_argument("--retrain", choices=("svm", "linear-svc"),
@@ -773,7 +792,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", metavar="M[,M...]", help="comma-separated methods (default: every registered method)")
     _add_solver_args(p, prefix_help="; METHOD:KEY=VALUE sets it for one method only (fsv:alpha=3); a plain KEY "
                                     "reaches every method that accepts it")
-    _add_eval_args(p, default_cv="default 10")
+    _add_eval_args(p, default_cv="default 10", sweep=True)
     _add_output_args(p)
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.set_defaults(func=cmd_compare)

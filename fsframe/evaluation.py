@@ -1100,6 +1100,13 @@ def _execute(X, y, splits, configs, n_jobs, progress, on_error) -> list[list[Fol
 
         cores = cpu_count()
         n_jobs = min(cores, len(tasks)) if rest > AUTO_PARALLEL_SECONDS and cores > 1 else 1
+    if n_jobs != 1 and len(tasks) > 1:
+        local = _runtime_components(configs)
+        if local:
+            warnings.warn(f"{', '.join(local)} come from plugins registered at run time (fsframe.plugins.register), "
+                          "which worker processes do not have; running the fits serially. Install the plugin as a "
+                          "package (entry point) to run them in parallel", RuntimeWarning, stacklevel=4)
+            n_jobs = 1
     if n_jobs == 1 or len(tasks) <= 1:
         results = (_run_fold(X, y, splits[si], configs[ci], raise_errors) for ci, si in tasks)
     else:
@@ -1110,6 +1117,25 @@ def _execute(X, y, splits, configs, n_jobs, progress, on_error) -> list[list[Fol
     for (ci, si), rec in zip(tasks, results):
         record(ci, si, rec)
     return out  # type: ignore[return-value]
+
+
+def _runtime_components(configs) -> list[str]:
+    """Components of ``configs`` provided by plugins registered in this process only."""
+    from . import plugins as _plugins
+
+    runtime = set(_plugins._runtime_plugins)
+    if not runtime:
+        return []
+    reg = get_registry()
+    found = []
+    for cfg in configs:
+        names = [("method", cfg.method), ("backend", cfg.backend)]
+        names += [(kind, (cfg.components.get(kind) or {}).get("name")) for kind in ("formulation", "surrogate", "loop")]
+        for kind, name in names:
+            entry = reg.entries.get(kind, {}).get(name) if name else None
+            if entry is not None and entry.plugin in runtime:
+                found.append(f"{kind} {name!r}")
+    return sorted(set(found))
 
 
 def _emit_warnings(results: Sequence[CVResult]) -> None:

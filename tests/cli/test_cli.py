@@ -106,10 +106,14 @@ def test_plugins_text_and_json(cli):
 
 
 def test_python_dash_m_subprocess():
-    out = subprocess.run([sys.executable, "-m", "fsframe", "methods", "--json"], capture_output=True, text=True,
-                         timeout=120)
+    # -X importtime: listing methods must not import the heavy modules only fits and CV need
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "fsframe", "methods", "--json"],
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "fsv" in {m["name"] for m in json.loads(out.stdout)["methods"]}
+    imported = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    for heavy in ("sklearn.svm", "sklearn.model_selection", "joblib", "cvxpy"):
+        assert heavy not in imported
 
 
 # ------------------------------------------------------------------------------------ select
@@ -257,3 +261,17 @@ def test_compare_table_markdown_json_csv(cli, tmp_path):
     assert float(rows[1]["accuracy_mean"]) == pytest.approx(data["results"][1]["summary"]["accuracy"]["mean"])
     md = cli("compare", "iris", "--methods", "l1-svm", "--cv", "3", "--markdown")
     assert md.code == 0 and "| method | accuracy (%) |" in md.out and "|---|" in md.out
+
+
+def test_compare_feature_sweep(cli, tmp_path):
+    cp = tmp_path / "sweep.csv"
+    r = cli("compare", "wine", "--methods", "l1-svm,svm-weights", "--n-features", "2,4", "--holdout", "0.25",
+            "--repeats", "2", "--retrain", "svm", "--csv", cp)
+    assert r.code == 0, r.err
+    rows = list(csv.DictReader(cp.open()))
+    assert [x["label"] for x in rows] == ["l1-svm r=2", "l1-svm r=4", "svm-weights r=2", "svm-weights r=4"]
+    assert [float(x["n_selected_mean"]) for x in rows] == [2, 4, 2, 4]
+    assert "selector acc. (%)" in r.out
+    one = cli("compare", "wine", "--methods", "l1-svm", "--n-features", "3", "--cv", "3", "--csv", cp)
+    assert one.code == 0 and list(csv.DictReader(cp.open()))[0]["label"] == "l1-svm"
+    assert cli("compare", "wine", "--n-features", "2,x").code == 2

@@ -295,6 +295,15 @@ def test_bad_options_fail_before_any_fit(small_binary, monkeypatch):
         cross_validate(X, y, method="l1-svm", kernel="rbf", retrain="svm")
 
 
+def test_runtime_plugins_force_serial_fits(small_binary, add_components):
+    X, y = small_binary
+    add_components(name="runtime-probe", methods=[fsframe.MethodSpec("l1-probe", formulation="hinge", loop="single",
+                                                                     surrogate="l1")])
+    with pytest.warns(RuntimeWarning, match="method 'l1-probe'.*serially"):
+        res = cross_validate(X, y, method="l1-probe", cv=3, n_jobs=2)
+    assert res.n_failed == 0
+
+
 def test_inputs_not_mutated(small_binary):
     X, y = small_binary
     X0, y0 = X.copy(), y.copy()
