@@ -44,6 +44,7 @@ __all__ = [
     "LargestBound",
     "class_moments",
     "largest_bound",
+    "lanckriet_data",
     "kappa_of",
     "delta_of",
     "DEFAULT_RHO",
@@ -229,6 +230,28 @@ def _lanckriet_model(mom: ClassMoments, terms: frozenset, kappa_star: float):
     return model, slot, intercept, (w, t1, t2)
 
 
+def lanckriet_data(mom: ClassMoments):
+    """The SOCP of :func:`_lanckriet_model` in compiled form, built straight from numpy (columns
+    ``w`` (n), ``t_1``, ``t_2``): ``largest_bound`` runs on every fit, and building and compiling
+    the Pyomo model cost a quarter of its time at n = 1000. A test checks that both statements give
+    the same problem."""
+    from fsframe.backends.compile import ProblemData
+
+    n = mom.n
+    blocks, cones = [], []
+    for k in (0, 1):
+        R = mom.cone_rows(k)
+        t_row = sp.csr_matrix(([-1.0], ([0], [n + k])), shape=(1, n + 2))
+        blocks.append(sp.vstack([t_row, sp.hstack([-R, sp.csr_matrix((R.shape[0], 2))])], format="csr"))
+        cones.append(1 + R.shape[0])
+    G = sp.vstack(blocks, format="csr")
+    A = sp.csr_matrix(np.concatenate([mom.mu[0] - mom.mu[1], [0.0, 0.0]])[None, :])
+    lb = np.full(n + 2, -np.inf)
+    lb[n:] = 0.0
+    return ProblemData(c=np.r_[np.zeros(n), 1.0, 1.0], A=A, b=np.ones(1), G=G, h=np.zeros(G.shape[0]), lb=lb,
+                       ub=np.full(n + 2, np.inf), l=0, cones=tuple(cones))
+
+
 def largest_bound(X: NDArray, y: NDArray, rho: float = DEFAULT_RHO, *, moments: ClassMoments | None = None,
                   backend="auto") -> LargestBound:
     """Solve Lanckriet et al.'s MPM (000 §2.1) on ``(X, y)``: the largest worst-case bound any
@@ -243,7 +266,6 @@ def largest_bound(X: NDArray, y: NDArray, rho: float = DEFAULT_RHO, *, moments: 
     SolverFailedError
         when the SOCP has no usable solution (the result is attached).
     """
-    from fsframe.backends.compile import compile_model
     from fsframe.method import select_backend
 
     key = _digest(X, y, rho)
@@ -253,17 +275,15 @@ def largest_bound(X: NDArray, y: NDArray, rho: float = DEFAULT_RHO, *, moments: 
             _CACHE.move_to_end(key)
             return hit
     mom = class_moments(X, y, rho) if moments is None else moments
-    model, _, _, (w, t1, t2) = _lanckriet_model(mom, frozenset({"lin"}), 0.0)
-    compiled = compile_model(model)
     be = select_backend(backend, ProblemClass.SOCP)
-    res = be.solve(compiled.data)
+    res = be.solve(lanckriet_data(mom))
     if not res.ok:
         raise SolverFailedError(
             f"MPM: the largest-bound (Lanckriet) SOCP ended with status {res.status.value} on backend "
             f"{res.backend} ({res.message}); the worst-case bound delta_max cannot be computed. Try "
             "another backend or rescale the features", result=res)
-    wv = compiled.evaluate(LinearMap.identity(w), res.x)
-    tv = compiled.evaluate(LinearMap.identity([t1, t2]), res.x)
+    n = mom.n
+    wv, tv = res.x[:n], res.x[n:]
     tsum = float(tv.sum())
     kappa = float("inf") if tsum <= 0.0 else 1.0 / tsum
     b = float(wv @ mom.mu[0] - (tv[0] / tsum if tsum > 0 else 0.0))
