@@ -19,6 +19,7 @@ from .plugins import get_registry
 from .surrogates.base import Surrogate
 from .loops.base import OuterLoop
 from .backends.base import Backend, SolveOptions, SolveResult
+from .evaluation import CVResult, CompareResult, compare, cross_validate
 from . import errors
 
 __all__ = [
@@ -44,7 +45,21 @@ __all__ = [
     "hookimpl",
     "errors",
     "get_registry",
+    "cross_validate",
+    "compare",
+    "CVResult",
+    "CompareResult",
+    "FSSelector",
 ]
+
+
+def __getattr__(name):
+    # the scikit-learn estimator imports sklearn (~0.2 s): load it on first use only
+    if name == "FSSelector":
+        from .estimator import FSSelector
+
+        return FSSelector
+    raise AttributeError(f"module 'fsframe' has no attribute {name!r}")
 
 try:
     from importlib.metadata import version as _version
