@@ -24,7 +24,8 @@ from ..errors import UnsupportedProblemError
 from .base import Certificate, SolveOptions, certify
 from .compile import ProblemData
 
-__all__ = ["RowsLayout", "expand_bounds", "Prepared", "prepare", "psd_factor", "certify_optimal", "module_version"]
+__all__ = ["RowsLayout", "expand_bounds", "Prepared", "prepare", "psd_factor", "polish_separable", "certify_optimal",
+           "module_version"]
 
 
 @attrs.frozen(eq=False)
@@ -78,7 +79,7 @@ class Prepared:
         return v if self.scale is None else v * self.scale
 
 
-def prepare(data: ProblemData) -> Prepared:
+def prepare(data: ProblemData, *, scale: bool = True) -> Prepared:
     """Rescale the columns with large curvature, then fold the bounds into rows.
 
     With a quadratic objective, column ``j`` with ``P_jj > 1`` is replaced by
@@ -88,17 +89,17 @@ def prepare(data: ProblemData) -> Prepared:
     magnitude, as EM's ``phi'(t)/t`` do. Measured on an MPM + exp + EM subproblem (Sonar, weights
     2.6 to 7.4e3): Clarabel stopped with ``InsufficientProgress`` and ECOS's answer failed
     fsframe's certificate; rescaled, both solved it to ``OPTIMAL``. Columns with ``P_jj <= 1``
-    are left alone (never amplified).
+    are left alone (never amplified). ``scale=False`` folds the bounds only.
     """
-    scale = None
-    if data.has_quadratic_objective:
+    factors = None
+    if scale and data.has_quadratic_objective:
         d = np.asarray(data.P.diagonal(), dtype=float)
         if np.any(d > 1.0):
-            scale = 1.0 / np.sqrt(np.maximum(d, 1.0))
-            D = sp.diags(scale)
-            data = data.evolve(c=data.c * scale, A=sp.csr_matrix(data.A @ D), G=sp.csr_matrix(data.G @ D),
-                               P=sp.csc_matrix(D @ data.P @ D), lb=data.lb / scale, ub=data.ub / scale)
-    return Prepared(layout=expand_bounds(data), scale=scale)
+            factors = 1.0 / np.sqrt(np.maximum(d, 1.0))
+            D = sp.diags(factors)
+            data = data.evolve(c=data.c * factors, A=sp.csr_matrix(data.A @ D), G=sp.csr_matrix(data.G @ D),
+                               P=sp.csc_matrix(D @ data.P @ D), lb=data.lb / factors, ub=data.ub / factors)
+    return Prepared(layout=expand_bounds(data), scale=factors)
 
 
 def psd_factor(P: sp.spmatrix, *, rtol: float = 1e-12) -> sp.csr_matrix:
@@ -157,6 +158,28 @@ def psd_factor(P: sp.spmatrix, *, rtol: float = 1e-12) -> sp.csr_matrix:
     F = sp.csr_matrix((np.concatenate(rows_v), (np.concatenate(rows_i), np.concatenate(rows_j))), shape=(n_rows, n))
     F.eliminate_zeros()
     return F
+
+
+def polish_separable(data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> NDArray | None:
+    """``x`` with stationarity restored exactly on the free columns whose curvature is separable.
+
+    For a free column ``j`` (no finite bound) on which ``P`` has only its diagonal entry
+    ``P_jj > 0``, the KKT condition ``c_j + P_jj x_j + (A'y + G'z)_j = 0`` gives ``x_j`` from the
+    multipliers: ``x_j -= r_j / P_jj`` with ``r = c + Px + A'y + G'z``. Returns ``None`` when no
+    column qualifies. The caller keeps the polished point only if it passes the certificate.
+    """
+    if not data.has_quadratic_objective:
+        return None
+    P = sp.csr_matrix(data.P)
+    diag = P.diagonal()
+    offdiag = np.diff(P.indptr) - (diag != 0)
+    cols = ~np.isfinite(data.lb) & ~np.isfinite(data.ub) & (diag > 0) & (offdiag == 0)
+    if not cols.any():
+        return None
+    r = data.c + P @ x + (data.A.T @ y if data.A.shape[0] else 0.0) + (data.G.T @ z if data.G.shape[0] else 0.0)
+    out = np.array(x, dtype=float, copy=True)
+    out[cols] -= r[cols] / diag[cols]
+    return out
 
 
 def module_version(module: str) -> str:
