@@ -29,7 +29,7 @@ import pyomo.environ as pyo
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 from pyomo.common.gc_manager import PauseGC
-from pyomo.core.expr.numeric_expr import LinearExpression
+from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression, ProductExpression, SumExpression
 
 from .errors import UnsupportedProblemError
 
@@ -42,6 +42,7 @@ __all__ = [
     "SLOT_TERMS",
     "annotations",
     "add_linear_constraints",
+    "add_named_expressions",
     "add_soc",
     "add_sparsity_slot",
     "var_list",
@@ -75,6 +76,8 @@ class LinearMap:
     ----------
     matrix : array or sparse matrix, shape (n_rows, n_vars)
     vars : sequence of Pyomo VarData, length n_vars
+        For :func:`add_linear_constraints` also named expressions made by
+        :func:`add_named_expressions` (the "atoms" the rows are written over).
     const : array, shape (n_rows,), optional
     """
 
@@ -98,25 +101,41 @@ class LinearMap:
         return cls(sp.identity(len(vars), format="csr"), vars)
 
     def expressions(self) -> list:
-        """One ``LinearExpression`` per row (built in bulk, GC paused)."""
-        M, vs, c = self.matrix, self.vars, self.const
+        """One expression per row, built in bulk with GC paused: a ``LinearExpression`` over
+        variables, or, when some atoms are named expressions, a ``SumExpression`` of
+        ``coef * expression`` (``ProductExpression``) and then ``coef * var`` terms."""
+        M, c = self.matrix, self.const
+        atoms = np.fromiter(self.vars, dtype=object, count=len(self.vars))  # fancy-indexable
+        named = np.fromiter((not v.is_variable_type() for v in self.vars), dtype=bool, count=len(self.vars))
         out = []
         with PauseGC():
-            dense_row = M.nnz == M.shape[0] * M.shape[1] and M.has_sorted_indices
             for i in range(M.shape[0]):
                 lo, hi = M.indptr[i], M.indptr[i + 1]
-                coefs = M.data[lo:hi].tolist()
-                if dense_row:
-                    vlist = list(vs)
-                else:
-                    vlist = [vs[j] for j in M.indices[lo:hi].tolist()]
-                out.append(LinearExpression(constant=float(c[i]), linear_coefs=coefs, linear_vars=vlist))
+                idx, coefs = M.indices[lo:hi], M.data[lo:hi]
+                if not named.any():
+                    out.append(LinearExpression(constant=float(c[i]), linear_coefs=coefs.tolist(),
+                                                linear_vars=atoms[idx].tolist()))
+                    continue
+                nm = named[idx]
+                args = [float(c[i])] if c[i] else []
+                args.extend(map(ProductExpression, zip(coefs[nm].tolist(), atoms[idx[nm]].tolist())))
+                args.extend(map(MonomialTermExpression, zip(coefs[~nm].tolist(), atoms[idx[~nm]].tolist())))
+                out.append(SumExpression(args))
         return out
 
 
 @attrs.define(eq=False)
+class NamedBlock:
+    """Record of :func:`add_named_expressions`: ``component[i]`` is row ``i`` of ``lmap``."""
+
+    component: object
+    lmap: LinearMap
+    data: tuple  # the ExpressionData, in row order
+
+
+@attrs.define(eq=False)
 class LinearBlock:
-    """Record of :func:`add_linear_constraints`."""
+    """Record of :func:`add_linear_constraints` (``lmap`` over variables only)."""
 
     component: object
     lmap: LinearMap
@@ -184,6 +203,7 @@ class Annotations:
     linear: dict = attrs.field(factory=dict)  # id(component) -> LinearBlock
     cones: list = attrs.field(factory=list)  # ConeRecord
     slot: SparsitySlot | None = None
+    named: dict = attrs.field(factory=dict)  # id(ExpressionData) -> (NamedBlock, row)
 
 
 def annotations(model) -> Annotations:
@@ -202,12 +222,86 @@ def _bounds(value, n: int, default: float) -> NDArray:
     return arr
 
 
+def add_named_expressions(model, name: str, lmap: LinearMap) -> list:
+    """Add the rows of ``lmap`` as an indexed Pyomo ``Expression`` ``name`` (e.g. ``w_j = u_j - v_j``)
+    and return its ExpressionData, in row order.
+
+    They may stand among the ``vars`` of a :class:`LinearMap` given to
+    :func:`add_linear_constraints`: its Pyomo rows are then written over the named expressions (one
+    term ``a_ij * w_j`` instead of ``a_ij * u_j - a_ij * v_j``: half the expression objects to build
+    and for the garbage collector to traverse), while its record, and so the compiled matrix, is
+    over the variables.
+    """
+    exprs = lmap.expressions()
+    with PauseGC():
+        comp = pyo.Expression(range(lmap.n_rows))
+        model.add_component(name, comp)
+        for i, e in enumerate(exprs):
+            comp[i] = e
+    data = list(comp.values())
+    block = NamedBlock(comp, lmap, tuple(data))
+    annotations(model).named.update((id(d), (block, i)) for i, d in enumerate(data))
+    return data
+
+
+def _over_variables(model, lmap: LinearMap) -> LinearMap:
+    """``lmap`` with its named expressions (:func:`add_named_expressions`) replaced by their
+    definitions: the same affine map over variables only. Columns: in order of first appearance,
+    a named expression bringing all the variables of its block."""
+    named = annotations(model).named
+    hits = [named.get(id(v)) for v in lmap.vars]
+    if all(h is None for h in hits):
+        return lmap
+    index: dict = {}
+    out_vars: list = []
+
+    def col(v):
+        if id(v) not in index:
+            index[id(v)] = len(out_vars)
+            out_vars.append(v)
+        return index[id(v)]
+
+    seen: set = set()
+    for v, h in zip(lmap.vars, hits):
+        if h is None:
+            col(v)
+        elif id(h[0]) not in seen:  # the block's variables once, at its first expression
+            seen.add(id(h[0]))
+            for u in h[0].lmap.vars:
+                col(u)
+    k_var = [k for k, h in enumerate(hits) if h is None]
+    rows = [np.asarray(k_var, dtype=np.int64)]
+    cols = [np.array([index[id(lmap.vars[k])] for k in k_var], dtype=np.int64)]
+    vals = [np.ones(len(k_var))]
+    const_atoms = np.zeros(len(lmap.vars))
+    by_block: dict = {}
+    for k, h in enumerate(hits):
+        if h is not None:
+            entry = by_block.setdefault(id(h[0]), (h[0], [], []))
+            entry[1].append(k)
+            entry[2].append(h[1])
+    for block, ks, rs in by_block.values():
+        sub = block.lmap.matrix[rs].tocoo()
+        bcols = np.array([index[id(u)] for u in block.lmap.vars], dtype=np.int64)
+        rows.append(np.asarray(ks, dtype=np.int64)[sub.row])
+        cols.append(bcols[sub.col])
+        vals.append(sub.data)
+        const_atoms[ks] = block.lmap.const[rs]
+    E = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                      shape=(len(lmap.vars), len(out_vars)))
+    matrix = (lmap.matrix @ E).tocsr()
+    matrix.sort_indices()
+    return LinearMap(matrix, out_vars, lmap.const + lmap.matrix @ const_atoms)
+
+
 def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLike | None = None,
                            upper: ArrayLike | None = None):
     """Add the rows ``lower <= lmap <= upper`` as an indexed Pyomo ``Constraint`` ``name``.
 
     ``lower``/``upper`` are scalars or arrays (``None`` or ``±inf`` for no bound); an equality row
-    has ``lower == upper``. Returns the Constraint component.
+    has ``lower == upper``. ``lmap`` may be over named expressions of
+    :func:`add_named_expressions` as well as variables; the record is over variables.
+    Returns the Constraint component.
     """
     r = lmap.n_rows
     lo = _bounds(lower, r, -np.inf)
@@ -215,8 +309,9 @@ def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLik
     if np.any(lo > up):
         i = int(np.argmax(lo > up))
         raise ValueError(f"{name}: row {i} has lower bound {lo[i]} above upper bound {up[i]}")
-    exprs = lmap.expressions()
     with PauseGC():
+        exprs = lmap.expressions()
+        lmap = _over_variables(model, lmap)
         con = pyo.Constraint(range(r))
         model.add_component(name, con)
         lo_l = [None if not np.isfinite(v) else float(v) for v in lo]

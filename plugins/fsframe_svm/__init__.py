@@ -16,7 +16,7 @@ from pyomo.common.gc_manager import PauseGC
 from pyomo.core.expr.numeric_expr import LinearExpression
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, hookimpl
-from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_sparsity_slot, var_list
+from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_named_expressions, add_sparsity_slot, var_list
 
 __all__ = ["HingeFormulation"]
 
@@ -56,20 +56,20 @@ class HingeFormulation(Formulation):
             if split:
                 model.u = pyo.Var(range(n), bounds=(0, None))
                 model.v = pyo.Var(range(n), bounds=(0, None))
-                wvars = var_list(model.u, model.v)
-                rows = np.hstack([YX, -YX])
-                coef = LinearMap(sp.hstack([sp.identity(n), -sp.identity(n)]), wvars)
-                magnitude = LinearMap(sp.hstack([sp.identity(n), sp.identity(n)]), wvars)
+                uv = var_list(model.u, model.v)
+                coef = LinearMap(sp.hstack([sp.identity(n), -sp.identity(n)]), uv)
+                magnitude = LinearMap(sp.hstack([sp.identity(n), sp.identity(n)]), uv)
+                # the margin rows are written over the named w_j = u_j - v_j: one term per feature
+                wvars = add_named_expressions(model, "w", coef)
             else:
                 model.w = pyo.Var(range(n))
                 wvars = var_list(model.w)
-                rows = YX
                 coef = LinearMap.identity(wvars)
                 magnitude = None
             model.b = pyo.Var()
             model.xi = pyo.Var(range(m), bounds=(0, None))
             xis = var_list(model.xi)
-        M = sp.hstack([sp.csr_matrix(rows), sp.csr_matrix(y[:, None]), sp.identity(m)], format="csr")
+        M = sp.hstack([sp.csr_matrix(YX), sp.csr_matrix(y[:, None]), sp.identity(m)], format="csr")
         add_linear_constraints(model, "margin", LinearMap(M, wvars + [model.b] + xis), lower=1.0)
         loss = LinearExpression(constant=0.0, linear_coefs=[self.C] * m, linear_vars=xis)
         slot = add_sparsity_slot(model, coef=coef, magnitude=magnitude, terms=terms, loss=loss)
