@@ -273,7 +273,7 @@ class CompiledModel:
         for j in have - want:
             self.columns[j].unfix()
         for j in want - have:
-            self.columns[j].fix(0.0)
+            self.columns[j].fix(0.0, skip_validation=True)  # as in the compiled bounds; 5x faster
         self._fixed_cols = want
 
 
