@@ -36,6 +36,7 @@ value. The recovered point is checked against the *primal* by the weak-duality c
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import attrs
@@ -87,6 +88,26 @@ class _Reduction:
     dual: ProblemData
     p: int  # number of equality multipliers (y); the rest are z
     KQ: object = None  # K[:, Q] (dense array or sparse), for the recovery of x_Q
+
+
+_BLAS = []  # the threadpoolctl controller, made on first use
+
+
+def _one_blas_thread():
+    """A context in which BLAS runs on one thread (threadpoolctl, a scikit-learn dependency; a
+    no-op without it). The dual's dense products are small (m x m output); with OpenBLAS's
+    default threads they were up to 25x slower on a shared 2-core machine (K_Q D^-1 K_Q' at
+    m=200, n=5000: 156 ms instead of 6.4 ms; threads spinning for a busy core), and parallel fits
+    (fsframe's evaluation with n_jobs) would oversubscribe the cores the same way. The price on
+    an idle machine: 1.3 ms instead of 0.8 ms at n=1000."""
+    if not _BLAS:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _BLAS.append(ThreadpoolController())
+        except Exception:  # pragma: no cover - threadpoolctl missing or failing
+            _BLAS.append(None)
+    return contextlib.nullcontext() if _BLAS[0] is None else _BLAS[0].limit(limits=1, user_api="blas")
 
 
 class _Rows:
@@ -191,7 +212,8 @@ class DualQPSession(BackendSession):
 
         data = self.data if data is None else data
         t0 = time.perf_counter()
-        red = self._reduce(data)
+        with _one_blas_thread():
+            red = self._reduce(data)
         same = (self.red is not None and np.array_equal(red.R_lb, self.red.R_lb)
                 and np.array_equal(red.R_ub, self.red.R_ub) and np.array_equal(red.R_free, self.red.R_free))
         if same:  # keep the inner constraint structure: only the objective changed
@@ -227,7 +249,8 @@ class DualQPSession(BackendSession):
             if red.fixed.size and np.any(data.lb[red.fixed] != 0):
                 Pc = data.P.tocsc()
                 cq = cq + Pc[red.Q][:, red.fixed] @ data.lb[red.fixed]
-            x[red.Q] = -(cq + red.KQ.T @ lam) / d
+            with _one_blas_thread():
+                x[red.Q] = -(cq + red.KQ.T @ lam) / d
         yd, zd = res.duals["y"], res.duals["z"]
         n_lb = red.R_lb.size
         x[red.R_lb] = data.lb[red.R_lb] + zd[:n_lb]
