@@ -198,6 +198,63 @@ def fsframe_fit(X, y, method):
             "iter_seconds": [h.seconds for h in r.history]}
 
 
+def fit_breakdown(X, y, method):
+    """Where one fit's time goes: the same fit as :func:`fsframe_fit` (``Subproblem`` + the method's
+    loop, as ``fsframe.fit`` runs them), with every solve's ``Subproblem.last_timings`` summed and
+    the garbage collector's pauses timed (``gc.callbacks``)."""
+    from fsframe.method import select_backend
+    from fsframe.problem import Subproblem
+
+    res = _resolved(method)
+    pauses, start = [], {}
+
+    def on_gc(phase, info):
+        if phase == "start":
+            start["t"] = time.perf_counter()
+        else:
+            pauses.append(time.perf_counter() - start["t"])
+
+    gc.callbacks.append(on_gc)
+    try:
+        t0 = time.perf_counter()
+        sub = Subproblem(res.formulation, X, y, res.terms, select_backend("auto", res.problem_class))
+        t1 = time.perf_counter()
+        rows = []
+        solve = sub.solve
+
+        def timed_solve(**weights):
+            it = solve(**weights)
+            tm = dict(sub.last_timings)
+            inner = it.result.raw.get("dual") if isinstance(it.result.raw, dict) else None
+            tm["highs_run"] = inner.solve_time if inner is not None else tm["solver"]
+            rows.append(tm)
+            return it
+
+        sub.solve = timed_solve
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = res.loop.run(sub, res.surrogate)
+        t2 = time.perf_counter()
+        sub.close()
+    finally:
+        gc.callbacks.remove(on_gc)
+    tot = {k: float(sum(r[k] for r in rows)) for k in ("update", "open", "backend", "solver", "highs_run", "read")}
+    return {"total": t2 - t0, "build": sub.build_seconds, "compile": sub.compile_seconds,
+            "subproblem_init": t1 - t0, "loop": t2 - t1, "n_solves": len(rows), "n_iter": out.n_iter,
+            "weights_update": tot["update"], "handover": tot["open"],
+            "highs_run": tot["highs_run"],
+            "backend_other": tot["backend"] - tot["highs_run"],  # cost change/Hessian, dual QP build, certificate
+            "read_back": tot["read"],
+            "loop_other": (t2 - t1) - tot["update"] - tot["open"] - tot["backend"] - tot["read"],
+            "gc": float(sum(pauses)), "per_solve": rows}
+
+
+def _resolved(method):
+    import fsframe
+
+    return fsframe.resolve(method)
+
+
 def _loop_config(method):
     import fsframe
 
@@ -454,6 +511,8 @@ def run_size(n, reps, full_runs, cvx, log, full_reps=None, budget=float("inf"), 
         for r in range(full_reps):
             _clean()
             runs["fsframe"].append(fsframe_fit(X, y, method))
+            _clean()
+            runs.setdefault("breakdown", []).append(fit_breakdown(X, y, method))
             log(f"n={n} {method} rep {r}: fsframe {runs['fsframe'][-1]['total']:.3f}s "
                 f"({runs['fsframe'][-1]['n_iter']} it)")
             for key, solver, form in variants:
@@ -558,6 +617,23 @@ def markdown(results) -> str:
                     f"| {s['n']} | {label} | {_fmt(t)}{note} | {_fmt(_med(ok, 'first_solve'))} | {r0['n_iter']} "
                     f"| {r0['support']} | {r0['objective']:.6f} | {ag['first_value_rel']:.1e} "
                     f"| {ag['objective_rel']:.1e} / {ag['support_symdiff']} | {r0['self_check']:.1e} | {verdict} |")
+    rows = [(s, m) for m in ("fsv", "em-l0") for s in results["sizes"] if m in s and s[m].get("breakdown")]
+    if rows:
+        lines.append("")
+        lines.append("### Where one fsframe fit's time goes, seconds (median)")
+        lines.append("")
+        lines.append("| method | n | solves | build | compile | hand-over | weights update (all) | HiGHS run (all) "
+                     "| other backend work (all) | read-back (all) | GC pauses (inside the above) | total |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for s, m in rows:
+            b = s[m]["breakdown"]
+            lines.append(f"| {m} | {s['n']} | {b[0]['n_solves']} | {_fmt(_med(b, 'build'))} | {_fmt(_med(b, 'compile'))} "
+                         f"| {_fmt(_med(b, 'handover'))} | {_fmt(_med(b, 'weights_update'))} | {_fmt(_med(b, 'highs_run'))} "
+                         f"| {_fmt(_med(b, 'backend_other'))} | {_fmt(_med(b, 'read_back'))} | {_fmt(_med(b, 'gc'))} "
+                         f"| {_fmt(_med(b, 'total'))} |")
+        lines.append("")
+        lines.append("Other backend work: pushing the new costs (LP) or building and passing the dual QP (EM), "
+                     "reading the solution back from HiGHS and fsframe's optimality certificate.")
     lines.append("")
     lines.append("Relative differences are |a - b| / max(1, |b|). Self-check: CVXPY's reported objective vs. the "
                  "objective recomputed in numpy from its own w, b (worst over the run). The first subproblem is "
