@@ -17,7 +17,8 @@ Usage::
 
     python benchmarks/paper000_table3.py [--delta-fraction 0.9] [--rho 0.01] [--folds 10]
 
-Writes ``docs/paper000-table3.md`` and ``benchmarks/results/paper000_table3.json``.
+Writes the table between the markers in ``docs/paper000-table3.md`` (text outside them is kept) and
+``benchmarks/results/paper000_table3.json``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ PAPER = {
     "WDBC": {"mpm": (90.71, 82.42), "l1-mpm": (90.89, 83.65), "l0-mpm": (88.75, 85.63), "psf": None, "iters": None},
 }
 METHODS = ("mpm", "l1-mpm", "l0-mpm")
+BEGIN, END = "<!-- paper000_table3:begin -->", "<!-- paper000_table3:end -->"
 
 
 def mcc(y_true, y_pred, positive) -> float:
@@ -157,7 +159,11 @@ def main(argv=None):
     text = markdown(results, meta)
     print(text)
     if not args.no_write:
-        (ROOT / "docs" / "paper000-table3.md").write_text(text)
+        doc = ROOT / "docs" / "paper000-table3.md"
+        old = doc.read_text() if doc.exists() else f"{BEGIN}\n{END}\n"
+        head, _, rest = old.partition(BEGIN)
+        _, _, tail = rest.partition(END)
+        doc.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
         out = ROOT / "benchmarks" / "results" / "paper000_table3.json"
         out.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
         print(f"wrote docs/paper000-table3.md and {out.relative_to(ROOT)}")
