@@ -53,7 +53,8 @@ __all__ = [
 
 DEFAULT_RHO = 0.01
 """Default covariance ridge, relative to the mean within-class feature variance (see
-:func:`class_moments`); chosen by measurement, see ``docs/conic.md`` ("Choosing rho")."""
+:func:`class_moments`); chosen by measurement (``benchmarks/mpm_rho.py``), see ``docs/conic.md``,
+section "The covariance ridge rho"."""
 
 DEFAULT_DELTA_FRACTION = 0.9
 """``delta = DEFAULT_DELTA_FRACTION * delta_max`` when neither ``delta`` nor ``delta_fraction``
@@ -390,8 +391,11 @@ class MPMFormulation(Formulation):
     Variables: a free ``w`` inside the cones and, for the slot's linear terms (``lin``,
     ``lin_w``), the split ``w = u - v`` with ``u, v >= 0`` and magnitude ``s_j = u_j + v_j``
     (eq. 46's ``t`` at the optimum). The cones are stated over ``w``, not ``u - v``: ECOS solved the
-    L1-MPM 2.5-4x faster that way at n = 500-1000 (``docs/benchmarks-conic.md``). A quadratic
-    slot term (EM loops) weights ``w`` directly; alone it needs no split.
+    L1-MPM 3.7x (n = 500) and 6.9x (n = 1000) faster that way (``docs/benchmarks-conic.md``). A
+    quadratic slot term (EM loops) weights ``w`` directly; alone it needs no split.
+
+    The classifier is ``sign(w'x - b)``: 000 writes ``sgn(w'x - b)`` in §1 and ``sgn(w'x + b)`` in
+    §3.1, but only the minus sign matches eqs. 43-45 (class 1 on the side ``w'x > b``).
 
     Choosing ``delta``: the bound must stay below the largest one the data admit,
     ``delta_max = kappa*^2 / (1 + kappa*^2)`` from Lanckriet's MPM (:func:`largest_bound`); paper
