@@ -263,7 +263,9 @@ def test_dca_on_real_data_is_monotone_and_starts_from_l1(mpm_data):
     assert obj[-1] < obj[0]
     # first iterate = L1-MPM: its objective is sum phi at the L1 solution
     assert obj[0] == pytest.approx(float(np.sum(-np.expm1(-5.0 * np.abs(l1.coef)))), rel=1e-5)
-    assert r.n_selected < l1.n_selected
+    assert r.n_selected <= l1.n_selected
+    if name == "sonar":  # 21-23 of 60 against 38 (random data: both find the 5 informative ones)
+        assert r.n_selected < l1.n_selected
     assert all(s is Status.OPTIMAL for s in r.statuses)
 
 
