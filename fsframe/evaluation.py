@@ -454,7 +454,8 @@ def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, 
     if fit_options.pop("keep_model", False):
         raise InvalidOptionError("keep_model=True is not supported in cross-validation (models are not returned)")
     res = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **spec)
-    backend = select_backend(fit_options.get("backend", "auto"), res.problem_class)
+    backend = select_backend(fit_options.get("backend", "auto"), res.problem_class, quadratic="quad" in res.terms,
+                             time_limit=fit_options.get("time_limit"))
     groups = "samples" if res.kernel is not None else "features"
     if n_features is not None:
         n_features = _check_int("n_features", n_features, 1)

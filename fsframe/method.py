@@ -186,9 +186,13 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
     return Resolved(method, f, s, lp, kmap, merged, terms, f.problem_class(terms))
 
 
-def select_backend(name: str | Backend, problem_class: ProblemClass) -> Backend:
+def select_backend(name: str | Backend, problem_class: ProblemClass, *, quadratic: bool = False,
+                   time_limit: float | None = None) -> Backend:
     """A backend instance: by name, or for ``"auto"`` the preferred available backend that
-    supports ``problem_class`` (HiGHS for LP/QP, ECOS for SOCP)."""
+    supports ``problem_class`` — HiGHS for LP/QP, ECOS for SOCP — skipping, when the subproblem
+    has a ``quadratic`` objective, backends that only reformulate it (an SOCP with a quadratic
+    objective, e.g. MPM + EM, goes to Clarabel), and, when a ``time_limit`` is given, backends
+    that cannot enforce one."""
     reg = get_registry()
     if isinstance(name, Backend):
         backend = name
@@ -198,7 +202,9 @@ def select_backend(name: str | Backend, problem_class: ProblemClass) -> Backend:
         if not usable:
             reasons = {c.name: (c.available().reason or f"does not support {problem_class.value}") for c in cands}
             raise BackendUnavailableError(f"no available backend solves {problem_class.value} problems: {reasons}")
-        backend = usable[0]()
+        preferred = [c for c in usable if (c.native_quadratic or not quadratic)
+                     and (c.honours_time_limit or time_limit is None)]
+        backend = (preferred or usable)[0]()
     else:
         backend = reg.get("backend", name)()
     if problem_class not in backend.supports:
@@ -311,7 +317,7 @@ def fit(
         if n_features > n_groups:
             raise InvalidOptionError(f"n_features={n_features} exceeds the {n_groups} available features")
     options = SolveOptions(time_limit=time_limit, verbose=verbose, backend_options=backend_options or {})
-    be = select_backend(backend, res.problem_class)
+    be = select_backend(backend, res.problem_class, quadratic="quad" in res.terms, time_limit=time_limit)
     transform = None
     Z = Xa
     if res.kernel is not None:

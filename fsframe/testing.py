@@ -900,7 +900,7 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
     for sur in surrogates:
         who = f"loop {loop} with surrogate {sur}"
         terms = loop.terms(sur)
-        backend = select_backend("auto", formulation.problem_class(terms))
+        backend = select_backend("auto", formulation.problem_class(terms), quadratic="quad" in terms)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             sub, out, seen = _run_loop(loop, sur, formulation, X, yc, backend)

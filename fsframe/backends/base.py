@@ -145,6 +145,12 @@ class Backend(abc.ABC):
     status_map: ClassVar[Mapping[Any, Status]]
     preference: ClassVar[int] = 100
     """Lower is preferred by ``backend="auto"`` among backends supporting the problem class."""
+    native_quadratic: ClassVar[bool] = True
+    """Whether a quadratic objective is solved as such (False: reformulated, e.g. ECOS's
+    rotated-cone epigraph); ``auto`` prefers native solvers for quadratic objectives."""
+    honours_time_limit: ClassVar[bool] = True
+    """Whether :attr:`SolveOptions.time_limit` is enforced; ``auto`` skips backends that cannot
+    when a time limit is given."""
     reference: ClassVar[str] = ""
 
     @classmethod

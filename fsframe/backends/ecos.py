@@ -129,6 +129,8 @@ class EcosBackend(Backend):
     required_modules = ("ecos",)
     status_map = ECOS_STATUS
     preference = 1
+    native_quadratic = False
+    honours_time_limit = False
     reference = "Domahidi, Chu & Boyd, ECOS: an SOCP solver for embedded systems, ECC 2013"
 
     @classmethod
