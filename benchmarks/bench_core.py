@@ -288,7 +288,7 @@ def cvxpy_fsv(X, y, solver, form="split", budget=float("inf")):
 
     Mirrors ``ReweightedL1.steps``: weights ``lin`` start at 1 (``init='l1'``) or ``phi'(0)``
     (``init='zero'``), then ``phi'(t^k)``; stop when the step ``||(w,b)^{k+1} - (w,b)^k||`` is below
-    ``tol * max(1, ||(w,b)^k||)`` or the objective ``C sum(xi) + sum phi(|w|)`` decreases by less
+    ``tol * max(1, ||(w,b)^k||)`` or the (raw) objective ``C sum(xi) + sum phi(|w|)`` decreases by less
     than ``tol * max(1, |f|)``; at most ``max_iter`` subproblems. The weights are a CVXPY
     ``Parameter`` (DPP: compiled once, re-solved with new data).
     """
@@ -325,15 +325,15 @@ def cvxpy_fsv(X, y, solver, form="split", budget=float("inf")):
         true = float(lam.value @ np.abs(wv) + Cf * np.sum(np.maximum(0.0, 1 - y * (X @ wv + bv))))
         checks.append((float(prob.value), true))
         t = np.abs(wv)
-        return np.concatenate([wv, [bv]]), t, get_loss() + float(np.sum(sur.phi(t)))
+        return (np.concatenate([wv, [bv]]), t) + _objectives(get_loss(), t, sur, zero_tol)
 
-    p, t, f = solve()
-    history = [f]
+    p, t, f, rep = solve()
+    history = [rep]
     k = 1
     while k < loop.max_iter:
         lam.value = sur.derivative(t)
-        p_new, t_new, f_new = solve()
-        history.append(f_new)
+        p_new, t_new, f_new, rep = solve()
+        history.append(rep)
         k += 1
         small_step = np.linalg.norm(p_new - p) <= tol * max(1.0, float(np.linalg.norm(p)))
         small_dec = f_new >= f - tol * max(1.0, abs(f))
@@ -341,7 +341,7 @@ def cvxpy_fsv(X, y, solver, form="split", budget=float("inf")):
         if small_step or small_dec:
             break
     total = time.perf_counter() - t0
-    return _cvx_summary(total, solve_times, history, t, zero_tol, checks, f)
+    return _cvx_summary(total, solve_times, history, t, zero_tol, checks, history[-1])
 
 
 def cvxpy_em(X, y, solver, budget=float("inf")):
@@ -379,10 +379,10 @@ def cvxpy_em(X, y, solver, budget=float("inf")):
         true = float(np.sum((sq.value * wv) ** 2) + Cf * np.sum(np.maximum(0.0, 1 - y * (X @ wv + bv))))
         checks.append((float(prob.value), true))
         t = np.abs(wv)
-        return np.concatenate([wv, [bv]]), t, Cf * float(np.sum(xi.value)) + float(np.sum(sur.phi(t)))
+        return (np.concatenate([wv, [bv]]), t) + _objectives(Cf * float(np.sum(xi.value)), t, sur, zero_tol)
 
-    p, t, f = solve()
-    history = [f]
+    p, t, f, rep = solve()
+    history = [rep]
     k = 1
     while k < loop.max_iter:
         cut = max(zero_tol * float(np.max(t, initial=0.0)), 1e-12)
@@ -391,15 +391,22 @@ def cvxpy_em(X, y, solver, budget=float("inf")):
         q[live] = sur.quad_weights(t[live])
         sq.value = np.sqrt(q)
         dead.value = (~live).astype(float)
-        p_new, t_new, f_new = solve()
-        history.append(f_new)
+        p_new, t_new, f_new, rep = solve()
+        history.append(rep)
         k += 1
         small = np.linalg.norm(p_new - p) <= tol * max(1.0, float(np.linalg.norm(p)))
         p, t, f = p_new, t_new, f_new
         if small:
             break
     total = time.perf_counter() - t0
-    return _cvx_summary(total, solve_times, history, t, zero_tol, checks, f)
+    return _cvx_summary(total, solve_times, history, t, zero_tol, checks, history[-1])
+
+
+def _objectives(loss, t, sur, zero_tol):
+    """(raw, reported) ``loss + sum phi(t)``, as fsframe's ``OuterLoop.surrogate_objective``: the
+    raw value drives the stopping rule; the reported one counts groups outside the support as 0."""
+    return (loss + float(np.sum(sur.phi(t))),
+            loss + float(np.sum(sur.phi(np.where(_support(t, zero_tol), t, 0.0)))))
 
 
 def _cvx_summary(total, solve_times, history, t, zero_tol, checks, f):
