@@ -80,3 +80,15 @@ def test_documented_plugin_registers_and_runs(capped_plugin):
     penalty = float(capped_plugin.CappedL1(a=0.05).phi(np.abs(r.coef)).sum())
     assert r.objective == pytest.approx(loss + penalty, rel=1e-6, abs=1e-6)
     assert r.monotone
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def test_relative_links_resolve(path):
+    # every relative link in README.md and docs/*.md names a file of the checkout
+    missing = [target for target in LINK.findall(path.read_text())
+               if "://" not in target and not target.startswith("mailto:")
+               and not (path.parent / target).exists()]
+    assert not missing, f"{path.name} links to missing files: {missing}"
