@@ -37,6 +37,9 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = Fal
     """
     if X is None or y is None:
         raise DataError(f"{name}: X and y are required, got X={type(X).__name__}, y={type(y).__name__}")
+    if np.iscomplexobj(X):
+        raise DataError(f"{name}: X is complex; fsframe needs real features (split real and imaginary parts "
+                        "into columns if both matter)")
     try:
         Xa = np.array(X, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as exc:
@@ -70,8 +73,9 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = Fal
     if ya.dtype.kind == "f" and not np.all(np.isfinite(ya)):
         raise DataError(f"{name}: y contains NaN or inf labels")
     if ya.dtype.kind == "O":
-        if any(v is None for v in ya):
-            raise DataError(f"{name}: y contains missing (None) labels")
+        gone = [i for i, v in enumerate(ya) if v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v))]
+        if gone:
+            raise DataError(f"{name}: y contains {len(gone)} missing (None/NaN/inf) label(s), first at sample {gone[0]}")
         ya = ya.astype(str)
     classes, counts = np.unique(ya, return_counts=True)
     classes = classes.tolist()  # Python scalars: messages show 7.0, not np.float64(7.0)

@@ -81,7 +81,10 @@ class BackendUnavailableError(FsframeError, ImportError):
 class SolverFailedError(FsframeError):
     """A convex subproblem did not yield a usable solution (infeasible, unbounded, numerical
     failure, time or iteration limit). ``result`` holds the backend's :class:`SolveResult` and
-    ``status`` its :class:`~fsframe.Status`; ``partial`` may hold a partial FitResult."""
+    ``status`` its :class:`~fsframe.Status`. Raised by an outer loop, ``partial`` is the tuple
+    ``(loop, history, last_good_iterate)``: the loop object, the :class:`~fsframe.results.IterRecord`
+    of every subproblem so far (the failed one last) and the last solved iterate (``None`` if the
+    first subproblem failed); otherwise ``None``."""
 
     def __init__(self, message: str, *, result: Any = None, partial: Any = None):
         super().__init__(message)

@@ -43,7 +43,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .dataset import Dataset, check_Xy
 from .errors import DataError, DataWarning, InvalidOptionError, SolverFailedError
-from .method import FIT_OPTIONS, KERNEL_FIELDS, _fields, fit, resolve, select_backend
+from .method import FIT_OPTIONS, KERNEL_FIELDS, _fields, fit, make_options, resolve, select_backend
 from .plugins import get_registry
 
 __all__ = [
@@ -454,6 +454,8 @@ def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, 
     if fit_options.pop("keep_model", False):
         raise InvalidOptionError("keep_model=True is not supported in cross-validation (models are not returned)")
     res = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **spec)
+    make_options(time_limit=fit_options.get("time_limit"), verbose=fit_options.get("verbose", False),
+                 backend_options=fit_options.get("backend_options"))
     backend = select_backend(fit_options.get("backend", "auto"), res.problem_class, quadratic="quad" in res.terms,
                              time_limit=fit_options.get("time_limit"))
     groups = "samples" if res.kernel is not None else "features"
@@ -480,7 +482,7 @@ def component_dict(obj) -> dict | None:
     if attrs.has(type(obj)):
         for f in attrs.fields(type(obj)):
             v = getattr(obj, f.name)
-            if f.init and not f.name.startswith("_") and _is_parameter(v):
+            if f.init and f.repr and not f.name.startswith("_") and _is_parameter(v):
                 out[f.name] = _jsonable(v)
     return out
 

@@ -25,6 +25,8 @@ Contract of :meth:`Formulation.build` (checked by ``fsframe.testing.check_formul
 from __future__ import annotations
 
 import abc
+import contextlib
+import contextvars
 from typing import Any, ClassVar
 
 import attrs
@@ -34,7 +36,27 @@ from numpy.typing import NDArray
 from ._types import ProblemClass
 from .pyomo_ext import SLOT_TERMS, LinearMap, SparsitySlot
 
-__all__ = ["Formulation", "BuiltModel"]
+__all__ = ["Formulation", "BuiltModel", "fit_solver", "using_solver"]
+
+_SOLVER: contextvars.ContextVar = contextvars.ContextVar("fsframe_fit_solver", default=None)
+
+
+def fit_solver():
+    """``(backend, options)`` of the fit in progress, or ``None`` outside :func:`fsframe.fit`.
+
+    For a formulation that solves an auxiliary problem in ``validate`` or ``build`` (MPM's
+    largest feasible bound): it should use the backend and options the user chose for the fit."""
+    return _SOLVER.get()
+
+
+@contextlib.contextmanager
+def using_solver(backend, options):
+    """Make ``(backend, options)`` what :func:`fit_solver` returns inside the block."""
+    token = _SOLVER.set((backend, options))
+    try:
+        yield
+    finally:
+        _SOLVER.reset(token)
 
 
 @attrs.frozen(eq=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import inspect
 import io
 import os
 from pathlib import Path
@@ -51,7 +52,19 @@ def _is_number(s: str) -> bool:
     return True
 
 
-def _resolve_column(spec: int | str | None, header: list[str] | None, n_cols: int, path: Path) -> int:
+def _position(spec: int | str | None, n_cols: int) -> int | str | None:
+    """A column given by index (an int or a numeric string) as a position in ``[0, n_cols)``;
+    ``"name"`` for a column given by header name; ``None`` when unset or out of range."""
+    if spec is None:
+        return None
+    if isinstance(spec, (int, np.integer)) or (isinstance(spec, str) and spec.strip().lstrip("-").isdigit()):
+        idx = int(spec)
+        return idx % n_cols if -n_cols <= idx < n_cols else None
+    return "name"
+
+
+def _resolve_column(spec: int | str | None, header: list[str] | None, n_cols: int, path: Path,
+                    role: str = "label column") -> int:
     if spec is None:
         if header is not None:
             lowered = [h.strip().lower() for h in header]
@@ -62,13 +75,13 @@ def _resolve_column(spec: int | str | None, header: list[str] | None, n_cols: in
     if isinstance(spec, str) and not spec.lstrip("-").isdigit():
         if header is None or spec not in header:
             raise DataFileError(
-                f"{path}: label column {spec!r} not found"
+                f"{path}: {role} {spec!r} not found"
                 + (f"; columns are {header[:20]}" if header else " (the file has no header row)")
             )
         return header.index(spec)
     idx = int(spec)
     if not -n_cols <= idx < n_cols:
-        raise DataFileError(f"{path}: label column {idx} out of range for {n_cols} columns")
+        raise DataFileError(f"{path}: {role} {idx} out of range for {n_cols} columns")
     return idx % n_cols
 
 
@@ -130,20 +143,31 @@ def load_csv(
         )
     first = rows[0]
     if header is None:
-        lab_guess = width - 1 if label_column is None or not isinstance(label_column, int) else label_column % width
-        header = any(not _is_number(f) for j, f in enumerate(first) if j != lab_guess and f not in missing)
+        # a header row has a non-numeric field outside the label and dropped columns (which may
+        # hold text: class names, sample ids); a column given by name needs a header
+        specs = [label_column, *drop_columns]
+        positions = [_position(c, width) for c in specs]
+        if "name" in positions:
+            header = True
+        else:
+            skip = {width - 1 if label_column is None else positions[0], *positions[1:]}
+            header = any(not _is_number(f) for j, f in enumerate(first) if j not in skip and f not in missing)
     names = [f.strip() for f in first] if header else None
     body = rows[1:] if header else rows
     if not body:
         raise DataFileError(f"{path}: no data rows")
     lab = _resolve_column(label_column, names, width, path)
-    drop = {_resolve_column(c, names, width, path) for c in drop_columns}
+    drop = {_resolve_column(c, names, width, path, role="drop column") for c in drop_columns}
     if lab in drop:
         raise DataFileError(f"{path}: the label column {lab} is also listed in drop_columns")
     feat = [j for j in range(width) if j != lab and j not in drop]
     arr = np.array(body, dtype=object)
     labels = arr[:, lab].astype(str)
     labels = np.char.strip(labels)
+    gone = np.isin(labels, list(missing))
+    if gone.any():
+        raise DataError(f"{path}: {int(gone.sum())} missing label(s) (first at data row {int(np.argmax(gone)) + 1}: "
+                        f"{str(labels[np.argmax(gone)])!r}); drop those samples before loading")
     raw = arr[:, feat].astype(str)
     miss = np.isin(np.char.strip(raw), list(missing))
     if miss.any():
@@ -160,7 +184,7 @@ def load_csv(
             f"{path}: non-numeric feature value {bad!r}; encode categorical columns or drop them "
             "with drop_columns="
         ) from exc
-    if all(_is_number(v) for v in labels[: min(50, labels.size)]):
+    if all(_is_number(v) for v in labels):
         num = labels.astype(np.float64)
         labels = num.astype(np.int64) if np.all(num == np.round(num)) else num
     fnames = [names[j] for j in feat] if names else None
@@ -195,8 +219,10 @@ def load_arff(path: str | os.PathLike, *, label_column: str | int | None = None,
     try:
         with _open_text(path) as fh:
             data, meta = arff.loadarff(fh)
-    except (ValueError, NotImplementedError, arff.ParseArffError, OSError, UnicodeDecodeError) as exc:
-        raise DataFileError(f"{path}: not a readable ARFF file ({exc})") from exc
+    except (ValueError, NotImplementedError, arff.ParseArffError, OSError, UnicodeDecodeError,
+            StopIteration, IndexError, KeyError) as exc:
+        raise DataFileError(f"{path}: not a readable ARFF file ({type(exc).__name__}: {str(exc) or 'no @relation/@attribute/@data header'})"
+                            ) from exc
     names = list(meta.names())
     lab = _resolve_column(label_column, names, len(names), path)
     feats = [n for j, n in enumerate(names) if j != lab]
@@ -207,6 +233,10 @@ def load_arff(path: str | os.PathLike, *, label_column: str | int | None = None,
     y = data[names[lab]]
     if y.dtype.kind == "S":
         y = np.char.decode(y, "utf-8")
+        gone = np.char.strip(y) == "?"
+        if gone.any():
+            raise DataError(f"{path}: {int(gone.sum())} missing class value(s) '?' (first at data row "
+                            f"{int(np.argmax(gone)) + 1}); drop those samples before loading")
     return Dataset(X=X, y=y, feature_names=feats, name=name or path.stem, source=str(path))
 
 
@@ -227,8 +257,9 @@ def load_mat(path: str | os.PathLike, *, x_key: str | None = None, y_key: str | 
             f"{path}: MATLAB v7.3 (HDF5) files are not supported; re-save it in MATLAB with "
             "save(..., '-v7')"
         ) from exc
-    except (ValueError, OSError, TypeError) as exc:
-        raise DataFileError(f"{path}: not a readable MATLAB .mat file ({exc})") from exc
+    except (ValueError, OSError, TypeError, IndexError, KeyError, EOFError,
+            scipy.io.matlab.MatReadError) as exc:
+        raise DataFileError(f"{path}: not a readable MATLAB .mat file ({type(exc).__name__}: {exc})") from exc
     keys = {k.lower(): k for k in content if not k.startswith("__")}
 
     def pick(explicit, candidates, what):
@@ -248,10 +279,17 @@ def load_mat(path: str | os.PathLike, *, x_key: str | None = None, y_key: str | 
     y = pick(y_key, ("y", "label", "labels", "gnd", "target"), "label")
     if hasattr(X, "toarray"):
         X = X.toarray()
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataFileError(f"{path}: the feature variable is not a numeric matrix "
+                            f"(MATLAB class {getattr(X, 'dtype', type(X))}: {exc})") from exc
     y = np.asarray(y).ravel()
+    if y.dtype.kind == "O":
+        raise DataFileError(f"{path}: the label variable is a cell or struct array; store numeric labels")
     if y.dtype.kind == "f" and np.all(y == np.round(y)):
         y = y.astype(np.int64)
-    return Dataset(X=np.asarray(X, dtype=np.float64), y=y, name=name or path.stem, source=str(path))
+    return Dataset(X=X, y=y, name=name or path.stem, source=str(path))
 
 
 # ----------------------------------------------------------------------------- synthetic
@@ -353,7 +391,9 @@ def load_dataset(source: str | os.PathLike, *, format: str | None = None, **opti
     loaders = {"csv": load_csv, "svmlight": load_svmlight, "arff": load_arff, "mat": load_mat}
     if format not in loaders:
         raise DataFileError(f"unknown format {format!r}; use one of {sorted(loaders)}")
+    loader = loaders[format]
     try:
-        return loaders[format](path, **options)
+        inspect.signature(loader).bind(path, **options)
     except TypeError as exc:
         raise DataError(f"loader {format!r} does not accept these options: {exc}") from exc
+    return loader(path, **options)

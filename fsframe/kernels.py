@@ -12,6 +12,7 @@ import numpy as np
 from attrs.validators import ge, gt, in_, instance_of
 from numpy.typing import ArrayLike, NDArray
 
+from ._types import as_int, finite
 from .errors import DataError
 
 __all__ = ["EmpiricalKernelMap", "KERNELS"]
@@ -35,9 +36,9 @@ class EmpiricalKernelMap:
     """
 
     kernel: str = attrs.field(default="rbf", validator=in_(KERNELS))
-    sigma: float = attrs.field(default=1.0, converter=float, validator=gt(0))
-    degree: int = attrs.field(default=3, validator=[instance_of(int), ge(1)])
-    coef0: float = attrs.field(default=1.0, converter=float, validator=ge(0))
+    sigma: float = attrs.field(default=1.0, converter=float, validator=[gt(0), finite])
+    degree: int = attrs.field(default=3, converter=as_int, validator=[instance_of(int), ge(1)])
+    coef0: float = attrs.field(default=1.0, converter=float, validator=[ge(0), finite])
     X_train: NDArray | None = attrs.field(default=None, repr=False)
 
     def fit(self, X: ArrayLike) -> "EmpiricalKernelMap":

@@ -20,7 +20,7 @@ from .errors import (
     InvalidOptionError,
     UnknownComponentError,
 )
-from .formulation import Formulation
+from .formulation import Formulation, using_solver
 from .kernels import EmpiricalKernelMap
 from .loops.base import OuterLoop
 from .plugins import get_registry
@@ -81,11 +81,17 @@ class Resolved:
     problem_class: ProblemClass
 
 
+def _reason(exc: Exception) -> str:
+    """The message of a validation error (attrs' ``instance_of`` puts it first in ``args``)."""
+    return exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+
+
 def _make(kind: str, cls, kwargs: dict):
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise InvalidOptionError(f"invalid parameter for {kind} {cls.name!r}: {exc}") from exc
+        raise InvalidOptionError(
+            f"invalid parameter for {kind} {getattr(cls, 'name', cls.__name__)!r}: {_reason(exc)}") from exc
 
 
 def resolve(method: str | None = None, *, formulation: str | None = None, surrogate: str | None = None,
@@ -168,7 +174,7 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
     kw = dict(kwargs["kernel"])
     kind = kw.pop("kernel", None)
     if kind is not None:
-        kmap = _make("kernel", EmpiricalKernelMap, {"kernel": kind, **kw})
+        kmap = _make("the kernel map", EmpiricalKernelMap, {"kernel": kind, **kw})
     elif kw:
         raise InvalidOptionError(f"kernel parameters {sorted(kw)} given without kernel= (rbf, linear, poly)")
 
@@ -215,6 +221,16 @@ def select_backend(name: str | Backend, problem_class: ProblemClass, *, quadrati
     return backend
 
 
+def make_options(*, time_limit=None, verbose=False, backend_options=None) -> SolveOptions:
+    """:class:`SolveOptions` from :func:`fit`'s keywords; a bad value is an
+    :class:`~fsframe.errors.InvalidOptionError` naming it."""
+    try:
+        return SolveOptions(time_limit=None if time_limit is None else float(time_limit), verbose=verbose,
+                            backend_options=backend_options or {})
+    except (TypeError, ValueError) as exc:
+        raise InvalidOptionError(f"invalid solver option: {_reason(exc)}") from exc
+
+
 def list_methods() -> list[dict]:
     """Every registered method: name, components, defaults, reference and providing plugin."""
     reg = get_registry()
@@ -229,8 +245,9 @@ def list_methods() -> list[dict]:
 
 def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
                 keep_model) -> dict:
-    info = dict(res.formulation.validate(X, y_pm) or {})
-    sub = Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form)
+    with using_solver(backend, options):  # formulations' auxiliary solves use the fit's backend
+        info = dict(res.formulation.validate(X, y_pm) or {})
+        sub = Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form)
     try:
         out = res.loop.run(sub, res.surrogate, n_features=n_features)
     finally:
@@ -238,7 +255,7 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     info.update(sub.built.info)
     info.update(build_seconds=sub.build_seconds, compile_seconds=sub.compile_seconds,
                 solve_seconds=float(sum(r.seconds for r in out.history)), stop_reason=out.reason,
-                backend_version=out.iterate.result.backend_version)
+                backend_version=out.iterate.result.backend_version, **(out.selection or {}))
     if keep_model:
         info["model"] = sub.built.model
         info["compiled"] = sub.compiled
@@ -316,7 +333,7 @@ def fit(
         n_groups = Xa.shape[0] if res.kernel is not None else Xa.shape[1]
         if n_features > n_groups:
             raise InvalidOptionError(f"n_features={n_features} exceeds the {n_groups} available features")
-    options = SolveOptions(time_limit=time_limit, verbose=verbose, backend_options=backend_options or {})
+    options = make_options(time_limit=time_limit, verbose=verbose, backend_options=backend_options)
     be = select_backend(backend, res.problem_class, quadratic="quad" in res.terms, time_limit=time_limit)
     transform = None
     Z = Xa

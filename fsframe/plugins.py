@@ -119,6 +119,10 @@ class Registry:
                         self.conflicts[(kind, name)] = [table.pop(name), entry]
                     else:
                         table[name] = entry
+        for (kind, name), es in self.conflicts.items():
+            who = " and ".join(f"{e.plugin!r} ({e.distribution or 'unknown distribution'})" for e in es)
+            warnings.warn(f"fsframe: {kind} {name!r} is registered by {who}; it is unusable until one of them is "
+                          "removed or blocked (FSFRAME_DISABLED_PLUGINS)", FsframeWarning, stacklevel=3)
 
     def _break(self, plugin: str, error: str, dist) -> None:
         self.broken.append(BrokenPlugin(plugin, error, dist))
@@ -166,13 +170,20 @@ def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict
     broken: list[BrokenPlugin] = []
     dists: dict[str, tuple] = {}
     if not os.environ.get("FSFRAME_DISABLE_PLUGIN_AUTOLOAD"):
-        seen = set()
+        seen: dict[str, str | None] = {}
         for ep in md.entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name in seen or pm.is_blocked(ep.name) or pm.has_plugin(ep.name):
-                continue
-            seen.add(ep.name)
             dist = getattr(ep, "dist", None)
             dist_info = (dist.metadata["Name"], dist.version) if dist is not None else (None, None)
+            if ep.name in seen:
+                if dist_info[0] != seen[ep.name]:  # (one distribution seen twice on sys.path is harmless)
+                    msg = (f"entry point {ep.name!r} of distribution {dist_info[0]!r} has the same name as one of "
+                           f"{seen[ep.name]!r}, which was loaded; rename one of them")
+                    broken.append(BrokenPlugin(ep.name, msg, dist_info[0]))
+                    warnings.warn(f"fsframe plugin skipped: {msg}", FsframeWarning, stacklevel=3)
+                continue
+            if pm.is_blocked(ep.name) or pm.has_plugin(ep.name):
+                continue
+            seen[ep.name] = dist_info[0]
             try:
                 plugin = ep.load()
                 pm.register(plugin, name=ep.name)
@@ -183,9 +194,16 @@ def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict
                 continue
             dists[ep.name] = dist_info
     for name, plugin in _runtime_plugins.items():
-        if not pm.is_blocked(name):
+        if pm.is_blocked(name):
+            continue
+        try:
             pm.register(plugin, name=name)
-            dists[name] = (None, None)
+        except Exception as exc:  # e.g. a hook with a wrong signature: that plugin breaks, not the registry
+            broken.append(BrokenPlugin(name, f"{type(exc).__name__}: {exc}"))
+            warnings.warn(f"fsframe plugin {name!r} could not be registered and was skipped: {exc}",
+                          FsframeWarning, stacklevel=3)
+            continue
+        dists[name] = (None, None)
     for modname in DEFAULT_PLUGINS:
         if pm.is_blocked(modname):
             continue

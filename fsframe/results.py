@@ -27,7 +27,10 @@ class FitResult:
     objective : float or None
         The objective at the returned iterate: ``loss + sum phi(||w_(j)||)`` for surrogate loops
         (EM included; its descent check monitors ``loss + 2 sum phi`` separately), the subproblem
-        optimum for ``single``. For one-vs-rest: the sum over classes.
+        optimum for ``single``. For one-vs-rest: the sum over classes. With ``n_features``, the
+        objective of the iterate the ``r`` features were taken from, before the weaker groups were
+        zeroed (``info["n_features_iterate"]``; ``info["n_features_dropped"]`` counts the groups
+        zeroed): the truncated model was never solved, so it has no optimum to report.
     n_iter : int
         Convex subproblems solved (the largest over classes for one-vs-rest).
     converged : bool
@@ -89,17 +92,23 @@ class FitResult:
 
     # -- prediction ---------------------------------------------------------------------------
     def _features(self, X: ArrayLike) -> NDArray:
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2:
-            from .errors import DataError
+        from .errors import DataError
 
+        try:
+            X = np.asarray(X, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"X is not numeric ({exc})") from exc
+        if X.ndim != 2:
             raise DataError(f"X must be 2-D, got shape {X.shape}")
+        bad = ~np.isfinite(X)
+        if bad.any():
+            i, j = map(int, np.argwhere(bad)[0])
+            raise DataError(f"X contains {int(bad.sum())} non-finite value(s) (first at sample {i}, feature {j}); "
+                            "impute or drop them before predicting")
         if self.transform is not None:
             return self.transform.transform(X)
         n = self.coef.shape[-1]
         if X.shape[1] != n:
-            from .errors import DataError
-
             raise DataError(f"X has {X.shape[1]} features, the model was fitted on {n}")
         return X
 

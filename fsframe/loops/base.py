@@ -27,7 +27,7 @@ import numpy as np
 from attrs.validators import ge, gt, instance_of
 from numpy.typing import NDArray
 
-from .._types import Status
+from .._types import Status, as_int, finite
 from ..errors import ConvergenceWarning, SolverFailedError, SolverWarning
 from ..problem import Iterate, Subproblem
 from ..surrogates.base import Surrogate
@@ -85,6 +85,7 @@ class LoopOutcome:
     monotone: bool
     reason: str
     statuses: tuple
+    selection: dict | None = None  # the n_features rule: which iterate, how many groups it dropped
 
 
 def support_of(t: NDArray, zero_tol: float) -> NDArray:
@@ -143,9 +144,9 @@ class OuterLoop(abc.ABC):
     monotone: ClassVar[bool] = True
     """Whether theory guarantees the monitored objective does not increase."""
 
-    max_iter: int = attrs.field(default=20, validator=[instance_of(int), ge(1)])
-    tol: float = attrs.field(default=1e-5, converter=float, validator=gt(0))
-    zero_tol: float = attrs.field(default=1e-6, converter=float, validator=[gt(0)])
+    max_iter: int = attrs.field(default=20, converter=as_int, validator=[instance_of(int), ge(1)])
+    tol: float = attrs.field(default=1e-5, converter=float, validator=[gt(0), finite])
+    zero_tol: float = attrs.field(default=1e-6, converter=float, validator=[gt(0), finite])
     raise_on_failure: bool = attrs.field(default=True, validator=instance_of(bool))
 
     # -- what the loop needs ------------------------------------------------------------------
@@ -259,8 +260,11 @@ class OuterLoop(abc.ABC):
                 f"{Status.OPTIMAL_INACCURATE.value} (first: {inaccurate[0].result.message}); the result may be off "
                 "by more than the solver's tolerance — tighten the backend's tolerances or try another backend",
                 SolverWarning, stacklevel=2)
+        selection = None
         if n_features is not None:
             idx, mask = select_exactly(good, n_features, self.zero_tol)
+            selection = {"n_features_iterate": idx,
+                         "n_features_dropped": int(support_of(good[idx].t, self.zero_tol).sum() - mask.sum())}
         else:
             idx = len(good) - 1
             mask = support_of(good[idx].t, self.zero_tol)
@@ -269,4 +273,4 @@ class OuterLoop(abc.ABC):
         coef[~mask[sub.compiled.slot.groups]] = 0.0
         return LoopOutcome(iterate=chosen, coef=coef, support=mask, objective=objectives[idx], converged=converged,
                            n_iter=len(good), history=tuple(history), monotone=monotone, reason=reason,
-                           statuses=tuple(statuses))
+                           statuses=tuple(statuses), selection=selection)

@@ -6,6 +6,7 @@ import attrs
 import numpy as np
 from attrs.validators import ge, instance_of
 
+from .._types import as_int
 from .base import OuterLoop, Step
 
 
@@ -36,7 +37,7 @@ class EM(OuterLoop):
     name = "em"
     reference = "Huang, King & Lyu, paper 002, eqs. 7-9; Weston et al. 2003; Peng & Fan, paper 004"
     requires = ("quad_weights",)
-    max_iter: int = attrs.field(default=50, validator=[instance_of(int), ge(1)])
+    max_iter: int = attrs.field(default=50, converter=as_int, validator=[instance_of(int), ge(1)])
 
     def terms(self, surrogate):
         return frozenset({"quad"})

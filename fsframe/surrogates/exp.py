@@ -6,6 +6,7 @@ import attrs
 import numpy as np
 from attrs.validators import gt, instance_of
 
+from .._types import finite
 from .base import DCSplit, Surrogate, safe_div
 
 
@@ -26,7 +27,7 @@ class ExpSurrogate(Surrogate):
 
     name = "exp"
     reference = "Yang & Ju, paper 000, eqs. 29-40; Bradley & Mangasarian, ICML 1998"
-    alpha: float = attrs.field(default=5.0, converter=float, validator=[instance_of(float), gt(0)])
+    alpha: float = attrs.field(default=5.0, converter=float, validator=[instance_of(float), gt(0), finite])
 
     def phi(self, t):
         return -np.expm1(-self.alpha * np.asarray(t, dtype=float))

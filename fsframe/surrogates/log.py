@@ -6,6 +6,7 @@ import attrs
 import numpy as np
 from attrs.validators import gt, instance_of
 
+from .._types import finite
 from .base import DCSplit, Surrogate, safe_div
 
 
@@ -27,7 +28,7 @@ class LogSurrogate(Surrogate):
 
     name = "log"
     reference = "Weston et al., JMLR 3:1439-1461, 2003 (AROM); quoted in paper 002 §1"
-    eps: float = attrs.field(default=1e-3, converter=float, validator=[instance_of(float), gt(0)])
+    eps: float = attrs.field(default=1e-3, converter=float, validator=[instance_of(float), gt(0), finite])
 
     def phi(self, t):
         return np.log1p(np.asarray(t, dtype=float) / self.eps)

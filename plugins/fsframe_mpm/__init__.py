@@ -34,7 +34,10 @@ from numpy.typing import NDArray
 from pyomo.common.gc_manager import PauseGC
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, hookimpl
+from fsframe._types import finite
+from fsframe.backends.base import Backend, SolveOptions
 from fsframe.errors import DataError, DataWarning, InfeasibleParameterError, InvalidOptionError, SolverFailedError
+from fsframe.formulation import fit_solver
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_soc, add_sparsity_slot, var_list
 
 __all__ = [
@@ -201,13 +204,13 @@ _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 16
 
 
-def _digest(X: NDArray, y: NDArray, rho: float) -> tuple:
+def _digest(X: NDArray, y: NDArray, rho: float, solver: tuple) -> tuple:
     h = hashlib.blake2b(digest_size=16)
     Xc = np.ascontiguousarray(X, dtype=float)
     h.update(np.asarray(Xc.shape, dtype=np.int64).tobytes())
     h.update(Xc.tobytes())
     h.update(np.ascontiguousarray(y, dtype=float).tobytes())
-    return h.hexdigest(), float(rho)
+    return h.hexdigest(), float(rho), solver
 
 
 def _lanckriet_model(mom: ClassMoments, terms: frozenset, kappa_star: float):
@@ -254,13 +257,15 @@ def lanckriet_data(mom: ClassMoments):
 
 
 def largest_bound(X: NDArray, y: NDArray, rho: float = DEFAULT_RHO, *, moments: ClassMoments | None = None,
-                  backend="auto") -> LargestBound:
+                  backend=None, options: SolveOptions | None = None) -> LargestBound:
     """Solve Lanckriet et al.'s MPM (000 §2.1) on ``(X, y)``: the largest worst-case bound any
     hyperplane achieves, ``kappa*`` and ``delta_max = kappa*^2 / (1 + kappa*^2)``.
 
-    Results are memoised on the content of ``(X, y, rho)`` (16 entries), so ``validate`` and
-    ``build`` of one fit share one solve. ``backend`` picks the solver (``"auto"``: the preferred
-    SOCP backend).
+    Results are memoised on the content of ``(X, y, rho)`` and the solver (16 entries), so
+    ``validate`` and ``build`` of one fit share one solve. ``backend`` (a name or a backend) and
+    ``options`` pick the solver; by default, inside :func:`fsframe.fit` the fit's own backend and
+    options (:func:`fsframe.formulation.fit_solver`), elsewhere ``"auto"`` (the preferred SOCP
+    backend).
 
     Raises
     ------
@@ -269,15 +274,20 @@ def largest_bound(X: NDArray, y: NDArray, rho: float = DEFAULT_RHO, *, moments: 
     """
     from fsframe.method import select_backend
 
-    key = _digest(X, y, rho)
+    current = fit_solver()
+    if backend is None and current is not None and ProblemClass.SOCP in current[0].supports:
+        backend, fit_options = current
+        options = fit_options if options is None else options
+    be = backend if isinstance(backend, Backend) else select_backend(backend or "auto", ProblemClass.SOCP)
+    options = SolveOptions() if options is None else options
+    key = _digest(X, y, rho, (be.name, repr(options)))
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
     mom = class_moments(X, y, rho) if moments is None else moments
-    be = select_backend(backend, ProblemClass.SOCP)
-    res = be.solve(lanckriet_data(mom))
+    res = be.solve(lanckriet_data(mom), options)
     if not res.ok:
         raise SolverFailedError(
             f"MPM: the largest-bound (Lanckriet) SOCP ended with status {res.status.value} on backend "
@@ -356,7 +366,7 @@ class MPMMaxFormulation(Formulation):
     name = "mpm-max"
     reference = "Lanckriet, El Ghaoui, Bhattacharyya & Jordan, NIPS 14, 2002; paper 000 §2.1"
     slot_terms = frozenset({"lin"})
-    rho: float = attrs.field(default=DEFAULT_RHO, converter=float, validator=ge(0.0))
+    rho: float = attrs.field(default=DEFAULT_RHO, converter=float, validator=[ge(0.0), finite])
 
     def problem_class(self, terms):
         return ProblemClass.SOCP
@@ -423,7 +433,7 @@ class MPMFormulation(Formulation):
     delta_fraction: float | None = attrs.field(default=None, converter=_opt_float,
                                                validator=[optional(instance_of(float)),
                                                           _open_unit("delta_fraction")])
-    rho: float = attrs.field(default=DEFAULT_RHO, converter=float, validator=ge(0.0))
+    rho: float = attrs.field(default=DEFAULT_RHO, converter=float, validator=[ge(0.0), finite])
 
     def __attrs_post_init__(self):
         if self.delta is not None and self.delta_fraction is not None:

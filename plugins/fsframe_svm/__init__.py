@@ -16,6 +16,7 @@ from pyomo.common.gc_manager import PauseGC
 from pyomo.core.expr.numeric_expr import LinearExpression
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, hookimpl
+from fsframe._types import finite
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_named_expressions, add_sparsity_slot, var_list
 
 __all__ = ["HingeFormulation"]
@@ -42,7 +43,7 @@ class HingeFormulation(Formulation):
 
     name = "hinge"
     reference = "paper 002 eqs. 1-2 and 7-8; paper 001 eq. 2 (L1-SVM)"
-    C: float = attrs.field(default=1.0, converter=float, validator=[instance_of(float), gt(0)])
+    C: float = attrs.field(default=1.0, converter=float, validator=[instance_of(float), gt(0), finite])
 
     def problem_class(self, terms):
         return ProblemClass.QP if "quad" in terms else ProblemClass.LP

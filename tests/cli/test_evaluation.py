@@ -289,6 +289,10 @@ def test_bad_options_fail_before_any_fit(small_binary, monkeypatch):
         cross_validate(X, y, method="fsv", retrain="forest")
     with pytest.raises(InvalidOptionError, match="y is required"):
         cross_validate(X, method="fsv")
+    with pytest.raises(InvalidOptionError, match="'time_limit' must be >= 0"):
+        cross_validate(X, y, method="fsv", time_limit=-1)
+    with pytest.raises(InvalidOptionError, match="kernel map.*'sigma'"):
+        cross_validate(X, y, method="fsv", kernel="rbf", sigma=0)
     with pytest.raises(DataError):
         cross_validate(X[:, :0], y, method="fsv")
     with pytest.raises(InvalidOptionError, match="kernel map"):

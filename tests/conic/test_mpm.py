@@ -396,6 +396,23 @@ def test_numpy_and_pyomo_statements_of_the_largest_bound_agree():
         assert a.objective == pytest.approx(b.objective, rel=1e-7)
 
 
+def test_largest_bound_uses_the_fits_backend(monkeypatch):
+    """delta_max is solved on the backend the user chose for the fit (not always the default),
+    and the memo is keyed on the solver too."""
+    X, y = random_mpm_data()
+    X = X * 1.000123  # data no other test used: not memoised yet
+    used = []
+    for cls in (EcosBackend, ClarabelBackend):
+        orig = cls.solve
+        monkeypatch.setattr(cls, "solve", lambda self, *a, _o=orig, **k: used.append(self.name) or _o(self, *a, **k))
+    fit = fsframe.fit(X, y, method="l1-mpm", backend="clarabel")
+    assert fit.backend == "clarabel" and used == ["clarabel"]
+    a = mpm.largest_bound(X, y, mpm.DEFAULT_RHO, backend="ecos")
+    b = mpm.largest_bound(X, y, mpm.DEFAULT_RHO, backend="clarabel")
+    assert (a.backend, b.backend) == ("ecos", "clarabel")
+    assert a.delta == pytest.approx(b.delta, rel=1e-6)
+
+
 def test_largest_bound_is_memoised_on_content():
     X, y = random_mpm_data()
     first = mpm.largest_bound(X, y, 0.05)

@@ -139,7 +139,8 @@ def test_misspelled_hook_does_not_break_listing(installed):
 def test_duplicate_name_names_both_providers(installed):
     mod = plugin_module("dupe", fsframe_register_surrogates=lambda: [DuplicateExp])
     installed(FakeEntryPoint("dupe", lambda: mod, dist_name="fsframe-dupe"))
-    reg = fsframe.plugins.get_registry()
+    with pytest.warns(FsframeWarning, match="surrogate 'exp' is registered by 'fsframe.surrogates'.*and 'dupe'"):
+        reg = fsframe.plugins.get_registry()
     with pytest.raises(PluginError, match="surrogate 'exp' is registered by more than one plugin") as exc:
         reg.get("surrogate", "exp")
     assert "'dupe' (fsframe-dupe)" in str(exc.value) and "'fsframe.surrogates' (fsframe)" in str(exc.value)
@@ -147,6 +148,36 @@ def test_duplicate_name_names_both_providers(installed):
         fsframe.fit(*_toy(), method="fsv")
     # methods that do not use the conflicting name keep working
     assert fsframe.fit(*_toy(), method="l1-svm", C=10.0).objective == pytest.approx(0.5)
+
+
+def test_two_distributions_with_one_entry_point_name(installed):
+    """Two packages declaring the same entry-point name: the first loads, the second is a
+    broken plugin naming both distributions (not silently dropped)."""
+    first = plugin_module("capA", fsframe_register_methods=lambda: [
+        fsframe.MethodSpec(name="from-a", formulation="hinge", surrogate="exp", loop="reweighted-l1")])
+    second = plugin_module("capB", fsframe_register_methods=lambda: [
+        fsframe.MethodSpec(name="from-b", formulation="hinge", surrogate="exp", loop="reweighted-l1")])
+    installed(FakeEntryPoint("capped", lambda: first, dist_name="fsframe-capped-a"),
+              FakeEntryPoint("capped", lambda: second, dist_name="fsframe-capped-b"))
+    with pytest.warns(FsframeWarning, match="'fsframe-capped-b' has the same name as one of 'fsframe-capped-a'"):
+        names = [m["name"] for m in fsframe.list_methods()]
+    assert "from-a" in names and "from-b" not in names
+    (b,) = _broken("capped")
+    assert b.distribution == "fsframe-capped-b" and "rename one" in b.error
+
+
+def test_runtime_plugin_with_a_bad_hook_signature_breaks_only_itself(fresh_registry):
+    def fsframe_register_methods(foo):  # the hookspec takes no argument
+        return []
+
+    mod = plugin_module("badsig", fsframe_register_methods=fsframe_register_methods)
+    name = fsframe.plugins.register(mod, name="badsig")
+    try:
+        with pytest.warns(FsframeWarning, match="'badsig' could not be registered"):
+            _still_works()
+        assert _broken("badsig") and "foo" in _broken("badsig")[0].error
+    finally:
+        fsframe.plugins.unregister(name)
 
 
 def _toy():
@@ -188,7 +219,8 @@ def test_autoload_off(monkeypatch, fresh_registry):
 def test_reset_registry_restores_the_original(installed, monkeypatch):
     mod = plugin_module("dupe", fsframe_register_surrogates=lambda: [DuplicateExp])
     installed(FakeEntryPoint("dupe", lambda: mod))
-    assert ("surrogate", "exp") in fsframe.plugins.get_registry().conflicts
+    with pytest.warns(FsframeWarning, match="surrogate 'exp' is registered by"):
+        assert ("surrogate", "exp") in fsframe.plugins.get_registry().conflicts
     monkeypatch.setattr(md, "entry_points", REAL_ENTRY_POINTS)  # what happens after each test
     fsframe.plugins.reset_registry()
     assert fsframe.plugins.get_registry().get("surrogate", "exp") is fsframe.surrogates.ExpSurrogate

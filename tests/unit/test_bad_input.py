@@ -62,8 +62,34 @@ def test_y_with_nan_or_none(Xy):
     X, y = Xy
     with pytest.raises(DataError, match="y contains NaN or inf"):
         fsframe.fit(X, np.r_[y[:-1], np.nan], method="l1-svm")
-    with pytest.raises(DataError, match=r"y contains missing \(None\) labels"):
-        fsframe.fit(X, np.array(["a", "b"] * 14 + ["a", None], dtype=object), method="l1-svm")
+    for missing in (None, np.nan, float("nan")):
+        with pytest.raises(DataError, match=r"y contains 1 missing \(None/NaN/inf\) label\(s\), first at sample 29"):
+            fsframe.fit(X, np.array(["a", "b"] * 14 + ["a", missing], dtype=object), method="l1-svm")
+
+
+def test_complex_X(Xy):
+    X, y = Xy
+    with pytest.raises(DataError, match="X is complex"):
+        fsframe.fit(X + 1j, y, method="l1-svm")
+
+
+def test_predict_refuses_non_finite(Xy):
+    X, y = Xy
+    r = fsframe.fit(X, y, method="l1-svm")
+    Xb = X.copy()
+    Xb[4, 1] = np.nan
+    for call in (r.predict, r.decision_function):
+        with pytest.raises(DataError, match=r"1 non-finite value\(s\) \(first at sample 4, feature 1\)"):
+            call(Xb)
+
+
+@pytest.mark.filterwarnings("ignore::fsframe.errors.ConvergenceWarning")
+def test_integral_numpy_parameters_are_accepted(Xy):
+    X, y = Xy
+    a = fsframe.fit(X, y, method="fsv", max_iter=np.int64(3), n_features=np.int64(2))
+    b = fsframe.fit(X, y, method="fsv", max_iter=3, n_features=2)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    assert a.params["max_iter"] == 3 and a.n_iter == b.n_iter
 
 
 def test_errors_are_value_errors(Xy):
@@ -130,6 +156,15 @@ def test_small_class_warns(Xy):
     ({"method": "fsv", "sigma": 1.0}, InvalidOptionError, r"kernel parameters \['sigma'\] given without kernel="),
     ({"method": "l1-svm", "backend_options": {"no_such_highs_option": 1}}, InvalidOptionError, "no_such_highs_option"),
     ({"method": "em-l0", "backend_options": {"qp_form": "sideways"}}, InvalidOptionError, "qp_form must be"),
+    ({"method": "fsv", "C": np.inf}, InvalidOptionError, "'C' must be finite, got inf"),
+    ({"method": "fsv", "alpha": np.inf}, InvalidOptionError, "'alpha' must be finite"),
+    ({"method": "fsv", "max_iter": 2.5}, InvalidOptionError, "loop 'reweighted-l1'.*'max_iter' must be <class 'int'>"),
+    ({"method": "fsv", "time_limit": -1}, InvalidOptionError, "invalid solver option: 'time_limit' must be >= 0"),
+    ({"method": "fsv", "time_limit": "soon"}, InvalidOptionError, "invalid solver option"),
+    ({"method": "fsv", "kernel": "cubic"}, InvalidOptionError, r"kernel map.*'kernel' must be in \('rbf'"),
+    ({"method": "fsv", "kernel": "rbf", "sigma": 0.0}, InvalidOptionError, "kernel map.*'sigma' must be > 0"),
+    ({"method": "fsv", "kernel": "rbf", "sigma": np.nan}, InvalidOptionError, "kernel map.*'sigma'"),
+    ({"method": "fsv", "kernel": "poly", "degree": 2.5}, InvalidOptionError, "kernel map.*'degree'"),
 ])
 def test_unknown_or_invalid(Xy, kwargs, error, match):
     X, y = Xy

@@ -97,6 +97,29 @@ def test_csv_errors(tmp_path):
         fsframe.load_dataset(tmp_path / "bin.csv")
 
 
+def test_csv_header_detection_skips_label_and_dropped_columns(tmp_path):
+    """A text id column or a first-column text label does not make the first data row a header."""
+    rows = [f"s{i},{float(x[0])!r},{float(x[1])!r},{lab}" for i, (x, lab) in enumerate(zip(X3, ["0", "1", "0", "1"]))]
+    ids = write(tmp_path / "ids.csv", "\n".join(rows) + "\n")
+    ds = load_csv(ids, drop_columns=[0])
+    assert ds.n_samples == 4 and ds.feature_names == ("x0", "x1")
+    np.testing.assert_array_equal(ds.X, X3[:, :2])
+    first = write(tmp_path / "first.csv", "".join(f"{lab},{float(x[0])!r},{float(x[1])!r}\n" for x, lab in zip(X3, Y3)))
+    for spec in (0, "0"):
+        ds = load_csv(first, label_column=spec)
+        assert ds.n_samples == 4 and ds.y.tolist() == Y3.tolist()
+    with pytest.raises(DataFileError, match="drop column 9 out of range"):
+        load_csv(ids, drop_columns=[9])
+
+
+def test_csv_labels_checked_on_every_row(tmp_path):
+    lines = [f"{i % 2},{i}.5,{i}.25" for i in range(60)] + ["z,1,2", "z,3,4"]
+    ds = load_csv(write(tmp_path / "late.csv", "\n".join(lines) + "\n"), label_column=0)
+    assert sorted(set(ds.y.tolist())) == ["0", "1", "z"]
+    with pytest.raises(DataError, match=r"1 missing label\(s\) \(first at data row 2"):
+        load_csv(write(tmp_path / "nolab.csv", "1,2,a\n3,4,?\n5,6,a\n7,8,b\n9,1,b\n"))
+
+
 def test_dispatch_errors(tmp_path):
     with pytest.raises(DataFileError, match="cannot infer the format from extension '.xyz'"):
         fsframe.load_dataset(write(tmp_path / "d.xyz", "1,2\n"))
@@ -142,6 +165,11 @@ def test_arff_roundtrip(tmp_path):
     assert ds.y.tolist() == Y3.tolist() and ds.feature_names == ("f1", "f2", "f3")
     with pytest.raises(DataFileError, match="not a readable ARFF"):
         fsframe.load_dataset(write(tmp_path / "bad.arff", "@RELATION x\n@ATTRIBUTE a WEIRDTYPE\n@DATA\n1\n"))
+    for text in ("1,2,3\n4,5,6\n", ""):  # no header at all; an empty file
+        with pytest.raises(DataFileError, match="not a readable ARFF"):
+            fsframe.load_dataset(write(tmp_path / "noheader.arff", text))
+    with pytest.raises(DataError, match=r"1 missing class value\(s\) '\?' \(first at data row 3\)"):
+        fsframe.load_dataset(write(tmp_path / "q.arff", ARFF.replace("2,2.5,-1,a", "2,2.5,-1,?")))
     nominal = ARFF.replace("@ATTRIBUTE f2 REAL", "@ATTRIBUTE f2 {-2,3,2.5,-0.5}")
     with pytest.raises(DataFileError, match="non-numeric attributes"):
         fsframe.load_dataset(write(tmp_path / "nom.arff", nominal))
@@ -171,6 +199,14 @@ def test_bad_mat_files(tmp_path):
     (tmp_path / "v73.mat").write_bytes(header + b"\x89HDF\r\n\x1a\n" + b"\x00" * 64)
     with pytest.raises(DataFileError, match=r"v7\.3 \(HDF5\) files are not supported.*-v7"):
         fsframe.load_dataset(tmp_path / "v73.mat")
+    (tmp_path / "trunc.mat").write_bytes(b"garbage\x00\x01binary")  # scipy: MatReadError
+    (tmp_path / "empty.mat").write_bytes(b"")
+    for f in ("trunc.mat", "empty.mat"):
+        with pytest.raises(DataFileError, match=f"{f}: not a readable MATLAB .mat file"):
+            fsframe.load_dataset(tmp_path / f)
+    scipy.io.savemat(tmp_path / "cell.mat", {"X": np.array([[1, "a"], [2, "b"]], dtype=object), "Y": [1, 2]})
+    with pytest.raises(DataFileError, match="the feature variable is not a numeric matrix"):
+        fsframe.load_dataset(tmp_path / "cell.mat")
 
 
 # ------------------------------------------------------------------------------ bundled, synthetic

@@ -130,6 +130,10 @@ def test_n_features_gives_exactly_r(method, r):
     res = fsframe.fit(X, y, method=method, n_features=r)
     assert res.n_selected == r
     assert np.count_nonzero(res.coef) == r
+    # the objective reported is that of the iterate the r features came from (documented)
+    k = res.info["n_features_iterate"]
+    assert res.objective == res.history[k].objective
+    assert res.history[k].n_nonzero == r + res.info["n_features_dropped"]
 
 
 def test_svm_weights_keeps_the_largest_l2_weights():
