@@ -21,6 +21,7 @@ verifies that both paths give the same problem.
 
 from __future__ import annotations
 
+import operator
 from typing import Iterable, Sequence
 
 import attrs
@@ -133,14 +134,36 @@ class NamedBlock:
     data: tuple  # the ExpressionData, in row order
 
 
+def _same_exprs(datas, exprs: tuple) -> bool:
+    """Whether every ConstraintData still holds the expression object recorded (``set_value``,
+    and so ``con[i] = ...``, replaces it): one identity test per row, no expression walk."""
+    return all(map(operator.is_, map(_EXPR, datas), exprs))
+
+
+_EXPR = operator.attrgetter("expr")
+
+
 @attrs.define(eq=False)
 class LinearBlock:
-    """Record of :func:`add_linear_constraints` (``lmap`` over variables only)."""
+    """Record of :func:`add_linear_constraints` (``lmap`` over variables only).
+
+    ``exprs`` are the rows' relational expressions as built; :meth:`intact` compares them by
+    identity, so a row edited in Pyomo afterwards sends the component to the general path.
+    """
 
     component: object
     lmap: LinearMap
     lower: NDArray
     upper: NDArray
+    exprs: tuple = ()
+
+    def intact(self) -> bool:
+        """The component still has the recorded rows, all active and unedited."""
+        comp = self.component
+        if len(comp) != self.lmap.n_rows or len(self.exprs) != self.lmap.n_rows:
+            return False
+        datas = list(comp.values())
+        return all(c.active for c in datas) and _same_exprs(datas, self.exprs)
 
 
 @attrs.define(eq=False)
@@ -158,6 +181,18 @@ class ConeRecord:
     t: object
     definitions: tuple  # Constraint components (may be empty)
     aux: tuple = ()  # the auxiliary variables add_soc created (z and/or t)
+    expr: object = None  # the cone constraint's expression as built
+
+    def intact(self, ann: "Annotations") -> bool:
+        """The cone constraint is active and unedited, and so are its definitions."""
+        con = self.component
+        if not con.active or con.expr is not self.expr:
+            return False
+        for d in self.definitions:
+            blk = ann.linear.get(id(d))
+            if blk is None or not d.active or not blk.intact():
+                return False
+        return True
 
 
 @attrs.define(eq=False)
@@ -321,7 +356,8 @@ def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLik
                 con[i] = exprs[i] == lo_l[i]
             else:
                 con[i] = (lo_l[i], exprs[i], up_l[i])
-    annotations(model).linear[id(con)] = LinearBlock(con, lmap, lo, up)
+    exprs = tuple(map(_EXPR, con.values()))
+    annotations(model).linear[id(con)] = LinearBlock(con, lmap, lo, up, exprs)
     return con
 
 
@@ -379,7 +415,7 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
         body = sum(zi**2 for zi in z) - t**2
         con = pyo.Constraint(expr=body <= 0)
         model.add_component(name, con)
-    annotations(model).cones.append(ConeRecord(con, lmap, rmap, tuple(z), t, tuple(defs), tuple(aux)))
+    annotations(model).cones.append(ConeRecord(con, lmap, rmap, tuple(z), t, tuple(defs), tuple(aux), con.expr))
     return con
 
 

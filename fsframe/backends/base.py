@@ -32,6 +32,7 @@ __all__ = [
     "Availability",
     "Certificate",
     "certify",
+    "judge_certificate",
 ]
 
 log = logging.getLogger("fsframe.backends")
@@ -247,3 +248,25 @@ def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray, objective: fl
     obj = data.objective(x) if objective is None else objective
     gap = (obj - bound) / (1.0 + abs(obj))
     return Certificate(primal_residual=data.max_violation(x), dual_residual=dual_res, dual_bound=bound, gap=float(gap))
+
+
+def judge_certificate(cert: Certificate, tol: float) -> tuple[Status, str]:
+    """The status an ``OPTIMAL`` answer keeps after its certificate ``cert``, and a message suffix.
+
+    Passed: ``OPTIMAL``. Failed: ``OPTIMAL_INACCURATE`` (loops use it, with a warning), unless the
+    dual residual is above ``max(sqrt(tol), 1e-3)`` (a tiny ``tol`` asks for precision, not for
+    refusing answers): then ``UNKNOWN``, since the objective still decreases
+    along a direction the point's bounds do not block, so it is no optimum at all. Seen with
+    HiGHS's QP solver, which stops at an internal bound of 1e7 on an unbounded QP and calls it
+    optimal (dual residual 1.0). A large gap alone stays ``OPTIMAL_INACCURATE``
+    (``tests/reference/test_certificate.py`` pins that for a wrong "optimal" of HiGHS).
+    """
+    if cert.ok(tol):
+        return Status.OPTIMAL, ""
+    message = (f"; fsframe certificate failed (primal residual {cert.primal_residual:.2e}, "
+               f"dual residual {cert.dual_residual:.2e}, gap {cert.gap:.2e})")
+    big = max(float(np.sqrt(tol)), 1e-3)
+    if cert.dual_residual > big:
+        return Status.UNKNOWN, message + (f"; a dual residual above {big:.0e} is no inaccurate optimum: the "
+                                          "solver stopped short of one (is the problem unbounded?)")
+    return Status.OPTIMAL_INACCURATE, message

@@ -14,7 +14,8 @@ compiler is LP-only, so this module is fsframe's own.
 Three reading paths, fastest first:
 
 1. *recorded blocks* — components built by :mod:`fsframe.pyomo_ext` carry their matrices, used
-   as they are when the component is intact (same row count, all rows active);
+   as they are when the component is intact (same row count, all rows active, no row edited
+   since it was recorded: one identity test per row);
 2. *direct* — a ``LinearExpression`` body with numeric coefficients is read without a repn;
 3. *general* — ``generate_standard_repn(quadratic=True)`` on anything else; a quadratic
    constraint of the form ``sum a_i x_i^2 <= b t^2`` with ``t >= 0`` is recognised as a cone.
@@ -172,6 +173,7 @@ class CompiledModel:
         self.slot_record = slot_record
         self.paths = paths  # how many rows each reading path produced (for tests and docs)
         self._fixed_cols: set = set()
+        self._nonzero_params: set = set()  # slot Params _sync has set (all start at 0)
 
     # -- reading solutions ----------------------------------------------------------------
     def cols(self, vars) -> NDArray:
@@ -263,11 +265,18 @@ class CompiledModel:
     def _sync(self, lin, lin_w, quad, fixed_groups) -> None:
         blk = self.slot_record.block
         for name, vals in (("lin", lin), ("lin_w", lin_w), ("quad", quad)):
-            if vals is not None:
-                # check=False skips Pyomo's per-entry index and domain validation (10x faster; 30 ms
-                # per iteration at n=5000): the indices are the Param's own 0..k-1 and the values
-                # plain floats that with_weights has validated.
-                getattr(blk, name).store_values(dict(enumerate(np.asarray(vals, dtype=float).tolist())), check=False)
+            if vals is None:
+                # a term not passed is absent from the solved problem: its Params go back to 0
+                # (only if an earlier call set them, so a loop using one term pays nothing)
+                if name in self._nonzero_params:
+                    getattr(blk, name).store_values(0.0, check=False)
+                    self._nonzero_params.discard(name)
+                continue
+            # check=False skips Pyomo's per-entry index and domain validation (10x faster; 30 ms
+            # per iteration at n=5000): the indices are the Param's own 0..k-1 and the values
+            # plain floats that with_weights has validated.
+            getattr(blk, name).store_values(dict(enumerate(np.asarray(vals, dtype=float).tolist())), check=False)
+            self._nonzero_params.add(name)
         want = set(np.concatenate([self.slot.group_cols[j] for j in fixed_groups]).tolist()) if fixed_groups.size else set()
         have = self._fixed_cols
         for j in have - want:
@@ -374,8 +383,10 @@ def compile_model(model, *, fast: bool = True, cone_form: str = "substitute") ->
         raise ValueError(f"cone_form must be 'substitute' or 'auxiliary', got {cone_form!r}")
     ann = annotations(model)
     bld = _Builder()
-    records = {id(r.component): r for r in ann.cones} if fast else {}
-    definitions = {id(d): r for r in ann.cones for d in r.definitions} if fast and cone_form == "substitute" else {}
+    # a cone record is used only while its constraint and definitions are as recorded
+    records = {id(r.component): r for r in ann.cones if r.intact(ann)} if fast else {}
+    definitions = ({id(d): r for r in records.values() for d in r.definitions}
+                   if fast and cone_form == "substitute" else {})
     general_cones: list[LinearMap] = []
     deferred: list = []  # cone records processed after all rows (to know which aux vars are used)
     for comp in model.component_objects(pyo.Constraint, active=True, descend_into=True):
@@ -386,7 +397,7 @@ def compile_model(model, *, fast: bool = True, cone_form: str = "substitute") ->
         if key in definitions:
             continue
         block = ann.linear.get(key) if fast else None
-        if block is not None and len(comp) == block.lmap.n_rows and all(c.active for c in comp.values()):
+        if block is not None and block.intact():
             bld.add_map_rows(block.lmap, block.lower, block.upper, "recorded")
             continue
         for cdata in comp.values():
@@ -425,10 +436,20 @@ def compile_model(model, *, fast: bool = True, cone_form: str = "substitute") ->
         if slot_rec.magnitude is not None:
             S_cols = bld.cols(slot_rec.magnitude.vars)
 
-    # recorded cones: substitute unless an auxiliary is used elsewhere
+    # recorded cones: substitute unless an auxiliary is used elsewhere — in a row, the objective,
+    # the slot, or another cone. A cone refers to the variables of its lhs and rhs maps in either
+    # form (substituted: in its rows; kept: in its definitions), never to its own auxiliaries.
     cone_maps: list[LinearMap] = []
+    elsewhere: set = set()
+    if cone_form == "substitute" and any(rec.aux for rec in deferred):
+        elsewhere.update(bld.col_index)
+        for rec in deferred:
+            elsewhere.update(map(id, rec.lhs.vars))
+            elsewhere.update(map(id, rec.rhs.vars))
+        for cm in general_cones:
+            elsewhere.update(map(id, cm.vars))
     for rec in deferred:
-        used = any(id(v) in bld.col_index for v in rec.aux) if cone_form == "substitute" else True
+        used = any(id(v) in elsewhere for v in rec.aux) if cone_form == "substitute" else True
         if cone_form == "substitute" and not used:
             # identity, not ==: comparing Pyomo variables with == builds expressions
             if len(rec.rhs.vars) == len(rec.lhs.vars) and all(a is b for a, b in zip(rec.rhs.vars, rec.lhs.vars)):
@@ -490,6 +511,11 @@ def compile_model(model, *, fast: bool = True, cone_form: str = "substitute") ->
     h = np.concatenate(g_rhs) if g_rhs else np.zeros(0)
     A.resize((A.shape[0], n))
     G.resize((G.shape[0], n))
+    # a variable listed twice in one row (a Pyomo LinearExpression or a LinearMap may repeat one)
+    # leaves two entries in one (row, column): HiGHS and ECOS reject that; sum them. A no-op check
+    # for rows already in canonical form.
+    A.sum_duplicates()
+    G.sum_duplicates()
 
     c = np.zeros(n)
     if c_terms:

@@ -24,8 +24,8 @@ from ..errors import UnsupportedProblemError
 from .base import Certificate, SolveOptions, certify
 from .compile import ProblemData
 
-__all__ = ["RowsLayout", "expand_bounds", "Prepared", "prepare", "psd_factor", "polish_separable", "certify_optimal",
-           "module_version"]
+__all__ = ["RowsLayout", "expand_bounds", "Prepared", "prepare", "psd_factor", "check_psd", "polish_separable",
+           "certify_optimal", "module_version"]
 
 
 @attrs.frozen(eq=False)
@@ -102,6 +102,63 @@ def prepare(data: ProblemData, *, scale: bool = True) -> Prepared:
     return Prepared(layout=expand_bounds(data), scale=factors)
 
 
+PSD_RTOL = 1e-9
+"""Relative tolerance of the convexity checks: an eigenvalue below ``-PSD_RTOL * max|P_ij|``
+makes a Hessian nonconvex (:func:`psd_factor`, :func:`check_psd`)."""
+
+
+def _not_convex(lam_min: float, bound: bool = False) -> UnsupportedProblemError:
+    what = f"an eigenvalue <= {lam_min:.3g}" if bound else f"eigenvalue {lam_min:.3g}"
+    return UnsupportedProblemError(
+        f"the quadratic objective is not convex (P has {what}); fsframe solves convex problems only")
+
+
+def check_psd(P: sp.spmatrix, *, diagonal_only: bool = False) -> None:
+    """Raise :class:`UnsupportedProblemError` unless the symmetric ``P`` is positive semidefinite
+    (to :data:`PSD_RTOL`), naming its most negative eigenvalue.
+
+    A diagonal ``P`` (every EM subproblem) is checked by sign. Otherwise ``P`` is split into the
+    connected components of its sparsity graph, as in :func:`psd_factor`, and each block is
+    Cholesky-factored after a shift of ``PSD_RTOL * max|P_ij|`` (components of equal size in one
+    batched call); eigenvalues are computed only when a factorisation fails, for the message.
+    ``diagonal_only`` checks the diagonal's signs only (a necessary condition, ``O(nnz)``: for
+    re-solves, where a full check per iteration would cost too much).
+    """
+    P = sp.csr_matrix(P, dtype=float)
+    scale = float(np.max(np.abs(P.data), initial=0.0))
+    if scale == 0.0:
+        return
+    tol = PSD_RTOL * scale
+    d = P.diagonal()
+    diagonal = P.nnz == np.count_nonzero(d)
+    if diagonal or diagonal_only:
+        if d.min() < -tol:
+            raise _not_convex(float(d.min()), bound=not diagonal)
+        return
+    P = ((P + P.T) * 0.5).tocsr()
+    P.eliminate_zeros()
+    active = np.flatnonzero(np.diff(P.indptr) > 0)
+    sub = P[active][:, active].tocoo()
+    n_comp, label = connected_components(sub, directed=False)
+    sizes = np.bincount(label, minlength=n_comp)
+    order = np.argsort(label, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    pos = np.empty(active.size, dtype=np.int64)
+    pos[order] = np.arange(active.size) - bounds[label[order]]
+    for s in np.unique(sizes).tolist():
+        comps = np.flatnonzero(sizes == s)
+        slot = np.full(n_comp, -1)
+        slot[comps] = np.arange(comps.size)
+        mine = slot[label[sub.row]] >= 0
+        blocks = np.zeros((comps.size, s, s))
+        blocks[slot[label[sub.row[mine]]], pos[sub.row[mine]], pos[sub.col[mine]]] = sub.data[mine]
+        blocks[:, np.arange(s), np.arange(s)] += tol
+        try:
+            np.linalg.cholesky(blocks)
+        except np.linalg.LinAlgError:
+            raise _not_convex(float(np.linalg.eigvalsh(blocks).min()) - tol) from None
+
+
 def psd_factor(P: sp.spmatrix, *, rtol: float = 1e-12) -> sp.csr_matrix:
     """A factor ``F`` (``k x n``, sparse) with ``F'F = P`` for a symmetric PSD ``P``.
 
@@ -114,7 +171,7 @@ def psd_factor(P: sp.spmatrix, *, rtol: float = 1e-12) -> sp.csr_matrix:
     Raises
     ------
     UnsupportedProblemError
-        if ``P`` has an eigenvalue below ``-1e-9 * max|lam|``: the objective is not convex.
+        if ``P`` has an eigenvalue below ``-PSD_RTOL * max|P_ij|``: the objective is not convex.
     """
     P = sp.csr_matrix(P, dtype=float)
     n = P.shape[0]
@@ -142,10 +199,8 @@ def psd_factor(P: sp.spmatrix, *, rtol: float = 1e-12) -> sp.csr_matrix:
         mine = slot[label[sub.row]] >= 0
         blocks[slot[label[sub.row[mine]]], pos[sub.row[mine]], pos[sub.col[mine]]] = sub.data[mine]
         lam, V = np.linalg.eigh(blocks)  # block = V diag(lam) V'
-        if np.any(lam < -1e-9 * scale):
-            raise UnsupportedProblemError(
-                f"the quadratic objective is not convex (P has eigenvalue {float(lam.min()):.3g}); "
-                "fsframe solves convex problems only")
+        if np.any(lam < -PSD_RTOL * scale):
+            raise _not_convex(float(lam.min()))
         bb, ee = np.nonzero(lam > rtol * scale)
         r = bb.size
         # row of F: sqrt(lam_e) * V[:, e]' on the block's columns

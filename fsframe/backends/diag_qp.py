@@ -31,7 +31,15 @@ update, 002 §3.2.2). MEASUREMENTS.md: 0.016 s at n=10000, m=200, where HiGHS's 
 Recovery: ``x_Q = -(c_Q + K_Q' lam) / d``; ``x_j = lb_j + z^d_j``, ``ub_j - z^d_j`` or
 ``-y^d_j`` for the other columns from the dual's own multipliers; fixed columns keep their
 value. The recovered point is checked against the *primal* by the weak-duality certificate
-(:func:`fsframe.backends.base.certify`) with ``lam`` as the primal multipliers.
+(:func:`fsframe.backends.base.certify`) with ``lam`` as the primal multipliers; its primal
+violation is checked even with ``certify=False``.
+
+Re-solves: whether a form applies (:func:`dual_applies`, :func:`scaled_applies`) is checked on
+every solve, since a new ``ProblemData`` may bring bounds or Hessian entries the form cannot take;
+such a solve goes to the next form that applies (the primal as given last). The dual's right-hand
+sides ``-c[R_free]`` and ``(c[R_lb], -c[R_ub])`` follow the costs of the linear columns. When HiGHS
+fails on a form (error, iteration limit, a point far from optimal) the next form is tried, and
+the failed one is skipped for the rest of the session (see :class:`_StableFormSession`).
 """
 
 from __future__ import annotations
@@ -44,32 +52,50 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._types import Status
-from .base import BackendSession, SolveOptions, SolveResult, certify
+from .base import BackendSession, SolveOptions, SolveResult, certify, judge_certificate
 from .compile import ProblemData
+from .conic import check_psd
 
-__all__ = ["dual_applies", "DualQPSession", "ScaledQPSession"]
+__all__ = ["dual_applies", "scaled_applies", "DualQPSession", "ScaledQPSession"]
 
 
 def _diag_split(data: ProblemData):
+    """``P`` (CSC), the fixed columns, ``P``'s diagonal and the (row, column) pairs of its non-zero
+    off-diagonal entries. Runs on every solve of a session: numpy on the CSC arrays, O(nnz)."""
     P = data.P.tocsc() if data.P is not None else sp.csc_matrix((data.n, data.n))
     fixed = data.lb == data.ub
     d = P.diagonal()
-    off = (P - sp.diags(d)).tocoo()
+    cols = np.repeat(np.arange(P.shape[1]), np.diff(P.indptr))
+    mask = (P.indices != cols) & (P.data != 0)
+    off = (P.indices[mask], cols[mask])
     return P, fixed, d, off
 
 
-def dual_applies(data: ProblemData) -> str | None:
-    """``None`` if :class:`DualQPSession` can solve ``data``, else the reason it cannot."""
+def scaled_applies(data: ProblemData) -> str | None:
+    """``None`` if :class:`ScaledQPSession` can solve ``data`` (a Hessian diagonal on the columns
+    that are not fixed, with no negative entry), else the reason it cannot."""
+    return _scaled_applies(data, *_diag_split(data))
+
+
+def _scaled_applies(data, P, fixed, d, off) -> str | None:
     if data.cones:
         return "the problem has cones"
-    _, fixed, d, off = _diag_split(data)
-    if off.nnz:
-        mask = off.data != 0
-        if np.any(~fixed[off.row[mask]] & ~fixed[off.col[mask]]):
-            return "the Hessian is not diagonal"
-    Q = (d > 0) & ~fixed
+    if off[0].size and np.any(~fixed[off[0]] & ~fixed[off[1]]):
+        return "the Hessian is not diagonal"
     if np.any(d < 0):
         return "the Hessian has a negative diagonal entry"
+    return None
+
+
+def dual_applies(data: ProblemData) -> str | None:
+    """``None`` if :class:`DualQPSession` can solve ``data``, else the reason it cannot.
+    Checked on every solve of a session: a re-solve may bring bounds or Hessian entries the
+    dual cannot take (the session then solves the primal)."""
+    P, fixed, d, off = _diag_split(data)
+    why = _scaled_applies(data, P, fixed, d, off)
+    if why is not None:
+        return why
+    Q = (d > 0) & ~fixed
     if np.any(np.isfinite(data.lb[Q]) | np.isfinite(data.ub[Q])):
         return "a quadratic column has a bound"
     R = ~Q & ~fixed
@@ -141,19 +167,121 @@ class _Rows:
         return self
 
 
-class DualQPSession(BackendSession):
-    """Solve the dual with an inner HiGHS session; invert to the primal."""
+_FAILED = frozenset({Status.ITERATION_LIMIT, Status.NUMERICAL_ERROR, Status.ERROR, Status.UNKNOWN})
+"""Statuses of one form that are HiGHS failing on that form, not facts about the problem: the
+session then tries the next form (dual, scaled primal, primal as given)."""
+
+
+class _StableFormSession(BackendSession):
+    """What both stable forms share: the scaled primal, and the primal as given (a kept HiGHS
+    session, so that a run of them is warm).
+
+    A form on which HiGHS fails (a status in :data:`_FAILED`) is skipped for the rest of the
+    session: EM weights only spread further apart, and a failure costs up to HiGHS's iteration
+    limit (measured on WDBC, hinge + exp + EM, weights 1e-10..1e6: the dual and the scaled primal
+    each hit the limit after 4-11 s from EM iteration 4 on; the primal as given solved every
+    subproblem in 0.01-1.4 s and matched Clarabel).
+    """
 
     def __init__(self, backend, data: ProblemData, options: SolveOptions):
         super().__init__(backend, data, options)
         self.inner = None
+        self.primal = None
+        self.scaled_failed = False
+        self._primal_checked = False
+        self.inner_opts = attrs.evolve(options, certify=False, backend_options={
+            k: v for k, v in options.backend_options.items() if k != "qp_form"})
+
+    def _solve_primal(self, data: ProblemData, why: str) -> SolveResult:
+        """Solve ``data`` as given with HiGHS; the message says why."""
+        from .highs import HighsSession
+
+        if scaled_applies(data) is not None:
+            # not convex by construction (a Hessian that is not diagonal on the free columns):
+            # checked fully the first time, by the signs of its diagonal after that
+            check_psd(data.P, diagonal_only=self._primal_checked)
+            self._primal_checked = True
+        if self.primal is None:
+            self.primal = HighsSession(self.backend, data, self.options, check_convex=False)
+        res = self.primal.solve(data)
+        self.data = data
+        return attrs.evolve(res, message=f"{why}; solved the primal QP: {res.message}")
+
+    def _scaled_or_primal(self, data: ProblemData, why: str = "") -> SolveResult:
+        """The scaled primal (:meth:`_solve_scaled`), or the primal as given if HiGHS fails on the
+        scaled one (now or earlier in this session). ``why``: what led here, for the message."""
+        if self.scaled_failed:
+            return self._solve_primal(data, "; ".join(filter(None, [why, "the scaled primal failed earlier"])))
+        res = self._solve_scaled(data)
+        if res.status in _FAILED:
+            self.scaled_failed = True
+            return self._solve_primal(data, "; ".join(filter(None, [
+                why, f"scaled QP failed ({res.status.value}: {res.message})"])))
+        return attrs.evolve(res, message=f"{why}; solved the scaled primal: {res.message}") if why else res
+
+    def _solve_scaled(self, data: ProblemData) -> SolveResult:
+        """Solve ``data`` in the variables ``v_j = sqrt(d_j) x_j`` (``scaled_applies(data)`` holds)."""
+        from .highs import HighsSession
+
+        t0 = time.perf_counter()
+        P, fixed, d, _ = _diag_split(data)
+        scale = np.ones(data.n)
+        Q = (d > 0) & ~fixed
+        scale[Q] = 1.0 / np.sqrt(d[Q])
+        S = sp.diags(scale)
+        Pd = np.zeros(data.n)
+        Pd[Q] = 1.0
+        if fixed.any():  # fixed columns keep their bounds and any Hessian entries, unscaled
+            Pf = P.copy().tolil()
+            Pf.setdiag(np.where(Q, 0.0, d))
+            Pnew = (sp.diags(Pd) + S @ Pf.tocsc() @ S).tocsc()
+        else:
+            Pnew = sp.diags(Pd).tocsc()
+        scaled = attrs.evolve(
+            data, c=data.c * scale, P=Pnew, A=(data.A @ S).tocsr(), G=(data.G @ S).tocsr(),
+            lb=data.lb / scale, ub=data.ub / scale)
+        # the Hessian changes every EM iteration and HiGHS gains nothing from a warm start then
+        # (MEASUREMENTS.md): a fresh instance per solve
+        inner = HighsSession(self.backend, scaled, self.inner_opts, check_convex=False)
+        try:
+            res = inner.solve(scaled)
+        finally:
+            inner.close()
+        elapsed = time.perf_counter() - t0
+        self.data = data
+        if res.x is None:
+            return attrs.evolve(res, solve_time=elapsed, message=f"scaled QP: {res.message}")
+        x = res.x * scale
+        obj = data.objective(x)
+        status, message, cert = res.status, f"scaled QP: {res.message}", None
+        duals = res.duals
+        if self.options.certify and status is Status.OPTIMAL and duals is not None:
+            cert = certify(data, x, duals["y"], duals["z"], obj)
+            status, extra = judge_certificate(cert, self.options.cert_tol)
+            message += extra
+        return SolveResult(status=status, x=x, objective=obj, backend="highs", solve_time=elapsed,
+                           iterations=res.iterations, backend_version=res.backend_version, message=message,
+                           duals=duals, certificate=cert, raw={"scaled": res})
+
+    def close(self) -> None:
+        for s in (self.inner, self.primal):
+            if s is not None:
+                s.close()
+
+
+class DualQPSession(_StableFormSession):
+    """Solve the dual with an inner HiGHS session; invert to the primal."""
+
+    def __init__(self, backend, data: ProblemData, options: SolveOptions):
+        super().__init__(backend, data, options)
         self.red: _Reduction | None = None
         self.rows: _Rows | None = None
+        self.dual_failed = False
 
     def _reduce(self, data: ProblemData) -> _Reduction:
         P = data.P.tocsc() if data.P is not None else sp.csc_matrix((data.n, data.n))
         fixed = data.lb == data.ub
-        d = P.diagonal()  # dual_applies (at open) checked that the Hessian is diagonal
+        d = P.diagonal()  # dual_applies (every solve) checked that the Hessian is diagonal
         Q = np.flatnonzero((d > 0) & ~fixed)
         rest = (d <= 0) & ~fixed
         R_lb = np.flatnonzero(rest & np.isfinite(data.lb))
@@ -211,35 +339,48 @@ class DualQPSession(BackendSession):
         from .highs import HighsSession
 
         data = self.data if data is None else data
+        why = dual_applies(data)
+        if why is not None:  # data of a re-solve the dual cannot take
+            why = f"the dual form does not apply ({why})"
+            return self._scaled_or_primal(data, why) if scaled_applies(data) is None else self._solve_primal(data, why)
+        if self.dual_failed:
+            return self._scaled_or_primal(data, "dual QP failed earlier")
         t0 = time.perf_counter()
         with _one_blas_thread():
             red = self._reduce(data)
-        same = (self.red is not None and np.array_equal(red.R_lb, self.red.R_lb)
-                and np.array_equal(red.R_ub, self.red.R_ub) and np.array_equal(red.R_free, self.red.R_free))
-        if same:  # keep the inner constraint structure: only the objective changed
-            red = attrs.evolve(red, dual=attrs.evolve(self.red.dual, c=red.dual.c, P=red.dual.P, offset=red.dual.offset))
-        inner_opts = attrs.evolve(self.options, certify=False,
-                                  backend_options={k: v for k, v in self.options.backend_options.items() if k != "qp_form"})
+        # the same rows and sets of linear columns give the very same constraint matrices (cached
+        # by _Rows): keep the inner structure and push the objective and, when the costs of the
+        # linear columns changed, the right-hand sides b = -c[R_free], h = (c[R_lb], -c[R_ub])
+        old = self.red.dual if self.red is not None else None
+        same = old is not None and red.dual.A is old.A and red.dual.G is old.G
+        if same:
+            b = old.b if np.array_equal(red.dual.b, old.b) else red.dual.b
+            h = old.h if np.array_equal(red.dual.h, old.h) else red.dual.h
+            dual = attrs.evolve(old, c=red.dual.c, P=red.dual.P, offset=red.dual.offset, b=b, h=h)
+            red = attrs.evolve(red, dual=dual)
         if self.inner is None or not same:
-            self.inner = HighsSession(self.backend, red.dual, inner_opts)
+            if self.inner is not None:
+                self.inner.close()
+            self.inner = HighsSession(self.backend, red.dual, self.inner_opts, check_convex=False)
         self.red = red
         res = self.inner.solve(red.dual)
         elapsed = time.perf_counter() - t0
         self.data = data
-        if res.x is None or res.duals is None:
-            status = res.status
-            if status is Status.INFEASIBLE:  # dual infeasible <=> primal unbounded (or infeasible)
-                status = Status.INFEASIBLE_OR_UNBOUNDED
-            elif status is Status.UNBOUNDED:  # dual unbounded <=> primal infeasible
-                status = Status.INFEASIBLE
-            else:
-                # a solver failure, not a property of the problem: HiGHS's active-set QP can stop
-                # with "Solve error" on a rank-deficient dual (seen on Colon, EM iteration 4);
-                # the scaled primal is the same problem in other coordinates
-                self.inner = None  # do not warm-start from a failed state
-                return self._fallback(data, f"dual QP failed ({res.status.value}: {res.message})")
+        if res.status in (Status.INFEASIBLE, Status.UNBOUNDED):
+            # dual infeasible <=> primal unbounded (or infeasible); dual unbounded <=> primal infeasible
+            status = Status.INFEASIBLE_OR_UNBOUNDED if res.status is Status.INFEASIBLE else Status.INFEASIBLE
             return attrs.evolve(res, status=status, x=None, objective=None, solve_time=elapsed,
                                 message=f"dual QP: {res.message}")
+        if res.status is not Status.TIME_LIMIT and (res.status is not Status.OPTIMAL or res.x is None
+                                                     or res.duals is None):
+            # a solver failure, not a property of the problem: HiGHS's active-set QP can stop
+            # with "Solve error" on a rank-deficient dual (seen on Colon, EM iteration 4) or at its
+            # iteration limit (WDBC, hinge + exp + EM, weights 1e-9..5e5, iteration 4); the scaled
+            # primal is the same problem in other coordinates
+            self._drop_inner()  # do not warm-start from a failed state
+            return self._fallback(data, f"dual QP failed ({res.status.value}: {res.message})")
+        if res.x is None or res.duals is None:  # the time limit, without a point
+            return attrs.evolve(res, x=None, objective=None, solve_time=elapsed, message=f"dual QP: {res.message}")
         lam = res.x
         x = np.zeros(data.n)
         x[red.fixed] = data.lb[red.fixed]
@@ -259,33 +400,39 @@ class DualQPSession(BackendSession):
         obj = data.objective(x)
         y, z = lam[: red.p], lam[red.p :]
         status, message, cert = res.status, f"dual QP: {res.message}", None
-        if self.options.certify and status is Status.OPTIMAL:
-            cert = certify(data, x, y, z, obj)
-            if cert.primal_residual > 10 * self.options.cert_tol:
-                # HiGHS's QP solver can stop at a huge finite point of an unbounded dual (the
-                # primal is infeasible) and call it optimal; the recovered x then violates the
-                # primal. The scaled primal form reports the status correctly.
-                return self._fallback(data, f"dual QP point infeasible (residual {cert.primal_residual:.2e})")
-            if not cert.ok(self.options.cert_tol):
-                status = Status.OPTIMAL_INACCURATE
-                message += (f"; fsframe certificate failed (primal residual {cert.primal_residual:.2e}, "
-                                    f"dual residual {cert.dual_residual:.2e}, gap {cert.gap:.2e})")
+        if status is Status.OPTIMAL:
+            # checked with or without the certificate: HiGHS's QP solver can stop at a huge finite
+            # point of an unbounded dual (the primal is infeasible) and call it optimal; the
+            # recovered x then violates the primal. The scaled primal form reports the status.
+            if self.options.certify:
+                cert = certify(data, x, y, z, obj)
+                viol = cert.primal_residual
+            else:
+                viol = data.max_violation(x)
+            if viol > 10 * self.options.cert_tol:
+                self._drop_inner()
+                return self._fallback(data, f"dual QP point infeasible (residual {viol:.2e})")
+        if cert is not None:
+            status, extra = judge_certificate(cert, self.options.cert_tol)
+            message += extra
+            if status is Status.UNKNOWN:  # far from an optimum: a failure of the dual's solve
+                self._drop_inner()
+                return self._fallback(data, f"dual QP point not optimal{extra}")
         return SolveResult(status=status, x=x, objective=obj, backend="highs", solve_time=elapsed,
                            iterations=res.iterations, backend_version=res.backend_version, message=message,
                            duals={"y": y, "z": z}, certificate=cert, raw={"dual": res})
 
-    def _fallback(self, data: ProblemData, why: str) -> SolveResult:
-        """Solve ``data`` in the scaled primal form instead; the message says why."""
-        fallback = ScaledQPSession(self.backend, data, self.options)
-        try:
-            alt = fallback.solve(data)
-        finally:
-            fallback.close()
-        return attrs.evolve(alt, message=f"{why}; solved the scaled primal: {alt.message}")
-
-    def close(self) -> None:
+    def _drop_inner(self) -> None:
         if self.inner is not None:
             self.inner.close()
+        self.inner = None
+        self.red = None
+
+    def _fallback(self, data: ProblemData, why: str) -> SolveResult:
+        """HiGHS failed on the dual: solve ``data`` in the scaled primal form instead (or the
+        primal as given), now and for the rest of the session; the message says why."""
+        self.dual_failed = True
+        return self._scaled_or_primal(data, why)
 
 
 MAX_DENSE_DUAL = 5000
@@ -302,59 +449,15 @@ def prefer_dual(data: ProblemData) -> bool:
     return rows <= MAX_DENSE_DUAL or rows < n_q
 
 
-class ScaledQPSession(BackendSession):
+class ScaledQPSession(_StableFormSession):
     """Solve the primal in the variables ``v_j = sqrt(d_j) x_j`` (``j`` quadratic), with an
-    inner HiGHS session; unscale the solution and the reduced costs."""
-
-    def __init__(self, backend, data: ProblemData, options: SolveOptions):
-        super().__init__(backend, data, options)
-        self.inner = None
+    inner HiGHS session; unscale the solution. Bounds on quadratic columns are scaled with them
+    (``lb_j sqrt(d_j) <= v_j <= ub_j sqrt(d_j)``). Data the scaled form cannot take, and HiGHS
+    failing on it, send the solve to the primal as given."""
 
     def solve(self, data: ProblemData | None = None) -> SolveResult:
-        from .highs import HighsSession
-
         data = self.data if data is None else data
-        t0 = time.perf_counter()
-        P, fixed, d, _ = _diag_split(data)
-        scale = np.ones(data.n)
-        Q = (d > 0) & ~fixed
-        scale[Q] = 1.0 / np.sqrt(d[Q])
-        S = sp.diags(scale)
-        Pd = np.zeros(data.n)
-        Pd[Q] = 1.0
-        if fixed.any():  # fixed columns keep their bounds and any Hessian entries, unscaled
-            Pf = P.copy().tolil()
-            Pf.setdiag(np.where(Q, 0.0, d))
-            Pnew = (sp.diags(Pd) + S @ Pf.tocsc() @ S).tocsc()
-        else:
-            Pnew = sp.diags(Pd).tocsc()
-        scaled = attrs.evolve(
-            data, c=data.c * scale, P=Pnew, A=(data.A @ S).tocsr(), G=(data.G @ S).tocsr(),
-            lb=np.where(Q, -np.inf, data.lb), ub=np.where(Q, np.inf, data.ub))
-        inner_opts = attrs.evolve(self.options, certify=False,
-                                  backend_options={k: v for k, v in self.options.backend_options.items() if k != "qp_form"})
-        if self.inner is not None:
-            self.inner.close()
-        self.inner = HighsSession(self.backend, scaled, inner_opts)
-        res = self.inner.solve(scaled)
-        elapsed = time.perf_counter() - t0
-        self.data = data
-        if res.x is None:
-            return attrs.evolve(res, solve_time=elapsed, message=f"scaled QP: {res.message}")
-        x = res.x * scale
-        obj = data.objective(x)
-        status, message, cert = res.status, f"scaled QP: {res.message}", None
-        duals = res.duals
-        if self.options.certify and status is Status.OPTIMAL and duals is not None:
-            cert = certify(data, x, duals["y"], duals["z"], obj)
-            if not cert.ok(self.options.cert_tol):
-                status = Status.OPTIMAL_INACCURATE
-                message += (f"; fsframe certificate failed (primal residual {cert.primal_residual:.2e}, "
-                            f"dual residual {cert.dual_residual:.2e}, gap {cert.gap:.2e})")
-        return SolveResult(status=status, x=x, objective=obj, backend="highs", solve_time=elapsed,
-                           iterations=res.iterations, backend_version=res.backend_version, message=message,
-                           duals=duals, certificate=cert, raw={"scaled": res})
-
-    def close(self) -> None:
-        if self.inner is not None:
-            self.inner.close()
+        why = scaled_applies(data)
+        if why is not None:
+            return self._solve_primal(data, f"the scaled form does not apply ({why})")
+        return self._scaled_or_primal(data)

@@ -182,12 +182,14 @@ def _stack(rows: ProblemData, F) -> tuple:
         h = np.concatenate([h, np.tile([0.5, 0.0, -0.5], k)])
         A = sp.hstack([A, sp.csr_matrix((A.shape[0], k))])
         q.extend([3] * k)
+    # ECOS needs canonical CSC: sorted indices and no duplicate entries (a hand-made ProblemData
+    # may repeat a (row, column); ECOS then fails in its setup with a RuntimeError)
     Gc = sp.csc_matrix(G, dtype=float)
-    Gc.sort_indices()
+    Gc.sum_duplicates()
     Ac = None
     if A.shape[0]:
         Ac = sp.csc_matrix(A, dtype=float)
-        Ac.sort_indices()
+        Ac.sum_duplicates()
     dims = {"l": int(rows.l), "q": [int(v) for v in q], "e": 0}
     return Gc, np.ascontiguousarray(h, dtype=float), dims, Ac, np.ascontiguousarray(b, dtype=float)
 
@@ -256,7 +258,7 @@ class EcosSession(BackendSession):
         c = form.c(data)
         try:
             raw = ecos.solve(c, G, h, dims, A, b, **kwargs) if A is not None else ecos.solve(c, G, h, dims, **kwargs)
-        except (ValueError, TypeError) as exc:  # ECOS's own input checks
+        except (ValueError, TypeError, RuntimeError) as exc:  # ECOS's input checks; its setup failing
             return SolveResult(status=Status.ERROR, x=None, objective=None, backend="ecos",
                                solve_time=time.perf_counter() - t0, backend_version=self._version,
                                message=f"ECOS rejected the problem: {exc}")

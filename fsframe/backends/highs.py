@@ -12,7 +12,9 @@ subproblem) are solved in a numerically stable form (:mod:`fsframe.backends.diag
 Lagrangian dual (one variable per constraint row; HiGHS's primal QP fails at n=10000 with
 "nullspace limit" and crawls as EM weights diverge), or, when the dual's dense Hessian would be
 too large, the primal rescaled to an identity Hessian. Option ``qp_form``: ``"auto"`` (default), ``"dual"``, ``"scaled"`` or ``"primal"``
-(HiGHS on the problem as given).
+(HiGHS on the problem as given). HiGHS's QP solver assumes a convex objective without checking
+it, so fsframe checks (:func:`~fsframe.backends.conic.check_psd`) and refuses a nonconvex one with
+:class:`~fsframe.errors.UnsupportedProblemError`, as ECOS does.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ import scipy.sparse as sp
 
 from .._types import ProblemClass, Status
 from ..errors import InvalidOptionError, UnsupportedProblemError
-from .base import Backend, BackendSession, SolveOptions, SolveResult, certify
+from .base import Backend, BackendSession, SolveOptions, SolveResult, certify, judge_certificate
 from .compile import ProblemData
+from .conic import check_psd
 
 __all__ = ["HighsBackend"]
 
@@ -130,9 +133,9 @@ class HighsBackend(Backend):
             raise InvalidOptionError(
                 f"highs: qp_form must be 'auto', 'dual', 'scaled' or 'primal', got {qp_form!r}")
         if data.has_quadratic_objective and qp_form != "primal":
-            from .diag_qp import DualQPSession, ScaledQPSession, dual_applies, prefer_dual
+            from .diag_qp import DualQPSession, ScaledQPSession, dual_applies, prefer_dual, scaled_applies
 
-            why = dual_applies(data)
+            why = scaled_applies(data) if qp_form == "scaled" else dual_applies(data)
             if why is not None and qp_form != "auto":
                 raise UnsupportedProblemError(f"highs: qp_form={qp_form!r} impossible: {why}")
             if why is None:
@@ -161,10 +164,21 @@ def _objective_scale(data: ProblemData) -> float:
 
 class HighsSession(BackendSession):
     """One HiGHS instance; QP objectives are passed scaled by :func:`_objective_scale` and the
-    objective and duals unscaled on the way back."""
+    objective and duals unscaled on the way back.
 
-    def __init__(self, backend: HighsBackend, data: ProblemData, options: SolveOptions):
+    HiGHS's QP solver does not check convexity (on an indefinite Hessian it stops at a stationary
+    point and calls it optimal), so a session refuses a nonconvex Hessian itself
+    (:func:`~fsframe.backends.conic.check_psd`, as ECOS does): fully when it opens, by the signs
+    of the diagonal when a re-solve brings another Hessian. ``check_convex=False`` is for the
+    inner sessions of :mod:`~fsframe.backends.diag_qp`, whose Hessians are PSD by construction.
+    """
+
+    def __init__(self, backend: HighsBackend, data: ProblemData, options: SolveOptions, *,
+                 check_convex: bool = True):
         super().__init__(backend, data, options)
+        self.check_convex = check_convex
+        if check_convex and data.has_quadratic_objective:
+            check_psd(data.P)
         self.h = _new_highs(options.verbose)
         self.scale = _objective_scale(data)
         self._apply_options()
@@ -194,6 +208,9 @@ class HighsSession(BackendSession):
         p = data.A.shape[0]
         G = data.G if data.l == data.G.shape[0] else data.G[: data.l]
         M = sp.vstack([data.A, G], format="csc") if (p and data.l) else (data.A if p else G).tocsc()
+        if not M.has_canonical_format:  # HiGHS rejects a repeated (row, column) entry: sum them
+            M = M.copy() if M is data.A or M is G else M
+            M.sum_duplicates()
         lower = np.concatenate([data.b, np.full(data.l, -np.inf)])
         upper = np.concatenate([data.b, data.h[: data.l]])
         self.scale = _objective_scale(data)
@@ -232,10 +249,17 @@ class HighsSession(BackendSession):
         old = self.data
         if data is old:
             return
-        if (data.A is not old.A or data.G is not old.G or data.b is not old.b or data.h is not old.h
-                or data.l != old.l or data.n != old.n):
+        if self.check_convex and data.P is not old.P and data.has_quadratic_objective:
+            check_psd(data.P, diagonal_only=True)
+        if data.A is not old.A or data.G is not old.G or data.l != old.l or data.n != old.n:
             self._pass_model(data)
             return
+        if data.b is not old.b or data.h is not old.h:  # same rows, other right-hand sides
+            p, l = data.A.shape[0], data.l  # noqa: E741
+            if p + l:
+                lower = np.concatenate([data.b, np.full(l, -np.inf)]).astype(np.float64)
+                upper = np.concatenate([data.b, data.h[:l]]).astype(np.float64)
+                self.h.changeRowsBounds(p + l, np.arange(p + l, dtype=np.int32), lower, upper)
         n = data.n
         idx = np.arange(n, dtype=np.int32)
         old_scale = self.scale
@@ -291,10 +315,8 @@ class HighsSession(BackendSession):
             if status is Status.OPTIMAL and self.options.certify:
                 if duals is not None:
                     cert = certify(data, x, duals["y"], np.concatenate([duals["z"], np.zeros(data.G.shape[0] - data.l)]), obj)
-                    if not cert.ok(self.options.cert_tol):
-                        status = Status.OPTIMAL_INACCURATE
-                        message += (f"; fsframe certificate failed (primal residual {cert.primal_residual:.2e}, "
-                                    f"dual residual {cert.dual_residual:.2e}, gap {cert.gap:.2e})")
+                    status, extra = judge_certificate(cert, self.options.cert_tol)
+                    message += extra
         return SolveResult(status=status, x=x, objective=obj, backend="highs", solve_time=elapsed,
                            iterations=iters, backend_version=self.backend.version(), message=message,
                            duals=duals, certificate=cert, raw={"model_status": model_status, "info": info})

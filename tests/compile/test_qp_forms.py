@@ -36,8 +36,13 @@ def test_dual_failure_falls_back_to_scaled_primal(monkeypatch):
     assert "dual QP failed (numerical_error: Solve error); solved the scaled primal" in res.message
 
 
-def test_infeasible_dual_is_not_retried():
+def test_infeasible_dual_is_not_retried(monkeypatch):
     """INFEASIBLE/UNBOUNDED of the dual are facts about the primal, reported as such."""
+
+    def no_retry(self, data, why):
+        raise AssertionError(f"the dual's status was retried in the scaled primal: {why}")
+
+    monkeypatch.setattr(DualQPSession, "_fallback", no_retry)
     p = StandardProblems.em_qp()
     # an infeasible primal: add the row 0 >= 1 (G row of zeros with h = -1)
     import scipy.sparse as sp
@@ -48,6 +53,7 @@ def test_infeasible_dual_is_not_retried():
     res = HighsBackend().solve(bad, SolveOptions(backend_options={"qp_form": "dual"}))
     assert res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
     assert res.x is None
+    assert res.message.startswith("dual QP:") and "scaled primal" not in res.message
 
 
 @pytest.mark.parametrize("scale_p,expected", [(1e-4, 1e4), (0.5, 2.0), (1.0, 1.0), (200.0, 1.0)])
