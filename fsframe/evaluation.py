@@ -454,10 +454,11 @@ def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, 
     if fit_options.pop("keep_model", False):
         raise InvalidOptionError("keep_model=True is not supported in cross-validation (models are not returned)")
     res = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **spec)
-    make_options(time_limit=fit_options.get("time_limit"), verbose=fit_options.get("verbose", False),
-                 backend_options=fit_options.get("backend_options"))
+    options = make_options(time_limit=fit_options.get("time_limit"), verbose=fit_options.get("verbose", False),
+                           backend_options=fit_options.get("backend_options"))
     backend = select_backend(fit_options.get("backend", "auto"), res.problem_class, quadratic="quad" in res.terms,
                              time_limit=fit_options.get("time_limit"))
+    backend.check_options(options)
     groups = "samples" if res.kernel is not None else "features"
     if n_features is not None:
         n_features = _check_int("n_features", n_features, 1)

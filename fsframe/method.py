@@ -335,6 +335,7 @@ def fit(
             raise InvalidOptionError(f"n_features={n_features} exceeds the {n_groups} available features")
     options = make_options(time_limit=time_limit, verbose=verbose, backend_options=backend_options)
     be = select_backend(backend, res.problem_class, quadratic="quad" in res.terms, time_limit=time_limit)
+    be.check_options(options)
     transform = None
     Z = Xa
     if res.kernel is not None:

@@ -182,6 +182,12 @@ class Backend(abc.ABC):
                 f"{sorted(p.value for p in self.supports)}); choose another backend or backend='auto'"
             )
 
+    def check_options(self, options: SolveOptions) -> None:
+        """Raise :class:`~fsframe.errors.InvalidOptionError` if ``options`` (names and values of
+        ``backend_options``, ``time_limit``) would be refused by :meth:`open`; called once before
+        a fit or a cross-validation starts, so a typo fails at once, not in every fold. The
+        default accepts everything (then ``open`` is where refusals surface)."""
+
     @abc.abstractmethod
     def open(self, data: ProblemData, options: SolveOptions = SolveOptions()) -> BackendSession:
         """Load ``data`` into the solver and return a session for (re-)solving it."""

@@ -99,6 +99,10 @@ class ClarabelBackend(Backend):
     def version(cls) -> str:
         return module_version("clarabel")
 
+    def check_options(self, options: SolveOptions) -> None:
+        self.require()
+        clarabel_settings(options)
+
     def open(self, data: ProblemData, options: SolveOptions = SolveOptions()) -> BackendSession:
         self.require()
         self.check_supports(data)

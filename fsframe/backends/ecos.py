@@ -137,6 +137,9 @@ class EcosBackend(Backend):
     def version(cls) -> str:
         return module_version("ecos")
 
+    def check_options(self, options: SolveOptions) -> None:
+        check_ecos_options(options)
+
     def open(self, data: ProblemData, options: SolveOptions = SolveOptions()) -> BackendSession:
         self.require()
         self.check_supports(data)

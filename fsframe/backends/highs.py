@@ -70,6 +70,24 @@ def _new_highs(verbose: bool):
 _FSFRAME_OPTIONS = {"qp_form"}
 
 
+def _check_qp_form(options: SolveOptions) -> str:
+    qp_form = options.backend_options.get("qp_form", "auto")
+    if qp_form not in ("auto", "primal", "scaled", "dual"):
+        raise InvalidOptionError(f"highs: qp_form must be 'auto', 'dual', 'scaled' or 'primal', got {qp_form!r}")
+    return qp_form
+
+
+def _set_options(h, opts) -> None:
+    """Set HiGHS options (fsframe's own keys skipped); a refused one is an InvalidOptionError."""
+    import highspy
+
+    for key, val in opts.items():
+        if key in _FSFRAME_OPTIONS:
+            continue
+        if h.setOptionValue(key, val) == highspy.HighsStatus.kError:
+            raise InvalidOptionError(f"highs: option {key}={val!r} rejected (unknown name or bad value)")
+
+
 @functools.lru_cache(maxsize=1)
 def _highs_version() -> str:
     try:
@@ -125,13 +143,16 @@ class HighsBackend(Backend):
     def version(cls) -> str:
         return _highs_version()
 
+    def check_options(self, options: SolveOptions) -> None:
+        self.require()
+        _check_qp_form(options)
+        h = _new_highs(False)  # a scratch instance: setting an option is how HiGHS validates it
+        _set_options(h, options.backend_options)
+
     def open(self, data: ProblemData, options: SolveOptions = SolveOptions()) -> BackendSession:
         self.require()
         self.check_supports(data)
-        qp_form = options.backend_options.get("qp_form", "auto")
-        if qp_form not in ("auto", "primal", "scaled", "dual"):
-            raise InvalidOptionError(
-                f"highs: qp_form must be 'auto', 'dual', 'scaled' or 'primal', got {qp_form!r}")
+        qp_form = _check_qp_form(options)
         if data.has_quadratic_objective and qp_form != "primal":
             from .diag_qp import DualQPSession, ScaledQPSession, dual_applies, prefer_dual, scaled_applies
 
@@ -185,8 +206,6 @@ class HighsSession(BackendSession):
         self._pass_model(data)
 
     def _apply_options(self) -> None:
-        import highspy
-
         opts = dict(self.options.backend_options)
         opts.pop("qp_form", None)
         if self.options.time_limit is not None:
@@ -194,12 +213,7 @@ class HighsSession(BackendSession):
         # an active-set QP that cycles must end with a status, not run forever
         rows = self.data.A.shape[0] + self.data.l
         opts.setdefault("qp_iteration_limit", int(10_000 + 100 * (self.data.n + rows)))
-        for key, val in opts.items():
-            if key in _FSFRAME_OPTIONS:
-                continue
-            status = self.h.setOptionValue(key, val)
-            if status == highspy.HighsStatus.kError:
-                raise InvalidOptionError(f"highs: option {key}={val!r} rejected (unknown name or bad value)")
+        _set_options(self.h, opts)
 
     def _pass_model(self, data: ProblemData) -> None:
         import highspy

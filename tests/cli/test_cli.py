@@ -190,6 +190,8 @@ def test_select_custom_triple(cli):
     (["select", "iris", "--method", "fsv", "--n-features", "9"], "n_features=9"),
     (["select", "iris", "--method", "fsv", "--set", "kernel=rbf", "--set", "sigma=0"], "'sigma' must be > 0"),
     (["select", "iris", "--method", "fsv", "--set", "time_limit=-1"], "'time_limit' must be >= 0"),
+    (["select", "iris", "--method", "fsv", "--cv", "3", "--set", 'backend_options={"bogus_option": 1}'],
+     "bogus_option"),
     (["compare", "iris", "--methods", "fsv,nope"], "unknown method 'nope'"),
     (["compare", "iris", "--methods", "l1-svm", "--set", "alpha=2"], "accepted by none"),
     (["compare", "iris", "--methods", "l1-svm", "--set", "fsv:alpha=2"], "not among the compared"),

@@ -293,6 +293,12 @@ def test_bad_options_fail_before_any_fit(small_binary, monkeypatch):
         cross_validate(X, y, method="fsv", time_limit=-1)
     with pytest.raises(InvalidOptionError, match="kernel map.*'sigma'"):
         cross_validate(X, y, method="fsv", kernel="rbf", sigma=0)
+    with pytest.raises(InvalidOptionError, match="highs: option no_such_option=1 rejected"):
+        cross_validate(X, y, method="fsv", backend_options={"no_such_option": 1})
+    with pytest.raises(InvalidOptionError, match="ecos: unknown option 'foo'"):
+        cross_validate(X, y, method="l1-mpm", backend_options={"foo": 1})
+    with pytest.raises(InvalidOptionError, match="clarabel: unknown option 'foo'"):
+        cross_validate(X, y, method="l1-mpm", backend="clarabel", backend_options={"foo": 1})
     with pytest.raises(DataError):
         cross_validate(X[:, :0], y, method="fsv")
     with pytest.raises(InvalidOptionError, match="kernel map"):
