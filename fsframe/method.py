@@ -373,7 +373,12 @@ def fit(
         support = np.zeros_like(support)
         support[keep] = True
         coefs[:, ~support] = 0.0
-        per = [attrs.evolve(r, coef=coefs[i], support=r.support & support) for i, r in enumerate(per)]
+        # each class's objective stays that of its chosen iterate (as for the binary cut); the
+        # groups this cross-class cut removes are counted with the ones the binary rule dropped
+        per = [attrs.evolve(r, coef=coefs[i], support=r.support & support,
+                            info={**r.info, "n_features_dropped": r.info.get("n_features_dropped", 0)
+                                  + int(np.count_nonzero(r.support & ~support))})
+               for i, r in enumerate(per)]
     info = {"seconds": time.perf_counter() - t_start,
             "build_seconds": sum(r.info["build_seconds"] for r in per),
             "compile_seconds": sum(r.info["compile_seconds"] for r in per),

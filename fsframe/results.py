@@ -30,7 +30,8 @@ class FitResult:
         optimum for ``single``. For one-vs-rest: the sum over classes. With ``n_features``, the
         objective of the iterate the ``r`` features were taken from, before the weaker groups were
         zeroed (``info["n_features_iterate"]``; ``info["n_features_dropped"]`` counts the groups
-        zeroed): the truncated model was never solved, so it has no optimum to report.
+        zeroed; for one-vs-rest, per class, including the groups the cut of the union to ``r``
+        removed): the truncated model was never solved, so it has no optimum to report.
     n_iter : int
         Convex subproblems solved (the largest over classes for one-vs-rest).
     converged : bool

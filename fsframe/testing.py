@@ -46,6 +46,7 @@ __all__ = [
     "StandardProblems",
     "FailingBackend",
     "hinge_loss",
+    "mpm_margin_loss",
     "toy_data",
     "DEFAULT_GRID",
 ]
@@ -69,25 +70,50 @@ def _where(mask: NDArray, *arrays) -> str:
 
 # =============================================================================== surrogates
 def _fd_step(t: NDArray) -> NDArray:
-    return 1e-5 * np.maximum(t, 1e-3)
+    """``1e-5 max(t, 1e-3)``, rounded so that ``t + h`` is exact (no error in the step itself)."""
+    h = 1e-5 * np.maximum(t, 1e-3)
+    return (t + h) - t
 
 
-def _check_fd(who: str, what: str, f: Callable, df: Callable, t: NDArray, rtol: float = 1e-4) -> None:
-    """``df(t)`` equals the central difference of ``f`` at ``t > 0`` (where ``t - h >= 0``)."""
+def _check_fd(who: str, what: str, f: Callable, df: Callable, t: NDArray, rtol: float = 1e-7) -> None:
+    """``df(t)`` equals the derivative of ``f`` at ``t > 0`` to ``rtol`` (relative), judged by the
+    central differences ``D(h)`` and ``D(2h)`` (points with ``t - 4h >= 0``).
+
+    The tolerance adds what the differences cannot resolve, estimated at each point: the
+    truncation error of ``D(h)`` (``h^2 f^(3) / 6`` where ``f`` is smooth, up to ``h |f''| / 4``
+    where ``f''`` jumps, as for a C^1 spline), bounded by ``2 |D(h) - D(2h)|``; and the rounding of
+    ``f``, ``16 eps max(|f|, 1) / h``. Elsewhere a relative error of ``rtol`` is detected."""
     h = _fd_step(t)
-    t = t[t > 2 * h]
-    h = _fd_step(t)
+    t = t[t > 4 * h]
     if not t.size:
         return
-    fp, f0, fm = f(t + h), f(t), f(t - h)
-    fd = (fp - fm) / (2 * h)
+    h = _fd_step(t)
+    fp, fm = f(t + h), f(t - h)
+    fp2, fm2 = f(t + 2 * h), f(t - 2 * h)
+    d1 = (fp - fm) / (2 * h)
+    d2 = (fp2 - fm2) / (4 * h)
     d = np.asarray(df(t), dtype=float)
-    scale = np.maximum(np.abs(fp), np.abs(fm))
-    # rounding, plus h * |f''|: the central difference's error where f'' jumps (a C^1 spline)
-    atol = 64 * _EPS * np.maximum(scale, 1.0) / h + np.abs(fp - 2 * f0 + fm) / h
-    bad = ~(np.abs(d - fd) <= atol + rtol * np.abs(fd))
+    scale = np.maximum.reduce([np.abs(fp), np.abs(fm), np.abs(fp2), np.abs(fm2), np.ones_like(t)])
+    atol = 16 * _EPS * scale / h + 2 * np.abs(d1 - d2)
+    bad = ~(np.abs(d - d1) <= atol + rtol * np.abs(d1))
     if bad.any():
-        _fail(who, f"{what} disagrees with the central finite difference at t, {what}, fd = {_where(bad, t, d, fd)}")
+        _fail(who, f"{what} disagrees with the central finite difference at t, {what}, fd = {_where(bad, t, d, d1)}")
+
+
+def _check_right_derivative_at_0(who: str, phi: Callable, d0: float) -> None:
+    """The forward differences ``(phi(h) - phi(0)) / h`` at ``h = 1e-8, 1e-10, 1e-12`` converge to
+    ``d0``: each lies within its own truncation error (``|phi(2h) - 2 phi(h) + phi(0)| / h``, about
+    ``h |phi''(0)|``), rounding, and ``1e-6`` relative of ``d0``. A ``phi`` with an infinite slope
+    at 0 (``sqrt``) has differences growing like ``h^(-1/2)``: they fail at the smaller steps."""
+    f0 = float(phi(np.zeros(1))[0])
+    for hh in (1e-8, 1e-10, 1e-12):
+        f1, f2 = phi(np.array([hh, 2 * hh]))
+        fwd = (f1 - f0) / hh
+        trunc = abs(f2 - 2 * f1 + f0) / hh
+        rounding = 16 * _EPS * max(abs(f1), abs(f2), 1.0) / hh
+        if not abs(d0 - fwd) <= 1e-6 * abs(d0) + trunc + rounding:
+            _fail(who, f"derivative(0) = {d0!r} is not the right derivative: (phi(h) - phi(0)) / h = {fwd!r} "
+                       f"at h = {hh:g} (truncation error {trunc:.3g})")
 
 
 def _check_nonincreasing(who: str, what: str, t: NDArray, v: NDArray) -> None:
@@ -117,24 +143,39 @@ def _check_midpoint(who: str, what: str, f: Callable, a: NDArray, b: NDArray, *,
         _fail(who, f"{what} is not midpoint-{kind} at a, b = {_where(bad, a, b)}")
 
 
-def check_surrogate(surrogate: Surrogate, t: Iterable[float] | None = None, *, seed: int = 0) -> list[str]:
+def check_surrogate(surrogate: Surrogate, t: Iterable[float] | None = None, *, seed: int = 0,
+                    quad_weights: Callable | None = None) -> list[str]:
     """Check ``surrogate`` against the definition of an L0 surrogate and its declared models.
 
     Always: ``phi(0) = 0``, ``phi >= 0``, non-decreasing and midpoint-concave on ``[0, inf)``,
     ``phi`` on an array equals ``phi`` on each scalar, and ``value(w) = sum_j phi(|w_j|)`` (so
     ``value`` is symmetric in ``w``). For each capability in ``surrogate.capabilities()``:
 
-    * ``derivative``: equals the central finite difference of ``phi``; ``>= 0``, non-increasing;
-      at 0 it is the right derivative (the forward difference) when finite;
+    * ``derivative``: equals the central finite difference of ``phi`` to ``1e-7`` relative (beyond
+      what the differences themselves resolve, see :func:`_check_fd`); ``>= 0``, non-increasing;
+      where ``derivative(0)`` is finite, the forward differences of ``phi`` at ``h = 1e-8, 1e-10,
+      1e-12`` converge to it (the right derivative);
     * ``dc_split``: ``g - h == phi``; ``g`` and ``h`` midpoint-convex, ``h(0) = 0``,
       ``grad_h`` equals the finite difference of ``h`` and is ``>= 0``;
-    * ``quad_weights``: ``inf`` at 0, finite and ``>= 0`` and non-increasing for ``t > 0``; with a
-      derivative, ``q(t) * t`` is a constant positive multiple of ``phi'(t)`` (``q = c phi'(t)/t``).
+    * ``quad_weights``: ``inf`` at 0, finite and ``>= 0`` and non-increasing for ``t > 0``, and equal
+      (``rtol = 1e-9``) to the weights the EM loop assumes, the first rule that applies:
+
+      1. ``quad_weights=`` given: that declared form ``q(t)``;
+      2. ``lp`` (and subclasses): ``t^(p-2)`` = ``phi'(t) / (p t)``, 002 Prop. 3 with ``gamma = 1``;
+         ``l0`` (and subclasses): ``1/t^2`` (002 eq. 9) — fsframe's EM monitors no potential for
+         these two, see :class:`~fsframe.loops.EM`;
+      3. with a ``derivative``: ``phi'(t) / t`` exactly (factor 1: EM's monitored potential
+         ``loss + 2 sum phi`` is a majoriser only for that factor);
+      4. without one: ``phi(0+) / t^2`` if ``phi`` is constant on ``(0, inf)`` (the zero-norm limit
+         of ``t^(p-2)``), otherwise ``q(t) t`` equals the central finite difference of ``phi``.
 
     Parameters
     ----------
     t : iterable of float >= 0, optional
         Evaluation points (default :data:`DEFAULT_GRID`); 0 is always added.
+    quad_weights : callable, optional
+        The EM weights ``q(t)`` (``t > 0``) the surrogate declares, for a convention other than
+        ``phi'(t)/t``; note that EM's descent check assumes ``phi'(t)/t``.
 
     Returns the names of the checks that ran.
     """
@@ -145,10 +186,30 @@ def check_surrogate(surrogate: Surrogate, t: Iterable[float] | None = None, *, s
     pts = np.unique(np.concatenate([[0.0], pts]))
     rng = np.random.default_rng(seed)
     with np.errstate(over="ignore", divide="ignore"):  # phi'(t)/t overflows at tiny t, by design
-        return _check_surrogate(surrogate, who, pts, rng)
+        return _check_surrogate(surrogate, who, pts, rng, quad_weights)
 
 
-def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.random.Generator) -> list[str]:
+def _em_weights_rule(surrogate: Surrogate, caps: frozenset, phi: Callable, pos: NDArray,
+                     declared: Callable | None) -> tuple[str, Callable | None]:
+    """``(check name, expected q(t))`` for :func:`check_surrogate`; ``None``: ``q(t) t = fd of phi``."""
+    from .surrogates.lp import L0Surrogate, LpSurrogate
+
+    if declared is not None:
+        return "quad_weights = declared form", lambda x: np.asarray(declared(x), dtype=float)
+    if isinstance(surrogate, LpSurrogate):
+        return "quad_weights = t^(p-2) (lp convention)", lambda x: x ** (surrogate.p - 2.0)
+    if isinstance(surrogate, L0Surrogate):
+        return "quad_weights = 1/t^2 (l0 convention)", lambda x: 1.0 / (x * x)
+    if "derivative" in caps:
+        return "quad_weights = phi'(t)/t", lambda x: np.asarray(surrogate.derivative(x), dtype=float) / x
+    v = phi(pos)
+    if pos.size and v[0] > 0 and np.all(v == v[0]):
+        return "quad_weights = phi(0+)/t^2 (zero-norm limit)", lambda x: v[0] / (x * x)
+    return "quad_weights = phi'(t)/t (finite differences)", None
+
+
+def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.random.Generator,
+                     declared_quad: Callable | None = None) -> list[str]:
     phi = lambda x: np.asarray(surrogate.phi(np.asarray(x, dtype=float)), dtype=float)  # noqa: E731
     ran = []
 
@@ -192,12 +253,8 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
         _check_nonincreasing(who, "derivative", pts, d)
         _check_fd(who, "derivative", phi, surrogate.derivative, pos)
         if np.isfinite(d[0]):
-            hh = 1e-8
-            f1, f2 = phi(np.array([hh, 2 * hh]))
-            fwd = (f1 - v[0]) / hh
-            curvature = abs(f2 - 2 * f1 + v[0]) / hh  # ~ hh |phi''|: the forward difference's error
-            if not abs(d[0] - fwd) <= 1e-4 * abs(fwd) + 1e-6 + curvature:
-                _fail(who, f"derivative(0) = {d[0].item()!r} is not the right derivative {fwd.item()!r}")
+            _check_right_derivative_at_0(who, phi, float(d[0]))
+            ran.append("derivative(0) = right derivative")
         ran += ["derivative=fd", "derivative>=0", "derivative non-increasing"]
     if "dc_split" in caps:
         split = surrogate.dc_split()
@@ -228,18 +285,19 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
             _fail(who, f"quad_weights is not finite and >= 0 at t = {_where(bad, pos)}")
         _check_nonincreasing(who, "quad_weights", pos, qp)
         ran.append("quad_weights finite, non-increasing")
-        if "derivative" in caps:
-            dp = np.asarray(surrogate.derivative(pos), dtype=float)
-            live = (dp > 1e-300) & np.isfinite(qp)
-            flat = dp == 0
-            if np.any(qp[flat] != 0):
-                _fail(who, f"quad_weights != 0 where phi' = 0, t = {_where(qp[flat] != 0, pos[flat])}")
-            ratio = qp[live] * pos[live] / dp[live]
-            if ratio.size and (not np.all(ratio > 0) or not np.allclose(ratio, ratio[0], rtol=1e-8)):
-                bad = ~np.isclose(ratio, ratio[0], rtol=1e-8)
-                _fail(who, "quad_weights(t) * t / phi'(t) is not a positive constant "
-                      f"(t, ratio, first ratio = {_where(bad, pos[live], ratio, np.full_like(ratio, ratio[0]))})")
-            ran.append("quad_weights = c phi'(t)/t")
+        name, expect = _em_weights_rule(surrogate, caps, phi, pos, declared_quad)
+        if expect is None:
+            _check_fd(who, "quad_weights(t) * t", phi, lambda x: np.asarray(surrogate.quad_weights(x), dtype=float) * x,
+                      pos[pos >= 1e-100])
+        else:
+            e = np.asarray(expect(pos), dtype=float)
+            # compare where the expected weight is representable (phi'(t)/t overflows near 1e-154)
+            live = np.isfinite(e) & (e < 1e300) & np.isfinite(qp)
+            bad = live & ~np.isclose(qp, e, rtol=1e-9, atol=0.0)
+            if bad.any():
+                _fail(who, f"quad_weights disagrees with the EM convention {name!r} at t, q(t), expected = "
+                           f"{_where(bad, pos, qp, e)}")
+        ran.append(name)
     return ran
 
 
@@ -257,14 +315,84 @@ def hinge_loss(C: float) -> Callable[[NDArray, NDArray], float]:
     return lambda f, y: float(C * np.sum(np.maximum(0.0, 1.0 - np.asarray(y) * np.asarray(f))))
 
 
-_DECISION_LOSSES: dict[str, Callable[[Formulation], Callable]] = {"hinge": lambda f: hinge_loss(f.C)}
+def mpm_margin_loss() -> Callable[[NDArray, NDArray], float]:
+    """``decision_loss=`` for the MPM family (``mpm``): the violation of the margin rows of paper
+    000 eq. 45, ``w'mu_1 - b >= 1`` and ``b - w'mu_2 >= 1`` (class ``+1`` is 000's ``X_1``), read
+    off the decision function ``f = X w - b``: ``f`` is affine, so its mean over class ``k`` is
+    ``w'mu_k - b``. Returns ``max(0, 1 - mean f[y = +1]) + max(0, 1 + mean f[y = -1])``, which is
+    0 — the MPM's loss, its objective being the penalty alone — exactly when the rows hold; a
+    decision function of the wrong sign gives at least 2."""
+    def loss(f, y):
+        f, y = np.asarray(f, dtype=float), np.asarray(y)
+        return float(max(0.0, 1.0 - f[y > 0].mean()) + max(0.0, 1.0 + f[y < 0].mean()))
+    return loss
+
+
+def _mpm_max_decision(formulation: Formulation):
+    """Lanckriet's MPM (``mpm-max``) has the loss ``||F_1'w|| + ||F_2'w||``, not a function of the
+    decision values; what they must satisfy: the normalisation ``w'(mu_1 - mu_2) = 1`` (000 eq. 5),
+    i.e. ``mean f[+1] - mean f[-1] = 1``, and ``f(mu_1) = kappa* ||F_1'w|| > 0`` (class ``+1`` on
+    the positive side)."""
+    def check(f, y, model_loss):
+        f1, f2 = float(np.mean(f[y > 0])), float(np.mean(f[y < 0]))
+        if not (math.isclose(f1 - f2, 1.0, rel_tol=1e-6, abs_tol=1e-6) and f1 > 0):
+            return (f"mpm-max decision values: mean f over class +1 minus over class -1 = {f1 - f2!r} (must be 1, "
+                    f"000 eq. 5) and mean f over class +1 = {f1!r} (must be > 0)")
+        return None
+    return check
+
+
+_DECISION_LOSSES: dict[str, Callable[[Formulation], Callable]] = {
+    "hinge": lambda f: hinge_loss(f.C),
+    "mpm": lambda f: mpm_margin_loss(),
+}
+"""Registered formulation name -> ``decision_loss`` for instances of that class (and subclasses)."""
+
+_DECISION_CHECKS: dict[str, Callable[[Formulation], Callable]] = {"mpm-max": _mpm_max_decision}
+"""Formulations whose loss is not a function of the decision values: a check of the values only."""
+
+
+def _builtin(formulation: Formulation, table: dict):
+    from .plugins import get_registry
+
+    reg = get_registry()
+    names = set(reg.names("formulation"))
+    for name, make in table.items():
+        if name in names and isinstance(formulation, reg.get("formulation", name)):
+            return make(formulation)
+    return None
 
 
 def _decision_loss(formulation: Formulation, given):
-    if given is not None:
+    """The ``decision_loss`` callable: ``given``, else the built-in one for the formulation's class,
+    else ``None`` (``False`` also gives ``None``)."""
+    if given is False:
+        return None
+    if given is not None and given is not True:
         return given
-    make = _DECISION_LOSSES.get(formulation.name)
-    return None if make is None else make(formulation)
+    return _builtin(formulation, _DECISION_LOSSES)
+
+
+def _decision_check(formulation: Formulation, given) -> tuple[str, Callable | None]:
+    """``(check name, check(f, y, model_loss) -> message or None)`` for :func:`check_formulation`."""
+    if given is False:
+        return "decision_loss skipped (decision_loss=False)", None
+    loss_fn = _decision_loss(formulation, given)
+    if loss_fn is not None:
+        def check(f, y, model_loss):
+            lval = loss_fn(f, y)
+            if not math.isclose(lval, model_loss, rel_tol=1e-5, abs_tol=1e-6):
+                return f"decision_loss(decision_function(...)) = {lval!r} but the model's loss is {model_loss!r}"
+            return None
+        return "decision_loss", check
+    builtin = _builtin(formulation, _DECISION_CHECKS)
+    if builtin is not None:
+        return "decision values", builtin
+    raise ValueError(
+        f"check_formulation: no decision_loss is known for formulation {formulation.name!r} "
+        f"({type(formulation).__qualname__}); pass decision_loss=<callable (decision values, y codes) -> loss> "
+        "to check decision_function against the model's loss, or decision_loss=False to skip that check "
+        "(the skip is listed in the returned check names)")
 
 
 def _codes(formulation: Formulation, y: NDArray) -> NDArray:
@@ -455,6 +583,69 @@ class StandardProblems:
                                derivation="the unit disc's point farthest along -(1, 1)")
 
     @classmethod
+    def socp_disc_halfplane(cls) -> StandardProblem:
+        """A linear row before the cone (``l = 1``): ``min x1 + x2 s.t. ||x|| <= 1, x1 >= -0.5``.
+
+        Without the row the optimum is ``-(1, 1)/sqrt(2)``, where ``x1 = -0.707 < -0.5``; so the
+        row is active, ``x1 = -0.5``, and ``x2`` is the lowest point of the circle above it,
+        ``-sqrt(1 - 0.25) = -sqrt(0.75)``: optimum ``-0.5 - sqrt(0.75) = -1.3660``. KKT: with
+        ``mu`` on the cone and ``nu`` on the row, ``1 + mu x2 = 0`` gives ``mu = 1/sqrt(0.75) > 0``
+        and ``1 + mu x1 - nu = 0`` gives ``nu = 1 - 0.5/sqrt(0.75) = 0.42 > 0``."""
+        return StandardProblem(
+            "socp_disc_halfplane",
+            _problem([1.0, 1.0], G=[[-1, 0], [0, 0], [-1, 0], [0, -1]], h=[0.5, 1.0, 0, 0], cones=(3,)),
+            (Status.OPTIMAL,), objective=-0.5 - math.sqrt(0.75), x=np.array([-0.5, -math.sqrt(0.75)]),
+            derivation="the half-plane row x1 >= -0.5 is active; x2 = -sqrt(1 - 0.25) on the circle")
+
+    @classmethod
+    def socp_two_cones(cls) -> StandardProblem:
+        """Two cones of different sizes, 3 then 4:
+        ``min x1 + x2 + x3 + 2 x4 + 2 x5 s.t. ||(x1, x2)|| <= 1, ||(x3, x4, x5)|| <= 2``.
+
+        Separable: ``min c'v s.t. ||v|| <= r`` is ``-r ||c||`` at ``v = -r c / ||c||``, so the
+        optimum is ``-sqrt(2) - 2 ||(1, 2, 2)|| = -sqrt(2) - 6`` at
+        ``(-1/sqrt(2), -1/sqrt(2), -2/3, -4/3, -4/3)``. Read as one cone of size 7,
+        ``||(x1, x2, 2, x3, x4, x5)|| <= 1`` has no solution."""
+        G = np.zeros((7, 5))
+        G[1:3, 0:2] = -np.eye(2)
+        G[4:7, 2:5] = -np.eye(3)
+        r = 1.0 / math.sqrt(2)
+        return StandardProblem(
+            "socp_two_cones", _problem([1.0, 1.0, 1.0, 2.0, 2.0], G=G, h=[1.0, 0, 0, 2.0, 0, 0, 0], cones=(3, 4)),
+            (Status.OPTIMAL,), objective=-math.sqrt(2) - 6.0, x=np.array([-r, -r, -2 / 3, -4 / 3, -4 / 3]),
+            derivation="separable cones: min c'v over ||v|| <= r is -r ||c||")
+
+    @classmethod
+    def socp_cone_equality(cls) -> StandardProblem:
+        """A cone with an equality row: ``min x2 + 2 x3 s.t. ||(x1, x2)|| <= x3, x1 = 1``.
+
+        With ``x3 = sqrt(1 + x2^2)`` at the optimum, ``d/dx2 (x2 + 2 sqrt(1 + x2^2)) = 0`` gives
+        ``x2 / sqrt(1 + x2^2) = -1/2``, ``x2 = -1/sqrt(3)``, ``x3 = 2/sqrt(3)``: optimum
+        ``-1/sqrt(3) + 4/sqrt(3) = sqrt(3)``. Without the equality (``x1 = 0``) it would be 0."""
+        s3 = math.sqrt(3.0)
+        return StandardProblem(
+            "socp_cone_equality",
+            _problem([0.0, 1.0, 2.0], A=[[1.0, 0.0, 0.0]], b=[1.0], G=[[0, 0, -1], [-1, 0, 0], [0, -1, 0]],
+                     h=[0.0, 0.0, 0.0], cones=(3,)),
+            (Status.OPTIMAL,), objective=s3, x=np.array([1.0, -1.0 / s3, 2.0 / s3]),
+            derivation="x1 = 1 fixed by the equality; x2 minimises x2 + 2 sqrt(1 + x2^2)")
+
+    @classmethod
+    def socp_quadratic(cls) -> StandardProblem:
+        """A cone with a quadratic objective: ``min ||x - (2, 2)||^2 s.t. ||x|| <= 1`` (ECOS takes
+        the objective through its rotated-cone epigraph).
+
+        The projection of ``(2, 2)`` onto the unit disc is ``(1, 1)/sqrt(2)``; the optimum is
+        ``2 (2 - 1/sqrt(2))^2 = 9 - 4 sqrt(2) = 3.3431``."""
+        r = 1.0 / math.sqrt(2)
+        return StandardProblem(
+            "socp_quadratic",
+            _problem([-4.0, -4.0], G=[[0, 0], [-1, 0], [0, -1]], h=[1.0, 0, 0], P=2 * np.eye(2), offset=8.0,
+                     cones=(3,)),
+            (Status.OPTIMAL,), objective=9.0 - 4.0 * math.sqrt(2), x=np.array([r, r]),
+            derivation="projection of (2, 2) onto the unit disc")
+
+    @classmethod
     def infeasible_lp(cls) -> StandardProblem:
         """``min x s.t. x >= 1, x <= 0``."""
         return StandardProblem("infeasible_lp", _problem([1.0], G=[[-1.0], [1.0]], h=[-1.0, 0.0]),
@@ -501,8 +692,9 @@ class StandardProblems:
         return [
             cls.l1svm_separable(), cls.l1svm_separable(weights=(10.0, 1.0)), cls.l1svm_separable(fixed=(0,)),
             cls.quad_hinge(), cls.em_qp(), cls.em_qp_fixed(), cls.lp_equality_bounds(), cls.qp_equality(),
-            cls.qp_halfspace(), cls.qp_no_rows(), cls.socp_disc(), cls.infeasible_lp(), cls.unbounded_lp(),
-            cls.infeasible_qp(), cls.infeasible_qp_free(), cls.unbounded_qp(),
+            cls.qp_halfspace(), cls.qp_no_rows(), cls.socp_disc(), cls.socp_disc_halfplane(),
+            cls.socp_two_cones(), cls.socp_cone_equality(), cls.socp_quadratic(), cls.infeasible_lp(),
+            cls.unbounded_lp(), cls.infeasible_qp(), cls.infeasible_qp_free(), cls.unbounded_qp(),
         ]
 
     @classmethod
@@ -694,7 +886,7 @@ def _check_constraints(who: str, model, tol: float) -> None:
 
 
 def check_formulation(formulation: Formulation, X, y, *, backend: Backend | str = "auto",
-                      decision_loss: Callable | None = None, seed: int = 0, n_weights: int = 2,
+                      decision_loss: Callable | bool | None = None, seed: int = 0, n_weights: int = 2,
                       terms: Iterable[frozenset] | None = None) -> list[str]:
     """Check a formulation's model on data ``(X, y)`` for every non-empty combination of the slot
     terms it declares (or ``terms``):
@@ -707,8 +899,17 @@ def check_formulation(formulation: Formulation, X, y, *, backend: Backend | str 
       re-derived with ``generate_standard_repn`` after the synced update;
     * at the optimum, Pyomo's own evaluation satisfies every constraint, its objective equals the
       reported one, the slot's coefficient/intercept maps agree with the compiled ones, and
-      ``decision_loss(decision_function(coef, intercept, X), y)`` equals the model's loss
-      (``decision_loss`` defaults to the known loss of built-in formulations, e.g. the hinge).
+      the decision function agrees with the model (check ``"decision_loss <terms>"``):
+      ``decision_loss(decision_function(coef, intercept, X), y)`` equals the model's loss.
+
+    ``decision_loss``: a callable ``(decision values, y codes) -> loss``; ``None`` (default) takes
+    the built-in one for instances (subclasses included) of the registered ``hinge``
+    (:func:`hinge_loss` with the formulation's ``C``) and ``mpm`` (:func:`mpm_margin_loss`: 0 when
+    the margin rows of 000 eq. 45 hold); for ``mpm-max``, whose loss is no function of the
+    decision values, the values themselves are checked (``"decision values <terms>"``:
+    ``mean f[+1] - mean f[-1] = 1`` and ``mean f[+1] > 0``). Any other formulation raises
+    :class:`ValueError` unless ``decision_loss`` is given or is ``False``, which skips the check
+    and says so in the returned names (``"decision_loss skipped (decision_loss=False) <terms>"``).
 
     Returns the names of the checks that ran.
     """
@@ -720,7 +921,7 @@ def check_formulation(formulation: Formulation, X, y, *, backend: Backend | str 
     X = np.asarray(X, dtype=float)
     yc = _codes(formulation, np.asarray(y))
     formulation.validate(X, yc)
-    loss_fn = _decision_loss(formulation, decision_loss)
+    dname, dcheck = _decision_check(formulation, decision_loss)
     rng = np.random.default_rng(seed)
     combos = ([frozenset(t) for t in terms] if terms is not None else
               [frozenset(c) for r in range(1, len(formulation.slot_terms) + 1)
@@ -777,13 +978,15 @@ def check_formulation(formulation: Formulation, X, y, *, backend: Backend | str 
                 _fail(tag, f"Pyomo evaluates the objective at the solution as {pobj!r}, the backend said {rg.objective!r}")
             if not (np.allclose(coef, wg, atol=1e-9) and np.allclose(icpt, general.evaluate(built.intercept, rg.x), atol=1e-9)):
                 _fail(tag, "the slot's coefficient/intercept maps differ between Pyomo and the compiled model")
-            if loss_fn is not None:
+            if dcheck is not None:
                 b = float(icpt[0]) if icpt.size == 1 else icpt
                 f = formulation.decision_function(coef.reshape(built.coef_shape), b, X)
-                lval = loss_fn(f, yc)
-                if not math.isclose(lval, loss, rel_tol=1e-5, abs_tol=1e-6):
-                    _fail(tag, f"decision_loss(decision_function(...)) = {lval!r} but the model's loss is {loss!r}")
+                msg = dcheck(np.asarray(f, dtype=float), yc, loss)
+                if msg is not None:
+                    _fail(tag, msg)
         ran.append(f"{'weights+solve' if solvable else 'weights'} {sorted(combo)}")
+        if solvable:
+            ran.append(f"{dname} {sorted(combo)}")
     return ran
 
 
@@ -845,19 +1048,101 @@ def _slot_penalty(sub, it) -> float:
 
 
 def _run_loop(loop, surrogate, formulation, X, y, backend, **kw):
+    """Run ``loop`` on a fresh subproblem; returns ``(sub, outcome, seen)`` with ``seen`` one
+    ``(record, iterate, slot penalty, slot weights)`` per good iteration: the weights are the
+    arguments of the ``sub.solve`` call that produced the iterate (``None`` if there was none)."""
     from .problem import Subproblem
 
     sub = Subproblem(formulation, X, y, loop.terms(surrogate), backend)
+    calls: list[dict] = []
+    solve = sub.solve
+
+    def spy(*, lin=None, lin_w=None, quad=None):
+        calls.append({k: None if v is None else np.array(v, dtype=float)
+                      for k, v in (("lin", lin), ("lin_w", lin_w), ("quad", quad))})
+        return solve(lin=lin, lin_w=lin_w, quad=quad)
+
+    sub.solve = spy
     seen = []
     try:
-        out = loop.run(sub, surrogate, callback=lambda rec, it: seen.append((rec, it, _slot_penalty(sub, it))), **kw)
+        out = loop.run(sub, surrogate, callback=lambda rec, it: seen.append(
+            (rec, it, _slot_penalty(sub, it), calls[-1] if calls else None)), **kw)
     finally:
         sub.close()
     return sub, out, seen
 
 
+def _loop_model(loop: OuterLoop, surrogate: Surrogate | None, sub):
+    """The kit's own statement of a built-in loop (subclasses included), read off its documented
+    update rule: ``(weights(k, previous iterate) -> dict, monitored(k, iterate, loss) -> float or
+    None, note)``; ``None`` for a loop the kit does not know."""
+    from .loops import DCA, EM, ReweightedL1, SingleSolve
+    from .surrogates.lp import L0Surrogate, LpSurrogate
+
+    n, n_coef, groups = sub.n_groups, sub.n_coef, sub.compiled.slot.groups
+    ones = np.ones(n)
+
+    def raw(k, it, loss):  # loss + sum phi at the solver's point: what DCA/MM theory decreases
+        return loss + float(np.sum(surrogate.phi(it.t)))
+
+    if isinstance(loop, ReweightedL1):
+        def weights(k, prev):
+            if k == 0:
+                return {"lin": surrogate.derivative(np.zeros(n)) if loop.init == "zero" else ones}
+            return {"lin": surrogate.derivative(prev.t)}
+        return weights, raw, "lin = phi'(t_k)"
+    if isinstance(loop, DCA):
+        split = surrogate.dc_split()
+        quad = np.full(n, split.quad) if split.quad else None
+
+        def weights(k, prev):
+            if k == 0 and loop.init == "l1":
+                return {"lin": ones, "lin_w": np.zeros(n_coef), "quad": None if quad is None else np.zeros(n)}
+            lin_w = np.zeros(n_coef)
+            if k > 0:
+                scale = np.zeros_like(prev.t)
+                np.divide(split.grad_h(prev.t), prev.t, out=scale, where=prev.t > 0)
+                lin_w = -scale[groups] * prev.coef
+            return {"lin": np.full(n, split.lin), "lin_w": lin_w, "quad": quad}
+        return weights, raw, "lin = g's slope, lin_w = -grad_h(w_k)"
+    if isinstance(loop, EM):
+        def weights(k, prev):
+            if k == 0:
+                return {"quad": ones}
+            cut = max(loop.zero_tol * float(np.max(prev.t, initial=0.0)), 1e-12)
+            q = np.full(n, np.inf)
+            q[prev.t > cut] = surrogate.quad_weights(prev.t[prev.t > cut])
+            return {"quad": q}
+        if isinstance(surrogate, (LpSurrogate, L0Surrogate)):
+            return weights, None, "quad = q(t_k)"
+
+        def potential(k, it, loss):  # the MM majoriser's objective for q = phi'(t)/t; the L2 start is no MM step
+            return None if k == 0 else loss + 2.0 * float(np.sum(surrogate.phi(it.t)))
+        return weights, potential, "quad = q(t_k)"
+    if isinstance(loop, SingleSolve):
+        def weights(k, prev):
+            if loop.penalty == "l2":
+                return {"quad": ones}
+            return {"lin": np.full(n, 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0]))}
+        return weights, None, "phi'(0) or unit weights"
+    return None
+
+
+def _same_weights(got, expect) -> bool:
+    if got is None or expect is None:
+        return got is None and expect is None
+    e = np.asarray(expect, dtype=float)
+    g = np.broadcast_to(np.asarray(got, dtype=float), e.shape)
+    fin = np.isfinite(e)
+    if not np.array_equal(np.isinf(g), np.isinf(e)):
+        return False
+    scale = max(1.0, float(np.max(np.abs(e[fin]), initial=0.0)))
+    return bool(np.allclose(g[fin], e[fin], rtol=1e-9, atol=1e-12 * scale))
+
+
 def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y=None,
-               formulation: Formulation | None = None, decision_loss: Callable | None = None) -> list[str]:
+               formulation: Formulation | None = None, decision_loss: Callable | None = None,
+               expected_weights: Callable | bool | None = None) -> list[str]:
     """Run ``loop`` (with ``surrogate``, or with every registered surrogate it accepts, default
     parameters) on a small problem and check, at every iteration, in numpy and Pyomo:
 
@@ -866,8 +1151,22 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
     * the reported objective equals ``loss + sum_j phi(||w_(j)||)`` over the support (groups below
       ``zero_tol`` times the largest count as zero; surrogate loops) or the subproblem optimum
       (``needs_surrogate = False``); ``n_nonzero`` matches the group norms;
-    * loops declaring ``monotone`` report no rise; the returned coefficients vanish outside the
-      support; two runs give identical coefficients;
+    * the slot weights of every ``sub.solve`` are the loop's model of the surrogate at the previous
+      iterate (check ``"weights <surrogate>"``), as the kit states it for the built-in loops and
+      their subclasses: ``reweighted-l1`` ``lin = phi'(t_k)`` (``1`` or ``phi'(0)`` first);
+      ``dca`` ``lin = g``'s slope and ``lin_w = -h'(t_k) w_k / t_k`` (the L1 start or ``x = 0``
+      first); ``em`` ``quad = q(t_k)``, ``inf`` below ``zero_tol`` x max (``1`` first); ``single``
+      ``phi'(0)`` (or 1) / unit quadratic weights. ``expected_weights``: a callable
+      ``(k, previous iterate or None, surrogate, sub) -> {"lin": ..., "lin_w": ..., "quad": ...}``
+      for another loop, ``False`` to skip; an unknown loop without it is skipped and the skip is
+      named in the returned checks;
+    * descent for loops declaring ``monotone``, recomputed by the kit, not taken from the loop's
+      ``monotone`` flag or its monitored values: ``loss + sum_j phi(t_j)`` at the solver's point for
+      ``reweighted-l1`` and ``dca``, ``loss + 2 sum_j phi(t_j)`` from the second iterate on for
+      ``em`` (none for ``lp``/``l0``, whose weights ``t^(p-2)`` have no finite potential at
+      ``p = 0``), each allowed to rise by ``tol`` (relative) as the loop itself; for an unknown
+      loop only the loop's own monitored values (the check's name says so);
+    * the returned coefficients vanish outside the support; two runs give identical coefficients;
     * a subproblem failure (injected through :class:`FailingBackend`) raises
       :class:`~fsframe.errors.SolverFailedError` carrying its status, and with
       ``raise_on_failure=False`` returns the last good iterate with ``converged=False``.
@@ -907,12 +1206,14 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
         rose = [w for w in caught if issubclass(w.category, ConvergenceWarning) and "rose" in str(w.message)]
         if len(seen) != out.n_iter or not 1 <= out.n_iter <= loop.max_iter:
             _fail(who, f"n_iter={out.n_iter} but {len(seen)} iterations were reported (max_iter={loop.max_iter})")
-        if [r.k for r, _, _ in seen] != list(range(len(seen))):
+        if [r.k for r, _, _, _ in seen] != list(range(len(seen))):
             _fail(who, "iteration records are not numbered 0, 1, ...")
-        for rec, it, pen in seen:
+        losses = []
+        for rec, it, pen, _ in seen:
             w = np.asarray(it.coef)
             b = float(it.intercept[0]) if np.size(it.intercept) == 1 else it.intercept
             loss = loss_fn(formulation.decision_function(w.reshape(sub.built.coef_shape), b, X), yc)
+            losses.append(loss)
             if not math.isclose(loss + pen, it.objective, rel_tol=1e-6, abs_tol=1e-6):
                 _fail(who, f"iteration {rec.k}: subproblem optimum {it.objective!r} != loss + penalty {loss + pen!r}")
             t = np.sqrt(np.bincount(sub.compiled.slot.groups, weights=w * w, minlength=sub.n_groups))
@@ -923,8 +1224,9 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
             nnz = int(np.count_nonzero(t > max(loop.zero_tol * float(np.max(t, initial=0.0)), 1e-12)))
             if rec.n_nonzero != nnz:
                 _fail(who, f"iteration {rec.k}: n_nonzero={rec.n_nonzero}, the group norms have {nnz}")
-        if loop.monotone and (not out.monotone or rose):
-            _fail(who, f"the monitored objective rose: {[str(w.message) for w in rose]}")
+        model = _loop_model(loop, sur, sub)
+        ran += _check_weights(who, loop, sur, sub, seen, model, expected_weights)
+        ran += _check_descent(who, loop, sur, seen, losses, model, out, rose)
         off = ~out.support[sub.compiled.slot.groups]
         if np.any(out.coef[off] != 0):
             _fail(who, "returned coefficients are non-zero outside the support")
@@ -937,6 +1239,51 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
         ran.append(f"deterministic {sur}")
         ran += _check_failure(who, loop, sur, formulation, X, yc, backend, out.n_iter)
     return ran
+
+
+def _check_weights(who, loop, sur, sub, seen, model, given) -> list[str]:
+    if given is False:
+        return [f"weights {sur}: skipped (expected_weights=False)"]
+    if given is not None and given is not True:
+        def weights(k, prev):
+            return given(k, prev, sur, sub)
+        note = "expected_weights"
+    elif model is not None:
+        weights, _, note = model
+    else:
+        return [f"weights {sur}: skipped (the kit has no model of loop {loop.name!r}; pass expected_weights=)"]
+    prev = None
+    for rec, it, _, got in seen:
+        if got is None:
+            _fail(who, f"iteration {rec.k}: no sub.solve call produced the iterate (the kit reads the weights there)")
+        expect = weights(rec.k, prev)
+        for term in ("lin", "lin_w", "quad"):
+            e = expect.get(term)
+            if not _same_weights(got.get(term), e):
+                _fail(who, f"iteration {rec.k}: slot weights {term} = {got.get(term)!r}, the loop's model of the "
+                           f"surrogate at the previous iterate ({note}) gives {None if e is None else np.asarray(e)!r}")
+        prev = it
+    return [f"weights {sur} ({note})"]
+
+
+def _check_descent(who, loop, sur, seen, losses, model, out, rose) -> list[str]:
+    if not loop.monotone:
+        return []
+    if out.monotone is False or rose:
+        _fail(who, f"the monitored objective rose: {[str(w.message) for w in rose]}")
+    if model is None:
+        return [f"descent {sur}: the loop's own monitored values (the kit has no model of loop {loop.name!r})"]
+    monitored = model[1]
+    if monitored is None:
+        return [f"descent {sur}: skipped ({loop.name} with {sur.name}: weights t^(p-2) have no finite potential)"]
+    prev = None
+    for (rec, it, _, _), loss in zip(seen, losses):
+        m = monitored(rec.k, it, loss)
+        if m is not None and prev is not None and m > prev + loop.tol * max(1.0, abs(prev)):
+            _fail(who, f"iteration {rec.k}: the objective theory says decreases, recomputed by the kit, rose from "
+                       f"{prev!r} to {m!r} (tolerance {loop.tol:g} relative)")
+        prev = m
+    return [f"descent {sur} (recomputed)"]
 
 
 def _check_failure(who, loop, sur, formulation, X, yc, backend, n_iter) -> list[str]:
@@ -978,9 +1325,15 @@ def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rto
     * the coefficients vanish exactly outside ``support`` and not inside it (per group);
     * ``decision_function`` is the formulation's on ``(coef, intercept)`` and ``predict`` its sign
       (binary) or argmax (one-vs-rest);
-    * with a known ``decision_loss``, the reported objective equals ``loss + sum_j phi(||w_(j)||)``
-      (surrogate loops), ``loss + phi'(0) ||w||_1`` or ``loss + ||w||^2`` (``single``), recomputed
-      from the returned coefficients;
+    * with a decision loss (given, or built in as for :func:`check_formulation`), the objective:
+      without ``n_features``, ``loss + penalty`` recomputed from the returned coefficients
+      (``sum_j phi(||w_(j)||)`` for surrogate loops, ``phi'(0) ||w||_1`` or ``||w||^2`` for
+      ``single``) to ``rtol``, with no allowance (groups zeroed by ``zero_tol`` count as zero in the
+      reported objective too); with ``n_features`` (``info["n_features_iterate"]``), the objective
+      of an iterate that was never returned: equal to its history record and between the
+      recorded loss + the kept groups' penalty + each dropped group at ``pen(zero_tol x max)``
+      and at ``pen(smallest kept norm)`` (exact for the zero-norm; only the lower bound after the
+      one-vs-rest union cut). Without a decision loss the objective check is skipped and named so;
     * one-vs-rest: the support is the union of the per-class supports and each class is checked.
     """
     X = np.asarray(X, dtype=float)
@@ -1012,33 +1365,67 @@ def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rto
     if f.ndim == 1 and not np.array_equal(result.predict(X).astype(str), classes[(f > 0).astype(np.intp)].astype(str)):
         _fail(who, "predict is not the sign of the decision function")
     ran.append("support/decision consistent")
+    if result.objective is None:
+        return ran + ["objective: none reported"]
     loss_fn = _decision_loss(result.formulation, decision_loss)
-    if loss_fn is None or result.objective is None:
-        return ran
-    loss = loss_fn(f, _codes(result.formulation, np.asarray(y)))
+    if loss_fn is None:
+        why = "decision_loss=False" if decision_loss is False else f"no decision_loss for {result.formulation.name!r}"
+        return ran + [f"objective skipped ({why})"]
     loop, sur = result.loop, result.surrogate
     if not loop.needs_surrogate:
         if getattr(loop, "penalty", "l1") == "l2":
-            pen = float(np.sum(t * t))
+            def pen_of(x):
+                return np.asarray(x, dtype=float) ** 2
         else:
-            pen = (1.0 if sur is None else float(np.asarray(sur.derivative(np.zeros(1)))[0])) * float(np.sum(t))
+            d0 = 1.0 if sur is None else float(np.asarray(sur.derivative(np.zeros(1)))[0])
+
+            def pen_of(x):
+                return d0 * np.asarray(x, dtype=float)
     else:
-        pen = float(np.sum(sur.phi(t)))
-    # the objective is the chosen iterate's, before groups under zero_tol * max were zeroed:
-    # each zeroed group may have added up to phi(zero_tol * max) (1 for the zero-norm)
-    slack = 0.0
-    if loop.needs_surrogate and t.size:
-        cut = np.array([loop.zero_tol * float(np.max(t))])
-        slack = float(np.count_nonzero(~result.support)) * float(np.asarray(sur.phi(cut))[0])
+        def pen_of(x):
+            return np.asarray(sur.phi(np.asarray(x, dtype=float)), dtype=float)
     tol = rtol * max(1.0, abs(result.objective))
-    if not loss + pen - tol <= result.objective <= loss + pen + slack + tol:
-        _fail(who, f"objective {result.objective!r}, recomputed loss + penalty {loss + pen!r} "
-                   f"(loss {loss!r}, penalty {pen!r}, allowance for zeroed groups {slack:g})")
-    return ran + ["objective recomputed"]
+    pick = result.info.get("n_features_iterate")
+    if pick is None:
+        # the objective is loss + penalty at the returned coefficients (groups under zero_tol x max
+        # count as zero in the reported objective too): no allowance
+        loss = loss_fn(f, _codes(result.formulation, np.asarray(y)))
+        pen = float(np.sum(pen_of(t)))
+        if not abs(result.objective - (loss + pen)) <= tol:
+            _fail(who, f"objective {result.objective!r}, recomputed loss + penalty {loss + pen!r} "
+                       f"(loss {loss!r}, penalty {pen!r}, tolerance {tol:.3g})")
+        return ran + ["objective recomputed"]
+    # n_features: the objective is iterate `pick`'s, before its weaker groups were dropped; that
+    # iterate was never returned, so its loss is the recorded one; its penalty is the kept groups'
+    # plus, for each dropped group (in the iterate's support, weaker than every kept group),
+    # between pen(zero_tol x max) and pen(smallest kept norm) — exact for the zero-norm
+    rec = result.history[pick]
+    if rec.objective != result.objective:
+        _fail(who, f"objective {result.objective!r} is not that of iterate {pick} in the history, {rec.objective!r}")
+    if rec.loss is None:
+        return ran + ["objective skipped (n_features: the history records no loss)"]
+    kept = t[result.support]
+    cut = loop.zero_tol * float(np.max(t, initial=0.0))
+    live = kept[kept > cut]
+    pen = float(np.sum(pen_of(live)))
+    lo = rec.loss + pen
+    # groups of the iterate's support (rec.n_nonzero) that were not returned
+    nd = max(0, int(rec.n_nonzero or 0) - live.size)
+    if nd == int(result.info.get("n_features_dropped", nd)) and live.size:
+        lo += nd * float(pen_of(np.array([cut]))[0])
+        hi = rec.loss + pen + nd * float(pen_of(np.array([np.min(live)]))[0])
+        name = "objective bounded (n_features)"
+    else:  # one-vs-rest: the union cut (fsframe.fit) also dropped groups, of any strength
+        hi = np.inf
+        name = "objective bounded below (n_features, one-vs-rest cut)"
+    if not lo - tol <= result.objective <= hi + tol:
+        _fail(who, f"objective {result.objective!r} of iterate {pick} (n_features) outside [{lo!r}, {hi!r}]: recorded "
+                   f"loss {rec.loss!r} + penalty of the kept groups {pen!r} + {nd} dropped group(s)")
+    return ran + [name]
 
 
 # =============================================================================== pytest helper
-def parametrize_with_checks(components: Iterable, *, X=None, y=None):
+def parametrize_with_checks(components: Iterable, *, X=None, y=None, decision_loss: Callable | bool | None = None):
     """A ``pytest.mark.parametrize("component, check", ...)`` over ``components`` (surrogate,
     loop, backend or formulation instances), each paired with its ``check_*``::
 
@@ -1046,7 +1433,8 @@ def parametrize_with_checks(components: Iterable, *, X=None, y=None):
         def test_conformance(component, check):
             check(component)
 
-    Formulations are checked on ``(X, y)`` (default :func:`toy_data`).
+    Formulations are checked on ``(X, y)`` (default :func:`toy_data`) with ``decision_loss``
+    (see :func:`check_formulation`: needed for a formulation the kit has no loss for).
     """
     import functools
 
@@ -1063,7 +1451,7 @@ def parametrize_with_checks(components: Iterable, *, X=None, y=None):
         elif isinstance(comp, Backend):
             chk = check_backend
         elif isinstance(comp, Formulation):
-            chk = functools.partial(lambda c, X, y: check_formulation(c, X, y), X=X, y=y)
+            chk = functools.partial(lambda c, X, y: check_formulation(c, X, y, decision_loss=decision_loss), X=X, y=y)
         else:
             raise TypeError(f"parametrize_with_checks: {comp!r} is not an fsframe component instance")
         label = comp.name if isinstance(comp, Backend) else str(comp)

@@ -231,15 +231,68 @@ def _compiled(method, X, y, **params):
     return compiled.with_weights(**weights, sync=False)
 
 
+def registered_backends(problem_class):
+    """The registered backends (built-in and plugins) that support ``problem_class``, split into
+    the available ones and ``{name: reason}`` for the unavailable ones."""
+    usable, unavailable = [], {}
+    for entry in fsframe.plugins.get_registry().all("backend"):
+        B = entry.obj
+        if problem_class not in B.supports:
+            continue
+        avail = B.available()
+        if avail:
+            usable.append(B)
+        else:
+            unavailable[B.name] = avail.reason
+    return usable, unavailable
+
+
+def agree_on(data):
+    """Solve ``data`` on every registered, available backend that supports its class: each is
+    optimal, reports the objective of the point it returns, feasible to 1e-6 (HiGHS's QP stops
+    at a primal violation of 1e-7), and all optima agree to 1e-6 relative. Returns the names
+    solved."""
+    backends, unavailable = registered_backends(data.problem_class)
+    assert len(backends) >= 2, f"nothing to compare: {[B.name for B in backends]}, unavailable {unavailable}"
+    results = {B.name: B().solve(data) for B in backends}
+    for name, r in results.items():
+        assert r.status is Status.OPTIMAL, (name, r.message)
+        assert data.objective(r.x) == pytest.approx(r.objective, rel=1e-9, abs=1e-9), name
+        assert data.max_violation(r.x) <= 1e-6, name
+    best = min(r.objective for r in results.values())
+    for name, r in results.items():
+        assert r.objective == pytest.approx(best, rel=1e-6), (name, {k: v.objective for k, v in results.items()})
+    return sorted(results)
+
+
 @pytest.mark.parametrize("method", ["l1-svm", "svm-weights"])
 def test_same_lp_qp_optimum_on_every_backend(method):
     X, y = random_mpm_data(m=60, n=12, seed=5)
     data = _compiled(method, X, y)
     assert data.problem_class is (ProblemClass.LP if method == "l1-svm" else ProblemClass.QP)
-    results = {B.name: B().solve(data) for B in (HighsBackend, EcosBackend, ClarabelBackend)}
-    for name, r in results.items():
-        assert r.status is Status.OPTIMAL, (name, r.message)
-        assert r.objective == pytest.approx(results["highs"].objective, rel=1e-6), name
+    solved = agree_on(data)
+    # the built-in backends all solve LPs and QPs; none may drop out silently
+    assert {"highs", "ecos", "clarabel"} <= set(solved) | set(registered_backends(data.problem_class)[1])
+
+
+def test_agreement_covers_a_new_backend(add_components):
+    """A backend registered by a plugin joins the comparison above without editing this file: one
+    that reports a slightly wrong optimum fails it."""
+    import attrs
+
+    class Drifting(ClarabelBackend):
+        name = "drifting"
+
+        def solve(self, data, options=SolveOptions()):
+            r = super().solve(data, options)
+            return attrs.evolve(r, objective=r.objective * (1 + 1e-4), backend=self.name)
+
+    X, y = random_mpm_data(m=60, n=12, seed=5)
+    data = _compiled("l1-svm", X, y)
+    assert "drifting" not in agree_on(data)
+    add_components(backends=[Drifting])
+    with pytest.raises(AssertionError, match="drifting"):
+        agree_on(data)
 
 
 def test_same_socp_optimum_on_ecos_and_clarabel(mpm_data):

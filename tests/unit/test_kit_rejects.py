@@ -5,16 +5,31 @@ from __future__ import annotations
 
 import itertools
 
+import math
+import warnings
+
 import attrs
 import numpy as np
 import pyomo.environ as pyo
 import pytest
 
-from fsframe.loops import ReweightedL1
+import fsframe
+from fsframe.backends import ClarabelBackend, SolveOptions
+from fsframe.loops import DCA, ReweightedL1
+from fsframe.loops.base import OuterLoop, Step
 from fsframe.plugins import get_registry
-from fsframe.surrogates import ExpSurrogate, LogSurrogate
-from fsframe.surrogates.base import DCSplit, Surrogate
-from fsframe.testing import check_formulation, check_loop, check_surrogate, hinge_loss
+from fsframe.surrogates import ExpSurrogate, L0Surrogate, LogSurrogate, LpSurrogate
+from fsframe.surrogates.base import DCSplit, Surrogate, safe_div
+from fsframe.formulation import Formulation
+from fsframe.testing import (
+    StandardProblems,
+    check_backend,
+    check_fit_result,
+    check_formulation,
+    check_loop,
+    check_surrogate,
+    hinge_loss,
+)
 
 Hinge = get_registry().get("formulation", "hinge")
 
@@ -99,20 +114,150 @@ class FiniteAtZero(ExpSurrogate):
         return np.minimum(super().quad_weights(t), 1e12)
 
 
+@attrs.frozen
+class SlightlyWrongDerivative(LogSurrogate):
+    """phi' scaled by 1.0001: inside the old 1e-4 finite-difference tolerance."""
+
+    name = "slightly-wrong-derivative"
+
+    def derivative(self, t):
+        return 1.0001 * super().derivative(t)
+
+    def quad_weights(self, t):
+        return LogSurrogate.quad_weights(self, t)
+
+
+@attrs.frozen
+class SqrtFiniteAtZero(Surrogate):
+    """phi = sqrt(t): phi'(0+) = inf, but derivative(0) claims 5000."""
+
+    name = "sqrt-finite-at-0"
+
+    def phi(self, t):
+        return np.sqrt(np.asarray(t, dtype=float))
+
+    def derivative(self, t):
+        t = np.asarray(t, dtype=float)
+        out = np.full(t.shape, 5000.0)
+        np.divide(0.5, np.sqrt(t), out=out, where=t > 0)
+        return out
+
+
+@attrs.frozen
+class WrongSlopeAtZero(ExpSurrogate):
+    """derivative(0) = 1.01 alpha: still non-increasing, not the right derivative."""
+
+    name = "wrong-slope-at-0"
+
+    def derivative(self, t):
+        d = super().derivative(t)
+        return np.where(np.asarray(t) == 0, 1.01 * self.alpha, d)
+
+
+@attrs.frozen
+class L0WrongWeights(L0Surrogate):
+    """Zero-norm whose EM weights are 1/t (the L1 weights), not 1/t^2 (002 eq. 9)."""
+
+    name = "l0-wrong"
+
+    def quad_weights(self, t):
+        t = np.asarray(t, dtype=float)
+        return safe_div(np.ones_like(t), t)
+
+
+@attrs.frozen
+class LpWrongWeights(LpSurrogate):
+    """lp with weights phi'(t)/t, not the declared t^(p-2) = phi'(t)/(p t)."""
+
+    name = "lp-wrong"
+
+    def quad_weights(self, t):
+        return safe_div(self.derivative(t), np.asarray(t, dtype=float))
+
+
+@attrs.frozen
+class LogScaledQuad(LogSurrogate):
+    """EM weights 100 phi'(t)/t: EM's monitored potential loss + 2 sum phi assumes the factor 1."""
+
+    name = "log-scaled"
+
+    def quad_weights(self, t):
+        return 100.0 * super().quad_weights(t)
+
+
+@attrs.frozen
+class Step0(Surrogate):
+    """A scaled zero-norm without a derivative: EM weights must be phi(0+)/t^2 = 2/t^2."""
+
+    name = "step0"
+    wrong: bool = False
+
+    def phi(self, t):
+        return 2.0 * (np.asarray(t, dtype=float) > 0)
+
+    def quad_weights(self, t):
+        t = np.asarray(t, dtype=float)
+        return safe_div(np.full(t.shape, 1.0 if self.wrong else 2.0), t * t)
+
+
+@attrs.frozen
+class LogNoDerivative(Surrogate):
+    """log1p(t) without a derivative: EM weights must be phi'(t)/t = 1/(t (1 + t)) (by finite differences)."""
+
+    name = "log-no-derivative"
+    factor: float = 1.0
+
+    def phi(self, t):
+        return np.log1p(np.asarray(t, dtype=float))
+
+    def quad_weights(self, t):
+        t = np.asarray(t, dtype=float)
+        return safe_div(self.factor / (1.0 + t), t)
+
+
 @pytest.mark.parametrize("sur, match", [
     (WrongDerivative(), "derivative disagrees with the central finite difference"),
+    (SlightlyWrongDerivative(eps=0.1), "derivative disagrees with the central finite difference"),
+    (SqrtFiniteAtZero(), r"derivative\(0\) = 5000.0 is not the right derivative"),
+    (WrongSlopeAtZero(), r"derivative\(0\) = 5.05 is not the right derivative"),
+    (L0WrongWeights(), r"EM convention 'quad_weights = 1/t\^2 \(l0 convention\)'"),
+    (LpWrongWeights(p=0.5), r"EM convention 'quad_weights = t\^\(p-2\) \(lp convention\)'"),
+    (LogScaledQuad(eps=0.1), "EM convention \"quad_weights = phi'\\(t\\)/t\""),
+    (Step0(wrong=True), r"zero-norm limit"),
+    (LogNoDerivative(factor=1.01), r"quad_weights\(t\) \* t disagrees with the central finite difference"),
     (Convex(), "not midpoint-concave"),
     (Offset(), r"phi\(0\) = 1.0"),
     (Decreasing(), "phi decreases"),
     (BadValue(), r"value\(-?w\) = "),
     (BadSplit(), "grad_h disagrees"),
     (ConcaveH(), "dc_split"),
-    (BadQuad(), r"quad_weights\(t\) \* t / phi'\(t\) is not a positive constant"),
+    (BadQuad(), "quad_weights disagrees with the EM convention"),
     (FiniteAtZero(), r"quad_weights\(0\) = 1000000000000.0, must be inf"),
 ], ids=lambda p: getattr(p, "name", None))
 def test_check_surrogate_rejects(sur, match):
     with pytest.raises(AssertionError, match=match):
         check_surrogate(sur)
+
+
+@pytest.mark.parametrize("sur, name", [
+    (LpSurrogate(p=0.0), "quad_weights = t^(p-2) (lp convention)"),
+    (LpSurrogate(p=0.5), "quad_weights = t^(p-2) (lp convention)"),
+    (L0Surrogate(), "quad_weights = 1/t^2 (l0 convention)"),
+    (LogSurrogate(eps=0.1), "quad_weights = phi'(t)/t"),
+    (Step0(), "quad_weights = phi(0+)/t^2 (zero-norm limit)"),
+    (LogNoDerivative(), "quad_weights = phi'(t)/t (finite differences)"),
+], ids=lambda p: getattr(p, "name", None) if isinstance(p, Surrogate) else None)
+def test_check_surrogate_names_the_em_rule(sur, name):
+    """The rule the EM weights were checked against is named in the returned checks."""
+    assert name in check_surrogate(sur)
+
+
+def test_check_surrogate_takes_a_declared_em_form():
+    """A surrogate with another convention declares it; the declaration is what is checked."""
+    ran = check_surrogate(LogScaledQuad(eps=0.1), quad_weights=lambda t: 100.0 / (t * (0.1 + t)))
+    assert "quad_weights = declared form" in ran
+    with pytest.raises(AssertionError, match="declared form"):
+        check_surrogate(LogScaledQuad(eps=0.1), quad_weights=lambda t: 1.0 / (t * (0.1 + t)))
 
 
 # ------------------------------------------------------------------------------ formulations
@@ -147,7 +292,7 @@ class WrongClass(Hinge):
 
 
 @pytest.mark.parametrize("form, match", [
-    (FlippedDecision(C=1.0), "decision_loss"),  # the kit knows the hinge loss only by name: passed below
+    (FlippedDecision(C=1.0), "decision_loss"),
     (TwoObjectives(C=1.0), "one active objective"),
     (WrongClass(C=1.0), "problem_class"),
 ], ids=["flipped", "two-objectives", "wrong-class"])
@@ -155,6 +300,70 @@ def test_check_formulation_rejects(form, match, binary_data):
     X, y = binary_data
     with pytest.raises(AssertionError, match=match):
         check_formulation(form, X, y, decision_loss=hinge_loss(1.0))
+
+
+MPM = get_registry().get("formulation", "mpm")
+MPMMax = get_registry().get("formulation", "mpm-max")
+
+
+@attrs.frozen
+class FlippedMPM(MPM):
+    name = "flipped-mpm"
+
+    def decision_function(self, coef, intercept, X):
+        return -super().decision_function(coef, intercept, X)
+
+
+@attrs.frozen
+class FlippedMPMMax(MPMMax):
+    name = "flipped-mpm-max"
+
+    def decision_function(self, coef, intercept, X):
+        return -super().decision_function(coef, intercept, X)
+
+
+@attrs.frozen
+class FlippedHingeRenamed(Hinge):
+    """A hinge-like formulation not named "hinge": the kit still knows its loss (a subclass)."""
+
+    name = "my-hinge"
+
+    def decision_function(self, coef, intercept, X):
+        return -(X @ coef + intercept)
+
+
+@pytest.mark.parametrize("form, match", [
+    (FlippedMPM(delta=0.5), r"decision_loss\(decision_function\(...\)\) = 4"),
+    (FlippedMPMMax(), "mpm-max decision values"),
+    (FlippedHingeRenamed(C=1.0), "decision_loss"),
+], ids=["flipped-mpm", "flipped-mpm-max", "renamed-hinge"])
+def test_check_formulation_rejects_a_flipped_decision_by_default(form, match, binary_data):
+    X, y = binary_data
+    with pytest.raises(AssertionError, match=match):
+        check_formulation(form, X, y)
+
+
+@attrs.frozen
+class Unknown(Formulation):
+    """A formulation the kit has no loss for (not a subclass of a registered one)."""
+
+    name = "unknown"
+    slot_terms = frozenset({"lin"})
+
+    def problem_class(self, terms):
+        return Hinge(C=1.0).problem_class(terms)
+
+    def build(self, X, y, terms):
+        return Hinge(C=1.0).build(X, y, terms)
+
+
+def test_check_formulation_skips_the_decision_check_only_when_told(binary_data):
+    X, y = binary_data
+    with pytest.raises(ValueError, match="decision_loss=False"):
+        check_formulation(Unknown(), X, y)
+    ran = check_formulation(Unknown(), X, y, decision_loss=False)
+    assert "decision_loss skipped (decision_loss=False) ['lin']" in ran
+    assert "decision_loss ['lin']" in check_formulation(Unknown(), X, y, decision_loss=hinge_loss(1.0))
 
 
 def test_check_formulation_rejects_a_wrong_loss(binary_data):
@@ -214,11 +423,183 @@ class NonDeterministic(ReweightedL1):
         return True, "one step"
 
 
-@pytest.mark.parametrize("loop, match", [
-    (MisreportingLoop(), "reported objective"),
-    (IgnoresFailures(), "did not raise SolverFailedError"),
-    (NonDeterministic(), "different coefficients"),
-], ids=["misreporting", "ignores-failures", "non-deterministic"])
-def test_check_loop_rejects(loop, match):
+@pytest.mark.parametrize("loop, match, kw", [
+    (MisreportingLoop(), "reported objective", {}),
+    (IgnoresFailures(), "did not raise SolverFailedError", {}),
+    (NonDeterministic(), "slot weights lin", {}),
+    # its first weights are off the model; with that check off the second run gives it away
+    (NonDeterministic(), "different coefficients", {"expected_weights": False}),
+], ids=["misreporting", "ignores-failures", "non-deterministic", "non-deterministic-runs"])
+def test_check_loop_rejects(loop, match, kw):
     with pytest.raises(AssertionError, match=match):
-        check_loop(loop, ExpSurrogate(alpha=5.0))
+        check_loop(loop, ExpSurrogate(alpha=5.0), **kw)
+
+
+@attrs.frozen
+class NeverReweights(ReweightedL1):
+    """Weights always 1: FSV degenerates to the L1-SVM."""
+
+    name = "never-reweights"
+
+    def steps(self, sub, surrogate):
+        yield self.surrogate_step(sub.solve(lin=np.ones(sub.n_groups)), surrogate)
+        yield self.surrogate_step(sub.solve(lin=np.ones(sub.n_groups)), surrogate)
+        return True, "step below tol"
+
+
+@attrs.frozen
+class StaleDCA(DCA):
+    """Linearises at the starting point forever."""
+
+    name = "stale-dca"
+
+    def steps(self, sub, surrogate):
+        split = surrogate.dc_split()
+        it0 = sub.solve(lin=np.ones(sub.n_groups), lin_w=np.zeros(sub.n_coef))
+        yield self.surrogate_step(it0, surrogate)
+        prev = it0
+        for _ in range(1, self.max_iter):
+            new = self._solve(sub, split, it0)
+            yield self.surrogate_step(new, surrogate)
+            if self.small_step(new, prev)[0]:
+                return True, "step below tol"
+            prev = new
+        return False, "max_iter"
+
+
+@attrs.frozen
+class RisingHidden(ReweightedL1):
+    """Weights that grow tenfold per step (the penalty rises) and monitored=None, so the loop's
+    own descent check sees nothing."""
+
+    name = "rising-hidden"
+
+    def steps(self, sub, surrogate):
+        w = np.full(sub.n_groups, 0.01)
+        for _ in range(4):
+            it = sub.solve(lin=w)
+            yield Step(it, self.surrogate_objective(it, surrogate) if it.ok else None, monitored=None)
+            w = w * 10.0
+        return True, "done"
+
+
+@pytest.mark.parametrize("loop, match", [
+    (NeverReweights(), r"iteration 1: slot weights lin = "),
+    (StaleDCA(), r"iteration 2: slot weights lin_w = "),
+    (RisingHidden(), r"iteration 0: slot weights lin = "),
+], ids=["never-reweights", "stale-dca", "rising-hidden"])
+def test_check_loop_rejects_weights_off_the_model(loop, match):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(AssertionError, match=match):
+            check_loop(loop, ExpSurrogate(alpha=5.0))
+
+
+def test_check_loop_recomputes_descent():
+    """With the weights check off, the hidden rise is still found: the kit recomputes loss + sum phi."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(AssertionError, match="iteration 3: the objective theory says decreases.*rose"):
+            check_loop(RisingHidden(), ExpSurrogate(alpha=5.0), expected_weights=False)
+
+
+@attrs.frozen
+class PlainIRL1(OuterLoop):
+    """A correct reweighted-L1 loop that is no subclass of a built-in loop."""
+
+    name = "plain-irl1"
+    requires = ("derivative",)
+
+    def terms(self, surrogate):
+        return frozenset({"lin"})
+
+    def steps(self, sub, surrogate):
+        it = sub.solve(lin=np.ones(sub.n_groups))
+        yield self.surrogate_step(it, surrogate)
+        for _ in range(1, self.max_iter):
+            new = sub.solve(lin=surrogate.derivative(it.t))
+            yield self.surrogate_step(new, surrogate)
+            if self.small_step(new, it)[0]:
+                return True, "step below tol"
+            it = new
+        return False, "max_iter reached"
+
+
+def test_check_loop_names_what_it_skips_for_an_unknown_loop():
+    sur = ExpSurrogate(alpha=5.0)
+    ran = check_loop(PlainIRL1(), sur)
+    assert f"weights {sur}: skipped (the kit has no model of loop 'plain-irl1'; pass expected_weights=)" in ran
+    assert any(r.startswith(f"descent {sur}: the loop's own monitored values") for r in ran)
+
+    def irl1(k, prev, surrogate, sub):
+        return {"lin": np.ones(sub.n_groups) if prev is None else surrogate.derivative(prev.t)}
+
+    assert f"weights {sur} (expected_weights)" in check_loop(PlainIRL1(), sur, expected_weights=irl1)
+    with pytest.raises(AssertionError, match="iteration 1: slot weights lin"):
+        check_loop(PlainIRL1(), sur, expected_weights=lambda k, prev, s, sub: {"lin": np.ones(sub.n_groups)})
+
+
+# ------------------------------------------------------------------------------ backends
+def _broken_clarabel(name, fix):
+    class Broken(ClarabelBackend):
+        def open(self, data, options=SolveOptions()):
+            session = super().open(fix(data), options)
+            inner = session.solve
+            session.solve = lambda d=None: inner(None if d is None else fix(d))
+            return session
+
+    Broken.name = name
+    return Broken()
+
+
+def _drop_linear_rows(d):
+    if not d.cones or d.l == 0:
+        return d
+    return attrs.evolve(d, G=d.G[d.l:], h=d.h[d.l:], l=0)
+
+
+def _merge_cones(d):
+    return d if len(d.cones) < 2 else attrs.evolve(d, cones=(sum(d.cones),))
+
+
+@pytest.mark.parametrize("backend, match", [
+    (_broken_clarabel("drops-linear-rows-with-cones", _drop_linear_rows), "on socp_disc_halfplane: objective"),
+    (_broken_clarabel("merges-cones", _merge_cones), "on socp_two_cones: status infeasible"),
+], ids=["drops-linear-rows", "merges-cones"])
+def test_check_backend_rejects_socp_bugs(backend, match):
+    pytest.importorskip("clarabel")
+    with pytest.raises(AssertionError, match=match):
+        check_backend(backend, problems=[p for p in StandardProblems.all() if p.name.startswith("socp")])
+
+
+@pytest.mark.parametrize("prob, value", [
+    (StandardProblems.socp_disc_halfplane(), -0.5 - math.sqrt(0.75)),
+    (StandardProblems.socp_two_cones(), -math.sqrt(2) - 6.0),
+    (StandardProblems.socp_cone_equality(), math.sqrt(3.0)),
+    (StandardProblems.socp_quadratic(), 9.0 - 4.0 * math.sqrt(2)),
+], ids=lambda p: getattr(p, "name", None))
+def test_socp_answers_satisfy_their_constraints(prob, value):
+    """The hand-derived points are feasible and attain the stated optimum (the values were also
+    checked with CVXPY + Clarabel when the problems were written)."""
+    assert prob.objective == pytest.approx(value, rel=1e-15)
+    assert prob.data.max_violation(prob.x) <= 1e-12
+    assert prob.data.objective(prob.x) == pytest.approx(value, rel=1e-12)
+    assert prob.data.l == {"socp_disc_halfplane": 1}.get(prob.name, 0)
+
+
+# ------------------------------------------------------------------------------ fit results
+@pytest.mark.parametrize("params, extra", [
+    ({}, 0.5),
+    ({}, 3.8),  # inside the old allowance of (#zeroed groups) x phi(cut) = 4 for the zero-norm
+    ({"n_features": 1}, 0.5),
+    ({"n_features": 1}, 4.75),
+], ids=["em-l0+0.5", "em-l0+3.8", "n_features+0.5", "n_features+4.75"])
+def test_check_fit_result_rejects_an_inflated_objective(params, extra, binary_data):
+    X, y = binary_data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, method="em-l0", **params)
+    ran = check_fit_result(res, X, y)
+    assert ("objective bounded (n_features)" if params else "objective recomputed") in ran
+    with pytest.raises(AssertionError, match="objective"):
+        check_fit_result(attrs.evolve(res, objective=res.objective + extra), X, y)

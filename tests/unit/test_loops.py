@@ -234,3 +234,54 @@ def test_zero_norm_objective_counts_the_returned_support():
     res = fsframe.fit(X, y, method="em-l0")
     assert res.objective == pytest.approx(hinge_loss(1.0)(X @ res.coef + res.intercept, y) + res.n_selected,
                                           rel=1e-6)
+
+
+# ------------------------------------------------------------------------------ a rising objective
+@attrs.frozen
+class DetourLoop(fsframe.OuterLoop):
+    """A loop that claims descent (``monotone = True``) but solves ``loss + s ||w||_1`` for the
+    scales ``s`` given, reporting ``loss + ||w||_1``: any ``s != 1`` is worse than the L1 solution."""
+
+    name = "detour"
+    requires = ("derivative",)
+    monotone = True  # the base class's default, stated: the run checks this loop's descent
+    scales: tuple = (100.0, 1.0, 3.0, 1.0)
+
+    def terms(self, surrogate):
+        return frozenset({"lin"})
+
+    def steps(self, sub, surrogate):
+        for s in self.scales:
+            yield self.surrogate_step(sub.solve(lin=np.full(sub.n_groups, s)), surrogate)
+        return True, "detour done"
+
+
+def test_a_rising_objective_is_reported(binary_data, add_components):
+    """OuterLoop.run checks the monitored objective of a loop that guarantees descent against the
+    previous iterate's: a rise is a ConvergenceWarning naming both values and ``monotone=False`` in
+    the result, and the history shows it. The detour: w ~ 0 (scale 100), the L1 solution, scale 3 —
+    a rise from the L1 optimum, though still below the first objective — and back to L1."""
+    add_components(loops=[DetourLoop])
+    X, y = binary_data
+    rise = r"detour: monitored objective rose from \S+ to \S+ at iteration 2 "
+    with pytest.warns(ConvergenceWarning, match=rise) as rec:
+        res = fsframe.fit(X, y, formulation="hinge", surrogate="l1", loop="detour")
+    assert res.monotone is False and res.converged and res.n_iter == 4
+    f = [r.objective for r in res.history]
+    assert f[0] > f[2] > f[1] + 0.1 and f[3] == pytest.approx(f[1], rel=1e-9)
+    assert f[1] == pytest.approx(fsframe.fit(X, y, method="l1-svm").objective, rel=1e-9)
+    rises = [str(w.message) for w in rec if "rose from" in str(w.message)]
+    assert len(rises) == 1  # only the step from the L1 optimum up to scale 3's point
+    before, after = (float(v) for v in rises[0].split("rose from ")[1].split(" at ")[0].split(" to "))
+    assert (before, after) == (pytest.approx(f[1], rel=1e-7), pytest.approx(f[2], rel=1e-7))
+
+
+def test_no_detour_no_warning(binary_data, add_components):
+    """The same loop without a detour (a decrease, then equal L1 solves) is monotone and warns
+    about nothing."""
+    add_components(loops=[DetourLoop])
+    X, y = binary_data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = fsframe.fit(X, y, formulation="hinge", surrogate="l1", loop="detour", scales=(3.0, 1.0, 1.0))
+    assert res.monotone is True and res.n_iter == 3
