@@ -91,6 +91,9 @@ class Formulation(abc.ABC):
     reference: ClassVar[str] = ""
     slot_terms: ClassVar[frozenset] = SLOT_TERMS
     """The sparsity-slot terms this formulation can build."""
+    sparse: ClassVar[bool] = True
+    """``False`` for a model without a sparsity penalty (its slot's magnitude map is zero, e.g.
+    Lanckriet's MPM): it runs only without a surrogate, with loop ``single``."""
     multiclass: ClassVar[str] = "ovr"
     """``"ovr"``: binary only, fsframe runs one-vs-rest; ``"native"``: handles any number of
     classes itself (``build`` then receives integer class codes)."""

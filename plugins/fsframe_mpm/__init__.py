@@ -366,6 +366,7 @@ class MPMMaxFormulation(Formulation):
     name = "mpm-max"
     reference = "Lanckriet, El Ghaoui, Bhattacharyya & Jordan, NIPS 14, 2002; paper 000 §2.1"
     slot_terms = frozenset({"lin"})
+    sparse = False  # no penalty: surrogates are refused (they would penalise nothing)
     rho: float = attrs.field(default=DEFAULT_RHO, converter=float, validator=[ge(0.0), finite])
 
     def problem_class(self, terms):

@@ -28,15 +28,18 @@ def expected_refusal(f, s, l):
     (``loop.terms``) that the formulation class does not build (``slot_terms``). ``None``: it runs."""
     loop = REG.get("loop", l)()
     sur = None if s is None else REG.get("surrogate", s)()
+    form = REG.get("formulation", f)
+    # a formulation without a sparsity penalty (Formulation.sparse) refuses every surrogate
+    unpenalised = [re.escape("has no sparsity penalty")] if (not form.sparse and sur is not None) else []
     miss = loop.missing(sur)
     if sur is not None:
         assert {c for c in loop.requires if c not in sur.capabilities()} <= set(miss), (l, s, miss)
     if miss:
-        return [re.escape(m) for m in miss]
-    lacking = loop.terms(sur) - REG.get("formulation", f).slot_terms
+        return [re.escape(m) for m in miss] + unpenalised
+    lacking = loop.terms(sur) - form.slot_terms
     if lacking:
-        return [re.escape(f"cannot build slot terms {sorted(lacking)}")]
-    return None
+        return [re.escape(f"cannot build slot terms {sorted(lacking)}")] + unpenalised
+    return unpenalised or None
 
 
 # The slot terms the reference formulations document (hinge: "lin", "lin_w" on w = u - v, "quad" on a
@@ -61,7 +64,7 @@ def check_mpm_values(res, X, y):
       ``kappa = sqrt(delta / (1 - delta))`` (eq. 22) for the reported ``delta < delta_max``;
     * ``mpm-max`` (000 eqs. 3-5): the loss is ``||F_1'w|| + ||F_2'w|| = 1 / kappa*`` under
       ``w'(mu_1 - mu_2) = 1``, ``b = w'mu_1 - kappa* ||F_1'w||``; the slot multiplies nothing, so
-      ``single`` reports the loss and a surrogate loop the loss plus ``sum_j phi(|w_j|)``."""
+      ``single`` without a surrogate (the only way it runs: ``Formulation.sparse`` is False) reports the loss."""
     from fsframe_mpm import class_moments
 
     rel = 1e-6
