@@ -43,7 +43,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .dataset import Dataset, check_Xy
 from .errors import DataError, DataWarning, InvalidOptionError, SolverFailedError
-from .method import FIT_OPTIONS, KERNEL_FIELDS, _fields, fit, make_options, resolve, select_backend
+from .method import FIT_OPTIONS, KERNEL_FIELDS, _fields, component_names, fit, make_options, resolve, select_backend
 from .plugins import get_registry
 
 __all__ = [
@@ -395,12 +395,7 @@ def accepted_parameters(method: str | None = None, *, formulation: str | None = 
     """The parameters a method (or component triple) accepts, by owner: ``formulation``,
     ``surrogate``, ``loop``, ``kernel`` and ``fit`` (options of :func:`fsframe.fit`)."""
     reg = get_registry()
-    if method is not None:
-        spec = reg.get("method", method)
-        formulation = formulation or spec.formulation
-        loop = loop or spec.loop
-        if surrogate is None:
-            surrogate = spec.surrogate
+    formulation, surrogate, loop = component_names(method, formulation, surrogate, loop)
     out: dict[str, list[str]] = {}
     for kind, name in (("formulation", formulation), ("surrogate", surrogate), ("loop", loop)):
         if name not in (None, "", "none"):

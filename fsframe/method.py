@@ -94,6 +94,19 @@ def _make(kind: str, cls, kwargs: dict):
             f"invalid parameter for {kind} {getattr(cls, 'name', cls.__name__)!r}: {_reason(exc)}") from exc
 
 
+def component_names(method: str | None, formulation: str | None, surrogate: str | None,
+                    loop: str | None) -> tuple:
+    """``(formulation, surrogate, loop)``: the names given, with a method's own filling the gaps
+    (a method's surrogate only when ``surrogate`` is ``None``, so ``""``/``"none"`` drop it)."""
+    if method is not None:
+        spec = get_registry().get("method", method)
+        formulation = formulation or spec.formulation
+        loop = loop or spec.loop
+        if surrogate is None:
+            surrogate = spec.surrogate
+    return formulation, surrogate, loop
+
+
 def resolve(method: str | None = None, *, formulation: str | None = None, surrogate: str | None = None,
             loop: str | None = None, **params) -> Resolved:
     """Turn names and parameters into components, routing each parameter to the component that
@@ -111,13 +124,8 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
         formulation cannot build).
     """
     reg = get_registry()
-    spec = None
-    if method is not None:
-        spec = reg.get("method", method)
-        formulation = formulation or spec.formulation
-        loop = loop or spec.loop
-        if surrogate is None:
-            surrogate = spec.surrogate
+    spec = None if method is None else reg.get("method", method)
+    formulation, surrogate, loop = component_names(method, formulation, surrogate, loop)
     missing = [k for k, v in (("formulation", formulation), ("loop", loop)) if v is None]
     if missing:
         raise InvalidOptionError(f"give a method= or both formulation= and loop= (missing {missing})")
