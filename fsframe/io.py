@@ -72,17 +72,17 @@ def _resolve_column(spec: int | str | None, header: list[str] | None, n_cols: in
                 if cand in lowered:
                     return lowered.index(cand)
         return n_cols - 1
-    if isinstance(spec, str) and not spec.lstrip("-").isdigit():
+    pos = _position(spec, n_cols)
+    if pos == "name":
         if header is None or spec not in header:
             raise DataFileError(
                 f"{path}: {role} {spec!r} not found"
                 + (f"; columns are {header[:20]}" if header else " (the file has no header row)")
             )
         return header.index(spec)
-    idx = int(spec)
-    if not -n_cols <= idx < n_cols:
-        raise DataFileError(f"{path}: {role} {idx} out of range for {n_cols} columns")
-    return idx % n_cols
+    if pos is None:
+        raise DataFileError(f"{path}: {role} {int(spec)} out of range for {n_cols} columns")
+    return pos
 
 
 # ----------------------------------------------------------------------------- CSV / TSV
