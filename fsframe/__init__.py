@@ -8,7 +8,7 @@ assembles the convex subproblem as a Pyomo model; an interchangeable backend sol
     result.selected, result.predict(X_test)
 """
 
-from ._types import SOLUTION_PRESENT, ProblemClass, Status
+from .enums import SOLUTION_PRESENT, ProblemClass, Status
 from .hookspecs import hookimpl
 from .formulation import BuiltModel, Formulation
 from .dataset import Dataset

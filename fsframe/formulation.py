@@ -33,7 +33,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from ._types import ProblemClass
+from .enums import ProblemClass
 from .pyomo_ext import SLOT_TERMS, LinearMap, SparsitySlot
 
 __all__ = ["Formulation", "BuiltModel", "fit_solver", "using_solver"]

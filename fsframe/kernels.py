@@ -12,7 +12,7 @@ import numpy as np
 from attrs.validators import ge, gt, in_, instance_of
 from numpy.typing import ArrayLike, NDArray
 
-from ._types import as_int, finite
+from .validators import as_int, finite
 from .errors import DataError
 
 __all__ = ["EmpiricalKernelMap", "KERNELS"]

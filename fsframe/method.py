@@ -10,7 +10,7 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._types import ProblemClass
+from .enums import ProblemClass
 from .backends.base import Backend, SolveOptions
 from .dataset import Dataset, check_Xy
 from .errors import (
@@ -314,7 +314,7 @@ def fit(
     time_limit, backend_options, verbose
         Passed to the solver (see :class:`fsframe.backends.SolveOptions`).
     fast, cone_form
-        Compiler paths (see :func:`fsframe.backends.compile.compile_model`).
+        Compiler paths (see :func:`fsframe.compiler.compile_model`).
     keep_model : bool
         Keep the Pyomo model and compiled problem in ``result.info``.
     **params

@@ -8,9 +8,9 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from ._types import Status
+from .enums import Status
 from .backends.base import Backend, SolveOptions, SolveResult
-from .backends.compile import CompiledModel, compile_model
+from .compiler import CompiledModel, compile_model
 from .formulation import BuiltModel, Formulation
 
 __all__ = ["Subproblem", "Iterate"]

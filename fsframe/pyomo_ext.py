@@ -13,7 +13,7 @@ write or solve it — but three kinds of component are built through these helpe
   Params that outer loops change between solves.
 
 Each helper records its matrices in the model's :class:`Annotations`. The compiler
-(:mod:`fsframe.backends.compile`) uses a record directly when the component is still intact (the
+(:mod:`fsframe.compiler`) uses a record directly when the component is still intact (the
 *fast path*) and otherwise reads the Pyomo component itself (the *general path*), so a model
 written with plain Pyomo constraints compiles too, only slower. ``fsframe.testing.check_formulation``
 verifies that both paths give the same problem.
@@ -432,7 +432,7 @@ def add_sparsity_slot(
 
     ``penalty = sum_j lin[j] * s_j + sum_k lin_w[k] * w_k + sum_j quad[j] * sum_{k in j} w_k^2``
     restricted to ``terms``. Weights start at 0; outer loops set them (see
-    :meth:`fsframe.backends.compile.CompiledModel.with_weights`).
+    :meth:`fsframe.compiler.CompiledModel.with_weights`).
 
     Parameters
     ----------

@@ -8,7 +8,7 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._types import Status
+from .enums import Status
 
 __all__ = ["FitResult"]
 

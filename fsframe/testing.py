@@ -27,9 +27,10 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ._types import ProblemClass, Status
+from .enums import ProblemClass, Status
 from .backends.base import Backend, BackendSession, SolveOptions, SolveResult
-from .backends.compile import CompiledModel, ProblemData, compile_model
+from .canonical import ProblemData
+from .compiler import CompiledModel, compile_model
 from .errors import ConvergenceWarning, InvalidOptionError, SolverFailedError
 from .formulation import Formulation
 from .loops.base import OuterLoop

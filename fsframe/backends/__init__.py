@@ -1,14 +1,14 @@
 """Built-in solver backends. Registered through :func:`fsframe_register_backends`."""
 
+from ..canonical import ProblemData
 from ..hookspecs import hookimpl
 from .base import Availability, Backend, BackendSession, Certificate, SolveOptions, SolveResult, certify
 from .clarabel import ClarabelBackend
-from .compile import CompiledModel, ProblemData, compile_model
 from .ecos import EcosBackend
 from .highs import HighsBackend
 
 __all__ = ["Backend", "BackendSession", "SolveOptions", "SolveResult", "Availability", "Certificate",
-           "certify", "ProblemData", "CompiledModel", "compile_model", "HighsBackend", "EcosBackend",
+           "certify", "ProblemData", "HighsBackend", "EcosBackend",
            "ClarabelBackend"]
 
 

@@ -1,7 +1,7 @@
 """The :class:`Backend` base class, solve options and results, and the weak-duality certificate
 every backend's "optimal" is checked against.
 
-A backend solves :class:`~fsframe.backends.compile.ProblemData`. It never raises because a
+A backend solves :class:`~fsframe.compiler.ProblemData`. It never raises because a
 problem is infeasible or unbounded: it returns a :class:`SolveResult` whose ``status`` says so,
 and the outer loop decides. Re-solves go through a :class:`BackendSession`, which keeps the
 solver's state and pushes only what changed (detected by object identity on the arrays of the
@@ -20,9 +20,9 @@ import numpy as np
 from attrs.validators import ge, instance_of, optional
 from numpy.typing import NDArray
 
-from .._types import SOLUTION_PRESENT, ProblemClass, Status
+from ..enums import SOLUTION_PRESENT, ProblemClass, Status
 from ..errors import BackendUnavailableError, UnsupportedProblemError
-from .compile import ProblemData
+from ..canonical import ProblemData
 
 __all__ = [
     "Backend",

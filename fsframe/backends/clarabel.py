@@ -33,10 +33,10 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .._types import ProblemClass, Status
+from ..enums import ProblemClass, Status
 from ..errors import InvalidOptionError
 from .base import Backend, BackendSession, SolveOptions, SolveResult
-from .compile import ProblemData
+from ..canonical import ProblemData
 from .conic import certify_optimal, module_version, prepare
 
 __all__ = ["ClarabelBackend", "CLARABEL_STATUS"]

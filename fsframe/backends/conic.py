@@ -19,10 +19,10 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.sparse.csgraph import connected_components
 
-from .._types import Status
+from ..enums import Status
 from ..errors import UnsupportedProblemError
 from .base import Certificate, SolveOptions, certify
-from .compile import ProblemData
+from ..canonical import ProblemData
 
 __all__ = ["RowsLayout", "expand_bounds", "Prepared", "prepare", "psd_factor", "check_psd", "polish_separable",
            "certify_optimal", "module_version"]

@@ -51,9 +51,9 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from .._types import Status
+from ..enums import Status
 from .base import BackendSession, SolveOptions, SolveResult, certify, judge_certificate
-from .compile import ProblemData
+from ..canonical import ProblemData
 from .conic import check_psd
 
 __all__ = ["dual_applies", "scaled_applies", "DualQPSession", "ScaledQPSession"]

@@ -2,7 +2,7 @@
 point method; a convex quadratic objective enters through a rotated-cone epigraph.
 
 ECOS solves ``min c'x  s.t.  A x = b,  h - G x in K``, ``K = R_+^l x SOC(q_1) x ...`` — fsframe's
-:class:`~fsframe.backends.compile.ProblemData` without the bounds, which a session folds into the
+:class:`~fsframe.compiler.ProblemData` without the bounds, which a session folds into the
 ``R_+`` block (:meth:`ProblemData.bounds_as_rows`). Its multipliers already follow fsframe's
 convention ``L = c'x + y'(Ax - b) + z'(Gx - h)``, ``z in K``; they are mapped back to the rows of
 the compiled problem and every ``OPTIMAL`` answer is checked by
@@ -56,10 +56,10 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from .._types import ProblemClass, Status
+from ..enums import ProblemClass, Status
 from ..errors import InvalidOptionError
 from .base import Backend, BackendSession, SolveOptions, SolveResult, certify
-from .compile import ProblemData
+from ..canonical import ProblemData
 from .conic import certify_optimal, module_version, polish_separable, prepare, psd_factor
 
 __all__ = ["EcosBackend", "ECOS_STATUS", "ECOS_OPTIONS"]

@@ -28,10 +28,10 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .._types import ProblemClass, Status
+from ..enums import ProblemClass, Status
 from ..errors import InvalidOptionError, UnsupportedProblemError
 from .base import Backend, BackendSession, SolveOptions, SolveResult, certify, judge_certificate
-from .compile import ProblemData
+from ..canonical import ProblemData
 from .conic import check_psd
 
 __all__ = ["HighsBackend"]

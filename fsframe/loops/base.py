@@ -27,7 +27,8 @@ import numpy as np
 from attrs.validators import ge, gt, instance_of
 from numpy.typing import NDArray
 
-from .._types import Status, as_int, finite
+from ..enums import Status
+from ..validators import as_int, finite
 from ..errors import ConvergenceWarning, SolverFailedError, SolverWarning
 from ..problem import Iterate, Subproblem
 from ..surrogates.base import Surrogate

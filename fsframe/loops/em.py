@@ -6,7 +6,7 @@ import attrs
 import numpy as np
 from attrs.validators import ge, instance_of
 
-from .._types import as_int
+from ..validators import as_int
 from .base import OuterLoop, Step
 
 

@@ -6,7 +6,7 @@ import attrs
 import numpy as np
 from attrs.validators import gt, instance_of
 
-from .._types import finite
+from ..validators import finite
 from .base import DCSplit, Surrogate, safe_div
 
 

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from pyomo.common.gc_manager import PauseGC
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, hookimpl
-from fsframe._types import finite
+from fsframe.validators import finite
 from fsframe.backends.base import Backend, SolveOptions
 from fsframe.errors import DataError, DataWarning, InfeasibleParameterError, InvalidOptionError, SolverFailedError
 from fsframe.formulation import fit_solver
@@ -239,7 +239,7 @@ def lanckriet_data(mom: ClassMoments):
     ``w`` (n), ``t_1``, ``t_2``): ``largest_bound`` runs on every fit, and building and compiling
     the Pyomo model cost a quarter of its time at n = 1000. A test checks that both statements give
     the same problem."""
-    from fsframe.backends.compile import ProblemData
+    from fsframe.canonical import ProblemData
 
     n = mom.n
     blocks, cones = [], []

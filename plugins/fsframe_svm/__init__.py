@@ -16,7 +16,7 @@ from pyomo.common.gc_manager import PauseGC
 from pyomo.core.expr.numeric_expr import LinearExpression
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, hookimpl
-from fsframe._types import finite
+from fsframe.validators import finite
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_named_expressions, add_sparsity_slot, var_list
 
 __all__ = ["HingeFormulation"]

@@ -12,7 +12,7 @@ from pyomo.core.expr.numeric_expr import LinearExpression
 
 from fsframe import Status
 from fsframe.backends import ClarabelBackend, EcosBackend, HighsBackend
-from fsframe.backends.compile import compile_model
+from fsframe.compiler import compile_model
 from fsframe.plugins import get_registry
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_soc, var_list
 

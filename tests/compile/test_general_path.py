@@ -12,7 +12,7 @@ import scipy.sparse as sp
 import fsframe
 import fsframe.plugins
 from fsframe import BuiltModel, Formulation, ProblemClass, hookimpl
-from fsframe.backends.compile import compile_model
+from fsframe.compiler import compile_model
 from fsframe.pyomo_ext import LinearMap, add_sparsity_slot, var_list
 
 

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from fsframe import Status
 from fsframe.backends import ClarabelBackend, HighsBackend, ProblemData, SolveOptions
 from fsframe.backends.base import SolveResult
-from fsframe.backends.compile import compile_model
+from fsframe.compiler import compile_model
 from fsframe.backends.diag_qp import DualQPSession, ScaledQPSession
 from fsframe.backends.highs import HighsSession
 from fsframe.errors import UnsupportedProblemError

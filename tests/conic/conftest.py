@@ -19,7 +19,7 @@ def mpm_data():
 @pytest.fixture
 def small_socp():
     """A tiny L1-MPM-shaped SOCP on random data, compiled (for backend tests)."""
-    from fsframe.backends.compile import compile_model
+    from fsframe.compiler import compile_model
     from fsframe_mpm import MPMFormulation
 
     X, y = random_mpm_data(m=40, n=8, seed=3)

@@ -16,7 +16,7 @@ import fsframe
 from fsframe import ProblemClass, Status
 from fsframe.backends import ClarabelBackend, EcosBackend, HighsBackend, ProblemData, SolveOptions
 from fsframe.backends.clarabel import CLARABEL_STATUS
-from fsframe.backends.compile import compile_model
+from fsframe.compiler import compile_model
 from fsframe.backends.conic import psd_factor
 from fsframe.backends.ecos import ECOS_STATUS
 from fsframe.errors import BackendUnavailableError, InvalidOptionError, UnsupportedProblemError

@@ -15,7 +15,7 @@ import fsframe
 import fsframe_mpm as mpm
 from fsframe import Status
 from fsframe.backends import ClarabelBackend, EcosBackend
-from fsframe.backends.compile import compile_model
+from fsframe.compiler import compile_model
 from fsframe.errors import DataError, DataWarning, InfeasibleParameterError, InvalidOptionError
 from fsframe.method import resolve
 from fsframe.problem import Subproblem

@@ -13,7 +13,7 @@ import pytest
 
 from fsframe import Status
 from fsframe.backends import HighsBackend, SolveOptions, certify
-from fsframe.backends.compile import compile_model
+from fsframe.compiler import compile_model
 from fsframe.plugins import get_registry
 
 C = 1.0

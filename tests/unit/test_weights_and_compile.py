@@ -9,7 +9,8 @@ import pyomo.environ as pyo
 import pytest
 
 from fsframe.backends import HighsBackend, SolveOptions
-from fsframe.backends.compile import ProblemData, compile_model
+from fsframe.canonical import ProblemData
+from fsframe.compiler import compile_model
 from fsframe.errors import UnsupportedProblemError
 from fsframe.plugins import get_registry
 from fsframe.testing import StandardProblems
