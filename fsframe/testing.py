@@ -1114,7 +1114,7 @@ def _loop_model(loop: OuterLoop, surrogate: Surrogate | None, sub):
             q = np.full(n, np.inf)
             q[prev.t > cut] = surrogate.quad_weights(prev.t[prev.t > cut])
             return {"quad": q}
-        if isinstance(surrogate, (LpSurrogate, L0Surrogate)):
+        if not surrogate.em_majorizes:
             return weights, None, "quad = q(t_k)"
 
         def potential(k, it, loss):  # the MM majoriser's objective for q = phi'(t)/t; the L2 start is no MM step

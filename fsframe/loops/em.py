@@ -29,9 +29,9 @@ class EM(OuterLoop):
     The first subproblem uses ``q = 1`` (the standard L2 SVM), as 002 and AROM start.
     Stops when the step ``||(w,b)^{t+1} - (w,b)^t||`` falls below ``tol`` (relative). The
     monotone quantity of this majorise-minimise scheme is ``loss + 2 sum_j phi(t_j)`` for
-    surrogates whose weights are ``phi'(t)/t`` (exp, log, l1); it is checked for those.
-    ``lp``/``l0`` (weights ``t^(p-2)``) have no finite potential at ``p = 0``: no check,
-    convergence by step size. The reported objective is ``loss + sum_j phi(t_j)`` for all.
+    surrogates whose weights are ``phi'(t)/t`` (exp, log, l1: ``Surrogate.em_majorizes``); it is
+    checked for those. ``lp``/``l0`` (weights ``t^(p-2)``) have no finite potential at ``p = 0``:
+    no check, convergence by step size. The reported objective is ``loss + sum_j phi(t_j)`` for all.
     """
 
     name = "em"
@@ -43,9 +43,7 @@ class EM(OuterLoop):
         return frozenset({"quad"})
 
     def _potential(self, it, surrogate):
-        from ..surrogates.lp import L0Surrogate, LpSurrogate
-
-        if isinstance(surrogate, (LpSurrogate, L0Surrogate)):
+        if not surrogate.em_majorizes:
             return None
         return it.loss + 2.0 * float(np.sum(surrogate.phi(it.t)))
 

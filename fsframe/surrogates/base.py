@@ -64,6 +64,11 @@ class Surrogate(abc.ABC):
     """Registry key, lower case (``"exp"``)."""
     reference: ClassVar[str] = ""
     """Where the formula comes from (paper and equation)."""
+    em_majorizes: ClassVar[bool] = True
+    """Whether :meth:`quad_weights` is ``phi'(t)/t``, so that the EM loop is a
+    majorise-minimise scheme whose potential ``loss + 2 sum_j phi(t_j)`` must not rise (the loop
+    checks it). ``False`` for a surrogate with another EM convention (``lp``/``l0``: 002's
+    ``t^(p-2)``, Prop. 3), whose EM iterations are judged by their step size only."""
 
     # -- the function -------------------------------------------------------------------
     @abc.abstractmethod

@@ -27,6 +27,7 @@ class LpSurrogate(Surrogate):
     """
 
     name = "lp"
+    em_majorizes = False  # EM weights t^(p-2) (002 Prop. 3), not phi'(t)/t
     reference = "Huang, King & Lyu, paper 002, Prop. 3; Peng & Fan, paper 004, eq. 10"
     p: float = attrs.field(default=0.5, converter=float, validator=and_(instance_of(float), ge(0.0), le(1.0)))
 
@@ -59,6 +60,7 @@ class L0Surrogate(Surrogate):
     weights ``1/t^2`` (002 eqs. 5 and 9). Same as ``lp`` with ``p = 0``."""
 
     name = "l0"
+    em_majorizes = False  # EM weights 1/t^2 (002 eq. 9)
     reference = "Huang, King & Lyu, paper 002, eqs. 5, 7-9"
 
     def phi(self, t):
