@@ -159,6 +159,18 @@ class _ProgressPrinter:
 _NUMERIC = re.compile(r"^[-+]?(\d[\d.,]*([eE][-+]?\d+)?|inf)%?$")
 
 
+_LESS_PRESSURE = {"C": "a larger C", "alpha": "a smaller alpha", "eps": "a larger eps", "p": "a larger p",
+                  "delta": "a smaller delta", "delta_fraction": "a smaller delta_fraction"}
+
+
+def _pressure_hint(res) -> str:
+    """The parameters of this fit's own components that lower its sparsity pressure."""
+    own = [a.name for c in (res.formulation, res.surrogate) if c is not None
+           for a in getattr(type(c), "__attrs_attrs__", ())]
+    knobs = [f"--set {k}=... ({_LESS_PRESSURE[k]})" for k in own if k in _LESS_PRESSURE]
+    return "e.g. " + " or ".join(knobs) if knobs else "another method or a larger n_features"
+
+
 def _table(rows: Sequence[Sequence[str]], *, head: bool = True, indent: str = "") -> list[str]:
     """Aligned columns; columns whose cells are all numbers are right-aligned."""
     w = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
@@ -539,7 +551,7 @@ def _select_once(args, argv, data, params) -> int:
             if n > top:
                 print(f"  ... {n - top} more (--top N shows more; --json/--csv have all)")
         elif n == 0:
-            print("  no feature was selected: lower the sparsity pressure (e.g. --set alpha=... or a larger C)")
+            print("  no feature was selected: lower the sparsity pressure (" + _pressure_hint(res) + ")")
         print()
         obj = "-" if res.objective is None else f"{res.objective:.6g}"
         reason = info.get("stop_reason") or ""

@@ -25,38 +25,70 @@ Contract of :meth:`Formulation.build` (checked by ``fsframe.testing.check_formul
 from __future__ import annotations
 
 import abc
-import contextlib
-import contextvars
+import inspect
 from typing import Any, ClassVar
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from .backends.base import Backend, SolveOptions, SolveResult
+from .canonical import ProblemData
 from .enums import ProblemClass
 from .pyomo_ext import SLOT_TERMS, LinearMap, SparsitySlot
 
-__all__ = ["Formulation", "BuiltModel", "fit_solver", "using_solver"]
+__all__ = ["Formulation", "BuiltModel", "AuxSolver", "accepts", "call_opt_in"]
 
-_SOLVER: contextvars.ContextVar = contextvars.ContextVar("fsframe_fit_solver", default=None)
-
-
-def fit_solver():
-    """``(backend, options)`` of the fit in progress, or ``None`` outside :func:`fsframe.fit`.
-
-    For a formulation that solves an auxiliary problem in ``validate`` or ``build`` (MPM's
-    largest feasible bound): it should use the backend and options the user chose for the fit."""
-    return _SOLVER.get()
-
-
-@contextlib.contextmanager
-def using_solver(backend, options):
-    """Make ``(backend, options)`` what :func:`fit_solver` returns inside the block."""
-    token = _SOLVER.set((backend, options))
+def accepts(fn, name: str) -> bool:
+    """Whether callable ``fn`` takes a parameter called ``name`` (or ``**kwargs``): the opt-in
+    rule for the extra arguments fsframe passes to :meth:`Formulation.validate` and
+    :meth:`Formulation.build` (pluggy's "implementations take only the arguments they name")."""
     try:
-        yield
-    finally:
-        _SOLVER.reset(token)
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def call_opt_in(fn, *args, **optional):
+    """``fn(*args, **kw)`` where ``kw`` holds the entries of ``optional`` that ``fn`` names."""
+    return fn(*args, **{k: v for k, v in optional.items() if accepts(fn, k)})
+
+
+@attrs.frozen(eq=False)
+class AuxSolver:
+    """The fit's solver, handed to a formulation that solves an auxiliary problem in
+    ``validate`` or ``build`` (MPM's largest feasible bound).
+
+    A formulation opts in by naming a ``solver`` parameter: ``def validate(self, X, y, *,
+    solver=None)``. It solves with :meth:`solve` (the fit's backend and options) and reports
+    each auxiliary solve with :meth:`record`, so that its status appears in
+    ``FitResult.statuses`` like every subproblem's.
+
+    Attributes
+    ----------
+    backend : Backend
+    options : SolveOptions
+    """
+
+    backend: Backend
+    options: SolveOptions = attrs.field(factory=SolveOptions)
+    _log: dict = attrs.field(factory=dict, init=False, repr=False)
+
+    def solve(self, data: ProblemData, *, backend: Backend | None = None) -> SolveResult:
+        """Solve ``data`` with the fit's backend and options (or ``backend``, e.g. a fallback)."""
+        be = self.backend if backend is None else backend
+        return be.solve(data, self.options)
+
+    def record(self, key, statuses) -> None:
+        """Report the statuses of an auxiliary result once per fit (``key`` identifies it, so a
+        result shared by ``validate`` and ``build`` counts once)."""
+        self._log.setdefault(key, tuple(statuses))
+
+    @property
+    def statuses(self) -> tuple:
+        """Statuses of the auxiliary solves recorded, in order."""
+        return tuple(s for group in self._log.values() for s in group)
 
 
 @attrs.frozen(eq=False)
@@ -105,7 +137,11 @@ class Formulation(abc.ABC):
     def validate(self, X: NDArray, y: NDArray) -> dict:
         """Formulation-specific checks of the training data, before building (raise
         :class:`~fsframe.errors.DataError` / :class:`~fsframe.errors.InfeasibleParameterError`,
-        warn :class:`~fsframe.errors.DataWarning`). Returns facts worth reporting."""
+        warn :class:`~fsframe.errors.DataWarning`). Returns facts worth reporting.
+
+        An override that needs to solve something may add a keyword parameter ``solver``: it
+        then receives the fit's :class:`AuxSolver` (opt-in by name; :func:`call_opt_in`). The
+        same holds for :meth:`build`."""
         return {}
 
     @abc.abstractmethod

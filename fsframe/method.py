@@ -20,7 +20,7 @@ from .errors import (
     InvalidOptionError,
     UnknownComponentError,
 )
-from .formulation import Formulation, using_solver
+from .formulation import AuxSolver, Formulation, call_opt_in
 from .kernels import EmpiricalKernelMap
 from .loops.base import OuterLoop
 from .plugins import get_registry
@@ -256,9 +256,10 @@ def list_methods() -> list[dict]:
 
 def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
                 keep_model) -> dict:
-    with using_solver(backend, options):  # formulations' auxiliary solves use the fit's backend
-        info = dict(res.formulation.validate(X, y_pm) or {})
-        sub = Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form)
+    solver = AuxSolver(backend, options)  # formulations' auxiliary solves use the fit's backend (opt-in)
+    info = dict(call_opt_in(res.formulation.validate, X, y_pm, solver=solver) or {})
+    sub = Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form,
+                     solver=solver)
     try:
         out = res.loop.run(sub, res.surrogate, n_features=n_features)
     finally:
@@ -274,7 +275,8 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     intercept = out.iterate.intercept
     intercept = float(intercept[0]) if intercept.size == 1 else intercept
     return dict(coef=coef, intercept=intercept, support=out.support, objective=out.objective, n_iter=out.n_iter,
-                converged=out.converged, history=out.history, statuses=out.statuses, monotone=out.monotone,
+                converged=out.converged, history=out.history, statuses=solver.statuses + out.statuses,
+                monotone=out.monotone,
                 info=info)
 
 
@@ -384,11 +386,13 @@ def fit(
         support = np.zeros_like(support)
         support[keep] = True
         coefs[:, ~support] = 0.0
-        # each class's objective stays that of its chosen iterate (as for the binary cut); the
-        # groups this cross-class cut removes are counted with the ones the binary rule dropped
+        # the groups this cross-class cut removes are counted with the ones the binary rule dropped;
+        # a class that lost groups has no known objective (its coefficients were cut, not re-solved)
         per = [attrs.evolve(r, coef=coefs[i], support=r.support & support,
+                            objective=None if np.any(r.support & ~support) else r.objective,
                             info={**r.info, "n_features_dropped": r.info.get("n_features_dropped", 0)
-                                  + int(np.count_nonzero(r.support & ~support))})
+                                  + int(np.count_nonzero(r.support & ~support)),
+                                  "n_features_union_cut": int(np.count_nonzero(r.support & ~support))})
                for i, r in enumerate(per)]
     info = {"seconds": time.perf_counter() - t_start,
             "build_seconds": sum(r.info["build_seconds"] for r in per),

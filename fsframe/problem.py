@@ -11,7 +11,8 @@ from numpy.typing import NDArray
 from .enums import Status
 from .backends.base import Backend, SolveOptions, SolveResult
 from .compiler import CompiledModel, compile_model
-from .formulation import BuiltModel, Formulation
+from .errors import SolverFailedError, UnsupportedProblemError
+from .formulation import AuxSolver, BuiltModel, Formulation, call_opt_in
 
 __all__ = ["Subproblem", "Iterate"]
 
@@ -33,6 +34,7 @@ class Iterate:
     objective: float | None  # the subproblem's own objective (loss + penalty at these weights)
     seconds: float
     result: SolveResult
+    weights: dict = attrs.field(factory=dict, repr=False)  # the slot weights it was solved at
 
     @property
     def ok(self) -> bool:
@@ -48,17 +50,21 @@ class Subproblem:
     """Build ``formulation`` on ``(X, y)`` with slot ``terms``, compile it, and solve it
     repeatedly for new slot weights on ``backend``.
 
-    Attributes ``build_seconds`` and ``compile_seconds`` record the one-off costs.
+    Attributes ``build_seconds`` and ``compile_seconds`` record the one-off costs. ``solver`` is
+    the fit's :class:`~fsframe.formulation.AuxSolver`, passed to ``formulation.build`` if it asks
+    for one (by default, one on ``backend`` and ``options``).
     """
 
     def __init__(self, formulation: Formulation, X: NDArray, y: NDArray, terms: frozenset, backend: Backend,
-                 options: SolveOptions = SolveOptions(), *, fast: bool = True, cone_form: str = "substitute"):
+                 options: SolveOptions = SolveOptions(), *, fast: bool = True, cone_form: str = "substitute",
+                 solver: AuxSolver | None = None):
         self.formulation = formulation
         self.terms = frozenset(terms)
         self.backend = backend
         self.options = options
+        self.solver = AuxSolver(backend, options) if solver is None else solver
         t0 = time.perf_counter()
-        self.built: BuiltModel = formulation.build(X, y, self.terms)
+        self.built: BuiltModel = call_opt_in(formulation.build, X, y, self.terms, solver=self.solver)
         t1 = time.perf_counter()
         self.compiled: CompiledModel = compile_model(self.built.model, fast=fast, cone_form=cone_form)
         t2 = time.perf_counter()
@@ -87,22 +93,44 @@ class Subproblem:
         if self.session is None:
             self.session = self.backend.open(data, self.options)
         t2 = time.perf_counter()
-        res = self.session.solve(data)
+        try:
+            res = self.session.solve(data)
+        except (UnsupportedProblemError, SolverFailedError) as exc:
+            # solver trouble is a status, so the loop's raise_on_failure decides (not an escape)
+            res = SolveResult(Status.ERROR, None, None, self.backend.name, time.perf_counter() - t2,
+                              message=f"{type(exc).__name__}: {exc}")
         self.n_solves += 1
         t3 = time.perf_counter()
         seconds = t3 - t0
         # where the time of this solve went (benchmarks/bench_core.py, docs/performance.md)
         self.last_timings = {"update": t1 - t0, "open": t2 - t1, "backend": t3 - t2,
                              "solver": float(res.solve_time or 0.0), "read": 0.0}
+        weights = {k: v for k, v in (("lin", lin), ("lin_w", lin_w), ("quad", quad)) if v is not None}
         if res.x is None or not res.ok:
-            return Iterate(res.status, None, None, None, None, None, res.objective, seconds, res)
+            return Iterate(res.status, None, None, None, None, None, res.objective, seconds, res, weights)
         x = res.x
         coef = self.compiled.coef(x)
         intercept = self.compiled.evaluate(self.built.intercept, x)
         it = Iterate(res.status, x, coef, intercept, self.group_norms(coef), self.compiled.loss(x),
-                     res.objective, seconds, res)
+                     res.objective, seconds, res, weights)
         self.last_timings["read"] = time.perf_counter() - t3
         return it
+
+    def restricted(self, it: Iterate, keep: NDArray) -> Iterate:
+        """Re-solve the subproblem of ``it`` (its slot weights) with the groups outside ``keep``
+        fixed at zero (an infinite ``lin`` or ``quad`` weight; see
+        :meth:`CompiledModel.with_weights`); warm, in the same session."""
+        keep = np.asarray(keep, dtype=bool)
+        weights = {k: np.array(np.broadcast_to(np.asarray(v, dtype=float), np.shape(v) or (self.n_groups,)))
+                   for k, v in it.weights.items()}
+        key = next((k for k in ("lin", "quad") if k in weights), None)
+        if key is None:
+            key = "lin" if "lin" in self.terms else "quad"
+            weights[key] = np.zeros(self.n_groups)
+        w = np.array(np.broadcast_to(weights[key], (self.n_groups,)))
+        w[~keep] = np.inf
+        weights[key] = w
+        return self.solve(**weights)
 
     def close(self) -> None:
         if self.session is not None:

@@ -1386,43 +1386,14 @@ def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rto
         def pen_of(x):
             return np.asarray(sur.phi(np.asarray(x, dtype=float)), dtype=float)
     tol = rtol * max(1.0, abs(result.objective))
-    pick = result.info.get("n_features_iterate")
-    if pick is None:
-        # the objective is loss + penalty at the returned coefficients (groups under zero_tol x max
-        # count as zero in the reported objective too): no allowance
-        loss = loss_fn(f, _codes(result.formulation, np.asarray(y)))
-        pen = float(np.sum(pen_of(t)))
-        if not abs(result.objective - (loss + pen)) <= tol:
-            _fail(who, f"objective {result.objective!r}, recomputed loss + penalty {loss + pen!r} "
-                       f"(loss {loss!r}, penalty {pen!r}, tolerance {tol:.3g})")
-        return ran + ["objective recomputed"]
-    # n_features: the objective is iterate `pick`'s, before its weaker groups were dropped; that
-    # iterate was never returned, so its loss is the recorded one; its penalty is the kept groups'
-    # plus, for each dropped group (in the iterate's support, weaker than every kept group),
-    # between pen(zero_tol x max) and pen(smallest kept norm) — exact for the zero-norm
-    rec = result.history[pick]
-    if rec.objective != result.objective:
-        _fail(who, f"objective {result.objective!r} is not that of iterate {pick} in the history, {rec.objective!r}")
-    if rec.loss is None:
-        return ran + ["objective skipped (n_features: the history records no loss)"]
-    kept = t[result.support]
-    cut = loop.zero_tol * float(np.max(t, initial=0.0))
-    live = kept[kept > cut]
-    pen = float(np.sum(pen_of(live)))
-    lo = rec.loss + pen
-    # groups of the iterate's support (rec.n_nonzero) that were not returned
-    nd = max(0, int(rec.n_nonzero or 0) - live.size)
-    if nd == int(result.info.get("n_features_dropped", nd)) and live.size:
-        lo += nd * float(pen_of(np.array([cut]))[0])
-        hi = rec.loss + pen + nd * float(pen_of(np.array([np.min(live)]))[0])
-        name = "objective bounded (n_features)"
-    else:  # one-vs-rest: the union cut (fsframe.fit) also dropped groups, of any strength
-        hi = np.inf
-        name = "objective bounded below (n_features, one-vs-rest cut)"
-    if not lo - tol <= result.objective <= hi + tol:
-        _fail(who, f"objective {result.objective!r} of iterate {pick} (n_features) outside [{lo!r}, {hi!r}]: recorded "
-                   f"loss {rec.loss!r} + penalty of the kept groups {pen!r} + {nd} dropped group(s)")
-    return ran + [name]
+    # the objective is loss + penalty at the returned coefficients, with or without n_features
+    # (groups outside the support are exactly zero): no allowance
+    loss = loss_fn(f, _codes(result.formulation, np.asarray(y)))
+    pen = float(np.sum(pen_of(t)))
+    if not abs(result.objective - (loss + pen)) <= tol:
+        _fail(who, f"objective {result.objective!r}, recomputed loss + penalty {loss + pen!r} "
+                   f"(loss {loss!r}, penalty {pen!r}, tolerance {tol:.3g})")
+    return ran + ["objective recomputed"]
 
 
 # =============================================================================== pytest helper

@@ -1,13 +1,13 @@
 """Built-in outer loops. Registered through :func:`fsframe_register_loops`."""
 
 from ..hookspecs import hookimpl
-from .base import IterRecord, LoopOutcome, OuterLoop, Step, select_exactly, support_of
+from .base import IterRecord, LoopOutcome, OuterLoop, Selection, Step, select_exactly, support_of
 from .dca import DCA
 from .em import EM
 from .reweighting import ReweightedL1
 from .single import SingleSolve
 
-__all__ = ["OuterLoop", "IterRecord", "LoopOutcome", "Step", "select_exactly", "support_of",
+__all__ = ["OuterLoop", "IterRecord", "LoopOutcome", "Step", "select_exactly", "Selection", "support_of",
            "SingleSolve", "ReweightedL1", "DCA", "EM"]
 
 

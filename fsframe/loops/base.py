@@ -24,16 +24,16 @@ from typing import ClassVar, Generator
 
 import attrs
 import numpy as np
-from attrs.validators import ge, gt, instance_of
+from attrs.validators import instance_of
 from numpy.typing import NDArray
 
 from ..enums import Status
-from ..validators import as_int, finite
+from ..validators import as_int, positive_int, real, to_float
 from ..errors import ConvergenceWarning, SolverFailedError, SolverWarning
 from ..problem import Iterate, Subproblem
 from ..surrogates.base import Surrogate
 
-__all__ = ["OuterLoop", "LoopOutcome", "IterRecord", "Step", "support_of", "select_exactly"]
+__all__ = ["OuterLoop", "LoopOutcome", "IterRecord", "Step", "support_of", "select_exactly", "Selection"]
 
 
 @attrs.frozen
@@ -89,35 +89,60 @@ class LoopOutcome:
     selection: dict | None = None  # the n_features rule: which iterate, how many groups it dropped
 
 
-def support_of(t: NDArray, zero_tol: float) -> NDArray:
-    """Groups whose norm exceeds ``zero_tol`` times the largest norm (and 1e-12 absolutely)."""
+def support_of(t: NDArray, zero_tol: float, scale: float = 0.0) -> NDArray:
+    """Groups whose norm exceeds ``zero_tol`` times ``max(largest norm, scale)`` (and 1e-12
+    absolutely). ``scale`` is the run's reference magnitude (the largest group norm of any of
+    its iterates): an iterate that collapsed towards zero has no meaningful non-zero left even
+    if its own largest norm is 1e-9."""
     t = np.asarray(t, dtype=float)
     if t.size == 0:
         return np.zeros(0, dtype=bool)
-    cut = max(zero_tol * float(np.max(t)), 1e-12)
+    cut = max(zero_tol * max(float(np.max(t)), scale), 1e-12)
     return t > cut
 
 
-def select_exactly(iterates: list[Iterate], r: int, zero_tol: float) -> tuple[int, NDArray]:
+def reference_scale(iterates) -> float:
+    """The largest group norm over ``iterates`` (the scale meaningful non-zeros are measured on)."""
+    return max((float(np.max(it.t, initial=0.0)) for it in iterates), default=0.0)
+
+
+@attrs.frozen
+class Selection:
+    """What :func:`select_exactly` chose: the iterate ``index``, the kept groups ``mask``, the
+    meaningful non-zeros per iterate (``counts``), and whether the loop ``collapsed`` below
+    ``r`` (an iterate after the chosen one had fewer than ``r``). Unpacks as ``(index, mask)``."""
+
+    index: int
+    mask: NDArray
+    counts: tuple
+    collapsed: bool
+
+    def __iter__(self):  # ``idx, mask = select_exactly(...)``
+        return iter((self.index, self.mask))
+
+
+def select_exactly(iterates: list[Iterate], r: int, zero_tol: float) -> Selection:
     """Choose an iterate and its ``r`` strongest groups (002 §3.1, after Weston et al. 2003).
 
     The paper stops "at the last iteration where ||w||_0 <= r" and keeps "the r largest
-    features of w". We read it so that exactly ``r`` features result whenever possible: take
-    the first iterate with at most ``r`` non-zero groups; if it has fewer than ``r`` and an
-    earlier iterate exists, take the one before (the last with more than ``r``); if no iterate
-    gets down to ``r``, take the last. Then keep its ``r`` largest group norms.
-    Returns ``(index, mask)``.
+    features of w". Non-zeros are counted as meaningful on the run's scale
+    (:func:`support_of` with :func:`reference_scale`), so an iterate whose weights all shrank to
+    1e-8 counts as empty. Take the last iterate that still has at least ``r`` meaningful
+    non-zeros (the loop stops at the first with at most ``r``, so this is that one when it has
+    exactly ``r``, else the one before it) and keep its ``r`` largest group norms. When no iterate
+    has ``r`` (e.g. an L1 start keeps fewer than ``r`` features when samples are few), take the
+    one with the most and keep all of its meaningful non-zeros: fewer than ``r`` result.
     """
-    nnz = [int(support_of(it.t, zero_tol).sum()) for it in iterates]
-    k = next((i for i, c in enumerate(nnz) if c <= r), len(iterates) - 1)
-    if nnz[k] < r and k > 0:
-        k -= 1
+    scale = reference_scale(iterates)
+    counts = tuple(int(support_of(it.t, zero_tol, scale).sum()) for it in iterates)
+    enough = [i for i, c in enumerate(counts) if c >= r]
+    k = enough[-1] if enough else int(np.argmax(counts))
     t = iterates[k].t
     order = np.argsort(-t, kind="stable")
-    keep = order[: min(r, int(np.count_nonzero(t > 0)))]
+    keep = order[: min(r, counts[k])]
     mask = np.zeros(t.shape[0], dtype=bool)
     mask[keep] = True
-    return k, mask
+    return Selection(k, mask, counts, collapsed=any(c < r for c in counts[k + 1:]))
 
 
 @attrs.frozen
@@ -130,8 +155,10 @@ class OuterLoop(abc.ABC):
         Maximum number of convex subproblems.
     tol : float
         Relative tolerance of the stopping rules and of the monotonicity check.
-    zero_tol : float
-        A group counts as selected when its norm exceeds ``zero_tol`` times the largest.
+    zero_tol : float in (0, 1)
+        A group counts as selected when its norm exceeds ``zero_tol`` times the largest (of the
+        run). The cut is verified: the subproblem is re-solved with the cut groups fixed at zero
+        and the cut is kept only if the optimum holds (see :meth:`run`).
     raise_on_failure : bool
         Raise :class:`~fsframe.errors.SolverFailedError` when a subproblem has no solution
         (default), or stop and return the last good iterate.
@@ -145,9 +172,9 @@ class OuterLoop(abc.ABC):
     monotone: ClassVar[bool] = True
     """Whether theory guarantees the monitored objective does not increase."""
 
-    max_iter: int = attrs.field(default=20, converter=as_int, validator=[instance_of(int), ge(1)])
-    tol: float = attrs.field(default=1e-5, converter=float, validator=[gt(0), finite])
-    zero_tol: float = attrs.field(default=1e-6, converter=float, validator=[gt(0), finite])
+    max_iter: int = attrs.field(default=20, converter=as_int, validator=positive_int)
+    tol: float = attrs.field(default=1e-5, converter=to_float, validator=real(0.0))
+    zero_tol: float = attrs.field(default=1e-6, converter=to_float, validator=real(0.0, 1.0))
     raise_on_failure: bool = attrs.field(default=True, validator=instance_of(bool))
 
     # -- what the loop needs ------------------------------------------------------------------
@@ -192,6 +219,93 @@ class OuterLoop(abc.ABC):
         return Step(it, self.surrogate_objective(it, surrogate),
                     self.surrogate_objective(it, surrogate, raw=True))
 
+    def descend(self, it: Iterate, advance, surrogate: Surrogate) -> Generator[Step, None, tuple[bool, str]]:
+        """The descent tail DCA and IRL1 share: yield ``it``, then ``advance(it)`` until the step
+        ``||(w,b)^{k+1} - (w,b)^k||`` or the decrease of the raw objective
+        ``loss + sum_j phi(t_j)`` falls below ``tol`` (both relative), or ``max_iter`` solves."""
+        step = self.surrogate_step(it, surrogate)
+        yield step
+        f = step.monitored
+        for _ in range(1, self.max_iter):
+            new = advance(it)
+            step = self.surrogate_step(new, surrogate)
+            yield step
+            small, _ = self.small_step(new, it)
+            if small:
+                return True, "step below tol"
+            if self.small_decrease(step.monitored, f):
+                return True, "objective decrease below tol"
+            it, f = new, step.monitored
+        return False, "max_iter reached"
+
+    def objective_of(self, it: Iterate, surrogate: Surrogate | None, mask: NDArray) -> float:
+        """The objective the loop reports for the coefficients returned: ``it``'s, with the groups
+        outside ``mask`` (norms at most 1e-12 of the largest, or fixed at zero) set to zero —
+        ``loss + sum_j phi(t_j)``, or the subproblem's optimum without a surrogate."""
+        if surrogate is None:
+            return it.objective
+        return it.loss + float(np.sum(surrogate.phi(np.where(mask, it.t, 0.0))))
+
+    def _warn_selection(self, sel: Selection, r: int, n_iter: int) -> None:
+        k, got = sel.index, int(sel.mask.sum())
+        if got < r:
+            warnings.warn(
+                f"{self.name}: n_features={r} asked, {got} selected: no iterate had {r} non-zero weights "
+                f"(at most {max(sel.counts)}; per iterate {list(sel.counts)}). The first subproblem already "
+                "keeps fewer features than asked (an L1-type solution has at most about as many non-zeros as "
+                "samples); weaken the sparsity pressure (e.g. a larger C) or choose a smaller n_features",
+                ConvergenceWarning, stacklevel=4)
+        elif sel.collapsed:
+            warnings.warn(
+                f"{self.name}: the iterates collapsed below n_features={r} (meaningful non-zeros per iterate "
+                f"{list(sel.counts)}); the {r} features are the largest of iterate {k}, the last with at least "
+                f"{r}. Weaken the sparsity pressure (e.g. a larger C) if later iterates matter",
+                ConvergenceWarning, stacklevel=4)
+
+    def _settle(self, sub: Subproblem, surrogate, it: Iterate, mask: NDArray, objective, *, selecting: bool):
+        """Make the support come from a step that keeps optimality, and the objective that of
+        the coefficients returned.
+
+        When ``mask`` cuts groups whose norm is not exactly zero, the iterate's subproblem is
+        re-solved (same weights, warm) with the cut groups fixed at zero. With ``n_features``
+        (``selecting``) the re-solve is the model on the selected features and is taken; otherwise
+        it is taken only if its optimum is within tolerance of the uncut one (``tol`` relative,
+        and 1e-9 absolute). If it is not, the uncut point is kept with the groups above 1e-12 of
+        the largest norm. Returns ``(iterate, mask, objective, info)``."""
+        cut = mask.copy()
+        dropped = ~cut & (it.t > 0)
+        if not dropped.any():
+            return it, cut, objective, {}
+        info: dict = {"zero_tol_cut": int(dropped.sum())}
+        re = sub.restricted(it, cut)
+        info["statuses"] = (re.status,)
+        base = it.objective
+        if re.ok and re.objective is not None and base is not None:
+            gap = re.objective - base
+            info["zero_tol_cut_rise"] = float(gap)
+            if selecting or gap <= self.tol * abs(base) + 1e-9 * (1.0 + abs(base)):
+                if not selecting:
+                    cut &= re.t > 0
+                info["zero_tol_cut_verified"] = True
+                return re, cut, self.objective_of(re, surrogate, cut), info
+        info["zero_tol_cut_verified"] = False
+        if selecting:
+            msg = (f"{self.name}: the re-solve on the {int(cut.sum())} selected features ended with status "
+                   f"{re.status.value} ({re.result.message})")
+            if self.raise_on_failure:
+                raise SolverFailedError(msg + "; set raise_on_failure=False to keep the selection without "
+                                        "an objective", result=re.result)
+            warnings.warn(msg + "; the coefficients are the chosen iterate's, cut, and no objective is "
+                          "reported", ConvergenceWarning, stacklevel=4)
+            return it, cut, None, info
+        warnings.warn(
+            f"{self.name}: cutting {int(dropped.sum())} small groups (zero_tol={self.zero_tol:g}) raises the "
+            "subproblem's optimum beyond tol; returning the uncut solution, whose small weights are part of "
+            "the optimum (a smaller zero_tol or a simplex backend gives a cleaner support)",
+            ConvergenceWarning, stacklevel=4)
+        keep = support_of(it.t, 1e-12)
+        return it, keep, self.objective_of(it, surrogate, keep), info
+
     # -- the driver ------------------------------------------------------------------------------
     def run(self, sub: Subproblem, surrogate: Surrogate | None, *, n_features: int | None = None,
             callback=None) -> LoopOutcome:
@@ -204,6 +318,7 @@ class OuterLoop(abc.ABC):
         gen = self.steps(sub, surrogate)
         prev_obj = None
         prev_point = None
+        scale = 0.0
         k = 0
         while True:
             t0 = time.perf_counter()
@@ -228,7 +343,8 @@ class OuterLoop(abc.ABC):
                 warnings.warn(msg + "; returning the last good iterate", ConvergenceWarning, stacklevel=3)
                 reason, converged = f"subproblem failed: {it.status.value}", False
                 break
-            nnz = int(support_of(it.t, self.zero_tol).sum())
+            scale = max(scale, float(np.max(it.t, initial=0.0)))
+            nnz = int(support_of(it.t, self.zero_tol, scale).sum())
             step_len = None if prev_point is None else float(np.linalg.norm(it.point - prev_point))
             history.append(IterRecord(k, step.objective, nnz, it.status, time.perf_counter() - t0,
                                       step_len, it.loss))
@@ -263,15 +379,20 @@ class OuterLoop(abc.ABC):
                 SolverWarning, stacklevel=2)
         selection = None
         if n_features is not None:
-            idx, mask = select_exactly(good, n_features, self.zero_tol)
+            sel = select_exactly(good, n_features, self.zero_tol)
+            idx, mask = sel.index, sel.mask
             selection = {"n_features_iterate": idx,
-                         "n_features_dropped": int(support_of(good[idx].t, self.zero_tol).sum() - mask.sum())}
+                         "n_features_dropped": int(sel.counts[idx] - mask.sum())}
+            self._warn_selection(sel, n_features, len(good))
         else:
             idx = len(good) - 1
-            mask = support_of(good[idx].t, self.zero_tol)
-        chosen = good[idx]
+            mask = support_of(good[idx].t, self.zero_tol, reference_scale(good))
+        chosen, mask, objective, cut = self._settle(sub, surrogate, good[idx], mask, objectives[idx],
+                                                    selecting=n_features is not None)
+        statuses.extend(cut.pop("statuses", ()))
+        selection = {**(selection or {}), **cut} or None
         coef = chosen.coef.copy()
         coef[~mask[sub.compiled.slot.groups]] = 0.0
-        return LoopOutcome(iterate=chosen, coef=coef, support=mask, objective=objectives[idx], converged=converged,
+        return LoopOutcome(iterate=chosen, coef=coef, support=mask, objective=objective, converged=converged,
                            n_iter=len(good), history=tuple(history), monotone=monotone, reason=reason,
                            statuses=tuple(statuses), selection=selection)

@@ -59,18 +59,4 @@ class DCA(OuterLoop):
                            quad=np.zeros(sub.n_groups) if split.quad else None)
         else:
             it = self._solve(sub, split, None)
-        step = self.surrogate_step(it, surrogate)
-        yield step
-        f = step.monitored
-        for _ in range(1, self.max_iter):
-            new = self._solve(sub, split, it)
-            step = self.surrogate_step(new, surrogate)
-            yield step
-            f_new = step.monitored
-            small, _ = self.small_step(new, it)
-            if small:
-                return True, "step below tol"
-            if self.small_decrease(f_new, f):
-                return True, "objective decrease below tol"
-            it, f = new, f_new
-        return False, "max_iter reached"
+        return (yield from self.descend(it, lambda prev: self._solve(sub, split, prev), surrogate))

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-from attrs.validators import ge, instance_of
 
-from ..validators import as_int
+from ..validators import as_int, positive_int
 from .base import OuterLoop, Step
+
+
+MAX_WEIGHT = 1e12
+"""A group whose EM weight ``q_j`` exceeds this is fixed at zero. Such a weight holds ``w_(j)``
+within about ``1e-12 * C * ||x_j||`` of zero anyway, and HiGHS refuses Hessian entries above
+1e15 (its ``large_matrix_value``): this happens when the iterates (or the L2 start itself) are
+all near zero, e.g. a class that no hyperplane separates from the rest."""
 
 
 @attrs.frozen
@@ -20,9 +26,16 @@ class EM(OuterLoop):
     AROM scheme of Weston et al. (``q = 1 / (t (eps + t))``), and on row groups 004's
     ``l_{2,p}`` update (eq. 10).
 
-    Numerical stability: a group whose norm falls below ``zero_tol`` times the largest gets
+    Numerical stability: a group whose norm falls below the floor ``zero_tol * T`` gets
     ``q = inf``, i.e. its coefficients are fixed at exactly zero (bounds ``[0, 0]``) and leave the
-    problem — instead of a weight ``1/t^2`` that overflows. When the HiGHS backend solves the
+    problem for good (EM's zeros are absorbing: ``q = t^(p-2)`` is infinite at 0) — instead of a
+    weight ``1/t^2`` that overflows. ``T`` is the largest group norm seen in the run so far (the
+    L2 start's, typically), not the current iterate's: when the iterates collapse towards zero
+    (a sparsity pressure too strong for the data), a floor relative to the current iterate would
+    follow them down and let the finite weights reach 1e24, which HiGHS rejects; with ``T``
+    they stay below ``quad_weights(zero_tol * T)``. A group whose weight exceeds
+    :data:`MAX_WEIGHT` (1e12) is fixed at zero too, so no finite weight leaves the range the
+    solvers handle, whatever the scale of ``w``. When the HiGHS backend solves the
     subproblem in its dual (``n`` larger than the number of rows), ``1/q`` enters as the scaling
     ``diag(t^2)`` of the kernel: Weston's multiplicative update ``w = |w^k| ⊙ v``.
 
@@ -37,7 +50,7 @@ class EM(OuterLoop):
     name = "em"
     reference = "Huang, King & Lyu, paper 002, eqs. 7-9; Weston et al. 2003; Peng & Fan, paper 004"
     requires = ("quad_weights",)
-    max_iter: int = attrs.field(default=50, converter=as_int, validator=[instance_of(int), ge(1)])
+    max_iter: int = attrs.field(default=50, converter=as_int, validator=positive_int)
 
     def terms(self, surrogate):
         return frozenset({"quad"})
@@ -47,20 +60,25 @@ class EM(OuterLoop):
             return None
         return it.loss + 2.0 * float(np.sum(surrogate.phi(it.t)))
 
-    def _weights(self, it, surrogate):
+    def _weights(self, it, surrogate, scale: float, fixed: np.ndarray):
         t = it.t
-        cut = max(self.zero_tol * float(np.max(t, initial=0.0)), 1e-12)
+        cut = max(self.zero_tol * max(float(np.max(t, initial=0.0)), scale), 1e-12)
+        fixed |= t <= cut  # absorbing: once at the floor, out of the problem
         q = np.full(t.shape, np.inf)
-        live = t > cut
+        live = ~fixed
         q[live] = surrogate.quad_weights(t[live])
+        fixed |= ~(q <= MAX_WEIGHT)  # inf, nan, or a weight that pins the group at zero anyway
+        q[fixed] = np.inf
         return q
 
     def steps(self, sub, surrogate):
         it = sub.solve(quad=np.ones(sub.n_groups))
         f = self.surrogate_objective(it, surrogate) if it.ok else None
         yield Step(it, f, monitored=None)  # the L2 start is not a descent step
+        fixed = np.zeros(sub.n_groups, dtype=bool)
+        scale = float(np.max(it.t, initial=0.0))
         for _ in range(1, self.max_iter):
-            new = sub.solve(quad=self._weights(it, surrogate))
+            new = sub.solve(quad=self._weights(it, surrogate, scale, fixed))
             ok = new.ok
             yield Step(new, self.surrogate_objective(new, surrogate) if ok else None,
                        monitored=self._potential(new, surrogate) if ok else None)
@@ -68,4 +86,5 @@ class EM(OuterLoop):
             if small:
                 return True, "step below tol"
             it = new
+            scale = max(scale, float(np.max(it.t, initial=0.0)))
         return False, "max_iter reached"

@@ -47,19 +47,4 @@ class ReweightedL1(OuterLoop):
         else:
             w0 = np.ones(sub.n_groups)
         it = sub.solve(lin=w0)
-        step = self.surrogate_step(it, surrogate)
-        yield step
-        f = step.monitored
-        for _ in range(1, self.max_iter):
-            weights = surrogate.derivative(it.t)
-            new = sub.solve(lin=weights)
-            step = self.surrogate_step(new, surrogate)
-            yield step
-            f_new = step.monitored
-            small, _ = self.small_step(new, it)
-            if small:
-                return True, "step below tol"
-            if self.small_decrease(f_new, f):
-                return True, "objective decrease below tol"
-            it, f = new, f_new
-        return False, "max_iter reached"
+        return (yield from self.descend(it, lambda prev: sub.solve(lin=surrogate.derivative(prev.t)), surrogate))

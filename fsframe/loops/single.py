@@ -40,6 +40,9 @@ class SingleSolve(OuterLoop):
     def terms(self, surrogate):
         return frozenset({"lin"}) if self.penalty == "l1" else frozenset({"quad"})
 
+    def objective_of(self, it, surrogate, mask):
+        return it.objective
+
     def steps(self, sub, surrogate):
         if self.penalty == "l1":
             w0 = 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0])

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-from attrs.validators import gt, instance_of
 
-from ..validators import finite
+from ..validators import real, to_float
 from .base import DCSplit, Surrogate, safe_div
+
+
+MAX_ALPHA = 1e9
+"""Upper limit of ``alpha``: at ``alpha * t`` beyond ~40 ``phi`` is already 1 in double precision."""
 
 
 @attrs.frozen
@@ -20,14 +23,16 @@ class ExpSurrogate(Surrogate):
 
     Parameters
     ----------
-    alpha : float > 0
+    alpha : float in (0, 1e9)
         Steepness; ``alpha -> inf`` gives the indicator ``1{t > 0}``. Paper 000 uses 5
         (0.5 for Ionosphere, 10 for the synthetic data).
     """
 
     name = "exp"
     reference = "Yang & Ju, paper 000, eqs. 29-40; Bradley & Mangasarian, ICML 1998"
-    alpha: float = attrs.field(default=5.0, converter=float, validator=[instance_of(float), gt(0), finite])
+    alpha: float = attrs.field(default=5.0, converter=to_float, validator=real(
+        0.0, MAX_ALPHA, "; a larger alpha makes the DCA weights alpha * w overflow the solvers' range "
+        "without changing the selection (use surrogate 'l0' for the indicator itself)"))
 
     def phi(self, t):
         return -np.expm1(-self.alpha * np.asarray(t, dtype=float))

@@ -33,11 +33,14 @@ from attrs.validators import ge, instance_of, optional
 from numpy.typing import NDArray
 from pyomo.common.gc_manager import PauseGC
 
-from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, hookimpl
-from fsframe.validators import finite
+from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl
+from fsframe.validators import finite, not_bool, to_float
 from fsframe.backends.base import Backend, SolveOptions
-from fsframe.errors import DataError, DataWarning, InfeasibleParameterError, InvalidOptionError, SolverFailedError
-from fsframe.formulation import fit_solver
+from fsframe.canonical import ProblemData
+from fsframe.errors import (BackendUnavailableError, DataError, DataWarning, InfeasibleParameterError,
+                            InvalidOptionError, SolverFailedError)
+from fsframe.formulation import AuxSolver
+from fsframe.method import select_backend
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_soc, add_sparsity_slot, var_list
 
 __all__ = [
@@ -84,7 +87,7 @@ def _open_unit(name):
 
 
 def _opt_float(v):
-    return None if v is None else float(v)
+    return None if v is None else to_float(v)
 
 
 # ------------------------------------------------------------------------------ moments
@@ -137,6 +140,7 @@ def class_moments(X: NDArray, y: NDArray, rho: float) -> ClassMoments:
     if not labels <= {1, -1, 1.0, -1.0}:
         raise DataError(f"MPM: labels must be +1/-1 (fsframe.fit codes them), got {sorted(labels)}")
     m, n = X.shape
+    _check_scale(X)
     mus, Cs, counts = [], [], []
     ss = 0.0
     for label in (1, -1):
@@ -153,12 +157,35 @@ def class_moments(X: NDArray, y: NDArray, rho: float) -> ClassMoments:
         Cs.append(Xc.T / np.sqrt(mk))
         counts.append(mk)
     diff = float(np.linalg.norm(mus[0] - mus[1]))
-    if diff <= 1e-12 * (1.0 + float(np.linalg.norm(mus[0]))):
+    if diff <= 1e-12 * max(float(np.linalg.norm(mus[0])), float(np.linalg.norm(mus[1])), float(np.max(np.abs(X)))):
         raise DataError(
             f"MPM: the two class means coincide (||mu_1 - mu_2|| = {diff:.3g}); no hyperplane separates "
             "them with any worst-case bound, so the MPM family cannot be fitted on these features")
     ridge = float(rho) * ss / (m * n)
     return ClassMoments(mu=tuple(mus), C=tuple(Cs), counts=tuple(counts), rho=float(rho), ridge=ridge)
+
+
+SCALE_RANGE = (1e-7, 1e7)
+"""Largest feature magnitudes the MPM accepts. ``w'(mu_1 - mu_2) = 1`` makes ``w`` scale like
+``1 / X``; outside this range ECOS and Clarabel, with absolute tolerances near 1e-8, report the
+largest-bound SOCP infeasible or fail (measured on Gaussian data scaled by 10^-30 ... 10^30:
+correct within 1e-7 only between 1e-6 and 1e6)."""
+
+
+def _check_scale(X: NDArray) -> None:
+    """Refuse features whose largest magnitude is outside :data:`SCALE_RANGE` with a
+    :class:`~fsframe.errors.DataError` that says so (else the failure reads as "the class means
+    coincide" or an infeasible SOCP)."""
+    big = float(np.max(np.abs(X), initial=0.0))
+    lo, hi = SCALE_RANGE
+    if big == 0.0 or not np.isfinite(big):
+        return  # zeros / non-finite values are the dataset checks' business
+    if not lo <= big <= hi:
+        raise DataError(
+            f"MPM: the features' largest magnitude is {big:.3g}, outside [{lo:g}, {hi:g}]: at this scale the "
+            "SOCP solvers' tolerances make the worst-case bound and the class-mean test meaningless (the "
+            "class means would look equal, or the problem infeasible). Standardise the features (e.g. "
+            "sklearn's StandardScaler, or --scale standard on the command line)")
 
 
 def _singular_classes(X: NDArray, y: NDArray) -> list[tuple[int, int, int, int]]:
@@ -197,6 +224,8 @@ class LargestBound:
     t: tuple  # (||F_1'w||, ||F_2'w||)
     status: object
     backend: str
+    statuses: tuple = ()  # every solve it took, e.g. (OPTIMAL_INACCURATE on ecos, OPTIMAL on clarabel)
+    attempts: tuple = ()  # "backend: status" per solve
 
 
 _CACHE: OrderedDict = OrderedDict()
@@ -239,8 +268,6 @@ def lanckriet_data(mom: ClassMoments):
     ``w`` (n), ``t_1``, ``t_2``): ``largest_bound`` runs on every fit, and building and compiling
     the Pyomo model cost a quarter of its time at n = 1000. A test checks that both statements give
     the same problem."""
-    from fsframe.canonical import ProblemData
-
     n = mom.n
     blocks, cones = [], []
     for k in (0, 1):
@@ -256,28 +283,45 @@ def lanckriet_data(mom: ClassMoments):
                        ub=np.full(n + 2, np.inf), l=0, cones=tuple(cones))
 
 
+def _fallbacks(tried: Backend) -> list[Backend]:
+    """Other available SOCP backends, Clarabel first (an interior-point method with iterative
+    refinement; it certified every bound ECOS solved only inaccurately in our random tests)."""
+    out = []
+    for name in ("clarabel", "ecos"):
+        if name == tried.name:
+            continue
+        try:
+            out.append(select_backend(name, ProblemClass.SOCP))
+        except (BackendUnavailableError, InvalidOptionError):
+            continue
+    return out
+
+
 def largest_bound(X: NDArray, y: NDArray, rho: float = DEFAULT_RHO, *, moments: ClassMoments | None = None,
-                  backend=None, options: SolveOptions | None = None) -> LargestBound:
+                  backend=None, options: SolveOptions | None = None,
+                  solver: AuxSolver | None = None) -> LargestBound:
     """Solve Lanckriet et al.'s MPM (000 §2.1) on ``(X, y)``: the largest worst-case bound any
     hyperplane achieves, ``kappa*`` and ``delta_max = kappa*^2 / (1 + kappa*^2)``.
 
     Results are memoised on the content of ``(X, y, rho)`` and the solver (16 entries), so
-    ``validate`` and ``build`` of one fit share one solve. ``backend`` (a name or a backend) and
-    ``options`` pick the solver; by default, inside :func:`fsframe.fit` the fit's own backend and
-    options (:func:`fsframe.formulation.fit_solver`), elsewhere ``"auto"`` (the preferred SOCP
-    backend).
+    ``validate`` and ``build`` of one fit share one solve. The solver is ``backend`` (a name or a
+    backend) with ``options``; else the fit's ``solver`` (:class:`fsframe.formulation.AuxSolver`,
+    which ``validate``/``build`` receive) if its backend solves SOCPs; else ``"auto"``.
+
+    The bound decides whether ``delta`` is feasible, so it must be accurate: a solve that ends
+    ``optimal_inaccurate`` is refined on the other SOCP backends (Clarabel first) and the first
+    certified optimum is used; when none certifies it, :class:`~fsframe.errors.SolverFailedError`.
+    Every solve's status is in ``LargestBound.statuses`` and, through ``solver``, in the fit's
+    ``FitResult.statuses``.
 
     Raises
     ------
     SolverFailedError
-        when the SOCP has no usable solution (the result is attached).
+        when no backend gives a certified optimum (the last result is attached).
     """
-    from fsframe.method import select_backend
-
-    current = fit_solver()
-    if backend is None and current is not None and ProblemClass.SOCP in current[0].supports:
-        backend, fit_options = current
-        options = fit_options if options is None else options
+    if backend is None and solver is not None and ProblemClass.SOCP in solver.backend.supports:
+        backend = solver.backend
+        options = solver.options if options is None else options
     be = backend if isinstance(backend, Backend) else select_backend(backend or "auto", ProblemClass.SOCP)
     options = SolveOptions() if options is None else options
     key = _digest(X, y, rho, (be.name, repr(options)))
@@ -285,26 +329,43 @@ def largest_bound(X: NDArray, y: NDArray, rho: float = DEFAULT_RHO, *, moments: 
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
-            return hit
+    if hit is None:
+        hit = _solve_bound(X, y, rho, moments, be, options)
+        with _CACHE_LOCK:
+            _CACHE[key] = hit
+            while len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    if solver is not None:
+        solver.record(("mpm-largest-bound", key), hit.statuses)
+    return hit
+
+
+def _solve_bound(X, y, rho, moments, be: Backend, options: SolveOptions) -> LargestBound:
     mom = class_moments(X, y, rho) if moments is None else moments
-    res = be.solve(lanckriet_data(mom), options)
-    if not res.ok:
+    data = lanckriet_data(mom)
+    results = [be.solve(data, options)]
+    if results[-1].status is Status.OPTIMAL_INACCURATE:
+        for other in _fallbacks(be):
+            results.append(other.solve(data, SolveOptions(time_limit=options.time_limit)))
+            if results[-1].status is Status.OPTIMAL:
+                break
+    res = results[-1]
+    attempts = tuple(f"{r.backend}: {r.status.value}" for r in results)
+    if res.status is not Status.OPTIMAL:
+        how = ("; " + ", then ".join(attempts)) if len(results) > 1 else ""
         raise SolverFailedError(
             f"MPM: the largest-bound (Lanckriet) SOCP ended with status {res.status.value} on backend "
-            f"{res.backend} ({res.message}); the worst-case bound delta_max cannot be computed. Try "
-            "another backend or rescale the features", result=res)
+            f"{res.backend} ({res.message}){how}; the worst-case bound delta_max cannot be computed "
+            "reliably, and it decides which delta is feasible. Standardise the features (their scales "
+            "differ widely) or install another SOCP backend (clarabel)", result=res)
     n = mom.n
     wv, tv = res.x[:n], res.x[n:]
     tsum = float(tv.sum())
     kappa = float("inf") if tsum <= 0.0 else 1.0 / tsum
     b = float(wv @ mom.mu[0] - (tv[0] / tsum if tsum > 0 else 0.0))
-    out = LargestBound(kappa=kappa, delta=delta_of(kappa), w=wv, b=b, t=(float(tv[0]), float(tv[1])),
-                       status=res.status, backend=res.backend)
-    with _CACHE_LOCK:
-        _CACHE[key] = out
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return out
+    return LargestBound(kappa=kappa, delta=delta_of(kappa), w=wv, b=b, t=(float(tv[0]), float(tv[1])),
+                        status=res.status, backend=res.backend, statuses=tuple(r.status for r in results),
+                        attempts=attempts)
 
 
 def _data_warnings(X: NDArray, y: NDArray, mom: ClassMoments, bound: LargestBound) -> list[str]:
@@ -336,7 +397,8 @@ def _data_warnings(X: NDArray, y: NDArray, mom: ClassMoments, bound: LargestBoun
 
 
 def _report(mom: ClassMoments, bound: LargestBound, singular: list) -> dict:
-    return {"kappa_max": bound.kappa, "delta_max": bound.delta, "rho": mom.rho, "ridge": mom.ridge,
+    return {"kappa_max": bound.kappa, "delta_max": bound.delta, "delta_max_solves": bound.attempts,
+            "rho": mom.rho, "ridge": mom.ridge,
             "class_sizes": tuple(int(c) for c in mom.counts), "singular_classes": tuple(singular)}
 
 
@@ -367,20 +429,20 @@ class MPMMaxFormulation(Formulation):
     reference = "Lanckriet, El Ghaoui, Bhattacharyya & Jordan, NIPS 14, 2002; paper 000 §2.1"
     slot_terms = frozenset({"lin"})
     sparse = False  # no penalty: surrogates are refused (they would penalise nothing)
-    rho: float = attrs.field(default=DEFAULT_RHO, converter=float, validator=[ge(0.0), finite])
+    rho: float = attrs.field(default=DEFAULT_RHO, converter=to_float, validator=[not_bool, instance_of(float), ge(0.0), finite])
 
     def problem_class(self, terms):
         return ProblemClass.SOCP
 
-    def validate(self, X, y):
+    def validate(self, X, y, *, solver=None):
         mom = class_moments(X, y, self.rho)
-        bound = largest_bound(X, y, self.rho, moments=mom)
+        bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
         singular = _data_warnings(X, y, mom, bound)
         return {**_report(mom, bound, singular), "kappa": bound.kappa, "delta": bound.delta}
 
-    def build(self, X, y, terms):
+    def build(self, X, y, terms, *, solver=None):
         mom = class_moments(X, y, self.rho)
-        bound = largest_bound(X, y, self.rho, moments=mom)
+        bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
         model, slot, intercept, _ = _lanckriet_model(mom, frozenset(terms), bound.kappa)
         return BuiltModel(model=model, slot=slot, intercept=intercept, coef_shape=(mom.n,),
                           info={"kappa": bound.kappa, "delta": bound.delta})
@@ -430,11 +492,11 @@ class MPMFormulation(Formulation):
     name = "mpm"
     reference = "Yang & Ju, paper 000, eqs. 12-15 and 32-46; Bhattacharyya, JMLR 5, 2004"
     delta: float | None = attrs.field(default=None, converter=_opt_float,
-                                      validator=[optional(instance_of(float)), _open_unit("delta")])
+                                      validator=[not_bool, optional(instance_of(float)), _open_unit("delta")])
     delta_fraction: float | None = attrs.field(default=None, converter=_opt_float,
-                                               validator=[optional(instance_of(float)),
+                                               validator=[not_bool, optional(instance_of(float)),
                                                           _open_unit("delta_fraction")])
-    rho: float = attrs.field(default=DEFAULT_RHO, converter=float, validator=[ge(0.0), finite])
+    rho: float = attrs.field(default=DEFAULT_RHO, converter=to_float, validator=[not_bool, instance_of(float), ge(0.0), finite])
 
     def __attrs_post_init__(self):
         if self.delta is not None and self.delta_fraction is not None:
@@ -451,9 +513,9 @@ class MPMFormulation(Formulation):
         frac = DEFAULT_DELTA_FRACTION if self.delta_fraction is None else self.delta_fraction
         return frac * bound.delta, frac
 
-    def validate(self, X, y):
+    def validate(self, X, y, *, solver=None):
         mom = class_moments(X, y, self.rho)
-        bound = largest_bound(X, y, self.rho, moments=mom)
+        bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
         singular = _data_warnings(X, y, mom, bound)
         delta, frac = self._delta(bound)
         if delta >= bound.delta:
@@ -466,13 +528,13 @@ class MPMFormulation(Formulation):
                 parameter="delta", value=float(delta), limit=float(bound.delta))
         return {**_report(mom, bound, singular), "delta": delta, "kappa": kappa_of(delta), "delta_fraction": frac}
 
-    def build(self, X, y, terms):
+    def build(self, X, y, terms, *, solver=None):
         terms = frozenset(terms)
         mom = class_moments(X, y, self.rho)
         if self.delta is not None:
             delta, frac, extra = self.delta, None, {}
         else:
-            bound = largest_bound(X, y, self.rho, moments=mom)
+            bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
             delta, frac = self._delta(bound)
             extra = {"delta_max": bound.delta, "kappa_max": bound.kappa}
         kappa = kappa_of(delta)

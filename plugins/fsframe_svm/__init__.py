@@ -11,12 +11,11 @@ import attrs
 import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse as sp
-from attrs.validators import gt, instance_of
 from pyomo.common.gc_manager import PauseGC
 from pyomo.core.expr.numeric_expr import LinearExpression
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, hookimpl
-from fsframe.validators import finite
+from fsframe.validators import real, to_float
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_named_expressions, add_sparsity_slot, var_list
 
 __all__ = ["HingeFormulation"]
@@ -37,13 +36,14 @@ class HingeFormulation(Formulation):
 
     Parameters
     ----------
-    C : float > 0
+    C : float in (0, 1e12)
         Weight of the hinge loss.
     """
 
     name = "hinge"
     reference = "paper 002 eqs. 1-2 and 7-8; paper 001 eq. 2 (L1-SVM)"
-    C: float = attrs.field(default=1.0, converter=float, validator=[instance_of(float), gt(0), finite])
+    C: float = attrs.field(default=1.0, converter=to_float, validator=real(
+        0.0, 1e12, "; beyond, the hinge weights swamp the penalty in double precision (standardise X instead)"))
 
     def problem_class(self, terms):
         return ProblemClass.QP if "quad" in terms else ProblemClass.LP
