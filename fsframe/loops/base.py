@@ -292,6 +292,13 @@ class OuterLoop(abc.ABC):
         if selecting:
             msg = (f"{self.name}: the re-solve on the {int(cut.sum())} selected features ended with status "
                    f"{re.status.value} ({re.result.message})")
+            if re.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
+                warnings.warn(
+                    msg + ": no model on these features satisfies the formulation's constraints (e.g. MPM's "
+                    "bound delta); the coefficients are the chosen iterate's, cut, they violate the constraints, "
+                    "and no objective is reported. Ask for more features or relax the constraints",
+                    ConvergenceWarning, stacklevel=4)
+                return it, cut, None, info
             if self.raise_on_failure:
                 raise SolverFailedError(msg + "; set raise_on_failure=False to keep the selection without "
                                         "an objective", result=re.result)
