@@ -145,3 +145,73 @@ def test_trajectory_matches_cvxpy(formulation, sur, params, loop_name, C, n_iter
         assert b == pytest.approx(rb, rel=1e-5, abs=1e-5 * scale), f"intercept of iterate {k}"
         np.testing.assert_array_equal(support(w, loop.zero_tol), rs, err_msg=f"support of iterate {k}")
         assert obj == pytest.approx(robj, rel=1e-5), f"objective of iterate {k}"
+
+
+# ------------------------------------------------------------------------------ EM
+def cvxpy_qp(X, y, C, q):
+    """``C sum pos(1 - y (Xw + b)) + sum_j q_j w_j^2`` by Clarabel; ``q_j = inf`` fixes ``w_j = 0``."""
+    n = X.shape[1]
+    w, b = cp.Variable(n), cp.Variable()
+    live = np.isfinite(q)
+    obj = C * cp.sum(cp.pos(1 - cp.multiply(y, X @ w + b))) + cp.sum(cp.multiply(np.where(live, q, 0.0), cp.square(w)))
+    cons = [w[j] == 0 for j in np.flatnonzero(~live)]
+    prob = cp.Problem(cp.Minimize(obj), cons)
+    prob.solve(solver="CLARABEL")
+    assert prob.status == cp.OPTIMAL, prob.status
+    return np.asarray(w.value), float(b.value)
+
+
+# The EM weights as the papers write them: 002 Prop. 3, q = |w|^(p-2) (p = 0: 1 / w^2); AROM
+# (Weston et al. 2003), q = 1 / (|w| (eps + |w|)).
+EM_WEIGHTS = {"lp": lambda p: (lambda t: t ** (p - 2.0)), "log": lambda e: (lambda t: 1.0 / (t * (e + t)))}
+
+
+def em_reference(X, y, C, weights, n_iter, zero_tol):
+    """EM from the L2 start (q = 1); a coefficient at most ``zero_tol`` times the largest magnitude
+    seen so far leaves the problem for good (fixed at 0), as fsframe's EM documents."""
+    q = np.ones(X.shape[1])
+    fixed = np.zeros(X.shape[1], dtype=bool)
+    scale = 0.0
+    out = []
+    for _ in range(n_iter):
+        w, b = cvxpy_qp(X, y, C, q)
+        t = np.abs(w)
+        scale = max(scale, float(t.max()))
+        out.append((w, b))
+        fixed |= t <= max(zero_tol * scale, 1e-12)
+        q = np.full(t.shape, np.inf)
+        q[~fixed] = weights(t[~fixed])
+    return out
+
+
+@pytest.mark.parametrize("sur, params, C, n_iter", [
+    pytest.param("lp", {"p": 0.0}, 0.3, 5, id="em-l0"),
+    pytest.param("lp", {"p": 0.5}, 0.3, 5, id="em-lp0.5"),
+    pytest.param("log", {"eps": 1e-2}, 0.3, 5, id="arom"),
+])
+def test_em_trajectory_matches_cvxpy(sur, params, C, n_iter):
+    """Every EM iterate (coefficients, intercept and support) agrees with CVXPY, and the supports
+    shrink over the run: the reweighting and the absorbing zeros are pinned, not only objectives."""
+    X, y = problem(m=60, n=15, noise=0.5)
+    surrogate = REG.get("surrogate", sur)(**params)
+    loop = REG.get("loop", "em")(max_iter=n_iter, tol=1e-12)
+    sub = Subproblem(REG.get("formulation", "hinge")(C=C), X, y, loop.terms(surrogate), HighsBackend())
+    seen = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loop.run(sub, surrogate, callback=lambda rec, it: seen.append((it.coef.copy(), float(it.intercept[0]))))
+    finally:
+        sub.close()
+    ref = em_reference(X, y, C, EM_WEIGHTS[sur](*params.values()), len(seen), loop.zero_tol)
+    assert len(seen) >= 4
+    sizes = []
+    for k, ((w, b), (rw, rb)) in enumerate(zip(seen, ref)):
+        scale = max(1.0, float(np.max(np.abs(rw))))
+        np.testing.assert_allclose(w, rw, rtol=0, atol=1e-5 * scale, err_msg=f"iterate {k}")
+        assert b == pytest.approx(rb, rel=1e-5, abs=1e-5 * scale), f"intercept of iterate {k}"
+        # supports compared per iteration: the 1e-6 rule on both sides, away from its threshold
+        mine, theirs = support(w, loop.zero_tol), support(rw, loop.zero_tol)
+        np.testing.assert_array_equal(mine, theirs, err_msg=f"support of iterate {k}")
+        sizes.append(int(mine.sum()))
+    assert sizes[0] == X.shape[1] and sizes[-1] < sizes[2] < sizes[0], sizes  # at least three supports
