@@ -88,7 +88,13 @@ class Subproblem:
     def solve(self, *, lin=None, lin_w=None, quad=None) -> Iterate:
         """Set the slot weights (see :meth:`CompiledModel.with_weights`) and solve."""
         t0 = time.perf_counter()
-        data = self.compiled.with_weights(lin=lin, lin_w=lin_w, quad=quad)
+        weights = {k: v for k, v in (("lin", lin), ("lin_w", lin_w), ("quad", quad)) if v is not None}
+        try:
+            data = self.compiled.with_weights(lin=lin, lin_w=lin_w, quad=quad)
+        except ValueError as exc:  # weights a surrogate made non-finite (overflow): a failed step, not an escape
+            res = SolveResult(Status.ERROR, None, None, self.backend.name, 0.0,
+                              message=f"slot weights rejected: {exc}")
+            return Iterate(res.status, None, None, None, None, None, None, time.perf_counter() - t0, res, weights)
         t1 = time.perf_counter()
         if self.session is None:
             self.session = self.backend.open(data, self.options)
@@ -105,7 +111,6 @@ class Subproblem:
         # where the time of this solve went (benchmarks/bench_core.py, docs/performance.md)
         self.last_timings = {"update": t1 - t0, "open": t2 - t1, "backend": t3 - t2,
                              "solver": float(res.solve_time or 0.0), "read": 0.0}
-        weights = {k: v for k, v in (("lin", lin), ("lin_w", lin_w), ("quad", quad)) if v is not None}
         if res.x is None or not res.ok:
             return Iterate(res.status, None, None, None, None, None, res.objective, seconds, res, weights)
         x = res.x

@@ -370,3 +370,29 @@ def test_empty_selection_hint_names_the_methods_own_parameters():
     hint = _pressure_hint(fsframe.fit(X, y, method="em-l0"))
     assert "C=" in hint and "p=" in hint and "alpha" not in hint
     assert "alpha=" in _pressure_hint(fsframe.fit(X, y, method="fsv"))
+
+
+def test_non_finite_weights_go_through_raise_on_failure():
+    """A surrogate whose weights overflow makes a failed step (status error), not a ValueError."""
+    from fsframe.loops import ReweightedL1
+    from fsframe.problem import Subproblem
+
+    class Overflowing(type(REG.get("surrogate", "exp")())):
+        def derivative(self, t):
+            return np.full(np.shape(t), np.nan) if np.any(np.asarray(t) > 0) else super().derivative(t)
+
+    X, y = informative_data()
+    sur = Overflowing()
+    for raise_on_failure in (True, False):
+        loop = ReweightedL1(raise_on_failure=raise_on_failure)
+        sub = Subproblem(REG.get("formulation", "hinge")(), X, y, loop.terms(sur), HighsBackend())
+        try:
+            if raise_on_failure:
+                with pytest.raises(SolverFailedError, match="slot weights rejected"):
+                    loop.run(sub, sur)
+            else:
+                with pytest.warns(ConvergenceWarning, match="slot weights rejected"):
+                    out = loop.run(sub, sur)
+                assert out.statuses == (Status.OPTIMAL, Status.ERROR) and out.n_iter == 1
+        finally:
+            sub.close()
