@@ -12,7 +12,10 @@ objective it monitors; it returns ``(converged, reason)`` when its own stopping 
 * stops on a subproblem that has no solution: raises
   :class:`~fsframe.errors.SolverFailedError` with the partial result, or with
   ``raise_on_failure=False`` keeps the last good iterate and says so;
-* applies the "exactly ``r`` features" rule of 002 §3.1 (see :func:`select_exactly`).
+* applies the "exactly ``r`` features" rule of 002 §3.1 (see :func:`select_exactly`);
+* verifies the ``zero_tol`` cut by a restricted re-solve, so that the support comes from a step
+  that keeps optimality and the objective reported is that of the coefficients returned
+  (:meth:`OuterLoop._settle`).
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ class LoopOutcome:
     monotone: bool
     reason: str
     statuses: tuple
-    selection: dict | None = None  # the n_features rule: which iterate, how many groups it dropped
+    selection: dict | None = None  # the n_features rule (iterate, groups dropped) and the zero_tol cut's check
 
 
 def support_of(t: NDArray, zero_tol: float, scale: float = 0.0) -> NDArray:
@@ -246,7 +249,7 @@ class OuterLoop(abc.ABC):
             return it.objective
         return it.loss + float(np.sum(surrogate.phi(np.where(mask, it.t, 0.0))))
 
-    def _warn_selection(self, sel: Selection, r: int, n_iter: int) -> None:
+    def _warn_selection(self, sel: Selection, r: int) -> None:
         k, got = sel.index, int(sel.mask.sum())
         if got < r:
             warnings.warn(
@@ -390,7 +393,7 @@ class OuterLoop(abc.ABC):
             idx, mask = sel.index, sel.mask
             selection = {"n_features_iterate": idx,
                          "n_features_dropped": int(sel.counts[idx] - mask.sum())}
-            self._warn_selection(sel, n_features, len(good))
+            self._warn_selection(sel, n_features)
         else:
             idx = len(good) - 1
             mask = support_of(good[idx].t, self.zero_tol, reference_scale(good))
