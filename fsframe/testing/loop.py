@@ -191,7 +191,8 @@ def _check_weights(who, loop, sur, sub, seen, model, given) -> list[str]:
     elif model is not None:
         weights, note = model.weights, model.note
     else:
-        return [f"weights {sur}: skipped (the kit has no model of loop {loop.name!r}; pass expected_weights=)"]
+        return [f"weights {sur}: skipped (the kit has no model of loop {loop.name!r}; pass expected_weights= "
+                "or register_loop_oracle)"]
     prev = None
     for rec, it, _, got in seen:
         if got is None:

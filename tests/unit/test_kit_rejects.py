@@ -536,7 +536,8 @@ class PlainIRL1(OuterLoop):
 def test_check_loop_names_what_it_skips_for_an_unknown_loop():
     sur = ExpSurrogate(alpha=5.0)
     ran = check_loop(PlainIRL1(), sur)
-    assert f"weights {sur}: skipped (the kit has no model of loop 'plain-irl1'; pass expected_weights=)" in ran
+    assert (f"weights {sur}: skipped (the kit has no model of loop 'plain-irl1'; pass expected_weights= "
+            "or register_loop_oracle)") in ran
     assert any(r.startswith(f"descent {sur}: the loop's own monitored values") for r in ran)
 
     def irl1(k, prev, surrogate, sub):
