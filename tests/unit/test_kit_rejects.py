@@ -659,13 +659,14 @@ def test_check_surrogate_rejects_a_wrong_derivative_at_or_beside_a_kink(sur, at)
 
 # ------------------------------------------------------------------------------ the default data can fail
 @attrs.frozen
-class WrongC(Hinge):
-    """Builds its model with 2 C while its C (and so its loss) says C."""
+class ScaledC(Hinge):
+    """Builds its model with factor x C while its C (and so the hinge's loss) says C."""
 
-    name = "wrong-c"
+    name = "scaled-c"
+    factor: float = 2.0
 
     def build(self, X, y, terms):
-        return Hinge.build(attrs.evolve(self, C=2.0 * self.C), X, y, terms)
+        return Hinge.build(attrs.evolve(self, C=self.factor * self.C), X, y, terms)
 
 
 @attrs.frozen
@@ -706,7 +707,7 @@ def _check_of(mark, i=0):
 
 
 @pytest.mark.parametrize("form, given", [
-    (WrongC(C=1.0), None),
+    (ScaledC(C=1.0), None),
     (SilentlyBalanced(C=1.0), None),
     (Hinge(C=1.0), _zero),
 ], ids=["wrong-C", "silently-balanced", "zero-loss"])
@@ -739,13 +740,11 @@ class ZeroLossHinge(Hinge):
 
 
 @attrs.frozen
-class HalfCHinge(Hinge):
+class HalfCHinge(ScaledC):
     """Builds with C / 2; its registered oracle knows it."""
 
     name = "half-c-hinge"
-
-    def build(self, X, y, terms):
-        return Hinge.build(attrs.evolve(self, C=0.5 * self.C), X, y, terms)
+    factor: float = 0.5
 
 
 @attrs.frozen
