@@ -53,13 +53,17 @@ def test_infinite_weight_fixes_the_group_and_unfixes_it_again(compiled):
     names = sorted(comp.columns[j].name for j in fixed_cols)
     assert names == ["u[1]", "u[4]", "v[1]", "v[4]"]
     assert np.all(data.lb[fixed_cols] == 0.0)
+    assert not any(v.fixed for v in comp.columns)  # the model is brought up to date on request only
+    comp.sync_model()
     assert sorted(v.name for v in comp.columns if v.fixed) == names  # the Pyomo model agrees
     assert pyo.value(built.slot.block.lin[1]) == 0.0  # the fixed group's weight is neutralised
     quad = np.ones(n)
     quad[2] = np.inf
     data = comp.with_weights(lin=np.ones(n), quad=quad)
+    comp.sync_model()
     assert sorted(v.name for v in comp.columns if v.fixed) == ["u[2]", "v[2]"]
     data = comp.with_weights(lin=np.ones(n))
+    comp.sync_model()
     assert not any(v.fixed for v in comp.columns) and np.all(data.lb < data.ub)
 
 
