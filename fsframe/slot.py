@@ -193,11 +193,6 @@ class ModelWeights:
         self._nonzero_params: set = set()  # Params an earlier write set (all start at 0)
         self._fixed_cols: set = set()
 
-    @property
-    def pending(self) -> bool:
-        """Weights were set since the last write."""
-        return self._pending is not None
-
     def set(self, weights: SlotWeights) -> None:
         self._pending = weights
 
