@@ -268,7 +268,7 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
                 solve_seconds=float(sum(r.seconds for r in out.history)), stop_reason=out.reason,
                 backend_version=out.iterate.result.backend_version, **(out.selection or {}))
     if keep_model:
-        info["model"] = sub.built.model
+        info["model"] = sub.compiled.sync_model()  # holds the last iteration's slot weights
         info["compiled"] = sub.compiled
     coef = out.coef.reshape(sub.built.coef_shape)
     intercept = out.iterate.intercept
@@ -316,7 +316,8 @@ def fit(
     fast, cone_form
         Compiler paths (see :func:`fsframe.compiler.compile_model`).
     keep_model : bool
-        Keep the Pyomo model and compiled problem in ``result.info``.
+        Keep the Pyomo model (holding the last iteration's slot weights) and the compiled
+        problem in ``result.info``.
     **params
         Component parameters (``C``, ``alpha``, ``eps``, ``p``, ``delta``, ``max_iter``, ``tol``,
         ``kernel``, ``sigma``, ...), routed by name; ``kind__name`` routes explicitly.
