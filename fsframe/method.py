@@ -253,7 +253,7 @@ class MethodInfo:
         The method's default parameters.
     reference, description : str
     plugin : str
-        The plugin that registered it (``"fsframe_svm"`` for the built-in SVM family).
+        The plugin that registered it (``"svm"`` for the built-in SVM family).
     distribution, version : str or None
         Its installed distribution (``None`` for a plugin registered at run time).
 

@@ -1,9 +1,9 @@
 """Plugin discovery and the component registry (the pluggy host).
 
 ``get_plugin_manager()`` follows pytest: add the hookspecs; block the plugins named in
-``FSFRAME_DISABLED_PLUGINS`` (comma separated); register the built-ins (:data:`DEFAULT_PLUGINS`,
-module names imported with :mod:`importlib`) whatever the autoload switch says; load every entry
-point of group ``fsframe`` unless ``FSFRAME_DISABLE_PLUGIN_AUTOLOAD`` is set (entry points are for
+``FSFRAME_DISABLED_PLUGINS`` (comma separated); register the built-ins (:data:`DEFAULT_PLUGINS`:
+plugin names mapped to modules imported with :mod:`importlib`) whatever the autoload switch says;
+load every entry point of group ``fsframe`` unless ``FSFRAME_DISABLE_PLUGIN_AUTOLOAD`` is set (entry points are for
 third parties: those of fsframe's own distribution are skipped); register plugins added at run
 time with :func:`register`. ``FSFRAME_TRACE_PLUGINS=1`` prints every hook call to stderr
 (pluggy's tracing).
@@ -59,9 +59,17 @@ __all__ = [
     "unregister",
 ]
 
-#: The built-in plugins, registered by the host (by module name) whatever the autoload switch says.
-DEFAULT_PLUGINS = ("fsframe.surrogates", "fsframe.loops", "fsframe.backends", "fsframe.kernels",
-                   "fsframe_svm", "fsframe_mpm")
+#: The built-in plugins, plugin name -> module (imported with importlib), registered by the host
+#: whatever the autoload switch says. The reference method packages in ``plugins/`` keep the
+#: short names they always had (``FSFRAME_DISABLED_PLUGINS=svm`` blocks the SVM family).
+DEFAULT_PLUGINS = {
+    "fsframe.surrogates": "fsframe.surrogates",
+    "fsframe.loops": "fsframe.loops",
+    "fsframe.backends": "fsframe.backends",
+    "fsframe.kernels": "fsframe.kernels",
+    "svm": "fsframe_svm",
+    "mpm": "fsframe_mpm",
+}
 ENTRY_POINT_GROUP = "fsframe"
 OWN_DISTRIBUTION = "fsframe"
 
@@ -291,16 +299,22 @@ def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict
         pm.set_blocked(name)
     broken: list[BrokenPlugin] = []
     dists: dict[str, tuple] = {}
-    for modname in DEFAULT_PLUGINS:
-        if not pm.is_blocked(modname) and _register(pm, broken, modname, lambda m=modname: importlib.import_module(m),
-                                                    OWN_DISTRIBUTION):
-            dists[modname] = (OWN_DISTRIBUTION, _own_version())
+    for name, modname in DEFAULT_PLUGINS.items():
+        if not pm.is_blocked(name) and _register(pm, broken, name, lambda m=modname: importlib.import_module(m),
+                                                 OWN_DISTRIBUTION):
+            dists[name] = (OWN_DISTRIBUTION, _own_version())
     if not os.environ.get("FSFRAME_DISABLE_PLUGIN_AUTOLOAD"):
         seen: dict[str, str | None] = {}
         for ep in md.entry_points(group=ENTRY_POINT_GROUP):
             dist = getattr(ep, "dist", None)
             dist_info = (dist.metadata["Name"], dist.version) if dist is not None else (None, None)
             if dist_info[0] == OWN_DISTRIBUTION:  # built-ins are default plugins, never entry points
+                continue
+            if ep.name in DEFAULT_PLUGINS:
+                msg = (f"entry point {ep.name!r} of distribution {dist_info[0]!r} has the name of a built-in "
+                       "plugin; rename it")
+                broken.append(BrokenPlugin(ep.name, msg, dist_info[0]))
+                _warn(f"fsframe plugin skipped: {msg}")
                 continue
             if ep.name in seen:
                 if dist_info[0] != seen[ep.name]:  # (one distribution seen twice on sys.path is harmless)

@@ -189,7 +189,7 @@ def test_builtin_names_are_kept(installed):
         reg = fsframe.plugins.get_registry()
     texts = [str(w.message) for w in record]
     for what, builtin in (("surrogate 'exp'", "fsframe.surrogates"), ("backend 'highs'", "fsframe.backends"),
-                          ("method 'l1-svm'", "fsframe_svm")):
+                          ("method 'l1-svm'", "svm")):
         assert any(what in t and "'squatter' (fsframe-squatter) was refused" in t and f"'{builtin}' (fsframe)" in t
                    for t in texts), (what, texts)
     assert {(c.kind, c.name) for c in reg.clashes} == {("surrogate", "exp"), ("backend", "highs"), ("method", "l1-svm")}
@@ -259,16 +259,22 @@ def test_broken_plugin_leaves_nothing_behind(installed):
 
 def test_own_entry_points_do_not_register_builtins_twice(installed):
     """Stale metadata of an older fsframe declaring ``svm = "fsframe_svm"``, and a third party
-    pointing at the built-in module: neither registers the built-in a second time."""
+    pointing at the built-in module: neither registers the built-in a second time. A third-party
+    entry point taking a built-in plugin's name is refused."""
     import fsframe_svm
 
+    other = plugin_module("other", fsframe_register_surrogates=lambda: [Dup])
     installed(FakeEntryPoint("svm", lambda: fsframe_svm, dist_name="fsframe"),
-              FakeEntryPoint("svm-again", lambda: fsframe_svm, dist_name="someone-else"))
-    reg = fsframe.plugins.get_registry()
+              FakeEntryPoint("svm-again", lambda: fsframe_svm, dist_name="someone-else"),
+              FakeEntryPoint("mpm", lambda: other, dist_name="fsframe-impostor"))
+    with pytest.warns(FsframeWarning, match="entry point 'mpm' of distribution 'fsframe-impostor' has the name of a built-in"):
+        reg = fsframe.plugins.get_registry()
     names = [n for n, _ in reg.pm.list_name_plugin()]
-    assert "svm" not in names and "svm-again" not in names and names.count("fsframe_svm") == 1
-    assert not reg.conflicts and not reg.clashes and not reg.broken
-    assert reg.all("method")[0].plugin in fsframe.plugins.DEFAULT_PLUGINS
+    assert "svm-again" not in names and names.count("svm") == 1 and names.count("mpm") == 1
+    assert reg.pm.get_plugin("svm") is fsframe_svm and reg.dists["svm"][0] == "fsframe"
+    assert "dup" not in reg.names("surrogate")
+    assert not reg.conflicts and not reg.clashes and [b.plugin for b in reg.broken] == ["mpm"]
+    assert {e.plugin for e in reg.all("method")} >= {"svm", "mpm"}
 
 
 def test_two_distributions_with_one_entry_point_name(installed):
@@ -320,7 +326,7 @@ def test_disabled_plugins_env(installed, monkeypatch):
 
 def test_disabling_the_builtin_method_plugin(monkeypatch, fresh_registry):
     """The built-in SVM methods are a default plugin like the others: blocking it removes them."""
-    monkeypatch.setenv("FSFRAME_DISABLED_PLUGINS", "fsframe_svm")
+    monkeypatch.setenv("FSFRAME_DISABLED_PLUGINS", "svm")
     fsframe.plugins.reset_registry()
     reg = fsframe.plugins.get_registry()
     assert "hinge" not in reg.names("formulation") and "fsv" not in reg.names("method")

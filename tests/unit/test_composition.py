@@ -252,7 +252,7 @@ def test_list_methods_returns_records():
     methods = fsframe.list_methods()
     assert all(isinstance(m, fsframe.MethodInfo) for m in methods)
     svm = next(m for m in methods if m.name == "l1-svm")
-    assert (svm.formulation, svm.surrogate, svm.loop, svm.plugin) == ("hinge", "l1", "single", "fsframe_svm")
+    assert (svm.formulation, svm.surrogate, svm.loop, svm.plugin) == ("hinge", "l1", "single", "svm")
     assert svm.distribution == "fsframe" and svm.defaults == {"C": 1.0}
     assert svm["loop"] == svm.loop  # dict-style access still works
     with pytest.raises(KeyError):
