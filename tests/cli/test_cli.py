@@ -75,20 +75,22 @@ def test_listings_survive_broken_plugins_and_conflicts(cli, add_components):
     mod.fsframe_register_methods = fsframe.hookimpl(boom)
     fsframe.plugins.register(mod, name="broken-probe")
     try:
-        add_components(name="dup-probe", methods=[fsframe.MethodSpec("fsv", formulation="hinge", loop="single",
-                                                                     surrogate="l1")])
+        # two third-party providers of one name (a built-in name would be refused instead)
+        for name in ("dup-probe", "dup-probe-2"):
+            add_components(name=name, methods=[fsframe.MethodSpec("twice", formulation="hinge", loop="single",
+                                                                  surrogate="l1")])
         r = cli("methods")
         assert r.code == 0
         assert "broken-probe" in r.out and "kaboom" in r.out
-        assert "method 'fsv'" in r.out and "dup-probe" in r.out
+        assert "method 'twice'" in r.out and "dup-probe" in r.out
         assert "\n  l1-svm " in r.out  # the rest still listed
         data = json.loads(cli("methods", "--json").out)
         assert [b["plugin"] for b in data["broken"]] == ["broken-probe"]
-        assert data["conflicts"][0]["name"] == "fsv"
-        assert {p["plugin"] for p in data["conflicts"][0]["providers"]} == {"svm", "dup-probe"}
+        assert data["conflicts"][0]["name"] == "twice"
+        assert {p["plugin"] for p in data["conflicts"][0]["providers"]} == {"dup-probe", "dup-probe-2"}
         r = cli("plugins")
         assert r.code == 0 and "kaboom" in r.out and "[CONFLICT]" in r.out
-        r = cli("select", "iris", "--method", "fsv")
+        r = cli("select", "iris", "--method", "twice")
         assert r.code == 2 and "more than one plugin" in r.err
     finally:
         fsframe.plugins.unregister("broken-probe")
