@@ -173,7 +173,8 @@ def _check_classes(ya: NDArray, name: str) -> None:
     if ya.dtype.kind == "f" and not np.all(ya == np.round(ya)):
         raise DataError(
             f"{name}: y looks continuous ({len(classes)} distinct float values in {ya.shape[0]} samples: "
-            f"{', '.join(f'{c:.4g}' for c in classes[:5])}, ...); fsframe selects features for classification: discretise the target first "
+            f"{', '.join(f'{c:.4g}' for c in classes[:5])}, ...); fsframe selects features for classification: "
+            "discretise the target first "
             "(e.g. y > np.median(y), or np.digitize(y, bins))"
         )
     if len(small) == 1:
@@ -373,5 +374,8 @@ class Dataset:
         return cls(X=X, y=y, feature_names=feature_names, name=name)
 
     def __repr__(self) -> str:
-        counts = ", ".join(f"{k}: {v}" for k, v in self.class_counts.items())
+        items = list(self.class_counts.items())
+        counts = ", ".join(f"{k}: {v}" for k, v in items[:10])
+        if len(items) > 10:
+            counts += f", ... ({len(items) - 10} more)"
         return f"Dataset({self.name!r}, {self.n_samples} x {self.n_features}, classes {{{counts}}})"

@@ -183,6 +183,13 @@ def test_identifier_like_column_warns(Xy):
     assert data_diagnostics(np.c_[X, ids][:19])["identifiers"] == []
 
 
+def test_dataset_repr_is_short():
+    rng = np.random.default_rng(0)
+    ds = fsframe.Dataset.from_arrays(rng.standard_normal((60, 2)), np.repeat(np.arange(12), 5), name="many")
+    assert repr(ds) == ("Dataset('many', 60 x 2, classes {0: 5, 1: 5, 2: 5, 3: 5, 4: 5, 5: 5, 6: 5, 7: 5, 8: 5, 9: 5, "
+                        "... (2 more)})")
+
+
 def test_dataset_subset_is_gone():
     """Dead code out: Dataset.subset had no caller (datasets are sliced as arrays by the evaluation)."""
     assert not hasattr(fsframe.Dataset, "subset")
