@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .errors import DataError, DataWarning
 
-__all__ = ["Dataset", "check_Xy", "data_diagnostics", "identifier_columns"]
+__all__ = ["Dataset", "check_Xy", "check_no_silent_cast", "data_diagnostics", "identifier_columns"]
 
 MIN_SAMPLES_PER_CLASS = 2
 """A class needs two samples: one to train on and one to estimate any spread from."""
@@ -65,20 +65,38 @@ def _is_real(v: Any) -> bool:
         isinstance(v, numbers.Number) and not isinstance(v, numbers.Complex))
 
 
+def check_no_silent_cast(a: Any, what: str = "X", *, name: str = "data") -> Any:
+    """Refuse what a cast to float64 would misread without a word: a masked array with masked
+    values (the data under the mask would be used) and dates or durations (cast to counts of
+    their unit). Returns ``a``, or the data of a masked array with nothing masked. For callers
+    that convert with another library (scikit-learn's ``validate_data``); :func:`check_Xy` does
+    this and more.
+
+    Raises
+    ------
+    DataError
+        naming what was found and how to get around it.
+    """
+    a = _unmask(a, what, name)
+    if getattr(a, "dtype", None) is not None and np.dtype(a.dtype).kind in "mM":
+        raise DataError(
+            f"{name}: {what} has dtype {a.dtype} (dates or durations), which are not numbers; convert them in a "
+            "unit you choose, e.g. (X - X.min()) / np.timedelta64(1, 'D')"
+        )
+    return a
+
+
 def _features(X: Any, name: str) -> NDArray:
     """``X`` as a fresh float64 array, refusing what float64 would silently misread."""
-    X = _unmask(X, "X", name)
+    X = check_no_silent_cast(X, "X", name=name)
     if scipy.sparse.issparse(X):
         raise DataError(f"{name}: X is a scipy sparse matrix; fsframe works on dense arrays: pass X.toarray()")
     if np.iscomplexobj(X):
         raise DataError(f"{name}: X is complex; fsframe needs real features (split real and imaginary parts "
                         "into columns if both matter)")
     a = np.asarray(X)
-    if a.dtype.kind in "mM":
-        raise DataError(
-            f"{name}: X has dtype {a.dtype} (dates or durations), which are not numbers; convert them in a unit "
-            "you choose, e.g. (X - X.min()) / np.timedelta64(1, 'D')"
-        )
+    if a.dtype.kind in "mM":  # e.g. a list of datetime64 values
+        check_no_silent_cast(a, "X", name=name)  # raises
     if a.dtype.kind in "USV":
         raise DataError(
             f"{name}: X holds {'text' if a.dtype.kind != 'V' else 'records'} (dtype {a.dtype}), not numbers; "

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dataset import preview
 from ..errors import DataFileError, InvalidOptionError
 
 MAX_FILE_BYTES = 1 << 30
@@ -152,7 +153,7 @@ def resolve_column(spec: int | str | None, header: list[str] | None, n_cols: int
         if header is None or spec not in header:
             raise DataFileError(
                 f"{path}: {role} {spec!r} not found"
-                + (f"; columns are {header[:20]}" if header else " (the file has no header row)")
+                + (f"; columns are [{preview(header, k=10)}]" if header else " (the file has no header row)")
             )
         return header.index(spec)
     if pos is None:

@@ -100,6 +100,24 @@ def _put(X, where, value):
     return out
 
 
+def test_estimator_refuses_masks_and_dates(Xy):
+    """Regression: FSSelector went through scikit-learn's conversion, which drops masks and casts dates."""
+    from fsframe.estimator import FSSelector
+
+    X, y = Xy
+    Xm = np.ma.masked_array(X, mask=np.arange(X.size).reshape(X.shape) == 7)
+    with pytest.raises(DataError, match=r"FSSelector: X is a masked array with 1 masked value\(s\) \(first at sample 1, feature 1\)"):
+        FSSelector(method="l1-svm").fit(Xm, y)
+    with pytest.raises(DataError, match=r"FSSelector: y is a masked array"):
+        FSSelector(method="l1-svm").fit(X, np.ma.masked_array(y, mask=np.arange(30) == 0))
+    with pytest.raises(DataError, match=r"FSSelector: X has dtype datetime64\[s\]"):
+        FSSelector(method="l1-svm").fit((X * 1e3).astype("datetime64[s]"), y)
+    sel = FSSelector(method="l1-svm").fit(np.ma.masked_array(X, mask=False), y)
+    np.testing.assert_array_equal(sel.coef_, FSSelector(method="l1-svm").fit(X, y).coef_)
+    with pytest.raises(DataError, match=r"FSSelector: X is a masked array"):
+        sel.predict(Xm)
+
+
 @pytest.mark.parametrize("make, match", [
     (lambda X: (X * 1e3).astype("datetime64[s]"), r"X has dtype datetime64\[s\] \(dates or durations\)"),
     (lambda X: (X * 1e3).astype("timedelta64[ms]"), r"X has dtype timedelta64\[ms\] \(dates or durations\)"),
