@@ -111,7 +111,7 @@ def load_dataset(source: str | os.PathLike, *, format: str | None = None, **opti
     """Load a dataset from a file path or a bundled name.
 
     ``format`` is one of ``csv``, ``svmlight``, ``arff``, ``mat``, or inferred from the extension
-    (``.gz`` is looked through). ``options`` go to the matching ``load_*`` function.
+    (``.gz`` and ``.bz2`` are looked through). ``options`` go to the matching ``load_*`` function.
     """
     text = os.fspath(source)
     path = Path(text)
@@ -127,7 +127,7 @@ def load_dataset(source: str | os.PathLike, *, format: str | None = None, **opti
         raise DataFileError(f"{text} is a directory, not a data file")
     check_source(path)
     if format is None:
-        suffix = Path(path.name[:-3]).suffix if path.name.endswith(".gz") else path.suffix
+        suffix = Path(path.stem).suffix if path.suffix in (".gz", ".bz2") else path.suffix
         format = _EXT.get(suffix.lower())
         if format is None:
             raise DataFileError(

@@ -67,6 +67,12 @@ def test_tsv_and_gzip(tmp_path):
     np.testing.assert_array_equal(ds.X, X3)
     ds = fsframe.load_dataset(write(tmp_path / "d.tsv", csv_text(sep="\t")))
     np.testing.assert_array_equal(ds.X, X3)
+    import bz2
+
+    (tmp_path / "b.csv.bz2").write_bytes(bz2.compress(csv_text().encode()))
+    (tmp_path / "b.svm.bz2").write_bytes(bz2.compress(b"1 1:1.5 2:-2 3:0.25\n-1 2:3 3:1\n1 1:2 2:2.5 3:-1\n-1 1:4 2:-0.5 3:0.5\n"))
+    for f in ("b.csv.bz2", "b.svm.bz2"):
+        np.testing.assert_array_equal(fsframe.load_dataset(tmp_path / f).X, X3)
 
 
 def test_numeric_labels_become_integers(tmp_path):
