@@ -102,7 +102,8 @@ def check_option(name: str, value: Any, types: tuple[type, ...], what: str, *, n
 
 def check_columns(name: str, value: Any) -> None:
     """A column spec (int or str) or, for ``drop_columns``, a sequence of them."""
-    check_option(name, value, (list, tuple), "a list of column indices or names, e.g. [0]", none=False)
+    check_option(name, value, (list, tuple, range, np.ndarray), "a list of column indices or names, e.g. [0]",
+                 none=False)
     for c in value:
         check_option(name, c, (int, np.integer, str), "a list of column indices or names, e.g. [0]", none=False)
 

@@ -55,6 +55,7 @@ def test_csv_label_by_index_and_name_and_drop_columns(tmp_path):
     for ds in (by_name, by_index):
         np.testing.assert_array_equal(ds.X, X3[:, :2])
         assert ds.y.tolist() == Y3.tolist() and ds.feature_names == ("f1", "f2")
+    np.testing.assert_array_equal(fsframe.load_dataset(p, label_column=2, drop_columns=np.array([0])).X, X3[:, :2])
     neg = fsframe.load_dataset(p, label_column=-2, drop_columns=[0])
     np.testing.assert_array_equal(neg.X, X3[:, :2])
 
