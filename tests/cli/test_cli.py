@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import fsframe
+import fsframe.cli.select as cli_select
 import fsframe.evaluation as ev
-import fsframe.method
+import fsframe.evaluation.runner as runner
 from fsframe.cli import UsageError, parse_assignment, parse_value
 from fsframe.errors import SolverFailedError
 
@@ -225,10 +226,10 @@ def test_solver_failure_exits_1(cli, monkeypatch):
     def fail(*a, **kw):
         raise SolverFailedError("simulated: subproblem 0 ended with status infeasible")
 
-    monkeypatch.setattr(fsframe.method, "fit", fail)
+    monkeypatch.setattr(cli_select, "fit", fail)
     r = cli("select", "iris", "--method", "fsv")
     assert r.code == 1 and "simulated" in r.err and "Traceback" not in r.err
-    monkeypatch.setattr(ev, "fit", fail)
+    monkeypatch.setattr(runner, "fit", fail)
     r = cli("select", "iris", "--method", "l1-svm", "--cv", "3")
     assert r.code == 1
     assert "3 of 3 fits failed" in r.out and "3 of 3 fits failed" in r.err
