@@ -22,7 +22,6 @@ import warnings
 from typing import Sequence
 
 from .. import errors
-from ..evaluation import EvaluationInterrupted
 from .common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG, UsageError, parse_assignment, parse_value
 from .output import WarningPrinter
 from .parser import build_parser
@@ -54,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(exc, debug, EXIT_USAGE)
         except KeyboardInterrupt:
             print(f"\n{PROG}: interrupted", file=sys.stderr)
-            return 130
+            return EXIT_INTERRUPTED
         except BrokenPipeError:  # e.g. piped into head
             try:
                 sys.stdout = open(os.devnull, "w")

@@ -6,9 +6,11 @@ from ..evaluation import compare
 from ..plugins import get_registry
 from .common import UsageError
 from .evaluate import cv_spec, load_data, method_params, run_evaluation
+from .output import check_output_paths
 
 
 def cmd_compare(args, argv) -> int:
+    check_output_paths(args)
     data = load_data(args)
     common, per = method_params(args, allow_prefix=True)
     reg = get_registry()

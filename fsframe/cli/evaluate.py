@@ -7,7 +7,8 @@ import sys
 from typing import Any
 
 from ..io import load_dataset
-from .common import EXIT_FAILURE, EXIT_OK, KEY, PROG, UsageError, label_column, parse_assignment, parse_value
+from ..evaluation import EvaluationInterrupted
+from .common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, KEY, PROG, UsageError, label_column, parse_assignment, parse_value
 from .output import ProgressPrinter, meta, write_csv, write_json
 
 
@@ -27,6 +28,9 @@ def load_data(args):
         value = parse_value(value)
         if isinstance(value, str) and "\\" in value:
             value = value.encode("utf-8").decode("unicode_escape")  # delimiter='\t'
+        if key == "delimiter" and not (isinstance(value, str) and len(value) == 1):
+            raise UsageError(f"--loader-opt {spec!r}: the delimiter must be one character, got {value!r} "
+                             "(e.g. --loader-opt delimiter=';' or delimiter='\\t')")
         opts[key] = value
     return load_dataset(args.data, format=args.format, **opts)
 
@@ -61,9 +65,12 @@ def dataset_line(d) -> str:
 def run_evaluation(args, argv, run, *, text, rows, results) -> int:
     """Run a cross-validation (``run(**protocol)``) with progress; print, write, exit status."""
     prog = ProgressPrinter(sys.stderr, args.progress)
+    interrupted = None
     try:
         res = run(repeats=args.repeats, scale=args.scale, n_jobs=args.jobs, random_state=args.seed,
                   n_features=args.n_features, retrain=args.retrain, retrain_C=args.retrain_C, progress=prog)
+    except EvaluationInterrupted as exc:  # Ctrl-C: report and keep the fits that finished
+        interrupted, res = exc, exc.result
     finally:
         prog.close()
     if args.json != "-":
@@ -73,6 +80,11 @@ def run_evaluation(args, argv, run, *, text, rows, results) -> int:
     if args.csv:
         write_csv(args.csv, *rows(res))
     report_written(args)
+    if interrupted is not None:
+        kept = " (kept in the outputs written)" if any(p and p != "-" for p in (args.json, args.csv)) else ""
+        print(f"{PROG}: interrupted after {interrupted.done} of {interrupted.planned} fits; the report covers the "
+              f"finished ones{kept} (exit status {EXIT_INTERRUPTED})", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return cv_exit(results(res))
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import tempfile
 import re
 import sys
 import time
 from typing import Sequence
 
 from .. import __version__, errors
-from .common import PROG
+from .common import PROG, UsageError
 
 
 class WarningPrinter:
@@ -82,6 +84,36 @@ def table(rows: Sequence[Sequence[str]], *, head: bool = True, indent: str = "")
         if head and k == 0:
             out.append(indent + "  ".join("-" * x for x in w))
     return out
+
+
+def check_output_paths(args) -> None:
+    """Refuse ``--json``/``--csv`` paths that cannot be written, before any work starts (a long
+    cross-validation must not end in "cannot write"): a directory, a missing or non-directory
+    parent, a place where no file can be created (probed with a temporary file), or one file for
+    both outputs."""
+    paths = {flag: getattr(args, flag, None) for flag in ("json", "csv")}
+    paths = {flag: p for flag, p in paths.items() if p and p != "-"}
+    if len(paths) == 2 and os.path.abspath(paths["json"]) == os.path.abspath(paths["csv"]):
+        raise UsageError(f"--json and --csv both write {paths['json']}; give them different files")
+    for flag, path in paths.items():
+        where = f"--{flag} {path}"
+        if os.path.isdir(path):
+            raise UsageError(f"{where}: is a directory; give a file name (e.g. {os.path.join(path, 'out.' + flag)})")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.exists(parent):
+            raise UsageError(f"{where}: directory {parent} does not exist; create it first or choose another path")
+        if not os.path.isdir(parent):
+            raise UsageError(f"{where}: {parent} is not a directory")
+        try:
+            if os.path.exists(path):
+                with open(path, "a", encoding="utf-8"):  # opened for writing, not changed
+                    pass
+            else:
+                with tempfile.NamedTemporaryFile(dir=parent, prefix=".fsframe-probe-"):
+                    pass
+        except OSError as exc:
+            raise UsageError(f"{where}: cannot write there ({exc.strerror or exc}); choose another path "
+                             "(the check runs before the fits so that no results are lost)") from None
 
 
 def write_text(path: str, text: str) -> None:

@@ -6,6 +6,7 @@ import argparse
 import math
 
 from .. import __version__
+from ..evaluation import MAX_SEED
 from .common import PROG
 from .compare import cmd_compare
 from .methods import cmd_methods
@@ -35,7 +36,7 @@ _folds = _arg_type(int, lambda v: v >= 2, "at least 2 folds")
 _fraction = _arg_type(float, lambda v: 0 < v < 1, "a fraction in (0, 1)")
 _jobs = _arg_type(lambda t: t if t == "auto" else int(t), lambda v: v != 0,
                   "'auto' or a non-zero number of jobs (1: serial, -1: all cores)")
-_seed = _arg_type(int, lambda v: v >= 0, "a non-negative integer seed")
+_seed = _arg_type(int, lambda v: 0 <= v <= MAX_SEED, f"an integer seed between 0 and {MAX_SEED}")
 _positive_float = _arg_type(float, lambda v: 0 < v < math.inf, "a positive number")
 
 

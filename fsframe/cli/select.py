@@ -11,13 +11,14 @@ from ..evaluation import (accuracy_score, component_dict, cross_validate, enviro
 from ..method import fit
 from .common import EXIT_OK, UsageError
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
-from .output import meta, table, write_csv, write_json
+from .output import check_output_paths, meta, table, write_csv, write_json
 
 
 def cmd_select(args, argv) -> int:
     if args.method is None and not (args.formulation and args.loop):
         raise UsageError("give --method NAME (see 'fsframe methods'), or --formulation and --loop "
                          "(and --surrogate) for a custom combination")
+    check_output_paths(args)
     data = load_data(args)
     params, _ = method_params(args)
     cv = cv_spec(args)
@@ -31,7 +32,6 @@ def cmd_select(args, argv) -> int:
         data, method=args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop, cv=cv,
         **kw, **params), text=lambda r: r.report(top=args.top or 10), rows=lambda r: (r.fold_rows(), r.FOLD_COLUMNS),
         results=lambda r: [r])
-
 
 
 def _select_once(args, argv, data, params) -> int:
