@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from ..evaluation import (accuracy_score, component_dict, cross_validate, environment_versions,
-                          format_components, scale_fit_transform, to_jsonable)
+                          facts_text, format_components, scale_fit_transform, to_jsonable)
 from ..method import fit
 from .common import EXIT_OK, UsageError
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
@@ -47,6 +47,7 @@ def _select_once(args, argv, data, params) -> int:
     coef = np.atleast_2d(np.asarray(res.coef, dtype=float))
     classes = list(res.classes)
     ovr = bool(res.per_class)
+    facts = res.facts
     components = {"formulation": component_dict(res.formulation), "surrogate": component_dict(res.surrogate),
                   "loop": component_dict(res.loop), "kernel": component_dict(res.transform)}
     info = res.per_class[0].info if ovr else res.info
@@ -54,7 +55,11 @@ def _select_once(args, argv, data, params) -> int:
     train_acc = accuracy_score(data.y, res.predict(X))
     if args.json != "-":
         print(f"{label} on {dataset_line(data)}")
-        print(f"  model: {format_components(components)}; backend {res.backend}{' ' + str(solver) if solver else ''}")
+        print(f"  model: {format_components(components, resolved=facts)}; backend {res.backend}"
+              f"{' ' + str(solver) if solver else ''}")
+        derived = facts_text(facts, components)
+        if derived:
+            print(f"  from the data: {derived}")
         print(f"  protocol: fitted once on all samples, "
               + {"standard": "standardised (mean 0, std 1)", "minmax": "min-max scaled to [0, 1]",
                  "none": "unscaled"}[args.scale]
@@ -109,11 +114,11 @@ def _select_once(args, argv, data, params) -> int:
                "fit_options": to_jsonable({k: v for k, v in params.items() if k in ("backend", "time_limit")}),
                "scale": args.scale, "n_features": args.n_features, "seed": None,
                "versions": environment_versions({"solver": f"{res.backend} {solver}" if solver else res.backend}),
-               "result": to_jsonable(res.summary()),
+               "result": to_jsonable(res.to_dict()),
                "selected_names": None if kernel else [names[j] for j in res.selected],
                "coef": to_jsonable(np.asarray(res.coef).tolist()), "intercept": to_jsonable(np.asarray(res.intercept).tolist()),
                "classes": to_jsonable(classes), "training_accuracy": train_acc,
-               "history": [to_jsonable(h.as_dict()) for h in res.history]}
+               "facts": to_jsonable(facts), "history": [to_jsonable(h.as_dict()) for h in res.history]}
         write_json(args.json, out)
     if args.csv:
         if kernel:

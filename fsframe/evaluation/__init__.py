@@ -37,7 +37,7 @@ from .config import accepted_parameters, component_dict, format_components
 from .metrics import METRIC_LABELS, METRICS, accuracy_score, mcc_score
 from .preprocess import SCALINGS, scale_fit_transform
 from .records import CVResult, FoldRecord, Progress
-from .report import describe_protocol
+from .report import describe_protocol, facts_text
 from .runner import AUTO_PARALLEL_SECONDS, EvaluationInterrupted, cross_validate
 from .serialize import environment_versions, to_jsonable
 from .splits import MAX_SEED, Split, make_splits
@@ -63,6 +63,7 @@ __all__ = [
     "accepted_parameters",
     "component_dict",
     "format_components",
+    "facts_text",
     "describe_protocol",
     "scale_fit_transform",
     "to_jsonable",

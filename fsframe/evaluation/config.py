@@ -123,10 +123,14 @@ def _is_parameter(v) -> bool:
 _LOOP_ALWAYS = ("max_iter", "tol")
 
 
-def format_components(components: Mapping[str, dict | None], *, defaults: bool = False) -> str:
+def format_components(components: Mapping[str, dict | None], *, defaults: bool = False,
+                      resolved: Mapping[str, Any] | None = None) -> str:
     """``hinge(C=1.0) + exp(alpha=5.0) + reweighted-l1(max_iter=20, tol=1e-05)``: formulation
     and surrogate with every parameter; the loop with ``max_iter``, ``tol`` and the parameters
-    that differ from its defaults (all of them with ``defaults=True``)."""
+    that differ from its defaults (all of them with ``defaults=True``). ``resolved`` gives the
+    values used for parameters left to the data (``None``), e.g. ``{"delta": 0.6875}`` from
+    ``FitResult.facts``: ``mpm(delta=0.6875, ...)`` instead of ``mpm(delta=None, ...)``."""
+    resolved = resolved or {}
     reg = get_registry()
     parts = []
     for kind in ("formulation", "surrogate", "loop", "kernel"):
@@ -134,6 +138,7 @@ def format_components(components: Mapping[str, dict | None], *, defaults: bool =
         if c is None:
             continue
         items = {k: v for k, v in c.items() if k != "name"}
+        shown = {k: _resolved_text(k, resolved) if v is None else repr(v) for k, v in items.items()}
         if kind == "loop" and not defaults:
             try:
                 cls = reg.get("loop", c["name"])
@@ -142,8 +147,20 @@ def format_components(components: Mapping[str, dict | None], *, defaults: bool =
                 dflt = {}
             items = {k: v for k, v in items.items() if k in _LOOP_ALWAYS or dflt.get(k, object()) != v}
         if kind == "kernel":
-            parts.append("kernel " + c["name"] + "(" + ", ".join(f"{k}={v!r}" for k, v in items.items() if k != "kernel") + ")")
+            parts.append("kernel " + c["name"] + "(" + ", ".join(f"{k}={shown[k]}" for k in items if k != "kernel") + ")")
             continue
-        parts.append(f"{c['name']}(" + ", ".join(f"{k}={v!r}" for k, v in items.items()) + ")")
+        parts.append(f"{c['name']}(" + ", ".join(f"{k}={shown[k]}" for k in items) + ")")
     return " + ".join(parts)
+
+
+def _resolved_text(name: str, resolved: Mapping[str, Any]) -> str:
+    """The value used for a parameter left to the data: one value, the same for every class of
+    a one-vs-rest fit (keys ``name[class]``), "<per class>", or ``None`` when nothing filled it."""
+    if name in resolved:
+        v = resolved[name]
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+    per_class = {v for k, v in resolved.items() if k.startswith(name + "[")}
+    if len(per_class) == 1:
+        return _resolved_text(name, {name: per_class.pop()})
+    return "<per class>" if per_class else "None"
 

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidOptionError
 from .config import format_components
 from .metrics import METRICS
-from .report import describe_protocol, first_line, summary_table, wrap
+from .report import describe_protocol, facts_text, first_line, summary_table, wrap
 from .serialize import to_jsonable
 from .stability import jaccard_index, kuncheva_index, nogueira_stability, selection_frequency
 
@@ -43,6 +43,9 @@ class FoldRecord:
         retraining and prediction.
     selected : tuple of int
         Selected feature indices (original sample indices for a kernel map).
+    facts : dict
+        What the fit derived from the training part (``FitResult.facts``),
+        e.g. MPM's ``delta`` used and ``delta_max``.
     warnings : tuple of (category, message)
         Warnings raised during this fold.
     train, test, y_pred : arrays
@@ -70,6 +73,7 @@ class FoldRecord:
     seconds: float | None = None
     total_seconds: float = 0.0
     selected: tuple = ()
+    facts: dict = attrs.field(factory=dict)
     backend_version: str | None = None
     error_type: str | None = None
     error: str | None = None
@@ -229,6 +233,21 @@ class CVResult:
             out[m] = s
         return out
 
+    def facts(self) -> dict:
+        """``{name: {mean, std, min, max, n}}`` of what the fits derived from their training parts
+        (``FoldRecord.facts``, e.g. MPM's ``delta`` and ``delta_max``), over the successful folds."""
+        names = list(dict.fromkeys(k for f in self.ok_folds for k in f.facts))
+        return {k: _stats([f.facts.get(k) for f in self.ok_folds]) for k in names}
+
+    def resolved_parameters(self) -> dict:
+        """Values used for component parameters left to the data (``None``, e.g. MPM's ``delta``):
+        the value when every fold used the same, else ``"<mean> (mean over folds)"``."""
+        out = {}
+        for k, s in self.facts().items():
+            if s["n"]:
+                out[k] = s["mean"] if s["min"] == s["max"] else f"{s['mean']:.4g} (mean over folds)"
+        return out
+
     # -- selection stability ----------------------------------------------------------------------
     @property
     def selection_matrix(self) -> NDArray | None:
@@ -278,7 +297,7 @@ class CVResult:
             "dataset": self.dataset, "versions": self.versions, "seconds": self.seconds,
             "n_folds": self.n_folds, "n_failed": self.n_failed, "n_planned": self.n_planned,
             "interrupted": self.interrupted, "summary": self.summary(),
-            "stability": self.stability(),
+            "stability": self.stability(), "facts": self.facts(),
             "frequency": None if freq is None else {str(names[j]) if names else str(j): float(freq[j])
                                                    for j in range(freq.size)},
             "warnings": [{"category": w["category"].__name__, "message": w["message"], "folds": w["folds"]}
@@ -310,7 +329,11 @@ class CVResult:
                  f"{len(ds['classes'])} classes)"]
         lines += wrap(f"protocol: {self.describe_protocol()}", 110)
         solver = self.versions.get("solver") or self.backend
-        lines += wrap(f"model: {format_components(self.components)}; backend {solver}", 110)
+        lines += wrap(f"model: {format_components(self.components, resolved=self.resolved_parameters())}; "
+                      f"backend {solver}", 110)
+        facts = facts_text(self.facts(), self.components)
+        if facts:
+            lines += wrap(f"from the data, per training part: {facts}", 110)
         lines.append("")
         lines.extend(summary_table(self))
         lines.append("")

@@ -6,7 +6,7 @@ import textwrap
 
 from .metrics import METRIC_LABELS
 
-__all__ = ["describe_protocol"]
+__all__ = ["describe_protocol", "facts_text"]
 
 
 def wrap(text: str, width: int = 100, indent: str = "  ") -> list[str]:
@@ -59,6 +59,34 @@ def fmt_mm(v: float | None, kind: str) -> str:
     if kind in ("n_selected", "n_iter"):
         return f"{v:g}"
     return fmt(v, kind)
+
+
+def facts_text(facts: dict, components: dict) -> str:
+    """``delta 0.6875 ± 0.0121 [0.6712, 0.7020], delta_max ...``: the facts of
+    :meth:`CVResult.facts` (or plain numbers of one fit), leaving out those that merely repeat a
+    value shown in the model line (MPM's ``rho``; a constant ``delta_fraction`` filled in by
+    ``format_components(resolved=...)``)."""
+    params = {k: v for c in components.values() if c for k, v in c.items() if k != "name"}
+    parts = []
+    for k, s in facts.items():
+        if not isinstance(s, dict):
+            s = {"mean": s, "std": None, "min": s, "max": s, "n": 1}
+        constant = s["min"] == s["max"]
+        base = k.split("[", 1)[0]  # one-vs-rest: "delta[2]" is class 2's delta
+        if not s["n"] or (base in params and constant and params[base] in (None, s["min"])
+                          and (k == base or params[base] is not None or _same_for_all(facts, base))):
+            continue  # shown in the model line
+        if s["min"] == s["max"]:
+            parts.append(f"{k} {s['mean']:.4g}")
+        else:
+            std = "" if s["std"] is None else f" ± {s['std']:.2g}"
+            parts.append(f"{k} {s['mean']:.4g}{std} [{s['min']:.4g}, {s['max']:.4g}]")
+    return ", ".join(parts)
+
+
+def _same_for_all(facts: dict, base: str) -> bool:
+    vals = {(s["min"], s["max"]) if isinstance(s, dict) else (s, s) for k, s in facts.items() if k.startswith(base + "[")}
+    return len(vals) == 1
 
 
 def summary_table(res) -> list[str]:

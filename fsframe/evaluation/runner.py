@@ -68,7 +68,7 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
                 stop_reason=res.info.get("stop_reason", res.per_class[0].info.get("stop_reason") if res.per_class else None),
                 statuses=tuple(getattr(s, "value", str(s)) for s in res.statuses),
                 seconds=float(res.info.get("seconds", float("nan"))),
-                selected=tuple(int(j) for j in selected),
+                selected=tuple(int(j) for j in selected), facts=res.facts,
                 backend_version=_backend_version(res), y_pred=y_pred)
         except Exception as exc:  # recorded, counted and reported; never dropped
             if raise_errors:
