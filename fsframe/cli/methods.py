@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import textwrap
 
-import attrs
-
 from .. import __version__, errors
-from ..evaluation import accepted_parameters
+from ..evaluation import accepted_parameters, to_jsonable
 from ..plugins import get_registry
 from .common import EXIT_OK, PROG
 from .output import table, write_json
+from .params import ParameterDoc, parameter_docs
 
 
 def _fmt_defaults(d: dict) -> str:
@@ -61,7 +60,9 @@ def cmd_methods(args, argv) -> int:
             known = sorted(x["name"] for x in data["methods"])
             raise errors.UnknownComponentError(f"unknown method {args.name!r}; registered methods are {known}")
         if args.json:
-            write_json("-", m)
+            docs = {} if m["problem"] else {kind: {"name": comp, "parameters": [d.as_dict() for d in ds]}
+                                             for kind, comp, ds in _component_docs(m)}
+            write_json("-", {**m, "parameter_docs": to_jsonable(docs)})
             return EXIT_OK
         print(_method_detail(m))
         return EXIT_OK
@@ -92,8 +93,18 @@ def cmd_methods(args, argv) -> int:
     return EXIT_OK
 
 
-def _method_detail(m: dict) -> str:
+def _component_docs(m: dict) -> list[tuple[str, str, list[ParameterDoc]]]:
+    """``(kind, name, parameter docs)`` of the method's formulation, surrogate and loop."""
     reg = get_registry()
+    out = []
+    for kind in ("formulation", "surrogate", "loop"):
+        comp = m[kind]
+        if comp not in (None, "", "none"):
+            out.append((kind, comp, parameter_docs(reg.get(kind, comp), m["defaults"])))
+    return out
+
+
+def _method_detail(m: dict) -> str:
     lines = [f"{m['name']}: {m['description'] or '-'}", f"  reference: {m['reference'] or '-'}",
              f"  provided by plugin {m['plugin']} ({m['distribution'] or 'runtime'}"
              f"{' ' + m['version'] if m['version'] else ''})",
@@ -101,13 +112,13 @@ def _method_detail(m: dict) -> str:
     if m["problem"]:
         lines.append(f"    unusable: {m['problem']}")
         return "\n".join(lines)
-    for kind, comp in (("formulation", m["formulation"]), ("surrogate", m["surrogate"]), ("loop", m["loop"])):
-        if comp in (None, "", "none"):
-            continue
-        cls = reg.get(kind, comp)
-        fields = [f for f in attrs.fields(cls) if f.init and not f.name.startswith("_")]
-        desc = ", ".join(f"{f.name}={m['defaults'].get(f.name, f.default)!r}" for f in fields) or "(none)"
-        lines.append(f"    {kind} {comp}: {desc}")
+    for kind, comp, docs in _component_docs(m):
+        lines.append(f"    {kind} {comp}:" + ("" if docs else " (no parameters)"))
+        for d in docs:
+            valid = d.valid or d.type
+            lines.append(f"      {d.name} = {d.default!r}" + (f"   [{valid}]" if valid else ""))
+            lines.extend(textwrap.wrap(d.meaning or "(not documented by the component)", width=100,
+                                       initial_indent=" " * 10, subsequent_indent=" " * 10))
     lines.append("    kernel map: kernel=None|'rbf'|'linear'|'poly', sigma, degree, coef0")
     lines.append("    fit: backend, time_limit, backend_options, verbose")
     return "\n".join(lines)
