@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  fsframe methods\n"
                "  fsframe select breast_cancer --method fsv --cv 10\n"
                "  fsframe compare breast_cancer --methods l1-svm,fsv,em-l0,arom,svm-weights --cv 10\n"
-               "  fsframe select sonar.csv --method em-l0 --holdout 0.2 --repeats 10 --n-features 10 --retrain svm\n"
+               "  fsframe select synthetic --method em-l0 --holdout 0.2 --repeats 10 --n-features 10 --retrain svm\n"
                "docs/cli.md has every command and flag.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -150,8 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="examples:\n"
                               "  fsframe select breast_cancer --method fsv\n"
                               "  fsframe select breast_cancer --method fsv --cv 10 --set alpha=3 --json out.json\n"
-                              "  fsframe select wdbc.data --label-column 1 --drop-columns 0 --method em-l0 --cv 10\n"
-                              "  fsframe select colon.mat --method l1-svm --cv 10 --repeats 10 --jobs -1")
+                              "  fsframe select data.csv --label-column 1 --drop-columns 0 --method em-l0 --cv 10\n"
+                              "  fsframe select synthetic --method l1-svm --cv 10 --repeats 10 --jobs -1\n"
+                              "bundled datasets: breast_cancer, wine, iris, digits, synthetic (docs/cli.md)")
     _add_data_args(p)
     g = p.add_argument_group("method")
     g.add_argument("--method", "-m", metavar="M", help="a registered method (fsframe methods)")
@@ -169,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples:\n"
                               "  fsframe compare breast_cancer --methods l1-svm,fsv,em-l0,arom,svm-weights --cv 10\n"
-                              "  fsframe compare sonar.csv --methods fsv,em-l0 --set C=0.5 --set fsv:alpha=3 --markdown\n"
+                              "  fsframe compare wine --methods fsv,em-l0 --set C=0.5 --set fsv:alpha=3 --markdown\n"
                               "  fsframe compare breast_cancer --methods fsv,arom,svm-weights --holdout 0.2 --repeats 10 "
                               "--n-features 5 --retrain svm")
     _add_data_args(p)
