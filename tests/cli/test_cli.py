@@ -61,7 +61,8 @@ def test_methods_text_and_json(cli):
 
 def test_methods_detail(cli):
     r = cli("methods", "fsv")
-    assert r.code == 0 and "surrogate exp: alpha=5.0" in r.out and "loop reweighted-l1: max_iter=" in r.out
+    assert r.code == 0 and "    surrogate exp:\n      alpha = 5.0   [" in r.out
+    assert "    loop reweighted-l1:\n      max_iter = 20   [" in r.out
     assert json.loads(cli("methods", "fsv", "--json").out)["name"] == "fsv"
     r = cli("methods", "nope")
     assert r.code == 2 and "unknown method 'nope'" in r.err and "Traceback" not in r.err
