@@ -13,9 +13,11 @@ from .hookspecs import hookimpl
 from .formulation import BuiltModel, Formulation
 from .dataset import Dataset
 from .results import FitResult
-from .method import MethodSpec, fit, list_methods, resolve
+from .method import MethodInfo, MethodSpec, list_methods, resolve
+from .fitting import fit
 from .io import load_dataset, make_synthetic
-from .plugins import get_registry
+from .plugins import get_registry, select_backend
+from .kernels import DataTransform
 from .surrogates.base import Surrogate
 from .loops.base import OuterLoop
 from .backends.base import Backend, SolveOptions, SolveResult
@@ -29,6 +31,9 @@ __all__ = [
     "resolve",
     "FitResult",
     "MethodSpec",
+    "MethodInfo",
+    "DataTransform",
+    "select_backend",
     "Dataset",
     "load_dataset",
     "make_synthetic",

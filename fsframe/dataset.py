@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 import attrs
 import numpy as np
+import scipy.sparse
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import DataError, DataWarning
 
-__all__ = ["Dataset", "check_Xy", "data_diagnostics"]
+__all__ = ["Dataset", "check_Xy", "check_no_silent_cast", "data_diagnostics", "identifier_columns"]
 
 MIN_SAMPLES_PER_CLASS = 2
 """A class needs two samples: one to train on and one to estimate any spread from."""
 SMALL_CLASS_WARNING = 5
+MIN_SAMPLES_FOR_IDENTIFIER = 20
+"""A column of distinct integers is reported as identifier-like from this many samples on (below,
+distinct values are too likely by chance)."""
 
 
 def _readonly(a: NDArray) -> NDArray:
@@ -24,11 +29,191 @@ def _readonly(a: NDArray) -> NDArray:
     return a
 
 
+def preview(values: Sequence[Any], k: int = 5, width: int = 30) -> str:
+    """The first ``k`` of ``values`` as short reprs, then how many more: keeps messages short."""
+    items = []
+    for v in list(values)[:k]:
+        r = repr(v.item() if isinstance(v, np.generic) else v)
+        items.append(r if len(r) <= width else r[: width - 3] + "...")
+    more = len(values) - k
+    return ", ".join(items) + (f", ... ({more} more)" if more > 0 else "")
+
+
+def _where(index: tuple[int, ...], shape: tuple[int, ...]) -> str:
+    return f"sample {index[0]}, feature {index[1]}" if len(shape) == 2 else f"index {index}"
+
+
+def _unmask(a: Any, what: str, name: str) -> Any:
+    """A masked array is accepted only when nothing is masked (its data is then used as is):
+    fsframe has no notion of a missing value, and using the data under the mask is a silent
+    wrong answer."""
+    if not np.ma.isMaskedArray(a):
+        return a
+    mask = np.ma.getmaskarray(a)
+    if mask.any():
+        first = tuple(int(i) for i in np.argwhere(mask)[0])
+        raise DataError(
+            f"{name}: {what} is a masked array with {int(mask.sum())} masked value(s) (first at "
+            f"{_where(first, mask.shape) if what == 'X' else f'sample {first[0]}'}); fsframe does not read masks: "
+            f"fill them ({what}.filled(value)) or drop those samples (a masked array with nothing masked is accepted)"
+        )
+    return np.ma.getdata(a)
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, (numbers.Real, np.bool_)) or (
+        isinstance(v, numbers.Number) and not isinstance(v, numbers.Complex))
+
+
+def check_no_silent_cast(a: Any, what: str = "X", *, name: str = "data") -> Any:
+    """Refuse what a cast to float64 would misread without a word: a masked array with masked
+    values (the data under the mask would be used) and dates or durations (cast to counts of
+    their unit). Returns ``a``, or the data of a masked array with nothing masked. For callers
+    that convert with another library (scikit-learn's ``validate_data``); :func:`check_Xy` does
+    this and more.
+
+    Raises
+    ------
+    DataError
+        naming what was found and how to get around it.
+    """
+    a = _unmask(a, what, name)
+    if getattr(a, "dtype", None) is not None and np.dtype(a.dtype).kind in "mM":
+        raise DataError(
+            f"{name}: {what} has dtype {a.dtype} (dates or durations), which are not numbers; convert them in a "
+            "unit you choose, e.g. (X - X.min()) / np.timedelta64(1, 'D')"
+        )
+    return a
+
+
+def _features(X: Any, name: str) -> NDArray:
+    """``X`` as a fresh float64 array, refusing what float64 would silently misread."""
+    X = check_no_silent_cast(X, "X", name=name)
+    if scipy.sparse.issparse(X):
+        raise DataError(f"{name}: X is a scipy sparse matrix; fsframe works on dense arrays: pass X.toarray()")
+    if np.iscomplexobj(X):
+        raise DataError(f"{name}: X is complex; fsframe needs real features (split real and imaginary parts "
+                        "into columns if both matter)")
+    a = np.asarray(X)
+    if a.dtype.kind in "mM":  # e.g. a list of datetime64 values
+        check_no_silent_cast(a, "X", name=name)  # raises
+    if a.dtype.kind in "USV":
+        raise DataError(
+            f"{name}: X holds {'text' if a.dtype.kind != 'V' else 'records'} (dtype {a.dtype}), not numbers; "
+            "parse numeric text yourself (X.astype(float)) or encode categorical features first"
+        )
+    if a.dtype.kind == "O":
+        flat = a.ravel()
+        bad = next((i for i, v in enumerate(flat) if not _is_real(v)), None)
+        if bad is not None:
+            v = flat[bad]
+            where = _where(tuple(int(i) for i in np.unravel_index(bad, a.shape)), a.shape)
+            if v is None or type(v).__name__ == "NAType":
+                raise DataError(f"{name}: X has a missing value ({v!r} at {where}); impute or drop them before fitting")
+            raise DataError(
+                f"{name}: X is not numeric: {type(v).__name__} value {preview([v])} at {where}; "
+                "encode categorical features as numbers first"
+            )
+    try:
+        return np.array(a, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{name}: X is not numeric ({exc}); encode categorical features first") from exc
+
+
+def _label_kind(v: Any) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if _is_real(v):
+        return "number"
+    if isinstance(v, str):
+        return "str"
+    if isinstance(v, bytes):
+        return "bytes"
+    return type(v).__name__
+
+
+def _object_labels(ya: NDArray, name: str) -> NDArray:
+    """Object labels as an array of one kind; labels of mixed kinds (``1`` and ``"1"``) are refused,
+    because any conversion would merge or split classes behind the user's back."""
+    gone = [i for i, v in enumerate(ya) if v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v))]
+    if gone:
+        raise DataError(f"{name}: y contains {len(gone)} missing (None/NaN/inf) label(s), first at sample {gone[0]}")
+    kinds: dict[str, Any] = {}
+    for v in ya:
+        kinds.setdefault(_label_kind(v), v)
+    if len(kinds) > 1:
+        desc = ", ".join(f"{k} (e.g. {preview([v])})" for k, v in kinds.items())
+        raise DataError(
+            f"{name}: y mixes label types: {desc}; labels such as 1 and '1' would be merged or split "
+            "silently: convert every label to one type first (e.g. y.astype(str))"
+        )
+    kind = next(iter(kinds))
+    if kind == "str":
+        return ya.astype(str)
+    if kind == "bytes":
+        return ya.astype(bytes)
+    if kind == "bool":
+        return ya.astype(bool)
+    if kind == "number":
+        num = np.array(ya.tolist())
+        return num if num.dtype.kind in "iuf" else num.astype(np.float64)
+    raise DataError(f"{name}: y holds {kind} labels (e.g. {preview([ya[0]])}); use strings or numbers as labels")
+
+
+def _labels(y: Any, name: str) -> NDArray:
+    y = _unmask(y, "y", name)
+    # a list is read element by element: np.array([1, "1", 2]) would already be three strings
+    ya = np.array(y, copy=True) if hasattr(y, "dtype") else np.array(y, dtype=object)
+    if ya.ndim == 2 and 1 in ya.shape:
+        ya = ya.ravel()
+    if ya.ndim != 1:
+        raise DataError(f"{name}: y must be 1-D (n_samples,), got shape {ya.shape}")
+    if ya.dtype.kind == "c":
+        raise DataError(f"{name}: y is complex; labels must be integers or strings")
+    if ya.dtype.kind == "f" and not np.all(np.isfinite(ya)):
+        raise DataError(f"{name}: y contains NaN or inf labels")
+    if ya.dtype.kind == "O":
+        ya = _object_labels(ya, name)
+    return ya
+
+
+def _check_classes(ya: NDArray, name: str) -> None:
+    classes, counts = np.unique(ya, return_counts=True)
+    classes = classes.tolist()  # Python scalars: messages show 7.0, not np.float64(7.0)
+    if len(classes) < 2:
+        raise DataError(
+            f"{name}: y has a single class ({classes[0]!r} x {counts[0]}); "
+            "feature selection for classification needs at least two classes"
+        )
+    small = [(c, int(k)) for c, k in zip(classes, counts) if k < MIN_SAMPLES_PER_CLASS]
+    if not small:
+        return
+    if ya.dtype.kind == "f" and not np.all(ya == np.round(ya)):
+        raise DataError(
+            f"{name}: y looks continuous ({len(classes)} distinct float values in {ya.shape[0]} samples: "
+            f"{', '.join(f'{c:.4g}' for c in classes[:5])}, ...); fsframe selects features for classification: "
+            "discretise the target first "
+            "(e.g. y > np.median(y), or np.digitize(y, bins))"
+        )
+    if len(small) == 1:
+        (c, k), = small
+        raise DataError(
+            f"{name}: class {c!r} ({k} sample) has fewer than {MIN_SAMPLES_PER_CLASS} samples; drop or merge the class"
+        )
+    raise DataError(
+        f"{name}: {len(small)} of {len(classes)} classes have fewer than {MIN_SAMPLES_PER_CLASS} samples "
+        f"({preview([c for c, _ in small])}); drop or merge those classes"
+    )
+
+
 def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = False) -> tuple[NDArray, NDArray]:
     """Validate and copy ``X`` (float64, 2-D, finite) and ``y`` (1-D, same length, >= 2 classes,
     >= 2 samples per class). Returns fresh copies; the inputs are never modified. With ``warn``,
-    legal but awkward data (constant or duplicate features, classes under 5 samples) raises a
-    :class:`~fsframe.errors.DataWarning`.
+    legal but awkward data (constant, duplicate or identifier-like features, classes under 5
+    samples) raises a :class:`~fsframe.errors.DataWarning`.
+
+    Nothing is coerced silently: a masked array with masked values, dates, text or other
+    non-numbers in ``X``, complex values, and labels of mixed types (``1`` and ``"1"``) are refused.
 
     Raises
     ------
@@ -37,13 +222,7 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = Fal
     """
     if X is None or y is None:
         raise DataError(f"{name}: X and y are required, got X={type(X).__name__}, y={type(y).__name__}")
-    if np.iscomplexobj(X):
-        raise DataError(f"{name}: X is complex; fsframe needs real features (split real and imaginary parts "
-                        "into columns if both matter)")
-    try:
-        Xa = np.array(X, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{name}: X is not numeric ({exc}); encode categorical features first") from exc
+    Xa = _features(X, name)
     if Xa.ndim == 1:
         raise DataError(
             f"{name}: X must be 2-D (n_samples, n_features), got a 1-D array of length {Xa.shape[0]}; "
@@ -53,11 +232,7 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = Fal
         raise DataError(f"{name}: X must be 2-D (n_samples, n_features), got shape {Xa.shape}")
     if Xa.shape[0] == 0 or Xa.shape[1] == 0:
         raise DataError(f"{name}: X is empty (shape {Xa.shape}); need at least one sample and one feature")
-    ya = np.array(y, copy=True)
-    if ya.ndim == 2 and 1 in ya.shape:
-        ya = ya.ravel()
-    if ya.ndim != 1:
-        raise DataError(f"{name}: y must be 1-D (n_samples,), got shape {ya.shape}")
+    ya = _labels(y, name)
     if ya.shape[0] != Xa.shape[0]:
         raise DataError(
             f"{name}: X has {Xa.shape[0]} samples but y has {ya.shape[0]} labels; they must match"
@@ -70,34 +245,26 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = Fal
             f"{name}: X contains {int(bad.sum())} non-finite value(s) ({kind} at sample {i}, feature {j}); "
             "impute or drop them before fitting"
         )
-    if ya.dtype.kind == "f" and not np.all(np.isfinite(ya)):
-        raise DataError(f"{name}: y contains NaN or inf labels")
-    if ya.dtype.kind == "O":
-        gone = [i for i, v in enumerate(ya) if v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v))]
-        if gone:
-            raise DataError(f"{name}: y contains {len(gone)} missing (None/NaN/inf) label(s), first at sample {gone[0]}")
-        ya = ya.astype(str)
-    classes, counts = np.unique(ya, return_counts=True)
-    classes = classes.tolist()  # Python scalars: messages show 7.0, not np.float64(7.0)
-    if len(classes) < 2:
-        raise DataError(
-            f"{name}: y has a single class ({classes[0]!r} x {counts[0]}); "
-            "feature selection for classification needs at least two classes"
-        )
-    small = [(c, int(k)) for c, k in zip(classes, counts) if k < MIN_SAMPLES_PER_CLASS]
-    if small:
-        desc = ", ".join(f"{c!r} ({k} sample)" for c, k in small)
-        raise DataError(
-            f"{name}: class {desc} has fewer than {MIN_SAMPLES_PER_CLASS} samples; "
-            "drop or merge the class"
-        )
+    _check_classes(ya, name)
     if warn:
         _warn_awkward(Xa, ya, name)
     return Xa, ya
 
 
+def identifier_columns(X: NDArray) -> list[int]:
+    """Columns of ``X`` that hold a distinct integer in every sample, like a sample id or a row
+    number (from :data:`MIN_SAMPLES_FOR_IDENTIFIER` samples on; ``[]`` below)."""
+    if X.shape[0] < MIN_SAMPLES_FOR_IDENTIFIER:
+        return []
+    cand = np.flatnonzero(np.all(X == np.round(X), axis=0))
+    if cand.size == 0:
+        return []
+    distinct = np.all(np.diff(np.sort(X[:, cand], axis=0), axis=0) != 0, axis=0)
+    return cand[distinct].tolist()
+
+
 def data_diagnostics(X: NDArray) -> dict[str, Any]:
-    """Constant and duplicate columns of ``X`` (indices), computed in bulk."""
+    """Constant, duplicate and identifier-like columns of ``X`` (indices), computed in bulk."""
     constant = np.flatnonzero(np.ptp(X, axis=0) == 0)
     # duplicates: hash columns through a random projection, confirm exactly
     rng = np.random.default_rng(0)
@@ -114,11 +281,20 @@ def data_diagnostics(X: NDArray) -> dict[str, Any]:
             if np.array_equal(X[:, a], X[:, b]):
                 dup.append((int(min(a, b)), int(max(a, b))))
                 break
-    return {"constant": constant.tolist(), "duplicate_pairs": sorted(dup)}
+    return {"constant": constant.tolist(), "duplicate_pairs": sorted(dup), "identifiers": identifier_columns(X)}
 
 
-def _warn_awkward(X: NDArray, y: NDArray, name: str) -> None:
+def _warn_awkward(X: NDArray, y: NDArray, name: str, feature_names: Sequence[str] | None = None) -> None:
     diag = data_diagnostics(X)
+    for j in diag["identifiers"][:3]:
+        label = f"feature {j}" + (f" ({feature_names[j]!r})" if feature_names is not None else "")
+        warnings.warn(
+            f"{name}: {label} holds a distinct integer in every sample ({preview(X[:3, j].astype(np.int64))}, ...), "
+            "like a sample id or a row number; a method may select it by chance: drop it if it is one "
+            "(loading a file: drop_columns=[its column in the file], command line --drop-columns)",
+            DataWarning,
+            stacklevel=4,
+        )
     if diag["constant"]:
         warnings.warn(
             f"{name}: {len(diag['constant'])} constant feature(s) {diag['constant'][:10]}"
@@ -163,8 +339,9 @@ class Dataset:
 
     Notes
     -----
-    Constant or duplicate features and classes with fewer than 5 samples are legal; they
-    raise a :class:`~fsframe.errors.DataWarning` once, at construction.
+    Constant or duplicate features, identifier-like features (a distinct integer in every one
+    of at least 20 samples) and classes with fewer than 5 samples are legal; they raise a
+    :class:`~fsframe.errors.DataWarning` once, at construction.
     """
 
     X: NDArray = attrs.field(repr=lambda a: f"array{a.shape}")
@@ -174,7 +351,7 @@ class Dataset:
     source: str | None = attrs.field(default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        X, y = check_Xy(self.X, self.y, name=self.name, warn=True)
+        X, y = check_Xy(self.X, self.y, name=self.name)
         names = self.feature_names
         if names is None:
             names = tuple(f"x{j}" for j in range(X.shape[1]))
@@ -184,6 +361,7 @@ class Dataset:
                 raise DataError(
                     f"{self.name}: {len(names)} feature names for {X.shape[1]} features"
                 )
+        _warn_awkward(X, y, self.name, names)
         object.__setattr__(self, "X", _readonly(X))
         object.__setattr__(self, "y", _readonly(y))
         object.__setattr__(self, "feature_names", names)
@@ -213,17 +391,9 @@ class Dataset:
         """Build from arrays (copied)."""
         return cls(X=X, y=y, feature_names=feature_names, name=name)
 
-    def subset(self, rows: ArrayLike | None = None, features: ArrayLike | None = None) -> "Dataset":
-        """A new dataset with the given sample rows and/or feature columns (index or bool mask)."""
-        X, y, names = self.X, self.y, np.asarray(self.feature_names, dtype=object)
-        if rows is not None:
-            X, y = X[rows], y[rows]
-        if features is not None:
-            X, names = X[:, features], names[features]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DataWarning)
-            return Dataset(X=X, y=y, feature_names=tuple(names), name=self.name, source=self.source)
-
     def __repr__(self) -> str:
-        counts = ", ".join(f"{k}: {v}" for k, v in self.class_counts.items())
+        items = list(self.class_counts.items())
+        counts = ", ".join(f"{k}: {v}" for k, v in items[:10])
+        if len(items) > 10:
+            counts += f", ... ({len(items) - 10} more)"
         return f"Dataset({self.name!r}, {self.n_samples} x {self.n_features}, classes {{{counts}}})"

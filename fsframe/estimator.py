@@ -26,6 +26,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import errors
+from .dataset import check_no_silent_cast
 from .method import fit as _fit
 
 __all__ = ["FSSelector", "NotFittedError"]
@@ -153,6 +154,7 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         -------
         self
         """
+        X, y = check_no_silent_cast(X, "X", name="FSSelector"), check_no_silent_cast(y, "y", name="FSSelector")
         X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse=False)
         check_classification_targets(y)
         classes, y_idx = np.unique(y, return_inverse=True)
@@ -191,7 +193,8 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         """Shape (n_samples,) for two classes (positive for ``classes_[1]``), else
         (n_samples, n_classes) one-vs-rest scores."""
         self._check_fitted()
-        X = validate_data(self, X, reset=False, dtype=np.float64, accept_sparse=False)
+        X = validate_data(self, check_no_silent_cast(X, "X", name="FSSelector"), reset=False, dtype=np.float64,
+                          accept_sparse=False)
         return np.asarray(self.result_.decision_function(X), dtype=np.float64)
 
     def predict(self, X):

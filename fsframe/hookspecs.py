@@ -1,8 +1,9 @@
 """Hook specifications of fsframe, and the ``hookimpl`` marker plugins use.
 
 Every component kind is registered through one hook returning a list. Built-in components
-(``fsframe.surrogates``, ``fsframe.loops``, ``fsframe.backends``) and the reference method
-plugins in ``plugins/`` go through these same hooks; a third-party package adds components by
+(``fsframe.surrogates``, ``fsframe.loops``, ``fsframe.backends``, ``fsframe.kernels``) and the
+reference method plugins in ``plugins/`` (``fsframe_svm``, ``fsframe_mpm``) are default plugins
+registered by the host through these same hooks; a third-party package adds components by
 declaring an entry point in the group ``fsframe``::
 
     [project.entry-points.fsframe]
@@ -61,4 +62,17 @@ def fsframe_register_methods():
     """Register named methods: recipes of formulation, surrogate, loop and default parameters.
 
     :return: a list of :class:`fsframe.MethodSpec`, each with a unique ``name``.
+    """
+
+
+@hookspec
+def fsframe_register_transforms():
+    """Register data transforms applied to ``X`` before the formulation sees it (kernel maps).
+
+    A transform is chosen with ``fit(..., kernel=NAME)``: the one whose ``kernels`` contains
+    ``NAME`` is built with ``kernel=NAME`` and the parameters it declares (``sigma``, ...). The
+    built-in empirical kernel map (``rbf``, ``linear``, ``poly``) is registered through this hook.
+
+    :return: a list of :class:`fsframe.kernels.DataTransform` subclasses, each with a unique
+        ``name`` and ``kernels`` values no other transform claims.
     """

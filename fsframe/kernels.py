@@ -1,27 +1,95 @@
-"""The empirical kernel map: a data transform that turns any linear formulation nonlinear.
+"""Data transforms, and the built-in one: the empirical kernel map.
 
-``K(X, X_train)`` replaces ``X``: the model is ``f(x) = sum_i beta_i k(x, x_i) + b`` and the
-"features" being selected are training samples (000 §3.2 eqs. 47-58; 002 §2.5). Nothing in a
-formulation knows about kernels.
+A data transform replaces ``X`` before any formulation sees it. The empirical kernel map turns
+any linear formulation nonlinear: ``K(X, X_train)`` replaces ``X``, the model is
+``f(x) = sum_i beta_i k(x, x_i) + b`` and the "features" being selected are training samples
+(paper 000 §3.2 eqs. 47-58; paper 002 §2.5). Nothing in a formulation knows about kernels.
+
+Transforms are components like the others: registered through the hook
+``fsframe_register_transforms`` (this module is a default plugin registering
+:class:`EmpiricalKernelMap`), chosen by ``fit(..., kernel=NAME)``: the registered transform whose
+:attr:`DataTransform.kernels` contains ``NAME`` is built with ``kernel=NAME`` and the other
+parameters it declares.
 """
 
 from __future__ import annotations
 
+import abc
+from typing import ClassVar
+
 import attrs
 import numpy as np
-from attrs.validators import ge, gt, in_, instance_of
+from attrs.validators import ge, gt, in_, instance_of, optional
 from numpy.typing import ArrayLike, NDArray
 
-from .validators import as_int, finite
 from .errors import DataError
+from .hookspecs import hookimpl
+from .validators import as_int, finite
 
-__all__ = ["EmpiricalKernelMap", "KERNELS"]
+__all__ = ["DataTransform", "EmpiricalKernelMap", "KERNELS", "scale_sigma"]
 
 KERNELS = ("rbf", "linear", "poly")
 
 
+class DataTransform(abc.ABC):
+    """Base of data transforms (a frozen attrs class in practice).
+
+    A subclass declares
+
+    ``name`` : ClassVar[str]
+        Registry key (shown by ``fsframe plugins``).
+    ``kernels`` : ClassVar[tuple[str, ...]]
+        The values of ``fit(..., kernel=...)`` it implements; the chosen value is passed to its
+        constructor as ``kernel=``, so it has an attrs field ``kernel``. Its other init fields are
+        the parameters ``fit`` routes to it (``sigma``, ...).
+    ``groups`` : ClassVar[str]
+        What the columns of its output are, for reports: ``"samples"`` (a kernel map: one column
+        per training sample) or ``"features"``.
+
+    and implements :meth:`fit` (a fitted copy; never modifies ``X``) and :meth:`transform`.
+    """
+
+    name: ClassVar[str]
+    kernels: ClassVar[tuple[str, ...]]
+    groups: ClassVar[str] = "samples"
+
+    @abc.abstractmethod
+    def fit(self, X: ArrayLike) -> "DataTransform":
+        """A fitted copy of this transform, learned from the training data ``X``."""
+
+    @abc.abstractmethod
+    def transform(self, X: ArrayLike) -> NDArray:
+        """``X`` (array, shape (n_samples, n_features)) mapped; needs a fitted transform."""
+
+    @property
+    def params(self) -> dict:
+        """The parameter values (reported in results)."""
+        return {f.name: getattr(self, f.name) for f in attrs.fields(type(self)) if f.init and f.repr}
+
+
+def scale_sigma(X: ArrayLike) -> float:
+    """The RBF width of scikit-learn's ``gamma="scale"`` rule.
+
+    scikit-learn's ``SVC`` uses ``gamma = 1 / (n_features * X.var())`` for
+    ``exp(-gamma ||x - x'||^2)``; with ``exp(-||x - x'||^2 / (2 sigma^2))`` that is
+    ``sigma = sqrt(n_features * X.var() / 2)``. A constant ``X`` (variance 0) gets ``gamma = 1``
+    as in scikit-learn, i.e. ``sigma = sqrt(1/2)``.
+    """
+    X = np.asarray(X, dtype=float)
+    var = float(X.var())
+    gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    return float(np.sqrt(1.0 / (2.0 * gamma)))
+
+
+def _sigma(value):
+    """``None`` or ``"scale"`` (the data-driven default), else a float."""
+    if value is None or (isinstance(value, str) and value == "scale"):
+        return None
+    return float(value)
+
+
 @attrs.frozen(eq=False)
-class EmpiricalKernelMap:
+class EmpiricalKernelMap(DataTransform):
     """``Phi(x) = (k(x, x_1), ..., k(x, x_m))`` over the training samples ``x_i``.
 
     Parameters
@@ -29,23 +97,32 @@ class EmpiricalKernelMap:
     kernel : {"rbf", "linear", "poly"}
         ``rbf``: ``exp(-||x - x'||^2 / (2 sigma^2))`` (Gaussian of width ``sigma``);
         ``linear``: ``x . x'``; ``poly``: ``(x . x' + coef0) ** degree``.
-    sigma : float > 0
-        RBF width. Paper 000 §4.1.2 selects it from ``{2^i, i = -3..3}``.
+    sigma : float > 0, ``"scale"`` or None
+        RBF width. ``None``/``"scale"`` (default): from the training data by scikit-learn's
+        ``gamma="scale"`` rule, ``sigma = sqrt(n_features * X.var() / 2)`` (:func:`scale_sigma`);
+        the fitted map reports the value used. Paper 000 §4.1.2 selects it from
+        ``{2^i, i = -3..3}`` on standardised data.
     degree : int >= 1
     coef0 : float >= 0
     """
 
+    name = "empirical-kernel-map"
+    kernels = KERNELS
+
     kernel: str = attrs.field(default="rbf", validator=in_(KERNELS))
-    sigma: float = attrs.field(default=1.0, converter=float, validator=[gt(0), finite])
+    sigma: float | None = attrs.field(default=None, converter=_sigma, validator=optional([gt(0), finite]))
     degree: int = attrs.field(default=3, converter=as_int, validator=[instance_of(int), ge(1)])
     coef0: float = attrs.field(default=1.0, converter=float, validator=[ge(0), finite])
     X_train: NDArray | None = attrs.field(default=None, repr=False)
 
     def fit(self, X: ArrayLike) -> "EmpiricalKernelMap":
-        """A copy holding the training samples."""
+        """A copy holding the training samples (and the RBF width, if it was left to the data)."""
         X = np.array(X, dtype=float, copy=True)
         X.flags.writeable = False
-        return attrs.evolve(self, X_train=X)
+        sigma = self.sigma
+        if self.kernel == "rbf" and sigma is None:
+            sigma = scale_sigma(X)
+        return attrs.evolve(self, X_train=X, sigma=sigma)
 
     def transform(self, X: ArrayLike) -> NDArray:
         if self.X_train is None:
@@ -64,3 +141,8 @@ class EmpiricalKernelMap:
     @property
     def params(self) -> dict:
         return {"kernel": self.kernel, "sigma": self.sigma, "degree": self.degree, "coef0": self.coef0}
+
+
+@hookimpl
+def fsframe_register_transforms():
+    return [EmpiricalKernelMap]

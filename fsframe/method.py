@@ -1,35 +1,34 @@
-"""Named methods (:class:`MethodSpec`), composition of components, and :func:`fit`."""
+"""Named methods (:class:`MethodSpec`) and the composition of components: :func:`resolve` turns
+a method name, component names and parameters into checked components; :func:`list_methods`
+lists the registered methods. The fit driver that runs them is :mod:`fsframe.fitting`."""
 
 from __future__ import annotations
 
-import time
-import warnings
+import importlib
 from typing import Any, Mapping
 
 import attrs
-import numpy as np
-from numpy.typing import ArrayLike
 
 from .enums import ProblemClass
-from .backends.base import Backend, SolveOptions
-from .dataset import Dataset, check_Xy
-from .errors import (
-    BackendUnavailableError,
-    DataWarning,
-    IncompatibleComponentsError,
-    InvalidOptionError,
-    UnknownComponentError,
-)
-from .formulation import AuxSolver, Formulation, call_opt_in
-from .kernels import EmpiricalKernelMap
+from .errors import IncompatibleComponentsError, InvalidOptionError
+from .formulation import Formulation
+from .kernels import DataTransform
 from .loops.base import OuterLoop
-from .plugins import get_registry
-from .problem import Subproblem
-from .results import FitResult
+from .plugins import declare_kind, did_you_mean, get_registry, select_backend
 from .surrogates.base import Surrogate
 
-__all__ = ["MethodSpec", "fit", "list_methods", "resolve", "Resolved", "select_backend"]
-
+__all__ = [
+    "FIT_OPTIONS",
+    "MethodInfo",
+    "MethodSpec",
+    "Resolved",
+    "component_names",
+    "list_methods",
+    "parameter_names",
+    "resolve",
+    "select_backend",
+    "transform_parameters",
+]
 
 @attrs.frozen
 class MethodSpec:
@@ -58,13 +57,42 @@ class MethodSpec:
     description: str = ""
 
 
+declare_kind("method", "fsframe_register_methods", MethodSpec, instances=True)
+
+#: Keyword arguments of :func:`fsframe.fit` that are not component parameters.
 FIT_OPTIONS = ("n_features", "backend", "time_limit", "backend_options", "verbose", "fast", "cone_form",
                "keep_model")
+#: The built-in kernel map's parameters (kept for callers of older versions; the parameters of
+#: every registered transform are :func:`transform_parameters`).
 KERNEL_FIELDS = ("kernel", "sigma", "degree", "coef0")
 
 
-def _fields(cls) -> list[str]:
-    return [f.name for f in attrs.fields(cls) if f.init and not f.name.startswith("_")]
+def parameter_names(cls) -> list[str]:
+    """The parameters a component class (a frozen attrs class) accepts: its public init fields."""
+    return [f.name for f in attrs.fields(cls) if f.init and not f.name.startswith("_")
+            and f.name != "X_train"]
+
+
+_fields = parameter_names  # the name fsframe.evaluation imports today
+
+
+def _transform_for(reg, kernel: str):
+    """The registered transform class implementing ``kernel=``, or None."""
+    return next((e.obj for e in reg.all("transform") if kernel in e.obj.kernels), None)
+
+
+def _kernel_names(reg) -> tuple:
+    return tuple(k for e in sorted(reg.all("transform"), key=lambda e: e.plugin not in ("fsframe.kernels",))
+                 for k in e.obj.kernels)
+
+
+def transform_parameters(kernel: str | None = None) -> list[str]:
+    """The parameters routed to the data transform: ``kernel`` and those of the transform
+    implementing ``kernel`` (of every registered transform when ``kernel`` is None)."""
+    reg = get_registry()
+    classes = [e.obj for e in reg.all("transform")] if kernel is None else [_transform_for(reg, kernel)]
+    names = {"kernel"} | {n for cls in classes if cls is not None for n in parameter_names(cls)}
+    return ["kernel"] + sorted(names - {"kernel"})
 
 
 @attrs.frozen(eq=False)
@@ -75,7 +103,7 @@ class Resolved:
     formulation: Formulation
     surrogate: Surrogate | None
     loop: OuterLoop
-    kernel: EmpiricalKernelMap | None
+    kernel: DataTransform | None
     params: dict
     terms: frozenset
     problem_class: ProblemClass
@@ -136,8 +164,9 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
         "surrogate": None if surrogate is None else reg.get("surrogate", surrogate),
         "loop": reg.get("loop", loop),
     }
-    owners = {kind: set(_fields(cls)) for kind, cls in classes.items() if cls is not None}
-    owners["kernel"] = set(KERNEL_FIELDS)
+    owners = {kind: set(parameter_names(cls)) for kind, cls in classes.items() if cls is not None}
+    kernel = params.get("kernel__kernel", params.get("kernel", None if spec is None else spec.defaults.get("kernel")))
+    owners["kernel"] = set(transform_parameters(kernel if isinstance(kernel, str) else None))
     kwargs: dict[str, dict] = {kind: {} for kind in owners}
 
     def route(key, value, strict):
@@ -147,8 +176,8 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
                 if strict:
                     raise InvalidOptionError(
                         f"parameter {key!r}: {kind!r} has no parameter {name!r}"
-                        + (f"; it accepts {sorted(owners[kind])}" if kind in owners else
-                           f"; prefixes are {sorted(owners)}"))
+                        + (f"{did_you_mean(name, owners[kind])}; it accepts {sorted(owners[kind])}" if kind in owners
+                           else f"{did_you_mean(kind, owners)}; prefixes are {sorted(owners)}"))
                 return
             kwargs[kind][name] = value
             return
@@ -156,9 +185,10 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
         if not matches:
             if strict:
                 valid = {k: sorted(v) for k, v in owners.items()}
+                hint = did_you_mean(key, [n for v in owners.values() for n in v] + list(FIT_OPTIONS))
                 raise InvalidOptionError(
-                    f"unknown parameter {key!r} for method {method!r} ({formulation} + {surrogate} + {loop}); "
-                    f"accepted: {valid} and fit options {list(FIT_OPTIONS)}")
+                    f"unknown parameter {key!r} for method {method!r} ({formulation} + {surrogate} + {loop})"
+                    f"{hint}; accepted: {valid} and fit options {list(FIT_OPTIONS)}")
             return
         if len(matches) > 1:
             raise InvalidOptionError(
@@ -182,9 +212,15 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
     kw = dict(kwargs["kernel"])
     kind = kw.pop("kernel", None)
     if kind is not None:
-        kmap = _make("the kernel map", EmpiricalKernelMap, {"kernel": kind, **kw})
+        cls = _transform_for(reg, kind) if isinstance(kind, str) else None
+        if cls is None:
+            known = _kernel_names(reg)
+            raise InvalidOptionError(f"invalid parameter for the kernel map: 'kernel' must be in {known}, got "
+                                     f"{kind!r}{did_you_mean(kind, known)}")
+        kmap = _make("the kernel map", cls, {"kernel": kind, **kw})
     elif kw:
-        raise InvalidOptionError(f"kernel parameters {sorted(kw)} given without kernel= (rbf, linear, poly)")
+        raise InvalidOptionError(f"kernel parameters {sorted(kw)} given without kernel= "
+                                 f"({', '.join(_kernel_names(reg))})")
 
     gaps = []
     miss = lp.missing(s)
@@ -203,206 +239,55 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
     return Resolved(method, f, s, lp, kmap, merged, terms, f.problem_class(terms))
 
 
-def select_backend(name: str | Backend, problem_class: ProblemClass, *, quadratic: bool = False,
-                   time_limit: float | None = None) -> Backend:
-    """A backend instance: by name, or for ``"auto"`` the preferred available backend that
-    supports ``problem_class`` — HiGHS for LP/QP, ECOS for SOCP — skipping, when the subproblem
-    has a ``quadratic`` objective, backends that only reformulate it (an SOCP with a quadratic
-    objective, e.g. MPM + EM, goes to Clarabel), and, when a ``time_limit`` is given, backends
-    that cannot enforce one."""
-    reg = get_registry()
-    if isinstance(name, Backend):
-        backend = name
-    elif name == "auto":
-        cands = sorted((e.obj for e in reg.all("backend")), key=lambda c: (c.preference, c.name))
-        usable = [c for c in cands if problem_class in c.supports and c.available()]
-        if not usable:
-            reasons = {c.name: (c.available().reason or f"does not support {problem_class.value}") for c in cands}
-            raise BackendUnavailableError(f"no available backend solves {problem_class.value} problems: {reasons}")
-        preferred = [c for c in usable if (c.native_quadratic or not quadratic)
-                     and (c.honours_time_limit or time_limit is None)]
-        backend = (preferred or usable)[0]()
-    else:
-        backend = reg.get("backend", name)()
-    if problem_class not in backend.supports:
-        raise IncompatibleComponentsError(
-            f"backend {backend.name!r} cannot solve {problem_class.value} subproblems (it supports "
-            f"{sorted(p.value for p in backend.supports)}); use backend='auto'")
-    backend.require()
-    return backend
 
 
-def make_options(*, time_limit=None, verbose=False, backend_options=None) -> SolveOptions:
-    """:class:`SolveOptions` from :func:`fit`'s keywords; a bad value is an
-    :class:`~fsframe.errors.InvalidOptionError` naming it."""
-    try:
-        return SolveOptions(time_limit=None if time_limit is None else float(time_limit), verbose=verbose,
-                            backend_options=backend_options or {})
-    except (TypeError, ValueError) as exc:
-        raise InvalidOptionError(f"invalid solver option: {_reason(exc)}") from exc
+@attrs.frozen
+class MethodInfo:
+    """One registered method, as :func:`list_methods` returns it.
 
-
-def list_methods() -> list[dict]:
-    """Every registered method: name, components, defaults, reference and providing plugin."""
-    reg = get_registry()
-    out = []
-    for e in reg.all("method"):
-        spec = e.obj
-        out.append({"name": spec.name, "formulation": spec.formulation, "surrogate": spec.surrogate,
-                    "loop": spec.loop, "defaults": dict(spec.defaults), "reference": spec.reference,
-                    "description": spec.description, "plugin": e.plugin, "distribution": e.distribution})
-    return out
-
-
-def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
-                keep_model) -> dict:
-    solver = AuxSolver(backend, options)  # formulations' auxiliary solves use the fit's backend (opt-in)
-    info = dict(call_opt_in(res.formulation.validate, X, y_pm, solver=solver) or {})
-    sub = Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form,
-                     solver=solver)
-    try:
-        out = res.loop.run(sub, res.surrogate, n_features=n_features)
-    finally:
-        sub.close()
-    info.update(sub.built.info)
-    info.update(build_seconds=sub.build_seconds, compile_seconds=sub.compile_seconds,
-                solve_seconds=float(sum(r.seconds for r in out.history)), stop_reason=out.reason,
-                backend_version=out.iterate.result.backend_version, **(out.selection or {}))
-    if keep_model:
-        info["model"] = sub.built.model
-        info["compiled"] = sub.compiled
-    coef = out.coef.reshape(sub.built.coef_shape)
-    intercept = out.iterate.intercept
-    intercept = float(intercept[0]) if intercept.size == 1 else intercept
-    return dict(coef=coef, intercept=intercept, support=out.support, objective=out.objective, n_iter=out.n_iter,
-                converged=out.converged, history=out.history, statuses=solver.statuses + out.statuses,
-                monotone=out.monotone,
-                info=info)
-
-
-def fit(
-    X: ArrayLike | Dataset,
-    y: ArrayLike | None = None,
-    method: str | None = None,
-    *,
-    formulation: str | None = None,
-    surrogate: str | None = None,
-    loop: str | None = None,
-    backend: str | Backend = "auto",
-    n_features: int | None = None,
-    time_limit: float | None = None,
-    backend_options: Mapping | None = None,
-    verbose: bool = False,
-    fast: bool = True,
-    cone_form: str = "substitute",
-    keep_model: bool = False,
-    **params,
-) -> FitResult:
-    """Select features by (approximate) L0 minimisation.
-
-    Parameters
+    Attributes
     ----------
-    X : array, shape (n_samples, n_features), or Dataset
-    y : array, shape (n_samples,)
-        Any labels; two classes fit one binary model, more fit one-vs-rest (binary formulations)
-        with the union of supports.
-    method : str, optional
-        A registered method (``fsframe.list_methods()``). Without it, give ``formulation=``,
-        ``loop=`` and (if the loop needs one) ``surrogate=``: any compatible triple runs.
-    backend : str
-        ``"auto"`` (HiGHS for LP/QP, ECOS for SOCP) or a registered backend name.
-    n_features : int, optional
-        Select exactly this many features (002 §3.1; see :func:`fsframe.loops.select_exactly`).
-    time_limit, backend_options, verbose
-        Passed to the solver (see :class:`fsframe.backends.SolveOptions`).
-    fast, cone_form
-        Compiler paths (see :func:`fsframe.compiler.compile_model`).
-    keep_model : bool
-        Keep the Pyomo model and compiled problem in ``result.info``.
-    **params
-        Component parameters (``C``, ``alpha``, ``eps``, ``p``, ``delta``, ``max_iter``, ``tol``,
-        ``kernel``, ``sigma``, ...), routed by name; ``kind__name`` routes explicitly.
+    name, formulation, loop : str
+    surrogate : str or None
+    defaults : dict
+        The method's default parameters.
+    reference, description : str
+    plugin : str
+        The plugin that registered it (``"svm"`` for the built-in SVM family).
+    distribution, version : str or None
+        Its installed distribution (``None`` for a plugin registered at run time).
 
-    Returns
-    -------
-    FitResult
-
-    The inputs are never modified.
+    ``info["name"]`` works too (the dictionaries of earlier versions).
     """
-    t_start = time.perf_counter()
-    if isinstance(X, Dataset):
-        if y is not None:
-            raise InvalidOptionError("pass either a Dataset or X and y, not both")
-        data = X
-        Xa, ya = np.array(data.X), np.array(data.y)
-        names = data.feature_names
-    else:
-        Xa, ya = check_Xy(X, y, warn=True)
-        names = None
-    res = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **params)
-    if n_features is not None:
-        if not isinstance(n_features, (int, np.integer)) or isinstance(n_features, bool) or n_features < 1:
-            raise InvalidOptionError(f"n_features must be a positive integer, got {n_features!r}")
-        n_groups = Xa.shape[0] if res.kernel is not None else Xa.shape[1]
-        if n_features > n_groups:
-            raise InvalidOptionError(f"n_features={n_features} exceeds the {n_groups} available features")
-    options = make_options(time_limit=time_limit, verbose=verbose, backend_options=backend_options)
-    be = select_backend(backend, res.problem_class, quadratic="quad" in res.terms, time_limit=time_limit)
-    be.check_options(options)
-    transform = None
-    Z = Xa
-    if res.kernel is not None:
-        transform = res.kernel.fit(Xa)
-        Z = transform.transform(Xa)
-        names = None
-    classes = tuple(np.unique(ya).tolist())
-    if Z.shape[1] > 5 * Z.shape[0]:
-        warnings.warn(f"n_features={Z.shape[1]} is much larger than n_samples={Z.shape[0]}: many sparse "
-                      "solutions fit the training data equally well; check the selection's stability",
-                      DataWarning, stacklevel=2)
-    common = dict(method=res.method, formulation=res.formulation, surrogate=res.surrogate, loop=res.loop,
-                  backend=be.name, params=res.params, transform=transform, feature_names=names)
-    if len(classes) == 2 or res.formulation.multiclass == "native":
-        if len(classes) == 2:
-            y_code = np.where(ya == classes[1], 1.0, -1.0)
-        else:
-            y_code = np.searchsorted(np.asarray(classes), ya)
-        parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model)
-        parts["info"]["seconds"] = time.perf_counter() - t_start
-        return FitResult(classes=classes, **parts, **common)
-    # one-vs-rest
-    per = []
-    for c in classes:
-        y_pm = np.where(ya == c, 1.0, -1.0)
-        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model)
-        per.append(FitResult(classes=("rest", c), **parts, **common))
-    supports = np.array([r.support for r in per])
-    support = supports.any(axis=0)
-    coefs = np.array([np.asarray(r.coef, dtype=float) for r in per])
-    if n_features is not None and support.sum() > n_features:
-        scale = np.max(np.abs(coefs), axis=1, keepdims=True)
-        score = np.max(np.abs(coefs) / np.where(scale > 0, scale, 1.0), axis=0)
-        keep = np.argsort(-score, kind="stable")[:n_features]
-        support = np.zeros_like(support)
-        support[keep] = True
-        coefs[:, ~support] = 0.0
-        # the groups this cross-class cut removes are counted with the ones the binary rule dropped;
-        # a class that lost groups has no known objective (its coefficients were cut, not re-solved)
-        per = [attrs.evolve(r, coef=coefs[i], support=r.support & support,
-                            objective=None if np.any(r.support & ~support) else r.objective,
-                            info={**r.info, "n_features_dropped": r.info.get("n_features_dropped", 0)
-                                  + int(np.count_nonzero(r.support & ~support)),
-                                  "n_features_union_cut": int(np.count_nonzero(r.support & ~support))})
-               for i, r in enumerate(per)]
-    info = {"seconds": time.perf_counter() - t_start,
-            "build_seconds": sum(r.info["build_seconds"] for r in per),
-            "compile_seconds": sum(r.info["compile_seconds"] for r in per),
-            "solve_seconds": sum(r.info["solve_seconds"] for r in per),
-            "strategy": "one-vs-rest"}
-    objs = [r.objective for r in per]
-    return FitResult(
-        coef=coefs, intercept=np.array([r.intercept for r in per], dtype=float), support=support,
-        objective=None if any(o is None for o in objs) else float(sum(objs)),
-        n_iter=max(r.n_iter for r in per), converged=all(r.converged for r in per),
-        history=tuple(h for r in per for h in r.history), statuses=tuple(s for r in per for s in r.statuses),
-        monotone=all(r.monotone for r in per), classes=classes, info=info, per_class=tuple(per), **common)
+
+    name: str
+    formulation: str
+    surrogate: str | None
+    loop: str
+    defaults: dict
+    reference: str
+    description: str
+    plugin: str
+    distribution: str | None
+    version: str | None
+
+    def __getitem__(self, key: str):
+        if key not in attrs.fields_dict(MethodInfo):
+            raise KeyError(key)
+        return getattr(self, key)
+
+
+def list_methods() -> list[MethodInfo]:
+    """Every registered method, sorted by name (see :class:`MethodInfo`)."""
+    return [MethodInfo(name=e.obj.name, formulation=e.obj.formulation, surrogate=e.obj.surrogate, loop=e.obj.loop,
+                       defaults=dict(e.obj.defaults), reference=e.obj.reference, description=e.obj.description,
+                       plugin=e.plugin, distribution=e.distribution, version=e.version)
+            for e in get_registry().all("method")]
+
+
+def __getattr__(name):
+    # Compatibility until fsframe.cli and fsframe.evaluation import the fit driver from
+    # fsframe.fitting: ``fsframe.method.fit`` and ``make_options`` keep working.
+    if name in ("fit", "make_options"):
+        return getattr(importlib.import_module("fsframe.fitting"), name)
+    raise AttributeError(f"module 'fsframe.method' has no attribute {name!r}")

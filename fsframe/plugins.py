@@ -1,24 +1,32 @@
-"""Plugin discovery and the component registry.
+"""Plugin discovery and the component registry (the pluggy host).
 
-``get_plugin_manager()`` follows pytest/tox: add the hookspecs; block the plugins named in
-``FSFRAME_DISABLED_PLUGINS`` (comma separated); load every entry point of group ``fsframe``
-unless ``FSFRAME_DISABLE_PLUGIN_AUTOLOAD`` is set; register plugins added at run time with
-:func:`register`; register the built-in modules (:data:`DEFAULT_PLUGINS`) through the same hooks. ``FSFRAME_TRACE_PLUGINS=1`` traces hook calls.
+``get_plugin_manager()`` follows pytest: add the hookspecs; block the plugins named in
+``FSFRAME_DISABLED_PLUGINS`` (comma separated); register the built-ins (:data:`DEFAULT_PLUGINS`:
+plugin names mapped to modules imported with :mod:`importlib`) whatever the autoload switch says;
+load every entry point of group ``fsframe`` unless ``FSFRAME_DISABLE_PLUGIN_AUTOLOAD`` is set (entry points are for
+third parties: those of fsframe's own distribution are skipped); register plugins added at run
+time with :func:`register`. ``FSFRAME_TRACE_PLUGINS=1`` prints every hook call to stderr
+(pluggy's tracing).
 
-The :class:`Registry` collects every hook's lists. A plugin that fails to import, whose hook
-raises, or that returns something that is not a component, is recorded as *broken* (with the
-error) and skipped — listing and every other method keep working. Two providers of one name
-make that name *conflicting*: looking it up raises :class:`~fsframe.errors.PluginError`
-naming both providers.
+The :class:`Registry` calls each hook through ``pm.hook`` once per plugin (so tracing sees the
+calls and one plugin's failure cannot hide another's components). A plugin that fails to import,
+whose hook raises (any exception, ``SystemExit`` included; only ``KeyboardInterrupt`` propagates)
+or returns something that is not a named component is recorded as *broken* with the reason, and
+none of its registrations is kept. A third-party component with the name of a built-in one is
+refused (a :class:`Clash`, with a warning naming both providers); two third-party providers of one
+name make that name *conflicting*: looking it up raises :class:`~fsframe.errors.PluginError`
+naming both.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata as md
 import os
 import sys
 import threading
+import types
 import warnings
 from typing import Any
 
@@ -26,30 +34,71 @@ import attrs
 import pluggy
 
 from . import hookspecs
-from .errors import FsframeWarning, PluginError, UnknownComponentError
+from .backends.base import Backend
+from .enums import ProblemClass
+from .errors import BackendUnavailableError, FsframeWarning, IncompatibleComponentsError, PluginError, UnknownComponentError
+from .formulation import Formulation
+from .kernels import DataTransform
+from .loops.base import OuterLoop
+from .surrogates.base import Surrogate
 
 __all__ = [
     "DEFAULT_PLUGINS",
     "KINDS",
     "Registry",
     "Entry",
+    "BrokenPlugin",
+    "Clash",
+    "declare_kind",
+    "did_you_mean",
     "get_plugin_manager",
     "get_registry",
     "reset_registry",
     "register",
+    "select_backend",
     "unregister",
 ]
 
-DEFAULT_PLUGINS = ("fsframe.surrogates", "fsframe.loops", "fsframe.backends")
-ENTRY_POINT_GROUP = "fsframe"
-
-KINDS = {
-    "formulation": "fsframe_register_formulations",
-    "surrogate": "fsframe_register_surrogates",
-    "loop": "fsframe_register_loops",
-    "backend": "fsframe_register_backends",
-    "method": "fsframe_register_methods",
+#: The built-in plugins, plugin name -> module (imported with importlib), registered by the host
+#: whatever the autoload switch says. The reference method packages in ``plugins/`` keep the
+#: short names they always had (``FSFRAME_DISABLED_PLUGINS=svm`` blocks the SVM family).
+DEFAULT_PLUGINS = {
+    "fsframe.surrogates": "fsframe.surrogates",
+    "fsframe.loops": "fsframe.loops",
+    "fsframe.backends": "fsframe.backends",
+    "fsframe.kernels": "fsframe.kernels",
+    "svm": "fsframe_svm",
+    "mpm": "fsframe_mpm",
 }
+ENTRY_POINT_GROUP = "fsframe"
+OWN_DISTRIBUTION = "fsframe"
+
+
+@attrs.frozen
+class Kind:
+    """A component kind: the hook that registers it and what each item must be (a subclass of
+    ``base``, or an instance of it when ``instances`` is true)."""
+
+    hook: str
+    base: type
+    instances: bool = False
+
+
+#: kind -> :class:`Kind`. ``fsframe.method`` declares the ``method`` kind (:func:`declare_kind`).
+KINDS: dict[str, Kind] = {
+    "formulation": Kind("fsframe_register_formulations", Formulation),
+    "surrogate": Kind("fsframe_register_surrogates", Surrogate),
+    "loop": Kind("fsframe_register_loops", OuterLoop),
+    "backend": Kind("fsframe_register_backends", Backend),
+    "transform": Kind("fsframe_register_transforms", DataTransform),
+}
+
+
+def declare_kind(kind: str, hook: str, base: type, *, instances: bool = False) -> None:
+    """Declare a component kind registered through ``hook`` (``fsframe.method`` declares
+    ``method``, whose items are :class:`~fsframe.MethodSpec` instances)."""
+    KINDS[kind] = Kind(hook, base, instances)
+    reset_registry()
 
 
 @attrs.frozen
@@ -66,22 +115,39 @@ class Entry:
 
 @attrs.frozen
 class BrokenPlugin:
+    """A plugin skipped because it failed (``error`` says how); none of its components is kept."""
+
     plugin: str
     error: str
     distribution: str | None = None
 
 
-def _expected_type(kind: str):
-    if kind == "method":
-        from .method import MethodSpec
+@attrs.frozen
+class Clash:
+    """A third-party component refused because a built-in one has its name."""
 
-        return MethodSpec
-    from .backends.base import Backend
-    from .formulation import Formulation
-    from .loops.base import OuterLoop
-    from .surrogates.base import Surrogate
+    kind: str
+    name: str
+    refused: Entry
+    builtin: Entry
 
-    return {"formulation": Formulation, "surrogate": Surrogate, "loop": OuterLoop, "backend": Backend}[kind]
+
+def did_you_mean(name: str, known) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``known`` (difflib), or ``""``."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=3, cutoff=0.6)
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
+
+
+def _who(e: Entry) -> str:
+    return f"{e.plugin!r} ({e.distribution or 'unknown distribution'})"
+
+
+def _call_isolated(pm: pluggy.PluginManager, hook_name: str, plugin: object) -> list:
+    """What ``plugin`` returns from ``hook_name``, called through ``pm.hook`` (traced) without the
+    other plugins; raises whatever the implementation raises."""
+    others = [p for p in pm.get_plugins() if p is not plugin]
+    results = pm.subset_hook_caller(hook_name, remove_plugins=others)()
+    return [item for items in results for item in (items or ())]
 
 
 class Registry:
@@ -91,47 +157,69 @@ class Registry:
         self.pm = pm
         self.entries: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
         self.conflicts: dict[tuple[str, str], list[Entry]] = {}
+        self.clashes: list[Clash] = []
         self.broken: list[BrokenPlugin] = list(broken)
         self.dists: dict[str, tuple] = dict(dists)  # plugin name -> (distribution, version)
-        for kind, hook_name in KINDS.items():
-            expected = _expected_type(kind)
-            hook = getattr(pm.hook, hook_name)
-            for impl in reversed(hook.get_hookimpls()):  # registration order
-                plugin = impl.plugin_name
-                dist, version = dists.get(plugin, (None, None))
-                try:
-                    items = impl.function()
-                    items = list(items or ())
-                except Exception as exc:  # a broken plugin must not break the others
-                    self._break(plugin, f"{hook_name}() raised {type(exc).__name__}: {exc}", dist)
-                    continue
-                for obj in items:
-                    ok = isinstance(obj, expected) if kind == "method" else (isinstance(obj, type) and issubclass(obj, expected))
-                    name = getattr(obj, "name", None)
-                    if not ok or not isinstance(name, str) or not name:
-                        self._break(plugin, f"{hook_name}() returned {obj!r}, not a named {expected.__name__}", dist)
-                        continue
-                    entry = Entry(kind, name, obj, plugin, dist, version)
-                    table = self.entries[kind]
-                    if (kind, name) in self.conflicts:
-                        self.conflicts[(kind, name)].append(entry)
-                    elif name in table:
-                        self.conflicts[(kind, name)] = [table.pop(name), entry]
-                    else:
-                        table[name] = entry
+        collected = [(name, self._collect(name, plugin)) for name, plugin in pm.list_name_plugin()
+                     if plugin is not None]
+        builtin = [c for c in collected if c[0] in DEFAULT_PLUGINS]
+        for _, entries in builtin + [c for c in collected if c[0] not in DEFAULT_PLUGINS]:
+            for entry in entries or ():
+                self._add(entry)
         for (kind, name), es in self.conflicts.items():
-            who = " and ".join(f"{e.plugin!r} ({e.distribution or 'unknown distribution'})" for e in es)
+            who = " and ".join(_who(e) for e in es)
             warnings.warn(f"fsframe: {kind} {name!r} is registered by {who}; it is unusable until one of them is "
                           "removed or blocked (FSFRAME_DISABLED_PLUGINS)", FsframeWarning, stacklevel=3)
 
-    def _break(self, plugin: str, error: str, dist) -> None:
+    def _collect(self, plugin_name: str, plugin: object) -> list[Entry] | None:
+        """Every component ``plugin`` registers, or ``None`` if anything fails (each failure is
+        recorded): a broken plugin leaves none of its registrations behind."""
+        dist, version = self.dists.get(plugin_name, (None, None))
+        implemented = {c.name for c in self.pm.get_hookcallers(plugin) or ()}
+        out, ok = [], True
+        for kind, spec in KINDS.items():
+            if spec.hook not in implemented:
+                continue
+            try:
+                items = _call_isolated(self.pm, spec.hook, plugin)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # a broken plugin must not break the others (SystemExit too)
+                ok = self._break(plugin_name, f"{spec.hook}() raised {type(exc).__name__}: {exc}", dist)
+                continue
+            for obj in items:
+                good = isinstance(obj, spec.base) if spec.instances else (isinstance(obj, type) and issubclass(obj, spec.base))
+                name = getattr(obj, "name", None)
+                if not good or not isinstance(name, str) or not name:
+                    ok = self._break(plugin_name, f"{spec.hook}() returned {obj!r}, not a named {spec.base.__name__}", dist)
+                    continue
+                out.append(Entry(kind, name, obj, plugin_name, dist, version))
+        return out if ok else None
+
+    def _add(self, entry: Entry) -> None:
+        kind, name = entry.kind, entry.name
+        table = self.entries[kind]
+        if (kind, name) in self.conflicts:
+            self.conflicts[(kind, name)].append(entry)
+        elif name in table and table[name].plugin in DEFAULT_PLUGINS:
+            self.clashes.append(Clash(kind, name, entry, table[name]))
+            warnings.warn(f"fsframe: {kind} {name!r} of plugin {_who(entry)} was refused: the built-in {kind} of "
+                          f"plugin {_who(table[name])} has that name; rename it", FsframeWarning, stacklevel=4)
+        elif name in table:
+            self.conflicts[(kind, name)] = [table.pop(name), entry]
+        else:
+            table[name] = entry
+
+    def _break(self, plugin: str, error: str, dist) -> bool:
+        """Record ``plugin`` as broken; returns False (the plugin is not ok)."""
         self.broken.append(BrokenPlugin(plugin, error, dist))
-        warnings.warn(f"fsframe plugin {plugin!r} is broken and was skipped: {error}", FsframeWarning, stacklevel=4)
+        warnings.warn(f"fsframe plugin {plugin!r} is broken and was skipped: {error}", FsframeWarning, stacklevel=5)
+        return False
 
     def get(self, kind: str, name: str) -> Any:
         """The component ``name`` of ``kind``; raises for unknown or conflicting names."""
         if (kind, name) in self.conflicts:
-            who = " and ".join(f"{e.plugin!r} ({e.distribution or 'unknown distribution'})" for e in self.conflicts[(kind, name)])
+            who = " and ".join(_who(e) for e in self.conflicts[(kind, name)])
             raise PluginError(
                 f"{kind} {name!r} is registered by more than one plugin: {who}; uninstall one, or "
                 f"block one with FSFRAME_DISABLED_PLUGINS=<plugin name>"
@@ -140,7 +228,10 @@ class Registry:
             return self.entries[kind][name].obj
         except KeyError:
             known = sorted(self.entries[kind])
-            raise UnknownComponentError(f"unknown {kind} {name!r}; registered {kind}s are {known}") from None
+            raise UnknownComponentError(
+                f"unknown {kind} {name!r}{did_you_mean(name, known)}; registered {kind}s are {known}") from None
+        except TypeError:  # an unhashable name
+            raise UnknownComponentError(f"{kind} names are strings, got {name!r}") from None
 
     def names(self, kind: str) -> list[str]:
         return sorted(self.entries[kind])
@@ -149,9 +240,12 @@ class Registry:
         return [self.entries[kind][n] for n in self.names(kind)]
 
     def check(self) -> None:
-        """Raise :class:`PluginError` if any plugin is broken or any name conflicts."""
+        """Raise :class:`PluginError` if any plugin is broken, any name conflicts or any
+        third-party component was refused for clashing with a built-in."""
         problems = [f"broken plugin {b.plugin!r}: {b.error}" for b in self.broken]
         problems += [f"{k} {n!r} registered by {[e.plugin for e in es]}" for (k, n), es in self.conflicts.items()]
+        problems += [f"{c.kind} {c.name!r} of {c.refused.plugin!r} refused: built-in of {c.builtin.plugin!r}"
+                     for c in self.clashes]
         if problems:
             raise PluginError("; ".join(problems))
 
@@ -162,53 +256,81 @@ class Registry:
         return sorted(c.name for c in (self.pm.get_hookcallers(obj) or []))
 
 
+def _warn(msg: str) -> None:
+    warnings.warn(msg, FsframeWarning, stacklevel=4)
+
+
+def _hashable(plugin: Any, name: str) -> Any:
+    """``plugin``, or for an unhashable object (a ``SimpleNamespace``) a module holding its
+    attributes: pluggy's per-plugin hook callers keep plugins in sets."""
+    try:
+        hash(plugin)
+        return plugin
+    except TypeError:
+        mod = types.ModuleType(name)
+        mod.__dict__.update({k: getattr(plugin, k) for k in dir(plugin) if not k.startswith("__")})
+        return mod
+
+
+def _register(pm, broken, name, load, dist_name=None) -> bool:
+    """Load and register one plugin; a failure (SystemExit included) records it as broken."""
+    step = "failed to load"
+    try:
+        plugin = _hashable(load(), name)
+        if pm.is_registered(plugin):  # e.g. a stale entry point to a built-in
+            return False
+        step = "could not be registered"
+        pm.register(plugin, name=name)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        broken.append(BrokenPlugin(name, f"{type(exc).__name__}: {exc}", dist_name))
+        _warn(f"fsframe plugin {name!r} {step} and was skipped: {type(exc).__name__}: {exc}")
+        return False
+    return True
+
+
 def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict[str, tuple]]:
+    """The plugin manager with every plugin registered (see the module docstring), the plugins
+    that failed to load, and each plugin's ``(distribution, version)``."""
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     for name in filter(None, (s.strip() for s in os.environ.get("FSFRAME_DISABLED_PLUGINS", "").split(","))):
         pm.set_blocked(name)
     broken: list[BrokenPlugin] = []
     dists: dict[str, tuple] = {}
+    for name, modname in DEFAULT_PLUGINS.items():
+        if not pm.is_blocked(name) and _register(pm, broken, name, lambda m=modname: importlib.import_module(m),
+                                                 OWN_DISTRIBUTION):
+            dists[name] = (OWN_DISTRIBUTION, _own_version())
     if not os.environ.get("FSFRAME_DISABLE_PLUGIN_AUTOLOAD"):
         seen: dict[str, str | None] = {}
         for ep in md.entry_points(group=ENTRY_POINT_GROUP):
             dist = getattr(ep, "dist", None)
             dist_info = (dist.metadata["Name"], dist.version) if dist is not None else (None, None)
+            if dist_info[0] == OWN_DISTRIBUTION:  # built-ins are default plugins, never entry points
+                continue
+            if ep.name in DEFAULT_PLUGINS:
+                msg = (f"entry point {ep.name!r} of distribution {dist_info[0]!r} has the name of a built-in "
+                       "plugin; rename it")
+                broken.append(BrokenPlugin(ep.name, msg, dist_info[0]))
+                _warn(f"fsframe plugin skipped: {msg}")
+                continue
             if ep.name in seen:
                 if dist_info[0] != seen[ep.name]:  # (one distribution seen twice on sys.path is harmless)
                     msg = (f"entry point {ep.name!r} of distribution {dist_info[0]!r} has the same name as one of "
                            f"{seen[ep.name]!r}, which was loaded; rename one of them")
                     broken.append(BrokenPlugin(ep.name, msg, dist_info[0]))
-                    warnings.warn(f"fsframe plugin skipped: {msg}", FsframeWarning, stacklevel=3)
+                    _warn(f"fsframe plugin skipped: {msg}")
                 continue
             if pm.is_blocked(ep.name) or pm.has_plugin(ep.name):
                 continue
             seen[ep.name] = dist_info[0]
-            try:
-                plugin = ep.load()
-                pm.register(plugin, name=ep.name)
-            except Exception as exc:
-                broken.append(BrokenPlugin(ep.name, f"{type(exc).__name__}: {exc}", dist_info[0]))
-                warnings.warn(f"fsframe plugin {ep.name!r} failed to load and was skipped: {exc}",
-                              FsframeWarning, stacklevel=3)
-                continue
-            dists[ep.name] = dist_info
+            if _register(pm, broken, ep.name, ep.load, dist_info[0]):
+                dists[ep.name] = dist_info
     for name, plugin in _runtime_plugins.items():
-        if pm.is_blocked(name):
-            continue
-        try:
-            pm.register(plugin, name=name)
-        except Exception as exc:  # e.g. a hook with a wrong signature: that plugin breaks, not the registry
-            broken.append(BrokenPlugin(name, f"{type(exc).__name__}: {exc}"))
-            warnings.warn(f"fsframe plugin {name!r} could not be registered and was skipped: {exc}",
-                          FsframeWarning, stacklevel=3)
-            continue
-        dists[name] = (None, None)
-    for modname in DEFAULT_PLUGINS:
-        if pm.is_blocked(modname):
-            continue
-        pm.register(importlib.import_module(modname), name=modname)
-        dists[modname] = ("fsframe", _own_version())
+        if not pm.is_blocked(name) and _register(pm, broken, name, lambda p=plugin: p):
+            dists[name] = (None, None)
     while True:  # a hook fsframe does not specify (a typo) breaks its plugin, not the registry
         try:
             pm.check_pending()
@@ -217,7 +339,7 @@ def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict
             name = pm.get_name(exc.plugin)
             pm.unregister(exc.plugin)
             broken.append(BrokenPlugin(name, f"PluginValidationError: {exc}", dists.pop(name, (None,))[0]))
-            warnings.warn(f"fsframe plugin {name!r} was skipped: {exc}", FsframeWarning, stacklevel=3)
+            _warn(f"fsframe plugin {name!r} was skipped: {exc}")
     if os.environ.get("FSFRAME_TRACE_PLUGINS"):
         pm.trace.root.setwriter(lambda msg: sys.stderr.write(msg))
         pm.enable_tracing()
@@ -226,12 +348,12 @@ def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict
 
 def _own_version() -> str:
     try:
-        return md.version("fsframe")
+        return md.version(OWN_DISTRIBUTION)
     except md.PackageNotFoundError:
         return "0+unknown"
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _registry: Registry | None = None
 _runtime_plugins: dict[str, Any] = {}
 
@@ -269,3 +391,42 @@ def reset_registry() -> None:
     global _registry
     with _lock:
         _registry = None
+
+
+def select_backend(name: str | Backend, problem_class: ProblemClass, *, quadratic: bool = False,
+                   time_limit: float | None = None) -> Backend:
+    """A backend instance: by name, or for ``"auto"`` the preferred available backend that
+    supports ``problem_class`` — HiGHS for LP/QP, ECOS for SOCP — skipping, when the subproblem
+    has a ``quadratic`` objective, backends that only reformulate it (an SOCP with a quadratic
+    objective, e.g. MPM + EM, goes to Clarabel), and, when a ``time_limit`` is given, backends
+    that cannot enforce one. A formulation that solves an auxiliary problem uses this too.
+
+    Raises
+    ------
+    UnknownComponentError
+        an unknown backend name;
+    BackendUnavailableError
+        the backend (or, for ``"auto"``, every backend for ``problem_class``) cannot be used here;
+    IncompatibleComponentsError
+        the named backend does not solve ``problem_class``.
+    """
+    reg = get_registry()
+    if isinstance(name, Backend):
+        backend = name
+    elif name == "auto":
+        cands = sorted((e.obj for e in reg.all("backend")), key=lambda c: (c.preference, c.name))
+        usable = [c for c in cands if problem_class in c.supports and c.available()]
+        if not usable:
+            reasons = {c.name: (c.available().reason or f"does not support {problem_class.value}") for c in cands}
+            raise BackendUnavailableError(f"no available backend solves {problem_class.value} problems: {reasons}")
+        preferred = [c for c in usable if (c.native_quadratic or not quadratic)
+                     and (c.honours_time_limit or time_limit is None)]
+        backend = (preferred or usable)[0]()
+    else:
+        backend = reg.get("backend", name)()
+    if problem_class not in backend.supports:
+        raise IncompatibleComponentsError(
+            f"backend {backend.name!r} cannot solve {problem_class.value} subproblems (it supports "
+            f"{sorted(p.value for p in backend.supports)}); use backend='auto'")
+    backend.require()
+    return backend

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
 import attrs
@@ -134,8 +136,64 @@ class FitResult:
         except (TypeError, ValueError):
             return out
 
-    def summary(self) -> dict:
-        """A JSON-serialisable summary."""
+    @property
+    def facts(self) -> dict:
+        """What the fit derived from its training data: the real-number entries of ``info`` other
+        than timings, e.g. MPM's bound ``delta`` actually used, ``delta_max``, ``kappa`` and
+        ``kappa_max`` (paper 000 eqs. 22 and 43-46); a parameter left to the data
+        (``delta=None``) is reported with the value used. One-vs-rest: every class's facts, keyed
+        ``"name[class]"``."""
+        if self.per_class:
+            out: dict = {}
+            for c, r in zip(self.classes, self.per_class):
+                out.update({f"{k}[{c}]": v for k, v in r.facts.items()})
+            return out
+        return {k: (int(v) if isinstance(v, numbers.Integral) else float(v)) for k, v in self.info.items()
+                if isinstance(v, numbers.Real) and not isinstance(v, bool) and not k.endswith("seconds")
+                and math.isfinite(v)}
+
+    # -- presentation ---------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        obj = "None" if self.objective is None else f"{self.objective:.6g}"
+        statuses = sorted({getattr(s, "value", str(s)) for s in self.statuses})
+        return (f"FitResult(method={self.method!r}, selected={self.n_selected} of {len(self.support)}, "
+                f"objective={obj}, n_iter={self.n_iter}, converged={self.converged}, "
+                f"statuses={statuses}, backend={self.backend!r})")
+
+    def summary(self, *, top: int = 10) -> str:
+        """A readable multi-line summary: the model with every parameter (those left to the data
+        with the value used), what the fit derived from the data (:attr:`facts`), the selected
+        features (the ``top`` first), objective, iterations, convergence, solver statuses and time.
+        ``print(result)`` shows the same; :meth:`to_dict` has everything, JSON-ready."""
+        facts = self.facts
+        comps = [c for c in (self.formulation, self.surrogate, self.loop) if c is not None]
+        model = " + ".join(_component_text(c, facts) for c in comps)
+        what = "training samples" if self.transform is not None else "features"
+        lines = [f"{self.method or 'custom'}: {model}; backend {self.backend}"
+                 + (f"; one-vs-rest over {len(self.classes)} classes" if self.per_class else "")]
+        shown = {k for c in comps if attrs.has(type(c)) for k in attrs.fields_dict(type(c))}
+        extra = {k: v for k, v in facts.items() if k not in shown}
+        if extra:
+            lines.append("  from the data: " + ", ".join(f"{k}={_num(v)}" for k, v in extra.items()))
+        names = self.selected_names
+        listed = ", ".join(str(n) for n in names[:top]) + (f", ... ({len(names) - top} more)" if len(names) > top else "")
+        lines.append(f"  selected {self.n_selected} of {len(self.support)} {what}" + (f": {listed}" if names else ""))
+        obj = "-" if self.objective is None else f"{self.objective:.6g}"
+        reason = self.info.get("stop_reason")
+        lines.append(f"  objective {obj}; {self.n_iter} iteration{'s' if self.n_iter != 1 else ''}; converged: "
+                     f"{'yes' if self.converged else 'NO'}{f' ({reason})' if reason else ''}; "
+                     f"monotone: {'yes' if self.monotone else 'NO'}")
+        statuses = sorted({getattr(s, "value", str(s)) for s in self.statuses})
+        seconds = self.info.get("seconds")
+        lines.append(f"  solver statuses: {', '.join(statuses) or '-'}"
+                     + ("" if seconds is None else f"; {seconds:.3g} s"))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable record (what ``fsframe select --json`` writes as ``result``)."""
         return {
             "method": self.method,
             "formulation": str(self.formulation),
@@ -150,4 +208,29 @@ class FitResult:
             "monotone": self.monotone,
             "statuses": [s.value if isinstance(s, Status) else str(s) for s in self.statuses],
             "info": {k: v for k, v in self.info.items() if isinstance(v, (int, float, str, bool, type(None)))},
+            "facts": self.facts,
         }
+
+
+def _num(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _component_text(obj, facts: dict) -> str:
+    """``mpm(delta=0.6875, delta_fraction=0.9, rho=0.01)``: a component's name and init parameters,
+    those left to the data (``None``) filled in from ``facts``."""
+    name = getattr(obj, "name", None) or type(obj).__name__
+    if not attrs.has(type(obj)):
+        return str(name)
+    items = []
+    for f in attrs.fields(type(obj)):
+        if not (f.init and f.repr) or f.name.startswith("_"):
+            continue
+        v = getattr(obj, f.name)
+        if v is None and f.name in facts:
+            items.append(f"{f.name}={_num(facts[f.name])}")
+        elif v is None and any(k.startswith(f.name + "[") for k in facts):
+            items.append(f"{f.name}=<per class, below>")
+        elif isinstance(v, (str, int, float, bool, type(None))):
+            items.append(f"{f.name}={v!r}")
+    return f"{name}(" + ", ".join(items) + ")"

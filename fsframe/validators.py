@@ -6,6 +6,7 @@ import math
 import numbers
 
 import numpy as _np
+from attrs.validators import and_, ge, gt, instance_of, lt
 
 from .errors import InvalidOptionError
 
@@ -33,36 +34,21 @@ def not_bool(instance, attribute, value):
         raise InvalidOptionError(f"'{attribute.name}' must be a number, not the boolean {value!r}")
 
 
-def positive_int(instance, attribute, value):
-    """attrs validator: an ``int`` >= 1 that is not a ``bool`` (``max_iter=True`` is a mistake,
-    not 1); a typed :class:`~fsframe.errors.InvalidOptionError` naming the option."""
-    not_bool(instance, attribute, value)
-    if not isinstance(value, int):
-        raise InvalidOptionError(f"'{attribute.name}' must be <class 'int'>, got {value!r}")
-    if value < 1:
-        raise InvalidOptionError(f"'{attribute.name}' must be >= 1, got {value!r}")
+positive_int = and_(not_bool, instance_of(int), ge(1))
+"""attrs validator: an ``int`` >= 1 that is not a ``bool`` (``max_iter=True`` is a mistake, not 1)."""
 
 
-def real(lower: float = 0.0, upper: float = float("inf"), hint: str = ""):
-    """attrs validator: a finite ``float`` in the open interval ``(lower, upper)``, not a
-    ``bool``; a typed :class:`~fsframe.errors.InvalidOptionError` naming the option (``hint``
-    is appended to its message). Use with ``converter=to_float``."""
-    def check(instance, attribute, value):
-        not_bool(instance, attribute, value)
-        if not isinstance(value, float):
-            raise InvalidOptionError(f"'{attribute.name}' must be a number, got {value!r}")
-        if not math.isfinite(value):
-            raise InvalidOptionError(f"'{attribute.name}' must be finite, got {value!r}")
-        if not lower < value < upper:
-            raise InvalidOptionError(f"'{attribute.name}' must be > {lower:g}"
-                                     + (f" and < {upper:g}" if math.isfinite(upper) else "") + f", got {value!r}"
-                                     + (f"{hint}" if hint else ""))
-    return check
+def real(lower: float = 0, upper: float | None = None):
+    """attrs validator: a finite ``float`` above ``lower`` (and below ``upper``). With
+    ``converter=to_float`` a ``bool`` stays a ``bool`` and is refused by name (``C=True`` is a
+    mistake, not 1.0). Composed of attrs' own validators, so that ``fsframe methods NAME`` can
+    describe the range."""
+    return and_(*[instance_of(float), gt(lower), finite] + ([] if upper is None else [lt(upper)]))
 
 
 def to_float(value):
     """attrs converter: ``float(value)`` for real numbers; booleans and anything else are kept
-    for the validator to refuse by name."""
+    as they are, for ``instance_of(float)`` to refuse by name."""
     if isinstance(value, (bool, _np.bool_)) or not isinstance(value, (int, float, _np.integer, _np.floating)):
         return value
     return float(value)

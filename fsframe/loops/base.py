@@ -176,8 +176,8 @@ class OuterLoop(abc.ABC):
     """Whether theory guarantees the monitored objective does not increase."""
 
     max_iter: int = attrs.field(default=20, converter=as_int, validator=positive_int)
-    tol: float = attrs.field(default=1e-5, converter=to_float, validator=real(0.0))
-    zero_tol: float = attrs.field(default=1e-6, converter=to_float, validator=real(0.0, 1.0))
+    tol: float = attrs.field(default=1e-5, converter=to_float, validator=real(0))
+    zero_tol: float = attrs.field(default=1e-6, converter=to_float, validator=real(0, 1))
     raise_on_failure: bool = attrs.field(default=True, validator=instance_of(bool))
 
     # -- what the loop needs ------------------------------------------------------------------

@@ -25,14 +25,14 @@ class ExpSurrogate(Surrogate):
     ----------
     alpha : float in (0, 1e9)
         Steepness; ``alpha -> inf`` gives the indicator ``1{t > 0}``. Paper 000 uses 5
-        (0.5 for Ionosphere, 10 for the synthetic data).
+        (0.5 for Ionosphere, 10 for the synthetic data). Larger values are refused: DCA's weights
+        ``alpha * w`` would overflow the solvers' range without changing the selection (surrogate
+        ``l0`` is the indicator itself).
     """
 
     name = "exp"
     reference = "Yang & Ju, paper 000, eqs. 29-40; Bradley & Mangasarian, ICML 1998"
-    alpha: float = attrs.field(default=5.0, converter=to_float, validator=real(
-        0.0, MAX_ALPHA, "; a larger alpha makes the DCA weights alpha * w overflow the solvers' range "
-        "without changing the selection (use surrogate 'l0' for the indicator itself)"))
+    alpha: float = attrs.field(default=5.0, converter=to_float, validator=real(0, MAX_ALPHA))
 
     def phi(self, t):
         return -np.expm1(-self.alpha * np.asarray(t, dtype=float))

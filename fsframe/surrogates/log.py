@@ -27,7 +27,7 @@ class LogSurrogate(Surrogate):
 
     name = "log"
     reference = "Weston et al., JMLR 3:1439-1461, 2003 (AROM); quoted in paper 002 §1"
-    eps: float = attrs.field(default=1e-3, converter=to_float, validator=real(0.0))
+    eps: float = attrs.field(default=1e-3, converter=to_float, validator=real(0))
 
     def phi(self, t):
         return np.log1p(np.asarray(t, dtype=float) / self.eps)

@@ -6,7 +6,7 @@ import attrs
 import numpy as np
 from attrs.validators import and_, ge, instance_of, le
 
-from ..validators import not_bool, to_float
+from ..validators import to_float
 
 from .base import DCSplit, Surrogate, safe_div
 
@@ -31,7 +31,7 @@ class LpSurrogate(Surrogate):
     name = "lp"
     em_majorizes = False  # EM weights t^(p-2) (002 Prop. 3), not phi'(t)/t
     reference = "Huang, King & Lyu, paper 002, Prop. 3; Peng & Fan, paper 004, eq. 10"
-    p: float = attrs.field(default=0.5, converter=to_float, validator=and_(not_bool, instance_of(float), ge(0.0), le(1.0)))
+    p: float = attrs.field(default=0.5, converter=to_float, validator=and_(instance_of(float), ge(0.0), le(1.0)))
 
     def phi(self, t):
         t = np.asarray(t, dtype=float)

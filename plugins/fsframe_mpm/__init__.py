@@ -33,14 +33,13 @@ from attrs.validators import ge, instance_of, optional
 from numpy.typing import NDArray
 from pyomo.common.gc_manager import PauseGC
 
-from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl
-from fsframe.validators import finite, not_bool, to_float
+from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl, select_backend
+from fsframe.validators import finite, to_float
 from fsframe.backends.base import Backend, SolveOptions
 from fsframe.canonical import ProblemData
 from fsframe.errors import (BackendUnavailableError, DataError, DataWarning, InfeasibleParameterError,
                             InvalidOptionError, SolverFailedError)
 from fsframe.formulation import AuxSolver
-from fsframe.method import select_backend
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_soc, add_sparsity_slot, var_list
 
 __all__ = [
@@ -429,7 +428,7 @@ class MPMMaxFormulation(Formulation):
     reference = "Lanckriet, El Ghaoui, Bhattacharyya & Jordan, NIPS 14, 2002; paper 000 §2.1"
     slot_terms = frozenset({"lin"})
     sparse = False  # no penalty: surrogates are refused (they would penalise nothing)
-    rho: float = attrs.field(default=DEFAULT_RHO, converter=to_float, validator=[not_bool, instance_of(float), ge(0.0), finite])
+    rho: float = attrs.field(default=DEFAULT_RHO, converter=to_float, validator=[instance_of(float), ge(0.0), finite])
 
     def problem_class(self, terms):
         return ProblemClass.SOCP
@@ -492,11 +491,11 @@ class MPMFormulation(Formulation):
     name = "mpm"
     reference = "Yang & Ju, paper 000, eqs. 12-15 and 32-46; Bhattacharyya, JMLR 5, 2004"
     delta: float | None = attrs.field(default=None, converter=_opt_float,
-                                      validator=[not_bool, optional(instance_of(float)), _open_unit("delta")])
+                                      validator=[optional(instance_of(float)), _open_unit("delta")])
     delta_fraction: float | None = attrs.field(default=None, converter=_opt_float,
-                                               validator=[not_bool, optional(instance_of(float)),
+                                               validator=[optional(instance_of(float)),
                                                           _open_unit("delta_fraction")])
-    rho: float = attrs.field(default=DEFAULT_RHO, converter=to_float, validator=[not_bool, instance_of(float), ge(0.0), finite])
+    rho: float = attrs.field(default=DEFAULT_RHO, converter=to_float, validator=[instance_of(float), ge(0.0), finite])
 
     def __attrs_post_init__(self):
         if self.delta is not None and self.delta_fraction is not None:

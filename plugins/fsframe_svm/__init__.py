@@ -36,14 +36,13 @@ class HingeFormulation(Formulation):
 
     Parameters
     ----------
-    C : float in (0, 1e12)
+    C : float > 0
         Weight of the hinge loss.
     """
 
     name = "hinge"
     reference = "paper 002 eqs. 1-2 and 7-8; paper 001 eq. 2 (L1-SVM)"
-    C: float = attrs.field(default=1.0, converter=to_float, validator=real(
-        0.0, 1e12, "; beyond, the hinge weights swamp the penalty in double precision (standardise X instead)"))
+    C: float = attrs.field(default=1.0, converter=to_float, validator=real(0))
 
     def problem_class(self, terms):
         return ProblemClass.QP if "quad" in terms else ProblemClass.LP

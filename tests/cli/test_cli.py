@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import fsframe
+import fsframe.cli.select as cli_select
 import fsframe.evaluation as ev
-import fsframe.method
+import fsframe.evaluation.runner as runner
 from fsframe.cli import UsageError, parse_assignment, parse_value
 from fsframe.errors import SolverFailedError
 
@@ -60,7 +61,8 @@ def test_methods_text_and_json(cli):
 
 def test_methods_detail(cli):
     r = cli("methods", "fsv")
-    assert r.code == 0 and "surrogate exp: alpha=5.0" in r.out and "loop reweighted-l1: max_iter=" in r.out
+    assert r.code == 0 and "    surrogate exp:\n      alpha = 5.0   [" in r.out
+    assert "    loop reweighted-l1:\n      max_iter = 20   [" in r.out
     assert json.loads(cli("methods", "fsv", "--json").out)["name"] == "fsv"
     r = cli("methods", "nope")
     assert r.code == 2 and "unknown method 'nope'" in r.err and "Traceback" not in r.err
@@ -75,20 +77,22 @@ def test_listings_survive_broken_plugins_and_conflicts(cli, add_components):
     mod.fsframe_register_methods = fsframe.hookimpl(boom)
     fsframe.plugins.register(mod, name="broken-probe")
     try:
-        add_components(name="dup-probe", methods=[fsframe.MethodSpec("fsv", formulation="hinge", loop="single",
-                                                                     surrogate="l1")])
+        # two third-party providers of one name (a built-in name would be refused instead)
+        for name in ("dup-probe", "dup-probe-2"):
+            add_components(name=name, methods=[fsframe.MethodSpec("twice", formulation="hinge", loop="single",
+                                                                  surrogate="l1")])
         r = cli("methods")
         assert r.code == 0
         assert "broken-probe" in r.out and "kaboom" in r.out
-        assert "method 'fsv'" in r.out and "dup-probe" in r.out
+        assert "method 'twice'" in r.out and "dup-probe" in r.out
         assert "\n  l1-svm " in r.out  # the rest still listed
         data = json.loads(cli("methods", "--json").out)
         assert [b["plugin"] for b in data["broken"]] == ["broken-probe"]
-        assert data["conflicts"][0]["name"] == "fsv"
-        assert {p["plugin"] for p in data["conflicts"][0]["providers"]} == {"svm", "dup-probe"}
+        assert data["conflicts"][0]["name"] == "twice"
+        assert {p["plugin"] for p in data["conflicts"][0]["providers"]} == {"dup-probe", "dup-probe-2"}
         r = cli("plugins")
         assert r.code == 0 and "kaboom" in r.out and "[CONFLICT]" in r.out
-        r = cli("select", "iris", "--method", "fsv")
+        r = cli("select", "iris", "--method", "twice")
         assert r.code == 2 and "more than one plugin" in r.err
     finally:
         fsframe.plugins.unregister("broken-probe")
@@ -225,10 +229,10 @@ def test_solver_failure_exits_1(cli, monkeypatch):
     def fail(*a, **kw):
         raise SolverFailedError("simulated: subproblem 0 ended with status infeasible")
 
-    monkeypatch.setattr(fsframe.method, "fit", fail)
+    monkeypatch.setattr(cli_select, "fit", fail)
     r = cli("select", "iris", "--method", "fsv")
     assert r.code == 1 and "simulated" in r.err and "Traceback" not in r.err
-    monkeypatch.setattr(ev, "fit", fail)
+    monkeypatch.setattr(runner, "fit", fail)
     r = cli("select", "iris", "--method", "l1-svm", "--cv", "3")
     assert r.code == 1
     assert "3 of 3 fits failed" in r.out and "3 of 3 fits failed" in r.err

@@ -16,6 +16,7 @@ from sklearn.svm import SVC
 
 import fsframe
 import fsframe.evaluation as ev
+import fsframe.evaluation.runner as runner
 from fsframe.errors import (
     DataError,
     DataWarning,
@@ -178,7 +179,7 @@ def test_deterministic_and_independent_of_n_jobs(small_binary, monkeypatch):
     X, y = small_binary
     a = cross_validate(X, y, method="fsv", cv=3, repeats=2, random_state=5)
     b = cross_validate(X, y, method="fsv", cv=3, repeats=2, random_state=5, n_jobs="auto")  # stays serial
-    monkeypatch.setattr(ev, "AUTO_PARALLEL_SECONDS", 0.0)  # auto -> the first fit here, the rest in a pool
+    monkeypatch.setattr(runner, "AUTO_PARALLEL_SECONDS", 0.0)  # auto -> the first fit here, the rest in a pool
     events = []
     c = cross_validate(X, y, method="fsv", cv=3, repeats=2, random_state=5, n_jobs="auto", progress=events.append)
     assert [e.done for e in events] == list(range(1, 7))
@@ -221,13 +222,13 @@ def test_scaling_is_fitted_on_the_training_part(small_binary, monkeypatch):
     X, y = small_binary
     X = X * 100 + 7
     seen = []
-    real = ev.fit
+    real = runner.fit
 
     def spy(Xtr, ytr, **kw):
         seen.append(Xtr.copy())
         return real(Xtr, ytr, **kw)
 
-    monkeypatch.setattr(ev, "fit", spy)
+    monkeypatch.setattr(runner, "fit", spy)
     res = cross_validate(X, y, method="l1-svm", cv=3, random_state=0, scale="standard")
     for Xtr in seen:
         np.testing.assert_allclose(Xtr.mean(0), 0, atol=1e-10)
@@ -242,7 +243,7 @@ def test_scaling_is_fitted_on_the_training_part(small_binary, monkeypatch):
 
 def test_failed_fold_is_recorded_not_dropped(small_binary, monkeypatch):
     X, y = small_binary
-    real = ev.fit
+    real = runner.fit
     calls = {"n": 0}
 
     def flaky(*a, **kw):
@@ -251,7 +252,7 @@ def test_failed_fold_is_recorded_not_dropped(small_binary, monkeypatch):
             raise SolverFailedError("simulated solver failure")
         return real(*a, **kw)
 
-    monkeypatch.setattr(ev, "fit", flaky)
+    monkeypatch.setattr(runner, "fit", flaky)
     res = cross_validate(X, y, method="l1-svm", cv=4, random_state=0)
     assert res.n_folds == 4 and res.n_failed == 1
     bad = res.failed_folds[0]
@@ -272,7 +273,7 @@ def test_bad_options_fail_before_any_fit(small_binary, monkeypatch):
     def never(*a, **kw):
         raise AssertionError("no fit should run")
 
-    monkeypatch.setattr(ev, "fit", never)
+    monkeypatch.setattr(runner, "fit", never)
     with pytest.raises(UnknownComponentError, match="nope"):
         cross_validate(X, y, method="nope")
     with pytest.raises(InvalidOptionError, match="bogus"):

@@ -1,6 +1,8 @@
 """The compiler gives the problem the Pyomo model states, on every reading path: chained cones,
-a variable repeated in one row, recorded rows edited after recording, and the slot Params after
-``with_weights``. References: CVXPY with Clarabel, or closed forms."""
+a variable repeated in one row, recorded rows edited after recording, and the slot Params, which
+``with_weights`` leaves alone until the model is asked for (then they hold the last weights, and the
+model written by Pyomo's LP writer has fsframe's optimum). References: CVXPY with Clarabel, HiGHS
+reading the LP file, or closed forms."""
 
 from __future__ import annotations
 
@@ -152,9 +154,94 @@ def test_sync_zeroes_the_params_of_omitted_terms():
     built = get_registry().get("formulation", "hinge")(C=1.0).build(X, y, frozenset({"lin", "lin_w"}))
     cm = compile_model(built.model)
     cm.with_weights(lin=np.ones(4), lin_w=np.full(4, 0.5))
+    assert cm.sync_model() is built.model
+    assert [pyo.value(built.model.fsframe_slot.lin_w[k]) for k in range(4)] == [0.5] * 4
     data = cm.with_weights(lin=np.ones(4))  # lin_w omitted: no lin_w term in the solved problem
     res = HighsBackend().solve(data)
-    cm.load_solution(res.x)
+    cm.load_solution(res.x)  # brings the model up to date first
     assert pyo.value(built.model.fsframe_objective) == pytest.approx(res.objective, rel=1e-9)
     assert [pyo.value(built.model.fsframe_slot.lin_w[k]) for k in range(4)] == [0.0] * 4
     assert [pyo.value(built.model.fsframe_slot.lin[k]) for k in range(4)] == [1.0] * 4
+
+
+class _Writes:
+    """Counts the Pyomo writes the slot sync can make: Param.store_values and VarData.fix/unfix."""
+
+    def __init__(self, monkeypatch, param, var_type):
+        self.n = 0
+        for cls, name in ((type(param), "store_values"), (var_type, "fix"), (var_type, "unfix")):
+            monkeypatch.setattr(cls, name, self._counted(getattr(cls, name)))
+
+    def _counted(self, method):
+        def wrapper(*args, **kwargs):
+            self.n += 1
+            return method(*args, **kwargs)
+        return wrapper
+
+
+def _logistic_like_data(seed=3, m=40, n=12):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, n))
+    y = np.where(X[:, 0] - X[:, 3] + 0.3 * rng.standard_normal(m) > 0, 1.0, -1.0)
+    return X, y
+
+
+@pytest.mark.filterwarnings("ignore::fsframe.errors.ConvergenceWarning")
+@pytest.mark.parametrize("loop,surrogate,term", [("reweighted-l1", "lp", "lin"), ("em", "l0", "quad")])
+def test_the_model_is_written_once_when_asked_for_not_per_iteration(monkeypatch, loop, surrogate, term):
+    """A multi-iteration loop makes no Pyomo write; asking for the model afterwards writes the last
+    iteration's weights (infinite ones as fixed columns and a zero Param), once."""
+    from fsframe.problem import Subproblem
+
+    reg = get_registry()
+    X, y = _logistic_like_data()
+    sub = Subproblem(reg.get("formulation", "hinge")(C=1.0), X, y, frozenset({term}), HighsBackend())
+    cm = sub.compiled
+    writes = _Writes(monkeypatch, sub.built.slot.block.component(term), type(cm.columns[0]))
+    calls = []
+    with_weights = cm.with_weights
+    monkeypatch.setattr(cm, "with_weights", lambda **kw: calls.append(kw) or with_weights(**kw))
+    surr = reg.get("surrogate", surrogate)(**({"p": 0.5} if surrogate == "lp" else {}))
+    out = reg.get("loop", loop)(max_iter=6).run(sub, surr)
+    sub.close()
+    assert len(calls) >= 3 and out.n_iter >= 3
+    assert writes.n == 0  # no per-iteration write into the Pyomo model
+    last = np.asarray(calls[-1][term], dtype=float)
+    assert np.isinf(last).any() and np.isfinite(last).any()  # the last weights fix some groups
+    model = cm.model
+    assert writes.n > 0
+    params = np.array([pyo.value(model.fsframe_slot.component(term)[j]) for j in range(last.size)])
+    np.testing.assert_array_equal(params, np.where(np.isinf(last), 0.0, last))
+    fixed_groups = sorted({int(c.name[2:-1]) for c in cm.columns if c.fixed})
+    assert fixed_groups == np.flatnonzero(np.isinf(last)).tolist()
+    n_writes = writes.n
+    assert cm.sync_model() is model and writes.n == n_writes  # up to date: nothing written again
+    # the model, solved by Pyomo's own evaluation at the loop's last solution, has its objective
+    cm.load_solution(out.iterate.x)
+    assert pyo.value(model.fsframe_objective) == pytest.approx(out.iterate.objective, rel=1e-9, abs=1e-9)
+
+
+def test_the_synced_model_written_by_pyomos_lp_writer_has_the_same_optimum(tmp_path):
+    """The model, once requested, is a plain Pyomo model of the problem fsframe solved: written
+    by Pyomo's LP writer and read back by HiGHS, it has the same optimum (weights of the last call,
+    one group fixed by an infinite weight)."""
+    highspy = pytest.importorskip("highspy")
+    X, y = _logistic_like_data(seed=5, m=30, n=6)
+    built = get_registry().get("formulation", "hinge")(C=1.0).build(X, y, frozenset({"lin"}))
+    cm = compile_model(built.model)
+    cm.with_weights(lin=np.full(6, 3.0))
+    lin = np.linspace(0.1, 0.6, 6)
+    lin[2] = np.inf
+    data = cm.with_weights(lin=lin)
+    res = HighsBackend().solve(data)
+    assert res.status is Status.OPTIMAL
+    path = tmp_path / "model.lp"
+    cm.model.write(str(path), io_options={"symbolic_solver_labels": True})
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(path))
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    assert h.getInfo().objective_function_value == pytest.approx(res.objective, rel=1e-7, abs=1e-9)
+    # without the request the file would state the first call's weights: check they differ
+    assert HighsBackend().solve(cm.with_weights(lin=np.full(6, 3.0), sync=False)).objective != pytest.approx(res.objective)

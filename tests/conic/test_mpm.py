@@ -153,7 +153,7 @@ def test_paper_delta_is_refused_before_the_dca_starts(mpm_data, monkeypatch):
     def no_subproblem(*a, **k):
         raise AssertionError("a subproblem was built before delta was checked")
 
-    monkeypatch.setattr(fsframe.method, "Subproblem", no_subproblem)
+    monkeypatch.setattr(fsframe.fitting, "Subproblem", no_subproblem)
     with pytest.raises(InfeasibleParameterError) as info:
         fsframe.fit(X, y, method="l0-mpm", delta=0.9)
     err = info.value

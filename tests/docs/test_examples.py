@@ -82,6 +82,21 @@ def test_documented_plugin_registers_and_runs(capped_plugin):
     assert r.monotone
 
 
+@pytest.mark.parametrize("a", [0.1, 0.05, 0.5])
+def test_documented_plugin_passes_the_kit(capped_plugin, a):
+    """docs/plugins.md tells authors to run the conformance kit: the README's own surrogate
+    passes it, kink at t = a included (a grid point for these a), and so does DCA with it."""
+    from fsframe.loops import DCA
+    from fsframe.testing import check_loop, check_surrogate
+
+    sur = capped_plugin.CappedL1(a=a)
+    ran = check_surrogate(sur)
+    assert {"derivative=fd", "dc grad_h=fd", "dc g-h=phi"} <= set(ran)
+    assert "derivative=fd" in check_surrogate(sur, t=[a, a * (1 + 1e-12), a * (1 - 1e-12)])
+    if a == 0.5:
+        assert f"weights {sur} (lin = g's slope, lin_w = -grad_h(w_k))" in check_loop(DCA(), sur)
+
+
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 

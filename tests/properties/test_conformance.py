@@ -17,7 +17,7 @@ from hypothesis.extra.numpy import arrays
 import fsframe
 from fsframe.backends.base import SolveOptions
 from fsframe.plugins import get_registry
-from fsframe.testing import check_backend, check_formulation, check_loop, check_surrogate
+from fsframe.testing import check_backend, check_formulation, check_loop, check_surrogate, kit_data
 
 # kind -> name -> parameter sets. Components from the example plugin are skipped when it is
 # not installed; a registered component missing here fails test_all_components_checked.
@@ -126,7 +126,8 @@ def test_backend_conformance(name, params):
 def test_formulation_conformance(name, params, toy, binary_data):
     f = _component("formulation", name, params)
     solvable = [t for t in f.slot_terms if t != "lin_w"]
-    for X, y in (toy, binary_data):
+    # separable and balanced (hand-solvable), then non-separable: the kit's default data and another
+    for X, y in (toy, kit_data(), binary_data):
         ran = check_formulation(f, X, y)
         # every combination of slot terms with "lin" or "quad" was solved
         assert len([r for r in ran if r.startswith("weights+solve")]) == 2 ** len(f.slot_terms) - 2 ** (

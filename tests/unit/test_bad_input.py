@@ -73,6 +73,146 @@ def test_complex_X(Xy):
         fsframe.fit(X + 1j, y, method="l1-svm")
 
 
+def test_masked_arrays_are_refused_unless_nothing_is_masked(Xy):
+    """Regression: a masked array was used with the mask ignored (the data under the mask was fitted)."""
+    X, y = Xy
+    mask = np.zeros(X.shape, dtype=bool)
+    mask[1, 2] = mask[5, 0] = True
+    Xm = np.ma.masked_array(X.copy(), mask=mask)
+    before = (Xm.data.tobytes(), Xm.mask.tobytes())
+    with pytest.raises(DataError, match=r"X is a masked array with 2 masked value\(s\) \(first at sample 1, "
+                                        r"feature 2\); .*X.filled\(value\)"):
+        fsframe.fit(Xm, y, method="l1-svm")
+    assert (Xm.data.tobytes(), Xm.mask.tobytes()) == before
+    ym = np.ma.masked_array(y, mask=np.arange(30) == 4)
+    with pytest.raises(DataError, match=r"y is a masked array with 1 masked value\(s\) \(first at sample 4\)"):
+        fsframe.Dataset.from_arrays(X, ym)
+    # nothing masked: the data is used as is, with the plain array's result
+    clear = fsframe.fit(np.ma.masked_array(X, mask=False), np.ma.masked_array(y), method="l1-svm")
+    plain = fsframe.fit(X, y, method="l1-svm")
+    np.testing.assert_array_equal(clear.coef, plain.coef)
+    assert clear.classes == plain.classes
+
+
+def _put(X, where, value):
+    out = X.astype(object)
+    out[where] = value
+    return out
+
+
+def test_estimator_refuses_masks_and_dates(Xy):
+    """Regression: FSSelector went through scikit-learn's conversion, which drops masks and casts dates."""
+    from fsframe.estimator import FSSelector
+
+    X, y = Xy
+    Xm = np.ma.masked_array(X, mask=np.arange(X.size).reshape(X.shape) == 7)
+    with pytest.raises(DataError, match=r"FSSelector: X is a masked array with 1 masked value\(s\) \(first at sample 1, feature 1\)"):
+        FSSelector(method="l1-svm").fit(Xm, y)
+    with pytest.raises(DataError, match=r"FSSelector: y is a masked array"):
+        FSSelector(method="l1-svm").fit(X, np.ma.masked_array(y, mask=np.arange(30) == 0))
+    with pytest.raises(DataError, match=r"FSSelector: X has dtype datetime64\[s\]"):
+        FSSelector(method="l1-svm").fit((X * 1e3).astype("datetime64[s]"), y)
+    sel = FSSelector(method="l1-svm").fit(np.ma.masked_array(X, mask=False), y)
+    np.testing.assert_array_equal(sel.coef_, FSSelector(method="l1-svm").fit(X, y).coef_)
+    with pytest.raises(DataError, match=r"FSSelector: X is a masked array"):
+        sel.predict(Xm)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda X: (X * 1e3).astype("datetime64[s]"), r"X has dtype datetime64\[s\] \(dates or durations\)"),
+    (lambda X: (X * 1e3).astype("timedelta64[ms]"), r"X has dtype timedelta64\[ms\] \(dates or durations\)"),
+    (lambda X: X.astype(str), r"X holds text \(dtype <U\d+\), not numbers"),
+    (lambda X: X.astype(str).astype(object), r"X is not numeric: str value '-?0\.\d+' at sample 0, feature 0"),
+    (lambda X: _put(X, (0, 3), None), r"X has a missing value \(None at sample 0, feature 3\)"),
+    (lambda X: _put(X, (2, 5), 1 + 2j), r"X is not numeric: complex value \(1\+2j\) at sample 2, feature 5"),
+    (lambda X: __import__("scipy.sparse").sparse.csr_matrix(X), r"X is a scipy sparse matrix; .* X.toarray\(\)"),
+])
+def test_x_that_float64_would_misread(Xy, make, match):
+    """Regression: dates, numeric text and None in object arrays were converted to float64 silently."""
+    X, y = Xy
+    with pytest.raises(DataError, match=match):
+        fsframe.fit(make(X), y, method="l1-svm")
+
+
+def test_object_arrays_of_numbers_are_numbers(Xy):
+    X, y = Xy
+    a = fsframe.fit(X.astype(object), y.astype(object), method="l1-svm")
+    b = fsframe.fit(X, y, method="l1-svm")
+    np.testing.assert_array_equal(a.coef, b.coef)
+    assert a.classes == b.classes == (-1.0, 1.0)
+
+
+@pytest.mark.parametrize("labels", [
+    [1, "1", 2] * 10,                               # a list: numpy would make three strings of it
+    np.array([1, "1", 2] * 10, dtype=object),
+    np.array([True, 1, 0] * 10, dtype=object),      # True == 1: merged by np.unique
+])
+def test_labels_of_mixed_types_are_refused(Xy, labels):
+    """Regression: labels {1, "1", 2} collapsed to two classes ("1" and "2")."""
+    X, _ = Xy
+    with pytest.raises(DataError, match=r"y mixes label types: .*convert every label to one type"):
+        fsframe.fit(X, labels, method="l1-svm")
+
+
+def test_object_labels_keep_their_values(Xy):
+    """Regression: object labels were compared as text, so 1 and 1.0 made two classes."""
+    X, y = Xy
+    mixed = np.array([float(v) if i % 2 else int(v) for i, v in enumerate(y)], dtype=object)
+    assert {type(v) for v in mixed} == {float, int}
+    ds = fsframe.Dataset.from_arrays(X, mixed)
+    assert ds.classes == (-1, 1) and ds.class_counts == fsframe.Dataset.from_arrays(X, y).class_counts
+    with pytest.raises(DataError, match=r"y is complex"):
+        fsframe.fit(X, y + 0j, method="l1-svm")
+    tuples = np.empty(30, dtype=object)
+    tuples[:] = [(i % 2,) for i in range(30)]
+    with pytest.raises(DataError, match=r"y holds tuple labels \(e.g. \(0,\)\); use strings or numbers"):
+        fsframe.fit(X, tuples, method="l1-svm")
+
+
+def test_continuous_labels_are_named_and_the_message_is_short(Xy):
+    """Regression: a continuous y gave an error listing every value (6 477 characters on 569 samples)."""
+    X, _ = Xy
+    rng = np.random.default_rng(3)
+    Xl, yl = rng.standard_normal((569, 4)), rng.standard_normal(569)
+    with pytest.raises(DataError, match=r"y looks continuous \(569 distinct float values in 569 samples: "
+                                        r"(-?\d\.\d+(e-?\d+)?, ){5}\.\.\.\); .*discretise") as exc:
+        fsframe.fit(Xl, yl, method="l1-svm")
+    assert len(str(exc.value)) < 300
+    with pytest.raises(DataError, match=r"30 of 30 classes have fewer than 2 samples \(0, 1, 2, 3, 4, \.\.\. "
+                                        r"\(25 more\)\)") as exc:
+        fsframe.fit(X, np.arange(30), method="l1-svm")
+    assert len(str(exc.value)) < 200
+
+
+def test_identifier_like_column_warns(Xy):
+    """Regression: an id column (a distinct integer per sample) became a feature without a word."""
+    X, y = Xy
+    ids = np.random.default_rng(0).permutation(30) * 7 + 842302
+    with pytest.warns(DataWarning, match=r"feature 6 \('id'\) holds a distinct integer in every sample "
+                                         r"\(\d+, \d+, \d+, \.\.\.\), like a sample id"):
+        fsframe.Dataset.from_arrays(np.c_[X, ids], y, feature_names=[*"abcdef", "id"])
+    from fsframe.dataset import data_diagnostics
+
+    assert data_diagnostics(np.c_[X, ids, np.arange(30)])["identifiers"] == [6, 7]
+    # integers with a repeat, non-integers, and fewer than 20 samples are not reported
+    repeat = ids.copy()
+    repeat[3] = repeat[4]
+    assert data_diagnostics(np.c_[X, repeat, ids + 0.5])["identifiers"] == []
+    assert data_diagnostics(np.c_[X, ids][:19])["identifiers"] == []
+
+
+def test_dataset_repr_is_short():
+    rng = np.random.default_rng(0)
+    ds = fsframe.Dataset.from_arrays(rng.standard_normal((60, 2)), np.repeat(np.arange(12), 5), name="many")
+    assert repr(ds) == ("Dataset('many', 60 x 2, classes {0: 5, 1: 5, 2: 5, 3: 5, 4: 5, 5: 5, 6: 5, 7: 5, 8: 5, 9: 5, "
+                        "... (2 more)})")
+
+
+def test_dataset_subset_is_gone():
+    """Dead code out: Dataset.subset had no caller (datasets are sliced as arrays by the evaluation)."""
+    assert not hasattr(fsframe.Dataset, "subset")
+
+
 def test_predict_refuses_non_finite(Xy):
     X, y = Xy
     r = fsframe.fit(X, y, method="l1-svm")

@@ -185,3 +185,95 @@ def test_one_vs_rest_cut_counts_a_class_left_without_features():
     assert empty, "this data leaves one class without a feature after the cut"
     for r in empty:
         assert r.info["n_features_dropped"] == r.history[r.info["n_features_iterate"]].n_nonzero >= 1
+
+
+# ------------------------------------------------------------------ fit options, names, records
+@pytest.mark.parametrize("option, value, message", [
+    ("fast", "no", "fast must be True or False, got 'no'"),
+    ("keep_model", "x", "keep_model must be True or False, got 'x'"),
+    ("verbose", 1, "verbose must be True or False, got 1"),
+    ("cone_form", "bogus", r"cone_form must be one of \('substitute', 'auxiliary'\), got 'bogus'"),
+])
+def test_fit_options_are_checked_before_the_fit(toy, monkeypatch, option, value, message):
+    """A typed error naming the option, before any model is built (not a plain ValueError at
+    compile time, not a silent truthiness test)."""
+    import fsframe.fitting
+
+    def no_subproblem(*a, **k):
+        raise AssertionError("a subproblem was built before the options were checked")
+
+    monkeypatch.setattr(fsframe.fitting, "Subproblem", no_subproblem)
+    with pytest.raises(fsframe.errors.InvalidOptionError, match=message):
+        fsframe.fit(*toy, method="l1-svm", **{option: value})
+
+
+def test_numpy_booleans_are_accepted(toy):
+    res = fsframe.fit(*toy, method="l1-svm", C=10.0, fast=np.bool_(False), keep_model=np.True_)
+    assert res.objective == pytest.approx(0.5) and "model" in res.info
+
+
+class FrameLike:
+    """What fit needs of a pandas DataFrame: ``columns`` and ``__array__``."""
+
+    def __init__(self, X, columns):
+        self._X, self.columns = np.asarray(X), list(columns)
+
+    def __array__(self, dtype=None, copy=None):
+        return self._X if dtype is None else self._X.astype(dtype)
+
+
+@pytest.mark.parametrize("make", [
+    lambda X, cols: FrameLike(X, cols),
+    lambda X, cols: pytest.importorskip("pandas").DataFrame(X, columns=cols),
+], ids=["frame-like", "pandas"])
+def test_dataframe_column_names_are_kept(toy, make):
+    X, y = toy
+    res = fsframe.fit(make(X, ["height", "width"]), y, method="l1-svm", C=10.0)
+    assert res.selected_names == ["height"]
+    assert list(res.feature_names) == ["height", "width"]
+    # non-string column names (a default RangeIndex) are not names, as in scikit-learn
+    assert fsframe.fit(make(X, [0, 1]), y, method="l1-svm", C=10.0).feature_names is None
+
+
+@pytest.mark.parametrize("kwargs, hint", [
+    ({"method": "l1svm"}, "unknown method 'l1svm'; did you mean 'l1-svm'?"),
+    ({"method": "fsv", "alpah": 2.0}, "unknown parameter 'alpah'.*; did you mean 'alpha'?"),
+    ({"method": "fsv", "max_iters": 3}, "did you mean 'max_iter'?"),
+    ({"method": "fsv", "loop__tols": 3}, "'loop' has no parameter 'tols'; did you mean 'tol'?"),
+    ({"formulation": "hinge", "surrogate": "expo", "loop": "dca"}, "unknown surrogate 'expo'; did you mean 'exp'?"),
+    ({"method": "fsv", "backend": "higs"}, "unknown backend 'higs'; did you mean 'highs'?"),
+])
+def test_did_you_mean(toy, kwargs, hint):
+    """The suggestion comes before the long list of valid names."""
+    with pytest.raises(fsframe.errors.InvalidOptionError) as exc:
+        fsframe.fit(*toy, **kwargs)
+    text = str(exc.value)
+    assert re.search(hint, text), text
+    assert text.index("did you mean") < max(text.find("registered"), text.find("accept"))
+
+
+def test_list_methods_returns_records():
+    methods = fsframe.list_methods()
+    assert all(isinstance(m, fsframe.MethodInfo) for m in methods)
+    svm = next(m for m in methods if m.name == "l1-svm")
+    assert (svm.formulation, svm.surrogate, svm.loop, svm.plugin) == ("hinge", "l1", "single", "svm")
+    assert svm.distribution == "fsframe" and svm.defaults == {"C": 1.0}
+    assert svm["loop"] == svm.loop  # dict-style access still works
+    with pytest.raises(KeyError):
+        svm["nope"]
+    assert [m.name for m in methods] == sorted(m.name for m in methods)
+
+
+def test_public_backend_selection_and_compat_names():
+    """select_backend is public (fsframe, fsframe.plugins); fsframe.method keeps the names other
+    modules import from it."""
+    import fsframe.fitting
+    import fsframe.method
+    import fsframe.plugins
+
+    assert fsframe.select_backend is fsframe.plugins.select_backend is fsframe.method.select_backend
+    assert fsframe.select_backend("auto", fsframe.ProblemClass.SOCP).name == "ecos"
+    assert fsframe.method.fit is fsframe.fitting.fit is fsframe.fit
+    assert fsframe.method.make_options is fsframe.fitting.make_options
+    assert "sigma" in fsframe.method.transform_parameters("rbf")
+    assert fsframe.method.transform_parameters() == ["kernel", "coef0", "degree", "sigma"]

@@ -22,6 +22,7 @@ from fsframe.surrogates import ExpSurrogate, L0Surrogate, LogSurrogate, LpSurrog
 from fsframe.surrogates.base import DCSplit, Surrogate, safe_div
 from fsframe.formulation import Formulation
 from fsframe.testing import (
+    LoopModel,
     StandardProblems,
     check_backend,
     check_fit_result,
@@ -29,6 +30,13 @@ from fsframe.testing import (
     check_loop,
     check_surrogate,
     hinge_loss,
+    kit_data,
+    parametrize_with_checks,
+    register_decision_check,
+    register_decision_loss,
+    register_em_weights,
+    register_loop_oracle,
+    toy_data,
 )
 
 Hinge = get_registry().get("formulation", "hinge")
@@ -528,7 +536,8 @@ class PlainIRL1(OuterLoop):
 def test_check_loop_names_what_it_skips_for_an_unknown_loop():
     sur = ExpSurrogate(alpha=5.0)
     ran = check_loop(PlainIRL1(), sur)
-    assert f"weights {sur}: skipped (the kit has no model of loop 'plain-irl1'; pass expected_weights=)" in ran
+    assert (f"weights {sur}: skipped (the kit has no model of loop 'plain-irl1'; pass expected_weights= "
+            "or register_loop_oracle)") in ran
     assert any(r.startswith(f"descent {sur}: the loop's own monitored values") for r in ran)
 
     def irl1(k, prev, surrogate, sub):
@@ -603,3 +612,240 @@ def test_check_fit_result_rejects_an_inflated_objective(params, extra, binary_da
     assert "objective recomputed" in ran
     with pytest.raises(AssertionError, match="objective"):
         check_fit_result(attrs.evolve(res, objective=res.objective + extra), X, y)
+
+
+# ------------------------------------------------------------------------------ kinks
+@attrs.frozen
+class Capped(Surrogate):
+    """min(t / a, 1) (capped L1): phi' jumps from 1/a to 0 at t = a. ``at_kink`` is what the
+    derivative returns at t = a exactly; ``switch`` where it drops to 0."""
+
+    name = "capped-test"
+    a: float = 0.1
+    at_kink: float | None = None
+    switch: float | None = None
+
+    def phi(self, t):
+        return np.minimum(np.asarray(t, dtype=float) / self.a, 1.0)
+
+    def derivative(self, t):
+        t = np.asarray(t, dtype=float)
+        d = np.where(t < (self.switch or self.a), 1.0 / self.a, 0.0)
+        return d if self.at_kink is None else np.where(t == self.a, self.at_kink, d)
+
+
+@pytest.mark.parametrize("a", [0.1, 0.05, 1.0 / 3.0, 2.0])
+@pytest.mark.parametrize("at_kink", [None, 0.0, 0.5, 1.0], ids=["right", "0", "mid", "left"])
+def test_check_surrogate_accepts_a_one_sided_derivative_at_a_kink(a, at_kink):
+    """At t = a any value between the right (0) and the left (1/a) derivative is a supergradient;
+    points just beside the kink must have the derivative of their own side."""
+    sur = Capped(a=a, at_kink=None if at_kink is None else at_kink / a)
+    near = a * (1.0 + np.array([0.0, 1e-16, -1e-16, 1e-12, -1e-12, 1e-9, -1e-9, 1e-7, -1e-7, 4e-7, -4e-7,
+                                1e-6, -1e-6, 1e-5, -1e-5]))
+    assert "derivative=fd" in check_surrogate(sur, t=near)
+    assert "derivative=fd" in check_surrogate(sur)
+
+
+@pytest.mark.parametrize("sur, at", [
+    (Capped(a=0.1, at_kink=20.0), 0.1),    # 2/a: above the left derivative
+    (Capped(a=0.1, at_kink=-1.0), 0.1),    # below the right derivative (also < 0)
+    (Capped(a=0.1, switch=0.1 * (1 + 1e-6)), 0.1 * (1 + 5e-7)),  # the drop 1e-6 a late: 1/a right of the kink
+    (Capped(a=0.1, switch=0.1 * (1 - 1e-6)), 0.1 * (1 - 5e-7)),  # the drop 1e-6 a early
+], ids=["above-left", "below-right", "late-drop", "early-drop"])
+def test_check_surrogate_rejects_a_wrong_derivative_at_or_beside_a_kink(sur, at):
+    with pytest.raises(AssertionError, match="derivative"):
+        check_surrogate(sur, t=[at])
+
+
+# ------------------------------------------------------------------------------ the default data can fail
+@attrs.frozen
+class ScaledC(Hinge):
+    """Builds its model with factor x C while its C (and so the hinge's loss) says C."""
+
+    name = "scaled-c"
+    factor: float = 2.0
+
+    def build(self, X, y, terms):
+        return Hinge.build(attrs.evolve(self, C=self.factor * self.C), X, y, terms)
+
+
+@attrs.frozen
+class SilentlyBalanced(Hinge):
+    """Weights the slacks of class k by m / (2 m_k) ("balanced" class weights) while claiming
+    the plain hinge: identical to it when the classes have equal sizes."""
+
+    name = "silently-balanced"
+
+    def build(self, X, y, terms):
+        built = super().build(X, y, terms)
+        counts = {1.0: float(np.sum(y > 0)), -1.0: float(np.sum(y < 0))}
+        w = [y.size / (2.0 * counts[float(v)]) for v in y]
+        built.slot.block.loss.set_value(sum(self.C * w[i] * built.model.xi[i] for i in range(y.size)))
+        return built
+
+
+def _zero(f, y):
+    return 0.0
+
+
+def test_kit_data_is_imbalanced_and_not_separable():
+    X, y = kit_data()
+    assert X.shape == (40, 6) and np.sum(y > 0) == 12 and np.sum(y < 0) == 28
+    np.testing.assert_array_equal(X, kit_data()[0])  # seeded
+    # the last -1 sample is the midpoint of two +1 samples: any affine f has hinge loss >= 2 on them
+    np.testing.assert_allclose(X[-1], 0.5 * (X[0] + X[1]))
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        w, b = rng.standard_normal(6) * rng.uniform(0.1, 100), rng.standard_normal() * 10
+        f = X[[0, 1, -1]] @ w + b
+        assert hinge_loss(1.0)(f, y[[0, 1, -1]]) >= 2.0 - 1e-9
+
+
+def _check_of(mark, i=0):
+    """The check function of the i-th parameter of a parametrize_with_checks mark."""
+    return mark.args[1][i].values[1]
+
+
+@pytest.mark.parametrize("form, given", [
+    (ScaledC(C=1.0), None),
+    (SilentlyBalanced(C=1.0), None),
+    (Hinge(C=1.0), _zero),
+], ids=["wrong-C", "silently-balanced", "zero-loss"])
+def test_default_data_rejects_what_toy_data_lets_pass(form, given):
+    """On the balanced, separable toy set each planted bug passes (zero loss at every optimum,
+    equal class sizes); on the kit's default data each is rejected."""
+    X, y = toy_data()
+    assert "decision_loss ['lin']" in check_formulation(form, X, y, decision_loss=given)
+    mark = parametrize_with_checks([form], decision_loss=given)
+    with pytest.raises(AssertionError, match=r"decision_loss\(decision_function\(...\)\) = "):
+        _check_of(mark)(form)
+
+
+def test_parametrize_with_checks_takes_options_per_component():
+    hinge, unknown = Hinge(C=1.0), Unknown()
+    mark = parametrize_with_checks([hinge, (unknown, {"decision_loss": hinge_loss(1.0)}),
+                                    (Hinge(C=2.0), {"decision_loss": _zero})])
+    assert "decision_loss ['lin']" in _check_of(mark, 0)(hinge)
+    assert "decision_loss ['lin']" in _check_of(mark, 1)(unknown)  # unknown alone raises ValueError
+    with pytest.raises(AssertionError, match="decision_loss"):
+        _check_of(mark, 2)(Hinge(C=2.0))
+    with pytest.raises(TypeError, match="options"):
+        parametrize_with_checks([(hinge, "decision_loss")])
+
+
+# ------------------------------------------------------------------------------ oracles by class
+@attrs.frozen
+class ZeroLossHinge(Hinge):
+    name = "zero-loss-hinge"
+
+
+@attrs.frozen
+class HalfCHinge(ScaledC):
+    """Builds with C / 2; its registered oracle knows it."""
+
+    name = "half-c-hinge"
+    factor: float = 0.5
+
+
+@attrs.frozen
+class HalfCChild(HalfCHinge):
+    name = "half-c-child"
+
+
+register_decision_loss(ZeroLossHinge, lambda f: _zero)
+register_decision_loss(f"{__name__}:HalfCHinge", lambda f: hinge_loss(0.5 * f.C))
+
+
+def test_a_registered_decision_loss_is_used_and_can_fail():
+    X, y = kit_data()
+    # the nearest registered class wins: ZeroLossHinge's zero loss, not the hinge's
+    with pytest.raises(AssertionError, match=r"decision_loss\(decision_function\(...\)\) = 0.0"):
+        check_formulation(ZeroLossHinge(C=1.0), X, y)
+    with pytest.raises(AssertionError, match="subproblem optimum"):
+        check_loop(ReweightedL1(max_iter=2), ExpSurrogate(alpha=5.0), formulation=ZeroLossHinge(C=1.0))
+    # a 'module:QualName' key resolves at the first lookup; subclasses inherit it
+    for form in (HalfCHinge(C=1.0), HalfCChild(C=1.0)):
+        assert "decision_loss ['lin']" in check_formulation(form, X, y)
+    with pytest.raises(AssertionError, match="decision_loss"):
+        check_formulation(HalfCChild(C=1.0), X, y, decision_loss=hinge_loss(1.0))
+
+
+@attrs.frozen
+class ValuesOnly(Unknown):
+    name = "values-only"
+
+
+register_decision_check(ValuesOnly, lambda f: lambda v, y, loss: None if np.mean(v[y > 0]) > np.mean(v[y < 0])
+                        else "class +1 below class -1")
+
+
+@attrs.frozen
+class FlippedValuesOnly(ValuesOnly):
+    name = "flipped-values-only"
+
+    def decision_function(self, coef, intercept, X):
+        return -(X @ coef + intercept)
+
+
+def test_a_registered_decision_check_is_used():
+    X, y = kit_data()
+    assert "decision values ['lin']" in check_formulation(ValuesOnly(), X, y)
+    with pytest.raises(AssertionError, match="class \\+1 below class -1"):
+        check_formulation(FlippedValuesOnly(), X, y)
+
+
+@attrs.frozen
+class OracleIRL1(PlainIRL1):
+    """PlainIRL1 with a registered oracle (its weights phi'(t_k), first 1)."""
+
+    name = "oracle-irl1"
+
+
+@attrs.frozen
+class OracleIRL1Child(OracleIRL1):
+    name = "oracle-irl1-child"
+
+    def steps(self, sub, surrogate):  # never reweights: off its parent's oracle
+        it = sub.solve(lin=np.ones(sub.n_groups))
+        yield self.surrogate_step(it, surrogate)
+        yield self.surrogate_step(sub.solve(lin=np.ones(sub.n_groups)), surrogate)
+        return True, "done"
+
+
+def _irl1_oracle(loop, surrogate, sub):
+    def weights(k, prev):
+        return {"lin": np.ones(sub.n_groups) if prev is None else surrogate.derivative(prev.t)}
+    return LoopModel(weights, lambda k, it, loss: loss + float(np.sum(surrogate.phi(it.t))), "irl1 oracle")
+
+
+register_loop_oracle(OracleIRL1, _irl1_oracle)
+
+
+def test_a_registered_loop_oracle_is_used_and_inherited():
+    sur = ExpSurrogate(alpha=5.0)
+    ran = check_loop(OracleIRL1(), sur)
+    assert f"weights {sur} (irl1 oracle)" in ran and f"descent {sur} (recomputed)" in ran
+    with pytest.raises(AssertionError, match=r"iteration 1: slot weights lin = .*\(irl1 oracle\)"):
+        check_loop(OracleIRL1Child(), sur)
+
+
+@attrs.frozen
+class CubeWeights(LogSurrogate):
+    """A log surrogate with the EM convention phi'(t)/t^2 (em_majorizes=False), registered."""
+
+    name = "cube-weights"
+    em_majorizes = False
+
+    def quad_weights(self, t):
+        t = np.asarray(t, dtype=float)
+        return safe_div(self.derivative(t), t * t)
+
+
+register_em_weights(CubeWeights, lambda s: ("quad_weights = phi'(t)/t^2 (registered)",
+                                            lambda x: 1.0 / ((s.eps + x) * x * x)))
+
+
+def test_a_registered_em_convention_is_used():
+    assert "quad_weights = phi'(t)/t^2 (registered)" in check_surrogate(CubeWeights(eps=0.1))
+    with pytest.raises(AssertionError, match="register_em_weights"):
+        check_surrogate(BadQuad())  # phi'/t^2 without a registration: off the phi'(t)/t convention

@@ -12,7 +12,7 @@ import pytest
 import scipy.io
 
 import fsframe
-from fsframe.errors import DataError, DataFileError, DataWarning
+from fsframe.errors import DataError, DataFileError, DataWarning, InvalidOptionError
 from fsframe.io import BUNDLED, load_arff, load_csv, load_mat, load_svmlight
 
 # the four-row files below have classes of two samples: legal, with a DataWarning
@@ -55,6 +55,7 @@ def test_csv_label_by_index_and_name_and_drop_columns(tmp_path):
     for ds in (by_name, by_index):
         np.testing.assert_array_equal(ds.X, X3[:, :2])
         assert ds.y.tolist() == Y3.tolist() and ds.feature_names == ("f1", "f2")
+    np.testing.assert_array_equal(fsframe.load_dataset(p, label_column=2, drop_columns=np.array([0])).X, X3[:, :2])
     neg = fsframe.load_dataset(p, label_column=-2, drop_columns=[0])
     np.testing.assert_array_equal(neg.X, X3[:, :2])
 
@@ -67,6 +68,12 @@ def test_tsv_and_gzip(tmp_path):
     np.testing.assert_array_equal(ds.X, X3)
     ds = fsframe.load_dataset(write(tmp_path / "d.tsv", csv_text(sep="\t")))
     np.testing.assert_array_equal(ds.X, X3)
+    import bz2
+
+    (tmp_path / "b.csv.bz2").write_bytes(bz2.compress(csv_text().encode()))
+    (tmp_path / "b.svm.bz2").write_bytes(bz2.compress(b"1 1:1.5 2:-2 3:0.25\n-1 2:3 3:1\n1 1:2 2:2.5 3:-1\n-1 1:4 2:-0.5 3:0.5\n"))
+    for f in ("b.csv.bz2", "b.svm.bz2"):
+        np.testing.assert_array_equal(fsframe.load_dataset(tmp_path / f).X, X3)
 
 
 def test_numeric_labels_become_integers(tmp_path):
@@ -280,3 +287,197 @@ def test_wdbc_is_sklearns_breast_cancer(shared_file):
 def test_ionosphere_constant_column_warns(shared_file):
     with pytest.warns(DataWarning, match=r"constant feature\(s\) \[1\]"):
         fsframe.load_dataset(shared_file("ionosphere.data"))
+
+
+# ------------------------------------------------------------------------------ files that are not data files
+def test_fifo_is_refused_before_it_is_opened(tmp_path):
+    """Regression: a FIFO named .csv blocked the reader forever. A writer thread opens the pipe,
+    which completes only when a reader opens it: with the old code the loader read the writer's rows
+    and returned a dataset; now it refuses without opening, and the test then releases the writer."""
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+
+    def writer():
+        with open(fifo, "w") as fh:
+            fh.write(csv_text())
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(DataFileError, match=r"pipe.csv is a named pipe \(FIFO\), not a regular file"):
+            fsframe.load_dataset(fifo)
+    finally:
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer's open() return
+        t.join()
+        os.close(fd)
+
+
+def test_devices_are_refused_and_links_to_files_followed(tmp_path):
+    """Regression: a CSV symlinked to /dev/zero was read until MemoryError."""
+    import os
+
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    (tmp_path / "zero.csv").symlink_to("/dev/zero")
+    for loader in (fsframe.load_dataset, load_csv, load_svmlight, load_arff, load_mat):
+        with pytest.raises(DataFileError, match=r"zero.csv \(a link to /dev/zero\) is a character device, "
+                                                r"not a regular file"):
+            loader(tmp_path / "zero.csv")
+    (tmp_path / "link.csv").symlink_to(write(tmp_path / "real.csv", csv_text()))
+    np.testing.assert_array_equal(fsframe.load_dataset(tmp_path / "link.csv").X, X3)
+
+
+def test_reads_are_bounded(tmp_path, monkeypatch):
+    """Files over the read limit are refused from their size; a compressed file is refused once its
+    decompressed content passes the limit (a decompression bomb is not read to the end)."""
+    import fsframe.io._source as source
+
+    text = csv_text()
+    monkeypatch.setattr(source, "MAX_FILE_BYTES", len(text) - 1)
+    with pytest.raises(DataFileError, match=rf"d.csv: {len(text)} bytes, more than the {len(text) - 1} bytes a loader reads"):
+        fsframe.load_dataset(write(tmp_path / "d.csv", text))
+    p = tmp_path / "z.csv.gz"
+    with gzip.open(p, "wt") as fh:
+        fh.write("0,0,a\n" * 200)
+    assert p.stat().st_size < len(text) - 1
+    with pytest.raises(DataFileError, match="z.csv.gz: decompresses to more than"):
+        fsframe.load_dataset(p)
+    monkeypatch.setattr(source, "MAX_FILE_BYTES", len(text))
+    np.testing.assert_array_equal(fsframe.load_dataset(tmp_path / "d.csv").X, X3)
+
+
+# ------------------------------------------------------------------------------ loader options
+@pytest.mark.parametrize("loader, options, match", [
+    (load_csv, {"delimiter": ";;"}, r"loader option delimiter=';;': must be one character"),
+    (load_csv, {"delimiter": 9}, r"loader option delimiter=9: must be a one-character string"),
+    (load_csv, {"missing": "NA"}, r"loader option missing='NA': must be a list of strings"),
+    (load_csv, {"label_column": 1.5}, r"loader option label_column=1.5: must be a column index or header name"),
+    (load_csv, {"label_column": True}, r"loader option label_column=True"),
+    (load_csv, {"drop_columns": 0}, r"loader option drop_columns=0: must be a list"),
+    (load_csv, {"header": "yes"}, r"loader option header='yes': must be True, False or None"),
+    (load_svmlight, {"n_features": 0}, r"loader option n_features=0: must be a positive integer"),
+    (load_svmlight, {"n_features": 2.0}, r"loader option n_features=2.0"),
+    (load_mat, {"x_key": 1}, r"loader option x_key=1: must be a string"),
+    (load_arff, {"label_column": [1]}, r"loader option label_column=\[1\]"),
+])
+def test_loader_options_are_typed(tmp_path, loader, options, match):
+    """Regression: delimiter=';;' raised the csv module's TypeError; missing='NA' was read as the
+    characters 'N' and 'A'."""
+    with pytest.raises(InvalidOptionError, match=match):
+        loader(write(tmp_path / "d.csv", csv_text()), **options)
+
+
+def test_loader_option_errors_on_the_command_line(tmp_path, capsys):
+    from fsframe.cli import main
+
+    code = main(["select", str(write(tmp_path / "d.csv", csv_text())), "--method", "l1-svm",
+                 "--loader-opt", "delimiter=;;"])
+    assert code == 2
+    assert "loader option delimiter=';;': must be one character" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ svmlight widths
+def test_svmlight_huge_index(tmp_path):
+    """Regression: an index of 1e10 escaped as OverflowError."""
+    p = write(tmp_path / "big.svm", "1 1:1.5 2:2\n-1 2:3 10000000000:1\n1 1:2\n-1 2:1\n")
+    with pytest.raises(DataFileError, match=r"big.svm: a feature index does not fit a 32-bit integer "
+                                            r"\(index 10000000000 on line 2\)"):
+        load_svmlight(p)
+
+
+@pytest.mark.filterwarnings("ignore:.*identical features:fsframe.errors.DataWarning")
+def test_svmlight_implausible_width(tmp_path, monkeypatch):
+    """Regression: one index of 1e6 made a silent 30 x 1e6 dense matrix. Refused unless the width is
+    given; an explicit width is read, within the dense-size limit."""
+    import fsframe.io.svmlight as svm
+
+    lines = [f"{(-1) ** i} 1:{i}.5 2:{i % 3}" + (" 1000000:1" if i == 3 else "") for i in range(30)]
+    p = write(tmp_path / "wide.svm", "\n".join(lines) + "\n")
+    with pytest.raises(DataFileError, match=r"makes 1000000 features, but only 3 distinct indices occur; the dense "
+                                            r"30 x 1000000 matrix \(240 MB\) .* pass n_features=1000000 "
+                                            r"\(command line: --loader-opt n_features=1000000\)"):
+        fsframe.load_dataset(p)
+    lines[3] = lines[3].replace("1000000:1", "20000:1")
+    p = write(tmp_path / "real.svm", "\n".join(lines) + "\n")
+    with pytest.raises(DataFileError, match="makes 20000 features"):
+        load_svmlight(p)
+    with pytest.warns(DataWarning, match="constant feature"):
+        ds = load_svmlight(p, n_features=20000)
+    assert ds.X.shape == (30, 20000) and ds.X[3, 19999] == 1.0 and ds.X[:, 2:19999].sum() == 0
+    monkeypatch.setattr(svm, "MAX_DENSE_BYTES", 30 * 20000 * 8 - 1)
+    with pytest.raises(DataFileError, match=r"the dense 30 x 20000 feature matrix needs 4.8 MB, more than the "
+                                            r"4.8 MB fsframe expands a svmlight file to"):
+        load_svmlight(p, n_features=20000)
+
+
+# ------------------------------------------------------------------------------ values a loader must not cast
+def test_mat_complex_or_char_features_are_refused(tmp_path):
+    """Regression: a complex .mat X was cast to its real part with only numpy's ComplexWarning."""
+    scipy.io.savemat(tmp_path / "c.mat", {"X": X3 + 1j, "Y": [1, 2, 1, 2]})
+    with pytest.raises(DataFileError, match="c.mat: the feature variable is complex"):
+        fsframe.load_dataset(tmp_path / "c.mat")
+    scipy.io.savemat(tmp_path / "cy.mat", {"X": X3, "Y": np.array([1, 2, 1, 2]) + 1j})
+    with pytest.raises(DataFileError, match="cy.mat: the label variable is complex"):
+        fsframe.load_dataset(tmp_path / "cy.mat")
+    scipy.io.savemat(tmp_path / "s.mat", {"X": np.array(["1234", "5678", "1234", "5678"]), "Y": [1, 2, 1, 2]})
+    with pytest.raises(DataFileError, match="s.mat: the feature variable is a char array"):
+        fsframe.load_dataset(tmp_path / "s.mat")
+
+
+def test_csv_infinite_labels_are_not_cast_to_integers(tmp_path):
+    """Regression: a label 'inf' became the integer -9223372036854775808."""
+    with pytest.raises(DataError, match="y contains NaN or inf labels"):
+        load_csv(write(tmp_path / "inf.csv", "1,2,inf\n3,4,1\n5,6,inf\n7,8,1\n"))
+
+
+def test_csv_byte_order_mark(tmp_path):
+    p = tmp_path / "bom.csv"
+    p.write_bytes(b"\xef\xbb\xbf" + csv_text().encode())
+    assert load_csv(p).feature_names == ("f1", "f2", "f3")
+
+
+# ------------------------------------------------------------------------------ helpful messages
+def uci_like(n=24):
+    """Rows like UCI wdbc.data: an id, a text diagnosis, then numeric features; no header."""
+    rng = np.random.default_rng(1)
+    ids = rng.choice(np.arange(800000, 900000), size=n, replace=False)
+    return "".join(f"{i},{'MB'[k % 2]},{rng.random():.4f},{rng.random():.4f}\n" for k, i in enumerate(ids))
+
+
+def test_text_column_suggests_the_label_column(tmp_path):
+    """Regression: without label_column=1, wdbc.data said only "non-numeric feature value 'M'"."""
+    p = write(tmp_path / "wdbc.data", uci_like())
+    with pytest.raises(DataFileError, match=r"non-numeric feature value 'M' \(data row 1, column 1\); column 1 holds "
+                                            r"text in every row \(2 distinct values: 'B', 'M'\) and labels are read "
+                                            r"from column 3 now: .*label_column=1 \(command line: --label-column 1\)"):
+        fsframe.load_dataset(p)
+    # a text value in a numeric column is not a label column: the plain hint
+    with pytest.raises(DataFileError, match=r"'red' \(data row 2, column 1 \('g'\)\); encode categorical columns "
+                                            r"as numbers or drop them with drop_columns=\[1\] \(--drop-columns 1\)"):
+        fsframe.load_dataset(write(tmp_path / "cat.csv", "f,g,c\n1,2,a\n3,red,b\n5,6,a\n7,8,b\n"))
+
+
+def test_id_column_warns_and_drop_columns_silences(tmp_path):
+    """Regression: the id column of a wdbc-like file became a feature without a word."""
+    p = write(tmp_path / "wdbc.data", uci_like())
+    with pytest.warns(DataWarning, match=r"feature 0 \('x0'\) holds a distinct integer in every sample .*like a "
+                                         r"sample id.*--drop-columns"):
+        ds = fsframe.load_dataset(p, label_column=1)
+    assert ds.n_samples == 24 and ds.n_features == 3  # the first row is data, not a header
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        ds = fsframe.load_dataset(p, label_column=1, drop_columns=[0])
+    assert ds.n_features == 2 and ds.classes == ("B", "M")
+
+
+@pytest.mark.shared_data
+def test_wdbc_without_label_column_says_how(shared_file):
+    p = shared_file("wdbc.data")
+    with pytest.raises(DataFileError, match=r"column 1 holds text in every row \(2 distinct values: 'B', 'M'\).*"
+                                            r"label_column=1 \(command line: --label-column 1\)"):
+        fsframe.load_dataset(p)
+    with pytest.warns(DataWarning, match=r"feature 0 \('x0'\) holds a distinct integer in every sample \(842302, "):
+        fsframe.load_dataset(p, label_column=1)

@@ -28,7 +28,7 @@ def compiled(binary_data):
 
 def test_objective_equals_pyomo_evaluation(compiled):
     """At random points x and random weights, 1/2 x'Px + c'x + offset equals the value Pyomo
-    computes from the model's expression with the synced Params."""
+    computes from the model's expression with the Params synced by ``load_solution``."""
     built, comp = compiled
     rng = np.random.default_rng(0)
     n_groups = comp.slot.n_groups
@@ -53,13 +53,17 @@ def test_infinite_weight_fixes_the_group_and_unfixes_it_again(compiled):
     names = sorted(comp.columns[j].name for j in fixed_cols)
     assert names == ["u[1]", "u[4]", "v[1]", "v[4]"]
     assert np.all(data.lb[fixed_cols] == 0.0)
+    assert not any(v.fixed for v in comp.columns)  # the model is brought up to date on request only
+    comp.sync_model()
     assert sorted(v.name for v in comp.columns if v.fixed) == names  # the Pyomo model agrees
     assert pyo.value(built.slot.block.lin[1]) == 0.0  # the fixed group's weight is neutralised
     quad = np.ones(n)
     quad[2] = np.inf
     data = comp.with_weights(lin=np.ones(n), quad=quad)
+    comp.sync_model()
     assert sorted(v.name for v in comp.columns if v.fixed) == ["u[2]", "v[2]"]
     data = comp.with_weights(lin=np.ones(n))
+    comp.sync_model()
     assert not any(v.fixed for v in comp.columns) and np.all(data.lb < data.ub)
 
 
@@ -71,6 +75,21 @@ def test_weights_change_only_the_objective(compiled):
     b = comp.with_weights(lin=np.full(n, 2.0), quad=np.ones(n))
     assert a.A is b.A and a.G is b.G and a.h is b.h
     assert a.lb is comp.base.lb  # no group fixed: bounds shared too
+
+
+def test_unsynced_weights_change_neither_data_nor_model(compiled):
+    """``sync=False`` computes a problem aside: ``data`` and the model keep the synced weights."""
+    built, comp = compiled
+    n = comp.slot.n_groups
+    synced = comp.with_weights(lin=np.full(n, 2.0))
+    lin = np.ones(n)
+    lin[0] = np.inf
+    aside = comp.with_weights(lin=lin, sync=False)
+    assert comp.data is synced and aside.ub[comp.slot.group_cols[0]].max() == 0.0
+    model = comp.model
+    assert [pyo.value(model.fsframe_slot.lin[j]) for j in range(n)] == [2.0] * n
+    assert not any(v.fixed for v in comp.columns)
+    np.testing.assert_allclose(synced.c - comp.base.c, comp.slot.S.T @ np.full(n, 2.0))
 
 
 def test_bad_weights(compiled):

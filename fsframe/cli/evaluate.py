@@ -1,0 +1,106 @@
+"""What ``select`` and ``compare`` share: loading the data, the method parameters, the protocol,
+running a cross-validation and its exit status."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..io import load_dataset
+from ..evaluation import EvaluationInterrupted
+from .common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, KEY, PROG, UsageError, label_column, parse_assignment, parse_value
+from .output import ProgressPrinter, meta, write_csv, write_json
+
+
+def load_data(args):
+    opts: dict[str, Any] = {}
+    if args.label_column is not None:
+        opts["label_column"] = label_column(args.label_column)
+    if args.drop_columns:
+        cols = [c.strip() for spec in args.drop_columns for c in spec.split(",") if c.strip()]
+        opts["drop_columns"] = [label_column(c) for c in cols]
+    for spec in args.loader_opt or ():
+        if "=" not in spec:
+            raise UsageError(f"--loader-opt {spec!r}: expected key=value (e.g. --loader-opt delimiter=';')")
+        key, value = (x.strip() for x in spec.split("=", 1))
+        if not KEY.match(key):
+            raise UsageError(f"--loader-opt {spec!r}: {key!r} is not an option name")
+        value = parse_value(value)
+        if isinstance(value, str) and "\\" in value:
+            value = value.encode("utf-8").decode("unicode_escape")  # delimiter='\t'
+        if key == "delimiter" and not (isinstance(value, str) and len(value) == 1):
+            raise UsageError(f"--loader-opt {spec!r}: the delimiter must be one character, got {value!r} "
+                             "(e.g. --loader-opt delimiter=';' or delimiter='\\t')")
+        opts[key] = value
+    return load_dataset(args.data, format=args.format, **opts)
+
+
+def method_params(args, *, allow_prefix: bool = False) -> tuple[dict, dict]:
+    common: dict = {}
+    per: dict[str, dict] = {}
+    for spec in args.set or ():
+        prefix, key, value = parse_assignment(spec, allow_prefix=allow_prefix)
+        (per.setdefault(prefix, {}) if prefix else common)[key] = value
+    if args.backend is not None:
+        common["backend"] = args.backend
+    if getattr(args, "time_limit", None) is not None:
+        common["time_limit"] = args.time_limit
+    return common, per
+
+
+def cv_spec(args):
+    if args.holdout is not None:
+        if args.cv is not None:
+            raise UsageError("give --cv K (k-fold) or --holdout FRACTION (random splits), not both")
+        return args.holdout
+    return args.cv
+
+
+def dataset_line(d) -> str:
+    counts = ", ".join(f"{k}: {v}" for k, v in d.class_counts.items())
+    return f"{d.name}: {d.n_samples} samples x {d.n_features} features, classes {{{counts}}}"
+
+
+
+def run_evaluation(args, argv, run, *, text, rows, results) -> int:
+    """Run a cross-validation (``run(**protocol)``) with progress; print, write, exit status."""
+    prog = ProgressPrinter(sys.stderr, args.progress)
+    interrupted = None
+    try:
+        res = run(repeats=args.repeats, scale=args.scale, n_jobs=args.jobs, random_state=args.seed,
+                  n_features=args.n_features, retrain=args.retrain, retrain_C=args.retrain_C, progress=prog)
+    except EvaluationInterrupted as exc:  # Ctrl-C: report and keep the fits that finished
+        interrupted, res = exc, exc.result
+    finally:
+        prog.close()
+    if args.json != "-":
+        print(text(res))
+    if args.json:
+        write_json(args.json, {**meta(args, argv), **res.to_dict(arrays=args.json_arrays)})
+    if args.csv:
+        write_csv(args.csv, *rows(res))
+    report_written(args)
+    if interrupted is not None:
+        kept = " (kept in the outputs written)" if any(p and p != "-" for p in (args.json, args.csv)) else ""
+        print(f"{PROG}: interrupted after {interrupted.done} of {interrupted.planned} fits; the report covers the "
+              f"finished ones{kept} (exit status {EXIT_INTERRUPTED})", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return cv_exit(results(res))
+
+
+def cv_exit(results) -> int:
+    failed = sum(r.n_failed for r in results)
+    total = sum(r.n_folds for r in results)
+    if failed:
+        print(f"{PROG}: {failed} of {total} fits failed; the summaries use the others (exit status 1)", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+def report_written(args) -> None:
+    for flag in ("json", "csv"):
+        path = getattr(args, flag, None)
+        if path and path != "-":
+            print(f"wrote {path}", file=sys.stderr)
+
+

@@ -1,0 +1,146 @@
+"""Printing and writing: warnings and progress on stderr, aligned tables, JSON and CSV files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+import re
+import sys
+import time
+from typing import Sequence
+
+from .. import __version__, errors
+from .common import PROG, UsageError
+
+
+class WarningPrinter:
+    """Show each warning once, as one line on stderr."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.seen: set = set()
+
+    _PREFIX = re.compile(r"^([\w.+-]+: )+")
+    _SUFFIX = re.compile(r" \[in \d+ of \d+ fits\]$")
+
+    def show(self, message, category, filename, lineno, file=None, line=None):
+        # the same finding about the whole dataset and about every training part is one warning
+        key = (category, self._SUFFIX.sub("", self._PREFIX.sub("", str(message))))
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        print(f"{PROG}: warning: {category.__name__}: {message}", file=self.stream)
+
+
+class ProgressPrinter:
+    """Progress of long runs on stderr: one rewritten line on a terminal, one line per fit with
+    ``--progress`` elsewhere."""
+
+    def __init__(self, stream, mode: str | None):
+        self.stream = stream
+        tty = hasattr(stream, "isatty") and stream.isatty()
+        self.enabled = tty if mode is None else mode == "on"
+        self.inline = tty
+        self.t0 = time.perf_counter()
+        self.dirty = False
+
+    def __call__(self, p) -> None:
+        if not self.enabled:
+            return
+        r = p.record
+        what = (f"acc {100 * r.accuracy:.1f}%, {r.n_selected} features, {r.seconds:.2f} s" if r.ok
+                else f"FAILED: {r.error_type}")
+        text = (f"[{p.done:>{len(str(p.total))}}/{p.total}] {r.label} repeat {r.repeat} fold {r.fold}: {what} "
+                f"({time.perf_counter() - self.t0:.0f} s elapsed)")
+        if self.inline:
+            self.stream.write("\r\033[K" + text[:200])
+            self.dirty = True
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.dirty:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self.dirty = False
+
+
+_NUMERIC = re.compile(r"^[-+]?(\d[\d.,]*([eE][-+]?\d+)?|inf)%?$")
+
+
+def table(rows: Sequence[Sequence[str]], *, head: bool = True, indent: str = "") -> list[str]:
+    """Aligned columns; columns whose cells are all numbers are right-aligned."""
+    w = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    body = rows[1:] if head else rows
+    right = [bool(body) and all(_NUMERIC.match(str(r[i])) for r in body) for i in range(len(w))]
+    out = []
+    for k, r in enumerate(rows):
+        out.append(indent + "  ".join(str(c).rjust(w[i]) if right[i] else str(c).ljust(w[i])
+                                      for i, c in enumerate(r)).rstrip())
+        if head and k == 0:
+            out.append(indent + "  ".join("-" * x for x in w))
+    return out
+
+
+def check_output_paths(args) -> None:
+    """Refuse ``--json``/``--csv`` paths that cannot be written, before any work starts (a long
+    cross-validation must not end in "cannot write"): a directory, a missing or non-directory
+    parent, a place where no file can be created (probed with a temporary file), or one file for
+    both outputs."""
+    paths = {flag: getattr(args, flag, None) for flag in ("json", "csv")}
+    paths = {flag: p for flag, p in paths.items() if p and p != "-"}
+    if len(paths) == 2 and os.path.abspath(paths["json"]) == os.path.abspath(paths["csv"]):
+        raise UsageError(f"--json and --csv both write {paths['json']}; give them different files")
+    for flag, path in paths.items():
+        where = f"--{flag} {path}"
+        if os.path.isdir(path):
+            raise UsageError(f"{where}: is a directory; give a file name (e.g. {os.path.join(path, 'out.' + flag)})")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.exists(parent):
+            raise UsageError(f"{where}: directory {parent} does not exist; create it first or choose another path")
+        if not os.path.isdir(parent):
+            raise UsageError(f"{where}: {parent} is not a directory")
+        try:
+            if os.path.exists(path):
+                with open(path, "a", encoding="utf-8"):  # opened for writing, not changed
+                    pass
+            else:
+                with tempfile.NamedTemporaryFile(dir=parent, prefix=".fsframe-probe-"):
+                    pass
+        except OSError as exc:
+            raise UsageError(f"{where}: cannot write there ({exc.strerror or exc}); choose another path "
+                             "(the check runs before the fits so that no results are lost)") from None
+
+
+def write_text(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise errors.DataFileError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def write_json(path: str, obj: dict) -> None:
+    write_text(path, json.dumps(obj, indent=2, allow_nan=False) + "\n")
+
+
+def write_csv(path: str, rows: list[dict], columns: Sequence[str] | None = None) -> None:
+    buf = io.StringIO()
+    cols = list(columns or (rows[0].keys() if rows else []))
+    w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+    write_text(path, buf.getvalue())
+
+
+def meta(args, argv) -> dict:
+    return {"fsframe_version": __version__, "command": args.command, "argv": list(argv)}
+

@@ -1,0 +1,185 @@
+"""The argument parser: every command, flag and argument type."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from .. import __version__
+from ..evaluation import MAX_SEED
+from .common import PROG
+from .compare import cmd_compare
+from .methods import cmd_methods
+from .plugins import cmd_plugins
+from .select import cmd_select
+
+__all__ = ["build_parser"]
+
+
+def _arg_type(convert, ok, expected: str):
+    """An argparse ``type=``: ``convert(text)`` must succeed and satisfy ``ok``."""
+
+    def parse(text: str):
+        try:
+            v = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {v}")
+        return v
+
+    return parse
+
+
+_positive_int = _arg_type(int, lambda v: v >= 1, "a positive integer")
+_folds = _arg_type(int, lambda v: v >= 2, "at least 2 folds")
+_fraction = _arg_type(float, lambda v: 0 < v < 1, "a fraction in (0, 1)")
+_jobs = _arg_type(lambda t: t if t == "auto" else int(t), lambda v: v != 0,
+                  "'auto' or a non-zero number of jobs (1: serial, -1: all cores)")
+_seed = _arg_type(int, lambda v: 0 <= v <= MAX_SEED, f"an integer seed between 0 and {MAX_SEED}")
+_positive_float = _arg_type(float, lambda v: 0 < v < math.inf, "a positive number")
+
+
+def _add_data_args(p) -> None:
+    p.add_argument("data", metavar="DATA",
+                   help="a data file (CSV/TSV/.data/.txt, LIBSVM .svm/.libsvm, ARFF, MATLAB .mat; .gz read through) "
+                        "or a bundled dataset: breast_cancer, wine, iris, digits, synthetic")
+    g = p.add_argument_group("data loading")
+    g.add_argument("--format", choices=("csv", "svmlight", "arff", "mat"), help="file format (default: from the extension)")
+    g.add_argument("--label-column", metavar="C",
+                   help="label column: index (negative counts from the end) or header name "
+                        "(default: a column named target/class/label/y, else the last)")
+    g.add_argument("--drop-columns", metavar="C[,C...]", action="append",
+                   help="columns to ignore, by index or name (e.g. an id column: --drop-columns 0)")
+    g.add_argument("--loader-opt", metavar="KEY=VALUE", action="append",
+                   help="other loader options, e.g. delimiter=';', header=true, x_key=fea, y_key=gnd")
+
+
+def _int_list(text: str) -> list[int]:
+    parts = [t.strip() for t in text.split(",") if t.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError("expected R or R1,R2,... (positive integers)")
+    return [_positive_int(t) for t in parts]
+
+
+def _add_eval_args(p, *, default_cv: str, sweep: bool = False) -> None:
+    g = p.add_argument_group("evaluation protocol")
+    g.add_argument("--cv", type=_folds, metavar="K", help=f"stratified K-fold cross-validation ({default_cv})")
+    g.add_argument("--holdout", type=_fraction, metavar="FRACTION",
+                   help="instead of --cv: --repeats stratified random splits with this test fraction "
+                        "(paper 002: --holdout 0.2 --repeats 10)")
+    g.add_argument("--repeats", type=_positive_int, default=1, metavar="R",
+                   help="repeat K-fold CV R times with fresh shuffles (paper 001: --cv 10 --repeats 10), "
+                        "or the number of --holdout splits (default 1)")
+    if sweep:
+        g.add_argument("--n-features", type=_int_list, metavar="R[,R...]",
+                       help="select exactly R features (paper 002 §3.1); several values give one row per method "
+                            "and R (accuracy versus the number of features)")
+    else:
+        g.add_argument("--n-features", type=_positive_int, metavar="R",
+                       help="select exactly R features (paper 002 §3.1)")
+    g.add_argument("--scale", choices=("standard", "minmax", "none"), default="standard",
+                   help="feature scaling, fitted on each training part (default: standard)")
+    g.add_argument("--retrain", choices=("svm", "linear-svc"),
+                   help="evaluate a classifier retrained on the selected features (paper 002: svm = "
+                        "SVC(kernel='linear'))")
+    g.add_argument("--retrain-C", type=_positive_float, default=1.0, metavar="C",
+                   help="C of the retrained classifier (default 1)")
+    g.add_argument("--jobs", type=_jobs, default="auto", metavar="J",
+                   help="parallel fits: 1 serial, -1 all cores, N; default auto (parallel over all cores when the "
+                        "first fit of each method predicts more than 10 s of serial work; results do not depend on it)")
+    g.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of the splits (default 0)")
+    g.add_argument("--progress", dest="progress", action="store_const", const="on", default=None,
+                   help="report every fit on stderr (default: only on a terminal)")
+    g.add_argument("--no-progress", dest="progress", action="store_const", const="off")
+
+
+def _add_solver_args(p, *, prefix_help: str = "") -> None:
+    g = p.add_argument_group("method parameters")
+    g.add_argument("--set", metavar="KEY=VALUE", action="append",
+                   help="a method parameter (repeatable): C=0.5, alpha=5, max_iter=50, kernel=rbf, sigma=1, "
+                        "loop__tol=1e-6; values are parsed as int/float/bool/None/JSON/str" + prefix_help)
+    g.add_argument("--backend", metavar="B", help="solver backend (default: auto)")
+    g.add_argument("--time-limit", type=_positive_float, metavar="SECONDS", help="time limit of each convex solve")
+
+
+def _add_output_args(p) -> None:
+    g = p.add_argument_group("output")
+    g.add_argument("--json", metavar="PATH", help="write every result, parameter and version as JSON ('-': stdout only)")
+    g.add_argument("--json-arrays", action="store_true", help="include each fold's train/test indices and predictions in the JSON")
+    g.add_argument("--csv", metavar="PATH", help="write a CSV ('-': stdout)")
+    g.add_argument("--top", type=_positive_int, metavar="N",
+                   help="features listed in the text report (default: 30 for one fit, 10 per line for CV)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks of errors")
+    parser = argparse.ArgumentParser(
+        prog=PROG, parents=[common],
+        description="Embedded feature selection by (approximate) L0-norm minimisation.",
+        epilog="examples:\n"
+               "  fsframe methods\n"
+               "  fsframe select breast_cancer --method fsv --cv 10\n"
+               "  fsframe compare breast_cancer --methods l1-svm,fsv,em-l0,arom,svm-weights --cv 10\n"
+               "  fsframe select synthetic --method em-l0 --holdout 0.2 --repeats 10 --n-features 10 --retrain svm\n"
+               "docs/cli.md has every command and flag.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("methods", parents=[common], help="list registered methods",
+                       description="Every registered method with its formulation, surrogate, loop, default "
+                                   "parameters, reference and providing plugin; broken plugins and name conflicts.")
+    p.add_argument("name", nargs="?", metavar="NAME", help="show one method and every parameter it accepts")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_methods)
+
+    p = sub.add_parser("plugins", parents=[common], help="list plugins, their hooks and components",
+                       description="Registered plugins with distribution and version, the hooks each implements "
+                                   "and the components it provides; broken plugins with their errors.")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_plugins)
+
+    p = sub.add_parser("select", parents=[common], help="select features with one method (fit once, or cross-validate)",
+                       description="Without --cv/--holdout: fit once on all samples and print the selected features. "
+                                   "With them: cross-validate and report mean ± std of accuracy, MCC, selected "
+                                   "features, iterations and seconds, and the selection's stability.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n"
+                              "  fsframe select breast_cancer --method fsv\n"
+                              "  fsframe select breast_cancer --method fsv --cv 10 --set alpha=3 --json out.json\n"
+                              "  fsframe select data.csv --label-column 1 --drop-columns 0 --method em-l0 --cv 10\n"
+                              "  fsframe select synthetic --method l1-svm --cv 10 --repeats 10 --jobs -1\n"
+                              "bundled datasets: breast_cancer, wine, iris, digits, synthetic (docs/cli.md)")
+    _add_data_args(p)
+    g = p.add_argument_group("method")
+    g.add_argument("--method", "-m", metavar="M", help="a registered method (fsframe methods)")
+    g.add_argument("--formulation", metavar="F", help="override the method's formulation, or compose your own with --loop")
+    g.add_argument("--surrogate", metavar="S", help="override the method's surrogate ('none' for none)")
+    g.add_argument("--loop", metavar="L", help="override the method's outer loop")
+    _add_solver_args(p)
+    _add_eval_args(p, default_cv="default: no CV, fit once on all samples")
+    _add_output_args(p)
+    p.set_defaults(func=cmd_select)
+
+    p = sub.add_parser("compare", parents=[common], help="cross-validate several methods on the same splits",
+                       description="One row per method, mean ± std over the same folds (a paired comparison): "
+                                   "accuracy, MCC, selected features, iterations, seconds, stability.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n"
+                              "  fsframe compare breast_cancer --methods l1-svm,fsv,em-l0,arom,svm-weights --cv 10\n"
+                              "  fsframe compare wine --methods fsv,em-l0 --set C=0.5 --set fsv:alpha=3 --markdown\n"
+                              "  fsframe compare breast_cancer --methods fsv,arom,svm-weights --holdout 0.2 --repeats 10 "
+                              "--n-features 5 --retrain svm")
+    _add_data_args(p)
+    p.add_argument("--methods", metavar="M[,M...]", help="comma-separated methods (default: every registered method)")
+    _add_solver_args(p, prefix_help="; METHOD:KEY=VALUE sets it for one method only (fsv:alpha=3); a plain KEY "
+                                    "reaches every method that accepts it")
+    _add_eval_args(p, default_cv="default 10", sweep=True)
+    _add_output_args(p)
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    p.set_defaults(func=cmd_compare)
+    return parser
+

@@ -1,0 +1,157 @@
+"""``fsframe select``: one method, fitted once on all samples or cross-validated."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..evaluation import (accuracy_score, component_dict, cross_validate, environment_versions,
+                          facts_text, format_components, scale_fit_transform, to_jsonable)
+from ..method import fit
+from .common import EXIT_OK, UsageError
+from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
+from .output import check_output_paths, meta, table, write_csv, write_json
+
+
+def cmd_select(args, argv) -> int:
+    if args.method is None and not (args.formulation and args.loop):
+        raise UsageError("give --method NAME (see 'fsframe methods'), or --formulation and --loop "
+                         "(and --surrogate) for a custom combination")
+    check_output_paths(args)
+    data = load_data(args)
+    params, _ = method_params(args)
+    cv = cv_spec(args)
+    if cv is None:
+        if args.repeats != 1:
+            raise UsageError("--repeats needs --cv or --holdout")
+        if args.retrain is not None:
+            raise UsageError("--retrain needs --cv or --holdout (it changes only the evaluated classifier)")
+        return _select_once(args, argv, data, params)
+    return run_evaluation(args, argv, lambda **kw: cross_validate(
+        data, method=args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop, cv=cv,
+        **kw, **params), text=lambda r: r.report(top=args.top or 10), rows=lambda r: (r.fold_rows(), r.FOLD_COLUMNS),
+        results=lambda r: [r])
+
+
+def _select_once(args, argv, data, params) -> int:
+    top = args.top or 30
+    X = scale_fit_transform(data.X, args.scale)
+    t0 = time.perf_counter()
+    res = fit(X, data.y, method=args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop,
+              n_features=args.n_features, **params)
+    wall = time.perf_counter() - t0
+    names = list(data.feature_names)
+    kernel = res.transform is not None
+    label = args.method or "+".join(p for p in (args.formulation, args.surrogate, args.loop) if p)
+    coef = np.atleast_2d(np.asarray(res.coef, dtype=float))
+    classes = list(res.classes)
+    ovr = bool(res.per_class)
+    facts = res.facts
+    components = {"formulation": component_dict(res.formulation), "surrogate": component_dict(res.surrogate),
+                  "loop": component_dict(res.loop), "kernel": component_dict(res.transform)}
+    info = res.per_class[0].info if ovr else res.info
+    solver = info.get("backend_version")
+    train_acc = accuracy_score(data.y, res.predict(X))
+    if args.json != "-":
+        print(f"{label} on {dataset_line(data)}")
+        print(f"  model: {format_components(components, resolved=facts)}; backend {res.backend}"
+              f"{' ' + str(solver) if solver else ''}")
+        derived = facts_text(facts, components)
+        if derived:
+            print(f"  from the data: {derived}")
+        print(f"  protocol: fitted once on all samples, "
+              + {"standard": "standardised (mean 0, std 1)", "minmax": "min-max scaled to [0, 1]",
+                 "none": "unscaled"}[args.scale]
+              + ("; one-vs-rest over " + str(len(classes)) + " classes" if ovr else ""))
+        print()
+        n = res.n_selected
+        total = len(res.support)
+        if kernel:
+            print(f"selected {n} of {total} training samples ({100 * n / total:.1f}%): with a kernel map the "
+                  "groups are training samples (--json/--csv list them)")
+        else:
+            print(f"selected {n} of {total} features ({100 * n / total:.1f}%)" + (":" if n else ""))
+        if n and not kernel:
+            order = res.selected[np.argsort(-np.max(np.abs(coef[:, res.selected]), axis=0), kind="stable")]
+            if coef.shape[0] == 1:
+                rows = [("#", "index", "feature", "weight")]
+                rows += [(str(i + 1), str(j), names[j], _w(coef[0, j], 4)) for i, j in enumerate(order[:top])]
+            elif len(classes) <= 6:
+                rows = [("#", "index", "feature", *[f"w[{c}]" for c in classes])]
+                rows += [(str(i + 1), str(j), names[j], *[_w(coef[k, j], 3) for k in range(coef.shape[0])])
+                         for i, j in enumerate(order[:top])]
+            else:
+                rows = [("#", "index", "feature", "max |w| over classes")]
+                rows += [(str(i + 1), str(j), names[j], f"{np.max(np.abs(coef[:, j])):.4g}")
+                         for i, j in enumerate(order[:top])]
+            for line in table(rows, indent="  "):
+                print(line)
+            if n > top:
+                print(f"  ... {n - top} more (--top N shows more; --json/--csv have all)")
+        elif n == 0:
+            print("  no feature was selected: lower the sparsity pressure (" + pressure_hint(res) + ")")
+        print()
+        obj = "-" if res.objective is None else f"{res.objective:.6g}"
+        reason = info.get("stop_reason") or ""
+        print(f"objective {obj}; {res.n_iter} iteration{'s' if res.n_iter != 1 else ''}"
+              f"{' (largest over classes)' if ovr else ''}; converged: {'yes' if res.converged else 'NO'}"
+              f"{' (' + reason + ')' if reason and not ovr else ''}; monotone: {'yes' if res.monotone else 'NO'}")
+        statuses = sorted({getattr(s, 'value', str(s)) for s in res.statuses})
+        print(f"solver statuses: {', '.join(statuses)}")
+        i = res.info
+        print(f"time {i.get('seconds', wall):.3f} s (build {i.get('build_seconds', 0):.3f}, compile "
+              f"{i.get('compile_seconds', 0):.3f}, solve {i.get('solve_seconds', 0):.3f})")
+        print(f"training accuracy {100 * train_acc:.2f}% (on the data the model was fitted to; "
+              f"--cv 10 estimates test accuracy)")
+    if args.json:
+        out = {**meta(args, argv),
+               "dataset": {"name": data.name, "source": data.source, "n_samples": data.n_samples,
+                           "n_features": data.n_features, "classes": to_jsonable(classes),
+                           "class_counts": {str(k): v for k, v in data.class_counts.items()},
+                           "feature_names": names},
+               "method": args.method, "components": components, "params": to_jsonable(res.params),
+               "fit_options": to_jsonable({k: v for k, v in params.items() if k in ("backend", "time_limit")}),
+               "scale": args.scale, "n_features": args.n_features, "seed": None,
+               "versions": environment_versions({"solver": f"{res.backend} {solver}" if solver else res.backend}),
+               "result": to_jsonable(res.to_dict()),
+               "selected_names": None if kernel else [names[j] for j in res.selected],
+               "coef": to_jsonable(np.asarray(res.coef).tolist()), "intercept": to_jsonable(np.asarray(res.intercept).tolist()),
+               "classes": to_jsonable(classes), "training_accuracy": train_acc,
+               "facts": to_jsonable(facts), "history": [to_jsonable(h.as_dict()) for h in res.history]}
+        write_json(args.json, out)
+    if args.csv:
+        if kernel:
+            rows = [{"index": int(j), "selected": bool(res.support[j])} for j in range(len(res.support))]
+            write_csv(args.csv, rows)
+        else:
+            rows = []
+            for j in range(len(names)):
+                row = {"index": j, "feature": names[j], "selected": bool(res.support[j])}
+                if coef.shape[0] == 1:
+                    row["weight"] = float(coef[0, j])
+                else:
+                    for k, c in enumerate(classes):
+                        row[f"weight_{c}"] = float(coef[k, j])
+                rows.append(row)
+            write_csv(args.csv, rows)
+    report_written(args)
+    return EXIT_OK
+
+
+_LESS_PRESSURE = {"C": "a larger C", "alpha": "a smaller alpha", "eps": "a larger eps", "p": "a larger p",
+                  "delta": "a smaller delta", "delta_fraction": "a smaller delta_fraction"}
+
+
+def pressure_hint(res) -> str:
+    """The parameters of this fit's own components that lower its sparsity pressure (em-l0 has
+    ``C`` and ``p``, no ``alpha``)."""
+    own = [a.name for c in (res.formulation, res.surrogate) if c is not None
+           for a in getattr(type(c), "__attrs_attrs__", ())]
+    knobs = [f"--set {k}=... ({_LESS_PRESSURE[k]})" for k in own if k in _LESS_PRESSURE]
+    return "e.g. " + " or ".join(knobs) if knobs else "another method or a larger n_features"
+
+
+def _w(v: float, digits: int) -> str:
+    return "0" if v == 0 else f"{v:+.{digits}g}"
+

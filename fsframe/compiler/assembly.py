@@ -1,0 +1,135 @@
+"""Columns and row blocks as the compiler reads them, and their assembly into :class:`ProblemData`."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from ..canonical import ProblemData
+from ..errors import UnsupportedProblemError
+from ..pyomo_ext import LinearMap
+
+__all__ = ["ProblemBuilder", "assemble"]
+
+
+class ProblemBuilder:
+    """The columns (Pyomo variables, in order of first use) and the row blocks read so far.
+
+    A linear block is ``(data, columns, indptr, lower, upper)``: CSR rows over global columns
+    with bounds ``lower <= row <= upper``; a cone block is ``(data, columns, indptr, const, q)``:
+    the rows of ``-G`` and ``h`` of one cone of size ``q``.
+    """
+
+    def __init__(self):
+        self.col_index: dict[int, int] = {}
+        self.columns: list = []
+        self.blocks: list = []
+        self.cone_blocks: list = []
+        self.paths = {"recorded": 0, "direct": 0, "general": 0, "cones": 0}
+
+    def col(self, v) -> int:
+        """The column of variable ``v`` (a new one on first use)."""
+        key = id(v)
+        j = self.col_index.get(key)
+        if j is None:
+            if not v.is_continuous():
+                raise UnsupportedProblemError(
+                    f"variable {v.name} is {v.domain}: fsframe compiles continuous convex problems only")
+            j = len(self.columns)
+            self.col_index[key] = j
+            self.columns.append(v)
+        return j
+
+    def cols(self, vars) -> NDArray:
+        """The columns of ``vars`` (known ones looked up in bulk)."""
+        got = list(map(self.col_index.get, map(id, vars)))
+        if None in got:
+            col = self.col
+            got = [col(v) if j is None else j for v, j in zip(vars, got)]
+        return np.array(got, dtype=np.int64).reshape(len(got))
+
+    def add_map_rows(self, lmap: LinearMap, lower, upper, path: str) -> None:
+        """Rows ``lower <= lmap <= upper``, read by ``path``."""
+        M = lmap.matrix
+        cols = self.cols(lmap.vars)
+        self.blocks.append((M.data, cols[M.indices], M.indptr, lower - lmap.const, upper - lmap.const))
+        self.paths[path] += M.shape[0]
+
+    def add_row(self, coefs, vars, lower, upper, path: str) -> None:
+        """One row ``lower <= coefs @ vars <= upper``, read by ``path``."""
+        cols = self.cols(vars)
+        self.blocks.append((np.asarray(coefs, dtype=float), cols, np.array([0, len(cols)]),
+                            np.array([lower]), np.array([upper])))
+        self.paths[path] += 1
+
+    def add_cone(self, cone: LinearMap) -> None:
+        """The second-order cone ``||cone[1:]|| <= cone[0]``."""
+        cols = self.cols(cone.vars)
+        M = cone.matrix
+        self.cone_blocks.append((M.data, cols[M.indices], M.indptr, cone.const, M.shape[0]))
+        self.paths["cones"] += 1
+
+
+def _split_rows(blocks: list, n: int):
+    """Equality rows ``(A, b)`` and the ``R_+`` rows of ``(G, h)`` (upper bounds, then negated
+    lower bounds) of the linear blocks, as lists of matrices and right-hand sides."""
+    eq_rows, eq_rhs, g_rows, g_rhs = [], [], [], []
+    for data, idx, ptr, lo, up in blocks:
+        R = sp.csr_matrix((data, idx, ptr), shape=(len(ptr) - 1, n))
+        lo = np.asarray(lo, dtype=float)
+        up = np.asarray(up, dtype=float)
+        eq = lo == up
+        if eq.all():
+            eq_rows.append(R)
+            eq_rhs.append(up)
+            continue
+        if eq.any():
+            eq_rows.append(R[eq])
+            eq_rhs.append(up[eq])
+        fin_up = np.isfinite(up) & ~eq
+        fin_lo = np.isfinite(lo) & ~eq
+        if fin_up.any():
+            g_rows.append(R if fin_up.all() else R[fin_up])
+            g_rhs.append(up[fin_up])
+        if fin_lo.any():
+            g_rows.append(-(R if fin_lo.all() else R[fin_lo]))
+            g_rhs.append(-lo[fin_lo])
+    return eq_rows, eq_rhs, g_rows, g_rhs
+
+
+def _stack(rows: list, rhs: list, n: int):
+    M = sp.vstack(rows, format="csr") if rows else sp.csr_matrix((0, n))
+    M.resize((M.shape[0], n))
+    # a variable listed twice in one row (a Pyomo LinearExpression or a LinearMap may repeat one)
+    # leaves two entries in one (row, column): HiGHS and ECOS reject that; sum them. A no-op check
+    # for rows already in canonical form.
+    M.sum_duplicates()
+    return M, (np.concatenate(rhs) if rhs else np.zeros(0))
+
+
+def _column_bounds(columns: list) -> tuple[NDArray, NDArray]:
+    """The variables' bounds; a fixed variable's value is both."""
+    n = len(columns)
+    bnds = [v.bounds for v in columns]  # one domain lookup per column instead of two
+    lb = np.array([-np.inf if lo is None else float(lo) for lo, _ in bnds], dtype=float).reshape(n)
+    ub = np.array([np.inf if up is None else float(up) for _, up in bnds], dtype=float).reshape(n)
+    for k in [k for k, v in enumerate(columns) if v.fixed]:
+        lb[k] = ub[k] = float(columns[k].value)
+    return lb, ub
+
+
+def assemble(bld: ProblemBuilder, c: NDArray, P, offset: float) -> ProblemData:
+    """The :class:`ProblemData` of everything ``bld`` read, with objective ``(c, P, offset)``."""
+    n = len(bld.columns)
+    eq_rows, eq_rhs, g_rows, g_rhs = _split_rows(bld.blocks, n)
+    l = int(sum(r.shape[0] for r in g_rows))  # noqa: E741
+    cones = []
+    for data, idx, ptr, const, q in bld.cone_blocks:
+        g_rows.append(-sp.csr_matrix((data, idx, ptr), shape=(q, n)))
+        g_rhs.append(np.asarray(const, dtype=float))
+        cones.append(int(q))
+    A, b = _stack(eq_rows, eq_rhs, n)
+    G, h = _stack(g_rows, g_rhs, n)
+    lb, ub = _column_bounds(bld.columns)
+    return ProblemData(c=c, A=A, b=b, G=G, h=h, lb=lb, ub=ub, l=l, cones=tuple(cones), P=P, offset=offset)

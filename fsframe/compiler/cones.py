@@ -1,0 +1,112 @@
+"""Second-order cones: recognised in a quadratic constraint, or taken from the records of
+:func:`fsframe.pyomo_ext.add_soc` in one of two forms (``cone_form``).
+
+A recorded cone ``||lhs|| <= rhs`` is stated in Pyomo through auxiliary variables ``z = lhs``,
+``t = rhs``. ``"substitute"`` puts the affine maps ``rhs``, ``lhs`` straight into the cone's rows
+(no auxiliary columns, the definitions are not compiled) unless an auxiliary is used elsewhere;
+``"auxiliary"`` keeps the auxiliaries as columns and their definitions as equality rows.
+Cone rows are ``(t, z_1, ..., z_k)``: entry 0 is the bound.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import UnsupportedProblemError
+from ..pyomo_ext import Annotations, ConeRecord, LinearMap
+from .assembly import ProblemBuilder
+
+__all__ = ["CONE_FORMS", "ConePlan", "detect_cone"]
+
+CONE_FORMS = ("substitute", "auxiliary")
+
+
+def detect_cone(cdata, repn, lo: float, up: float) -> LinearMap:
+    """Recognise ``sum a_i x_i^2 - b t^2 <= 0`` with ``t >= 0`` (``repn`` of the constraint
+    ``cdata``'s body, bounds ``lo``/``up`` less its constant) as ``||sqrt(a) x|| <= sqrt(b) t``."""
+    msg = (f"quadratic constraint {cdata.name} is not a second-order cone of the form "
+           "sum a_i x_i^2 <= b t^2 with t >= 0; declare cones with fsframe.pyomo_ext.add_soc")
+    if repn.linear_vars or np.isfinite(lo) or up != 0.0:
+        raise UnsupportedProblemError(msg)
+    pos, neg = [], []
+    for (v1, v2), a in zip(repn.quadratic_vars, repn.quadratic_coefs):
+        if v1 is not v2:
+            raise UnsupportedProblemError(msg)
+        (pos if a > 0 else neg).append((v1, float(a)))
+    if len(neg) != 1 or neg[0][0].lb is None or neg[0][0].lb < 0:
+        raise UnsupportedProblemError(msg)
+    t, b = neg[0]
+    vars_ = [t] + [v for v, _ in pos]
+    scale = np.sqrt(np.array([-b] + [a for _, a in pos]))
+    return LinearMap(sp.diags(scale).tocsr(), vars_)
+
+
+def _substituted(rec: ConeRecord) -> LinearMap:
+    """The cone rows ``(rhs, lhs)`` over the variables of the two maps."""
+    # identity, not ==: comparing Pyomo variables with == builds expressions
+    if len(rec.rhs.vars) == len(rec.lhs.vars) and all(a is b for a, b in zip(rec.rhs.vars, rec.lhs.vars)):
+        rows = sp.vstack([rec.rhs.matrix, rec.lhs.matrix], format="csr")
+        vars_ = rec.rhs.vars
+    else:  # put both maps over a common variable list
+        vars_ = tuple(rec.rhs.vars) + tuple(rec.lhs.vars)
+        rows = sp.vstack([sp.hstack([rec.rhs.matrix, sp.csr_matrix((1, len(rec.lhs.vars)))]),
+                          sp.hstack([sp.csr_matrix((rec.lhs.n_rows, len(rec.rhs.vars))), rec.lhs.matrix])],
+                         format="csr")
+    return LinearMap(rows, vars_, np.concatenate([rec.rhs.const, rec.lhs.const]))
+
+
+class ConePlan:
+    """Which constraint components the recorded cones take over, and the cones they give.
+
+    A record is used only while its constraint and definitions are as recorded (``fast``); the
+    constraint reader skips the components :meth:`takes`, and :meth:`cone_maps` turns the
+    records it collected into cone rows once every other column is known.
+    """
+
+    def __init__(self, ann: Annotations, *, fast: bool, cone_form: str):
+        if cone_form not in CONE_FORMS:
+            raise ValueError(f"cone_form must be 'substitute' or 'auxiliary', got {cone_form!r}")
+        self.substitute = cone_form == "substitute"
+        self._ann = ann
+        self._records = {id(r.component): r for r in ann.cones if r.intact(ann)} if fast else {}
+        self._definitions = ({id(d): r for r in self._records.values() for d in r.definitions}
+                             if self.substitute else {})
+        self.deferred: list[ConeRecord] = []
+
+    def takes(self, component) -> bool:
+        """Whether ``component`` is a recorded cone (collected) or a definition it may substitute."""
+        rec = self._records.get(id(component))
+        if rec is not None:
+            self.deferred.append(rec)
+            return True
+        return id(component) in self._definitions
+
+    def _used_elsewhere(self, bld: ProblemBuilder, general_cones: list[LinearMap]) -> set:
+        """``id`` of every variable in a row, the objective, the slot, or a cone's maps."""
+        elsewhere: set = set(bld.col_index)
+        for rec in self.deferred:
+            elsewhere.update(map(id, rec.lhs.vars))
+            elsewhere.update(map(id, rec.rhs.vars))
+        for cm in general_cones:
+            elsewhere.update(map(id, cm.vars))
+        return elsewhere
+
+    def cone_maps(self, bld: ProblemBuilder, general_cones: list[LinearMap]) -> list[LinearMap]:
+        """The rows of every cone. A recorded cone is substituted unless an auxiliary is used
+        elsewhere; kept auxiliaries bring their definitions' rows into ``bld`` (when
+        substituting, they were skipped while reading). A cone refers to the variables of its
+        maps in either form, never to its own auxiliaries."""
+        elsewhere = (self._used_elsewhere(bld, general_cones)
+                     if self.substitute and any(rec.aux for rec in self.deferred) else set())
+        out: list[LinearMap] = []
+        for rec in self.deferred:
+            if self.substitute and not any(id(v) in elsewhere for v in rec.aux):
+                out.append(_substituted(rec))
+                continue
+            if self.substitute:
+                for d in rec.definitions:
+                    blk = self._ann.linear[id(d)]
+                    bld.add_map_rows(blk.lmap, blk.lower, blk.upper, "recorded")
+            out.append(LinearMap.identity([rec.t, *rec.z]))
+        return out + general_cones

@@ -1,0 +1,62 @@
+"""Reading the constraints of a Pyomo model into rows, on three paths, fastest first.
+
+1. *recorded* — a component built by :func:`fsframe.pyomo_ext.add_linear_constraints` carries
+   its matrix, used as it is while the component is intact (same row count, all rows active,
+   no row edited since it was recorded: one identity test per row);
+2. *direct* — a ``LinearExpression`` body with numeric coefficients is read without a repn;
+3. *general* — ``generate_standard_repn(quadratic=True)`` on anything else; a quadratic
+   constraint is handed to :func:`fsframe.compiler.cones.detect_cone`.
+"""
+
+from __future__ import annotations
+
+from numbers import Number
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.core.expr.numeric_expr import LinearExpression
+from pyomo.repn import generate_standard_repn
+
+from ..errors import UnsupportedProblemError
+from ..pyomo_ext import Annotations, LinearMap
+from .assembly import ProblemBuilder
+from .cones import ConePlan, detect_cone
+
+__all__ = ["read_constraints"]
+
+
+def read_constraints(model, ann: Annotations, bld: ProblemBuilder, plan: ConePlan, fast: bool) -> list[LinearMap]:
+    """Read every active constraint of ``model`` into ``bld``, except the recorded cones and
+    definitions ``plan`` takes over (collected in ``plan.deferred``); return the cones found
+    on the general path."""
+    general_cones: list[LinearMap] = []
+    for comp in model.component_objects(pyo.Constraint, active=True, descend_into=True):
+        if plan.takes(comp):
+            continue
+        block = ann.linear.get(id(comp)) if fast else None
+        if block is not None and block.intact():
+            bld.add_map_rows(block.lmap, block.lower, block.upper, "recorded")
+            continue
+        for cdata in comp.values():
+            if cdata.active:
+                _read_constraint(bld, cdata, general_cones)
+    return general_cones
+
+
+def _read_constraint(bld: ProblemBuilder, cdata, cones_out: list) -> None:
+    """One constraint on the direct or the general path."""
+    body = cdata.body
+    lo = -np.inf if cdata.lower is None else float(pyo.value(cdata.lower))
+    up = np.inf if cdata.upper is None else float(pyo.value(cdata.upper))
+    if type(body) is LinearExpression and all(isinstance(c, Number) for c in body.linear_coefs):
+        const = float(pyo.value(body.constant)) if body.constant is not None else 0.0
+        bld.add_row(body.linear_coefs, body.linear_vars, lo - const, up - const, "direct")
+        return
+    repn = generate_standard_repn(body, quadratic=True, compute_values=True)
+    if repn.nonlinear_expr is not None:
+        raise UnsupportedProblemError(f"constraint {cdata.name} is nonlinear; fsframe compiles LP/QP/SOCP only")
+    const = float(repn.constant)
+    if repn.quadratic_vars:
+        cones_out.append(detect_cone(cdata, repn, lo - const, up - const))
+        return
+    bld.add_row(repn.linear_coefs, repn.linear_vars, lo - const, up - const, "general")

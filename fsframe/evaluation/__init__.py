@@ -1,0 +1,76 @@
+"""Cross-validated evaluation of feature-selection methods.
+
+:func:`cross_validate` runs one method over stratified folds (or repeated random splits) and
+returns a :class:`CVResult`: one :class:`FoldRecord` per fit (accuracy, MCC, selected features,
+iterations, seconds, solver statuses, or the error that stopped it), mean ± std summaries and the
+stability of the selection across folds. :func:`compare` runs several methods on the *same* splits
+and returns a :class:`CompareResult` (the paper-style table).
+
+Protocols of the source papers (docs/evaluation.md):
+
+* 000 — 10-fold CV; TSA (accuracy, eq. 59), MCC (eq. 60), PSF (% selected features), iterations:
+  ``cross_validate(data, method, cv=10)``;
+* 001 — 10 x 10-fold CV; number of selected features, accuracy, selection frequency / stability:
+  ``cross_validate(data, method, cv=10, repeats=10)``;
+* 002 — 10 random 80/20 splits; exactly ``r`` features; a standard L2 SVM retrained on them:
+  ``cross_validate(data, method, cv=0.2, repeats=10, n_features=r, retrain="svm")``;
+* 004 — 10 random 60/40 splits, z-scored features; a linear SVM on the top ``d`` features:
+  ``cv=0.4, repeats=10, n_features=d, retrain=<any scikit-learn classifier>`` (e.g. a
+  ``GridSearchCV`` over ``LinearSVC(C)`` for the paper's inner tuning of ``C``).
+
+Every preprocessing step (standardisation, the retrained classifier) is fitted on the training
+part of each split only. Splits depend only on ``y``, the protocol and ``random_state``: runs are
+reproducible, and methods compared with the same seed see the same splits. Inputs are never
+modified.
+
+Modules, by concern: :mod:`~fsframe.evaluation.splits` (protocols), :mod:`~.preprocess` (scaling,
+retrained classifier), :mod:`~.metrics`, :mod:`~.stability`, :mod:`~.config` (method
+configurations), :mod:`~.records` (:class:`FoldRecord`, :class:`CVResult`), :mod:`~.report`
+(text), :mod:`~.runner` (:func:`cross_validate`), :mod:`~.comparison` (:func:`compare`),
+:mod:`~.serialize` (JSON, versions).
+"""
+
+from __future__ import annotations
+
+from .comparison import CompareResult, compare
+from .config import accepted_parameters, component_dict, format_components
+from .metrics import METRIC_LABELS, METRICS, accuracy_score, mcc_score
+from .preprocess import SCALINGS, scale_fit_transform
+from .records import CVResult, FoldRecord, Progress
+from .report import describe_protocol, facts_text
+from .runner import AUTO_PARALLEL_SECONDS, EvaluationInterrupted, cross_validate
+from .serialize import environment_versions, to_jsonable
+from .splits import MAX_SEED, Split, make_splits
+from .stability import StabilityEstimate, jaccard_index, kuncheva_index, nogueira_stability, selection_frequency
+
+__all__ = [
+    "cross_validate",
+    "compare",
+    "CVResult",
+    "CompareResult",
+    "FoldRecord",
+    "Split",
+    "Progress",
+    "StabilityEstimate",
+    "EvaluationInterrupted",
+    "make_splits",
+    "accuracy_score",
+    "mcc_score",
+    "selection_frequency",
+    "nogueira_stability",
+    "kuncheva_index",
+    "jaccard_index",
+    "accepted_parameters",
+    "component_dict",
+    "format_components",
+    "facts_text",
+    "describe_protocol",
+    "scale_fit_transform",
+    "to_jsonable",
+    "environment_versions",
+    "SCALINGS",
+    "METRICS",
+    "METRIC_LABELS",
+    "MAX_SEED",
+    "AUTO_PARALLEL_SECONDS",
+]

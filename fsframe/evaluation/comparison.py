@@ -1,0 +1,198 @@
+"""Several configurations on the same splits: :func:`compare` and :class:`CompareResult`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterable, Mapping
+
+import attrs
+from numpy.typing import ArrayLike
+
+from ..dataset import Dataset
+from ..errors import InvalidOptionError
+from ..plugins import get_registry
+from .config import _accepts, accepted_parameters
+from .records import CVResult, Progress
+from .report import describe_protocol, fmt, wrap
+from .runner import EvaluationInterrupted, _emit_warnings, _run
+from .serialize import to_jsonable
+
+__all__ = ["compare", "CompareResult"]
+
+
+@attrs.frozen(eq=False)
+class CompareResult:
+    """Several configurations cross-validated on the same splits (see :func:`compare`)."""
+
+    results: tuple
+    protocol: dict
+    dataset: dict
+    seconds: float
+
+    def __getitem__(self, label: str) -> CVResult:
+        for r in self.results:
+            if r.label == label:
+                return r
+        raise KeyError(f"no result labelled {label!r}; labels are {[r.label for r in self.results]}")
+
+    @property
+    def labels(self) -> list[str]:
+        return [r.label for r in self.results]
+
+    @property
+    def interrupted(self) -> bool:
+        """True when Ctrl-C stopped the run: some configurations miss some of their fits."""
+        return any(r.interrupted for r in self.results)
+
+    COLUMNS = ("accuracy", "mcc", "n_selected", "pct_selected", "n_iter", "seconds")
+
+    def rows(self) -> list[dict]:
+        """One flat row per configuration: mean and std of every metric, stability, failures."""
+        rows = []
+        for r in self.results:
+            s = r.summary()
+            st = r.stability()
+            row = {"label": r.label, "method": r.method}
+            for m in r.metrics:
+                row[f"{m}_mean"] = s[m]["mean"]
+                row[f"{m}_std"] = s[m]["std"]
+            row.update(stability=st.get("nogueira"), stability_ci_low=(st.get("nogueira_ci") or [None, None])[0],
+                       stability_ci_high=(st.get("nogueira_ci") or [None, None])[1], n_fits=r.n_folds,
+                       n_failed=r.n_failed, params=" ".join(f"{k}={v}" for k, v in r.params.items()))
+            rows.append(to_jsonable(row))
+        return rows
+
+    def table(self, *, markdown: bool = False) -> str:
+        """The paper-style table: one row per configuration, mean ± std over the fits."""
+        retrain = self.protocol.get("retrain") is not None
+        head = ["method", "accuracy (%)", "MCC", "features", "features (%)", "iterations", "seconds", "stability"]
+        if retrain:
+            head.insert(3, "selector acc. (%)")
+        if any(r.n_failed for r in self.results):
+            head.append("failed")
+        body = []
+        for r in self.results:
+            s = r.summary()
+
+            def ms(m, r=r, s=s):
+                if s[m]["mean"] is None:
+                    return "-"
+                std = s[m]["std"]
+                return fmt(s[m]["mean"], m) + ("" if std is None else f" ± {fmt(std, m)}")
+
+            st = r.stability().get("nogueira")
+            row = [r.label, ms("accuracy"), ms("mcc"), ms("n_selected"), ms("pct_selected"), ms("n_iter"),
+                   fmt(s["seconds"]["mean"], "seconds"), "-" if st is None else f"{st:.2f}"]
+            if retrain:
+                row.insert(3, ms("selector_accuracy"))
+            if "failed" in head:
+                row.append(f"{r.n_failed}/{r.n_folds}")
+            body.append(row)
+        if markdown:
+            lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "--:" for i in range(len(head))) + "|"]
+            lines += ["| " + " | ".join(row) + " |" for row in body]
+            return "\n".join(lines)
+        w = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
+        def line(row):
+            return "  ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(row)).rstrip()
+
+        return "\n".join([line(head), "  ".join("-" * x for x in w)] + [line(row) for row in body])
+
+    def report(self, *, markdown: bool = False) -> str:
+        ds = self.dataset
+        title = f"{ds['name']} ({ds['n_samples']} samples x {ds['n_features']} features, {len(ds['classes'])} classes)"
+        prot = f"protocol: {describe_protocol(self.protocol)}"
+        solvers = sorted({r.versions.get("solver", r.backend) for r in self.results})
+        undefined = [r.label for r in self.results if r.stability().get("nogueira") is None]
+        foot = (f"mean ± std over {self.results[0].n_folds} fits on the same splits; MCC: paper 000 eq. 60"
+                f"{' (multi-class: Gorodkin R_K)' if len(ds['classes']) > 2 else ''}; stability: Nogueira et al. 2018"
+                f"{' (-: undefined, every fit selected all or no features)' if undefined else ''}; "
+                f"solver {', '.join(solvers)}; total {self.seconds:.1f} s")
+        if self.interrupted:
+            done, planned = sum(r.n_folds for r in self.results), sum(r.n_planned or 0 for r in self.results)
+            foot = f"INTERRUPTED: {done} of {planned} planned fits finished, the rows use those; " + foot
+        if markdown:
+            return f"**{title}**; {prot}\n\n{self.table(markdown=True)}\n\n{foot}"
+        return "\n".join([title, *wrap(prot, 110, ""), "", self.table(), "", *wrap(foot, 110, "")])
+
+    def to_dict(self, *, arrays: bool = False) -> dict:
+        return to_jsonable({"protocol": self.protocol, "dataset": self.dataset, "seconds": self.seconds,
+                            "interrupted": self.interrupted,
+                          "rows": self.rows(), "results": [r.to_dict(arrays=arrays) for r in self.results]})
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def _entries(methods) -> list[tuple[str, dict]]:
+    reg = get_registry()
+    if methods is None:
+        return [(n, {"method": n}) for n in reg.names("method")]
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    out = []
+    items = methods.items() if isinstance(methods, Mapping) else methods
+    for item in items:
+        if isinstance(item, str):
+            out.append((item, {"method": item}))
+            continue
+        try:
+            label, spec = item
+        except (TypeError, ValueError):
+            raise InvalidOptionError(f"methods entries are names, (label, params) pairs or a mapping "
+                                     f"label -> params; got {item!r}") from None
+        spec = dict(spec or {})
+        if not any(k in spec for k in ("method", "formulation", "loop")):
+            spec["method"] = label
+        out.append((str(label), spec))
+    if not out:
+        raise InvalidOptionError("no methods to compare")
+    return out
+
+
+def compare(
+    data_or_X: Dataset | ArrayLike,
+    y: ArrayLike | None = None,
+    methods: Iterable | Mapping | str | None = None,
+    *,
+    cv: Any = 10,
+    repeats: int = 1,
+    scale: str = "standard",
+    n_jobs: int = 1,
+    random_state: int | None = 0,
+    n_features: int | None = None,
+    retrain: Any = None,
+    retrain_C: float = 1.0,
+    progress: Callable[[Progress], None] | None = None,
+    on_error: str = "record",
+    **params,
+) -> CompareResult:
+    """Cross-validate several configurations on the same splits (a paired comparison).
+
+    ``methods`` is a list of method names (``None``: every registered method), a comma-separated
+    string, or labelled configurations — ``[("fsv a=1", {"method": "fsv", "alpha": 1}), ...]`` or
+    a mapping label -> parameters (a label that is a method name needs no ``"method"`` key).
+    ``**params`` apply to every configuration that accepts them (``alpha`` reaches ``fsv`` but
+    not ``l1-svm``); a parameter no configuration accepts is an error. Other arguments as in
+    :func:`cross_validate`; all fits of all configurations share one pool of ``n_jobs`` workers.
+    """
+    entries = _entries(methods)
+    if params:
+        accepted = {label: accepted_parameters(spec.get("method"), formulation=spec.get("formulation"),
+                                               surrogate=spec.get("surrogate"), loop=spec.get("loop"))
+                    for label, spec in entries}
+        nobody = [k for k in params if not any(_accepts(acc, k) for acc in accepted.values())]
+        if nobody:
+            raise InvalidOptionError(f"parameter(s) {nobody} are accepted by none of {[e[0] for e in entries]}")
+        entries = [(label, {**{k: v for k, v in params.items() if _accepts(accepted[label], k) and k not in spec},
+                            **spec}) for label, spec in entries]
+    t0 = time.perf_counter()
+    results, protocol, interrupted = _run(data_or_X, y, entries, cv=cv, repeats=repeats, scale=scale, n_jobs=n_jobs,
+                             random_state=random_state, n_features=n_features, retrain=retrain,
+                             retrain_C=retrain_C, progress=progress, on_error=on_error)
+    _emit_warnings(results)
+    out = CompareResult(results=tuple(results), protocol=protocol, dataset=results[0].dataset,
+                        seconds=time.perf_counter() - t0)
+    if interrupted:
+        raise EvaluationInterrupted(out)
+    return out

@@ -1,0 +1,381 @@
+"""The records of an evaluation: one :class:`FoldRecord` per fit and the :class:`CVResult` that
+summarises them."""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import InvalidOptionError
+from .config import format_components
+from .metrics import METRICS
+from .report import describe_protocol, facts_text, first_line, summary_table, wrap
+from .serialize import to_jsonable
+from .stability import jaccard_index, kuncheva_index, nogueira_stability, selection_frequency
+
+__all__ = ["FoldRecord", "Progress", "CVResult"]
+
+
+@attrs.frozen(eq=False)
+class FoldRecord:
+    """The outcome of one fit on one split.
+
+    A failed fit has ``ok=False``, ``error_type``/``error`` (and ``solver_status`` for a
+    :class:`~fsframe.errors.SolverFailedError`) and ``None`` metrics; it is counted, never dropped.
+
+    Attributes
+    ----------
+    accuracy, mcc : float
+        Of the evaluated classifier on the test part: the selector's own model, or the classifier
+        retrained on the selected features (``retrain=``).
+    selector_accuracy, selector_mcc : float
+        Of the selector's own sparse model (equal to the above without ``retrain``).
+    n_selected, pct_selected : int, float
+        Selected features (training samples for a kernel map) and their percentage.
+    n_iter, converged, monotone, objective, stop_reason, statuses
+        From the :class:`~fsframe.FitResult`.
+    seconds : float
+        The selector's fit (``FitResult.info["seconds"]``); ``total_seconds`` also counts scaling,
+        retraining and prediction.
+    selected : tuple of int
+        Selected feature indices (original sample indices for a kernel map).
+    facts : dict
+        What the fit derived from the training part (``FitResult.facts``),
+        e.g. MPM's ``delta`` used and ``delta_max``.
+    warnings : tuple of (category, message)
+        Warnings raised during this fold.
+    train, test, y_pred : arrays
+        The split and the evaluated classifier's test predictions.
+    """
+
+    label: str
+    repeat: int
+    fold: int
+    n_train: int
+    n_test: int
+    ok: bool
+    accuracy: float | None = None
+    mcc: float | None = None
+    selector_accuracy: float | None = None
+    selector_mcc: float | None = None
+    n_selected: int | None = None
+    pct_selected: float | None = None
+    n_iter: int | None = None
+    converged: bool | None = None
+    monotone: bool | None = None
+    objective: float | None = None
+    stop_reason: str | None = None
+    statuses: tuple = ()
+    seconds: float | None = None
+    total_seconds: float = 0.0
+    selected: tuple = ()
+    facts: dict = attrs.field(factory=dict)
+    backend_version: str | None = None
+    error_type: str | None = None
+    error: str | None = None
+    solver_status: str | None = None
+    traceback: str | None = attrs.field(default=None, repr=False)
+    warnings: tuple = attrs.field(default=(), repr=False)
+    train: NDArray | None = attrs.field(default=None, repr=False)
+    test: NDArray | None = attrs.field(default=None, repr=False)
+    y_pred: NDArray | None = attrs.field(default=None, repr=False)
+
+    @property
+    def status(self) -> str:
+        return "ok" if self.ok else "failed"
+
+    def as_dict(self, *, arrays: bool = False) -> dict:
+        """JSON-serialisable fields (the index and prediction arrays only with ``arrays=True``)."""
+        out = {}
+        for f in attrs.fields(FoldRecord):
+            v = getattr(self, f.name)
+            if f.name in ("train", "test", "y_pred"):
+                if not arrays:
+                    continue
+                v = None if v is None else v.tolist()
+            elif f.name == "warnings":
+                v = [f"{c.__name__}: {m}" for c, m in v]
+            out[f.name] = to_jsonable(v)
+        out["status"] = self.status
+        return out
+
+
+@attrs.frozen
+class Progress:
+    """Passed to the ``progress`` callback after each fit: ``done`` of ``total`` fits finished;
+    ``record`` is the fold just finished."""
+
+    done: int
+    total: int
+    record: FoldRecord
+
+
+
+def _stats(values: Sequence[float]) -> dict:
+    a = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    if a.size == 0:
+        return {"mean": None, "std": None, "min": None, "max": None, "n": 0}
+    return {"mean": float(a.mean()), "std": float(a.std(ddof=1)) if a.size > 1 else None,
+            "min": float(a.min()), "max": float(a.max()), "n": int(a.size)}
+
+
+
+_NUM = re.compile(r"[-+]?\d+(\.\d+)?([eE][-+]?\d+)?")
+
+
+def _group_warnings(folds: Sequence[FoldRecord]) -> list[dict]:
+    """Warnings of all folds, grouped by category and message shape (numbers masked)."""
+    groups: dict[tuple, dict] = {}
+    for r in folds:
+        seen = set()
+        for cat, msg in r.warnings:
+            key = (cat, _NUM.sub("#", msg))
+            if key in seen:
+                continue
+            seen.add(key)
+            g = groups.setdefault(key, {"category": cat, "message": msg, "folds": 0})
+            g["folds"] += 1
+    return list(groups.values())
+
+
+@attrs.frozen(eq=False)
+class CVResult:
+    """The outcome of :func:`cross_validate`: every fold and the summaries derived from them.
+
+    Attributes
+    ----------
+    label : str
+        The method name (or ``formulation+surrogate+loop``), or the label given to :func:`compare`.
+    method : str or None
+    components : dict
+        The formulation, surrogate, loop and kernel map with every parameter value.
+    params : dict
+        The parameters as resolved (method defaults plus user values), and ``fit_options``.
+    protocol : dict
+        Splitting (kind, folds, repeats, test size, seed), scaling, retraining, ``n_features``.
+    dataset : dict
+        Name, shape, classes and class counts, feature names.
+    folds : tuple of FoldRecord
+        In split order (repeat, fold).
+    seconds : float
+        Wall time of the whole evaluation.
+    versions : dict
+        Python, fsframe, numpy, scipy, scikit-learn, pyomo, the solver packages, and the solver
+        version reported by the backend.
+    n_planned : int or None
+        The fits the protocol planned; more than ``n_folds`` when the run was interrupted
+        (:class:`EvaluationInterrupted`), and ``folds`` then holds the finished fits only.
+    """
+
+    label: str
+    method: str | None
+    components: dict
+    params: dict
+    fit_options: dict
+    backend: str
+    protocol: dict
+    dataset: dict
+    folds: tuple
+    seconds: float
+    versions: dict
+    n_planned: int | None = None
+
+    # -- folds ------------------------------------------------------------------------------
+    @property
+    def ok_folds(self) -> list[FoldRecord]:
+        return [f for f in self.folds if f.ok]
+
+    @property
+    def failed_folds(self) -> list[FoldRecord]:
+        return [f for f in self.folds if not f.ok]
+
+    @property
+    def n_folds(self) -> int:
+        return len(self.folds)
+
+    @property
+    def n_failed(self) -> int:
+        return len(self.failed_folds)
+
+    @property
+    def interrupted(self) -> bool:
+        """True when Ctrl-C stopped the run before every planned fit finished."""
+        return self.n_planned is not None and self.n_folds < self.n_planned
+
+    def values(self, metric: str) -> NDArray:
+        """The per-fold values of ``metric`` over the successful folds."""
+        if metric not in attrs.fields_dict(FoldRecord):
+            raise InvalidOptionError(f"unknown metric {metric!r}; metrics are {list(METRICS)}")
+        return np.array([getattr(f, metric) for f in self.ok_folds], dtype=np.float64)
+
+    # -- summaries ------------------------------------------------------------------------------
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        extra = ("selector_accuracy", "selector_mcc") if self.protocol.get("retrain") is not None else ()
+        return METRICS + extra
+
+    def summary(self) -> dict:
+        """``{metric: {mean, std, min, max, n}}`` over the successful folds (``std`` with
+        ``ddof=1``). With repeated k-fold CV each entry also has ``repeat_std``: the standard
+        deviation of the per-repeat means."""
+        out = {}
+        repeats = self.protocol.get("repeats", 1)
+        for m in self.metrics:
+            vals = [getattr(f, m) for f in self.ok_folds]
+            s = _stats(vals)
+            if self.protocol.get("kind") == "k-fold" and repeats > 1:
+                per = [_stats([getattr(f, m) for f in self.ok_folds if f.repeat == r])["mean"] for r in range(repeats)]
+                s["repeat_std"] = _stats(per)["std"]
+            out[m] = s
+        return out
+
+    def facts(self) -> dict:
+        """``{name: {mean, std, min, max, n}}`` of what the fits derived from their training parts
+        (``FoldRecord.facts``, e.g. MPM's ``delta`` and ``delta_max``), over the successful folds."""
+        names = list(dict.fromkeys(k for f in self.ok_folds for k in f.facts))
+        return {k: _stats([f.facts.get(k) for f in self.ok_folds]) for k in names}
+
+    def resolved_parameters(self) -> dict:
+        """Values used for component parameters left to the data (``None``, e.g. MPM's ``delta``):
+        the value when every fold used the same, else ``"<mean> (mean over folds)"``."""
+        out = {}
+        for k, s in self.facts().items():
+            if s["n"]:
+                out[k] = s["mean"] if s["min"] == s["max"] else f"{s['mean']:.4g} (mean over folds)"
+        return out
+
+    # -- selection stability ----------------------------------------------------------------------
+    @property
+    def selection_matrix(self) -> NDArray | None:
+        """Boolean ``(n_ok_folds, n_features)``: row ``i`` marks the features fold ``i`` selected
+        (``None`` for a kernel map, whose "features" are training samples)."""
+        if self.protocol.get("groups") == "samples":
+            return None
+        d = self.dataset["n_features"]
+        Z = np.zeros((len(self.ok_folds), d), dtype=bool)
+        for i, f in enumerate(self.ok_folds):
+            Z[i, list(f.selected)] = True
+        return Z
+
+    @property
+    def frequency(self) -> NDArray | None:
+        """Fraction of the successful folds that selected each feature (001, Fig. 1)."""
+        Z = self.selection_matrix
+        return None if Z is None else selection_frequency(Z)
+
+    def stability(self, alpha: float = 0.05) -> dict:
+        """Nogueira et al.'s estimate with its ``1 - alpha`` confidence interval (the headline),
+        Kuncheva's index (when every fold selected the same number of features) and the mean
+        pairwise Jaccard index, over the successful folds."""
+        Z = self.selection_matrix
+        if Z is None:
+            return {"nogueira": None, "note": "a kernel map selects training samples; stability across folds "
+                    "is not defined", "n_sets": len(self.ok_folds)}
+        est = nogueira_stability(Z, alpha=alpha)
+        return {"nogueira": est.value, "nogueira_variance": est.variance, "nogueira_ci": [est.ci_low, est.ci_high],
+                "alpha": alpha, "kuncheva": kuncheva_index(Z), "jaccard": jaccard_index(Z), "n_sets": est.n_sets,
+                "note": est.note}
+
+    @property
+    def warnings(self) -> list[dict]:
+        """Warnings raised in the folds, grouped: ``{category, message (first seen), folds}``."""
+        return _group_warnings(self.folds)
+
+    # -- export --------------------------------------------------------------------------------
+    def to_dict(self, *, arrays: bool = False) -> dict:
+        """Everything, JSON-serialisable: parameters, protocol, dataset, versions, summary,
+        stability, per-feature frequencies and every fold."""
+        freq = self.frequency
+        names = self.dataset.get("feature_names")
+        return to_jsonable({
+            "label": self.label, "method": self.method, "components": self.components, "params": self.params,
+            "fit_options": self.fit_options, "backend": self.backend, "protocol": self.protocol,
+            "dataset": self.dataset, "versions": self.versions, "seconds": self.seconds,
+            "n_folds": self.n_folds, "n_failed": self.n_failed, "n_planned": self.n_planned,
+            "interrupted": self.interrupted, "summary": self.summary(),
+            "stability": self.stability(), "facts": self.facts(),
+            "frequency": None if freq is None else {str(names[j]) if names else str(j): float(freq[j])
+                                                   for j in range(freq.size)},
+            "warnings": [{"category": w["category"].__name__, "message": w["message"], "folds": w["folds"]}
+                         for w in self.warnings],
+            "folds": [f.as_dict(arrays=arrays) for f in self.folds],
+        })
+
+    FOLD_COLUMNS = ("label", "repeat", "fold", "status", "n_train", "n_test", "accuracy", "mcc", "selector_accuracy",
+                    "selector_mcc", "n_selected", "pct_selected", "n_iter", "converged", "objective", "seconds",
+                    "total_seconds", "selected", "error_type", "error", "solver_status")
+
+    def fold_rows(self) -> list[dict]:
+        """One flat row per fold (the CSV layout): ``selected`` joined with spaces."""
+        rows = []
+        for f in self.folds:
+            d = f.as_dict()
+            d["selected"] = " ".join(str(j) for j in f.selected)
+            rows.append({c: d.get(c) for c in self.FOLD_COLUMNS})
+        return rows
+
+    # -- text ----------------------------------------------------------------------------------
+    def describe_protocol(self) -> str:
+        return describe_protocol(self.protocol)
+
+    def report(self, *, top: int = 10) -> str:
+        """A readable multi-line report (what ``fsframe select --cv`` prints)."""
+        ds = self.dataset
+        lines = [f"{self.label} on {ds['name']} ({ds['n_samples']} samples x {ds['n_features']} features, "
+                 f"{len(ds['classes'])} classes)"]
+        lines += wrap(f"protocol: {self.describe_protocol()}", 110)
+        solver = self.versions.get("solver") or self.backend
+        lines += wrap(f"model: {format_components(self.components, resolved=self.resolved_parameters())}; "
+                      f"backend {solver}", 110)
+        facts = facts_text(self.facts(), self.components)
+        if facts:
+            lines += wrap(f"from the data, per training part: {facts}", 110)
+        lines.append("")
+        lines.extend(summary_table(self))
+        lines.append("")
+        st = self.stability()
+        Z = self.selection_matrix
+        if st.get("nogueira") is not None:
+            lo, hi = st["nogueira_ci"]
+            extra = f"; Kuncheva {st['kuncheva']:.3f}" if st.get("kuncheva") is not None else ""
+            lines.append(f"  stability (Nogueira et al. 2018): {st['nogueira']:.3f}, "
+                         f"{100 * (1 - st['alpha']):.0f}% CI [{lo:.3f}, {hi:.3f}] over {st['n_sets']} feature sets"
+                         f"{extra}; mean Jaccard {st['jaccard']:.3f}")
+        elif Z is not None:
+            lines.append(f"  stability: {st.get('note') or 'undefined'}")
+        else:
+            lines.append(f"  stability: {st['note']}")
+        if Z is not None and Z.shape[0]:
+            names = ds["feature_names"]
+            freq = selection_frequency(Z)
+            always = np.flatnonzero(freq == 1.0)
+            if always.size:
+                shown = ", ".join(names[j] for j in always[:top])
+                more = f", ... ({always.size - top} more)" if always.size > top else ""
+                lines.extend(wrap(f"selected in every fold ({always.size}): {shown}{more}"))
+            some = [j for j in np.argsort(-freq, kind="stable") if 0 < freq[j] < 1.0]
+            if some:
+                shown = ", ".join(f"{names[j]} {100 * freq[j]:.0f}%" for j in some[:top])
+                more = f", ... ({len(some) - top} more)" if len(some) > top else ""
+                lines.extend(wrap(f"selected in some folds ({len(some)}): {shown}{more}"))
+            never = int(np.count_nonzero(freq == 0))
+            if never:
+                lines.append(f"  never selected: {never} of {freq.size} features")
+        failed = self.failed_folds
+        if self.interrupted:
+            lines.append(f"  INTERRUPTED: {self.n_folds} of {self.n_planned} planned fits finished; the summaries "
+                         "use those")
+        lines.append(f"  {len(failed)} of {self.n_folds} fits failed; total {self.seconds:.1f} s")
+        for f in failed[:5]:
+            lines.append(f"    repeat {f.repeat} fold {f.fold}: {f.error_type}: {first_line(f.error)}")
+        if len(failed) > 5:
+            lines.append(f"    ... {len(failed) - 5} more (see the JSON output)")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+

@@ -1,0 +1,229 @@
+"""The fit driver: :func:`fit` resolves the components (:func:`fsframe.method.resolve`), validates
+the fit options, picks the backend, applies the data transform (kernel map) and runs the outer
+loop on one binary subproblem, or one per class (one-vs-rest) for binary formulations on more
+than two classes."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Mapping
+
+import attrs
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .backends.base import Backend, SolveOptions
+from .compiler.cones import CONE_FORMS
+from .dataset import Dataset, check_Xy
+from .errors import DataWarning, InvalidOptionError
+from .formulation import AuxSolver, call_opt_in
+from .method import Resolved, _reason, resolve, select_backend
+from .problem import Subproblem
+from .results import FitResult
+
+__all__ = ["CONE_FORMS", "fit", "make_options", "check_fit_options"]
+
+#: The compiler's ways of writing second-order cones (see :func:`fsframe.compiler.compile_model`).
+
+
+def make_options(*, time_limit=None, verbose=False, backend_options=None) -> SolveOptions:
+    """:class:`SolveOptions` from :func:`fit`'s keywords; a bad value is an
+    :class:`~fsframe.errors.InvalidOptionError` naming it."""
+    try:
+        return SolveOptions(time_limit=None if time_limit is None else float(time_limit), verbose=verbose,
+                            backend_options=backend_options or {})
+    except (TypeError, ValueError) as exc:
+        raise InvalidOptionError(f"invalid solver option: {_reason(exc)}") from exc
+
+
+def _flag(name: str, value) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise InvalidOptionError(f"{name} must be True or False, got {value!r}")
+
+
+def check_fit_options(*, fast=True, keep_model=False, cone_form="substitute", verbose=False) -> dict:
+    """The fit driver's own options, checked before any work starts (normalised: numpy booleans
+    become ``bool``); a bad value is an :class:`~fsframe.errors.InvalidOptionError` naming it."""
+    if not isinstance(cone_form, str) or cone_form not in CONE_FORMS:
+        raise InvalidOptionError(f"cone_form must be one of {CONE_FORMS}, got {cone_form!r}")
+    return dict(fast=_flag("fast", fast), keep_model=_flag("keep_model", keep_model), cone_form=cone_form,
+                verbose=_flag("verbose", verbose))
+
+
+def _column_names(X) -> tuple | None:
+    """A DataFrame's column names when they are all strings (scikit-learn's rule for
+    ``feature_names_in_``), else None."""
+    cols = getattr(X, "columns", None)
+    if cols is None or isinstance(X, np.ndarray):
+        return None
+    cols = list(cols)
+    return tuple(cols) if cols and all(isinstance(c, str) for c in cols) else None
+
+
+def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
+                keep_model) -> dict:
+    solver = AuxSolver(backend, options)  # formulations' auxiliary solves use the fit's backend (opt-in)
+    info = dict(call_opt_in(res.formulation.validate, X, y_pm, solver=solver) or {})
+    sub = Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form,
+                     solver=solver)
+    try:
+        out = res.loop.run(sub, res.surrogate, n_features=n_features)
+    finally:
+        sub.close()
+    info.update(sub.built.info)
+    info.update(build_seconds=sub.build_seconds, compile_seconds=sub.compile_seconds,
+                solve_seconds=float(sum(r.seconds for r in out.history)), stop_reason=out.reason,
+                backend_version=out.iterate.result.backend_version, **(out.selection or {}))
+    if keep_model:
+        info["model"] = sub.compiled.sync_model()  # holds the last iteration's slot weights
+        info["compiled"] = sub.compiled
+    coef = out.coef.reshape(sub.built.coef_shape)
+    intercept = out.iterate.intercept
+    intercept = float(intercept[0]) if intercept.size == 1 else intercept
+    return dict(coef=coef, intercept=intercept, support=out.support, objective=out.objective, n_iter=out.n_iter,
+                converged=out.converged, history=out.history, statuses=solver.statuses + out.statuses,
+                monotone=out.monotone,
+                info=info)
+
+
+def fit(
+    X: ArrayLike | Dataset,
+    y: ArrayLike | None = None,
+    method: str | None = None,
+    *,
+    formulation: str | None = None,
+    surrogate: str | None = None,
+    loop: str | None = None,
+    backend: str | Backend = "auto",
+    n_features: int | None = None,
+    time_limit: float | None = None,
+    backend_options: Mapping | None = None,
+    verbose: bool = False,
+    fast: bool = True,
+    cone_form: str = "substitute",
+    keep_model: bool = False,
+    **params,
+) -> FitResult:
+    """Select features by (approximate) L0 minimisation.
+
+    Parameters
+    ----------
+    X : array, shape (n_samples, n_features), DataFrame or Dataset
+        A DataFrame's string column names (a Dataset's feature names) become
+        ``result.feature_names`` and ``result.selected_names``.
+    y : array, shape (n_samples,)
+        Any labels; two classes fit one binary model, more fit one-vs-rest (binary formulations)
+        with the union of supports.
+    method : str, optional
+        A registered method (``fsframe.list_methods()``). Without it, give ``formulation=``,
+        ``loop=`` and (if the loop needs one) ``surrogate=``: any compatible triple runs.
+    backend : str or Backend
+        ``"auto"`` (HiGHS for LP/QP, ECOS for SOCP) or a registered backend name.
+    n_features : int, optional
+        Select exactly this many features (002 §3.1; see :func:`fsframe.loops.select_exactly`).
+    time_limit, backend_options, verbose
+        Passed to the solver (see :class:`fsframe.backends.SolveOptions`).
+    fast : bool
+    cone_form : {"substitute", "auxiliary"}
+        Compiler paths (see :func:`fsframe.compiler.compile_model`).
+    keep_model : bool
+        Keep the Pyomo model (holding the last iteration's slot weights) and the compiled
+        problem in ``result.info``.
+    **params
+        Component parameters (``C``, ``alpha``, ``eps``, ``p``, ``delta``, ``max_iter``, ``tol``,
+        ``kernel``, ``sigma``, ...), routed by name; ``kind__name`` routes explicitly.
+
+    Returns
+    -------
+    FitResult
+
+    Raises
+    ------
+    InvalidOptionError
+        a bad option (``fast``, ``keep_model``, ``verbose`` not booleans, an unknown ``cone_form``,
+        ``n_features``, ``time_limit``) or parameter, before any work starts; see
+        :func:`fsframe.method.resolve` for the other errors.
+
+    The inputs are never modified.
+    """
+    t_start = time.perf_counter()
+    flags = check_fit_options(fast=fast, keep_model=keep_model, cone_form=cone_form, verbose=verbose)
+    fast, keep_model, verbose = flags["fast"], flags["keep_model"], flags["verbose"]
+    if isinstance(X, Dataset):
+        if y is not None:
+            raise InvalidOptionError("pass either a Dataset or X and y, not both")
+        data = X
+        Xa, ya = np.array(data.X), np.array(data.y)
+        names = data.feature_names
+    else:
+        names = _column_names(X)
+        Xa, ya = check_Xy(X, y, warn=True)
+    res = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **params)
+    if n_features is not None:
+        if not isinstance(n_features, (int, np.integer)) or isinstance(n_features, bool) or n_features < 1:
+            raise InvalidOptionError(f"n_features must be a positive integer, got {n_features!r}")
+        n_groups = Xa.shape[0] if res.kernel is not None else Xa.shape[1]
+        if n_features > n_groups:
+            raise InvalidOptionError(f"n_features={n_features} exceeds the {n_groups} available features")
+    options = make_options(time_limit=time_limit, verbose=verbose, backend_options=backend_options)
+    be = select_backend(backend, res.problem_class, quadratic="quad" in res.terms, time_limit=time_limit)
+    be.check_options(options)
+    transform = None
+    Z = Xa
+    if res.kernel is not None:
+        transform = res.kernel.fit(Xa)
+        Z = transform.transform(Xa)
+        names = None
+    classes = tuple(np.unique(ya).tolist())
+    if Z.shape[1] > 5 * Z.shape[0]:
+        warnings.warn(f"n_features={Z.shape[1]} is much larger than n_samples={Z.shape[0]}: many sparse "
+                      "solutions fit the training data equally well; check the selection's stability",
+                      DataWarning, stacklevel=2)
+    common = dict(method=res.method, formulation=res.formulation, surrogate=res.surrogate, loop=res.loop,
+                  backend=be.name, params=res.params, transform=transform, feature_names=names)
+    if len(classes) == 2 or res.formulation.multiclass == "native":
+        if len(classes) == 2:
+            y_code = np.where(ya == classes[1], 1.0, -1.0)
+        else:
+            y_code = np.searchsorted(np.asarray(classes), ya)
+        parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model)
+        parts["info"]["seconds"] = time.perf_counter() - t_start
+        return FitResult(classes=classes, **parts, **common)
+    # one-vs-rest
+    per = []
+    for c in classes:
+        y_pm = np.where(ya == c, 1.0, -1.0)
+        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model)
+        per.append(FitResult(classes=("rest", c), **parts, **common))
+    supports = np.array([r.support for r in per])
+    support = supports.any(axis=0)
+    coefs = np.array([np.asarray(r.coef, dtype=float) for r in per])
+    if n_features is not None and support.sum() > n_features:
+        scale = np.max(np.abs(coefs), axis=1, keepdims=True)
+        score = np.max(np.abs(coefs) / np.where(scale > 0, scale, 1.0), axis=0)
+        keep = np.argsort(-score, kind="stable")[:n_features]
+        support = np.zeros_like(support)
+        support[keep] = True
+        coefs[:, ~support] = 0.0
+        # the groups this cross-class cut removes are counted with the ones the binary rule dropped;
+        # a class that lost groups has no known objective (its coefficients were cut, not re-solved)
+        per = [attrs.evolve(r, coef=coefs[i], support=r.support & support,
+                            objective=None if np.any(r.support & ~support) else r.objective,
+                            info={**r.info, "n_features_dropped": r.info.get("n_features_dropped", 0)
+                                  + int(np.count_nonzero(r.support & ~support)),
+                                  "n_features_union_cut": int(np.count_nonzero(r.support & ~support))})
+               for i, r in enumerate(per)]
+    info = {"seconds": time.perf_counter() - t_start,
+            "build_seconds": sum(r.info["build_seconds"] for r in per),
+            "compile_seconds": sum(r.info["compile_seconds"] for r in per),
+            "solve_seconds": sum(r.info["solve_seconds"] for r in per),
+            "strategy": "one-vs-rest"}
+    objs = [r.objective for r in per]
+    return FitResult(
+        coef=coefs, intercept=np.array([r.intercept for r in per], dtype=float), support=support,
+        objective=None if any(o is None for o in objs) else float(sum(objs)),
+        n_iter=max(r.n_iter for r in per), converged=all(r.converged for r in per),
+        history=tuple(h for r in per for h in r.history), statuses=tuple(s for r in per for s in r.statuses),
+        monotone=all(r.monotone for r in per), classes=classes, info=info, per_class=tuple(per), **common)

@@ -1,0 +1,90 @@
+"""Conformance check of a fit: :func:`check_fit_result` recomputes what a
+:class:`~fsframe.FitResult` reports (support, decision function, predictions, objective) from its
+coefficients."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ._util import codes as _codes
+from ._util import fail as _fail
+from .oracles import resolve_decision_loss
+
+__all__ = ["check_fit_result"]
+
+
+def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rtol: float = 1e-5) -> list[str]:
+    """Check a :class:`~fsframe.FitResult` of ``X, y`` against numpy recomputation:
+
+    * the coefficients vanish exactly outside ``support`` and not inside it (per group);
+    * ``decision_function`` is the formulation's on ``(coef, intercept)`` and ``predict`` its sign
+      (binary) or argmax (one-vs-rest);
+    * with a decision loss (given, or registered for the formulation's class as for :func:`check_formulation`), the objective:
+      ``loss + penalty`` recomputed from the returned coefficients (``sum_j phi(||w_(j)||)`` for
+      surrogate loops, ``phi'(0) ||w||_1`` or ``||w||^2`` for ``single``) to ``rtol``, with no
+      allowance, with or without ``n_features``: the reported objective is that of the model
+      returned. Without a decision loss, or without an objective (a one-vs-rest class cut by the
+      union), the objective check is skipped and named so;
+    * one-vs-rest: the support is the union of the per-class supports and each class is checked.
+    """
+    X = np.asarray(X, dtype=float)
+    who = f"fit result of {result.method or (result.formulation, result.surrogate, result.loop)}"
+    ran = []
+    if result.per_class:
+        if not np.array_equal(result.support, np.any([r.support for r in result.per_class], axis=0)):
+            _fail(who, "the one-vs-rest support is not the union of the per-class supports")
+        d = result.decision_function(X)
+        for i, (r, c) in enumerate(zip(result.per_class, result.classes)):
+            yc = np.where(np.asarray(y) == c, 1.0, -1.0)
+            ran += check_fit_result(r, X, yc, decision_loss=decision_loss, rtol=rtol)
+            if not np.allclose(d[:, i], r.decision_function(X)):
+                _fail(who, f"decision_function column {i} is not class {c!r}'s")
+        pred = np.asarray(result.classes, dtype=object)[np.argmax(d, axis=1)]
+        if not np.array_equal(result.predict(X).astype(str), pred.astype(str)):
+            _fail(who, "predict is not the argmax of the decision function")
+        return ran + ["one-vs-rest union"]
+    coef = np.asarray(result.coef, dtype=float)
+    n_groups = result.support.shape[0]
+    flat = coef.reshape(-1, n_groups) if coef.ndim > 1 else coef[None, :]
+    t = np.sqrt(np.sum(flat * flat, axis=0))
+    if np.any(t[~result.support] != 0) or np.any(t[result.support] == 0):
+        _fail(who, "coefficients are non-zero outside the support or zero inside it")
+    f = result.formulation.decision_function(coef, result.intercept, X)
+    if not np.allclose(result.decision_function(X), f):
+        _fail(who, "decision_function differs from the formulation's")
+    classes = np.asarray(result.classes, dtype=object)
+    if f.ndim == 1 and not np.array_equal(result.predict(X).astype(str), classes[(f > 0).astype(np.intp)].astype(str)):
+        _fail(who, "predict is not the sign of the decision function")
+    ran.append("support/decision consistent")
+    if result.objective is None:
+        return ran + ["objective: none reported"]
+    loss_fn = resolve_decision_loss(result.formulation, decision_loss)
+    if loss_fn is None:
+        why = "decision_loss=False" if decision_loss is False else f"no decision_loss for {result.formulation.name!r}"
+        return ran + [f"objective skipped ({why})"]
+    loop, sur = result.loop, result.surrogate
+    if not loop.needs_surrogate:
+        if getattr(loop, "penalty", "l1") == "l2":
+            def pen_of(x):
+                return np.asarray(x, dtype=float) ** 2
+        else:
+            d0 = 1.0 if sur is None else float(np.asarray(sur.derivative(np.zeros(1)))[0])
+
+            def pen_of(x):
+                return d0 * np.asarray(x, dtype=float)
+    else:
+        def pen_of(x):
+            return np.asarray(sur.phi(np.asarray(x, dtype=float)), dtype=float)
+    tol = rtol * max(1.0, abs(result.objective))
+    # the objective is loss + penalty at the returned coefficients, with or without n_features
+    # (groups outside the support are exactly zero): no allowance
+    loss = loss_fn(f, _codes(result.formulation, np.asarray(y)))
+    pen = float(np.sum(pen_of(t)))
+    if not abs(result.objective - (loss + pen)) <= tol:
+        _fail(who, f"objective {result.objective!r}, recomputed loss + penalty {loss + pen!r} "
+                   f"(loss {loss!r}, penalty {pen!r}, tolerance {tol:.3g})")
+    return ran + ["objective recomputed"]
+
+

@@ -1,0 +1,326 @@
+"""Oracles: what the kit expects of a component, stated independently of its code and keyed by
+class.
+
+Generic checks never ask ``isinstance`` of a built-in class or compare names. They look a
+component's class up, along its MRO (so subclasses inherit their parent's oracle, whatever
+their ``name``), in one of four tables; the built-in components' oracles are registered below
+with the same public functions a third party uses:
+
+* :func:`register_loop_oracle` — a loop's update rule (:class:`LoopModel`): the slot weights it
+  must pass at iteration ``k`` and the quantity theory says decreases, used by
+  :func:`~fsframe.testing.check_loop`;
+* :func:`register_decision_loss` — ``formulation -> (decision values, y codes) -> loss``, the
+  loss of the model recomputed from the decision function (:func:`~fsframe.testing.check_formulation`,
+  :func:`~fsframe.testing.check_loop`, :func:`~fsframe.testing.check_fit_result`);
+* :func:`register_decision_check` — for a formulation whose loss is no function of the decision
+  values: ``formulation -> check(values, y codes, model loss) -> message or None``;
+* :func:`register_em_weights` — a surrogate's EM weight convention other than ``phi'(t)/t``
+  (:func:`~fsframe.testing.check_surrogate`).
+
+A key is a class or, for a class in a package fsframe must not import (the reference method
+plugins), its ``"module:QualName"``, resolved with :mod:`importlib` at the first lookup (an
+entry whose module is not installed is ignored).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from typing import Callable
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from ..loops import DCA, EM, ReweightedL1, SingleSolve
+from ..surrogates import L0Surrogate, LpSurrogate
+
+__all__ = [
+    "LoopModel",
+    "register_loop_oracle",
+    "register_decision_loss",
+    "register_decision_check",
+    "register_em_weights",
+    "loop_model",
+    "decision_loss_for",
+    "decision_check_for",
+    "em_weights_for",
+    "hinge_loss",
+    "mpm_margin_loss",
+]
+
+
+class ClassTable:
+    """A mapping from classes (or ``"module:QualName"`` references) to oracles, looked up along
+    the MRO of an instance's class: the most specific registered class wins."""
+
+    def __init__(self, what: str):
+        self.what = what
+        self._by_class: dict[type, object] = {}
+        self._pending: dict[str, object] = {}
+
+    def register(self, key: type | str, oracle) -> None:
+        if isinstance(key, str):
+            if ":" not in key:
+                raise ValueError(f"{self.what}: a class reference must read 'module:QualName', got {key!r}")
+            self._pending[key] = oracle
+        elif isinstance(key, type):
+            self._by_class[key] = oracle
+        else:
+            raise TypeError(f"{self.what}: the key must be a class or 'module:QualName', got {key!r}")
+
+    def _resolve(self) -> None:
+        for ref in list(self._pending):
+            module, _, qualname = ref.partition(":")
+            try:
+                obj = importlib.import_module(module)
+                for part in qualname.split("."):
+                    obj = getattr(obj, part)
+            except (ImportError, AttributeError):
+                continue  # not installed: its components cannot be checked either
+            self._by_class.setdefault(obj, self._pending.pop(ref))
+
+    def lookup(self, obj):
+        """The oracle registered for the nearest class in ``type(obj).__mro__``, or ``None``."""
+        if self._pending:
+            self._resolve()
+        for cls in type(obj).__mro__:
+            if cls in self._by_class:
+                return self._by_class[cls]
+        return None
+
+
+_LOOPS = ClassTable("register_loop_oracle")
+_LOSSES = ClassTable("register_decision_loss")
+_CHECKS = ClassTable("register_decision_check")
+_EM = ClassTable("register_em_weights")
+
+
+# =============================================================================== registration
+@attrs.frozen
+class LoopModel:
+    """A loop's update rule as the kit states it.
+
+    Attributes
+    ----------
+    weights : callable ``(k, previous iterate or None) -> dict``
+        The ``lin``/``lin_w``/``quad`` arguments of the ``sub.solve`` call producing iterate ``k``
+        (a missing key means ``None``).
+    potential : callable ``(k, iterate, loss) -> float or None``, or None
+        The quantity theory says does not rise, recomputed from the iterate and its loss
+        (``None`` from the call: not defined at that iterate). ``None``: the loop states none for
+        this surrogate, and the descent check is skipped with ``no_potential`` as the reason.
+    note : str
+        How the weights are formed, for messages and the returned check names.
+    no_potential : str
+        Why there is no potential (when ``potential`` is ``None``).
+    """
+
+    weights: Callable
+    potential: Callable | None
+    note: str
+    no_potential: str = "the oracle states no potential"
+
+
+def register_loop_oracle(loop_cls: type | str, oracle: Callable) -> None:
+    """Register ``oracle(loop, surrogate, sub) -> LoopModel or None`` for ``loop_cls`` and its
+    subclasses. ``sub`` is the :class:`~fsframe.problem.Subproblem` the loop drives (its
+    ``n_groups``, ``n_coef`` and ``compiled.slot.groups`` size the weights)."""
+    _LOOPS.register(loop_cls, oracle)
+
+
+def register_decision_loss(formulation_cls: type | str, loss: Callable) -> None:
+    """Register ``loss(formulation) -> ((decision values, y codes) -> float)``: the model's loss
+    recomputed from the decision function, for ``formulation_cls`` and its subclasses."""
+    _LOSSES.register(formulation_cls, loss)
+
+
+def register_decision_check(formulation_cls: type | str, check: Callable) -> None:
+    """Register ``check(formulation) -> ((decision values, y codes, model loss) -> message or
+    None)`` for a formulation whose loss is no function of the decision values."""
+    _CHECKS.register(formulation_cls, check)
+
+
+def register_em_weights(surrogate_cls: type | str, rule: Callable) -> None:
+    """Register ``rule(surrogate) -> (check name, q)`` with ``q(t)`` the EM weights the surrogate
+    must return for ``t > 0``, when its convention is not ``phi'(t)/t`` (then its
+    ``em_majorizes`` is ``False``: EM monitors no potential for it)."""
+    _EM.register(surrogate_cls, rule)
+
+
+def loop_model(loop, surrogate, sub) -> LoopModel | None:
+    """The registered oracle's model of ``loop`` with ``surrogate`` on ``sub``, or ``None``."""
+    oracle = _LOOPS.lookup(loop)
+    return None if oracle is None else oracle(loop, surrogate, sub)
+
+
+def decision_loss_for(formulation) -> Callable | None:
+    """The registered decision loss of ``formulation``, or ``None``."""
+    make = _LOSSES.lookup(formulation)
+    return None if make is None else make(formulation)
+
+
+def decision_check_for(formulation) -> Callable | None:
+    """The registered decision-value check of ``formulation``, or ``None``."""
+    make = _CHECKS.lookup(formulation)
+    return None if make is None else make(formulation)
+
+
+def em_weights_for(surrogate) -> tuple[str, Callable] | None:
+    """The registered EM weight convention of ``surrogate``: ``(check name, q)``, or ``None``."""
+    rule = _EM.lookup(surrogate)
+    return None if rule is None else rule(surrogate)
+
+
+# =============================================================================== formulations
+def hinge_loss(C: float) -> Callable[[NDArray, NDArray], float]:
+    """``C * sum_i max(0, 1 - y_i f_i)`` in numpy, for ``decision_loss=``."""
+    return lambda f, y: float(C * np.sum(np.maximum(0.0, 1.0 - np.asarray(y) * np.asarray(f))))
+
+
+def mpm_margin_loss() -> Callable[[NDArray, NDArray], float]:
+    """``decision_loss=`` for the MPM family (``mpm``): the violation of the margin rows of paper
+    000 eq. 45, ``w'mu_1 - b >= 1`` and ``b - w'mu_2 >= 1`` (class ``+1`` is 000's ``X_1``), read
+    off the decision function ``f = X w - b``: ``f`` is affine, so its mean over class ``k`` is
+    ``w'mu_k - b``. Returns ``max(0, 1 - mean f[y = +1]) + max(0, 1 + mean f[y = -1])``, which is
+    0 — the MPM's loss, its objective being the penalty alone — exactly when the rows hold; a
+    decision function of the wrong sign gives at least 2."""
+    def loss(f, y):
+        f, y = np.asarray(f, dtype=float), np.asarray(y)
+        return float(max(0.0, 1.0 - f[y > 0].mean()) + max(0.0, 1.0 + f[y < 0].mean()))
+    return loss
+
+
+def _mpm_max_decision(formulation):
+    """Lanckriet's MPM (``mpm-max``) has the loss ``||F_1'w|| + ||F_2'w||``, not a function of the
+    decision values; what they must satisfy: the normalisation ``w'(mu_1 - mu_2) = 1`` (000 eq. 5),
+    i.e. ``mean f[+1] - mean f[-1] = 1``, and ``f(mu_1) = kappa* ||F_1'w|| > 0`` (class ``+1`` on
+    the positive side)."""
+    def check(f, y, model_loss):
+        f1, f2 = float(np.mean(f[y > 0])), float(np.mean(f[y < 0]))
+        if not (math.isclose(f1 - f2, 1.0, rel_tol=1e-6, abs_tol=1e-6) and f1 > 0):
+            return (f"mpm-max decision values: mean f over class +1 minus over class -1 = {f1 - f2!r} (must be 1, "
+                    f"000 eq. 5) and mean f over class +1 = {f1!r} (must be > 0)")
+        return None
+    return check
+
+
+# the reference method plugins (plugins/), named as strings like the default plugins
+register_decision_loss("fsframe_svm:HingeFormulation", lambda f: hinge_loss(f.C))
+register_decision_loss("fsframe_mpm:MPMFormulation", lambda f: mpm_margin_loss())
+register_decision_check("fsframe_mpm:MPMMaxFormulation", _mpm_max_decision)
+
+
+# =============================================================================== surrogates
+register_em_weights(LpSurrogate, lambda s: ("quad_weights = t^(p-2) (lp convention)", lambda x: x ** (s.p - 2.0)))
+register_em_weights(L0Surrogate, lambda s: ("quad_weights = 1/t^2 (l0 convention)", lambda x: 1.0 / (x * x)))
+
+
+# =============================================================================== loops
+def _raw_potential(surrogate):
+    """``loss + sum phi`` at the solver's point: what DCA / MM theory decreases."""
+    return lambda k, it, loss: loss + float(np.sum(surrogate.phi(it.t)))
+
+
+def _reweighted_l1(loop, surrogate, sub) -> LoopModel:
+    """``lin = phi'(t_k)``; first ``1``, or ``phi'(0)`` with ``init="zero"`` (001 eq. 5)."""
+    ones = np.ones(sub.n_groups)
+
+    def weights(k, prev):
+        if k == 0:
+            return {"lin": surrogate.derivative(np.zeros(sub.n_groups)) if loop.init == "zero" else ones}
+        return {"lin": surrogate.derivative(prev.t)}
+    return LoopModel(weights, _raw_potential(surrogate), "lin = phi'(t_k)")
+
+
+def _dca(loop, surrogate, sub) -> LoopModel:
+    """``lin`` = ``g``'s slope, ``lin_w = -h'(t_k) w_k / t_k``; first the L1 start or the step
+    from ``x = 0``."""
+    n, n_coef, groups = sub.n_groups, sub.n_coef, sub.compiled.slot.groups
+    split = surrogate.dc_split()
+    quad = np.full(n, split.quad) if split.quad else None
+
+    def weights(k, prev):
+        if k == 0 and loop.init == "l1":
+            return {"lin": np.ones(n), "lin_w": np.zeros(n_coef), "quad": None if quad is None else np.zeros(n)}
+        lin_w = np.zeros(n_coef)
+        if k > 0:
+            scale = np.zeros_like(prev.t)
+            np.divide(split.grad_h(prev.t), prev.t, out=scale, where=prev.t > 0)
+            lin_w = -scale[groups] * prev.coef
+        return {"lin": np.full(n, split.lin), "lin_w": lin_w, "quad": quad}
+    return LoopModel(weights, _raw_potential(surrogate), "lin = g's slope, lin_w = -grad_h(w_k)")
+
+
+def _em(loop, surrogate, sub) -> LoopModel:
+    """``quad = q(t_k)``, ``inf`` under ``zero_tol`` x max; first ``1`` (002 eq. 7). Potential
+    ``loss + 2 sum phi`` from the second iterate on, for surrogates declaring ``em_majorizes``."""
+    n = sub.n_groups
+
+    def weights(k, prev):
+        if k == 0:
+            return {"quad": np.ones(n)}
+        cut = max(loop.zero_tol * float(np.max(prev.t, initial=0.0)), 1e-12)
+        q = np.full(n, np.inf)
+        q[prev.t > cut] = surrogate.quad_weights(prev.t[prev.t > cut])
+        return {"quad": q}
+    if not surrogate.em_majorizes:
+        return LoopModel(weights, None, "quad = q(t_k)",
+                         no_potential=f"em with {surrogate.name}: weights not phi'(t)/t (em_majorizes=False), "
+                                      "no finite potential")
+
+    def potential(k, it, loss):  # the MM majoriser's objective for q = phi'(t)/t; the L2 start is no MM step
+        return None if k == 0 else loss + 2.0 * float(np.sum(surrogate.phi(it.t)))
+    return LoopModel(weights, potential, "quad = q(t_k)")
+
+
+def _single(loop, surrogate, sub) -> LoopModel:
+    """One solve: ``lin = phi'(0)`` (or 1 without a surrogate), or unit quadratic weights."""
+    n = sub.n_groups
+
+    def weights(k, prev):
+        if loop.penalty == "l2":
+            return {"quad": np.ones(n)}
+        return {"lin": np.full(n, 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0]))}
+    return LoopModel(weights, None, "phi'(0) or unit weights", no_potential="one solve")
+
+
+register_loop_oracle(ReweightedL1, _reweighted_l1)
+register_loop_oracle(DCA, _dca)
+register_loop_oracle(EM, _em)
+register_loop_oracle(SingleSolve, _single)
+
+
+# =============================================================================== resolution
+def resolve_decision_loss(formulation, given) -> Callable | None:
+    """The ``decision_loss`` callable a check uses: ``given`` (a callable), else the registered one
+    for the formulation's class, else ``None``; ``False`` gives ``None``."""
+    if given is False:
+        return None
+    if given is not None and given is not True:
+        return given
+    return decision_loss_for(formulation)
+
+
+def resolve_decision_check(formulation, given) -> tuple[str, Callable | None]:
+    """``(check name, check(f, y, model_loss) -> message or None)`` for
+    :func:`~fsframe.testing.check_formulation`; :class:`ValueError` when nothing is known."""
+    if given is False:
+        return "decision_loss skipped (decision_loss=False)", None
+    loss_fn = resolve_decision_loss(formulation, given)
+    if loss_fn is not None:
+        def check(f, y, model_loss):
+            lval = loss_fn(f, y)
+            if not math.isclose(lval, model_loss, rel_tol=1e-5, abs_tol=1e-6):
+                return f"decision_loss(decision_function(...)) = {lval!r} but the model's loss is {model_loss!r}"
+            return None
+        return "decision_loss", check
+    values = decision_check_for(formulation)
+    if values is not None:
+        return "decision values", values
+    raise ValueError(
+        f"check_formulation: no decision_loss is known for formulation {formulation.name!r} "
+        f"({type(formulation).__qualname__}); pass decision_loss=<callable (decision values, y codes) -> loss> "
+        "to check decision_function against the model's loss (or register one for the class with "
+        "fsframe.testing.register_decision_loss), or decision_loss=False to skip that check "
+        "(the skip is listed in the returned check names)")
