@@ -58,8 +58,6 @@ KNOWN_UNTIL_MERGE: frozenset[tuple[str, str, str]] = frozenset({
     ("cycle-dodge", "fsframe.backends.diag_qp", "fsframe.backends.highs"),
     # H2 (backend template): the other half of the highs <-> diag_qp cycle.
     ("cycle-dodge", "fsframe.backends.highs", "fsframe.backends.diag_qp"),
-    # H5 (cli package): cli.py's functions import __version__ from fsframe/__init__ (which imports cli).
-    ("cycle-dodge", "fsframe.cli", "fsframe"),
 })
 
 
