@@ -23,16 +23,16 @@ import contextlib
 import functools
 import os
 import sys
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..enums import ProblemClass, Status
-from ..errors import InvalidOptionError, UnsupportedProblemError
-from .base import Backend, BackendSession, SolveOptions, SolveResult, certify, judge_certificate
 from ..canonical import ProblemData
-from .conic import check_psd
+from ..errors import InvalidOptionError, UnsupportedProblemError
+from ..linalg import check_psd
+from .base import Backend, BackendSession, RawSolution, SolveFailure, SolveOptions, check_magnitudes
+from .diag_qp import DualQPSession, ScaledQPSession, dual_applies, prefer_dual, scaled_applies
 
 __all__ = ["HighsBackend"]
 
@@ -68,6 +68,10 @@ def _new_highs(verbose: bool):
 
 
 _FSFRAME_OPTIONS = {"qp_form"}
+
+MAX_MAGNITUDE = 1e15
+"""Largest constraint entry HiGHS represents faithfully (its ``large_matrix_value``); larger ones
+are refused with a typed error naming the scale (:func:`~fsframe.backends.base.check_magnitudes`)."""
 
 
 def _check_qp_form(options: SolveOptions) -> str:
@@ -153,16 +157,15 @@ class HighsBackend(Backend):
         self.require()
         self.check_supports(data)
         qp_form = _check_qp_form(options)
+        check_magnitudes(data, MAX_MAGNITUDE, "highs")
         if data.has_quadratic_objective and qp_form != "primal":
-            from .diag_qp import DualQPSession, ScaledQPSession, dual_applies, prefer_dual, scaled_applies
-
             why = scaled_applies(data) if qp_form == "scaled" else dual_applies(data)
             if why is not None and qp_form != "auto":
                 raise UnsupportedProblemError(f"highs: qp_form={qp_form!r} impossible: {why}")
             if why is None:
                 if qp_form == "dual" or (qp_form == "auto" and prefer_dual(data)):
-                    return DualQPSession(self, data, options)
-                return ScaledQPSession(self, data, options)
+                    return DualQPSession(self, data, options, HighsSession)
+                return ScaledQPSession(self, data, options, HighsSession)
         return HighsSession(self, data, options)
 
 
@@ -203,7 +206,6 @@ class HighsSession(BackendSession):
         self.h = _new_highs(options.verbose)
         self.scale = _objective_scale(data)
         self._apply_options()
-        self._pass_model(data)
 
     def _apply_options(self) -> None:
         opts = dict(self.options.backend_options)
@@ -215,7 +217,7 @@ class HighsSession(BackendSession):
         opts.setdefault("qp_iteration_limit", int(10_000 + 100 * (self.data.n + rows)))
         _set_options(self.h, opts)
 
-    def _pass_model(self, data: ProblemData) -> None:
+    def _load(self, data: ProblemData) -> None:
         import highspy
 
         n = data.n
@@ -243,10 +245,9 @@ class HighsSession(BackendSession):
         if data.offset:
             statuses.append(self.h.changeObjectiveOffset(float(data.offset * self.scale)))
         if highspy.HighsStatus.kError in statuses:
-            raise UnsupportedProblemError("highs: the problem was rejected (inconsistent bounds or matrix)")
+            raise SolveFailure(Status.ERROR, "HiGHS rejected the problem (inconsistent bounds or matrix)")
         if data.has_quadratic_objective:
             self._pass_hessian(data.P)
-        self.data = data
 
     def _pass_hessian(self, P) -> None:
         import highspy
@@ -257,16 +258,16 @@ class HighsSession(BackendSession):
                                     T.indptr.astype(np.int32), T.indices.astype(np.int32),
                                     T.data.astype(np.float64))
         if status == highspy.HighsStatus.kError:
-            raise UnsupportedProblemError("highs: passHessian rejected the quadratic objective (not PSD?)")
+            big = float(np.max(np.abs(T.data), initial=0.0))
+            raise SolveFailure(Status.NUMERICAL_ERROR, f"HiGHS's passHessian rejected the quadratic objective "
+                               f"(entries up to {big:.3g}; HiGHS refuses values it cannot represent)")
 
     def _update(self, data: ProblemData) -> None:
-        old = self.data
-        if data is old:
-            return
+        old = self._loaded
         if self.check_convex and data.P is not old.P and data.has_quadratic_objective:
             check_psd(data.P, diagonal_only=True)
         if data.A is not old.A or data.G is not old.G or data.l != old.l or data.n != old.n:
-            self._pass_model(data)
+            self._load(data)
             return
         if data.b is not old.b or data.h is not old.h:  # same rows, other right-hand sides
             p, l = data.A.shape[0], data.l  # noqa: E741
@@ -290,24 +291,24 @@ class HighsSession(BackendSession):
             self.h.changeColsBounds(n, idx, np.asarray(data.lb, dtype=np.float64), np.asarray(data.ub, dtype=np.float64))
         if data.offset != old.offset or rescaled:
             self.h.changeObjectiveOffset(float(data.offset * self.scale))
-        self.data = data
 
-    def solve(self, data: ProblemData | None = None) -> SolveResult:
+    def _solve_raw(self, data: ProblemData):
+        run_status = self.h.run()
+        return run_status, self.h.getModelStatus()
+
+    def _invert(self, data: ProblemData, raw) -> RawSolution:
         import highspy
 
-        data = self.data if data is None else data
-        self._update(data)
-        t0 = time.perf_counter()
-        run_status = self.h.run()
-        elapsed = time.perf_counter() - t0
-        model_status = self.h.getModelStatus()
+        run_status, model_status = raw
         status = self.backend.map_status(model_status)
+        message = self.h.modelStatusToString(model_status)
         if run_status == highspy.HighsStatus.kError and status is Status.OPTIMAL:
             status = Status.ERROR
+            message += "; but HiGHS's run() returned an error"
         info = self.h.getInfo()
-        iters = int(info.simplex_iteration_count) + int(max(info.ipm_iteration_count, 0)) + int(max(info.qp_iteration_count, 0))
-        x = obj = duals = cert = None
-        message = self.h.modelStatusToString(model_status)
+        iters = (int(info.simplex_iteration_count) + int(max(info.ipm_iteration_count, 0))
+                 + int(max(info.qp_iteration_count, 0)))
+        x = obj = duals = None
         if model_status == highspy.HighsModelStatus.kModelEmpty and data.n == 0:
             # HiGHS calls a model without columns "empty" (optimal) without reading its rows
             # (e.g. the dual of a QP without constraints): the empty point is optimal iff it
@@ -326,14 +327,8 @@ class HighsSession(BackendSession):
                 p = data.A.shape[0]
                 # HiGHS: grad - M' row_dual = col_dual; fsframe: grad + A'y + G'z = reduced cost
                 duals = {"y": -rd[:p], "z": -rd[p:], "col_dual": np.array(sol.col_dual, dtype=float) / self.scale}
-            if status is Status.OPTIMAL and self.options.certify:
-                if duals is not None:
-                    cert = certify(data, x, duals["y"], np.concatenate([duals["z"], np.zeros(data.G.shape[0] - data.l)]), obj)
-                    status, extra = judge_certificate(cert, self.options.cert_tol)
-                    message += extra
-        return SolveResult(status=status, x=x, objective=obj, backend="highs", solve_time=elapsed,
-                           iterations=iters, backend_version=self.backend.version(), message=message,
-                           duals=duals, certificate=cert, raw={"model_status": model_status, "info": info})
+        return RawSolution(status=status, x=x, duals=duals, objective=obj, iterations=iters, message=message,
+                           raw={"model_status": model_status, "info": info})
 
     def close(self) -> None:
         self.h.clear()
