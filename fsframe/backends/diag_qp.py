@@ -199,6 +199,7 @@ class _StableFormSession(BackendSession):
         self._pending: list[str] = []
         self._why: list[str] = []
         self._current = ""
+        self._prefix = ""  # what _next put before the current form's message
 
     # -- the template's raw steps ------------------------------------------------------------
     def _solve_raw(self, data: ProblemData) -> RawSolution:
@@ -221,16 +222,17 @@ class _StableFormSession(BackendSession):
             self.failed.add(self._current)
             if self._current == "dual":
                 self._drop_inner()  # do not warm-start from a failed state
-            self._why.append(f"{_LABEL[self._current]} failed ({tried[-1].status.value}: {tried[-1].message})")
+            message = tried[-1].message
+            message = message[len(self._prefix):] if message.startswith(self._prefix) else message
+            self._why.append(f"{_LABEL[self._current]} failed ({tried[-1].status.value}: {message})")
             yield self._next(data)
 
     def _next(self, data: ProblemData) -> RawSolution:
         form = self._pending.pop(0)
         self._current = form
         cand = getattr(self, f"_solve_{form}")(data)
-        if not self._why:
-            return cand
-        return attrs.evolve(cand, message=f"{'; '.join(self._why)}; solved the {_SOLVED[form]}: {cand.message}")
+        self._prefix = f"{'; '.join(self._why)}; solved the {_SOLVED[form]}: " if self._why else ""
+        return attrs.evolve(cand, message=self._prefix + cand.message)
 
     # -- the forms -----------------------------------------------------------------------------
     def _solve_primal(self, data: ProblemData) -> RawSolution:
