@@ -61,11 +61,12 @@ class SolveOptions:
         Passed to the solver unchanged (HiGHS option names, ECOS keyword arguments, Clarabel
         settings); an unknown name is an :class:`~fsframe.errors.InvalidOptionError`.
     certify : bool
-        Check every "optimal" answer with fsframe's own weak-duality certificate and downgrade
-        it to ``OPTIMAL_INACCURATE`` if the check fails (outer loops then warn once per fit with a
-        :class:`~fsframe.errors.SolverWarning`).
+        Check every "optimal" answer with fsframe's own weak-duality certificate and judge it by
+        the one rule of :func:`judge_certificate` (``OPTIMAL``, ``OPTIMAL_INACCURATE`` — outer
+        loops then warn once per fit with a :class:`~fsframe.errors.SolverWarning` — or
+        ``UNKNOWN``); docs/backends.md.
     cert_tol : float
-        Relative tolerance of that check.
+        Relative tolerance of that check (each measure within ``10 * cert_tol``).
     """
 
     time_limit: float | None = attrs.field(default=None, validator=optional(ge(0)))

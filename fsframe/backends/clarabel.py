@@ -6,14 +6,13 @@ zero cone (equalities), ``R_+`` and second-order cones. A session stacks fsframe
 ``A x = b`` (zero cone) over ``G x <=_K h`` with the bounds folded in as rows
 (:meth:`ProblemData.bounds_as_rows`), and passes the upper triangle of ``P``. Clarabel's
 multipliers satisfy ``P x + q + A'z = 0``, i.e. fsframe's convention
-``L = f(x) + y'(Ax - b) + z'(Gx - h)``; they are mapped back to the compiled rows and every
-``OPTIMAL`` answer is checked by :func:`~fsframe.backends.base.certify`.
+``L = f(x) + y'(Ax - b) + z'(Gx - h)``; they are mapped back to the compiled rows, and the base
+template certifies every answer (docs/backends.md); one that fails is solved once more at
+:data:`RETRY_TOLERANCE` unless tolerances were given.
 
 Columns with large curvature are rescaled first (:func:`~fsframe.backends.conic.prepare`); when
 that happens Clarabel's own equilibration is switched off (unless ``equilibrate_enable`` is given):
-the two scalings fight. Measured on MPM + exp/lp + EM on Sonar (weights up to 5e6): with both,
-Clarabel stopped with ``NumericalError``/``InsufficientProgress`` at EM iteration 12-28; with
-fsframe's scaling alone every subproblem solved (and in fewer iterations, 10 instead of 14).
+the two scalings fight (docs/performance.md).
 
 Re-solves: a changed ``c`` is pushed with ``solver.update`` (Clarabel keeps its symbolic
 factorisation; it has no warm start of the iterates), which needs ``presolve_enable=False`` —

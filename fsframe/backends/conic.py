@@ -1,6 +1,6 @@
 """What the conic backends (ECOS, Clarabel) share: the bounds-as-rows layout and its inverse for
-multipliers, a PSD factor of a Hessian (for ECOS's rotated-cone epigraph), and the final check
-of an optimal answer against fsframe's own certificate.
+multipliers, the column scaling of a quadratic objective, and the polishing of a point from the
+multipliers.
 
 Both solvers take no variable bounds, so a session folds them into the ``R_+`` block with
 :meth:`ProblemData.bounds_as_rows` (fixed columns become equality rows). The solver's multipliers
@@ -81,10 +81,8 @@ def prepare(data: ProblemData, *, scale: bool = True) -> Prepared:
     ``v_j = sqrt(P_jj) x_j`` (Jacobi scaling ``x = D v``, ``D = diag(1/sqrt(max(P_jj, 1)))``):
     ``P -> DPD``, ``c -> Dc``, ``A -> AD``, ``G -> GD``, bounds ``/ D``. The problem is the same
     (row multipliers are unchanged); it is better conditioned when the weights span orders of
-    magnitude, as EM's ``phi'(t)/t`` do. Measured on an MPM + exp + EM subproblem (Sonar, weights
-    2.6 to 7.4e3): Clarabel stopped with ``InsufficientProgress`` and ECOS's answer failed
-    fsframe's certificate; rescaled, both solved it to ``OPTIMAL``. Columns with ``P_jj <= 1``
-    are left alone (never amplified). ``scale=False`` folds the bounds only.
+    magnitude, as EM's ``phi'(t)/t`` do (docs/performance.md). Columns with ``P_jj <= 1`` are left
+    alone (never amplified). ``scale=False`` folds the bounds only.
     """
     factors = None
     if scale and data.has_quadratic_objective:

@@ -1,14 +1,13 @@
 r"""Numerically stable forms of a QP with a diagonal Hessian on free columns.
 
 Every EM / reweighted-quadratic subproblem has a Hessian ``diag(d)`` whose entries diverge as
-coefficients vanish (``d = 1/t^2``): the plain primal QP becomes ill-conditioned (measured on
-WDBC: HiGHS's active-set solver slowed from 0.04 s to 4.7 s per solve and then stalled). Two
-equivalent problems avoid it:
+coefficients vanish (``d = 1/t^2``): the plain primal QP becomes ill-conditioned for HiGHS's
+active-set solver. Two equivalent problems avoid it:
 
 * :class:`ScaledQPSession` — the primal in ``v = sqrt(d) * x``: identity Hessian, columns of the
   constraint matrix scaled by ``1/sqrt(d)`` (Weston's multiplicative update ``w = |w^k| ⊙ v``).
   Only the matrix values change between iterations; HiGHS gains nothing from a warm start of a
-  QP whose Hessian changed anyway (MEASUREMENTS.md), so the scaled problem is passed afresh.
+  QP whose Hessian changed anyway, so the scaled problem is passed afresh.
 * :class:`DualQPSession` — the Lagrangian dual below, one variable per constraint row.
 
 
@@ -26,20 +25,21 @@ with ``r_j = c_j + K_j' lam`` constrained ``>= 0`` (``j`` bounded below), ``<= 0
 above) or ``= 0`` (free). It has one variable per row of the primal instead of one per feature:
 for the hinge loss, ``m`` variables with the dense ``m x m`` Hessian ``K_Q D^{-1} K_Q'`` — the
 classical SVM dual with the EM scaling ``D^{-1} = diag(1 / q_j)`` (Weston's multiplicative
-update, 002 §3.2.2). MEASUREMENTS.md: 0.016 s at n=10000, m=200, where HiGHS's primal QP fails.
+update, 002 §3.2.2).
 
 Recovery: ``x_Q = -(c_Q + K_Q' lam) / d``; ``x_j = lb_j + z^d_j``, ``ub_j - z^d_j`` or
 ``-y^d_j`` for the other columns from the dual's own multipliers; fixed columns keep their
-value. The recovered point is checked against the *primal* by the weak-duality certificate
-(:func:`fsframe.backends.base.certify`) with ``lam`` as the primal multipliers; its primal
-violation is checked even with ``certify=False``.
+value. The recovered point is judged against the *primal* by the base template
+(:class:`~fsframe.backends.base.BackendSession`) with ``lam`` as the primal multipliers; its
+primal violation is checked even with ``certify=False``.
 
 Re-solves: whether a form applies (:func:`dual_applies`, :func:`scaled_applies`) is checked on
 every solve, since a new ``ProblemData`` may bring bounds or Hessian entries the form cannot take;
 such a solve goes to the next form that applies (the primal as given last). The dual's right-hand
 sides ``-c[R_free]`` and ``(c[R_lb], -c[R_ub])`` follow the costs of the linear columns. When HiGHS
 fails on a form (error, iteration limit, a point far from optimal) the next form is tried, and
-the failed one is skipped for the rest of the session (see :class:`_StableFormSession`).
+the failed one is skipped for the rest of the session (see :class:`_StableFormSession`). The
+measurements behind these choices are in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -120,11 +120,9 @@ _BLAS = []  # the threadpoolctl controller, made on first use
 
 def _one_blas_thread():
     """A context in which BLAS runs on one thread (threadpoolctl, a scikit-learn dependency; a
-    no-op without it). The dual's dense products are small (m x m output); with OpenBLAS's
-    default threads they were up to 25x slower on a shared 2-core machine (K_Q D^-1 K_Q' at
-    m=200, n=5000: 156 ms instead of 6.4 ms; threads spinning for a busy core), and parallel fits
-    (fsframe's evaluation with n_jobs) would oversubscribe the cores the same way. The price on
-    an idle machine: 1.3 ms instead of 0.8 ms at n=1000."""
+    no-op without it). The dual's dense products are small (m x m output); OpenBLAS's threads
+    made them much slower on a busy machine, and parallel fits (fsframe's evaluation with n_jobs)
+    would oversubscribe the cores (docs/performance.md)."""
     if not _BLAS:
         try:
             from threadpoolctl import ThreadpoolController
@@ -427,9 +425,7 @@ MAX_DENSE_DUAL = 5000
 
 def prefer_dual(data: ProblemData) -> bool:
     """The dual has one variable per row and a dense Hessian: prefer it unless it has more than
-    :data:`MAX_DENSE_DUAL` rows *and* more rows than quadratic columns. (Measured on WDBC,
-    569 x 30: the dual took 0.06 s per EM iteration; the primal, plain or scaled, 0.02-22 s and
-    once stalled in HiGHS's active-set QP.)"""
+    :data:`MAX_DENSE_DUAL` rows *and* more rows than quadratic columns (docs/performance.md)."""
     _, fixed, d, _ = _diag_split(data)
     n_q = int(np.count_nonzero((d > 0) & ~fixed))
     rows = data.A.shape[0] + data.l

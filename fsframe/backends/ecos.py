@@ -2,20 +2,16 @@
 point method; a convex quadratic objective enters through a rotated-cone epigraph.
 
 ECOS solves ``min c'x  s.t.  A x = b,  h - G x in K``, ``K = R_+^l x SOC(q_1) x ...`` — fsframe's
-:class:`~fsframe.compiler.ProblemData` without the bounds, which a session folds into the
+:class:`~fsframe.canonical.ProblemData` without the bounds, which a session folds into the
 ``R_+`` block (:meth:`ProblemData.bounds_as_rows`). Its multipliers already follow fsframe's
 convention ``L = c'x + y'(Ax - b) + z'(Gx - h)``, ``z in K``; they are mapped back to the rows of
-the compiled problem and every ``OPTIMAL`` answer is checked by
-:func:`~fsframe.backends.base.certify` (a failed check downgrades it to ``OPTIMAL_INACCURATE``).
+the compiled problem, and the base template certifies every answer (docs/backends.md).
 
-Quadratic objective ``1/2 x'Px``: with ``P = F'F`` (:func:`~fsframe.backends.conic.psd_factor`:
-elementwise for a diagonal ``P``, a small eigendecomposition per connected block otherwise) and
-one epigraph column ``tau_i`` per row of ``F``, ``1/2 (F_i x)^2 <= tau_i`` is the rotated cone
-``||(F_i x, tau_i - 1/2)|| <= tau_i + 1/2``; the objective becomes ``c'x + sum_i tau_i``. One cone
-per row rather than one cone ``1/2 ||F x||^2 <= tau``: on three EM subproblems of an MPM (Hessian
-diagonal up to 4e9) the single cone's answers failed fsframe's certificate at every tolerance
-(dual residual 1.1e-5 to 1.6e-5 at 1e-10), the per-row cones passed at 1e-10 (5e-8 to 5e-6). Columns with large
-curvature are rescaled first (:func:`~fsframe.backends.conic.prepare`).
+Quadratic objective ``1/2 x'Px``: with ``P = F'F`` (:func:`~fsframe.linalg.psd_factor`) and one
+epigraph column ``tau_i`` per row of ``F``, ``1/2 (F_i x)^2 <= tau_i`` is the rotated cone
+``||(F_i x, tau_i - 1/2)|| <= tau_i + 1/2``; the objective becomes ``c'x + sum_i tau_i`` (one cone
+per row: a single cone ``1/2 ||F x||^2 <= tau`` is less accurate). Columns with large curvature
+are rescaled first (:func:`~fsframe.backends.conic.prepare`).
 
 Re-solves: ECOS has no warm start, so a session calls ECOS again, but keeps the converted,
 stacked ``csc_matrix`` data (ECOS rejects scipy sparse *arrays*) and rebuilds only what changed:
@@ -25,27 +21,22 @@ stacked ``csc_matrix`` data (ECOS rejects scipy sparse *arrays*) and rebuilds on
 Options (``SolveOptions.backend_options``): ``feastol``, ``abstol``, ``reltol`` (default 1e-8),
 ``feastol_inacc``, ``abstol_inacc``, ``reltol_inacc`` (the "close to optimal" tolerances),
 ``max_iters`` (default 100), ``nitref`` (iterative refinement steps). With a quadratic objective
-the three main tolerances default to ``QP_TOLERANCE`` = 1e-9 instead: through the epigraph, a gap
-``eps`` in the objective leaves ``x`` accurate only to about ``sqrt(eps)`` (measured on a 2-variable
-QP: error 8e-6 and a failed certificate at 1e-8, 2.5e-7 and a passed one at 1e-9). When the
-certificate still fails, the problem is solved once more at 1e-10 (measured on an MPM subproblem
-with a quadratic term: error 4e-6 and a 2.6e-5 gap at 1e-9, 3e-7 and a passed certificate at 1e-10);
-1e-10 is not the default because ECOS then stalls on some unbounded problems (exit -2 instead of
-2 on the standard ``unbounded_qp``). Explicit tolerances in ``backend_options`` switch both off.
-If that fails too and the columns were rescaled (below), ECOS gets the unscaled problem once (the
-scaling usually helps — 40 instead of 83 re-solves over 150 EM subproblems — but not always).
-If every attempt fails the certificate, the answer is *polished*: on free columns where ``P`` is
-diagonal (every EM subproblem) the KKT condition gives ``x_j`` from the multipliers,
-``x_j -= r_j / P_jj`` (:func:`~fsframe.backends.conic.polish_separable`); the polished point is kept
-only if it passes the certificate. Measured on MPM + lp + EM subproblems with weights up to 3e6:
-ECOS's ``w`` was within 1e-8 of Clarabel's but its gradient missed the certificate by 3e-5 at every
-tolerance; polished, the dual residual was 1e-14 and the certificate passed. ECOS has no time limit:
-``time_limit`` is refused (use ``max_iters`` or ``backend="clarabel"``).
+the three main tolerances default to :data:`QP_TOLERANCE` (through the epigraph, a gap ``eps`` in
+the objective leaves ``x`` accurate only to about ``sqrt(eps)``). When an answer to a quadratic
+problem fails the certificate, further candidates follow (:meth:`EcosSession._retries`): a
+re-solve at :data:`QP_RETRY_TOLERANCE` (not the default: ECOS then stalls on some unbounded
+problems), one without the column scaling, then each answer *polished* — on free columns where
+``P`` is diagonal the KKT condition gives ``x_j`` from the multipliers
+(:func:`~fsframe.backends.conic.polish_separable`). Explicit tolerances switch the re-solve off.
+ECOS has no time limit: ``time_limit`` is refused (use ``max_iters`` or ``backend="clarabel"``).
+Ctrl-C during a solve (ECOS's exit flag -4) raises :class:`KeyboardInterrupt`. Constraint
+entries of magnitude ``1e15`` or more are refused with a typed error naming the scale.
 
 Exit flags (``ecos.h``): 0 optimal, 1 primal infeasible, 2 dual infeasible (unbounded),
 10/11/12 the same reached only to the reduced "inaccurate" tolerances (``ECOS_INACC_OFFSET``),
 -1 iteration limit, -2 search direction unreliable, -3 ``s`` or ``z`` left the cone, -4
 interrupted, -7 fatal, -87 "not converged yet" (internal; never expected to escape).
+The measurements behind these choices are in docs/performance.md.
 """
 
 from __future__ import annotations

@@ -3,18 +3,22 @@
 The compiled ``G x <= h`` rows become HiGHS rows with lower bound ``-inf`` (as CVXPY's
 ``highs_qpif`` does); equalities are rows with equal bounds; variable bounds are column bounds.
 A session keeps the HiGHS instance: a changed objective goes through ``changeColsCost`` (the
-basis is kept, so the re-solve is warm: 0.044 s instead of 0.21 s cold at n=1000, see
-MEASUREMENTS.md), changed bounds through ``changeColsBounds`` and a changed Hessian through
-``passHessian``.
+basis is kept, so the re-solve is warm), changed bounds through ``changeColsBounds`` and a changed
+Hessian through ``passHessian``. A QP's objective is scaled up when its Hessian is tiny
+(:func:`_objective_scale`) and its columns are scaled when the constraint columns are badly
+scaled (:func:`_column_scale`); HiGHS's QP solver does neither itself.
 
 Quadratic problems whose Hessian is diagonal on free columns (every EM / reweighted-L2
 subproblem) are solved in a numerically stable form (:mod:`fsframe.backends.diag_qp`): the
-Lagrangian dual (one variable per constraint row; HiGHS's primal QP fails at n=10000 with
-"nullspace limit" and crawls as EM weights diverge), or, when the dual's dense Hessian would be
-too large, the primal rescaled to an identity Hessian. Option ``qp_form``: ``"auto"`` (default), ``"dual"``, ``"scaled"`` or ``"primal"``
-(HiGHS on the problem as given). HiGHS's QP solver assumes a convex objective without checking
-it, so fsframe checks (:func:`~fsframe.backends.conic.check_psd`) and refuses a nonconvex one with
-:class:`~fsframe.errors.UnsupportedProblemError`, as ECOS does.
+Lagrangian dual (one variable per constraint row), or, when the dual's dense Hessian would be too
+large, the primal rescaled to an identity Hessian. Option ``qp_form``: ``"auto"`` (default),
+``"dual"``, ``"scaled"`` or ``"primal"`` (HiGHS on the problem as given). HiGHS's QP solver
+assumes a convex objective without checking it, so fsframe checks
+(:func:`~fsframe.linalg.check_psd`) and refuses a nonconvex one with
+:class:`~fsframe.errors.UnsupportedProblemError`, as ECOS does. Constraint entries of magnitude
+:data:`MAX_MAGNITUDE` or more are refused with a typed error naming the scale; a Hessian HiGHS
+refuses is a ``NUMERICAL_ERROR`` status. The measurements behind these choices are in
+docs/performance.md.
 """
 
 from __future__ import annotations
@@ -174,11 +178,8 @@ def _objective_scale(data: ProblemData) -> float:
     is below 1, else 1.
 
     HiGHS's active-set QP solver works with absolute tolerances, and a Hessian whose entries are
-    tiny is, to it, a degenerate LP. Measured on the EM dual of Colon (62 x 2000, iteration 2,
-    Hessian entries <= 1e-4): unscaled, HiGHS cycled (3 million iterations in 20 s, no answer);
-    scaled up, 90 iterations in 7 ms and Clarabel's optimum. Scaling *down* does not help: on WDBC
-    (Hessian entries 30-211) it left iteration counts about the same and two of sixteen EM duals
-    failed fsframe's certificate. LPs are left alone (HiGHS scales them itself). A default
+    tiny is, to it, a degenerate LP (it cycled on an EM dual; scaling *down* large Hessians did
+    not help: docs/performance.md). LPs are left alone (HiGHS scales them itself). A default
     ``qp_iteration_limit`` turns any remaining cycling into an ITERATION_LIMIT status."""
     return _hessian_scale(data.P if data.has_quadratic_objective else None)
 
@@ -198,9 +199,8 @@ def _column_scale(M) -> np.ndarray | None:
     largest entry of each column of the constraint matrix ``M`` near 1, or ``None`` when every
     column is already in :data:`COLUMN_RANGE`.
 
-    HiGHS's active-set QP solver does not scale the problem. On unstandardised data (50 x 40
-    Gaussian features times 1e3, the L2 SVM of ``svm-weights``) it stopped with "Solve error" on
-    every form; with the columns scaled it reaches Clarabel's optimum."""
+    HiGHS's active-set QP solver does not scale the problem, and fails on unstandardised data
+    where Clarabel succeeds (docs/performance.md)."""
     colmax = np.asarray(abs(M).max(axis=0).todense()).ravel() if M.shape[0] else np.zeros(M.shape[1])
     active = colmax > 0
     lo, hi = COLUMN_RANGE
@@ -261,8 +261,7 @@ class HighsSession(BackendSession):
             M = (M @ sp.diags(self.cols)).tocsc()
         self.scale = _hessian_scale(self._hess(data.P) if data.has_quadratic_objective else None)
         # Rows, then columns with their entries, as numpy buffers. Filling a HighsLp instead
-        # converts every array element by element into a std::vector (0.6 s of a 0.7 s hand-over
-        # for the 2M non-zeros of the hinge LP at n=5000; this way 0.07 s).
+        # converts every array element by element into a std::vector (ten times slower).
         f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
         i32 = lambda a: np.ascontiguousarray(a, dtype=np.int32)  # noqa: E731
         self.h.clearModel()

@@ -449,3 +449,28 @@ def test_psd_factor(case):
 def test_psd_factor_refuses_an_indefinite_matrix():
     with pytest.raises(UnsupportedProblemError, match="not convex"):
         psd_factor(sp.csr_matrix(np.array([[1.0, 2.0], [2.0, 1.0]])))
+
+
+def test_clarabel_answer_failing_the_certificate_is_solved_again_tighter(small_socp):
+    """A Clarabel answer whose multipliers are off by 1e-3 fails the certificate; the session
+    solves once more at RETRY_TOLERANCE and that answer, judged by the same rule, is OPTIMAL."""
+    import clarabel
+
+    from fsframe.backends.clarabel import RETRY_TOLERANCE
+
+    session = ClarabelBackend().open(small_socp)
+    good = session.solve(small_socp)
+    real = session._solver.solve()
+    fake = types.SimpleNamespace(status=clarabel.SolverStatus.Solved, x=list(real.x),
+                                 z=list(np.asarray(real.z) * (1 + 1e-3)), s=list(real.s), iterations=5)
+    session._solver = types.SimpleNamespace(solve=lambda: fake, is_data_update_allowed=lambda: True,
+                                            update=lambda **k: None)
+    res = session.solve(small_socp)
+    assert res.status is Status.OPTIMAL and res.certificate.ok(1e-6)
+    assert f"re-solved at tolerance {RETRY_TOLERANCE:g}" in res.message
+    assert res.objective == pytest.approx(good.objective, rel=1e-7)
+    assert res.iterations > 5  # both candidates counted
+    strict = ClarabelBackend().open(small_socp, SolveOptions(backend_options={"tol_gap_abs": 1e-8}))
+    strict.solve(small_socp)
+    strict._solver = session._solver
+    assert strict.solve(small_socp).status is Status.OPTIMAL_INACCURATE  # explicit tolerances: no retry
