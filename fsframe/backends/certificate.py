@@ -10,6 +10,8 @@ is ``1e4``.
 
 from __future__ import annotations
 
+import weakref
+
 import attrs
 import numpy as np
 from numpy.typing import NDArray
@@ -76,6 +78,22 @@ def _project_dual_cone(data: ProblemData, z: NDArray) -> NDArray:
     return z
 
 
+_ABS: list = []  # (weak reference to a matrix, |matrix|) of the last few matrices seen
+
+
+def _abs(M):
+    """``|M|`` elementwise, cached by identity (a session certifies the same A and G each time;
+    weak references, so the cache keeps no problem alive)."""
+    _ABS[:] = [(r, a) for r, a in _ABS if r() is not None]
+    for r, a in _ABS:
+        if r() is M:
+            return a
+    a = abs(M)
+    _ABS.insert(0, (weakref.ref(M), a))
+    del _ABS[4:]
+    return a
+
+
 def _inf(v) -> float:
     return float(np.max(np.abs(v), initial=0.0)) if np.size(v) else 0.0
 
@@ -117,9 +135,10 @@ def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray, objective: fl
     obj = data.objective(x) if objective is None else float(objective)
     # the size of every product in L(x, y, z), in absolute values: what rounding errors scale with
     ax, ay, az = np.abs(x), np.abs(y), np.abs(z)
-    mags = np.abs(data.c) + (abs(data.A).T @ ay if data.A.shape[0] else 0.0) + (abs(data.G).T @ az if data.G.shape[0] else 0.0)
+    mags = np.abs(data.c) + (_abs(data.A).T @ ay if data.A.shape[0] else 0.0) \
+        + (_abs(data.G).T @ az if data.G.shape[0] else 0.0)
     lagrangian = float(ax @ mags) + float(np.abs(data.b) @ ay) + float(np.abs(data.h) @ az) + abs(data.offset) + xPx
-    Gtz_raw = data.G.T @ z_raw if data.G.shape[0] else np.zeros(data.n)
+    Gtz_raw = Gtz if np.array_equal(z, z_raw) else data.G.T @ z_raw
     grad_scale = max(_inf(grad), _inf(Aty), _inf(Gtz), _inf(Gtz_raw), GAP_FLOOR)
     size = max(lagrangian, grad_scale * _inf(x))
     scale = max(abs(float(data.c @ x)), xPx, abs(data.offset), abs(by), abs(hz), abs(t_lb), abs(t_ub),
