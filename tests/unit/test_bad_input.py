@@ -444,3 +444,13 @@ def test_predict_refuses_masked_and_date_X():
     with pytest.raises(DataError, match="date|time"):
         r.predict((np.datetime64("2020-01-01") + np.arange(90)).reshape(30, 3))
     np.testing.assert_array_equal(r.predict(np.ma.masked_array(X)), r.predict(X))  # nothing masked: fine
+
+
+def test_huge_integral_values_are_no_identifier_column():
+    """Regression: X scaled by 1e150 is integral in floating point; the identifier check called it a
+    sample id (and its message cast the values to int64 with an overflow warning)."""
+    from fsframe.dataset import identifier_columns
+
+    X = np.random.default_rng(0).standard_normal((30, 2)) * 1e150
+    assert identifier_columns(X) == []
+    assert identifier_columns(np.column_stack([np.arange(30.0), X[:, 0]])) == [0]
