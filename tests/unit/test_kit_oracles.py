@@ -77,3 +77,20 @@ def test_a_reregistered_decision_loss_is_the_one_check_formulation_uses(monkeypa
     register_decision_loss("fsframe_svm:HingeFormulation", lambda f: hinge_loss(2.0 * f.C))
     with pytest.raises(AssertionError, match="decision_loss"):
         check_formulation(HingeFormulation(C=1.0), X, y, terms=[{"lin"}])
+
+
+class NoOracle(HingeFormulation):
+    """A formulation outside every table (the test empties the table for it)."""
+
+
+def test_check_loop_says_why_it_needs_a_decision_loss(monkeypatch):
+    from fsframe.loops import ReweightedL1
+    from fsframe.testing import check_loop
+
+    # decision_loss=False was reported as if none had been given ("needs decision_loss=")
+    with pytest.raises(ValueError, match=r"cannot skip the decision loss \(decision_loss=False\)"):
+        check_loop(ReweightedL1(max_iter=2), decision_loss=False)
+    monkeypatch.setattr(oracles, "_LOSSES", ClassTable("register_decision_loss"))
+    with pytest.raises(ValueError, match=r"no decision_loss is known for formulation 'hinge' \(NoOracle\).*"
+                                         r"register_decision_loss"):
+        check_loop(ReweightedL1(max_iter=2), formulation=NoOracle(C=1.0))
