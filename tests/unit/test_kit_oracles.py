@@ -44,11 +44,18 @@ def test_a_reference_to_a_non_class_raises():
         t.lookup(object())
 
 
-def test_a_module_not_installed_is_ignored_and_retried():
+def test_a_module_not_installed_is_ignored_and_retried(tmp_path, monkeypatch):
     t = ClassTable("register_decision_loss")
-    t.register("fsframe_kit_not_installed_anywhere:F", "oracle")
-    assert t.lookup(HingeFormulation(C=1.0)) is None
-    assert "fsframe_kit_not_installed_anywhere:F" in t._pending
+    t.register("fsframe_kit_late_mod:F", "oracle")
+    assert t.lookup(HingeFormulation(C=1.0)) is None  # not installed: no error, no oracle
+    (tmp_path / "fsframe_kit_late_mod.py").write_text("class F:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # installed later: found at the next lookup
+    try:
+        import fsframe_kit_late_mod
+
+        assert t.lookup(fsframe_kit_late_mod.F()) == "oracle"
+    finally:
+        sys.modules.pop("fsframe_kit_late_mod", None)
 
 
 @pytest.mark.parametrize("first, second", [
