@@ -256,7 +256,8 @@ def identifier_columns(X: NDArray) -> list[int]:
     number (from :data:`MIN_SAMPLES_FOR_IDENTIFIER` samples on; ``[]`` below)."""
     if X.shape[0] < MIN_SAMPLES_FOR_IDENTIFIER:
         return []
-    cand = np.flatnonzero(np.all(X == np.round(X), axis=0))
+    # integers a float64 holds exactly (|x| < 2**53): 1e150 is integral in floating point, no id
+    cand = np.flatnonzero(np.all((X == np.round(X)) & (np.abs(X) < 2.0 ** 53), axis=0))
     if cand.size == 0:
         return []
     distinct = np.all(np.diff(np.sort(X[:, cand], axis=0), axis=0) != 0, axis=0)

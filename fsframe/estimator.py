@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import errors
 from .dataset import check_no_silent_cast
-from .method import fit as _fit
+from .fitting import fit as _fit
 
 __all__ = ["FSSelector", "NotFittedError"]
 

@@ -4,7 +4,6 @@ lists the registered methods. The fit driver that runs them is :mod:`fsframe.fit
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Mapping
 
 import attrs
@@ -62,18 +61,12 @@ declare_kind("method", "fsframe_register_methods", MethodSpec, instances=True)
 #: Keyword arguments of :func:`fsframe.fit` that are not component parameters.
 FIT_OPTIONS = ("n_features", "backend", "time_limit", "backend_options", "verbose", "fast", "cone_form",
                "keep_model")
-#: The built-in kernel map's parameters (kept for callers of older versions; the parameters of
-#: every registered transform are :func:`transform_parameters`).
-KERNEL_FIELDS = ("kernel", "sigma", "degree", "coef0")
 
 
 def parameter_names(cls) -> list[str]:
     """The parameters a component class (a frozen attrs class) accepts: its public init fields."""
     return [f.name for f in attrs.fields(cls) if f.init and not f.name.startswith("_")
             and f.name != "X_train"]
-
-
-_fields = parameter_names  # the name fsframe.evaluation imports today
 
 
 def _transform_for(reg, kernel: str):
@@ -284,10 +277,3 @@ def list_methods() -> list[MethodInfo]:
                        plugin=e.plugin, distribution=e.distribution, version=e.version)
             for e in get_registry().all("method")]
 
-
-def __getattr__(name):
-    # Compatibility until fsframe.cli and fsframe.evaluation import the fit driver from
-    # fsframe.fitting: ``fsframe.method.fit`` and ``make_options`` keep working.
-    if name in ("fit", "make_options"):
-        return getattr(importlib.import_module("fsframe.fitting"), name)
-    raise AttributeError(f"module 'fsframe.method' has no attribute {name!r}")

@@ -370,6 +370,12 @@ def register(plugin: Any, name: str | None = None) -> str:
     return name
 
 
+def runtime_plugin_names() -> list[str]:
+    """Names of the plugins registered in this process with :func:`register` (worker processes
+    of a parallel run do not have them)."""
+    return list(_runtime_plugins)
+
+
 def unregister(name: str) -> None:
     """Remove a plugin registered with :func:`register`."""
     _runtime_plugins.pop(name, None)

@@ -10,7 +10,9 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .dataset import check_no_silent_cast
 from .enums import Status
+from .errors import DataError
 
 __all__ = ["FitResult"]
 
@@ -95,8 +97,7 @@ class FitResult:
 
     # -- prediction ---------------------------------------------------------------------------
     def _features(self, X: ArrayLike) -> NDArray:
-        from .errors import DataError
-
+        X = check_no_silent_cast(X, "X", name="prediction data")  # masks and dates are no numbers
         try:
             X = np.asarray(X, dtype=float)
         except (TypeError, ValueError) as exc:

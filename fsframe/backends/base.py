@@ -1,19 +1,24 @@
-"""The :class:`Backend` base class, solve options and results, and the weak-duality certificate
-every backend's "optimal" is checked against.
+"""The :class:`Backend` base class, solve options and results, and the :class:`BackendSession`
+template every solve goes through (docs/backends.md).
 
-A backend solves :class:`~fsframe.compiler.ProblemData`. It never raises because a
-problem is infeasible or unbounded: it returns a :class:`SolveResult` whose ``status`` says so,
-and the outer loop decides. Re-solves go through a :class:`BackendSession`, which keeps the
-solver's state and pushes only what changed (detected by object identity on the arrays of the
-new ``ProblemData``), warm-starting where the solver can.
+A backend solves :class:`~fsframe.canonical.ProblemData`. It never raises because a problem is
+infeasible or unbounded, nor for solver trouble: it returns a :class:`SolveResult` whose
+``status`` says so, and the outer loop decides. Re-solves go through a :class:`BackendSession`,
+which keeps the solver's state and pushes only what changed (detected by object identity on the
+arrays of the new ``ProblemData``), warm-starting where the solver can. The session's
+:meth:`~BackendSession.solve` is the base's: it checks and certifies every answer with one rule
+(:mod:`fsframe.backends.certificate`), so a backend cannot report an uncertified ``OPTIMAL``.
 """
 
 from __future__ import annotations
 
 import abc
+import functools
 import importlib
 import logging
-from typing import Any, ClassVar, Mapping
+import time
+import weakref
+from typing import Any, ClassVar, Iterator, Mapping
 
 import attrs
 import numpy as np
@@ -21,8 +26,9 @@ from attrs.validators import ge, instance_of, optional
 from numpy.typing import NDArray
 
 from ..enums import SOLUTION_PRESENT, ProblemClass, Status
-from ..errors import BackendUnavailableError, UnsupportedProblemError
 from ..canonical import ProblemData
+from ..errors import BackendUnavailableError, FsframeError, UnsupportedProblemError
+from .certificate import Certificate, certify, judge_certificate
 
 __all__ = [
     "Backend",
@@ -33,6 +39,9 @@ __all__ = [
     "Certificate",
     "certify",
     "judge_certificate",
+    "RawSolution",
+    "SolveFailure",
+    "check_magnitudes",
 ]
 
 log = logging.getLogger("fsframe.backends")
@@ -52,11 +61,12 @@ class SolveOptions:
         Passed to the solver unchanged (HiGHS option names, ECOS keyword arguments, Clarabel
         settings); an unknown name is an :class:`~fsframe.errors.InvalidOptionError`.
     certify : bool
-        Check every "optimal" answer with fsframe's own weak-duality certificate and downgrade
-        it to ``OPTIMAL_INACCURATE`` if the check fails (outer loops then warn once per fit with a
-        :class:`~fsframe.errors.SolverWarning`).
+        Check every "optimal" answer with fsframe's own weak-duality certificate and judge it by
+        the one rule of :func:`judge_certificate` (``OPTIMAL``, ``OPTIMAL_INACCURATE`` — outer
+        loops then warn once per fit with a :class:`~fsframe.errors.SolverWarning` — or
+        ``UNKNOWN``); docs/backends.md.
     cert_tol : float
-        Relative tolerance of that check.
+        Relative tolerance of that check (each measure within ``10 * cert_tol``).
     """
 
     time_limit: float | None = attrs.field(default=None, validator=optional(ge(0)))
@@ -73,26 +83,6 @@ class Availability:
 
     def __bool__(self) -> bool:
         return self.ok
-
-
-@attrs.frozen
-class Certificate:
-    """fsframe's independent check of an optimal answer (KKT residuals by weak duality).
-
-    ``primal_residual``: largest constraint/bound violation of ``x`` (absolute);
-    ``dual_residual``: largest reduced cost with the wrong sign for its bound (relative to the
-    objective gradient's scale); ``dual_bound``: the Lagrangian lower bound from the solver's
-    multipliers; ``gap``: ``(objective - dual_bound) / (1 + |objective|)``.
-    """
-
-    primal_residual: float
-    dual_residual: float
-    dual_bound: float
-    gap: float
-
-    def ok(self, tol: float) -> bool:
-        lim = 10 * tol
-        return self.primal_residual <= lim and self.dual_residual <= lim and -lim <= self.gap <= lim
 
 
 @attrs.frozen(eq=False)
@@ -120,22 +110,200 @@ class SolveResult:
         return self.status in SOLUTION_PRESENT
 
 
+@attrs.frozen(eq=False)
+class RawSolution:
+    """One candidate answer, as a session's :meth:`BackendSession._invert` returns it: the
+    solver's own status mapped to :class:`Status`, in the columns and rows of the ``ProblemData``.
+
+    ``duals`` holds ``"y"`` (multipliers of ``A x = b``) and ``"z"`` (of ``G x <=_K h``) in the
+    convention ``L = f(x) + y'(Ax - b) + z'(Gx - h)``; other keys are kept for the user.
+    ``objective`` is the objective the solver claims (checked against ``x`` by the certificate;
+    ``None``: not claimed). The reported objective is always ``data.objective(x)``.
+    """
+
+    status: Status
+    x: NDArray | None = None
+    duals: Mapping[str, NDArray] | None = None
+    objective: float | None = None
+    iterations: int | None = None
+    message: str = ""
+    raw: Any = None
+
+
+class SolveFailure(Exception):
+    """Raised inside a session's raw steps (:meth:`~BackendSession._load`,
+    :meth:`~BackendSession._update`, :meth:`~BackendSession._solve_raw`) to end the solve with
+    ``status`` and ``message`` (e.g. the solver refused the data). It never leaves
+    :meth:`BackendSession.solve`."""
+
+    def __init__(self, status: Status, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+_WITH_POINT = frozenset({Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT, Status.TIME_LIMIT})
+"""Statuses under which a returned point is kept (a limit may stop at a usable point)."""
+
+_VOUCHED: "weakref.WeakSet[SolveResult]" = weakref.WeakSet()
+"""Results built by :meth:`BackendSession.solve` (judged by the base)."""
+
+
 class BackendSession(abc.ABC):
-    """A backend holding one problem's structure for repeated solves."""
+    """A backend holding one problem's structure for repeated solves (a template method).
+
+    :meth:`solve` is the same for every backend (CVXPY's solver-layer shape): it pushes the data
+    (:meth:`_load` the first time, :meth:`_update` after), runs the solver (:meth:`_solve_raw`),
+    maps its answer back (:meth:`_invert`, a :class:`RawSolution`), and then *the base* judges it:
+    a non-finite point under a solution status is ``NUMERICAL_ERROR``; an ``OPTIMAL`` answer is
+    certified (:func:`certify`) and judged by the one rule (:func:`judge_certificate`); without
+    multipliers it cannot be certified and is ``OPTIMAL_INACCURATE``. A backend may offer further
+    candidates when the first is not ``OPTIMAL`` (:meth:`_retries`: re-solves at tighter
+    tolerances, another form of the problem); each goes through the same judgement, the first
+    ``OPTIMAL`` one wins, else :meth:`_choose` picks. Backends implement the raw steps only;
+    a subclass that still overrides :meth:`solve` has its ``OPTIMAL`` answers certified all the
+    same.
+
+    Solver trouble never raises: an exception from a raw step becomes ``ERROR`` (or the status of
+    a :class:`SolveFailure`). Typed fsframe errors (bad input, a nonconvex objective) and
+    ``KeyboardInterrupt`` propagate.
+    """
 
     def __init__(self, backend: "Backend", data: ProblemData, options: SolveOptions):
         self.backend = backend
         self.data = data
         self.options = options
+        self._loaded: ProblemData | None = None
 
-    @abc.abstractmethod
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("solve")
+        if own is not None and not getattr(own, "_fsframe_checked", False):
+            cls.solve = _checked(own)
+
+    # -- the template ----------------------------------------------------------------------
     def solve(self, data: ProblemData | None = None) -> SolveResult:
         """Solve ``data`` (default: the opened problem). ``data`` must have the same
         constraint structure; changed ``c``, ``P``, ``lb``, ``ub`` are pushed incrementally."""
+        data = self.data if data is None else data
+        t0 = time.perf_counter()
+        first = self._attempt(data, lambda: self._first(data))
+        tried = [self.judge(data, first)]
+        if tried[0].status is not Status.OPTIMAL:
+            retries = self._retries(data, tried)
+            while True:
+                cand = self._attempt(data, lambda: next(retries, None))
+                if cand is None:
+                    break
+                tried.append(self.judge(data, cand))
+                if tried[-1].status is Status.OPTIMAL:
+                    break
+        best = tried[-1] if tried[-1].status is Status.OPTIMAL else self._choose(tried)
+        iters = [r.iterations for r in tried if r.iterations is not None]
+        out = attrs.evolve(best, solve_time=time.perf_counter() - t0, iterations=sum(iters) if iters else None)
+        self.data = data
+        _VOUCHED.add(out)
+        return out
+
+    solve._fsframe_checked = True  # type: ignore[attr-defined]
+
+    def _first(self, data: ProblemData) -> RawSolution:
+        if self._loaded is None:
+            self._load(data)
+        elif data is not self._loaded:
+            self._update(data)
+        self._loaded = data
+        return self._invert(data, self._solve_raw(data))
+
+    def _attempt(self, data: ProblemData, step) -> RawSolution | None:
+        """``step()``, with solver trouble turned into a failed candidate."""
+        try:
+            return step()
+        except SolveFailure as exc:
+            self._loaded = None  # reload on the next solve
+            return RawSolution(status=exc.status, message=exc.message)
+        except FsframeError:
+            raise
+        except Exception as exc:  # the solver's own trouble: a status, never an exception
+            self._loaded = None
+            log.warning("backend %s raised during a solve", self.backend.name, exc_info=True)
+            return RawSolution(status=Status.ERROR, message=f"{type(exc).__name__}: {exc}")
+
+    def judge(self, data: ProblemData, cand: RawSolution) -> SolveResult:
+        """The base's judgement of one candidate: finiteness, the certificate and its one rule."""
+        status, message, x, cert = cand.status, cand.message, cand.x, None
+        if x is not None and status in _WITH_POINT:
+            x = np.asarray(x, dtype=float)
+            if x.shape != (data.n,) or not np.all(np.isfinite(x)):
+                if status in SOLUTION_PRESENT:
+                    status = Status.NUMERICAL_ERROR
+                    message += f"; {self.backend.name} returned a non-finite (or misshapen) solution"
+                x = None
+        else:
+            x = None
+        objective = data.objective(x) if x is not None else None
+        if status is Status.OPTIMAL and self.options.certify:
+            duals = cand.duals or {}
+            if duals.get("y") is None or duals.get("z") is None:
+                status = Status.OPTIMAL_INACCURATE
+                message += "; no multipliers returned, so fsframe cannot certify the answer"
+            else:
+                claimed = objective if cand.objective is None else cand.objective
+                cert = certify(data, x, duals["y"], duals["z"], claimed)
+                status, extra = judge_certificate(cert, self.options.cert_tol)
+                message += extra
+        return SolveResult(status=status, x=x, objective=objective, backend=self.backend.name, solve_time=0.0,
+                           iterations=cand.iterations, backend_version=self.backend.version(), message=message,
+                           duals=cand.duals if x is not None else None, certificate=cert, raw=cand.raw)
+
+    # -- what a backend implements -----------------------------------------------------------
+    def _load(self, data: ProblemData) -> None:
+        """Hand ``data`` to the solver (first solve, or after a failure)."""
+
+    def _update(self, data: ProblemData) -> None:
+        """Push what changed since the last solve (default: :meth:`_load` again)."""
+        self._load(data)
+
+    def _solve_raw(self, data: ProblemData) -> Any:
+        """Run the solver on the loaded problem; return its raw output."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither _solve_raw nor solve")
+
+    def _invert(self, data: ProblemData, raw: Any) -> RawSolution:
+        """Map the solver's output back to ``data``'s columns and rows."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither _invert nor solve")
+
+    def _retries(self, data: ProblemData, tried: list[SolveResult]) -> Iterator[RawSolution]:
+        """Further candidates after ``tried[0]`` was not ``OPTIMAL`` (default: none). ``tried``
+        grows as the base judges each candidate, so a later one may depend on earlier ones."""
+        return iter(())
+
+    def _choose(self, tried: list[SolveResult]) -> SolveResult:
+        """The result to report when no candidate is ``OPTIMAL`` (default: the last one)."""
+        return tried[-1]
 
     def close(self) -> None:
         """Release solver memory."""
 
+
+def _checked(solve):
+    """Wrap a ``solve`` that overrides the template so that its ``OPTIMAL`` answers are judged by
+    the base all the same (results the template built pass unchanged)."""
+
+    @functools.wraps(solve)
+    def checked(self, data=None):
+        res = solve(self, data)
+        if res in _VOUCHED:
+            return res
+        d = self.data if data is None else data
+        cand = RawSolution(status=res.status, x=res.x, duals=res.duals, objective=res.objective,
+                           iterations=res.iterations, message=res.message, raw=res.raw)
+        out = attrs.evolve(self.judge(d, cand), solve_time=res.solve_time, backend=res.backend,
+                           backend_version=res.backend_version)
+        _VOUCHED.add(out)
+        return out
+
+    checked._fsframe_checked = True
+    return checked
 
 class Backend(abc.ABC):
     """Base class of solver backends (one module each, like CVXPY's solver interfaces)."""
@@ -208,71 +376,21 @@ class Backend(abc.ABC):
         return status
 
 
-# ------------------------------------------------------------------------------ certificate
-def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray, objective: float | None = None) -> Certificate:
-    """Weak-duality certificate in the conic form (bounds included).
-
-    ``y`` are multipliers of ``A x = b`` and ``z`` of ``G x <=_K h`` (``z`` in the dual cone,
-    projected onto it first), both in the convention ``L = f(x) + y'(Ax - b) + z'(Gx - h)``.
-    For a quadratic objective the bound is taken on its linearisation at ``x`` (valid because
-    ``f`` is convex). Bounds on ``x`` are handled in closed form; a reduced cost whose bound
-    on the improving side is infinite should vanish: its size is the dual residual, and it is
-    charged at ``x`` in the bound (exact when the residual is zero).
-    """
-    grad = data.c.copy()
-    const = data.offset
-    if data.has_quadratic_objective:
-        Px = data.P @ x
-        grad = grad + Px
-        const -= 0.5 * float(x @ Px)
-    z = np.asarray(z, dtype=float).copy()
-    if data.l:
-        z[: data.l] = np.maximum(z[: data.l], 0.0)
-    k = data.l
-    for q in data.cones:  # project onto the (self-dual) second-order cone
-        t, v = z[k], z[k + 1 : k + q]
-        nv = np.linalg.norm(v)
-        if nv > t:
-            if nv <= -t:
-                z[k : k + q] = 0.0
-            else:
-                a = 0.5 * (t + nv)
-                z[k] = a
-                z[k + 1 : k + q] = a * v / nv
-        k += q
-    r = grad + (data.A.T @ y if data.A.shape[0] else 0.0) + (data.G.T @ z if data.G.shape[0] else 0.0)
-    bound = const - float(data.b @ y) - float(data.h @ z)
-    scale = max(1.0, float(np.max(np.abs(grad), initial=0.0)))
-    # min over lb <= x <= ub of r'x: finite where the bound on the improving side is finite;
-    # the rest of r is dual infeasibility, measured and charged at x
-    lb_fin, ub_fin = np.isfinite(data.lb), np.isfinite(data.ub)
-    pos, neg = r > 0, r < 0
-    ok_pos, ok_neg = pos & lb_fin, neg & ub_fin
-    bad = (pos & ~lb_fin) | (neg & ~ub_fin)
-    bound += float(r[ok_pos] @ data.lb[ok_pos]) + float(r[ok_neg] @ data.ub[ok_neg]) + float(r[bad] @ x[bad])
-    dual_res = float(np.max(np.abs(r[bad]), initial=0.0)) / scale
-    obj = data.objective(x) if objective is None else objective
-    gap = (obj - bound) / (1.0 + abs(obj))
-    return Certificate(primal_residual=data.max_violation(x), dual_residual=dual_res, dual_bound=bound, gap=float(gap))
 
 
-def judge_certificate(cert: Certificate, tol: float) -> tuple[Status, str]:
-    """The status an ``OPTIMAL`` answer keeps after its certificate ``cert``, and a message suffix.
-
-    Passed: ``OPTIMAL``. Failed: ``OPTIMAL_INACCURATE`` (loops use it, with a warning), unless the
-    dual residual is above ``max(sqrt(tol), 1e-3)`` (a tiny ``tol`` asks for precision, not for
-    refusing answers): then ``UNKNOWN``, since the objective still decreases
-    along a direction the point's bounds do not block, so it is no optimum at all. Seen with
-    HiGHS's QP solver, which stops at an internal bound of 1e7 on an unbounded QP and calls it
-    optimal (dual residual 1.0). A large gap alone stays ``OPTIMAL_INACCURATE``
-    (``tests/reference/test_certificate.py`` pins that for a wrong "optimal" of HiGHS).
-    """
-    if cert.ok(tol):
-        return Status.OPTIMAL, ""
-    message = (f"; fsframe certificate failed (primal residual {cert.primal_residual:.2e}, "
-               f"dual residual {cert.dual_residual:.2e}, gap {cert.gap:.2e})")
-    big = max(float(np.sqrt(tol)), 1e-3)
-    if cert.dual_residual > big:
-        return Status.UNKNOWN, message + (f"; a dual residual above {big:.0e} is no inaccurate optimum: the "
-                                          "solver stopped short of one (is the problem unbounded?)")
-    return Status.OPTIMAL_INACCURATE, message
+def check_magnitudes(data: ProblemData, limit: float, who: str) -> None:
+    """Raise :class:`UnsupportedProblemError` if an entry of the constraint data ``A``, ``G``,
+    ``b``, ``h`` has magnitude ``>= limit``: the solver ``who`` cannot represent such a problem
+    faithfully (HiGHS refuses matrix values above 1e15 as "inconsistent"; interior-point solvers
+    square them), so the message names the scale and how to avoid it. The objective (``c``,
+    ``P``) is not checked here: outer loops drive its weights to large values legitimately, and
+    trouble there is a status, not an error."""
+    parts = {"b": data.b, "h": data.h, "A": data.A.data if data.A.nnz else (),
+             "G": data.G.data if data.G.nnz else ()}
+    for name, values in parts.items():
+        big = float(np.max(np.abs(values), initial=0.0)) if np.size(values) else 0.0
+        if big >= limit:
+            raise UnsupportedProblemError(
+                f"{who}: the constraints have an entry of magnitude {big:.3g} in {name} (limit {limit:.0e}): the "
+                "data are on a scale the solver cannot represent; standardise the features (e.g. "
+                "sklearn.preprocessing.StandardScaler) or rescale them to magnitudes near 1")

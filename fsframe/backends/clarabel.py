@@ -6,14 +6,13 @@ zero cone (equalities), ``R_+`` and second-order cones. A session stacks fsframe
 ``A x = b`` (zero cone) over ``G x <=_K h`` with the bounds folded in as rows
 (:meth:`ProblemData.bounds_as_rows`), and passes the upper triangle of ``P``. Clarabel's
 multipliers satisfy ``P x + q + A'z = 0``, i.e. fsframe's convention
-``L = f(x) + y'(Ax - b) + z'(Gx - h)``; they are mapped back to the compiled rows and every
-``OPTIMAL`` answer is checked by :func:`~fsframe.backends.base.certify`.
+``L = f(x) + y'(Ax - b) + z'(Gx - h)``; they are mapped back to the compiled rows, and the base
+template certifies every answer (docs/backends.md); one that fails is solved once more at
+:data:`RETRY_TOLERANCE` unless tolerances were given.
 
 Columns with large curvature are rescaled first (:func:`~fsframe.backends.conic.prepare`); when
 that happens Clarabel's own equilibration is switched off (unless ``equilibrate_enable`` is given):
-the two scalings fight. Measured on MPM + exp/lp + EM on Sonar (weights up to 5e6): with both,
-Clarabel stopped with ``NumericalError``/``InsufficientProgress`` at EM iteration 12-28; with
-fsframe's scaling alone every subproblem solved (and in fewer iterations, 10 instead of 14).
+the two scalings fight (docs/performance.md).
 
 Re-solves: a changed ``c`` is pushed with ``solver.update`` (Clarabel keeps its symbolic
 factorisation; it has no warm start of the iterates), which needs ``presolve_enable=False`` —
@@ -28,16 +27,15 @@ An unknown name or a value Clarabel refuses is an :class:`~fsframe.errors.Invali
 
 from __future__ import annotations
 
-import time
-
+import attrs
 import numpy as np
 import scipy.sparse as sp
 
+from ..canonical import ProblemData
 from ..enums import ProblemClass, Status
 from ..errors import InvalidOptionError
-from .base import Backend, BackendSession, SolveOptions, SolveResult
-from ..canonical import ProblemData
-from .conic import certify_optimal, module_version, prepare
+from .base import Backend, BackendSession, RawSolution, SolveFailure, SolveOptions, SolveResult
+from .conic import module_version, prepare
 
 __all__ = ["ClarabelBackend", "CLARABEL_STATUS"]
 
@@ -119,20 +117,19 @@ def _upper(P, n: int) -> sp.csc_matrix:
 
 
 class ClarabelSession(BackendSession):
+    """Holds a Clarabel solver; see the module docstring for what a re-solve pushes and the one
+    re-solve at tighter tolerances after an answer fails the certificate."""
+
     def __init__(self, backend: ClarabelBackend, data: ProblemData, options: SolveOptions):
         super().__init__(backend, data, options)
         self.settings = clarabel_settings(options)
-        self._version = backend.version()
-        self._data = None
         self._prep = None
         self._solver = None
 
-    def _build(self, data: ProblemData) -> None:
+    def _make(self, data: ProblemData, prep, settings):
         import clarabel
 
-        self._prep = prepare(data)
-        rows = self._prep.layout.rows
-        n = rows.n
+        rows = prep.layout.rows
         M = sp.vstack([rows.A, rows.G], format="csc")
         M.sort_indices()
         rhs = np.concatenate([rows.b, rows.h])
@@ -142,62 +139,65 @@ class ClarabelSession(BackendSession):
         if rows.l:
             cones.append(clarabel.NonnegativeConeT(int(rows.l)))
         cones.extend(clarabel.SecondOrderConeT(int(q)) for q in rows.cones)
-        settings = self.settings
-        if self._prep.scale is not None and "equilibrate_enable" not in self.options.backend_options:
-            settings = clarabel_settings(self.options)
+        if prep.scale is not None and "equilibrate_enable" not in self.options.backend_options:
             settings.equilibrate_enable = False  # the columns are already scaled (see the module docstring)
         try:
-            self._solver = clarabel.DefaultSolver(_upper(rows.P, n), self._prep.c(data), M, rhs, cones, settings)
+            return clarabel.DefaultSolver(_upper(rows.P, rows.n), prep.c(data), M, rhs, cones, settings)
         except Exception as exc:  # Clarabel raises plain Exception
             if "settings" in str(exc).lower():
                 raise InvalidOptionError(f"clarabel refused the settings: {exc}") from exc
-            raise
-        self._data = data
+            raise SolveFailure(Status.ERROR, f"Clarabel rejected the problem: {exc}") from exc
+
+    def _load(self, data: ProblemData) -> None:
+        self._prep = prepare(data)
+        self._solver = self._make(data, self._prep, clarabel_settings(self.options))
 
     def _update(self, data: ProblemData) -> None:
-        old = self._data
-        if old is None or not (data.A is old.A and data.G is old.G and data.b is old.b and data.h is old.h
-                               and data.l == old.l and data.cones == old.cones and data.lb is old.lb
-                               and data.ub is old.ub) or not self._solver.is_data_update_allowed():
-            self._build(data)
-            return
-        if data.P is not old.P and (data.has_quadratic_objective or old.has_quadratic_objective):
-            self._build(data)  # a new P changes the column scaling, hence A
-            return
-        if data.c is not old.c:
+        old = self._loaded
+        if not (data.A is old.A and data.G is old.G and data.b is old.b and data.h is old.h
+                and data.l == old.l and data.cones == old.cones and data.lb is old.lb
+                and data.ub is old.ub) or not self._solver.is_data_update_allowed():
+            self._load(data)
+        elif data.P is not old.P and (data.has_quadratic_objective or old.has_quadratic_objective):
+            self._load(data)  # a new P changes the column scaling, hence A
+        elif data.c is not old.c:
             self._solver.update(q=self._prep.c(data))
-        self._data = data
 
-    def solve(self, data: ProblemData | None = None) -> SolveResult:
-        data = self.data if data is None else data
-        t0 = time.perf_counter()
+    def _solve_raw(self, data: ProblemData, solver=None):
         try:
-            self._update(data)
-            sol = self._solver.solve()
-        except InvalidOptionError:
-            raise
+            return (solver or self._solver).solve()
         except Exception as exc:  # Clarabel's input checks
-            return SolveResult(status=Status.ERROR, x=None, objective=None, backend="clarabel",
-                               solve_time=time.perf_counter() - t0, backend_version=self._version,
-                               message=f"Clarabel rejected the problem: {exc}")
-        elapsed = time.perf_counter() - t0
+            raise SolveFailure(Status.ERROR, f"Clarabel rejected the problem: {exc}") from exc
+
+    def _invert(self, data: ProblemData, sol) -> RawSolution:
         status = self.backend.map_status(sol.status)
-        message = str(sol.status)
-        x = obj = duals = cert = None
-        xs = self._prep.x(np.asarray(sol.x, dtype=float))
+        x = duals = None
         if status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT, Status.TIME_LIMIT):
-            if np.all(np.isfinite(xs)) and xs.size == data.n:
-                x = xs
-                obj = data.objective(x)
-                zz = np.asarray(sol.z, dtype=float)
-                p_rows = self._prep.layout.rows.A.shape[0]
-                y, z = self._prep.layout.split_duals(zz[:p_rows], zz[p_rows:])
-                duals = {"y": y, "z": z}
-                status, cert, extra = certify_optimal(status, data, x, y, z, obj, self.options)
-                message += extra
-            elif status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE):
-                status = Status.NUMERICAL_ERROR
-                message += "; Clarabel returned a non-finite solution"
-        return SolveResult(status=status, x=x, objective=obj, backend="clarabel", solve_time=elapsed,
-                           iterations=int(sol.iterations), backend_version=self._version, message=message,
-                           duals=duals, certificate=cert, raw={"status": sol.status, "solution": sol})
+            x = self._prep.x(np.asarray(sol.x, dtype=float))
+            zz = np.asarray(sol.z, dtype=float)
+            p_rows = self._prep.layout.rows.A.shape[0]
+            y, z = self._prep.layout.split_duals(zz[:p_rows], zz[p_rows:])
+            duals = {"y": y, "z": z}
+        return RawSolution(status=status, x=x, duals=duals, iterations=int(sol.iterations), message=str(sol.status),
+                           raw={"status": sol.status, "solution": sol})
+
+    def _retries(self, data: ProblemData, tried: list[SolveResult]):
+        """An answer that failed the certificate is solved once more at :data:`RETRY_TOLERANCE`
+        (Clarabel's absolute gap tolerance, 1e-8 by default, is coarse for a small optimum),
+        unless tolerances were given in ``backend_options``."""
+        if tried[0].certificate is None or any(k in self.options.backend_options for k in _TOLERANCES):
+            return
+        settings = clarabel_settings(self.options)
+        for k in _TOLERANCES:
+            setattr(settings, k, RETRY_TOLERANCE)
+        cand = self._invert(data, self._solve_raw(data, self._make(data, self._prep, settings)))
+        yield attrs.evolve(cand, message=f"{cand.message} (re-solved at tolerance {RETRY_TOLERANCE:g} after the "
+                                         "certificate failed)")
+
+    def _choose(self, tried: list[SolveResult]) -> SolveResult:
+        return tried[0]
+
+
+_TOLERANCES = ("tol_gap_abs", "tol_gap_rel", "tol_feas")
+RETRY_TOLERANCE = 1e-11
+"""Gap and feasibility tolerance of the re-solve after a failed certificate."""

@@ -1,14 +1,13 @@
 r"""Numerically stable forms of a QP with a diagonal Hessian on free columns.
 
 Every EM / reweighted-quadratic subproblem has a Hessian ``diag(d)`` whose entries diverge as
-coefficients vanish (``d = 1/t^2``): the plain primal QP becomes ill-conditioned (measured on
-WDBC: HiGHS's active-set solver slowed from 0.04 s to 4.7 s per solve and then stalled). Two
-equivalent problems avoid it:
+coefficients vanish (``d = 1/t^2``): the plain primal QP becomes ill-conditioned for HiGHS's
+active-set solver. Two equivalent problems avoid it:
 
 * :class:`ScaledQPSession` — the primal in ``v = sqrt(d) * x``: identity Hessian, columns of the
   constraint matrix scaled by ``1/sqrt(d)`` (Weston's multiplicative update ``w = |w^k| ⊙ v``).
   Only the matrix values change between iterations; HiGHS gains nothing from a warm start of a
-  QP whose Hessian changed anyway (MEASUREMENTS.md), so the scaled problem is passed afresh.
+  QP whose Hessian changed anyway, so the scaled problem is passed afresh.
 * :class:`DualQPSession` — the Lagrangian dual below, one variable per constraint row.
 
 
@@ -26,35 +25,35 @@ with ``r_j = c_j + K_j' lam`` constrained ``>= 0`` (``j`` bounded below), ``<= 0
 above) or ``= 0`` (free). It has one variable per row of the primal instead of one per feature:
 for the hinge loss, ``m`` variables with the dense ``m x m`` Hessian ``K_Q D^{-1} K_Q'`` — the
 classical SVM dual with the EM scaling ``D^{-1} = diag(1 / q_j)`` (Weston's multiplicative
-update, 002 §3.2.2). MEASUREMENTS.md: 0.016 s at n=10000, m=200, where HiGHS's primal QP fails.
+update, 002 §3.2.2).
 
 Recovery: ``x_Q = -(c_Q + K_Q' lam) / d``; ``x_j = lb_j + z^d_j``, ``ub_j - z^d_j`` or
 ``-y^d_j`` for the other columns from the dual's own multipliers; fixed columns keep their
-value. The recovered point is checked against the *primal* by the weak-duality certificate
-(:func:`fsframe.backends.base.certify`) with ``lam`` as the primal multipliers; its primal
-violation is checked even with ``certify=False``.
+value. The recovered point is judged against the *primal* by the base template
+(:class:`~fsframe.backends.base.BackendSession`) with ``lam`` as the primal multipliers; its
+primal violation is checked even with ``certify=False``.
 
 Re-solves: whether a form applies (:func:`dual_applies`, :func:`scaled_applies`) is checked on
 every solve, since a new ``ProblemData`` may bring bounds or Hessian entries the form cannot take;
 such a solve goes to the next form that applies (the primal as given last). The dual's right-hand
 sides ``-c[R_free]`` and ``(c[R_lb], -c[R_ub])`` follow the costs of the linear columns. When HiGHS
 fails on a form (error, iteration limit, a point far from optimal) the next form is tried, and
-the failed one is skipped for the rest of the session (see :class:`_StableFormSession`).
+the failed one is skipped for the rest of the session (see :class:`_StableFormSession`). The
+measurements behind these choices are in docs/performance.md.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 
 import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from ..enums import Status
-from .base import BackendSession, SolveOptions, SolveResult, certify, judge_certificate
 from ..canonical import ProblemData
-from .conic import check_psd
+from ..enums import Status
+from ..linalg import check_psd
+from .base import BackendSession, RawSolution, SolveOptions, SolveResult
 
 __all__ = ["dual_applies", "scaled_applies", "DualQPSession", "ScaledQPSession"]
 
@@ -121,11 +120,9 @@ _BLAS = []  # the threadpoolctl controller, made on first use
 
 def _one_blas_thread():
     """A context in which BLAS runs on one thread (threadpoolctl, a scikit-learn dependency; a
-    no-op without it). The dual's dense products are small (m x m output); with OpenBLAS's
-    default threads they were up to 25x slower on a shared 2-core machine (K_Q D^-1 K_Q' at
-    m=200, n=5000: 156 ms instead of 6.4 ms; threads spinning for a busy core), and parallel fits
-    (fsframe's evaluation with n_jobs) would oversubscribe the cores the same way. The price on
-    an idle machine: 1.3 ms instead of 0.8 ms at n=1000."""
+    no-op without it). The dual's dense products are small (m x m output); OpenBLAS's threads
+    made them much slower on a busy machine, and parallel fits (fsframe's evaluation with n_jobs)
+    would oversubscribe the cores (docs/performance.md)."""
     if not _BLAS:
         try:
             from threadpoolctl import ThreadpoolController
@@ -173,57 +170,82 @@ session then tries the next form (dual, scaled primal, primal as given)."""
 
 
 class _StableFormSession(BackendSession):
-    """What both stable forms share: the scaled primal, and the primal as given (a kept HiGHS
-    session, so that a run of them is warm).
+    """What both stable forms share: the list of forms tried in order (the dual, the scaled
+    primal, the primal as given), and the sessions of the inner solver (HiGHS; its session class is
+    passed in as ``inner_session``, so this module does not import the HiGHS backend).
 
-    A form on which HiGHS fails (a status in :data:`_FAILED`) is skipped for the rest of the
-    session: EM weights only spread further apart, and a failure costs up to HiGHS's iteration
-    limit (measured on WDBC, hinge + exp + EM, weights 1e-10..1e6: the dual and the scaled primal
-    each hit the limit after 4-11 s from EM iteration 4 on; the primal as given solved every
-    subproblem in 0.01-1.4 s and matched Clarabel).
+    Each solve tries the first form that applies to its data and has not failed; the base judges
+    the answer (:class:`~fsframe.backends.base.BackendSession`), and when its status is one of
+    :data:`_FAILED` the next form is a retry (:meth:`_retries`), judged the same way. A form on
+    which HiGHS fails is skipped for the rest of the session: EM weights only spread further apart,
+    and a failure costs up to HiGHS's iteration limit (docs/performance.md).
     """
 
-    def __init__(self, backend, data: ProblemData, options: SolveOptions):
+    forms: tuple[str, ...] = ("dual", "scaled", "primal")
+
+    def __init__(self, backend, data: ProblemData, options: SolveOptions, inner_session):
         super().__init__(backend, data, options)
-        self.inner = None
-        self.primal = None
-        self.scaled_failed = False
+        self.make_inner = inner_session
+        self.inner = None  # the dual's session
+        self.primal = None  # the primal as given (kept, so a run of them is warm)
+        self.red: _Reduction | None = None
+        self.rows: _Rows | None = None
+        self.failed: set[str] = set()
         self._primal_checked = False
         self.inner_opts = attrs.evolve(options, certify=False, backend_options={
             k: v for k, v in options.backend_options.items() if k != "qp_form"})
+        self._pending: list[str] = []
+        self._why: list[str] = []
+        self._current = ""
+        self._prefix = ""  # what _next put before the current form's message
 
-    def _solve_primal(self, data: ProblemData, why: str) -> SolveResult:
-        """Solve ``data`` as given with HiGHS; the message says why."""
-        from .highs import HighsSession
+    # -- the template's raw steps ------------------------------------------------------------
+    def _solve_raw(self, data: ProblemData) -> RawSolution:
+        self._why, self._pending = [], []
+        for form in self.forms:
+            reason = _APPLIES[form](data)
+            if reason is not None:
+                self._why.append(f"the {form} form does not apply ({reason})")
+            elif form in self.failed:
+                self._why.append(f"{_LABEL[form]} failed earlier")
+            else:
+                self._pending.append(form)
+        return self._next(data)
 
+    def _invert(self, data: ProblemData, raw: RawSolution) -> RawSolution:
+        return raw
+
+    def _retries(self, data: ProblemData, tried: list[SolveResult]):
+        while self._pending and tried[-1].status in _FAILED:
+            self.failed.add(self._current)
+            if self._current == "dual":
+                self._drop_inner()  # do not warm-start from a failed state
+            message = tried[-1].message
+            message = message[len(self._prefix):] if message.startswith(self._prefix) else message
+            self._why.append(f"{_LABEL[self._current]} failed ({tried[-1].status.value}: {message})")
+            yield self._next(data)
+
+    def _next(self, data: ProblemData) -> RawSolution:
+        form = self._pending.pop(0)
+        self._current = form
+        cand = getattr(self, f"_solve_{form}")(data)
+        self._prefix = f"{'; '.join(self._why)}; solved the {_SOLVED[form]}: " if self._why else ""
+        return attrs.evolve(cand, message=self._prefix + cand.message)
+
+    # -- the forms -----------------------------------------------------------------------------
+    def _solve_primal(self, data: ProblemData) -> RawSolution:
+        """Solve ``data`` as given with HiGHS."""
         if scaled_applies(data) is not None:
             # not convex by construction (a Hessian that is not diagonal on the free columns):
             # checked fully the first time, by the signs of its diagonal after that
             check_psd(data.P, diagonal_only=self._primal_checked)
             self._primal_checked = True
         if self.primal is None:
-            self.primal = HighsSession(self.backend, data, self.options, check_convex=False)
-        res = self.primal.solve(data)
-        self.data = data
-        return attrs.evolve(res, message=f"{why}; solved the primal QP: {res.message}")
+            self.primal = self.make_inner(self.backend, data, self.inner_opts, check_convex=False)
+        return _raw(self.primal.solve(data))
 
-    def _scaled_or_primal(self, data: ProblemData, why: str = "") -> SolveResult:
-        """The scaled primal (:meth:`_solve_scaled`), or the primal as given if HiGHS fails on the
-        scaled one (now or earlier in this session). ``why``: what led here, for the message."""
-        if self.scaled_failed:
-            return self._solve_primal(data, "; ".join(filter(None, [why, "the scaled primal failed earlier"])))
-        res = self._solve_scaled(data)
-        if res.status in _FAILED:
-            self.scaled_failed = True
-            return self._solve_primal(data, "; ".join(filter(None, [
-                why, f"scaled QP failed ({res.status.value}: {res.message})"])))
-        return attrs.evolve(res, message=f"{why}; solved the scaled primal: {res.message}") if why else res
-
-    def _solve_scaled(self, data: ProblemData) -> SolveResult:
+    def _solve_scaled(self, data: ProblemData) -> RawSolution:
         """Solve ``data`` in the variables ``v_j = sqrt(d_j) x_j`` (``scaled_applies(data)`` holds)."""
-        from .highs import HighsSession
-
-        t0 = time.perf_counter()
         P, fixed, d, _ = _diag_split(data)
         scale = np.ones(data.n)
         Q = (d > 0) & ~fixed
@@ -241,27 +263,21 @@ class _StableFormSession(BackendSession):
             data, c=data.c * scale, P=Pnew, A=(data.A @ S).tocsr(), G=(data.G @ S).tocsr(),
             lb=data.lb / scale, ub=data.ub / scale)
         # the Hessian changes every EM iteration and HiGHS gains nothing from a warm start then
-        # (MEASUREMENTS.md): a fresh instance per solve
-        inner = HighsSession(self.backend, scaled, self.inner_opts, check_convex=False)
+        # (docs/performance.md): a fresh instance per solve
+        inner = self.make_inner(self.backend, scaled, self.inner_opts, check_convex=False)
         try:
             res = inner.solve(scaled)
         finally:
             inner.close()
-        elapsed = time.perf_counter() - t0
-        self.data = data
-        if res.x is None:
-            return attrs.evolve(res, solve_time=elapsed, message=f"scaled QP: {res.message}")
-        x = res.x * scale
-        obj = data.objective(x)
-        status, message, cert = res.status, f"scaled QP: {res.message}", None
-        duals = res.duals
-        if self.options.certify and status is Status.OPTIMAL and duals is not None:
-            cert = certify(data, x, duals["y"], duals["z"], obj)
-            status, extra = judge_certificate(cert, self.options.cert_tol)
-            message += extra
-        return SolveResult(status=status, x=x, objective=obj, backend="highs", solve_time=elapsed,
-                           iterations=res.iterations, backend_version=res.backend_version, message=message,
-                           duals=duals, certificate=cert, raw={"scaled": res})
+        out = _raw(res)
+        return attrs.evolve(out, x=None if res.x is None else res.x * scale, objective=None,
+                            message=f"scaled QP: {res.message}", raw={"scaled": res})
+
+    def _drop_inner(self) -> None:
+        if self.inner is not None:
+            self.inner.close()
+        self.inner = None
+        self.red = None
 
     def close(self) -> None:
         for s in (self.inner, self.primal):
@@ -269,14 +285,20 @@ class _StableFormSession(BackendSession):
                 s.close()
 
 
-class DualQPSession(_StableFormSession):
-    """Solve the dual with an inner HiGHS session; invert to the primal."""
+def _raw(res: SolveResult) -> RawSolution:
+    """An inner session's result as a candidate of the outer one (judged again, on its data)."""
+    return RawSolution(status=res.status, x=res.x, duals=res.duals, objective=res.objective,
+                       iterations=res.iterations, message=res.message, raw=res.raw)
 
-    def __init__(self, backend, data: ProblemData, options: SolveOptions):
-        super().__init__(backend, data, options)
-        self.red: _Reduction | None = None
-        self.rows: _Rows | None = None
-        self.dual_failed = False
+
+_APPLIES = {"dual": lambda d: dual_applies(d), "scaled": lambda d: scaled_applies(d), "primal": lambda d: None}
+_LABEL = {"dual": "dual QP", "scaled": "scaled QP", "primal": "primal QP"}
+_SOLVED = {"dual": "dual QP", "scaled": "scaled primal", "primal": "primal QP"}
+
+
+class DualQPSession(_StableFormSession):
+    """Solve the dual with an inner HiGHS session; invert to the primal (then the scaled primal,
+    then the primal as given, when HiGHS fails on one)."""
 
     def _reduce(self, data: ProblemData) -> _Reduction:
         P = data.P.tocsc() if data.P is not None else sp.csc_matrix((data.n, data.n))
@@ -335,17 +357,7 @@ class DualQPSession(_StableFormSession):
         )
         return _Reduction(Q=Q, R_lb=R_lb, R_ub=R_ub, R_free=R_free, fixed=Fx, dual=dual, p=p, KQ=KQ)
 
-    def solve(self, data: ProblemData | None = None) -> SolveResult:
-        from .highs import HighsSession
-
-        data = self.data if data is None else data
-        why = dual_applies(data)
-        if why is not None:  # data of a re-solve the dual cannot take
-            why = f"the dual form does not apply ({why})"
-            return self._scaled_or_primal(data, why) if scaled_applies(data) is None else self._solve_primal(data, why)
-        if self.dual_failed:
-            return self._scaled_or_primal(data, "dual QP failed earlier")
-        t0 = time.perf_counter()
+    def _solve_dual(self, data: ProblemData) -> RawSolution:
         with _one_blas_thread():
             red = self._reduce(data)
         # the same rows and sets of linear columns give the very same constraint matrices (cached
@@ -361,26 +373,25 @@ class DualQPSession(_StableFormSession):
         if self.inner is None or not same:
             if self.inner is not None:
                 self.inner.close()
-            self.inner = HighsSession(self.backend, red.dual, self.inner_opts, check_convex=False)
+            self.inner = self.make_inner(self.backend, red.dual, self.inner_opts, check_convex=False)
         self.red = red
         res = self.inner.solve(red.dual)
-        elapsed = time.perf_counter() - t0
-        self.data = data
         if res.status in (Status.INFEASIBLE, Status.UNBOUNDED):
             # dual infeasible <=> primal unbounded (or infeasible); dual unbounded <=> primal infeasible
             status = Status.INFEASIBLE_OR_UNBOUNDED if res.status is Status.INFEASIBLE else Status.INFEASIBLE
-            return attrs.evolve(res, status=status, x=None, objective=None, solve_time=elapsed,
-                                message=f"dual QP: {res.message}")
+            return RawSolution(status=status, iterations=res.iterations, message=f"dual QP: {res.message}",
+                               raw={"dual": res})
         if res.status is not Status.TIME_LIMIT and (res.status is not Status.OPTIMAL or res.x is None
                                                      or res.duals is None):
             # a solver failure, not a property of the problem: HiGHS's active-set QP can stop
             # with "Solve error" on a rank-deficient dual (seen on Colon, EM iteration 4) or at its
             # iteration limit (WDBC, hinge + exp + EM, weights 1e-9..5e5, iteration 4); the scaled
             # primal is the same problem in other coordinates
-            self._drop_inner()  # do not warm-start from a failed state
-            return self._fallback(data, f"dual QP failed ({res.status.value}: {res.message})")
+            status = res.status if res.status in _FAILED else Status.NUMERICAL_ERROR
+            return RawSolution(status=status, iterations=res.iterations, message=res.message, raw={"dual": res})
         if res.x is None or res.duals is None:  # the time limit, without a point
-            return attrs.evolve(res, x=None, objective=None, solve_time=elapsed, message=f"dual QP: {res.message}")
+            return RawSolution(status=res.status, iterations=res.iterations, message=f"dual QP: {res.message}",
+                               raw={"dual": res})
         lam = res.x
         x = np.zeros(data.n)
         x[red.fixed] = data.lb[red.fixed]
@@ -397,42 +408,16 @@ class DualQPSession(_StableFormSession):
         x[red.R_lb] = data.lb[red.R_lb] + zd[:n_lb]
         x[red.R_ub] = data.ub[red.R_ub] - zd[n_lb:]
         x[red.R_free] = -yd
-        obj = data.objective(x)
-        y, z = lam[: red.p], lam[red.p :]
-        status, message, cert = res.status, f"dual QP: {res.message}", None
-        if status is Status.OPTIMAL:
+        if res.status is Status.OPTIMAL:
             # checked with or without the certificate: HiGHS's QP solver can stop at a huge finite
             # point of an unbounded dual (the primal is infeasible) and call it optimal; the
             # recovered x then violates the primal. The scaled primal form reports the status.
-            if self.options.certify:
-                cert = certify(data, x, y, z, obj)
-                viol = cert.primal_residual
-            else:
-                viol = data.max_violation(x)
-            if viol > 10 * self.options.cert_tol:
-                self._drop_inner()
-                return self._fallback(data, f"dual QP point infeasible (residual {viol:.2e})")
-        if cert is not None:
-            status, extra = judge_certificate(cert, self.options.cert_tol)
-            message += extra
-            if status is Status.UNKNOWN:  # far from an optimum: a failure of the dual's solve
-                self._drop_inner()
-                return self._fallback(data, f"dual QP point not optimal{extra}")
-        return SolveResult(status=status, x=x, objective=obj, backend="highs", solve_time=elapsed,
-                           iterations=res.iterations, backend_version=res.backend_version, message=message,
-                           duals={"y": y, "z": z}, certificate=cert, raw={"dual": res})
-
-    def _drop_inner(self) -> None:
-        if self.inner is not None:
-            self.inner.close()
-        self.inner = None
-        self.red = None
-
-    def _fallback(self, data: ProblemData, why: str) -> SolveResult:
-        """HiGHS failed on the dual: solve ``data`` in the scaled primal form instead (or the
-        primal as given), now and for the rest of the session; the message says why."""
-        self.dual_failed = True
-        return self._scaled_or_primal(data, why)
+            viol = data.max_violation(x)
+            if not np.isfinite(viol) or viol > 10 * self.options.cert_tol:
+                return RawSolution(status=Status.NUMERICAL_ERROR, iterations=res.iterations,
+                                   message=f"dual QP point infeasible (residual {viol:.2e})", raw={"dual": res})
+        return RawSolution(status=res.status, x=x, duals={"y": lam[: red.p], "z": lam[red.p :]},
+                           iterations=res.iterations, message=f"dual QP: {res.message}", raw={"dual": res})
 
 
 MAX_DENSE_DUAL = 5000
@@ -440,9 +425,7 @@ MAX_DENSE_DUAL = 5000
 
 def prefer_dual(data: ProblemData) -> bool:
     """The dual has one variable per row and a dense Hessian: prefer it unless it has more than
-    :data:`MAX_DENSE_DUAL` rows *and* more rows than quadratic columns. (Measured on WDBC,
-    569 x 30: the dual took 0.06 s per EM iteration; the primal, plain or scaled, 0.02-22 s and
-    once stalled in HiGHS's active-set QP.)"""
+    :data:`MAX_DENSE_DUAL` rows *and* more rows than quadratic columns (docs/performance.md)."""
     _, fixed, d, _ = _diag_split(data)
     n_q = int(np.count_nonzero((d > 0) & ~fixed))
     rows = data.A.shape[0] + data.l
@@ -455,9 +438,4 @@ class ScaledQPSession(_StableFormSession):
     (``lb_j sqrt(d_j) <= v_j <= ub_j sqrt(d_j)``). Data the scaled form cannot take, and HiGHS
     failing on it, send the solve to the primal as given."""
 
-    def solve(self, data: ProblemData | None = None) -> SolveResult:
-        data = self.data if data is None else data
-        why = scaled_applies(data)
-        if why is not None:
-            return self._solve_primal(data, f"the scaled form does not apply ({why})")
-        return self._scaled_or_primal(data)
+    forms = ("scaled", "primal")

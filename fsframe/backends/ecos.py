@@ -2,20 +2,16 @@
 point method; a convex quadratic objective enters through a rotated-cone epigraph.
 
 ECOS solves ``min c'x  s.t.  A x = b,  h - G x in K``, ``K = R_+^l x SOC(q_1) x ...`` — fsframe's
-:class:`~fsframe.compiler.ProblemData` without the bounds, which a session folds into the
+:class:`~fsframe.canonical.ProblemData` without the bounds, which a session folds into the
 ``R_+`` block (:meth:`ProblemData.bounds_as_rows`). Its multipliers already follow fsframe's
 convention ``L = c'x + y'(Ax - b) + z'(Gx - h)``, ``z in K``; they are mapped back to the rows of
-the compiled problem and every ``OPTIMAL`` answer is checked by
-:func:`~fsframe.backends.base.certify` (a failed check downgrades it to ``OPTIMAL_INACCURATE``).
+the compiled problem, and the base template certifies every answer (docs/backends.md).
 
-Quadratic objective ``1/2 x'Px``: with ``P = F'F`` (:func:`~fsframe.backends.conic.psd_factor`:
-elementwise for a diagonal ``P``, a small eigendecomposition per connected block otherwise) and
-one epigraph column ``tau_i`` per row of ``F``, ``1/2 (F_i x)^2 <= tau_i`` is the rotated cone
-``||(F_i x, tau_i - 1/2)|| <= tau_i + 1/2``; the objective becomes ``c'x + sum_i tau_i``. One cone
-per row rather than one cone ``1/2 ||F x||^2 <= tau``: on three EM subproblems of an MPM (Hessian
-diagonal up to 4e9) the single cone's answers failed fsframe's certificate at every tolerance
-(dual residual 1.1e-5 to 1.6e-5 at 1e-10), the per-row cones passed at 1e-10 (5e-8 to 5e-6). Columns with large
-curvature are rescaled first (:func:`~fsframe.backends.conic.prepare`).
+Quadratic objective ``1/2 x'Px``: with ``P = F'F`` (:func:`~fsframe.linalg.psd_factor`) and one
+epigraph column ``tau_i`` per row of ``F``, ``1/2 (F_i x)^2 <= tau_i`` is the rotated cone
+``||(F_i x, tau_i - 1/2)|| <= tau_i + 1/2``; the objective becomes ``c'x + sum_i tau_i`` (one cone
+per row: a single cone ``1/2 ||F x||^2 <= tau`` is less accurate). Columns with large curvature
+are rescaled first (:func:`~fsframe.backends.conic.prepare`).
 
 Re-solves: ECOS has no warm start, so a session calls ECOS again, but keeps the converted,
 stacked ``csc_matrix`` data (ECOS rejects scipy sparse *arrays*) and rebuilds only what changed:
@@ -25,42 +21,37 @@ stacked ``csc_matrix`` data (ECOS rejects scipy sparse *arrays*) and rebuilds on
 Options (``SolveOptions.backend_options``): ``feastol``, ``abstol``, ``reltol`` (default 1e-8),
 ``feastol_inacc``, ``abstol_inacc``, ``reltol_inacc`` (the "close to optimal" tolerances),
 ``max_iters`` (default 100), ``nitref`` (iterative refinement steps). With a quadratic objective
-the three main tolerances default to ``QP_TOLERANCE`` = 1e-9 instead: through the epigraph, a gap
-``eps`` in the objective leaves ``x`` accurate only to about ``sqrt(eps)`` (measured on a 2-variable
-QP: error 8e-6 and a failed certificate at 1e-8, 2.5e-7 and a passed one at 1e-9). When the
-certificate still fails, the problem is solved once more at 1e-10 (measured on an MPM subproblem
-with a quadratic term: error 4e-6 and a 2.6e-5 gap at 1e-9, 3e-7 and a passed certificate at 1e-10);
-1e-10 is not the default because ECOS then stalls on some unbounded problems (exit -2 instead of
-2 on the standard ``unbounded_qp``). Explicit tolerances in ``backend_options`` switch both off.
-If that fails too and the columns were rescaled (below), ECOS gets the unscaled problem once (the
-scaling usually helps — 40 instead of 83 re-solves over 150 EM subproblems — but not always).
-If every attempt fails the certificate, the answer is *polished*: on free columns where ``P`` is
-diagonal (every EM subproblem) the KKT condition gives ``x_j`` from the multipliers,
-``x_j -= r_j / P_jj`` (:func:`~fsframe.backends.conic.polish_separable`); the polished point is kept
-only if it passes the certificate. Measured on MPM + lp + EM subproblems with weights up to 3e6:
-ECOS's ``w`` was within 1e-8 of Clarabel's but its gradient missed the certificate by 3e-5 at every
-tolerance; polished, the dual residual was 1e-14 and the certificate passed. ECOS has no time limit:
-``time_limit`` is refused (use ``max_iters`` or ``backend="clarabel"``).
+the three main tolerances default to :data:`QP_TOLERANCE` (through the epigraph, a gap ``eps`` in
+the objective leaves ``x`` accurate only to about ``sqrt(eps)``). When an answer to a quadratic
+problem fails the certificate, further candidates follow (:meth:`EcosSession._retries`): a
+re-solve at :data:`QP_RETRY_TOLERANCE` (not the default: ECOS then stalls on some unbounded
+problems), one without the column scaling, then each answer *polished* — on free columns where
+``P`` is diagonal the KKT condition gives ``x_j`` from the multipliers
+(:func:`~fsframe.backends.conic.polish_separable`). Explicit tolerances switch the re-solve off.
+ECOS has no time limit: ``time_limit`` is refused (use ``max_iters`` or ``backend="clarabel"``).
+Ctrl-C during a solve (ECOS's exit flag -4) raises :class:`KeyboardInterrupt`. Constraint
+entries of magnitude ``1e15`` or more are refused with a typed error naming the scale.
 
 Exit flags (``ecos.h``): 0 optimal, 1 primal infeasible, 2 dual infeasible (unbounded),
 10/11/12 the same reached only to the reduced "inaccurate" tolerances (``ECOS_INACC_OFFSET``),
 -1 iteration limit, -2 search direction unreliable, -3 ``s`` or ``z`` left the cone, -4
 interrupted, -7 fatal, -87 "not converged yet" (internal; never expected to escape).
+The measurements behind these choices are in docs/performance.md.
 """
 
 from __future__ import annotations
 
-import time
 
 import attrs
 import numpy as np
 import scipy.sparse as sp
 
+from ..canonical import ProblemData
 from ..enums import ProblemClass, Status
 from ..errors import InvalidOptionError
-from .base import Backend, BackendSession, SolveOptions, SolveResult, certify
-from ..canonical import ProblemData
-from .conic import certify_optimal, module_version, polish_separable, prepare, psd_factor
+from ..linalg import psd_factor
+from .base import Backend, BackendSession, RawSolution, SolveFailure, SolveOptions, SolveResult, check_magnitudes
+from .conic import module_version, polish_separable, prepare
 
 __all__ = ["EcosBackend", "ECOS_STATUS", "ECOS_OPTIONS"]
 
@@ -74,13 +65,18 @@ ECOS_STATUS = {
     -1: Status.ITERATION_LIMIT,  # ECOS_MAXIT
     -2: Status.NUMERICAL_ERROR,  # ECOS_NUMERICS: search direction unreliable
     -3: Status.NUMERICAL_ERROR,  # ECOS_OUTCONE: s or z got outside the cone
-    -4: Status.ERROR,  # ECOS_SIGINT: interrupted
+    -4: Status.ERROR,  # ECOS_SIGINT: interrupted (a session raises KeyboardInterrupt instead)
     -7: Status.ERROR,  # ECOS_FATAL
     -87: Status.ERROR,  # ECOS_NOT_CONVERGED_YET (internal)
 }
 """Every ECOS exit flag and its fsframe status."""
 
 _INACCURATE = {10, 11, 12}
+ECOS_SIGINT = -4
+"""ECOS's exit flag when it caught Ctrl-C: a session raises :class:`KeyboardInterrupt`."""
+MAX_MAGNITUDE = 1e15
+"""Largest constraint entry accepted (:func:`~fsframe.backends.base.check_magnitudes`): ECOS's
+interior point squares its data, so entries near 1e150 overflow."""
 
 QP_TOLERANCE = 1e-9
 """Default ``feastol``/``abstol``/``reltol`` when the objective is quadratic (see the module docstring)."""
@@ -143,6 +139,7 @@ class EcosBackend(Backend):
     def open(self, data: ProblemData, options: SolveOptions = SolveOptions()) -> BackendSession:
         self.require()
         self.check_supports(data)
+        check_magnitudes(data, MAX_MAGNITUDE, "ecos")
         return EcosSession(self, data, options)
 
 
@@ -198,60 +195,28 @@ def _stack(rows: ProblemData, F) -> tuple:
 
 
 class EcosSession(BackendSession):
-    """Holds ECOS's converted data; see the module docstring for what a re-solve rebuilds."""
+    """Holds ECOS's converted data; see the module docstring for what a re-solve rebuilds and
+    which further attempts follow an answer that fails the certificate."""
 
     def __init__(self, backend: EcosBackend, data: ProblemData, options: SolveOptions):
         super().__init__(backend, data, options)
         self.kwargs = check_ecos_options(options)
-        self._version = backend.version()
-        self._data = None
         self._form = None  # for the current (structure, lb, ub, P)
 
-    @property
-    def _stacked(self):
-        return self._form.stacked
+    def _load(self, data: ProblemData) -> None:
+        self._form = _Form.of(data)
 
     def _update(self, data: ProblemData) -> None:
-        old = self._data
-        structure_same = old is not None and (data.A is old.A and data.G is old.G and data.b is old.b
-                                              and data.h is old.h and data.l == old.l and data.cones == old.cones)
+        old = self._loaded
+        structure_same = (data.A is old.A and data.G is old.G and data.b is old.b and data.h is old.h
+                          and data.l == old.l and data.cones == old.cones)
         if not structure_same or data.lb is not old.lb or data.ub is not old.ub or data.P is not old.P:
             self._form = _Form.of(data)
-        self._data = data
 
-    # -- solving -------------------------------------------------------------------------------
-    def solve(self, data: ProblemData | None = None) -> SolveResult:
-        data = self.data if data is None else data
-        self._update(data)
-        t0 = time.perf_counter()
-        res = self._run(data, self._form, None, t0)
-        if self._form.epi is None or res.certificate is None or res.status is not Status.OPTIMAL_INACCURATE:
-            return res
-        # a quadratic objective whose answer missed the certificate: further attempts, each checked
-        attempts = []
-        if not any(k in self.options.backend_options for k in ("feastol", "abstol", "reltol")):
-            attempts.append((self._form, QP_RETRY_TOLERANCE, f"re-solved at tolerance {QP_RETRY_TOLERANCE:g}"))
-        if self._form.prep.scale is not None:
-            attempts.append((_Form.of(data, scale=False), None, "re-solved without the column scaling"))
-        candidates = [res]
-        iters = res.iterations
-        for form, tol, what in attempts:
-            r = self._run(data, form, tol, t0)
-            iters += r.iterations
-            r = attrs.evolve(r, iterations=iters, message=f"{r.message} ({what} after the certificate failed)")
-            if r.status is Status.OPTIMAL:
-                return r
-            if r.status is Status.OPTIMAL_INACCURATE and r.certificate is not None:
-                candidates.append(r)
-        for r in candidates:
-            polished = self._polish(data, r)
-            if polished is not None:
-                return attrs.evolve(polished, iterations=iters)
-        return attrs.evolve(res, iterations=iters)
-
-    def _run(self, data: ProblemData, form: _Form, tol: float | None, t0: float) -> SolveResult:
+    def _solve_raw(self, data: ProblemData, form: _Form | None = None, tol: float | None = None):
         import ecos
 
+        form = self._form if form is None else form
         G, h, dims, A, b = form.stacked
         kwargs = self.kwargs
         if form.epi is not None:
@@ -262,42 +227,49 @@ class EcosSession(BackendSession):
         try:
             raw = ecos.solve(c, G, h, dims, A, b, **kwargs) if A is not None else ecos.solve(c, G, h, dims, **kwargs)
         except (ValueError, TypeError, RuntimeError) as exc:  # ECOS's input checks; its setup failing
-            return SolveResult(status=Status.ERROR, x=None, objective=None, backend="ecos",
-                               solve_time=time.perf_counter() - t0, backend_version=self._version,
-                               message=f"ECOS rejected the problem: {exc}")
-        return self._result(data, form, raw, time.perf_counter() - t0)
+            raise SolveFailure(Status.ERROR, f"ECOS rejected the problem: {exc}") from exc
+        return form, raw
 
-    def _polish(self, data: ProblemData, res: SolveResult) -> SolveResult | None:
-        """The result with ``x`` polished (:func:`~fsframe.backends.conic.polish_separable`) if the
-        polished point passes the certificate, else ``None``."""
-        x = polish_separable(data, res.x, res.duals["y"], res.duals["z"])
-        if x is None:
-            return None
-        cert = certify(data, x, res.duals["y"], res.duals["z"])
-        if not cert.ok(self.options.cert_tol):
-            return None
-        return attrs.evolve(res, status=Status.OPTIMAL, x=x, objective=data.objective(x), certificate=cert,
-                            message=res.message.split("; fsframe certificate failed")[0]
-                            + " (x polished from the multipliers on free columns with separable curvature)")
-
-    def _result(self, data: ProblemData, form: _Form, raw: dict, elapsed: float) -> SolveResult:
+    def _invert(self, data: ProblemData, raw) -> RawSolution:
+        form, raw = raw
         info = raw["info"]
         flag = int(info["exitFlag"])
+        if flag == ECOS_SIGINT:  # ECOS caught Ctrl-C and returned: the user asked to stop
+            raise KeyboardInterrupt("ECOS was interrupted")
         status = self.backend.map_status(flag)
         message = str(info.get("infostring", "")) + (" (to the reduced 'inaccurate' tolerances)"
                                                     if flag in _INACCURATE else "")
-        x = obj = duals = cert = None
-        xs = form.prep.x(np.asarray(raw["x"], dtype=float)[: data.n])
-        if status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT) and np.all(np.isfinite(xs)):
-            x = xs
-            obj = data.objective(x)
+        x = duals = None
+        if status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT):
+            x = form.prep.x(np.asarray(raw["x"], dtype=float)[: data.n])
             y, z = form.prep.layout.split_duals(raw["y"], raw["z"])
             duals = {"y": y, "z": z}
-            status, cert, extra = certify_optimal(status, data, x, y, z, obj, self.options)
-            message += extra
-        elif status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE):  # an "optimal" point that is not finite
-            status = Status.NUMERICAL_ERROR
-            message += "; ECOS returned a non-finite solution"
-        return SolveResult(status=status, x=x, objective=obj, backend="ecos", solve_time=elapsed,
-                           iterations=int(info["iter"]), backend_version=self._version, message=message,
-                           duals=duals, certificate=cert, raw={"exit_flag": flag, "info": info, "result": raw})
+        return RawSolution(status=status, x=x, duals=duals, iterations=int(info["iter"]), message=message,
+                           raw={"exit_flag": flag, "info": info, "result": raw})
+
+    def _retries(self, data: ProblemData, tried: list[SolveResult]):
+        """A quadratic objective whose answer missed the certificate: a re-solve at
+        :data:`QP_RETRY_TOLERANCE` (unless tolerances were given), one without the column
+        scaling, then each answer polished (:func:`~fsframe.backends.conic.polish_separable`)."""
+        first = tried[0]
+        if self._form.epi is None or first.certificate is None:
+            return
+        attempts = []
+        if not any(k in self.options.backend_options for k in ("feastol", "abstol", "reltol")):
+            attempts.append((self._form, QP_RETRY_TOLERANCE, f"re-solved at tolerance {QP_RETRY_TOLERANCE:g}"))
+        if self._form.prep.scale is not None:
+            attempts.append((_Form.of(data, scale=False), None, "re-solved without the column scaling"))
+        for form, tol, what in attempts:
+            cand = self._invert(data, self._solve_raw(data, form, tol))
+            yield attrs.evolve(cand, message=f"{cand.message} ({what} after the certificate failed)")
+        for r in list(tried):
+            if r.certificate is None or r.x is None:
+                continue
+            x = polish_separable(data, r.x, r.duals["y"], r.duals["z"])
+            if x is not None:
+                yield RawSolution(status=Status.OPTIMAL, x=x, duals=r.duals, iterations=0, raw=r.raw, message=(
+                    r.message.split("; fsframe certificate failed")[0]
+                    + " (x polished from the multipliers on free columns with separable curvature)"))
+
+    def _choose(self, tried: list[SolveResult]) -> SolveResult:
+        return tried[0]

@@ -3,18 +3,22 @@
 The compiled ``G x <= h`` rows become HiGHS rows with lower bound ``-inf`` (as CVXPY's
 ``highs_qpif`` does); equalities are rows with equal bounds; variable bounds are column bounds.
 A session keeps the HiGHS instance: a changed objective goes through ``changeColsCost`` (the
-basis is kept, so the re-solve is warm: 0.044 s instead of 0.21 s cold at n=1000, see
-MEASUREMENTS.md), changed bounds through ``changeColsBounds`` and a changed Hessian through
-``passHessian``.
+basis is kept, so the re-solve is warm), changed bounds through ``changeColsBounds`` and a changed
+Hessian through ``passHessian``. A QP's objective is scaled up when its Hessian is tiny
+(:func:`_objective_scale`) and its columns are scaled when the constraint columns are badly
+scaled (:func:`_column_scale`); HiGHS's QP solver does neither itself.
 
 Quadratic problems whose Hessian is diagonal on free columns (every EM / reweighted-L2
 subproblem) are solved in a numerically stable form (:mod:`fsframe.backends.diag_qp`): the
-Lagrangian dual (one variable per constraint row; HiGHS's primal QP fails at n=10000 with
-"nullspace limit" and crawls as EM weights diverge), or, when the dual's dense Hessian would be
-too large, the primal rescaled to an identity Hessian. Option ``qp_form``: ``"auto"`` (default), ``"dual"``, ``"scaled"`` or ``"primal"``
-(HiGHS on the problem as given). HiGHS's QP solver assumes a convex objective without checking
-it, so fsframe checks (:func:`~fsframe.backends.conic.check_psd`) and refuses a nonconvex one with
-:class:`~fsframe.errors.UnsupportedProblemError`, as ECOS does.
+Lagrangian dual (one variable per constraint row), or, when the dual's dense Hessian would be too
+large, the primal rescaled to an identity Hessian. Option ``qp_form``: ``"auto"`` (default),
+``"dual"``, ``"scaled"`` or ``"primal"`` (HiGHS on the problem as given). HiGHS's QP solver
+assumes a convex objective without checking it, so fsframe checks
+(:func:`~fsframe.linalg.check_psd`) and refuses a nonconvex one with
+:class:`~fsframe.errors.UnsupportedProblemError`, as ECOS does. Constraint entries of magnitude
+:data:`MAX_MAGNITUDE` or more are refused with a typed error naming the scale; a Hessian HiGHS
+refuses is a ``NUMERICAL_ERROR`` status. The measurements behind these choices are in
+docs/performance.md.
 """
 
 from __future__ import annotations
@@ -23,16 +27,16 @@ import contextlib
 import functools
 import os
 import sys
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..enums import ProblemClass, Status
-from ..errors import InvalidOptionError, UnsupportedProblemError
-from .base import Backend, BackendSession, SolveOptions, SolveResult, certify, judge_certificate
 from ..canonical import ProblemData
-from .conic import check_psd
+from ..errors import InvalidOptionError, UnsupportedProblemError
+from ..linalg import check_psd
+from .base import Backend, BackendSession, RawSolution, SolveFailure, SolveOptions, check_magnitudes
+from .diag_qp import DualQPSession, ScaledQPSession, dual_applies, prefer_dual, scaled_applies
 
 __all__ = ["HighsBackend"]
 
@@ -68,6 +72,10 @@ def _new_highs(verbose: bool):
 
 
 _FSFRAME_OPTIONS = {"qp_form"}
+
+MAX_MAGNITUDE = 1e15
+"""Largest constraint entry HiGHS represents faithfully (its ``large_matrix_value``); larger ones
+are refused with a typed error naming the scale (:func:`~fsframe.backends.base.check_magnitudes`)."""
 
 
 def _check_qp_form(options: SolveOptions) -> str:
@@ -153,16 +161,15 @@ class HighsBackend(Backend):
         self.require()
         self.check_supports(data)
         qp_form = _check_qp_form(options)
+        check_magnitudes(data, MAX_MAGNITUDE, "highs")
         if data.has_quadratic_objective and qp_form != "primal":
-            from .diag_qp import DualQPSession, ScaledQPSession, dual_applies, prefer_dual, scaled_applies
-
             why = scaled_applies(data) if qp_form == "scaled" else dual_applies(data)
             if why is not None and qp_form != "auto":
                 raise UnsupportedProblemError(f"highs: qp_form={qp_form!r} impossible: {why}")
             if why is None:
                 if qp_form == "dual" or (qp_form == "auto" and prefer_dual(data)):
-                    return DualQPSession(self, data, options)
-                return ScaledQPSession(self, data, options)
+                    return DualQPSession(self, data, options, HighsSession)
+                return ScaledQPSession(self, data, options, HighsSession)
         return HighsSession(self, data, options)
 
 
@@ -171,20 +178,42 @@ def _objective_scale(data: ProblemData) -> float:
     is below 1, else 1.
 
     HiGHS's active-set QP solver works with absolute tolerances, and a Hessian whose entries are
-    tiny is, to it, a degenerate LP. Measured on the EM dual of Colon (62 x 2000, iteration 2,
-    Hessian entries <= 1e-4): unscaled, HiGHS cycled (3 million iterations in 20 s, no answer);
-    scaled up, 90 iterations in 7 ms and Clarabel's optimum. Scaling *down* does not help: on WDBC
-    (Hessian entries 30-211) it left iteration counts about the same and two of sixteen EM duals
-    failed fsframe's certificate. LPs are left alone (HiGHS scales them itself). A default
+    tiny is, to it, a degenerate LP (it cycled on an EM dual; scaling *down* large Hessians did
+    not help: docs/performance.md). LPs are left alone (HiGHS scales them itself). A default
     ``qp_iteration_limit`` turns any remaining cycling into an ITERATION_LIMIT status."""
-    if not data.has_quadratic_objective:
-        return 1.0
-    big = float(np.max(np.abs(data.P.data), initial=0.0))
+    return _hessian_scale(data.P if data.has_quadratic_objective else None)
+
+
+def _hessian_scale(P) -> float:
+    big = float(np.max(np.abs(P.data), initial=0.0)) if P is not None and P.nnz else 0.0
     return 1.0 / big if 0 < big < 1 else 1.0
 
 
+COLUMN_RANGE = (1e-2, 1e2)
+"""A QP whose constraint columns all have their largest entry in this range is passed as given;
+otherwise every column is scaled by a power of two to a largest entry near 1."""
+
+
+def _column_scale(M) -> np.ndarray | None:
+    """Column factors ``D`` (``x = D v``, powers of two, so the scaling is exact) bringing the
+    largest entry of each column of the constraint matrix ``M`` near 1, or ``None`` when every
+    column is already in :data:`COLUMN_RANGE`.
+
+    HiGHS's active-set QP solver does not scale the problem, and fails on unstandardised data
+    where Clarabel succeeds (docs/performance.md)."""
+    colmax = np.asarray(abs(M).max(axis=0).todense()).ravel() if M.shape[0] else np.zeros(M.shape[1])
+    active = colmax > 0
+    lo, hi = COLUMN_RANGE
+    if not np.any(active) or np.all((colmax[active] >= lo) & (colmax[active] <= hi)):
+        return None
+    D = np.ones(M.shape[1])
+    D[active] = np.exp2(-np.round(np.log2(colmax[active])))
+    return D
+
+
 class HighsSession(BackendSession):
-    """One HiGHS instance; QP objectives are passed scaled by :func:`_objective_scale` and the
+    """One HiGHS instance; QP objectives are passed scaled by :func:`_objective_scale`, the columns
+    of a badly scaled QP by :func:`_column_scale` (the user's data untouched), and the solution,
     objective and duals unscaled on the way back.
 
     HiGHS's QP solver does not check convexity (on an indefinite Hessian it stops at a stationary
@@ -202,8 +231,8 @@ class HighsSession(BackendSession):
             check_psd(data.P)
         self.h = _new_highs(options.verbose)
         self.scale = _objective_scale(data)
+        self.cols = None  # column factors D (x = D v) of the loaded problem, or None
         self._apply_options()
-        self._pass_model(data)
 
     def _apply_options(self) -> None:
         opts = dict(self.options.backend_options)
@@ -215,7 +244,7 @@ class HighsSession(BackendSession):
         opts.setdefault("qp_iteration_limit", int(10_000 + 100 * (self.data.n + rows)))
         _set_options(self.h, opts)
 
-    def _pass_model(self, data: ProblemData) -> None:
+    def _load(self, data: ProblemData) -> None:
         import highspy
 
         n = data.n
@@ -227,10 +256,12 @@ class HighsSession(BackendSession):
             M.sum_duplicates()
         lower = np.concatenate([data.b, np.full(data.l, -np.inf)])
         upper = np.concatenate([data.b, data.h[: data.l]])
-        self.scale = _objective_scale(data)
+        self.cols = _column_scale(M) if data.has_quadratic_objective else None
+        if self.cols is not None:
+            M = (M @ sp.diags(self.cols)).tocsc()
+        self.scale = _hessian_scale(self._hess(data.P) if data.has_quadratic_objective else None)
         # Rows, then columns with their entries, as numpy buffers. Filling a HighsLp instead
-        # converts every array element by element into a std::vector (0.6 s of a 0.7 s hand-over
-        # for the 2M non-zeros of the hinge LP at n=5000; this way 0.07 s).
+        # converts every array element by element into a std::vector (ten times slower).
         f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
         i32 = lambda a: np.ascontiguousarray(a, dtype=np.int32)  # noqa: E731
         self.h.clearModel()
@@ -238,35 +269,48 @@ class HighsSession(BackendSession):
         if M.shape[0]:
             statuses.append(self.h.addRows(M.shape[0], f64(lower), f64(upper), 0, i32([]), i32([]), f64([])))
         if n:
-            statuses.append(self.h.addCols(n, f64(data.c * self.scale), f64(data.lb), f64(data.ub), M.nnz,
+            statuses.append(self.h.addCols(n, f64(self._cost(data.c)), f64(self._col(data.lb)), f64(self._col(data.ub)), M.nnz,
                                            i32(M.indptr[:-1]), i32(M.indices), f64(M.data)))
         if data.offset:
             statuses.append(self.h.changeObjectiveOffset(float(data.offset * self.scale)))
         if highspy.HighsStatus.kError in statuses:
-            raise UnsupportedProblemError("highs: the problem was rejected (inconsistent bounds or matrix)")
+            raise SolveFailure(Status.ERROR, "HiGHS rejected the problem (inconsistent bounds or matrix)")
         if data.has_quadratic_objective:
             self._pass_hessian(data.P)
-        self.data = data
+
+    # the problem in HiGHS's columns v (x = D v): c -> D c (times the objective scale), bounds / D,
+    # P -> D P D; rows and their multipliers are unchanged
+    def _cost(self, c):
+        return c * self.scale if self.cols is None else c * self.cols * self.scale
+
+    def _col(self, bound):
+        return bound if self.cols is None else bound / self.cols
+
+    def _hess(self, P):
+        if self.cols is None:
+            return P
+        S = sp.diags(self.cols)
+        return (S @ P @ S).tocsc()
 
     def _pass_hessian(self, P) -> None:
         import highspy
 
-        T = sp.tril(P * self.scale, format="csc")  # HiGHS's kTriangular: lower triangle, column-wise
+        T = sp.tril(self._hess(P) * self.scale, format="csc")  # HiGHS's kTriangular: lower triangle, column-wise
         T.sum_duplicates()
         status = self.h.passHessian(T.shape[0], T.nnz, highspy.HessianFormat.kTriangular,
                                     T.indptr.astype(np.int32), T.indices.astype(np.int32),
                                     T.data.astype(np.float64))
         if status == highspy.HighsStatus.kError:
-            raise UnsupportedProblemError("highs: passHessian rejected the quadratic objective (not PSD?)")
+            big = float(np.max(np.abs(T.data), initial=0.0))
+            raise SolveFailure(Status.NUMERICAL_ERROR, f"HiGHS's passHessian rejected the quadratic objective "
+                               f"(entries up to {big:.3g}; HiGHS refuses values it cannot represent)")
 
     def _update(self, data: ProblemData) -> None:
-        old = self.data
-        if data is old:
-            return
+        old = self._loaded
         if self.check_convex and data.P is not old.P and data.has_quadratic_objective:
             check_psd(data.P, diagonal_only=True)
         if data.A is not old.A or data.G is not old.G or data.l != old.l or data.n != old.n:
-            self._pass_model(data)
+            self._load(data)
             return
         if data.b is not old.b or data.h is not old.h:  # same rows, other right-hand sides
             p, l = data.A.shape[0], data.l  # noqa: E741
@@ -278,36 +322,37 @@ class HighsSession(BackendSession):
         idx = np.arange(n, dtype=np.int32)
         old_scale = self.scale
         if data.P is not old.P:
-            self.scale = _objective_scale(data)
+            self.scale = _hessian_scale(self._hess(data.P) if data.has_quadratic_objective else None)
             if data.has_quadratic_objective:
                 self._pass_hessian(data.P)
             elif old.has_quadratic_objective:
                 self._pass_hessian(sp.csc_matrix((n, n)))
         rescaled = self.scale != old_scale
         if data.c is not old.c or rescaled:
-            self.h.changeColsCost(n, idx, np.asarray(data.c * self.scale, dtype=np.float64))
+            self.h.changeColsCost(n, idx, np.asarray(self._cost(data.c), dtype=np.float64))
         if data.lb is not old.lb or data.ub is not old.ub:
-            self.h.changeColsBounds(n, idx, np.asarray(data.lb, dtype=np.float64), np.asarray(data.ub, dtype=np.float64))
+            self.h.changeColsBounds(n, idx, np.asarray(self._col(data.lb), dtype=np.float64),
+                                    np.asarray(self._col(data.ub), dtype=np.float64))
         if data.offset != old.offset or rescaled:
             self.h.changeObjectiveOffset(float(data.offset * self.scale))
-        self.data = data
 
-    def solve(self, data: ProblemData | None = None) -> SolveResult:
+    def _solve_raw(self, data: ProblemData):
+        run_status = self.h.run()
+        return run_status, self.h.getModelStatus()
+
+    def _invert(self, data: ProblemData, raw) -> RawSolution:
         import highspy
 
-        data = self.data if data is None else data
-        self._update(data)
-        t0 = time.perf_counter()
-        run_status = self.h.run()
-        elapsed = time.perf_counter() - t0
-        model_status = self.h.getModelStatus()
+        run_status, model_status = raw
         status = self.backend.map_status(model_status)
+        message = self.h.modelStatusToString(model_status)
         if run_status == highspy.HighsStatus.kError and status is Status.OPTIMAL:
             status = Status.ERROR
+            message += "; but HiGHS's run() returned an error"
         info = self.h.getInfo()
-        iters = int(info.simplex_iteration_count) + int(max(info.ipm_iteration_count, 0)) + int(max(info.qp_iteration_count, 0))
-        x = obj = duals = cert = None
-        message = self.h.modelStatusToString(model_status)
+        iters = (int(info.simplex_iteration_count) + int(max(info.ipm_iteration_count, 0))
+                 + int(max(info.qp_iteration_count, 0)))
+        x = obj = duals = None
         if model_status == highspy.HighsModelStatus.kModelEmpty and data.n == 0:
             # HiGHS calls a model without columns "empty" (optimal) without reading its rows
             # (e.g. the dual of a QP without constraints): the empty point is optimal iff it
@@ -319,21 +364,16 @@ class HighsSession(BackendSession):
                 duals = {"y": np.zeros(data.A.shape[0]), "z": np.zeros(data.l), "col_dual": np.zeros(0)}
         elif status in (Status.OPTIMAL, Status.TIME_LIMIT, Status.ITERATION_LIMIT) and info.primal_solution_status >= 2:
             sol = self.h.getSolution()
-            x = np.array(sol.col_value, dtype=float)
+            D = np.ones(data.n) if self.cols is None else self.cols
+            x = np.array(sol.col_value, dtype=float) * D
             obj = float(info.objective_function_value) / self.scale
             if sol.dual_valid:
                 rd = np.array(sol.row_dual, dtype=float) / self.scale
                 p = data.A.shape[0]
                 # HiGHS: grad - M' row_dual = col_dual; fsframe: grad + A'y + G'z = reduced cost
-                duals = {"y": -rd[:p], "z": -rd[p:], "col_dual": np.array(sol.col_dual, dtype=float) / self.scale}
-            if status is Status.OPTIMAL and self.options.certify:
-                if duals is not None:
-                    cert = certify(data, x, duals["y"], np.concatenate([duals["z"], np.zeros(data.G.shape[0] - data.l)]), obj)
-                    status, extra = judge_certificate(cert, self.options.cert_tol)
-                    message += extra
-        return SolveResult(status=status, x=x, objective=obj, backend="highs", solve_time=elapsed,
-                           iterations=iters, backend_version=self.backend.version(), message=message,
-                           duals=duals, certificate=cert, raw={"model_status": model_status, "info": info})
+                duals = {"y": -rd[:p], "z": -rd[p:], "col_dual": np.array(sol.col_dual, dtype=float) / (self.scale * D)}
+        return RawSolution(status=status, x=x, duals=duals, objective=obj, iterations=iters, message=message,
+                           raw={"model_status": model_status, "info": info})
 
     def close(self) -> None:
         self.h.clear()

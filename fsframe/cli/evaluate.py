@@ -28,9 +28,6 @@ def load_data(args):
         value = parse_value(value)
         if isinstance(value, str) and "\\" in value:
             value = value.encode("utf-8").decode("unicode_escape")  # delimiter='\t'
-        if key == "delimiter" and not (isinstance(value, str) and len(value) == 1):
-            raise UsageError(f"--loader-opt {spec!r}: the delimiter must be one character, got {value!r} "
-                             "(e.g. --loader-opt delimiter=';' or delimiter='\\t')")
         opts[key] = value
     return load_dataset(args.data, format=args.format, **opts)
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..evaluation import (accuracy_score, component_dict, cross_validate, environment_versions,
                           facts_text, format_components, scale_fit_transform, to_jsonable)
-from ..method import fit
+from ..fitting import fit
 from .common import EXIT_OK, UsageError
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
 from .output import check_output_paths, meta, table, write_csv, write_json

@@ -9,7 +9,8 @@ import attrs
 import numpy as np
 
 from ..errors import InvalidOptionError
-from ..method import FIT_OPTIONS, KERNEL_FIELDS, _fields, component_names, make_options, resolve, select_backend
+from ..fitting import make_options
+from ..method import FIT_OPTIONS, component_names, parameter_names, resolve, select_backend, transform_parameters
 from ..plugins import get_registry
 from .serialize import to_jsonable
 from .splits import _check_int
@@ -26,8 +27,8 @@ def accepted_parameters(method: str | None = None, *, formulation: str | None = 
     out: dict[str, list[str]] = {}
     for kind, name in (("formulation", formulation), ("surrogate", surrogate), ("loop", loop)):
         if name not in (None, "", "none"):
-            out[kind] = sorted(_fields(reg.get(kind, name)))
-    out["kernel"] = list(KERNEL_FIELDS)
+            out[kind] = sorted(parameter_names(reg.get(kind, name)))
+    out["kernel"] = transform_parameters()
     out["fit"] = [o for o in FIT_OPTIONS if o != "n_features"]
     return out
 

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 from .. import plugins as _plugins
 from ..dataset import Dataset, check_Xy
 from ..errors import DataWarning, InvalidOptionError, SolverFailedError
-from ..method import fit
+from ..fitting import fit
 from ..plugins import get_registry
 from .config import _Config, _make_config
 from .metrics import accuracy_score, mcc_score
@@ -186,7 +186,7 @@ def _execute(X, y, splits, configs, n_jobs, progress, on_error) -> tuple[list[li
 
 def _runtime_components(configs) -> list[str]:
     """Components of ``configs`` provided by plugins registered in this process only."""
-    runtime = set(_plugins._runtime_plugins)
+    runtime = set(_plugins.runtime_plugin_names())
     if not runtime:
         return []
     reg = get_registry()

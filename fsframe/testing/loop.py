@@ -126,9 +126,16 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
         X, y = kit_data()
     X = np.asarray(X, dtype=float)
     yc = _codes(formulation, np.asarray(y))
+    if decision_loss is False:
+        raise ValueError("check_loop cannot skip the decision loss (decision_loss=False): it recomputes every "
+                         "iteration's objective from it; pass decision_loss=<callable (decision values, y codes) "
+                         "-> loss>")
     loss_fn = resolve_decision_loss(formulation, decision_loss)
     if loss_fn is None:
-        raise ValueError(f"check_loop needs decision_loss= for formulation {formulation.name!r}")
+        raise ValueError(f"check_loop: no decision_loss is known for formulation {formulation.name!r} "
+                         f"({type(formulation).__qualname__}); pass decision_loss=<callable (decision values, "
+                         "y codes) -> loss>, or register one for the class with "
+                         "fsframe.testing.register_decision_loss")
     if surrogate is not None:
         surrogates = [surrogate]
     elif loop.needs_surrogate:

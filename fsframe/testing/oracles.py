@@ -19,7 +19,9 @@ with the same public functions a third party uses:
 
 A key is a class or, for a class in a package fsframe must not import (the reference method
 plugins), its ``"module:QualName"``, resolved with :mod:`importlib` at the first lookup (an
-entry whose module is not installed is ignored).
+entry whose module is not installed is ignored; one whose module is installed but broken, or
+lacks the class, raises :class:`~fsframe.errors.PluginError`). For one class the latest
+registration wins, by class or by reference.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from ..errors import PluginError
 from ..loops import DCA, EM, ReweightedL1, SingleSolve
 from ..surrogates import L0Surrogate, LpSurrogate
 
@@ -52,33 +55,65 @@ __all__ = [
 
 class ClassTable:
     """A mapping from classes (or ``"module:QualName"`` references) to oracles, looked up along
-    the MRO of an instance's class: the most specific registered class wins."""
+    the MRO of an instance's class: the most specific registered class wins, and for one class
+    the latest registration wins, whatever the form of its key.
+
+    A reference is resolved at the first lookup after its registration. Its module not being
+    installed is no error (its components cannot be checked either); a module that is installed
+    but fails to import, or lacks the named class, raises :class:`~fsframe.errors.PluginError`
+    at that lookup instead of dropping the oracle, which would silently skip or weaken a check.
+    """
 
     def __init__(self, what: str):
         self.what = what
-        self._by_class: dict[type, object] = {}
-        self._pending: dict[str, object] = {}
+        self._seq = 0
+        self._by_class: dict[type, tuple[int, object]] = {}
+        self._pending: dict[str, tuple[int, object]] = {}
 
     def register(self, key: type | str, oracle) -> None:
+        self._seq += 1
         if isinstance(key, str):
-            if ":" not in key:
+            module, _, qualname = key.partition(":")
+            if not module or not qualname:
                 raise ValueError(f"{self.what}: a class reference must read 'module:QualName', got {key!r}")
-            self._pending[key] = oracle
+            self._pending[key] = (self._seq, oracle)
         elif isinstance(key, type):
-            self._by_class[key] = oracle
+            self._by_class[key] = (self._seq, oracle)
         else:
             raise TypeError(f"{self.what}: the key must be a class or 'module:QualName', got {key!r}")
 
+    def _import(self, ref: str):
+        """The class ``ref`` names; ``None`` when its module is not installed."""
+        module, _, qualname = ref.partition(":")
+        try:
+            obj = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
+                return None  # not installed
+            raise PluginError(f"{self.what}({ref!r}, ...): module {module!r} is installed but fails to import "
+                              f"({exc!r}); fix the module or remove the registration") from exc
+        except ImportError as exc:
+            raise PluginError(f"{self.what}({ref!r}, ...): module {module!r} is installed but fails to import "
+                              f"({exc!r}); fix the module or remove the registration") from exc
+        try:
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise PluginError(f"{self.what}({ref!r}, ...): module {module!r} has no {qualname!r}; the oracle "
+                              "would never apply (a renamed class?): register it under the class's "
+                              "current name") from exc
+        if not isinstance(obj, type):
+            raise PluginError(f"{self.what}({ref!r}, ...): {ref!r} is a {type(obj).__name__}, not a class")
+        return obj
+
     def _resolve(self) -> None:
-        for ref in list(self._pending):
-            module, _, qualname = ref.partition(":")
-            try:
-                obj = importlib.import_module(module)
-                for part in qualname.split("."):
-                    obj = getattr(obj, part)
-            except (ImportError, AttributeError):
-                continue  # not installed: its components cannot be checked either
-            self._by_class.setdefault(obj, self._pending.pop(ref))
+        for ref, (seq, oracle) in sorted(self._pending.items(), key=lambda kv: kv[1][0]):
+            cls = self._import(ref)
+            if cls is None:
+                continue  # retried at the next lookup (the module may be installed later)
+            del self._pending[ref]
+            if cls not in self._by_class or self._by_class[cls][0] < seq:
+                self._by_class[cls] = (seq, oracle)
 
     def lookup(self, obj):
         """The oracle registered for the nearest class in ``type(obj).__mro__``, or ``None``."""
@@ -86,7 +121,7 @@ class ClassTable:
             self._resolve()
         for cls in type(obj).__mro__:
             if cls in self._by_class:
-                return self._by_class[cls]
+                return self._by_class[cls][1]
         return None
 
 

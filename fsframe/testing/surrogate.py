@@ -132,6 +132,25 @@ def _midpoints(t: NDArray, rng: np.random.Generator, n: int = 400) -> tuple[NDAr
     return a[keep], b[keep]
 
 
+def _check_secants(who: str, what: str, t: NDArray, v: NDArray, *, concave: bool) -> None:
+    """The secant slopes of ``v = f(t)`` between consecutive points of the grid ``t`` are
+    non-increasing (``concave``) or non-decreasing: a local test of concavity (convexity) at the
+    grid's own resolution, which random midpoints miss for a small local bump. Each slope is
+    allowed its rounding, ``16 eps max(|f|, 1) / dt`` plus ``4 eps`` relative."""
+    v = np.asarray(v, dtype=float)
+    dt = np.diff(t)
+    with np.errstate(over="ignore", invalid="ignore"):
+        slope = np.diff(v) / dt
+        err = 16 * _EPS * np.maximum.reduce([np.abs(v[:-1]), np.abs(v[1:]), np.ones_like(dt)]) / dt \
+            + 4 * _EPS * np.abs(slope)
+        rise = slope[1:] - slope[:-1] if concave else slope[:-1] - slope[1:]
+        bad = np.isfinite(rise) & (rise > err[1:] + err[:-1])
+    if bad.any():
+        kind = "concave" if concave else "convex"
+        _fail(who, f"{what} is not {kind}: its secant slopes on t, t', t'' = {_where(bad, t[:-2], t[1:-1], t[2:])} "
+                   f"are {_where(bad, slope[:-1], slope[1:])}")
+
+
 def _check_midpoint(who: str, what: str, f: Callable, a: NDArray, b: NDArray, *, concave: bool) -> None:
     fa, fb, fm = f(a), f(b), f(0.5 * (a + b))
     mean = 0.5 * (fa + fb)
@@ -229,6 +248,7 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
     ran.append("monotone")
     a, b = _midpoints(pts, rng)
     _check_midpoint(who, "phi", phi, a, b, concave=True)
+    _check_secants(who, "phi", pts, v, concave=True)
     ran.append("midpoint-concave")
     scalars = np.array([float(surrogate.phi(np.float64(x))) for x in pts[:: max(1, pts.size // 25)]])
     if not np.allclose(scalars, v[:: max(1, pts.size // 25)], rtol=1e-12, atol=0):
@@ -268,6 +288,8 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
             _fail(who, f"dc_split: h(0) = {hv[0].item()!r}, must be 0")
         _check_midpoint(who, "dc_split g", g, a, b, concave=False)
         _check_midpoint(who, "dc_split h", h, a, b, concave=False)
+        _check_secants(who, "dc_split g", pts, gv, concave=False)
+        _check_secants(who, "dc_split h", pts, hv, concave=False)
         gh = np.asarray(split.grad_h(pts), dtype=float)
         if np.any(~np.isfinite(gh)) or np.any(gh < 0):
             _fail(who, f"dc_split: grad_h is not finite and >= 0 at t = {_where(~(gh >= 0) | ~np.isfinite(gh), pts)}")

@@ -217,3 +217,70 @@ def test_downgrade_warns_once_per_fit():
         res = fsframe.fit(X, y, method="fsv", backend=Downgrading())
     assert len([w for w in rec if issubclass(w.category, SolverWarning)]) == 1
     assert Status.OPTIMAL_INACCURATE in res.statuses
+
+
+# ------------------------------------------------------------------------------ precision
+def _small_objective_lp():
+    """A random L1-SVM LP (mixed column scales) whose optimum is 0.0092: small, so a rule
+    relative to 1 + |objective| checks it only to an absolute 1e-5 (issue 8 §1)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends"))
+    from random_problems import l1mpm_socp, l1svm_lp
+
+    return l1svm_lp(2), l1mpm_socp(3)
+
+
+def test_certificate_rejects_answers_off_by_1e_4_relative():
+    """At the default tolerance, an objective claimed 1e-4 (relative) too high, and multipliers
+    scaled by 1 + 1e-4, both fail; the exact answer passes. (The old rule divided the gap by
+    1 + |objective| and passed the first.)"""
+    data, _ = _small_objective_lp()
+    res = HighsBackend().solve(data)
+    assert res.status is Status.OPTIMAL and res.objective < 0.01
+    y, z = res.duals["y"], res.duals["z"]
+    tol = SolveOptions().cert_tol
+    assert certify(data, res.x, y, z, res.objective).ok(tol)
+    assert not certify(data, res.x, y, z, res.objective * (1 + 1e-4)).ok(tol)
+    assert not certify(data, res.x, y, z, res.objective * (1 - 1e-4)).ok(tol)
+    assert not certify(data, res.x, y * (1 + 1e-4), z * (1 + 1e-4), res.objective).ok(tol)
+
+
+def test_certificate_catches_a_cone_multiplier_outside_its_cone():
+    """The multiplier of a second-order cone must lie in the cone: its head negated, or its tail
+    stretched by 1 %, fails the certificate (the dual residual counts what G'z loses by the
+    projection onto the cone)."""
+    from fsframe.backends import ClarabelBackend
+
+    _, data = _small_objective_lp()
+    res = ClarabelBackend().solve(data)
+    assert res.status is Status.OPTIMAL
+    y, z = res.duals["y"], res.duals["z"]
+    k = data.l  # the cone block starts after the R_+ rows
+    assert certify(data, res.x, y, z, res.objective).ok(1e-6)
+    head = z.copy()
+    head[k] = -head[k]
+    stretched = z.copy()
+    stretched[k + 1 :] *= 1.01
+    for bad in (head, stretched):
+        cert = certify(data, res.x, y, bad, res.objective)
+        assert not cert.ok(1e-6) and cert.dual_residual > 1e-3
+
+
+def test_one_rule_for_every_backend():
+    """One rule turns a certificate into a status, whatever the backend (issue 7 §1; the old
+    conic rule never said UNKNOWN): a multiplier moved by 1 on one hinge row leaves the reduced
+    cost of the free bias at 1, a direction the bounds do not block: UNKNOWN, no optimum."""
+    from fsframe.backends.base import judge_certificate
+
+    data, _ = _small_objective_lp()
+    res = HighsBackend().solve(data)
+    z = res.duals["z"].copy()
+    z[0] += 1.0
+    cert = certify(data, res.x, res.duals["y"], z, res.objective)
+    status, message = judge_certificate(cert, 1e-6)
+    assert status is Status.UNKNOWN and "certificate failed" in message
+    # only the gap: an inaccurate optimum
+    cert = certify(data, res.x, res.duals["y"], res.duals["z"], res.objective * (1 + 1e-3))
+    assert judge_certificate(cert, 1e-6)[0] is Status.OPTIMAL_INACCURATE

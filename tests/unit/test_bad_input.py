@@ -429,3 +429,28 @@ def test_duplicate_detection_is_exact(layout):
     assert d["constant"] == [5]
     assert len(d["duplicate_pairs"]) == 2
     assert {j for pair in d["duplicate_pairs"] for j in pair} == {0, 6, 10}
+
+
+def test_predict_refuses_masked_and_date_X():
+    """Regression: FitResult.predict cast a masked X (mask ignored) and dates to float silently."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    r = fsframe.fit(X, y, method="l1-svm")
+    masked = np.ma.masked_array(X, mask=np.zeros_like(X, dtype=bool))
+    masked.mask[2, 1] = True
+    with pytest.raises(DataError, match="mask"):
+        r.predict(masked)
+    with pytest.raises(DataError, match="date|time"):
+        r.predict((np.datetime64("2020-01-01") + np.arange(90)).reshape(30, 3))
+    np.testing.assert_array_equal(r.predict(np.ma.masked_array(X)), r.predict(X))  # nothing masked: fine
+
+
+def test_huge_integral_values_are_no_identifier_column():
+    """Regression: X scaled by 1e150 is integral in floating point; the identifier check called it a
+    sample id (and its message cast the values to int64 with an overflow warning)."""
+    from fsframe.dataset import identifier_columns
+
+    X = np.random.default_rng(0).standard_normal((30, 2)) * 1e150
+    assert identifier_columns(X) == []
+    assert identifier_columns(np.column_stack([np.arange(30.0), X[:, 0]])) == [0]

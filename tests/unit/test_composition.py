@@ -273,7 +273,6 @@ def test_public_backend_selection_and_compat_names():
 
     assert fsframe.select_backend is fsframe.plugins.select_backend is fsframe.method.select_backend
     assert fsframe.select_backend("auto", fsframe.ProblemClass.SOCP).name == "ecos"
-    assert fsframe.method.fit is fsframe.fitting.fit is fsframe.fit
-    assert fsframe.method.make_options is fsframe.fitting.make_options
+    assert fsframe.fitting.fit is fsframe.fit
     assert "sigma" in fsframe.method.transform_parameters("rbf")
     assert fsframe.method.transform_parameters() == ["kernel", "coef0", "degree", "sigma"]
