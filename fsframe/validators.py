@@ -34,6 +34,8 @@ def not_bool(instance, attribute, value):
         raise InvalidOptionError(f"'{attribute.name}' must be a number, not the boolean {value!r}")
 
 
+not_bool.conditions = ()  # nothing to add to a description: "int" already says it (fsframe methods NAME)
+
 positive_int = and_(not_bool, instance_of(int), ge(1))
 """attrs validator: an ``int`` >= 1 that is not a ``bool`` (``max_iter=True`` is a mistake, not 1)."""
 

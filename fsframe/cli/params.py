@@ -71,6 +71,8 @@ def describe_validator(v) -> list[str]:
     validator is ``"?"`` (its docstring entry says what it accepts)."""
     if v is None:
         return []
+    if getattr(v, "conditions", None) is not None:  # a validator that describes itself
+        return list(v.conditions)
     if isinstance(v, (list, tuple)):
         return [c for x in v for c in describe_validator(x)]
     inner = getattr(v, "_validators", None)
