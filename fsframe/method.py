@@ -77,13 +77,13 @@ _fields = parameter_names  # the name fsframe.evaluation imports today
 
 
 def _transform_for(reg, kernel: str):
-    """The registered transform class implementing ``kernel=``, or None."""
-    return next((e.obj for e in reg.all("transform") if kernel in e.obj.kernels), None)
+    """The registered transform class implementing ``kernel=``, or None (a
+    :class:`~fsframe.errors.PluginError` when two third-party transforms claim it)."""
+    return reg.by_alias("transform", kernel)
 
 
 def _kernel_names(reg) -> tuple:
-    return tuple(k for e in sorted(reg.all("transform"), key=lambda e: e.plugin not in ("fsframe.kernels",))
-                 for k in e.obj.kernels)
+    return tuple(reg.aliases("transform"))
 
 
 def transform_parameters(kernel: str | None = None) -> list[str]:
@@ -257,7 +257,8 @@ class MethodInfo:
     distribution, version : str or None
         Its installed distribution (``None`` for a plugin registered at run time).
 
-    ``info["name"]`` works too (the dictionaries of earlier versions).
+    ``info["name"]``, ``"name" in info``, ``info.get("name")``, ``info.keys()`` and ``dict(info)``
+    work too (the dictionaries of earlier versions).
     """
 
     name: str
@@ -272,9 +273,21 @@ class MethodInfo:
     version: str | None
 
     def __getitem__(self, key: str):
-        if key not in attrs.fields_dict(MethodInfo):
+        if key not in self:
             raise KeyError(key)
         return getattr(self, key)
+
+    def __contains__(self, key) -> bool:
+        return isinstance(key, str) and key in attrs.fields_dict(MethodInfo)
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def keys(self) -> list[str]:
+        return list(attrs.fields_dict(MethodInfo))
+
+    def get(self, key: str, default=None):
+        return self[key] if key in self else default
 
 
 def list_methods() -> list[MethodInfo]:
