@@ -32,10 +32,13 @@ def make_options(*, time_limit=None, verbose=False, backend_options=None) -> Sol
     """:class:`SolveOptions` from :func:`fit`'s keywords; a bad value is an
     :class:`~fsframe.errors.InvalidOptionError` naming it (a bool or a string is not a time
     limit; ``backend_options`` is a mapping)."""
-    if time_limit is not None and (not isinstance(time_limit, numbers.Real) or isinstance(time_limit, (bool, np.bool_))):
-        raise InvalidOptionError(f"time_limit must be a number of seconds or None, got {time_limit!r}")
+    if time_limit is not None and (not isinstance(time_limit, numbers.Real)
+                                   or isinstance(time_limit, (bool, np.bool_))):
+        raise InvalidOptionError(
+            f"invalid solver option: time_limit must be a number of seconds or None, got {time_limit!r}")
     if backend_options is not None and not isinstance(backend_options, Mapping):
-        raise InvalidOptionError(f"backend_options must be a mapping (dict) of solver options, got {backend_options!r}")
+        raise InvalidOptionError(
+            f"invalid solver option: backend_options must be a mapping (dict), got {backend_options!r}")
     try:
         return SolveOptions(time_limit=None if time_limit is None else float(time_limit), verbose=verbose,
                             backend_options=backend_options or {})

@@ -8,6 +8,7 @@ import importlib
 from typing import Any, Mapping
 
 import attrs
+from attrs.validators import instance_of, optional
 
 from .enums import ProblemClass
 from .errors import IncompatibleComponentsError, InvalidOptionError
@@ -30,6 +31,18 @@ __all__ = [
     "transform_parameters",
 ]
 
+def _name(instance, attribute, value):
+    """attrs validator: a non-empty string (a registry key)."""
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"MethodSpec {attribute.name!r} must be a non-empty string (a registered name), got {value!r}")
+
+
+def _string_keys(instance, attribute, value):
+    bad = [k for k in value if not isinstance(k, str)]
+    if bad:
+        raise TypeError(f"MethodSpec defaults are keyed by parameter names (strings), got {bad!r}")
+
+
 @attrs.frozen
 class MethodSpec:
     """A named recipe: formulation + surrogate + loop + default parameters + reference.
@@ -48,13 +61,13 @@ class MethodSpec:
     reference, description : str
     """
 
-    name: str
-    formulation: str
-    loop: str
-    surrogate: str | None = None
-    defaults: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
-    reference: str = ""
-    description: str = ""
+    name: str = attrs.field(validator=_name)
+    formulation: str = attrs.field(validator=_name)
+    loop: str = attrs.field(validator=_name)
+    surrogate: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
+    defaults: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, validator=_string_keys)
+    reference: str = attrs.field(default="", validator=instance_of(str))
+    description: str = attrs.field(default="", validator=instance_of(str))
 
 
 declare_kind("method", "fsframe_register_methods", MethodSpec, instances=True)

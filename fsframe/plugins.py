@@ -342,8 +342,9 @@ class Registry:
             return self.entries[kind][name].obj
         except KeyError:
             known = sorted(self.entries[kind])
-            broken = (f"; broken plugins were skipped and may have provided it: {sorted({b.plugin for b in self.broken})}"
-                      " (see `fsframe plugins`)" if self.broken else "")
+            skipped = sorted({b.plugin for b in self.broken})
+            broken = (f"; broken plugins were skipped and may have provided it: {skipped} (see `fsframe plugins`)"
+                      if skipped else "")
             raise UnknownComponentError(
                 f"unknown {kind} {name!r}{did_you_mean(name, known)}; registered {kind}s are {known}{broken}") from None
         except TypeError:  # an unhashable name

@@ -14,7 +14,8 @@ import pytest
 
 import fsframe
 import fsframe.plugins
-from fsframe.errors import DataError, DataWarning, FsframeWarning, InvalidOptionError, PluginError, UnknownComponentError
+from fsframe.errors import (DataError, DataWarning, FsframeWarning, InvalidOptionError, PluginError,
+                            UnknownComponentError)
 from fsframe.kernels import DataTransform, EmpiricalKernelMap, scale_sigma
 from fsframe.surrogates.base import Surrogate
 
@@ -117,7 +118,7 @@ def test_two_components_with_one_name_in_one_plugin(runtime):
     (error,) = _errors("twice")
     assert "a second Surrogate named 'dup'" in error
     assert not _registry().conflicts
-    with pytest.raises(UnknownComponentError, match=r"broken plugins were skipped and may have provided it: \['twice'\]"):
+    with pytest.raises(UnknownComponentError, match=r"broken plugins were skipped and may have provided it: \['twice'"):
         _registry().get("surrogate", "dup")
 
 
@@ -183,7 +184,8 @@ def test_two_third_party_transforms_claiming_one_kernel(runtime, toy):
     runtime("tr-b", transforms=[_transform("cubic-b", ("cubic", "quartic"))])
     reg = _registry()
     assert list(reg.alias_conflicts) == [("transform", "cubic")]
-    with pytest.raises(PluginError, match=r"'cubic' is claimed by more than one transform: 'cubic-a' of 'tr-a'.*'cubic-b' of 'tr-b'"):
+    claimed = r"'cubic' is claimed by more than one transform: 'cubic-a' of 'tr-a'.*'cubic-b' of 'tr-b'"
+    with pytest.raises(PluginError, match=claimed):
         fsframe.fit(*toy, method="l1-svm", kernel="cubic")
     assert isinstance(fsframe.fit(*toy, method="l1-svm", kernel="quartic").transform, reg.get("transform", "cubic-b"))
     with pytest.raises(PluginError, match="kernels value 'cubic' claimed by"):
@@ -313,3 +315,23 @@ def test_dataframe_duplicate_and_numpy_string_names(toy):
     assert res.feature_names == ("a", "a") and list(res.selected) == [0]
     res = fsframe.fit(FrameLike(X, [np.str_("h"), np.str_("w")]), y, method="l1-svm", C=10.0)
     assert res.feature_names == ("h", "w") and all(type(n) is str for n in res.feature_names)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(name="m", formulation=None, loop="single"), "'formulation' must be a non-empty string"),
+    (dict(name="m", formulation="hinge", loop=""), "'loop' must be a non-empty string"),
+    (dict(name="m", formulation="hinge", loop="single", surrogate=3), "'surrogate'"),
+    (dict(name="m", formulation="hinge", loop="single", defaults={1: 2.0}), "keyed by parameter names"),
+])
+def test_method_spec_fields_are_checked_when_made(runtime, kwargs, message):
+    """``MethodSpec(formulation=None)`` used to register and fail later with "give a method= or both
+    formulation= and loop="; now the spec is refused when made, so its plugin is broken with the reason."""
+    with pytest.raises(TypeError, match=message):
+        fsframe.MethodSpec(**kwargs)
+
+    def methods():
+        return [fsframe.MethodSpec(**kwargs)]
+
+    runtime("badspec", methods=methods)
+    (error,) = _errors("badspec")
+    assert "fsframe_register_methods() raised TypeError" in error and message.strip("'") .split("'")[0] in error
