@@ -125,18 +125,10 @@ class LinearMap:
         return out
 
 
-@attrs.define(eq=False)
-class NamedBlock:
-    """Record of :func:`add_named_expressions`: ``component[i]`` is row ``i`` of ``lmap``."""
-
-    component: object
-    lmap: LinearMap
-    data: tuple  # the ExpressionData, in row order
-
-
 def _same_exprs(datas, exprs: tuple) -> bool:
-    """Whether every ConstraintData still holds the expression object recorded (``set_value``,
-    and so ``con[i] = ...``, replaces it): one identity test per row, no expression walk."""
+    """Whether every ConstraintData (or ExpressionData) still holds the expression object recorded
+    (``set_value``, and so ``con[i] = ...``, replaces it): one identity test per row, no
+    expression walk."""
     return all(map(operator.is_, map(_EXPR, datas), exprs))
 
 
@@ -144,11 +136,29 @@ _EXPR = operator.attrgetter("expr")
 
 
 @attrs.define(eq=False)
+class NamedBlock:
+    """Record of :func:`add_named_expressions`: ``component[i]`` is row ``i`` of ``lmap``.
+
+    ``exprs`` are the expressions as built; a row redefined in Pyomo afterwards (``w[i] = ...``)
+    makes :meth:`intact` false, and so every recorded block written over it."""
+
+    component: object
+    lmap: LinearMap
+    data: tuple  # the ExpressionData, in row order
+    exprs: tuple = ()
+
+    def intact(self) -> bool:
+        """Every named expression still has the definition recorded."""
+        return len(self.exprs) == len(self.data) and _same_exprs(self.data, self.exprs)
+
+
+@attrs.define(eq=False)
 class LinearBlock:
     """Record of :func:`add_linear_constraints` (``lmap`` over variables only).
 
     ``exprs`` are the rows' relational expressions as built; :meth:`intact` compares them by
-    identity, so a row edited in Pyomo afterwards sends the component to the general path.
+    identity, so a row edited in Pyomo afterwards sends the component to the general path, and
+    so does a named expression the rows are written over (``named``) redefined afterwards.
     """
 
     component: object
@@ -156,14 +166,17 @@ class LinearBlock:
     lower: NDArray
     upper: NDArray
     exprs: tuple = ()
+    named: tuple = ()  # the NamedBlocks the rows are written over
 
     def intact(self) -> bool:
-        """The component still has the recorded rows, all active and unedited."""
+        """The component still has the recorded rows, all active and unedited, over unedited
+        named expressions."""
         comp = self.component
         if len(comp) != self.lmap.n_rows or len(self.exprs) != self.lmap.n_rows:
             return False
         datas = list(comp.values())
-        return all(c.active for c in datas) and _same_exprs(datas, self.exprs)
+        return (all(c.active for c in datas) and _same_exprs(datas, self.exprs)
+                and all(nb.intact() for nb in self.named))
 
 
 @attrs.define(eq=False)
@@ -268,7 +281,7 @@ def add_named_expressions(model, name: str, lmap: LinearMap) -> list:
         for i, e in enumerate(exprs):
             comp[i] = e
     data = list(comp.values())
-    block = NamedBlock(comp, lmap, tuple(data))
+    block = NamedBlock(comp, lmap, tuple(data), tuple(map(_EXPR, data)))
     annotations(model).named.update((id(d), (block, i)) for i, d in enumerate(data))
     return data
 
@@ -338,6 +351,8 @@ def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLik
     if np.any(lo > up):
         i = int(np.argmax(lo > up))
         raise ValueError(f"{name}: row {i} has lower bound {lo[i]} above upper bound {up[i]}")
+    named = annotations(model).named
+    used = {id(h[0]): h[0] for h in map(named.get, map(id, lmap.vars)) if h is not None}
     with PauseGC():
         exprs = lmap.expressions()
         lmap = _over_variables(model, lmap)
@@ -351,7 +366,7 @@ def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLik
             else:
                 con[i] = (lo_l[i], exprs[i], up_l[i])
     exprs = tuple(map(_EXPR, con.values()))
-    annotations(model).linear[id(con)] = LinearBlock(con, lmap, lo, up, exprs)
+    annotations(model).linear[id(con)] = LinearBlock(con, lmap, lo, up, exprs, tuple(used.values()))
     return con
 
 

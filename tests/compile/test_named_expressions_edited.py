@@ -1,0 +1,49 @@
+"""A recorded block written over named expressions (:func:`fsframe.pyomo_ext.add_named_expressions`)
+is used as recorded only while those expressions keep their definitions: redefined in Pyomo
+afterwards, the block is read from Pyomo (reference: the general path, ``fast=False``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import pyomo.environ as pyo
+import scipy.sparse as sp
+
+from fsframe.backends import HighsBackend
+from fsframe.compiler import compile_model
+from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_named_expressions, add_sparsity_slot, var_list
+
+
+def _model():
+    """``w = u - v`` named; ``w_0 + 2 w_1 >= 1``; ``min sum (u + v)`` (the L1 norm of ``w``)."""
+    m = pyo.ConcreteModel()
+    m.u = pyo.Var(range(2), bounds=(0, None))
+    m.v = pyo.Var(range(2), bounds=(0, None))
+    uv = var_list(m.u, m.v)
+    split = sp.hstack([sp.eye(2), -sp.eye(2)]).tocsr()
+    w = add_named_expressions(m, "w", LinearMap(split, uv))
+    add_linear_constraints(m, "c", LinearMap(sp.csr_matrix(np.array([[1.0, 2.0]])), w), lower=1.0)
+    add_sparsity_slot(m, coef=LinearMap(split, uv), terms={"lin"},
+                      magnitude=LinearMap(sp.hstack([sp.eye(2), sp.eye(2)]).tocsr(), uv), loss=0.0)
+    return m
+
+
+def _solve(m, fast):
+    return HighsBackend().solve(compile_model(m, fast=fast).with_weights(lin=np.ones(2), sync=False))
+
+
+def test_unedited_named_expressions_keep_the_recorded_block():
+    m = _model()
+    assert compile_model(m).paths["recorded"] == 1
+    assert _solve(m, True).objective == pytest.approx(0.5, abs=1e-9)  # w = (0, 1/2)
+    assert _solve(m, False).objective == pytest.approx(0.5, abs=1e-9)
+
+
+def test_a_redefined_named_expression_sends_its_block_to_pyomo():
+    m = _model()
+    m.w[1] = 4 * m.u[1] - m.v[1]  # now w_0 + 8 u_1 - 2 v_1 >= 1: optimum u_1 = 1/8
+    cm = compile_model(m)
+    assert cm.paths["recorded"] == 0
+    fast, general = _solve(m, True), _solve(m, False)
+    assert general.objective == pytest.approx(0.125, abs=1e-9)
+    assert fast.objective == pytest.approx(0.125, abs=1e-9)
