@@ -236,6 +236,7 @@ class SparsitySlot:
     block: object
     objective: object
     n_groups: int
+    exprs: tuple = ()  # the objective's and the penalty's expressions as built
 
 
 @attrs.define(eq=False)
@@ -496,16 +497,28 @@ def add_sparsity_slot(
         obj = pyo.Objective(expr=blk.loss + blk.penalty, sense=pyo.minimize)
         model.add_component("fsframe_objective", obj)
     slot = SparsitySlot(coef=coef, groups=g, magnitude=magnitude, terms=terms, block=blk, objective=obj,
-                        n_groups=n_groups)
+                        n_groups=n_groups, exprs=(obj.expr, blk.penalty.expr))
     annotations(model).slot = slot
     return slot
 
 
 def check_slot_objective(model, slot: SparsitySlot) -> None:
-    """Raise if the model's active objective is no longer the slot's ``loss + penalty``."""
+    """Raise if the model's active objective is no longer the slot's ``minimize loss + penalty``.
+
+    The compiler reads the loss from Pyomo and the penalty from the slot's record, so an
+    objective replaced, redefined (``fsframe_objective.expr = ...``), turned into a maximisation,
+    or a penalty redefined would otherwise be compiled as the problem it no longer is.
+    """
     active = [o for o in model.component_data_objects(pyo.Objective, active=True)]
     if len(active) != 1 or active[0] is not slot.objective:
-        raise UnsupportedProblemError(
-            "the model's active objective is not the one add_sparsity_slot created; put extra "
-            "objective terms into the slot's loss= instead of replacing the objective"
-        )
+        problem = "is not the one add_sparsity_slot created"
+    elif slot.exprs and (slot.objective.expr is not slot.exprs[0] or slot.block.penalty.expr is not slot.exprs[1]):
+        problem = "(or its penalty) was redefined after add_sparsity_slot created it"
+    elif slot.objective.sense != pyo.minimize:
+        problem = "was turned into a maximisation"
+    else:
+        return
+    raise UnsupportedProblemError(
+        f"the model's active objective {problem}; put extra objective terms into the slot's loss= "
+        "(or change model.fsframe_slot.loss) instead of changing the objective or the penalty"
+    )
