@@ -386,7 +386,8 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
     Parameters
     ----------
     lhs : LinearMap or list of VarData
-        The vector inside the norm (``k`` rows). Entry order is kept: it is the order of the
+        The vector inside the norm (``k`` rows); a map may be over named expressions of
+        :func:`add_named_expressions` as well as variables. Entry order is kept: it is the order of the
         cone's entries in the compiled problem.
     rhs : LinearMap with one row, or a VarData
         The bound.
@@ -400,7 +401,9 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
         raise ValueError(f"add_soc {name}: rhs must be a single affine expression")
     defs = []
     aux: list = []
-    ident = lambda m: m.matrix.shape[0] == m.matrix.shape[1] and (m.matrix != sp.identity(m.matrix.shape[0])).nnz == 0 and not m.const.any()  # noqa: E731
+    # a map that is its variables (not named expressions: they get auxiliaries like any affine map)
+    ident = lambda m: (m.matrix.shape[0] == m.matrix.shape[1] and (m.matrix != sp.identity(m.matrix.shape[0])).nnz == 0  # noqa: E731
+                       and not m.const.any() and all(v.is_variable_type() for v in m.vars))
     if ident(lmap):
         z = lmap.vars
     else:
@@ -425,7 +428,9 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
         body = sum(zi**2 for zi in z) - t**2
         con = pyo.Constraint(expr=body <= 0)
         model.add_component(name, con)
-    annotations(model).cones.append(ConeRecord(con, lmap, rmap, tuple(z), t, tuple(defs), tuple(aux), con.expr))
+    # the record's maps are over variables, like every record the compiler reads
+    annotations(model).cones.append(ConeRecord(con, _over_variables(model, lmap), _over_variables(model, rmap),
+                                               tuple(z), t, tuple(defs), tuple(aux), con.expr))
     return con
 
 

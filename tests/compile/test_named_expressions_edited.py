@@ -9,9 +9,9 @@ import pytest
 import pyomo.environ as pyo
 import scipy.sparse as sp
 
-from fsframe.backends import HighsBackend
+from fsframe.backends import ClarabelBackend, HighsBackend
 from fsframe.compiler import compile_model
-from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_named_expressions, add_sparsity_slot, var_list
+from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_named_expressions, add_soc, add_sparsity_slot, var_list
 
 
 def _model():
@@ -47,3 +47,42 @@ def test_a_redefined_named_expression_sends_its_block_to_pyomo():
     fast, general = _solve(m, True), _solve(m, False)
     assert general.objective == pytest.approx(0.125, abs=1e-9)
     assert fast.objective == pytest.approx(0.125, abs=1e-9)
+
+
+def _cone_model(scale):
+    """``min t + 0.1 sum(u + v)`` s.t. ``||scale * w|| <= t`` with ``w = u - v + (1, -2)`` named:
+    the optimum is ``w = 0``, objective ``0.1 * ||(1, -2)||_1 = 0.3``."""
+    m = pyo.ConcreteModel()
+    m.u = pyo.Var(range(2), bounds=(0, None))
+    m.v = pyo.Var(range(2), bounds=(0, None))
+    m.t = pyo.Var()
+    uv = var_list(m.u, m.v)
+    w = add_named_expressions(m, "w", LinearMap(sp.hstack([sp.eye(2), -sp.eye(2)]).tocsr(), uv, np.array([1.0, -2.0])))
+    add_soc(m, "soc", LinearMap(scale * sp.eye(2, format="csr"), w), m.t)
+    m.obj = pyo.Objective(expr=m.t + 0.1 * sum(uv))
+    return m
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0])  # 1.0: the cone's argument is the named expressions
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("cone_form", ["substitute", "auxiliary"])
+def test_a_cone_over_named_expressions_compiles_on_every_path(scale, fast, cone_form):
+    """It raised AttributeError on the fast path (the record held the named expressions as if
+    they were variables) and, over the named expressions themselves, was refused everywhere."""
+    res = ClarabelBackend().solve(compile_model(_cone_model(scale), fast=fast, cone_form=cone_form).data)
+    assert res.objective == pytest.approx(0.3, abs=1e-6)
+
+
+@pytest.mark.parametrize("cone_form", ["substitute", "auxiliary"])
+def test_a_cone_over_a_redefined_named_expression_is_read_from_pyomo(cone_form):
+    m = _cone_model(2.0)
+    m.w[1] = m.u[1] - m.v[1] - 2.0 + 0.0 * m.t  # same value, a new expression
+    m.w[0] = 4 * m.u[0] - m.v[0] + 1.0  # optimum u_0 = 0, v_0 = 1: objective 0.1 * (1 + 2)
+    fast = compile_model(m, cone_form=cone_form)
+    general = compile_model(m, fast=False, cone_form=cone_form)
+    assert fast.paths["recorded"] == 0
+    for cm in (fast, general):
+        assert ClarabelBackend().solve(cm.data).objective == pytest.approx(0.3, abs=1e-6)
+    m.w[0] = 4 * m.u[0] - m.v[0] + 4.0  # u_0 = 0, v_0 = 4: objective 0.1 * (4 + 2)
+    for cm in (compile_model(m, cone_form=cone_form), compile_model(m, fast=False, cone_form=cone_form)):
+        assert ClarabelBackend().solve(cm.data).objective == pytest.approx(0.6, abs=1e-6)
