@@ -453,7 +453,8 @@ def add_sparsity_slot(
     Parameters
     ----------
     coef : LinearMap
-        The coefficient entries ``w`` (``n_coef`` rows).
+        The coefficient entries ``w`` (``n_coef`` rows); like ``magnitude``, over variables or
+        named expressions of :func:`add_named_expressions`.
     groups : array of int, shape (n_coef,), optional
         Group of each entry; default one group per entry.
     magnitude : LinearMap, optional
@@ -464,6 +465,9 @@ def add_sparsity_slot(
         The rest of the objective (must not depend on mutable Params).
     """
     terms = frozenset(terms)
+    # the slot's maps, and the penalty built from them, are over variables
+    coef = _over_variables(model, coef)
+    magnitude = None if magnitude is None else _over_variables(model, magnitude)
     unknown = terms - SLOT_TERMS
     if unknown:
         raise ValueError(f"unknown slot terms {sorted(unknown)}; use a subset of {sorted(SLOT_TERMS)}")

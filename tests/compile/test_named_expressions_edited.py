@@ -86,3 +86,28 @@ def test_a_cone_over_a_redefined_named_expression_is_read_from_pyomo(cone_form):
     m.w[0] = 4 * m.u[0] - m.v[0] + 4.0  # u_0 = 0, v_0 = 4: objective 0.1 * (4 + 2)
     for cm in (compile_model(m, cone_form=cone_form), compile_model(m, fast=False, cone_form=cone_form)):
         assert ClarabelBackend().solve(cm.data).objective == pytest.approx(0.6, abs=1e-6)
+
+
+@pytest.mark.parametrize("terms", [{"lin"}, {"lin_w"}, {"quad"}])
+def test_a_slot_over_named_expressions_compiles(terms):
+    """``coef=``/``magnitude=`` over named expressions (it raised AttributeError on the
+    ExpressionData): the compiled objective is the one Pyomo evaluates on the synced model."""
+    m = pyo.ConcreteModel()
+    m.u = pyo.Var(range(2), bounds=(0, None))
+    m.v = pyo.Var(range(2), bounds=(0, None))
+    uv = var_list(m.u, m.v)
+    split = sp.hstack([sp.eye(2), -sp.eye(2)]).tocsr()
+    w = add_named_expressions(m, "w", LinearMap(split, uv))
+    s = add_named_expressions(m, "s", LinearMap(sp.hstack([sp.eye(2), sp.eye(2)]).tocsr(), uv))
+    add_linear_constraints(m, "c", LinearMap(sp.csr_matrix(np.array([[1.0, 2.0]])), w), lower=1.0)
+    add_sparsity_slot(m, coef=LinearMap(sp.eye(2, format="csr"), w), terms=terms,
+                      magnitude=LinearMap(sp.eye(2, format="csr"), s), loss=0.01 * sum(uv))
+    cm = compile_model(m)
+    weights = {"lin": {"lin": [1.0, 3.0]}, "lin_w": {"lin_w": [1.0, -0.5]}, "quad": {"quad": [1.0, 3.0]}}
+    data = cm.with_weights(**weights[next(iter(terms))])
+    cm.sync_model()
+    x = np.array([0.3, 0.7, 0.1, 0.2])
+    for v, val in zip(cm.columns, x):
+        v.set_value(float(val))
+    assert data.objective(x) == pytest.approx(pyo.value(m.fsframe_objective), rel=1e-12)
+    np.testing.assert_allclose(cm.coef(x), [pyo.value(e) for e in w], rtol=1e-12)
