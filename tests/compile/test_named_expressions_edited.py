@@ -14,17 +14,23 @@ from fsframe.compiler import compile_model
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_named_expressions, add_soc, add_sparsity_slot, var_list
 
 
-def _model():
-    """``w = u - v`` named; ``w_0 + 2 w_1 >= 1``; ``min sum (u + v)`` (the L1 norm of ``w``)."""
+def _model(terms=frozenset({"lin"}), *, named_slot=False, loss=0.0):
+    """``w = u - v`` named; ``w_0 + 2 w_1 >= 1``; ``min loss * sum (u + v) + penalty`` with the
+    slot's ``coef``/``magnitude`` over variables, or over the named ``w`` and ``s = u + v``."""
     m = pyo.ConcreteModel()
     m.u = pyo.Var(range(2), bounds=(0, None))
     m.v = pyo.Var(range(2), bounds=(0, None))
     uv = var_list(m.u, m.v)
     split = sp.hstack([sp.eye(2), -sp.eye(2)]).tocsr()
+    total = sp.hstack([sp.eye(2), sp.eye(2)]).tocsr()
     w = add_named_expressions(m, "w", LinearMap(split, uv))
     add_linear_constraints(m, "c", LinearMap(sp.csr_matrix(np.array([[1.0, 2.0]])), w), lower=1.0)
-    add_sparsity_slot(m, coef=LinearMap(split, uv), terms={"lin"},
-                      magnitude=LinearMap(sp.hstack([sp.eye(2), sp.eye(2)]).tocsr(), uv), loss=0.0)
+    if named_slot:
+        s = add_named_expressions(m, "s", LinearMap(total, uv))
+        coef, magnitude = LinearMap(sp.eye(2, format="csr"), w), LinearMap(sp.eye(2, format="csr"), s)
+    else:
+        coef, magnitude = LinearMap(split, uv), LinearMap(total, uv)
+    add_sparsity_slot(m, coef=coef, terms=terms, magnitude=magnitude, loss=loss * sum(uv))
     return m
 
 
@@ -92,16 +98,8 @@ def test_a_cone_over_a_redefined_named_expression_is_read_from_pyomo(cone_form):
 def test_a_slot_over_named_expressions_compiles(terms):
     """``coef=``/``magnitude=`` over named expressions (it raised AttributeError on the
     ExpressionData): the compiled objective is the one Pyomo evaluates on the synced model."""
-    m = pyo.ConcreteModel()
-    m.u = pyo.Var(range(2), bounds=(0, None))
-    m.v = pyo.Var(range(2), bounds=(0, None))
-    uv = var_list(m.u, m.v)
-    split = sp.hstack([sp.eye(2), -sp.eye(2)]).tocsr()
-    w = add_named_expressions(m, "w", LinearMap(split, uv))
-    s = add_named_expressions(m, "s", LinearMap(sp.hstack([sp.eye(2), sp.eye(2)]).tocsr(), uv))
-    add_linear_constraints(m, "c", LinearMap(sp.csr_matrix(np.array([[1.0, 2.0]])), w), lower=1.0)
-    add_sparsity_slot(m, coef=LinearMap(sp.eye(2, format="csr"), w), terms=terms,
-                      magnitude=LinearMap(sp.eye(2, format="csr"), s), loss=0.01 * sum(uv))
+    m = _model(terms, named_slot=True, loss=0.01)
+    w = list(m.w.values())
     cm = compile_model(m)
     weights = {"lin": {"lin": [1.0, 3.0]}, "lin_w": {"lin_w": [1.0, -0.5]}, "quad": {"quad": [1.0, 3.0]}}
     data = cm.with_weights(**weights[next(iter(terms))])
