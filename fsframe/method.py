@@ -303,3 +303,15 @@ def list_methods() -> list[MethodInfo]:
                        plugin=e.plugin, distribution=e.distribution, version=e.version)
             for e in get_registry().all("method")]
 
+
+_LESS_PRESSURE = {"C": "a larger C", "alpha": "a smaller alpha", "eps": "a larger eps", "p": "a larger p",
+                  "delta": "a smaller delta", "delta_fraction": "a smaller delta_fraction"}
+
+
+def sparsity_knobs(formulation, surrogate) -> list[tuple[str, str]]:
+    """``(parameter, advice)`` for the parameters of these components that lower the sparsity
+    pressure (e.g. ``("C", "a larger C")``); only parameters the components have (em-l0 has ``C``
+    and ``p``, no ``alpha``)."""
+    own = [a.name for c in (formulation, surrogate) if c is not None
+           for a in getattr(type(c), "__attrs_attrs__", ())]
+    return [(k, _LESS_PRESSURE[k]) for k in own if k in _LESS_PRESSURE]
