@@ -79,3 +79,24 @@ def test_inaccurate_restricted_resolve_is_said():
         return
     assert statuses[-1] == "optimal_inaccurate"
     assert any(issubclass(c.category, SolverWarning) and "re-solve" in str(c.message) for c in caught)
+
+
+@pytest.mark.parametrize("factor", [1e7, 1e8])
+def test_em_l0_is_scale_invariant_on_highs(factor):
+    """002's EM zero-norm is invariant to scaling X (``w -> w/s``, ``q = 1/w^2 -> s^2 q``): on
+    features scaled by 1e7 HiGHS must find the unit-scale support and objective. An absolute
+    weight cap (1e12) fixed every group at zero (``w`` near 1e-7) and returned an empty model
+    with status optimal and no warning."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 40))
+    y = np.where(X[:, 0] + X[:, 1] + 0.5 * rng.standard_normal(50) > 0, 1, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unit = fsframe.fit(X, y, method="em-l0", backend="highs")
+        big = fsframe.fit(X * factor, y, method="em-l0", backend="highs")
+    assert list(unit.selected) == [0, 1, 30]
+    assert list(big.selected) == list(unit.selected)
+    assert big.objective == pytest.approx(unit.objective, rel=1e-6)
+    w, b = np.ravel(big.coef), float(np.ravel(big.intercept)[0])
+    recomputed = np.count_nonzero(w) + hinge_sum(X * factor, y, w, b)  # C = 1, phi = 1{t > 0}
+    assert big.objective == pytest.approx(recomputed, rel=1e-6)
