@@ -265,6 +265,19 @@ class OuterLoop(abc.ABC):
                 f"{r}. Weaken the sparsity pressure (e.g. a larger C) if later iterates matter",
                 ConvergenceWarning, stacklevel=4)
 
+    def _penalty_negligible(self, it: Iterate, surrogate: Surrogate | None) -> bool:
+        """Whether the penalty at ``it`` (``sum_j phi(t_j)``, or the subproblem's objective minus
+        its loss) is at most ``tol`` times the objective: every group is then a candidate zero."""
+        if it.loss is None:
+            return False
+        if surrogate is not None:
+            pen = float(np.sum(surrogate.phi(it.t)))
+        elif it.objective is not None:
+            pen = float(it.objective - it.loss)
+        else:
+            return False
+        return pen <= self.tol * abs(it.loss + pen)
+
     def _settle(self, sub: Subproblem, surrogate, it: Iterate, mask: NDArray, objective, *, selecting: bool):
         """Make the support come from a step that keeps optimality, and the objective that of
         the coefficients returned.
@@ -276,13 +289,24 @@ class OuterLoop(abc.ABC):
         and 1e-9 absolute). If it is not, the uncut point is kept with the groups above 1e-12 of
         the largest norm. Returns ``(iterate, mask, objective, info)``."""
         cut = mask.copy()
+        base = it.objective
+        statuses: tuple = ()
+        if not selecting and cut.any() and self._penalty_negligible(it, surrogate):
+            # the whole penalty is solver noise (e.g. an L1-SVM whose C is so small that w = 0 is
+            # optimal): the relative rule cannot tell noise from signal, so propose the empty support
+            re = sub.restricted(it, np.zeros_like(cut))
+            statuses = (re.status,)
+            if re.ok and re.objective is not None and base is not None \
+                    and re.objective - base <= self.tol * abs(base) + 1e-9 * (1.0 + abs(base)):
+                return re, np.zeros_like(cut), self.objective_of(re, surrogate, np.zeros_like(cut)), {
+                    "zero_tol_cut": int((it.t > 0).sum()), "statuses": statuses,
+                    "zero_tol_cut_rise": float(re.objective - base), "zero_tol_cut_verified": True}
         dropped = ~cut & (it.t > 0)
         if not dropped.any():
-            return it, cut, objective, {}
+            return it, cut, objective, ({"statuses": statuses} if statuses else {})
         info: dict = {"zero_tol_cut": int(dropped.sum())}
         re = sub.restricted(it, cut)
-        info["statuses"] = (re.status,)
-        base = it.objective
+        info["statuses"] = statuses + (re.status,)
         if re.ok and re.objective is not None and base is not None:
             gap = re.objective - base
             info["zero_tol_cut_rise"] = float(gap)
@@ -400,6 +424,12 @@ class OuterLoop(abc.ABC):
         chosen, mask, objective, cut = self._settle(sub, surrogate, good[idx], mask, objectives[idx],
                                                     selecting=n_features is not None)
         statuses.extend(cut.pop("statuses", ()))
+        if chosen is not good[idx] and chosen.status is Status.OPTIMAL_INACCURATE:
+            warnings.warn(
+                f"{self.name}: the re-solve that gives the returned model (on its {int(mask.sum())} selected "
+                f"groups) was solved only to {Status.OPTIMAL_INACCURATE.value} ({chosen.result.message}); its "
+                "objective and coefficients may be off by more than the solver's tolerance — standardise the "
+                "features, tighten the backend's tolerances or try another backend", SolverWarning, stacklevel=2)
         selection = {**(selection or {}), **cut} or None
         coef = chosen.coef.copy()
         coef[~mask[sub.compiled.slot.groups]] = 0.0

@@ -10,10 +10,26 @@ from .base import OuterLoop, Step
 
 
 MAX_WEIGHT = 1e12
-"""A group whose EM weight ``q_j`` exceeds this is fixed at zero. Such a weight holds ``w_(j)``
-within about ``1e-12 * C * ||x_j||`` of zero anyway, and HiGHS refuses Hessian entries above
-1e15 (its ``large_matrix_value``): this happens when the iterates (or the L2 start itself) are
-all near zero, e.g. a class that no hyperplane separates from the rest."""
+"""A group whose EM weight ``q_j``, measured in units of its data (``q_j / max(1, a_j)^2`` with
+``a_j`` the largest constraint entry of its columns, see :func:`group_magnitudes`), exceeds this
+is fixed at zero. Such a weight holds ``w_(j)`` within about ``1e-12 * C * ||x_j||`` of zero
+anyway, and HiGHS refuses Hessian entries above 1e15 (its ``large_matrix_value``): this happens
+when the iterates (or the L2 start itself) are all near zero, e.g. a class that no hyperplane
+separates from the rest. In data units the rule is scale-invariant, as EM is (002: ``q = 1/w^2``):
+an absolute cap fixed every group of features on a scale of 1e6 or more (``w`` near 1e-6, so
+``q`` near 1e12) and HiGHS returned an empty model as optimal."""
+
+
+def group_magnitudes(sub) -> np.ndarray:
+    """Per sparsity group, the largest magnitude of a constraint entry (``A``, ``G``) in the
+    group's columns: the scale of its features, the unit in which :data:`MAX_WEIGHT` is read."""
+    data = sub.compiled.base
+    n = data.c.shape[0]
+    colmax = np.zeros(n)
+    for M in (data.A, data.G):
+        if M is not None and M.shape[0] and M.nnz:
+            colmax = np.maximum(colmax, np.asarray(abs(M).max(axis=0).todense()).ravel())
+    return np.array([float(np.max(colmax[cols], initial=0.0)) for cols in sub.compiled.slot.group_cols])
 
 
 @attrs.frozen
@@ -60,14 +76,15 @@ class EM(OuterLoop):
             return None
         return it.loss + 2.0 * float(np.sum(surrogate.phi(it.t)))
 
-    def _weights(self, it, surrogate, scale: float, fixed: np.ndarray):
+    def _weights(self, it, surrogate, scale: float, fixed: np.ndarray, magnitudes: np.ndarray):
         t = it.t
         cut = max(self.zero_tol * max(float(np.max(t, initial=0.0)), scale), 1e-12)
         fixed |= t <= cut  # absorbing: once at the floor, out of the problem
         q = np.full(t.shape, np.inf)
         live = ~fixed
         q[live] = surrogate.quad_weights(t[live])
-        fixed |= ~(q <= MAX_WEIGHT)  # inf, nan, or a weight that pins the group at zero anyway
+        # inf, nan, or a weight that pins the group at zero anyway (in the units of its data)
+        fixed |= ~(q <= MAX_WEIGHT * np.maximum(1.0, magnitudes) ** 2)
         q[fixed] = np.inf
         return q
 
@@ -76,9 +93,10 @@ class EM(OuterLoop):
         f = self.surrogate_objective(it, surrogate) if it.ok else None
         yield Step(it, f, monitored=None)  # the L2 start is not a descent step
         fixed = np.zeros(sub.n_groups, dtype=bool)
+        magnitudes = group_magnitudes(sub)
         scale = float(np.max(it.t, initial=0.0))
         for _ in range(1, self.max_iter):
-            new = sub.solve(quad=self._weights(it, surrogate, scale, fixed))
+            new = sub.solve(quad=self._weights(it, surrogate, scale, fixed, magnitudes))
             ok = new.ok
             yield Step(new, self.surrogate_objective(new, surrogate) if ok else None,
                        monitored=self._potential(new, surrogate) if ok else None)
