@@ -52,6 +52,8 @@ __all__ = [
     "lanckriet_data",
     "kappa_of",
     "delta_of",
+    "data_warnings",
+    "bound_report",
     "DEFAULT_RHO",
     "DEFAULT_DELTA_FRACTION",
 ]
@@ -367,9 +369,9 @@ def _solve_bound(X, y, rho, moments, be: Backend, options: SolveOptions) -> Larg
                         attempts=attempts)
 
 
-def _data_warnings(X: NDArray, y: NDArray, mom: ClassMoments, bound: LargestBound) -> list[str]:
+def data_warnings(X: NDArray, y: NDArray, mom: ClassMoments, bound: LargestBound) -> list[str]:
     """Warn (DataWarning) about constant features and singular class covariances; returns the
-    labels of the singular classes for the fit's info."""
+    labels of the singular classes for the fit's info. Public: the MEMPM plugin reuses it."""
     const = np.flatnonzero(np.ptp(X, axis=0) == 0)
     if const.size:
         warnings.warn(
@@ -395,7 +397,8 @@ def _data_warnings(X: NDArray, y: NDArray, mom: ClassMoments, bound: LargestBoun
     return [s[0] for s in sing]
 
 
-def _report(mom: ClassMoments, bound: LargestBound, singular: list) -> dict:
+def bound_report(mom: ClassMoments, bound: LargestBound, singular: list) -> dict:
+    """The facts every MPM-family fit reports in ``FitResult.info`` (``delta_max``, ``rho``, ...)."""
     return {"kappa_max": bound.kappa, "delta_max": bound.delta, "delta_max_solves": bound.attempts,
             "rho": mom.rho, "ridge": mom.ridge,
             "class_sizes": tuple(int(c) for c in mom.counts), "singular_classes": tuple(singular)}
@@ -436,8 +439,8 @@ class MPMMaxFormulation(Formulation):
     def validate(self, X, y, *, solver=None):
         mom = class_moments(X, y, self.rho)
         bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
-        singular = _data_warnings(X, y, mom, bound)
-        return {**_report(mom, bound, singular), "kappa": bound.kappa, "delta": bound.delta}
+        singular = data_warnings(X, y, mom, bound)
+        return {**bound_report(mom, bound, singular), "kappa": bound.kappa, "delta": bound.delta}
 
     def build(self, X, y, terms, *, solver=None):
         mom = class_moments(X, y, self.rho)
@@ -515,7 +518,7 @@ class MPMFormulation(Formulation):
     def validate(self, X, y, *, solver=None):
         mom = class_moments(X, y, self.rho)
         bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
-        singular = _data_warnings(X, y, mom, bound)
+        singular = data_warnings(X, y, mom, bound)
         delta, frac = self._delta(bound)
         if delta >= bound.delta:
             raise InfeasibleParameterError(
@@ -525,7 +528,7 @@ class MPMFormulation(Formulation):
                 f"delta_fraction=f to use delta = f * delta_max (e.g. delta_fraction=0.9 gives "
                 f"delta={0.9 * bound.delta:.4f})",
                 parameter="delta", value=float(delta), limit=float(bound.delta))
-        return {**_report(mom, bound, singular), "delta": delta, "kappa": kappa_of(delta), "delta_fraction": frac}
+        return {**bound_report(mom, bound, singular), "delta": delta, "kappa": kappa_of(delta), "delta_fraction": frac}
 
     def build(self, X, y, terms, *, solver=None):
         terms = frozenset(terms)
