@@ -129,7 +129,7 @@ class BoundSearch(OuterLoop):
         Its step (001's alpha_step).
     delta_neg0 : float in [0, 1)
         Lower end of each bisection bracket (001's beta_0); two bounds only.
-    eps : float > 0
+    eps : float in (0, 1)
         Bisection termination: the bracket's width (001's epsilon).
     zero_tol : float in (0, 1)
         NSF threshold on ``|w_j| / max|w|`` (001: 0.001).
