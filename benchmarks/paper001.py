@@ -7,6 +7,7 @@ selection stability (Nogueira et al.'s estimator, ``CVResult.stability``).
     python benchmarks/paper001.py                      # 001's protocol: 10 trials of 10-fold CV
     python benchmarks/paper001.py --repeats 1          # what docs/mempm.md reports (one trial)
     python benchmarks/paper001.py --plot docs/img/mempm_search.png   # also the search picture
+    python benchmarks/paper001.py --datasets Sonar --json a.json ...; python benchmarks/paper001.py --merge a.json ...
 
 Writes ``benchmarks/results/paper001.json`` and prints the markdown tables of docs/mempm.md.
 The picture needs matplotlib (``pip install matplotlib``; the library itself does not).
@@ -218,21 +219,31 @@ def main(argv=None):
     ap.add_argument("--eps", type=float, default=1e-3)
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--plot", type=Path, default=None)
+    ap.add_argument("--json", type=Path, default=OUT, help=f"where to write the results (default {OUT})")
+    ap.add_argument("--merge", type=Path, nargs="*", default=None,
+                    help="merge result files of runs on separate data sets (e.g. run in parallel) into --json")
     args = ap.parse_args(argv)
-    if not DATA.exists():
-        raise SystemExit(f"{DATA} not found (the shared UCI files)")
-    meta = {"folds": args.folds, "repeats": args.repeats, "step": args.step, "eps": args.eps}
-    results = []
-    for name in args.datasets.split(","):
-        r = run(name, args.folds, args.repeats, args.step, args.eps)
-        print(f"{name}: {r['seconds']:.0f} s", flush=True)
-        results.append(r)
-    out = {"meta": meta, "results": results}
-    if args.plot is not None:
-        out["search_plot"] = plot_search(args.plot)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=1))
-    print(markdown(results, meta))
+    if args.merge is not None:
+        parts = [json.loads(p.read_text()) for p in args.merge]
+        out = {"meta": parts[0]["meta"], "results": [r for p in parts for r in p["results"]]}
+        for p in parts:
+            out.update({k: v for k, v in p.items() if k not in ("meta", "results")})
+    else:
+        if not DATA.exists():
+            raise SystemExit(f"{DATA} not found (the shared UCI files)")
+        meta = {"folds": args.folds, "repeats": args.repeats, "step": args.step, "eps": args.eps}
+        results = []
+        for name in [d for d in args.datasets.split(",") if d]:
+            r = run(name, args.folds, args.repeats, args.step, args.eps)
+            print(f"{name}: {r['seconds']:.0f} s", flush=True)
+            results.append(r)
+        out = {"meta": meta, "results": results}
+        if args.plot is not None:
+            out["search_plot"] = plot_search(args.plot)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(out, indent=1))
+    if out["results"]:
+        print(markdown(out["results"], out["meta"]))
 
 
 if __name__ == "__main__":

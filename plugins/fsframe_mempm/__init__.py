@@ -24,30 +24,19 @@ import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse as sp
 from attrs.validators import ge, instance_of, optional
-from numpy.typing import NDArray
 from pyomo.common.gc_manager import PauseGC
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl, select_backend
 from fsframe.canonical import ProblemData
 from fsframe.errors import InfeasibleParameterError, SolverFailedError
 from fsframe.formulation import AuxSolver
-from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_soc, add_sparsity_slot, var_list
+from fsframe.pyomo_ext import LinearMap, add_soc, add_sparsity_slot, var_list
 from fsframe.validators import finite, to_float
-from fsframe_mpm import (DEFAULT_DELTA_FRACTION, DEFAULT_RHO, ClassMoments, bound_report, class_moments,
-                         data_warnings, delta_of, kappa_of, lanckriet_data, largest_bound)
+from fsframe_mpm import (DEFAULT_DELTA_FRACTION, DEFAULT_RHO, ClassMoments, add_margin_rows, bound_report,
+                         class_moments, data_warnings, delta_of, kappa_of, l1_split, lanckriet_data, largest_bound,
+                         open_unit, opt_float)
 
 __all__ = ["MEMPMFormulation", "MPMEqualFormulation", "one_sided_limits", "largest_delta_neg", "pair_data"]
-
-
-def _open_unit(name):
-    def check(inst, attr, value):
-        if value is not None and not (0.0 < value < 1.0):
-            raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}")
-    return check
-
-
-def _opt_float(v):
-    return None if v is None else to_float(v)
 
 
 # ------------------------------------------------------------------------------ feasibility
@@ -146,10 +135,10 @@ class MEMPMFormulation(Formulation):
     name = "mempm"
     reference = "Huang, King, Lyu et al., paper 001 eq. 6 (MEMPM: Huang et al., JMLR 7, 2006)"
     bound_params = ("delta_pos", "delta_neg")
-    delta_pos: float | None = attrs.field(default=None, converter=_opt_float,
-                                          validator=[optional(instance_of(float)), _open_unit("delta_pos")])
-    delta_neg: float | None = attrs.field(default=None, converter=_opt_float,
-                                          validator=[optional(instance_of(float)), _open_unit("delta_neg")])
+    delta_pos: float | None = attrs.field(default=None, converter=opt_float,
+                                          validator=[optional(instance_of(float)), open_unit("delta_pos")])
+    delta_neg: float | None = attrs.field(default=None, converter=opt_float,
+                                          validator=[optional(instance_of(float)), open_unit("delta_neg")])
     rho: float = attrs.field(default=DEFAULT_RHO, converter=to_float, validator=[instance_of(float), ge(0.0), finite])
 
     def problem_class(self, terms):
@@ -215,18 +204,9 @@ class MEMPMFormulation(Formulation):
                 model.v = pyo.Var(range(n), bounds=(0, None))
         model.kappa = pyo.Param(range(2), mutable=True, initialize={0: kappa_of(a), 1: kappa_of(b)})
         w = var_list(model.w)
-        magnitude = None
-        if split:
-            uv = var_list(model.u, model.v)
-            I = sp.identity(n, format="csr")
-            add_linear_constraints(model, "split", LinearMap(sp.hstack([I, -I, -I], format="csr"), uv + w),
-                                   lower=0.0, upper=0.0)  # u - v = w
-            magnitude = LinearMap(sp.hstack([I, I], format="csr"), uv)
+        magnitude = l1_split(model, w) if split else None
         wb = w + [model.b]
-        # 001 eq. 6, rows 3-4: w'mu_1 - b >= 1, b - w'mu_2 >= 1
-        margin1 = np.concatenate([mom.mu[0], [-1.0]])
-        margin2 = np.concatenate([-mom.mu[1], [1.0]])
-        add_linear_constraints(model, "margin", LinearMap(np.vstack([margin1, margin2]), wb), lower=1.0)
+        margin1, margin2 = add_margin_rows(model, mom, wb)  # 001 eq. 6, rows 3-4
         add_soc(model, "cone1", LinearMap(mom.cone_rows(0), w), model.r[0])
         add_soc(model, "cone2", LinearMap(mom.cone_rows(1), w), model.r[1])
         # 001 eq. 6, rows 1-2, as the bound rows margin_k - kappa_k r_k = 0 (kappa_k a mutable Param):
@@ -296,8 +276,8 @@ class MPMEqualFormulation(MEMPMFormulation):
     bound_params = ("delta",)
     delta_pos: float | None = attrs.field(default=None, init=False)
     delta_neg: float | None = attrs.field(default=None, init=False)
-    delta: float | None = attrs.field(default=None, converter=_opt_float,
-                                      validator=[optional(instance_of(float)), _open_unit("delta")])
+    delta: float | None = attrs.field(default=None, converter=opt_float,
+                                      validator=[optional(instance_of(float)), open_unit("delta")])
 
     def _bounds(self):
         return self.delta, self.delta

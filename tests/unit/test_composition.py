@@ -56,6 +56,18 @@ def test_reference_formulations_declare_their_slot_terms(name):
     assert REG.get("formulation", name).slot_terms == DOCUMENTED_SLOT_TERMS[name]
 
 
+def _mpm_quantities(res, X, y):
+    """``w``, ``b``, the class means, ``||F_k'w||`` and a scale for the MPM family's checks."""
+    from fsframe_mpm import class_moments
+
+    w, b = np.asarray(res.coef, dtype=float), -float(res.intercept)
+    y_pm = np.where(np.asarray(y) == res.classes[1], 1.0, -1.0)
+    mom = class_moments(X, y_pm, res.formulation.rho)
+    mu1, mu2 = mom.mu
+    n1, n2 = (float(np.linalg.norm(mom.cone_rows(k) @ w)) for k in (0, 1))
+    return w, b, mu1, mu2, n1, n2, max(1.0, abs(w @ mu1), abs(w @ mu2), abs(b))
+
+
 def check_mpm_values(res, X, y):
     """The MPM family has no loss in ``check_fit_result``: check its values here, from the class
     moments (class +1 is 000's X_1; ``b = -intercept``), to 1e-6 relative.
@@ -67,15 +79,8 @@ def check_mpm_values(res, X, y):
     * ``mpm-max`` (000 eqs. 3-5): the loss is ``||F_1'w|| + ||F_2'w|| = 1 / kappa*`` under
       ``w'(mu_1 - mu_2) = 1``, ``b = w'mu_1 - kappa* ||F_1'w||``; the slot multiplies nothing, so
       ``single`` without a surrogate (the only way it runs: ``Formulation.sparse`` is False) reports the loss."""
-    from fsframe_mpm import class_moments
-
     rel = 1e-6
-    w, b = np.asarray(res.coef, dtype=float), -float(res.intercept)
-    y_pm = np.where(np.asarray(y) == res.classes[1], 1.0, -1.0)
-    mom = class_moments(X, y_pm, res.formulation.rho)
-    mu1, mu2 = mom.mu
-    n1, n2 = (float(np.linalg.norm(mom.cone_rows(k) @ w)) for k in (0, 1))
-    scale = max(1.0, abs(w @ mu1), abs(w @ mu2), abs(b))
+    w, b, mu1, mu2, n1, n2, scale = _mpm_quantities(res, X, y)
     loop, sur = res.loop, res.surrogate
     if res.formulation.name == "mpm":
         loss = 0.0
@@ -105,15 +110,10 @@ def check_mempm_values(res, X, y):
     ``w'mu_1 - b >= kappa(delta_pos) ||F_1'w||``, ``b - w'mu_2 >= kappa(delta_neg) ||F_2'w||`` at the
     reported bounds (the chosen ones for a bound search), to 1e-6 relative; the loss is 0, so a
     surrogate loop reports ``sum_j phi(|w_j|)`` and ``single``/``bound-search`` ``phi'(0) ||w||_1``."""
-    from fsframe_mpm import class_moments, kappa_of
+    from fsframe_mpm import kappa_of
 
     rel = 1e-6
-    w, b = np.asarray(res.coef, dtype=float), -float(res.intercept)
-    y_pm = np.where(np.asarray(y) == res.classes[1], 1.0, -1.0)
-    mom = class_moments(X, y_pm, res.formulation.rho)
-    mu1, mu2 = mom.mu
-    n1, n2 = (float(np.linalg.norm(mom.cone_rows(k) @ w)) for k in (0, 1))
-    scale = max(1.0, abs(w @ mu1), abs(w @ mu2), abs(b))
+    w, b, mu1, mu2, n1, n2, scale = _mpm_quantities(res, X, y)
     a = res.info.get("delta_pos", res.info.get("delta"))
     c = res.info.get("delta_neg", res.info.get("delta"))
     assert 0 < a < 1 and 0 < c < 1
