@@ -115,7 +115,8 @@ class BoundSearch(OuterLoop):
     ``bound`` and ``score`` (feasible points), so the trade-off curve can be plotted.
     ``n_iter`` = SOCPs of the search; ``info``: the chosen bounds by name (``delta_pos``,
     ``delta_neg`` or ``delta``), ``bound``, ``score``, ``criterion``, ``n_socps`` (with the re-solve),
-    ``n_feasible``, ``n_infeasible``.
+    ``n_feasible``, ``n_infeasible``, ``n_inaccurate`` (feasible points solved only
+    ``optimal_inaccurate``; every status is also in ``FitResult.statuses``).
 
     Parameters
     ----------
@@ -263,7 +264,8 @@ class BoundSearch(OuterLoop):
         info = {**dict(zip(st.names, point)), "bound": rec.params["bound"], "score": rec.params["score"],
                 "criterion": str(self.criterion) if not callable(self.criterion) else getattr(
                     self.criterion, "__name__", "callable"),
-                "chosen_socp": rec.k, "n_feasible": len(st.kept), "n_infeasible": st.n_infeasible}
+                "chosen_socp": rec.k, "n_feasible": len(st.kept), "n_infeasible": st.n_infeasible,
+                "n_inaccurate": sum(s is Status.OPTIMAL_INACCURATE for s in st.statuses)}
         chosen, statuses = it, []
         if np.any(~mask & (it.t > 0)):
             st.sub.set_bounds(**dict(zip(st.names, point)))
