@@ -129,6 +129,11 @@ class Formulation(abc.ABC):
     multiclass: ClassVar[str] = "ovr"
     """``"ovr"``: binary only, fsframe runs one-vs-rest; ``"native"``: handles any number of
     classes itself (``build`` then receives integer class codes)."""
+    bound_params: ClassVar[tuple[str, ...]] = ()
+    """Names of the model's *bound parameters* (e.g. MEMPM's ``("delta_pos", "delta_neg")``): the
+    parameters a bound-search loop (``fsframe.loops.BoundSearch``) varies between solves. A
+    formulation declaring them implements :meth:`with_bounds`, and ``build`` puts in
+    ``BuiltModel.info["bound_limits"]`` the supremum of each bound on the training data."""
 
     @abc.abstractmethod
     def problem_class(self, terms: frozenset) -> ProblemClass:
@@ -148,6 +153,14 @@ class Formulation(abc.ABC):
     def build(self, X: NDArray, y: NDArray, terms: frozenset) -> BuiltModel:
         """Build the Pyomo model for training data ``X`` (m, n) and labels ``y``
         (``-1``/``+1`` for binary formulations) with slot ``terms``."""
+
+    def with_bounds(self, built: BuiltModel, base: ProblemData, compiled, bounds: dict) -> ProblemData:
+        """The compiled loss-only problem ``base`` (``CompiledModel.base``) restated for new values
+        of the :attr:`bound_params` (``bounds``, a dict by name), by changing its coefficients in
+        numpy (e.g. ``base.evolve(G=...)``) — never by rebuilding or recompiling the Pyomo model.
+        ``compiled`` (the :class:`~fsframe.compiler.CompiledModel`) maps the model's variables to
+        columns. Only formulations declaring :attr:`bound_params` implement it."""
+        raise NotImplementedError(f"formulation {self.name!r} declares no bound parameters")
 
     def decision_function(self, coef: NDArray, intercept, X: NDArray) -> NDArray:
         """``X @ coef + intercept``; positive means the class coded ``+1``."""

@@ -237,6 +237,10 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
     if terms - f.slot_terms:
         gaps.append(f"formulation {f.name!r} cannot build slot terms {sorted(terms - f.slot_terms)} that loop "
                     f"{lp.name!r} needs (it builds {sorted(f.slot_terms)})")
+    fmiss = lp.formulation_missing(f)
+    if fmiss:
+        gaps.append(f"formulation {f.name!r} is not compatible with loop {lp.name!r}: it must provide "
+                    f"{', '.join(fmiss)}")
     if not f.sparse and s is not None:
         gaps.append(f"formulation {f.name!r} has no sparsity penalty (every feature keeps a weight), so surrogate "
                     f"{s.name!r} would penalise nothing: run it with surrogate=None and loop='single'")

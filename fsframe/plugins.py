@@ -71,6 +71,7 @@ DEFAULT_PLUGINS = {
     "fsframe.kernels": "fsframe.kernels",
     "svm": "fsframe_svm",
     "mpm": "fsframe_mpm",
+    "mempm": "fsframe_mempm",
 }
 ENTRY_POINT_GROUP = "fsframe"
 OWN_DISTRIBUTION = "fsframe"

@@ -121,6 +121,13 @@ class Subproblem:
         self.last_timings["read"] = time.perf_counter() - t3
         return it
 
+    def set_bounds(self, **bounds) -> None:
+        """Restate the subproblem for new values of the formulation's bound parameters
+        (:attr:`Formulation.bound_params`) through :meth:`Formulation.with_bounds`: the compiled
+        problem's coefficients change in numpy; the Pyomo model is neither rebuilt nor recompiled.
+        The next :meth:`solve` uses them (the backend session reloads what changed)."""
+        self.compiled.base = self.formulation.with_bounds(self.built, self.compiled.base, self.compiled, bounds)
+
     def restricted(self, it: Iterate, keep: NDArray) -> Iterate:
         """Re-solve the subproblem of ``it`` (its slot weights) with the groups outside ``keep``
         fixed at zero (an infinite ``lin`` or ``quad`` weight; see

@@ -50,6 +50,7 @@ class IterRecord:
     seconds: float
     step: float | None = None
     loss: float | None = None
+    params: dict | None = None  # a bound search's (bounds, feasible, bound value, ...) at this solve
 
     def as_dict(self) -> dict:
         d = attrs.asdict(self)
@@ -191,6 +192,11 @@ class OuterLoop(abc.ABC):
             return ["a surrogate"] if self.needs_surrogate else []
         caps = surrogate.capabilities()
         return [c for c in self.requires if c not in caps]
+
+    def formulation_missing(self, formulation) -> list[str]:
+        """What ``formulation`` (class or instance) lacks for this loop (empty if compatible);
+        e.g. a bound search needs declared bound parameters."""
+        return []
 
     @abc.abstractmethod
     def steps(self, sub: Subproblem, surrogate: Surrogate | None) -> Generator[Step, None, tuple[bool, str]]:

@@ -28,6 +28,8 @@ from .oracles import loop_model, resolve_decision_loss
 
 __all__ = ["check_loop"]
 
+_INFEASIBLE = (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
+
 
 def _slot_penalty(sub, it) -> float:
     """``sum lin_j s_j + sum lin_w_k w_k + sum quad_j ||w_(j)||^2`` from the Pyomo Params (as
@@ -65,7 +67,7 @@ def _run_loop(loop, surrogate, formulation, X, y, backend, **kw):
     seen = []
     try:
         out = loop.run(sub, surrogate, callback=lambda rec, it: seen.append(
-            (rec, it, _slot_penalty(sub, it), calls[-1] if calls else None)), **kw)
+            (rec, it, _slot_penalty(sub, it) if it.ok else None, calls[-1] if calls else None)), **kw)
     finally:
         sub.close()
     return sub, out, seen
@@ -153,8 +155,11 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
         rose = [w for w in caught if issubclass(w.category, ConvergenceWarning) and "rose" in str(w.message)]
         if len(seen) != out.n_iter or not 1 <= out.n_iter <= loop.max_iter:
             _fail(who, f"n_iter={out.n_iter} but {len(seen)} iterations were reported (max_iter={loop.max_iter})")
-        if [r.k for r, _, _, _ in seen] != list(range(len(seen))):
+        if [r.k for r, _, _, _ in seen] != list(range(len(seen))):  # every reported iteration
             _fail(who, "iteration records are not numbered 0, 1, ...")
+        if any(not it.ok and it.status not in _INFEASIBLE for _, it, _, _ in seen):
+            _fail(who, "the loop reported an iterate without a solution that is not a proven infeasibility")
+        seen = [s for s in seen if s[1].ok]  # a search over parameters reports its infeasible points too
         losses = []
         for rec, it, pen, _ in seen:
             w = np.asarray(it.coef)

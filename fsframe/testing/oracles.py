@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import PluginError
-from ..loops import DCA, EM, ReweightedL1, SingleSolve
+from ..loops import DCA, EM, BoundSearch, ReweightedL1, SingleSolve
 from ..surrogates import L0Surrogate, LpSurrogate
 
 __all__ = [
@@ -243,6 +243,7 @@ def _mpm_max_decision(formulation):
 # the reference method plugins (plugins/), named as strings like the default plugins
 register_decision_loss("fsframe_svm:HingeFormulation", lambda f: hinge_loss(f.C))
 register_decision_loss("fsframe_mpm:MPMFormulation", lambda f: mpm_margin_loss())
+register_decision_loss("fsframe_mempm:MEMPMFormulation", lambda f: mpm_margin_loss())  # same margin rows (001 eq. 6)
 register_decision_check("fsframe_mpm:MPMMaxFormulation", _mpm_max_decision)
 
 
@@ -324,6 +325,17 @@ register_loop_oracle(ReweightedL1, _reweighted_l1)
 register_loop_oracle(DCA, _dca)
 register_loop_oracle(EM, _em)
 register_loop_oracle(SingleSolve, _single)
+
+
+def _bound_search(loop, surrogate, sub) -> LoopModel:
+    """Every solve of a bound search (001 Algorithm 1): ``lin = phi'(0)`` (or 1), the bounds vary."""
+    n = sub.n_groups
+    w0 = 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0])
+    return LoopModel(lambda k, prev: {"lin": np.full(n, w0)}, None, "phi'(0) at every visited bound",
+                     no_potential="a search over bounds, no descent")
+
+
+register_loop_oracle(BoundSearch, _bound_search)
 
 
 # =============================================================================== resolution

@@ -52,7 +52,13 @@ __all__ = [
     "lanckriet_data",
     "kappa_of",
     "delta_of",
+    "data_warnings",
+    "bound_report",
     "DEFAULT_RHO",
+    "open_unit",
+    "opt_float",
+    "l1_split",
+    "add_margin_rows",
     "DEFAULT_DELTA_FRACTION",
 ]
 
@@ -78,14 +84,18 @@ def delta_of(kappa: float) -> float:
     return float(kappa * kappa / (1.0 + kappa * kappa))
 
 
-def _open_unit(name):
+def open_unit(name):
+    """An attrs validator: ``None`` or a value in the open interval (0, 1) (a bound such as ``delta``)."""
+
     def check(inst, attr, value):
         if value is not None and not (0.0 < value < 1.0):
             raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}")
     return check
 
 
-def _opt_float(v):
+def opt_float(v):
+    """Converter: ``None`` stays, anything else becomes a float (:func:`fsframe.validators.to_float`)."""
+
     return None if v is None else to_float(v)
 
 
@@ -367,9 +377,9 @@ def _solve_bound(X, y, rho, moments, be: Backend, options: SolveOptions) -> Larg
                         attempts=attempts)
 
 
-def _data_warnings(X: NDArray, y: NDArray, mom: ClassMoments, bound: LargestBound) -> list[str]:
+def data_warnings(X: NDArray, y: NDArray, mom: ClassMoments, bound: LargestBound) -> list[str]:
     """Warn (DataWarning) about constant features and singular class covariances; returns the
-    labels of the singular classes for the fit's info."""
+    labels of the singular classes for the fit's info. Public: the MEMPM plugin reuses it."""
     const = np.flatnonzero(np.ptp(X, axis=0) == 0)
     if const.size:
         warnings.warn(
@@ -395,7 +405,8 @@ def _data_warnings(X: NDArray, y: NDArray, mom: ClassMoments, bound: LargestBoun
     return [s[0] for s in sing]
 
 
-def _report(mom: ClassMoments, bound: LargestBound, singular: list) -> dict:
+def bound_report(mom: ClassMoments, bound: LargestBound, singular: list) -> dict:
+    """The facts every MPM-family fit reports in ``FitResult.info`` (``delta_max``, ``rho``, ...)."""
     return {"kappa_max": bound.kappa, "delta_max": bound.delta, "delta_max_solves": bound.attempts,
             "rho": mom.rho, "ridge": mom.ridge,
             "class_sizes": tuple(int(c) for c in mom.counts), "singular_classes": tuple(singular)}
@@ -436,8 +447,8 @@ class MPMMaxFormulation(Formulation):
     def validate(self, X, y, *, solver=None):
         mom = class_moments(X, y, self.rho)
         bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
-        singular = _data_warnings(X, y, mom, bound)
-        return {**_report(mom, bound, singular), "kappa": bound.kappa, "delta": bound.delta}
+        singular = data_warnings(X, y, mom, bound)
+        return {**bound_report(mom, bound, singular), "kappa": bound.kappa, "delta": bound.delta}
 
     def build(self, X, y, terms, *, solver=None):
         mom = class_moments(X, y, self.rho)
@@ -490,11 +501,11 @@ class MPMFormulation(Formulation):
 
     name = "mpm"
     reference = "Yang & Ju, paper 000, eqs. 12-15 and 32-46; Bhattacharyya, JMLR 5, 2004"
-    delta: float | None = attrs.field(default=None, converter=_opt_float,
-                                      validator=[optional(instance_of(float)), _open_unit("delta")])
-    delta_fraction: float | None = attrs.field(default=None, converter=_opt_float,
+    delta: float | None = attrs.field(default=None, converter=opt_float,
+                                      validator=[optional(instance_of(float)), open_unit("delta")])
+    delta_fraction: float | None = attrs.field(default=None, converter=opt_float,
                                                validator=[optional(instance_of(float)),
-                                                          _open_unit("delta_fraction")])
+                                                          open_unit("delta_fraction")])
     rho: float = attrs.field(default=DEFAULT_RHO, converter=to_float, validator=[instance_of(float), ge(0.0), finite])
 
     def __attrs_post_init__(self):
@@ -515,7 +526,7 @@ class MPMFormulation(Formulation):
     def validate(self, X, y, *, solver=None):
         mom = class_moments(X, y, self.rho)
         bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
-        singular = _data_warnings(X, y, mom, bound)
+        singular = data_warnings(X, y, mom, bound)
         delta, frac = self._delta(bound)
         if delta >= bound.delta:
             raise InfeasibleParameterError(
@@ -525,7 +536,7 @@ class MPMFormulation(Formulation):
                 f"delta_fraction=f to use delta = f * delta_max (e.g. delta_fraction=0.9 gives "
                 f"delta={0.9 * bound.delta:.4f})",
                 parameter="delta", value=float(delta), limit=float(bound.delta))
-        return {**_report(mom, bound, singular), "delta": delta, "kappa": kappa_of(delta), "delta_fraction": frac}
+        return {**bound_report(mom, bound, singular), "delta": delta, "kappa": kappa_of(delta), "delta_fraction": frac}
 
     def build(self, X, y, terms, *, solver=None):
         terms = frozenset(terms)
@@ -548,24 +559,35 @@ class MPMFormulation(Formulation):
                 model.v = pyo.Var(range(n), bounds=(0, None))
         w = var_list(model.w)
         b = model.b
-        magnitude = None
-        if split:
-            uv = var_list(model.u, model.v)
-            I = sp.identity(n, format="csr")
-            add_linear_constraints(model, "split", LinearMap(sp.hstack([I, -I, -I], format="csr"), uv + w),
-                                   lower=0.0, upper=0.0)  # u - v = w
-            magnitude = LinearMap(sp.hstack([I, I], format="csr"), uv)
+        magnitude = l1_split(model, w) if split else None
         wb = w + [b]
-        # 000 eq. 45: w'mu_1 - b >= 1, b - w'mu_2 >= 1
-        margin1 = np.concatenate([mom.mu[0], [-1.0]])
-        margin2 = np.concatenate([-mom.mu[1], [1.0]])
-        add_linear_constraints(model, "margin", LinearMap(np.vstack([margin1, margin2]), wb), lower=1.0)
+        margin1, margin2 = add_margin_rows(model, mom, wb)
         # 000 eqs. 43-44: kappa ||F_k'w|| <= +-(w'mu_k - b)
         add_soc(model, "cone1", LinearMap(mom.cone_rows(0, kappa), w), LinearMap(margin1[None, :], wb))
         add_soc(model, "cone2", LinearMap(mom.cone_rows(1, kappa), w), LinearMap(margin2[None, :], wb))
         slot = add_sparsity_slot(model, coef=LinearMap.identity(w), magnitude=magnitude, terms=terms, loss=0.0)
         return BuiltModel(model=model, slot=slot, intercept=LinearMap(np.array([[-1.0]]), [b]), coef_shape=(n,),
                           info={"delta": delta, "kappa": kappa, "delta_fraction": frac, **extra})
+
+
+def l1_split(model, w: list) -> LinearMap:
+    """The split ``w = u - v``, ``u, v >= 0`` (``model.u``, ``model.v`` already declared) as recorded
+    equalities; returns the magnitude map ``s = u + v`` for the sparsity slot."""
+    n = len(w)
+    uv = var_list(model.u, model.v)
+    I = sp.identity(n, format="csr")
+    add_linear_constraints(model, "split", LinearMap(sp.hstack([I, -I, -I], format="csr"), uv + w),
+                           lower=0.0, upper=0.0)  # u - v = w
+    return LinearMap(sp.hstack([I, I], format="csr"), uv)
+
+
+def add_margin_rows(model, mom: ClassMoments, wb: list) -> tuple[NDArray, NDArray]:
+    """The margin rows ``w'mu_1 - b >= 1``, ``b - w'mu_2 >= 1`` over ``wb = w + [b]`` (000 eq. 45,
+    001 eqs. 4 and 6); returns their coefficient rows ``(margin1, margin2)``."""
+    margin1 = np.concatenate([mom.mu[0], [-1.0]])
+    margin2 = np.concatenate([-mom.mu[1], [1.0]])
+    add_linear_constraints(model, "margin", LinearMap(np.vstack([margin1, margin2]), wb), lower=1.0)
+    return margin1, margin2
 
 
 @hookimpl

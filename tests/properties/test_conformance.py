@@ -35,6 +35,7 @@ CONFORMANCE = {
         "reweighted-l1": [{}, {"init": "zero"}],
         "dca": [{}, {"init": "zero"}],
         "em": [{}],
+        "bound-search": [{}, {"criterion": 1}, {"criterion": "log", "delta_pos_step": 0.1}],
     },
     "backend": {
         "highs": [{}, {"qp_form": "dual"}, {"qp_form": "scaled"}, {"qp_form": "primal"}],
@@ -45,10 +46,12 @@ CONFORMANCE = {
         "hinge": [{"C": 1.0}, {"C": 10.0}],
         "mpm": [{"delta": 0.5}],
         "mpm-max": [{}],
+        "mempm": [{"delta_pos": 0.4, "delta_neg": 0.3}],
+        "mpm-equal": [{"delta": 0.3}],
     },
     # methods: run and value-checked in tests/unit/test_composition.py
     "method": {name: [{}] for name in ("l1-svm", "fsv", "em-l0", "arom", "svm-weights", "scad-svm",
-                                       "mpm", "l1-mpm", "l0-mpm")},
+                                       "mpm", "l1-mpm", "l0-mpm", "fs-mempm", "fs-mpm")},
 }
 
 
@@ -138,6 +141,11 @@ def test_formulation_conformance(name, params, toy, binary_data):
 @pytest.mark.parametrize("name, params", _cases("loop"))
 def test_loop_conformance(name, params):
     loop = _component("loop", name, params)
-    ran = check_loop(loop)
+    if loop.formulation_missing(get_registry().get("formulation", "hinge")):  # a bound search
+        ran = []
+        for f in ("mempm", "mpm-equal"):
+            ran += check_loop(loop, formulation=get_registry().get("formulation", f)())
+    else:
+        ran = check_loop(loop)
     assert any(r.startswith("iterations") for r in ran)
     assert "failure raises" in ran

@@ -1,0 +1,347 @@
+"""The bound search of paper 001 (Algorithm 1, criteria 1 and 2, the Remark on ``t``): an outer
+loop that varies the *formulation's* bound parameters, not the sparsity weights."""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from typing import Callable
+
+import attrs
+import numpy as np
+from attrs.validators import ge, instance_of, le
+
+from ..enums import Status
+from ..errors import ConvergenceWarning, InfeasibleParameterError, InvalidOptionError, SolverFailedError
+from ..problem import Iterate, Subproblem
+from ..validators import as_int, positive_int, real, to_float
+from .base import IterRecord, LoopOutcome, OuterLoop, support_of
+
+__all__ = ["BoundSearch", "T_FAMILY", "criterion_score"]
+
+INFEASIBLE = (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
+
+T_FAMILY: dict[str, Callable[[float], float]] = {"log": math.log, "sqrt": math.sqrt}
+"""Named adjustment factors ``t(NSF)`` of 001's Remark (``bound / t(NSF)``)."""
+
+
+def _t_function(criterion) -> Callable[[float], float]:
+    """``t`` of the criterion: ``1`` for criterion 1, ``NSF`` for criterion 2, else the named or
+    given function, clipped to ``[1, NSF]`` (001's Remark: ``1 <= t <= NSF``)."""
+    if criterion == 1:
+        return lambda nsf: 1.0
+    if criterion == 2:
+        return lambda nsf: float(nsf)
+    fn = T_FAMILY[criterion] if isinstance(criterion, str) else criterion
+    return lambda nsf: min(max(float(fn(nsf)), 1.0), float(nsf))
+
+
+def criterion_score(bound: float, nsf: int, criterion) -> float:
+    """``bound / t(NSF)`` (001 §3.2: criterion 1 ``t = 1``, criterion 2 ``t = NSF``, the Remark's
+    family in between); ``-inf`` for an empty selection."""
+    if nsf < 1:
+        return -math.inf
+    return bound / _t_function(criterion)(nsf)
+
+
+def _check_criterion(inst, attr, value):
+    if value in (1, 2) and not isinstance(value, bool):
+        return
+    if isinstance(value, str) and value in T_FAMILY:
+        return
+    if callable(value) and not isinstance(value, (str, int, float)):
+        return
+    raise ValueError(f"criterion must be 1, 2, one of {sorted(T_FAMILY)} or a callable t(NSF), got {value!r}")
+
+
+def _criterion(v):
+    if isinstance(v, str) and v.strip() in ("1", "2"):
+        return int(v)
+    if isinstance(v, float) and v in (1.0, 2.0):
+        return int(v)
+    return v
+
+
+def _open_unit(inst, attr, value):
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{attr.name} must lie in (0, 1), got {value!r}")
+
+
+@attrs.frozen
+class BoundSearch(OuterLoop):
+    r"""Search the formulation's bound parameters (001 Algorithm 1) and choose one solution by
+    ``max bound / t(NSF)``.
+
+    The formulation declares its bound parameters (:attr:`fsframe.Formulation.bound_params`) and
+    restates its compiled problem for new values (:meth:`fsframe.Formulation.with_bounds`); every
+    visited point is one convex solve with the L1 slot weights ``phi'(0)`` (1 without a surrogate),
+    so ``mempm`` + ``l1`` gives FS-MEMPM (001 eq. 6) and ``mpm-equal`` + ``l1`` FS-MPM (001 eq. 4).
+
+    *Two bounds* ``(p, q)`` (MEMPM's ``delta_pos``, ``delta_neg``; 001's alpha, beta), Algorithm 1:
+    ``p`` steps up from ``delta_pos0`` by ``delta_pos_step`` (line 2, ``while alpha_i < 1``); for each
+    ``p`` the bracket ``[q_0, q_n] = [delta_neg0, 1]`` is bisected (lines 4-11, with the OCR'd
+    line 4 read as ``while |q_0 - q_n| > eps``): the midpoint is solved, a feasible one raises
+    ``q_0``, an infeasible one lowers ``q_n``; every feasible ``(p, q, w, b)`` is kept (lines 12-14).
+    ``q_0`` restarts at ``delta_neg0`` for each ``p`` (Algorithm 1 never resets it, which would
+    carry a ``q`` feasible for a smaller ``p`` into a larger one). The range is cut by what any
+    hyperplane achieves (the formulation's ``bound_limits``): ``p`` stops below the limit of
+    ``delta_pos`` (as ``delta_neg -> 0``) and ``q_n`` starts at the limit of ``delta_neg``; the
+    search also stops at the first ``p`` whose bracket holds no feasible ``q`` (feasibility is
+    monotone: a larger ``p`` has none either).
+
+    *One bound* ``p`` (MPM's ``delta``; 001 §4 omits FS-MPM's search as "similar and even simpler"):
+    ``p`` steps up from ``delta_pos0`` by ``delta_pos_step`` while below its limit ``delta_max``
+    (solving each), and the bracket between the last feasible step and the first infeasible one (or
+    the limit) is bisected to ``eps``.
+
+    Infeasibility is a status the search uses (``infeasible``, ``infeasible_or_unbounded``), never an
+    exception; any other failed solve is solver trouble: :class:`~fsframe.errors.SolverFailedError`,
+    or with ``raise_on_failure=False`` the search stops there and chooses among the points found.
+
+    Choice (001 §3.2): with ``bound = theta p + (1 - theta) q`` (``p`` for one bound) and ``NSF``
+    the number of features with ``|w_j| / max|w| > zero_tol`` (001's footnote: 0.001), criterion 1
+    maximises ``bound``, criterion 2 ``bound / NSF``, and a name (``"log"``, ``"sqrt"``) or a
+    callable ``t`` gives ``bound / t(NSF)`` with ``t`` clipped to ``[1, NSF]`` (001's Remark); ties go
+    to the larger bound, then to fewer features. Criterion 2 never selects more features than
+    criterion 1, and ``t`` with ``t(N)`` and ``N / t(N)`` non-decreasing lies between them.
+
+    The chosen solution's weights below ``zero_tol`` of the largest are then fixed at zero and the
+    subproblem re-solved at the chosen bounds (one more SOCP): the coefficients returned satisfy the
+    constraints on exactly the selected features. If that re-solve fails, the chosen solution is
+    returned uncut (``info["nsf_cut_verified"] = False``, a warning).
+
+    ``history``: one record per SOCP of the search with ``params`` = the bounds, ``feasible``,
+    ``bound`` and ``score`` (feasible points), so the trade-off curve can be plotted.
+    ``n_iter`` = SOCPs of the search; ``info``: the chosen bounds by name (``delta_pos``,
+    ``delta_neg`` or ``delta``), ``bound``, ``score``, ``criterion``, ``n_socps`` (with the re-solve),
+    ``n_feasible``, ``n_infeasible``, ``n_inaccurate`` (feasible points solved only
+    ``optimal_inaccurate``; every status is also in ``FitResult.statuses``).
+
+    Parameters
+    ----------
+    criterion : 1, 2, "log", "sqrt" or callable
+        001's criterion 1, 2, or ``bound / t(NSF)``.
+    theta : float in [0, 1]
+        Weight of the first bound in ``theta p + (1 - theta) q`` (001 eq. 5).
+    delta_pos0 : float in (0, 1)
+        Start of the stepped bound (001's alpha_0).
+    delta_pos_step : float in (0, 1)
+        Its step (001's alpha_step).
+    delta_neg0 : float in [0, 1)
+        Lower end of each bisection bracket (001's beta_0); two bounds only.
+    eps : float in (0, 1)
+        Bisection termination: the bracket's width (001's epsilon).
+    zero_tol : float in (0, 1)
+        NSF threshold on ``|w_j| / max|w|`` (001: 0.001).
+    max_iter : int
+        Cap on the number of SOCPs of the search.
+    """
+
+    name = "bound-search"
+    reference = "paper 001 Algorithm 1, criteria 1 and 2, Remark on t"
+    requires = ("derivative",)
+    needs_surrogate = False
+    monotone = False
+
+    max_iter: int = attrs.field(default=10000, converter=as_int, validator=positive_int)
+    zero_tol: float = attrs.field(default=1e-3, converter=to_float, validator=real(0, 1))
+    criterion: object = attrs.field(default=2, converter=_criterion, validator=_check_criterion)
+    theta: float = attrs.field(default=0.5, converter=to_float, validator=[instance_of(float), ge(0.0), le(1.0)])
+    delta_pos0: float = attrs.field(default=0.05, converter=to_float, validator=[instance_of(float), _open_unit])
+    delta_pos_step: float = attrs.field(default=0.05, converter=to_float,
+                                        validator=[instance_of(float), _open_unit])
+    delta_neg0: float = attrs.field(default=0.0, converter=to_float,
+                                    validator=[instance_of(float), ge(0.0), attrs.validators.lt(1.0)])
+    eps: float = attrs.field(default=1e-3, converter=to_float, validator=[instance_of(float), _open_unit])
+
+    def missing(self, surrogate):
+        miss = super().missing(surrogate)
+        if surrogate is not None and not miss and not np.all(np.isfinite(surrogate.derivative(np.zeros(1)))):
+            miss.append("a finite derivative at 0")
+        return miss
+
+    def formulation_missing(self, formulation):
+        return [] if getattr(formulation, "bound_params", ()) else [
+            "bound parameters (Formulation.bound_params and with_bounds), e.g. 'mempm' or 'mpm-equal'"]
+
+    def terms(self, surrogate):
+        return frozenset({"lin"})
+
+    def steps(self, sub, surrogate):  # the search is driven by run(): it needs infeasible solves
+        raise NotImplementedError("BoundSearch is driven by run()")
+
+    # -- the search ----------------------------------------------------------------------------
+    def run(self, sub: Subproblem, surrogate, *, n_features=None, callback=None) -> LoopOutcome:
+        if n_features is not None:
+            raise InvalidOptionError(
+                f"loop {self.name!r} chooses the number of features by its criterion (criterion=1, 2 or t); "
+                "n_features cannot be combined with it")
+        names = tuple(sub.formulation.bound_params)
+        if not names or len(names) > 2:
+            raise InvalidOptionError(f"loop {self.name!r} searches formulations with one or two bound parameters; "
+                                     f"{sub.formulation.name!r} declares {names}")
+        limits = dict(sub.built.info.get("bound_limits") or {})
+        lim = [min(1.0, float(limits.get(nm, 1.0))) for nm in names]
+        weight = 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0])
+        state = _State(self, sub, names, np.full(sub.n_groups, weight), callback)
+        p0 = self.delta_pos0
+        if p0 >= lim[0]:
+            raise InfeasibleParameterError(
+                f"{self.name}: the search starts at {names[0]}={p0:g}, but no hyperplane reaches it: the largest "
+                f"feasible {names[0]} is {lim[0]:.4f}" + (" (as delta_neg -> 0)" if len(names) == 2 else "")
+                + f" on this data. Start lower (delta_pos0 < {lim[0]:.4f})",
+                parameter="delta_pos0", value=p0, limit=lim[0])
+        try:
+            if len(names) == 2:
+                if self.delta_neg0 >= lim[1]:
+                    raise InfeasibleParameterError(
+                        f"{self.name}: delta_neg0={self.delta_neg0:g} is above the largest feasible {names[1]} "
+                        f"({lim[1]:.4f}, as delta_pos -> 0); start lower", parameter="delta_neg0",
+                        value=self.delta_neg0, limit=lim[1])
+                reason = self._two(state, lim)
+            else:
+                reason = self._one(state, lim[0])
+            converged = True
+        except _Stop as stop:
+            reason, converged = stop.reason, False
+        if not state.kept:
+            raise InfeasibleParameterError(
+                f"{self.name}: no feasible point from the start {names[0]}={p0:g}"
+                + (f", {names[1]} > {self.delta_neg0:g}" if len(names) == 2 else "")
+                + f" ({state.n} SOCPs; {reason}). The largest feasible {names[0]} is {lim[0]:.4f} on this data"
+                + (f" (the MPM's equal bound: {sub.built.info['delta_max']:.4f})" if "delta_max" in sub.built.info
+                   and len(names) == 2 else "") + "; start lower", parameter="delta_pos0", value=p0, limit=lim[0])
+        return self._choose(state, reason, converged)
+
+    def _two(self, st: "_State", lim) -> str:
+        """Algorithm 1: step the first bound, bisect the second."""
+        i = 0
+        while True:
+            p = self.delta_pos0 + i * self.delta_pos_step
+            if p >= lim[0]:
+                return f"{st.names[0]} reached its limit {lim[0]:.4f}"
+            lo, hi, found = self.delta_neg0, lim[1], False
+            while hi - lo > self.eps:
+                q = 0.5 * (lo + hi)
+                if st.visit((p, q)):
+                    lo, found = q, True
+                else:
+                    hi = q
+            if not found:
+                return f"no feasible {st.names[1]} above {self.delta_neg0:g} at {st.names[0]}={p:.4g}"
+            i += 1
+
+    def _one(self, st: "_State", lim: float) -> str:
+        """One bound: step up while feasible, then bisect the last bracket."""
+        i, last, hi = 0, None, lim
+        while True:
+            p = self.delta_pos0 + i * self.delta_pos_step
+            if p >= lim:
+                break
+            if not st.visit((p,)):
+                hi = p
+                break
+            last = p
+            i += 1
+        if last is None:
+            return f"{st.names[0]}={self.delta_pos0:g} infeasible"
+        lo = last
+        while hi - lo > self.eps:
+            q = 0.5 * (lo + hi)
+            if st.visit((q,)):
+                lo = q
+            else:
+                hi = q
+        return f"{st.names[0]} bracketed within eps={self.eps:g} below {hi:.6g}"
+
+    def _choose(self, st: "_State", reason: str, converged: bool) -> LoopOutcome:
+        keys = [(rec.params["score"], rec.params["bound"], -rec.n_nonzero) for rec, _ in st.kept]
+        j = max(range(len(keys)), key=lambda i: keys[i])
+        rec, it = st.kept[j]
+        mask = support_of(it.t, self.zero_tol)
+        point = tuple(rec.params[nm] for nm in st.names)
+        info = {**dict(zip(st.names, point)), "bound": rec.params["bound"], "score": rec.params["score"],
+                "criterion": str(self.criterion) if not callable(self.criterion) else getattr(
+                    self.criterion, "__name__", "callable"),
+                "chosen_socp": rec.k, "n_feasible": len(st.kept), "n_infeasible": st.n_infeasible,
+                "n_inaccurate": sum(s is Status.OPTIMAL_INACCURATE for s in st.statuses)}
+        chosen, statuses = it, []
+        if np.any(~mask & (it.t > 0)):
+            st.sub.set_bounds(**dict(zip(st.names, point)))
+            re = st.sub.restricted(it, mask)
+            statuses.append(re.status)
+            info["nsf_cut_verified"] = bool(re.ok)
+            if re.ok:
+                chosen = re
+                mask = mask & (re.t > 0)
+            else:
+                mask = support_of(it.t, 1e-12)
+                warnings.warn(
+                    f"{self.name}: the re-solve with the {int((~mask).sum())} weights below zero_tol={self.zero_tol:g} "
+                    f"of the largest fixed at zero ended with status {re.status.value}; returning the chosen solution "
+                    "uncut (its support counts every non-zero weight)", ConvergenceWarning, stacklevel=3)
+        info["n_socps"] = st.n + len(statuses)
+        coef = chosen.coef.copy()
+        coef[~mask[st.sub.compiled.slot.groups]] = 0.0
+        objective = float(np.sum(st.lin * np.where(mask, chosen.t, 0.0))) + (chosen.loss or 0.0)
+        return LoopOutcome(iterate=chosen, coef=coef, support=mask, objective=objective, converged=converged,
+                           n_iter=st.n, history=tuple(st.history), monotone=True, reason=reason,
+                           statuses=tuple(st.statuses + statuses), selection=info)
+
+
+class _Stop(Exception):
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+class _State:
+    """The search's bookkeeping: solves a point, records it, keeps the feasible ones."""
+
+    def __init__(self, loop: BoundSearch, sub: Subproblem, names, lin, callback):
+        self.loop, self.sub, self.names, self.lin, self.callback = loop, sub, names, lin, callback
+        self.history: list[IterRecord] = []
+        self.kept: list[tuple[IterRecord, Iterate]] = []
+        self.statuses: list[Status] = []
+        self.n_infeasible = 0
+
+    @property
+    def n(self) -> int:
+        return len(self.history)
+
+    def visit(self, point: tuple) -> bool:
+        """Solve at ``point`` (the bounds, in order); True when feasible."""
+        loop = self.loop
+        if self.n >= loop.max_iter:
+            raise _Stop(f"max_iter={loop.max_iter} SOCPs reached")
+        t0 = time.perf_counter()
+        bounds = dict(zip(self.names, point))
+        self.sub.set_bounds(**bounds)
+        it = self.sub.solve(lin=self.lin)
+        self.statuses.append(it.status)
+        p = point[0]
+        bound = p if len(point) == 1 else loop.theta * p + (1.0 - loop.theta) * point[1]
+        params = {**bounds, "feasible": bool(it.ok), "bound": bound}
+        if it.ok:
+            nsf = int(support_of(it.t, loop.zero_tol).sum())
+            params["score"] = criterion_score(bound, nsf, loop.criterion)
+            rec = IterRecord(self.n, it.objective, nsf, it.status, time.perf_counter() - t0, None, it.loss, params)
+            self.kept.append((rec, it))
+        else:
+            rec = IterRecord(self.n, None, None, it.status, time.perf_counter() - t0, None, None, params)
+        self.history.append(rec)
+        if it.ok or it.status in INFEASIBLE:
+            if not it.ok:
+                self.n_infeasible += 1
+            if self.callback is not None:
+                self.callback(rec, it)
+            return it.ok
+        msg = (f"{loop.name}: the SOCP at {bounds} ended with status {it.status.value} ({it.result.message}) on "
+               f"backend {it.result.backend}")
+        if loop.raise_on_failure or not self.kept:
+            raise SolverFailedError(msg + ("; set raise_on_failure=False to stop the search there and choose among "
+                                           "the points found" if self.kept else "; no feasible point was found"),
+                                    result=it.result, partial=(loop, tuple(self.history), None))
+        self.history.pop()  # the failed solve ends the search; it is reported in statuses and the reason
+        warnings.warn(msg + "; the search stops and chooses among the points found", ConvergenceWarning, stacklevel=4)
+        raise _Stop(f"subproblem failed: {it.status.value}")

@@ -1,0 +1,319 @@
+"""Method plugin: the Minimum Error Minimax Probability Machine for feature selection
+(``fs-mempm``, ``fs-mpm``) of paper 001 (Huang et al.), as SOCP formulations with *bound
+parameters* that the bound-search loop (:class:`fsframe.loops.BoundSearch`, 001 Algorithm 1)
+varies without rebuilding the model.
+
+Two formulations, sharing the MPM plugin's class moments (low-rank covariance factors, ridge
+``rho``) and its largest feasible bound (:func:`fsframe_mpm.largest_bound`):
+
+* ``mempm`` (:class:`MEMPMFormulation`) — 001 eq. 6: one worst-case accuracy bound per class,
+  ``delta_pos`` for class ``+1`` (001's alpha) and ``delta_neg`` for class ``-1`` (001's beta);
+* ``mpm-equal`` (:class:`MPMEqualFormulation`) — the same model with one bound
+  ``delta = delta_pos = delta_neg`` (001 eq. 4, Bhattacharyya's L1-MPM): the formulation FS-MPM
+  searches.
+
+The bounds enter the compiled problem through one coefficient each (see
+:class:`MEMPMFormulation`), so :meth:`MEMPMFormulation.with_bounds` restates the problem for new
+bounds by changing two numbers of ``A`` in numpy.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pyomo.environ as pyo
+import scipy.sparse as sp
+from attrs.validators import ge, instance_of, optional
+from pyomo.common.gc_manager import PauseGC
+
+from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl, select_backend
+from fsframe.canonical import ProblemData
+from fsframe.errors import InfeasibleParameterError, SolverFailedError
+from fsframe.formulation import AuxSolver
+from fsframe.pyomo_ext import LinearMap, add_soc, add_sparsity_slot, var_list
+from fsframe.validators import finite, to_float
+from fsframe_mpm import (DEFAULT_DELTA_FRACTION, DEFAULT_RHO, ClassMoments, add_margin_rows, bound_report,
+                         class_moments, data_warnings, delta_of, kappa_of, l1_split, lanckriet_data, largest_bound,
+                         open_unit, opt_float)
+
+__all__ = ["MEMPMFormulation", "MPMEqualFormulation", "one_sided_limits", "largest_delta_neg", "pair_data"]
+
+
+# ------------------------------------------------------------------------------ feasibility
+def one_sided_limits(mom: ClassMoments) -> tuple[float, float]:
+    """The supremum of each bound when the other tends to 0: ``delta_pos < delta_of(kappa_1)``
+    with ``kappa_1 = sqrt(d' S_1^{-1} d)``, ``d = mu_1 - mu_2``, ``S_1 = F_1 F_1'`` (likewise
+    ``delta_neg``). 001 eq. 6 is feasible iff some ``w`` has
+    ``kappa(delta_pos) ||F_1'w|| + kappa(delta_neg) ||F_2'w|| <= w'd``; with ``delta_neg -> 0``
+    this is Cauchy-Schwarz in the metric ``S_1``. Computed as the minimum-norm solution of
+    ``F_k z = d`` (``||z||^2 = d' S_k^{-1} d``), never forming ``S_k``. A ``d`` outside the range
+    of ``F_k`` (singular covariance without ridge) gives the limit 1."""
+    d = mom.mu[0] - mom.mu[1]
+    out = []
+    for k in (0, 1):
+        F = mom.cone_rows(k).T.toarray()  # n x (m_k [+ n])
+        z, *_ = np.linalg.lstsq(F, d, rcond=None)
+        resid = float(np.linalg.norm(F @ z - d))
+        out.append(1.0 if resid > 1e-9 * max(1.0, float(np.linalg.norm(d))) else delta_of(float(np.linalg.norm(z))))
+    return out[0], out[1]
+
+
+def pair_data(mom: ClassMoments, delta_pos: float) -> ProblemData:
+    """The SOCP ``min t_2  s.t.  ||F_1'w|| <= t_1, ||F_2'w|| <= t_2, w'd - kappa(delta_pos) t_1 >= 1``
+    (columns ``w``, ``t_1``, ``t_2``, as :func:`fsframe_mpm.lanckriet_data`, whose cones it reuses):
+    ``1 / t_2*`` is the largest ``kappa(delta_neg)`` feasible with ``delta_pos`` in 001 eq. 6 (the
+    ratio ``(w'd - kappa_1 ||F_1'w||) / ||F_2'w||`` is scale free, so fixing its numerator's
+    lower bound at 1 and minimising the denominator maximises it)."""
+    base = lanckriet_data(mom)
+    n = mom.n
+    row = sp.csr_matrix(np.concatenate([-(mom.mu[0] - mom.mu[1]), [kappa_of(delta_pos), 0.0]])[None, :])
+    G = sp.vstack([row, base.G], format="csr")
+    c = np.zeros(n + 2)
+    c[n + 1] = 1.0
+    return ProblemData(c=c, A=sp.csr_matrix((0, n + 2)), b=np.zeros(0), G=G, h=np.r_[-1.0, base.h], lb=base.lb,
+                       ub=base.ub, l=1, cones=base.cones)
+
+
+def largest_delta_neg(mom: ClassMoments, delta_pos: float, solver) -> float:
+    """The largest ``delta_neg`` feasible with ``delta_pos`` in 001 eq. 6 (0 when ``delta_pos``
+    itself is infeasible), by one SOCP (:func:`pair_data`) on ``solver`` (an
+    :class:`fsframe.formulation.AuxSolver`); its status is recorded in the fit's statuses.
+
+    Raises
+    ------
+    SolverFailedError
+        when the SOCP neither solves nor is proven infeasible.
+    """
+    res = solver.solve(pair_data(mom, delta_pos))
+    solver.record(("mempm-largest-delta-neg", float(delta_pos)), (res.status,))
+    if res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
+        return 0.0
+    if not res.ok:
+        raise SolverFailedError(
+            f"MEMPM: the SOCP for the largest delta_neg at delta_pos={delta_pos:g} ended with status "
+            f"{res.status.value} ({res.message}); try backend='clarabel'", result=res)
+    t2 = float(res.x[mom.n + 1])
+    return 1.0 if t2 <= 0.0 else delta_of(1.0 / t2)
+
+
+# ------------------------------------------------------------------------------ formulations
+@attrs.frozen
+class MEMPMFormulation(Formulation):
+    r"""The feature-selection MEMPM of paper 001, eq. 6 (001 eq. 5 for the classifier)::
+
+        min  penalty(w)                                   (L1: (u + v)'e, w = u - v)
+        s.t. w'mu_1 - b >= kappa(delta_pos) ||F_1'w||,    b - w'mu_2 >= kappa(delta_neg) ||F_2'w||
+             w'mu_1 - b >= 1,                              b - w'mu_2 >= 1
+
+    with ``kappa(a) = sqrt(a / (1 - a))``, ``F_k F_k' = Sigma_k + ridge I`` the MPM plugin's
+    covariance factors (never an ``n x n`` matrix) and class ``+1`` 001's ``x``. ``predict`` is
+    ``sign(w'x - b)`` (intercept ``-b``). With ``delta_pos = delta_neg`` it is the MPM formulation
+    (001 eq. 4 = paper 000 eqs. 43-46).
+
+    How the model is stated: the margin rows (recorded), cone epigraphs ``||F_k'w|| <= r_k`` with
+    constant coefficients, and the two *bound rows* ``w'mu_1 - b = kappa_1 r_1``,
+    ``b - w'mu_2 = kappa_2 r_2`` whose ``kappa_k`` are
+    mutable Pyomo Params (``model.kappa``). Each ``kappa_k`` is one coefficient of the compiled
+    ``A``, so :meth:`with_bounds` restates the problem for new bounds in numpy and writes the
+    Params, and the bound search never rebuilds or recompiles the model.
+
+    Choosing the bounds: the pair must be feasible — each bound below its one-sided limit
+    (:func:`one_sided_limits`) and ``delta_neg`` at most :func:`largest_delta_neg` of
+    ``delta_pos``; ``validate`` checks this before anything else is solved and raises
+    :class:`~fsframe.errors.InfeasibleParameterError` stating the limit. A bound not given is
+    :data:`fsframe_mpm.DEFAULT_DELTA_FRACTION` times the MPM's ``delta_max`` (an MPM then).
+
+    Parameters
+    ----------
+    delta_pos, delta_neg : float in (0, 1), optional
+        Worst-case accuracy bounds of class ``+1`` and ``-1`` (001's alpha and beta).
+    rho : float >= 0
+        Covariance ridge relative to the mean within-class feature variance
+        (:func:`fsframe_mpm.class_moments`).
+    """
+
+    name = "mempm"
+    reference = "Huang, King, Lyu et al., paper 001 eq. 6 (MEMPM: Huang et al., JMLR 7, 2006)"
+    bound_params = ("delta_pos", "delta_neg")
+    delta_pos: float | None = attrs.field(default=None, converter=opt_float,
+                                          validator=[optional(instance_of(float)), open_unit("delta_pos")])
+    delta_neg: float | None = attrs.field(default=None, converter=opt_float,
+                                          validator=[optional(instance_of(float)), open_unit("delta_neg")])
+    rho: float = attrs.field(default=DEFAULT_RHO, converter=to_float, validator=[instance_of(float), ge(0.0), finite])
+
+    def problem_class(self, terms):
+        return ProblemClass.SOCP
+
+    def _bounds(self) -> tuple[float | None, float | None]:
+        """``(delta_pos, delta_neg)`` as given (``None``: a fraction of ``delta_max``)."""
+        return self.delta_pos, self.delta_neg
+
+    def _resolved(self, bound) -> tuple[float, float]:
+        default = DEFAULT_DELTA_FRACTION * bound.delta
+        a, b = self._bounds()
+        return (default if a is None else a), (default if b is None else b)
+
+    def bounds_dict(self, a: float, b: float) -> dict:
+        """The bound parameters as this formulation names them."""
+        return {"delta_pos": a, "delta_neg": b}
+
+    def validate(self, X, y, *, solver=None):
+        mom = class_moments(X, y, self.rho)
+        bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
+        singular = data_warnings(X, y, mom, bound)
+        a, b = self._resolved(bound)
+        lim_a, lim_b = one_sided_limits(mom)
+        given = self._bounds()
+        if given[0] is not None or given[1] is not None:
+            self._check_pair(mom, a, b, lim_a, lim_b, bound, solver)
+        return {**bound_report(mom, bound, singular), **self.bounds_dict(a, b),
+                "kappa_pos": kappa_of(a), "kappa_neg": kappa_of(b)}
+
+    def _check_pair(self, mom, a, b, lim_a, lim_b, bound, solver) -> None:
+        names = list(self.bounds_dict(a, b))
+        hint = (f"The largest equal bound (the MPM's) is delta_max={bound.delta:.4f}; the one-sided limits are "
+                f"delta_pos < {lim_a:.4f}, delta_neg < {lim_b:.4f}. Or let method 'fs-mempm' search the bounds")
+        if a >= lim_a:
+            raise InfeasibleParameterError(
+                f"{names[0]}={a:g} is infeasible for this data: no hyperplane reaches it even with delta_neg -> 0 "
+                f"(largest feasible delta_pos: {lim_a:.4f}, 001 eq. 6). {hint}",
+                parameter=names[0], value=float(a), limit=float(lim_a))
+        if solver is None:
+            solver = AuxSolver(select_backend("auto", ProblemClass.SOCP))
+        top = largest_delta_neg(mom, a, solver)
+        if b >= top:
+            raise InfeasibleParameterError(
+                f"{names[-1]}={b:g} is infeasible with delta_pos={a:g}: the largest feasible delta_neg for this "
+                f"delta_pos is {top:.4f} (001 eq. 6). {hint}", parameter=names[-1], value=float(b), limit=float(top))
+
+    def build(self, X, y, terms, *, solver=None):
+        terms = frozenset(terms)
+        mom = class_moments(X, y, self.rho)
+        bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
+        a, b = self._resolved(bound)
+        lim_a, lim_b = one_sided_limits(mom)
+        n = mom.n
+        split = bool(terms & {"lin", "lin_w"})
+        model = pyo.ConcreteModel(name=f"{self.name}(delta_pos={a:.4g}, delta_neg={b:.4g})")
+        with PauseGC():
+            model.w = pyo.Var(range(n))
+            model.b = pyo.Var()
+            model.r = pyo.Var(range(2), bounds=(0.0, None))  # r_k >= ||F_k'w||
+            if split:
+                model.u = pyo.Var(range(n), bounds=(0, None))
+                model.v = pyo.Var(range(n), bounds=(0, None))
+        model.kappa = pyo.Param(range(2), mutable=True, initialize={0: kappa_of(a), 1: kappa_of(b)})
+        w = var_list(model.w)
+        magnitude = l1_split(model, w) if split else None
+        wb = w + [model.b]
+        margin1, margin2 = add_margin_rows(model, mom, wb)  # 001 eq. 6, rows 3-4
+        add_soc(model, "cone1", LinearMap(mom.cone_rows(0), w), model.r[0])
+        add_soc(model, "cone2", LinearMap(mom.cone_rows(1), w), model.r[1])
+        # 001 eq. 6, rows 1-2, as the bound rows margin_k - kappa_k r_k = 0 (kappa_k a mutable Param):
+        # with r_k >= ||F_k'w|| free above, this is margin_k >= kappa_k ||F_k'w||. An equality, not
+        # an inequality: Clarabel failed numerically on EM's large quadratic weights with the latter
+        rows = (margin1, margin2)
+        model.bound = pyo.Constraint(range(2), rule=lambda m, k: pyo.quicksum(
+            float(a) * v for a, v in zip(rows[k], wb) if a != 0.0) - m.kappa[k] * m.r[k] == 0)
+        slot = add_sparsity_slot(model, coef=LinearMap.identity(w), magnitude=magnitude, terms=terms, loss=0.0)
+        info = {**self.bounds_dict(a, b), "kappa_pos": kappa_of(a), "kappa_neg": kappa_of(b),
+                "delta_max": bound.delta, "kappa_max": bound.kappa,
+                "bound_limits": self.limits(lim_a, lim_b, bound.delta)}
+        return BuiltModel(model=model, slot=slot, intercept=LinearMap(np.array([[-1.0]]), [model.b]),
+                          coef_shape=(n,), info=info)
+
+    def limits(self, lim_a: float, lim_b: float, delta_max: float) -> dict:
+        """``BuiltModel.info["bound_limits"]``: the supremum of each bound parameter."""
+        return {"delta_pos": lim_a, "delta_neg": lim_b}
+
+    def kappas(self, bounds: dict) -> tuple[float, float]:
+        """``(kappa_1, kappa_2)`` of the two bound rows for the bound parameters ``bounds``."""
+        return kappa_of(bounds["delta_pos"]), kappa_of(bounds["delta_neg"])
+
+    def with_bounds(self, built, base, compiled, bounds):
+        """``base`` with the bound rows' coefficients ``kappa_k`` replaced (001 eq. 6 for new
+        bounds): two entries of ``A`` change, found as the entries of the ``r_k`` columns in the
+        rows that also hold ``b`` (a cone's auxiliary definition holds ``r_k`` but not ``b``); the
+        Params ``model.kappa`` are set too, so the Pyomo model states the problem the next solve
+        sees."""
+        for name, value in bounds.items():
+            if name not in self.bound_params or not (0.0 < float(value) < 1.0):
+                raise ValueError(f"{self.name}: bound {name}={value!r}: the bounds are {self.bound_params}, in (0, 1)")
+        kap = self.kappas({**dict(zip(self.bound_params, (None,) * len(self.bound_params))), **bounds})
+        model = built.model
+        A = base.A
+        rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+        col_b, col_r = compiled.cols([model.b])[0], compiled.cols([model.r[0], model.r[1]])
+        with_b = set(rows[A.indices == col_b].tolist())
+        data = A.data.copy()
+        for k, col in enumerate(col_r):
+            pos = [i for i in np.flatnonzero(A.indices == col) if rows[i] in with_b]
+            if len(pos) != 1 or data[pos[0]] == 0.0:
+                raise RuntimeError(f"{self.name}: the bound row of r_{k + 1} was not found in the compiled problem")
+            data[pos[0]] = np.sign(data[pos[0]]) * kap[k]
+            model.kappa[k].set_value(kap[k])
+        return base.evolve(A=sp.csr_matrix((data, A.indices, A.indptr), shape=A.shape))
+
+
+@attrs.frozen
+class MPMEqualFormulation(MEMPMFormulation):
+    r"""The MPM as a MEMPM with one bound ``delta = delta_pos = delta_neg`` (001 eq. 4; paper 000
+    eqs. 43-46): the formulation FS-MPM searches. Same model as :class:`MEMPMFormulation` (the
+    same optimum as ``mpm``'s L1-MPM at the same ``delta``); its one bound parameter is
+    ``delta``, limited by the MPM's largest feasible bound ``delta_max``
+    (:func:`fsframe_mpm.largest_bound`).
+
+    Parameters
+    ----------
+    delta : float in (0, 1), optional
+        Worst-case accuracy bound of both classes; default
+        :data:`fsframe_mpm.DEFAULT_DELTA_FRACTION` times ``delta_max``.
+    rho : float >= 0
+    """
+
+    name = "mpm-equal"
+    reference = "paper 001 eq. 4 (Bhattacharyya, JMLR 5, 2004); paper 000 eqs. 43-46"
+    bound_params = ("delta",)
+    delta_pos: float | None = attrs.field(default=None, init=False)
+    delta_neg: float | None = attrs.field(default=None, init=False)
+    delta: float | None = attrs.field(default=None, converter=opt_float,
+                                      validator=[optional(instance_of(float)), open_unit("delta")])
+
+    def _bounds(self):
+        return self.delta, self.delta
+
+    def bounds_dict(self, a, b):
+        return {"delta": a}
+
+    def _check_pair(self, mom, a, b, lim_a, lim_b, bound, solver):
+        if a >= bound.delta:
+            raise InfeasibleParameterError(
+                f"delta={a:g} is infeasible for this data: the largest worst-case bound any hyperplane achieves "
+                f"is delta_max={bound.delta:.4f} (Lanckriet's MPM, rho={self.rho:g}). Choose a smaller delta, or "
+                "let method 'fs-mpm' search it", parameter="delta", value=float(a), limit=float(bound.delta))
+
+    def limits(self, lim_a, lim_b, delta_max):
+        return {"delta": delta_max}
+
+    def kappas(self, bounds):
+        k = kappa_of(bounds["delta"])
+        return k, k
+
+
+@hookimpl
+def fsframe_register_formulations():
+    return [MEMPMFormulation, MPMEqualFormulation]
+
+
+@hookimpl
+def fsframe_register_methods():
+    return [
+        MethodSpec("fs-mempm", formulation="mempm", surrogate="l1", loop="bound-search",
+                   reference="paper 001 eq. 6, Algorithm 1, criteria 1 and 2",
+                   description="L1-MEMPM with the bounds delta_pos, delta_neg searched by 001's Algorithm 1 "
+                               "(step delta_pos, bisect delta_neg), chosen by criterion 1, 2 or bound/t(NSF)"),
+        MethodSpec("fs-mpm", formulation="mpm-equal", surrogate="l1", loop="bound-search",
+                   reference="paper 001 §2.2 and §4 (FS-MPM with criteria 1 and 2)",
+                   description="L1-MPM with its one bound delta searched (stepped, then bisected at the "
+                               "feasibility limit), chosen by criterion 1, 2 or bound/t(NSF)"),
+    ]
