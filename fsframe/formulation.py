@@ -105,6 +105,9 @@ class BuiltModel:
         Shape of the coefficient array (``(n_features,)`` for a binary linear model).
     info : dict
         Formulation-specific values worth reporting (e.g. MPM's ``kappa``).
+    transform : object with ``transform(X)``, optional
+        For a formulation that owns its kernel (e.g. the RBF twin SVM): the fitted map from input
+        samples to the rows its coefficients apply to (``K(x, A)``); ``FitResult`` predicts through it.
     """
 
     model: Any
@@ -112,6 +115,7 @@ class BuiltModel:
     intercept: LinearMap
     coef_shape: tuple
     info: dict = attrs.field(factory=dict)
+    transform: Any = None
 
 
 @attrs.frozen
@@ -148,6 +152,13 @@ class Formulation(abc.ABC):
     def build(self, X: NDArray, y: NDArray, terms: frozenset) -> BuiltModel:
         """Build the Pyomo model for training data ``X`` (m, n) and labels ``y``
         (``-1``/``+1`` for binary formulations) with slot ``terms``."""
+
+    def mask_space(self, sub):
+        """The capability "can fix a feature group to zero" that the greedy mask loop needs
+        (:class:`fsframe.loops.greedy.MaskSpace`, paper 003 Algorithm 1): ``None`` (default)
+        when the formulation does not provide it. ``sub`` is the fit's
+        :class:`~fsframe.problem.Subproblem` (built and compiled once)."""
+        return None
 
     def decision_function(self, coef: NDArray, intercept, X: NDArray) -> NDArray:
         """``X @ coef + intercept``; positive means the class coded ``+1``."""

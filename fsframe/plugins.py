@@ -69,6 +69,7 @@ DEFAULT_PLUGINS = {
     "fsframe.kernels": "fsframe.kernels",
     "svm": "fsframe_svm",
     "mpm": "fsframe_mpm",
+    "twsvm": "fsframe_twsvm",
 }
 ENTRY_POINT_GROUP = "fsframe"
 OWN_DISTRIBUTION = "fsframe"

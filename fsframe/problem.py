@@ -63,6 +63,7 @@ class Subproblem:
         self.backend = backend
         self.options = options
         self.solver = AuxSolver(backend, options) if solver is None else solver
+        self.X, self.y = X, y  # the training data the model was built on (read-only; the greedy loop's eq. 24)
         t0 = time.perf_counter()
         self.built: BuiltModel = call_opt_in(formulation.build, X, y, self.terms, solver=self.solver)
         t1 = time.perf_counter()

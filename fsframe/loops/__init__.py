@@ -4,13 +4,15 @@ from ..hookspecs import hookimpl
 from .base import IterRecord, LoopOutcome, OuterLoop, Selection, Step, select_exactly, support_of
 from .dca import DCA
 from .em import EM
+from .greedy import Greedy, LinearMaskSpace, MaskEvaluator, MaskSpace
 from .reweighting import ReweightedL1
 from .single import SingleSolve
 
 __all__ = ["OuterLoop", "IterRecord", "LoopOutcome", "Step", "select_exactly", "Selection", "support_of",
-           "SingleSolve", "ReweightedL1", "DCA", "EM"]
+           "SingleSolve", "ReweightedL1", "DCA", "EM", "Greedy",
+           "MaskSpace", "MaskEvaluator", "LinearMaskSpace"]
 
 
 @hookimpl
 def fsframe_register_loops():
-    return [SingleSolve, ReweightedL1, DCA, EM]
+    return [SingleSolve, ReweightedL1, DCA, EM, Greedy]
