@@ -41,7 +41,7 @@ from ..problem import Iterate, Subproblem
 from ..validators import as_int, finite, positive_int, real, to_float
 from .base import LoopOutcome, OuterLoop, Step
 
-__all__ = ["Greedy", "MaskSpace", "MaskEvaluator", "LinearMaskSpace", "LinearMaskEvaluator", "mask_space_of"]
+__all__ = ["Greedy", "MaskSpace", "MaskEvaluator", "LinearMaskSpace", "LinearMaskEvaluator", "mask_space_of", "check_mask"]
 
 LossFn = Callable[[NDArray], NDArray]
 """``loss(R)``: the formulation's loss at model outputs ``R`` of shape ``(..., m, K)`` (one
@@ -94,7 +94,8 @@ class MaskSpace(abc.ABC):
         return None
 
 
-def _check_mask(mask: NDArray, n: int) -> NDArray:
+def check_mask(mask: NDArray, n: int) -> NDArray:
+    """``mask`` as booleans of shape ``(n,)``; :class:`DataError` if it is not, or removes every feature."""
     mask = np.asarray(mask, dtype=bool)
     if mask.shape != (n,):
         raise DataError(f"a feature mask must have shape ({n},), got {mask.shape}")
@@ -173,12 +174,12 @@ class LinearMaskSpace(MaskSpace):
         return it.coef.reshape(self.K, self.n_features).T, np.asarray(it.intercept, dtype=float).reshape(self.K)
 
     def solve(self, mask):
-        mask = _check_mask(mask, self.n_features)
+        mask = check_mask(mask, self.n_features)
         return self.sub.solve(lin=np.where(mask, self.base_weight, np.inf))
 
     def evaluator(self, it, mask):
         W, b = self.blocks(it)
-        return LinearMaskEvaluator(self.X, W, b, _check_mask(mask, self.n_features), self.loss)
+        return LinearMaskEvaluator(self.X, W, b, check_mask(mask, self.n_features), self.loss)
 
     def feature_values(self, it):
         W, b = self.blocks(it)
@@ -212,8 +213,10 @@ class Greedy(OuterLoop):
 
     With ``n_features=r`` in ``select`` mode, a final ``E`` larger than ``r`` keeps its ``r``
     best-scored features (eq. 23 at the last solve) and is re-solved. The support is ``E``.
-    ``FitResult.info`` reports ``lps_solved``, ``flips_evaluated``, ``flips_kept``, ``sweeps``,
-    ``feature_scores`` (of the first solve) and ``sweep_seconds``.
+    The reported objective is the subproblem's optimum under ``E`` (as for ``single``); eq. 21
+    (``sigma tr E`` + that optimum) is the monitored one, whose descent the run checks.
+    ``FitResult.info`` reports ``eq21`` (per solve), ``lps_solved``, ``flips_evaluated``,
+    ``flips_kept``, ``sweeps``, ``feature_scores`` (of the first solve) and ``sweep_seconds``.
 
     Parameters
     ----------
@@ -295,11 +298,16 @@ class Greedy(OuterLoop):
             it = space.solve(mask)
             stats["lps_solved"] += space.lps_per_solve
             state["masks"].append(mask.copy())
+            state["eq21"].append(self._objective(it, mask))
             return it
+
+        def step(it, mask, monitored=True):
+            # reported: the subproblem's optimum (as for ``single``); monitored: eq. 21
+            return Step(it, it.objective if it.ok else None, self._objective(it, mask) if monitored else None)
 
         mask = np.ones(n, dtype=bool)
         it = solve(mask)
-        yield Step(it, self._objective(it, mask), monitored=None)  # step 1: E = I
+        yield step(it, mask, monitored=False)  # step 1: E = I
         values = space.feature_values(it)
         total = float(values.sum())
         scores = values / total if total > 0 else np.full(n, 1.0 / n)  # eq. 23
@@ -312,14 +320,14 @@ class Greedy(OuterLoop):
             mask = np.zeros(n, dtype=bool)
             mask[keep if len(keep) else order[:1]] = True
             it = solve(mask)
-            yield Step(it, self._objective(it, mask), monitored=None)
+            yield step(it, mask, monitored=False)
             return True, "ranked by eq. 23"
         mask = best <= (thr if self.keep == "low" else -thr)  # step 2
         if not mask.any():
             mask[order[0]] = True
         it = solve(mask)  # step 3
         f = self._objective(it, mask)
-        yield Step(it, f)
+        yield step(it, mask)
         converged, reason = False, "max_iter reached"
         for _ in range(2, self.max_iter):
             ev = space.evaluator(it, mask)
@@ -329,7 +337,7 @@ class Greedy(OuterLoop):
             mask = ev.mask.copy()
             it = solve(mask)  # step 6
             f_new = self._objective(it, mask)
-            yield Step(it, f_new)
+            yield step(it, mask)
             if f_new is None:
                 break
             if self.small_decrease(f_new, f):  # step 7
@@ -343,13 +351,13 @@ class Greedy(OuterLoop):
             mask = np.zeros(n, dtype=bool)
             mask[keep] = True
             it = solve(mask)
-            yield Step(it, self._objective(it, mask), monitored=None)
+            yield step(it, mask, monitored=False)
             reason += f"; kept the {r} best-scored features of E"
         return converged, reason
 
     def run(self, sub, surrogate, *, n_features=None, callback=None) -> LoopOutcome:
         stats = dict(lps_solved=0, flips_evaluated=0, flips_kept=0, sweeps=0, sweep_seconds=0.0)
-        sub.greedy_state = {"n_features": n_features, "stats": stats, "masks": []}
+        sub.greedy_state = {"n_features": n_features, "stats": stats, "masks": [], "eq21": []}
         out = super().run(sub, surrogate, n_features=None, callback=callback)
         state = sub.greedy_state
         mask = state["masks"][-1] if out.iterate is not None else None
@@ -360,5 +368,6 @@ class Greedy(OuterLoop):
             warnings.warn(f"greedy: n_features={n_features} asked, the mask keeps {int(mask.sum())} (lower sigma "
                           "to keep more)", ConvergenceWarning, stacklevel=3)
         sel = dict(out.selection or {})
-        sel.update(stats, n_in_mask=int(mask.sum()), n_nonzero_in_mask=int(out.support.sum()))
+        sel.update(stats, n_in_mask=int(mask.sum()), n_nonzero_in_mask=int(out.support.sum()),
+                   eq21=list(state["eq21"][:out.n_iter]))
         return attrs.evolve(out, support=mask.copy(), selection=sel, transform=state["space"].transform(mask))

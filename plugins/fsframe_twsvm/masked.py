@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fsframe.errors import UnsupportedProblemError
-from fsframe.loops.greedy import LinearMaskSpace, MaskEvaluator, MaskSpace, _check_mask
+from fsframe.loops.greedy import LinearMaskSpace, MaskEvaluator, MaskSpace, check_mask
 from fsframe.problem import Iterate, Subproblem
 
 from .formulation import MaskedRBF, rbf_kernel
@@ -141,7 +141,7 @@ class RBFMaskSpace(MaskSpace):
         self.sub.compiled.base = self._base.evolve(G=G, c=c)
 
     def solve(self, mask):
-        mask = _check_mask(mask, self.n_features)
+        mask = check_mask(mask, self.n_features)
         self.install(mask)
         return self.sub.solve(lin=np.ones(self.sub.n_groups))
 
@@ -150,7 +150,7 @@ class RBFMaskSpace(MaskSpace):
 
     def evaluator(self, it, mask):
         U, b = self._blocks(it)
-        return RBFMaskEvaluator(self.X, self.width, U, b, _check_mask(mask, self.n_features), self.loss)
+        return RBFMaskEvaluator(self.X, self.width, U, b, check_mask(mask, self.n_features), self.loss)
 
     def feature_values(self, it, chunk: int = 16):
         U, b = self._blocks(it)
