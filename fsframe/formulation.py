@@ -130,6 +130,11 @@ class Formulation(abc.ABC):
     sparse: ClassVar[bool] = True
     """``False`` for a model without a sparsity penalty (its slot's magnitude map is zero, e.g.
     Lanckriet's MPM): it runs only without a surrogate, with loop ``single``."""
+    group_norm: ClassVar[str] = "l2"
+    """The norm ``||w_(j)||`` of a group's coefficient entries that the slot's magnitude ``s_j``
+    equals at the optimum: ``"l2"`` (scalar groups, or groups in a second-order cone) or ``"l1"``
+    (every entry split as ``u - v`` and ``s_j = sum (u + v)``, as in an LP with several coefficient
+    blocks per feature, e.g. the twin SVM's ``(2, n)``). Loops read the group norms ``t_j`` in it."""
     multiclass: ClassVar[str] = "ovr"
     """``"ovr"``: binary only, fsframe runs one-vs-rest; ``"native"``: handles any number of
     classes itself (``build`` then receives integer class codes)."""

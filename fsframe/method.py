@@ -222,6 +222,10 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
     if miss:
         who = "no surrogate" if s is None else f"surrogate {s.name!r} ({type(s).__name__})"
         gaps.append(f"{who} is not compatible with loop {lp.name!r}: it must provide {', '.join(miss)}")
+    lacking = lp.formulation_missing(type(f))
+    if lacking:
+        gaps.append(f"formulation {f.name!r} is not compatible with loop {lp.name!r}: it must provide "
+                    f"{', '.join(lacking)}")
     terms = lp.terms(s) if not miss else frozenset()
     if terms - f.slot_terms:
         gaps.append(f"formulation {f.name!r} cannot build slot terms {sorted(terms - f.slot_terms)} that loop "

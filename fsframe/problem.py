@@ -84,7 +84,8 @@ class Subproblem:
         return int(self.compiled.slot.W.shape[0])
 
     def group_norms(self, coef: NDArray) -> NDArray:
-        return self.compiled.group_norms(coef)
+        """``t_j``, in the formulation's declared group norm (:attr:`Formulation.group_norm`)."""
+        return self.compiled.group_norms(coef, getattr(self.formulation, "group_norm", "l2"))
 
     def solve(self, *, lin=None, lin_w=None, quad=None) -> Iterate:
         """Set the slot weights (see :meth:`CompiledModel.with_weights`) and solve."""

@@ -193,6 +193,10 @@ class OuterLoop(abc.ABC):
         caps = surrogate.capabilities()
         return [c for c in self.requires if c not in caps]
 
+    def formulation_missing(self, formulation_cls: type) -> list[str]:
+        """Capabilities the formulation class lacks for this loop (empty if compatible)."""
+        return []
+
     @abc.abstractmethod
     def steps(self, sub: Subproblem, surrogate: Surrogate | None) -> Generator[Step, None, tuple[bool, str]]:
         """Yield one :class:`Step` per subproblem; return ``(converged, reason)``."""

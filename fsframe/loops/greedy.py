@@ -37,6 +37,7 @@ from attrs.validators import and_, ge, in_, instance_of, optional
 from numpy.typing import NDArray
 
 from ..errors import ConvergenceWarning, DataError, IncompatibleComponentsError
+from ..formulation import Formulation
 from ..problem import Iterate, Subproblem
 from ..validators import as_int, finite, positive_int, real, to_float
 from .base import LoopOutcome, OuterLoop, Step
@@ -88,6 +89,11 @@ class MaskSpace(abc.ABC):
     @abc.abstractmethod
     def feature_values(self, it: Iterate) -> NDArray:
         """eq. 22: the loss of each feature alone at ``it``'s coefficients (shape ``(n_features,)``)."""
+
+    def objective(self, it: Iterate, mask: NDArray) -> float:
+        """eq. 21 without ``sigma tr E`` at ``it`` (solved under ``mask``): by default the
+        subproblem's optimum."""
+        return float(it.objective)
 
     def transform(self, mask: NDArray):
         """The prediction transform of the model under ``mask`` (``None``: the model's own)."""
@@ -253,12 +259,24 @@ class Greedy(OuterLoop):
     def terms(self, surrogate):
         return frozenset({"lin"})
 
+    def missing(self, surrogate):
+        if surrogate is not None:
+            return ["nothing: the greedy loop takes no surrogate (each selected feature costs sigma, 003 eq. 21)"]
+        return []
+
+    def formulation_missing(self, formulation_cls):
+        if getattr(formulation_cls, "mask_space", None) is Formulation.mask_space:
+            return ["the capability to fix a feature group to zero (Formulation.mask_space)"]
+        return []
+
     def objective_of(self, it, surrogate, mask):
         return it.objective
 
     # eq. 21 at a solve under mask E
-    def _objective(self, it: Iterate, mask: NDArray) -> float | None:
-        return None if not it.ok or it.objective is None else self.sigma * float(mask.sum()) + it.objective
+    def _objective(self, space: "MaskSpace", it: Iterate, mask: NDArray) -> float | None:
+        if not it.ok or it.objective is None:
+            return None
+        return self.sigma * float(mask.sum()) + space.objective(it, mask)
 
     def _sweep(self, ev: MaskEvaluator, stats: dict) -> bool:
         """Flip sweeps (Algorithm 1 step 5); True if some flip was kept."""
@@ -298,12 +316,12 @@ class Greedy(OuterLoop):
             it = space.solve(mask)
             stats["lps_solved"] += space.lps_per_solve
             state["masks"].append(mask.copy())
-            state["eq21"].append(self._objective(it, mask))
+            state["eq21"].append(self._objective(space, it, mask))
             return it
 
         def step(it, mask, monitored=True):
             # reported: the subproblem's optimum (as for ``single``); monitored: eq. 21
-            return Step(it, it.objective if it.ok else None, self._objective(it, mask) if monitored else None)
+            return Step(it, it.objective if it.ok else None, self._objective(space, it, mask) if monitored else None)
 
         mask = np.ones(n, dtype=bool)
         it = solve(mask)
@@ -326,7 +344,7 @@ class Greedy(OuterLoop):
         if not mask.any():
             mask[order[0]] = True
         it = solve(mask)  # step 3
-        f = self._objective(it, mask)
+        f = self._objective(space, it, mask)
         yield step(it, mask)
         converged, reason = False, "max_iter reached"
         for _ in range(2, self.max_iter):
@@ -336,7 +354,7 @@ class Greedy(OuterLoop):
                 break
             mask = ev.mask.copy()
             it = solve(mask)  # step 6
-            f_new = self._objective(it, mask)
+            f_new = self._objective(space, it, mask)
             yield step(it, mask)
             if f_new is None:
                 break

@@ -1,20 +1,22 @@
 """The L1-norm twin SVM (paper 003, eqs. 7-14) as one Pyomo model holding both LPs.
 
 The two problems of L1-TWSVM (eqs. 11 and 12; kernel eqs. 13 and 14) share no variable and no
-constraint: the model states both as independent blocks of one LP, with the objective of eq. 21
-(without ``sigma tr E``)::
+constraint: the model states both as independent blocks of one LP whose objective is their sum::
 
-    lam * (||w1||_1 + c11 ||M1 w1 + b1 e||_1 + c12 e'xi1)
-      + (1 - lam) * (||w2||_1 + c21 ||M2 w2 + b2 e||_1 + c22 e'xi2)
+    (||w1||_1 + c11 ||M1 w1 + b1 e||_1 + c12 e'xi1) + (||w2||_1 + c21 ||M2 w2 + b2 e||_1 + c22 e'xi2)
 
-Being separable with positive weights, its optimum is the pair of optima of eqs. 11 and 12 (the
-weights ``lam``, ``1 - lam`` rescale each block's objective, not its minimiser). ``M1``/``M2`` are
+Being separable, its optimum is the pair of optima of eqs. 11 and 12, and its optimal value their
+sum. (Eq. 21 weighs the two objectives by ``lam`` and ``1 - lam``; positive weights move no
+block's minimiser, so the LP needs no ``lam`` and the greedy loop evaluates eq. 21 itself.) ``M1``/``M2`` are
 the rows of the class coded ``+1``/``-1``: the features ``A1``/``A2`` (linear) or the kernel rows
 ``K(A1, A)``/``K(A2, A)`` (``kernel="rbf"``, eqs. 13-14, the "features" being training samples).
 
 The coefficients form two blocks: ``coef`` has shape ``(2, d)`` (row ``k`` is ``w_k``), and both
 entries of a feature form its slot group, so the support is the union of the blocks' supports and
-fixing a group at zero sets ``E_jj = 0`` in both surfaces (eq. 15).
+fixing a group at zero sets ``E_jj = 0`` in both surfaces (eq. 15). The group norm is
+``t_j = |w1_j| + |w2_j|`` (:attr:`group_norm` ``"l1"``): the slot's magnitude is
+``s_j = p1_j + q1_j + p2_j + q2_j``, equal to it at the optimum, so the penalty is exactly
+``||w1||_1 + ||w2||_1``.
 """
 
 from __future__ import annotations
@@ -99,8 +101,8 @@ class TwinL1Formulation(Formulation):
         003 eqs. 7-8: the fit of surface 1 to class ``+1`` (``c11``), its hinge on class ``-1``
         (``c12``); ``c21``, ``c22`` the same for surface 2.
     lam : float in (0, 1)
-        ``lambda`` of eq. 21: weight of surface 1's objective (``1 - lam`` of surface 2's). It
-        does not move the L1-TWSVM optimum; the greedy mask loop uses it (eqs. 21, 22, 24).
+        ``lambda`` of eq. 21: weight of surface 1's objective (``1 - lam`` of surface 2's) in the
+        greedy mask loop (eqs. 21, 22, 24). It does not move the L1-TWSVM optimum.
     kernel : {"linear", "rbf"}
         ``"rbf"``: the kernel LPs (eqs. 13-14) on ``K(A, A)`` with
         ``k(x, y) = exp(-||x - y||^2 / (2 width^2))``; the coefficients ``u_k`` are over training
@@ -114,6 +116,7 @@ class TwinL1Formulation(Formulation):
     name = "twsvm"
     reference = "paper 003 eqs. 7-14 (L1-TWSVM), eq. 21"
     slot_terms: ClassVar[frozenset] = frozenset({"lin"})
+    group_norm: ClassVar[str] = "l1"
     c11: float = attrs.field(default=1.0, converter=to_float, validator=real(0))
     c12: float = attrs.field(default=1.0, converter=to_float, validator=real(0))
     c21: float = attrs.field(default=1.0, converter=to_float, validator=real(0))
@@ -143,8 +146,8 @@ class TwinL1Formulation(Formulation):
         M = self.rows(X)
         pos = y > 0
         d = M.shape[1]
-        blocks = ((M[pos], M[~pos], self.c11, self.c12, self.lam),
-                  (M[~pos], M[pos], self.c21, self.c22, 1.0 - self.lam))
+        blocks = ((M[pos], M[~pos], self.c11, self.c12, 1.0),
+                  (M[~pos], M[pos], self.c21, self.c22, 1.0))
         model = pyo.ConcreteModel(name=f"twsvm({self.kernel})")
         with PauseGC():
             model.p = pyo.Var(range(2 * d), bounds=(0, None))
@@ -152,9 +155,9 @@ class TwinL1Formulation(Formulation):
             model.b = pyo.Var(range(2))
             pv, qv, bv = var_list(model.p), var_list(model.q), var_list(model.b)
             coef = LinearMap(sp.hstack([sp.identity(2 * d), -sp.identity(2 * d)]), pv + qv)
-            scale = np.repeat([blocks[0][4], blocks[1][4]], d)
-            # s_j = lam |w1_j| + (1 - lam) |w2_j| at the optimum: the group norm eq. 21 weighs
-            magnitude = LinearMap(sp.hstack([sp.diags(scale[:d]), sp.diags(scale[d:])] * 2, format="csr"), pv + qv)
+            # s_j = p1_j + q1_j + p2_j + q2_j = |w1_j| + |w2_j| at the optimum (the "l1" group norm)
+            eye = sp.identity(d, format="csr")
+            magnitude = LinearMap(sp.hstack([eye] * 4, format="csr"), pv + qv)
             wvars = add_named_expressions(model, "w", coef)
             coefs, lvars = [], []
             for k, (own, other, c_fit, c_hinge, weight) in enumerate(blocks):

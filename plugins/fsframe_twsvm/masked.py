@@ -22,7 +22,24 @@ from fsframe.problem import Iterate, Subproblem
 
 from .formulation import MaskedRBF, rbf_kernel
 
-__all__ = ["twin_loss", "RBFMaskEvaluator", "RBFMaskSpace", "twin_mask_space"]
+__all__ = ["twin_loss", "twin_objective", "TwinLinearMaskSpace", "RBFMaskEvaluator", "RBFMaskSpace",
+           "twin_mask_space"]
+
+
+def twin_objective(space, it: Iterate, mask: NDArray, R: NDArray) -> float:
+    """eq. 21 without ``sigma tr E``: ``lam ||u1||_1 + (1 - lam) ||u2||_1 + twin_loss(R)`` at the
+    surfaces' outputs ``R`` (shape ``(m, 2)``) under ``mask``."""
+    lam = space.sub.formulation.lam
+    reg = np.abs(it.coef.reshape(2, -1)).sum(axis=1)
+    return float(lam * reg[0] + (1.0 - lam) * reg[1] + space.loss(R))
+
+
+class TwinLinearMaskSpace(LinearMaskSpace):
+    """:class:`~fsframe.loops.greedy.LinearMaskSpace` with eq. 21's ``lam`` weighting."""
+
+    def objective(self, it, mask):
+        W, b = self.blocks(it)
+        return twin_objective(self, it, mask, self.X[:, mask] @ W[mask] + b)
 
 
 def twin_loss(pos: NDArray, c11: float, c12: float, c21: float, c22: float, lam: float):
@@ -162,6 +179,10 @@ class RBFMaskSpace(MaskSpace):
             out[s:s + chunk] = self.loss(K @ U + b)
         return out
 
+    def objective(self, it, mask):
+        U, b = self._blocks(it)
+        return twin_objective(self, it, mask, rbf_kernel(self.X[:, mask], self.X[:, mask], self.width) @ U + b)
+
     def transform(self, mask):
         return MaskedRBF(self.X, np.array(mask, dtype=bool), self.width)
 
@@ -172,4 +193,4 @@ def twin_mask_space(sub: Subproblem) -> MaskSpace:
     loss = twin_loss(np.asarray(sub.y) > 0, f.c11, f.c12, f.c21, f.c22, f.lam)
     if f.kernel == "rbf":
         return RBFMaskSpace(sub, loss)
-    return LinearMaskSpace(sub, loss, lps_per_solve=2)
+    return TwinLinearMaskSpace(sub, loss, lps_per_solve=2)
