@@ -386,6 +386,6 @@ class Greedy(OuterLoop):
             warnings.warn(f"greedy: n_features={n_features} asked, the mask keeps {int(mask.sum())} (lower sigma "
                           "to keep more)", ConvergenceWarning, stacklevel=3)
         sel = dict(out.selection or {})
-        sel.update(stats, n_in_mask=int(mask.sum()), n_nonzero_in_mask=int(out.support.sum()),
+        sel.update(stats, n_in_mask=int(mask.sum()), n_nonzero_groups=int(out.support.sum()),
                    eq21=list(state["eq21"][:out.n_iter]))
         return attrs.evolve(out, support=mask.copy(), selection=sel, transform=state["space"].transform(mask))

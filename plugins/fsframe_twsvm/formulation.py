@@ -71,7 +71,9 @@ class MaskedRBF:
     X_train: NDArray = attrs.field(repr=False)
     mask: NDArray
     width: float
-    groups: ClassVar[str] = "samples"
+    support_of: str = "training samples"
+    """What the fit's support indexes: ``"training samples"`` (L1-TWSVM's ``u``) or
+    ``"features"`` (the greedy loop's mask ``E``)."""
 
     def transform(self, X) -> NDArray:
         X = np.asarray(X, dtype=float)

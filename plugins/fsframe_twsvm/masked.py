@@ -184,7 +184,7 @@ class RBFMaskSpace(MaskSpace):
         return twin_objective(self, it, mask, rbf_kernel(self.X[:, mask], self.X[:, mask], self.width) @ U + b)
 
     def transform(self, mask):
-        return MaskedRBF(self.X, np.array(mask, dtype=bool), self.width)
+        return MaskedRBF(self.X, np.array(mask, dtype=bool), self.width, support_of="features")
 
 
 def twin_mask_space(sub: Subproblem) -> MaskSpace:
