@@ -35,6 +35,7 @@ import fsframe
 from fsframe.backends import HighsBackend
 from fsframe.problem import Subproblem
 from fsframe_twsvm import TwinL1Formulation, rbf_kernel, twin_loss
+from fsframe_twsvm.toy import k_informative
 
 OUT = Path(__file__).parent / "results" / "ftsvm.json"
 PARAMS = dict(c11=1.0, c12=1.0, c21=1.0, c22=1.0, lam=0.5)
@@ -42,12 +43,8 @@ SIGMA, TOL, MAX_ITER, MAX_SWEEPS = 0.01, 1e-6, 20, 50
 
 
 def data(m: int, n: int, k: int = 5, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(m, n))
-    beta = np.zeros(n)
-    beta[:k] = np.linspace(2.0, 1.0, k) * np.where(np.arange(k) % 2 == 0, 1.0, -1.0)
-    y = np.where(X @ beta + 0.3 * rng.normal(size=m) > 0, 1.0, -1.0)
-    return X, y
+    X, y = k_informative(m, n, k, seed=seed)
+    return X, y.astype(float)
 
 
 def naive_ftsvm(X, y, kernel: str, width: float | None):
