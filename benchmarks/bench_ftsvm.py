@@ -14,7 +14,7 @@ features, n in {60, 500, 2000}. Reports LPs solved, flips evaluated, seconds and
 
 Usage::
 
-    python benchmarks/bench_ftsvm.py [--sizes 60,500,2000] [--kernels linear,rbf] [--naive-max-rbf 500]
+    python benchmarks/bench_ftsvm.py [--sizes 60,500,2000] [--kernels linear,rbf] [--naive-max-rbf 500] [--write-docs]
 
 Writes ``benchmarks/results/ftsvm.json``. The naive RBF run at n = 2000 recomputes a 200 x 200
 kernel over up to 2000 features for each of thousands of flips; it is skipped above
@@ -143,12 +143,43 @@ def run(n: int, kernel: str, naive_max_rbf: int) -> dict:
     return row
 
 
+DOC = Path(__file__).resolve().parents[1] / "docs" / "twsvm.md"
+BEGIN, END = "<!-- bench_ftsvm:begin -->", "<!-- bench_ftsvm:end -->"
+
+
+def table(rows: list) -> str:
+    """The docs table: per fit, LPs solved, flips evaluated, seconds (sweep seconds) and the ratios."""
+    out = ["| kernel | n | selected | LPs | flips | fsframe s (sweeps s) | naive s (sweeps s) | ratio (sweeps) |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        fast = f"{r['fsframe_seconds']:.2f} ({r['sweep_seconds']:.2f})"
+        if "naive_seconds" in r:
+            slow = f"{r['naive_seconds']:.2f} ({r['naive_sweep_seconds']:.2f})"
+            ratio = f"{r['ratio']:.1f}x ({r['sweep_ratio']:.1f}x)" + ("" if r["same_mask"] else ", masks differ")
+        else:
+            slow, ratio = r["naive"], "-"
+        out.append(f"| {r['kernel']} | {r['n']} | {r['n_selected']} | {r['lps_solved']} | {r['flips_evaluated']} "
+                   f"| {fast} | {slow} | {ratio} |")
+    return "\n".join(out)
+
+
+def write_docs(rows: list) -> None:
+    text = DOC.read_text()
+    i, j = text.index(BEGIN) + len(BEGIN), text.index(END)
+    DOC.write_text(text[:i] + "\n" + table(rows) + "\n" + text[j:])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="60,500,2000")
     ap.add_argument("--kernels", default="linear,rbf")
     ap.add_argument("--naive-max-rbf", type=int, default=500)
+    ap.add_argument("--write-docs", action="store_true", help="write the table into docs/twsvm.md")
+    ap.add_argument("--render", action="store_true", help="only write the docs table from the results JSON")
     args = ap.parse_args(argv)
+    if args.render:
+        write_docs(json.loads(OUT.read_text())["rows"])
+        return
     rows = []
     for kernel in args.kernels.split(","):
         for n in map(int, args.sizes.split(",")):
@@ -157,6 +188,8 @@ def main(argv=None):
             rows.append(row)
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps({"rows": rows, "highs": HighsBackend.version()}, indent=1))
+    if args.write_docs:
+        write_docs(rows)
 
 
 if __name__ == "__main__":

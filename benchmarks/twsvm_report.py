@@ -121,18 +121,20 @@ def main(argv=None):
     ap.add_argument("--datasets", default="Sonar,Ionosphere,Pima,WDBC,cross-planes")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--write-docs", action="store_true")
+    ap.add_argument("--out", type=Path, default=OUT, help="results JSON (rows of other data sets are kept)")
     args = ap.parse_args(argv)
+    out = args.out
     runs = []
-    if OUT.exists():  # keep the other data sets' rows from earlier runs
-        runs = [d for d in json.loads(OUT.read_text())["runs"] if d["dataset"] not in args.datasets.split(",")]
+    if out.exists():  # keep the other data sets' rows from earlier runs
+        runs = [d for d in json.loads(out.read_text())["runs"] if d["dataset"] not in args.datasets.split(",")]
     for name in args.datasets.split(","):
         d = run(name, args.cv, args.jobs)
         print(json.dumps(d), flush=True)
         runs.append(d)
     order = ["Sonar", "Ionosphere", "Pima", "WDBC", "cross-planes"]
     runs.sort(key=lambda d: order.index(d["dataset"]) if d["dataset"] in order else 99)
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps({"runs": runs, "fsframe": fsframe.__version__}, indent=1))
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"runs": runs, "fsframe": fsframe.__version__}, indent=1))
     print(table(runs))
     if args.write_docs:
         text = DOC.read_text()
