@@ -28,6 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import errors
 from .dataset import check_no_silent_cast
 from .fitting import fit as _fit
+from .method import sparsity_knobs
 
 __all__ = ["FSSelector", "NotFittedError"]
 
@@ -173,8 +174,9 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         if not self.support_.any():
             warnings.warn(
                 f"FSSelector({self.method!r}) selected no feature: transform() returns an empty array and "
-                "predict() a constant class. Weaken the sparsity pressure (larger C, smaller alpha) or set "
-                "n_features", errors.FsframeWarning, stacklevel=2)
+                "predict() a constant class. Weaken the sparsity pressure ("
+                + ", ".join(advice for _, advice in sparsity_knobs(result.formulation, result.surrogate))
+                + ") or set n_features", errors.FsframeWarning, stacklevel=2)
         return self
 
     # -- selector -----------------------------------------------------------------------------

@@ -5,9 +5,10 @@ than two classes."""
 
 from __future__ import annotations
 
+import numbers
 import time
 import warnings
-from typing import Mapping
+from collections.abc import Mapping
 
 import attrs
 import numpy as np
@@ -16,7 +17,7 @@ from numpy.typing import ArrayLike
 from .backends.base import Backend, SolveOptions
 from .compiler.cones import CONE_FORMS
 from .dataset import Dataset, check_Xy
-from .errors import DataWarning, InvalidOptionError, UnsupportedProblemError
+from .errors import DataError, DataWarning, InvalidOptionError, UnsupportedProblemError
 from .formulation import AuxSolver, call_opt_in
 from .method import Resolved, _reason, resolve, select_backend
 from .problem import Subproblem
@@ -29,7 +30,15 @@ __all__ = ["CONE_FORMS", "fit", "make_options", "check_fit_options"]
 
 def make_options(*, time_limit=None, verbose=False, backend_options=None) -> SolveOptions:
     """:class:`SolveOptions` from :func:`fit`'s keywords; a bad value is an
-    :class:`~fsframe.errors.InvalidOptionError` naming it."""
+    :class:`~fsframe.errors.InvalidOptionError` naming it (a bool or a string is not a time
+    limit; ``backend_options`` is a mapping)."""
+    if time_limit is not None and (not isinstance(time_limit, numbers.Real)
+                                   or isinstance(time_limit, (bool, np.bool_))):
+        raise InvalidOptionError(
+            f"invalid solver option: time_limit must be a number of seconds or None, got {time_limit!r}")
+    if backend_options is not None and not isinstance(backend_options, Mapping):
+        raise InvalidOptionError(
+            f"invalid solver option: backend_options must be a mapping (dict), got {backend_options!r}")
     try:
         return SolveOptions(time_limit=None if time_limit is None else float(time_limit), verbose=verbose,
                             backend_options=backend_options or {})
@@ -53,13 +62,27 @@ def check_fit_options(*, fast=True, keep_model=False, cone_form="substitute", ve
 
 
 def _column_names(X) -> tuple | None:
-    """A DataFrame's column names when they are all strings (scikit-learn's rule for
-    ``feature_names_in_``), else None."""
+    """A DataFrame's column names when they are all strings, None when none is (scikit-learn's
+    rule for ``feature_names_in_``); string and non-string names mixed are a
+    :class:`~fsframe.errors.DataError`, as in scikit-learn. Duplicate names are kept, with a
+    warning (``selected_names`` cannot tell them apart; ``selected`` can)."""
     cols = getattr(X, "columns", None)
     if cols is None or isinstance(X, np.ndarray):
         return None
     cols = list(cols)
-    return tuple(cols) if cols and all(isinstance(c, str) for c in cols) else None
+    strings = [isinstance(c, str) for c in cols]
+    if not cols or not any(strings):
+        return None
+    if not all(strings):
+        kinds = sorted({type(c).__name__ for c in cols})
+        raise DataError(f"X's column names mix strings and other types ({kinds}); names are kept only when all are "
+                        "strings: convert them (X.columns = X.columns.astype(str)) or drop them")
+    names = tuple(str(c) for c in cols)
+    repeated = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) < len(names) else []
+    if repeated:
+        warnings.warn(f"X has duplicate column names {repeated}: result.selected_names cannot tell those columns "
+                      "apart (result.selected gives their positions)", DataWarning, stacklevel=3)
+    return names
 
 
 def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
@@ -113,7 +136,9 @@ def fit(
     ----------
     X : array, shape (n_samples, n_features), DataFrame or Dataset
         A DataFrame's string column names (a Dataset's feature names) become
-        ``result.feature_names`` and ``result.selected_names``.
+        ``result.feature_names`` and ``result.selected_names``; non-string names (a RangeIndex)
+        are ignored, strings mixed with other types are a :class:`~fsframe.errors.DataError`
+        (scikit-learn's rule), duplicate names are kept with a warning.
     y : array, shape (n_samples,)
         Any labels; two classes fit one binary model, more fit one-vs-rest (binary formulations)
         with the union of supports.
@@ -144,7 +169,8 @@ def fit(
     ------
     InvalidOptionError
         a bad option (``fast``, ``keep_model``, ``verbose`` not booleans, an unknown ``cone_form``,
-        ``n_features``, ``time_limit``) or parameter, before any work starts; see
+        ``n_features``, a ``time_limit`` that is not a number (``True``, ``"5"``),
+        ``backend_options`` not a mapping) or parameter, before any work starts; see
         :func:`fsframe.method.resolve` for the other errors.
 
     The inputs are never modified.

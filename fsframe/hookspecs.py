@@ -74,5 +74,7 @@ def fsframe_register_transforms():
     built-in empirical kernel map (``rbf``, ``linear``, ``poly``) is registered through this hook.
 
     :return: a list of :class:`fsframe.kernels.DataTransform` subclasses, each with a unique
-        ``name`` and ``kernels`` values no other transform claims.
+        ``name`` and a non-empty tuple of ``kernels`` strings. A third-party transform claiming a
+        built-in kernel (``rbf``, ``linear``, ``poly``) is refused; a kernel claimed by two
+        third-party transforms is unusable until one is removed.
     """

@@ -74,18 +74,59 @@ def scale_sigma(X: ArrayLike) -> float:
     ``exp(-gamma ||x - x'||^2)``; with ``exp(-||x - x'||^2 / (2 sigma^2))`` that is
     ``sigma = sqrt(n_features * X.var() / 2)``. A constant ``X`` (variance 0) gets ``gamma = 1``
     as in scikit-learn, i.e. ``sigma = sqrt(1/2)``.
+
+    Raises
+    ------
+    DataError
+        ``X``'s scale is so extreme (variance overflowing, or ``sigma**2`` not a normal float)
+        that the kernel cannot be evaluated: standardise ``X``.
     """
     X = np.asarray(X, dtype=float)
-    var = float(X.var())
-    gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
-    return float(np.sqrt(1.0 / (2.0 * gamma)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        var = float(X.var())
+    if var == 0.0:
+        return float(np.sqrt(0.5))
+    sigma = float(np.sqrt(X.shape[1] * var / 2.0))  # not via gamma, which overflows for tiny var
+    if not _usable_width(sigma):
+        raise DataError(f"the RBF width from X's variance ({var:.3g}) is {sigma:.3g}: X's scale is too extreme for "
+                        "the kernel to be evaluated; standardise X (e.g. sklearn's StandardScaler)")
+    return sigma
+
+
+def _usable_width(sigma: float) -> bool:
+    """``2 sigma^2`` is a positive, finite, normal float (the RBF divides by it)."""
+    two_s2 = 2.0 * sigma * sigma
+    return bool(np.isfinite(two_s2) and two_s2 >= np.finfo(float).tiny)
 
 
 def _sigma(value):
-    """``None`` or ``"scale"`` (the data-driven default), else a float."""
+    """``None`` or ``"scale"`` (the data-driven default), else a real number (not a bool or
+    another string)."""
     if value is None or (isinstance(value, str) and value == "scale"):
         return None
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"'sigma' must be a positive number or 'scale', got {value!r}")
     return float(value)
+
+
+def _real(value):
+    """attrs converter: a real number as float; a bool is refused (``True`` is not ``1.0``)."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _not_bool(instance, attribute, value):
+    """attrs validator: a bool is not a number here (``True`` is not ``1``)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{attribute.name!r} must be an integer, got {value!r}")
+
+
+def _width(instance, attribute, value):
+    """attrs validator: an RBF width whose ``2 sigma^2`` is a positive normal float."""
+    if value is not None and not _usable_width(value):
+        raise ValueError(f"'sigma' must be positive with 2*sigma**2 a finite, normal float "
+                         f"(about 1e-154 < sigma < 1e154), got {value!r}")
 
 
 @attrs.frozen(eq=False)
@@ -110,9 +151,10 @@ class EmpiricalKernelMap(DataTransform):
     kernels = KERNELS
 
     kernel: str = attrs.field(default="rbf", validator=in_(KERNELS))
-    sigma: float | None = attrs.field(default=None, converter=_sigma, validator=optional([gt(0), finite]))
-    degree: int = attrs.field(default=3, converter=as_int, validator=[instance_of(int), ge(1)])
-    coef0: float = attrs.field(default=1.0, converter=float, validator=[ge(0), finite])
+    sigma: float | None = attrs.field(default=None, converter=_sigma, validator=optional([gt(0), finite, _width]))
+    degree: int = attrs.field(default=3, converter=as_int,
+                              validator=[_not_bool, instance_of(int), ge(1)])
+    coef0: float = attrs.field(default=1.0, converter=_real, validator=[ge(0), finite])
     X_train: NDArray | None = attrs.field(default=None, repr=False)
 
     def fit(self, X: ArrayLike) -> "EmpiricalKernelMap":
@@ -130,6 +172,15 @@ class EmpiricalKernelMap(DataTransform):
         X = np.asarray(X, dtype=float)
         if X.ndim != 2 or X.shape[1] != self.X_train.shape[1]:
             raise DataError(f"X has shape {X.shape}; the kernel map was fitted on {self.X_train.shape[1]} features")
+        with np.errstate(over="ignore", invalid="ignore"):
+            K = self._kernel(X)
+        if not np.all(np.isfinite(K)):
+            raise DataError(f"the {self.kernel} kernel matrix has non-finite entries (X's scale overflows it"
+                            + (f" at degree {self.degree}" if self.kernel == "poly" else "")
+                            + "); standardise X")
+        return K
+
+    def _kernel(self, X: NDArray) -> NDArray:
         G = X @ self.X_train.T
         if self.kernel == "linear":
             return G

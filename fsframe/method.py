@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import attrs
+from attrs.validators import instance_of, optional
 
 from .enums import ProblemClass
 from .errors import IncompatibleComponentsError, InvalidOptionError
@@ -29,6 +30,18 @@ __all__ = [
     "transform_parameters",
 ]
 
+def _name(instance, attribute, value):
+    """attrs validator: a non-empty string (a registry key)."""
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"MethodSpec {attribute.name!r} must be a non-empty string (a registered name), got {value!r}")
+
+
+def _string_keys(instance, attribute, value):
+    bad = [k for k in value if not isinstance(k, str)]
+    if bad:
+        raise TypeError(f"MethodSpec defaults are keyed by parameter names (strings), got {bad!r}")
+
+
 @attrs.frozen
 class MethodSpec:
     """A named recipe: formulation + surrogate + loop + default parameters + reference.
@@ -47,13 +60,13 @@ class MethodSpec:
     reference, description : str
     """
 
-    name: str
-    formulation: str
-    loop: str
-    surrogate: str | None = None
-    defaults: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
-    reference: str = ""
-    description: str = ""
+    name: str = attrs.field(validator=_name)
+    formulation: str = attrs.field(validator=_name)
+    loop: str = attrs.field(validator=_name)
+    surrogate: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
+    defaults: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, validator=_string_keys)
+    reference: str = attrs.field(default="", validator=instance_of(str))
+    description: str = attrs.field(default="", validator=instance_of(str))
 
 
 declare_kind("method", "fsframe_register_methods", MethodSpec, instances=True)
@@ -70,13 +83,13 @@ def parameter_names(cls) -> list[str]:
 
 
 def _transform_for(reg, kernel: str):
-    """The registered transform class implementing ``kernel=``, or None."""
-    return next((e.obj for e in reg.all("transform") if kernel in e.obj.kernels), None)
+    """The registered transform class implementing ``kernel=``, or None (a
+    :class:`~fsframe.errors.PluginError` when two third-party transforms claim it)."""
+    return reg.by_alias("transform", kernel)
 
 
 def _kernel_names(reg) -> tuple:
-    return tuple(k for e in sorted(reg.all("transform"), key=lambda e: e.plugin not in ("fsframe.kernels",))
-                 for k in e.obj.kernels)
+    return tuple(reg.aliases("transform"))
 
 
 def transform_parameters(kernel: str | None = None) -> list[str]:
@@ -256,7 +269,8 @@ class MethodInfo:
     distribution, version : str or None
         Its installed distribution (``None`` for a plugin registered at run time).
 
-    ``info["name"]`` works too (the dictionaries of earlier versions).
+    ``info["name"]``, ``"name" in info``, ``info.get("name")``, ``info.keys()`` and ``dict(info)``
+    work too (the dictionaries of earlier versions).
     """
 
     name: str
@@ -271,9 +285,21 @@ class MethodInfo:
     version: str | None
 
     def __getitem__(self, key: str):
-        if key not in attrs.fields_dict(MethodInfo):
+        if key not in self:
             raise KeyError(key)
         return getattr(self, key)
+
+    def __contains__(self, key) -> bool:
+        return isinstance(key, str) and key in attrs.fields_dict(MethodInfo)
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def keys(self) -> list[str]:
+        return list(attrs.fields_dict(MethodInfo))
+
+    def get(self, key: str, default=None):
+        return self[key] if key in self else default
 
 
 def list_methods() -> list[MethodInfo]:
@@ -283,3 +309,15 @@ def list_methods() -> list[MethodInfo]:
                        plugin=e.plugin, distribution=e.distribution, version=e.version)
             for e in get_registry().all("method")]
 
+
+_LESS_PRESSURE = {"C": "a larger C", "alpha": "a smaller alpha", "eps": "a larger eps", "p": "a larger p",
+                  "delta": "a smaller delta", "delta_fraction": "a smaller delta_fraction"}
+
+
+def sparsity_knobs(formulation, surrogate) -> list[tuple[str, str]]:
+    """``(parameter, advice)`` for the parameters of these components that lower the sparsity
+    pressure (e.g. ``("C", "a larger C")``); only parameters the components have (em-l0 has ``C``
+    and ``p``, no ``alpha``)."""
+    own = [a.name for c in (formulation, surrogate) if c is not None
+           for a in getattr(type(c), "__attrs_attrs__", ())]
+    return [(k, _LESS_PRESSURE[k]) for k in own if k in _LESS_PRESSURE]

@@ -11,11 +11,12 @@ time with :func:`register`. ``FSFRAME_TRACE_PLUGINS=1`` prints every hook call t
 The :class:`Registry` calls each hook through ``pm.hook`` once per plugin (so tracing sees the
 calls and one plugin's failure cannot hide another's components). A plugin that fails to import,
 whose hook raises (any exception, ``SystemExit`` included; only ``KeyboardInterrupt`` propagates)
-or returns something that is not a named component is recorded as *broken* with the reason, and
-none of its registrations is kept. A third-party component with the name of a built-in one is
-refused (a :class:`Clash`, with a warning naming both providers); two third-party providers of one
-name make that name *conflicting*: looking it up raises :class:`~fsframe.errors.PluginError`
-naming both.
+or returns something that is not a list of named components (or two different components of one
+kind and name) is recorded as *broken* with the reason, and none of its registrations is kept. A
+third-party component with the name of a built-in one is refused (a :class:`Clash`, with a warning
+naming both providers); so is a third-party transform claiming a built-in transform's ``kernels``
+value (``rbf``). Two third-party providers of one name (or one ``kernels`` value) make that name
+*conflicting*: looking it up raises :class:`~fsframe.errors.PluginError` naming both.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import sys
 import threading
 import types
 import warnings
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -78,11 +80,14 @@ OWN_DISTRIBUTION = "fsframe"
 @attrs.frozen
 class Kind:
     """A component kind: the hook that registers it and what each item must be (a subclass of
-    ``base``, or an instance of it when ``instances`` is true)."""
+    ``base``, or an instance of it when ``instances`` is true). ``aliases`` names a class attribute
+    (a tuple of strings) holding further names the component is looked up by (a transform's
+    ``kernels``): they are protected and checked for conflicts like names."""
 
     hook: str
     base: type
     instances: bool = False
+    aliases: str | None = None
 
 
 #: kind -> :class:`Kind`. ``fsframe.method`` declares the ``method`` kind (:func:`declare_kind`).
@@ -91,7 +96,7 @@ KINDS: dict[str, Kind] = {
     "surrogate": Kind("fsframe_register_surrogates", Surrogate),
     "loop": Kind("fsframe_register_loops", OuterLoop),
     "backend": Kind("fsframe_register_backends", Backend),
-    "transform": Kind("fsframe_register_transforms", DataTransform),
+    "transform": Kind("fsframe_register_transforms", DataTransform, aliases="kernels"),
 }
 
 
@@ -134,8 +139,11 @@ class Clash:
 
 
 def did_you_mean(name: str, known) -> str:
-    """``"; did you mean 'x'?"`` for the closest of ``known`` (difflib), or ``""``."""
-    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=3, cutoff=0.6)
+    """``"; did you mean 'x'?"`` for the closest of ``known`` (difflib, ignoring case), or ``""``."""
+    by_lower: dict[str, str] = {}
+    for k in sorted(str(k) for k in known):
+        by_lower.setdefault(k.lower(), k)
+    close = [by_lower[c] for c in difflib.get_close_matches(str(name).lower(), list(by_lower), n=3, cutoff=0.6)]
     return "; did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
 
 
@@ -143,12 +151,37 @@ def _who(e: Entry) -> str:
     return f"{e.plugin!r} ({e.distribution or 'unknown distribution'})"
 
 
+def _show(obj: Any) -> str:
+    """``repr(obj)``, or a description of it when its ``__repr__`` fails (a hostile plugin)."""
+    try:
+        return repr(obj)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return f"<{type(obj).__name__} object whose repr() fails>"
+
+
+def _reason(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        text = "<str() of the exception fails>"
+    return f"{type(exc).__name__}: {text}"
+
+
 def _call_isolated(pm: pluggy.PluginManager, hook_name: str, plugin: object) -> list:
     """What ``plugin`` returns from ``hook_name``, called through ``pm.hook`` (traced) without the
-    other plugins; raises whatever the implementation raises."""
+    other plugins; raises whatever the implementation raises, and :class:`PluginError` when it
+    returns something other than a list (a tuple or a generator is accepted)."""
     others = [p for p in pm.get_plugins() if p is not plugin]
-    results = pm.subset_hook_caller(hook_name, remove_plugins=others)()
-    return [item for items in results for item in (items or ())]
+    out = []
+    for items in pm.subset_hook_caller(hook_name, remove_plugins=others)():
+        if isinstance(items, (str, bytes, Mapping, type)) or not isinstance(items, Iterable):
+            raise PluginError(f"{hook_name}() returned {_show(items)}, not a list")
+        out.extend(items)
+    return out
 
 
 class Registry:
@@ -167,10 +200,16 @@ class Registry:
         for _, entries in builtin + [c for c in collected if c[0] not in DEFAULT_PLUGINS]:
             for entry in entries or ():
                 self._add(entry)
+        self.alias_conflicts = self._alias_conflicts()
         for (kind, name), es in self.conflicts.items():
             who = " and ".join(_who(e) for e in es)
             warnings.warn(f"fsframe: {kind} {name!r} is registered by {who}; it is unusable until one of them is "
                           "removed or blocked (FSFRAME_DISABLED_PLUGINS)", FsframeWarning, stacklevel=3)
+        for (kind, alias), es in self.alias_conflicts.items():
+            who = " and ".join(f"{e.name!r} of {_who(e)}" for e in es)
+            warnings.warn(f"fsframe: {KINDS[kind].aliases} value {alias!r} is claimed by the {kind}s {who}; it is "
+                          "unusable until one of them is removed or blocked (FSFRAME_DISABLED_PLUGINS)",
+                          FsframeWarning, stacklevel=3)
 
     def _collect(self, plugin_name: str, plugin: object) -> list[Entry] | None:
         """Every component ``plugin`` registers, or ``None`` if anything fails (each failure is
@@ -185,17 +224,43 @@ class Registry:
                 items = _call_isolated(self.pm, spec.hook, plugin)
             except KeyboardInterrupt:
                 raise
-            except BaseException as exc:  # a broken plugin must not break the others (SystemExit too)
-                ok = self._break(plugin_name, f"{spec.hook}() raised {type(exc).__name__}: {exc}", dist)
+            except PluginError as exc:
+                ok = self._break(plugin_name, str(exc), dist)
                 continue
+            except BaseException as exc:  # a broken plugin must not break the others (SystemExit too)
+                ok = self._break(plugin_name, f"{spec.hook}() raised {_reason(exc)}", dist)
+                continue
+            mine: dict[str, Any] = {}
             for obj in items:
-                good = isinstance(obj, spec.base) if spec.instances else (isinstance(obj, type) and issubclass(obj, spec.base))
-                name = getattr(obj, "name", None)
-                if not good or not isinstance(name, str) or not name:
-                    ok = self._break(plugin_name, f"{spec.hook}() returned {obj!r}, not a named {spec.base.__name__}", dist)
-                    continue
-                out.append(Entry(kind, name, obj, plugin_name, dist, version))
+                try:  # the checks run plugin code (a metaclass's attributes, __subclasscheck__)
+                    error = self._invalid(spec, obj, mine)
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:
+                    error = f"{spec.hook}() returned {_show(obj)}, whose checks raised {_reason(exc)}"
+                if error:
+                    ok = self._break(plugin_name, error, dist)
+                elif obj is not mine.get(obj.name):  # the same object twice is registered once
+                    mine[obj.name] = obj
+                    out.append(Entry(kind, obj.name, obj, plugin_name, dist, version))
         return out if ok else None
+
+    @staticmethod
+    def _invalid(spec: Kind, obj: Any, mine: dict) -> str | None:
+        """Why ``obj`` cannot be registered as a ``spec`` component (``mine``: this plugin's
+        components of that kind so far, by name), or None."""
+        what = f"{spec.hook}() returned {_show(obj)}"
+        good = isinstance(obj, spec.base) if spec.instances else (isinstance(obj, type) and issubclass(obj, spec.base))
+        name = getattr(obj, "name", None)
+        if not good or not isinstance(name, str) or not name:
+            return f"{what}, not a named {spec.base.__name__}"
+        if name in mine and mine[name] is not obj:
+            return f"{what}, a second {spec.base.__name__} named {name!r} (names are unique within a plugin)"
+        if spec.aliases:
+            values = getattr(obj, spec.aliases, None)
+            if not isinstance(values, (tuple, list)) or not values or not all(isinstance(v, str) and v for v in values):
+                return f"{what}, whose {spec.aliases!r} is {_show(values)}, not a non-empty tuple of strings"
+        return None
 
     def _add(self, entry: Entry) -> None:
         kind, name = entry.kind, entry.name
@@ -206,10 +271,59 @@ class Registry:
             self.clashes.append(Clash(kind, name, entry, table[name]))
             warnings.warn(f"fsframe: {kind} {name!r} of plugin {_who(entry)} was refused: the built-in {kind} of "
                           f"plugin {_who(table[name])} has that name; rename it", FsframeWarning, stacklevel=4)
+        elif entry.plugin not in DEFAULT_PLUGINS and self._builtin_alias(entry):
+            alias, builtin = self._builtin_alias(entry)
+            self.clashes.append(Clash(kind, name, entry, builtin))
+            attr = KINDS[kind].aliases
+            warnings.warn(f"fsframe: {kind} {name!r} of plugin {_who(entry)} was refused: it claims {attr} value "
+                          f"{alias!r} of the built-in {kind} {builtin.name!r} of plugin {_who(builtin)}; rename it",
+                          FsframeWarning, stacklevel=4)
         elif name in table:
             self.conflicts[(kind, name)] = [table.pop(name), entry]
         else:
             table[name] = entry
+
+    def _builtin_alias(self, entry: Entry) -> tuple[str, Entry] | None:
+        """The first alias of ``entry`` a built-in component of its kind already claims."""
+        attr = KINDS[entry.kind].aliases
+        if not attr:
+            return None
+        for e in self.entries[entry.kind].values():
+            if e.plugin in DEFAULT_PLUGINS:
+                taken = set(getattr(e.obj, attr)) & set(getattr(entry.obj, attr))
+                if taken:
+                    return sorted(taken)[0], e
+        return None
+
+    def _alias_conflicts(self) -> dict[tuple[str, str], list[Entry]]:
+        """``(kind, alias)`` -> the usable components claiming that alias, when more than one does."""
+        out = {}
+        for kind, spec in KINDS.items():
+            if spec.aliases:
+                owners: dict[str, list[Entry]] = {}
+                for e in self.all(kind):
+                    for alias in dict.fromkeys(getattr(e.obj, spec.aliases)):
+                        owners.setdefault(alias, []).append(e)
+                out.update({(kind, a): es for a, es in owners.items() if len(es) > 1})
+        return out
+
+    def by_alias(self, kind: str, alias: str) -> Any:
+        """The component of ``kind`` claiming ``alias`` (a transform by one of its ``kernels``),
+        or None; raises :class:`PluginError` when two third-party components claim it."""
+        if (kind, alias) in self.alias_conflicts:
+            who = " and ".join(f"{e.name!r} of {_who(e)}" for e in self.alias_conflicts[(kind, alias)])
+            raise PluginError(f"{KINDS[kind].aliases} value {alias!r} is claimed by more than one {kind}: {who}; "
+                              "uninstall one, or block one with FSFRAME_DISABLED_PLUGINS=<plugin name>")
+        attr = KINDS[kind].aliases
+        return next((e.obj for e in self.all(kind) if attr and alias in getattr(e.obj, attr)), None)
+
+    def aliases(self, kind: str) -> list[str]:
+        """Every alias of ``kind``'s usable components, built-ins first, in declaration order."""
+        attr = KINDS[kind].aliases
+        if not attr:
+            return []
+        ordered = sorted(self.all(kind), key=lambda e: e.plugin not in DEFAULT_PLUGINS)
+        return list(dict.fromkeys(a for e in ordered for a in getattr(e.obj, attr)))
 
     def _break(self, plugin: str, error: str, dist) -> bool:
         """Record ``plugin`` as broken; returns False (the plugin is not ok)."""
@@ -229,8 +343,11 @@ class Registry:
             return self.entries[kind][name].obj
         except KeyError:
             known = sorted(self.entries[kind])
+            skipped = sorted({b.plugin for b in self.broken})
+            broken = (f"; broken plugins were skipped and may have provided it: {skipped} (see `fsframe plugins`)"
+                      if skipped else "")
             raise UnknownComponentError(
-                f"unknown {kind} {name!r}{did_you_mean(name, known)}; registered {kind}s are {known}") from None
+                f"unknown {kind} {name!r}{did_you_mean(name, known)}; registered {kind}s are {known}{broken}") from None
         except TypeError:  # an unhashable name
             raise UnknownComponentError(f"{kind} names are strings, got {name!r}") from None
 
@@ -245,6 +362,8 @@ class Registry:
         third-party component was refused for clashing with a built-in."""
         problems = [f"broken plugin {b.plugin!r}: {b.error}" for b in self.broken]
         problems += [f"{k} {n!r} registered by {[e.plugin for e in es]}" for (k, n), es in self.conflicts.items()]
+        problems += [f"{KINDS[k].aliases} value {a!r} claimed by {[e.plugin for e in es]}"
+                     for (k, a), es in self.alias_conflicts.items()]
         problems += [f"{c.kind} {c.name!r} of {c.refused.plugin!r} refused: built-in of {c.builtin.plugin!r}"
                      for c in self.clashes]
         if problems:
@@ -281,6 +400,9 @@ def _register(pm, broken, name, load, dist_name=None) -> bool:
         if pm.is_registered(plugin):  # e.g. a stale entry point to a built-in
             return False
         step = "could not be registered"
+        if pm.has_plugin(name):
+            raise PluginError(f"the name is taken by the plugin {_show(pm.get_plugin(name))} registered before it; "
+                              "rename one of them")
         pm.register(plugin, name=name)
     except KeyboardInterrupt:
         raise
@@ -309,7 +431,7 @@ def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict
         for ep in md.entry_points(group=ENTRY_POINT_GROUP):
             dist = getattr(ep, "dist", None)
             dist_info = (dist.metadata["Name"], dist.version) if dist is not None else (None, None)
-            if dist_info[0] == OWN_DISTRIBUTION:  # built-ins are default plugins, never entry points
+            if dist_info[0] == OWN_DISTRIBUTION or pm.is_blocked(ep.name):  # built-ins are default plugins
                 continue
             if ep.name in DEFAULT_PLUGINS:
                 msg = (f"entry point {ep.name!r} of distribution {dist_info[0]!r} has the name of a built-in "
@@ -364,10 +486,13 @@ def register(plugin: Any, name: str | None = None) -> str:
     process, without packaging it — for notebooks and tests. Returns its name. Installed
     packages should use the ``fsframe`` entry-point group instead."""
     name = name or getattr(plugin, "__name__", None) or f"runtime-{id(plugin)}"
-    if name in _runtime_plugins:
-        raise PluginError(f"a runtime plugin named {name!r} is already registered")
-    _runtime_plugins[name] = plugin
-    reset_registry()
+    if name in DEFAULT_PLUGINS:
+        raise PluginError(f"{name!r} is the name of a built-in plugin; register yours under another name")
+    with _lock:
+        if name in _runtime_plugins:
+            raise PluginError(f"a runtime plugin named {name!r} is already registered")
+        _runtime_plugins[name] = plugin
+        reset_registry()
     return name
 
 
@@ -378,9 +503,14 @@ def runtime_plugin_names() -> list[str]:
 
 
 def unregister(name: str) -> None:
-    """Remove a plugin registered with :func:`register`."""
-    _runtime_plugins.pop(name, None)
-    reset_registry()
+    """Remove a plugin registered with :func:`register`; an unknown name is a
+    :class:`~fsframe.errors.PluginError` (only run-time plugins can be unregistered)."""
+    with _lock:
+        if name not in _runtime_plugins:
+            raise PluginError(f"no plugin named {name!r} was registered with fsframe.plugins.register"
+                              f"{did_you_mean(name, _runtime_plugins)}; runtime plugins: {sorted(_runtime_plugins)}")
+        del _runtime_plugins[name]
+        reset_registry()
 
 
 def get_registry(*, reload: bool = False) -> Registry:

@@ -125,18 +125,10 @@ class LinearMap:
         return out
 
 
-@attrs.define(eq=False)
-class NamedBlock:
-    """Record of :func:`add_named_expressions`: ``component[i]`` is row ``i`` of ``lmap``."""
-
-    component: object
-    lmap: LinearMap
-    data: tuple  # the ExpressionData, in row order
-
-
 def _same_exprs(datas, exprs: tuple) -> bool:
-    """Whether every ConstraintData still holds the expression object recorded (``set_value``,
-    and so ``con[i] = ...``, replaces it): one identity test per row, no expression walk."""
+    """Whether every ConstraintData (or ExpressionData) still holds the expression object recorded
+    (``set_value``, and so ``con[i] = ...``, replaces it): one identity test per row, no
+    expression walk."""
     return all(map(operator.is_, map(_EXPR, datas), exprs))
 
 
@@ -144,11 +136,29 @@ _EXPR = operator.attrgetter("expr")
 
 
 @attrs.define(eq=False)
+class NamedBlock:
+    """Record of :func:`add_named_expressions`: ``component[i]`` is row ``i`` of ``lmap``.
+
+    ``exprs`` are the expressions as built; a row redefined in Pyomo afterwards (``w[i] = ...``)
+    makes :meth:`intact` false, and so every recorded block written over it."""
+
+    component: object
+    lmap: LinearMap
+    data: tuple  # the ExpressionData, in row order
+    exprs: tuple = ()
+
+    def intact(self) -> bool:
+        """Every named expression still has the definition recorded."""
+        return len(self.exprs) == len(self.data) and _same_exprs(self.data, self.exprs)
+
+
+@attrs.define(eq=False)
 class LinearBlock:
     """Record of :func:`add_linear_constraints` (``lmap`` over variables only).
 
     ``exprs`` are the rows' relational expressions as built; :meth:`intact` compares them by
-    identity, so a row edited in Pyomo afterwards sends the component to the general path.
+    identity, so a row edited in Pyomo afterwards sends the component to the general path, and
+    so does a named expression the rows are written over (``named``) redefined afterwards.
     """
 
     component: object
@@ -156,14 +166,17 @@ class LinearBlock:
     lower: NDArray
     upper: NDArray
     exprs: tuple = ()
+    named: tuple = ()  # the NamedBlocks the rows are written over
 
     def intact(self) -> bool:
-        """The component still has the recorded rows, all active and unedited."""
+        """The component still has the recorded rows, all active and unedited, over unedited
+        named expressions."""
         comp = self.component
         if len(comp) != self.lmap.n_rows or len(self.exprs) != self.lmap.n_rows:
             return False
         datas = list(comp.values())
-        return all(c.active for c in datas) and _same_exprs(datas, self.exprs)
+        return (all(c.active for c in datas) and _same_exprs(datas, self.exprs)
+                and all(nb.intact() for nb in self.named))
 
 
 @attrs.define(eq=False)
@@ -223,6 +236,7 @@ class SparsitySlot:
     block: object
     objective: object
     n_groups: int
+    exprs: tuple = ()  # the objective's and the penalty's expressions as built
 
 
 @attrs.define(eq=False)
@@ -268,7 +282,7 @@ def add_named_expressions(model, name: str, lmap: LinearMap) -> list:
         for i, e in enumerate(exprs):
             comp[i] = e
     data = list(comp.values())
-    block = NamedBlock(comp, lmap, tuple(data))
+    block = NamedBlock(comp, lmap, tuple(data), tuple(map(_EXPR, data)))
     annotations(model).named.update((id(d), (block, i)) for i, d in enumerate(data))
     return data
 
@@ -338,6 +352,8 @@ def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLik
     if np.any(lo > up):
         i = int(np.argmax(lo > up))
         raise ValueError(f"{name}: row {i} has lower bound {lo[i]} above upper bound {up[i]}")
+    named = annotations(model).named
+    used = {id(h[0]): h[0] for h in map(named.get, map(id, lmap.vars)) if h is not None}
     with PauseGC():
         exprs = lmap.expressions()
         lmap = _over_variables(model, lmap)
@@ -351,7 +367,7 @@ def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLik
             else:
                 con[i] = (lo_l[i], exprs[i], up_l[i])
     exprs = tuple(map(_EXPR, con.values()))
-    annotations(model).linear[id(con)] = LinearBlock(con, lmap, lo, up, exprs)
+    annotations(model).linear[id(con)] = LinearBlock(con, lmap, lo, up, exprs, tuple(used.values()))
     return con
 
 
@@ -370,7 +386,8 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
     Parameters
     ----------
     lhs : LinearMap or list of VarData
-        The vector inside the norm (``k`` rows). Entry order is kept: it is the order of the
+        The vector inside the norm (``k`` rows); a map may be over named expressions of
+        :func:`add_named_expressions` as well as variables. Entry order is kept: it is the order of the
         cone's entries in the compiled problem.
     rhs : LinearMap with one row, or a VarData
         The bound.
@@ -384,7 +401,9 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
         raise ValueError(f"add_soc {name}: rhs must be a single affine expression")
     defs = []
     aux: list = []
-    ident = lambda m: m.matrix.shape[0] == m.matrix.shape[1] and (m.matrix != sp.identity(m.matrix.shape[0])).nnz == 0 and not m.const.any()  # noqa: E731
+    # a map that is its variables (not named expressions: they get auxiliaries like any affine map)
+    ident = lambda m: (m.matrix.shape[0] == m.matrix.shape[1] and (m.matrix != sp.identity(m.matrix.shape[0])).nnz == 0  # noqa: E731
+                       and not m.const.any() and all(v.is_variable_type() for v in m.vars))
     if ident(lmap):
         z = lmap.vars
     else:
@@ -409,7 +428,9 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
         body = sum(zi**2 for zi in z) - t**2
         con = pyo.Constraint(expr=body <= 0)
         model.add_component(name, con)
-    annotations(model).cones.append(ConeRecord(con, lmap, rmap, tuple(z), t, tuple(defs), tuple(aux), con.expr))
+    # the record's maps are over variables, like every record the compiler reads
+    annotations(model).cones.append(ConeRecord(con, _over_variables(model, lmap), _over_variables(model, rmap),
+                                               tuple(z), t, tuple(defs), tuple(aux), con.expr))
     return con
 
 
@@ -432,7 +453,8 @@ def add_sparsity_slot(
     Parameters
     ----------
     coef : LinearMap
-        The coefficient entries ``w`` (``n_coef`` rows).
+        The coefficient entries ``w`` (``n_coef`` rows); like ``magnitude``, over variables or
+        named expressions of :func:`add_named_expressions`.
     groups : array of int, shape (n_coef,), optional
         Group of each entry; default one group per entry.
     magnitude : LinearMap, optional
@@ -443,6 +465,9 @@ def add_sparsity_slot(
         The rest of the objective (must not depend on mutable Params).
     """
     terms = frozenset(terms)
+    # the slot's maps, and the penalty built from them, are over variables
+    coef = _over_variables(model, coef)
+    magnitude = None if magnitude is None else _over_variables(model, magnitude)
     unknown = terms - SLOT_TERMS
     if unknown:
         raise ValueError(f"unknown slot terms {sorted(unknown)}; use a subset of {sorted(SLOT_TERMS)}")
@@ -481,16 +506,28 @@ def add_sparsity_slot(
         obj = pyo.Objective(expr=blk.loss + blk.penalty, sense=pyo.minimize)
         model.add_component("fsframe_objective", obj)
     slot = SparsitySlot(coef=coef, groups=g, magnitude=magnitude, terms=terms, block=blk, objective=obj,
-                        n_groups=n_groups)
+                        n_groups=n_groups, exprs=(obj.expr, blk.penalty.expr))
     annotations(model).slot = slot
     return slot
 
 
 def check_slot_objective(model, slot: SparsitySlot) -> None:
-    """Raise if the model's active objective is no longer the slot's ``loss + penalty``."""
+    """Raise if the model's active objective is no longer the slot's ``minimize loss + penalty``.
+
+    The compiler reads the loss from Pyomo and the penalty from the slot's record, so an
+    objective replaced, redefined (``fsframe_objective.expr = ...``), turned into a maximisation,
+    or a penalty redefined would otherwise be compiled as the problem it no longer is.
+    """
     active = [o for o in model.component_data_objects(pyo.Objective, active=True)]
     if len(active) != 1 or active[0] is not slot.objective:
-        raise UnsupportedProblemError(
-            "the model's active objective is not the one add_sparsity_slot created; put extra "
-            "objective terms into the slot's loss= instead of replacing the objective"
-        )
+        problem = "is not the one add_sparsity_slot created"
+    elif slot.exprs and (slot.objective.expr is not slot.exprs[0] or slot.block.penalty.expr is not slot.exprs[1]):
+        problem = "(or its penalty) was redefined after add_sparsity_slot created it"
+    elif slot.objective.sense != pyo.minimize:
+        problem = "was turned into a maximisation"
+    else:
+        return
+    raise UnsupportedProblemError(
+        f"the model's active objective {problem}; put extra objective terms into the slot's loss= "
+        "(or change model.fsframe_slot.loss) instead of changing the objective or the penalty"
+    )

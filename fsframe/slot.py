@@ -150,10 +150,25 @@ def slot_weights(slot: SlotMaps | None, lin=None, lin_w=None, quad=None) -> Slot
 
 def weighted_problem(base: ProblemData, slot: SlotMaps, weights: SlotWeights) -> ProblemData:
     """``base`` (the loss-only problem) with the penalty at ``weights``: only ``c``, ``P`` and,
-    for fixed groups, ``lb``/``ub`` change; the constraint matrices are shared."""
+    for fixed groups, ``lb``/``ub`` change; the constraint matrices are shared.
+
+    Raises
+    ------
+    UnsupportedProblemError
+        A group to fix at zero has a column whose bounds exclude zero (a variable the model
+        fixed at another value, or bounded away from zero).
+    """
     lb, ub = base.lb, base.ub
     if weights.fixed_groups.size:
         cols = slot.columns_of(weights.fixed_groups)
+        outside = cols[(lb[cols] > 0.0) | (ub[cols] < 0.0)]
+        if outside.size:
+            # [0, 0] would replace bounds that exclude zero (or a variable fixed elsewhere) by a
+            # feasible fix: refuse rather than solve another problem
+            raise UnsupportedProblemError(
+                f"an infinite slot weight fixes a group at zero, but column {int(outside[0])} has bounds "
+                f"[{lb[outside[0]]:g}, {ub[outside[0]]:g}] (fixed or bounded away from zero) in the model; "
+                "give such groups a finite weight or bounds that contain zero")
         lb, ub = lb.copy(), ub.copy()
         lb[cols] = 0.0
         ub[cols] = 0.0
@@ -174,7 +189,9 @@ class ModelWeights:
 
     :meth:`set` is called once per iteration and costs nothing; :meth:`write` brings the slot's
     mutable Params ``lin``, ``lin_w``, ``quad`` and the fixed columns up to the weights last set
-    (a term not set goes back to 0, so the model is the problem that was solved).
+    (a term not set goes back to 0, so the model is the problem that was solved). A column the
+    model had fixed when it was compiled is fixed again at its own value, not freed, when its
+    group's weight becomes finite: the compiled bounds keep that fix too.
 
     Parameters
     ----------
@@ -191,7 +208,9 @@ class ModelWeights:
         self._columns = columns
         self._pending: SlotWeights | None = None
         self._nonzero_params: set = set()  # Params an earlier write set (all start at 0)
-        self._fixed_cols: set = set()
+        self._fixed_cols: set = set()  # columns a write fixed at zero
+        # columns fixed in the model when it was compiled, and their values (their bounds in base)
+        self._compiled_fixed = {j: v.value for j, v in enumerate(columns) if v.fixed}
 
     def set(self, weights: SlotWeights) -> None:
         self._pending = weights
@@ -216,7 +235,10 @@ class ModelWeights:
             self._nonzero_params.add(name)
         want = set(self._slot.columns_of(weights.fixed_groups).tolist())
         for j in self._fixed_cols - want:
-            self._columns[j].unfix()
+            if j in self._compiled_fixed:
+                self._columns[j].fix(self._compiled_fixed[j], skip_validation=True)
+            else:
+                self._columns[j].unfix()
         for j in want - self._fixed_cols:
             self._columns[j].fix(0.0, skip_validation=True)  # as in the compiled bounds; 5x faster
         self._fixed_cols = want

@@ -9,6 +9,7 @@ import numpy as np
 from ..evaluation import (accuracy_score, component_dict, cross_validate, environment_versions,
                           facts_text, format_components, scale_fit_transform, to_jsonable)
 from ..fitting import fit
+from ..method import sparsity_knobs
 from .common import EXIT_OK, UsageError
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
 from .output import check_output_paths, meta, table, write_csv, write_json
@@ -139,16 +140,10 @@ def _select_once(args, argv, data, params) -> int:
     return EXIT_OK
 
 
-_LESS_PRESSURE = {"C": "a larger C", "alpha": "a smaller alpha", "eps": "a larger eps", "p": "a larger p",
-                  "delta": "a smaller delta", "delta_fraction": "a smaller delta_fraction"}
-
-
 def pressure_hint(res) -> str:
     """The parameters of this fit's own components that lower its sparsity pressure (em-l0 has
-    ``C`` and ``p``, no ``alpha``)."""
-    own = [a.name for c in (res.formulation, res.surrogate) if c is not None
-           for a in getattr(type(c), "__attrs_attrs__", ())]
-    knobs = [f"--set {k}=... ({_LESS_PRESSURE[k]})" for k in own if k in _LESS_PRESSURE]
+    ``C`` and ``p``, no ``alpha``), as ``--set`` options."""
+    knobs = [f"--set {k}=... ({advice})" for k, advice in sparsity_knobs(res.formulation, res.surrogate)]
     return "e.g. " + " or ".join(knobs) if knobs else "another method or a larger n_features"
 
 

@@ -100,7 +100,8 @@ class CompiledModel:
         coefficient, on ``w_k``) and ``quad`` (per group, on ``||w_(j)||^2``).
 
         An infinite ``lin[j]`` or ``quad[j]`` fixes group ``j`` at zero (bounds ``[0, 0]`` on
-        its columns). Only ``c``, ``P`` and, for fixed groups, ``lb``/``ub`` change; the
+        its columns; refused with :class:`~fsframe.errors.UnsupportedProblemError` when a column's
+        bounds in the model exclude zero). Only ``c``, ``P`` and, for fixed groups, ``lb``/``ub`` change; the
         constraint matrices are shared (:func:`fsframe.slot.weighted_problem`).
 
         Parameters

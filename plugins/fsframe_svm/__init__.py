@@ -30,7 +30,8 @@ class HingeFormulation(Formulation):
 
     With a linear slot term (``lin``, ``lin_w``) ``w = u - v`` with ``u, v >= 0`` and the group
     norm's epigraph is ``s_j = u_j + v_j`` — an LP with ``2n + m + 1`` columns and ``m`` rows
-    (MEASUREMENTS.md: 3.6x faster than a free ``w`` with ``2n`` rows ``|w_j| <= s_j``). With only
+    (measured 3.6x faster than a free ``w`` with ``2n`` rows ``|w_j| <= s_j`` at n = 1000, m = 200;
+    docs/performance.md). With only
     the quadratic term ``w`` is free (the EM QP, 002 eq. 7). Paper 001 eq. 2 scales the slack sum
     by ``1/(N_+ + N_-)``: its ``C`` equals ours times the number of samples.
 

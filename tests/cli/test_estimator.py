@@ -111,9 +111,12 @@ def test_errors_and_warnings(small_binary):
         FSSelector(params={"n_features": 2}).fit(X, y)
     with pytest.raises(ValueError, match="1 class"):
         FSSelector().fit(X, np.zeros(len(y)))
-    with pytest.warns(FsframeWarning, match="selected no feature"):
+    with pytest.warns(FsframeWarning, match="selected no feature") as rec:
         est = FSSelector("l1-svm", C=1e-4).fit(X, y)
     assert est.support_.sum() == 0
+    # the hint names what l1-svm has (C), not an alpha it lacks
+    msg = str(rec[0].message)
+    assert "a larger C" in msg and "alpha" not in msg
 
 
 def test_fit_does_not_mutate_inputs(small_binary):
