@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 from .backends.base import Backend, SolveOptions
 from .compiler.cones import CONE_FORMS
 from .dataset import Dataset, check_Xy
-from .errors import DataError, DataWarning, InvalidOptionError
+from .errors import DataError, DataWarning, InvalidOptionError, UnsupportedProblemError
 from .formulation import AuxSolver, call_opt_in
 from .method import Resolved, _reason, resolve, select_backend
 from .problem import Subproblem
@@ -105,7 +105,8 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     coef = out.coef.reshape(sub.built.coef_shape)
     intercept = out.iterate.intercept
     intercept = float(intercept[0]) if intercept.size == 1 else intercept
-    return dict(coef=coef, intercept=intercept, support=out.support, objective=out.objective, n_iter=out.n_iter,
+    transform = out.transform if out.transform is not None else sub.built.transform
+    return dict(coef=coef, intercept=intercept, support=out.support, transform=transform, objective=out.objective, n_iter=out.n_iter,
                 converged=out.converged, history=out.history, statuses=solver.statuses + out.statuses,
                 monotone=out.monotone,
                 info=info)
@@ -216,12 +217,19 @@ def fit(
             y_code = np.searchsorted(np.asarray(classes), ya)
         parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model)
         parts["info"]["seconds"] = time.perf_counter() - t_start
+        own = parts.pop("transform")
+        if own is not None:  # a formulation or loop that owns its kernel rows
+            common["transform"] = own
         return FitResult(classes=classes, **parts, **common)
     # one-vs-rest
     per = []
     for c in classes:
         y_pm = np.where(ya == c, 1.0, -1.0)
         parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model)
+        if parts.pop("transform") is not None:
+            raise UnsupportedProblemError(
+                f"formulation {res.formulation.name!r} maps the samples itself (its own kernel), which one-vs-rest "
+                "cannot share across classes: fit it on two classes, or use a linear kernel")
         per.append(FitResult(classes=("rest", c), **parts, **common))
     supports = np.array([r.support for r in per])
     support = supports.any(axis=0)

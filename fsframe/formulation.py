@@ -105,6 +105,9 @@ class BuiltModel:
         Shape of the coefficient array (``(n_features,)`` for a binary linear model).
     info : dict
         Formulation-specific values worth reporting (e.g. MPM's ``kappa``).
+    transform : object with ``transform(X)``, optional
+        For a formulation that owns its kernel (e.g. the RBF twin SVM): the fitted map from input
+        samples to the rows its coefficients apply to (``K(x, A)``); ``FitResult`` predicts through it.
     """
 
     model: Any
@@ -112,6 +115,7 @@ class BuiltModel:
     intercept: LinearMap
     coef_shape: tuple
     info: dict = attrs.field(factory=dict)
+    transform: Any = None
 
 
 @attrs.frozen
@@ -126,6 +130,11 @@ class Formulation(abc.ABC):
     sparse: ClassVar[bool] = True
     """``False`` for a model without a sparsity penalty (its slot's magnitude map is zero, e.g.
     Lanckriet's MPM): it runs only without a surrogate, with loop ``single``."""
+    group_norm: ClassVar[str] = "l2"
+    """The norm ``||w_(j)||`` of a group's coefficient entries that the slot's magnitude ``s_j``
+    equals at the optimum: ``"l2"`` (scalar groups, or groups in a second-order cone) or ``"l1"``
+    (every entry split as ``u - v`` and ``s_j = sum (u + v)``, as in an LP with several coefficient
+    blocks per feature, e.g. the twin SVM's ``(2, n)``). Loops read the group norms ``t_j`` in it."""
     multiclass: ClassVar[str] = "ovr"
     """``"ovr"``: binary only, fsframe runs one-vs-rest; ``"native"``: handles any number of
     classes itself (``build`` then receives integer class codes)."""
@@ -161,6 +170,13 @@ class Formulation(abc.ABC):
         ``compiled`` (the :class:`~fsframe.compiler.CompiledModel`) maps the model's variables to
         columns. Only formulations declaring :attr:`bound_params` implement it."""
         raise NotImplementedError(f"formulation {self.name!r} declares no bound parameters")
+
+    def mask_space(self, sub):
+        """The capability "can fix a feature group to zero" that the greedy mask loop needs
+        (:class:`fsframe.loops.greedy.MaskSpace`, paper 003 Algorithm 1): ``None`` (default)
+        when the formulation does not provide it. ``sub`` is the fit's
+        :class:`~fsframe.problem.Subproblem` (built and compiled once)."""
+        return None
 
     def decision_function(self, coef: NDArray, intercept, X: NDArray) -> NDArray:
         """``X @ coef + intercept``; positive means the class coded ``+1``."""

@@ -172,7 +172,9 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
     }
     owners = {kind: set(parameter_names(cls)) for kind, cls in classes.items() if cls is not None}
     kernel = params.get("kernel__kernel", params.get("kernel", None if spec is None else spec.defaults.get("kernel")))
-    owners["kernel"] = set(transform_parameters(kernel if isinstance(kernel, str) else None))
+    # a formulation declaring ``kernel`` itself owns its kernel (no empirical kernel map; e.g. twsvm)
+    owners["kernel"] = (set() if "kernel" in owners["formulation"]
+                        else set(transform_parameters(kernel if isinstance(kernel, str) else None)))
     kwargs: dict[str, dict] = {kind: {} for kind in owners}
 
     def route(key, value, strict):

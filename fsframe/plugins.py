@@ -72,6 +72,7 @@ DEFAULT_PLUGINS = {
     "svm": "fsframe_svm",
     "mpm": "fsframe_mpm",
     "mempm": "fsframe_mempm",
+    "twsvm": "fsframe_twsvm",
 }
 ENTRY_POINT_GROUP = "fsframe"
 OWN_DISTRIBUTION = "fsframe"

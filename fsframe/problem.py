@@ -63,6 +63,7 @@ class Subproblem:
         self.backend = backend
         self.options = options
         self.solver = AuxSolver(backend, options) if solver is None else solver
+        self.X, self.y = X, y  # the training data the model was built on (read-only; the greedy loop's eq. 24)
         t0 = time.perf_counter()
         self.built: BuiltModel = call_opt_in(formulation.build, X, y, self.terms, solver=self.solver)
         t1 = time.perf_counter()
@@ -83,7 +84,8 @@ class Subproblem:
         return int(self.compiled.slot.W.shape[0])
 
     def group_norms(self, coef: NDArray) -> NDArray:
-        return self.compiled.group_norms(coef)
+        """``t_j``, in the formulation's declared group norm (:attr:`Formulation.group_norm`)."""
+        return self.compiled.group_norms(coef, getattr(self.formulation, "group_norm", "l2"))
 
     def solve(self, *, lin=None, lin_w=None, quad=None) -> Iterate:
         """Set the slot weights (see :meth:`CompiledModel.with_weights`) and solve."""

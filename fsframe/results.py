@@ -169,7 +169,7 @@ class FitResult:
         facts = self.facts
         comps = [c for c in (self.formulation, self.surrogate, self.loop) if c is not None]
         model = " + ".join(_component_text(c, facts) for c in comps)
-        what = "training samples" if self.transform is not None else "features"
+        what = "features" if self.transform is None else getattr(self.transform, "support_of", "training samples")
         lines = [f"{self.method or 'custom'}: {model}; backend {self.backend}"
                  + (f"; one-vs-rest over {len(self.classes)} classes" if self.per_class else "")]
         shown = {k for c in comps if attrs.has(type(c)) for k in attrs.fields_dict(type(c))}

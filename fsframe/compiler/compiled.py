@@ -77,8 +77,10 @@ class CompiledModel:
         """The coefficient entries ``w = W x`` of the sparsity slot."""
         return self.slot.W @ x
 
-    def group_norms(self, w: NDArray) -> NDArray:
-        """``t_j = ||w_(j)||`` for each group."""
+    def group_norms(self, w: NDArray, norm: str = "l2") -> NDArray:
+        """``t_j = ||w_(j)||`` for each group, in the ``"l2"`` or ``"l1"`` norm."""
+        if norm == "l1":
+            return np.bincount(self.slot.groups, weights=np.abs(w), minlength=self.slot.n_groups)
         sq = np.bincount(self.slot.groups, weights=w * w, minlength=self.slot.n_groups)
         return np.sqrt(sq)
 

@@ -5,13 +5,15 @@ from .base import IterRecord, LoopOutcome, OuterLoop, Selection, Step, select_ex
 from .bound_search import BoundSearch
 from .dca import DCA
 from .em import EM
+from .greedy import Greedy, LinearMaskSpace, MaskEvaluator, MaskSpace
 from .reweighting import ReweightedL1
 from .single import SingleSolve
 
 __all__ = ["OuterLoop", "IterRecord", "LoopOutcome", "Step", "select_exactly", "Selection", "support_of",
-           "SingleSolve", "ReweightedL1", "DCA", "EM", "BoundSearch"]
+           "SingleSolve", "ReweightedL1", "DCA", "EM", "BoundSearch", "Greedy",
+           "MaskSpace", "MaskEvaluator", "LinearMaskSpace"]
 
 
 @hookimpl
 def fsframe_register_loops():
-    return [SingleSolve, ReweightedL1, DCA, EM, BoundSearch]
+    return [SingleSolve, ReweightedL1, DCA, EM, BoundSearch, Greedy]

@@ -91,6 +91,7 @@ class LoopOutcome:
     reason: str
     statuses: tuple
     selection: dict | None = None  # the n_features rule (iterate, groups dropped) and the zero_tol cut's check
+    transform: object | None = None  # a loop that changes the model's rows (greedy RBF mask): predict through it
 
 
 def support_of(t: NDArray, zero_tol: float, scale: float = 0.0) -> NDArray:

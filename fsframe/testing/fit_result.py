@@ -48,7 +48,10 @@ def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rto
     coef = np.asarray(result.coef, dtype=float)
     n_groups = result.support.shape[0]
     flat = coef.reshape(-1, n_groups) if coef.ndim > 1 else coef[None, :]
-    t = np.sqrt(np.sum(flat * flat, axis=0))
+    if getattr(result.formulation, "group_norm", "l2") == "l1":
+        t = np.sum(np.abs(flat), axis=0)
+    else:
+        t = np.sqrt(np.sum(flat * flat, axis=0))
     if np.any(t[~result.support] != 0) or np.any(t[result.support] == 0):
         _fail(who, "coefficients are non-zero outside the support or zero inside it")
     f = result.formulation.decision_function(coef, result.intercept, X)

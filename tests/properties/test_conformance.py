@@ -36,6 +36,7 @@ CONFORMANCE = {
         "dca": [{}, {"init": "zero"}],
         "em": [{}],
         "bound-search": [{}, {"criterion": 1}, {"criterion": "log", "delta_pos_step": 0.1}],
+        "greedy": [{"sigma": 0.01}],
     },
     "backend": {
         "highs": [{}, {"qp_form": "dual"}, {"qp_form": "scaled"}, {"qp_form": "primal"}],
@@ -48,10 +49,12 @@ CONFORMANCE = {
         "mpm-max": [{}],
         "mempm": [{"delta_pos": 0.4, "delta_neg": 0.3}],
         "mpm-equal": [{"delta": 0.3}],
+        "twsvm": [{"c11": 0.5, "c22": 2.0}, {"kernel": "rbf"}],
     },
     # methods: run and value-checked in tests/unit/test_composition.py
     "method": {name: [{}] for name in ("l1-svm", "fsv", "em-l0", "arom", "svm-weights", "scad-svm",
-                                       "mpm", "l1-mpm", "l0-mpm", "fs-mempm", "fs-mpm")},
+                                       "mpm", "l1-mpm", "l0-mpm", "fs-mempm", "fs-mpm", "l1-twsvm", "ftsvm",
+                                       "rtsvm", "greedy-l1-svm")},
 }
 
 
@@ -130,8 +133,11 @@ def test_formulation_conformance(name, params, toy, binary_data):
     f = _component("formulation", name, params)
     solvable = [t for t in f.slot_terms if t != "lin_w"]
     # separable and balanced (hand-solvable), then non-separable: the kit's default data and another
+    # the twin SVM's loss is no function of its decision values (a distance difference): its
+    # objective is checked against CVXPY in tests/twsvm/test_lps.py
+    kw = {"decision_loss": False} if name == "twsvm" else {}
     for X, y in (toy, kit_data(), binary_data):
-        ran = check_formulation(f, X, y)
+        ran = check_formulation(f, X, y, **kw)
         # every combination of slot terms with "lin" or "quad" was solved
         assert len([r for r in ran if r.startswith("weights+solve")]) == 2 ** len(f.slot_terms) - 2 ** (
             len(f.slot_terms) - len(solvable))

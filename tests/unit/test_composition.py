@@ -128,6 +128,26 @@ def check_mempm_values(res, X, y):
     return ["mempm values"]
 
 
+def check_twsvm_values(res, X, y):
+    """The twin SVM's loss is no function of its decision values (the distance difference): its
+    objective is recomputed here from both surfaces (003 eqs. 7-8): the sum of the two block
+    objectives, the penalty ``phi`` of the "l1" group norms ``t_j = |w1_j| + |w2_j|``."""
+    f = res.formulation
+    pos = np.asarray(y) == res.classes[1]
+    W = np.asarray(res.coef, dtype=float)
+    F = X @ W.T + np.asarray(res.intercept)
+    loss = (f.c11 * np.abs(F[pos, 0]).sum() + f.c12 * np.maximum(1 + F[~pos, 0], 0).sum()
+            + f.c21 * np.abs(F[~pos, 1]).sum() + f.c22 * np.maximum(1 - F[pos, 1], 0).sum())
+    t = np.abs(W).sum(axis=0)
+    sur = res.surrogate
+    if res.loop.needs_surrogate:
+        pen = float(np.sum(sur.phi(t)))
+    else:
+        pen = (1.0 if sur is None else float(sur.derivative(np.zeros(1))[0])) * float(t.sum())
+    assert res.objective == pytest.approx(loss + pen, rel=1e-6), (res.objective, loss, pen)
+    return ["twsvm values"]
+
+
 @pytest.mark.parametrize("f, s, l", TRIPLES, ids=[f"{f}+{s}+{l}" for f, s, l in TRIPLES])
 def test_every_triple(binary_data, f, s, l):
     """A triple runs exactly when the registry's declarations say it can (``expected_refusal``), and
@@ -157,6 +177,8 @@ def test_every_triple(binary_data, f, s, l):
         ran += check_mpm_values(res, X, y)
     elif f in ("mempm", "mpm-equal"):
         ran += check_mempm_values(res, X, y)
+    elif f == "twsvm":
+        ran += check_twsvm_values(res, X, y)
     else:  # any other formulation must have a loss check_fit_result recomputes
         assert "objective recomputed" in ran, (f, ran)
 
