@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Mapping
+from typing import Callable, Mapping
 
 import attrs
 import numpy as np
@@ -63,12 +63,12 @@ def _column_names(X) -> tuple | None:
 
 
 def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
-                keep_model) -> dict:
+                keep_model, callback=None) -> dict:
     with using_solver(backend, options):  # formulations' auxiliary solves use the fit's backend
         info = dict(res.formulation.validate(X, y_pm) or {})
         sub = Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form)
     try:
-        out = res.loop.run(sub, res.surrogate, n_features=n_features)
+        out = res.loop.run(sub, res.surrogate, n_features=n_features, callback=callback)
     finally:
         sub.close()
     info.update(sub.built.info)
@@ -102,6 +102,7 @@ def fit(
     fast: bool = True,
     cone_form: str = "substitute",
     keep_model: bool = False,
+    callback: Callable | None = None,
     **params,
 ) -> FitResult:
     """Select features by (approximate) L0 minimisation.
@@ -129,6 +130,10 @@ def fit(
     keep_model : bool
         Keep the Pyomo model (holding the last iteration's slot weights) and the compiled
         problem in ``result.info``.
+    callback : callable, optional
+        Called as ``callback(record, iterate)`` after every outer-loop iteration (an
+        :class:`~fsframe.loops.base.IterRecord`: ``k``, ``objective``, ``n_nonzero``, ``seconds``);
+        progress of a long single fit (``fsframe select --progress``).
     **params
         Component parameters (``C``, ``alpha``, ``eps``, ``p``, ``delta``, ``max_iter``, ``tol``,
         ``kernel``, ``sigma``, ...), routed by name; ``kind__name`` routes explicitly.
@@ -186,14 +191,14 @@ def fit(
             y_code = np.where(ya == classes[1], 1.0, -1.0)
         else:
             y_code = np.searchsorted(np.asarray(classes), ya)
-        parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model)
+        parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model, callback)
         parts["info"]["seconds"] = time.perf_counter() - t_start
         return FitResult(classes=classes, **parts, **common)
     # one-vs-rest
     per = []
     for c in classes:
         y_pm = np.where(ya == c, 1.0, -1.0)
-        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model)
+        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model, callback)
         per.append(FitResult(classes=("rest", c), **parts, **common))
     supports = np.array([r.support for r in per])
     support = supports.any(axis=0)
