@@ -86,7 +86,7 @@ def _plan(study: Study):
         data.append((X, y))
         dhash = data_fingerprint(X, y)
         configs = [_make_config(m.label, m.spec, n_features=None, scale=prot.scale, retrain=retrain, retrain_C=C,
-                                n_columns=X.shape[1], n_samples=X.shape[0]) for m in study.configurations()]
+                                n_columns=X.shape[1], n_samples=X.shape[0]) for m in study.configurations(dspec.name)]
         evaluation = {"scale": prot.scale, "retrain": prot.retrain, "retrain_C": C}
         for seed in study.seeds:
             splits, protocol = make_splits(y, prot.cv, repeats=prot.repeats, random_state=seed, X=X)
@@ -106,7 +106,7 @@ def _plan(study: Study):
                                   "repeat": s.repeat, "fold": s.fold, "backend": cfg.backend})
                 group["cells"].append(keys)
             groups.append(group)
-    return data, tasks, metas, groups, configs
+    return data, tasks, metas, groups
 
 
 def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: Any = None,
@@ -125,7 +125,7 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     if n_jobs == 0 or isinstance(n_jobs, bool) or not isinstance(n_jobs, int):
         raise InvalidOptionError(f"n_jobs must be a non-zero integer (-1: all cores), got {n_jobs!r}")
     t0 = time.perf_counter()
-    data, tasks, metas, groups, _ = _plan(study)
+    data, tasks, metas, groups = _plan(study)
     store = CellStore(root)
     store.clean_temporary()
     (root / "study.toml").write_text(study.text, encoding="utf-8")

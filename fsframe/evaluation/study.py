@@ -18,6 +18,7 @@ one TOML file, read with the standard library (``tomllib``; ``tomli`` on Python 
     [[methods]]
     method = "fsv"
     alpha = [0.5, 5]                  # a list is a grid: one configuration per value
+    datasets = ["sonar"]              # optional: only on these datasets
 
 Named protocols (:data:`PROTOCOLS`): ``paper000`` 10-fold CV (paper 000 §4); ``paper001`` 10 x
 10-fold CV (paper 001); ``paper002`` 10 random 80/20 splits, exactly ``r`` features, a standard L2
@@ -87,6 +88,7 @@ class MethodSpec:
 
     label: str
     spec: dict
+    datasets: tuple | None = None  # only these datasets (None: all)
 
 
 @attrs.frozen
@@ -128,20 +130,27 @@ class Study:
     text: str = ""  # the file as written (kept in the manifest)
     path: str | None = None
 
-    def configurations(self) -> list[MethodSpec]:
-        """Every method configuration crossed with the protocol's ``n_features`` values."""
+    def configurations(self, dataset: str | None = None) -> list[MethodSpec]:
+        """Every method configuration (of one dataset: those not restricted to others) crossed
+        with the protocol's ``n_features`` values."""
+        if dataset is None:
+            return [c for d in self.datasets for c in self.configurations(d.name)]
         out = []
         for m in self.methods:
+            if m.datasets is not None and dataset not in m.datasets:
+                continue
             for r in self.protocol.n_features:
                 if r is None:
                     out.append(m)
                 else:
-                    out.append(MethodSpec(f"{m.label} r={r}", {**m.spec, "n_features": r}))
+                    out.append(MethodSpec(f"{m.label} r={r}", {**m.spec, "n_features": r}, m.datasets))
         labels = [c.label for c in out]
         dup = sorted({x for x in labels if labels.count(x) > 1})
         if dup:
-            raise InvalidOptionError(f"experiment file: duplicate configuration labels {dup}; give each [[methods]] "
-                                     "entry its own label = \"...\"")
+            raise InvalidOptionError(f"experiment file: duplicate configuration labels {dup} on dataset {dataset!r}; "
+                                     "give each [[methods]] entry its own label = \"...\"")
+        if not out:
+            raise InvalidOptionError(f"experiment file: no [[methods]] entry runs on dataset {dataset!r}")
         return out
 
 
@@ -184,6 +193,8 @@ def study_to_toml(study: Study) -> str:
         lines += [f"{k} = {_toml_value(v)}" for k, v in d.options.items()]
     for m in study.methods:
         lines += ["", "[[methods]]", f"label = {_toml_value(m.label)}"]
+        if m.datasets is not None:
+            lines.append(f"datasets = {_toml_value(list(m.datasets))}")
         lines += [f"{k} = {_toml_value([v] if isinstance(v, list) else v)}" for k, v in m.spec.items()
                   if v is not None]
     return "\n".join(lines) + "\n"
@@ -240,9 +251,13 @@ def study_from_dict(data: Mapping, *, base: str | os.PathLike = ".", text: str =
     methods = tuple(m for i, entry in enumerate(data.get("methods") or []) for m in _methods(entry, where, i))
     if not methods:
         raise InvalidOptionError(f"{where}: no [[methods]]; add one, e.g. [[methods]] method = \"fsv\"")
+    unknown_ds = sorted({x for m in methods for x in (m.datasets or ()) if x not in names})
+    if unknown_ds:
+        raise InvalidOptionError(f"{where}: methods name datasets {unknown_ds} that [[datasets]] does not define "
+                                 f"(defined: {names})")
     study = Study(name=name, datasets=datasets, methods=methods, protocol=_protocol(data.get("protocol"), where),
                   seeds=tuple(seeds), output=output, text=text, path=path)
-    study.configurations()  # duplicate labels fail here
+    study.configurations()  # duplicate labels, datasets without methods fail here
     return study
 
 
@@ -264,6 +279,13 @@ def _methods(entry, where: str, i: int) -> list[MethodSpec]:
         raise InvalidOptionError(f"{where}: methods[{i}] must be a table")
     spec = dict(entry)
     label = spec.pop("label", None)
+    only = spec.pop("datasets", None)
+    if only is not None:
+        if isinstance(only, str):
+            only = [only]
+        if not isinstance(only, list) or not all(isinstance(x, str) for x in only):
+            raise InvalidOptionError(f"{where}: methods[{i}]: datasets = [\"name\", ...] lists dataset names")
+        only = tuple(only)
     if not any(k in spec for k in ("method", "formulation", "loop")):
         raise InvalidOptionError(f"{where}: methods[{i}] needs method = \"<name>\" (or formulation and loop)")
     base = label or spec.get("method") or "+".join(str(spec[k]) for k in ("formulation", "surrogate", "loop") if k in spec)
@@ -278,7 +300,7 @@ def _methods(entry, where: str, i: int) -> list[MethodSpec]:
     for values in itertools.product(*grid.values()):
         point = dict(zip(grid, values))
         suffix = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in point.items())
-        out.append(MethodSpec(f"{base} {suffix}" if suffix else str(base), {**fixed, **point}))
+        out.append(MethodSpec(f"{base} {suffix}" if suffix else str(base), {**fixed, **point}, only))
     return out
 
 
