@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import sys
@@ -50,7 +51,8 @@ def main() -> int:
     for path in args.studies:
         study = load_study(path)
         base = Path(study.output)
-        entry = {"cells": None, "seconds": {}, "identical": None, "machine": f"{platform.node()} {platform.machine()}"}
+        entry = {"cells": None, "seconds": {}, "load_average": {}, "identical": None,
+                 "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores"}
         results = {}
         for eng in args.engines.split(","):
             folder = base if eng == "serial" else base.with_name(base.name + "_" + eng)
@@ -59,6 +61,7 @@ def main() -> int:
             t0 = time.perf_counter()
             res = run_study(study, str(folder), **ENGINES[eng])
             entry["seconds"][eng] = round(time.perf_counter() - t0, 1)
+            entry["load_average"][eng] = round(os.getloadavg()[1], 1)  # 5-minute load of the shared machine
             entry["cells"] = res.n_cells
             results[eng] = cells(folder)
             print(f"{study.name}: {eng} {entry['seconds'][eng]} s, {res.n_cells} cells, {res.n_failed} failed",

@@ -61,8 +61,10 @@ class ProgressPrinter:
         skipped = getattr(p, "skipped", 0)
         if skipped:
             extra += f"; {skipped} finished earlier"
-        text = (f"[{p.done:>{len(str(p.total))}}/{p.total}] {r.label} repeat {r.repeat} fold {r.fold}: {what} "
-                f"({time.perf_counter() - self.t0:.0f} s elapsed{extra})")
+        self._emit(f"[{p.done:>{len(str(p.total))}}/{p.total}] {r.label} repeat {r.repeat} fold {r.fold}: {what} "
+                   f"({time.perf_counter() - self.t0:.0f} s elapsed{extra})")
+
+    def _emit(self, text: str) -> None:
         if self.inline:
             self.stream.write("\r\033[K" + text[:200])
             self.dirty = True
@@ -75,14 +77,8 @@ class ProgressPrinter:
         if not self.enabled:
             return
         obj = "-" if rec.objective is None else f"{rec.objective:.6g}"
-        text = (f"iteration {rec.k}: objective {obj}, {rec.n_nonzero} non-zero, {rec.seconds:.2f} s "
-                f"({time.perf_counter() - self.t0:.0f} s elapsed)")
-        if self.inline:
-            self.stream.write("\r\033[K" + text[:200])
-            self.dirty = True
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        self._emit(f"iteration {rec.k}: objective {obj}, {rec.n_nonzero} non-zero, {rec.seconds:.2f} s "
+                   f"({time.perf_counter() - self.t0:.0f} s elapsed)")
 
     def close(self) -> None:
         if self.dirty:

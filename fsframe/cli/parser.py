@@ -215,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_engine_args(g)
     g.add_argument("--keep-failed", action="store_true", help="do not retry cells that failed in an earlier run")
     g.add_argument("--progress", dest="progress", action="store_const", const="on", default=None,
-                   help="report every cell on stderr with the ETA (default: a progress line on a terminal)")
+                   help="progress on stderr (the default): one line with cells done/total, ETA and the slowest running "
+                        "cell on a terminal, one plain line per cell elsewhere")
     g.add_argument("--no-progress", dest="progress", action="store_const", const="off")
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     p.set_defaults(func=cmd_run)

@@ -15,7 +15,7 @@ from .output import ProgressPrinter
 def cmd_run(args, argv) -> int:
     study = load_study(args.study)
     out = args.out or study.output
-    prog = ProgressPrinter(sys.stderr, args.progress)
+    prog = ProgressPrinter(sys.stderr, args.progress or "on")  # a line on a terminal, plain lines elsewhere
     try:
         res = run_study(study, out, n_jobs=args.jobs, dask=args.dask, progress=prog,
                         retry_failed=not args.keep_failed)
