@@ -145,8 +145,12 @@ def draw(kind: str, data: dict, stem, *, title: str = "") -> list[Path]:
     plt = _pyplot()
     if kind == "accuracy_vs_features":
         fig, ax = plt.subplots(figsize=(6, 4))
-        for m, d in data.items():
-            ax.errorbar(d["r"], d["accuracy"], yerr=d["accuracy_std"], marker="o", capsize=3, label=m)
+        n = len(data)
+        for i, (m, d) in enumerate(data.items()):  # methods side by side (x offset 3% per method)
+            x = np.asarray(d["r"], dtype=float) * (1 + 0.03 * (i - (n - 1) / 2))
+            ax.errorbar(x, d["accuracy"], yerr=d["accuracy_std"], marker="o", capsize=3, label=m)
+        ax.set_xscale("log")
+        ax.set_xticks(data[next(iter(data))]["r"], [str(r) for r in data[next(iter(data))]["r"]])
         ax.set_xlabel("selected features r")
         ax.set_ylabel("test accuracy (%)")
         ax.legend()
@@ -198,9 +202,26 @@ def figures_for(table) -> list[tuple[str, dict]]:
     for kind, fn in (("accuracy_vs_features", accuracy_vs_features_data), ("sweep", sweep_data),
                      ("frequency", frequency_data)):
         d = fn(table)
+        if kind == "frequency" and len(d) > MAX_PANELS:
+            d = _largest_r(d)
         if d:
             out.append((kind, d))
     return out
+
+
+MAX_PANELS = 8
+"""A frequency picture with more configurations shows, per method, the one with the largest ``r``."""
+
+
+def _largest_r(freq: dict) -> dict:
+    best: dict[str, tuple[int, str]] = {}
+    for label in freq:
+        m = _R.match(label)
+        base, r = (m.group(1), int(m.group(2))) if m else (label, 1 << 30)
+        if base not in best or r > best[base][0]:
+            best[base] = (r, label)
+    keep = [lab for _, lab in best.values()][:MAX_PANELS]
+    return {lab: freq[lab] for lab in keep}
 
 
 def slug(text: str) -> str:
