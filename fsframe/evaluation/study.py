@@ -241,7 +241,7 @@ def study_from_dict(data: Mapping, *, base: str | os.PathLike = ".", text: str =
     name = str(head.get("name") or (Path(path).stem if path else "study"))
     output = head.get("output")
     if output is not None:
-        output = str((base / output) if not os.path.isabs(output) else Path(output))
+        output = os.path.normpath(base / output) if not os.path.isabs(output) else str(output)
     datasets = tuple(_dataset(d, base, where, i) for i, d in enumerate(data.get("datasets") or []))
     if not datasets:
         raise InvalidOptionError(f"{where}: no [[datasets]]; add one, e.g. [[datasets]] name = \"breast_cancer\"")
@@ -270,7 +270,7 @@ def _dataset(d, base: Path, where: str, i: int) -> DatasetSpec:
         raise InvalidOptionError(f"{where}: datasets[{i}] needs name = \"<bundled>\" or path = \"<file>\"")
     if path is None:
         return DatasetSpec(name=str(name), source=str(name), options=d)
-    full = Path(path) if os.path.isabs(path) else base / path
+    full = Path(path) if os.path.isabs(path) else Path(os.path.normpath(base / path))
     return DatasetSpec(name=str(name or Path(path).name.split(".")[0]), source=str(full), options=d)
 
 
