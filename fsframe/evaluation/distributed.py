@@ -42,7 +42,7 @@ def dask_client(spec: Any, n_workers: int = 2):
     if spec == "local":
         from joblib import cpu_count
 
-        n = cpu_count() if n_workers is None or n_workers < 1 else n_workers
+        n = cpu_count() if n_workers is None or n_workers < 1 else n_workers  # -1: one worker per core
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                                            dashboard_address=None)
         client = distributed.Client(cluster)
@@ -54,7 +54,7 @@ def dask_client(spec: Any, n_workers: int = 2):
         return
     try:
         client = distributed.Client(spec, timeout=30)
-    except OSError as exc:
+    except (OSError, ValueError, TimeoutError) as exc:
         raise InvalidOptionError(f"cannot reach the Dask scheduler at {spec}: {exc}; start one "
                                  "(dask scheduler; dask worker ADDRESS) or use --dask local") from None
     try:
@@ -67,7 +67,7 @@ def dask_execute(fold_fn: Callable, data: Sequence[tuple], tasks: Sequence, spec
                  raise_errors: bool, on_done: Callable | None) -> bool:
     """:func:`fsframe.evaluation.engine.execute` on a Dask cluster (see there)."""
     distributed = _require()
-    with dask_client(spec, n_workers=n_jobs if n_jobs and n_jobs > 1 else 2) as client:
+    with dask_client(spec, n_workers=2 if n_jobs == 1 else n_jobs) as client:  # -1: every core
         slots = max(1, sum(client.nthreads().values()))
         clock = RunClock([t.name for t in tasks], slots)
         shared = [client.scatter(list(pair), broadcast=True) for pair in data]

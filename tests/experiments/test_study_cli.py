@@ -160,3 +160,25 @@ def test_plot_extra_missing_message(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_mpl)
     with pytest.raises(BackendUnavailableError, match=r"fsframe\[plot\]"):
         plots._pyplot()
+
+
+def test_dask_extra_missing_and_bad_address(monkeypatch):
+    import builtins
+
+    from fsframe.errors import BackendUnavailableError
+    from fsframe.evaluation.distributed import dask_client
+
+    with pytest.raises(InvalidOptionError, match="dask must be"):
+        with dask_client(3):
+            pass
+    real = builtins.__import__
+
+    def no_dask(name, *a, **k):
+        if name.startswith("distributed"):
+            raise ImportError(name)
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_dask)
+    with pytest.raises(BackendUnavailableError, match=r"fsframe\[dask\]"):
+        with dask_client("local"):
+            pass
