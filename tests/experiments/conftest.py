@@ -57,3 +57,21 @@ def cell_results(root) -> dict[str, dict]:
             r.pop(f)
         out[k] = r
     return out
+
+
+@pytest.fixture
+def hide_module(monkeypatch):
+    """``hide_module("matplotlib")``: importing that package (or a submodule) raises ImportError."""
+    import builtins
+
+    real = builtins.__import__
+
+    def hide(prefix: str) -> None:
+        def fake(name, *a, **k):
+            if name.startswith(prefix):
+                raise ImportError(name)
+            return real(name, *a, **k)
+
+        monkeypatch.setattr(builtins, "__import__", fake)
+
+    return hide

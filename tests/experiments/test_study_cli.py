@@ -144,41 +144,23 @@ def test_progress_line_has_eta_and_slowest():
     assert "2 finished earlier" in line
 
 
-def test_plot_extra_missing_message(monkeypatch):
-    import builtins
-
+def test_plot_extra_missing_message(hide_module):
     from fsframe.errors import BackendUnavailableError
     from fsframe.evaluation import plots
 
-    real = builtins.__import__
-
-    def no_mpl(name, *a, **k):
-        if name.startswith("matplotlib"):
-            raise ImportError(name)
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", no_mpl)
+    hide_module("matplotlib")
     with pytest.raises(BackendUnavailableError, match=r"fsframe\[plot\]"):
         plots._pyplot()
 
 
-def test_dask_extra_missing_and_bad_address(monkeypatch):
-    import builtins
-
+def test_dask_extra_missing_and_bad_address(hide_module):
     from fsframe.errors import BackendUnavailableError
     from fsframe.evaluation.distributed import dask_client
 
     with pytest.raises(InvalidOptionError, match="dask must be"):
         with dask_client(3):
             pass
-    real = builtins.__import__
-
-    def no_dask(name, *a, **k):
-        if name.startswith("distributed"):
-            raise ImportError(name)
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", no_dask)
+    hide_module("distributed")
     with pytest.raises(BackendUnavailableError, match=r"fsframe\[dask\]"):
         with dask_client("local"):
             pass
