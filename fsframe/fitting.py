@@ -8,7 +8,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 import numpy as np
@@ -86,13 +86,13 @@ def _column_names(X) -> tuple | None:
 
 
 def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
-                keep_model) -> dict:
+                keep_model, callback=None) -> dict:
     solver = AuxSolver(backend, options)  # formulations' auxiliary solves use the fit's backend (opt-in)
     info = dict(call_opt_in(res.formulation.validate, X, y_pm, solver=solver) or {})
     sub = Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form,
                      solver=solver)
     try:
-        out = res.loop.run(sub, res.surrogate, n_features=n_features)
+        out = res.loop.run(sub, res.surrogate, n_features=n_features, callback=callback)
     finally:
         sub.close()
     info.update(sub.built.info)
@@ -128,6 +128,7 @@ def fit(
     fast: bool = True,
     cone_form: str = "substitute",
     keep_model: bool = False,
+    callback: Callable | None = None,
     **params,
 ) -> FitResult:
     """Select features by (approximate) L0 minimisation.
@@ -157,6 +158,10 @@ def fit(
     keep_model : bool
         Keep the Pyomo model (holding the last iteration's slot weights) and the compiled
         problem in ``result.info``.
+    callback : callable, optional
+        Called as ``callback(record, iterate)`` after every outer-loop iteration (an
+        :class:`~fsframe.loops.base.IterRecord`: ``k``, ``objective``, ``n_nonzero``, ``seconds``);
+        progress of a long single fit (``fsframe select --progress``).
     **params
         Component parameters (``C``, ``alpha``, ``eps``, ``p``, ``delta``, ``max_iter``, ``tol``,
         ``kernel``, ``sigma``, ...), routed by name; ``kind__name`` routes explicitly.
@@ -215,7 +220,7 @@ def fit(
             y_code = np.where(ya == classes[1], 1.0, -1.0)
         else:
             y_code = np.searchsorted(np.asarray(classes), ya)
-        parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model)
+        parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model, callback)
         parts["info"]["seconds"] = time.perf_counter() - t_start
         own = parts.pop("transform")
         if own is not None:  # a formulation or loop that owns its kernel rows
@@ -225,7 +230,7 @@ def fit(
     per = []
     for c in classes:
         y_pm = np.where(ya == c, 1.0, -1.0)
-        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model)
+        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model, callback)
         if parts.pop("transform") is not None:
             raise UnsupportedProblemError(
                 f"formulation {res.formulation.name!r} maps the samples itself (its own kernel), which one-vs-rest "

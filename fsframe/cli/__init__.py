@@ -1,7 +1,7 @@
 """The ``fsframe`` command line (also ``python -m fsframe``).
 
-Commands: ``methods``, ``plugins``, ``select``, ``compare`` (``fsframe COMMAND --help``; reference
-with examples: docs/cli.md).
+Commands: ``methods``, ``plugins``, ``select``, ``compare``, ``run`` (an experiment file) and ``report``
+(``fsframe COMMAND --help``; reference with examples: docs/cli.md, docs/experiments.md).
 
 Exit status: 0 success; 2 bad usage or bad input (one line on stderr naming the problem; add
 ``--debug`` for the traceback); 1 a solver failure (including any failed fit in a
@@ -9,7 +9,7 @@ cross-validation, whose results are still printed and written). Heavy modules (s
 model selection, joblib) are imported only by the commands that use them.
 
 Modules: :mod:`~fsframe.cli.parser` (flags), one module per command (:mod:`~.methods`,
-:mod:`~.plugins`, :mod:`~.select`, :mod:`~.compare`), :mod:`~.evaluate` (what select and compare
+:mod:`~.plugins`, :mod:`~.select`, :mod:`~.compare`, :mod:`~.run`), :mod:`~.evaluate` (what select and compare
 share), :mod:`~.output` and :mod:`~.common`.
 """
 

@@ -2,11 +2,48 @@
 
 from __future__ import annotations
 
+import sys
+
+import attrs
+
 from ..evaluation import compare
+from ..evaluation.experiment import run_study
 from ..plugins import get_registry
 from .common import UsageError
-from .evaluate import cv_spec, load_data, method_params, run_evaluation
-from .output import check_output_paths
+from .evaluate import cv_spec, load_data, loader_options, method_params, run_evaluation
+from .output import ProgressPrinter, check_output_paths
+from .run import finish_run
+
+
+def compare_study(args, data, entries, common, cv):
+    """The :class:`~fsframe.evaluation.study.Study` the compare flags describe (``--out`` runs it
+    through ``fsframe run``'s runner: resumable cells, manifest, ``fsframe report``)."""
+    from ..evaluation.comparison import with_common_parameters
+    from ..evaluation.study import DatasetSpec, MethodSpec, Protocol, Study, study_to_toml
+
+    nf = args.n_features
+    methods = tuple(MethodSpec(label, spec) for label, spec in with_common_parameters(entries, common))
+    study = Study(name=f"compare-{data.name}", datasets=(DatasetSpec(data.name, args.data, loader_options(args)),),
+                  methods=methods, protocol=Protocol(name=None, cv=cv, repeats=args.repeats, scale=args.scale,
+                                                     retrain=args.retrain, retrain_C=args.retrain_C,
+                                                     n_features=(nf,)),
+                  seeds=(args.seed,), output=args.out, path=None)
+    return attrs.evolve(study, text=study_to_toml(study))
+
+
+def _compare_to_folder(args, data, entries, common, cv) -> int:
+    if args.jobs == "auto":
+        args.jobs = 1
+    if args.json or args.csv:
+        raise UsageError("--out writes a results folder (cells and manifest; 'fsframe report' renders it); "
+                         "--json/--csv are for runs without --out")
+    study = compare_study(args, data, entries, common, cv)
+    prog = ProgressPrinter(sys.stderr, args.progress)
+    try:
+        res = run_study(study, args.out, n_jobs=args.jobs, dask=args.dask, progress=prog)
+    finally:
+        prog.close()
+    return finish_run(res, markdown=args.markdown)
 
 
 def cmd_compare(args, argv) -> int:
@@ -33,6 +70,8 @@ def cmd_compare(args, argv) -> int:
     cv = cv_spec(args)
     if cv is None:
         cv = 10
+    if args.out:
+        return _compare_to_folder(args, data, entries, common, cv)
     return run_evaluation(args, argv, lambda **kw: compare(data, methods=entries, cv=cv, **kw, **common),
                      text=lambda r: r.report(markdown=args.markdown), rows=lambda r: (r.rows(),),
                      results=lambda r: r.results)

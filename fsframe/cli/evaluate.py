@@ -13,7 +13,12 @@ from .output import ProgressPrinter, meta, write_csv, write_json
 
 
 def load_data(args):
-    opts: dict[str, Any] = {}
+    return load_dataset(args.data, **loader_options(args))
+
+
+def loader_options(args) -> dict:
+    """The loader options the data flags give (``--label-column``, ``--drop-columns``, ``--loader-opt``)."""
+    opts: dict[str, Any] = {} if args.format is None else {"format": args.format}
     if args.label_column is not None:
         opts["label_column"] = label_column(args.label_column)
     if args.drop_columns:
@@ -29,7 +34,7 @@ def load_data(args):
         if isinstance(value, str) and "\\" in value:
             value = value.encode("utf-8").decode("unicode_escape")  # delimiter='\t'
         opts[key] = value
-    return load_dataset(args.data, format=args.format, **opts)
+    return opts
 
 
 def method_params(args, *, allow_prefix: bool = False) -> tuple[dict, dict]:
@@ -65,7 +70,8 @@ def run_evaluation(args, argv, run, *, text, rows, results) -> int:
     interrupted = None
     try:
         res = run(repeats=args.repeats, scale=args.scale, n_jobs=args.jobs, random_state=args.seed,
-                  n_features=args.n_features, retrain=args.retrain, retrain_C=args.retrain_C, progress=prog)
+                  n_features=args.n_features, retrain=args.retrain, retrain_C=args.retrain_C, progress=prog,
+                  dask=args.dask)
     except EvaluationInterrupted as exc:  # Ctrl-C: report and keep the fits that finished
         interrupted, res = exc, exc.result
     finally:

@@ -53,8 +53,18 @@ class ProgressPrinter:
         r = p.record
         what = (f"acc {100 * r.accuracy:.1f}%, {r.n_selected} features, {r.seconds:.2f} s" if r.ok
                 else f"FAILED: {r.error_type}")
-        text = (f"[{p.done:>{len(str(p.total))}}/{p.total}] {r.label} repeat {r.repeat} fold {r.fold}: {what} "
-                f"({time.perf_counter() - self.t0:.0f} s elapsed)")
+        eta = getattr(p, "eta", None)
+        extra = f", ETA {_duration(eta)}" if eta is not None and p.done < p.total else ""
+        slowest = getattr(p, "slowest", None)
+        if slowest is not None and p.done < p.total:
+            extra += f"; slowest running: {slowest[0]} ({slowest[1]:.0f} s)"
+        skipped = getattr(p, "skipped", 0)
+        if skipped:
+            extra += f"; {skipped} finished earlier"
+        self._emit(f"[{p.done:>{len(str(p.total))}}/{p.total}] {r.label} repeat {r.repeat} fold {r.fold}: {what} "
+                   f"({time.perf_counter() - self.t0:.0f} s elapsed{extra})")
+
+    def _emit(self, text: str) -> None:
         if self.inline:
             self.stream.write("\r\033[K" + text[:200])
             self.dirty = True
@@ -62,11 +72,24 @@ class ProgressPrinter:
             self.stream.write(text + "\n")
         self.stream.flush()
 
+    def iteration(self, rec, _iterate=None) -> None:
+        """Per-iteration progress of a single fit (``fsframe select --progress``)."""
+        if not self.enabled:
+            return
+        obj = "-" if rec.objective is None else f"{rec.objective:.6g}"
+        self._emit(f"iteration {rec.k}: objective {obj}, {rec.n_nonzero} non-zero, {rec.seconds:.2f} s "
+                   f"({time.perf_counter() - self.t0:.0f} s elapsed)")
+
     def close(self) -> None:
         if self.dirty:
             self.stream.write("\r\033[K")
             self.stream.flush()
             self.dirty = False
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 _NUMERIC = re.compile(r"^[-+]?(\d[\d.,]*([eE][-+]?\d+)?|inf)%?$")

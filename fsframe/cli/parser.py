@@ -11,6 +11,7 @@ from .common import PROG
 from .compare import cmd_compare
 from .methods import cmd_methods
 from .plugins import cmd_plugins
+from .run import cmd_report, cmd_run
 from .select import cmd_select
 
 __all__ = ["build_parser"]
@@ -36,6 +37,7 @@ _folds = _arg_type(int, lambda v: v >= 2, "at least 2 folds")
 _fraction = _arg_type(float, lambda v: 0 < v < 1, "a fraction in (0, 1)")
 _jobs = _arg_type(lambda t: t if t == "auto" else int(t), lambda v: v != 0,
                   "'auto' or a non-zero number of jobs (1: serial, -1: all cores)")
+_jobs_int = _arg_type(int, lambda v: v != 0, "a non-zero number of jobs (1: serial, -1: all cores)")
 _seed = _arg_type(int, lambda v: 0 <= v <= MAX_SEED, f"an integer seed between 0 and {MAX_SEED}")
 _positive_float = _arg_type(float, lambda v: 0 < v < math.inf, "a positive number")
 
@@ -89,9 +91,20 @@ def _add_eval_args(p, *, default_cv: str, sweep: bool = False) -> None:
                    help="parallel fits: 1 serial, -1 all cores, N; default auto (parallel over all cores when the "
                         "first fit of each method predicts more than 10 s of serial work; results do not depend on it)")
     g.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of the splits (default 0)")
+    _add_engine_args(g, jobs=False)
     g.add_argument("--progress", dest="progress", action="store_const", const="on", default=None,
                    help="report every fit on stderr (default: only on a terminal)")
     g.add_argument("--no-progress", dest="progress", action="store_const", const="off")
+
+
+def _add_engine_args(g, *, jobs: bool = True) -> None:
+    if jobs:
+        g.add_argument("--jobs", type=_jobs_int, default=1, metavar="J",
+                       help="parallel cells (joblib processes): 1 serial (default), -1 all cores, N; results do not "
+                            "depend on it")
+    g.add_argument("--dask", metavar="ADDRESS", help="run the fits on a Dask cluster: a scheduler address "
+                   "(tcp://host:8786) or 'local' (a LocalCluster of --jobs workers on 127.0.0.1); needs "
+                   "pip install \"fsframe[dask]\"; results are the same bits as a serial run")
 
 
 def _add_solver_args(p, *, prefix_help: str = "") -> None:
@@ -162,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_solver_args(p)
     _add_eval_args(p, default_cv="default: no CV, fit once on all samples")
     _add_output_args(p)
+    p.add_argument("--plot", metavar="PATH", help="without --cv: draw the objective and support size per outer "
+                   "iteration of the fit as PATH (.png) and its .svg twin (needs pip install \"fsframe[plot]\")")
     p.set_defaults(func=cmd_select)
 
     p = sub.add_parser("compare", parents=[common], help="cross-validate several methods on the same splits",
@@ -180,6 +195,38 @@ def build_parser() -> argparse.ArgumentParser:
     _add_eval_args(p, default_cv="default 10", sweep=True)
     _add_output_args(p)
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    p.add_argument("--out", metavar="DIR", help="run as a study into this results folder: one file per finished "
+                   "fit, resumable (rerun to finish), 'fsframe report DIR' for tables and pictures")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("run", parents=[common], help="run an experiment file (resumable; joblib or Dask)",
+                       description="Run every cell (dataset x configuration x split) of a TOML experiment file that "
+                                   "is not finished in the results folder, writing each cell as it ends; a rerun "
+                                   "skips finished cells. docs/experiments.md describes the file.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n"
+                              "  fsframe run quickstart --out results/quickstart   (a study shipped with fsframe)\n"
+                              "  fsframe run study.toml --jobs 2\n"
+                              "  fsframe run study.toml --dask local --jobs 2\n"
+                              "  fsframe run study.toml --dask tcp://scheduler:8786")
+    p.add_argument("study", metavar="STUDY", help="an experiment file (.toml) or a bundled study name (quickstart)")
+    p.add_argument("--out", metavar="DIR", help="results folder (default: the file's [study] output)")
+    g = p.add_argument_group("engine")
+    _add_engine_args(g)
+    g.add_argument("--keep-failed", action="store_true", help="do not retry cells that failed in an earlier run")
+    g.add_argument("--progress", dest="progress", action="store_const", const="on", default=None,
+                   help="progress on stderr (the default): one line with cells done/total, ETA and the slowest running "
+                        "cell on a terminal, one plain line per cell elsewhere")
+    g.add_argument("--no-progress", dest="progress", action="store_const", const="off")
+    p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("report", parents=[common], help="tables and pictures of a results folder",
+                       description="Rebuild every table and picture of a results folder ('fsframe run') from its "
+                                   "cell files alone; write report.md (or report.html) and img/*.png, *.svg there.")
+    p.add_argument("results", metavar="RESULTS", help="a results folder written by 'fsframe run'")
+    p.add_argument("--html", action="store_true", help="write report.html instead of report.md")
+    p.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    p.set_defaults(func=cmd_report)
     return parser
 

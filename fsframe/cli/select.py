@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -12,7 +13,7 @@ from ..fitting import fit
 from ..method import sparsity_knobs
 from .common import EXIT_OK, UsageError
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
-from .output import check_output_paths, meta, table, write_csv, write_json
+from .output import ProgressPrinter, check_output_paths, meta, table, write_csv, write_json
 
 
 def cmd_select(args, argv) -> int:
@@ -28,7 +29,12 @@ def cmd_select(args, argv) -> int:
             raise UsageError("--repeats needs --cv or --holdout")
         if args.retrain is not None:
             raise UsageError("--retrain needs --cv or --holdout (it changes only the evaluated classifier)")
+        if args.dask is not None:
+            raise UsageError("--dask runs the fits of a cross-validation; add --cv or --holdout")
         return _select_once(args, argv, data, params)
+    if args.plot:
+        raise UsageError("--plot draws one fit's iterations; drop --cv/--holdout (use 'fsframe run' and "
+                         "'fsframe report' for pictures of an evaluation)")
     return run_evaluation(args, argv, lambda **kw: cross_validate(
         data, method=args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop, cv=cv,
         **kw, **params), text=lambda r: r.report(top=args.top or 10), rows=lambda r: (r.fold_rows(), r.FOLD_COLUMNS),
@@ -38,10 +44,24 @@ def cmd_select(args, argv) -> int:
 def _select_once(args, argv, data, params) -> int:
     top = args.top or 30
     X = scale_fit_transform(data.X, args.scale)
+    if args.plot:
+        from ..evaluation.plots import _pyplot
+
+        _pyplot()  # fail before the fit when matplotlib is missing
+    prog = ProgressPrinter(sys.stderr, args.progress)
     t0 = time.perf_counter()
-    res = fit(X, data.y, method=args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop,
-              n_features=args.n_features, **params)
+    try:
+        res = fit(X, data.y, method=args.method, formulation=args.formulation, surrogate=args.surrogate,
+                  loop=args.loop, n_features=args.n_features, callback=prog.iteration if prog.enabled else None,
+                  **params)
+    finally:
+        prog.close()
     wall = time.perf_counter() - t0
+    if args.plot:
+        from ..evaluation.plots import draw, trace_data
+
+        paths = draw("trace", trace_data(res), args.plot, title=f"{args.method or 'fit'} on {data.name}")
+        print(f"wrote {paths[0]} and {paths[1]}", file=sys.stderr)
     names = list(data.feature_names)
     kernel = res.transform is not None
     label = args.method or "+".join(p for p in (args.formulation, args.surrogate, args.loop) if p)

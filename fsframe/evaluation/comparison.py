@@ -150,6 +150,21 @@ def _entries(methods) -> list[tuple[str, dict]]:
     return out
 
 
+def with_common_parameters(entries: list[tuple[str, dict]], params: Mapping) -> list[tuple[str, dict]]:
+    """``(label, spec)`` entries with ``params`` added to each spec that accepts them (a spec's own
+    values win); a parameter no entry accepts is an error."""
+    if not params:
+        return list(entries)
+    accepted = {label: accepted_parameters(spec.get("method"), formulation=spec.get("formulation"),
+                                           surrogate=spec.get("surrogate"), loop=spec.get("loop"))
+                for label, spec in entries}
+    nobody = [k for k in params if not any(_accepts(acc, k) for acc in accepted.values())]
+    if nobody:
+        raise InvalidOptionError(f"parameter(s) {nobody} are accepted by none of {[e[0] for e in entries]}")
+    return [(label, {**{k: v for k, v in params.items() if _accepts(accepted[label], k) and k not in spec}, **spec})
+            for label, spec in entries]
+
+
 def compare(
     data_or_X: Dataset | ArrayLike,
     y: ArrayLike | None = None,
@@ -165,6 +180,7 @@ def compare(
     retrain_C: float = 1.0,
     progress: Callable[[Progress], None] | None = None,
     on_error: str = "record",
+    dask: Any = None,
     **params,
 ) -> CompareResult:
     """Cross-validate several configurations on the same splits (a paired comparison).
@@ -174,22 +190,14 @@ def compare(
     a mapping label -> parameters (a label that is a method name needs no ``"method"`` key).
     ``**params`` apply to every configuration that accepts them (``alpha`` reaches ``fsv`` but
     not ``l1-svm``); a parameter no configuration accepts is an error. Other arguments as in
-    :func:`cross_validate`; all fits of all configurations share one pool of ``n_jobs`` workers.
+    :func:`cross_validate`; all fits of all configurations share one pool of ``n_jobs`` workers (or the
+    Dask cluster ``dask``: ``"local"`` or a scheduler address).
     """
-    entries = _entries(methods)
-    if params:
-        accepted = {label: accepted_parameters(spec.get("method"), formulation=spec.get("formulation"),
-                                               surrogate=spec.get("surrogate"), loop=spec.get("loop"))
-                    for label, spec in entries}
-        nobody = [k for k in params if not any(_accepts(acc, k) for acc in accepted.values())]
-        if nobody:
-            raise InvalidOptionError(f"parameter(s) {nobody} are accepted by none of {[e[0] for e in entries]}")
-        entries = [(label, {**{k: v for k, v in params.items() if _accepts(accepted[label], k) and k not in spec},
-                            **spec}) for label, spec in entries]
+    entries = with_common_parameters(_entries(methods), params)
     t0 = time.perf_counter()
     results, protocol, interrupted = _run(data_or_X, y, entries, cv=cv, repeats=repeats, scale=scale, n_jobs=n_jobs,
                              random_state=random_state, n_features=n_features, retrain=retrain,
-                             retrain_C=retrain_C, progress=progress, on_error=on_error)
+                             retrain_C=retrain_C, progress=progress, on_error=on_error, dask=dask)
     _emit_warnings(results)
     out = CompareResult(results=tuple(results), protocol=protocol, dataset=results[0].dataset,
                         seconds=time.perf_counter() - t0)

@@ -107,11 +107,16 @@ class FoldRecord:
 @attrs.frozen
 class Progress:
     """Passed to the ``progress`` callback after each fit: ``done`` of ``total`` fits finished;
-    ``record`` is the fold just finished."""
+    ``record`` is the fold just finished; ``eta`` the estimated seconds left; ``slowest`` the
+    ``(name, seconds running)`` of the longest-running unfinished fit; ``skipped`` the fits a
+    resumed study found already finished."""
 
     done: int
     total: int
     record: FoldRecord
+    eta: float | None = None
+    slowest: tuple | None = None
+    skipped: int = 0
 
 
 

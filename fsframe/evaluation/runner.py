@@ -22,6 +22,7 @@ from .config import _Config, _make_config
 from .metrics import accuracy_score, mcc_score
 from .preprocess import SCALINGS, _retrain_estimator, _scale
 from .records import CVResult, FoldRecord, Progress
+from .engine import Task, execute
 from .serialize import environment_versions, to_jsonable
 from .splits import Split, make_splits
 
@@ -135,53 +136,54 @@ AUTO_PARALLEL_SECONDS = 10.0
 of each configuration is estimated above this (starting worker processes costs seconds)."""
 
 
-def _execute(X, y, splits, configs, n_jobs, progress, on_error) -> tuple[list[list[FoldRecord | None]], bool]:
+def _execute(X, y, splits, configs, n_jobs, progress, on_error, dask=None
+             ) -> tuple[list[list[FoldRecord | None]], bool]:
     """Every (configuration, split) fit; returns the records (``None`` for fits that never ran) and
-    whether a KeyboardInterrupt stopped the run (the records finished before it are kept)."""
+    whether a KeyboardInterrupt stopped the run (the records finished before it are kept). The
+    cells run through :func:`fsframe.evaluation.executor.execute`, the runner of every evaluation
+    (``fsframe run`` studies included)."""
     tasks = [(ci, si) for ci in range(len(configs)) for si in range(len(splits))]
     out: list[list[FoldRecord | None]] = [[None] * len(splits) for _ in configs]
     total = len(tasks)
     raise_errors = on_error == "raise"
     done = 0
 
-    def record(ci, si, rec):
-        nonlocal done
-        done += 1
-        out[ci][si] = rec
-        if progress is not None:
-            progress(Progress(done, total, rec))
+    def run(pairs, jobs, engine) -> bool:
+        cells = [Task(0, splits[si], configs[ci], f"{configs[ci].label} repeat {splits[si].repeat} fold "
+                      f"{splits[si].fold}") for ci, si in pairs]
 
-    try:
-        if n_jobs == "auto":
-            # time the first fit of every configuration here, then decide from the estimated rest
-            for ci in range(len(configs)):
-                record(ci, 0, _run_fold(X, y, splits[0], configs[ci], raise_errors))
-            tasks = [(ci, si) for ci, si in tasks if si > 0]
-            rest = sum(out[ci][0].total_seconds for ci, _ in tasks)
-            from joblib import cpu_count
+        def record(i, rec, clock):
+            nonlocal done
+            done += 1
+            ci, si = pairs[i]
+            out[ci][si] = rec
+            if progress is not None:
+                progress(Progress(done, total, rec, eta=clock.eta(), slowest=clock.slowest()))
 
-            cores = cpu_count()
-            n_jobs = min(cores, len(tasks)) if rest > AUTO_PARALLEL_SECONDS and cores > 1 else 1
-        if n_jobs != 1 and len(tasks) > 1:
-            local = _runtime_components(configs)
-            if local:
-                warnings.warn(f"{', '.join(local)} come from plugins registered at run time "
-                              "(fsframe.plugins.register), which worker processes do not have; running the fits "
-                              "serially. Install the plugin as a package (entry point) to run them in parallel",
-                              RuntimeWarning, stacklevel=4)
-                n_jobs = 1
-        if n_jobs == 1 or len(tasks) <= 1:
-            results = (_run_fold(X, y, splits[si], configs[ci], raise_errors) for ci, si in tasks)
-        else:
-            from joblib import Parallel, delayed
+        return execute(_run_fold, [(X, y)], cells, n_jobs=jobs, dask=engine, raise_errors=raise_errors,
+                       on_done=record)
 
-            results = Parallel(n_jobs=n_jobs, return_as="generator")(
-                delayed(_run_fold)(X, y, splits[si], configs[ci], raise_errors) for ci, si in tasks)
-        for (ci, si), rec in zip(tasks, results):
-            record(ci, si, rec)
-    except KeyboardInterrupt:  # Ctrl-C: stop, keep what finished (EvaluationInterrupted carries it)
-        return out, True
-    return out, False
+    if n_jobs == "auto" and dask is None:
+        # time the first fit of every configuration here, then decide from the estimated rest
+        if run([(ci, 0) for ci in range(len(configs))], 1, None):
+            return out, True
+        tasks = [(ci, si) for ci, si in tasks if si > 0]
+        rest = sum(out[ci][0].total_seconds for ci, _ in tasks)
+        from joblib import cpu_count
+
+        cores = cpu_count()
+        n_jobs = min(cores, len(tasks)) if rest > AUTO_PARALLEL_SECONDS and cores > 1 else 1
+    elif n_jobs == "auto":
+        n_jobs = -1
+    if (n_jobs != 1 or dask is not None) and len(tasks) > 1:
+        local = _runtime_components(configs)
+        if local:
+            warnings.warn(f"{', '.join(local)} come from plugins registered at run time "
+                          "(fsframe.plugins.register), which worker processes do not have; running the fits "
+                          "serially. Install the plugin as a package (entry point) to run them in parallel",
+                          RuntimeWarning, stacklevel=4)
+            n_jobs, dask = 1, None
+    return out, run(tasks, n_jobs, dask)
 
 
 def _runtime_components(configs) -> list[str]:
@@ -229,7 +231,7 @@ class EvaluationInterrupted(KeyboardInterrupt):
 
 
 def _run(data_or_X, y, entries, *, cv, repeats, scale, n_jobs, random_state, n_features, retrain, retrain_C,
-         progress, on_error) -> tuple[list[CVResult], dict]:
+         progress, on_error, dask=None) -> tuple[list[CVResult], dict]:
     t0 = time.perf_counter()
     C = _check_common(scale, n_jobs, on_error, retrain, retrain_C)
     X, yy, dsinfo = _as_data(data_or_X, y)
@@ -246,7 +248,7 @@ def _run(data_or_X, y, entries, *, cv, repeats, scale, n_jobs, random_state, n_f
     if retrain is not None:
         retrain_desc = (f"SVC(kernel='linear', C={C:g})" if retrain == "svm" else
                         f"LinearSVC(C={C:g})" if retrain == "linear-svc" else repr(retrain))
-    per, interrupted = _execute(X, yy, splits, configs, n_jobs, progress, on_error)
+    per, interrupted = _execute(X, yy, splits, configs, n_jobs, progress, on_error, dask)
     seconds = time.perf_counter() - t0
     results = []
     for cfg, slots in zip(configs, per):
@@ -287,6 +289,7 @@ def cross_validate(
     loop: str | None = None,
     progress: Callable[[Progress], None] | None = None,
     on_error: str = "record",
+    dask: Any = None,
     **params,
 ) -> CVResult:
     """Cross-validate a feature-selection method.
@@ -324,6 +327,10 @@ def cross_validate(
     on_error : {"record", "raise"}
         ``"record"`` (default): a fit that raises is kept as a failed :class:`FoldRecord` with its
         error and counted in the summary; ``"raise"``: the first failure propagates.
+    dask : None, "local", a scheduler address or a ``distributed.Client``
+        Run the fits on a Dask cluster instead of joblib (``"local"``: a ``LocalCluster`` of
+        ``n_jobs`` single-threaded workers on 127.0.0.1; needs ``pip install "fsframe[dask]"``).
+        Results are the same bits as a serial run (docs/experiments.md).
     **params
         Component parameters and fit options, as for :func:`fsframe.fit` (``C``, ``alpha``,
         ``max_iter``, ``backend``, ``time_limit``...).
@@ -349,7 +356,7 @@ def cross_validate(
     label = _label_for(method, formulation, surrogate, loop)
     results, _, interrupted = _run(data_or_X, y, [(label, spec)], cv=cv, repeats=repeats, scale=scale, n_jobs=n_jobs,
                       random_state=random_state, n_features=n_features, retrain=retrain, retrain_C=retrain_C,
-                      progress=progress, on_error=on_error)
+                      progress=progress, on_error=on_error, dask=dask)
     _emit_warnings(results)
     if interrupted:
         raise EvaluationInterrupted(results[0])

@@ -1,0 +1,204 @@
+"""Running a study (:func:`run_study`) into a results folder, resumably, and rebuilding its
+results from that folder alone (:func:`load_results`).
+
+A results folder holds ``manifest.json`` (:mod:`~fsframe.evaluation.manifest`), ``study.toml``
+(the experiment file as written) and ``cells/`` (:mod:`~fsframe.evaluation.cells`). The cells run
+through the same runner as :func:`fsframe.evaluation.compare`
+(:func:`fsframe.evaluation.executor.execute`): serially, in a joblib pool or on a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+
+from ..errors import InvalidOptionError
+from .cells import CellStore, cell_key, record_from_json, record_to_json
+from .comparison import CompareResult
+from .config import _make_config
+from .engine import Task, execute
+from .executor import data_fingerprint
+from .manifest import environment, now, read_manifest, write_manifest
+from .records import CVResult, Progress
+from .runner import _as_data, _check_common, _emit_warnings, _run_fold, _runtime_components
+from .serialize import environment_versions, to_jsonable
+from .splits import make_splits
+from .study import Study
+
+__all__ = ["StudyResult", "run_study", "load_results"]
+
+
+@attrs.frozen(eq=False)
+class StudyResult:
+    """The tables of a study: one :class:`CompareResult` per (dataset, seed), rebuilt from the cells.
+
+    ``n_cells`` planned; ``n_skipped`` found finished by a rerun; ``n_computed`` run now;
+    ``interrupted`` when Ctrl-C stopped the run (the finished cells are on disk).
+    """
+
+    root: Path
+    manifest: dict
+    tables: tuple
+    n_cells: int
+    n_skipped: int = 0
+    n_computed: int = 0
+    interrupted: bool = False
+
+    @property
+    def n_finished(self) -> int:
+        return sum(r.n_folds for t in self.tables for r in t.results)
+
+    @property
+    def n_failed(self) -> int:
+        return sum(r.n_failed for t in self.tables for r in t.results)
+
+    def report(self, *, markdown: bool = True) -> str:
+        parts = [t.report(markdown=markdown) for t in self.tables]
+        return "\n\n".join(parts)
+
+
+def _config_dict(cfg) -> dict:
+    return {"method": cfg.method, "formulation": cfg.formulation, "surrogate": cfg.surrogate, "loop": cfg.loop,
+            "params": cfg.params, "resolved": cfg.resolved_params, "components": cfg.components,
+            "fit_options": cfg.fit_options, "n_features": cfg.n_features, "backend": cfg.backend}
+
+
+def _retrain_desc(retrain, C) -> str | None:
+    if retrain is None:
+        return None
+    return (f"SVC(kernel='linear', C={C:g})" if retrain == "svm" else f"LinearSVC(C={C:g})"
+            if retrain == "linear-svc" else repr(retrain))
+
+
+def _plan(study: Study):
+    """Load the data, validate every configuration, draw the splits: ``(data, tasks, cell meta, groups)``."""
+    prot = study.protocol
+    retrain = prot.retrain_estimator()
+    C = _check_common(prot.scale, 1, "record", retrain, prot.retrain_C)
+    data, tasks, metas, groups = [], [], [], []
+    for dspec in study.datasets:
+        X, y, dsinfo = _as_data(dspec.load(), None)
+        dsinfo = dict(dsinfo, name=dspec.name, source=dspec.source)
+        di = len(data)
+        data.append((X, y))
+        dhash = data_fingerprint(X, y)
+        configs = [_make_config(m.label, m.spec, n_features=None, scale=prot.scale, retrain=retrain, retrain_C=C,
+                                n_columns=X.shape[1], n_samples=X.shape[0]) for m in study.configurations(dspec.name)]
+        evaluation = {"scale": prot.scale, "retrain": prot.retrain, "retrain_C": C}
+        for seed in study.seeds:
+            splits, protocol = make_splits(y, prot.cv, repeats=prot.repeats, random_state=seed, X=X)
+            protocol = dict(protocol, scale=prot.scale, retrain=_retrain_desc(retrain, C), name=prot.name)
+            group = {"dataset": dsinfo, "seed": seed, "protocol": protocol, "n_splits": len(splits),
+                     "data_sha256": dhash, "configs": [], "cells": []}
+            for cfg in configs:
+                group["configs"].append({"label": cfg.label, "groups": cfg.groups, **_config_dict(cfg)})
+                keys = []
+                for s in splits:
+                    key = cell_key(dhash, _config_dict(cfg), evaluation, {**protocol, "repeat": s.repeat,
+                                                                        "fold": s.fold}, s.train)
+                    keys.append(key)
+                    tasks.append(Task(di, s, cfg, f"{dspec.name} / {cfg.label} / seed {seed} split "
+                                                  f"{s.repeat}.{s.fold}"))
+                    metas.append({"key": key, "dataset": dspec.name, "seed": seed, "label": cfg.label,
+                                  "repeat": s.repeat, "fold": s.fold, "backend": cfg.backend})
+                group["cells"].append(keys)
+            groups.append(group)
+    return data, tasks, metas, groups
+
+
+def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: Any = None,
+              progress: Callable[[Progress], None] | None = None, retry_failed: bool = True) -> StudyResult:
+    """Run every cell of ``study`` not already finished in the results folder ``out`` (default:
+    the study's ``output``), writing each cell as it ends, and return the rebuilt tables.
+
+    ``n_jobs`` joblib processes (1: serial, -1: every core) or the Dask cluster ``dask``
+    (``"local"`` or a scheduler address). Failed cells are recomputed on a rerun unless
+    ``retry_failed=False``. A KeyboardInterrupt stops the run; the cells finished before it are on
+    disk and the result has ``interrupted=True``.
+    """
+    root = Path(out or study.output or "")
+    if not str(out or study.output or ""):
+        raise InvalidOptionError("no results folder: give out= (fsframe run --out DIR) or [study] output = \"...\"")
+    if n_jobs == 0 or isinstance(n_jobs, bool) or not isinstance(n_jobs, int):
+        raise InvalidOptionError(f"n_jobs must be a non-zero integer (-1: all cores), got {n_jobs!r}")
+    t0 = time.perf_counter()
+    data, tasks, metas, groups = _plan(study)
+    store = CellStore(root)
+    store.clean_temporary()
+    (root / "study.toml").write_text(study.text, encoding="utf-8")
+    done_before = store.finished([m["key"] for m in metas], retry_failed=retry_failed)
+    todo = [i for i, m in enumerate(metas) if m["key"] not in done_before]
+    engine = "serial" if n_jobs == 1 and dask is None else (f"dask {dask if isinstance(dask, str) else 'client'}"
+                                                             if dask is not None else f"joblib n_jobs={n_jobs}")
+    manifest = {"study": study.name, "study_file": study.path, "study_text": study.text,
+                "protocol": study.protocol.as_dict(), "seeds": list(study.seeds), "environment": environment(),
+                "engine": engine, "started": now(), "finished": None, "interrupted": None,
+                "n_cells": len(metas), "n_skipped": len(metas) - len(todo), "groups": groups,
+                "cells": {m["key"]: {k: m[k] for k in ("dataset", "seed", "label", "repeat", "fold", "backend")}
+                          for m in metas}}
+    write_manifest(root, manifest)
+    cfgs = [tasks[i].cfg for i in todo]
+    if (n_jobs != 1 or dask is not None) and _runtime_components(cfgs):
+        import warnings
+
+        warnings.warn("plugins registered at run time are not available to worker processes; running serially",
+                      RuntimeWarning, stacklevel=2)
+        n_jobs, dask = 1, None
+    skipped = len(metas) - len(todo)
+    computed = 0
+
+    def on_done(j, rec, clock):
+        nonlocal computed
+        i = todo[j]
+        meta = dict(metas[i], backend_version=rec.backend_version, ok=rec.ok)
+        store.write(meta["key"], record_to_json(rec, meta))
+        computed += 1
+        if progress is not None:
+            progress(Progress(skipped + computed, len(metas), rec, eta=clock.eta(), slowest=clock.slowest(),
+                              skipped=skipped))
+
+    interrupted = execute(_run_fold, data, [tasks[i] for i in todo], n_jobs=n_jobs, dask=dask, on_done=on_done)
+    manifest.update(finished=now(), interrupted=interrupted, wall_seconds=time.perf_counter() - t0,
+                    n_computed=computed)
+    res = _rebuild(root, manifest, store)
+    for key, d in _cell_files(store, manifest).items():
+        manifest["cells"][key].update(backend_version=d.get("backend_version"), ok=d["record"].get("ok"))
+    write_manifest(root, manifest)
+    _emit_warnings([r for t in res.tables for r in t.results])
+    return attrs.evolve(res, n_skipped=skipped, n_computed=computed, interrupted=interrupted, manifest=manifest)
+
+
+def _cell_files(store: CellStore, manifest: dict) -> dict[str, dict]:
+    return store.finished(list(manifest["cells"]), retry_failed=False)
+
+
+def _rebuild(root: Path, manifest: dict, store: CellStore) -> StudyResult:
+    cells = _cell_files(store, manifest)
+    env = manifest.get("environment", {}).get("versions", {})
+    tables = []
+    for g in manifest["groups"]:
+        results = []
+        for cfg, keys in zip(g["configs"], g["cells"]):
+            folds = [record_from_json(cells[k]) for k in keys if k in cells]
+            solver = next((f.backend_version for f in folds if f.ok and f.backend_version), None)
+            versions = environment_versions({**env, "solver": f"{cfg['backend']} {solver}" if solver else cfg["backend"]})
+            prot = dict(g["protocol"], n_features=cfg["n_features"], groups=cfg["groups"])
+            results.append(CVResult(label=cfg["label"], method=cfg["method"], components=cfg["components"],
+                                    params=to_jsonable(cfg["resolved"]), fit_options=to_jsonable(cfg["fit_options"]),
+                                    backend=cfg["backend"], protocol=prot, dataset=g["dataset"], folds=tuple(folds),
+                                    seconds=float(sum(f.total_seconds for f in folds)), versions=versions,
+                                    n_planned=len(keys)))
+        protocol = dict(g["protocol"], n_features=None)
+        tables.append(CompareResult(results=tuple(results), protocol=protocol, dataset=g["dataset"],
+                                    seconds=float(manifest.get("wall_seconds") or sum(r.seconds for r in results))))
+    return StudyResult(root=root, manifest=manifest, tables=tuple(tables), n_cells=len(manifest["cells"]))
+
+
+def load_results(root: str) -> StudyResult:
+    """The tables of a results folder, rebuilt from ``manifest.json`` and ``cells/`` alone."""
+    root_p = Path(root)
+    manifest = read_manifest(root_p)
+    return _rebuild(root_p, manifest, CellStore(root_p))

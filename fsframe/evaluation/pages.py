@@ -1,0 +1,60 @@
+"""The report page of a results folder (``fsframe report RESULTS``): every table and picture,
+rebuilt from the cells, in Markdown or HTML."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from .plots import draw, figures_for, slug
+
+__all__ = ["write_report"]
+
+_CAPTIONS = {"accuracy_vs_features": "Test accuracy against the number of selected features (mean ± std over splits)",
+             "frequency": "Selection frequency of each feature over the splits",
+             "sweep": "Accuracy and support size against the swept parameter (mean ± std over splits)"}
+
+
+def write_report(result, *, fmt: str = "md", plots: bool = True) -> Path:
+    """Write ``report.md`` (or ``report.html``) and the pictures (``img/*.png`` and ``.svg``) into the
+    results folder of ``result`` (a :class:`~fsframe.evaluation.experiment.StudyResult`); returns the page."""
+    root = Path(result.root)
+    m = result.manifest
+    env = m.get("environment", {})
+    sections = []
+    for t in result.tables:
+        seed = t.protocol.get("random_state")
+        name = f"{t.dataset['name']}" + (f" (seed {seed})" if len(m.get("seeds", [])) > 1 else "")
+        images = []
+        if plots:
+            for kind, data in figures_for(t):
+                stem = root / "img" / f"{slug(name)}-{kind}"
+                draw(kind, data, stem, title=f"{name}: {_CAPTIONS[kind].split(' (')[0].lower()}")
+                images.append((kind, f"img/{stem.name}.png"))
+        sections.append((name, t, images))
+    head = (f"study {m.get('study')}: {m.get('n_cells')} cells, engine {m.get('engine')}, started {m.get('started')}, "
+            f"finished {m.get('finished') or 'NOT (interrupted or running)'}; fsframe "
+            f"{env.get('versions', {}).get('fsframe', '?')}, Python {env.get('python', '?')}, {env.get('platform', '?')}")
+    missing = result.n_cells - result.n_finished
+    if missing:
+        head += f"; {missing} planned cells have no result yet (rerun fsframe run to finish them)"
+    if fmt == "html":
+        body = [f"<h1>{html.escape(str(m.get('study')))}</h1>", f"<p>{html.escape(head)}</p>"]
+        for name, t, images in sections:
+            body.append(f"<h2>{html.escape(name)}</h2>")
+            body.append(f"<pre>{html.escape(t.report())}</pre>")
+            for kind, src in images:
+                body.append(f'<figure><img src="{src}" alt="{kind}"><figcaption>{html.escape(_CAPTIONS[kind])}'
+                            "</figcaption></figure>")
+        page = root / "report.html"
+        page.write_text("<!doctype html>\n<meta charset=\"utf-8\">\n<title>fsframe report</title>\n"
+                        + "\n".join(body) + "\n", encoding="utf-8")
+        return page
+    lines = [f"# {m.get('study')}", "", head, ""]
+    for name, t, images in sections:
+        lines += [f"## {name}", "", t.report(markdown=True), ""]
+        for kind, src in images:
+            lines += [f"![{_CAPTIONS[kind]}]({src})", ""]
+    page = root / "report.md"
+    page.write_text("\n".join(lines), encoding="utf-8")
+    return page

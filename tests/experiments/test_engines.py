@@ -1,0 +1,58 @@
+"""Serial, joblib (2 workers) and a Dask LocalCluster on loopback give bit-identical cells; compare
+runs on the same runner (``dask=``, ``fsframe compare --dask``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fsframe.cli import main
+from fsframe.evaluation import compare
+from fsframe.evaluation.experiment import run_study
+from fsframe.io import load_dataset
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                       dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def test_serial_joblib_dask_bit_identical(small_study, tmp_path, client, cells):
+    serial = run_study(small_study, tmp_path / "serial", n_jobs=1)
+    run_study(small_study, tmp_path / "joblib", n_jobs=2)
+    run_study(small_study, tmp_path / "dask", dask=client)
+    a, b, c = (cells.results(tmp_path / d) for d in ("serial", "joblib", "dask"))
+    assert len(a) == serial.n_cells == 9 and all(r["ok"] for r in a.values())
+    # json keeps floats as their shortest round-trip repr: equal text is equal bits
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) == json.dumps(c, sort_keys=True)
+
+
+def test_compare_on_dask_equals_serial(client):
+    data = load_dataset("wine")
+    kw = dict(methods=["l1-svm", "fsv"], cv=3, random_state=1)
+    s = compare(data, **kw)
+    d = compare(data, dask=client, **kw)
+    for rs, rd in zip(s.results, d.results):
+        for fs, fd in zip(rs.folds, rd.folds):
+            assert (fs.accuracy, fs.mcc, fs.selected, fs.objective, fs.n_iter) == \
+                   (fd.accuracy, fd.mcc, fd.selected, fd.objective, fd.n_iter)
+            np.testing.assert_array_equal(fs.y_pred, fd.y_pred)
+
+
+def test_cli_compare_dask_address(client, capsys):
+    addr = client.scheduler.address
+    assert main(["compare", "wine", "--methods", "l1-svm", "--cv", "3", "--dask", addr, "--markdown"]) == 0
+    out_dask = capsys.readouterr().out
+    assert main(["compare", "wine", "--methods", "l1-svm", "--cv", "3", "--jobs", "1", "--markdown"]) == 0
+    out_serial = capsys.readouterr().out
+    strip = lambda t: [line.rsplit("|", 3)[0] for line in t.splitlines() if line.startswith("| l1-svm")]  # noqa: E731
+    assert strip(out_dask) == strip(out_serial) and strip(out_dask)

@@ -1,0 +1,163 @@
+"""Resuming: a run killed mid-grid (a subprocess and SIGKILL) loses only the cells in flight; the
+rerun recomputes only the missing cells (fits counted) and its table equals an uninterrupted
+run's. A changed experiment file invalidates only the cells it changes; failed cells are retried."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import attrs
+import pytest
+
+from fsframe.evaluation import runner
+from fsframe.evaluation.experiment import load_results, run_study
+from fsframe.evaluation.study import load_study, study_from_dict
+
+STUDY = """
+[study]
+name = "resume"
+seeds = [0]
+
+[protocol]
+cv = 4
+
+[[datasets]]
+name = "wine"
+
+[[methods]]
+method = "l1-svm"
+C = [0.1, 1, 10]
+"""
+
+# Runs a study in a child process; every fit appends a line to a log (the count of solver work)
+# and sleeps, so that the parent can kill the child mid-grid.
+CHILD = textwrap.dedent("""
+    import sys, time
+    from fsframe.evaluation import runner
+    from fsframe.evaluation.experiment import run_study
+    from fsframe.evaluation.study import load_study
+
+    real = runner.fit
+    def counted(*a, **k):
+        with open(sys.argv[3], "a") as fh:
+            fh.write("fit\\n")
+        time.sleep(float(sys.argv[4]))
+        return real(*a, **k)
+    runner.fit = counted
+    run_study(load_study(sys.argv[1]), sys.argv[2], n_jobs=1)
+""")
+
+
+def _child(tmp_path, out, log, delay):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "study.toml"), str(out), str(log),
+                             str(delay)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _rows(res):
+    return [(r.label, [(f.repeat, f.fold, f.accuracy, f.mcc, f.selected, f.n_iter, f.objective) for f in r.folds])
+            for t in res.tables for r in t.results]
+
+
+def test_kill_mid_grid_then_resume(tmp_path, cells, monkeypatch):
+    read_cells = cells.read
+    (tmp_path / "study.toml").write_text(STUDY)
+    out, log = tmp_path / "run", tmp_path / "fits.log"
+    proc = _child(tmp_path, out, log, 0.2)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (out / "cells").is_dir() and len(list((out / "cells").glob("*.json"))) >= 4:
+            break
+        if proc.poll() is not None:
+            pytest.fail(f"the child ended before it was killed: {proc.stderr.read().decode()[-2000:]}")
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    kept = read_cells(out)
+    total = 3 * 4
+    assert 4 <= len(kept) < total  # killed mid-grid; the finished cells survived the kill
+    first_fits = len(log.read_text().splitlines())
+    assert first_fits - len(kept) <= 1  # at most the cell in flight was lost
+
+    calls = []
+    real = runner.fit
+    monkeypatch.setattr(runner, "fit", lambda *a, **k: calls.append(1) or real(*a, **k))
+    rerun = run_study(load_study(tmp_path / "study.toml"), out)
+    assert len(calls) == rerun.n_computed == total - len(kept)  # finished cells not recomputed
+    assert rerun.n_skipped == len(kept)
+    monkeypatch.undo()
+    for k, d in kept.items():  # and left untouched
+        assert read_cells(out)[k] == d
+
+    resumed = load_results(out)
+    fresh = run_study(load_study(tmp_path / "study.toml"), tmp_path / "fresh")
+    assert resumed.n_finished == fresh.n_finished == total
+    assert _rows(resumed) == _rows(fresh)
+    strip = lambda t: [line.rsplit("|", 3)[0] for line in t.table(markdown=True).splitlines()]  # noqa: E731
+    assert [strip(t) for t in resumed.tables] == [strip(t) for t in fresh.tables]
+
+
+def test_changed_file_invalidates_only_changed_cells(tmp_path, monkeypatch, small_spec):
+    SMALL = small_spec
+    calls = []
+    real = runner.fit
+    monkeypatch.setattr(runner, "fit", lambda *a, **k: calls.append(k.get("method")) or real(*a, **k))
+    first = run_study(study_from_dict(SMALL), tmp_path)
+    assert first.n_computed == 9 and len(calls) == 9
+    again = run_study(study_from_dict(SMALL), tmp_path)
+    assert (again.n_skipped, again.n_computed, len(calls)) == (9, 0, 9)
+    changed = {**SMALL, "methods": [{"method": "l1-svm"}, {"method": "fsv", "alpha": [0.5, 5, 20]}]}
+    third = run_study(study_from_dict(changed), tmp_path)
+    assert (third.n_skipped, third.n_computed) == (9, 3) and calls[9:] == ["fsv"] * 3
+    seed = {**SMALL, "study": {"seeds": [4]}}
+    fourth = run_study(study_from_dict(seed), tmp_path)
+    assert fourth.n_computed == 9  # other splits: every cell is new
+
+
+def test_failed_cells_are_retried(tmp_path, monkeypatch, small_spec, cells):
+    SMALL, read_cells = small_spec, cells.read
+    real = runner.fit
+
+    def flaky(*a, **k):
+        if k.get("alpha") == 5:
+            raise RuntimeError("boom")
+        return real(*a, **k)
+
+    monkeypatch.setattr(runner, "fit", flaky)
+    res = run_study(study_from_dict(SMALL), tmp_path)
+    assert res.n_failed == 3
+    failed = [d for d in read_cells(tmp_path).values() if not d["record"]["ok"]]
+    assert len(failed) == 3 and all(d["record"]["error"] == "boom" for d in failed)
+    monkeypatch.setattr(runner, "fit", real)
+    kept = run_study(study_from_dict(SMALL), tmp_path, retry_failed=False)
+    assert kept.n_computed == 0 and kept.n_failed == 3
+    again = run_study(study_from_dict(SMALL), tmp_path)
+    assert again.n_computed == 3 and again.n_failed == 0
+
+
+def test_missing_method_on_worker_says_so(small_study):
+    from fsframe.evaluation.executor import run_cell
+    from fsframe.evaluation.experiment import _plan
+
+    data, tasks, *_ = _plan(small_study)
+    t = tasks[0]
+    cfg = attrs.evolve(t.cfg, method="not-installed-method")
+    _, rec = run_cell(runner._run_fold, 0, *data[0], t.split, cfg, False)
+    assert not rec.ok and rec.error_type == "UnknownComponentError"
+    assert "not-installed-method" in rec.error and "not installed on worker" in rec.error and "pip install" in rec.error
+
+
+def test_interrupted_manifest_and_temp_files(tmp_path, small_spec):
+    SMALL = small_spec
+    (tmp_path / "cells").mkdir()
+    (tmp_path / "cells" / ".tmp-abc-1").write_text("{half")
+    res = run_study(study_from_dict(SMALL), tmp_path)
+    assert not list((tmp_path / "cells").glob(".tmp-*"))
+    assert res.manifest["finished"] and res.manifest["interrupted"] is False
+    assert Path(tmp_path / "study.toml").read_text() == ""  # the text given (none here)
