@@ -247,7 +247,9 @@ register_decision_check("fsframe_mpm:MPMMaxFormulation", _mpm_max_decision)
 
 
 # =============================================================================== surrogates
-register_em_weights(LpSurrogate, lambda s: ("quad_weights = t^(p-2) (lp convention)", lambda x: x ** (s.p - 2.0)))
+register_em_weights(LpSurrogate, lambda s: (
+    ("quad_weights = t^(p-2) (lp convention)", lambda x: x ** (s.p - 2.0)) if s.eps == 0 else
+    ("quad_weights = (t+eps)^(p-1)/t (smoothed lp convention)", lambda x: (x + s.eps) ** (s.p - 1.0) / x)))
 register_em_weights(L0Surrogate, lambda s: ("quad_weights = 1/t^2 (l0 convention)", lambda x: 1.0 / (x * x)))
 
 
