@@ -69,6 +69,8 @@ DEFAULT_PLUGINS = {
     "fsframe.kernels": "fsframe.kernels",
     "svm": "fsframe_svm",
     "mpm": "fsframe_mpm",
+    "multiclass": "fsframe_multiclass",
+    "filters": "fsframe_filters",
 }
 ENTRY_POINT_GROUP = "fsframe"
 OWN_DISTRIBUTION = "fsframe"
