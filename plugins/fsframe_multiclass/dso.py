@@ -30,7 +30,8 @@ def outcome_from_weights(loop, W, intercept, *, objective, history, statuses, co
     support = rows above ``zero_tol`` times the largest norm; with ``n_features`` the ``r``
     largest rows (004 Algorithm 1, last line: "select the largest d features"), the others zeroed
     (``info["n_features_dropped"]`` counts the non-zero rows cut; the objective stays that of the
-    iterate, which was never re-solved on the ``r`` rows)."""
+    iterate, which was never re-solved on the ``r`` rows). ``W`` with one column (two classes)
+    gives a 1-D ``coef``."""
     t = row_norms(W)
     scale = float(np.max(t, initial=0.0))
     support = t > max(loop.zero_tol * scale, 1e-12)
@@ -42,6 +43,8 @@ def outcome_from_weights(loop, W, intercept, *, objective, history, statuses, co
         selection["n_features_dropped"] = int(np.count_nonzero(support & ~keep))
         support = keep
     coef = np.where(support[:, None], W, 0.0)
+    if coef.shape[1] == 1:  # two classes: one column, a binary model (margin.label_matrix)
+        coef = coef[:, 0]
     it = Iterate(status=result.status, x=None, coef=coef.ravel(), intercept=np.asarray(intercept, dtype=float),
                  t=t, loss=0.0, objective=objective, seconds=seconds, result=result)
     return LoopOutcome(iterate=it, coef=coef, support=support, objective=objective, converged=converged,

@@ -13,7 +13,8 @@ from scipy.optimize import linprog
 
 from fsframe import BuiltModel, Formulation, ProblemClass
 from fsframe.errors import DataError, InfeasibleParameterError
-from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_soc, add_sparsity_slot, var_list
+from fsframe.pyomo_ext import (LinearMap, add_linear_constraints, add_named_expressions, add_soc, add_sparsity_slot,
+                               var_list)
 from fsframe.validators import real, to_float
 
 __all__ = ["MarginFormulation", "label_matrix", "class_codes", "separable_columns"]
@@ -33,9 +34,13 @@ def class_codes(y) -> np.ndarray:
 
 def label_matrix(y) -> np.ndarray:
     """The one-vs-rest label matrix ``Y`` of 004 eq. 2: ``Y_ik = 1`` if sample ``i`` is in class
-    ``k``, else ``-1``; shape ``(m, c)`` with ``c >= 2`` columns (two for a binary problem)."""
+    ``k``, else ``-1``; shape ``(m, c)``. Two classes give the single column ``y`` (±1, code 1 is
+    ``+1``): 004's two columns would be ``y`` and ``-y``, whose problem (eq. 5) is the one-column
+    problem twice, mirrored (``W = [w, -w]``: the same row ranking, norms times ``sqrt(2)``)."""
     codes = class_codes(y)
-    c = max(int(codes.max()) + 1, 2)
+    c = int(codes.max()) + 1
+    if c <= 2:
+        return np.where(codes == 1, 1.0, -1.0)[:, None]
     Y = -np.ones((codes.size, c))
     Y[np.arange(codes.size), codes] = 1.0
     return Y
@@ -74,12 +79,13 @@ class MarginFormulation(Formulation):
     ``penalty`` is the sparsity slot on the row norms ``||W_j||_2``: ``lp`` on it is 004's
     ``||W||_{2,p}^p`` (eq. 1), and ``fit(X, y, formulation="margin", surrogate="lp", loop="em", p=...)``
     is the generic composition of 004 eq. 10 (the intercept ``b`` unpenalised; Algorithm 1
-    absorbs it into ``W``, see ``dso-fs``). ``coef`` is ``W`` of shape ``(n, c)`` (``c = 2`` for
-    two classes), ``intercept`` is ``b`` (``c``,), ``decision_function`` is ``X W + b`` (``m, c``)
-    and ``predict`` its argmax.
+    absorbs it into ``W``, see ``dso-fs``). ``coef`` is ``W`` of shape ``(n, c)``, ``intercept``
+    is ``b`` (``c``,), ``decision_function`` is ``X W + b`` (``m, c``) and ``predict`` its argmax.
+    Two classes give one column (see :func:`label_matrix`): ``coef`` (``n``,), a scalar
+    intercept and a binary decision function, as every binary fsframe model.
 
     The ``lin`` term writes the epigraph ``s_j >= ||W_j||_2`` as ``n`` second-order cones
-    (an SOCP); ``quad`` and ``lin_w`` keep an LP/QP.
+    (an SOCP); ``quad`` and ``lin_w`` keep an LP/QP (``lin_w`` alone: ``W = U - V``, ``U, V >= 0``).
 
     Parameters
     ----------
@@ -119,10 +125,22 @@ class MarginFormulation(Formulation):
         Y = label_matrix(y)
         c = Y.shape[1]
         model = pyo.ConcreteModel(name=f"margin(C={self.C})")
+        # lin_w without lin: W = U - V with U, V >= 0, as the binary hinge (fsframe_svm) splits it; the
+        # solvers meet the margin rows to their tolerance more tightly than with a free W
+        split = "lin_w" in terms and "lin" not in terms
+        magnitude = None
         with PauseGC():
-            model.W = pyo.Var(range(n * c))  # row-major: entry j*c + k is W[j, k]
+            if split:
+                model.u = pyo.Var(range(n * c), bounds=(0, None))
+                model.v = pyo.Var(range(n * c), bounds=(0, None))
+                uv = var_list(model.u, model.v)
+                coef = LinearMap(sp.hstack([sp.identity(n * c), -sp.identity(n * c)]), uv)
+                wvars = add_named_expressions(model, "W", coef)
+            else:
+                model.W = pyo.Var(range(n * c))  # row-major: entry j*c + k is W[j, k]
+                wvars = var_list(model.W)
+                coef = LinearMap.identity(wvars)
             model.b = pyo.Var(range(c))
-            wvars = var_list(model.W)
             bvars = var_list(model.b)
             xis = []
             if self.C is not None:
@@ -135,8 +153,6 @@ class MarginFormulation(Formulation):
             blocks.append(sp.identity(m * c))
         M = sp.hstack(blocks, format="csr")
         add_linear_constraints(model, "margin", LinearMap(M, wvars + bvars + xis), lower=1.0)
-        coef = LinearMap.identity(wvars)
-        magnitude = None
         if "lin" in terms:
             model.s = pyo.Var(range(n), bounds=(0, None))
             svars = var_list(model.s)
@@ -146,5 +162,6 @@ class MarginFormulation(Formulation):
         loss = 0.0 if not xis else LinearExpression(constant=0.0, linear_coefs=[self.C] * (m * c), linear_vars=xis)
         slot = add_sparsity_slot(model, coef=coef, groups=np.repeat(np.arange(n), c), magnitude=magnitude,
                                  terms=terms, loss=loss)
-        return BuiltModel(model=model, slot=slot, intercept=LinearMap.identity(bvars), coef_shape=(n, c),
+        return BuiltModel(model=model, slot=slot, intercept=LinearMap.identity(bvars),
+                          coef_shape=(n, c) if c > 1 else (n,),
                           info={"n_classes": c})

@@ -93,7 +93,8 @@ class L21RegressionFormulation(Formulation):
         slot = add_sparsity_slot(model, coef=LinearMap.identity(wvars), groups=np.repeat(np.arange(n), c),
                                  magnitude=magnitude, terms=terms, loss=loss)
         intercept = LinearMap(sp.csr_matrix((c, 1)), [model.r[0]])  # no intercept: b = 0
-        return BuiltModel(model=model, slot=slot, intercept=intercept, coef_shape=(n, c), info={"n_classes": c})
+        return BuiltModel(model=model, slot=slot, intercept=intercept, coef_shape=(n, c) if c > 1 else (n,),
+                          info={"n_classes": c})
 
 
 @attrs.frozen
@@ -160,7 +161,7 @@ class RFSLoop(OuterLoop):
             warnings.warn(f"rfs: stopped at max_iter={self.max_iter} before its stopping rule held",
                           ConvergenceWarning, stacklevel=2)
         result = SolveResult(Status.OPTIMAL, None, f, "numpy", time.perf_counter() - t_start)
-        return outcome_from_weights(self, W, np.zeros(W.shape[1]), objective=history[-1].objective,
+        return outcome_from_weights(self, W, np.zeros(W.shape[1]) if W.shape[1] > 1 else 0.0, objective=history[-1].objective,
                                     history=history, statuses=[r.status for r in history], converged=converged,
                                     reason=reason, monotone=monotone, result=result, n_features=n_features,
                                     seconds=time.perf_counter() - t_start)

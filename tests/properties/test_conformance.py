@@ -36,6 +36,13 @@ CONFORMANCE = {
         "reweighted-l1": [{}, {"init": "zero"}],
         "dca": [{}, {"init": "zero"}],
         "em": [{}],
+        # closed algorithms that never solve the slot's subproblem sequence (check_loop does not apply):
+        # value-checked in tests/multiclass (Theorem 1 descent, U/E updates vs direct solves, CVXPY optima)
+        "dso": None,
+        "rfs": None,
+        # filters: one solve on the ranked features, through the kit
+        "relieff": [{}],
+        "mrmr": [{}],
     },
     "backend": {
         "highs": [{}, {"qp_form": "dual"}, {"qp_form": "scaled"}, {"qp_form": "primal"}],
@@ -46,15 +53,18 @@ CONFORMANCE = {
         "hinge": [{"C": 1.0}, {"C": 10.0}],
         "mpm": [{"delta": 0.5}],
         "mpm-max": [{}],
+        "margin": [{"C": 1.0}, {"C": 10.0}],
+        "l21-regression": [{"gamma": 1.0}],
     },
     # methods: run and value-checked in tests/unit/test_composition.py
     "method": {name: [{}] for name in ("l1-svm", "fsv", "em-l0", "arom", "svm-weights", "scad-svm",
-                                       "mpm", "l1-mpm", "l0-mpm")},
+                                       "mpm", "l1-mpm", "l0-mpm", "dso-fs", "rfs", "relieff", "mrmr")},
 }
 
 
 def _cases(kind):
-    return [pytest.param(name, params, id=f"{name}-{params}") for name, ps in CONFORMANCE[kind].items() for params in ps]
+    return [pytest.param(name, params, id=f"{name}-{params}") for name, ps in CONFORMANCE[kind].items()
+            for params in (ps or ())]
 
 
 def _component(kind, name, params):
