@@ -85,6 +85,11 @@ class DSOLoop(OuterLoop):
     e_backend : str
         The registered backend of the ``E`` QP (default ``"clarabel"``: HiGHS's QP solver stops with
         numerical errors on these weights, measured on Colon).
+    bvls_fallback : bool
+        When the QP has no verified solution (Clarabel stops short on the degenerate ``E`` of
+        rank-deficient data, ``m > rank X``), solve that step by BVLS instead (counted in
+        ``info["e_steps_bvls"]``); ``False`` makes it a failure (raise, or with
+        ``raise_on_failure=False`` keep the last iterate).
     max_iter : int
         Default 100.
     tol : float
@@ -99,6 +104,7 @@ class DSOLoop(OuterLoop):
     tol: float = attrs.field(default=1e-4, converter=to_float, validator=real(0))
     e_solver: str = attrs.field(default="qp", validator=in_(("qp", "bvls")))
     e_backend: str = attrs.field(default="clarabel", validator=instance_of(str))
+    bvls_fallback: bool = attrs.field(default=True, validator=instance_of(bool))
 
     def missing(self, surrogate):
         if not isinstance(surrogate, LpSurrogate) or not 0 < surrogate.p <= 1 or surrogate.eps != 0:
@@ -112,17 +118,21 @@ class DSOLoop(OuterLoop):
         raise NotImplementedError("dso runs Algorithm 1 in run()")
 
     def _e_step(self, sub, ns, H, Y, V, p):
-        if self.e_solver == "bvls":
-            t0 = time.perf_counter()
-            E = e_update_bvls(ns, H, Y, V, p)
-            return E, SolveResult(Status.OPTIMAL, None, None, "scipy-bvls", time.perf_counter() - t0)
-        backend = get_registry().get("backend", self.e_backend)()
-        res = sub.solver.solve(e_update_problem(ns, H, Y, V, p), backend=backend)
-        if not res.ok:
-            return None, res
-        m, c = Y.shape
-        E = res.x[:m * c].reshape(c, m).T
-        return np.where(Y > 0, np.maximum(E, 0.0), np.minimum(E, 0.0)), res  # bounds to the solver's tolerance
+        """``(E, result, fell_back)``; ``E`` is None when no solution was found."""
+        if self.e_solver == "qp":
+            backend = get_registry().get("backend", self.e_backend)()
+            res = sub.solver.solve(e_update_problem(ns, H, Y, V, p), backend=backend)
+            if res.ok:
+                m, c = Y.shape
+                E = res.x[:m * c].reshape(c, m).T
+                return np.where(Y > 0, np.maximum(E, 0.0), np.minimum(E, 0.0)), res, False  # bounds to tolerance
+            if not self.bvls_fallback:
+                return None, res, False
+        t0 = time.perf_counter()
+        E = e_update_bvls(ns, H, Y, V, p)
+        ok = bool(np.all(np.isfinite(E)))
+        return (E if ok else None), SolveResult(Status.OPTIMAL if ok else Status.ERROR, None, None, "scipy-bvls",
+                                                time.perf_counter() - t0), self.e_solver == "qp"
 
     def run(self, sub, surrogate, *, n_features=None, callback=None):
         p = float(surrogate.p)
@@ -135,7 +145,7 @@ class DSOLoop(OuterLoop):
         E = np.zeros_like(Y)
         t_piv = np.ones(n + 1)  # Sigma^0 = I (row norms 1), in pivot order
         history, statuses = [], []
-        prev, W, monotone, rejected = None, None, True, 0
+        prev, W, monotone, rejected, fallbacks = None, None, True, 0, 0
         converged, reason = False, "max_iter reached"
         result = SolveResult(Status.OPTIMAL, None, None, "numpy", 0.0)
         for k in range(self.max_iter):
@@ -144,7 +154,8 @@ class DSOLoop(OuterLoop):
             U = u_update(ns, K, t_piv, p)
             H = ns.N - ns.M @ U
             V = H + ns.L @ E  # the pivot rows of V^k
-            E_new, result = self._e_step(sub, ns, H, Y, V, p)
+            E_new, result, fell_back = self._e_step(sub, ns, H, Y, V, p)
+            fallbacks += fell_back
             statuses.append(result.status)
             if E_new is None:
                 msg = (f"dso: the E update (QP) of iteration {k} ended with status {result.status.value} "
@@ -186,5 +197,5 @@ class DSOLoop(OuterLoop):
             self, W[:n], W[n], objective=history[-1].objective, history=history, statuses=statuses,
             converged=converged, reason=reason, monotone=monotone, result=result, n_features=n_features,
             seconds=time.perf_counter() - t_start,
-            extra={"rank": ns.m0, "e_steps_rejected": rejected, "l2p_with_bias_row": history[-1].objective,
+            extra={"rank": ns.m0, "e_steps_rejected": rejected, "e_steps_bvls": fallbacks, "l2p_with_bias_row": history[-1].objective,
                    "l2p_features": l2p(W[:n], p)})

@@ -117,7 +117,7 @@ class MarginFormulation(Formulation):
                 f"margin: the hard-margin constraints Y ⊙ (XW + 1bᵀ) >= 1 (paper 004 eq. 5) have no solution on "
                 f"this data: class column(s) {bad} cannot be separated from the rest by any hyperplane. Use the "
                 "soft margin, e.g. fit(..., formulation='margin', C=1.0) (or formulation__C=1.0 with method "
-                "'dso-fs'), which adds slacks weighted by C")
+                "'dso-fs'), which adds slacks weighted by C", parameter="C", value=None, limit=None)
         return {"n_classes": Y.shape[1]}
 
     def build(self, X, y, terms):
