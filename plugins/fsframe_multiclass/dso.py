@@ -21,7 +21,7 @@ from fsframe.validators import as_int, positive_int, real, to_float
 from .margin import label_matrix
 from .nullspace import NullSpace, e_update_bvls, e_update_problem, l2p, row_norms, u_update
 
-__all__ = ["DSOLoop", "outcome_from_weights"]
+__all__ = ["DSOLoop", "outcome_from_weights", "descent_step"]
 
 
 def outcome_from_weights(loop, W, intercept, *, objective, history, statuses, converged, reason, monotone,
@@ -45,11 +45,25 @@ def outcome_from_weights(loop, W, intercept, *, objective, history, statuses, co
     coef = np.where(support[:, None], W, 0.0)
     if coef.shape[1] == 1:  # two classes: one column, a binary model (margin.label_matrix)
         coef = coef[:, 0]
-    it = Iterate(status=result.status, x=None, coef=coef.ravel(), intercept=np.asarray(intercept, dtype=float),
+    intercept = np.atleast_1d(np.asarray(intercept, dtype=float))
+    it = Iterate(status=result.status, x=None, coef=coef.ravel(), intercept=intercept,
                  t=t, loss=0.0, objective=objective, seconds=seconds, result=result)
     return LoopOutcome(iterate=it, coef=coef, support=support, objective=objective, converged=converged,
                        n_iter=len(history), history=tuple(history), monotone=monotone, reason=reason,
                        statuses=tuple(statuses), selection=selection or None)
+
+
+def descent_step(loop, who: str, what: str, prev, f: float, k: int) -> tuple[bool, bool]:
+    """``(rose, small)`` for the monitored value ``f`` after ``prev`` (None at the first iterate):
+    a rise beyond ``loop.tol`` (relative) is warned about (:class:`ConvergenceWarning`); ``small``
+    when the change is below ``loop.tol`` relative — the stopping rule of ``dso`` and ``rfs``."""
+    if prev is None:
+        return False, False
+    rose = f > prev + loop.tol * max(1.0, abs(prev))
+    if rose:
+        warnings.warn(f"{who}: {what} rose from {prev:.8g} to {f:.8g} at iteration {k} (tolerance {loop.tol:g}); "
+                      "the solver's accuracy may be too low for this tol", ConvergenceWarning, stacklevel=3)
+    return rose, abs(prev - f) <= loop.tol * max(abs(prev), 1e-300)
 
 
 @attrs.frozen
@@ -179,14 +193,11 @@ class DSOLoop(OuterLoop):
             step = None if prev is None else prev - f
             history.append(IterRecord(k, f, nnz, result.status, time.perf_counter() - t0 + (setup if k == 0 else 0.0),
                                       step, 0.0))
-            if prev is not None and f > prev + self.tol * max(1.0, abs(prev)):
-                monotone = False
-                warnings.warn(f"dso: ||W||_2,p rose from {prev:.8g} to {f:.8g} at iteration {k} (tolerance "
-                              f"{self.tol:g}); the E update's solver accuracy may be too low for this tol",
-                              ConvergenceWarning, stacklevel=2)
+            rose, small = descent_step(self, "dso", "||W||_2,p", prev, f, k)
+            monotone &= not rose
             if callback is not None:
                 callback(history[-1], None)
-            if prev is not None and abs(prev - f) <= self.tol * max(abs(prev), 1e-300):
+            if small:
                 converged, reason = True, "||W||_2,p decrease below tol"
                 break
             prev = f
@@ -197,5 +208,6 @@ class DSOLoop(OuterLoop):
             self, W[:n], W[n], objective=history[-1].objective, history=history, statuses=statuses,
             converged=converged, reason=reason, monotone=monotone, result=result, n_features=n_features,
             seconds=time.perf_counter() - t_start,
-            extra={"rank": ns.m0, "e_steps_rejected": rejected, "e_steps_bvls": fallbacks, "l2p_with_bias_row": history[-1].objective,
+            extra={"rank": ns.m0, "e_steps_rejected": rejected, "e_steps_bvls": fallbacks,
+                   "l2p_with_bias_row": history[-1].objective,
                    "l2p_features": l2p(W[:n], p)})

@@ -17,7 +17,7 @@ from fsframe.pyomo_ext import (LinearMap, add_linear_constraints, add_named_expr
                                var_list)
 from fsframe.validators import real, to_float
 
-__all__ = ["MarginFormulation", "label_matrix", "class_codes", "separable_columns"]
+__all__ = ["MarginFormulation", "label_matrix", "class_codes", "separable_columns", "add_row_norm_epigraph"]
 
 
 def class_codes(y) -> np.ndarray:
@@ -66,6 +66,16 @@ def separable_columns(X, Y, *, tol: float = 1e-7) -> np.ndarray:
         res = linprog(cost, A_ub=A, b_ub=-np.ones(m), bounds=bounds, method="highs")
         out[k] = res.status == 0 and res.fun <= tol * m
     return out
+
+
+def add_row_norm_epigraph(model, wvars: list, n: int, c: int) -> LinearMap:
+    """Variables ``s_j >= ||W_j||_2`` (``n`` second-order cones over the row-major entries
+    ``wvars``, ``c`` per row): the slot's ``magnitude`` map for the ``lin`` term on row groups."""
+    model.s = pyo.Var(range(n), bounds=(0, None))
+    svars = var_list(model.s)
+    for j in range(n):
+        add_soc(model, f"row{j}", wvars[j * c:(j + 1) * c], svars[j])
+    return LinearMap.identity(svars)
 
 
 @attrs.frozen
@@ -154,11 +164,7 @@ class MarginFormulation(Formulation):
         M = sp.hstack(blocks, format="csr")
         add_linear_constraints(model, "margin", LinearMap(M, wvars + bvars + xis), lower=1.0)
         if "lin" in terms:
-            model.s = pyo.Var(range(n), bounds=(0, None))
-            svars = var_list(model.s)
-            for j in range(n):
-                add_soc(model, f"row{j}", wvars[j * c:(j + 1) * c], svars[j])
-            magnitude = LinearMap.identity(svars)
+            magnitude = add_row_norm_epigraph(model, wvars, n, c)
         loss = 0.0 if not xis else LinearExpression(constant=0.0, linear_coefs=[self.C] * (m * c), linear_vars=xis)
         slot = add_sparsity_slot(model, coef=coef, groups=np.repeat(np.arange(n), c), magnitude=magnitude,
                                  terms=terms, loss=loss)

@@ -20,8 +20,8 @@ from fsframe.loops.base import IterRecord
 from fsframe.pyomo_ext import LinearMap, add_soc, add_sparsity_slot, var_list
 from fsframe.validators import as_int, positive_int, real, to_float
 
-from .dso import outcome_from_weights
-from .margin import label_matrix
+from .dso import descent_step, outcome_from_weights
+from .margin import add_row_norm_epigraph, label_matrix
 from .nullspace import row_norms
 
 __all__ = ["L21RegressionFormulation", "RFSLoop", "rfs_objective", "rfs_step"]
@@ -82,13 +82,7 @@ class L21RegressionFormulation(Formulation):
         XW = sp.kron(sp.csr_matrix(X), sp.identity(c), format="csr")  # row i*c + k is (X W)[i, k]
         for i in range(m):
             add_soc(model, f"res{i}", LinearMap(XW[i * c:(i + 1) * c], wvars, const=-Y[i]), rvars[i])
-        magnitude = None
-        if "lin" in terms:
-            model.s = pyo.Var(range(n), bounds=(0, None))
-            svars = var_list(model.s)
-            for j in range(n):
-                add_soc(model, f"row{j}", wvars[j * c:(j + 1) * c], svars[j])
-            magnitude = LinearMap.identity(svars)
+        magnitude = add_row_norm_epigraph(model, wvars, n, c) if "lin" in terms else None
         loss = sum(rvars) / self.gamma
         slot = add_sparsity_slot(model, coef=LinearMap.identity(wvars), groups=np.repeat(np.arange(n), c),
                                  magnitude=magnitude, terms=terms, loss=loss)
@@ -147,13 +141,11 @@ class RFSLoop(OuterLoop):
             nnz = int(np.count_nonzero(tw > max(self.zero_tol * float(np.max(tw, initial=0.0)), 1e-12)))
             history.append(IterRecord(k, f, nnz, Status.OPTIMAL, time.perf_counter() - t0,
                                       None if prev is None else prev - f, float(np.sum(row_norms(X @ W - Y)))))
-            if prev is not None and f > prev + self.tol * max(1.0, abs(prev)):
-                monotone = False
-                warnings.warn(f"rfs: objective rose from {prev:.8g} to {f:.8g} at iteration {k}",
-                              ConvergenceWarning, stacklevel=2)
+            rose, small = descent_step(self, "rfs", "the objective", prev, f, k)
+            monotone &= not rose
             if callback is not None:
                 callback(history[-1], None)
-            if prev is not None and abs(prev - f) <= self.tol * max(abs(prev), 1e-300):
+            if small:
                 converged, reason = True, "objective decrease below tol"
                 break
             prev = f
@@ -161,7 +153,8 @@ class RFSLoop(OuterLoop):
             warnings.warn(f"rfs: stopped at max_iter={self.max_iter} before its stopping rule held",
                           ConvergenceWarning, stacklevel=2)
         result = SolveResult(Status.OPTIMAL, None, f, "numpy", time.perf_counter() - t_start)
-        return outcome_from_weights(self, W, np.zeros(W.shape[1]) if W.shape[1] > 1 else 0.0, objective=history[-1].objective,
-                                    history=history, statuses=[r.status for r in history], converged=converged,
-                                    reason=reason, monotone=monotone, result=result, n_features=n_features,
+        b = np.zeros(W.shape[1]) if W.shape[1] > 1 else 0.0
+        return outcome_from_weights(self, W, b, objective=history[-1].objective, history=history,
+                                    statuses=[r.status for r in history], converged=converged, reason=reason,
+                                    monotone=monotone, result=result, n_features=n_features,
                                     seconds=time.perf_counter() - t_start)
