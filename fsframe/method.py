@@ -224,6 +224,8 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
     if terms - f.slot_terms:
         gaps.append(f"formulation {f.name!r} cannot build slot terms {sorted(terms - f.slot_terms)} that loop "
                     f"{lp.name!r} needs (it builds {sorted(f.slot_terms)})")
+    if lp.formulations is not None and f.name not in lp.formulations:
+        gaps.append(f"loop {lp.name!r} runs only on formulation(s) {list(lp.formulations)}, not {f.name!r}")
     if not f.sparse and s is not None:
         gaps.append(f"formulation {f.name!r} has no sparsity penalty (every feature keeps a weight), so surrogate "
                     f"{s.name!r} would penalise nothing: run it with surrogate=None and loop='single'")

@@ -172,6 +172,10 @@ class OuterLoop(abc.ABC):
     requires: ClassVar[tuple[str, ...]] = ()
     """Surrogate capabilities the loop needs (see :data:`fsframe.surrogates.CAPABILITIES`)."""
     needs_surrogate: ClassVar[bool] = True
+    formulations: ClassVar[tuple | None] = None
+    """Names of the formulations the loop runs on (``None``: any). A loop that runs its own
+    algorithm on one model (DSO-FS on ``margin``, RFS on ``l21-regression``) names it; ``resolve``
+    refuses the others."""
     monotone: ClassVar[bool] = True
     """Whether theory guarantees the monitored objective does not increase."""
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.feature_selection import mutual_info_classif
 
 __all__ = ["relieff_scores", "discretize", "mutual_info_with", "mrmr_order"]
 
@@ -57,6 +56,8 @@ def mrmr_order(X: NDArray, y: NDArray, n_select: int, *, criterion: str = "mid",
     6-8): relevance ``I(x_j; y)`` (scikit-learn's ``mutual_info_classif`` on the discretised
     features), redundancy the mean ``I(x_j; x_s)`` over the features ``s`` already chosen; MID
     maximises relevance - redundancy, MIQ relevance / redundancy. Returns ``(order, relevance)``."""
+    from sklearn.feature_selection import mutual_info_classif  # imported on use: `import fsframe` stays light
+
     D = discretize(X, zcut)
     rel = mutual_info_classif(D, np.asarray(y), discrete_features=True, random_state=seed)
     H = _onehot(D)

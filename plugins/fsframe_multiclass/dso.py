@@ -12,7 +12,7 @@ import numpy as np
 from attrs.validators import in_, instance_of
 
 from fsframe import OuterLoop, SolveResult, Status, get_registry
-from fsframe.errors import ConvergenceWarning, SolverFailedError
+from fsframe.errors import ConvergenceWarning, InvalidOptionError, SolverFailedError
 from fsframe.loops.base import IterRecord, LoopOutcome
 from fsframe.problem import Iterate
 from fsframe.surrogates.lp import LpSurrogate
@@ -29,8 +29,8 @@ def outcome_from_weights(loop, W, intercept, *, objective, history, statuses, co
     """A :class:`~fsframe.loops.base.LoopOutcome` for a loop that computes ``W`` (n, c) itself:
     support = rows above ``zero_tol`` times the largest norm; with ``n_features`` the ``r``
     largest rows (004 Algorithm 1, last line: "select the largest d features"), the others zeroed
-    (``info["n_features_dropped"]`` counts the non-zero rows cut; the objective stays that of the
-    iterate, which was never re-solved on the ``r`` rows). ``W`` with one column (two classes)
+    (``info["n_features_dropped"]`` counts the non-zero rows cut). ``objective(coef)`` gives the
+    reported objective of the returned coefficients (fsframe's ``loss + penalty``). ``W`` with one column (two classes)
     gives a 1-D ``coef``."""
     t = row_norms(W)
     scale = float(np.max(t, initial=0.0))
@@ -43,6 +43,7 @@ def outcome_from_weights(loop, W, intercept, *, objective, history, statuses, co
         selection["n_features_dropped"] = int(np.count_nonzero(support & ~keep))
         support = keep
     coef = np.where(support[:, None], W, 0.0)
+    objective = float(objective(coef))  # of the model returned (after the n_features cut)
     if coef.shape[1] == 1:  # two classes: one column, a binary model (margin.label_matrix)
         coef = coef[:, 0]
     intercept = np.atleast_1d(np.asarray(intercept, dtype=float))
@@ -70,7 +71,9 @@ def descent_step(loop, who: str, what: str, prev, f: float, k: int) -> tuple[boo
 class DSOLoop(OuterLoop):
     r"""Algorithm 1 of paper 004 (DSO-FS) for ``min ||W||_{2,p} s.t. Y ⊙ X W >= 1`` (eq. 5), the
     bias absorbed into ``W`` as the row of a column of ones (eq. 2; that row counts in the norm,
-    as in the paper, and is returned as the intercept).
+    as in the paper, and is returned as the intercept). The history reports ``||W||_{2,p}`` with that
+    row (Theorem 1's quantity); ``result.objective`` is fsframe's ``loss + sum_j phi(||W_j||)`` of
+    the returned features, ``sum_j ||W_j||^p`` (the hard margin has no loss).
 
     Setup: the null space ``W = P U + Q + [L E; 0]`` (eqs. 7-8, :class:`~.nullspace.NullSpace`).
     From ``E^0 = 0``, ``Sigma^0 = I`` each iteration
@@ -111,6 +114,7 @@ class DSOLoop(OuterLoop):
     """
 
     name = "dso"
+    formulations = ("margin",)
     reference = "Peng & Fan, paper 004, Algorithm 1, eqs. 7-14, Theorems 1-2"
     requires = ()
     monotone = True
@@ -149,6 +153,10 @@ class DSOLoop(OuterLoop):
                                                 time.perf_counter() - t0), self.e_solver == "qp"
 
     def run(self, sub, surrogate, *, n_features=None, callback=None):
+        if getattr(sub.formulation, "C", None) is not None:
+            raise InvalidOptionError(f"dso: Algorithm 1 solves the hard margin of 004 eq. 5, but the margin formulation "
+                                     f"has C={sub.formulation.C}; leave C=None (the soft margin runs with loop 'em', "
+                                     "'dca' or 'reweighted-l1')")
         p = float(surrogate.p)
         X = np.asarray(sub.X, dtype=float)
         Y = label_matrix(sub.y)
@@ -205,7 +213,7 @@ class DSOLoop(OuterLoop):
             warnings.warn(f"dso: stopped at max_iter={self.max_iter} before its stopping rule held",
                           ConvergenceWarning, stacklevel=2)
         return outcome_from_weights(
-            self, W[:n], W[n], objective=history[-1].objective, history=history, statuses=statuses,
+            self, W[:n], W[n], objective=lambda coef: float(np.sum(row_norms(coef) ** p)), history=history, statuses=statuses,
             converged=converged, reason=reason, monotone=monotone, result=result, n_features=n_features,
             seconds=time.perf_counter() - t_start,
             extra={"rank": ns.m0, "e_steps_rejected": rejected, "e_steps_bvls": fallbacks,

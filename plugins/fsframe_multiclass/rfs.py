@@ -96,12 +96,14 @@ class RFSLoop(OuterLoop):
     r"""Nie et al.'s algorithm for RFS (NIPS 2010, Algorithm 1): iteratively reweighted linear
     systems on ``min ||U||_{2,1} s.t. [X, gamma I] U = Y`` — the special case ``i = 1``, ``p = 1``
     of 004 eqs. 30-31 (Lemma 2 with ``p = 1``). Reads ``gamma`` from the ``l21-regression``
-    formulation. The objective ``||X W - Y||_{2,1} + gamma ||W||_{2,1}`` does not increase
+    formulation. The objective ``||X W - Y||_{2,1} + gamma ||W||_{2,1}`` (reported divided by
+    ``gamma``: the formulation's ``loss + penalty``) does not increase
     (checked; a rise beyond ``tol`` is reported); stops when it decreases by less than ``tol``
     (relative). Each iteration solves one ``m x m`` system: any ``n``.
     """
 
     name = "rfs"
+    formulations = ("l21-regression",)
     reference = "Nie, Huang, Cai & Ding, NIPS 2010, Algorithm 1"
     needs_surrogate = False
     monotone = True
@@ -134,7 +136,7 @@ class RFSLoop(OuterLoop):
             t0 = time.perf_counter()
             U = rfs_step(X, Y, gamma, d)
             W = U[:n]
-            f = rfs_objective(X, Y, W, gamma)
+            f = rfs_objective(X, Y, W, gamma) / gamma  # the l21-regression model's loss + penalty
             t = row_norms(U)
             d = 2.0 * np.where(t > 1e-14 * max(float(t.max()), 1e-300), t, 0.0)
             tw = t[:n]
@@ -154,7 +156,8 @@ class RFSLoop(OuterLoop):
                           ConvergenceWarning, stacklevel=2)
         result = SolveResult(Status.OPTIMAL, None, f, "numpy", time.perf_counter() - t_start)
         b = np.zeros(W.shape[1]) if W.shape[1] > 1 else 0.0
-        return outcome_from_weights(self, W, b, objective=history[-1].objective, history=history,
+        return outcome_from_weights(self, W, b, objective=lambda coef: rfs_objective(X, Y, coef, gamma) / gamma,
+                                    history=history,
                                     statuses=[r.status for r in history], converged=converged, reason=reason,
                                     monotone=monotone, result=result, n_features=n_features,
                                     seconds=time.perf_counter() - t_start)
