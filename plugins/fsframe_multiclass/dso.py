@@ -54,10 +54,15 @@ def outcome_from_weights(loop, W, intercept, *, objective, history, statuses, co
                        statuses=tuple(statuses), selection=selection or None)
 
 
-def descent_step(loop, who: str, what: str, prev, f: float, k: int) -> tuple[bool, bool]:
-    """``(rose, small)`` for the monitored value ``f`` after ``prev`` (None at the first iterate):
-    a rise beyond ``loop.tol`` (relative) is warned about (:class:`ConvergenceWarning`); ``small``
-    when the change is below ``loop.tol`` relative — the stopping rule of ``dso`` and ``rfs``."""
+def descent_step(loop, who: str, what: str, prev, record: IterRecord, history: list, callback) -> tuple[bool, bool]:
+    """Append ``record`` to ``history``, report it to ``callback``, and return ``(rose, small)`` for
+    its objective ``f`` after ``prev`` (None at the first iterate): a rise beyond ``loop.tol``
+    (relative) is warned about (:class:`ConvergenceWarning`); ``small`` when the change is below
+    ``loop.tol`` relative — the stopping rule of ``dso`` and ``rfs``."""
+    history.append(record)
+    if callback is not None:
+        callback(record, None)
+    f, k = record.objective, record.k
     if prev is None:
         return False, False
     rose = f > prev + loop.tol * max(1.0, abs(prev))
@@ -199,12 +204,9 @@ class DSOLoop(OuterLoop):
             f = l2p(W, p)
             nnz = int(np.count_nonzero(row_norms(W[:n]) > max(self.zero_tol * float(np.max(row_norms(W[:n]))), 1e-12)))
             step = None if prev is None else prev - f
-            history.append(IterRecord(k, f, nnz, result.status, time.perf_counter() - t0 + (setup if k == 0 else 0.0),
-                                      step, 0.0))
-            rose, small = descent_step(self, "dso", "||W||_2,p", prev, f, k)
+            rec = IterRecord(k, f, nnz, result.status, time.perf_counter() - t0 + (setup if k == 0 else 0.0), step, 0.0)
+            rose, small = descent_step(self, "dso", "||W||_2,p", prev, rec, history, callback)
             monotone &= not rose
-            if callback is not None:
-                callback(history[-1], None)
             if small:
                 converged, reason = True, "||W||_2,p decrease below tol"
                 break

@@ -141,12 +141,10 @@ class RFSLoop(OuterLoop):
             d = 2.0 * np.where(t > 1e-14 * max(float(t.max()), 1e-300), t, 0.0)
             tw = t[:n]
             nnz = int(np.count_nonzero(tw > max(self.zero_tol * float(np.max(tw, initial=0.0)), 1e-12)))
-            history.append(IterRecord(k, f, nnz, Status.OPTIMAL, time.perf_counter() - t0,
-                                      None if prev is None else prev - f, float(np.sum(row_norms(X @ W - Y)))))
-            rose, small = descent_step(self, "rfs", "the objective", prev, f, k)
+            rec = IterRecord(k, f, nnz, Status.OPTIMAL, time.perf_counter() - t0, None if prev is None else prev - f,
+                             float(np.sum(row_norms(X @ W - Y))) / gamma)
+            rose, small = descent_step(self, "rfs", "the objective", prev, rec, history, callback)
             monotone &= not rose
-            if callback is not None:
-                callback(history[-1], None)
             if small:
                 converged, reason = True, "objective decrease below tol"
                 break
