@@ -95,21 +95,23 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
         out = res.loop.run(sub, res.surrogate, n_features=n_features, callback=callback)
     finally:
         sub.close()
-    info.update(sub.built.info)
+    if sub.is_built:  # a loop that never solved the model (DSO-FS, filters) leaves it unbuilt
+        info.update(sub.built.info)
     info.update(build_seconds=sub.build_seconds, compile_seconds=sub.compile_seconds,
                 solve_seconds=float(sum(r.seconds for r in out.history)), stop_reason=out.reason,
                 backend_version=out.iterate.result.backend_version, **(out.selection or {}))
     if keep_model:
         info["model"] = sub.compiled.sync_model()  # holds the last iteration's slot weights
         info["compiled"] = sub.compiled
-    coef = out.coef.reshape(sub.built.coef_shape)
+    coef = out.coef.reshape(sub.built.coef_shape) if sub.is_built else np.asarray(out.coef)
     intercept = out.iterate.intercept
     intercept = float(intercept[0]) if intercept.size == 1 else intercept
-    transform = out.transform if out.transform is not None else sub.built.transform
-    return dict(coef=coef, intercept=intercept, support=out.support, transform=transform, objective=out.objective, n_iter=out.n_iter,
-                converged=out.converged, history=out.history, statuses=solver.statuses + out.statuses,
-                monotone=out.monotone,
-                info=info)
+    transform = out.transform
+    if transform is None and sub.is_built:  # never build a model only to read its transform
+        transform = sub.built.transform
+    return dict(coef=coef, intercept=intercept, support=out.support, transform=transform, objective=out.objective,
+                n_iter=out.n_iter, converged=out.converged, history=out.history,
+                statuses=solver.statuses + out.statuses, monotone=out.monotone, info=info)
 
 
 def fit(

@@ -73,6 +73,8 @@ DEFAULT_PLUGINS = {
     "mpm": "fsframe_mpm",
     "mempm": "fsframe_mempm",
     "twsvm": "fsframe_twsvm",
+    "multiclass": "fsframe_multiclass",
+    "filters": "fsframe_filters",
 }
 ENTRY_POINT_GROUP = "fsframe"
 OWN_DISTRIBUTION = "fsframe"

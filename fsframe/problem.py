@@ -50,30 +50,62 @@ class Subproblem:
     """Build ``formulation`` on ``(X, y)`` with slot ``terms``, compile it, and solve it
     repeatedly for new slot weights on ``backend``.
 
-    Attributes ``build_seconds`` and ``compile_seconds`` record the one-off costs. ``solver`` is
-    the fit's :class:`~fsframe.formulation.AuxSolver`, passed to ``formulation.build`` if it asks
-    for one (by default, one on ``backend`` and ``options``).
+    The model is built and compiled on first use (:attr:`built`, :attr:`compiled`, the first
+    :meth:`solve`): a loop that never solves the Pyomo model (a closed-form algorithm such as
+    DSO-FS, paper 004 Algorithm 1, or a filter ranking) reads the training data :attr:`X`,
+    :attr:`y` and costs no build. Attributes ``build_seconds`` and ``compile_seconds`` record the
+    one-off costs (0 while not built). ``solver`` is the fit's
+    :class:`~fsframe.formulation.AuxSolver`, passed to ``formulation.build`` if it asks for one
+    (by default, one on ``backend`` and ``options``).
     """
 
     def __init__(self, formulation: Formulation, X: NDArray, y: NDArray, terms: frozenset, backend: Backend,
                  options: SolveOptions = SolveOptions(), *, fast: bool = True, cone_form: str = "substitute",
                  solver: AuxSolver | None = None):
         self.formulation = formulation
+        self.X = X
+        self.y = y
         self.terms = frozenset(terms)
         self.backend = backend
         self.options = options
         self.solver = AuxSolver(backend, options) if solver is None else solver
-        self.X, self.y = X, y  # the training data the model was built on (read-only; the greedy loop's eq. 24)
-        t0 = time.perf_counter()
-        self.built: BuiltModel = call_opt_in(formulation.build, X, y, self.terms, solver=self.solver)
-        t1 = time.perf_counter()
-        self.compiled: CompiledModel = compile_model(self.built.model, fast=fast, cone_form=cone_form)
-        t2 = time.perf_counter()
-        self.build_seconds = t1 - t0
-        self.compile_seconds = t2 - t1
+        self._fast = fast
+        self._cone_form = cone_form
+        self._built: BuiltModel | None = None
+        self._compiled: CompiledModel | None = None
+        self.build_seconds = 0.0
+        self.compile_seconds = 0.0
         self.session = None
         self.n_solves = 0
         self.last_timings: dict = {}
+
+    @property
+    def is_built(self) -> bool:
+        """Whether the Pyomo model has been built (and compiled)."""
+        return self._compiled is not None
+
+    def _build(self) -> None:
+        t0 = time.perf_counter()
+        built = call_opt_in(self.formulation.build, self.X, self.y, self.terms, solver=self.solver)
+        t1 = time.perf_counter()
+        compiled = compile_model(built.model, fast=self._fast, cone_form=self._cone_form)
+        self.build_seconds = t1 - t0
+        self.compile_seconds = time.perf_counter() - t1
+        self._built, self._compiled = built, compiled
+
+    @property
+    def built(self) -> BuiltModel:
+        """The formulation's :class:`~fsframe.formulation.BuiltModel` (built on first access)."""
+        if self._compiled is None:
+            self._build()
+        return self._built
+
+    @property
+    def compiled(self) -> CompiledModel:
+        """The compiled model (built and compiled on first access)."""
+        if self._compiled is None:
+            self._build()
+        return self._compiled
 
     @property
     def n_groups(self) -> int:

@@ -24,7 +24,9 @@ class FitResult:
     Attributes
     ----------
     coef : array, shape (n_features,) for binary problems, (n_classes, n_features) one-vs-rest
-        Coefficients on the (possibly kernel-mapped) features; zero outside ``support``.
+        Coefficients on the (possibly kernel-mapped) features; zero outside ``support``. A native
+        multi-output formulation gives its own ``coef_shape``, e.g. ``(n_features, n_classes)``
+        for the multi-class margin of paper 004 (one row group per feature).
     intercept : float, or array of shape (n_classes,)
     support : array of bool, shape (n_groups,)
         Selected features (training samples for a kernel map).
@@ -111,21 +113,23 @@ class FitResult:
                             "impute or drop them before predicting")
         if self.transform is not None:
             return self.transform.transform(X)
-        n = self.coef.shape[-1]
+        n = self.support.shape[0]  # one group per feature: coef may be (n,), (c, n) or (n, c)
         if X.shape[1] != n:
             raise DataError(f"X has {X.shape[1]} features, the model was fitted on {n}")
         return X
 
     def decision_function(self, X: ArrayLike) -> NDArray:
         """``X @ coef + intercept`` (after the kernel map, if any): shape (n_samples,) binary,
-        (n_samples, n_classes) one-vs-rest."""
+        (n_samples, n_classes) one-vs-rest or native multi-output (the formulation's
+        ``decision_function``)."""
         Z = self._features(X)
         if self.per_class:
             return np.column_stack([r.formulation.decision_function(r.coef, r.intercept, Z) for r in self.per_class])
         return self.formulation.decision_function(self.coef, self.intercept, Z)
 
     def predict(self, X: ArrayLike) -> NDArray:
-        """Class labels: the sign of the decision function (binary) or its argmax (one-vs-rest)."""
+        """Class labels: the sign of the decision function (binary) or its argmax (one-vs-rest,
+        native multi-output)."""
         d = self.decision_function(X)
         classes = np.asarray(self.classes, dtype=object)
         if d.ndim == 1:

@@ -174,6 +174,10 @@ class OuterLoop(abc.ABC):
     requires: ClassVar[tuple[str, ...]] = ()
     """Surrogate capabilities the loop needs (see :data:`fsframe.surrogates.CAPABILITIES`)."""
     needs_surrogate: ClassVar[bool] = True
+    formulations: ClassVar[tuple | None] = None
+    """Names of the formulations the loop runs on (``None``: any). A loop that runs its own
+    algorithm on one model (DSO-FS on ``margin``, RFS on ``l21-regression``) names it; ``resolve``
+    refuses the others."""
     monotone: ClassVar[bool] = True
     """Whether theory guarantees the monitored objective does not increase."""
 
@@ -196,7 +200,10 @@ class OuterLoop(abc.ABC):
 
     def formulation_missing(self, formulation) -> list[str]:
         """What ``formulation`` (class or instance) lacks for this loop (empty if compatible);
-        e.g. a bound search needs declared bound parameters."""
+        e.g. a bound search needs declared bound parameters. The default: any formulation, or only
+        those named in :attr:`formulations` when a loop declares them."""
+        if self.formulations is not None and formulation.name not in self.formulations:
+            return [f"to be one of the formulations {list(self.formulations)} this loop runs on"]
         return []
 
     @abc.abstractmethod

@@ -11,9 +11,16 @@ from ..validators import to_float
 from .base import DCSplit, Surrogate, safe_div
 
 
+def _eps_needs_p(instance, attribute, value):
+    if value > 0 and instance.p == 0:
+        raise ValueError("lp: eps > 0 needs p > 0 ((t + eps)**0 - eps**0 is identically 0); use p=0 with eps=0 "
+                         "(the zero-norm) or a p in (0, 1]")
+
+
 @attrs.frozen
 class LpSurrogate(Surrogate):
-    r"""``phi(t) = t**p`` for ``0 <= p <= 1``, with ``0**0 := 0`` so ``p = 0`` is ``1{t > 0}``.
+    r"""``phi(t) = t**p`` for ``0 <= p <= 1``, with ``0**0 := 0`` so ``p = 0`` is ``1{t > 0}``;
+    with ``eps > 0`` the smoothed form ``phi(t) = (t + eps)**p - eps**p``.
 
     EM weights follow 002 Prop. 3 with ``gamma = 1`` and 004 eq. 10:
     ``q(t) = t**(p - 2)`` (``= phi'(t) / (p t)``; we drop the constant ``p`` so that ``p = 0``
@@ -22,19 +29,33 @@ class LpSurrogate(Surrogate):
     no linear ``g`` dominates ``phi`` and there is no DC split; the derivative exists for
     ``p > 0`` only.
 
+    The smoothed form (``eps > 0``, ``p > 0``) has the finite slope ``phi'(0) = p eps**(p-1)``
+    and the exact DC split ``g(t) = p eps**(p-1) t``, ``h(t) = g(t) - phi(t)`` (convex because
+    ``phi`` is concave, non-decreasing because ``phi' <= phi'(0)``, ``h(0) = 0``), so ``lp``
+    composes with ``dca`` and ``reweighted-l1`` like ``exp`` and ``log``. Its EM weights keep
+    the convention above: ``q(t) = (t + eps)**(p-1) / t`` (``= phi'(t) / (p t)``). Approximation
+    error (subadditivity of ``t**p``): ``0 <= t**p - phi(t) <= eps**p`` for every ``t >= 0``,
+    and ``phi(t) -> t**p`` as ``eps -> 0``.
+
     Parameters
     ----------
     p : float in [0, 1]
         0 is the zero-norm, 1 the l1 norm. Paper 004 uses p in (0, 1].
+    eps : float >= 0
+        Smoothing (default 0: the exact ``t**p``); needs ``p > 0`` when positive.
     """
 
     name = "lp"
     em_majorizes = False  # EM weights t^(p-2) (002 Prop. 3), not phi'(t)/t
     reference = "Huang, King & Lyu, paper 002, Prop. 3; Peng & Fan, paper 004, eq. 10"
     p: float = attrs.field(default=0.5, converter=to_float, validator=and_(instance_of(float), ge(0.0), le(1.0)))
+    eps: float = attrs.field(default=0.0, converter=to_float,
+                             validator=and_(instance_of(float), ge(0.0), le(1e6), _eps_needs_p))
 
     def phi(self, t):
         t = np.asarray(t, dtype=float)
+        if self.eps > 0:
+            return (t + self.eps) ** self.p - self.eps**self.p
         if self.p == 0:
             return (t > 0).astype(float)
         return t**self.p
@@ -43,16 +64,37 @@ class LpSurrogate(Surrogate):
         t = np.asarray(t, dtype=float)
         if self.p == 1:
             return np.ones_like(t)
+        if self.eps > 0:
+            return self.p * (t + self.eps) ** (self.p - 1.0)
         return self.p * safe_div(np.ones_like(t), t ** (1.0 - self.p))
+
+    def dc_split(self):
+        if not self.eps > 0:
+            raise NotImplementedError("lp has a DC split only when smoothed (eps > 0): t**p has an infinite slope at 0")
+        p, eps = self.p, self.eps
+        lin = p * eps ** (p - 1.0)
+
+        def h(t):
+            t = np.asarray(t, dtype=float)
+            return lin * t - ((t + eps) ** p - eps**p)
+
+        def grad_h(t):
+            return lin - p * (np.asarray(t, dtype=float) + eps) ** (p - 1.0)
+
+        return DCSplit(lin=lin, h=h, grad_h=grad_h)
 
     def quad_weights(self, t):
         t = np.asarray(t, dtype=float)
+        if self.eps > 0:
+            return safe_div((t + self.eps) ** (self.p - 1.0), t)
         return safe_div(np.ones_like(t), t ** (2.0 - self.p))
 
     def capabilities(self):
         caps = {"quad_weights"}
         if self.p > 0:
             caps.add("derivative")
+        if self.eps > 0:
+            caps.add("dc_split")
         return frozenset(caps)
 
 

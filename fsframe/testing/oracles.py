@@ -240,15 +240,42 @@ def _mpm_max_decision(formulation):
     return check
 
 
+def _label_matrix(y) -> NDArray:
+    """Paper 004 eq. 2's ±1 one-vs-rest matrix from integer codes (one ±1 column for two classes)."""
+    y = np.asarray(y)
+    codes = (y > 0).astype(np.int64) if np.any(y < 0) else y.astype(np.int64)
+    if codes.max() <= 1:
+        return np.where(codes == 1, 1.0, -1.0)[:, None]
+    Y = -np.ones((codes.size, int(codes.max()) + 1))
+    Y[np.arange(codes.size), codes] = 1.0
+    return Y
+
+
+def multiclass_margin_loss(C) -> Callable[[NDArray, NDArray], float]:
+    """``decision_loss=`` for the multi-class margin of paper 004 (``margin``): ``C * sum_ik
+    max(0, 1 - Y_ik F_ik)`` (soft), 0 for the hard margin (``C=None``)."""
+    return lambda f, y: 0.0 if C is None else float(C * np.sum(np.maximum(
+        0.0, 1.0 - _label_matrix(y) * np.reshape(f, (len(f), -1)))))
+
+
+def l21_regression_loss(gamma: float) -> Callable[[NDArray, NDArray], float]:
+    """``decision_loss=`` for ``l21-regression`` (RFS): ``(1/gamma) sum_i ||F_i - Y_i||_2``."""
+    return lambda f, y: float(np.sum(np.linalg.norm(np.reshape(f, (len(f), -1)) - _label_matrix(y), axis=1)) / gamma)
+
+
 # the reference method plugins (plugins/), named as strings like the default plugins
 register_decision_loss("fsframe_svm:HingeFormulation", lambda f: hinge_loss(f.C))
 register_decision_loss("fsframe_mpm:MPMFormulation", lambda f: mpm_margin_loss())
 register_decision_loss("fsframe_mempm:MEMPMFormulation", lambda f: mpm_margin_loss())  # same margin rows (001 eq. 6)
 register_decision_check("fsframe_mpm:MPMMaxFormulation", _mpm_max_decision)
+register_decision_loss("fsframe_multiclass.margin:MarginFormulation", lambda f: multiclass_margin_loss(f.C))
+register_decision_loss("fsframe_multiclass.rfs:L21RegressionFormulation", lambda f: l21_regression_loss(f.gamma))
 
 
 # =============================================================================== surrogates
-register_em_weights(LpSurrogate, lambda s: ("quad_weights = t^(p-2) (lp convention)", lambda x: x ** (s.p - 2.0)))
+register_em_weights(LpSurrogate, lambda s: (
+    ("quad_weights = t^(p-2) (lp convention)", lambda x: x ** (s.p - 2.0)) if s.eps == 0 else
+    ("quad_weights = (t+eps)^(p-1)/t (smoothed lp convention)", lambda x: (x + s.eps) ** (s.p - 1.0) / x)))
 register_em_weights(L0Surrogate, lambda s: ("quad_weights = 1/t^2 (l0 convention)", lambda x: 1.0 / (x * x)))
 
 

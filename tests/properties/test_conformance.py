@@ -25,7 +25,8 @@ CONFORMANCE = {
     "surrogate": {
         "exp": [{"alpha": 0.5}, {"alpha": 5.0}, {"alpha": 50.0}],
         "log": [{"eps": 1e-3}, {"eps": 0.1}, {"eps": 1.0}],
-        "lp": [{"p": 0.0}, {"p": 0.1}, {"p": 0.5}, {"p": 1.0}],
+        "lp": [{"p": 0.0}, {"p": 0.1}, {"p": 0.5}, {"p": 1.0}, {"p": 0.1, "eps": 1e-3}, {"p": 0.5, "eps": 0.1},
+               {"p": 1.0, "eps": 1.0}],
         "l0": [{}],
         "l1": [{}],
         "scad": [{"lam": 1.0, "a": 3.7}, {"lam": 0.1, "a": 2.5}],
@@ -37,6 +38,13 @@ CONFORMANCE = {
         "em": [{}],
         "bound-search": [{}, {"criterion": 1}, {"criterion": "log", "delta_pos_step": 0.1}],
         "greedy": [{"sigma": 0.01}],
+        # closed algorithms that never solve the slot's subproblem sequence (check_loop does not apply):
+        # value-checked in tests/multiclass (Theorem 1 descent, U/E updates vs direct solves, CVXPY optima)
+        "dso": None,
+        "rfs": None,
+        # filters: one solve on the ranked features, through the kit
+        "relieff": [{}],
+        "mrmr": [{}],
     },
     "backend": {
         "highs": [{}, {"qp_form": "dual"}, {"qp_form": "scaled"}, {"qp_form": "primal"}],
@@ -50,16 +58,19 @@ CONFORMANCE = {
         "mempm": [{"delta_pos": 0.4, "delta_neg": 0.3}],
         "mpm-equal": [{"delta": 0.3}],
         "twsvm": [{"c11": 0.5, "c22": 2.0}, {"kernel": "rbf"}],
+        "margin": [{"C": 1.0}, {"C": 10.0}],
+        "l21-regression": [{"gamma": 1.0}],
     },
     # methods: run and value-checked in tests/unit/test_composition.py
     "method": {name: [{}] for name in ("l1-svm", "fsv", "em-l0", "arom", "svm-weights", "scad-svm",
                                        "mpm", "l1-mpm", "l0-mpm", "fs-mempm", "fs-mpm", "l1-twsvm", "ftsvm",
-                                       "rtsvm", "greedy-l1-svm")},
+                                       "rtsvm", "greedy-l1-svm", "dso-fs", "rfs", "relieff", "mrmr")},
 }
 
 
 def _cases(kind):
-    return [pytest.param(name, params, id=f"{name}-{params}") for name, ps in CONFORMANCE[kind].items() for params in ps]
+    return [pytest.param(name, params, id=f"{name}-{params}") for name, ps in CONFORMANCE[kind].items()
+            for params in (ps or ())]
 
 
 def _component(kind, name, params):

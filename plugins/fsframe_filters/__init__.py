@@ -1,0 +1,120 @@
+"""Filter method plugin: ReliefF and mRMR rank the features; the formulation's L2 model is then
+fitted on the top ``n_features`` (paper 004 §5's filter baselines).
+
+Registered as the default plugin ``filters`` (see ``fsframe.plugins.DEFAULT_PLUGINS``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import attrs
+import numpy as np
+from attrs.validators import in_
+
+from fsframe import MethodSpec, OuterLoop, hookimpl
+from fsframe.errors import SolverFailedError
+from fsframe.loops.base import IterRecord, LoopOutcome
+from fsframe.validators import as_int, positive_int, real, to_float
+
+from .scores import discretize, mrmr_order, mutual_info_with, relieff_scores
+
+__all__ = ["FilterLoop", "ReliefFLoop", "MRMRLoop", "relieff_scores", "mrmr_order", "discretize",
+           "mutual_info_with"]
+
+
+@attrs.frozen
+class FilterLoop(OuterLoop):
+    """Base of the filter loops: :meth:`ranking` orders the features (best first); the loop keeps
+    the first ``n_features`` (all without it) and solves the formulation once with unit quadratic
+    weights on them and the others fixed at zero — the L2 model on the selected features (e.g.
+    the soft-margin ``margin`` SVM), so the result predicts. The support is the ranking's top
+    ``n_features`` whatever the model's weights; ``info["ranking"]`` is the order computed (best
+    first), ``info["scores"]`` the filter's scores. A failed solve raises
+    :class:`~fsframe.errors.SolverFailedError` (there is no earlier iterate to keep)."""
+
+    needs_surrogate = False
+    monotone = False
+    formulations = ("margin", "hinge")  # large-margin models whose L2 fit on the ranked features predicts
+    penalty = "l2"  # the objective is loss + sum_j ||w_j||^2 of the model on the kept features
+
+    def missing(self, surrogate):
+        return [] if surrogate is None else ["no surrogate (a filter ranks features; it penalises nothing)"]
+    max_iter: int = attrs.field(default=1, converter=as_int, validator=positive_int)
+
+    def terms(self, surrogate):
+        return frozenset({"quad"})
+
+    def ranking(self, X, y, n_select: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(order, scores)``: feature indices best first (at least ``n_select`` of them)."""
+        raise NotImplementedError
+
+    def steps(self, sub, surrogate):  # pragma: no cover - run() is the algorithm
+        raise NotImplementedError("filters rank in run()")
+
+    def run(self, sub, surrogate, *, n_features=None, callback=None):
+        t0 = time.perf_counter()
+        n = sub.X.shape[1]
+        n_keep = n if n_features is None else int(n_features)
+        order, scores = self.ranking(sub.X, sub.y, n_keep)
+        keep = np.zeros(sub.n_groups, dtype=bool)
+        keep[order[:n_keep]] = True
+        it = sub.solve(quad=np.where(keep, 1.0, np.inf))
+        rec = IterRecord(0, it.objective if it.ok else None, int(keep.sum()) if it.ok else None, it.status,
+                         time.perf_counter() - t0, None, it.loss)
+        if not it.ok:
+            raise SolverFailedError(f"{self.name}: the model on the {int(keep.sum())} ranked features ended with "
+                                    f"status {it.status.value} ({it.result.message})", result=it.result,
+                                    partial=(self, (rec,), None))
+        if callback is not None:
+            callback(rec, it)
+        coef = np.where(keep[sub.compiled.slot.groups], it.coef, 0.0)
+        return LoopOutcome(iterate=it, coef=coef, support=keep, objective=it.objective, converged=True, n_iter=1,
+                           history=(rec,), monotone=True, reason="filter ranking", statuses=(it.status,),
+                           selection={"ranking": order, "scores": scores})
+
+
+@attrs.frozen
+class ReliefFLoop(FilterLoop):
+    """ReliefF (Kononenko 1994) by skrebate, ``n_neighbors`` nearest hits and misses per class."""
+
+    name = "relieff"
+    reference = "Kira & Rendell 1992; Kononenko 1994; skrebate (Urbanowicz et al. 2018); paper 004 §5"
+    n_neighbors: int = attrs.field(default=10, converter=as_int, validator=positive_int)
+
+    def ranking(self, X, y, n_select):
+        s = relieff_scores(X, y, n_neighbors=self.n_neighbors)
+        return np.argsort(-s, kind="stable"), s
+
+
+@attrs.frozen
+class MRMRLoop(FilterLoop):
+    """mRMR (Peng, Long & Ding 2005): incremental max-relevance min-redundancy on features
+    discretised at ``mean ± zcut * std``; ``criterion`` MID (difference) or MIQ (quotient). Only
+    the first ``n_features`` are ranked (the search is incremental)."""
+
+    name = "mrmr"
+    reference = "Peng, Long & Ding, IEEE TPAMI 27:1226-1238, 2005; paper 004 §5"
+    criterion: str = attrs.field(default="mid", validator=in_(("mid", "miq")))
+    zcut: float = attrs.field(default=1.0, converter=to_float, validator=real(0, 10))
+
+    def ranking(self, X, y, n_select):
+        return mrmr_order(X, y, n_select, criterion=self.criterion, zcut=self.zcut)
+
+
+@hookimpl
+def fsframe_register_loops():
+    return [ReliefFLoop, MRMRLoop]
+
+
+@hookimpl
+def fsframe_register_methods():
+    return [
+        MethodSpec("relieff", formulation="margin", surrogate=None, loop="relieff", defaults={"C": 1.0},
+                   reference="Kononenko 1994 via skrebate; paper 004 §5 baseline",
+                   description="ReliefF ranking (skrebate); the soft-margin L2 model on the top n_features"),
+        MethodSpec("mrmr", formulation="margin", surrogate=None, loop="mrmr", defaults={"C": 1.0},
+                   reference="Peng, Long & Ding, TPAMI 2005; paper 004 §5 baseline",
+                   description="mRMR (MID) ranking on scikit-learn's mutual information; the soft-margin "
+                               "L2 model on the top n_features"),
+    ]

@@ -1,0 +1,173 @@
+"""The multi-class margin formulation of paper 004 (eq. 5), hard and soft, with one row group per
+feature: ``W`` is ``(n, c)`` and the sparsity unit is the row norm ``||W_j||_2``."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pyomo.environ as pyo
+import scipy.sparse as sp
+from pyomo.common.gc_manager import PauseGC
+from pyomo.core.expr.numeric_expr import LinearExpression
+from scipy.optimize import linprog
+
+from fsframe import BuiltModel, Formulation, ProblemClass
+from fsframe.errors import DataError, InfeasibleParameterError
+from fsframe.pyomo_ext import (LinearMap, add_linear_constraints, add_named_expressions, add_soc, add_sparsity_slot,
+                               var_list)
+from fsframe.validators import real, to_float
+
+__all__ = ["MarginFormulation", "label_matrix", "class_codes", "separable_columns", "add_row_norm_epigraph"]
+
+
+def class_codes(y) -> np.ndarray:
+    """Integer class codes ``0..c-1`` from what fsframe passes a native formulation: the codes
+    themselves (more than two classes) or ``-1``/``+1`` (two classes: ``-1`` is code 0)."""
+    y = np.asarray(y)
+    if np.any(y < 0):
+        return (y > 0).astype(np.int64)
+    codes = y.astype(np.int64)
+    if not np.array_equal(codes, y) or codes.size == 0:
+        raise DataError("the multi-class margin formulation expects integer class codes 0..c-1 or -1/+1 labels")
+    return codes
+
+
+def label_matrix(y) -> np.ndarray:
+    """The one-vs-rest label matrix ``Y`` of 004 eq. 2: ``Y_ik = 1`` if sample ``i`` is in class
+    ``k``, else ``-1``; shape ``(m, c)``. Two classes give the single column ``y`` (±1, code 1 is
+    ``+1``): 004's two columns would be ``y`` and ``-y``, whose problem (eq. 5) is the one-column
+    problem twice, mirrored (``W = [w, -w]``: the same row ranking, norms times ``sqrt(2)``)."""
+    codes = class_codes(y)
+    c = int(codes.max()) + 1
+    if c <= 2:
+        return np.where(codes == 1, 1.0, -1.0)[:, None]
+    Y = -np.ones((codes.size, c))
+    Y[np.arange(codes.size), codes] = 1.0
+    return Y
+
+
+def separable_columns(X, Y, *, tol: float = 1e-7) -> np.ndarray:
+    """Per column ``k`` of ``Y``, whether some ``(w, b)`` has ``Y_ik (x_i w + b) >= 1`` for all ``i``.
+
+    When ``[X, 1]`` has full row rank every column is (``X w + b = Y_k`` is solvable); otherwise
+    one LP per column, ``min sum xi s.t. Y_ik (x_i w + b) + xi_i >= 1, xi >= 0`` (HiGHS through
+    scipy), is separable iff its optimum is 0.
+    """
+    X = np.asarray(X, dtype=float)
+    m, n = X.shape
+    Xt = np.hstack([X, np.ones((m, 1))])
+    if m <= n + 1 and np.linalg.matrix_rank(Xt) == m:
+        return np.ones(Y.shape[1], dtype=bool)
+    out = np.zeros(Y.shape[1], dtype=bool)
+    cost = np.concatenate([np.zeros(n + 1), np.ones(m)])
+    bounds = [(None, None)] * (n + 1) + [(0, None)] * m
+    for k in range(Y.shape[1]):
+        A = -np.hstack([Y[:, k:k + 1] * Xt, np.eye(m)])
+        res = linprog(cost, A_ub=A, b_ub=-np.ones(m), bounds=bounds, method="highs")
+        out[k] = res.status == 0 and res.fun <= tol * m
+    return out
+
+
+def add_row_norm_epigraph(model, wvars: list, n: int, c: int) -> LinearMap:
+    """Variables ``s_j >= ||W_j||_2`` (``n`` second-order cones over the row-major entries
+    ``wvars``, ``c`` per row): the slot's ``magnitude`` map for the ``lin`` term on row groups."""
+    model.s = pyo.Var(range(n), bounds=(0, None))
+    svars = var_list(model.s)
+    for j in range(n):
+        add_soc(model, f"row{j}", wvars[j * c:(j + 1) * c], svars[j])
+    return LinearMap.identity(svars)
+
+
+@attrs.frozen
+class MarginFormulation(Formulation):
+    r"""Multi-class large-margin constraints of 004 eq. 5, ``Y ⊙ (X W + 1 bᵀ) >= 1``, with ``Y`` the
+    one-vs-rest ±1 label matrix (eq. 2) and one sparsity group per feature (the row ``W_j``)::
+
+        hard (C=None, 004 eq. 5):   min penalty(W)                    s.t. Y ⊙ (X W + 1 bᵀ) >= 1
+        soft (C>0, 004 §6):         min penalty(W) + C sum_ik xi_ik   s.t. Y ⊙ (X W + 1 bᵀ) >= 1 - xi, xi >= 0
+
+    ``penalty`` is the sparsity slot on the row norms ``||W_j||_2``: ``lp`` on it is 004's
+    ``||W||_{2,p}^p`` (eq. 1), and ``fit(X, y, formulation="margin", surrogate="lp", loop="em", p=...)``
+    is the generic composition of 004 eq. 10 (the intercept ``b`` unpenalised; Algorithm 1
+    absorbs it into ``W``, see ``dso-fs``). ``coef`` is ``W`` of shape ``(n, c)``, ``intercept``
+    is ``b`` (``c``,), ``decision_function`` is ``X W + b`` (``m, c``) and ``predict`` its argmax.
+    Two classes give one column (see :func:`label_matrix`): ``coef`` (``n``,), a scalar
+    intercept and a binary decision function, as every binary fsframe model.
+
+    The ``lin`` term writes the epigraph ``s_j >= ||W_j||_2`` as ``n`` second-order cones
+    (an SOCP); ``quad`` and ``lin_w`` keep an LP/QP (``lin_w`` alone: ``W = U - V``, ``U, V >= 0``).
+
+    Parameters
+    ----------
+    C : float > 0 or None
+        ``None`` (default): the hard margin of 004. On data that no ``W`` separates (checked in
+        :meth:`validate`, before any loop starts) the fit raises
+        :class:`~fsframe.errors.InfeasibleParameterError` naming the soft margin as the remedy.
+    """
+
+    name = "margin"
+    multiclass = "native"
+    reference = "Peng & Fan, paper 004, eqs. 1-5 (hard margin) and §6 (soft margin)"
+    C: float | None = attrs.field(default=None, converter=attrs.converters.optional(to_float),
+                                  validator=attrs.validators.optional(real(0)))
+
+    def problem_class(self, terms):
+        if "lin" in terms:
+            return ProblemClass.SOCP
+        return ProblemClass.QP if "quad" in terms else ProblemClass.LP
+
+    def validate(self, X, y):
+        Y = label_matrix(y)
+        if self.C is not None:
+            return {"n_classes": Y.shape[1]}
+        ok = separable_columns(X, Y)
+        if not ok.all():
+            bad = np.flatnonzero(~ok).tolist()
+            raise InfeasibleParameterError(
+                f"margin: the hard-margin constraints Y ⊙ (XW + 1bᵀ) >= 1 (paper 004 eq. 5) have no solution on "
+                f"this data: class column(s) {bad} cannot be separated from the rest by any hyperplane. Use the "
+                "soft margin, e.g. fit(..., formulation='margin', C=1.0) (or formulation__C=1.0 with method "
+                "'dso-fs'), which adds slacks weighted by C", parameter="C", value=None, limit=None)
+        return {"n_classes": Y.shape[1]}
+
+    def build(self, X, y, terms):
+        m, n = X.shape
+        Y = label_matrix(y)
+        c = Y.shape[1]
+        model = pyo.ConcreteModel(name=f"margin(C={self.C})")
+        # lin_w without lin: W = U - V with U, V >= 0, as the binary hinge (fsframe_svm) splits it; the
+        # solvers meet the margin rows to their tolerance more tightly than with a free W
+        split = "lin_w" in terms and "lin" not in terms
+        magnitude = None
+        with PauseGC():
+            if split:
+                model.u = pyo.Var(range(n * c), bounds=(0, None))
+                model.v = pyo.Var(range(n * c), bounds=(0, None))
+                uv = var_list(model.u, model.v)
+                coef = LinearMap(sp.hstack([sp.identity(n * c), -sp.identity(n * c)]), uv)
+                wvars = add_named_expressions(model, "W", coef)
+            else:
+                model.W = pyo.Var(range(n * c))  # row-major: entry j*c + k is W[j, k]
+                wvars = var_list(model.W)
+                coef = LinearMap.identity(wvars)
+            model.b = pyo.Var(range(c))
+            bvars = var_list(model.b)
+            xis = []
+            if self.C is not None:
+                model.xi = pyo.Var(range(m * c), bounds=(0, None))
+                xis = var_list(model.xi)
+        y_vec = Y.ravel()  # row (i, k) at i*c + k
+        blocks = [sp.diags(y_vec) @ sp.kron(sp.csr_matrix(X), sp.identity(c)),
+                  sp.diags(y_vec) @ sp.kron(np.ones((m, 1)), sp.identity(c))]
+        if xis:
+            blocks.append(sp.identity(m * c))
+        M = sp.hstack(blocks, format="csr")
+        add_linear_constraints(model, "margin", LinearMap(M, wvars + bvars + xis), lower=1.0)
+        if "lin" in terms:
+            magnitude = add_row_norm_epigraph(model, wvars, n, c)
+        loss = 0.0 if not xis else LinearExpression(constant=0.0, linear_coefs=[self.C] * (m * c), linear_vars=xis)
+        slot = add_sparsity_slot(model, coef=coef, groups=np.repeat(np.arange(n), c), magnitude=magnitude,
+                                 terms=terms, loss=loss)
+        return BuiltModel(model=model, slot=slot, intercept=LinearMap.identity(bvars),
+                          coef_shape=(n, c) if c > 1 else (n,),
+                          info={"n_classes": c})

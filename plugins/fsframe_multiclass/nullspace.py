@@ -1,0 +1,190 @@
+"""The linear algebra of DSO-FS (paper 004 §2-3): the solution space of ``X W = X X^+ (Y + E)``
+(eqs. 7-8), the closed-form ``U`` update (eqs. 11-14) and the ``E`` update (a convex QP, §3).
+
+Everything here is numpy on ``m0 x m0`` and ``m0 x n0`` matrices (``m0 = rank X <= m``): nothing is
+``n x n``, so ``n`` of ten thousands and more stays cheap (004's CLL-SUB-111 has ``n = 11340``).
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+from numpy.typing import NDArray
+from scipy.optimize import lsq_linear
+
+from fsframe.canonical import ProblemData
+
+__all__ = ["NullSpace", "row_norms", "l2p", "u_update", "e_update_problem", "e_update_bvls", "ROW_FLOOR",
+           "E_FLOOR"]
+
+ROW_FLOOR = 1e-10
+"""A row of ``W`` whose norm is below ``ROW_FLOOR`` times the largest is zero: its weight
+``||w_i||^(2-p)`` in the ``U`` update is 0 (it stays zero, the pseudo-inverse convention of 004
+footnote 2 applied to ``Pi``), and its weight ``||v_i||^(p-2)`` in the ``E`` update is capped at
+that of a row of norm ``ROW_FLOOR`` times the largest."""
+
+
+E_FLOOR = 1e-4
+"""In the ``E`` step, a pivot row of ``V`` whose norm is below ``E_FLOOR`` times the largest keeps
+its value (a bound ``W1_i = V_i``) instead of entering the objective with the weight
+``||v_i||^(p-2)`` — a weight range beyond what any QP solver resolves (1e15 after three
+iterations on Colon with ``p = 0.5``). ``E^k`` satisfies the bound, so the restricted minimum is
+still at most the weighted objective at ``E^k``: Lemma 2, hence Theorem 1 (monotone
+``||W||_{2,p}``), holds unchanged."""
+
+
+def row_norms(W: NDArray) -> NDArray:
+    """``||w_i||_2`` per row (004 eq. 1)."""
+    return np.sqrt(np.einsum("ij,ij->i", W, W))
+
+
+def l2p(W: NDArray, p: float) -> float:
+    """``||W||_{2,p} = (sum_i ||w_i||_2^p)^(1/p)`` (004 eq. 1)."""
+    t = row_norms(W)
+    return float(np.sum(t[t > 0] ** p) ** (1.0 / p))
+
+
+@attrs.frozen(eq=False)
+class NullSpace:
+    """``W = P U + Q + [L E; 0]`` with ``P = [-M; I]`` (004 eqs. 7-8), in the pivot order ``perm``.
+
+    A column-pivoted QR of ``Xt = [X, 1]`` (``Xt[:, perm] = Q R``) plays the Gaussian elimination
+    of eq. 7: the first ``m0`` pivots are linearly independent columns ``X1`` (``m0`` the numerical
+    rank), ``R11 W1 + R12 W2 = Q1ᵀ (Y + E)`` is the reduced system, so ``M = R11⁻¹ R12``,
+    ``L = R11⁻¹ Q1ᵀ`` (``= D X X⁺`` restricted to the ``m0`` independent rows: the least-squares
+    substitute of §2 when ``X W = Y + E`` is inconsistent) and ``N = L Y``. The paper writes
+    ``P = [M; I]`` with the sign absorbed in ``M``; its ``V = -M U + N + L E`` is ours.
+
+    Attributes
+    ----------
+    perm : int array, shape (n + 1,)
+        ``perm[:m0]`` are the rows ``W1`` of the pivots, ``perm[m0:]`` those of ``U``.
+    M : (m0, n0)
+    L : (m0, m)
+    N : (m0, c)
+    """
+
+    perm: NDArray
+    M: NDArray
+    L: NDArray
+    N: NDArray
+    Q1: NDArray = attrs.field(repr=False)
+    R11: NDArray = attrs.field(repr=False)
+
+    @property
+    def m0(self) -> int:
+        return int(self.M.shape[0])
+
+    @property
+    def n0(self) -> int:
+        return int(self.M.shape[1])
+
+    @classmethod
+    def of(cls, Xt: NDArray, Y: NDArray, *, rank_tol: float = 1e-10) -> "NullSpace":
+        Q, R, perm = sla.qr(Xt, mode="economic", pivoting=True)
+        d = np.abs(np.diag(R))
+        m0 = int(np.count_nonzero(d > rank_tol * d[0])) if d.size else 0
+        R11 = R[:m0, :m0]
+        M = sla.solve_triangular(R11, R[:m0, m0:])
+        L = sla.solve_triangular(R11, Q[:, :m0].T)
+        return cls(perm=perm, M=M, L=L, N=L @ Y, Q1=Q[:, :m0], R11=R11)
+
+    def assemble(self, U: NDArray, E: NDArray) -> NDArray:
+        """``W`` (rows in the original column order of ``Xt``) from ``U`` and ``E`` (eq. 8)."""
+        W1 = self.N + self.L @ E - self.M @ U
+        W = np.empty((self.m0 + self.n0, U.shape[1]))
+        W[self.perm[:self.m0]] = W1
+        W[self.perm[self.m0:]] = U
+        return W
+
+
+def _pi2(t: NDArray, p: float, scale: float) -> NDArray:
+    """``Pi_ii^2 = ||w_i||^(2-p)`` (004 footnote 2), 0 for rows below the floor."""
+    out = np.zeros_like(t)
+    live = t > ROW_FLOOR * scale
+    out[live] = t[live] ** (2.0 - p)
+    return out
+
+
+def u_update(ns: NullSpace, K: NDArray, t: NDArray, p: float) -> NDArray:
+    """``U = argmin_U ||Sigma (P U + G)||_F^2`` with ``Sigma_ii = ||w_i||^(p/2-1)`` (Algorithm 1).
+
+    Eq. 12 gives ``U = (Mᵀ S1 M + S2)⁻¹ Mᵀ S1 K`` (``S = Sigma²``, ``K = N + L E``); eq. 13 its
+    ``m0 x m0`` form ``U = T (M T + I)⁻¹ K``, ``T = S2⁻¹ Mᵀ S1``, solved as the linear system of eq.
+    14. We solve eq. 14 multiplied through by ``S1⁻¹`` — ``(M Pi2² Mᵀ + Pi1²) C' = K``,
+    ``U = Pi2² Mᵀ C'`` with ``Pi² = S⁻¹ = diag(||w_i||^(2-p))`` — the same ``U`` whenever eq. 13
+    is defined, a symmetric positive semi-definite system, and finite when rows of ``W`` vanish
+    (their ``Pi`` is 0: a zero row stays zero). ``t`` are the row norms of ``W^k`` in pivot order.
+    """
+    scale = float(np.max(t, initial=0.0))
+    pi2 = _pi2(t, p, scale)
+    pi1, pi2u = pi2[:ns.m0], pi2[ns.m0:]
+    MT = ns.M * pi2u  # M Pi2^2
+    A = MT @ ns.M.T
+    A[np.diag_indices_from(A)] += pi1
+    try:
+        C = sla.solve(A, K, assume_a="pos")
+    except (sla.LinAlgError, ValueError):
+        C = np.linalg.lstsq(A, K, rcond=None)[0]
+    return MT.T @ C
+
+
+def _e_weights(v: NDArray, p: float) -> NDArray:
+    """``Lambda_ii^2 = ||v_i||^(p-2)`` of the pivot rows, divided by the largest (the argmin is
+    unchanged) and capped at the floor (see :data:`ROW_FLOOR`)."""
+    scale = float(np.max(v, initial=0.0))
+    tt = np.maximum(v, ROW_FLOOR * max(scale, 1e-300))
+    lam = tt ** (p - 2.0)
+    return lam / lam.max()
+
+
+def e_update_problem(ns: NullSpace, H: NDArray, Y: NDArray, V: NDArray, p: float) -> ProblemData:
+    """The ``E`` step of Algorithm 1 as a :class:`~fsframe.canonical.ProblemData` QP::
+
+        min_E ||Lambda (L E + H)||_F^2   s.t.  Y ⊙ E >= 0
+
+    with ``H = N - M U`` and ``Lambda_ii^2 = ||v_i||^(p-2)`` over the pivot rows ``V`` (= ``H + L
+    E^k``; the other rows of ``W`` do not depend on ``E``); rows of ``V`` below :data:`E_FLOOR`
+    keep their value. Stated without the inverse in ``L = R11⁻¹ Q1ᵀ``: with the pivot
+    rows ``W1 = L E + H`` as variables and the equality rows ``R11 W1 - Q1ᵀ E = R11 H``, the
+    Hessian is ``diag(2 Lambda²)`` on ``W1`` and the constraint matrix holds ``R11`` and the
+    orthonormal ``Q1`` — where ``2 Lᵀ Lambda² L`` would be dense and ill-conditioned (HiGHS and
+    Clarabel fail on it from the second iteration on real data). Columns are ``[vec(E), vec(W1)]``
+    column by column (``k * m + i``); the sign constraints are bounds.
+    """
+    m, c = Y.shape
+    m0 = ns.m0
+    vn = row_norms(V)
+    fixed = vn < E_FLOOR * float(np.max(vn, initial=0.0))
+    lam = _e_weights(np.where(fixed, np.max(vn, initial=0.0), vn), p)
+    A = sp.hstack([sp.kron(sp.identity(c), sp.csr_matrix(-ns.Q1.T)), sp.kron(sp.identity(c), sp.csr_matrix(ns.R11))],
+                  format="csr")
+    b = (ns.R11 @ H).T.ravel()
+    P = sp.diags(np.concatenate([np.zeros(m * c), np.tile(2.0 * lam, c)]), format="csc")
+    yv = Y.T.ravel()
+    fix = np.tile(fixed, c)
+    v_vec = V.T.ravel()
+    lb = np.concatenate([np.where(yv > 0, 0.0, -np.inf), np.where(fix, v_vec, -np.inf)])
+    ub = np.concatenate([np.where(yv > 0, np.inf, 0.0), np.where(fix, v_vec, np.inf)])
+    n_var = (m + m0) * c
+    G = sp.csr_matrix((0, n_var))
+    return ProblemData(c=np.zeros(n_var), A=A, b=b, G=G, h=np.zeros(0), lb=lb, ub=ub, l=0, P=P)
+
+
+def e_update_bvls(ns: NullSpace, H: NDArray, Y: NDArray, V: NDArray, p: float) -> NDArray:
+    """The ``E`` step of :func:`e_update_problem`, column by column as a bounded linear least
+    squares problem (scipy's ``lsq_linear``, BVLS): ``min ||Lambda L e_k + Lambda h_k||``,
+    ``Y_k ⊙ e_k >= 0``, with the weights of the rows below :data:`ROW_FLOOR` capped instead of
+    the rows fixed (BVLS has no equality rows): faster on large ``m c``, but Theorem 1's descent is
+    then only as good as the cap. Returns ``E`` (m, c)."""
+    m, c = Y.shape
+    lam = np.sqrt(_e_weights(row_norms(V), p))
+    A = lam[:, None] * ns.L
+    E = np.zeros((m, c))
+    for k in range(c):
+        lb = np.where(Y[:, k] > 0, 0.0, -np.inf)
+        ub = np.where(Y[:, k] > 0, np.inf, 0.0)
+        E[:, k] = lsq_linear(A, -lam * H[:, k], bounds=(lb, ub), method="bvls", tol=1e-12).x
+    return E
