@@ -12,7 +12,7 @@ one TOML file, read with the standard library (``tomllib``; ``tomli`` on Python 
     name = "paper000"                 # or spell it out: cv = 10, repeats = 1, scale = "standard"
 
     [[datasets]]
-    path = "../shared/data/sonar.csv" # relative to this file; or name = "breast_cancer" (bundled)
+    path = "data/sonar.csv"           # relative to this file; or name = "breast_cancer" (bundled)
     label_column = -1                 # other keys: loader options
 
     [[methods]]
