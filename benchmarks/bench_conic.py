@@ -237,7 +237,7 @@ def run_fit(X, y, rho, delta, method):
     import fsframe
     import fsframe_mpm as mpm
 
-    mpm._CACHE.clear()
+    mpm.bound._CACHE.clear()
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -386,7 +386,7 @@ def test_cone_forms_give_the_same_optimum(method):
 def test_numpy_and_pyomo_statements_of_the_largest_bound_agree():
     X, y = random_mpm_data()
     mom = mpm.class_moments(X, y, 0.05)
-    model, *_ = mpm._lanckriet_model(mom, frozenset({"lin"}), 0.0)
+    model, *_ = mpm.bound._lanckriet_model(mom, frozenset({"lin"}), 0.0)
     from_pyomo = compile_model(model).data
     direct = mpm.lanckriet_data(mom)
     assert from_pyomo.n == direct.n and from_pyomo.cones == direct.cones and from_pyomo.G.nnz == direct.G.nnz

@@ -65,7 +65,8 @@ def test_largest_bound_refines_an_inaccurate_solve(seed):
     """ECOS ends these bounds optimal_inaccurate (off by ~5e-6 in delta_max); the bound is refined
     on Clarabel and agrees with CVXPY, and every solve's status is kept."""
     pytest.importorskip("clarabel")
-    from fsframe_mpm import DEFAULT_RHO, _CACHE, largest_bound
+    from fsframe_mpm import DEFAULT_RHO, largest_bound
+    from fsframe_mpm.bound import _CACHE
 
     X, y = mixed_scale_data(seed)
     _CACHE.clear()
@@ -78,7 +79,7 @@ def test_largest_bound_refines_an_inaccurate_solve(seed):
 def test_fit_reports_the_bound_solves():
     """The auxiliary solve is reported like every other: first in FitResult.statuses."""
     pytest.importorskip("clarabel")
-    from fsframe_mpm import _CACHE
+    from fsframe_mpm.bound import _CACHE
 
     X, y = mixed_scale_data(39)
     _CACHE.clear()
@@ -96,11 +97,11 @@ def test_largest_bound_refused_when_nothing_certifies(monkeypatch):
     import fsframe_mpm
 
     X, y = mixed_scale_data(39)
-    fsframe_mpm._CACHE.clear()
-    monkeypatch.setattr(fsframe_mpm, "_fallbacks", lambda tried: [])
+    fsframe_mpm.bound._CACHE.clear()
+    monkeypatch.setattr(fsframe_mpm.bound, "_fallbacks", lambda tried: [])
     with pytest.raises(SolverFailedError, match="optimal_inaccurate.*Standardise"):
         fsframe_mpm.largest_bound(X, y, backend="ecos")
-    fsframe_mpm._CACHE.clear()
+    fsframe_mpm.bound._CACHE.clear()
 
 
 def test_formulation_receives_the_fit_solver_by_opt_in():
@@ -108,7 +109,7 @@ def test_formulation_receives_the_fit_solver_by_opt_in():
     none and is called without it."""
     pytest.importorskip("clarabel")
     from fsframe.formulation import accepts
-    from fsframe_mpm import _CACHE
+    from fsframe_mpm.bound import _CACHE
 
     assert accepts(REG.get("formulation", "mpm").validate, "solver")
     assert not accepts(REG.get("formulation", "hinge").build, "solver")
