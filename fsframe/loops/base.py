@@ -292,13 +292,17 @@ class OuterLoop(abc.ABC):
             return False
         return pen <= self.tol * abs(it.loss + pen)
 
-    def _settle(self, sub: Subproblem, surrogate, it: Iterate, mask: NDArray, objective, *, selecting: bool):
+    def _settle(self, sub: Subproblem, surrogate, it: Iterate, mask: NDArray, objective, *, selecting: bool,
+                first: Iterate | None = None):
         """Make the support come from a step that keeps optimality, and the objective that of
         the coefficients returned.
 
         When ``mask`` cuts groups whose norm is not exactly zero, the iterate's subproblem is
         re-solved (same weights, warm) with the cut groups fixed at zero. With ``n_features``
-        (``selecting``) the re-solve is the model on the selected features and is taken; otherwise
+        (``selecting``) the re-solve is the model on the selected features, with the slot weights of
+        the run's ``first`` subproblem (the method's base convex model: the L2 SVM of an EM run, the
+        L1 start of DCA / reweighted-l1; the late iterates' weights can be so heavy — EM's ``1/t^2``
+        after a collapse — that their model predicts one class), and is taken; otherwise
         it is taken only if its optimum is within tolerance of the uncut one (``tol`` relative,
         and 1e-9 absolute). If it is not, the uncut point is kept with the groups above 1e-12 of
         the largest norm. Returns ``(iterate, mask, objective, info)``."""
@@ -316,10 +320,11 @@ class OuterLoop(abc.ABC):
                     "zero_tol_cut": int((it.t > 0).sum()), "statuses": statuses,
                     "zero_tol_cut_rise": float(re.objective - base), "zero_tol_cut_verified": True}
         dropped = ~cut & (it.t > 0)
-        if not dropped.any():
+        base_model = first is not None and first is not it  # selecting: re-solve with the first weights
+        if not dropped.any() and not (selecting and base_model):
             return it, cut, objective, ({"statuses": statuses} if statuses else {})
         info: dict = {"zero_tol_cut": int(dropped.sum())}
-        re = sub.restricted(it, cut)
+        re = sub.restricted(first if selecting and base_model else it, cut)
         info["statuses"] = statuses + (re.status,)
         if re.ok and re.objective is not None and base is not None:
             gap = re.objective - base
@@ -436,7 +441,7 @@ class OuterLoop(abc.ABC):
             idx = len(good) - 1
             mask = support_of(good[idx].t, self.zero_tol, reference_scale(good))
         chosen, mask, objective, cut = self._settle(sub, surrogate, good[idx], mask, objectives[idx],
-                                                    selecting=n_features is not None)
+                                                    selecting=n_features is not None, first=good[0])
         statuses.extend(cut.pop("statuses", ()))
         if chosen is not good[idx] and chosen.status is Status.OPTIMAL_INACCURATE:
             warnings.warn(
