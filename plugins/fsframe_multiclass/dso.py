@@ -13,7 +13,7 @@ from attrs.validators import in_, instance_of
 
 from fsframe import OuterLoop, SolveResult, Status, get_registry
 from fsframe.errors import ConvergenceWarning, InvalidOptionError, SolverFailedError
-from fsframe.loops.base import IterRecord, LoopOutcome
+from fsframe.loops.base import IterRecord, LoopOutcome, support_of
 from fsframe.problem import Iterate
 from fsframe.surrogates.lp import LpSurrogate
 from fsframe.validators import as_int, positive_int, real, to_float
@@ -202,7 +202,7 @@ class DSOLoop(OuterLoop):
                 E = E_new
             t_piv = row_norms(W)[ns.perm]
             f = l2p(W, p)
-            nnz = int(np.count_nonzero(row_norms(W[:n]) > max(self.zero_tol * float(np.max(row_norms(W[:n]))), 1e-12)))
+            nnz = int(support_of(row_norms(W[:n]), self.zero_tol).sum())
             step = None if prev is None else prev - f
             rec = IterRecord(k, f, nnz, result.status, time.perf_counter() - t0 + (setup if k == 0 else 0.0), step, 0.0)
             rose, small = descent_step(self, "dso", "||W||_2,p", prev, rec, history, callback)

@@ -16,7 +16,7 @@ from pyomo.common.gc_manager import PauseGC
 
 from fsframe import BuiltModel, Formulation, OuterLoop, ProblemClass, SolveResult, Status
 from fsframe.errors import ConvergenceWarning, IncompatibleComponentsError
-from fsframe.loops.base import IterRecord
+from fsframe.loops.base import IterRecord, support_of
 from fsframe.pyomo_ext import LinearMap, add_soc, add_sparsity_slot, var_list
 from fsframe.validators import as_int, positive_int, real, to_float
 
@@ -139,8 +139,7 @@ class RFSLoop(OuterLoop):
             f = rfs_objective(X, Y, W, gamma) / gamma  # the l21-regression model's loss + penalty
             t = row_norms(U)
             d = 2.0 * np.where(t > 1e-14 * max(float(t.max()), 1e-300), t, 0.0)
-            tw = t[:n]
-            nnz = int(np.count_nonzero(tw > max(self.zero_tol * float(np.max(tw, initial=0.0)), 1e-12)))
+            nnz = int(support_of(t[:n], self.zero_tol).sum())
             rec = IterRecord(k, f, nnz, Status.OPTIMAL, time.perf_counter() - t0, None if prev is None else prev - f,
                              float(np.sum(row_norms(X @ W - Y))) / gamma)
             rose, small = descent_step(self, "rfs", "the objective", prev, rec, history, callback)
