@@ -43,6 +43,10 @@ class ProblemData:
     cones: tuple = ()
     P: sp.csc_matrix | None = None
     offset: float = 0.0
+    appended_to: "ProblemData | None" = attrs.field(default=None, repr=False)
+    """The problem this one extends by appending columns (same rows, its columns first, then
+    new ones): a backend holding that problem live may add the columns instead of reloading
+    (:mod:`fsframe.working_set`). ``None``: no such relation is claimed."""
 
     def __attrs_post_init__(self):
         n = self.c.shape[0]
@@ -53,6 +57,10 @@ class ProblemData:
             raise ValueError("ProblemData: l + sum(cones) must equal the rows of G")
         if self.P is not None and self.P.shape != (n, n):
             raise ValueError(f"ProblemData: P has shape {self.P.shape}, expected {(n, n)}")
+        old = self.appended_to
+        if old is not None and (old.n > n or old.A.shape[0] != self.A.shape[0] or old.G.shape[0] != self.G.shape[0]
+                                or old.l != self.l or old.cones != self.cones):
+            raise ValueError("ProblemData: appended_to names a problem with other rows or more columns")
 
     @property
     def n(self) -> int:
@@ -67,6 +75,8 @@ class ProblemData:
         return ProblemClass.of(self.has_quadratic_objective, bool(self.cones))
 
     def evolve(self, **changes) -> "ProblemData":
+        """A changed copy (the claim :attr:`appended_to` is dropped unless restated)."""
+        changes.setdefault("appended_to", None)
         return attrs.evolve(self, **changes)
 
     def objective(self, x: NDArray) -> float:
@@ -106,5 +116,5 @@ class ProblemData:
         h = np.concatenate([self.h[: self.l], -self.lb[lo], self.ub[up], self.h[self.l :]])
         A = sp.vstack([self.A, E], format="csr")
         b = np.concatenate([self.b, self.lb[fixed]])
-        return attrs.evolve(self, A=A, b=b, G=G, h=h, l=self.l + lo.size + up.size,
+        return attrs.evolve(self, appended_to=None, A=A, b=b, G=G, h=h, l=self.l + lo.size + up.size,
                             lb=np.full(n, -np.inf), ub=np.full(n, np.inf))

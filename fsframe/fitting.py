@@ -17,13 +17,14 @@ from numpy.typing import ArrayLike
 from .backends.base import Backend, SolveOptions
 from .compiler.cones import CONE_FORMS
 from .dataset import Dataset, check_Xy
-from .errors import DataError, DataWarning, InvalidOptionError, UnsupportedProblemError
+from .errors import DataError, DataWarning, InvalidOptionError, SolverWarning, UnsupportedProblemError
 from .formulation import AuxSolver, call_opt_in
 from .method import Resolved, _reason, resolve, select_backend
-from .problem import Subproblem
+from .problem import Iterate, Subproblem
 from .results import FitResult
+from .working_set import WorkingSetOptions
 
-__all__ = ["CONE_FORMS", "fit", "make_options", "check_fit_options"]
+__all__ = ["CONE_FORMS", "fit", "make_options", "check_fit_options", "working_set_options", "certificate_of"]
 
 #: The compiler's ways of writing second-order cones (see :func:`fsframe.compiler.compile_model`).
 
@@ -61,6 +62,70 @@ def check_fit_options(*, fast=True, keep_model=False, cone_form="substitute", ve
                 verbose=_flag("verbose", verbose))
 
 
+def working_set_options(value) -> WorkingSetOptions:
+    """:class:`~fsframe.working_set.WorkingSetOptions` from ``fit``'s ``working_set=``
+    (``"auto"``, True, False, or the options themselves); anything else is an
+    :class:`~fsframe.errors.InvalidOptionError`."""
+    if isinstance(value, WorkingSetOptions):
+        return value
+    if isinstance(value, (bool, np.bool_)) or value == "auto":
+        return WorkingSetOptions(mode=value)
+    raise InvalidOptionError(f"working_set must be 'auto', True, False or a WorkingSetOptions, got {value!r}")
+
+
+VERIFY_TOL = 1e-5
+"""Objective gap between the fit's backend and the ``verify=`` backend above which a
+:class:`~fsframe.errors.SolverWarning` is raised (ten times the certificate's default tolerance):
+relative for objectives above 1, absolute below (an objective near 0, e.g. a reweighted step
+whose weights all but vanish, has no relative precision)."""
+
+
+def certificate_of(it: Iterate) -> dict:
+    """The certificate of the subproblem that gave the returned model (``FitResult.certificate``):
+    its status and backend, fsframe's KKT certificate on the *full* problem (``gap``,
+    ``primal_residual``, ``dual_residual``: see :class:`~fsframe.backends.certificate.Certificate`),
+    and how the working set went (``working_set`` groups of ``n_groups``, ``rounds``, and
+    ``max_violation``: the largest reduced cost over the excluded features that their bounds do
+    not excuse, relative to the gradient's size — 0 when the exclusion was exact or nothing was
+    excluded)."""
+    res = it.result
+    out = {"status": res.status.value, "backend": res.backend}
+    cert = res.certificate
+    if cert is not None:
+        out.update(gap=float(cert.gap), primal_residual=float(cert.primal_residual),
+                   dual_residual=float(cert.dual_residual))
+    rep = it.report
+    if rep is not None:
+        out.update(working_set=rep.size if rep.used else None, n_groups=rep.n_groups, rounds=rep.rounds,
+                   added=rep.added, max_violation=rep.max_violation)
+        if rep.fallback:
+            out["fallback"] = rep.fallback
+    return out
+
+
+def _verify(sub: Subproblem, it: Iterate, verify, options: SolveOptions) -> dict:
+    """Re-solve the subproblem of ``it`` (its slot weights, the full problem) on the backend
+    ``verify`` and compare objectives; warn when they disagree by more than :data:`VERIFY_TOL`."""
+    data = sub.compiled.with_weights(**it.weights, sync=False) if it.weights else sub.compiled.data
+    be = select_backend(verify, data.problem_class, quadratic=data.has_quadratic_objective)
+    res = be.solve(data, options)
+    out = {"backend": be.name, "status": res.status.value, "objective": res.objective}
+    if res.ok and it.objective is not None and res.objective is not None:
+        scale = max(abs(it.objective), abs(res.objective), 1.0)  # relative above 1, absolute below
+        gap = (it.objective - res.objective) / scale
+        out.update(objective_gap=float(gap),
+                   coef_distance=float(np.max(np.abs(sub.compiled.coef(res.x) - it.coef), initial=0.0)))
+        if abs(gap) > VERIFY_TOL:
+            warnings.warn(
+                f"verify: backend {be.name!r} finds objective {res.objective:.10g} for the last subproblem, "
+                f"{it.result.backend!r} reported {it.objective:.10g} (relative gap {gap:.2e} > "
+                f"{VERIFY_TOL:g}); one of the solvers is inaccurate on this problem", SolverWarning, stacklevel=4)
+    else:
+        warnings.warn(f"verify: backend {be.name!r} ended {res.status.value} on the last subproblem "
+                      f"({res.message}); the fit's answer is not confirmed", SolverWarning, stacklevel=4)
+    return out
+
+
 def _column_names(X) -> tuple | None:
     """A DataFrame's column names when they are all strings, None when none is (scikit-learn's
     rule for ``feature_names_in_``); string and non-string names mixed are a
@@ -86,13 +151,16 @@ def _column_names(X) -> tuple | None:
 
 
 def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
-                keep_model, callback=None) -> dict:
+                keep_model, callback=None, ws: WorkingSetOptions = WorkingSetOptions(), verify=None) -> dict:
     solver = AuxSolver(backend, options)  # formulations' auxiliary solves use the fit's backend (opt-in)
     info = dict(call_opt_in(res.formulation.validate, X, y_pm, solver=solver) or {})
     sub = Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form,
-                     solver=solver)
+                     solver=solver, working_set=ws)
     try:
         out = res.loop.run(sub, res.surrogate, n_features=n_features, callback=callback)
+        certificate = certificate_of(out.iterate) if out.iterate.result is not None else {}
+        if verify is not None and out.iterate.x is not None and sub.is_built:
+            certificate["verify"] = _verify(sub, out.iterate, verify, options)
     finally:
         sub.close()
     if sub.is_built:  # a loop that never solved the model (DSO-FS, filters) leaves it unbuilt
@@ -111,7 +179,7 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
         transform = sub.built.transform
     return dict(coef=coef, intercept=intercept, support=out.support, transform=transform, objective=out.objective,
                 n_iter=out.n_iter, converged=out.converged, history=out.history,
-                statuses=solver.statuses + out.statuses, monotone=out.monotone, info=info)
+                statuses=solver.statuses + out.statuses, monotone=out.monotone, info=info, certificate=certificate)
 
 
 def fit(
@@ -131,6 +199,8 @@ def fit(
     cone_form: str = "substitute",
     keep_model: bool = False,
     callback: Callable | None = None,
+    working_set="auto",
+    verify: str | Backend | None = None,
     **params,
 ) -> FitResult:
     """Select features by (approximate) L0 minimisation.
@@ -164,6 +234,15 @@ def fit(
         Called as ``callback(record, iterate)`` after every outer-loop iteration (an
         :class:`~fsframe.loops.base.IterRecord`: ``k``, ``objective``, ``n_nonzero``, ``seconds``);
         progress of a long single fit (``fsframe select --progress``).
+    working_set : "auto", bool or WorkingSetOptions
+        Solve every subproblem on a working set of feature groups, pricing the others from the
+        multipliers (:mod:`fsframe.working_set`; same answer, certified on the full problem).
+        ``"auto"`` (default) does so when the formulation can price its groups and they
+        outnumber the constraint rows (at least 200); ``result.certificate`` reports it.
+    verify : str or Backend, optional
+        Re-solve the subproblem that gave the returned model on this second backend (e.g.
+        ``"clarabel"``) and report the objective gap in ``result.certificate["verify"]``; a gap
+        above :data:`VERIFY_TOL` is a :class:`~fsframe.errors.SolverWarning`.
     **params
         Component parameters (``C``, ``alpha``, ``eps``, ``p``, ``delta``, ``max_iter``, ``tol``,
         ``kernel``, ``sigma``, ...), routed by name; ``kind__name`` routes explicitly.
@@ -201,6 +280,7 @@ def fit(
         n_groups = Xa.shape[0] if res.kernel is not None else Xa.shape[1]
         if n_features > n_groups:
             raise InvalidOptionError(f"n_features={n_features} exceeds the {n_groups} available features")
+    ws = working_set_options(working_set)
     options = make_options(time_limit=time_limit, verbose=verbose, backend_options=backend_options)
     be = select_backend(backend, res.problem_class, quadratic="quad" in res.terms, time_limit=time_limit)
     be.check_options(options)
@@ -222,7 +302,7 @@ def fit(
             y_code = np.where(ya == classes[1], 1.0, -1.0)
         else:
             y_code = np.searchsorted(np.asarray(classes), ya)
-        parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model, callback)
+        parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify)
         parts["info"]["seconds"] = time.perf_counter() - t_start
         own = parts.pop("transform")
         if own is not None:  # a formulation or loop that owns its kernel rows
@@ -232,7 +312,7 @@ def fit(
     per = []
     for c in classes:
         y_pm = np.where(ya == c, 1.0, -1.0)
-        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model, callback)
+        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify)
         if parts.pop("transform") is not None:
             raise UnsupportedProblemError(
                 f"formulation {res.formulation.name!r} maps the samples itself (its own kernel), which one-vs-rest "
@@ -262,9 +342,11 @@ def fit(
             "solve_seconds": sum(r.info["solve_seconds"] for r in per),
             "strategy": "one-vs-rest"}
     objs = [r.objective for r in per]
+    certificate = {"per_class": tuple(r.certificate for r in per)}
     return FitResult(
         coef=coefs, intercept=np.array([r.intercept for r in per], dtype=float), support=support,
         objective=None if any(o is None for o in objs) else float(sum(objs)),
         n_iter=max(r.n_iter for r in per), converged=all(r.converged for r in per),
         history=tuple(h for r in per for h in r.history), statuses=tuple(s for r in per for s in r.statuses),
-        monotone=all(r.monotone for r in per), classes=classes, info=info, per_class=tuple(per), **common)
+        monotone=all(r.monotone for r in per), classes=classes, info=info, per_class=tuple(per),
+        certificate=certificate, **common)

@@ -138,6 +138,13 @@ class Formulation(abc.ABC):
     multiclass: ClassVar[str] = "ovr"
     """``"ovr"``: binary only, fsframe runs one-vs-rest; ``"native"``: handles any number of
     classes itself (``build`` then receives integer class codes)."""
+    pricing: ClassVar[str | None] = "reduced-costs"
+    """How the core prices a feature group it leaves out of a working set
+    (:mod:`fsframe.working_set`): ``"reduced-costs"`` — the group's columns at zero against the
+    multipliers of the rows they share with the rest (exact when a group has no rows of its own,
+    as with the split ``w = u - v``, ``s_j = u_j + v_j``; sound but conservative otherwise, and a
+    group whose columns are free around zero is never left out); ``None`` — always solve the full
+    problem."""
     bound_params: ClassVar[tuple[str, ...]] = ()
     """Names of the model's *bound parameters* (e.g. MEMPM's ``("delta_pos", "delta_neg")``): the
     parameters a bound-search loop (``fsframe.loops.BoundSearch``) varies between solves. A

@@ -13,6 +13,7 @@ from .backends.base import Backend, SolveOptions, SolveResult
 from .compiler import CompiledModel, compile_model
 from .errors import SolverFailedError, UnsupportedProblemError
 from .formulation import AuxSolver, BuiltModel, Formulation, call_opt_in
+from .working_set import WorkingSet, WorkingSetOptions, WorkingSetReport
 
 __all__ = ["Subproblem", "Iterate"]
 
@@ -35,6 +36,7 @@ class Iterate:
     seconds: float
     result: SolveResult
     weights: dict = attrs.field(factory=dict, repr=False)  # the slot weights it was solved at
+    report: WorkingSetReport | None = attrs.field(default=None, repr=False)  # how it was solved (working set)
 
     @property
     def ok(self) -> bool:
@@ -57,11 +59,16 @@ class Subproblem:
     one-off costs (0 while not built). ``solver`` is the fit's
     :class:`~fsframe.formulation.AuxSolver`, passed to ``formulation.build`` if it asks for one
     (by default, one on ``backend`` and ``options``).
+
+    Every solve goes through a working set of feature groups when ``working_set`` says so and
+    the formulation's pricing allows it (:mod:`fsframe.working_set`): the answer is that of the
+    full problem, certified on it. :attr:`working_set` (``None`` when the full problem is solved)
+    keeps the groups across solves; :attr:`last_report` says how the last solve went.
     """
 
     def __init__(self, formulation: Formulation, X: NDArray, y: NDArray, terms: frozenset, backend: Backend,
                  options: SolveOptions = SolveOptions(), *, fast: bool = True, cone_form: str = "substitute",
-                 solver: AuxSolver | None = None):
+                 solver: AuxSolver | None = None, working_set: WorkingSetOptions = WorkingSetOptions()):
         self.formulation = formulation
         self.X = X
         self.y = y
@@ -78,6 +85,11 @@ class Subproblem:
         self.session = None
         self.n_solves = 0
         self.last_timings: dict = {}
+        self.ws_options = working_set
+        self.working_set: WorkingSet | None = None
+        self._ws_decided = False
+        self._full_session = None  # the full problem's session when a working set falls back
+        self.last_report: WorkingSetReport | None = None
 
     @property
     def is_built(self) -> bool:
@@ -130,15 +142,16 @@ class Subproblem:
                               message=f"slot weights rejected: {exc}")
             return Iterate(res.status, None, None, None, None, None, None, time.perf_counter() - t0, res, weights)
         t1 = time.perf_counter()
-        if self.session is None:
-            self.session = self.backend.open(data, self.options)
+        ws = self._working_set()
         t2 = time.perf_counter()
-        try:
-            res = self.session.solve(data)
-        except (UnsupportedProblemError, SolverFailedError) as exc:
-            # solver trouble is a status, so the loop's raise_on_failure decides (not an escape)
-            res = SolveResult(Status.ERROR, None, None, self.backend.name, time.perf_counter() - t2,
-                              message=f"{type(exc).__name__}: {exc}")
+        res = None
+        if ws is not None:
+            res = ws.solve(data, self._fixed_groups(lin, quad), self._solve_restricted)
+            self.last_report = ws.report
+        if res is None:  # no working set, or it fell back to the full problem
+            res = self._solve_full(data)
+            if ws is None:
+                self.last_report = WorkingSetReport(False, self.n_groups, self.n_groups)
         self.n_solves += 1
         t3 = time.perf_counter()
         seconds = t3 - t0
@@ -146,14 +159,55 @@ class Subproblem:
         self.last_timings = {"update": t1 - t0, "open": t2 - t1, "backend": t3 - t2,
                              "solver": float(res.solve_time or 0.0), "read": 0.0}
         if res.x is None or not res.ok:
-            return Iterate(res.status, None, None, None, None, None, res.objective, seconds, res, weights)
+            return Iterate(res.status, None, None, None, None, None, res.objective, seconds, res, weights,
+                           self.last_report)
         x = res.x
         coef = self.compiled.coef(x)
         intercept = self.compiled.evaluate(self.built.intercept, x)
         it = Iterate(res.status, x, coef, intercept, self.group_norms(coef), self.compiled.loss(x),
-                     res.objective, seconds, res, weights)
+                     res.objective, seconds, res, weights, self.last_report)
         self.last_timings["read"] = time.perf_counter() - t3
         return it
+
+    # -- working sets ------------------------------------------------------------------------
+    def _working_set(self) -> WorkingSet | None:
+        if not self._ws_decided:
+            self._ws_decided = True
+            comp = self.compiled
+            pricing = getattr(self.formulation, "pricing", None)
+            if WorkingSet.applies(comp.base, comp.slot, pricing, self.ws_options):
+                grows = self.backend.grows_columns and not ("quad" in self.terms or comp.base.has_quadratic_objective)
+                self.working_set = WorkingSet(comp.base, comp.slot, grows, self.ws_options, self.options.cert_tol)
+        return self.working_set
+
+    def _fixed_groups(self, lin, quad) -> NDArray:
+        fixed = np.zeros(self.n_groups, dtype=bool)
+        for v in (lin, quad):
+            if v is not None:
+                fixed |= np.isinf(np.broadcast_to(np.asarray(v, dtype=float), (self.n_groups,)))
+        return np.flatnonzero(fixed)
+
+    def _on(self, name: str, data) -> SolveResult:
+        """Solve ``data`` on the session ``name`` (opened on first use: a refusal to open, e.g.
+        data on a scale the solver cannot represent, is a typed error that propagates); solver
+        trouble during the solve is a status, so the loop's ``raise_on_failure`` decides."""
+        session = getattr(self, name)
+        if session is None:
+            session = self.backend.open(data, self.options)
+            setattr(self, name, session)
+        t0 = time.perf_counter()
+        try:
+            return session.solve(data)
+        except (UnsupportedProblemError, SolverFailedError) as exc:
+            return SolveResult(Status.ERROR, None, None, self.backend.name, time.perf_counter() - t0,
+                               message=f"{type(exc).__name__}: {exc}")
+
+    def _solve_restricted(self, data) -> SolveResult:
+        return self._on("session", data)
+
+    def _solve_full(self, data) -> SolveResult:
+        # with a working set, the full problem (a fallback) has a session of its own
+        return self._on("session" if self.working_set is None else "_full_session", data)
 
     def set_bounds(self, **bounds) -> None:
         """Restate the subproblem for new values of the formulation's bound parameters
@@ -179,6 +233,8 @@ class Subproblem:
         return self.solve(**weights)
 
     def close(self) -> None:
-        if self.session is not None:
-            self.session.close()
-            self.session = None
+        for name in ("session", "_full_session"):
+            sess = getattr(self, name)
+            if sess is not None:
+                sess.close()
+                setattr(self, name, None)

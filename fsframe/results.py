@@ -58,6 +58,14 @@ class FitResult:
         formulation facts (e.g. MPM's ``kappa``) and the stop reason.
     per_class : tuple of FitResult
         One-vs-rest: the binary results, in class order.
+    certificate : dict
+        For the subproblem that gave the returned model: its status and backend, fsframe's KKT
+        certificate on the full problem (``gap``, ``primal_residual``, ``dual_residual``), the
+        working set (``working_set`` groups of ``n_groups``, ``rounds``, ``max_violation``: the
+        largest unexcused reduced cost over the excluded features, relative) and, with
+        ``fit(..., verify=...)``, ``verify`` (the second backend's status, objective and
+        ``objective_gap``). One-vs-rest: ``{"per_class": (...)}``. See
+        :func:`fsframe.fitting.certificate_of`.
     """
 
     coef: NDArray
@@ -80,6 +88,7 @@ class FitResult:
     per_class: tuple = ()
     transform: Any = attrs.field(default=None, repr=False)
     feature_names: tuple | None = attrs.field(default=None, repr=False)
+    certificate: dict = attrs.field(factory=dict, repr=False)
 
     # -- selection ----------------------------------------------------------------------------
     @property
@@ -214,6 +223,7 @@ class FitResult:
             "statuses": [s.value if isinstance(s, Status) else str(s) for s in self.statuses],
             "info": {k: v for k, v in self.info.items() if isinstance(v, (int, float, str, bool, type(None)))},
             "facts": self.facts,
+            "certificate": self.certificate,
         }
 
 

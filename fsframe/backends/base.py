@@ -329,6 +329,11 @@ class Backend(abc.ABC):
     """Whether :attr:`SolveOptions.time_limit` is enforced; ``auto`` skips backends that cannot
     when a time limit is given."""
     reference: ClassVar[str] = ""
+    grows_columns: ClassVar[bool] = False
+    """Whether a session adds the columns of a problem that claims to extend the loaded one
+    (:attr:`ProblemData.appended_to`) to its live model, warm. Working sets
+    (:mod:`fsframe.working_set`) then keep every row and append columns; otherwise each
+    restricted problem is rebuilt without the rows it leaves empty."""
 
     @classmethod
     def available(cls) -> Availability:

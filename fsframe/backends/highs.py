@@ -117,6 +117,7 @@ class HighsBackend(Backend):
     supports = frozenset({ProblemClass.LP, ProblemClass.QP})
     required_modules = ("highspy",)
     preference = 0
+    grows_columns = True
     reference = "Huangfu & Hall, Math. Prog. Comp. 10:119-142, 2018 (HiGHS)"
 
     @property
@@ -307,6 +308,10 @@ class HighsSession(BackendSession):
 
     def _update(self, data: ProblemData) -> None:
         old = self._loaded
+        if (data.appended_to is old and self.cols is None and not data.has_quadratic_objective
+                and not old.has_quadratic_objective):
+            self._append(data, old)
+            return
         if self.check_convex and data.P is not old.P and data.has_quadratic_objective:
             check_psd(data.P, diagonal_only=True)
         if data.A is not old.A or data.G is not old.G or data.l != old.l or data.n != old.n:
@@ -334,6 +339,41 @@ class HighsSession(BackendSession):
             self.h.changeColsBounds(n, idx, np.asarray(self._col(data.lb), dtype=np.float64),
                                     np.asarray(self._col(data.ub), dtype=np.float64))
         if data.offset != old.offset or rescaled:
+            self.h.changeObjectiveOffset(float(data.offset * self.scale))
+
+    def _append(self, data: ProblemData, old: ProblemData) -> None:
+        """``data`` is ``old`` with columns appended (a working set growing,
+        :mod:`fsframe.working_set`): add them to the live LP (``addCols``; the basis of the old
+        columns is kept, so the re-solve is warm) and push the old columns' changed costs and
+        bounds."""
+        import highspy
+
+        n0, n = old.n, data.n
+        if n > n0:
+            G = data.G if data.l == data.G.shape[0] else data.G[: data.l]
+            parts = [M[:, n0:] for M in (data.A, G) if M.shape[0]]
+            M = (sp.vstack(parts, format="csc") if len(parts) > 1 else parts[0].tocsc()) if parts \
+                else sp.csc_matrix((0, n - n0))
+            M.sum_duplicates()
+            f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+            i32 = lambda a: np.ascontiguousarray(a, dtype=np.int32)  # noqa: E731
+            status = self.h.addCols(n - n0, f64(self._cost(data.c[n0:])), f64(data.lb[n0:]), f64(data.ub[n0:]),
+                                    M.nnz, i32(M.indptr[:-1]), i32(M.indices), f64(M.data))
+            if status == highspy.HighsStatus.kError:
+                raise SolveFailure(Status.ERROR, "HiGHS rejected the appended columns")
+        idx = np.arange(n0, dtype=np.int32)
+        if not np.array_equal(data.c[:n0], old.c):
+            self.h.changeColsCost(n0, idx, np.asarray(self._cost(data.c[:n0]), dtype=np.float64))
+        if not (np.array_equal(data.lb[:n0], old.lb) and np.array_equal(data.ub[:n0], old.ub)):
+            self.h.changeColsBounds(n0, idx, np.asarray(data.lb[:n0], dtype=np.float64),
+                                    np.asarray(data.ub[:n0], dtype=np.float64))
+        if data.b is not old.b or data.h is not old.h:
+            p, l = data.A.shape[0], data.l  # noqa: E741
+            if p + l:
+                lower = np.concatenate([data.b, np.full(l, -np.inf)]).astype(np.float64)
+                upper = np.concatenate([data.b, data.h[:l]]).astype(np.float64)
+                self.h.changeRowsBounds(p + l, np.arange(p + l, dtype=np.int32), lower, upper)
+        if data.offset != old.offset:
             self.h.changeObjectiveOffset(float(data.offset * self.scale))
 
     def _solve_raw(self, data: ProblemData):

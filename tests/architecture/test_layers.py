@@ -46,7 +46,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("solvers and surrogates", ("fsframe.backends", "fsframe.surrogates")),
     ("model building and compiling", ("fsframe.pyomo_ext", "fsframe.compiler", "fsframe.slot",
                                       "fsframe.formulation", "fsframe.kernels")),
-    ("subproblem and loops", ("fsframe.problem", "fsframe.loops", "fsframe.results", "fsframe.dataset",
+    ("subproblem and loops", ("fsframe.problem", "fsframe.working_set", "fsframe.loops", "fsframe.results", "fsframe.dataset",
                               "fsframe.io")),
     ("registry and methods", ("fsframe.plugins", "fsframe.method")),
     ("fit driver", ("fsframe.fitting",)),

@@ -1,0 +1,401 @@
+"""Working sets with certified exclusion: solve a subproblem on a few feature groups, prove the
+others stay at zero.
+
+With ``m`` samples and ``n >> m`` features almost every group ends at zero, so the solver need
+not see most of them. :class:`WorkingSet` solves the subproblem restricted to a working set of
+groups (the other groups' columns fixed at zero, i.e. left out), then *prices* every excluded
+group from the restricted problem's multipliers and adds the violators, until none violates.
+
+Pricing is the Karush-Kuhn-Tucker condition of the full problem at the extended point ``(x, 0)``
+with the restricted problem's multipliers ``(y, z)`` (rows that lose every column are dropped or
+kept empty; their multipliers are 0): the rows' values, slacks, cone memberships and
+complementarity are those of the restricted optimum, so the only condition left is stationarity
+on the excluded columns. Their reduced costs
+
+    r_E = c_E + (P x)_E + A_E' y + G_E' z
+
+must be excused by the bounds at zero: ``r >= 0`` on a column whose lower bound is 0, ``r <= 0``
+on one whose upper bound is 0 (an LP's reduced-cost test ``|A_j' pi| <= weight_j`` for the split
+``w = u - v``, ``u, v >= 0``, with ``s_j = u_j + v_j``). A column free around zero (``lb < 0 <
+ub``, e.g. a quadratic penalty's free ``w``) can be excluded only with a zero reduced cost, which
+almost never holds: its group is always in the working set. The test is sound for any convex
+problem in the canonical form (a group it keeps out is provably at zero in an optimum, to the
+pricing tolerance); it is exact (never keeps a group in needlessly) when a group's columns enter
+no rows of their own. The final answer is certified on the *full* problem
+(:func:`~fsframe.backends.certificate.certify` at the extended point), so a user sees that the
+exclusion was exact: :attr:`WorkingSetReport.max_violation` is the largest reduced cost over
+*all* excluded columns the bounds do not excuse.
+
+Backends that grow a live model (:attr:`~fsframe.backends.base.Backend.grows_columns`: HiGHS)
+receive each restricted problem as the previous one with columns appended (``ProblemData``'s
+``appended_to``) and add them warm (``addCols``); the others rebuild the restricted problem, with
+rows left empty dropped (interior-point solvers need them gone). Measurements: docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+from attrs.validators import ge, in_, instance_of
+from numpy.typing import NDArray
+
+from .backends.base import SolveResult
+from .backends.certificate import certify, judge_certificate, reduced_cost_violations
+from .canonical import ProblemData
+from .enums import SOLUTION_PRESENT, Status
+from .slot import SlotMaps
+
+__all__ = ["WorkingSetOptions", "WorkingSet", "WorkingSetReport"]
+
+
+def _mode(value):
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    return value
+
+
+@attrs.frozen
+class WorkingSetOptions:
+    """How the core solves subproblems on working sets (``fit(..., working_set=...)``).
+
+    Parameters
+    ----------
+    mode : ``"auto"``, True or False
+        ``"auto"``: when the formulation allows it (:attr:`Formulation.pricing`) and the groups
+        that can be priced are at least ``min_groups`` and more than the constraint rows; True:
+        whenever the formulation allows it; False: always the full problem.
+    initial : int, optional
+        Groups in the first working set (default ``max(100, rows // 2)``), chosen by the size of
+        their reduced costs at uniform multipliers.
+    batch : int, optional
+        Most violating groups added per round (default: the larger of 100 and half the working set).
+    tol : float
+        A group violates when a reduced cost of its columns, unexcused by the bounds, exceeds
+        ``tol`` times the size of the gradient (the certificate's ``grad_scale``).
+    max_rounds : int
+        Pricing rounds before the full problem is solved instead.
+    min_groups : int
+    """
+
+    mode: object = attrs.field(default="auto", converter=_mode, validator=in_(("auto", True, False)))
+    initial: int | None = attrs.field(default=None)
+    batch: int | None = attrs.field(default=None)
+    tol: float = attrs.field(default=1e-9, validator=ge(0))
+    max_rounds: int = attrs.field(default=60, validator=[instance_of(int), ge(1)])
+    min_groups: int = attrs.field(default=200, validator=[instance_of(int), ge(0)])
+
+
+@attrs.frozen
+class WorkingSetReport:
+    """How the last subproblem was solved: ``used`` (a working set, or the full problem),
+    ``size`` (groups in the final working set), ``n_groups``, ``rounds`` (restricted solves),
+    ``added`` (groups the pricing added), ``max_violation`` (the largest unexcused reduced cost
+    over the excluded columns, relative; 0 when none is excluded), ``fallback`` (why the full
+    problem was solved instead, if it was)."""
+
+    used: bool
+    size: int
+    n_groups: int
+    rounds: int = 0
+    added: int = 0
+    max_violation: float = 0.0
+    fallback: str = ""
+
+    def as_dict(self) -> dict:
+        return attrs.asdict(self)
+
+
+class WorkingSet:
+    """The working set of one fit's subproblem, kept across its solves (outer-loop iterations
+    start from the groups the previous solve used: support and recent violators).
+
+    Parameters
+    ----------
+    base : ProblemData
+        The compiled loss-only problem (its rows, columns and bounds).
+    slot : SlotMaps
+    grows : bool
+        The backend appends columns to a live model (keep every row, append columns in order).
+    options : WorkingSetOptions
+    cert_tol : float
+        The certificate's tolerance (:attr:`~fsframe.backends.base.SolveOptions.cert_tol`) for
+        judging the answer on the full problem.
+    """
+
+    def __init__(self, base: ProblemData, slot: SlotMaps, grows: bool, options: WorkingSetOptions,
+                 cert_tol: float = 1e-6):
+        self.options = options
+        self.cert_tol = cert_tol
+        self.grows = grows
+        self.slot = slot
+        n = self.n = base.n
+        self.n_groups = slot.n_groups
+        in_group = np.zeros(n, dtype=bool)
+        if self.n_groups:
+            in_group[slot.columns_of(np.arange(self.n_groups))] = True
+        self.fixed_cols = np.flatnonzero(~in_group)  # columns of no group: always in
+        lb, ub = base.lb, base.ub
+        # a group can be priced when every column of it sits at a bound at zero (lb == 0 or
+        # ub == 0); a column free around zero, or bounded away from it, keeps its group in
+        # columns sorted by group, and where each group starts: per-group reductions in bulk
+        gc = slot.group_cols
+        sizes = np.fromiter((len(c) for c in gc), dtype=np.int64, count=self.n_groups)
+        self._perm = np.concatenate(gc).astype(np.int64) if self.n_groups else np.zeros(0, dtype=np.int64)
+        self._starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if self.n_groups else self._perm
+        self._nonempty = sizes > 0
+        self._col_group = np.full(n, -1, dtype=np.int64)
+        self._col_group[self._perm] = np.repeat(np.arange(self.n_groups), sizes)
+        one_sided = (lb == 0.0) | (ub == 0.0)
+        self.priceable = ~self._group_reduce(~one_sided, np.logical_or)  # every column one-sided
+        self._structure = None
+        self.active: NDArray | None = None  # groups in the working set, or None before the first solve
+        self.order: list = []  # active groups in the order they joined (the column order)
+        self._last: ProblemData | None = None  # the restricted problem last solved (to append to)
+        self._last_cols: NDArray | None = None
+        self.report: WorkingSetReport | None = None
+
+    # -- when to use one ----------------------------------------------------------------------
+    @staticmethod
+    def applies(base: ProblemData, slot: SlotMaps | None, pricing, options: WorkingSetOptions) -> bool:
+        """Whether a working set is used for this subproblem (see :class:`WorkingSetOptions`)."""
+        if options.mode is False or pricing is None or slot is None or not slot.exclusive or slot.n_groups < 2:
+            return False
+        if options.mode is True:
+            return True
+        two_sided = (base.lb != 0.0) & (base.ub != 0.0)
+        groups_of = np.repeat(np.arange(slot.n_groups), [len(c) for c in slot.group_cols])
+        blocked = np.zeros(slot.n_groups, dtype=bool)
+        blocked[groups_of[two_sided[slot.columns_of(np.arange(slot.n_groups))]]] = True
+        n_price = int(np.count_nonzero(~blocked))
+        rows = base.A.shape[0] + base.G.shape[0]
+        return n_price >= options.min_groups and n_price > rows
+
+    def seed(self, groups) -> None:
+        """Start the next solve from ``groups`` (a boolean mask or indices), e.g. the working set
+        of the previous point of a parameter path."""
+        mask = np.zeros(self.n_groups, dtype=bool)
+        mask[np.asarray(groups)] = True
+        self.active = mask | ~self.priceable
+        self.order = list(np.flatnonzero(self.active))
+        self._last = None
+
+    # -- structure (column-sliceable copies of the constraint matrices) ------------------------
+    def _struct(self, data: ProblemData):
+        s = self._structure
+        if s is None or s[0] is not data.A or s[1] is not data.G:
+            A_csc = data.A.tocsc()
+            G_csc = data.G.tocsc()
+            s = (data.A, data.G, A_csc, G_csc)
+            self._structure = s
+        return s
+
+    def _initial(self, data: ProblemData, fixed: NDArray) -> NDArray:
+        """The first working set: every group that cannot be priced, plus the priceable ones
+        whose reduced costs at uniform multipliers (``y = 1``, ``z = 1``) most favour entering."""
+        live = self.priceable & ~fixed
+        active = ~self.priceable & ~fixed
+        rows = data.A.shape[0] + data.G.shape[0]
+        k = self.options.initial or max(100, rows // 2)
+        if live.sum() <= k:
+            return active | live
+        ones_y, ones_z = np.ones(data.A.shape[0]), np.ones(data.G.shape[0])
+        g = (data.A.T @ ones_y if data.A.shape[0] else 0.0) + (data.G.T @ ones_z if data.G.shape[0] else 0.0)
+        scale = np.abs(np.asarray(data.c)) + 1e-12
+        score = np.abs(g) / scale
+        per_group = np.where(live, self._group_reduce(score), -np.inf)
+        top = np.argsort(-per_group, kind="stable")[:k]
+        active = active.copy()
+        active[top] = True
+        return active
+
+    # -- one solve --------------------------------------------------------------------------------
+    def solve(self, data: ProblemData, fixed_groups: NDArray, solve_on) -> SolveResult | None:
+        """Solve ``data`` (the full problem at this iteration's weights) on the working set.
+
+        ``fixed_groups`` are groups fixed at zero by infinite weights (never in the working set);
+        ``solve_on(restricted)`` solves a restricted problem (on a backend session the caller
+        keeps). Returns the answer as a :class:`SolveResult` of the *full* problem, certified on
+        it, or ``None`` when the full problem must be solved instead (:attr:`report` says why)."""
+        fixed = np.zeros(self.n_groups, dtype=bool)
+        fixed[fixed_groups] = True
+        if self.active is None:
+            self.active = self._initial(data, fixed)
+            self.order = list(np.flatnonzero(self.active))
+        else:
+            # groups fixed since the last solve leave; the others keep their place (columns only
+            # ever appended on a live model: a fixed group stays, with bounds [0, 0] from data)
+            if not self.grows:
+                keep = ~fixed[self.order] if self.order else np.zeros(0, dtype=bool)
+                self.order = [g for g, k in zip(self.order, keep) if k]
+                self.active = np.zeros(self.n_groups, dtype=bool)
+                self.active[self.order] = True
+                self._last = None
+            new = ~self.priceable & ~fixed & ~self.active
+            if new.any():
+                self._join(np.flatnonzero(new))
+        rounds = added = 0
+        tol = self.options.tol
+        batch0 = self.options.batch
+        res = None
+        while True:
+            R, cols = self._restrict(data, fixed)
+            rounds += 1
+            res = solve_on(R)
+            self._last, self._last_cols = R, cols
+            if res.status not in SOLUTION_PRESENT or res.duals is None:
+                self.report = WorkingSetReport(False, int(self.active.sum()), self.n_groups, rounds, added,
+                                               fallback=f"restricted problem ended {res.status.value}")
+                return None
+            x, y, z = self._extend(data, R, cols, res)
+            excluded = ~self.active & ~fixed
+            if not excluded.any():
+                # only groups fixed at zero are out (any reduced cost is excused at bounds [0, 0]):
+                # the restricted certificate is the full problem's, up to those columns
+                self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added)
+                return attrs.evolve(res, x=x, objective=data.objective(x), duals={"y": y, "z": z})
+            viol, grad_scale = reduced_cost_violations(data, x, y, z)
+            gviol = self._group_max(viol, excluded)
+            limit = tol * grad_scale
+            violators = np.flatnonzero(gviol > limit)
+            if violators.size == 0 or rounds >= self.options.max_rounds:
+                break
+            batch = batch0 or max(100, int(self.active.sum()) // 2)
+            take = violators[np.argsort(-gviol[violators], kind="stable")[:batch]]
+            self._join(take)
+            added += int(take.size)
+        if violators.size:
+            self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added,
+                                           fallback=f"pricing still found {violators.size} violating groups after "
+                                                    f"{rounds} rounds")
+            return None
+        out = self._full_result(data, res, x, y, z)
+        maxv = float(np.max(gviol, initial=0.0)) / grad_scale if grad_scale > 0 else 0.0
+        self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added, maxv)
+        return out
+
+    def _join(self, groups: NDArray) -> None:
+        groups = [int(g) for g in groups if not self.active[g]]
+        self.active[groups] = True
+        self.order.extend(groups)
+
+    def _group_reduce(self, colvals: NDArray, ufunc=np.maximum) -> NDArray:
+        """Per group, ``ufunc`` reduced over its columns' ``colvals`` (groups without columns: the
+        reduction's identity, 0 / False)."""
+        out = np.zeros(self.n_groups, dtype=np.asarray(colvals).dtype)
+        if self._perm.size:
+            vals = ufunc.reduceat(np.asarray(colvals)[self._perm], self._starts[self._nonempty])
+            out[self._nonempty] = vals
+        return out
+
+    def _group_max(self, colvals: NDArray, which: NDArray) -> NDArray:
+        """Per group, the largest of ``colvals`` over its columns (0 for groups not in ``which``)."""
+        return np.where(which, np.maximum(self._group_reduce(colvals), 0.0), 0.0)
+
+    def _columns(self) -> NDArray:
+        gc = self.slot.group_cols
+        parts = [self.fixed_cols] + [gc[g] for g in self.order]
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+    def _rescue(self, M, rows: NDArray, fixed: NDArray) -> list:
+        """For each row in ``rows``, the free group (neither fixed nor active) of its largest entry."""
+        out = []
+        for i in rows:
+            row = M.getrow(int(i))
+            for c in row.indices[np.argsort(-np.abs(row.data), kind="stable")]:
+                g = self._group_of_col(int(c))
+                if g is not None and not fixed[g] and not self.active[g]:
+                    out.append(g)
+                    break
+        return out
+
+    def _group_of_col(self, c: int):
+        g = int(self._col_group[c])
+        return None if g < 0 else g
+
+    def _restrict(self, data: ProblemData, fixed: NDArray):
+        """The restricted problem on the working set's columns, and those columns.
+
+        A row left without columns that zero does not satisfy (a normalisation
+        ``w'(mu_1 - mu_2) = 1``) brings in the group of its largest entry first."""
+        _, _, A_csc, G_csc = self._struct(data)
+        while True:
+            cols = self._columns()
+            A = A_csc[:, cols].tocsr()
+            G = G_csc[:, cols].tocsr()
+            need = []
+            for M, Mr, rhs, bad_at_zero in ((data.A, A, data.b, data.b != 0),
+                                             (data.G, G, data.h, data.h < 0)):
+                if not Mr.shape[0]:
+                    continue
+                empty = np.diff(Mr.indptr) == 0
+                if M is data.G:
+                    empty[data.l:] = False  # cones: left to the solver (a cone of zeros holds at zero)
+                need.extend(self._rescue(M, np.flatnonzero(empty & bad_at_zero), fixed))
+            if not need:
+                break
+            self._join(np.unique(need))
+        P = None
+        if data.P is not None:
+            P = data.P[cols][:, cols].tocsc()
+        b, h, l, cones = data.b, data.h, data.l, data.cones
+        self._rows = None
+        if not self.grows:
+            A, b, G, h, l, cones, self._rows = _drop_empty_rows(A, b, G, h, l, cones)
+        R = ProblemData(c=data.c[cols], A=A, b=b, G=G, h=h, lb=data.lb[cols], ub=data.ub[cols], l=l,
+                        cones=cones, P=P, offset=data.offset)
+        last = self._last
+        if self.grows and last is not None and last.n <= R.n and np.array_equal(self._last_cols, cols[: last.n]):
+            R = R.evolve(appended_to=last)
+        return R, cols
+
+    def _extend(self, data: ProblemData, R: ProblemData, cols: NDArray, res: SolveResult):
+        """The restricted answer in the full problem's columns and rows."""
+        x = np.zeros(data.n)
+        x[cols] = res.x
+        y_r = np.asarray(res.duals["y"], dtype=float)
+        z_r = np.asarray(res.duals["z"], dtype=float)
+        if self._rows is None:
+            return x, y_r, z_r
+        eq_keep, g_keep = self._rows
+        y = np.zeros(data.A.shape[0])
+        y[eq_keep] = y_r
+        z = np.zeros(data.G.shape[0])
+        z[g_keep] = z_r
+        return x, y, z
+
+    def _full_result(self, data: ProblemData, res: SolveResult, x, y, z) -> SolveResult:
+        """The restricted answer as an answer to the full problem, certified on it."""
+        cert = certify(data, x, y, z)
+        status, extra = res.status, res.message
+        if status is Status.OPTIMAL:
+            status, more = judge_certificate(cert, self.cert_tol)
+            extra += more
+        return attrs.evolve(res, x=x, objective=data.objective(x), duals={"y": y, "z": z}, certificate=cert,
+                            status=status, message=extra)
+
+
+def _drop_empty_rows(A, b, G, h, l, cones):
+    """Drop rows left without entries that hold at zero: equality rows with ``b = 0``, ``R_+``
+    rows with ``h >= 0``, and whole cones without entries whose ``h`` lies in the cone.
+    Returns the reduced data and the kept rows ``(eq_keep, g_keep)``."""
+    a_nnz = np.diff(A.indptr)
+    eq_keep = np.flatnonzero((a_nnz > 0) | (b != 0))
+    g_nnz = np.diff(G.indptr)
+    keep = np.zeros(G.shape[0], dtype=bool)
+    keep[:l] = (g_nnz[:l] > 0) | (h[:l] < 0)
+    new_cones = []
+    k = l
+    for q in cones:
+        seg = slice(k, k + q)
+        if np.any(g_nnz[seg] > 0) or np.linalg.norm(h[k + 1:k + q]) > h[k]:
+            keep[seg] = True
+            new_cones.append(q)
+        k += q
+    g_keep = np.flatnonzero(keep)
+    new_l = int(np.count_nonzero(keep[:l]))
+    if eq_keep.size != A.shape[0]:
+        A, b = A[eq_keep], b[eq_keep]
+    if g_keep.size != G.shape[0]:
+        G, h = G[g_keep], h[g_keep]
+    return A, b, G, h, new_l, tuple(new_cones), (eq_keep, g_keep)

@@ -1,0 +1,226 @@
+"""Working sets with certified exclusion (fsframe.working_set): the same answer as the full problem,
+for every built-in formulation and loop, with the exclusion certified on the full problem."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fsframe
+from fsframe.backends.certificate import reduced_cost_violations
+from fsframe.backends.highs import HighsBackend, HighsSession
+from fsframe.canonical import ProblemData
+from fsframe.enums import ProblemClass, Status
+from fsframe.errors import InvalidOptionError, SolverWarning
+from fsframe.method import resolve, select_backend
+from fsframe.problem import Subproblem
+from fsframe.working_set import WorkingSet, WorkingSetOptions
+
+
+def _data(m=24, n=150, k=4, seed=0, noise=0.5):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, n))
+    w = np.zeros(n)
+    w[:k] = rng.choice([-2.0, 2.0], size=k)
+    y = np.where(X @ w + noise * rng.standard_normal(m) > 0, 1, -1)
+    return X, y
+
+
+def _meaningful(coef, rel=1e-6):
+    a = np.abs(np.asarray(coef, dtype=float))
+    return a > rel * a.max()
+
+
+# every built-in formulation with a sparsity slot x (single, reweighted-l1, dca, em), as resolve accepts them
+COMBOS = [(f, loop, sur) for f in ("hinge", "mpm", "mempm", "mpm-equal", "margin", "l21-regression", "twsvm")
+          for loop, sur in (("single", None), ("reweighted-l1", "exp"), ("dca", "exp"), ("em", "lp"))
+          if not (f == "twsvm" and loop in ("dca", "em"))]
+
+
+@pytest.mark.parametrize("formulation,loop,surrogate", COMBOS, ids=["-".join(filter(None, c)) for c in COMBOS])
+def test_working_set_fit_equals_full_fit(formulation, loop, surrogate):
+    X, y = _data(seed=[c[0] for c in COMBOS].index(formulation))
+    kw = dict(formulation=formulation, loop=loop, surrogate=surrogate, max_iter=4)
+    if formulation == "hinge":
+        kw["C"] = 0.5
+    rel = 1e-7
+    if resolve(**{k: kw[k] for k in ("formulation", "loop", "surrogate")}).problem_class is ProblemClass.SOCP:
+        # the loop's trajectory on an interior-point solver drifts by its tolerance (1e-8 per
+        # solve); solve tightly so that the comparison measures the working set, not the solver
+        if loop == "em":
+            # Clarabel on EM's 1/t^2-weighted cone programs: the full problem states fixed groups
+            # as equality rows x = 0 (the working set leaves them out), and neither reaches more
+            # than ~1e-7 (both report optimal_inaccurate at tight settings)
+            rel = 1e-6
+        else:
+            kw["backend_options"] = {"feastol": 1e-11, "abstol": 1e-11, "reltol": 1e-11}  # ECOS
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = fsframe.fit(X, y, working_set=False, **kw)
+        ws = fsframe.fit(X, y, working_set=WorkingSetOptions(mode=True, initial=10, batch=10), **kw)
+    assert full.certificate["working_set"] is None
+    assert np.array_equal(full.support, ws.support)
+    assert ws.objective == pytest.approx(full.objective, rel=rel, abs=1e-9)
+    np.testing.assert_allclose(np.asarray(ws.coef, float), np.asarray(full.coef, float), atol=1e-5)
+    cert = ws.certificate
+    assert cert["status"] in ("optimal", full.certificate["status"])  # never less accurate than the full solve
+    assert cert["max_violation"] <= 1e-9
+    assert abs(cert["gap"]) <= 1e-4 and cert["dual_residual"] <= 1e-4
+
+
+def test_working_set_leaves_most_groups_out_and_certifies_on_the_full_problem():
+    X, y = _data(m=60, n=1500, k=5, seed=3)
+    res = fsframe.fit(X, y, "l1-svm", C=1.0)  # auto: 1500 priceable groups > 60 rows
+    full = fsframe.fit(X, y, "l1-svm", C=1.0, working_set=False)
+    cert = res.certificate
+    assert cert["working_set"] is not None and cert["working_set"] < 1500 / 3
+    assert cert["n_groups"] == 1500 and cert["rounds"] >= 1
+    assert res.objective == pytest.approx(full.objective, rel=1e-7)
+    assert np.array_equal(res.support, full.support)
+    # the full problem's certificate: the reported gap and residuals are those of all 1500 features
+    assert abs(cert["gap"]) < 1e-8 and cert["max_violation"] == 0.0
+
+
+def _late_feature_data(seed=0):
+    """Feature 1 has no class-mean difference (the first working set, chosen by reduced costs at
+    uniform multipliers, passes it over) but cancels the noise of feature 0, so every optimum
+    uses it; 200 distractors have larger chance correlations."""
+    rng = np.random.default_rng(seed)
+    m = 40
+    y = np.repeat([1.0, -1.0], m // 2)
+    eps = rng.standard_normal(m)
+    eps -= eps[y > 0].mean() * (y > 0) + eps[y < 0].mean() * (y < 0)  # zero mean in each class
+    X = np.column_stack([y + 1.5 * eps, eps, 0.3 * rng.standard_normal((m, 200)) + 0.15 * y[:, None]
+                         * rng.choice([-1, 1], 200)])
+    return X, y
+
+
+def test_a_feature_missed_by_the_first_working_set_is_found_by_pricing():
+    X, y = _late_feature_data()
+    res = resolve("l1-svm", C=10.0)
+    be = select_backend("highs", res.problem_class)
+    sub = Subproblem(res.formulation, X, y, res.terms, be, working_set=WorkingSetOptions(mode=True, initial=5))
+    n = X.shape[1]
+    it = sub.solve(lin=np.ones(n))
+    ws = sub.working_set
+    first = ws._initial(sub.compiled.data, np.zeros(n, dtype=bool))
+    assert not first[1], "the construction must hide feature 1 from the first working set"
+    assert abs(it.coef[1]) > 1e-3, "the optimum uses feature 1"
+    assert sub.last_report.rounds >= 2 and sub.last_report.added >= 1
+    full = fsframe.fit(X, y, "l1-svm", C=10.0, working_set=False)
+    assert it.objective == pytest.approx(full.objective, rel=1e-7)
+    np.testing.assert_allclose(it.coef, full.coef, atol=1e-6)
+    sub.close()
+
+
+def test_highs_grows_the_live_model_instead_of_reloading(monkeypatch):
+    loads = []
+    orig = HighsSession._load
+
+    def counting(self, data):
+        loads.append(data.n)
+        return orig(self, data)
+
+    monkeypatch.setattr(HighsSession, "_load", counting)
+    X, y = _data(m=40, n=800, seed=5)
+    res = resolve("l1-svm", C=1.0)
+    sub = Subproblem(res.formulation, X, y, res.terms, HighsBackend(),
+                     working_set=WorkingSetOptions(mode=True, initial=20, batch=20))
+    it = sub.solve(lin=np.ones(800))
+    assert sub.last_report.rounds >= 2
+    assert len(loads) == 1  # one load, then columns appended round after round
+    # the next outer-loop iteration starts from the working set reached: no new load either
+    it2 = sub.solve(lin=np.full(800, 2.0))
+    assert len(loads) == 1 and it2.ok
+    sub.close()
+    full = fsframe.fit(X, y, "l1-svm", C=1.0, working_set=False)
+    assert it.objective == pytest.approx(full.objective, rel=1e-7)
+
+
+def test_reduced_cost_violations_against_a_hand_computation():
+    # min -x1 - 2 x2 + x3  s.t. x1 + x2 + x3 <= 1, x >= 0; optimum x2 = 1 with z = 2
+    data = ProblemData(c=np.array([-1.0, -2.0, 1.0]), A=sp.csr_matrix((0, 3)), b=np.zeros(0),
+                       G=sp.csr_matrix(np.array([[1.0, 1.0, 1.0]])), h=np.array([1.0]),
+                       lb=np.zeros(3), ub=np.full(3, np.inf), l=1)
+    x = np.array([0.0, 1.0, 0.0])
+    viol, scale = reduced_cost_violations(data, x, np.zeros(0), np.array([2.0]))
+    np.testing.assert_allclose(viol, [0.0, 0.0, 0.0])  # r = (1, 0, 3): excused at x = 0 (lower bound)
+    viol, _ = reduced_cost_violations(data, x, np.zeros(0), np.array([0.5]))  # a wrong multiplier
+    np.testing.assert_allclose(viol, [0.5, 1.5, 0.0])  # r = (-0.5, -1.5, 1.5): x1 should enter; x2 is inside
+    assert scale == 2.0
+
+
+def test_pricing_rounds_exhausted_fall_back_to_the_full_problem():
+    X, y = _data(m=40, n=600, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, "l1-svm", working_set=WorkingSetOptions(mode=True, initial=1, batch=1, max_rounds=2))
+        full = fsframe.fit(X, y, "l1-svm", working_set=False)
+    assert "pricing still found" in res.certificate["fallback"]
+    assert res.objective == pytest.approx(full.objective, rel=1e-9)
+
+
+def test_working_set_option_is_checked():
+    X, y = _data()
+    with pytest.raises(InvalidOptionError, match="working_set"):
+        fsframe.fit(X, y, "l1-svm", working_set="yes")
+
+
+def test_working_set_on_conic_backends_drops_empty_rows_and_matches():
+    X, y = _data(m=30, n=300, seed=4)
+    for backend in ("ecos", "clarabel"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            full = fsframe.fit(X, y, "l1-svm", backend=backend, working_set=False)
+            ws = fsframe.fit(X, y, "l1-svm", backend=backend, working_set=WorkingSetOptions(mode=True, initial=20))
+        assert ws.certificate["working_set"] < 300
+        assert ws.objective == pytest.approx(full.objective, rel=1e-6)
+        # interior-point answers carry noise near 1e-9 on zero coefficients: compare the weights
+        # that matter (a simplex answer is compared exactly above)
+        assert np.array_equal(_meaningful(ws.coef), _meaningful(full.coef))
+
+
+# -- verify= ------------------------------------------------------------------------------------
+class _LyingSession(HighsSession):
+    """HiGHS, then every column that only loosens the rows (a hinge slack) raised by 0.3: a
+    feasible point whose objective is worse than the optimum the multipliers certify."""
+
+    def _invert(self, data, raw):
+        sol = super()._invert(data, raw)
+        if sol.x is None:
+            return sol
+        G = data.G.tocsc()
+        loosens = np.array([np.all(G[:, j].data <= 0) and G[:, j].nnz >= 1 for j in range(data.n)])
+        loosens &= np.isinf(data.ub) & (data.A.getnnz(axis=0) == 0 if data.A.shape[0] else True)
+        import attrs
+
+        return attrs.evolve(sol, x=sol.x + 0.3 * loosens, objective=None)
+
+
+class _LyingBackend(HighsBackend):
+    name = "liar"
+
+    def open(self, data, options=fsframe.backends.SolveOptions()):
+        return _LyingSession(self, data, options)
+
+
+def test_verify_reports_a_small_gap_on_agreeing_backends():
+    X, y = _data(m=40, n=120, seed=1)
+    res = fsframe.fit(X, y, "l1-svm", verify="clarabel")
+    v = res.certificate["verify"]
+    assert v["backend"] == "clarabel" and v["status"] == "optimal"
+    assert abs(v["objective_gap"]) < 1e-6
+    assert v["objective"] == pytest.approx(res.objective, rel=1e-6)
+
+
+def test_verify_exposes_a_lying_backend():
+    X, y = _data(m=40, n=120, seed=1)
+    with pytest.warns(SolverWarning, match="verify"):
+        res = fsframe.fit(X, y, "l1-svm", verify=_LyingBackend(), working_set=False)
+    v = res.certificate["verify"]
+    assert v["backend"] == "liar"
+    assert v["status"] != Status.OPTIMAL.value  # fsframe's certificate already doubts it
+    assert v["objective_gap"] < -1e-2  # the liar's objective is far above the optimum
