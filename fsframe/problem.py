@@ -177,7 +177,8 @@ class Subproblem:
             pricing = getattr(self.formulation, "pricing", None)
             if WorkingSet.applies(comp.base, comp.slot, pricing, self.ws_options):
                 grows = self.backend.grows_columns and not ("quad" in self.terms or comp.base.has_quadratic_objective)
-                self.working_set = WorkingSet(comp.base, comp.slot, grows, self.ws_options, self.options.cert_tol)
+                self.working_set = WorkingSet(comp.base, comp.slot, grows, self.ws_options,
+                                              self.options.cert_tol if self.options.certify else None)
         return self.working_set
 
     def _fixed_groups(self, lin, quad) -> NDArray:
@@ -187,13 +188,13 @@ class Subproblem:
                 fixed |= np.isinf(np.broadcast_to(np.asarray(v, dtype=float), (self.n_groups,)))
         return np.flatnonzero(fixed)
 
-    def _on(self, name: str, data) -> SolveResult:
+    def _on(self, name: str, data, options: SolveOptions | None = None) -> SolveResult:
         """Solve ``data`` on the session ``name`` (opened on first use: a refusal to open, e.g.
         data on a scale the solver cannot represent, is a typed error that propagates); solver
         trouble during the solve is a status, so the loop's ``raise_on_failure`` decides."""
         session = getattr(self, name)
         if session is None:
-            session = self.backend.open(data, self.options)
+            session = self.backend.open(data, self.options if options is None else options)
             setattr(self, name, session)
         t0 = time.perf_counter()
         try:
@@ -203,7 +204,9 @@ class Subproblem:
                                message=f"{type(exc).__name__}: {exc}")
 
     def _solve_restricted(self, data) -> SolveResult:
-        return self._on("session", data)
+        # a restricted answer is certified once, on the full problem, by the working set
+        # (WorkingSet._full_result, the same rule): not also round by round here
+        return self._on("session", data, attrs.evolve(self.options, certify=False))
 
     def _solve_full(self, data) -> SolveResult:
         # with a working set, the full problem (a fallback) has a session of its own

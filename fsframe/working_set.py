@@ -118,13 +118,14 @@ class WorkingSet:
     grows : bool
         The backend appends columns to a live model (keep every row, append columns in order).
     options : WorkingSetOptions
-    cert_tol : float
+    cert_tol : float or None
         The certificate's tolerance (:attr:`~fsframe.backends.base.SolveOptions.cert_tol`) for
-        judging the answer on the full problem.
+        judging the answer on the full problem; ``None``: certification is off
+        (``SolveOptions(certify=False)``), the solver's status stands.
     """
 
     def __init__(self, base: ProblemData, slot: SlotMaps, grows: bool, options: WorkingSetOptions,
-                 cert_tol: float = 1e-6):
+                 cert_tol: float | None = 1e-6):
         self.options = options
         self.cert_tol = cert_tol
         self.grows = grows
@@ -251,9 +252,9 @@ class WorkingSet:
             excluded = ~self.active & ~fixed
             if not excluded.any():
                 # only groups fixed at zero are out (any reduced cost is excused at bounds [0, 0]):
-                # the restricted certificate is the full problem's, up to those columns
+                # nothing to price
                 self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added)
-                return attrs.evolve(res, x=x, objective=data.objective(x), duals={"y": y, "z": z})
+                return self._full_result(data, res, x, y, z)
             viol, grad_scale = reduced_cost_violations(data, x, y, z)
             gviol = self._group_max(viol, excluded)
             limit = tol * grad_scale
@@ -368,7 +369,7 @@ class WorkingSet:
         """The restricted answer as an answer to the full problem, certified on it."""
         cert = certify(data, x, y, z)
         status, extra = res.status, res.message
-        if status is Status.OPTIMAL:
+        if status is Status.OPTIMAL and self.cert_tol is not None:
             status, more = judge_certificate(cert, self.cert_tol)
             extra += more
         return attrs.evolve(res, x=x, objective=data.objective(x), duals={"y": y, "z": z}, certificate=cert,

@@ -233,6 +233,7 @@ class HighsSession(BackendSession):
         self.h = _new_highs(options.verbose)
         self.scale = _objective_scale(data)
         self.cols = None  # column factors D (x = D v) of the loaded problem, or None
+        self._primal_warm = False  # switched to the primal simplex for appended columns
         self._apply_options()
 
     def _apply_options(self) -> None:
@@ -348,6 +349,12 @@ class HighsSession(BackendSession):
         bounds."""
         import highspy
 
+        if not self._primal_warm and "simplex_strategy" not in self.options.backend_options:
+            # columns appended to an optimal basis leave it primal feasible: the primal simplex
+            # continues from it (measured 1.4-1.6x faster than the dual simplex's default over the
+            # rounds of a working set: docs/performance.md)
+            self.h.setOptionValue("simplex_strategy", 4)
+            self._primal_warm = True
         n0, n = old.n, data.n
         if n > n0:
             G = data.G if data.l == data.G.shape[0] else data.G[: data.l]
