@@ -94,6 +94,26 @@ def _abs(M):
     return a
 
 
+ABS_CACHE_LIMIT = 5_000_000
+"""Matrices with more stored entries than this are not copied into ``|M|`` (a 2 000 x 40 000 LP
+would hold another 1 GB): :func:`_abs_rmatvec` works through them in row blocks instead."""
+
+
+def _abs_rmatvec(M, v: NDArray) -> NDArray:
+    """``|M|' v`` (``v >= 0``): from the cached ``|M|`` for matrices of at most
+    :data:`ABS_CACHE_LIMIT` entries, else block by block of rows (a CSR matrix), so no copy of a
+    large matrix is kept."""
+    if M.nnz <= ABS_CACHE_LIMIT or M.format != "csr":
+        return _abs(M).T @ v
+    out = np.zeros(M.shape[1])
+    step = max(1, int(M.shape[0] * ABS_CACHE_LIMIT // max(M.nnz, 1)))
+    for i in range(0, M.shape[0], step):
+        blk = M[i:i + step]
+        blk.data = np.abs(blk.data)  # the slice is a copy: M is untouched
+        out += blk.T @ v[i:i + step]
+    return out
+
+
 def _inf(v) -> float:
     return float(np.max(np.abs(v), initial=0.0)) if np.size(v) else 0.0
 
@@ -166,8 +186,8 @@ def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray, objective: fl
     obj = data.objective(x) if objective is None else float(objective)
     # the size of every product in L(x, y, z), in absolute values: what rounding errors scale with
     ax, ay, az = np.abs(x), np.abs(y), np.abs(z)
-    mags = np.abs(data.c) + (_abs(data.A).T @ ay if data.A.shape[0] else 0.0) \
-        + (_abs(data.G).T @ az if data.G.shape[0] else 0.0)
+    mags = np.abs(data.c) + (_abs_rmatvec(data.A, ay) if data.A.shape[0] else 0.0) \
+        + (_abs_rmatvec(data.G, az) if data.G.shape[0] else 0.0)
     lagrangian = float(ax @ mags) + float(np.abs(data.b) @ ay) + float(np.abs(data.h) @ az) + abs(data.offset) + xPx
     Gtz_raw = Gtz if np.array_equal(z, z_raw) else data.G.T @ z_raw
     grad_scale = max(_inf(grad), _inf(Aty), _inf(Gtz), _inf(Gtz_raw), GAP_FLOOR)

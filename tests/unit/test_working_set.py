@@ -224,3 +224,16 @@ def test_verify_exposes_a_lying_backend():
     assert v["backend"] == "liar"
     assert v["status"] != Status.OPTIMAL.value  # fsframe's certificate already doubts it
     assert v["objective_gap"] < -1e-2  # the liar's objective is far above the optimum
+
+
+def test_certificate_sizes_large_matrices_in_row_blocks_without_copying_them(monkeypatch):
+    from fsframe.backends import certificate as cert
+
+    monkeypatch.setattr(cert, "ABS_CACHE_LIMIT", 50)
+    rng = np.random.default_rng(0)
+    M = sp.random(40, 30, density=0.5, format="csr", random_state=1)
+    M.data -= 0.5
+    before = M.data.copy()
+    v = rng.random(40)
+    np.testing.assert_allclose(cert._abs_rmatvec(M, v), abs(M).T @ v, rtol=1e-12)
+    assert np.array_equal(M.data, before)  # the matrix is untouched
