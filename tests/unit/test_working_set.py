@@ -237,3 +237,28 @@ def test_certificate_sizes_large_matrices_in_row_blocks_without_copying_them(mon
     v = rng.random(40)
     np.testing.assert_allclose(cert._abs_rmatvec(M, v), abs(M).T @ v, rtol=1e-12)
     assert np.array_equal(M.data, before)  # the matrix is untouched
+
+
+@pytest.fixture
+def colon(shared_file):
+    from fsframe.io import load_mat
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_mat(shared_file("colon.mat"))
+
+
+@pytest.mark.parametrize("method,kw", [("l1-svm", {}), ("fsv", {}), ("em-l0", {}),
+                                       (None, {"formulation": "hinge", "surrogate": "log", "loop": "dca"})])
+def test_working_set_equals_full_on_colon(colon, method, kw):
+    """Colon (62 x 2000, shared data): the working-set fit equals the full fit."""
+    X = (colon.X - colon.X.mean(0)) / colon.X.std(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = fsframe.fit(X, colon.y, method, working_set=False, **kw)
+        ws = fsframe.fit(X, colon.y, method, working_set=True, **kw)
+    assert np.array_equal(ws.support, full.support)
+    assert ws.objective == pytest.approx(full.objective, rel=1e-7)
+    if method != "em-l0":  # EM's groups are free around zero: only its fixed groups leave
+        assert ws.certificate["working_set"] < 2000
+    assert ws.certificate["max_violation"] <= 1e-9
