@@ -175,10 +175,11 @@ class Subproblem:
             self._ws_decided = True
             comp = self.compiled
             pricing = getattr(self.formulation, "pricing", None)
-            if WorkingSet.applies(comp.base, comp.slot, pricing, self.ws_options):
+            if WorkingSet.possible(comp.slot, pricing, self.ws_options):
                 grows = self.backend.grows_columns and not ("quad" in self.terms or comp.base.has_quadratic_objective)
-                self.working_set = WorkingSet(comp.base, comp.slot, grows, self.ws_options,
-                                              self.options.cert_tol if self.options.certify else None)
+                ws = WorkingSet(comp.base, comp.slot, grows, self.ws_options,
+                                self.options.cert_tol if self.options.certify else None)
+                self.working_set = ws if ws.wanted(comp.base) else None
         return self.working_set
 
     def _fixed_groups(self, lin, quad) -> NDArray:

@@ -41,7 +41,7 @@ from attrs.validators import ge, in_, instance_of
 from numpy.typing import NDArray
 
 from .backends.base import SolveResult
-from .backends.certificate import certify, judge_certificate, reduced_cost_violations
+from .backends.certificate import certify, judge_certificate, reduced_costs, unexcused_at
 from .canonical import ProblemData
 from .enums import SOLUTION_PRESENT, Status
 from .slot import SlotMaps
@@ -64,7 +64,8 @@ class WorkingSetOptions:
     mode : ``"auto"``, True or False
         ``"auto"``: when the formulation allows it (:attr:`Formulation.pricing`) and the groups
         that can be priced are at least ``min_groups`` and more than the constraint rows; True:
-        whenever the formulation allows it; False: always the full problem.
+        whenever the formulation allows it and some group can be priced; False: always the full
+        problem.
     initial : int, optional
         Groups in the first working set (default ``max(100, rows // 2)``), chosen by the size of
         their reduced costs at uniform multipliers.
@@ -132,23 +133,20 @@ class WorkingSet:
         self.slot = slot
         n = self.n = base.n
         self.n_groups = slot.n_groups
+        self.group_cols = gc = group_columns(slot)
         in_group = np.zeros(n, dtype=bool)
         if self.n_groups:
-            in_group[slot.columns_of(np.arange(self.n_groups))] = True
+            in_group[np.concatenate(gc)] = True
         self.fixed_cols = np.flatnonzero(~in_group)  # columns of no group: always in
-        lb, ub = base.lb, base.ub
-        # a group can be priced when every column of it sits at a bound at zero (lb == 0 or
-        # ub == 0); a column free around zero, or bounded away from it, keeps its group in
         # columns sorted by group, and where each group starts: per-group reductions in bulk
-        gc = slot.group_cols
         sizes = np.fromiter((len(c) for c in gc), dtype=np.int64, count=self.n_groups)
         self._perm = np.concatenate(gc).astype(np.int64) if self.n_groups else np.zeros(0, dtype=np.int64)
         self._starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if self.n_groups else self._perm
         self._nonempty = sizes > 0
         self._col_group = np.full(n, -1, dtype=np.int64)
         self._col_group[self._perm] = np.repeat(np.arange(self.n_groups), sizes)
-        one_sided = (lb == 0.0) | (ub == 0.0)
-        self.priceable = ~self._group_reduce(~one_sided, np.logical_or)  # every column one-sided
+        self._rows = self._empty_rows = None
+        self._definitions(base)
         self._structure = None
         self.active: NDArray | None = None  # groups in the working set, or None before the first solve
         self.order: list = []  # active groups in the order they joined (the column order)
@@ -156,21 +154,72 @@ class WorkingSet:
         self._last_cols: NDArray | None = None
         self.report: WorkingSetReport | None = None
 
-    # -- when to use one ----------------------------------------------------------------------
-    @staticmethod
-    def applies(base: ProblemData, slot: SlotMaps | None, pricing, options: WorkingSetOptions) -> bool:
-        """Whether a working set is used for this subproblem (see :class:`WorkingSetOptions`)."""
-        if options.mode is False or pricing is None or slot is None or not slot.exclusive or slot.n_groups < 2:
+    def _definitions(self, base: ProblemData) -> None:
+        """Which groups can be priced (:attr:`priceable`), and the equality rows that *define* a
+        column free around zero from its group's other columns (``w_j - u_j + v_j = 0``).
+
+        A column at a bound at zero (``lb == 0`` or ``ub == 0``) is priced by the sign of its
+        reduced cost. A column free around zero is priced when it is defined: it has a non-zero
+        entry in exactly one equality row with ``b = 0`` whose entries all lie in its group, the
+        row has no other free column, and no other row of its group alone holds it. At the
+        group's zero that row's multiplier is then ``lambda = -r_f / a_f`` (stationarity on the
+        free column ``f``), which carries ``r_f`` over to the other columns of the row. A column
+        bounded away from zero, or free and undefined, keeps its group in every working set."""
+        n, lb, ub = self.n, base.lb, base.ub
+        free = (lb < 0) & (ub > 0)
+        away = (lb > 0) | (ub < 0)
+        defined = np.zeros(n, dtype=bool)
+        self._def_rows = np.zeros(0, dtype=np.int64)
+        self._def_free = np.zeros(0, dtype=np.int64)
+        self._def_coef = np.zeros(0)
+        A = base.A.tocsr()
+        if A.nnz and free.any():
+            counts = np.diff(A.indptr)
+            row_of = np.repeat(np.arange(A.shape[0]), counts)
+            g = self._col_group[A.indices]
+            starts = A.indptr[:-1][counts > 0]
+            local = np.zeros(A.shape[0], dtype=bool)
+            local[counts > 0] = ((np.minimum.reduceat(g, starts) == np.maximum.reduceat(g, starts))
+                                 & (np.minimum.reduceat(g, starts) >= 0))
+            isfree = free[A.indices] & (A.data != 0)
+            nfree = np.zeros(A.shape[0], dtype=np.int64)
+            nfree[counts > 0] = np.add.reduceat(isfree.astype(np.int64), starts)
+            defrow = local & (nfree == 1) & (base.b == 0)
+            sel = isfree & defrow[row_of]
+            fcol, frow, fcoef = A.indices[sel].astype(np.int64), row_of[sel], A.data[sel]
+            # a free column in a local row that does not define it, or defined twice: not priced
+            other = free[A.indices] & local[row_of] & ~sel
+            bad = (np.bincount(fcol, minlength=n) > 1) | (np.bincount(A.indices[other], minlength=n) > 0)
+            ok = ~bad[fcol]
+            self._def_rows, self._def_free, self._def_coef = frow[ok], fcol[ok], fcoef[ok]
+            defined[self._def_free] = True
+            self._def_matrix = A[self._def_rows]
+            self._def_group = self._col_group[self._def_free]
+        covered = ~away & (~free | defined)
+        self.priceable = ~self._group_reduce(~covered, np.logical_or)
+
+    def wanted(self, base: ProblemData) -> bool:
+        """Whether this subproblem is solved on a working set (see :class:`WorkingSetOptions`)."""
+        n_price = int(np.count_nonzero(self.priceable))
+        if self.options.mode is False or self.n_groups < 2:
             return False
-        if options.mode is True:
-            return True
-        two_sided = (base.lb != 0.0) & (base.ub != 0.0)
-        groups_of = np.repeat(np.arange(slot.n_groups), [len(c) for c in slot.group_cols])
-        blocked = np.zeros(slot.n_groups, dtype=bool)
-        blocked[groups_of[two_sided[slot.columns_of(np.arange(slot.n_groups))]]] = True
-        n_price = int(np.count_nonzero(~blocked))
+        if self.options.mode is True:
+            # nothing to price (every group free around zero, e.g. EM's quadratic penalty): the
+            # only groups a working set could leave out are those fixed at zero, which the
+            # backends already drop at no cost (measured slower through a working set)
+            return n_price > 0
         rows = base.A.shape[0] + base.G.shape[0]
-        return n_price >= options.min_groups and n_price > rows
+        return n_price >= self.options.min_groups and n_price > rows
+
+    @staticmethod
+    def possible(slot: SlotMaps | None, pricing, options: WorkingSetOptions) -> bool:
+        """Whether a working set can be considered at all: options allow it, the formulation
+        declares a pricing, and the slot's groups own their columns (none shared, counting the
+        columns of the magnitude map: :func:`group_columns`)."""
+        if options.mode is False or pricing is None or slot is None or slot.n_groups < 2:
+            return False
+        cols = np.concatenate(group_columns(slot))
+        return np.unique(cols).size == cols.size
 
     def seed(self, groups) -> None:
         """Start the next solve from ``groups`` (a boolean mask or indices), e.g. the working set
@@ -200,15 +249,19 @@ class WorkingSet:
         k = self.options.initial or max(100, rows // 2)
         if live.sum() <= k:
             return active | live
-        ones_y, ones_z = np.ones(data.A.shape[0]), np.ones(data.G.shape[0])
-        g = (data.A.T @ ones_y if data.A.shape[0] else 0.0) + (data.G.T @ ones_z if data.G.shape[0] else 0.0)
-        scale = np.abs(np.asarray(data.c)) + 1e-12
-        score = np.abs(g) / scale
-        per_group = np.where(live, self._group_reduce(score), -np.inf)
-        top = np.argsort(-per_group, kind="stable")[:k]
+        top = self._best(data, live, k)
         active = active.copy()
         active[top] = True
         return active
+
+    def _best(self, data: ProblemData, live: NDArray, k: int) -> NDArray:
+        """The ``k`` groups among ``live`` whose reduced costs at uniform multipliers (``y = 1``,
+        ``z = 1``, relative to their costs) are largest: a guess at the groups that enter."""
+        ones_y, ones_z = np.ones(data.A.shape[0]), np.ones(data.G.shape[0])
+        g = (data.A.T @ ones_y if data.A.shape[0] else 0.0) + (data.G.T @ ones_z if data.G.shape[0] else 0.0)
+        score = np.abs(g) / (np.abs(np.asarray(data.c)) + 1e-12)
+        per_group = np.where(live, self._group_reduce(score), -np.inf)
+        return np.argsort(-per_group, kind="stable")[:k]
 
     # -- one solve --------------------------------------------------------------------------------
     def solve(self, data: ProblemData, fixed_groups: NDArray, solve_on) -> SolveResult | None:
@@ -244,6 +297,14 @@ class WorkingSet:
             rounds += 1
             res = solve_on(R)
             self._last, self._last_cols = R, cols
+            free = self.priceable & ~self.active & ~fixed
+            if res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) and free.any() \
+                    and rounds < self.options.max_rounds:
+                # too few groups to meet the constraints (e.g. an MPM bound): double the working set
+                more = self._best(data, free, max(int(self.active.sum()), self.options.batch or 100))
+                self._join(more)
+                added += int(more.size)
+                continue
             if res.status not in SOLUTION_PRESENT or res.duals is None:
                 self.report = WorkingSetReport(False, int(self.active.sum()), self.n_groups, rounds, added,
                                                fallback=f"restricted problem ended {res.status.value}")
@@ -255,7 +316,9 @@ class WorkingSet:
                 # nothing to price
                 self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added)
                 return self._full_result(data, res, x, y, z)
-            viol, grad_scale = reduced_cost_violations(data, x, y, z)
+            r, grad_scale = reduced_costs(data, x, y, z)
+            y = self._define(data, r, y, excluded)
+            viol = unexcused_at(data, x, r)
             gviol = self._group_max(viol, excluded)
             limit = tol * grad_scale
             violators = np.flatnonzero(gviol > limit)
@@ -274,6 +337,22 @@ class WorkingSet:
         maxv = float(np.max(gviol, initial=0.0)) / grad_scale if grad_scale > 0 else 0.0
         self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added, maxv)
         return out
+
+    def _define(self, data: ProblemData, r: NDArray, y: NDArray, excluded: NDArray) -> NDArray:
+        """For the defining rows of the ``excluded`` groups (see :meth:`_definitions`): their
+        multipliers ``lambda = -r_f / a_f`` written into ``y`` (returned, a copy) and their
+        contribution added to ``r`` in place, so that ``r`` and ``y`` are the full problem's."""
+        if not self._def_rows.size:
+            return y
+        on = excluded[self._def_group]
+        if not on.any():
+            return y
+        lam = -r[self._def_free[on]] / self._def_coef[on]
+        r += self._def_matrix[on].T @ lam
+        r[self._def_free[on]] = 0.0  # exactly: the definition makes stationarity hold
+        y = y.copy()
+        y[self._def_rows[on]] = lam
+        return y
 
     def _join(self, groups: NDArray) -> None:
         groups = [int(g) for g in groups if not self.active[g]]
@@ -294,7 +373,7 @@ class WorkingSet:
         return np.where(which, np.maximum(self._group_reduce(colvals), 0.0), 0.0)
 
     def _columns(self) -> NDArray:
-        gc = self.slot.group_cols
+        gc = self.group_cols
         parts = [self.fixed_cols] + [gc[g] for g in self.order]
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
@@ -343,6 +422,10 @@ class WorkingSet:
         self._rows = None
         if not self.grows:
             A, b, G, h, l, cones, self._rows = _drop_empty_rows(A, b, G, h, l, cones)
+        else:
+            # rows kept without entries: whatever multiplier the solver gives them weighs on the
+            # excluded columns in the full problem; 0 is always a valid one (see _extend)
+            self._empty_rows = (np.diff(A.indptr) == 0, np.diff(G.indptr) == 0)
         R = ProblemData(c=data.c[cols], A=A, b=b, G=G, h=h, lb=data.lb[cols], ub=data.ub[cols], l=l,
                         cones=cones, P=P, offset=data.offset)
         last = self._last
@@ -357,6 +440,9 @@ class WorkingSet:
         y_r = np.asarray(res.duals["y"], dtype=float)
         z_r = np.asarray(res.duals["z"], dtype=float)
         if self._rows is None:
+            y_r, z_r = y_r.copy(), z_r.copy()
+            y_r[self._empty_rows[0]] = 0.0
+            z_r[self._empty_rows[1]] = 0.0
             return x, y_r, z_r
         eq_keep, g_keep = self._rows
         y = np.zeros(data.A.shape[0])
@@ -374,6 +460,19 @@ class WorkingSet:
             extra += more
         return attrs.evolve(res, x=x, objective=data.objective(x), duals={"y": y, "z": z}, certificate=cert,
                             status=status, message=extra)
+
+
+def group_columns(slot: SlotMaps) -> tuple:
+    """Per group, the columns its coefficients (``W``) and its magnitude (``S``, e.g. the split
+    ``s_j = u_j + v_j`` of a model whose ``w_j`` is a column of its own) touch, sorted."""
+    if slot.S is None or not slot.S.nnz:
+        return slot.group_cols
+    W, S = slot.W.tocoo(), slot.S.tocoo()
+    groups = np.concatenate([slot.groups[W.row], S.row]).astype(np.int64)
+    cols = np.concatenate([W.col, S.col]).astype(np.int64)
+    pairs = np.unique(np.stack([groups, cols]), axis=1)  # sorted by group, then column
+    bounds = np.searchsorted(pairs[0], np.arange(1, slot.n_groups))
+    return tuple(np.split(pairs[1], bounds))
 
 
 def _drop_empty_rows(A, b, G, h, l, cones):

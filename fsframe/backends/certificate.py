@@ -19,7 +19,8 @@ from numpy.typing import NDArray
 from ..canonical import ProblemData
 from ..enums import Status
 
-__all__ = ["Certificate", "certify", "judge_certificate", "reduced_cost_violations", "GAP_FLOOR", "LAGRANGIAN_RTOL"]
+__all__ = ["Certificate", "certify", "judge_certificate", "reduced_costs", "unexcused_at", "reduced_cost_violations",
+           "GAP_FLOOR", "LAGRANGIAN_RTOL"]
 
 GAP_FLOOR = 1e-12
 """Smallest normaliser of the gap and the residuals (they are relative to the sizes of the terms
@@ -138,22 +139,27 @@ def _unexcused(data: ProblemData, r: NDArray) -> NDArray:
     return ((r > 0) & ~np.isfinite(data.lb)) | ((r < 0) & ~np.isfinite(data.ub))
 
 
-def reduced_cost_violations(data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> tuple[NDArray, float]:
-    """Per column, the size of the reduced cost ``r = ∇f(x) + A'y + G'z`` that the column's
-    bounds do not excuse *at* ``x`` (0 where they do), and the gradient scale the certificate
-    measures it against (``max(|∇f|, |A'y|, |G'z|)``).
-
-    At ``x_k`` on its lower bound a reduced cost ``r_k >= 0`` is excused, on its upper bound
-    ``r_k <= 0``; strictly between (or with no bound on the improving side) ``r_k`` should vanish.
-    This is the pricing test of :mod:`fsframe.working_set` (columns left out at zero)."""
+def reduced_costs(data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> tuple[NDArray, float]:
+    """The reduced costs ``r = ∇f(x) + A'y + G'z`` (``z`` projected onto the dual cone) and the
+    gradient scale the certificate measures them against (``max(|∇f|, |A'y|, |G'z|)``)."""
     x = np.asarray(x, dtype=float)
     grad, _, Aty, Gtz, _ = _gradient_terms(data, x, np.asarray(y, dtype=float), np.asarray(z, dtype=float))
-    r = grad + Aty + Gtz
-    at_lb = x <= data.lb
-    at_ub = x >= data.ub
-    viol = np.where(r > 0, np.where(at_lb, 0.0, r), np.where(at_ub, 0.0, -r))
-    grad_scale = max(_inf(grad), _inf(Aty), _inf(Gtz), GAP_FLOOR)
-    return viol, grad_scale
+    return grad + Aty + Gtz, max(_inf(grad), _inf(Aty), _inf(Gtz), GAP_FLOOR)
+
+
+def unexcused_at(data: ProblemData, x: NDArray, r: NDArray) -> NDArray:
+    """Per column, the size of the reduced cost ``r`` that the column's bounds do not excuse *at*
+    ``x`` (0 where they do): at ``x_k`` on its lower bound ``r_k >= 0`` is excused, on its upper
+    bound ``r_k <= 0``; strictly between (or with no bound on the improving side) ``r_k`` should
+    vanish. This is the pricing test of :mod:`fsframe.working_set` (columns left out at zero)."""
+    x = np.asarray(x, dtype=float)
+    return np.where(r > 0, np.where(x <= data.lb, 0.0, r), np.where(x >= data.ub, 0.0, -r))
+
+
+def reduced_cost_violations(data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> tuple[NDArray, float]:
+    """:func:`unexcused_at` of the :func:`reduced_costs` at ``(x, y, z)``, and the gradient scale."""
+    r, grad_scale = reduced_costs(data, x, y, z)
+    return unexcused_at(data, x, r), grad_scale
 
 
 def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray, objective: float | None = None) -> Certificate:

@@ -50,13 +50,14 @@ def test_working_set_fit_equals_full_fit(formulation, loop, surrogate):
     if resolve(**{k: kw[k] for k in ("formulation", "loop", "surrogate")}).problem_class is ProblemClass.SOCP:
         # the loop's trajectory on an interior-point solver drifts by its tolerance (1e-8 per
         # solve); solve tightly so that the comparison measures the working set, not the solver
-        if loop == "em":
-            # Clarabel on EM's 1/t^2-weighted cone programs: the full problem states fixed groups
-            # as equality rows x = 0 (the working set leaves them out), and neither reaches more
-            # than ~1e-7 (both report optimal_inaccurate at tight settings)
-            rel = 1e-6
-        else:
-            kw["backend_options"] = {"feastol": 1e-11, "abstol": 1e-11, "reltol": 1e-11}  # ECOS
+        # interior-point noise: the full solve leaves the ~140 "zero" coefficients at 1e-9..1e-7,
+        # the working set at exactly 0; the surrogate objective sums phi over them (the subproblem
+        # optima themselves agree to 1e-12). With EM, Clarabel on 1/t^2-weighted cone programs
+        # (the full problem states fixed groups as equality rows x = 0, the working set leaves
+        # them out) reaches no more than ~1e-7 either way
+        rel = 1e-6
+        if loop != "em":
+            kw["backend_options"] = {"feastol": 1e-10, "abstol": 1e-10, "reltol": 1e-10}  # ECOS
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = fsframe.fit(X, y, working_set=False, **kw)
@@ -67,8 +68,13 @@ def test_working_set_fit_equals_full_fit(formulation, loop, surrogate):
     np.testing.assert_allclose(np.asarray(ws.coef, float), np.asarray(full.coef, float), atol=1e-5)
     cert = ws.certificate
     assert cert["status"] in ("optimal", full.certificate["status"])  # never less accurate than the full solve
-    assert cert["max_violation"] <= 1e-9
-    assert abs(cert["gap"]) <= 1e-4 and cert["dual_residual"] <= 1e-4
+    priced = formulation in ("hinge", "mpm", "mempm", "mpm-equal", "twsvm") and loop != "em"
+    # groups free around zero (a quadratic penalty, the multi-class epigraph cones) cannot be priced:
+    # those subproblems are solved in full; the others on a working set, certified on the full problem
+    assert (cert["working_set"] is not None) == priced
+    if priced:
+        assert cert["max_violation"] <= 1e-9
+        assert abs(cert["gap"]) <= 1e-4 and cert["dual_residual"] <= 1e-4
 
 
 def test_working_set_leaves_most_groups_out_and_certifies_on_the_full_problem():
