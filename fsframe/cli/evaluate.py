@@ -47,6 +47,10 @@ def method_params(args, *, allow_prefix: bool = False) -> tuple[dict, dict]:
         common["backend"] = args.backend
     if getattr(args, "time_limit", None) is not None:
         common["time_limit"] = args.time_limit
+    if getattr(args, "working_set", None) is not None:
+        common["working_set"] = {"auto": "auto", "on": True, "off": False}[args.working_set]
+    if getattr(args, "verify", None) is not None:
+        common["verify"] = args.verify
     return common, per
 
 

@@ -114,6 +114,11 @@ def _add_solver_args(p, *, prefix_help: str = "") -> None:
                         "loop__tol=1e-6; values are parsed as int/float/bool/None/JSON/str" + prefix_help)
     g.add_argument("--backend", metavar="B", help="solver backend (default: auto)")
     g.add_argument("--time-limit", type=_positive_float, metavar="SECONDS", help="time limit of each convex solve")
+    g.add_argument("--working-set", choices=("auto", "on", "off"), metavar="{auto,on,off}",
+                   help="solve on working sets of features, the rest priced from the multipliers (default: auto; "
+                        "docs/working-sets.md)")
+    g.add_argument("--verify", metavar="BACKEND",
+                   help="re-solve the subproblem that gave the model on a second backend and report the gap")
 
 
 def _add_output_args(p) -> None:

@@ -16,6 +16,29 @@ from .evaluate import cv_spec, dataset_line, load_data, method_params, report_wr
 from .output import ProgressPrinter, check_output_paths, meta, table, write_csv, write_json
 
 
+
+def certificate_line(cert: dict) -> str:
+    """``certificate: gap ..., working set k of n (rounds, largest pricing violation); verify ...``
+    (one-vs-rest: the worst class)."""
+    if not cert:
+        return ""
+    if "per_class" in cert:
+        parts = [c for c in cert["per_class"] if c]
+        if not parts:
+            return ""
+        cert = max(parts, key=lambda c: abs(c.get("gap", 0.0)))
+    bits = []
+    if "gap" in cert:
+        bits.append(f"KKT gap {cert['gap']:.1e}, residuals {cert['primal_residual']:.1e} / {cert['dual_residual']:.1e}")
+    if cert.get("working_set") is not None:
+        bits.append(f"working set {cert['working_set']} of {cert['n_groups']} ({cert['rounds']} rounds, largest "
+                    f"pricing violation {cert['max_violation']:.1e})")
+    v = cert.get("verify")
+    if v:
+        gap = v.get("objective_gap")
+        bits.append(f"verify on {v['backend']}: {v['status']}" + ("" if gap is None else f", objective gap {gap:.1e}"))
+    return "certificate: " + "; ".join(bits) if bits else ""
+
 def cmd_select(args, argv) -> int:
     if args.method is None and not (args.formulation and args.loop):
         raise UsageError("give --method NAME (see 'fsframe methods'), or --formulation and --loop "
@@ -120,6 +143,9 @@ def _select_once(args, argv, data, params) -> int:
               f"{' (' + reason + ')' if reason and not ovr else ''}; monotone: {'yes' if res.monotone else 'NO'}")
         statuses = sorted({getattr(s, 'value', str(s)) for s in res.statuses})
         print(f"solver statuses: {', '.join(statuses)}")
+        line = certificate_line(res.certificate)
+        if line:
+            print(line)
         i = res.info
         print(f"time {i.get('seconds', wall):.3f} s (build {i.get('build_seconds', 0):.3f}, compile "
               f"{i.get('compile_seconds', 0):.3f}, solve {i.get('solve_seconds', 0):.3f})")
