@@ -27,12 +27,15 @@ result             ``FitResult`` construction
 other              the rest of ``fsframe.fit``
 =================  ============================================================================
 
-"Total" is the wall time of ``fsframe.fit``, "CPU" its process time (all threads; less sensitive to
+"Total" is the time of ``fsframe.fit`` on the phases' clock (``--clock``: wall, the default, or
+the process's CPU time), "wall" and "CPU" its wall and process time (all threads; less sensitive to
 the other jobs of a shared machine), "GC" the garbage collector's pauses (inside the phases they
-fall in). "Met": the median wall time is below paper 002's figure. The "settle" column is the inclusive time of ``OuterLoop._settle`` (its re-solve on the selected
+fall in). "Met": the median time is below paper 002's figure. The "settle" column is the inclusive time of ``OuterLoop._settle`` (its re-solve on the selected
 features, counted in the phases above too) and "solves" the number of subproblems solved.
 
     python benchmarks/bench_small_fits.py [--reps 7] [--splits 3] [--quick] [--src PATH] [--tag NAME]
+    python benchmarks/bench_small_fits.py --compare benchmarks/results/small_fits_before.json \
+        benchmarks/results/small_fits_after.json
 
 ``--src`` times another checkout of fsframe (e.g. ``git archive`` of an older commit unpacked in a
 temporary folder) with the same script: the "before" figures. Writes
@@ -70,10 +73,11 @@ PHASES = ["validate", "resolve", "backend", "build", "compile", "weights", "open
 
 
 class PhaseTimer:
-    """Exclusive wall time per phase: a stack of open phases; a phase's elapsed time is charged to
+    """Exclusive time per phase (on ``clock``): a stack of open phases; a phase's elapsed time is charged to
     it minus the time of the phases it called."""
 
-    def __init__(self):
+    def __init__(self, clock=time.perf_counter):
+        self.clock = clock
         self.acc: dict[str, float] = {}
         self.stack: list[list] = []
         self.counts: dict[str, int] = {}
@@ -88,19 +92,19 @@ class PhaseTimer:
     def gc_callback(self, phase, info):
         """``gc.callbacks`` hook: the collector's pauses (contained in the phases they fall in)."""
         if phase == "start":
-            self._gc_start = time.perf_counter()
+            self._gc_start = self.clock()
         else:
-            self.gc += time.perf_counter() - self._gc_start
+            self.gc += self.clock() - self._gc_start
 
     def wrap(self, name: str, fn, *, inclusive: str | None = None):
         @functools.wraps(fn)
         def timed(*args, **kwargs):
-            frame = [name, time.perf_counter(), 0.0]
+            frame = [name, self.clock(), 0.0]
             self.stack.append(frame)
             try:
                 return fn(*args, **kwargs)
             finally:
-                elapsed = time.perf_counter() - frame[1]
+                elapsed = self.clock() - frame[1]
                 self.stack.pop()
                 self.acc[name] = self.acc.get(name, 0.0) + elapsed - frame[2]
                 self.counts[name] = self.counts.get(name, 0) + 1
@@ -183,15 +187,16 @@ def run(reps: int, splits: int, methods: list[str], timer: PhaseTimer, datasets=
                     fsframe.fit(Xtr, ytr, method=m, n_features=r)  # warm-up (imports, caches)
                     for _ in range(reps):
                         timer.reset()
-                        cpu0 = time.process_time()
+                        cpu0, wall0 = time.process_time(), time.perf_counter()
                         fit = fsframe.fit(Xtr, ytr, method=m, n_features=r)
-                        cpu = time.process_time() - cpu0
+                        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
                         rec = {p: timer.acc.get(p, 0.0) for p in PHASES if p != "other"}
                         rec["total"] = timer.inclusive["total"]
                         rec["other"] = timer.acc.get("other", 0.0)
                         rec["settle"] = timer.inclusive.get("settle", 0.0)
                         rec["gc"] = timer.gc
                         rec["cpu"] = cpu
+                        rec["wall"] = wall
                         rec["solves"] = timer.counts.get("read-back", 0)
                         rec["n_iter"] = fit.n_iter
                         rec["objective"] = fit.objective
@@ -234,6 +239,55 @@ def markdown(res: dict) -> str:
     return "\n".join(lines)
 
 
+GROUPS = {  # the condensed table's columns: phases summed
+    "validate + resolve + backend": ["validate", "resolve", "backend"],
+    "build + compile": ["build", "compile"],
+    "HiGHS run": ["HiGHS run"],
+    "hand-over + dual form": ["hand-over", "dual form", "open"],
+    "certificate + judge": ["certificate", "judge"],
+    "weights + read-back + loop + result + other": ["weights", "read-back", "loop", "result", "other"],
+}
+
+
+def _pooled(paths: list[str]) -> dict:
+    """Several runs of this script (e.g. before and after runs interleaved on a busy machine)
+    pooled: their fits per data set and method concatenated."""
+    runs = [json.loads(Path(p).read_text()) for p in paths]
+    out = runs[0]
+    for extra in runs[1:]:
+        for name, d in extra["datasets"].items():
+            for m, fits in d["fits"].items():
+                out["datasets"][name]["fits"][m] = out["datasets"][name]["fits"].get(m, []) + fits
+    return out
+
+
+def compare_markdown(before: dict, after: dict) -> str:
+    """Before -> after, per data set and method: the medians of the grouped phases (ms)."""
+    lines = ["| data | method | " + " | ".join(GROUPS) + " | GC | total | wall | paper 002 | met (wall, CPU) |",
+             "|---|---|" + "--:|" * len(GROUPS) + "--:|--:|--:|--:|---|"]
+
+    def cell(fb, fa, keys):
+        b = float(np.median([sum(f[k] for k in keys) for f in fb]))
+        a = float(np.median([sum(f[k] for k in keys) for f in fa]))
+        return f"{1e3 * b:.1f} → {1e3 * a:.1f}"
+
+    for name, da in after["datasets"].items():
+        db = before["datasets"].get(name)
+        if db is None:
+            continue
+        for m, fa in da["fits"].items():
+            fb = db["fits"].get(m)
+            if fb is None:
+                continue
+            paper = da["paper_seconds"].get(m)
+            yes = lambda v: "yes" if v < paper else "**no**"  # noqa: E731
+            met = "–" if paper is None else f"{yes(_median(fa, 'wall'))}, {yes(_median(fa, 'cpu'))}"
+            lines.append(f"| {name} | `{m}` | " + " | ".join(cell(fb, fa, k) for k in GROUPS.values())
+                         + f" | {cell(fb, fa, ['gc'])} | **{cell(fb, fa, ['total'])}** | {cell(fb, fa, ['wall'])} | "
+                         + ("–" if paper is None else f"{1e3 * paper:.1f}") + f" | {met} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=7)
@@ -242,22 +296,31 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--datasets", default="sonar,colon,wdbc")
     ap.add_argument("--src", default=str(ROOT), help="the fsframe checkout to time (default: this one)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="the phases' clock: wall time, or the process's CPU time (steadier on a busy machine)")
     ap.add_argument("--tag", default="", help="suffix of the JSON file (e.g. 'before')")
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
+                    help="print the condensed before -> after table of JSON files written by this script "
+                         "(each side a comma-separated list of runs, pooled)")
     args = ap.parse_args(argv)
+    if args.compare:
+        before, after = (_pooled(side.split(",")) for side in args.compare)
+        print(compare_markdown(before, after))
+        return 0
     if not DATA.exists():
         print(f"{DATA} not found: this benchmark needs the shared datasets; skipped", file=sys.stderr)
         return 0
     sys.path.insert(0, str(Path(args.src).resolve()))
     import fsframe
 
-    timer = PhaseTimer()
+    timer = PhaseTimer(time.process_time if args.clock == "cpu" else time.perf_counter)
     instrument(timer)
     gc.callbacks.append(timer.gc_callback)
     reps, splits = (2, 1) if args.quick else (args.reps, args.splits)
     load_start = os.getloadavg()
     res = {"reps": reps, "splits": splits,
            "datasets": run(reps, splits, args.methods.split(","), timer, args.datasets.split(",")),
-           "env": {"python": platform.python_version(), "fsframe": fsframe.__version__, "src": args.src,
+           "env": {"clock": args.clock, "python": platform.python_version(), "fsframe": fsframe.__version__, "src": args.src,
                    "date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count(), "loadavg": list(load_start)}}
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
