@@ -30,12 +30,12 @@ other              the rest of ``fsframe.fit``
 "Total" is the time of ``fsframe.fit`` on the phases' clock (``--clock``: wall, the default, or
 the process's CPU time), "wall" and "CPU" its wall and process time (all threads; less sensitive to
 the other jobs of a shared machine), "GC" the garbage collector's pauses (inside the phases they
-fall in). "Met": the median time is below paper 002's figure. The "settle" column is the inclusive time of ``OuterLoop._settle`` (its re-solve on the selected
-features, counted in the phases above too) and "solves" the number of subproblems solved.
+fall in). "Met": the median time is below paper 002's figure. The "settle" column is the inclusive
+time of ``OuterLoop._settle`` (its re-solve on the selected features, counted in the phases above
+too) and "solves" the number of subproblems solved.
 
-    python benchmarks/bench_small_fits.py [--reps 7] [--splits 3] [--quick] [--src PATH] [--tag NAME]
-    python benchmarks/bench_small_fits.py --compare benchmarks/results/small_fits_before.json \
-        benchmarks/results/small_fits_after.json
+    python benchmarks/bench_small_fits.py [--reps 7] [--splits 3] [--quick] [--clock cpu] [--src PATH] [--tag NAME]
+    python benchmarks/bench_small_fits.py --compare BEFORE1.json,BEFORE2.json AFTER1.json,AFTER2.json
 
 ``--src`` times another checkout of fsframe (e.g. ``git archive`` of an older commit unpacked in a
 temporary folder) with the same script: the "before" figures. Writes
@@ -229,7 +229,8 @@ def markdown(res: dict) -> str:
             met = "–" if paper is None else ("yes" if total < paper else "**no**")
             lines.append(f"| `{m}` | {_median(fits, 'solves'):.0f} | "
                          + " | ".join(f"{1e3 * _median(fits, p):.1f}" for p in PHASES)
-                         + f" | {1e3 * _median(fits, 'settle'):.1f} | {1e3 * _median(fits, 'gc'):.1f} | **{1e3 * total:.1f}** | "
+                         + f" | {1e3 * _median(fits, 'settle'):.1f} | {1e3 * _median(fits, 'gc'):.1f} | "
+                         + f"**{1e3 * total:.1f}** | "
                          + f"{1e3 * _median(fits, 'cpu'):.1f} | "
                          + ("–" if paper is None else f"{1e3 * paper:.1f}") + f" | {met} |")
         lines.append("")
@@ -320,7 +321,8 @@ def main(argv=None) -> int:
     load_start = os.getloadavg()
     res = {"reps": reps, "splits": splits,
            "datasets": run(reps, splits, args.methods.split(","), timer, args.datasets.split(",")),
-           "env": {"clock": args.clock, "python": platform.python_version(), "fsframe": fsframe.__version__, "src": args.src,
+           "env": {"clock": args.clock, "python": platform.python_version(), "fsframe": fsframe.__version__,
+                   "src": args.src,
                    "date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count(), "loadavg": list(load_start)}}
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)

@@ -335,7 +335,7 @@ class DualQPSession(_StableFormSession):
     then the primal as given, when HiGHS fails on one)."""
 
     def _reduce(self, data: ProblemData) -> _Reduction:
-        P, fixed, d, _ = _diag_split(data)  # dual_applies (every solve) checked that the Hessian is diagonal
+        P, fixed, d, _ = _diag_split(data)  # dual_applies (every solve): the Hessian is diagonal
         Q = np.flatnonzero((d > 0) & ~fixed)
         rest = (d <= 0) & ~fixed
         R_lb = np.flatnonzero(rest & np.isfinite(data.lb))

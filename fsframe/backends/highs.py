@@ -212,7 +212,7 @@ def _column_scale(M) -> np.ndarray | None:
     return D
 
 
-_TRIL: dict = {}  # the gather of the last full m x m pattern's lower triangle
+_TRIL: list = [None]  # (m, take, indices, indptr): the lower triangle's gather for the last full m x m pattern
 
 
 def _lower_csc(P) -> sp.csc_matrix:
@@ -225,15 +225,16 @@ def _lower_csc(P) -> sp.csc_matrix:
         P.sum_duplicates()
     m = P.shape[0]
     if P.shape == (m, m) and P.nnz == m * m and m:  # every entry stored (the EM dual): a cached gather
-        if _TRIL.get("m") != m:
+        gather = _TRIL[0]  # read once: another thread may replace it (one tuple, never half-written)
+        if gather is None or gather[0] != m:
             j = np.arange(m)
-            start = j * m + j  # column j's rows j..m-1 sit at positions j*m + j .. j*m + m - 1
-            counts = m - j
-            _TRIL.update(m=m, indptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int32),
-                         take=np.repeat(start - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-                         + np.arange(counts.sum()), indices=None)
-            _TRIL["indices"] = np.tile(np.arange(m, dtype=np.int32), m)[_TRIL["take"]]
-        return sp.csc_matrix((P.data[_TRIL["take"]], _TRIL["indices"], _TRIL["indptr"]), shape=P.shape)
+            counts = m - j  # column j keeps rows j..m-1, at positions j*m + j .. j*m + m - 1
+            indptr = np.concatenate([[0], np.cumsum(counts)])
+            take = np.repeat(j * m + j - indptr[:-1], counts) + np.arange(indptr[-1])
+            gather = (m, take, np.tile(np.arange(m, dtype=np.int32), m)[take], indptr.astype(np.int32))
+            _TRIL[0] = gather
+        _, take, indices, indptr = gather
+        return sp.csc_matrix((P.data[take], indices, indptr), shape=P.shape)
     cols = np.repeat(np.arange(P.shape[1]), np.diff(P.indptr))
     keep = P.indices >= cols
     indptr = np.zeros(P.shape[1] + 1, dtype=np.int64)
