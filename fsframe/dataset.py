@@ -256,8 +256,14 @@ def identifier_columns(X: NDArray) -> list[int]:
     number (from :data:`MIN_SAMPLES_FOR_IDENTIFIER` samples on; ``[]`` below)."""
     if X.shape[0] < MIN_SAMPLES_FOR_IDENTIFIER:
         return []
-    # integers a float64 holds exactly (|x| < 2**53): 1e150 is integral in floating point, no id
-    cand = np.flatnonzero(np.all((X == np.round(X)) & (np.abs(X) < 2.0 ** 53), axis=0))
+    # integers a float64 holds exactly (|x| < 2**53): 1e150 is integral in floating point, no id;
+    # the first sample rules most columns out (standardised data: all), the rest is checked on the others
+    first = X[0]
+    cand = np.flatnonzero((first == np.round(first)) & (np.abs(first) < 2.0 ** 53))
+    if cand.size == 0:
+        return []
+    sub = X[:, cand]
+    cand = cand[np.all((sub == np.round(sub)) & (np.abs(sub) < 2.0 ** 53), axis=0)]
     if cand.size == 0:
         return []
     distinct = np.all(np.diff(np.sort(X[:, cand], axis=0), axis=0) != 0, axis=0)
@@ -275,7 +281,11 @@ def data_diagnostics(X: NDArray) -> dict[str, Any]:
     # that differ in the last bits, so candidates are keys within a tolerance, confirmed exactly
     tol = 1e-9 * max(1.0, float(np.max(np.abs(key), initial=0.0)))
     dup: list[tuple[int, int]] = []
-    for i, a in enumerate(order[:-1]):
+    # only a column whose successor in key order is within the tolerance can have a twin: the
+    # loop visits those (a Python loop over every column cost ~3 ms at n = 2000)
+    near = np.flatnonzero(np.diff(key[order]) <= tol)
+    for i in near.tolist():
+        a = order[i]
         for b in order[i + 1:]:
             if key[b] - key[a] > tol:
                 break

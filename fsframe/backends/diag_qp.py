@@ -58,9 +58,24 @@ from .base import BackendSession, RawSolution, SolveOptions, SolveResult
 __all__ = ["dual_applies", "scaled_applies", "DualQPSession", "ScaledQPSession"]
 
 
+_SPLIT: list = [None]  # the last (P, lb, ub, split): one solve asks for it three to four times
+
+
 def _diag_split(data: ProblemData):
     """``P`` (CSC), the fixed columns, ``P``'s diagonal and the (row, column) pairs of its non-zero
-    off-diagonal entries. Runs on every solve of a session: numpy on the CSC arrays, O(nnz)."""
+    off-diagonal entries. Runs on every solve of a session: numpy on the CSC arrays, O(nnz).
+    The last answer is kept for the same ``P``, ``lb`` and ``ub`` objects (arrays of a
+    ``ProblemData`` are not changed in place: sessions already tell new data by identity), since
+    ``dual_applies``, ``scaled_applies`` and the reduction of one solve all ask for it."""
+    last = _SPLIT[0]
+    if last is not None and last[0] is data.P and last[1] is data.lb and last[2] is data.ub:
+        return last[3]
+    split = _diag_split_new(data)
+    _SPLIT[0] = (data.P, data.lb, data.ub, split)
+    return split
+
+
+def _diag_split_new(data: ProblemData):
     P = data.P.tocsc() if data.P is not None else sp.csc_matrix((data.n, data.n))
     fixed = data.lb == data.ub
     d = P.diagonal()
@@ -162,6 +177,25 @@ class _Rows:
             self.dual_G = sp.vstack([-Kt_lb, Kt_ub], format="csr")
             self.r_key = key
         return self
+
+
+_PATTERNS: dict[int, tuple] = {}  # m -> (indptr, indices) of a full m x m CSC matrix
+
+
+def _dense_csc(H: np.ndarray) -> sp.csc_matrix:
+    """The dense ``m x m`` dual Hessian as a CSC matrix, the same matrix as ``sp.csc_matrix(H)``:
+    when no entry is zero (dense data), built from a cached index pattern of the full matrix;
+    ``sp.csc_matrix(H)`` scans the array through COO (5 ms per EM iteration at m = 569)."""
+    data = np.asarray(H, dtype=np.float64).ravel(order="F")
+    if not data.all():  # exact zeros are not stored: let scipy find them
+        return sp.csc_matrix(H)
+    m = H.shape[0]
+    pat = _PATTERNS.get(m)
+    if pat is None:
+        pat = (np.arange(0, m * m + 1, m, dtype=np.int32), np.tile(np.arange(m, dtype=np.int32), m))
+        _PATTERNS.clear()  # one size at a time (a fit's duals share m)
+        _PATTERNS[m] = pat
+    return sp.csc_matrix((data, pat[1], pat[0]), shape=(m, m))
 
 
 _FAILED = frozenset({Status.ITERATION_LIMIT, Status.NUMERICAL_ERROR, Status.ERROR, Status.UNKNOWN})
@@ -301,9 +335,7 @@ class DualQPSession(_StableFormSession):
     then the primal as given, when HiGHS fails on one)."""
 
     def _reduce(self, data: ProblemData) -> _Reduction:
-        P = data.P.tocsc() if data.P is not None else sp.csc_matrix((data.n, data.n))
-        fixed = data.lb == data.ub
-        d = P.diagonal()  # dual_applies (every solve) checked that the Hessian is diagonal
+        P, fixed, d, _ = _diag_split(data)  # dual_applies (every solve): the Hessian is diagonal
         Q = np.flatnonzero((d > 0) & ~fixed)
         rest = (d <= 0) & ~fixed
         R_lb = np.flatnonzero(rest & np.isfinite(data.lb))
@@ -327,13 +359,13 @@ class DualQPSession(_StableFormSession):
         if rows.Kd is not None and rows.col_nnz[Q].sum() > 0.2 * K.shape[0] * max(Q.size, 1):
             KQ = rows.Kd[:, Q]
             Ks = KQ * (1.0 / np.sqrt(dq))
-            H = sp.csc_matrix(Ks @ Ks.T)
+            H = _dense_csc(Ks @ Ks.T)
         else:
             KQ = K[:, Q]
             KQs = KQ @ sp.diags(1.0 / np.sqrt(dq)) if Q.size else KQ
             if KQs.nnz > 0.2 * KQs.shape[0] * max(KQs.shape[1], 1):
                 Kd = KQs.toarray()
-                H = sp.csc_matrix(Kd @ Kd.T)
+                H = _dense_csc(Kd @ Kd.T)
             else:
                 H = (KQs @ KQs.T).tocsc()
         cq = c[Q]

@@ -29,7 +29,13 @@ def group_magnitudes(sub) -> np.ndarray:
     for M in (data.A, data.G):
         if M is not None and M.shape[0] and M.nnz:
             colmax = np.maximum(colmax, np.asarray(abs(M).max(axis=0).todense()).ravel())
-    return np.array([float(np.max(colmax[cols], initial=0.0)) for cols in sub.compiled.slot.group_cols])
+    group_cols = sub.compiled.slot.group_cols
+    out = np.zeros(len(group_cols))
+    if out.size:  # one vectorised pass (a Python loop over 2000 groups cost ~10 ms per fit)
+        sizes = np.fromiter((c.size for c in group_cols), dtype=np.int64, count=len(group_cols))
+        cols = np.concatenate(group_cols).astype(np.int64, copy=False)
+        np.maximum.at(out, np.repeat(np.arange(out.size), sizes), colmax[cols])
+    return out
 
 
 @attrs.frozen
