@@ -384,9 +384,19 @@ def markdown(res: dict) -> str:
         lines += [f"#### {name} ({d['shape'][0]} x {d['shape'][1]}; all features: "
                   f"{100 * d['full_error'][0]:.1f} ± {100 * d['full_error'][1]:.1f} % error)", "",
                   "Test error (%):", "", head, rule]
+        short = False
         for m in methods:
-            lines.append(f"| `{m}` | " + " | ".join(
-                f"{100 * d['error'][m][r][0]:.1f} ± {100 * d['error'][m][r][1]:.1f}" for r in grid) + " |")
+            cells = []
+            for r in grid:
+                k = d.get("selected_min", {}).get(m, {}).get(r, int(r))
+                short |= k < int(r)
+                cells.append(f"{100 * d['error'][m][r][0]:.1f} ± {100 * d['error'][m][r][1]:.1f}"
+                             + (f" ‡{k}" if k < int(r) else ""))
+            lines.append(f"| `{m}` | " + " | ".join(cells) + " |")
+        if short:
+            lines += ["", "‡k: on some split the selector returned only k < r features (an L1 solution with "
+                      "fewer non-zeros than r: fsframe's `fsv` / `l1-svm` at C = 1 stop there; `sk-svc-path` "
+                      "when its 3 decades of C end first; `abess` when some of its r coefficients are 0)."]
         lines += ["", "Selection time (s, median; fits per selection in brackets when more than one):", "", head, rule]
         for m in methods:
             cells = []
