@@ -114,3 +114,23 @@ def test_markdown_verdict_and_doc_rewrite(comp, tmp_path, monkeypatch):
     assert text.startswith("# Performance\n\nkept text\n")
     assert text.count("## Against other libraries") == 1 and text.count(comp.BEGIN) == 1
     assert "Target met" in text and "Target not met" not in text
+
+
+def test_failing_selector_is_left_out_and_reported(comp, tmp_path, monkeypatch):
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    path = tmp_path / "toy.csv"
+    np.savetxt(path, np.column_stack([X[:120, :6], y[:120]]), delimiter=",")
+
+    def bad(X, y, r):
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setitem(comp.SELECTORS, "bad", bad)
+    monkeypatch.setitem(comp.SELECTORS, "first", lambda X, y, r: (np.arange(r), 1))
+    d = comp.run_dataset("toy", path, ["bad", "first"], [2, 3], 2)
+    assert list(d["error"]) == ["first"] and "solver exploded" in d["failed"]["bad"]
+    assert d["selected_min"]["first"] == {"2": 2, "3": 3}
+    assert len(d["seconds"]["first"]["2"]) == 2
+    text = comp.markdown({"splits": 2, "datasets": {"toy": d}})
+    assert "**`bad` failed** (left out): RuntimeError: solver exploded" in text
