@@ -1,0 +1,549 @@
+"""fsframe against what a user would pick instead, on paper 002's protocol (issue 13).
+
+Paper 002's protocol (Huang, King & Lyu, §3.1; see ``benchmarks/paper002.py``): for each of 10
+random stratified 80/20 splits, standardise on the training part, select exactly ``r`` features,
+train a linear L2 SVM on them (``C`` by 3-fold CV) and report the test error. The selectors:
+
+* fsframe's ``em-l0``, ``fsv`` and ``l1-svm`` with ``n_features=r`` (``C = 1``);
+* ``abess``: ``abess.LogisticRegression(support_size=[r])`` (best-subset splicing, one size);
+* ``skglm-mcp``: ``skglm.GeneralizedLinearEstimator(Logistic(), MCPenalty(alpha, gamma=3),
+  AndersonCD())``, ``alpha`` bisected (log scale) below ``alpha_max = ||X^T y||_inf / (2 m)``
+  until the fit has ``r`` non-zeros;
+* ``sk-svc-bisect``, ``sk-logreg-liblinear``, ``sk-logreg-saga``: scikit-learn's
+  ``LinearSVC(penalty="l1", dual=False)`` and L1 ``LogisticRegression``, ``C`` bisected (log
+  scale) upwards from ``l1_min_c`` (no feature) until the fit has ``r`` non-zeros;
+* ``sk-svc-path``: ``l1_min_c`` and a path of 30 values of ``C`` over three decades above it
+  (``LinearSVC`` L1), stopped at the first ``C`` with at least ``r`` non-zeros.
+
+A bisection that cannot hit ``r`` exactly (the count jumps over it) ends at the smallest count
+above ``r`` it saw and keeps the ``r`` largest ``|coef|`` — paper 002's rule, the one fsframe's
+``n_features`` uses. The selection time is the wall time of the whole procedure (every fit of a
+bisection or path), on one BLAS thread, after one untimed warm-up of every selector per data set
+(skglm compiles its numba kernels on first use: seconds, once per process).
+
+    python benchmarks/competitors.py [--quick] [--splits 10] [--datasets sonar colon] [--render]
+    python benchmarks/competitors.py --profile     # where one em-l0 fit on Sonar (r = 5) spends its time
+
+Writes ``benchmarks/results/competitors.json`` (``competitors_quick.json`` with ``--quick``), prints
+the Markdown section and, on a full run, rewrites the section "Against other libraries" of
+``docs/performance.md`` between its markers (``--render`` only re-renders it from the JSON).
+Needs ``../shared/data`` (exits with status 2 without it); a data set whose file is absent is
+skipped and listed as such; abess and skglm come with the ``bench`` extra (``pip install -e .[bench]``),
+a selector whose package is missing is skipped and listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paper002 import retrain_error  # noqa: E402  (the protocol's evaluation classifier, one definition)
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+DOC = ROOT / "docs" / "performance.md"
+BEGIN, END = "<!-- competitors:begin -->", "<!-- competitors:end -->"
+
+# candidate file names per data set (the first present is read with fsframe.load_dataset)
+DATASETS = {
+    "sonar": ["sonar.csv"],
+    "spambase": ["spambase.csv", "spambase.data", "spambase.csv.gz"],
+    "colon": ["colon.mat"],
+    "prostate": ["Prostate_GE.mat", "prostate.mat", "Prostate.mat"],
+}
+GRID = {"sonar": [2, 5, 10, 20, 30, 40], "spambase": [2, 5, 10, 20, 30, 40],
+        "colon": [2, 5, 10, 20, 50, 100], "prostate": [2, 5, 10, 20, 50, 100]}
+QUICK_GRID = {"sonar": [5, 20], "spambase": [5, 20], "colon": [5, 20], "prostate": [5, 20]}
+FSFRAME = ["em-l0", "fsv", "l1-svm"]
+OTHERS = ["abess", "skglm-mcp", "sk-svc-bisect", "sk-svc-path", "sk-logreg-liblinear", "sk-logreg-saga"]
+TARGET_METHODS = ["em-l0", "fsv"]
+SK_L1 = ["sk-svc-bisect", "sk-svc-path"]  # "scikit-learn's L1 path" of the issue's target
+ABESS_FACTOR = 5.0
+MAX_FITS = 40  # per bisection
+
+
+# --------------------------------------------------------------------------- selectors
+def _nnz(coef) -> int:
+    return int(np.count_nonzero(np.abs(np.ravel(coef)) > 1e-12))
+
+
+def _top(coef, r) -> np.ndarray:
+    c = np.abs(np.ravel(coef))
+    keep = np.argsort(-c, kind="stable")[:r]
+    return np.sort(keep[c[keep] > 1e-12])
+
+
+def bisect_to_r(fit, lo, hi, r, *, max_fits=MAX_FITS):
+    """Bisect ``log(t)`` in ``[lo, hi]`` for a fit with ``r`` non-zeros (the count grows with ``t``).
+
+    ``fit(t)`` returns coefficients. Returns ``(selected indices, number of fits)``: the exact
+    support when a fit has ``r`` non-zeros, else the ``r`` largest ``|coef|`` of the fit with the
+    smallest count above ``r`` seen."""
+    fits = 0
+    over = None  # (count, coef) of the smallest count > r seen
+    coef = fit(hi)
+    fits += 1
+    while _nnz(coef) < r and fits < max_fits:  # widen until r features enter
+        lo, hi = hi, hi * 10.0
+        coef = fit(hi)
+        fits += 1
+    if _nnz(coef) == r:
+        return _top(coef, r), fits
+    if _nnz(coef) > r:
+        over = (_nnz(coef), coef)
+    while fits < max_fits and hi / lo > 1.0 + 1e-6:
+        mid = float(np.sqrt(lo * hi))
+        coef = fit(mid)
+        fits += 1
+        k = _nnz(coef)
+        if k == r:
+            return _top(coef, r), fits
+        if k < r:
+            lo = mid
+        else:
+            hi = mid
+            if over is None or k < over[0]:
+                over = (k, coef)
+    return (_top(over[1], r) if over is not None else _top(coef, r)), fits
+
+
+def sel_fsframe(method):
+    def select(X, y, r):
+        import fsframe
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = fsframe.fit(X, y, method=method, n_features=r)
+        return np.asarray(res.selected), 1
+    return select
+
+
+def sel_abess(X, y, r):
+    import abess
+
+    yb = (y == np.unique(y)[1]).astype(float)
+    model = abess.LogisticRegression(support_size=[r])
+    model.fit(X, yb)
+    return _top(model.coef_, r), 1
+
+
+def sel_skglm_mcp(X, y, r):
+    from skglm import GeneralizedLinearEstimator
+    from skglm.datafits import Logistic
+    from skglm.penalties import MCPenalty
+    from skglm.solvers import AndersonCD
+
+    ypm = np.where(y == np.unique(y)[1], 1.0, -1.0)
+    alpha_max = float(np.max(np.abs(X.T @ ypm)) / (2 * len(ypm)))
+
+    def fit(t):  # t = alpha_max / alpha: grows as alpha shrinks
+        est = GeneralizedLinearEstimator(Logistic(), MCPenalty(alpha_max / t, 3.0), AndersonCD(fit_intercept=True))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, ypm)
+        return est.coef_
+    return bisect_to_r(fit, 1.0, 10.0, r)
+
+
+def _svc(C):
+    from sklearn.svm import LinearSVC
+
+    return LinearSVC(penalty="l1", dual=False, C=C, max_iter=5000)
+
+
+def _fit_coef(est, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning at large C: the count is what matters
+        est.fit(X, y)
+    return est.coef_
+
+
+def sel_sk_svc_bisect(X, y, r):
+    from sklearn.svm import l1_min_c
+
+    c0 = float(l1_min_c(X, y, loss="squared_hinge"))
+    return bisect_to_r(lambda C: _fit_coef(_svc(C), X, y), c0, 10.0 * c0, r)
+
+
+def sel_sk_svc_path(X, y, r):
+    from sklearn.svm import l1_min_c
+
+    c0 = float(l1_min_c(X, y, loss="squared_hinge"))
+    coef, fits = None, 0
+    for C in c0 * np.logspace(0, 3, 30):
+        coef = _fit_coef(_svc(C), X, y)
+        fits += 1
+        if _nnz(coef) >= r:
+            break
+    return _top(coef, r), fits
+
+
+def sel_sk_logreg(solver):
+    def select(X, y, r):
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.svm import l1_min_c
+
+        c0 = float(l1_min_c(X, y, loss="log"))
+        return bisect_to_r(lambda C: _fit_coef(LogisticRegression(penalty="l1", solver=solver, C=C), X, y),
+                           c0, 10.0 * c0, r)
+    return select
+
+
+SELECTORS = {**{m: sel_fsframe(m) for m in FSFRAME}, "abess": sel_abess, "skglm-mcp": sel_skglm_mcp,
+             "sk-svc-bisect": sel_sk_svc_bisect, "sk-svc-path": sel_sk_svc_path,
+             "sk-logreg-liblinear": sel_sk_logreg("liblinear"), "sk-logreg-saga": sel_sk_logreg("saga")}
+NEEDS = {"abess": "abess", "skglm-mcp": "skglm"}
+
+
+def available(methods):
+    import importlib.util
+
+    ok, missing = [], {}
+    for m in methods:
+        pkg = NEEDS.get(m)
+        if pkg is not None and importlib.util.find_spec(pkg) is None:
+            missing[m] = f"{pkg} not installed (pip install -e .[bench])"
+        else:
+            ok.append(m)
+    return ok, missing
+
+
+# --------------------------------------------------------------------------- protocol
+def find_data(name):
+    for f in DATASETS[name]:
+        if (DATA / f).exists():
+            return DATA / f
+    return None
+
+
+def run_dataset(name, path, methods, grid, splits):
+    import fsframe
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    ds = fsframe.load_dataset(path)
+    X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y)
+    err = {m: {r: [] for r in grid} for m in methods}
+    secs = {m: {r: [] for r in grid} for m in methods}
+    fits = {m: {r: [] for r in grid} for m in methods}
+    size = {m: {r: [] for r in grid} for m in methods}
+    full, failed = [], {}
+    for s in range(splits):
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=s, stratify=y)
+        sc = StandardScaler().fit(Xtr)
+        Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+        if s == 0:  # untimed warm-up: imports, numba compilation, first-call caches
+            for m in list(methods):
+                try:
+                    SELECTORS[m](Xtr, ytr, grid[0])
+                except Exception as exc:  # noqa: BLE001 - reported in the table, not hidden
+                    failed[m] = f"{type(exc).__name__}: {exc}"[:300]
+                    print(f"{name}: {m} failed on its warm-up, left out: {failed[m]}", file=sys.stderr)
+            methods = [m for m in methods if m not in failed]
+        full.append(retrain_error(Xtr, ytr, Xte, yte, s))
+        for m in methods:
+            for r in grid:
+                t0 = time.perf_counter()
+                sel, n_fits = SELECTORS[m](Xtr, ytr, r)
+                secs[m][r].append(time.perf_counter() - t0)
+                fits[m][r].append(n_fits)
+                size[m][r].append(int(len(sel)))
+                err[m][r].append(retrain_error(Xtr[:, sel], ytr, Xte[:, sel], yte, s) if len(sel) else 0.5)
+        print(f"{name}: split {s + 1}/{splits} done", file=sys.stderr, flush=True)
+
+    def per_r(table, fn):
+        return {m: {str(r): fn(v) for r, v in table[m].items()} for m in methods}
+    return {
+        "file": path.name, "shape": list(X.shape), "grid": grid,
+        "full_error": [float(np.mean(full)), float(np.std(full))],
+        "error": per_r(err, lambda v: [float(np.mean(v)), float(np.std(v))]),
+        "seconds_median": per_r(secs, lambda v: float(np.median(v))),
+        "seconds": per_r(secs, lambda v: [float(x) for x in v]),
+        "fits_median": per_r(fits, lambda v: float(np.median(v))),
+        "selected_min": per_r(size, lambda v: int(min(v))),
+        "failed": failed,
+    }
+
+
+def run(datasets, methods, splits, quick):
+    from threadpoolctl import threadpool_limits
+
+    out = {"splits": splits, "quick": quick, "methods": methods, "datasets": {}, "skipped_datasets": {}}
+    with threadpool_limits(limits=1):
+        for name in datasets:
+            path = find_data(name)
+            if path is None:
+                out["skipped_datasets"][name] = f"none of {DATASETS[name]} in ../shared/data"
+                print(f"{name}: skipped (no file)", file=sys.stderr)
+                continue
+            grid = QUICK_GRID[name] if quick else GRID[name]
+            out["datasets"][name] = run_dataset(name, path, methods, grid, splits)
+    return out
+
+
+# --------------------------------------------------------------------------- profile
+def profile(repeats=5):
+    """Where one ``em-l0`` fit on Sonar (split 0, r = 5) spends its time: medians over ``repeats``."""
+    import cProfile
+    import io
+    import pstats
+
+    import fsframe
+    from fsframe.loops import base as loop_base
+    from fsframe.problem import Subproblem
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    ds = fsframe.load_dataset(DATA / "sonar.csv")
+    X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y)
+    Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+    Xtr = StandardScaler().fit(Xtr).transform(Xtr)
+    acc = {}
+    state = {"settle": False}
+    solve0, settle0 = Subproblem.solve, loop_base.OuterLoop._settle
+
+    def solve(self, **kw):
+        t0 = time.perf_counter()
+        it = solve0(self, **kw)
+        key = "settle solves" if state["settle"] else "loop solves"
+        acc[key] = acc.get(key, 0.0) + time.perf_counter() - t0
+        acc[key + " (n)"] = acc.get(key + " (n)", 0) + 1
+        for k, v in self.last_timings.items():
+            acc["  " + k] = acc.get("  " + k, 0.0) + v
+        return it
+
+    def settle(self, *a, **kw):
+        state["settle"] = True
+        try:
+            return settle0(self, *a, **kw)
+        finally:
+            state["settle"] = False
+
+    rows = []
+    Subproblem.solve, loop_base.OuterLoop._settle = solve, settle
+    try:
+        fsframe.fit(Xtr, ytr, method="em-l0", n_features=5)  # warm-up
+        for _ in range(repeats):
+            acc.clear()
+            t0 = time.perf_counter()
+            res = fsframe.fit(Xtr, ytr, method="em-l0", n_features=5)
+            total = time.perf_counter() - t0
+            row = {"total": total, "build": res.info.get("build_seconds", 0.0),
+                   "compile": res.info.get("compile_seconds", 0.0),
+                   **acc, "iterations": res.n_iter}
+            row["other (fit driver, loop, result)"] = total - row["build"] - row["compile"] \
+                - acc.get("loop solves", 0.0) - acc.get("settle solves", 0.0)
+            rows.append(row)
+        pr = cProfile.Profile()
+        pr.enable()
+        fsframe.fit(Xtr, ytr, method="em-l0", n_features=5)
+        pr.disable()
+    finally:
+        Subproblem.solve, loop_base.OuterLoop._settle = solve0, settle0
+    buf = io.StringIO()
+    pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(15)
+    keys = list(rows[0])
+    return {"median": {k: float(np.median([r.get(k, 0.0) for r in rows])) for k in keys},
+            "cprofile_top_tottime": buf.getvalue().splitlines()[:45], "repeats": repeats}
+
+
+# --------------------------------------------------------------------------- report
+def _ratio_cells(d, m, others):
+    med = d["seconds_median"]
+    return [med[m][str(r)] / max(min(med[o][str(r)] for o in others), 1e-12) for r in d["grid"]]
+
+
+def markdown(res: dict) -> str:
+    cmd = "python benchmarks/competitors.py" + (" --quick" if res.get("quick") else "")
+    lines = [f"Generated by `{cmd}` (do not edit by hand; `--render` rewrites it from "
+             "`benchmarks/results/competitors.json`). Paper 002's protocol: "
+             f"{res['splits']} random stratified 80/20 splits, standardised on the training part, exactly `r` "
+             "features, then a linear L2 SVM (C by 3-fold CV) on them. Test error in % (mean ± std); "
+             "selection time in seconds, median over splits, whole procedure (every fit of a bisection or path), "
+             "one BLAS thread, after one untimed warm-up per selector. fsframe methods: `n_features=r`, C = 1. "
+             "`abess`: `LogisticRegression(support_size=[r])`; `skglm-mcp`: logistic + MCP (gamma 3, AndersonCD; its ProxNewton "
+             "took 6-10 s per fit with MCP here), "
+             "alpha bisected to r non-zeros; `sk-svc-bisect` / `sk-logreg-liblinear` / `sk-logreg-saga`: "
+             "`LinearSVC(penalty='l1', dual=False)` / L1 `LogisticRegression`, C bisected from `l1_min_c` to r "
+             "non-zeros (defaults otherwise: saga stops at max_iter=100, unconverged on Colon); `sk-svc-path`: `l1_min_c` × 30 values over 3 decades, first C with ≥ r non-zeros. "
+             "A count that jumps over r keeps the r largest |coef|.", ""]
+    for name, why in res.get("skipped_datasets", {}).items():
+        lines.append(f"* **{name}: not run** — {why}.")
+    for m, why in res.get("skipped_methods", {}).items():
+        lines.append(f"* **`{m}`: not run** — {why}.")
+    if res.get("skipped_datasets") or res.get("skipped_methods"):
+        lines.append("")
+    verdicts = []
+    for name, d in res["datasets"].items():
+        grid = [str(r) for r in d["grid"]]
+        methods = list(d["error"])
+        head = "| method | " + " | ".join(f"r={r}" for r in grid) + " |"
+        rule = "|---|" + "---|" * len(grid)
+        lines += [f"#### {name} ({d['shape'][0]} x {d['shape'][1]}; all features: "
+                  f"{100 * d['full_error'][0]:.1f} ± {100 * d['full_error'][1]:.1f} % error)", ""]
+        lines += [f"* **`{m}` failed** (left out): {why}" for m, why in d.get("failed", {}).items()]
+        lines += ["Test error (%):", "", head, rule] if not d.get("failed") else ["", "Test error (%):", "", head, rule]
+        short = False
+        for m in methods:
+            cells = []
+            for r in grid:
+                k = d.get("selected_min", {}).get(m, {}).get(r, int(r))
+                short |= k < int(r)
+                cells.append(f"{100 * d['error'][m][r][0]:.1f} ± {100 * d['error'][m][r][1]:.1f}"
+                             + (f" ‡{k}" if k < int(r) else ""))
+            lines.append(f"| `{m}` | " + " | ".join(cells) + " |")
+        if short:
+            lines += ["", "‡k: on some split the selector returned only k < r features (an L1 solution with "
+                      "fewer non-zeros than r: fsframe's `fsv` / `l1-svm` at C = 1 stop there; `sk-svc-path` "
+                      "when its 3 decades of C end first; `abess` when some of its r coefficients are 0)."]
+        lines += ["", "Selection time (s, median; fits per selection in brackets when more than one):", "", head, rule]
+        for m in methods:
+            cells = []
+            for r in grid:
+                f = d["fits_median"][m][r]
+                cells.append(f"{d['seconds_median'][m][r]:.4f}" + (f" [{f:g}]" if f > 1 else ""))
+            lines.append(f"| `{m}` | " + " | ".join(cells) + " |")
+        sk = [o for o in SK_L1 if o in methods]
+        if "abess" in methods and sk:
+            lines += ["", f"Target (issue 13): time ≤ the faster scikit-learn L1 route ({', '.join(sk)}) and ≤ "
+                      f"{ABESS_FACTOR:g}× abess. Ratios (fsframe / competitor, same process):", "",
+                      "| method | vs | " + " | ".join(f"r={r}" for r in grid) + " | met |", "|---|---|" + "---|" * (len(grid) + 1)]
+            for m in [t for t in TARGET_METHODS if t in methods]:
+                rs, ra = _ratio_cells(d, m, sk), _ratio_cells(d, m, ["abess"])
+                ok_s, ok_a = sum(x <= 1.0 for x in rs), sum(x <= ABESS_FACTOR for x in ra)
+                lines.append(f"| `{m}` | sklearn L1 | " + " | ".join(f"{x:.1f}" for x in rs)
+                             + f" | {ok_s}/{len(rs)} |")
+                lines.append(f"| `{m}` | abess | " + " | ".join(f"{x:.0f}" for x in ra) + f" | {ok_a}/{len(ra)} |")
+                verdicts.append((name, m, ok_s, ok_a, len(rs), max(rs), max(ra)))
+        lines.append("")
+    if verdicts:
+        met = all(v[2] == v[4] and v[3] == v[4] for v in verdicts)
+        lines += [f"**Target {'met' if met else 'not met'}.** " + "; ".join(
+            f"{n} `{m}`: ≤ sklearn L1 at {s}/{k} values of r (worst {ws:.1f}×), ≤ {ABESS_FACTOR:g}× abess at "
+            f"{a}/{k} (worst {wa:.0f}×)" for n, m, s, a, k, ws, wa in verdicts) + ".", ""]
+    prof = res.get("profile")
+    if prof:
+        med = prof["median"]
+        lines += [f"Where one `em-l0` fit on Sonar (split 0, r = 5) spends its time (`--profile`, median of "
+                  f"{prof['repeats']}):", "", "| part | seconds | share |", "|---|---|---|"]
+        for k, v in med.items():
+            if k in ("total", "iterations") or k.endswith("(n)"):
+                continue
+            lines.append(f"| {k.strip() if not k.startswith('  ') else '… ' + k.strip()} | {v:.4f} | "
+                         f"{100 * v / med['total']:.0f} % |")
+        lines += [f"| **total** ({med.get('iterations', 0):g} loop iterations, "
+                  f"{med.get('loop solves (n)', 0):g} + {med.get('settle solves (n)', 0):g} solves) | "
+                  f"{med['total']:.4f} | 100 % |", "",
+                  "(The `…` rows split the solves: weights update, backend hand-over (`open`), backend call "
+                  "(`backend`, of which the solver's own time is `solver`), read-back.)", ""]
+    env = res.get("env", {})
+    if env:
+        lines += [f"Run on {env.get('date', '?')} at commit `{env.get('commit', '?')}`: Python {env.get('python')}, "
+                  f"fsframe {env.get('fsframe')}, " + ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items())
+                  + f"; {env.get('cores')} cores shared, load average {env.get('loadavg', [0])[0]:.1f} at start.", ""]
+    return "\n".join(lines)
+
+
+def write_doc(text: str) -> None:
+    doc = DOC.read_text()
+    if BEGIN not in doc or END not in doc:
+        doc = doc.rstrip("\n") + "\n\n## Against other libraries\n\n" + BEGIN + "\n" + END + "\n"
+    head, rest = doc.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    DOC.write_text(head + BEGIN + "\n" + text.rstrip("\n") + "\n" + END + tail)
+
+
+def _env():
+    import importlib.metadata as md
+    import subprocess
+
+    import fsframe
+
+    versions = {}
+    for pkg in ("scikit-learn", "abess", "skglm", "highspy"):
+        try:
+            versions[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "?"
+    return {"python": platform.python_version(), "fsframe": fsframe.__version__, "versions": versions,
+            "date": time.strftime("%Y-%m-%d"), "commit": commit, "cores": os.cpu_count(),
+            "loadavg": list(os.getloadavg())}
+
+
+def _safe_profile():
+    """:func:`profile` on one BLAS thread; ``None`` (and a message) if fsframe's internals it wraps moved."""
+    from threadpoolctl import threadpool_limits
+
+    try:
+        with threadpool_limits(limits=1):
+            return profile()
+    except (AttributeError, KeyError, TypeError) as exc:
+        print(f"profile skipped: {type(exc).__name__}: {exc} (fsframe's Subproblem.solve / "
+              "OuterLoop._settle changed; update profile())", file=sys.stderr)
+        return None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--splits", type=int, default=10)
+    ap.add_argument("--quick", action="store_true", help="2 splits, r in {5, 20}, no doc update")
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    ap.add_argument("--methods", nargs="+", default=FSFRAME + OTHERS, choices=FSFRAME + OTHERS)
+    ap.add_argument("--profile", action="store_true", help="only profile one em-l0 fit on Sonar (r = 5)")
+    ap.add_argument("--render", action="store_true", help="only rewrite the doc section from the JSON")
+    ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/competitors.json)")
+    args = ap.parse_args(argv)
+    results = ROOT / "benchmarks" / "results"
+    out = args.out or results / ("competitors_quick.json" if args.quick else "competitors.json")
+    if args.render:
+        text = markdown(json.loads(out.read_text()))
+        write_doc(text)
+        print(text)
+        return 0
+    if not DATA.exists():
+        print(f"{DATA} not found: this benchmark needs the shared datasets", file=sys.stderr)
+        return 2
+    if args.profile:
+        prof = _safe_profile()
+        if prof is None:
+            return 1
+        print("\n".join(prof["cprofile_top_tottime"]))
+        print(json.dumps(prof["median"], indent=2))
+        if out.exists():  # attach to the last run's results so the doc section shows it
+            res = json.loads(out.read_text())
+            res["profile"] = prof
+            out.write_text(json.dumps(res, indent=2))
+        return 0
+    methods, missing = available(args.methods)
+    env = _env()
+    splits = 2 if args.quick else args.splits
+    res = run(args.datasets, methods, splits, args.quick)
+    res["skipped_methods"] = missing
+    res["env"] = env
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=2))  # saved before the profile, which reads fsframe's internals
+    res["profile"] = _safe_profile() if find_data("sonar") is not None else None
+    out.write_text(json.dumps(res, indent=2))
+    text = markdown(res)
+    if not args.quick and args.out is None:
+        write_doc(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

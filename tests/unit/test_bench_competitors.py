@@ -1,0 +1,136 @@
+"""Plumbing of ``benchmarks/competitors.py`` (issue 13's comparison against other libraries).
+
+The benchmark's numbers are not tested (timings never are); what is: the bisection to exactly ``r``
+features and its fallback, the selectors returning ``r`` distinct columns, and the doc section
+being rewritten in place from the results.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def comp():
+    spec = importlib.util.spec_from_file_location("bench_competitors", ROOT / "benchmarks" / "competitors.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bisection_hits_r_exactly(comp):
+    # coefficient j is non-zero once log10(t) > j / 4: the count grows by one per quarter decade
+    def fit(t):
+        return np.maximum(np.log10(t) - np.arange(12) / 4.0, 0.0)
+
+    for r in (1, 3, 7):
+        sel, fits = comp.bisect_to_r(fit, 1.0, 10.0, r)
+        assert sel.tolist() == list(range(r))
+        assert fits <= comp.MAX_FITS
+
+
+def test_bisection_over_jump_keeps_r_largest(comp):
+    # the count jumps from 2 straight to 5 at t = 100: r = 3 cannot be hit, so the 3 largest of 5 are kept
+    big = np.array([0.0, 5.0, 0.0, 1.0, 4.0, 0.0, 2.0, 3.0])
+
+    def fit(t):
+        return big * (t >= 100.0) + np.array([0, 5.0, 0, 0, 4.0, 0, 0, 0]) * (10.0 <= t < 100.0)
+
+    sel, fits = comp.bisect_to_r(fit, 1.0, 10.0, 3)
+    assert sel.tolist() == [1, 4, 7]
+    assert fits <= comp.MAX_FITS
+
+
+@pytest.mark.parametrize("name", ["sk-svc-bisect", "sk-svc-path", "sk-logreg-liblinear", "em-l0"])
+def test_selectors_return_r_distinct_columns(comp, name):
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import LinearSVC
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X[:200])
+    y = y[:200]
+    X0 = X.copy()
+    sel, fits = comp.SELECTORS[name](X, y, 4)
+    assert len(set(sel.tolist())) == 4 and sel.min() >= 0 and sel.max() < X.shape[1]
+    assert fits >= 1
+    np.testing.assert_array_equal(X, X0)
+    if name == "sk-svc-bisect" and fits < comp.MAX_FITS:
+        # independently: some C on the bisection's geometric grid gives exactly these 4 non-zeros
+        from sklearn.svm import l1_min_c
+
+        c0 = float(l1_min_c(X, y, loss="squared_hinge"))
+        supports = []
+        for C in c0 * np.logspace(0, 2, 200):
+            coef = LinearSVC(penalty="l1", dual=False, C=C, max_iter=5000).fit(X, y).coef_.ravel()
+            supports.append(tuple(np.flatnonzero(np.abs(coef) > 1e-12)))
+        assert tuple(sel.tolist()) in supports
+
+
+def test_abess_selector(comp):
+    pytest.importorskip("abess")
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    sel, _ = comp.SELECTORS["abess"](X, y, 5)
+    assert len(sel) == 5
+
+
+def _result(em_seconds):
+    grid = [2, 5]
+    methods = ["em-l0", "fsv", "abess", "sk-svc-bisect", "sk-svc-path"]
+    sec = {"em-l0": em_seconds, "fsv": 0.01, "abess": 0.01, "sk-svc-bisect": 0.02, "sk-svc-path": 0.03}
+    cell = {m: {str(r): sec[m] for r in grid} for m in methods}
+    return {"splits": 2, "quick": False, "methods": methods, "skipped_datasets": {"prostate": "absent"},
+            "skipped_methods": {}, "datasets": {"toy": {
+                "file": "toy.csv", "shape": [10, 4], "grid": grid, "full_error": [0.1, 0.01],
+                "error": {m: {str(r): [0.2, 0.05] for r in grid} for m in methods},
+                "seconds_median": cell, "seconds": {m: {str(r): [sec[m]] for r in grid} for m in methods},
+                "fits_median": {m: {str(r): 1.0 for r in grid} for m in methods},
+                "selected_min": {m: {str(r): r for r in grid} for m in methods}}}}
+
+
+def test_markdown_verdict_and_doc_rewrite(comp, tmp_path, monkeypatch):
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Performance\n\nkept text\n")
+    monkeypatch.setattr(comp, "DOC", doc)
+    slow = comp.markdown(_result(0.5))
+    assert "**Target not met.**" in slow and "prostate: not run" in slow
+    assert "| `em-l0` | sklearn L1 | 25.0 | 25.0 | 0/2 |" in slow  # 0.5 s / min(0.02, 0.03) s
+    assert "| `em-l0` | abess | 50 | 50 | 0/2 |" in slow
+    comp.write_doc(slow)
+    fast = comp.markdown(_result(0.015))
+    assert "**Target met.**" in fast
+    comp.write_doc(fast)
+    text = doc.read_text()
+    assert text.startswith("# Performance\n\nkept text\n")
+    assert text.count("## Against other libraries") == 1 and text.count(comp.BEGIN) == 1
+    assert "Target met" in text and "Target not met" not in text
+
+
+def test_failing_selector_is_left_out_and_reported(comp, tmp_path, monkeypatch):
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    path = tmp_path / "toy.csv"
+    np.savetxt(path, np.column_stack([X[:120, :6], y[:120]]), delimiter=",")
+
+    def bad(X, y, r):
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setitem(comp.SELECTORS, "bad", bad)
+    monkeypatch.setitem(comp.SELECTORS, "first", lambda X, y, r: (np.arange(r), 1))
+    d = comp.run_dataset("toy", path, ["bad", "first"], [2, 3], 2)
+    assert list(d["error"]) == ["first"] and "solver exploded" in d["failed"]["bad"]
+    assert d["selected_min"]["first"] == {"2": 2, "3": 3}
+    assert len(d["seconds"]["first"]["2"]) == 2
+    text = comp.markdown({"splits": 2, "datasets": {"toy": d}})
+    assert "**`bad` failed** (left out): RuntimeError: solver exploded" in text
