@@ -38,6 +38,7 @@ __all__ = [
     "LinearMap",
     "Annotations",
     "LinearBlock",
+    "Expansion",
     "ConeRecord",
     "SparsitySlot",
     "SLOT_TERMS",
@@ -46,6 +47,7 @@ __all__ = [
     "add_named_expressions",
     "add_soc",
     "add_sparsity_slot",
+    "materialize",
     "var_list",
 ]
 
@@ -152,31 +154,88 @@ class NamedBlock:
         return len(self.exprs) == len(self.data) and _same_exprs(self.data, self.exprs)
 
 
+@attrs.frozen(eq=False)
+class Expansion:
+    """Named expressions replaced by their definitions: atom ``k`` of a map is
+    ``matrix[k] @ vars + const[k]`` (a variable atom is one unit entry).
+
+    Columns: in order of first appearance, a named expression bringing all the variables of its
+    block (see :func:`add_named_expressions`)."""
+
+    vars: tuple
+    matrix: sp.csr_matrix  # (n_atoms, len(vars))
+    const: NDArray  # (n_atoms,)
+
+    def apply(self, lmap: LinearMap) -> LinearMap:
+        """``lmap`` (over the atoms) as the same affine map over :attr:`vars`."""
+        matrix = (lmap.matrix @ self.matrix).tocsr()
+        matrix.sort_indices()
+        return LinearMap(matrix, self.vars, lmap.const + lmap.matrix @ self.const)
+
+
 @attrs.define(eq=False)
 class LinearBlock:
-    """Record of :func:`add_linear_constraints` (``lmap`` over variables only).
+    """Record of :func:`add_linear_constraints`: the rows ``lower <= atoms <= upper``.
 
-    ``exprs`` are the rows' relational expressions as built; :meth:`intact` compares them by
-    identity, so a row edited in Pyomo afterwards sends the component to the general path, and
-    so does a named expression the rows are written over (``named``) redefined afterwards.
+    ``atoms`` is the map as given (over variables and named expressions); :attr:`lmap`, the
+    same rows over variables only, is computed from it on request (``expansion``), so a large
+    block is held once, not twice. ``exprs`` are the rows' relational expressions as built;
+    :meth:`intact` compares them by identity, so a row edited in Pyomo afterwards sends the
+    component to the general path, and so does a named expression the rows are written over
+    (``named``) redefined afterwards.
+
+    A *deferred* block (``add_linear_constraints(..., defer=True)``) has an empty Pyomo
+    component until :meth:`materialize` fills it with the recorded rows (the compiler's fast
+    path reads the record without them; :func:`materialize` does every block of a model).
     """
 
     component: object
-    lmap: LinearMap
+    atoms: LinearMap
+    expansion: Expansion | None  # None: every atom is a variable
     lower: NDArray
     upper: NDArray
     exprs: tuple = ()
     named: tuple = ()  # the NamedBlocks the rows are written over
+    pending: bool = False  # deferred and not materialised yet
+
+    @property
+    def lmap(self) -> LinearMap:
+        """The rows over variables only (computed on each access when some atoms are named
+        expressions)."""
+        return self.atoms if self.expansion is None else self.expansion.apply(self.atoms)
 
     def intact(self) -> bool:
         """The component still has the recorded rows, all active and unedited, over unedited
-        named expressions."""
+        named expressions (a pending block: its component is still empty)."""
         comp = self.component
-        if len(comp) != self.lmap.n_rows or len(self.exprs) != self.lmap.n_rows:
+        if not all(nb.intact() for nb in self.named):
+            return False
+        if self.pending:
+            return len(comp) == 0
+        if len(comp) != self.atoms.n_rows or len(self.exprs) != self.atoms.n_rows:
             return False
         datas = list(comp.values())
-        return (all(c.active for c in datas) and _same_exprs(datas, self.exprs)
-                and all(nb.intact() for nb in self.named))
+        return all(c.active for c in datas) and _same_exprs(datas, self.exprs)
+
+    def materialize(self) -> None:
+        """Create the Pyomo rows of a pending block (nothing for a materialised one).
+
+        Raises
+        ------
+        UnsupportedProblemError
+            Rows were added to the still-empty component by hand: the recorded rows cannot be
+            put in beside them.
+        """
+        if not self.pending:
+            return
+        comp = self.component
+        if len(comp):
+            raise UnsupportedProblemError(
+                f"constraint {comp.name} was declared deferred (add_linear_constraints(defer=True)) and rows were "
+                "added to it by hand before it was materialised; call fsframe.pyomo_ext.materialize(model) "
+                "before editing a deferred component")
+        self.exprs = _fill_rows(comp, self.atoms, self.lower, self.upper)
+        self.pending = False
 
 
 @attrs.define(eq=False)
@@ -287,14 +346,13 @@ def add_named_expressions(model, name: str, lmap: LinearMap) -> list:
     return data
 
 
-def _over_variables(model, lmap: LinearMap) -> LinearMap:
-    """``lmap`` with its named expressions (:func:`add_named_expressions`) replaced by their
-    definitions: the same affine map over variables only. Columns: in order of first appearance,
-    a named expression bringing all the variables of its block."""
+def _expansion(model, atoms: Sequence) -> Expansion | None:
+    """How the named expressions (:func:`add_named_expressions`) among ``atoms`` expand over
+    variables; ``None`` when every atom is a variable."""
     named = annotations(model).named
-    hits = [named.get(id(v)) for v in lmap.vars]
+    hits = [named.get(id(v)) for v in atoms]
     if all(h is None for h in hits):
-        return lmap
+        return None
     index: dict = {}
     out_vars: list = []
 
@@ -305,7 +363,7 @@ def _over_variables(model, lmap: LinearMap) -> LinearMap:
         return index[id(v)]
 
     seen: set = set()
-    for v, h in zip(lmap.vars, hits):
+    for v, h in zip(atoms, hits):
         if h is None:
             col(v)
         elif id(h[0]) not in seen:  # the block's variables once, at its first expression
@@ -314,9 +372,9 @@ def _over_variables(model, lmap: LinearMap) -> LinearMap:
                 col(u)
     k_var = [k for k, h in enumerate(hits) if h is None]
     rows = [np.asarray(k_var, dtype=np.int64)]
-    cols = [np.array([index[id(lmap.vars[k])] for k in k_var], dtype=np.int64)]
+    cols = [np.array([index[id(atoms[k])] for k in k_var], dtype=np.int64)]
     vals = [np.ones(len(k_var))]
-    const_atoms = np.zeros(len(lmap.vars))
+    const_atoms = np.zeros(len(atoms))
     by_block: dict = {}
     for k, h in enumerate(hits):
         if h is not None:
@@ -331,19 +389,53 @@ def _over_variables(model, lmap: LinearMap) -> LinearMap:
         vals.append(sub.data)
         const_atoms[ks] = block.lmap.const[rs]
     E = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                      shape=(len(lmap.vars), len(out_vars)))
-    matrix = (lmap.matrix @ E).tocsr()
-    matrix.sort_indices()
-    return LinearMap(matrix, out_vars, lmap.const + lmap.matrix @ const_atoms)
+                      shape=(len(atoms), len(out_vars)))
+    return Expansion(tuple(out_vars), E, const_atoms)
+
+
+def _over_variables(model, lmap: LinearMap) -> LinearMap:
+    """``lmap`` with its named expressions (:func:`add_named_expressions`) replaced by their
+    definitions: the same affine map over variables only (columns as in :class:`Expansion`)."""
+    exp = _expansion(model, lmap.vars)
+    return lmap if exp is None else exp.apply(lmap)
+
+
+def _fill_rows(con, lmap: LinearMap, lo: NDArray, up: NDArray) -> tuple:
+    """Put the rows ``lo <= lmap <= up`` into the empty indexed Constraint ``con``; return their
+    relational expressions."""
+    with PauseGC():
+        exprs = lmap.expressions()
+        lo_l = [None if not np.isfinite(v) else float(v) for v in lo]
+        up_l = [None if not np.isfinite(v) else float(v) for v in up]
+        for i in range(lmap.n_rows):
+            if lo_l[i] is not None and lo_l[i] == up_l[i]:
+                con[i] = exprs[i] == lo_l[i]
+            else:
+                con[i] = (lo_l[i], exprs[i], up_l[i])
+    return tuple(map(_EXPR, con.values()))
+
+
+def materialize(model) -> None:
+    """Create the Pyomo rows of every deferred block of ``model`` (see
+    :func:`add_linear_constraints`), so that the model states its whole problem. Called by
+    :meth:`fsframe.compiler.CompiledModel.sync_model` (and so ``fit(..., keep_model=True)``) and by
+    ``compile_model(model, fast=False)``; idempotent."""
+    for block in annotations(model).linear.values():
+        block.materialize()
 
 
 def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLike | None = None,
-                           upper: ArrayLike | None = None):
+                           upper: ArrayLike | None = None, defer: bool = False):
     """Add the rows ``lower <= lmap <= upper`` as an indexed Pyomo ``Constraint`` ``name``.
 
     ``lower``/``upper`` are scalars or arrays (``None`` or ``±inf`` for no bound); an equality row
     has ``lower == upper``. ``lmap`` may be over named expressions of
-    :func:`add_named_expressions` as well as variables; the record is over variables.
+    :func:`add_named_expressions` as well as variables; the record keeps ``lmap`` as given.
+
+    ``defer=True`` adds the component empty and creates its rows only when the model is asked
+    for (:func:`materialize`): the compiler reads the record, so a block with millions of entries
+    costs its matrix, not one Pyomo expression object per entry (about 250 bytes and 0.3 µs
+    each). The component keeps its place among the model's constraints either way.
     Returns the Constraint component.
     """
     r = lmap.n_rows
@@ -354,20 +446,13 @@ def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLik
         raise ValueError(f"{name}: row {i} has lower bound {lo[i]} above upper bound {up[i]}")
     named = annotations(model).named
     used = {id(h[0]): h[0] for h in map(named.get, map(id, lmap.vars)) if h is not None}
-    with PauseGC():
-        exprs = lmap.expressions()
-        lmap = _over_variables(model, lmap)
-        con = pyo.Constraint(range(r))
-        model.add_component(name, con)
-        lo_l = [None if not np.isfinite(v) else float(v) for v in lo]
-        up_l = [None if not np.isfinite(v) else float(v) for v in up]
-        for i in range(r):
-            if lo_l[i] is not None and lo_l[i] == up_l[i]:
-                con[i] = exprs[i] == lo_l[i]
-            else:
-                con[i] = (lo_l[i], exprs[i], up_l[i])
-    exprs = tuple(map(_EXPR, con.values()))
-    annotations(model).linear[id(con)] = LinearBlock(con, lmap, lo, up, exprs, tuple(used.values()))
+    expansion = _expansion(model, lmap.vars)
+    con = pyo.Constraint(range(r))
+    model.add_component(name, con)
+    block = LinearBlock(con, lmap, expansion, lo, up, (), tuple(used.values()), pending=True)
+    if not defer:
+        block.materialize()
+    annotations(model).linear[id(con)] = block
     return con
 
 
