@@ -142,16 +142,40 @@ class NamedBlock:
     """Record of :func:`add_named_expressions`: ``component[i]`` is row ``i`` of ``lmap``.
 
     ``exprs`` are the expressions as built; a row redefined in Pyomo afterwards (``w[i] = ...``)
-    makes :meth:`intact` false, and so every recorded block written over it."""
+    makes :meth:`intact` false, and so every recorded block written over it. A deferred block
+    (``pending``) has its ExpressionData, still undefined (``None``), until :meth:`materialize`."""
 
     component: object
     lmap: LinearMap
     data: tuple  # the ExpressionData, in row order
     exprs: tuple = ()
+    pending: bool = False
 
     def intact(self) -> bool:
-        """Every named expression still has the definition recorded."""
+        """Every named expression still has the definition recorded (a pending block: none is
+        defined yet)."""
         return len(self.exprs) == len(self.data) and _same_exprs(self.data, self.exprs)
+
+    def materialize(self) -> None:
+        """Define the named expressions of a pending block (nothing for a materialised one).
+
+        Raises
+        ------
+        UnsupportedProblemError
+            Some were defined by hand before: the recorded definitions cannot replace them.
+        """
+        if not self.pending:
+            return
+        if not self.intact():
+            raise UnsupportedProblemError(
+                f"named expressions {self.component.name} were declared deferred (add_named_expressions(defer=True)) "
+                "and some were defined by hand before they were materialised; call "
+                "fsframe.pyomo_ext.materialize(model) before editing deferred components")
+        with PauseGC():
+            for d, e in zip(self.data, self.lmap.expressions()):
+                d.set_value(e)
+        self.exprs = tuple(map(_EXPR, self.data))
+        self.pending = False
 
 
 @attrs.frozen(eq=False)
@@ -228,6 +252,8 @@ class LinearBlock:
         """
         if not self.pending:
             return
+        for nb in self.named:  # the rows are written over them
+            nb.materialize()
         comp = self.component
         if len(comp):
             raise UnsupportedProblemError(
@@ -324,7 +350,7 @@ def _bounds(value, n: int, default: float) -> NDArray:
     return arr
 
 
-def add_named_expressions(model, name: str, lmap: LinearMap) -> list:
+def add_named_expressions(model, name: str, lmap: LinearMap, *, defer: bool = False) -> list:
     """Add the rows of ``lmap`` as an indexed Pyomo ``Expression`` ``name`` (e.g. ``w_j = u_j - v_j``)
     and return its ExpressionData, in row order.
 
@@ -333,17 +359,20 @@ def add_named_expressions(model, name: str, lmap: LinearMap) -> list:
     term ``a_ij * w_j`` instead of ``a_ij * u_j - a_ij * v_j``: half the expression objects to build
     and for the garbage collector to traverse), while its record, and so the compiled matrix, is
     over the variables.
+
+    ``defer=True`` leaves the expressions undefined until the model is asked for
+    (:func:`materialize`); a block of rows written over them must then be deferred too (an eager
+    one, or :func:`materialize`, defines them first).
     """
-    exprs = lmap.expressions()
     with PauseGC():
-        comp = pyo.Expression(range(lmap.n_rows))
+        comp = pyo.Expression(range(lmap.n_rows))  # ExpressionData defined as None
         model.add_component(name, comp)
-        for i, e in enumerate(exprs):
-            comp[i] = e
-    data = list(comp.values())
-    block = NamedBlock(comp, lmap, tuple(data), tuple(map(_EXPR, data)))
+    data = tuple(comp.values())
+    block = NamedBlock(comp, lmap, data, (None,) * len(data), pending=True)
+    if not defer:
+        block.materialize()
     annotations(model).named.update((id(d), (block, i)) for i, d in enumerate(data))
-    return data
+    return list(data)
 
 
 def _expansion(model, atoms: Sequence) -> Expansion | None:
@@ -419,8 +448,11 @@ def materialize(model) -> None:
     """Create the Pyomo rows of every deferred block of ``model`` (see
     :func:`add_linear_constraints`), so that the model states its whole problem. Called by
     :meth:`fsframe.compiler.CompiledModel.sync_model` (and so ``fit(..., keep_model=True)``) and by
-    ``compile_model(model, fast=False)``; idempotent."""
-    for block in annotations(model).linear.values():
+    ``compile_model(model, fast=False)``; idempotent. Named expressions are defined first."""
+    ann = annotations(model)
+    for block in {id(b): b for b, _ in ann.named.values()}.values():
+        block.materialize()
+    for block in ann.linear.values():
         block.materialize()
 
 

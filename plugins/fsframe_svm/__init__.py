@@ -85,8 +85,9 @@ class HingeFormulation(Formulation):
                 uv = var_list(model.u, model.v)
                 coef = LinearMap(sp.hstack([sp.identity(n), -sp.identity(n)]), uv)
                 magnitude = LinearMap(sp.hstack([sp.identity(n), sp.identity(n)]), uv)
-                # the margin rows are written over the named w_j = u_j - v_j: one term per feature
-                wvars = add_named_expressions(model, "w", coef)
+                # the margin rows are written over the named w_j = u_j - v_j: one term per feature;
+                # both are created in Pyomo when the model is asked for
+                wvars = add_named_expressions(model, "w", coef, defer=True)
             else:
                 model.w = pyo.Var(range(n))
                 wvars = var_list(model.w)

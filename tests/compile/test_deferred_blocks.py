@@ -187,3 +187,39 @@ def test_compiling_never_changes_a_record():
     for b, (data, const) in zip(blocks, before):
         np.testing.assert_array_equal(b.atoms.matrix.data, data)
         np.testing.assert_array_equal(b.atoms.const, const)
+
+
+def _toy_named(defer_named, defer_rows):
+    m = pyo.ConcreteModel()
+    m.u = pyo.Var(range(2), bounds=(0, None))
+    m.v = pyo.Var(range(2), bounds=(0, None))
+    uv = var_list(m.u, m.v)
+    split = sp.hstack([sp.eye(2), -sp.eye(2)]).tocsr()
+    w = add_named_expressions(m, "w", LinearMap(split, uv), defer=defer_named)
+    add_linear_constraints(m, "c", LinearMap(np.array([[1.0, 2.0]]), w), lower=1.0, defer=defer_rows)
+    add_sparsity_slot(m, coef=LinearMap(split, uv), magnitude=LinearMap(sp.hstack([sp.eye(2), sp.eye(2)]).tocsr(), uv),
+                      terms={"lin"})
+    return m
+
+
+def test_deferred_named_expressions_are_defined_before_any_row_uses_them():
+    eager = _toy_named(True, False)  # an eager block over deferred names defines them first
+    assert eager.w[0].expr is not None and len(eager.c) == 1
+    lazy = _toy_named(True, True)
+    assert lazy.w[0].expr is None and len(lazy.c) == 0
+    cm = compile_model(lazy)
+    assert cm.paths["recorded"] == 1 and lazy.w[0].expr is None
+    materialize(lazy)
+    assert lazy.w[0].expr is not None and len(lazy.c) == 1
+    _same(cm, compile_model(lazy, fast=False))
+    x = np.zeros(len(cm.columns))
+    x[cm.col_index[id(lazy.u[1])]] = 0.5  # w = (0, 1/2): the row holds with equality
+    cm.load_solution(x)
+    assert pyo.value(lazy.c[0].body) == pytest.approx(1.0) and pyo.value(lazy.w[1]) == pytest.approx(0.5)
+
+
+def test_a_deferred_named_expression_defined_by_hand_is_refused():
+    m = _toy_named(True, True)
+    m.w[0] = 3 * m.u[0]
+    with pytest.raises(UnsupportedProblemError, match="materialize"):
+        compile_model(m)
