@@ -73,7 +73,7 @@ class ProblemBuilder:
         E = exp.matrix
         Eg = sp.csr_matrix((E.data, cols[E.indices], E.indptr), shape=(E.shape[0], len(self.columns)))
         R = (M @ Eg).tocsr()
-        R.sort_indices()
+        _sort_rows(R)
         const = block.atoms.const + M @ exp.const
         self.blocks.append((R, block.lower - const, block.upper - const, True))
         self.paths["recorded"] += M.shape[0]
@@ -92,6 +92,29 @@ class ProblemBuilder:
         M = cone.matrix
         self.cone_blocks.append((M.data, cols[M.indices], M.indptr, cone.const, M.shape[0]))
         self.paths["cones"] += 1
+
+
+def _sort_rows(R, chunk: int = 1 << 21) -> None:
+    """``R.sort_indices()``, faster when every row lists its columns in the same relative order
+    (a product of rows with one sparsity pattern, as for dense data): the order of row 0 is
+    applied to blocks of rows at once and checked; any other matrix is sorted row by row."""
+    m = R.shape[0]
+    lens = np.diff(R.indptr)
+    if m < 2 or lens.min() != lens.max() or lens[0] < 2:
+        R.sort_indices()
+        return
+    k = int(lens[0])
+    idx, val = R.indices.reshape(m, k), R.data.reshape(m, k)  # views
+    perm = np.argsort(idx[0], kind="stable")
+    sorted_ = True
+    for a in range(0, m, max(1, chunk // k)):
+        rows = slice(a, min(m, a + max(1, chunk // k)))
+        idx[rows] = idx[rows][:, perm]
+        val[rows] = val[rows][:, perm]
+        sorted_ = sorted_ and bool((np.diff(idx[rows], axis=1) > 0).all())
+    R.has_sorted_indices = sorted_
+    if not sorted_:
+        R.sort_indices()
 
 
 def _negated(R, owned: bool):

@@ -223,3 +223,29 @@ def test_a_deferred_named_expression_defined_by_hand_is_refused():
     m.w[0] = 3 * m.u[0]
     with pytest.raises(UnsupportedProblemError, match="materialize"):
         compile_model(m)
+
+
+@pytest.mark.parametrize("case", ["same order", "orders differ", "ragged"])
+def test_rows_sorted_by_one_permutation_equal_a_row_by_row_sort(case):
+    from fsframe.compiler.assembly import _sort_rows
+
+    rng = np.random.default_rng(7)
+    m, k = 9, 6
+    base = np.array([10, 3, 7, 0, 5, 1])
+    idx = np.tile(base, (m, 1))
+    idx[:, 0] = 10 + np.arange(m)  # the largest column of each row differs, its rank does not
+    if case == "orders differ":
+        idx[4] = [2, 3, 7, 0, 5, 1]  # row 4's largest entry is elsewhere
+    data = rng.standard_normal((m, k))
+    if case == "ragged":
+        R = sp.csr_matrix((data.ravel()[:-1], idx.ravel()[:-1], np.r_[np.arange(0, m * k, k), m * k - 1]),
+                          shape=(m, 20))
+    else:
+        R = sp.csr_matrix((data.ravel(), idx.ravel(), np.arange(0, m * k + 1, k)), shape=(m, 20))
+    want = R.copy()
+    want.sort_indices()
+    _sort_rows(R)
+    assert R.has_sorted_indices
+    np.testing.assert_array_equal(R.indices, want.indices)
+    np.testing.assert_array_equal(R.data, want.data)
+    np.testing.assert_array_equal(R.toarray(), want.toarray())
