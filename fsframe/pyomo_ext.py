@@ -12,7 +12,13 @@ write or solve it — but three kinds of component are built through these helpe
 * :func:`add_sparsity_slot` — the objective ``loss + penalty`` whose penalty weights are mutable
   Params that outer loops change between solves.
 
-Each helper records its matrices in the model's :class:`Annotations`. The compiler
+Rows and named expressions may be *deferred* (``defer=True``): their Pyomo components are added
+empty and filled from the records by :func:`materialize` when the model is asked for, so a block
+of millions of entries costs its matrix, not a Pyomo object per entry, in a fit that never
+looks at the model.
+
+Each helper records its matrices in the model's :class:`Annotations` (the records are defined in
+:mod:`fsframe.pyomo_records`). The compiler
 (:mod:`fsframe.compiler`) uses a record directly when the component is still intact (the
 *fast path*) and otherwise reads the Pyomo component itself (the *general path*), so a model
 written with plain Pyomo constraints compiles too, only slower. ``fsframe.testing.check_formulation``
@@ -21,23 +27,26 @@ verifies that both paths give the same problem.
 
 from __future__ import annotations
 
-import operator
 from typing import Iterable, Sequence
 
-import attrs
 import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 from pyomo.common.gc_manager import PauseGC
-from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression, ProductExpression, SumExpression
+from pyomo.core.expr.numeric_expr import LinearExpression
 
 from .errors import UnsupportedProblemError
+from .pyomo_records import (SLOT_TERMS, Annotations, ConeRecord, Expansion, LinearBlock, LinearMap, NamedBlock,
+                            SparsitySlot, annotations)
 
+# the records live in fsframe.pyomo_records; re-exported here, where formulations look for them
 __all__ = [
     "LinearMap",
+    "NamedBlock",
     "Annotations",
     "LinearBlock",
+    "Expansion",
     "ConeRecord",
     "SparsitySlot",
     "SLOT_TERMS",
@@ -46,14 +55,10 @@ __all__ = [
     "add_named_expressions",
     "add_soc",
     "add_sparsity_slot",
+    "materialize",
     "var_list",
 ]
 
-SLOT_TERMS = frozenset({"lin", "lin_w", "quad"})
-"""Penalty terms of the sparsity slot: ``lin[j] * s_j`` (weight on the group-norm epigraph),
-``lin_w[k] * w_k`` (signed weight on a coefficient, for DCA) and ``quad[j] * ||w_(j)||^2``."""
-
-_ANNOTATIONS = "_fsframe_annotations"
 
 
 def var_list(*components) -> list:
@@ -69,195 +74,6 @@ def var_list(*components) -> list:
     return out
 
 
-@attrs.frozen(eq=False)
-class LinearMap:
-    """A block of affine expressions ``matrix @ vars + const``, stated as a matrix.
-
-    Parameters
-    ----------
-    matrix : array or sparse matrix, shape (n_rows, n_vars)
-    vars : sequence of Pyomo VarData, length n_vars
-        For :func:`add_linear_constraints` also named expressions made by
-        :func:`add_named_expressions` (the "atoms" the rows are written over).
-    const : array, shape (n_rows,), optional
-    """
-
-    matrix: sp.csr_matrix = attrs.field(converter=lambda a: sp.csr_matrix(a, dtype=float))
-    vars: tuple = attrs.field(converter=tuple)
-    const: NDArray = attrs.field(default=None)
-
-    def __attrs_post_init__(self):
-        r, k = self.matrix.shape
-        if k != len(self.vars):
-            raise ValueError(f"LinearMap: matrix has {k} columns but {len(self.vars)} variables")
-        const = np.zeros(r) if self.const is None else np.asarray(self.const, dtype=float).reshape(r)
-        object.__setattr__(self, "const", const)
-
-    @property
-    def n_rows(self) -> int:
-        return int(self.matrix.shape[0])
-
-    @classmethod
-    def identity(cls, vars: Sequence) -> "LinearMap":
-        return cls(sp.identity(len(vars), format="csr"), vars)
-
-    def expressions(self) -> list:
-        """One expression per row, built in bulk with GC paused: a ``LinearExpression`` over
-        variables, or, when some atoms are named expressions, a ``SumExpression`` of
-        ``coef * expression`` (``ProductExpression``) and then ``coef * var`` terms."""
-        M, c = self.matrix, self.const
-        atoms = np.fromiter(self.vars, dtype=object, count=len(self.vars))  # fancy-indexable
-        named = np.fromiter((not v.is_variable_type() for v in self.vars), dtype=bool, count=len(self.vars))
-        out = []
-        with PauseGC():
-            for i in range(M.shape[0]):
-                lo, hi = M.indptr[i], M.indptr[i + 1]
-                idx, coefs = M.indices[lo:hi], M.data[lo:hi]
-                if not named.any():
-                    out.append(LinearExpression(constant=float(c[i]), linear_coefs=coefs.tolist(),
-                                                linear_vars=atoms[idx].tolist()))
-                    continue
-                nm = named[idx]
-                args = [float(c[i])] if c[i] else []
-                args.extend(map(ProductExpression, zip(coefs[nm].tolist(), atoms[idx[nm]].tolist())))
-                args.extend(map(MonomialTermExpression, zip(coefs[~nm].tolist(), atoms[idx[~nm]].tolist())))
-                out.append(SumExpression(args))
-        return out
-
-
-def _same_exprs(datas, exprs: tuple) -> bool:
-    """Whether every ConstraintData (or ExpressionData) still holds the expression object recorded
-    (``set_value``, and so ``con[i] = ...``, replaces it): one identity test per row, no
-    expression walk."""
-    return all(map(operator.is_, map(_EXPR, datas), exprs))
-
-
-_EXPR = operator.attrgetter("expr")
-
-
-@attrs.define(eq=False)
-class NamedBlock:
-    """Record of :func:`add_named_expressions`: ``component[i]`` is row ``i`` of ``lmap``.
-
-    ``exprs`` are the expressions as built; a row redefined in Pyomo afterwards (``w[i] = ...``)
-    makes :meth:`intact` false, and so every recorded block written over it."""
-
-    component: object
-    lmap: LinearMap
-    data: tuple  # the ExpressionData, in row order
-    exprs: tuple = ()
-
-    def intact(self) -> bool:
-        """Every named expression still has the definition recorded."""
-        return len(self.exprs) == len(self.data) and _same_exprs(self.data, self.exprs)
-
-
-@attrs.define(eq=False)
-class LinearBlock:
-    """Record of :func:`add_linear_constraints` (``lmap`` over variables only).
-
-    ``exprs`` are the rows' relational expressions as built; :meth:`intact` compares them by
-    identity, so a row edited in Pyomo afterwards sends the component to the general path, and
-    so does a named expression the rows are written over (``named``) redefined afterwards.
-    """
-
-    component: object
-    lmap: LinearMap
-    lower: NDArray
-    upper: NDArray
-    exprs: tuple = ()
-    named: tuple = ()  # the NamedBlocks the rows are written over
-
-    def intact(self) -> bool:
-        """The component still has the recorded rows, all active and unedited, over unedited
-        named expressions."""
-        comp = self.component
-        if len(comp) != self.lmap.n_rows or len(self.exprs) != self.lmap.n_rows:
-            return False
-        datas = list(comp.values())
-        return (all(c.active for c in datas) and _same_exprs(datas, self.exprs)
-                and all(nb.intact() for nb in self.named))
-
-
-@attrs.define(eq=False)
-class ConeRecord:
-    """Record of :func:`add_soc`: ``||lhs|| <= rhs`` with auxiliary ``z = lhs`` and ``t = rhs``.
-
-    ``definitions`` are the equality constraints defining the auxiliaries (absent when the
-    caller passed variables directly); the compiler may substitute them away.
-    """
-
-    component: object  # the quadratic Constraint sum z^2 <= t^2
-    lhs: LinearMap
-    rhs: LinearMap  # one row
-    z: tuple
-    t: object
-    definitions: tuple  # Constraint components (may be empty)
-    aux: tuple = ()  # the auxiliary variables add_soc created (z and/or t)
-    expr: object = None  # the cone constraint's expression as built
-
-    def intact(self, ann: "Annotations") -> bool:
-        """The cone constraint is active and unedited, and so are its definitions."""
-        con = self.component
-        if not con.active or con.expr is not self.expr:
-            return False
-        for d in self.definitions:
-            blk = ann.linear.get(id(d))
-            if blk is None or not d.active or not blk.intact():
-                return False
-        return True
-
-
-@attrs.define(eq=False)
-class SparsitySlot:
-    """Record of :func:`add_sparsity_slot`, also reachable as ``model.fsframe_slot``'s owner.
-
-    Attributes
-    ----------
-    coef : LinearMap
-        ``w = coef(x)``: one row per coefficient entry (``n_coef`` rows).
-    groups : array of int, shape (n_coef,)
-        Group of each coefficient entry (``0 .. n_groups-1``); a feature for binary linear
-        models, a row of ``W`` for multi-class models, a training sample for kernel maps.
-    magnitude : LinearMap or None
-        ``s_j``: an affine expression bounded below by ``||w_(j)||`` at every feasible point
-        (``u_j + v_j`` with the ``u, v`` split, or an epigraph variable). Needed for ``lin``.
-    terms : frozenset of str
-        Which of :data:`SLOT_TERMS` the objective contains.
-    block : pyomo Block
-        ``model.fsframe_slot`` holding Params ``lin``, ``lin_w``, ``quad`` and Expressions
-        ``loss``, ``penalty``; the active objective is ``model.fsframe_objective``.
-    """
-
-    coef: LinearMap
-    groups: NDArray
-    magnitude: LinearMap | None
-    terms: frozenset
-    block: object
-    objective: object
-    n_groups: int
-    exprs: tuple = ()  # the objective's and the penalty's expressions as built
-
-
-@attrs.define(eq=False)
-class Annotations:
-    """What the helpers built, keyed by component; stored on the model."""
-
-    linear: dict = attrs.field(factory=dict)  # id(component) -> LinearBlock
-    cones: list = attrs.field(factory=list)  # ConeRecord
-    slot: SparsitySlot | None = None
-    named: dict = attrs.field(factory=dict)  # id(ExpressionData) -> (NamedBlock, row)
-
-
-def annotations(model) -> Annotations:
-    """The annotations of ``model`` (created empty on first use)."""
-    ann = getattr(model, _ANNOTATIONS, None)
-    if ann is None:
-        ann = Annotations()
-        object.__setattr__(model, _ANNOTATIONS, ann)
-    return ann
-
-
 def _bounds(value, n: int, default: float) -> NDArray:
     if value is None:
         return np.full(n, default)
@@ -265,7 +81,7 @@ def _bounds(value, n: int, default: float) -> NDArray:
     return arr
 
 
-def add_named_expressions(model, name: str, lmap: LinearMap) -> list:
+def add_named_expressions(model, name: str, lmap: LinearMap, *, defer: bool = False) -> list:
     """Add the rows of ``lmap`` as an indexed Pyomo ``Expression`` ``name`` (e.g. ``w_j = u_j - v_j``)
     and return its ExpressionData, in row order.
 
@@ -274,27 +90,29 @@ def add_named_expressions(model, name: str, lmap: LinearMap) -> list:
     term ``a_ij * w_j`` instead of ``a_ij * u_j - a_ij * v_j``: half the expression objects to build
     and for the garbage collector to traverse), while its record, and so the compiled matrix, is
     over the variables.
+
+    ``defer=True`` leaves the expressions undefined until the model is asked for
+    (:func:`materialize`); a block of rows written over them must then be deferred too (an eager
+    one, or :func:`materialize`, defines them first).
     """
-    exprs = lmap.expressions()
     with PauseGC():
-        comp = pyo.Expression(range(lmap.n_rows))
+        comp = pyo.Expression(range(lmap.n_rows))  # ExpressionData defined as None
         model.add_component(name, comp)
-        for i, e in enumerate(exprs):
-            comp[i] = e
-    data = list(comp.values())
-    block = NamedBlock(comp, lmap, tuple(data), tuple(map(_EXPR, data)))
+    data = tuple(comp.values())
+    block = NamedBlock(comp, lmap, data, (None,) * len(data), pending=True)
+    if not defer:
+        block.materialize()
     annotations(model).named.update((id(d), (block, i)) for i, d in enumerate(data))
-    return data
+    return list(data)
 
 
-def _over_variables(model, lmap: LinearMap) -> LinearMap:
-    """``lmap`` with its named expressions (:func:`add_named_expressions`) replaced by their
-    definitions: the same affine map over variables only. Columns: in order of first appearance,
-    a named expression bringing all the variables of its block."""
+def _expansion(model, atoms: Sequence) -> Expansion | None:
+    """How the named expressions (:func:`add_named_expressions`) among ``atoms`` expand over
+    variables; ``None`` when every atom is a variable."""
     named = annotations(model).named
-    hits = [named.get(id(v)) for v in lmap.vars]
+    hits = [named.get(id(v)) for v in atoms]
     if all(h is None for h in hits):
-        return lmap
+        return None
     index: dict = {}
     out_vars: list = []
 
@@ -305,7 +123,7 @@ def _over_variables(model, lmap: LinearMap) -> LinearMap:
         return index[id(v)]
 
     seen: set = set()
-    for v, h in zip(lmap.vars, hits):
+    for v, h in zip(atoms, hits):
         if h is None:
             col(v)
         elif id(h[0]) not in seen:  # the block's variables once, at its first expression
@@ -314,9 +132,9 @@ def _over_variables(model, lmap: LinearMap) -> LinearMap:
                 col(u)
     k_var = [k for k, h in enumerate(hits) if h is None]
     rows = [np.asarray(k_var, dtype=np.int64)]
-    cols = [np.array([index[id(lmap.vars[k])] for k in k_var], dtype=np.int64)]
+    cols = [np.array([index[id(atoms[k])] for k in k_var], dtype=np.int64)]
     vals = [np.ones(len(k_var))]
-    const_atoms = np.zeros(len(lmap.vars))
+    const_atoms = np.zeros(len(atoms))
     by_block: dict = {}
     for k, h in enumerate(hits):
         if h is not None:
@@ -331,19 +149,41 @@ def _over_variables(model, lmap: LinearMap) -> LinearMap:
         vals.append(sub.data)
         const_atoms[ks] = block.lmap.const[rs]
     E = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                      shape=(len(lmap.vars), len(out_vars)))
-    matrix = (lmap.matrix @ E).tocsr()
-    matrix.sort_indices()
-    return LinearMap(matrix, out_vars, lmap.const + lmap.matrix @ const_atoms)
+                      shape=(len(atoms), len(out_vars)))
+    return Expansion(tuple(out_vars), E, const_atoms)
+
+
+def _over_variables(model, lmap: LinearMap) -> LinearMap:
+    """``lmap`` with its named expressions (:func:`add_named_expressions`) replaced by their
+    definitions: the same affine map over variables only (columns as in :class:`Expansion`)."""
+    exp = _expansion(model, lmap.vars)
+    return lmap if exp is None else exp.apply(lmap)
+
+
+def materialize(model) -> None:
+    """Create the Pyomo rows of every deferred block of ``model`` (see
+    :func:`add_linear_constraints`), so that the model states its whole problem. Called by
+    :meth:`fsframe.compiler.CompiledModel.sync_model` (and so ``fit(..., keep_model=True)``) and by
+    ``compile_model(model, fast=False)``; idempotent. Named expressions are defined first."""
+    ann = annotations(model)
+    for block in {id(b): b for b, _ in ann.named.values()}.values():
+        block.materialize()
+    for block in ann.linear.values():
+        block.materialize()
 
 
 def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLike | None = None,
-                           upper: ArrayLike | None = None):
+                           upper: ArrayLike | None = None, defer: bool = False):
     """Add the rows ``lower <= lmap <= upper`` as an indexed Pyomo ``Constraint`` ``name``.
 
     ``lower``/``upper`` are scalars or arrays (``None`` or ``±inf`` for no bound); an equality row
     has ``lower == upper``. ``lmap`` may be over named expressions of
-    :func:`add_named_expressions` as well as variables; the record is over variables.
+    :func:`add_named_expressions` as well as variables; the record keeps ``lmap`` as given.
+
+    ``defer=True`` adds the component empty and creates its rows only when the model is asked
+    for (:func:`materialize`): the compiler reads the record, so a block with millions of entries
+    costs its matrix, not one Pyomo expression object per entry (about 250 bytes and 0.3 µs
+    each). The component keeps its place among the model's constraints either way.
     Returns the Constraint component.
     """
     r = lmap.n_rows
@@ -354,20 +194,13 @@ def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLik
         raise ValueError(f"{name}: row {i} has lower bound {lo[i]} above upper bound {up[i]}")
     named = annotations(model).named
     used = {id(h[0]): h[0] for h in map(named.get, map(id, lmap.vars)) if h is not None}
-    with PauseGC():
-        exprs = lmap.expressions()
-        lmap = _over_variables(model, lmap)
-        con = pyo.Constraint(range(r))
-        model.add_component(name, con)
-        lo_l = [None if not np.isfinite(v) else float(v) for v in lo]
-        up_l = [None if not np.isfinite(v) else float(v) for v in up]
-        for i in range(r):
-            if lo_l[i] is not None and lo_l[i] == up_l[i]:
-                con[i] = exprs[i] == lo_l[i]
-            else:
-                con[i] = (lo_l[i], exprs[i], up_l[i])
-    exprs = tuple(map(_EXPR, con.values()))
-    annotations(model).linear[id(con)] = LinearBlock(con, lmap, lo, up, exprs, tuple(used.values()))
+    expansion = _expansion(model, lmap.vars)
+    con = pyo.Constraint(range(r))
+    model.add_component(name, con)
+    block = LinearBlock(con, lmap, expansion, lo, up, (), tuple(used.values()), pending=True)
+    if not defer:
+        block.materialize()
+    annotations(model).linear[id(con)] = block
     return con
 
 

@@ -17,15 +17,15 @@ Pyomo's own standard-form compiler is LP-only, so this package is fsframe's own.
 * :mod:`~fsframe.compiler.assembly` holds the columns and stacks the rows into ``ProblemData``;
 * :mod:`~fsframe.compiler.compiled` is the result, :class:`CompiledModel`.
 
-``compile_model(model, fast=False)`` skips the recorded blocks, which is how tests check the fast
-path. An outer-loop iteration never recompiles: :meth:`CompiledModel.with_weights` updates the
+``compile_model(model, fast=False)`` skips the recorded blocks (creating the Pyomo rows of
+deferred ones first), which is how tests check the fast path. An outer-loop iteration never recompiles: :meth:`CompiledModel.with_weights` updates the
 objective (and, for infinite EM weights, bounds) in numpy (:mod:`fsframe.slot`).
 """
 
 from __future__ import annotations
 
 from ..canonical import ProblemData
-from ..pyomo_ext import annotations
+from ..pyomo_ext import annotations, materialize
 from ..slot import SlotMaps
 from .assembly import ProblemBuilder, assemble
 from .compiled import CompiledModel
@@ -43,7 +43,8 @@ def compile_model(model, *, fast: bool = True, cone_form: str = "substitute") ->
     ----------
     fast : bool
         Use the matrices recorded by :mod:`fsframe.pyomo_ext` where components are intact.
-        ``False`` reads every component from Pyomo (slower; used to test the fast path).
+        ``False`` reads every component from Pyomo (slower; used to test the fast path); the
+        rows of deferred blocks (``add_linear_constraints(defer=True)``) are created first.
     cone_form : ``"substitute"`` or ``"auxiliary"``
         How a cone declared with :func:`~fsframe.pyomo_ext.add_soc` enters ``G``: with its
         affine arguments substituted into the cone rows (no auxiliary columns), or through its
@@ -51,6 +52,8 @@ def compile_model(model, *, fast: bool = True, cone_form: str = "substitute") ->
         differs (see ``docs/benchmarks.md``).
     """
     ann = annotations(model)
+    if not fast:
+        materialize(model)
     plan = ConePlan(ann, fast=fast, cone_form=cone_form)
     bld = ProblemBuilder()
     general_cones = read_constraints(model, ann, bld, plan, fast)

@@ -8,7 +8,7 @@ from numpy.typing import NDArray
 
 from ..canonical import ProblemData
 from ..errors import UnsupportedProblemError
-from ..pyomo_ext import LinearMap
+from ..pyomo_ext import LinearBlock, LinearMap
 
 __all__ = ["ProblemBuilder", "assemble"]
 
@@ -16,8 +16,9 @@ __all__ = ["ProblemBuilder", "assemble"]
 class ProblemBuilder:
     """The columns (Pyomo variables, in order of first use) and the row blocks read so far.
 
-    A linear block is ``(data, columns, indptr, lower, upper)``: CSR rows over global columns
-    with bounds ``lower <= row <= upper``; a cone block is ``(data, columns, indptr, const, q)``:
+    A linear block is ``(rows, lower, upper, owned)``: a CSR matrix over the global columns
+    known so far (widened when assembled) with bounds ``lower <= row <= upper``, ``owned`` when
+    its arrays are the builder's own (not a record's: those are never changed); a cone block is ``(data, columns, indptr, const, q)``:
     the rows of ``-G`` and ``h`` of one cone of size ``q``.
     """
 
@@ -53,14 +54,36 @@ class ProblemBuilder:
         """Rows ``lower <= lmap <= upper``, read by ``path``."""
         M = lmap.matrix
         cols = self.cols(lmap.vars)
-        self.blocks.append((M.data, cols[M.indices], M.indptr, lower - lmap.const, upper - lmap.const))
+        R = sp.csr_matrix((M.data, cols[M.indices], M.indptr), shape=(M.shape[0], len(self.columns)))
+        self.blocks.append((R, lower - lmap.const, upper - lmap.const, False))  # shares the record's values
         self.paths[path] += M.shape[0]
+
+    def add_block(self, block: LinearBlock) -> None:
+        """The rows of a recorded block, read from its record (the *recorded* path).
+
+        Named expressions among its atoms are expanded straight into global columns (one sparse
+        product, no intermediate copy over local columns); the rows are a new matrix the
+        assembly may then negate in place."""
+        exp = block.expansion
+        if exp is None:
+            self.add_map_rows(block.atoms, block.lower, block.upper, "recorded")
+            return
+        M = block.atoms.matrix
+        cols = self.cols(exp.vars)
+        E = exp.matrix
+        Eg = sp.csr_matrix((E.data, cols[E.indices], E.indptr), shape=(E.shape[0], len(self.columns)))
+        R = (M @ Eg).tocsr()
+        _sort_rows(R)
+        const = block.atoms.const + M @ exp.const
+        self.blocks.append((R, block.lower - const, block.upper - const, True))
+        self.paths["recorded"] += M.shape[0]
 
     def add_row(self, coefs, vars, lower, upper, path: str) -> None:
         """One row ``lower <= coefs @ vars <= upper``, read by ``path``."""
         cols = self.cols(vars)
-        self.blocks.append((np.asarray(coefs, dtype=float), cols, np.array([0, len(cols)]),
-                            np.array([lower]), np.array([upper])))
+        R = sp.csr_matrix((np.asarray(coefs, dtype=float), cols, np.array([0, len(cols)])),
+                          shape=(1, len(self.columns)))
+        self.blocks.append((R, np.array([lower]), np.array([upper]), True))
         self.paths[path] += 1
 
     def add_cone(self, cone: LinearMap) -> None:
@@ -71,17 +94,49 @@ class ProblemBuilder:
         self.paths["cones"] += 1
 
 
+def _sort_rows(R, chunk: int = 1 << 21) -> None:
+    """``R.sort_indices()``, faster when every row lists its columns in the same relative order
+    (a product of rows with one sparsity pattern, as for dense data): the order of row 0 is
+    applied to blocks of rows at once and checked; any other matrix is sorted row by row."""
+    m = R.shape[0]
+    lens = np.diff(R.indptr)
+    if m < 2 or lens.min() != lens.max() or lens[0] < 2:
+        R.sort_indices()
+        return
+    k = int(lens[0])
+    idx, val = R.indices.reshape(m, k), R.data.reshape(m, k)  # views
+    perm = np.argsort(idx[0], kind="stable")
+    sorted_ = True
+    for a in range(0, m, max(1, chunk // k)):
+        rows = slice(a, min(m, a + max(1, chunk // k)))
+        idx[rows] = idx[rows][:, perm]
+        val[rows] = val[rows][:, perm]
+        sorted_ = sorted_ and bool((np.diff(idx[rows], axis=1) > 0).all())
+    R.has_sorted_indices = sorted_
+    if not sorted_:
+        R.sort_indices()
+
+
+def _negated(R, owned: bool):
+    """``-R``, in place when the builder owns ``R`` (not a record's matrix)."""
+    if owned:
+        np.negative(R.data, out=R.data)
+        return R
+    return -R
+
+
 def _split_rows(blocks: list, n: int):
     """Equality rows ``(A, b)`` and the ``R_+`` rows of ``(G, h)`` (upper bounds, then negated
-    lower bounds) of the linear blocks, as lists of matrices and right-hand sides."""
+    lower bounds) of the linear blocks, as lists of matrices and right-hand sides. The blocks'
+    own matrices are consumed (negated in place); every matrix returned is the caller's."""
     eq_rows, eq_rhs, g_rows, g_rhs = [], [], [], []
-    for data, idx, ptr, lo, up in blocks:
-        R = sp.csr_matrix((data, idx, ptr), shape=(len(ptr) - 1, n))
+    for R, lo, up, owned in blocks:
+        R.resize((R.shape[0], n))
         lo = np.asarray(lo, dtype=float)
         up = np.asarray(up, dtype=float)
         eq = lo == up
         if eq.all():
-            eq_rows.append(R)
+            eq_rows.append(R if owned else R.copy())
             eq_rhs.append(up)
             continue
         if eq.any():
@@ -90,16 +145,20 @@ def _split_rows(blocks: list, n: int):
         fin_up = np.isfinite(up) & ~eq
         fin_lo = np.isfinite(lo) & ~eq
         if fin_up.any():
-            g_rows.append(R if fin_up.all() else R[fin_up])
+            g_rows.append((R if owned else R.copy()) if fin_up.all() else R[fin_up])
             g_rhs.append(up[fin_up])
         if fin_lo.any():
-            g_rows.append(-(R if fin_lo.all() else R[fin_lo]))
+            # the only use of the whole R: negate it in place when the builder owns it
+            g_rows.append(_negated(R, owned) if fin_lo.all() and not fin_up.any() else -(R if fin_lo.all() else R[fin_lo]))
             g_rhs.append(-lo[fin_lo])
     return eq_rows, eq_rhs, g_rows, g_rhs
 
 
 def _stack(rows: list, rhs: list, n: int):
-    M = sp.vstack(rows, format="csr") if rows else sp.csr_matrix((0, n))
+    if len(rows) == 1 and rows[0].format == "csr":
+        M = rows[0]  # one block: no copy (vstack copies even one)
+    else:
+        M = sp.vstack(rows, format="csr") if rows else sp.csr_matrix((0, n))
     M.resize((M.shape[0], n))
     # a variable listed twice in one row (a Pyomo LinearExpression or a LinearMap may repeat one)
     # leaves two entries in one (row, column): HiGHS and ECOS reject that; sum them. A no-op check

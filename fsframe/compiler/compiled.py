@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..canonical import ProblemData
-from ..pyomo_ext import LinearMap, SparsitySlot
+from ..pyomo_ext import LinearMap, SparsitySlot, materialize
 from ..slot import ModelWeights, SlotMaps, slot_weights, weighted_problem
 
 __all__ = ["CompiledModel"]
@@ -17,7 +17,9 @@ class CompiledModel:
 
     The Pyomo model is kept up to date lazily: :meth:`with_weights` changes the compiled problem
     only, and the model's slot Params and fixed variables follow the weights last set when the
-    model is asked for (:attr:`model`, :meth:`sync_model`, :meth:`load_solution`).
+    model is asked for (:attr:`model`, :meth:`sync_model`, :meth:`load_solution`); so do the rows
+    of its deferred constraint blocks (:func:`fsframe.pyomo_ext.materialize`), which the
+    compiler read from their records.
 
     Attributes
     ----------
@@ -53,10 +55,11 @@ class CompiledModel:
         return self.sync_model()
 
     def sync_model(self):
-        """Write the slot weights last set by :meth:`with_weights` into the Pyomo model's mutable
-        Params (a term not passed goes back to 0) and fix the columns of groups fixed at zero, so
-        that the model states the problem last solved; return the model. Writes nothing when
-        the model already holds those weights."""
+        """Create the rows of the model's deferred constraint blocks, write the slot weights last
+        set by :meth:`with_weights` into its mutable Params (a term not passed goes back to 0)
+        and fix the columns of groups fixed at zero, so that the model states the problem last
+        solved; return the model. Writes nothing when the model already holds those weights."""
+        materialize(self._model)
         if self._model_weights is not None:
             self._model_weights.write()
         return self._model

@@ -2,7 +2,9 @@
 
 1. *recorded* — a component built by :func:`fsframe.pyomo_ext.add_linear_constraints` carries
    its matrix, used as it is while the component is intact (same row count, all rows active,
-   no row edited since it was recorded: one identity test per row);
+   no row edited since it was recorded: one identity test per row; a deferred component not
+   materialised yet is read from its record only, and materialised before any other path
+   reads it);
 2. *direct* — a ``LinearExpression`` body with numeric coefficients is read without a repn;
 3. *general* — ``generate_standard_repn(quadratic=True)`` on anything else; a quadratic
    constraint is handed to :func:`fsframe.compiler.cones.detect_cone`.
@@ -33,10 +35,12 @@ def read_constraints(model, ann: Annotations, bld: ProblemBuilder, plan: ConePla
     for comp in model.component_objects(pyo.Constraint, active=True, descend_into=True):
         if plan.takes(comp):
             continue
-        block = ann.linear.get(id(comp)) if fast else None
-        if block is not None and block.intact():
-            bld.add_map_rows(block.lmap, block.lower, block.upper, "recorded")
-            continue
+        block = ann.linear.get(id(comp))
+        if block is not None:
+            if fast and block.intact():
+                bld.add_block(block)
+                continue
+            block.materialize()  # a deferred block read from Pyomo needs its rows first
         for cdata in comp.values():
             if cdata.active:
                 _read_constraint(bld, cdata, general_cones)

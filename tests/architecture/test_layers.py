@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("vocabulary", ("fsframe.enums", "fsframe.errors", "fsframe.validators", "fsframe.hookspecs")),
     ("canonical form", ("fsframe.canonical", "fsframe.linalg")),
     ("solvers and surrogates", ("fsframe.backends", "fsframe.surrogates")),
-    ("model building and compiling", ("fsframe.pyomo_ext", "fsframe.compiler", "fsframe.slot",
+    ("model building and compiling", ("fsframe.pyomo_ext", "fsframe.pyomo_records", "fsframe.compiler", "fsframe.slot",
                                       "fsframe.formulation", "fsframe.kernels")),
     ("subproblem and loops", ("fsframe.problem", "fsframe.working_set", "fsframe.loops", "fsframe.results", "fsframe.dataset",
                               "fsframe.io")),
