@@ -26,11 +26,8 @@ from typing import Iterable, Sequence
 
 import attrs
 import numpy as np
-import pyomo.environ as pyo
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
-from pyomo.common.gc_manager import PauseGC
-from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression, ProductExpression, SumExpression
 
 from .errors import UnsupportedProblemError
 
@@ -105,6 +102,9 @@ class LinearMap:
         """One expression per row, built in bulk with GC paused: a ``LinearExpression`` over
         variables, or, when some atoms are named expressions, a ``SumExpression`` of
         ``coef * expression`` (``ProductExpression``) and then ``coef * var`` terms."""
+        from pyomo.common.gc_manager import PauseGC
+        from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression, ProductExpression, SumExpression
+
         M, c = self.matrix, self.const
         atoms = np.fromiter(self.vars, dtype=object, count=len(self.vars))  # fancy-indexable
         named = np.fromiter((not v.is_variable_type() for v in self.vars), dtype=bool, count=len(self.vars))
@@ -275,6 +275,9 @@ def add_named_expressions(model, name: str, lmap: LinearMap) -> list:
     and for the garbage collector to traverse), while its record, and so the compiled matrix, is
     over the variables.
     """
+    import pyomo.environ as pyo
+    from pyomo.common.gc_manager import PauseGC
+
     exprs = lmap.expressions()
     with PauseGC():
         comp = pyo.Expression(range(lmap.n_rows))
@@ -346,6 +349,9 @@ def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLik
     :func:`add_named_expressions` as well as variables; the record is over variables.
     Returns the Constraint component.
     """
+    import pyomo.environ as pyo
+    from pyomo.common.gc_manager import PauseGC
+
     r = lmap.n_rows
     lo = _bounds(lower, r, -np.inf)
     up = _bounds(upper, r, np.inf)
@@ -395,6 +401,9 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
     Returns the quadratic constraint ``sum z_i^2 <= t^2``. Auxiliaries: ``name_z[i] == lhs_i`` and
     ``name_t == rhs`` with ``name_t >= 0`` (skipped when ``lhs``/``rhs`` are already variables).
     """
+    import pyomo.environ as pyo
+    from pyomo.common.gc_manager import PauseGC
+
     lmap = _as_map(lhs, "lhs")
     rmap = _as_map(rhs, "rhs")
     if rmap.n_rows != 1:
@@ -464,6 +473,10 @@ def add_sparsity_slot(
     loss : Pyomo expression
         The rest of the objective (must not depend on mutable Params).
     """
+    import pyomo.environ as pyo
+    from pyomo.common.gc_manager import PauseGC
+    from pyomo.core.expr.numeric_expr import LinearExpression
+
     terms = frozenset(terms)
     # the slot's maps, and the penalty built from them, are over variables
     coef = _over_variables(model, coef)
@@ -518,6 +531,8 @@ def check_slot_objective(model, slot: SparsitySlot) -> None:
     objective replaced, redefined (``fsframe_objective.expr = ...``), turned into a maximisation,
     or a penalty redefined would otherwise be compiled as the problem it no longer is.
     """
+    import pyomo.environ as pyo
+
     active = [o for o in model.component_data_objects(pyo.Objective, active=True)]
     if len(active) != 1 or active[0] is not slot.objective:
         problem = "is not the one add_sparsity_slot created"

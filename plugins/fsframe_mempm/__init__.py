@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import pyomo.environ as pyo
 import scipy.sparse as sp
 from attrs.validators import ge, instance_of, optional
-from pyomo.common.gc_manager import PauseGC
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl, select_backend
 from fsframe.canonical import ProblemData
@@ -187,6 +185,9 @@ class MEMPMFormulation(Formulation):
                 f"delta_pos is {top:.4f} (001 eq. 6). {hint}", parameter=names[-1], value=float(b), limit=float(top))
 
     def build(self, X, y, terms, *, solver=None):
+        import pyomo.environ as pyo
+        from pyomo.common.gc_manager import PauseGC
+
         terms = frozenset(terms)
         mom = class_moments(X, y, self.rho)
         bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)

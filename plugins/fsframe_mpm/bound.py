@@ -10,10 +10,8 @@ from collections import OrderedDict
 
 import attrs
 import numpy as np
-import pyomo.environ as pyo
 import scipy.sparse as sp
 from numpy.typing import NDArray
-from pyomo.common.gc_manager import PauseGC
 
 from fsframe import ProblemClass, Status, select_backend
 from fsframe.backends.base import Backend, SolveOptions
@@ -62,6 +60,9 @@ def _lanckriet_model(mom: ClassMoments, terms: frozenset, kappa_star: float):
     """Pyomo model of ``min t_1 + t_2  s.t.  ||F_k'w|| <= t_k,  w'(mu_1 - mu_2) = 1`` with a
     sparsity slot whose magnitude map is zero (the MPM has no penalty: whatever weight a loop
     puts on ``lin`` multiplies nothing). Intercept ``-b = -w'mu_1 + kappa_star t_1``."""
+    import pyomo.environ as pyo
+    from pyomo.common.gc_manager import PauseGC
+
     n = mom.n
     model = pyo.ConcreteModel(name="mpm-max")
     with PauseGC():
