@@ -8,9 +8,11 @@ the sparsity graph of ``P``, so a diagonal or block-diagonal Hessian costs ``O(n
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
+from ._lazy import lazy_module
 from .errors import UnsupportedProblemError
+
+sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
 __all__ = ["PSD_RTOL", "check_psd", "psd_factor"]
 

@@ -26,10 +26,12 @@ from typing import Iterable, Sequence
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from ._lazy import lazy_module
 from .errors import UnsupportedProblemError
+
+sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
 __all__ = [
     "LinearMap",

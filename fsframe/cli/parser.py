@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from .._version import fsframe_version
 from .common import PROG
@@ -60,7 +61,7 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser._print_message(f"{PROG} {fsframe_version()}\n")
+        sys.stdout.write(f"{PROG} {fsframe_version()}\n")  # stdout, like argparse's version action
         parser.exit()
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from attrs.validators import ge, instance_of, optional
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl, select_backend
@@ -62,6 +61,8 @@ def pair_data(mom: ClassMoments, delta_pos: float) -> ProblemData:
     ``1 / t_2*`` is the largest ``kappa(delta_neg)`` feasible with ``delta_pos`` in 001 eq. 6 (the
     ratio ``(w'd - kappa_1 ||F_1'w||) / ||F_2'w||`` is scale free, so fixing its numerator's
     lower bound at 1 and minimising the denominator maximises it)."""
+    import scipy.sparse as sp
+
     base = lanckriet_data(mom)
     n = mom.n
     row = sp.csr_matrix(np.concatenate([-(mom.mu[0] - mom.mu[1]), [kappa_of(delta_pos), 0.0]])[None, :])
@@ -237,6 +238,8 @@ class MEMPMFormulation(Formulation):
         rows that also hold ``b`` (a cone's auxiliary definition holds ``r_k`` but not ``b``); the
         Params ``model.kappa`` are set too, so the Pyomo model states the problem the next solve
         sees."""
+        import scipy.sparse as sp
+
         for name, value in bounds.items():
             if name not in self.bound_params or not (0.0 < float(value) < 1.0):
                 raise ValueError(f"{self.name}: bound {name}={value!r}: the bounds are {self.bound_params}, in (0, 1)")

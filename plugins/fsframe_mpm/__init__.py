@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from attrs.validators import ge, instance_of, optional
 from numpy.typing import NDArray
 
@@ -220,6 +219,8 @@ class MPMFormulation(Formulation):
 def l1_split(model, w: list) -> LinearMap:
     """The split ``w = u - v``, ``u, v >= 0`` (``model.u``, ``model.v`` already declared) as recorded
     equalities; returns the magnitude map ``s = u + v`` for the sparsity slot."""
+    import scipy.sparse as sp
+
     n = len(w)
     uv = var_list(model.u, model.v)
     I = sp.identity(n, format="csr")

@@ -10,7 +10,6 @@ from collections import OrderedDict
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from fsframe import ProblemClass, Status, select_backend
@@ -60,6 +59,8 @@ def _lanckriet_model(mom: ClassMoments, terms: frozenset, kappa_star: float):
     """Pyomo model of ``min t_1 + t_2  s.t.  ||F_k'w|| <= t_k,  w'(mu_1 - mu_2) = 1`` with a
     sparsity slot whose magnitude map is zero (the MPM has no penalty: whatever weight a loop
     puts on ``lin`` multiplies nothing). Intercept ``-b = -w'mu_1 + kappa_star t_1``."""
+    import scipy.sparse as sp
+
     import pyomo.environ as pyo
     from pyomo.common.gc_manager import PauseGC
 
@@ -85,6 +86,8 @@ def lanckriet_data(mom: ClassMoments):
     ``w`` (n), ``t_1``, ``t_2``): ``largest_bound`` runs on every fit, and building and compiling
     the Pyomo model cost a quarter of its time at n = 1000. A test checks that both statements give
     the same problem."""
+    import scipy.sparse as sp
+
     n = mom.n
     blocks, cones = [], []
     for k in (0, 1):

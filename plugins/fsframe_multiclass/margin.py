@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 
 from fsframe import BuiltModel, Formulation, ProblemClass
 from fsframe.errors import DataError, InfeasibleParameterError
@@ -131,6 +130,8 @@ class MarginFormulation(Formulation):
         return {"n_classes": Y.shape[1]}
 
     def build(self, X, y, terms):
+        import scipy.sparse as sp
+
         import pyomo.environ as pyo
         from pyomo.common.gc_manager import PauseGC
         from pyomo.core.expr.numeric_expr import LinearExpression

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from fsframe.canonical import ProblemData
@@ -156,6 +155,8 @@ def e_update_problem(ns: NullSpace, H: NDArray, Y: NDArray, V: NDArray, p: float
     Clarabel fail on it from the second iteration on real data). Columns are ``[vec(E), vec(W1)]``
     column by column (``k * m + i``); the sign constraints are bounds.
     """
+    import scipy.sparse as sp
+
     m, c = Y.shape
     m0 = ns.m0
     vn = row_norms(V)

@@ -9,7 +9,6 @@ import warnings
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 
 from fsframe import BuiltModel, Formulation, OuterLoop, ProblemClass, SolveResult, Status
 from fsframe.errors import ConvergenceWarning, IncompatibleComponentsError
@@ -69,6 +68,8 @@ class L21RegressionFormulation(Formulation):
         return ProblemClass.SOCP
 
     def build(self, X, y, terms):
+        import scipy.sparse as sp
+
         import pyomo.environ as pyo
         from pyomo.common.gc_manager import PauseGC
 

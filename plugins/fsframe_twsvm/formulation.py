@@ -25,7 +25,6 @@ from typing import ClassVar
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from attrs.validators import gt, in_, optional
 from numpy.typing import NDArray
 
@@ -142,6 +141,8 @@ class TwinL1Formulation(Formulation):
         return X if self.kernel == "linear" else rbf_kernel(X, X, self.width_for(X))
 
     def build(self, X, y, terms):
+        import scipy.sparse as sp
+
         import pyomo.environ as pyo
         from pyomo.common.gc_manager import PauseGC
         from pyomo.core.expr.numeric_expr import LinearExpression
