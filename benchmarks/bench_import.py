@@ -66,6 +66,8 @@ REFERENCES = {
     "import numpy": "import numpy",
     "import numpy, scipy.sparse": "import numpy, scipy.sparse",
     "import pyomo.environ": "import pyomo.environ",
+    # Pyomo finalises SciPy (imports scipy.stats, .integrate, .spatial) once both are loaded
+    "import pyomo.environ, scipy.sparse": "import pyomo.environ, scipy.sparse",
 }
 
 

@@ -7,6 +7,7 @@ and ``--version`` reads the distribution metadata only when given."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import sys
 
@@ -16,41 +17,15 @@ from .common import PROG
 __all__ = ["build_parser"]
 
 
-# Each command's module is imported when the command runs (not to build the parser).
-def _run_methods(args, argv):
-    from .methods import cmd_methods
+def _command(module: str, func: str):
+    """A subcommand's ``func``: imports ``fsframe.cli.<module>`` (a command module, one layer below
+    the parser) when the command runs, not when the parser is built, and calls its ``func``."""
 
-    return cmd_methods(args, argv)
+    def run(args, argv):
+        return getattr(importlib.import_module(f".{module}", __package__), func)(args, argv)
 
-
-def _run_plugins(args, argv):
-    from .plugins import cmd_plugins
-
-    return cmd_plugins(args, argv)
-
-
-def _run_select(args, argv):
-    from .select import cmd_select
-
-    return cmd_select(args, argv)
-
-
-def _run_compare(args, argv):
-    from .compare import cmd_compare
-
-    return cmd_compare(args, argv)
-
-
-def _run_run(args, argv):
-    from .run import cmd_run
-
-    return cmd_run(args, argv)
-
-
-def _run_report(args, argv):
-    from .run import cmd_report
-
-    return cmd_report(args, argv)
+    run.__qualname__ = run.__name__ = func
+    return run
 
 
 class _VersionAction(argparse.Action):
@@ -203,13 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "parameters, reference and providing plugin; broken plugins and name conflicts.")
     p.add_argument("name", nargs="?", metavar="NAME", help="show one method and every parameter it accepts")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=_run_methods)
+    p.set_defaults(func=_command("methods", "cmd_methods"))
 
     p = sub.add_parser("plugins", parents=[common], help="list plugins, their hooks and components",
                        description="Registered plugins with distribution and version, the hooks each implements "
                                    "and the components it provides; broken plugins with their errors.")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=_run_plugins)
+    p.set_defaults(func=_command("plugins", "cmd_plugins"))
 
     p = sub.add_parser("select", parents=[common], help="select features with one method (fit once, or cross-validate)",
                        description="Without --cv/--holdout: fit once on all samples and print the selected features. "
@@ -233,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_args(p)
     p.add_argument("--plot", metavar="PATH", help="without --cv: draw the objective and support size per outer "
                    "iteration of the fit as PATH (.png) and its .svg twin (needs pip install \"fsframe[plot]\")")
-    p.set_defaults(func=_run_select)
+    p.set_defaults(func=_command("select", "cmd_select"))
 
     p = sub.add_parser("compare", parents=[common], help="cross-validate several methods on the same splits",
                        description="One row per method, mean ± std over the same folds (a paired comparison): "
@@ -253,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument("--out", metavar="DIR", help="run as a study into this results folder: one file per finished "
                    "fit, resumable (rerun to finish), 'fsframe report DIR' for tables and pictures")
-    p.set_defaults(func=_run_compare)
+    p.set_defaults(func=_command("compare", "cmd_compare"))
 
     p = sub.add_parser("run", parents=[common], help="run an experiment file (resumable; joblib or Dask)",
                        description="Run every cell (dataset x configuration x split) of a TOML experiment file that "
@@ -275,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "cell on a terminal, one plain line per cell elsewhere")
     g.add_argument("--no-progress", dest="progress", action="store_const", const="off")
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
-    p.set_defaults(func=_run_run)
+    p.set_defaults(func=_command("run", "cmd_run"))
 
     p = sub.add_parser("report", parents=[common], help="tables and pictures of a results folder",
                        description="Rebuild every table and picture of a results folder ('fsframe run') from its "
@@ -283,6 +258,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", metavar="RESULTS", help="a results folder written by 'fsframe run'")
     p.add_argument("--html", action="store_true", help="write report.html instead of report.md")
     p.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
-    p.set_defaults(func=_run_report)
+    p.set_defaults(func=_command("run", "cmd_report"))
     return parser
 
