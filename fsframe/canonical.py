@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ._lazy import lazy_module
 from .enums import ProblemClass
+
+sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
 __all__ = ["ProblemData"]
 

@@ -8,7 +8,6 @@ from typing import Any, Sequence
 
 import attrs
 import numpy as np
-import scipy.sparse
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import DataError, DataWarning
@@ -88,6 +87,8 @@ def check_no_silent_cast(a: Any, what: str = "X", *, name: str = "data") -> Any:
 
 def _features(X: Any, name: str) -> NDArray:
     """``X`` as a fresh float64 array, refusing what float64 would silently misread."""
+    import scipy.sparse
+
     X = check_no_silent_cast(X, "X", name=name)
     if scipy.sparse.issparse(X):
         raise DataError(f"{name}: X is a scipy sparse matrix; fsframe works on dense arrays: pass X.toarray()")

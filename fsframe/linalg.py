@@ -8,10 +8,11 @@ the sparsity graph of ``P``, so a diagonal or block-diagonal Hessian costs ``O(n
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
+from ._lazy import lazy_module
 from .errors import UnsupportedProblemError
+
+sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
 __all__ = ["PSD_RTOL", "check_psd", "psd_factor"]
 
@@ -38,6 +39,8 @@ def check_psd(P: sp.spmatrix, *, diagonal_only: bool = False) -> None:
     ``diagonal_only`` checks the diagonal's signs only (a necessary condition, ``O(nnz)``: for
     re-solves, where a full check per iteration would cost too much).
     """
+    from scipy.sparse.csgraph import connected_components
+
     P = sp.csr_matrix(P, dtype=float)
     scale = float(np.max(np.abs(P.data), initial=0.0))
     if scale == 0.0:
@@ -87,6 +90,8 @@ def psd_factor(P: sp.spmatrix, *, rtol: float = 1e-12) -> sp.csr_matrix:
     UnsupportedProblemError
         if ``P`` has an eigenvalue below ``-PSD_RTOL * max|P_ij|``: the objective is not convex.
     """
+    from scipy.sparse.csgraph import connected_components
+
     P = sp.csr_matrix(P, dtype=float)
     n = P.shape[0]
     P = ((P + P.T) * 0.5).tocsr()

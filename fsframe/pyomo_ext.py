@@ -4,7 +4,7 @@ Formulations state their subproblem as an ordinary Pyomo ``ConcreteModel`` — a
 write or solve it — but three kinds of component are built through these helpers:
 
 * :func:`add_linear_constraints` — a block of rows ``lower <= M @ vars + const <= upper``,
-  assembled as ``LinearExpression`` rows inside ``PauseGC`` (0.07 s for 400k terms instead of
+  assembled as ``_nx.LinearExpression`` rows inside ``PauseGC`` (0.07 s for 400k terms instead of
   3 s for rule-based building, as measured for this project);
 * :func:`add_soc` — a second-order cone ``||lhs|| <= rhs`` stated in Pyomo as auxiliary
   variables ``z = lhs``, ``t = rhs >= 0`` and the quadratic constraint ``sum z_i^2 <= t^2``
@@ -30,15 +30,18 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 import numpy as np
-import pyomo.environ as pyo
-import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
-from pyomo.common.gc_manager import PauseGC
-from pyomo.core.expr.numeric_expr import LinearExpression
 
+from ._lazy import lazy_module
 from .errors import UnsupportedProblemError
 from .pyomo_records import (SLOT_TERMS, Annotations, ConeRecord, Expansion, LinearBlock, LinearMap, NamedBlock,
                             SparsitySlot, annotations)
+
+# imported on first use: the method catalogue (fsframe methods) never needs Pyomo or SciPy
+pyo = lazy_module("pyomo.environ")
+sp = lazy_module("scipy.sparse")
+_gc = lazy_module("pyomo.common.gc_manager")
+_nx = lazy_module("pyomo.core.expr.numeric_expr")
 
 # the records live in fsframe.pyomo_records; re-exported here, where formulations look for them
 __all__ = [
@@ -95,7 +98,7 @@ def add_named_expressions(model, name: str, lmap: LinearMap, *, defer: bool = Fa
     (:func:`materialize`); a block of rows written over them must then be deferred too (an eager
     one, or :func:`materialize`, defines them first).
     """
-    with PauseGC():
+    with _gc.PauseGC():
         comp = pyo.Expression(range(lmap.n_rows))  # ExpressionData defined as None
         model.add_component(name, comp)
     data = tuple(comp.values())
@@ -257,7 +260,7 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
         aux.append(tv)
         T = LinearMap(sp.hstack([sp.identity(1), -rmap.matrix]).tocsr(), (tv,) + rmap.vars)
         defs.append(add_linear_constraints(model, f"{name}_tdef", T, lower=rmap.const, upper=rmap.const))
-    with PauseGC():
+    with _gc.PauseGC():
         body = sum(zi**2 for zi in z) - t**2
         con = pyo.Constraint(expr=body <= 0)
         model.add_component(name, con)
@@ -316,19 +319,19 @@ def add_sparsity_slot(
             raise ValueError(f"magnitude has {magnitude.n_rows} rows for {n_groups} groups")
     blk = pyo.Block(concrete=True)
     model.add_component("fsframe_slot", blk)
-    with PauseGC():
+    with _gc.PauseGC():
         parts = []
         if "lin" in terms:
             blk.lin = pyo.Param(range(n_groups), mutable=True, initialize=0.0)
             S = magnitude.matrix.tocoo()
             coefs = [float(v) * blk.lin[int(j)] if v != 1.0 else blk.lin[int(j)] for j, v in zip(S.row, S.data)]
-            parts.append(LinearExpression(constant=0.0, linear_coefs=coefs,
+            parts.append(_nx.LinearExpression(constant=0.0, linear_coefs=coefs,
                                           linear_vars=[magnitude.vars[int(c)] for c in S.col]))
         if "lin_w" in terms:
             blk.lin_w = pyo.Param(range(n_coef), mutable=True, initialize=0.0)
             W = coef.matrix.tocoo()
             coefs = [float(v) * blk.lin_w[int(k)] if v != 1.0 else blk.lin_w[int(k)] for k, v in zip(W.row, W.data)]
-            parts.append(LinearExpression(constant=0.0, linear_coefs=coefs,
+            parts.append(_nx.LinearExpression(constant=0.0, linear_coefs=coefs,
                                           linear_vars=[coef.vars[int(c)] for c in W.col]))
         if "quad" in terms:
             blk.quad = pyo.Param(range(n_groups), mutable=True, initialize=0.0)

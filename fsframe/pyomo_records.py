@@ -13,12 +13,15 @@ from typing import Sequence
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
-from pyomo.common.gc_manager import PauseGC
-from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression, ProductExpression, SumExpression
 
+from ._lazy import lazy_module
 from .errors import UnsupportedProblemError
+
+# imported on first use: the method catalogue (fsframe methods) never needs Pyomo or SciPy
+sp = lazy_module("scipy.sparse")
+_gc = lazy_module("pyomo.common.gc_manager")
+_nx = lazy_module("pyomo.core.expr.numeric_expr")
 
 __all__ = ["SLOT_TERMS", "LinearMap", "NamedBlock", "Expansion", "LinearBlock", "ConeRecord", "SparsitySlot",
            "Annotations", "annotations"]
@@ -63,26 +66,26 @@ class LinearMap:
         return cls(sp.identity(len(vars), format="csr"), vars)
 
     def expressions(self) -> list:
-        """One expression per row, built in bulk with GC paused: a ``LinearExpression`` over
-        variables, or, when some atoms are named expressions, a ``SumExpression`` of
-        ``coef * expression`` (``ProductExpression``) and then ``coef * var`` terms."""
+        """One expression per row, built in bulk with GC paused: a ``_nx.LinearExpression`` over
+        variables, or, when some atoms are named expressions, a ``_nx.SumExpression`` of
+        ``coef * expression`` (``_nx.ProductExpression``) and then ``coef * var`` terms."""
         M, c = self.matrix, self.const
         atoms = np.fromiter(self.vars, dtype=object, count=len(self.vars))  # fancy-indexable
         named = np.fromiter((not v.is_variable_type() for v in self.vars), dtype=bool, count=len(self.vars))
         out = []
-        with PauseGC():
+        with _gc.PauseGC():
             for i in range(M.shape[0]):
                 lo, hi = M.indptr[i], M.indptr[i + 1]
                 idx, coefs = M.indices[lo:hi], M.data[lo:hi]
                 if not named.any():
-                    out.append(LinearExpression(constant=float(c[i]), linear_coefs=coefs.tolist(),
+                    out.append(_nx.LinearExpression(constant=float(c[i]), linear_coefs=coefs.tolist(),
                                                 linear_vars=atoms[idx].tolist()))
                     continue
                 nm = named[idx]
                 args = [float(c[i])] if c[i] else []
-                args.extend(map(ProductExpression, zip(coefs[nm].tolist(), atoms[idx[nm]].tolist())))
-                args.extend(map(MonomialTermExpression, zip(coefs[~nm].tolist(), atoms[idx[~nm]].tolist())))
-                out.append(SumExpression(args))
+                args.extend(map(_nx.ProductExpression, zip(coefs[nm].tolist(), atoms[idx[nm]].tolist())))
+                args.extend(map(_nx.MonomialTermExpression, zip(coefs[~nm].tolist(), atoms[idx[~nm]].tolist())))
+                out.append(_nx.SumExpression(args))
         return out
 
 
@@ -130,7 +133,7 @@ class NamedBlock:
                 f"named expressions {self.component.name} were declared deferred (add_named_expressions(defer=True)) "
                 "and some were defined by hand before they were materialised; call "
                 "fsframe.pyomo_ext.materialize(model) before editing deferred components")
-        with PauseGC():
+        with _gc.PauseGC():
             for d, e in zip(self.data, self.lmap.expressions()):
                 d.set_value(e)
         self.exprs = tuple(map(_EXPR, self.data))
@@ -305,7 +308,7 @@ def annotations(model) -> Annotations:
 def _fill_rows(con, lmap: LinearMap, lo: NDArray, up: NDArray) -> tuple:
     """Put the rows ``lo <= lmap <= up`` into the empty indexed Constraint ``con``; return their
     relational expressions."""
-    with PauseGC():
+    with _gc.PauseGC():
         exprs = lmap.expressions()
         lo_l = [None if not np.isfinite(v) else float(v) for v in lo]
         up_l = [None if not np.isfinite(v) else float(v) for v in up]

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ._lazy import lazy_module
 from .canonical import ProblemData
 from .errors import UnsupportedProblemError
 from .pyomo_ext import SparsitySlot
+
+sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
 __all__ = ["SlotMaps", "SlotWeights", "slot_weights", "weighted_problem", "ModelWeights"]
 

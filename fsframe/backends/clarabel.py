@@ -29,13 +29,15 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 
+from .._lazy import lazy_module
 from ..canonical import ProblemData
 from ..enums import ProblemClass, Status
 from ..errors import InvalidOptionError
 from .base import Backend, BackendSession, RawSolution, SolveFailure, SolveOptions, SolveResult
 from .conic import module_version, prepare
+
+sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
 __all__ = ["ClarabelBackend", "CLARABEL_STATUS"]
 

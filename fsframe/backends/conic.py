@@ -15,10 +15,12 @@ import importlib
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from .._lazy import lazy_module
 from ..canonical import ProblemData
+
+sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
 __all__ = ["RowsLayout", "expand_bounds", "Prepared", "prepare", "polish_separable", "module_version"]
 

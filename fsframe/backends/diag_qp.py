@@ -48,12 +48,14 @@ import contextlib
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 
+from .._lazy import lazy_module
 from ..canonical import ProblemData
 from ..enums import Status
 from ..linalg import check_psd
 from .base import BackendSession, RawSolution, SolveOptions, SolveResult
+
+sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
 __all__ = ["dual_applies", "scaled_applies", "DualQPSession", "ScaledQPSession"]
 

@@ -44,14 +44,16 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 
+from .._lazy import lazy_module
 from ..canonical import ProblemData
 from ..enums import ProblemClass, Status
 from ..errors import InvalidOptionError
 from ..linalg import psd_factor
 from .base import Backend, BackendSession, RawSolution, SolveFailure, SolveOptions, SolveResult, check_magnitudes
 from .conic import module_version, polish_separable, prepare
+
+sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
 __all__ = ["EcosBackend", "ECOS_STATUS", "ECOS_OPTIONS"]
 

@@ -29,14 +29,16 @@ import os
 import sys
 
 import numpy as np
-import scipy.sparse as sp
 
+from .._lazy import lazy_module
 from ..enums import ProblemClass, Status
 from ..canonical import ProblemData
 from ..errors import InvalidOptionError, UnsupportedProblemError
 from ..linalg import check_psd
 from .base import Backend, BackendSession, RawSolution, SolveFailure, SolveOptions, check_magnitudes
 from .diag_qp import DualQPSession, ScaledQPSession, dual_applies, prefer_dual, scaled_applies
+
+sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
 __all__ = ["HighsBackend"]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from .. import __version__, errors
+from .. import errors
+from .._version import fsframe_version
 from ..evaluation import accepted_parameters, to_jsonable
 from ..plugins import get_registry
 from .common import EXIT_OK, PROG
@@ -70,7 +71,7 @@ def cmd_methods(args, argv) -> int:
         write_json("-", data)
         return EXIT_OK
     ms = data["methods"]
-    print(f"{len(ms)} method{'s' if len(ms) != 1 else ''} registered (fsframe {__version__})")
+    print(f"{len(ms)} method{'s' if len(ms) != 1 else ''} registered (fsframe {fsframe_version()})")
     print()
     rows = [("method", "formulation", "surrogate", "loop", "defaults", "provided by")]
     for m in ms:

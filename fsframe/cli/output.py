@@ -12,7 +12,8 @@ import sys
 import time
 from typing import Sequence
 
-from .. import __version__, errors
+from .. import errors
+from .._version import fsframe_version
 from .common import PROG, UsageError
 
 
@@ -165,5 +166,5 @@ def write_csv(path: str, rows: list[dict], columns: Sequence[str] | None = None)
 
 
 def meta(args, argv) -> dict:
-    return {"fsframe_version": __version__, "command": args.command, "argv": list(argv)}
+    return {"fsframe_version": fsframe_version(), "command": args.command, "argv": list(argv)}
 

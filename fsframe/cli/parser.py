@@ -1,20 +1,43 @@
-"""The argument parser: every command, flag and argument type."""
+"""The argument parser: every command, flag and argument type.
+
+Building the parser imports no command: each subcommand's ``func`` imports its module when it
+runs (``fsframe select --help`` never loads the fit driver, ``fsframe methods`` never loads Pyomo),
+and ``--version`` reads the distribution metadata only when given."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
+import sys
 
-from .. import __version__
-from ..evaluation import MAX_SEED
+from .._version import fsframe_version
 from .common import PROG
-from .compare import cmd_compare
-from .methods import cmd_methods
-from .plugins import cmd_plugins
-from .run import cmd_report, cmd_run
-from .select import cmd_select
 
 __all__ = ["build_parser"]
+
+
+def _command(module: str, func: str):
+    """A subcommand's ``func``: imports ``fsframe.cli.<module>`` (a command module, one layer below
+    the parser) when the command runs, not when the parser is built, and calls its ``func``."""
+
+    def run(args, argv):
+        return getattr(importlib.import_module(f".{module}", __package__), func)(args, argv)
+
+    run.__qualname__ = run.__name__ = func
+    return run
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: like argparse's ``version`` action, the version looked up when asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show program's version number and exit"):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(f"{PROG} {fsframe_version()}\n")  # stdout, like argparse's version action
+        parser.exit()
 
 
 def _arg_type(convert, ok, expected: str):
@@ -38,7 +61,15 @@ _fraction = _arg_type(float, lambda v: 0 < v < 1, "a fraction in (0, 1)")
 _jobs = _arg_type(lambda t: t if t == "auto" else int(t), lambda v: v != 0,
                   "'auto' or a non-zero number of jobs (1: serial, -1: all cores)")
 _jobs_int = _arg_type(int, lambda v: v != 0, "a non-zero number of jobs (1: serial, -1: all cores)")
-_seed = _arg_type(int, lambda v: 0 <= v <= MAX_SEED, f"an integer seed between 0 and {MAX_SEED}")
+
+
+def _seed(text: str) -> int:
+    """An argparse ``type=``: a seed in ``[0, MAX_SEED]`` (the evaluation module is imported on use)."""
+    from ..evaluation.splits import MAX_SEED
+
+    return _arg_type(int, lambda v: 0 <= v <= MAX_SEED, f"an integer seed between 0 and {MAX_SEED}")(text)
+
+
 _positive_float = _arg_type(float, lambda v: 0 < v < math.inf, "a positive number")
 
 
@@ -144,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  fsframe select synthetic --method em-l0 --holdout 0.2 --repeats 10 --n-features 10 --retrain svm\n"
                "docs/cli.md has every command and flag.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("methods", parents=[common], help="list registered methods",
@@ -152,13 +183,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "parameters, reference and providing plugin; broken plugins and name conflicts.")
     p.add_argument("name", nargs="?", metavar="NAME", help="show one method and every parameter it accepts")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_methods)
+    p.set_defaults(func=_command("methods", "cmd_methods"))
 
     p = sub.add_parser("plugins", parents=[common], help="list plugins, their hooks and components",
                        description="Registered plugins with distribution and version, the hooks each implements "
                                    "and the components it provides; broken plugins with their errors.")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_plugins)
+    p.set_defaults(func=_command("plugins", "cmd_plugins"))
 
     p = sub.add_parser("select", parents=[common], help="select features with one method (fit once, or cross-validate)",
                        description="Without --cv/--holdout: fit once on all samples and print the selected features. "
@@ -182,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_args(p)
     p.add_argument("--plot", metavar="PATH", help="without --cv: draw the objective and support size per outer "
                    "iteration of the fit as PATH (.png) and its .svg twin (needs pip install \"fsframe[plot]\")")
-    p.set_defaults(func=cmd_select)
+    p.set_defaults(func=_command("select", "cmd_select"))
 
     p = sub.add_parser("compare", parents=[common], help="cross-validate several methods on the same splits",
                        description="One row per method, mean ± std over the same folds (a paired comparison): "
@@ -202,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument("--out", metavar="DIR", help="run as a study into this results folder: one file per finished "
                    "fit, resumable (rerun to finish), 'fsframe report DIR' for tables and pictures")
-    p.set_defaults(func=cmd_compare)
+    p.set_defaults(func=_command("compare", "cmd_compare"))
 
     p = sub.add_parser("run", parents=[common], help="run an experiment file (resumable; joblib or Dask)",
                        description="Run every cell (dataset x configuration x split) of a TOML experiment file that "
@@ -224,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "cell on a terminal, one plain line per cell elsewhere")
     g.add_argument("--no-progress", dest="progress", action="store_const", const="off")
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
-    p.set_defaults(func=cmd_run)
+    p.set_defaults(func=_command("run", "cmd_run"))
 
     p = sub.add_parser("report", parents=[common], help="tables and pictures of a results folder",
                        description="Rebuild every table and picture of a results folder ('fsframe run') from its "
@@ -232,6 +263,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", metavar="RESULTS", help="a results folder written by 'fsframe run'")
     p.add_argument("--html", action="store_true", help="write report.html instead of report.md")
     p.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
-    p.set_defaults(func=cmd_report)
+    p.set_defaults(func=_command("run", "cmd_report"))
     return parser
 

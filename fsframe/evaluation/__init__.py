@@ -32,16 +32,21 @@ configurations), :mod:`~.records` (:class:`FoldRecord`, :class:`CVResult`), :mod
 
 from __future__ import annotations
 
-from .comparison import CompareResult, compare
-from .config import accepted_parameters, component_dict, format_components
-from .metrics import METRIC_LABELS, METRICS, accuracy_score, mcc_score
-from .preprocess import SCALINGS, scale_fit_transform
-from .records import CVResult, FoldRecord, Progress
-from .report import describe_protocol, facts_text
-from .runner import AUTO_PARALLEL_SECONDS, EvaluationInterrupted, cross_validate
-from .serialize import environment_versions, to_jsonable
-from .splits import MAX_SEED, Split, make_splits
-from .stability import StabilityEstimate, jaccard_index, kuncheva_index, nogueira_stability, selection_frequency
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_attribute, lazy_dir
+
+if TYPE_CHECKING:  # what static tools see; at run time these load lazily (see __getattr__)
+    from .comparison import CompareResult, compare
+    from .config import accepted_parameters, component_dict, format_components
+    from .metrics import METRIC_LABELS, METRICS, accuracy_score, mcc_score
+    from .preprocess import SCALINGS, scale_fit_transform
+    from .records import CVResult, FoldRecord, Progress
+    from .report import describe_protocol, facts_text
+    from .runner import AUTO_PARALLEL_SECONDS, EvaluationInterrupted, cross_validate
+    from .serialize import environment_versions, to_jsonable
+    from .splits import MAX_SEED, Split, make_splits
+    from .stability import StabilityEstimate, jaccard_index, kuncheva_index, nogueira_stability, selection_frequency
 
 __all__ = [
     "cross_validate",
@@ -74,3 +79,45 @@ __all__ = [
     "MAX_SEED",
     "AUTO_PARALLEL_SECONDS",
 ]
+
+#: public name -> its submodule, imported on first access: ``fsframe methods`` needs
+#: :func:`accepted_parameters` without the fit driver (and Pyomo) that the runner imports
+_LAZY: dict[str, str] = {
+    "CompareResult": ".comparison",
+    "compare": ".comparison",
+    "accepted_parameters": ".config",
+    "component_dict": ".config",
+    "format_components": ".config",
+    "METRIC_LABELS": ".metrics",
+    "METRICS": ".metrics",
+    "accuracy_score": ".metrics",
+    "mcc_score": ".metrics",
+    "SCALINGS": ".preprocess",
+    "scale_fit_transform": ".preprocess",
+    "CVResult": ".records",
+    "FoldRecord": ".records",
+    "Progress": ".records",
+    "describe_protocol": ".report",
+    "facts_text": ".report",
+    "AUTO_PARALLEL_SECONDS": ".runner",
+    "EvaluationInterrupted": ".runner",
+    "cross_validate": ".runner",
+    "environment_versions": ".serialize",
+    "to_jsonable": ".serialize",
+    "MAX_SEED": ".splits",
+    "Split": ".splits",
+    "make_splits": ".splits",
+    "StabilityEstimate": ".stability",
+    "jaccard_index": ".stability",
+    "kuncheva_index": ".stability",
+    "nogueira_stability": ".stability",
+    "selection_frequency": ".stability",
+}
+
+
+def __getattr__(name: str):
+    return lazy_attribute(__name__, _LAZY, name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir(__name__, __all__)

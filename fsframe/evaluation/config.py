@@ -9,7 +9,6 @@ import attrs
 import numpy as np
 
 from ..errors import InvalidOptionError
-from ..fitting import make_options
 from ..method import FIT_OPTIONS, component_names, parameter_names, resolve, select_backend, transform_parameters
 from ..plugins import get_registry
 from .serialize import to_jsonable
@@ -63,6 +62,8 @@ class _Config:
 
 def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, retrain_C, n_columns, n_samples
                  ) -> _Config:
+    from ..fitting import make_options  # the fit driver loads the compiler (and Pyomo): not for `fsframe methods`
+
     spec = dict(spec)
     method = spec.pop("method", None)
     formulation = spec.pop("formulation", None)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import abc
 import time
 import warnings
-from typing import ClassVar, Generator
+from typing import ClassVar, Generator, TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -33,8 +33,10 @@ from numpy.typing import NDArray
 from ..enums import Status
 from ..validators import as_int, positive_int, real, to_float
 from ..errors import ConvergenceWarning, SolverFailedError, SolverWarning
-from ..problem import Iterate, Subproblem
 from ..surrogates.base import Surrogate
+
+if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
+    from ..problem import Iterate, Subproblem
 
 __all__ = ["OuterLoop", "LoopOutcome", "IterRecord", "Step", "support_of", "select_exactly", "Selection"]
 

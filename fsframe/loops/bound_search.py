@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -14,9 +14,11 @@ from attrs.validators import ge, instance_of, le
 
 from ..enums import Status
 from ..errors import ConvergenceWarning, InfeasibleParameterError, InvalidOptionError, SolverFailedError
-from ..problem import Iterate, Subproblem
 from ..validators import as_int, positive_int, real, to_float
 from .base import IterRecord, LoopOutcome, OuterLoop, support_of
+
+if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
+    from ..problem import Iterate, Subproblem
 
 __all__ = ["BoundSearch", "T_FAMILY", "criterion_score"]
 

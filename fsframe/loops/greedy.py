@@ -28,7 +28,7 @@ from __future__ import annotations
 import abc
 import time
 import warnings
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -38,9 +38,11 @@ from numpy.typing import NDArray
 
 from ..errors import ConvergenceWarning, DataError, IncompatibleComponentsError
 from ..formulation import Formulation
-from ..problem import Iterate, Subproblem
 from ..validators import as_int, finite, positive_int, real, to_float
 from .base import LoopOutcome, OuterLoop, Step
+
+if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
+    from ..problem import Iterate, Subproblem
 
 __all__ = ["Greedy", "MaskSpace", "MaskEvaluator", "LinearMaskSpace", "LinearMaskEvaluator", "mask_space_of", "check_mask"]
 

@@ -21,10 +21,7 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import pyomo.environ as pyo
-import scipy.sparse as sp
 from attrs.validators import ge, instance_of, optional
-from pyomo.common.gc_manager import PauseGC
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl, select_backend
 from fsframe.canonical import ProblemData
@@ -64,6 +61,8 @@ def pair_data(mom: ClassMoments, delta_pos: float) -> ProblemData:
     ``1 / t_2*`` is the largest ``kappa(delta_neg)`` feasible with ``delta_pos`` in 001 eq. 6 (the
     ratio ``(w'd - kappa_1 ||F_1'w||) / ||F_2'w||`` is scale free, so fixing its numerator's
     lower bound at 1 and minimising the denominator maximises it)."""
+    import scipy.sparse as sp
+
     base = lanckriet_data(mom)
     n = mom.n
     row = sp.csr_matrix(np.concatenate([-(mom.mu[0] - mom.mu[1]), [kappa_of(delta_pos), 0.0]])[None, :])
@@ -187,6 +186,9 @@ class MEMPMFormulation(Formulation):
                 f"delta_pos is {top:.4f} (001 eq. 6). {hint}", parameter=names[-1], value=float(b), limit=float(top))
 
     def build(self, X, y, terms, *, solver=None):
+        import pyomo.environ as pyo
+        from pyomo.common.gc_manager import PauseGC
+
         terms = frozenset(terms)
         mom = class_moments(X, y, self.rho)
         bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
@@ -236,6 +238,8 @@ class MEMPMFormulation(Formulation):
         rows that also hold ``b`` (a cone's auxiliary definition holds ``r_k`` but not ``b``); the
         Params ``model.kappa`` are set too, so the Pyomo model states the problem the next solve
         sees."""
+        import scipy.sparse as sp
+
         for name, value in bounds.items():
             if name not in self.bound_params or not (0.0 < float(value) < 1.0):
                 raise ValueError(f"{self.name}: bound {name}={value!r}: the bounds are {self.bound_params}, in (0, 1)")

@@ -23,11 +23,8 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import pyomo.environ as pyo
-import scipy.sparse as sp
 from attrs.validators import ge, instance_of, optional
 from numpy.typing import NDArray
-from pyomo.common.gc_manager import PauseGC
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, hookimpl
 from fsframe.validators import finite, to_float
@@ -185,6 +182,9 @@ class MPMFormulation(Formulation):
         return {**bound_report(mom, bound, singular), "delta": delta, "kappa": kappa_of(delta), "delta_fraction": frac}
 
     def build(self, X, y, terms, *, solver=None):
+        import pyomo.environ as pyo
+        from pyomo.common.gc_manager import PauseGC
+
         terms = frozenset(terms)
         mom = class_moments(X, y, self.rho)
         if self.delta is not None:
@@ -219,6 +219,8 @@ class MPMFormulation(Formulation):
 def l1_split(model, w: list) -> LinearMap:
     """The split ``w = u - v``, ``u, v >= 0`` (``model.u``, ``model.v`` already declared) as recorded
     equalities; returns the magnitude map ``s = u + v`` for the sparsity slot."""
+    import scipy.sparse as sp
+
     n = len(w)
     uv = var_list(model.u, model.v)
     I = sp.identity(n, format="csr")

@@ -10,10 +10,7 @@ from collections import OrderedDict
 
 import attrs
 import numpy as np
-import pyomo.environ as pyo
-import scipy.sparse as sp
 from numpy.typing import NDArray
-from pyomo.common.gc_manager import PauseGC
 
 from fsframe import ProblemClass, Status, select_backend
 from fsframe.backends.base import Backend, SolveOptions
@@ -62,6 +59,11 @@ def _lanckriet_model(mom: ClassMoments, terms: frozenset, kappa_star: float):
     """Pyomo model of ``min t_1 + t_2  s.t.  ||F_k'w|| <= t_k,  w'(mu_1 - mu_2) = 1`` with a
     sparsity slot whose magnitude map is zero (the MPM has no penalty: whatever weight a loop
     puts on ``lin`` multiplies nothing). Intercept ``-b = -w'mu_1 + kappa_star t_1``."""
+    import scipy.sparse as sp
+
+    import pyomo.environ as pyo
+    from pyomo.common.gc_manager import PauseGC
+
     n = mom.n
     model = pyo.ConcreteModel(name="mpm-max")
     with PauseGC():
@@ -84,6 +86,8 @@ def lanckriet_data(mom: ClassMoments):
     ``w`` (n), ``t_1``, ``t_2``): ``largest_bound`` runs on every fit, and building and compiling
     the Pyomo model cost a quarter of its time at n = 1000. A test checks that both statements give
     the same problem."""
+    import scipy.sparse as sp
+
     n = mom.n
     blocks, cones = [], []
     for k in (0, 1):

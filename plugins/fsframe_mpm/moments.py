@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from fsframe.validators import to_float
@@ -73,6 +72,8 @@ class ClassMoments:
     def cone_rows(self, k: int, scale: float = 1.0) -> sp.csr_matrix:
         """``scale * F_k'``: the rows of the vector inside cone ``k`` as a map of ``w``
         (shape ``(m_k [+ n], n)``; the ridge block is a sparse identity)."""
+        import scipy.sparse as sp
+
         parts = [sp.csr_matrix(scale * self.C[k].T)]
         if self.ridge > 0:
             parts.append(sp.identity(self.n, format="csr") * (scale * np.sqrt(self.ridge)))

@@ -14,7 +14,6 @@ from attrs.validators import in_, instance_of
 from fsframe import OuterLoop, SolveResult, Status, get_registry
 from fsframe.errors import ConvergenceWarning, InvalidOptionError, SolverFailedError
 from fsframe.loops.base import IterRecord, LoopOutcome, support_of
-from fsframe.problem import Iterate
 from fsframe.surrogates.lp import LpSurrogate
 from fsframe.validators import as_int, positive_int, real, to_float
 
@@ -32,6 +31,8 @@ def outcome_from_weights(loop, W, intercept, *, objective, history, statuses, co
     (``info["n_features_dropped"]`` counts the non-zero rows cut). ``objective(coef)`` gives the
     reported objective of the returned coefficients (fsframe's ``loss + penalty``). ``W`` with one column (two classes)
     gives a 1-D ``coef``."""
+    from fsframe.problem import Iterate
+
     t = row_norms(W)
     scale = float(np.max(t, initial=0.0))
     support = t > max(loop.zero_tol * scale, 1e-12)

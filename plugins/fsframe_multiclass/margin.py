@@ -5,11 +5,6 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import pyomo.environ as pyo
-import scipy.sparse as sp
-from pyomo.common.gc_manager import PauseGC
-from pyomo.core.expr.numeric_expr import LinearExpression
-from scipy.optimize import linprog
 
 from fsframe import BuiltModel, Formulation, ProblemClass
 from fsframe.errors import DataError, InfeasibleParameterError
@@ -53,6 +48,8 @@ def separable_columns(X, Y, *, tol: float = 1e-7) -> np.ndarray:
     one LP per column, ``min sum xi s.t. Y_ik (x_i w + b) + xi_i >= 1, xi >= 0`` (HiGHS through
     scipy), is separable iff its optimum is 0.
     """
+    from scipy.optimize import linprog
+
     X = np.asarray(X, dtype=float)
     m, n = X.shape
     Xt = np.hstack([X, np.ones((m, 1))])
@@ -71,6 +68,8 @@ def separable_columns(X, Y, *, tol: float = 1e-7) -> np.ndarray:
 def add_row_norm_epigraph(model, wvars: list, n: int, c: int) -> LinearMap:
     """Variables ``s_j >= ||W_j||_2`` (``n`` second-order cones over the row-major entries
     ``wvars``, ``c`` per row): the slot's ``magnitude`` map for the ``lin`` term on row groups."""
+    import pyomo.environ as pyo
+
     model.s = pyo.Var(range(n), bounds=(0, None))
     svars = var_list(model.s)
     for j in range(n):
@@ -131,6 +130,12 @@ class MarginFormulation(Formulation):
         return {"n_classes": Y.shape[1]}
 
     def build(self, X, y, terms):
+        import scipy.sparse as sp
+
+        import pyomo.environ as pyo
+        from pyomo.common.gc_manager import PauseGC
+        from pyomo.core.expr.numeric_expr import LinearExpression
+
         m, n = X.shape
         Y = label_matrix(y)
         c = Y.shape[1]

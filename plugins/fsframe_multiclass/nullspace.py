@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import scipy.linalg as sla
-import scipy.sparse as sp
 from numpy.typing import NDArray
-from scipy.optimize import lsq_linear
 
 from fsframe.canonical import ProblemData
 
@@ -83,6 +80,8 @@ class NullSpace:
 
     @classmethod
     def of(cls, Xt: NDArray, Y: NDArray, *, rank_tol: float = 1e-10) -> "NullSpace":
+        import scipy.linalg as sla
+
         Q, R, perm = sla.qr(Xt, mode="economic", pivoting=True)
         d = np.abs(np.diag(R))
         m0 = int(np.count_nonzero(d > rank_tol * d[0])) if d.size else 0
@@ -118,6 +117,8 @@ def u_update(ns: NullSpace, K: NDArray, t: NDArray, p: float) -> NDArray:
     is defined, a symmetric positive semi-definite system, and finite when rows of ``W`` vanish
     (their ``Pi`` is 0: a zero row stays zero). ``t`` are the row norms of ``W^k`` in pivot order.
     """
+    import scipy.linalg as sla
+
     scale = float(np.max(t, initial=0.0))
     pi2 = _pi2(t, p, scale)
     pi1, pi2u = pi2[:ns.m0], pi2[ns.m0:]
@@ -154,6 +155,8 @@ def e_update_problem(ns: NullSpace, H: NDArray, Y: NDArray, V: NDArray, p: float
     Clarabel fail on it from the second iteration on real data). Columns are ``[vec(E), vec(W1)]``
     column by column (``k * m + i``); the sign constraints are bounds.
     """
+    import scipy.sparse as sp
+
     m, c = Y.shape
     m0 = ns.m0
     vn = row_norms(V)
@@ -179,6 +182,8 @@ def e_update_bvls(ns: NullSpace, H: NDArray, Y: NDArray, V: NDArray, p: float) -
     ``Y_k ⊙ e_k >= 0``, with the weights of the rows below :data:`ROW_FLOOR` capped instead of
     the rows fixed (BVLS has no equality rows): faster on large ``m c``, but Theorem 1's descent is
     then only as good as the cap. Returns ``E`` (m, c)."""
+    from scipy.optimize import lsq_linear
+
     m, c = Y.shape
     lam = np.sqrt(_e_weights(row_norms(V), p))
     A = lam[:, None] * ns.L

@@ -9,10 +9,6 @@ import warnings
 
 import attrs
 import numpy as np
-import pyomo.environ as pyo
-import scipy.linalg as sla
-import scipy.sparse as sp
-from pyomo.common.gc_manager import PauseGC
 
 from fsframe import BuiltModel, Formulation, OuterLoop, ProblemClass, SolveResult, Status
 from fsframe.errors import ConvergenceWarning, IncompatibleComponentsError
@@ -36,6 +32,8 @@ def rfs_step(X, Y, gamma: float, d: np.ndarray) -> np.ndarray:
     """One iteration of Nie et al. 2010, Algorithm 1: with ``A = [X, gamma I]`` (m x (n + m)),
     ``U = [W; E]`` and ``D^{-1} = diag(d)`` (``d_i = 2 ||u_i||``),
     ``U = D^{-1} Aᵀ (A D^{-1} Aᵀ)^{-1} Y``. Only an ``m x m`` system is solved."""
+    import scipy.linalg as sla
+
     m, n = X.shape
     dw, de = d[:n], d[n:]
     XD = X * dw
@@ -70,6 +68,11 @@ class L21RegressionFormulation(Formulation):
         return ProblemClass.SOCP
 
     def build(self, X, y, terms):
+        import scipy.sparse as sp
+
+        import pyomo.environ as pyo
+        from pyomo.common.gc_manager import PauseGC
+
         m, n = X.shape
         Y = label_matrix(y)
         c = Y.shape[1]

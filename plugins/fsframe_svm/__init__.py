@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import pyomo.environ as pyo
-import scipy.sparse as sp
-from pyomo.common.gc_manager import PauseGC
-from pyomo.core.expr.numeric_expr import LinearExpression
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, hookimpl
 from fsframe.validators import real, to_float
@@ -75,6 +71,12 @@ class HingeFormulation(Formulation):
         return ProblemClass.QP if "quad" in terms else ProblemClass.LP
 
     def build(self, X, y, terms):
+        import scipy.sparse as sp
+
+        import pyomo.environ as pyo
+        from pyomo.common.gc_manager import PauseGC
+        from pyomo.core.expr.numeric_expr import LinearExpression
+
         m, n = X.shape
         split = bool(terms & {"lin", "lin_w"})
         model = pyo.ConcreteModel(name=f"hinge(C={self.C})")

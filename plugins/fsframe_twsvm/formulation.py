@@ -25,12 +25,8 @@ from typing import ClassVar
 
 import attrs
 import numpy as np
-import pyomo.environ as pyo
-import scipy.sparse as sp
 from attrs.validators import gt, in_, optional
 from numpy.typing import NDArray
-from pyomo.common.gc_manager import PauseGC
-from pyomo.core.expr.numeric_expr import LinearExpression
 
 from fsframe import BuiltModel, Formulation, ProblemClass
 from fsframe.errors import DataError
@@ -145,6 +141,12 @@ class TwinL1Formulation(Formulation):
         return X if self.kernel == "linear" else rbf_kernel(X, X, self.width_for(X))
 
     def build(self, X, y, terms):
+        import scipy.sparse as sp
+
+        import pyomo.environ as pyo
+        from pyomo.common.gc_manager import PauseGC
+        from pyomo.core.expr.numeric_expr import LinearExpression
+
         M = self.rows(X)
         pos = y > 0
         d = M.shape[1]

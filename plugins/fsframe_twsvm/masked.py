@@ -13,14 +13,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import NDArray
 
 from fsframe.errors import UnsupportedProblemError
 from fsframe.loops.greedy import LinearMaskSpace, MaskEvaluator, MaskSpace, check_mask
-from fsframe.problem import Iterate, Subproblem
 
 from .formulation import MaskedRBF, rbf_kernel
+
+if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
+    from fsframe.problem import Iterate, Subproblem
 
 __all__ = ["twin_loss", "twin_objective", "TwinLinearMaskSpace", "RBFMaskEvaluator", "RBFMaskSpace",
            "twin_mask_space"]

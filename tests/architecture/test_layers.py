@@ -41,7 +41,8 @@ import pytest
 
 # ------------------------------------------------------------------------------------ the table
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("vocabulary", ("fsframe.enums", "fsframe.errors", "fsframe.validators", "fsframe.hookspecs")),
+    ("vocabulary", ("fsframe.enums", "fsframe.errors", "fsframe.validators", "fsframe.hookspecs",
+                    "fsframe._lazy", "fsframe._version")),
     ("canonical form", ("fsframe.canonical", "fsframe.linalg")),
     ("solvers and surrogates", ("fsframe.backends", "fsframe.surrogates")),
     ("model building and compiling", ("fsframe.pyomo_ext", "fsframe.pyomo_records", "fsframe.compiler", "fsframe.slot",
@@ -51,6 +52,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("registry and methods", ("fsframe.plugins", "fsframe.method")),
     ("fit driver", ("fsframe.fitting",)),
     ("evaluation, estimator, kit", ("fsframe.evaluation", "fsframe.estimator", "fsframe.testing")),
+    ("CLI commands", ("fsframe.cli.common", "fsframe.cli.output", "fsframe.cli.params", "fsframe.cli.evaluate",
+                      "fsframe.cli.methods", "fsframe.cli.plugins", "fsframe.cli.select", "fsframe.cli.compare",
+                      "fsframe.cli.run")),
     ("public API and CLI", ("fsframe.cli", "fsframe.__main__", "fsframe")),
 )
 """Lowest first. An entry covers the module and, if it is a package, every module in it; the
@@ -384,5 +388,6 @@ def test_a_planted_violation_is_caught(tmp_path, file, text, expected):
 def test_layer_of_uses_the_longest_listed_prefix():
     assert layer_of("fsframe.backends.highs") == layer_of("fsframe.backends") == 2
     assert layer_of("fsframe.compiler.rows") == 3
-    assert layer_of("fsframe") == 8
+    assert layer_of("fsframe") == layer_of("fsframe.cli.parser") == 9
+    assert layer_of("fsframe.cli.select") == 8  # commands sit below the parser that imports them on use
     assert layer_of("fsframe.brand_new") is None  # the root entry covers fsframe/__init__ only
