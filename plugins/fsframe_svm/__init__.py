@@ -17,10 +17,12 @@ from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_named_expre
 __all__ = ["HingeFormulation"]
 
 
-def _margin_matrix(X, y) -> sp.csr_matrix:
+def _margin_matrix(X, y) -> "sp.csr_matrix":
     """``[diag(y) X, y, I]``, the margin rows ``y_i (x_i . w + b) + xi_i`` over ``(w, b, xi)``, in
     CSR without zeros, built straight into its three arrays: no dense ``diag(y) X`` and no
     ``hstack`` copies beside them (at 2000 x 20000 those were 1.5 GB of temporaries)."""
+    import scipy.sparse as sp
+
     m, n = X.shape
     width = n + 1 + m
     itype = np.int32 if max(width, m * (n + 2)) < np.iinfo(np.int32).max else np.int64
