@@ -176,7 +176,7 @@ class ClarabelSession(BackendSession):
             x = self._prep.x(np.asarray(sol.x, dtype=float))
             zz = np.asarray(sol.z, dtype=float)
             p_rows = self._prep.layout.rows.A.shape[0]
-            y, z = self._prep.layout.split_duals(zz[:p_rows], zz[p_rows:])
+            y, z = self._prep.duals(data, x, zz[:p_rows], zz[p_rows:])
             duals = {"y": y, "z": z}
         return RawSolution(status=status, x=x, duals=duals, iterations=int(sol.iterations), message=str(sol.status),
                            raw={"status": sol.status, "solution": sol})

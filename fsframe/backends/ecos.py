@@ -241,8 +241,8 @@ class EcosSession(BackendSession):
                                                     if flag in _INACCURATE else "")
         x = duals = None
         if status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT):
-            x = form.prep.x(np.asarray(raw["x"], dtype=float)[: data.n])
-            y, z = form.prep.layout.split_duals(raw["y"], raw["z"])
+            x = form.prep.x(np.asarray(raw["x"], dtype=float)[: form.prep.n])
+            y, z = form.prep.duals(data, x, raw["y"], raw["z"])
             duals = {"y": y, "z": z}
         return RawSolution(status=status, x=x, duals=duals, iterations=int(info["iter"]), message=message,
                            raw={"exit_flag": flag, "info": info, "result": raw})
