@@ -62,8 +62,9 @@ class Elimination:
     """Columns whose value the constraints fix, taken out before the solver sees the problem.
 
     A column is fixed by its bounds (``lb == ub``: a fit's groups fixed at zero, e.g. the
-    re-solve on a support) or by an equality row with a single entry among the columns left
-    (``a x_j = r``; MPM's split row ``u_j - v_j - w_j = 0`` once ``u_j, v_j`` are fixed). Fixed
+    re-solve on a support), by an equality row with a single entry among the columns left
+    (``a x_j = r``), or set to 0 as *idle* (:func:`_idle_columns`: cost 0 and only in rows of
+    such columns, e.g. MPM's ``u_j - v_j = 0`` once ``w_j`` is fixed). Fixed
     values move into the right-hand sides; rows left empty are dropped (equality rows, ``R_+``
     rows, and cone entries other than a cone's first whose value is then exactly zero: an entry
     that is always 0 changes neither the cone nor its dual). The solver sees only the rest, so a
@@ -83,6 +84,12 @@ class Elimination:
     g_rows: NDArray  # kept G rows (indices)
     singletons: tuple  # ((row, column, coefficient), ...) in order of elimination
     reduced: ProblemData
+    idle: NDArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))  # set to 0 for having cost 0
+
+    def valid_for(self, data: ProblemData) -> bool:
+        """Whether this elimination still holds for ``data`` (same structure and bounds, new
+        ``c``): the idle columns must still cost nothing."""
+        return not self.idle.size or not np.any(np.asarray(data.c)[self.idle] != 0.0)
 
     def c(self, data: ProblemData) -> NDArray:
         """The reduced objective vector for ``data`` (same structure and bounds as :attr:`full`)."""
@@ -149,6 +156,9 @@ def eliminate(data: ProblemData, *, tol: float = 1e-12) -> Elimination | None:
             progress = True
         if not progress:
             break
+    idle = _idle_columns(data, A, live, eq_live, values, tol)
+    values[idle] = 0.0
+    live &= ~idle
     keep = live
     gone = ~keep
     # equality rows: drop the empty ones (their residual must vanish)
@@ -186,7 +196,37 @@ def eliminate(data: ProblemData, *, tol: float = 1e-12) -> Elimination | None:
         l=int(np.count_nonzero(keep_g[: data.l])), cones=tuple(cones),
         P=None if P is None else sp.csc_matrix(sp.csr_matrix(P)[keep][:, keep]), offset=data.offset)
     return Elimination(full=data, keep=keep, values=values, eq_rows=eq_rows, g_rows=g_rows,
-                       singletons=tuple(singletons), reduced=reduced)
+                       singletons=tuple(singletons), reduced=reduced, idle=np.flatnonzero(idle))
+
+
+def _idle_columns(data: ProblemData, A, live: NDArray, eq_live: NDArray, values: NDArray, tol: float) -> NDArray:
+    """Live columns that can be set to 0 without changing the optimum: cost 0, no curvature, 0
+    within their bounds, no entry in ``G``, and every equality row they enter holds only such
+    columns and is satisfied by them at 0 (the residual of the fixed columns is 0). Such a block
+    is decoupled from the rest and costs nothing at any feasible point, and 0 is one: e.g. MPM's
+    ``u_j - v_j = 0`` once ``w_j`` is fixed, which an interior point would otherwise chase along
+    the free ray ``u_j = v_j``."""
+    n = data.n
+    cand = live & (np.asarray(data.c) == 0.0) & (data.lb <= 0.0) & (data.ub >= 0.0)
+    if data.G.shape[0]:
+        cand &= np.diff(sp.csc_matrix(data.G).indptr) == 0
+    if data.has_quadratic_objective:
+        cand &= np.diff(sp.csc_matrix(data.P).indptr) == 0
+    if not cand.any() or not A.shape[0]:
+        return cand
+    absA = (abs(A) > 0).astype(np.int64)
+    Ac = sp.csc_matrix(A)
+    res = data.b - Ac[:, ~live] @ values[~live] if (~live).any() else np.asarray(data.b, dtype=float)
+    zero_res = np.abs(res) <= tol * (1.0 + np.abs(data.b))
+    while True:
+        others = np.asarray(absA @ (live & ~cand).astype(np.int64)).ravel()  # live non-candidates per row
+        closed = eq_live & (others == 0) & zero_res
+        bad_rows = eq_live & ~closed
+        touched = np.asarray(absA.T @ bad_rows.astype(np.int64)).ravel() > 0
+        new = cand & ~touched
+        if np.array_equal(new, cand):
+            return cand
+        cand = new
 
 
 @attrs.frozen(eq=False)

@@ -44,7 +44,8 @@ def test_restricted_mpm_is_solved_small_and_right(backend):
     compiled, data, keep = restricted_mpm()
     el = eliminate(data)
     n_out = int((~keep).sum())
-    assert el.reduced.n == data.n - n_out  # the fixed w_j (an infinite weight fixes the coefficient columns)
+    assert el.reduced.n == data.n - 3 * n_out  # w_j fixed by its bounds, u_j = v_j idle (cost 0, only in u_j - v_j = 0)
+    assert el.idle.size == 2 * n_out and len(el.eq_rows) == data.A.shape[0] - n_out
     assert el.reduced.cones == tuple(q - n_out for q in data.cones)  # their ridge entries, always 0, are gone
     assert el.reduced.G.nnz < data.G.nnz - 2 * n_out * 20  # the dense class-factor entries of w_j with them
     res = backend().solve(data)
@@ -63,7 +64,7 @@ def _solve_unreduced(backend, data):
 
     mod = ec if backend is EcosBackend else cl
     real = mod.prepare
-    mod.prepare = lambda d, scale=True: real(d, scale=scale, reduce=False)
+    mod.prepare = lambda d, scale=True, reduce=True: real(d, scale=scale, reduce=False)
     try:
         res = backend().solve(data)
     finally:
