@@ -1,6 +1,11 @@
-"""What the conic backends (ECOS, Clarabel) share: the bounds-as-rows layout and its inverse for
-multipliers, the column scaling of a quadratic objective, and the polishing of a point from the
-multipliers.
+"""What the conic backends (ECOS, Clarabel) share: the elimination of fixed columns, the
+bounds-as-rows layout and its inverse for multipliers, the column scaling of a quadratic objective,
+and the polishing of a point from the multipliers.
+
+Fixed columns (a fit's groups fixed at zero: the re-solve on a support, EM's zeroed weights) are
+taken out before the solver sees the problem (:func:`eliminate`): ECOS and Clarabel have no warm
+start, and the cost of an interior-point step grows with the columns and the dense cone entries, so
+a re-solve on a few features of thousands costs a few features' solve.
 
 Both solvers take no variable bounds, so a session folds them into the ``R_+`` block with
 :meth:`ProblemData.bounds_as_rows` (fixed columns become equality rows). The solver's multipliers
