@@ -178,6 +178,15 @@ class Formulation(abc.ABC):
         columns. Only formulations declaring :attr:`bound_params` implement it."""
         raise NotImplementedError(f"formulation {self.name!r} declares no bound parameters")
 
+    def explain_failure(self, sub, iterate):
+        """A fit's first subproblem did not end ``optimal`` (``iterate``, on ``sub``, the
+        :class:`~fsframe.problem.Subproblem`): return an exception that states why in the model's
+        terms — typically an :class:`~fsframe.errors.InfeasibleParameterError` for a parameter
+        the data cannot meet, found only now because checking it up front costs a solve (MPM's
+        ``delta`` above ``delta_max``) — or ``None`` (default) to let the loop report the status.
+        The outer loop raises what it returns."""
+        return None
+
     def mask_space(self, sub):
         """The capability "can fix a feature group to zero" that the greedy mask loop needs
         (:class:`fsframe.loops.greedy.MaskSpace`, paper 003 Algorithm 1): ``None`` (default)

@@ -158,7 +158,8 @@ class ClarabelSession(BackendSession):
         old = self._loaded
         if not (data.A is old.A and data.G is old.G and data.b is old.b and data.h is old.h
                 and data.l == old.l and data.cones == old.cones and data.lb is old.lb
-                and data.ub is old.ub) or not self._solver.is_data_update_allowed():
+                and data.ub is old.ub) or not self._solver.is_data_update_allowed() \
+                or (self._prep.elim is not None and not self._prep.elim.valid_for(data)):
             self._load(data)
         elif data.P is not old.P and (data.has_quadratic_objective or old.has_quadratic_objective):
             self._load(data)  # a new P changes the column scaling, hence A
@@ -171,22 +172,30 @@ class ClarabelSession(BackendSession):
         except Exception as exc:  # Clarabel's input checks
             raise SolveFailure(Status.ERROR, f"Clarabel rejected the problem: {exc}") from exc
 
-    def _invert(self, data: ProblemData, sol) -> RawSolution:
+    def _invert(self, data: ProblemData, sol, prep=None) -> RawSolution:
+        prep = self._prep if prep is None else prep
         status = self.backend.map_status(sol.status)
         x = duals = None
         if status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT, Status.TIME_LIMIT):
-            x = self._prep.x(np.asarray(sol.x, dtype=float))
+            x = prep.x(np.asarray(sol.x, dtype=float))
             zz = np.asarray(sol.z, dtype=float)
-            p_rows = self._prep.layout.rows.A.shape[0]
-            y, z = self._prep.layout.split_duals(zz[:p_rows], zz[p_rows:])
+            p_rows = prep.layout.rows.A.shape[0]
+            y, z = prep.duals(data, x, zz[:p_rows], zz[p_rows:])
             duals = {"y": y, "z": z}
         return RawSolution(status=status, x=x, duals=duals, iterations=int(sol.iterations), message=str(sol.status),
                            raw={"status": sol.status, "solution": sol})
 
     def _retries(self, data: ProblemData, tried: list[SolveResult]):
-        """An answer that failed the certificate is solved once more at :data:`RETRY_TOLERANCE`
+        """After an answer that is not ``OPTIMAL``: when fixed columns were eliminated
+        (:func:`~fsframe.backends.conic.eliminate`), the whole problem as given; then an answer
+        that failed the certificate is solved once more at :data:`RETRY_TOLERANCE`
         (Clarabel's absolute gap tolerance, 1e-8 by default, is coarse for a small optimum),
         unless tolerances were given in ``backend_options``."""
+        if self._prep is not None and self._prep.elim is not None:  # the problem as given, without the elimination
+            whole = prepare(data, reduce=False)
+            cand = self._invert(data, self._solve_raw(data, self._make(data, whole, clarabel_settings(self.options))),
+                                whole)
+            yield attrs.evolve(cand, message=f"{cand.message} (re-solved without eliminating the fixed columns)")
         if tried[0].certificate is None or any(k in self.options.backend_options for k in _TOLERANCES):
             return
         settings = clarabel_settings(self.options)

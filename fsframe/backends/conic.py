@@ -1,6 +1,11 @@
-"""What the conic backends (ECOS, Clarabel) share: the bounds-as-rows layout and its inverse for
-multipliers, the column scaling of a quadratic objective, and the polishing of a point from the
-multipliers.
+"""What the conic backends (ECOS, Clarabel) share: the elimination of fixed columns, the
+bounds-as-rows layout and its inverse for multipliers, the column scaling of a quadratic objective,
+and the polishing of a point from the multipliers.
+
+Fixed columns (a fit's groups fixed at zero: the re-solve on a support, EM's zeroed weights) are
+taken out before the solver sees the problem (:func:`eliminate`): ECOS and Clarabel have no warm
+start, and the cost of an interior-point step grows with the columns and the dense cone entries, so
+a re-solve on a few features of thousands costs a few features' solve.
 
 Both solvers take no variable bounds, so a session folds them into the ``R_+`` block with
 :meth:`ProblemData.bounds_as_rows` (fixed columns become equality rows). The solver's multipliers
@@ -22,7 +27,8 @@ from ..canonical import ProblemData
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
-__all__ = ["RowsLayout", "expand_bounds", "Prepared", "prepare", "polish_separable", "module_version"]
+__all__ = ["RowsLayout", "expand_bounds", "Elimination", "eliminate", "Prepared", "prepare", "polish_separable",
+           "module_version"]
 
 
 @attrs.frozen(eq=False)
@@ -59,25 +65,211 @@ def expand_bounds(data: ProblemData) -> RowsLayout:
 
 
 @attrs.frozen(eq=False)
+class Elimination:
+    """Columns whose value the constraints fix, taken out before the solver sees the problem.
+
+    A column is fixed by its bounds (``lb == ub``: a fit's groups fixed at zero, e.g. the
+    re-solve on a support), by an equality row with a single entry among the columns left
+    (``a x_j = r``), or set to 0 as *idle* (:func:`_idle_columns`: cost 0 and only in rows of
+    such columns, e.g. MPM's ``u_j - v_j = 0`` once ``w_j`` is fixed). Fixed
+    values move into the right-hand sides; rows left empty are dropped (equality rows, ``R_+``
+    rows, and cone entries other than a cone's first whose value is then exactly zero: an entry
+    that is always 0 changes neither the cone nor its dual). The solver sees only the rest, so a
+    re-solve on a small support costs a small solve.
+
+    Multipliers map back exactly: dropped rows get 0, a singleton row the value that makes its
+    column's reduced cost vanish (in reverse order of elimination, so every other row of that
+    column already has its multiplier), and the fixed-by-bounds columns' reduced costs are the
+    bound multipliers :func:`~fsframe.backends.certificate.certify` recovers in closed form. The
+    certificate is computed on the full problem, as always.
+    """
+
+    full: ProblemData
+    keep: NDArray  # bool per column: still a column of the reduced problem
+    values: NDArray  # the fixed values (0 on kept columns)
+    eq_rows: NDArray  # kept equality rows (indices)
+    g_rows: NDArray  # kept G rows (indices)
+    singletons: tuple  # ((row, column, coefficient), ...) in order of elimination
+    reduced: ProblemData
+    idle: NDArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))  # set to 0 for having cost 0
+
+    def valid_for(self, data: ProblemData) -> bool:
+        """Whether this elimination still holds for ``data`` (same structure and bounds, new
+        ``c``): the idle columns must still cost nothing."""
+        return not self.idle.size or not np.any(np.asarray(data.c)[self.idle] != 0.0)
+
+    def c(self, data: ProblemData) -> NDArray:
+        """The reduced objective vector for ``data`` (same structure and bounds as :attr:`full`)."""
+        c = np.asarray(data.c, dtype=float)
+        if data.has_quadratic_objective:
+            c = c + data.P @ self.values
+        return c[self.keep]
+
+    def x(self, v: NDArray) -> NDArray:
+        out = self.values.copy()
+        out[self.keep] = v
+        return out
+
+    def duals(self, data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> tuple[NDArray, NDArray]:
+        full = self.full
+        yy = np.zeros(full.A.shape[0])
+        yy[self.eq_rows] = y
+        zz = np.zeros(full.G.shape[0])
+        zz[self.g_rows] = z
+        if self.singletons:
+            grad = np.asarray(data.c, dtype=float) + (data.P @ x if data.has_quadratic_objective else 0.0)
+            Ac = sp.csc_matrix(full.A)
+            Gtz = full.G.T @ zz if full.G.shape[0] else np.zeros(full.n)
+            for i, j, a in reversed(self.singletons):
+                lo, hi = Ac.indptr[j], Ac.indptr[j + 1]
+                rows, vals = Ac.indices[lo:hi], Ac.data[lo:hi]
+                yy[i] = 0.0
+                yy[i] = -(grad[j] + vals @ yy[rows] + Gtz[j]) / a
+        return yy, zz
+
+
+def eliminate(data: ProblemData, *, tol: float = 1e-12) -> Elimination | None:
+    """The :class:`Elimination` of ``data``'s fixed columns, or ``None`` when nothing is fixed, or
+    when the fixed values leave an empty row violated or a singleton's value outside its column's
+    bounds (an infeasible problem: the solver, given it whole, says so)."""
+    fixed = data.lb == data.ub
+    if not fixed.any():
+        return None
+    n = data.n
+    values = np.where(fixed, data.lb, 0.0)
+    A = sp.csr_matrix(data.A)
+    Ac = sp.csc_matrix(A)
+    live = ~fixed
+    eq_live = np.ones(A.shape[0], dtype=bool)
+    singletons = []
+    while A.shape[0]:
+        counts = np.asarray((abs(A) > 0) @ live.astype(np.int64)).ravel()
+        cand = np.flatnonzero(eq_live & (counts == 1))
+        if not cand.size:
+            break
+        progress = False
+        for i in cand:
+            lo, hi = A.indptr[i], A.indptr[i + 1]
+            cols, vals = A.indices[lo:hi], A.data[lo:hi]
+            on = live[cols] & (vals != 0)
+            if np.count_nonzero(on) != 1:
+                continue  # an earlier singleton of this pass fixed its column
+            j, a = int(cols[on][0]), float(vals[on][0])
+            v = (data.b[i] - float(vals[~on] @ values[cols[~on]])) / a
+            if not (data.lb[j] - tol * (1 + abs(v)) <= v <= data.ub[j] + tol * (1 + abs(v))):
+                return None
+            values[j], live[j], eq_live[i] = v, False, False
+            singletons.append((int(i), j, a))
+            progress = True
+        if not progress:
+            break
+    idle = _idle_columns(data, A, live, eq_live, values, tol)
+    values[idle] = 0.0
+    live &= ~idle
+    keep = live
+    gone = ~keep
+    # equality rows: drop the empty ones (their residual must vanish)
+    if A.shape[0]:
+        res_b = data.b - Ac[:, gone] @ values[gone]
+        nnz_live = np.asarray((abs(A) > 0) @ keep.astype(np.int64)).ravel()
+        empty = eq_live & (nnz_live == 0)
+        if np.any(np.abs(res_b[empty]) > tol * (1.0 + np.abs(data.b[empty]))):
+            return None
+        eq_rows = np.flatnonzero(eq_live & ~empty)
+    else:
+        res_b, eq_rows = data.b, np.arange(0)
+    G = sp.csr_matrix(data.G)
+    res_h = data.h - sp.csc_matrix(G)[:, gone] @ values[gone]
+    g_nnz = np.asarray((abs(G) > 0) @ keep.astype(np.int64)).ravel()
+    keep_g = np.ones(G.shape[0], dtype=bool)
+    lin_empty = np.flatnonzero(g_nnz[: data.l] == 0)
+    if np.any(res_h[lin_empty] < -tol * (1.0 + np.abs(data.h[lin_empty]))):
+        return None
+    keep_g[lin_empty] = False
+    cones, start = [], data.l
+    for q in data.cones:
+        idx = np.arange(start + 1, start + q)
+        drop = idx[(g_nnz[idx] == 0) & (res_h[idx] == 0.0)]
+        if q - drop.size < 2:
+            drop = drop[: max(q - 2, 0)]
+        keep_g[drop] = False
+        cones.append(int(q - drop.size))
+        start += q
+    g_rows = np.flatnonzero(keep_g)
+    P = data.P
+    reduced = ProblemData(
+        c=np.asarray(data.c, dtype=float)[keep], A=sp.csr_matrix(A[eq_rows][:, keep]), b=res_b[eq_rows],
+        G=sp.csr_matrix(G[g_rows][:, keep]), h=res_h[g_rows], lb=data.lb[keep], ub=data.ub[keep],
+        l=int(np.count_nonzero(keep_g[: data.l])), cones=tuple(cones),
+        P=None if P is None else sp.csc_matrix(sp.csr_matrix(P)[keep][:, keep]), offset=data.offset)
+    return Elimination(full=data, keep=keep, values=values, eq_rows=eq_rows, g_rows=g_rows,
+                       singletons=tuple(singletons), reduced=reduced, idle=np.flatnonzero(idle))
+
+
+def _idle_columns(data: ProblemData, A, live: NDArray, eq_live: NDArray, values: NDArray, tol: float) -> NDArray:
+    """Live columns that can be set to 0 without changing the optimum: cost 0, no curvature, 0
+    within their bounds, no entry in ``G``, and every equality row they enter holds only such
+    columns and is satisfied by them at 0 (the residual of the fixed columns is 0). Such a block
+    is decoupled from the rest and costs nothing at any feasible point, and 0 is one: e.g. MPM's
+    ``u_j - v_j = 0`` once ``w_j`` is fixed, which an interior point would otherwise chase along
+    the free ray ``u_j = v_j``."""
+    n = data.n
+    cand = live & (np.asarray(data.c) == 0.0) & (data.lb <= 0.0) & (data.ub >= 0.0)
+    if data.G.shape[0]:
+        cand &= np.diff(sp.csc_matrix(data.G).indptr) == 0
+    if data.has_quadratic_objective:
+        cand &= np.diff(sp.csc_matrix(data.P).indptr) == 0
+    if not cand.any() or not A.shape[0]:
+        return cand
+    absA = (abs(A) > 0).astype(np.int64)
+    Ac = sp.csc_matrix(A)
+    res = data.b - Ac[:, ~live] @ values[~live] if (~live).any() else np.asarray(data.b, dtype=float)
+    zero_res = np.abs(res) <= tol * (1.0 + np.abs(data.b))
+    while True:
+        others = np.asarray(absA @ (live & ~cand).astype(np.int64)).ravel()  # live non-candidates per row
+        closed = eq_live & (others == 0) & zero_res
+        bad_rows = eq_live & ~closed
+        touched = np.asarray(absA.T @ bad_rows.astype(np.int64)).ravel() > 0
+        new = cand & ~touched
+        if np.array_equal(new, cand):
+            return cand
+        cand = new
+
+
+@attrs.frozen(eq=False)
 class Prepared:
-    """A problem as a conic backend receives it: columns rescaled by ``scale`` (``x = scale * v``;
-    ``None`` when not rescaled) and the bounds folded into rows."""
+    """A problem as a conic backend receives it: fixed columns eliminated (``elim``; ``None``
+    when none is fixed), columns rescaled by ``scale`` (``x = scale * v``; ``None`` when not
+    rescaled) and the bounds folded into rows."""
 
     layout: RowsLayout
     scale: NDArray | None
+    elim: Elimination | None = None
+
+    @property
+    def n(self) -> int:
+        """Columns the solver sees (before any epigraph columns a backend adds)."""
+        return self.layout.rows.n
 
     def c(self, data: ProblemData) -> NDArray:
-        """The objective vector of ``data`` in the rescaled columns."""
-        c = np.asarray(data.c, dtype=float)
+        """The objective vector of ``data`` in the solver's (reduced, rescaled) columns."""
+        c = np.asarray(data.c, dtype=float) if self.elim is None else self.elim.c(data)
         return c if self.scale is None else c * self.scale
 
     def x(self, v: NDArray) -> NDArray:
         """A solution in the original columns."""
-        return v if self.scale is None else v * self.scale
+        v = v if self.scale is None else v * self.scale
+        return v if self.elim is None else self.elim.x(v)
+
+    def duals(self, data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> tuple[NDArray, NDArray]:
+        """Multipliers of ``data``'s rows from the solver's (``x`` from :meth:`x`)."""
+        y, z = self.layout.split_duals(y, z)
+        return (y, z) if self.elim is None else self.elim.duals(data, x, y, z)
 
 
-def prepare(data: ProblemData, *, scale: bool = True) -> Prepared:
-    """Rescale the columns with large curvature, then fold the bounds into rows.
+def prepare(data: ProblemData, *, scale: bool = True, reduce: bool = True) -> Prepared:
+    """Eliminate the fixed columns (:func:`eliminate`, unless ``reduce=False``), rescale the
+    columns with large curvature, then fold the bounds into rows.
 
     With a quadratic objective, column ``j`` with ``P_jj > 1`` is replaced by
     ``v_j = sqrt(P_jj) x_j`` (Jacobi scaling ``x = D v``, ``D = diag(1/sqrt(max(P_jj, 1)))``):
@@ -86,6 +278,9 @@ def prepare(data: ProblemData, *, scale: bool = True) -> Prepared:
     magnitude, as EM's ``phi'(t)/t`` do (docs/performance.md). Columns with ``P_jj <= 1`` are left
     alone (never amplified). ``scale=False`` folds the bounds only.
     """
+    elim = eliminate(data) if reduce else None
+    if elim is not None:
+        data = elim.reduced
     factors = None
     if scale and data.has_quadratic_objective:
         d = np.asarray(data.P.diagonal(), dtype=float)
@@ -94,7 +289,7 @@ def prepare(data: ProblemData, *, scale: bool = True) -> Prepared:
             D = sp.diags(factors)
             data = data.evolve(c=data.c * factors, A=sp.csr_matrix(data.A @ D), G=sp.csr_matrix(data.G @ D),
                                P=sp.csc_matrix(D @ data.P @ D), lb=data.lb / factors, ub=data.ub / factors)
-    return Prepared(layout=expand_bounds(data), scale=factors)
+    return Prepared(layout=expand_bounds(data), scale=factors, elim=elim)
 
 
 def polish_separable(data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> NDArray | None:

@@ -155,8 +155,8 @@ class _Form:
     stacked: tuple
 
     @classmethod
-    def of(cls, data: ProblemData, *, scale: bool = True) -> "_Form":
-        prep = prepare(data, scale=scale)
+    def of(cls, data: ProblemData, *, scale: bool = True, reduce: bool = True) -> "_Form":
+        prep = prepare(data, scale=scale, reduce=reduce)
         rows = prep.layout.rows
         epi = psd_factor(rows.P) if rows.has_quadratic_objective else None
         return cls(prep, epi, _stack(rows, epi))
@@ -212,7 +212,9 @@ class EcosSession(BackendSession):
         old = self._loaded
         structure_same = (data.A is old.A and data.G is old.G and data.b is old.b and data.h is old.h
                           and data.l == old.l and data.cones == old.cones)
-        if not structure_same or data.lb is not old.lb or data.ub is not old.ub or data.P is not old.P:
+        elim = self._form.prep.elim if self._form is not None else None
+        if not structure_same or data.lb is not old.lb or data.ub is not old.ub or data.P is not old.P \
+                or (elim is not None and not elim.valid_for(data)):
             self._form = _Form.of(data)
 
     def _solve_raw(self, data: ProblemData, form: _Form | None = None, tol: float | None = None):
@@ -243,17 +245,25 @@ class EcosSession(BackendSession):
                                                     if flag in _INACCURATE else "")
         x = duals = None
         if status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT):
-            x = form.prep.x(np.asarray(raw["x"], dtype=float)[: data.n])
-            y, z = form.prep.layout.split_duals(raw["y"], raw["z"])
+            x = form.prep.x(np.asarray(raw["x"], dtype=float)[: form.prep.n])
+            y, z = form.prep.duals(data, x, raw["y"], raw["z"])
             duals = {"y": y, "z": z}
         return RawSolution(status=status, x=x, duals=duals, iterations=int(info["iter"]), message=message,
                            raw={"exit_flag": flag, "info": info, "result": raw})
 
     def _retries(self, data: ProblemData, tried: list[SolveResult]):
-        """A quadratic objective whose answer missed the certificate: a re-solve at
+        """After an answer that is not ``OPTIMAL``: when fixed columns were eliminated
+        (:func:`~fsframe.backends.conic.eliminate`), the whole problem as given; then, for a
+        quadratic objective whose answer missed the certificate, a re-solve at
         :data:`QP_RETRY_TOLERANCE` (unless tolerances were given), one without the column
         scaling, then each answer polished (:func:`~fsframe.backends.conic.polish_separable`)."""
         first = tried[0]
+        if self._form is None:  # the conversion itself failed: nothing to vary
+            return
+        if self._form.prep.elim is not None:  # the problem as given, without the elimination
+            whole = _Form.of(data, reduce=False)
+            cand = self._invert(data, self._solve_raw(data, whole))
+            yield attrs.evolve(cand, message=f"{cand.message} (re-solved without eliminating the fixed columns)")
         if self._form.epi is None or first.certificate is None:
             return
         attempts = []

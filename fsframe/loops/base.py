@@ -384,6 +384,11 @@ class OuterLoop(abc.ABC):
                 break
             it = step.iterate
             statuses.append(it.status)
+            if k == 0 and not good and it.status is not Status.OPTIMAL:  # the model may know why
+                err = sub.formulation.explain_failure(sub, it)
+                if err is not None:
+                    gen.close()
+                    raise err
             if not it.ok:
                 rec = IterRecord(k, None, None, it.status, time.perf_counter() - t0)
                 history.append(rec)

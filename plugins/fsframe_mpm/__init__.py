@@ -32,8 +32,8 @@ from fsframe.errors import InfeasibleParameterError, InvalidOptionError
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_soc, add_sparsity_slot, var_list
 
 from .bound import LargestBound, _lanckriet_model, bound_report, data_warnings, lanckriet_data, largest_bound
-from .moments import (DEFAULT_DELTA_FRACTION, DEFAULT_RHO, SCALE_RANGE, ClassMoments, class_moments, delta_of,
-                      kappa_of, open_unit, opt_float)
+from .moments import (DEFAULT_DELTA_FRACTION, DEFAULT_RHO, SCALE_RANGE, ClassMoments, _singular_classes, class_moments,
+                      delta_of, kappa_of, open_unit, opt_float)
 
 __all__ = [
     "MPMFormulation",
@@ -126,10 +126,13 @@ class MPMFormulation(Formulation):
     Choosing ``delta``: the bound must stay below the largest one the data admit,
     ``delta_max = kappa*^2 / (1 + kappa*^2)`` from Lanckriet's MPM (:func:`largest_bound`); paper
     000's ``delta = 0.9`` exceeds it on Sonar (0.62), Ionosphere (0.63), Pima (0.32) and WDBC (0.77).
-    ``validate`` computes ``delta_max`` before any subproblem is solved and raises
-    :class:`~fsframe.errors.InfeasibleParameterError` for ``delta >= delta_max``. Give either an
-    absolute ``delta`` or ``delta_fraction`` (``delta = delta_fraction * delta_max``); with neither,
-    ``delta_fraction`` is :data:`DEFAULT_DELTA_FRACTION`.
+    Give either an absolute ``delta`` or ``delta_fraction`` (``delta = delta_fraction *
+    delta_max``); with neither, ``delta_fraction`` is :data:`DEFAULT_DELTA_FRACTION`. A fraction
+    needs ``delta_max`` (one more SOCP, :func:`largest_bound`), computed in ``validate``. An absolute
+    ``delta`` costs no such solve: the first subproblem decides, and only when it does not end
+    optimal is ``delta_max`` computed (:meth:`explain_failure`); either way ``delta >= delta_max``
+    raises :class:`~fsframe.errors.InfeasibleParameterError` naming ``delta_max``, and
+    ``FitResult.info`` holds ``delta_max`` only when it was computed.
 
     Parameters
     ----------
@@ -166,20 +169,43 @@ class MPMFormulation(Formulation):
         frac = DEFAULT_DELTA_FRACTION if self.delta_fraction is None else self.delta_fraction
         return frac * bound.delta, frac
 
+    def _needs_bound(self, X, y, mom: ClassMoments) -> bool:
+        """Whether validation needs ``delta_max`` before anything is solved: for ``delta_fraction``
+        (``delta`` is a fraction of it), and with ``rho = 0`` and a singular class covariance
+        (the warning's substance is that the bound is then unlimited). An absolute ``delta`` is
+        checked by the first subproblem instead (:meth:`explain_failure`)."""
+        return self.delta is None or (mom.ridge == 0 and bool(_singular_classes(X, y)))
+
+    def _infeasible(self, delta: float, bound: LargestBound) -> InfeasibleParameterError:
+        return InfeasibleParameterError(
+            f"delta={delta:g} is infeasible for this data: the largest worst-case bound any hyperplane "
+            f"achieves is delta_max={bound.delta:.4f} (kappa*={bound.kappa:.4g}, from Lanckriet's MPM with "
+            f"rho={self.rho:g}), and 000 eqs. 43-46 need delta < delta_max. Choose a smaller delta, or "
+            f"delta_fraction=f to use delta = f * delta_max (e.g. delta_fraction=0.9 gives "
+            f"delta={0.9 * bound.delta:.4f})",
+            parameter="delta", value=float(delta), limit=float(bound.delta))
+
     def validate(self, X, y, *, solver=None):
         mom = class_moments(X, y, self.rho)
-        bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
+        bound = largest_bound(X, y, self.rho, moments=mom, solver=solver) if self._needs_bound(X, y, mom) else None
         singular = data_warnings(X, y, mom, bound)
+        if bound is None:  # an absolute delta: feasibility is decided by the first subproblem
+            return {**bound_report(mom, None, singular), "delta": self.delta, "kappa": kappa_of(self.delta),
+                    "delta_fraction": None}
         delta, frac = self._delta(bound)
         if delta >= bound.delta:
-            raise InfeasibleParameterError(
-                f"delta={delta:g} is infeasible for this data: the largest worst-case bound any hyperplane "
-                f"achieves is delta_max={bound.delta:.4f} (kappa*={bound.kappa:.4g}, from Lanckriet's MPM with "
-                f"rho={self.rho:g}), and 000 eqs. 43-46 need delta < delta_max. Choose a smaller delta, or "
-                f"delta_fraction=f to use delta = f * delta_max (e.g. delta_fraction=0.9 gives "
-                f"delta={0.9 * bound.delta:.4f})",
-                parameter="delta", value=float(delta), limit=float(bound.delta))
+            raise self._infeasible(delta, bound)
         return {**bound_report(mom, bound, singular), "delta": delta, "kappa": kappa_of(delta), "delta_fraction": frac}
+
+    def explain_failure(self, sub, iterate):
+        """The first subproblem of a fit with an absolute ``delta`` did not end optimal: compute
+        ``delta_max`` now (one largest-bound SOCP, :func:`largest_bound`) and, when ``delta >=
+        delta_max``, return the :class:`~fsframe.errors.InfeasibleParameterError` that names it.
+        ``None`` otherwise (the delta is feasible: solver trouble, reported as such)."""
+        if self.delta is None:  # delta_fraction: validate checked delta < delta_max already
+            return None
+        bound = largest_bound(sub.X, sub.y, self.rho, solver=sub.solver)
+        return self._infeasible(self.delta, bound) if self.delta >= bound.delta else None
 
     def build(self, X, y, terms, *, solver=None):
         import pyomo.environ as pyo

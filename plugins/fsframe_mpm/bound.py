@@ -188,9 +188,12 @@ def _solve_bound(X, y, rho, moments, be: Backend, options: SolveOptions) -> Larg
                         attempts=attempts)
 
 
-def data_warnings(X: NDArray, y: NDArray, mom: ClassMoments, bound: LargestBound) -> list[str]:
+def data_warnings(X: NDArray, y: NDArray, mom: ClassMoments, bound: LargestBound | None) -> list[str]:
     """Warn (DataWarning) about constant features and singular class covariances; returns the
-    labels of the singular classes for the fit's info. Public: the MEMPM plugin reuses it."""
+    labels of the singular classes for the fit's info. Public: the MEMPM plugin reuses it.
+
+    ``bound`` may be ``None`` when the fit has not needed the largest bound (an absolute ``delta``
+    is checked by the first subproblem instead): the warning then omits its numbers."""
     const = np.flatnonzero(np.ptp(X, axis=0) == 0)
     if const.size:
         warnings.warn(
@@ -203,23 +206,25 @@ def data_warnings(X: NDArray, y: NDArray, mom: ClassMoments, bound: LargestBound
         head = (f"MPM: the covariance of class {label:+d} is singular ({mk} samples, {nv} non-constant "
                 f"features, rank {rank} < {nv})")
         if mom.ridge > 0:
+            value = "" if bound is None else f" (kappa*={bound.kappa:.4g}, delta_max={bound.delta:.4f})"
             tail = (f"; the ridge rho={mom.rho:g} (adds {mom.ridge:.3g} = rho x mean feature variance to the "
-                    f"diagonal) makes it definite, so the worst-case bound is finite (kappa*={bound.kappa:.4g}, "
-                    f"delta_max={bound.delta:.4f}) but depends on rho: a larger rho trusts the sample covariance "
-                    "less and keeps the model from fitting noise")
+                    f"diagonal) makes it definite, so the worst-case bound is finite{value} but depends on rho: "
+                    "a larger rho trusts the sample covariance less and keeps the model from fitting noise")
         else:
+            value = "" if bound is None else f" (here kappa*={bound.kappa:.4g}, delta_max={bound.delta:.6f})"
             tail = (f"; with rho=0 a direction of zero variance in both classes may separate the means, and "
-                    f"then the worst-case bound is unlimited (here kappa*={bound.kappa:.4g}, "
-                    f"delta_max={bound.delta:.6f}): every delta looks feasible and the MPM fits noise. "
-                    f"Set rho > 0 (default {DEFAULT_RHO})")
+                    f"then the worst-case bound is unlimited{value}: every delta looks feasible and the MPM fits "
+                    f"noise. Set rho > 0 (default {DEFAULT_RHO})")
         warnings.warn(head + tail, DataWarning, stacklevel=5)
     return [s[0] for s in sing]
 
 
-def bound_report(mom: ClassMoments, bound: LargestBound, singular: list) -> dict:
-    """The facts every MPM-family fit reports in ``FitResult.info`` (``delta_max``, ``rho``, ...)."""
-    return {"kappa_max": bound.kappa, "delta_max": bound.delta, "delta_max_solves": bound.attempts,
-            "rho": mom.rho, "ridge": mom.ridge,
+def bound_report(mom: ClassMoments, bound: LargestBound | None, singular: list) -> dict:
+    """The facts every MPM-family fit reports in ``FitResult.info`` (``delta_max``, ``rho``, ...);
+    without ``bound`` (not needed by the fit) the ``delta_max`` entries are left out."""
+    known = {} if bound is None else {"kappa_max": bound.kappa, "delta_max": bound.delta,
+                                      "delta_max_solves": bound.attempts}
+    return {**known, "rho": mom.rho, "ridge": mom.ridge,
             "class_sizes": tuple(int(c) for c in mom.counts), "singular_classes": tuple(singular)}
 
 

@@ -146,16 +146,22 @@ def test_delta_max_matches_the_issue_measurements(name, expected):
     assert bound.kappa == pytest.approx(np.sqrt(bound.delta / (1 - bound.delta)))
 
 
-def test_paper_delta_is_refused_before_the_dca_starts(mpm_data, monkeypatch):
+def test_paper_delta_is_refused_at_the_first_subproblem(mpm_data, monkeypatch):
+    """An absolute delta is checked by the first subproblem (no largest-bound SOCP up front,
+    issue 13): the DCA stops there with the typed error naming delta_max."""
     name, X, y = mpm_data
     dmax = mpm.largest_bound(X, y).delta
+    solves = []
+    real = Subproblem.solve
 
-    def no_subproblem(*a, **k):
-        raise AssertionError("a subproblem was built before delta was checked")
+    def counting(self, **kw):
+        solves.append(1)
+        return real(self, **kw)
 
-    monkeypatch.setattr(fsframe.fitting, "Subproblem", no_subproblem)
+    monkeypatch.setattr(Subproblem, "solve", counting)
     with pytest.raises(InfeasibleParameterError) as info:
         fsframe.fit(X, y, method="l0-mpm", delta=0.9)
+    assert len(solves) == 1
     err = info.value
     assert (err.parameter, err.value) == ("delta", 0.9)
     assert err.limit == pytest.approx(dmax)
