@@ -46,7 +46,12 @@ from .canonical import ProblemData
 from .enums import SOLUTION_PRESENT, Status
 from .slot import SlotMaps
 
-__all__ = ["WorkingSetOptions", "WorkingSet", "WorkingSetReport"]
+__all__ = ["WorkingSetOptions", "WorkingSet", "WorkingSetReport", "group_columns", "CSC_COPY_LIMIT"]
+
+CSC_COPY_LIMIT = 20_000_000
+"""Constraint matrices with more stored entries than this (240 MB as CSR) are sliced by columns
+straight from their CSR form each round, not through a column-major copy held for the whole fit:
+at 2 000 x 20 000 the copy would be another 0.9 GB (docs/performance.md)."""
 
 
 def _mode(value):
@@ -232,11 +237,13 @@ class WorkingSet:
 
     # -- structure (column-sliceable copies of the constraint matrices) ------------------------
     def _struct(self, data: ProblemData):
+        """``(A, G, A_cols, G_cols)``: the constraint matrices and column-sliceable forms of them
+        (CSC copies, or for a matrix above :data:`CSC_COPY_LIMIT` entries the CSR matrix itself,
+        sliced by a pass over its entries each round instead of being held twice)."""
         s = self._structure
         if s is None or s[0] is not data.A or s[1] is not data.G:
-            A_csc = data.A.tocsc()
-            G_csc = data.G.tocsc()
-            s = (data.A, data.G, A_csc, G_csc)
+            cols = [M.tocsc() if M.nnz <= CSC_COPY_LIMIT else M for M in (data.A, data.G)]
+            s = (data.A, data.G, *cols)
             self._structure = s
         return s
 

@@ -268,3 +268,15 @@ def test_working_set_equals_full_on_colon(colon, method, kw):
     if method != "em-l0":  # EM's groups are free around zero: only its fixed groups leave
         assert ws.certificate["working_set"] < 2000
     assert ws.certificate["max_violation"] <= 1e-9
+
+
+def test_large_matrices_are_sliced_from_csr_without_a_column_copy(monkeypatch):
+    import fsframe.working_set as wsmod
+
+    X, y = _data(m=40, n=600, seed=7)
+    ref = fsframe.fit(X, y, "l1-svm", working_set=True)
+    monkeypatch.setattr(wsmod, "CSC_COPY_LIMIT", 0)
+    res = fsframe.fit(X, y, "l1-svm", working_set=True)
+    assert res.objective == pytest.approx(ref.objective, rel=1e-12)
+    assert np.array_equal(res.support, ref.support)
+    assert res.certificate["rounds"] == ref.certificate["rounds"]
