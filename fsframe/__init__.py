@@ -15,6 +15,7 @@ from .dataset import Dataset
 from .results import FitResult
 from .method import MethodInfo, MethodSpec, list_methods, resolve
 from .fitting import fit
+from .path import PathResult, path
 from .io import load_dataset, make_synthetic
 from .plugins import get_registry, select_backend
 from .kernels import DataTransform
@@ -25,6 +26,8 @@ from .evaluation import CVResult, CompareResult, compare, cross_validate
 from . import errors
 
 __all__ = [
+    "path",
+    "PathResult",
     "fit",
     "list_methods",
     "list_components",
