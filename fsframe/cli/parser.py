@@ -10,6 +10,7 @@ from ..evaluation import MAX_SEED
 from .common import PROG
 from .compare import cmd_compare
 from .methods import cmd_methods
+from .path import add_path_parser
 from .plugins import cmd_plugins
 from .run import cmd_report, cmd_run
 from .select import cmd_select
@@ -178,6 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="PATH", help="without --cv: draw the objective and support size per outer "
                    "iteration of the fit as PATH (.png) and its .svg twin (needs pip install \"fsframe[plot]\")")
     p.set_defaults(func=cmd_select)
+
+    add_path_parser(sub, common, _add_data_args, _add_solver_args, _positive_int, _fraction, _seed)
 
     p = sub.add_parser("compare", parents=[common], help="cross-validate several methods on the same splits",
                        description="One row per method, mean ± std over the same folds (a paired comparison): "

@@ -49,7 +49,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("subproblem and loops", ("fsframe.problem", "fsframe.working_set", "fsframe.loops", "fsframe.results", "fsframe.dataset",
                               "fsframe.io")),
     ("registry and methods", ("fsframe.plugins", "fsframe.method")),
-    ("fit driver", ("fsframe.fitting",)),
+    ("fit driver", ("fsframe.fitting", "fsframe.path")),
     ("evaluation, estimator, kit", ("fsframe.evaluation", "fsframe.estimator", "fsframe.testing")),
     ("public API and CLI", ("fsframe.cli", "fsframe.__main__", "fsframe")),
 )

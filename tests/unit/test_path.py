@@ -165,3 +165,19 @@ def test_bad_validation_and_method():
         fsframe.path(X, y, "fsv", alpha=[1.0], validation=(X[:, :5], y))
     with pytest.raises(UnknownComponentError):
         fsframe.path(X, y, "no-such-method", alpha=[1.0])
+
+
+@pytest.mark.filterwarnings("ignore::fsframe.errors.DataWarning")
+def test_plot_path_data_and_files(tmp_path):
+    from fsframe.evaluation.plots import path_data, plot_path
+
+    X, y = data(m=30, n=40, seed=7)
+    P = fsframe.path(X, y, "l1-svm", C=[1.0, 0.1, 0.5], validation=(X, y))
+    d = path_data(P)
+    assert d["value"] == [0.1, 0.5, 1.0]
+    by_value = {p.value: p for p in P.points}
+    assert d["n_selected"] == [by_value[v].n_selected for v in d["value"]]
+    assert d["accuracy"] == [100 * by_value[v].accuracy for v in d["value"]]
+    pytest.importorskip("matplotlib")
+    files = plot_path(P, tmp_path / "path", title="l1-svm")
+    assert [f.suffix for f in files] == [".png", ".svg"] and all(f.stat().st_size > 0 for f in files)
