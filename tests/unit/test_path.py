@@ -128,6 +128,7 @@ def test_n_features_validation_and_outputs():
     X, y = data(seed=5)
     Xv, yv = data(seed=6)
     P = fsframe.path(X, y, "fsv", alpha=np.array([2.0, 5.0]), n_features=4, validation=(Xv, yv))
+    assert_matches_fits(P, X, y, {"method": "fsv", "n_features": 4}, "alpha")
     for p in P.points:
         assert p.n_selected == 4
         assert p.accuracy == pytest.approx(float(np.mean(p.result.predict(Xv) == yv)))
