@@ -24,7 +24,8 @@ from .problem import Iterate, Subproblem
 from .results import FitResult
 from .working_set import WorkingSetOptions
 
-__all__ = ["CONE_FORMS", "fit", "make_options", "check_fit_options", "working_set_options", "certificate_of"]
+__all__ = ["CONE_FORMS", "fit", "fit_resolved", "make_options", "check_fit_options", "check_n_features",
+           "training_data", "working_set_options", "certificate_of"]
 
 #: The compiler's ways of writing second-order cones (see :func:`fsframe.compiler.compile_model`).
 
@@ -119,10 +120,10 @@ def _verify(sub: Subproblem, it: Iterate, verify, options: SolveOptions) -> dict
             warnings.warn(
                 f"verify: backend {be.name!r} finds objective {res.objective:.10g} for the last subproblem, "
                 f"{it.result.backend!r} reported {it.objective:.10g} (relative gap {gap:.2e} > "
-                f"{VERIFY_TOL:g}); one of the solvers is inaccurate on this problem", SolverWarning, stacklevel=4)
+                f"{VERIFY_TOL:g}); one of the solvers is inaccurate on this problem", SolverWarning, stacklevel=5)
     else:
         warnings.warn(f"verify: backend {be.name!r} ended {res.status.value} on the last subproblem "
-                      f"({res.message}); the fit's answer is not confirmed", SolverWarning, stacklevel=4)
+                      f"({res.message}); the fit's answer is not confirmed", SolverWarning, stacklevel=5)
     return out
 
 
@@ -146,23 +147,31 @@ def _column_names(X) -> tuple | None:
     repeated = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) < len(names) else []
     if repeated:
         warnings.warn(f"X has duplicate column names {repeated}: result.selected_names cannot tell those columns "
-                      "apart (result.selected gives their positions)", DataWarning, stacklevel=3)
+                      "apart (result.selected gives their positions)", DataWarning, stacklevel=4)
     return names
 
 
 def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
-                keep_model, callback=None, ws: WorkingSetOptions = WorkingSetOptions(), verify=None) -> dict:
+                keep_model, callback=None, ws: WorkingSetOptions = WorkingSetOptions(), verify=None,
+                reuse=None, key=None) -> dict:
     solver = AuxSolver(backend, options)  # formulations' auxiliary solves use the fit's backend (opt-in)
     info = dict(call_opt_in(res.formulation.validate, X, y_pm, solver=solver) or {})
-    sub = Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form,
-                     solver=solver, working_set=ws)
+
+    def make() -> Subproblem:
+        return Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form,
+                          solver=solver, working_set=ws)
+
+    # ``reuse(key, res, make)`` (a parameter path, fsframe.path) hands out a subproblem it keeps
+    # open across fits; otherwise the fit owns one
+    sub = make() if reuse is None else reuse(key, res, make)
     try:
         out = res.loop.run(sub, res.surrogate, n_features=n_features, callback=callback)
         certificate = certificate_of(out.iterate) if out.iterate.result is not None else {}
         if verify is not None and out.iterate.x is not None and sub.is_built:
             certificate["verify"] = _verify(sub, out.iterate, verify, options)
     finally:
-        sub.close()
+        if reuse is None:
+            sub.close()
     if sub.is_built:  # a loop that never solved the model (DSO-FS, filters) leaves it unbuilt
         info.update(sub.built.info)
     info.update(build_seconds=sub.build_seconds, compile_seconds=sub.compile_seconds,
@@ -264,26 +273,49 @@ def fit(
     t_start = time.perf_counter()
     flags = check_fit_options(fast=fast, keep_model=keep_model, cone_form=cone_form, verbose=verbose)
     fast, keep_model, verbose = flags["fast"], flags["keep_model"], flags["verbose"]
-    if isinstance(X, Dataset):
-        if y is not None:
-            raise InvalidOptionError("pass either a Dataset or X and y, not both")
-        data = X
-        Xa, ya = np.array(data.X), np.array(data.y)
-        names = data.feature_names
-    else:
-        names = _column_names(X)
-        Xa, ya = check_Xy(X, y, warn=True)
+    Xa, ya, names = training_data(X, y)
     res = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **params)
-    if n_features is not None:
-        if not isinstance(n_features, (int, np.integer)) or isinstance(n_features, bool) or n_features < 1:
-            raise InvalidOptionError(f"n_features must be a positive integer, got {n_features!r}")
-        n_groups = Xa.shape[0] if res.kernel is not None else Xa.shape[1]
-        if n_features > n_groups:
-            raise InvalidOptionError(f"n_features={n_features} exceeds the {n_groups} available features")
+    check_n_features(n_features, res, Xa)
     ws = working_set_options(working_set)
     options = make_options(time_limit=time_limit, verbose=verbose, backend_options=backend_options)
     be = select_backend(backend, res.problem_class, quadratic="quad" in res.terms, time_limit=time_limit)
     be.check_options(options)
+    return fit_resolved(res, Xa, ya, names, be, options, n_features=n_features, fast=fast, cone_form=cone_form,
+                        keep_model=keep_model, callback=callback, ws=ws, verify=verify, t_start=t_start)
+
+
+def training_data(X, y) -> tuple:
+    """``(X, y, feature_names)`` of :func:`fit`'s ``X``/``y`` (or a Dataset), checked and copied."""
+    if isinstance(X, Dataset):
+        if y is not None:
+            raise InvalidOptionError("pass either a Dataset or X and y, not both")
+        return np.array(X.X), np.array(X.y), X.feature_names
+    names = _column_names(X)
+    Xa, ya = check_Xy(X, y, warn=True)
+    return Xa, ya, names
+
+
+def check_n_features(n_features, res: Resolved, Xa) -> None:
+    """Raise :class:`~fsframe.errors.InvalidOptionError` for an ``n_features`` that is not a
+    positive integer at most the number of groups (features, or samples for a kernel map)."""
+    if n_features is None:
+        return
+    if not isinstance(n_features, (int, np.integer)) or isinstance(n_features, bool) or n_features < 1:
+        raise InvalidOptionError(f"n_features must be a positive integer, got {n_features!r}")
+    n_groups = Xa.shape[0] if res.kernel is not None else Xa.shape[1]
+    if n_features > n_groups:
+        raise InvalidOptionError(f"n_features={n_features} exceeds the {n_groups} available features")
+
+
+def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOptions, *, n_features=None, fast=True,
+                 cone_form="substitute", keep_model=False, callback=None, ws: WorkingSetOptions = WorkingSetOptions(),
+                 verify=None, t_start=None, reuse=None) -> FitResult:
+    """The body of :func:`fit` once its inputs are checked: the components ``res`` on the training
+    data ``(Xa, ya)`` with backend ``be``. ``reuse(key, res, make)``, when given, supplies the
+    subproblem of each binary problem (``key``: ``None``, or the class of a one-vs-rest problem)
+    and keeps it open (:func:`fsframe.path`'s warm starts); ``make()`` builds the one
+    :func:`fit` would."""
+    t_start = time.perf_counter() if t_start is None else t_start
     transform = None
     Z = Xa
     if res.kernel is not None:
@@ -294,7 +326,7 @@ def fit(
     if Z.shape[1] > 5 * Z.shape[0]:
         warnings.warn(f"n_features={Z.shape[1]} is much larger than n_samples={Z.shape[0]}: many sparse "
                       "solutions fit the training data equally well; check the selection's stability",
-                      DataWarning, stacklevel=2)
+                      DataWarning, stacklevel=3)
     common = dict(method=res.method, formulation=res.formulation, surrogate=res.surrogate, loop=res.loop,
                   backend=be.name, params=res.params, transform=transform, feature_names=names)
     if len(classes) == 2 or res.formulation.multiclass == "native":
@@ -302,7 +334,8 @@ def fit(
             y_code = np.where(ya == classes[1], 1.0, -1.0)
         else:
             y_code = np.searchsorted(np.asarray(classes), ya)
-        parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify)
+        parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify,
+                            reuse, None)
         parts["info"]["seconds"] = time.perf_counter() - t_start
         own = parts.pop("transform")
         if own is not None:  # a formulation or loop that owns its kernel rows
@@ -312,7 +345,8 @@ def fit(
     per = []
     for c in classes:
         y_pm = np.where(ya == c, 1.0, -1.0)
-        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify)
+        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify,
+                            reuse, c)
         if parts.pop("transform") is not None:
             raise UnsupportedProblemError(
                 f"formulation {res.formulation.name!r} maps the samples itself (its own kernel), which one-vs-rest "

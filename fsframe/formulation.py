@@ -170,6 +170,20 @@ class Formulation(abc.ABC):
         """Build the Pyomo model for training data ``X`` (m, n) and labels ``y``
         (``-1``/``+1`` for binary formulations) with slot ``terms``."""
 
+    restatable_params: ClassVar[tuple[str, ...]] = ()
+    """Names of parameters (besides :attr:`bound_params`) that :meth:`restate` changes in the built
+    and compiled problem without rebuilding it (e.g. the hinge's ``C``, which only scales the
+    slack costs in ``c``): a parameter path (:func:`fsframe.path`) over one of them keeps one
+    subproblem, hence one live solver model and its basis."""
+
+    def restate(self, built: BuiltModel, base: ProblemData, compiled, params: dict) -> ProblemData:
+        """The compiled loss-only problem ``base`` restated for new values of the
+        :attr:`restatable_params` (``params``, a dict by name), changing its arrays in numpy and
+        the Pyomo model ``built.model`` so that it states the same problem (e.g. by
+        ``model.fsframe_slot.loss.set_value(...)``); like :meth:`with_bounds`, never rebuilding
+        or recompiling. Only formulations declaring :attr:`restatable_params` implement it."""
+        raise NotImplementedError(f"formulation {self.name!r} declares no restatable parameters")
+
     def with_bounds(self, built: BuiltModel, base: ProblemData, compiled, bounds: dict) -> ProblemData:
         """The compiled loss-only problem ``base`` (``CompiledModel.base``) restated for new values
         of the :attr:`bound_params` (``bounds``, a dict by name), by changing its coefficients in

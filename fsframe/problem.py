@@ -220,6 +220,21 @@ class Subproblem:
         The next :meth:`solve` uses them (the backend session reloads what changed)."""
         self.compiled.base = self.formulation.with_bounds(self.built, self.compiled.base, self.compiled, bounds)
 
+    def restate(self, **params) -> None:
+        """Restate the subproblem for new values of the formulation's restatable parameters
+        (:attr:`Formulation.restatable_params`) through :meth:`Formulation.restate`, as
+        :meth:`set_bounds` does for bound parameters: no rebuild, no recompile."""
+        self.compiled.base = self.formulation.restate(self.built, self.compiled.base, self.compiled, params)
+
+    def seed_working_set(self, groups) -> bool:
+        """Start the next solve's working set from ``groups`` (a boolean mask or indices over the
+        groups, e.g. the working set of the previous point of a parameter path); returns whether
+        this subproblem uses a working set at all (if not, nothing is seeded)."""
+        ws = self._working_set()
+        if ws is not None:
+            ws.seed(groups)
+        return ws is not None
+
     def restricted(self, it: Iterate, keep: NDArray) -> Iterate:
         """Re-solve the subproblem of ``it`` (its slot weights) with the groups outside ``keep``
         fixed at zero (an infinite ``lin`` or ``quad`` weight; see

@@ -4,7 +4,7 @@ Formulations state their subproblem as an ordinary Pyomo ``ConcreteModel`` — a
 write or solve it — but three kinds of component are built through these helpers:
 
 * :func:`add_linear_constraints` — a block of rows ``lower <= M @ vars + const <= upper``,
-  assembled as ``_nx.LinearExpression`` rows inside ``PauseGC`` (0.07 s for 400k terms instead of
+  assembled as ``LinearExpression`` rows inside ``PauseGC`` (0.07 s for 400k terms instead of
   3 s for rule-based building, as measured for this project);
 * :func:`add_soc` — a second-order cone ``||lhs|| <= rhs`` stated in Pyomo as auxiliary
   variables ``z = lhs``, ``t = rhs >= 0`` and the quadratic constraint ``sum z_i^2 <= t^2``

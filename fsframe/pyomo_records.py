@@ -66,7 +66,7 @@ class LinearMap:
         return cls(sp.identity(len(vars), format="csr"), vars)
 
     def expressions(self) -> list:
-        """One expression per row, built in bulk with GC paused: a ``_nx.LinearExpression`` over
+        """One expression per row, built in bulk with GC paused: a ``LinearExpression`` over
         variables, or, when some atoms are named expressions, a ``_nx.SumExpression`` of
         ``coef * expression`` (``_nx.ProductExpression``) and then ``coef * var`` terms."""
         M, c = self.matrix, self.const

@@ -1,6 +1,6 @@
 """The ``fsframe`` command line (also ``python -m fsframe``).
 
-Commands: ``methods``, ``plugins``, ``select``, ``compare``, ``run`` (an experiment file) and ``report``
+Commands: ``methods``, ``plugins``, ``select``, ``path``, ``compare``, ``run`` (an experiment file) and ``report``
 (``fsframe COMMAND --help``; reference with examples: docs/cli.md, docs/experiments.md).
 
 Exit status: 0 success; 2 bad usage or bad input (one line on stderr naming the problem; add

@@ -84,3 +84,7 @@ def label_column(text: str | None):
         return None
     return int(text) if re.fullmatch(r"-?\d+", text.strip()) else text
 
+
+GRID_FLAGS = ("alpha", "C", "delta")
+"""Parameters with a flag of their own in ``fsframe path`` (``--alpha 1,2,5``); any other through
+``--grid KEY=V1,V2``."""

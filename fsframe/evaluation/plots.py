@@ -10,7 +10,9 @@ drawing function writing PNG and SVG:
 * ``sweep``: accuracy and support size against one parameter a method's grid varies
   (``alpha``, ``delta``, ``C``...);
 * ``trace``: objective and support size per outer-loop iteration of one fit
-  (``fsframe select DATA --method M --plot trace.png``).
+  (``fsframe select DATA --method M --plot trace.png``);
+* ``path``: support size, objective and (with validation data) accuracy against the swept
+  parameter of a parameter path (:func:`fsframe.path`, :func:`plot_path`).
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ import numpy as np
 
 from ..errors import BackendUnavailableError
 
-__all__ = ["accuracy_vs_features_data", "frequency_data", "sweep_data", "trace_data", "draw", "figures_for",
-           "PLOT_KINDS"]
+__all__ = ["accuracy_vs_features_data", "frequency_data", "sweep_data", "trace_data", "path_data", "draw",
+           "figures_for", "plot_path", "PLOT_KINDS"]
 
-PLOT_KINDS = ("accuracy_vs_features", "frequency", "sweep", "trace")
+PLOT_KINDS = ("accuracy_vs_features", "frequency", "sweep", "trace", "path")
 _R = re.compile(r"^(.*) r=(\d+)$")
 
 
@@ -129,6 +131,21 @@ def trace_data(result) -> dict:
     return {"series": series}
 
 
+def path_data(result) -> dict:
+    """``{"parameter", "method", "value", "n_selected", "objective", "accuracy"}`` of a
+    :class:`~fsframe.path.PathResult` (its :meth:`~fsframe.path.PathResult.sweep_data`; accuracy in
+    %, ``None`` without validation data), points sorted by value."""
+    d = result.sweep_data()
+    order = np.argsort(d["value"], kind="stable")
+    return {**d, **{k: [d[k][i] for i in order] for k in ("value", "n_selected", "objective", "accuracy")}}
+
+
+def plot_path(result, stem, *, title: str = "") -> list[Path]:
+    """Draw a parameter path (:func:`fsframe.path`) as ``stem.png`` and ``stem.svg``: support size,
+    objective and, when the path had validation data, accuracy against the swept parameter."""
+    return draw("path", path_data(result), stem, title=title)
+
+
 def _save(fig, stem: Path) -> list[Path]:
     stem = Path(stem)
     if stem.suffix.lower() in (".png", ".svg"):
@@ -186,6 +203,18 @@ def draw(kind: str, data: dict, stem, *, title: str = "") -> list[Path]:
             ax.set_xlabel("outer iteration")
         if len(data["series"]) > 1:
             axes[1].legend(fontsize=8)
+    elif kind == "path":
+        panels = [("n_selected", "selected features"), ("objective", "objective")]
+        if any(a is not None for a in data["accuracy"]):
+            panels.append(("accuracy", "validation accuracy (%)"))
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+        x = np.asarray(data["value"], dtype=float)
+        for ax, (key, label) in zip(axes[0], panels):
+            v = np.array([np.nan if a is None else a for a in data[key]], dtype=float)
+            ax.plot(x, v, marker="o", label=data.get("method") or "")
+            ax.set_xscale("log" if np.all(x > 0) and x.max() > 10 * x.min() else "linear")
+            ax.set_xlabel(data["parameter"])
+            ax.set_ylabel(label)
     else:
         raise ValueError(f"unknown plot kind {kind!r}; kinds are {PLOT_KINDS}")
     if title:

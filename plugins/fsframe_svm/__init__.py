@@ -109,6 +109,24 @@ class HingeFormulation(Formulation):
         return BuiltModel(model=model, slot=slot, intercept=LinearMap(np.ones((1, 1)), [model.b]),
                           coef_shape=(n,))
 
+    restatable_params = ("C",)
+
+    def restate(self, built, base, compiled, params):
+        """``base`` with the slack costs set to the new ``C`` (the only place ``C`` enters), and the
+        model's slot loss ``C * sum_i xi_i`` replaced to match."""
+        C = to_float(params.get("C"))
+        if set(params) != {"C"} or not isinstance(C, float) or not (np.isfinite(C) and C > 0):
+            raise ValueError(f"{self.name}: restate takes one finite C > 0, got {params!r}")
+        from pyomo.core.expr.numeric_expr import LinearExpression
+
+        model = built.model
+        xis = var_list(model.xi)
+        model.fsframe_slot.loss.set_value(LinearExpression(constant=0.0, linear_coefs=[C] * len(xis),
+                                                           linear_vars=xis))
+        c = np.array(base.c, dtype=float)
+        c[compiled.cols(xis)] = C
+        return base.evolve(c=c)
+
     def mask_space(self, sub):
         """The greedy loop's capability (paper 003 Algorithm 1 on the hinge model: a greedy
         L1-SVM, RFSVM-like): eq. 24's loss is ``C sum_i (1 - y_i (x_i E w + b))_+``."""

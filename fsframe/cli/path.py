@@ -1,0 +1,94 @@
+"""``fsframe path``: one method over a grid of one parameter, warm-started (:func:`fsframe.path`)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .common import EXIT_OK, GRID_FLAGS, UsageError, parse_value
+from .evaluate import dataset_line, load_data, method_params
+from .output import check_output_paths, meta, write_json
+
+__all__ = ["cmd_path"]
+
+
+
+def _values(flag: str, text: str) -> list:
+    vals = [parse_value(t) for t in text.split(",") if t.strip()]
+    if not vals:
+        raise UsageError(f"{flag} {text!r}: give comma-separated numbers, e.g. {flag} 1,2,5")
+    return vals
+
+
+def grid_of(args) -> tuple[str, list]:
+    """The one swept parameter and its values from ``--alpha``/``--C``/``--delta``/``--grid``."""
+    given = [(k, _values(f"--{k}", getattr(args, f"grid_{k}"))) for k in GRID_FLAGS
+             if getattr(args, f"grid_{k}") is not None]
+    if args.grid is not None:
+        if "=" not in args.grid:
+            raise UsageError(f"--grid {args.grid!r}: expected KEY=V1,V2,... (e.g. --grid eps=1e-3,1e-2)")
+        key, text = (s.strip() for s in args.grid.split("=", 1))
+        given.append((key, _values(f"--grid {key}=", text)))
+    if len(given) != 1:
+        raise UsageError("give exactly one grid: --alpha, --C, --delta or --grid KEY=V1,V2,... "
+                         f"(got {[k for k, _ in given] or 'none'})")
+    return given[0]
+
+
+def _split(y, fraction: float, seed: int):
+    """Stratified train/validation indices: ``fraction`` of each class to validation."""
+    rng = np.random.default_rng(seed)
+    val = []
+    for c in np.unique(y):
+        idx = rng.permutation(np.flatnonzero(y == c))
+        val.extend(idx[: int(round(fraction * idx.size))].tolist())
+    mask = np.zeros(len(y), dtype=bool)
+    mask[val] = True
+    return np.flatnonzero(~mask), np.flatnonzero(mask)
+
+
+def cmd_path(args, argv) -> int:
+    from ..evaluation.preprocess import _scale
+    from ..path import path
+
+    if args.method is None and not (args.formulation and args.loop):
+        raise UsageError("give --method NAME (see 'fsframe methods'), or --formulation and --loop")
+    check_output_paths(args)
+    name, values = grid_of(args)
+    if args.plot:
+        from ..evaluation.plots import _pyplot
+
+        _pyplot()  # fail before the path when matplotlib is missing
+    data = load_data(args)
+    params, _ = method_params(args)
+    if name in params:
+        raise UsageError(f"{name} is both swept and set with --set; drop one")
+    X = np.asarray(data.X, dtype=float)
+    y = np.asarray(data.y)
+    validation = None
+    if args.validation is not None:
+        tr, va = _split(y, args.validation, args.seed)
+        Xtr, Xva = _scale(X[tr], X[va], args.scale)
+        X, validation = Xtr, (Xva, y[va])
+        y = y[tr]
+    else:
+        X = _scale(X, X[:0], args.scale)[0]
+    res = path(X, y, method=args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop,
+               n_features=args.n_features, validation=validation, **params, **{name: values})
+    if args.json != "-":
+        label = args.method or "+".join(p for p in (args.formulation, args.surrogate, args.loop) if p)
+        print(f"{label} over {name} on {dataset_line(data)}"
+              + (f"; validation: {len(validation[1])} samples" if validation else ""))
+        print(res.as_table())
+        print(f"{len(res.points)} points in {res.seconds:.3f} s, {res.n_subproblems} subproblem(s) built")
+    if args.json:
+        write_json(args.json if args.json != "-" else "/dev/stdout", {**meta(args, argv), **res.to_dict()})
+    if args.plot:
+        from ..evaluation.plots import plot_path
+
+        paths = plot_path(res, args.plot, title=f"{args.method or 'path'} on {data.name}")
+        print(f"wrote {paths[0]} and {paths[1]}", file=sys.stderr)
+    return EXIT_OK
+
+

@@ -1,0 +1,340 @@
+"""Parameter paths: one method fitted over a grid of one parameter, in order, with warm starts.
+
+``fsframe.path(X, y, "fsv", alpha=[1, 2, 5, 10])`` gives, point by point, the result an
+independent :func:`fsframe.fit` call gives (same objective, same support), faster: each point
+starts from the previous one.
+
+* A surrogate or loop parameter (``alpha``, ``p``, ``eps``, ``max_iter``...) leaves the convex
+  subproblem as it is: every point solves the *same* :class:`~fsframe.problem.Subproblem` (one
+  build, one compile, one live solver model, e.g. one HiGHS LP whose basis and working set carry
+  over).
+* A formulation's bound parameter (:attr:`Formulation.bound_params`, e.g. ``mpm-equal``'s
+  ``delta``) or restatable parameter (:attr:`Formulation.restatable_params`, e.g. the hinge's
+  ``C``) is restated in the compiled problem (:meth:`Subproblem.set_bounds`,
+  :meth:`Subproblem.restate`): same subproblem, same live model.
+* Any other parameter (the MPM's ``delta``, a kernel's ``sigma``) gets a new subproblem whose
+  working set starts from the previous point's (:meth:`Subproblem.seed_working_set`).
+
+Each point's own certificate proves its answer on its full problem, so a warm start can change
+the time, never the answer. :attr:`PathPoint.warm` says which of the above happened.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Mapping
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from .errors import InvalidOptionError
+from .fitting import (check_fit_options, check_n_features, fit_resolved, make_options, training_data,
+                      working_set_options)
+from .method import Resolved, resolve, select_backend
+from .problem import Subproblem
+from .results import FitResult
+
+__all__ = ["path", "PathResult", "PathPoint", "WARM_KINDS"]
+
+WARM_KINDS = ("cold", "same", "restated", "seeded", "new")
+"""How a point started (:attr:`PathPoint.warm`): ``cold`` the first point; ``same`` the previous
+point's subproblem unchanged (a surrogate or loop parameter); ``restated`` the same subproblem
+with bound or restatable parameters changed in place; ``seeded`` a new subproblem whose working
+set starts from the previous point's; ``new`` a new subproblem from scratch (no working set)."""
+
+
+@attrs.frozen(eq=False)
+class PathPoint:
+    """One point of a :class:`PathResult`.
+
+    Attributes
+    ----------
+    value : float
+        The swept parameter's value.
+    n_selected : int
+    support : array of bool, shape (n_groups,)
+    coef, intercept
+        As in :class:`~fsframe.FitResult`.
+    objective : float or None
+    n_iter : int
+    seconds : float
+        Wall time of this point (its validation included).
+    certificate : dict
+        ``FitResult.certificate`` of the point.
+    accuracy : float or None
+        Accuracy on ``validation=(X_val, y_val)`` (a fraction), if given.
+    warm : str
+        How it started (:data:`WARM_KINDS`; for one-vs-rest, the first class's).
+    result : FitResult
+    """
+
+    value: float
+    n_selected: int
+    support: NDArray
+    coef: NDArray
+    intercept: object
+    objective: float | None
+    n_iter: int
+    seconds: float
+    certificate: dict
+    accuracy: float | None
+    warm: str
+    result: FitResult = attrs.field(repr=False)
+
+    def to_dict(self) -> dict:
+        """Plain values (JSON-ready): everything but ``result``; arrays as lists."""
+        icpt = self.intercept
+        return {"value": self.value, "n_selected": self.n_selected,
+                "support": np.flatnonzero(self.support).tolist(), "coef": np.asarray(self.coef).tolist(),
+                "intercept": np.asarray(icpt).tolist() if np.ndim(icpt) else float(icpt),
+                "objective": self.objective, "n_iter": self.n_iter, "seconds": self.seconds,
+                "certificate": _plain(self.certificate), "accuracy": self.accuracy, "warm": self.warm}
+
+
+@attrs.frozen(eq=False)
+class PathResult:
+    """What :func:`path` returns: the points in grid order, and how the path went.
+
+    Attributes
+    ----------
+    parameter : str
+        The swept parameter (as given, e.g. ``"alpha"`` or ``"surrogate__alpha"``).
+    method : str or None
+    points : tuple of PathPoint
+    seconds : float
+        Wall time of the whole path.
+    n_subproblems : int
+        Subproblems built (1 for a path that restated or reused one throughout, per class for
+        one-vs-rest).
+    """
+
+    parameter: str
+    method: str | None
+    points: tuple
+    seconds: float
+    n_subproblems: int
+
+    @property
+    def values(self) -> list:
+        return [p.value for p in self.points]
+
+    @property
+    def n_selected(self) -> list:
+        return [p.n_selected for p in self.points]
+
+    @property
+    def objectives(self) -> list:
+        return [p.objective for p in self.points]
+
+    @property
+    def accuracies(self) -> list:
+        return [p.accuracy for p in self.points]
+
+    def to_dict(self) -> dict:
+        return {"parameter": self.parameter, "method": self.method, "seconds": self.seconds,
+                "n_subproblems": self.n_subproblems, "points": [p.to_dict() for p in self.points]}
+
+    def sweep_data(self) -> dict:
+        """The input of the sweep picture (:func:`fsframe.evaluation.plots.plot_path`):
+        ``{"parameter", "method", "value", "n_selected", "objective", "accuracy"}`` (accuracy in %,
+        ``None`` entries without validation data)."""
+        return {"parameter": self.parameter, "method": self.method, "value": self.values,
+                "n_selected": self.n_selected, "objective": self.objectives,
+                "accuracy": [None if a is None else 100.0 * a for a in self.accuracies]}
+
+    def as_table(self) -> str:
+        """A Markdown table, one row per point."""
+        acc = any(p.accuracy is not None for p in self.points)
+        head = [self.parameter, "selected", "objective", "iterations", "seconds", "working set", "warm"]
+        if acc:
+            head.insert(2, "accuracy")
+        rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for p in self.points:
+            ws = p.certificate.get("working_set") if p.certificate else None
+            cells = [f"{p.value:g}", str(p.n_selected), "-" if p.objective is None else f"{p.objective:.6g}",
+                     str(p.n_iter), f"{p.seconds:.3f}", "full" if ws is None else str(ws), p.warm]
+            if acc:
+                cells.insert(2, "-" if p.accuracy is None else f"{100 * p.accuracy:.1f}%")
+            rows.append("| " + " | ".join(cells) + " |")
+        return "\n".join(rows)
+
+
+def _plain(d):
+    if isinstance(d, Mapping):
+        return {k: _plain(v) for k, v in d.items()}
+    if isinstance(d, (list, tuple)):
+        return [_plain(v) for v in d]
+    if isinstance(d, np.generic):
+        return d.item()
+    return d
+
+
+def _grid(params: dict) -> tuple[str, list]:
+    """The one swept parameter (a list, tuple or 1-d array) and its values, checked."""
+    swept = [k for k, v in params.items() if isinstance(v, (list, tuple, np.ndarray))]
+    if not swept:
+        raise InvalidOptionError("path needs one parameter given as a list of values, e.g. alpha=[1, 2, 5] "
+                                 f"(got {sorted(params) or 'no parameters'})")
+    if len(swept) > 1:
+        raise InvalidOptionError(f"path sweeps one parameter per call, got lists for {sorted(swept)}: fix all but "
+                                 "one to a single value (or run one path per parameter)")
+    name = swept[0]
+    values = list(np.asarray(params[name], dtype=object).ravel()) if isinstance(params[name], np.ndarray) \
+        else list(params[name])
+    if not values:
+        raise InvalidOptionError(f"the grid of {name!r} is empty: give at least one value")
+    for v in values:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            raise InvalidOptionError(f"the grid of {name!r} holds {v!r}: path sweeps numbers only")
+        if not math.isfinite(float(v)):
+            raise InvalidOptionError(f"the grid of {name!r} holds the non-finite value {v!r}: give finite numbers")
+    return name, [v.item() if isinstance(v, np.generic) else v for v in values]
+
+
+def _same_kernel(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # a transform whose equality is not a bool (arrays): assume changed
+        return False
+
+
+def _restatement(old: Resolved, new: Resolved):
+    """``(bounds, restated)`` that turn ``old``'s subproblem into ``new``'s in place, or None when a
+    new subproblem is needed."""
+    f0, f1 = old.formulation, new.formulation
+    if type(f0) is not type(f1) or old.terms != new.terms or not _same_kernel(old.kernel, new.kernel):
+        return None
+    changed = {a.name for a in attrs.fields(type(f1)) if getattr(f0, a.name) != getattr(f1, a.name)}
+    bound = tuple(getattr(f1, "bound_params", ()))
+    restatable = tuple(getattr(f1, "restatable_params", ()))
+    if not changed <= set(bound) | set(restatable):
+        return None
+    if bound and any(getattr(f1, b, None) is None for b in bound):
+        return None  # a bound set from the data (delta_fraction): let a new build compute it
+    return ({b: getattr(f1, b) for b in bound} if bound else {},
+            {k: getattr(f1, k) for k in restatable if k in changed})
+
+
+class _Chains:
+    """The ``reuse`` hook of :func:`fsframe.fitting.fit_resolved`: one subproblem per binary
+    problem (``key``), carried from point to point."""
+
+    def __init__(self):
+        self.subs: dict = {}
+        self.resolved: dict = {}
+        self.n_built = 0
+        self.warm: list = []
+        self.backend_name = ""  # the backend of the point being fitted (set by path)
+
+    def __call__(self, key, res: Resolved, make) -> Subproblem:
+        prev, prev_res = self.subs.get(key), self.resolved.get(key)
+        kind = "cold"
+        if prev is None:
+            sub = make()
+        else:
+            how = _restatement(prev_res, res) if prev.backend.name == self.backend_name else None
+            if how is not None:
+                bounds, restated = how
+                if bounds and prev.is_built:
+                    prev.set_bounds(**bounds)
+                if restated and prev.is_built:
+                    prev.restate(**restated)
+                prev.formulation = res.formulation
+                sub, kind = prev, ("restated" if restated or (bounds and bounds != _bounds_of(prev_res)) else "same")
+            else:
+                ws = prev.working_set
+                active = None if ws is None or ws.active is None else ws.active.copy()
+                prev.close()
+                sub = make()
+                kind = "seeded" if active is not None and sub.seed_working_set(active) else "new"
+        if sub is not prev:
+            self.n_built += 1
+        self.subs[key], self.resolved[key] = sub, res
+        self.warm.append(kind)
+        return sub
+
+    def close(self) -> None:
+        for sub in self.subs.values():
+            sub.close()
+
+
+def _bounds_of(res: Resolved) -> dict:
+    return {b: getattr(res.formulation, b) for b in getattr(res.formulation, "bound_params", ())}
+
+
+
+def path(X, y=None, method: str | None = None, *, formulation: str | None = None, surrogate: str | None = None,
+         loop: str | None = None, backend="auto", n_features: int | None = None, validation=None,
+         time_limit: float | None = None, backend_options: Mapping | None = None, verbose: bool = False,
+         fast: bool = True, cone_form: str = "substitute", working_set="auto", **params) -> PathResult:
+    """Fit ``method`` at every value of one parameter, in the order given, with warm starts.
+
+    Parameters
+    ----------
+    X, y, method, formulation, surrogate, loop, backend, n_features, time_limit, backend_options,
+    verbose, fast, cone_form, working_set
+        As in :func:`fsframe.fit`; ``n_features`` (exactly ``r`` features) applies at every point.
+    validation : (X_val, y_val), optional
+        Held-out data: each point reports its accuracy on it (:attr:`PathPoint.accuracy`).
+    **params
+        Component parameters as in :func:`fsframe.fit`, exactly one of them given as a list (or
+        tuple, 1-d array) of finite numbers: the grid, e.g. ``alpha=[1, 2, 5]``, ``C=[0.1, 1]``,
+        ``delta=[0.2, 0.3]``, ``loop__tol=[...]``. The order is kept (sort it for the sweep
+        picture); warm starts help most between neighbouring values.
+
+    Returns
+    -------
+    PathResult
+        Point ``k`` equals ``fsframe.fit(X, y, method, <parameter>=grid[k], ...)`` (its own
+        certificate proves it), with :attr:`PathPoint.warm` saying how it started.
+
+    Raises
+    ------
+    InvalidOptionError
+        no list-valued parameter, two of them, an empty grid, a value that is not a finite number,
+        or any value :func:`fsframe.fit` would refuse (an unknown parameter, an invalid value):
+        every point is resolved before anything is solved.
+
+    The inputs are never modified.
+    """
+    t_start = time.perf_counter()
+    flags = check_fit_options(fast=fast, cone_form=cone_form, verbose=verbose)
+    name, grid = _grid(params)
+    Xa, ya, names = training_data(X, y)
+    Xv = yv = None
+    if validation is not None:
+        if not isinstance(validation, (tuple, list)) or len(validation) != 2:
+            raise InvalidOptionError("validation must be a pair (X_val, y_val)")
+        Xv, yv, _ = training_data(*validation)
+        if Xv.shape[1] != Xa.shape[1]:
+            raise InvalidOptionError(f"validation X has {Xv.shape[1]} features, the training X {Xa.shape[1]}")
+    fixed = {k: v for k, v in params.items() if k != name}
+    resolved = [resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **fixed, **{name: v})
+                for v in grid]
+    check_n_features(n_features, resolved[0], Xa)
+    ws = working_set_options(working_set)
+    options = make_options(time_limit=time_limit, verbose=flags["verbose"], backend_options=backend_options)
+    chains = _Chains()
+    points = []
+    try:
+        for value, res in zip(grid, resolved):
+            t0 = time.perf_counter()
+            be = select_backend(backend, res.problem_class, quadratic="quad" in res.terms, time_limit=time_limit)
+            be.check_options(options)
+            chains.backend_name = be.name
+            before = len(chains.warm)
+            fr = fit_resolved(res, Xa, ya, names, be, options, n_features=n_features, fast=flags["fast"],
+                              cone_form=flags["cone_form"], ws=ws, t_start=t0, reuse=chains)
+            acc = None if Xv is None else float(np.mean(fr.predict(Xv) == yv))
+            points.append(PathPoint(
+                value=value, n_selected=int(np.count_nonzero(fr.support)), support=np.asarray(fr.support),
+                coef=fr.coef, intercept=fr.intercept, objective=fr.objective, n_iter=fr.n_iter,
+                seconds=time.perf_counter() - t0, certificate=fr.certificate, accuracy=acc,
+                warm=chains.warm[before] if len(chains.warm) > before else "new", result=fr))
+    finally:
+        chains.close()
+    return PathResult(parameter=name, method=method, points=tuple(points), seconds=time.perf_counter() - t_start,
+                      n_subproblems=chains.n_built)
