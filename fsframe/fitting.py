@@ -17,7 +17,8 @@ from numpy.typing import ArrayLike
 from .backends.base import Backend, SolveOptions
 from .compiler.cones import CONE_FORMS
 from .dataset import Dataset, check_Xy
-from .errors import DataError, DataWarning, InvalidOptionError, SolverWarning, UnsupportedProblemError
+from .errors import (BackendUnavailableError, DataError, DataWarning, IncompatibleComponentsError, InvalidOptionError,
+                     SolverWarning, UnknownComponentError, UnsupportedProblemError)
 from .formulation import AuxSolver, call_opt_in
 from .method import Resolved, _reason, resolve, select_backend
 from .problem import Iterate, Subproblem
@@ -86,7 +87,7 @@ def certificate_of(it: Iterate) -> dict:
     ``primal_residual``, ``dual_residual``: see :class:`~fsframe.backends.certificate.Certificate`),
     and how the working set went (``working_set`` groups of ``n_groups``, ``rounds``, and
     ``max_violation``: the largest reduced cost over the excluded features that their bounds do
-    not excuse, relative to the gradient's size — 0 when the exclusion was exact or nothing was
+    not excuse, relative to the size of its own terms — 0 when the exclusion was exact or nothing was
     excluded)."""
     res = it.result
     out = {"status": res.status.value, "backend": res.backend}
@@ -101,6 +102,36 @@ def certificate_of(it: Iterate) -> dict:
         if rep.fallback:
             out["fallback"] = rep.fallback
     return out
+
+
+def _returned_vs_certified(certificate: dict, coef, certified, objective) -> None:
+    """Say whether the returned coefficients are the certified subproblem's answer.
+
+    A loop may return its iterate cut to a support (the exactly-``r`` selection when the re-solve
+    on the selected features failed, or groups below 1e-12 of the largest norm): the certificate
+    then describes the uncut point. ``cut_distance`` is the largest coefficient change;
+    ``certifies_returned`` is False (and ``status`` says ``cut``) when that change is beyond
+    rounding (1e-9 of the largest coefficient) or the loop reported no objective."""
+    coef = np.asarray(coef, dtype=float).ravel()
+    certified = np.asarray(certified, dtype=float).ravel()
+    dist = float(np.max(np.abs(coef - certified), initial=0.0)) if coef.shape == certified.shape else np.inf
+    ok = objective is not None and dist <= 1e-9 * max(1.0, float(np.max(np.abs(certified), initial=0.0)))
+    certificate["cut_distance"] = dist
+    certificate["certifies_returned"] = bool(ok)
+    if not ok:
+        certificate["certified_status"] = certificate["status"]
+        certificate["status"] = "cut"
+
+
+def _verify_backend(verify, res: Resolved) -> Backend | None:
+    """The ``verify=`` backend, checked before the fit runs (an unknown name, or a backend that
+    cannot solve the method's subproblems, is an error up front, not after a long fit)."""
+    if verify is None:
+        return None
+    try:
+        return select_backend(verify, res.problem_class, quadratic="quad" in res.terms)
+    except (UnknownComponentError, IncompatibleComponentsError, BackendUnavailableError) as exc:
+        raise type(exc)(f"verify={getattr(verify, 'name', verify)!r}: {exc}") from None
 
 
 def _verify(sub: Subproblem, it: Iterate, verify, options: SolveOptions) -> dict:
@@ -159,6 +190,8 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     try:
         out = res.loop.run(sub, res.surrogate, n_features=n_features, callback=callback)
         certificate = certificate_of(out.iterate) if out.iterate.result is not None else {}
+        if certificate and out.iterate.coef is not None:
+            _returned_vs_certified(certificate, out.coef, out.iterate.coef, out.objective)
         if verify is not None and out.iterate.x is not None and sub.is_built:
             certificate["verify"] = _verify(sub, out.iterate, verify, options)
     finally:
@@ -284,6 +317,7 @@ def fit(
     options = make_options(time_limit=time_limit, verbose=verbose, backend_options=backend_options)
     be = select_backend(backend, res.problem_class, quadratic="quad" in res.terms, time_limit=time_limit)
     be.check_options(options)
+    verify_be = _verify_backend(verify, res)
     transform = None
     Z = Xa
     if res.kernel is not None:
@@ -302,7 +336,7 @@ def fit(
             y_code = np.where(ya == classes[1], 1.0, -1.0)
         else:
             y_code = np.searchsorted(np.asarray(classes), ya)
-        parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify)
+        parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify_be)
         parts["info"]["seconds"] = time.perf_counter() - t_start
         own = parts.pop("transform")
         if own is not None:  # a formulation or loop that owns its kernel rows
@@ -312,7 +346,7 @@ def fit(
     per = []
     for c in classes:
         y_pm = np.where(ya == c, 1.0, -1.0)
-        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify)
+        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify_be)
         if parts.pop("transform") is not None:
             raise UnsupportedProblemError(
                 f"formulation {res.formulation.name!r} maps the samples itself (its own kernel), which one-vs-rest "

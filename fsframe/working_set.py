@@ -34,6 +34,8 @@ rows left empty dropped (interior-point solvers need them gone). Measurements: d
 
 from __future__ import annotations
 
+import time
+
 import attrs
 import numpy as np
 import scipy.sparse as sp
@@ -72,7 +74,9 @@ class WorkingSetOptions:
         Most violating groups added per round (default: the larger of 100 and half the working set).
     tol : float
         A group violates when a reduced cost of its columns, unexcused by the bounds, exceeds
-        ``tol`` times the size of the gradient (the certificate's ``grad_scale``).
+        ``tol`` times the size of the terms that make up that column's reduced cost
+        (``max(|c_k + (P x)_k|, |(A'y)_k|, |(G'z)_k|)``; a scale shared by all columns lets one
+        column of large terms, e.g. the slacks at a large ``C``, hide real violations).
     max_rounds : int
         Pricing rounds before the full problem is solved instead.
     min_groups : int
@@ -91,7 +95,7 @@ class WorkingSetReport:
     """How the last subproblem was solved: ``used`` (a working set, or the full problem),
     ``size`` (groups in the final working set), ``n_groups``, ``rounds`` (restricted solves),
     ``added`` (groups the pricing added), ``max_violation`` (the largest unexcused reduced cost
-    over the excluded columns, relative; 0 when none is excluded), ``fallback`` (why the full
+    over the excluded columns, relative to each column's own terms; 0 when none is excluded), ``fallback`` (why the full
     problem was solved instead, if it was)."""
 
     used: bool
@@ -153,6 +157,7 @@ class WorkingSet:
         self.order: list = []  # active groups in the order they joined (the column order)
         self._last: ProblemData | None = None  # the restricted problem last solved (to append to)
         self._last_cols: NDArray | None = None
+        self._last_src: tuple = ()  # the full problem's A and G that _last was cut from
         self.report: WorkingSetReport | None = None
 
     # -- when to use one ----------------------------------------------------------------------
@@ -210,13 +215,21 @@ class WorkingSet:
         return active
 
     # -- one solve --------------------------------------------------------------------------------
-    def solve(self, data: ProblemData, fixed_groups: NDArray, solve_on) -> SolveResult | None:
+    def solve(self, data: ProblemData, fixed_groups: NDArray, solve_on,
+              time_limit: float | None = None) -> SolveResult | None:
         """Solve ``data`` (the full problem at this iteration's weights) on the working set.
 
         ``fixed_groups`` are groups fixed at zero by infinite weights (never in the working set);
         ``solve_on(restricted)`` solves a restricted problem (on a backend session the caller
         keeps). Returns the answer as a :class:`SolveResult` of the *full* problem, certified on
-        it, or ``None`` when the full problem must be solved instead (:attr:`report` says why)."""
+        it, or ``None`` when the full problem must be solved instead (:attr:`report` says why).
+
+        ``time_limit`` (seconds) bounds the pricing rounds together, not each one: a restricted
+        solve that hits it, or a round that would start after it, ends the solve with
+        :attr:`Status.TIME_LIMIT` and no solution (as the full problem's solve would), instead
+        of more rounds or a full solve with a fresh limit. A solve may thus take up to twice
+        ``time_limit`` (the last round starts before it and runs up to it)."""
+        t_start = time.perf_counter()
         fixed = np.zeros(self.n_groups, dtype=bool)
         fixed[fixed_groups] = True
         if self.active is None:
@@ -239,10 +252,22 @@ class WorkingSet:
         batch0 = self.options.batch
         res = None
         while True:
+            if rounds and time_limit is not None and time.perf_counter() - t_start >= time_limit:
+                self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added,
+                                               fallback=f"time limit {time_limit:g} s reached after {rounds} rounds")
+                return SolveResult(Status.TIME_LIMIT, None, None, res.backend, time.perf_counter() - t_start,
+                                   backend_version=res.backend_version,
+                                   message=f"working set: time limit reached after {rounds} pricing rounds, "
+                                           "before the exclusion was certified")
             R, cols = self._restrict(data, fixed)
             rounds += 1
             res = solve_on(R)
-            self._last, self._last_cols = R, cols
+            self._last, self._last_cols, self._last_src = R, cols, (data.A, data.G)
+            if res.status is Status.TIME_LIMIT:
+                self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added,
+                                               fallback=f"restricted problem ended {res.status.value}")
+                return attrs.evolve(res, x=None, objective=None, duals=None, certificate=None,
+                                    solve_time=time.perf_counter() - t_start)
             if res.status not in SOLUTION_PRESENT or res.duals is None:
                 self.report = WorkingSetReport(False, int(self.active.sum()), self.n_groups, rounds, added,
                                                fallback=f"restricted problem ended {res.status.value}")
@@ -254,10 +279,9 @@ class WorkingSet:
                 # the restricted certificate is the full problem's, up to those columns
                 self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added)
                 return attrs.evolve(res, x=x, objective=data.objective(x), duals={"y": y, "z": z})
-            viol, grad_scale = reduced_cost_violations(data, x, y, z)
-            gviol = self._group_max(viol, excluded)
-            limit = tol * grad_scale
-            violators = np.flatnonzero(gviol > limit)
+            viol, col_scale = reduced_cost_violations(data, x, y, z, per_column=True)
+            gviol = self._group_max(viol / col_scale, excluded)  # relative to each column's own terms
+            violators = np.flatnonzero(gviol > tol)
             if violators.size == 0 or rounds >= self.options.max_rounds:
                 break
             batch = batch0 or max(100, int(self.active.sum()) // 2)
@@ -270,7 +294,7 @@ class WorkingSet:
                                                     f"{rounds} rounds")
             return None
         out = self._full_result(data, res, x, y, z)
-        maxv = float(np.max(gviol, initial=0.0)) / grad_scale if grad_scale > 0 else 0.0
+        maxv = float(np.max(gviol, initial=0.0))
         self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added, maxv)
         return out
 
@@ -345,7 +369,11 @@ class WorkingSet:
         R = ProblemData(c=data.c[cols], A=A, b=b, G=G, h=h, lb=data.lb[cols], ub=data.ub[cols], l=l,
                         cones=cones, P=P, offset=data.offset)
         last = self._last
-        if self.grows and last is not None and last.n <= R.n and np.array_equal(self._last_cols, cols[: last.n]):
+        # the claim "R is the last problem with columns appended" holds only when the old columns
+        # keep their entries: the same source matrices (``Subproblem.set_bounds`` may restate them)
+        if (self.grows and last is not None and last.n <= R.n and len(self._last_src) == 2
+                and self._last_src[0] is data.A and self._last_src[1] is data.G
+                and np.array_equal(self._last_cols, cols[: last.n])):
             R = R.evolve(appended_to=last)
         return R, cols
 

@@ -118,14 +118,20 @@ def _unexcused(data: ProblemData, r: NDArray) -> NDArray:
     return ((r > 0) & ~np.isfinite(data.lb)) | ((r < 0) & ~np.isfinite(data.ub))
 
 
-def reduced_cost_violations(data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> tuple[NDArray, float]:
+def reduced_cost_violations(data: ProblemData, x: NDArray, y: NDArray, z: NDArray,
+                            per_column: bool = False) -> tuple[NDArray, NDArray | float]:
     """Per column, the size of the reduced cost ``r = ∇f(x) + A'y + G'z`` that the column's
-    bounds do not excuse *at* ``x`` (0 where they do), and the gradient scale the certificate
-    measures it against (``max(|∇f|, |A'y|, |G'z|)``).
+    bounds do not excuse *at* ``x`` (0 where they do), and the scale to measure it against.
 
     At ``x_k`` on its lower bound a reduced cost ``r_k >= 0`` is excused, on its upper bound
     ``r_k <= 0``; strictly between (or with no bound on the improving side) ``r_k`` should vanish.
-    This is the pricing test of :mod:`fsframe.working_set` (columns left out at zero)."""
+    This is the pricing test of :mod:`fsframe.working_set` (columns left out at zero).
+
+    The scale is the gradient's size ``max(|∇f|, |A'y|, |G'z|)`` over all columns (the
+    certificate's), or with ``per_column`` the size of the terms that make up each column's
+    own reduced cost, ``max(|∇f_k|, |(A'y)_k|, |(G'z)_k|)`` (at least ``GAP_FLOOR`` times the
+    gradient's size). Pricing needs the latter: one column of large terms (an L1-SVM's slacks
+    at ``C = 1e6``) must not make a reduced cost of ``-5e-4`` on a weight-1 feature look like noise."""
     x = np.asarray(x, dtype=float)
     grad, _, Aty, Gtz, _ = _gradient_terms(data, x, np.asarray(y, dtype=float), np.asarray(z, dtype=float))
     r = grad + Aty + Gtz
@@ -133,7 +139,10 @@ def reduced_cost_violations(data: ProblemData, x: NDArray, y: NDArray, z: NDArra
     at_ub = x >= data.ub
     viol = np.where(r > 0, np.where(at_lb, 0.0, r), np.where(at_ub, 0.0, -r))
     grad_scale = max(_inf(grad), _inf(Aty), _inf(Gtz), GAP_FLOOR)
-    return viol, grad_scale
+    if not per_column:
+        return viol, grad_scale
+    col = np.maximum(np.maximum(np.abs(grad), np.abs(Aty)), np.abs(Gtz))
+    return viol, np.maximum(col, GAP_FLOOR * grad_scale)
 
 
 def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray, objective: float | None = None) -> Certificate:
