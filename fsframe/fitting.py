@@ -114,8 +114,10 @@ def _returned_vs_certified(certificate: dict, coef, certified, objective) -> Non
     rounding (1e-9 of the largest coefficient) or the loop reported no objective."""
     coef = np.asarray(coef, dtype=float).ravel()
     certified = np.asarray(certified, dtype=float).ravel()
-    dist = float(np.max(np.abs(coef - certified), initial=0.0)) if coef.shape == certified.shape else np.inf
-    ok = objective is not None and dist <= 1e-9 * max(1.0, float(np.max(np.abs(certified), initial=0.0)))
+    # another shape: not comparable, so not certified (None keeps the certificate valid JSON)
+    dist = float(np.max(np.abs(coef - certified), initial=0.0)) if coef.shape == certified.shape else None
+    ok = (objective is not None and dist is not None
+          and dist <= 1e-9 * max(1.0, float(np.max(np.abs(certified), initial=0.0))))
     certificate["cut_distance"] = dist
     certificate["certifies_returned"] = bool(ok)
     if not ok:

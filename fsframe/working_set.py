@@ -39,14 +39,16 @@ import time
 import attrs
 import numpy as np
 import scipy.sparse as sp
-from attrs.validators import ge, in_, instance_of
+from attrs.validators import ge, in_, instance_of, optional
 from numpy.typing import NDArray
 
 from .backends.base import SolveResult
 from .backends.certificate import certify, judge_certificate, reduced_cost_violations
 from .canonical import ProblemData
 from .enums import SOLUTION_PRESENT, Status
+from .errors import InvalidOptionError
 from .slot import SlotMaps
+from .validators import as_int, finite, not_bool, positive_int, to_float
 
 __all__ = ["WorkingSetOptions", "WorkingSet", "WorkingSetReport"]
 
@@ -55,6 +57,24 @@ def _mode(value):
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     return value
+
+
+def _typed(*validators):
+    """attrs validator: ``validators`` in turn, their refusal an
+    :class:`~fsframe.errors.InvalidOptionError` naming the option (``batch=0`` or ``batch=-1``
+    would otherwise take no violators, or all but one, round after round)."""
+
+    def check(instance, attribute, value):
+        for v in validators:
+            try:
+                v(instance, attribute, value)
+            except InvalidOptionError:
+                raise
+            except (TypeError, ValueError) as exc:
+                why = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+                raise InvalidOptionError(f"WorkingSetOptions({attribute.name}={value!r}): {why}") from None
+
+    return check
 
 
 @attrs.frozen
@@ -82,12 +102,12 @@ class WorkingSetOptions:
     min_groups : int
     """
 
-    mode: object = attrs.field(default="auto", converter=_mode, validator=in_(("auto", True, False)))
-    initial: int | None = attrs.field(default=None)
-    batch: int | None = attrs.field(default=None)
-    tol: float = attrs.field(default=1e-9, validator=ge(0))
-    max_rounds: int = attrs.field(default=60, validator=[instance_of(int), ge(1)])
-    min_groups: int = attrs.field(default=200, validator=[instance_of(int), ge(0)])
+    mode: object = attrs.field(default="auto", converter=_mode, validator=_typed(in_(("auto", True, False))))
+    initial: int | None = attrs.field(default=None, converter=as_int, validator=_typed(optional(positive_int)))
+    batch: int | None = attrs.field(default=None, converter=as_int, validator=_typed(optional(positive_int)))
+    tol: float = attrs.field(default=1e-9, converter=to_float, validator=_typed(instance_of(float), ge(0), finite))
+    max_rounds: int = attrs.field(default=60, converter=as_int, validator=_typed(positive_int))
+    min_groups: int = attrs.field(default=200, converter=as_int, validator=_typed(not_bool, instance_of(int), ge(0)))
 
 
 @attrs.frozen

@@ -19,22 +19,18 @@ from fsframe.backends.certificate import reduced_cost_violations
 from fsframe.backends.highs import HighsBackend, HighsSession
 from fsframe.canonical import ProblemData
 from fsframe.enums import Status
-from fsframe.errors import IncompatibleComponentsError, UnknownComponentError
-from fsframe.method import resolve
+from fsframe.errors import IncompatibleComponentsError, InvalidOptionError, UnknownComponentError
+from fsframe.method import resolve, select_backend
 from fsframe.problem import Subproblem
 from fsframe.working_set import WorkingSetOptions
+from test_working_set import _data as _ws_data  # tests/unit is on sys.path (pytest's rootdir-relative import)
 
 # small initial sets and batches: many pricing rounds, late entries, carried working sets
 WS = WorkingSetOptions(mode=True, initial=5, batch=5)
 
 
 def _data(m=30, n=300, k=4, seed=1, noise=0.5):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((m, n))
-    w = np.zeros(n)
-    w[:k] = rng.choice([-2.0, 2.0], size=k)
-    y = np.where(X @ w + noise * rng.standard_normal(m) > 0, 1, -1)
-    return X, y
+    return _ws_data(m=m, n=n, k=k, seed=seed, noise=noise)  # larger defaults than test_working_set's
 
 
 def _both(X, y, method, ws=WS, **kw):
@@ -319,3 +315,78 @@ def test_deterministic_bit_identical():
     b = fsframe.fit(X, y, "fsv", working_set=WS, max_iter=5)
     assert np.array_equal(a.coef, b.coef) and a.objective == b.objective and a.intercept == b.intercept
     assert a.certificate == b.certificate
+
+
+# -- finding 6: options that made the pricing loop spin ------------------------------------------
+@pytest.mark.parametrize("kw", [dict(batch=0), dict(batch=-1), dict(initial=-5), dict(initial=True),
+                                dict(tol=float("nan")), dict(tol=-1.0), dict(max_rounds=0), dict(min_groups=-1),
+                                dict(initial=5.5), dict(mode="yes")])
+def test_working_set_options_are_checked(kw):
+    """``batch=-1`` took all violators but one each round (none when one violated: rounds spent
+    until max_rounds, then a full solve); ``initial=-5`` took all groups but 5."""
+    with pytest.raises(InvalidOptionError, match=next(iter(kw))):
+        WorkingSetOptions(**kw)
+
+
+# -- HiGHS's live model: a failure mid-path, close() and re-open ----------------------------------
+def test_highs_failure_mid_path_reloads_and_close_reopens(monkeypatch):
+    from fsframe.backends.base import SolveFailure
+
+    X, y = _data()
+    res = resolve("l1-svm", C=1.0)
+    ref = fsframe.fit(X, y, "l1-svm", working_set=False)
+    calls = {"n": 0}
+    orig = HighsSession._solve_raw
+
+    def flaky(self, data):
+        calls["n"] += 1
+        if calls["n"] == 3:  # the third restricted solve: columns were appended twice already
+            raise SolveFailure(Status.NUMERICAL_ERROR, "injected failure")
+        return orig(self, data)
+
+    monkeypatch.setattr(HighsSession, "_solve_raw", flaky)
+    sub = Subproblem(res.formulation, X, y.astype(float), res.terms, HighsBackend(), working_set=WS)
+    it = sub.solve(lin=1.0)
+    assert calls["n"] >= 3
+    assert "numerical_error" in sub.last_report.fallback  # the full problem was solved instead
+    assert it.status is Status.OPTIMAL and it.objective == pytest.approx(ref.objective, rel=1e-9)
+    it2 = sub.solve(lin=1.0)  # the session reloads the (appended-to) restricted problem whole
+    assert sub.last_report.used and not sub.last_report.fallback
+    assert it2.objective == pytest.approx(ref.objective, rel=1e-9)
+    sub.close()
+    assert sub.session is None and sub._full_session is None
+    it3 = sub.solve(lin=1.0)  # a closed subproblem opens a new session on the next solve
+    assert it3.objective == pytest.approx(ref.objective, rel=1e-9)
+    sub.close()
+
+
+def test_infeasible_restricted_problem_is_reported_infeasible_not_optimal():
+    """MPM's normalisation ``w'(mu_1 - mu_2) = 1`` with every feature fixed at zero: no working
+    set can satisfy it, and neither can the full problem; the status must say so."""
+    X, y = _data(n=300)
+    res = resolve("l1-mpm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sub = Subproblem(res.formulation, X, y.astype(float), res.terms, select_backend("ecos", res.problem_class),
+                         working_set=WS)
+        it = sub.solve(lin=1.0)
+        assert it.ok and sub.last_report.used
+        re = sub.restricted(it, np.zeros(300, dtype=bool))
+    sub.close()
+    assert re.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
+    assert re.x is None and not re.ok
+
+
+@pytest.mark.parametrize("initial", [5, 1000])  # pricing rounds; every group in the first set
+def test_an_inaccurate_restricted_solve_is_never_reported_optimal(monkeypatch, initial):
+    import attrs
+
+    orig = Subproblem._solve_restricted
+    monkeypatch.setattr(Subproblem, "_solve_restricted",
+                        lambda self, data: attrs.evolve(orig(self, data), status=Status.OPTIMAL_INACCURATE))
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, "l1-svm", working_set=WorkingSetOptions(mode=True, initial=initial, batch=5))
+    assert res.certificate["status"] == "optimal_inaccurate"
+    assert res.statuses[-1] is Status.OPTIMAL_INACCURATE
