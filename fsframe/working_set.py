@@ -177,6 +177,7 @@ class WorkingSet:
         self.order: list = []  # active groups in the order they joined (the column order)
         self._last: ProblemData | None = None  # the restricted problem last solved (to append to)
         self._last_cols: NDArray | None = None
+        self._fixed = np.zeros(self.n_groups, dtype=bool)  # groups fixed at zero in the current solve
         self._last_src: tuple = ()  # the full problem's A and G that _last was cut from
         self.report: WorkingSetReport | None = None
 
@@ -256,24 +257,23 @@ class WorkingSet:
             self.active = self._initial(data, fixed)
             self.order = list(np.flatnonzero(self.active))
         else:
-            # groups fixed since the last solve leave; the others keep their place (columns only
-            # ever appended on a live model: a fixed group stays, with bounds [0, 0] from data)
+            # groups fixed since the last solve stay in the working set (a live model keeps their
+            # columns, with bounds [0, 0] from data; a rebuilt restricted problem leaves them out,
+            # see _columns), so that when released (Subproblem.restricted, then the loop's next
+            # weights) they are back at once instead of being priced in again round by round
             if not self.grows:
-                keep = ~fixed[self.order] if self.order else np.zeros(0, dtype=bool)
-                self.order = [g for g, k in zip(self.order, keep) if k]
-                self.active = np.zeros(self.n_groups, dtype=bool)
-                self.active[self.order] = True
                 self._last = None
             new = ~self.priceable & ~fixed & ~self.active
             if new.any():
                 self._join(np.flatnonzero(new))
+        self._fixed = fixed
         rounds = added = 0
         tol = self.options.tol
         batch0 = self.options.batch
         res = None
         while True:
             if rounds and time_limit is not None and time.perf_counter() - t_start >= time_limit:
-                self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added,
+                self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added,
                                                fallback=f"time limit {time_limit:g} s reached after {rounds} rounds")
                 return SolveResult(Status.TIME_LIMIT, None, None, res.backend, time.perf_counter() - t_start,
                                    backend_version=res.backend_version,
@@ -284,12 +284,12 @@ class WorkingSet:
             res = solve_on(R)
             self._last, self._last_cols, self._last_src = R, cols, (data.A, data.G)
             if res.status is Status.TIME_LIMIT:
-                self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added,
+                self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added,
                                                fallback=f"restricted problem ended {res.status.value}")
                 return attrs.evolve(res, x=None, objective=None, duals=None, certificate=None,
                                     solve_time=time.perf_counter() - t_start)
             if res.status not in SOLUTION_PRESENT or res.duals is None:
-                self.report = WorkingSetReport(False, int(self.active.sum()), self.n_groups, rounds, added,
+                self.report = WorkingSetReport(False, self._size(), self.n_groups, rounds, added,
                                                fallback=f"restricted problem ended {res.status.value}")
                 return None
             x, y, z = self._extend(data, R, cols, res)
@@ -297,25 +297,25 @@ class WorkingSet:
             if not excluded.any():
                 # only groups fixed at zero are out (any reduced cost is excused at bounds [0, 0]):
                 # the restricted certificate is the full problem's, up to those columns
-                self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added)
+                self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added)
                 return attrs.evolve(res, x=x, objective=data.objective(x), duals={"y": y, "z": z})
             viol, col_scale = reduced_cost_violations(data, x, y, z, per_column=True)
             gviol = self._group_max(viol / col_scale, excluded)  # relative to each column's own terms
             violators = np.flatnonzero(gviol > tol)
             if violators.size == 0 or rounds >= self.options.max_rounds:
                 break
-            batch = batch0 or max(100, int(self.active.sum()) // 2)
+            batch = batch0 or max(100, self._size() // 2)
             take = violators[np.argsort(-gviol[violators], kind="stable")[:batch]]
             self._join(take)
             added += int(take.size)
         if violators.size:
-            self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added,
+            self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added,
                                            fallback=f"pricing still found {violators.size} violating groups after "
                                                     f"{rounds} rounds")
             return None
         out = self._full_result(data, res, x, y, z)
         maxv = float(np.max(gviol, initial=0.0))
-        self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added, maxv)
+        self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added, maxv)
         return out
 
     def _join(self, groups: NDArray) -> None:
@@ -336,9 +336,16 @@ class WorkingSet:
         """Per group, the largest of ``colvals`` over its columns (0 for groups not in ``which``)."""
         return np.where(which, np.maximum(self._group_reduce(colvals), 0.0), 0.0)
 
+    def _size(self) -> int:
+        """Groups in the working set that are not fixed at zero."""
+        return int(np.count_nonzero(self.active & ~self._fixed))
+
     def _columns(self) -> NDArray:
         gc = self.slot.group_cols
-        parts = [self.fixed_cols] + [gc[g] for g in self.order]
+        # a live model keeps fixed groups' columns (appended once, bounds [0, 0]); a rebuilt
+        # restricted problem leaves them out
+        order = self.order if self.grows else [g for g in self.order if not self._fixed[g]]
+        parts = [self.fixed_cols] + [gc[g] for g in order]
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
     def _rescue(self, M, rows: NDArray, fixed: NDArray) -> list:

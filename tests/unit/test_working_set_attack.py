@@ -390,3 +390,26 @@ def test_an_inaccurate_restricted_solve_is_never_reported_optimal(monkeypatch, i
         res = fsframe.fit(X, y, "l1-svm", working_set=WorkingSetOptions(mode=True, initial=initial, batch=5))
     assert res.certificate["status"] == "optimal_inaccurate"
     assert res.statuses[-1] is Status.OPTIMAL_INACCURATE
+
+
+# -- finding 7: a rebuilt working set forgot the groups it fixed ----------------------------------
+@pytest.mark.parametrize("backend", ["clarabel", "highs"])
+def test_fixed_groups_stay_in_the_working_set_for_when_they_are_released(backend):
+    """The loops' ``_settle`` first tries the empty support (every group fixed), then the
+    support: a rebuilt (non-HiGHS) working set had dropped every fixed group, so the second
+    re-solve priced the support back in, 10 groups a round (13 rounds here instead of 1)."""
+    X, y = _data(m=60, n=2000, seed=0)
+    res = resolve("l1-svm", C=1.0)
+    sub = Subproblem(res.formulation, X, y.astype(float), res.terms, select_backend(backend, res.problem_class),
+                     working_set=WorkingSetOptions(mode=True, initial=10, batch=10))
+    it = sub.solve(lin=1.0)
+    assert sub.last_report.rounds > 3
+    zero = sub.restricted(it, np.zeros(2000, dtype=bool))
+    assert zero.ok and not np.any(zero.t) and sub.last_report.size == 0
+    keep = it.t > 1e-6 * it.t.max()
+    re = sub.restricted(it, keep)
+    assert sub.last_report.rounds == 1  # the kept groups were still in the working set
+    again = sub.solve(lin=1.0)
+    sub.close()
+    assert re.objective == pytest.approx(it.objective, rel=1e-7)
+    assert again.objective == pytest.approx(it.objective, rel=1e-7)
