@@ -17,7 +17,8 @@ from numpy.typing import ArrayLike
 from .backends.base import Backend, SolveOptions
 from .compiler.cones import CONE_FORMS
 from .dataset import Dataset, check_Xy
-from .errors import DataError, DataWarning, InvalidOptionError, SolverWarning, UnsupportedProblemError
+from .errors import (BackendUnavailableError, DataError, DataWarning, IncompatibleComponentsError, InvalidOptionError,
+                     SolverWarning, UnknownComponentError, UnsupportedProblemError)
 from .formulation import AuxSolver, call_opt_in
 from .method import Resolved, _reason, resolve, select_backend
 from .problem import Iterate, Subproblem
@@ -87,7 +88,7 @@ def certificate_of(it: Iterate) -> dict:
     ``primal_residual``, ``dual_residual``: see :class:`~fsframe.backends.certificate.Certificate`),
     and how the working set went (``working_set`` groups of ``n_groups``, ``rounds``, and
     ``max_violation``: the largest reduced cost over the excluded features that their bounds do
-    not excuse, relative to the gradient's size — 0 when the exclusion was exact or nothing was
+    not excuse, relative to the size of its own terms — 0 when the exclusion was exact or nothing was
     excluded)."""
     res = it.result
     out = {"status": res.status.value, "backend": res.backend}
@@ -102,6 +103,38 @@ def certificate_of(it: Iterate) -> dict:
         if rep.fallback:
             out["fallback"] = rep.fallback
     return out
+
+
+def _returned_vs_certified(certificate: dict, coef, certified, objective) -> None:
+    """Say whether the returned coefficients are the certified subproblem's answer.
+
+    A loop may return its iterate cut to a support (the exactly-``r`` selection when the re-solve
+    on the selected features failed, or groups below 1e-12 of the largest norm): the certificate
+    then describes the uncut point. ``cut_distance`` is the largest coefficient change;
+    ``certifies_returned`` is False (and ``status`` says ``cut``) when that change is beyond
+    rounding (1e-9 of the largest coefficient) or the loop reported no objective."""
+    coef = np.asarray(coef, dtype=float).ravel()
+    certified = np.asarray(certified, dtype=float).ravel()
+    # another shape: not comparable, so not certified (None keeps the certificate valid JSON)
+    dist = float(np.max(np.abs(coef - certified), initial=0.0)) if coef.shape == certified.shape else None
+    ok = (objective is not None and dist is not None
+          and dist <= 1e-9 * max(1.0, float(np.max(np.abs(certified), initial=0.0))))
+    certificate["cut_distance"] = dist
+    certificate["certifies_returned"] = bool(ok)
+    if not ok:
+        certificate["certified_status"] = certificate["status"]
+        certificate["status"] = "cut"
+
+
+def _verify_backend(verify, res: Resolved) -> Backend | None:
+    """The ``verify=`` backend, checked before the fit runs (an unknown name, or a backend that
+    cannot solve the method's subproblems, is an error up front, not after a long fit)."""
+    if verify is None:
+        return None
+    try:
+        return select_backend(verify, res.problem_class, quadratic="quad" in res.terms)
+    except (UnknownComponentError, IncompatibleComponentsError, BackendUnavailableError) as exc:
+        raise type(exc)(f"verify={getattr(verify, 'name', verify)!r}: {exc}") from None
 
 
 def _verify(sub: Subproblem, it: Iterate, verify, options: SolveOptions) -> dict:
@@ -167,6 +200,8 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     try:
         out = res.loop.run(sub, res.surrogate, n_features=n_features, callback=callback)
         certificate = certificate_of(out.iterate) if out.iterate.result is not None else {}
+        if certificate and out.iterate.coef is not None:
+            _returned_vs_certified(certificate, out.coef, out.iterate.coef, out.objective)
         if verify is not None and out.iterate.x is not None and sub.is_built:
             certificate["verify"] = _verify(sub, out.iterate, verify, options)
     finally:
@@ -280,8 +315,9 @@ def fit(
     options = make_options(time_limit=time_limit, verbose=verbose, backend_options=backend_options)
     be = select_backend(backend, res.problem_class, quadratic="quad" in res.terms, time_limit=time_limit)
     be.check_options(options)
+    verify_be = _verify_backend(verify, res)  # checked before any work starts
     return fit_resolved(res, Xa, ya, names, be, options, n_features=n_features, fast=fast, cone_form=cone_form,
-                        keep_model=keep_model, callback=callback, ws=ws, verify=verify, t_start=t_start)
+                        keep_model=keep_model, callback=callback, ws=ws, verify=verify_be, t_start=t_start)
 
 
 def training_data(X, y) -> tuple:
@@ -316,6 +352,7 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
     and keeps it open (:func:`fsframe.path`'s warm starts); ``make()`` builds the one
     :func:`fit` would."""
     t_start = time.perf_counter() if t_start is None else t_start
+    verify = _verify_backend(verify, res)
     transform = None
     Z = Xa
     if res.kernel is not None:

@@ -146,7 +146,7 @@ class Subproblem:
         t2 = time.perf_counter()
         res = None
         if ws is not None:
-            res = ws.solve(data, self._fixed_groups(lin, quad), self._solve_restricted)
+            res = ws.solve(data, self._fixed_groups(lin, quad), self._solve_restricted, self.options.time_limit)
             self.last_report = ws.report
         if res is None:  # no working set, or it fell back to the full problem
             res = self._solve_full(data)

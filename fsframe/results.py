@@ -64,7 +64,9 @@ class FitResult:
         working set (``working_set`` groups of ``n_groups``, ``rounds``, ``max_violation``: the
         largest unexcused reduced cost over the excluded features, relative) and, with
         ``fit(..., verify=...)``, ``verify`` (the second backend's status, objective and
-        ``objective_gap``). One-vs-rest: ``{"per_class": (...)}``. See
+        ``objective_gap``). ``status`` is ``"cut"`` (``certified_status`` the point's own) when the
+        returned coefficients are that point cut to a support (``certifies_returned`` False,
+        ``cut_distance`` the change). One-vs-rest: ``{"per_class": (...)}``. See
         :func:`fsframe.fitting.certificate_of`.
     """
 

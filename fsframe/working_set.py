@@ -34,17 +34,21 @@ rows left empty dropped (interior-point solvers need them gone). Measurements: d
 
 from __future__ import annotations
 
+import time
+
 import attrs
 import numpy as np
 import scipy.sparse as sp
-from attrs.validators import ge, in_, instance_of
+from attrs.validators import ge, in_, instance_of, optional
 from numpy.typing import NDArray
 
 from .backends.base import SolveResult
 from .backends.certificate import certify, judge_certificate, reduced_costs, unexcused_at
 from .canonical import ProblemData
 from .enums import SOLUTION_PRESENT, Status
+from .errors import InvalidOptionError
 from .slot import SlotMaps
+from .validators import as_int, finite, not_bool, positive_int, to_float
 
 __all__ = ["WorkingSetOptions", "WorkingSet", "WorkingSetReport", "group_columns", "CSC_COPY_LIMIT"]
 
@@ -58,6 +62,24 @@ def _mode(value):
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     return value
+
+
+def _typed(*validators):
+    """attrs validator: ``validators`` in turn, their refusal an
+    :class:`~fsframe.errors.InvalidOptionError` naming the option (``batch=0`` or ``batch=-1``
+    would otherwise take no violators, or all but one, round after round)."""
+
+    def check(instance, attribute, value):
+        for v in validators:
+            try:
+                v(instance, attribute, value)
+            except InvalidOptionError:
+                raise
+            except (TypeError, ValueError) as exc:
+                why = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+                raise InvalidOptionError(f"WorkingSetOptions({attribute.name}={value!r}): {why}") from None
+
+    return check
 
 
 @attrs.frozen
@@ -78,18 +100,20 @@ class WorkingSetOptions:
         Most violating groups added per round (default: the larger of 100 and half the working set).
     tol : float
         A group violates when a reduced cost of its columns, unexcused by the bounds, exceeds
-        ``tol`` times the size of the gradient (the certificate's ``grad_scale``).
+        ``tol`` times the size of the terms that make up that column's reduced cost
+        (``max(|c_k + (P x)_k|, |(A'y)_k|, |(G'z)_k|)``; a scale shared by all columns lets one
+        column of large terms, e.g. the slacks at a large ``C``, hide real violations).
     max_rounds : int
         Pricing rounds before the full problem is solved instead.
     min_groups : int
     """
 
-    mode: object = attrs.field(default="auto", converter=_mode, validator=in_(("auto", True, False)))
-    initial: int | None = attrs.field(default=None)
-    batch: int | None = attrs.field(default=None)
-    tol: float = attrs.field(default=1e-9, validator=ge(0))
-    max_rounds: int = attrs.field(default=60, validator=[instance_of(int), ge(1)])
-    min_groups: int = attrs.field(default=200, validator=[instance_of(int), ge(0)])
+    mode: object = attrs.field(default="auto", converter=_mode, validator=_typed(in_(("auto", True, False))))
+    initial: int | None = attrs.field(default=None, converter=as_int, validator=_typed(optional(positive_int)))
+    batch: int | None = attrs.field(default=None, converter=as_int, validator=_typed(optional(positive_int)))
+    tol: float = attrs.field(default=1e-9, converter=to_float, validator=_typed(instance_of(float), ge(0), finite))
+    max_rounds: int = attrs.field(default=60, converter=as_int, validator=_typed(positive_int))
+    min_groups: int = attrs.field(default=200, converter=as_int, validator=_typed(not_bool, instance_of(int), ge(0)))
 
 
 @attrs.frozen
@@ -97,7 +121,7 @@ class WorkingSetReport:
     """How the last subproblem was solved: ``used`` (a working set, or the full problem),
     ``size`` (groups in the final working set), ``n_groups``, ``rounds`` (restricted solves),
     ``added`` (groups the pricing added), ``max_violation`` (the largest unexcused reduced cost
-    over the excluded columns, relative; 0 when none is excluded), ``fallback`` (why the full
+    over the excluded columns, relative to each column's own terms; 0 when none is excluded), ``fallback`` (why the full
     problem was solved instead, if it was)."""
 
     used: bool
@@ -157,6 +181,8 @@ class WorkingSet:
         self.order: list = []  # active groups in the order they joined (the column order)
         self._last: ProblemData | None = None  # the restricted problem last solved (to append to)
         self._last_cols: NDArray | None = None
+        self._fixed = np.zeros(self.n_groups, dtype=bool)  # groups fixed at zero in the current solve
+        self._last_src: tuple = ()  # the full problem's A and G that _last was cut from
         self.report: WorkingSetReport | None = None
 
     def _definitions(self, base: ProblemData) -> None:
@@ -271,49 +297,68 @@ class WorkingSet:
         return np.argsort(-per_group, kind="stable")[:k]
 
     # -- one solve --------------------------------------------------------------------------------
-    def solve(self, data: ProblemData, fixed_groups: NDArray, solve_on) -> SolveResult | None:
+    def solve(self, data: ProblemData, fixed_groups: NDArray, solve_on,
+              time_limit: float | None = None) -> SolveResult | None:
         """Solve ``data`` (the full problem at this iteration's weights) on the working set.
 
         ``fixed_groups`` are groups fixed at zero by infinite weights (never in the working set);
         ``solve_on(restricted)`` solves a restricted problem (on a backend session the caller
         keeps). Returns the answer as a :class:`SolveResult` of the *full* problem, certified on
-        it, or ``None`` when the full problem must be solved instead (:attr:`report` says why)."""
+        it, or ``None`` when the full problem must be solved instead (:attr:`report` says why).
+
+        ``time_limit`` (seconds) bounds the pricing rounds together, not each one: a restricted
+        solve that hits it, or a round that would start after it, ends the solve with
+        :attr:`Status.TIME_LIMIT` and no solution (as the full problem's solve would), instead
+        of more rounds or a full solve with a fresh limit. A solve may thus take up to twice
+        ``time_limit`` (the last round starts before it and runs up to it)."""
+        t_start = time.perf_counter()
         fixed = np.zeros(self.n_groups, dtype=bool)
         fixed[fixed_groups] = True
         if self.active is None:
             self.active = self._initial(data, fixed)
             self.order = list(np.flatnonzero(self.active))
         else:
-            # groups fixed since the last solve leave; the others keep their place (columns only
-            # ever appended on a live model: a fixed group stays, with bounds [0, 0] from data)
+            # groups fixed since the last solve stay in the working set (a live model keeps their
+            # columns, with bounds [0, 0] from data; a rebuilt restricted problem leaves them out,
+            # see _columns), so that when released (Subproblem.restricted, then the loop's next
+            # weights) they are back at once instead of being priced in again round by round
             if not self.grows:
-                keep = ~fixed[self.order] if self.order else np.zeros(0, dtype=bool)
-                self.order = [g for g, k in zip(self.order, keep) if k]
-                self.active = np.zeros(self.n_groups, dtype=bool)
-                self.active[self.order] = True
                 self._last = None
             new = ~self.priceable & ~fixed & ~self.active
             if new.any():
                 self._join(np.flatnonzero(new))
+        self._fixed = fixed
         rounds = added = 0
         tol = self.options.tol
         batch0 = self.options.batch
         res = None
         while True:
+            if rounds and time_limit is not None and time.perf_counter() - t_start >= time_limit:
+                self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added,
+                                               fallback=f"time limit {time_limit:g} s reached after {rounds} rounds")
+                return SolveResult(Status.TIME_LIMIT, None, None, res.backend, time.perf_counter() - t_start,
+                                   backend_version=res.backend_version,
+                                   message=f"working set: time limit reached after {rounds} pricing rounds, "
+                                           "before the exclusion was certified")
             R, cols = self._restrict(data, fixed)
             rounds += 1
             res = solve_on(R)
-            self._last, self._last_cols = R, cols
+            self._last, self._last_cols, self._last_src = R, cols, (data.A, data.G)
+            if res.status is Status.TIME_LIMIT:
+                self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added,
+                                               fallback=f"restricted problem ended {res.status.value}")
+                return attrs.evolve(res, x=None, objective=None, duals=None, certificate=None,
+                                    solve_time=time.perf_counter() - t_start)
             free = self.priceable & ~self.active & ~fixed
             if res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) and free.any() \
                     and rounds < self.options.max_rounds:
                 # too few groups to meet the constraints (e.g. an MPM bound): double the working set
-                more = self._best(data, free, max(int(self.active.sum()), self.options.batch or 100))
+                more = self._best(data, free, max(self._size(), self.options.batch or 100))
                 self._join(more)
                 added += int(more.size)
                 continue
             if res.status not in SOLUTION_PRESENT or res.duals is None:
-                self.report = WorkingSetReport(False, int(self.active.sum()), self.n_groups, rounds, added,
+                self.report = WorkingSetReport(False, self._size(), self.n_groups, rounds, added,
                                                fallback=f"restricted problem ended {res.status.value}")
                 return None
             x, y, z = self._extend(data, R, cols, res)
@@ -321,45 +366,49 @@ class WorkingSet:
             if not excluded.any():
                 # only groups fixed at zero are out (any reduced cost is excused at bounds [0, 0]):
                 # nothing to price
-                self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added)
+                self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added)
                 return self._full_result(data, res, x, y, z)
-            r, grad_scale = reduced_costs(data, x, y, z)
-            y = self._define(data, r, y, excluded)
+            r, col_scale = reduced_costs(data, x, y, z, per_column=True)
+            y, carried = self._define(data, r, y, excluded)
+            if carried is not None:  # what the defining rows carried over counts in those columns' size
+                col_scale = np.maximum(col_scale, carried)
             viol = unexcused_at(data, x, r)
-            gviol = self._group_max(viol, excluded)
-            limit = tol * grad_scale
-            violators = np.flatnonzero(gviol > limit)
+            gviol = self._group_max(viol / col_scale, excluded)  # relative to each column's own terms
+            violators = np.flatnonzero(gviol > tol)
             if violators.size == 0 or rounds >= self.options.max_rounds:
                 break
-            batch = batch0 or max(100, int(self.active.sum()) // 2)
+            batch = batch0 or max(100, self._size() // 2)
             take = violators[np.argsort(-gviol[violators], kind="stable")[:batch]]
             self._join(take)
             added += int(take.size)
         if violators.size:
-            self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added,
+            self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added,
                                            fallback=f"pricing still found {violators.size} violating groups after "
                                                     f"{rounds} rounds")
             return None
         out = self._full_result(data, res, x, y, z)
-        maxv = float(np.max(gviol, initial=0.0)) / grad_scale if grad_scale > 0 else 0.0
-        self.report = WorkingSetReport(True, int(self.active.sum()), self.n_groups, rounds, added, maxv)
+        maxv = float(np.max(gviol, initial=0.0))
+        self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added, maxv)
         return out
 
     def _define(self, data: ProblemData, r: NDArray, y: NDArray, excluded: NDArray) -> NDArray:
         """For the defining rows of the ``excluded`` groups (see :meth:`_definitions`): their
         multipliers ``lambda = -r_f / a_f`` written into ``y`` (returned, a copy) and their
-        contribution added to ``r`` in place, so that ``r`` and ``y`` are the full problem's."""
+        contribution added to ``r`` in place, so that ``r`` and ``y`` are the full problem's.
+        Returns ``(y, |D|'|lambda|)``: the new ``y`` and the size of what was carried to each
+        column (``None`` when nothing was)."""
         if not self._def_rows.size:
-            return y
+            return y, None
         on = excluded[self._def_group]
         if not on.any():
-            return y
+            return y, None
         lam = -r[self._def_free[on]] / self._def_coef[on]
-        r += self._def_matrix[on].T @ lam
+        D = self._def_matrix[on]
+        r += D.T @ lam
         r[self._def_free[on]] = 0.0  # exactly: the definition makes stationarity hold
         y = y.copy()
         y[self._def_rows[on]] = lam
-        return y
+        return y, abs(D).T @ np.abs(lam)
 
     def _join(self, groups: NDArray) -> None:
         groups = [int(g) for g in groups if not self.active[g]]
@@ -379,9 +428,16 @@ class WorkingSet:
         """Per group, the largest of ``colvals`` over its columns (0 for groups not in ``which``)."""
         return np.where(which, np.maximum(self._group_reduce(colvals), 0.0), 0.0)
 
+    def _size(self) -> int:
+        """Groups in the working set that are not fixed at zero."""
+        return int(np.count_nonzero(self.active & ~self._fixed))
+
     def _columns(self) -> NDArray:
         gc = self.group_cols
-        parts = [self.fixed_cols] + [gc[g] for g in self.order]
+        # a live model keeps fixed groups' columns (appended once, bounds [0, 0]); a rebuilt
+        # restricted problem leaves them out
+        order = self.order if self.grows else [g for g in self.order if not self._fixed[g]]
+        parts = [self.fixed_cols] + [gc[g] for g in order]
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
     def _rescue(self, M, rows: NDArray, fixed: NDArray) -> list:
@@ -436,7 +492,11 @@ class WorkingSet:
         R = ProblemData(c=data.c[cols], A=A, b=b, G=G, h=h, lb=data.lb[cols], ub=data.ub[cols], l=l,
                         cones=cones, P=P, offset=data.offset)
         last = self._last
-        if self.grows and last is not None and last.n <= R.n and np.array_equal(self._last_cols, cols[: last.n]):
+        # the claim "R is the last problem with columns appended" holds only when the old columns
+        # keep their entries: the same source matrices (``Subproblem.set_bounds`` may restate them)
+        if (self.grows and last is not None and last.n <= R.n and len(self._last_src) == 2
+                and self._last_src[0] is data.A and self._last_src[1] is data.G
+                and np.array_equal(self._last_cols, cols[: last.n])):
             R = R.evolve(appended_to=last)
         return R, cols
 

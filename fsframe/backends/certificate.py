@@ -139,12 +139,22 @@ def _unexcused(data: ProblemData, r: NDArray) -> NDArray:
     return ((r > 0) & ~np.isfinite(data.lb)) | ((r < 0) & ~np.isfinite(data.ub))
 
 
-def reduced_costs(data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> tuple[NDArray, float]:
+def reduced_costs(data: ProblemData, x: NDArray, y: NDArray, z: NDArray,
+                  per_column: bool = False) -> tuple[NDArray, NDArray | float]:
     """The reduced costs ``r = ∇f(x) + A'y + G'z`` (``z`` projected onto the dual cone) and the
-    gradient scale the certificate measures them against (``max(|∇f|, |A'y|, |G'z|)``)."""
+    scale to measure them against: the gradient's size ``max(|∇f|, |A'y|, |G'z|)`` over all
+    columns (the certificate's), or with ``per_column`` the size of the terms that make up each
+    column's own reduced cost, ``max(|∇f_k|, |(A'y)_k|, |(G'z)_k|)`` (at least ``GAP_FLOOR`` times
+    the gradient's size). Pricing needs the latter: one column of large terms (an L1-SVM's slacks
+    at ``C = 1e6``) must not make a reduced cost of ``-5e-4`` on a weight-1 feature look like noise."""
     x = np.asarray(x, dtype=float)
     grad, _, Aty, Gtz, _ = _gradient_terms(data, x, np.asarray(y, dtype=float), np.asarray(z, dtype=float))
-    return grad + Aty + Gtz, max(_inf(grad), _inf(Aty), _inf(Gtz), GAP_FLOOR)
+    r = grad + Aty + Gtz
+    grad_scale = max(_inf(grad), _inf(Aty), _inf(Gtz), GAP_FLOOR)
+    if not per_column:
+        return r, grad_scale
+    col = np.maximum(np.maximum(np.abs(grad), np.abs(Aty)), np.abs(Gtz))
+    return r, np.maximum(col, GAP_FLOOR * grad_scale)
 
 
 def unexcused_at(data: ProblemData, x: NDArray, r: NDArray) -> NDArray:
@@ -156,10 +166,11 @@ def unexcused_at(data: ProblemData, x: NDArray, r: NDArray) -> NDArray:
     return np.where(r > 0, np.where(x <= data.lb, 0.0, r), np.where(x >= data.ub, 0.0, -r))
 
 
-def reduced_cost_violations(data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> tuple[NDArray, float]:
-    """:func:`unexcused_at` of the :func:`reduced_costs` at ``(x, y, z)``, and the gradient scale."""
-    r, grad_scale = reduced_costs(data, x, y, z)
-    return unexcused_at(data, x, r), grad_scale
+def reduced_cost_violations(data: ProblemData, x: NDArray, y: NDArray, z: NDArray,
+                            per_column: bool = False) -> tuple[NDArray, NDArray | float]:
+    """:func:`unexcused_at` of the :func:`reduced_costs` at ``(x, y, z)``, and their scale."""
+    r, scale = reduced_costs(data, x, y, z, per_column)
+    return unexcused_at(data, x, r), scale
 
 
 def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray, objective: float | None = None) -> Certificate:
