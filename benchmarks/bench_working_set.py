@@ -136,6 +136,7 @@ def main(argv=None):
     ap.add_argument("--sizes", default="1000,5000,20000")
     ap.add_argument("--loops-sizes", default="5000,20000")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--loop-reps", type=int, default=1, help="repetitions of the fsv / em-l0 runs")
     ap.add_argument("--no-cvxpy", action="store_true")
     ap.add_argument("--quick", action="store_true", help="n = 1000 and 2000, one repetition, no file written")
     a = ap.parse_args(argv)
@@ -143,7 +144,7 @@ def main(argv=None):
         a.sizes, a.loops_sizes, a.reps = "1000", "2000", 1
     sizes = [int(s) for s in a.sizes.split(",") if s]
     l1 = l1svm_rows(sizes, a.reps, not a.no_cvxpy)
-    loops = loop_rows([int(s) for s in a.loops_sizes.split(",") if s], max(1, min(a.reps, 2)))
+    loops = loop_rows([int(s) for s in a.loops_sizes.split(",") if s], a.loop_reps)
     table = markdown(l1, loops)
     print(table)
     if not a.quick:
