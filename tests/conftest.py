@@ -106,3 +106,20 @@ def binary_data():
     X = rng.standard_normal((30, 6))
     y = np.where(X[:, 0] + 0.5 * X[:, 1] + 0.5 * rng.standard_normal(30) > 0, 1.0, -1.0)
     return X, y
+
+
+@pytest.fixture
+def highs_loads(monkeypatch):
+    """The column counts of every problem a HiGHS session loads from scratch (``_load``), in
+    order: a warm re-solve or appended columns add nothing (working sets, paths)."""
+    from fsframe.backends.highs import HighsSession
+
+    calls = []
+    orig = HighsSession._load
+
+    def counting(self, data):
+        calls.append(data.n)
+        return orig(self, data)
+
+    monkeypatch.setattr(HighsSession, "_load", counting)
+    return calls

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import fsframe
-from fsframe.backends.highs import HighsSession
 from fsframe.errors import InvalidOptionError, UnknownComponentError
 from fsframe.working_set import WorkingSetOptions
 
@@ -29,19 +28,6 @@ def assert_matches_fits(P, X, y, fixed, name):
         assert p.objective == pytest.approx(r.objective, rel=RTOL, abs=RTOL), p.value
         np.testing.assert_array_equal(p.support, r.support)
         assert p.n_selected == int(r.support.sum())
-
-
-@pytest.fixture
-def highs_loads(monkeypatch):
-    calls = []
-    orig = HighsSession._load
-
-    def counting(self, data):
-        calls.append(data.n)
-        return orig(self, data)
-
-    monkeypatch.setattr(HighsSession, "_load", counting)
-    return calls
 
 
 @pytest.mark.filterwarnings("ignore::fsframe.errors.DataWarning")

@@ -122,15 +122,8 @@ def test_a_feature_missed_by_the_first_working_set_is_found_by_pricing():
     sub.close()
 
 
-def test_highs_grows_the_live_model_instead_of_reloading(monkeypatch):
-    loads = []
-    orig = HighsSession._load
-
-    def counting(self, data):
-        loads.append(data.n)
-        return orig(self, data)
-
-    monkeypatch.setattr(HighsSession, "_load", counting)
+def test_highs_grows_the_live_model_instead_of_reloading(highs_loads):
+    loads = highs_loads
     X, y = _data(m=40, n=800, seed=5)
     res = resolve("l1-svm", C=1.0)
     sub = Subproblem(res.formulation, X, y, res.terms, HighsBackend(),
