@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # what static tools see; at run time these load lazily (see _
     from .estimator import FSSelector
     from .evaluation import CompareResult, CVResult, compare, cross_validate
     from .fitting import fit
-    from .path import PathResult, path
+    from .paths import PathResult, path
     from .formulation import BuiltModel, Formulation
     from .hookspecs import hookimpl
     from .io import load_dataset, make_synthetic
@@ -75,8 +75,8 @@ __all__ = [
 #: public name -> the module (relative to this package) that defines it; loaded on first access
 _LAZY: dict[str, str] = {
     "fit": ".fitting",
-    "path": ".path",
-    "PathResult": ".path",
+    "path": ".paths",
+    "PathResult": ".paths",
     "list_methods": ".method",
     "resolve": ".method",
     "MethodSpec": ".method",

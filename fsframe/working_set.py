@@ -90,7 +90,8 @@ class WorkingSetOptions:
     ----------
     mode : ``"auto"``, True or False
         ``"auto"``: when the formulation allows it (:attr:`Formulation.pricing`) and the groups
-        that can be priced are at least ``min_groups`` and more than the constraint rows; True:
+        that can be priced are at least ``min_groups`` and more than ``min_ratio`` times the
+        constraint rows; True:
         whenever the formulation allows it and some group can be priced; False: always the full
         problem.
     initial : int, optional
@@ -105,7 +106,10 @@ class WorkingSetOptions:
         column of large terms, e.g. the slacks at a large ``C``, hide real violations).
     max_rounds : int
         Pricing rounds before the full problem is solved instead.
-    min_groups : int
+    min_groups, min_ratio : int, float
+        The ``"auto"`` rule's thresholds (200 groups, 8 times the rows: at m = 200, n = 1 000 the
+        full LP is faster than the rounds of a working set; from n = 5 000 on, the working set
+        wins; docs/performance.md).
     """
 
     mode: object = attrs.field(default="auto", converter=_mode, validator=_typed(in_(("auto", True, False))))
@@ -114,6 +118,7 @@ class WorkingSetOptions:
     tol: float = attrs.field(default=1e-9, converter=to_float, validator=_typed(instance_of(float), ge(0), finite))
     max_rounds: int = attrs.field(default=60, converter=as_int, validator=_typed(positive_int))
     min_groups: int = attrs.field(default=200, converter=as_int, validator=_typed(not_bool, instance_of(int), ge(0)))
+    min_ratio: float = attrs.field(default=8.0, converter=to_float, validator=_typed(instance_of(float), ge(0), finite))
 
 
 @attrs.frozen
@@ -240,7 +245,7 @@ class WorkingSet:
             # backends already drop at no cost (measured slower through a working set)
             return n_price > 0
         rows = base.A.shape[0] + base.G.shape[0]
-        return n_price >= self.options.min_groups and n_price > rows
+        return n_price >= self.options.min_groups and n_price > self.options.min_ratio * rows
 
     @staticmethod
     def possible(slot: SlotMaps | None, pricing, options: WorkingSetOptions) -> bool:

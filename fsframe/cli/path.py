@@ -50,7 +50,7 @@ def _split(y, fraction: float, seed: int):
 
 def cmd_path(args, argv) -> int:
     from ..evaluation.preprocess import _scale
-    from ..path import path
+    from ..paths import path
 
     if args.method is None and not (args.formulation and args.loop):
         raise UsageError("give --method NAME (see 'fsframe methods'), or --formulation and --loop")

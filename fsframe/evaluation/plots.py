@@ -133,7 +133,7 @@ def trace_data(result) -> dict:
 
 def path_data(result) -> dict:
     """``{"parameter", "method", "value", "n_selected", "objective", "accuracy"}`` of a
-    :class:`~fsframe.path.PathResult` (its :meth:`~fsframe.path.PathResult.sweep_data`; accuracy in
+    :class:`~fsframe.paths.PathResult` (its :meth:`~fsframe.paths.PathResult.sweep_data`; accuracy in
     %, ``None`` without validation data), points sorted by value."""
     d = result.sweep_data()
     order = np.argsort(d["value"], kind="stable")

@@ -168,3 +168,12 @@ def test_plot_path_data_and_files(tmp_path):
     pytest.importorskip("matplotlib")
     files = plot_path(P, tmp_path / "path", title="l1-svm")
     assert [f.suffix for f in files] == [".png", ".svg"] and all(f.stat().st_size > 0 for f in files)
+
+
+def test_fsframe_path_stays_the_function_after_its_module_is_imported():
+    """The module is ``fsframe.paths``: importing it must not shadow the function ``fsframe.path``
+    (a submodule named like a lazily exported function replaces it on the package)."""
+    import importlib
+
+    importlib.import_module("fsframe.paths")
+    assert callable(fsframe.path) and fsframe.path.__module__ == "fsframe.paths"
