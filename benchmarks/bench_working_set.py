@@ -13,7 +13,7 @@ For dense random data (seeded, ``bench_core.make_data``: m = 200, 10 informative
 Usage::
 
     python benchmarks/bench_working_set.py [--sizes 1000,5000,20000] [--reps 3] [--loops-sizes 5000,20000]
-                                           [--no-cvxpy] [--quick]
+                                           [--loop-reps 1] [--no-cvxpy] [--quick] [--before-tree PATH]
 
 Writes ``benchmarks/results/working_set.json`` and prints the Markdown tables of
 docs/performance.md ("Working sets"). Medians over ``--reps`` interleaved repetitions.
@@ -115,6 +115,37 @@ def loop_rows(sizes, reps, methods=("fsv", "em-l0")):
     return rows
 
 
+BEFORE_SCRIPT = r"""
+import sys, time, warnings, json
+tree = sys.argv[1]
+sys.path[:0] = [tree, tree + "/plugins", tree + "/benchmarks"]
+import fsframe
+from bench_core import make_data
+assert fsframe.__file__.startswith(tree), fsframe.__file__
+for n in [int(v) for v in sys.argv[2].split(",")]:
+    X, y = make_data(n)
+    for method in ("em-l0", "fsv"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = time.perf_counter(); r = fsframe.fit(X, y, method); dt = time.perf_counter() - t
+        print(json.dumps({"n": n, "method": method, "seconds": dt, "n_iter": r.n_iter,
+                          "support": int(r.support.sum()), "objective": r.objective}), flush=True)
+"""
+
+
+def before_rows(tree: str, sizes) -> list:
+    """The same ``fsv`` / ``em-l0`` runs on another checkout (e.g. ``git worktree add /tmp/before 8fe8dee``:
+    the code before working sets), in a subprocess whose ``sys.path`` starts with it."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", BEFORE_SCRIPT, tree, ",".join(map(str, sizes))],
+                         capture_output=True, text=True, check=True)
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    for r in rows:
+        print(f"before {r['method']} n={r['n']}: {r['seconds']:.2f}s", flush=True)
+    return rows
+
+
 def markdown(l1, loops) -> str:
     out = ["| n | raw HiGHS (full LP) | fsframe full | fsframe working set | ratio to raw | CVXPY+Clarabel | "
            "working set / rounds | same support | objective vs raw |",
@@ -138,6 +169,8 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--loop-reps", type=int, default=1, help="repetitions of the fsv / em-l0 runs")
     ap.add_argument("--no-cvxpy", action="store_true")
+    ap.add_argument("--before-tree", metavar="PATH",
+                    help="also time fsv / em-l0 on this checkout (the code before; see before_rows)")
     ap.add_argument("--quick", action="store_true", help="n = 1000 and 2000, one repetition, no file written")
     a = ap.parse_args(argv)
     if a.quick:
@@ -145,12 +178,13 @@ def main(argv=None):
     sizes = [int(s) for s in a.sizes.split(",") if s]
     l1 = l1svm_rows(sizes, a.reps, not a.no_cvxpy)
     loops = loop_rows([int(s) for s in a.loops_sizes.split(",") if s], a.loop_reps)
+    before = before_rows(a.before_tree, [int(v) for v in a.loops_sizes.split(",") if v]) if a.before_tree else []
     table = markdown(l1, loops)
     print(table)
     if not a.quick:
         out = HERE / "results" / "working_set.json"
         out.write_text(json.dumps({"date": _dt.datetime.now().isoformat(timespec="seconds"), "l1svm": l1,
-                                   "loops": loops, "table": table}, indent=1, default=str))
+                                   "loops": loops, "before": before, "table": table}, indent=1, default=str))
         print(f"wrote {out}")
 
 
