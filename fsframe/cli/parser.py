@@ -161,10 +161,8 @@ def _add_output_args(p) -> None:
                    help="features listed in the text report (default: 30 for one fit, 10 per line for CV)")
 
 
-def _add_path_parser(sub, common, add_data_args, add_solver_args, positive_int, fraction, seed) -> None:
-    """Register ``fsframe path`` on the subparsers ``sub`` (flag helpers passed in from the parser)."""
-    import argparse
-
+def _add_path_parser(sub, common) -> None:
+    """Register ``fsframe path`` on the subparsers ``sub`` (its command module is imported when it runs)."""
     p = sub.add_parser("path", parents=[common], help="fit one method over a grid of one parameter (warm-started)",
                        description="Fit at every value of one parameter, in order, each point starting from the "
                                    "previous one (same answer as separate fits, faster); print support size, "
@@ -174,7 +172,7 @@ def _add_path_parser(sub, common, add_data_args, add_solver_args, positive_int, 
                               "  fsframe path breast_cancer --method fsv --alpha 1,2,5,10\n"
                               "  fsframe path breast_cancer --method l1-svm --C 0.01,0.1,1 --validation 0.3\n"
                               "  fsframe path breast_cancer --method arom --grid eps=1e-4,1e-3,1e-2 --json path.json")
-    add_data_args(p)
+    _add_data_args(p)
     g = p.add_argument_group("method and grid")
     g.add_argument("--method", "-m", metavar="M", help="a registered method (fsframe methods)")
     g.add_argument("--formulation", metavar="F")
@@ -183,12 +181,12 @@ def _add_path_parser(sub, common, add_data_args, add_solver_args, positive_int, 
     for k in GRID_FLAGS:
         g.add_argument(f"--{k}", dest=f"grid_{k}", metavar="V[,V...]", help=f"sweep {k} over these values")
     g.add_argument("--grid", metavar="KEY=V[,V...]", help="sweep any other parameter (one grid per call)")
-    g.add_argument("--n-features", type=positive_int, metavar="R", help="select exactly R features at every point")
-    add_solver_args(p)
+    g.add_argument("--n-features", type=_positive_int, metavar="R", help="select exactly R features at every point")
+    _add_solver_args(p)
     g = p.add_argument_group("evaluation and output")
-    g.add_argument("--validation", type=fraction, metavar="FRACTION",
+    g.add_argument("--validation", type=_fraction, metavar="FRACTION",
                    help="hold out this stratified fraction and report accuracy on it per point")
-    g.add_argument("--seed", type=seed, default=0, metavar="S", help="seed of the validation split (default 0)")
+    g.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of the validation split (default 0)")
     g.add_argument("--scale", choices=("standard", "minmax", "none"), default="standard",
                    help="feature scaling, fitted on the training part (default: standard)")
     g.add_argument("--json", metavar="PATH", help="write every point as JSON ('-': stdout only)")
@@ -250,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "iteration of the fit as PATH (.png) and its .svg twin (needs pip install \"fsframe[plot]\")")
     p.set_defaults(func=_command("select", "cmd_select"))
 
-    _add_path_parser(sub, common, _add_data_args, _add_solver_args, _positive_int, _fraction, _seed)
+    _add_path_parser(sub, common)
 
     p = sub.add_parser("compare", parents=[common], help="cross-validate several methods on the same splits",
                        description="One row per method, mean ± std over the same folds (a paired comparison): "
