@@ -171,7 +171,7 @@ class WorkingSet:
         in_group = np.zeros(n, dtype=bool)
         if self.n_groups:
             in_group[np.concatenate(gc)] = True
-        self.fixed_cols = np.flatnonzero(~in_group)  # columns of no group: always in
+        self.groupless_cols = np.flatnonzero(~in_group)  # columns of no group (b, slacks): always in
         # columns sorted by group, and where each group starts: per-group reductions in bulk
         sizes = np.fromiter((len(c) for c in gc), dtype=np.int64, count=self.n_groups)
         self._perm = np.concatenate(gc).astype(np.int64) if self.n_groups else np.zeros(0, dtype=np.int64)
@@ -396,7 +396,7 @@ class WorkingSet:
         self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added, maxv)
         return out
 
-    def _define(self, data: ProblemData, r: NDArray, y: NDArray, excluded: NDArray) -> NDArray:
+    def _define(self, data: ProblemData, r: NDArray, y: NDArray, excluded: NDArray) -> tuple:
         """For the defining rows of the ``excluded`` groups (see :meth:`_definitions`): their
         multipliers ``lambda = -r_f / a_f`` written into ``y`` (returned, a copy) and their
         contribution added to ``r`` in place, so that ``r`` and ``y`` are the full problem's.
@@ -442,7 +442,7 @@ class WorkingSet:
         # a live model keeps fixed groups' columns (appended once, bounds [0, 0]); a rebuilt
         # restricted problem leaves them out
         order = self.order if self.grows else [g for g in self.order if not self._fixed[g]]
-        parts = [self.fixed_cols] + [gc[g] for g in order]
+        parts = [self.groupless_cols] + [gc[g] for g in order]
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
     def _rescue(self, M, rows: NDArray, fixed: NDArray) -> list:
