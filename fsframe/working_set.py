@@ -254,8 +254,7 @@ class WorkingSet:
         columns of the magnitude map: :func:`group_columns`)."""
         if options.mode is False or pricing is None or slot is None or slot.n_groups < 2:
             return False
-        cols = np.concatenate(group_columns(slot))
-        return np.unique(cols).size == cols.size
+        return _exclusive(slot)
 
     def seed(self, groups) -> None:
         """Start the next solve from ``groups`` (a boolean mask or indices), e.g. the working set
@@ -534,17 +533,44 @@ class WorkingSet:
                             status=status, message=extra)
 
 
+def _slot_pairs(slot: SlotMaps):
+    """``(groups, columns)`` of every entry of the slot's maps ``W`` (coefficients) and ``S``
+    (magnitude), with repeats."""
+    W = slot.W.tocoo()
+    groups, cols = [slot.groups[W.row]], [W.col]
+    if slot.S is not None and slot.S.nnz:
+        S = slot.S.tocoo()
+        groups.append(S.row)
+        cols.append(S.col)
+    return np.concatenate(groups).astype(np.int64), np.concatenate(cols).astype(np.int64)
+
+
 def group_columns(slot: SlotMaps) -> tuple:
     """Per group, the columns its coefficients (``W``) and its magnitude (``S``, e.g. the split
     ``s_j = u_j + v_j`` of a model whose ``w_j`` is a column of its own) touch, sorted."""
     if slot.S is None or not slot.S.nnz:
         return slot.group_cols
-    W, S = slot.W.tocoo(), slot.S.tocoo()
-    groups = np.concatenate([slot.groups[W.row], S.row]).astype(np.int64)
-    cols = np.concatenate([W.col, S.col]).astype(np.int64)
-    pairs = np.unique(np.stack([groups, cols]), axis=1)  # sorted by group, then column
-    bounds = np.searchsorted(pairs[0], np.arange(1, slot.n_groups))
-    return tuple(np.split(pairs[1], bounds))
+    groups, cols = _slot_pairs(slot)
+    order = np.lexsort((cols, groups))  # by group, then column (no structured-array unique)
+    g, c = groups[order], cols[order]
+    keep = np.ones(g.size, dtype=bool)
+    keep[1:] = (g[1:] != g[:-1]) | (c[1:] != c[:-1])
+    g, c = g[keep], c[keep]
+    return tuple(np.split(c, np.searchsorted(g, np.arange(1, slot.n_groups))))
+
+
+def _exclusive(slot: SlotMaps) -> bool:
+    """Whether no column belongs to two groups (counting the magnitude's columns)."""
+    groups, cols = _slot_pairs(slot)
+    if not cols.size:
+        return True
+    n = int(cols.max()) + 1
+    lo = np.full(n, np.iinfo(np.int64).max)
+    hi = np.full(n, -1)
+    np.minimum.at(lo, cols, groups)
+    np.maximum.at(hi, cols, groups)
+    used = hi >= 0
+    return bool(np.all(lo[used] == hi[used]))
 
 
 def _drop_empty_rows(A, b, G, h, l, cones):

@@ -95,9 +95,10 @@ def _abs(M):
     return a
 
 
-ABS_CACHE_LIMIT = 5_000_000
-"""Matrices with more stored entries than this are not copied into ``|M|`` (a 2 000 x 40 000 LP
-would hold another 1 GB): :func:`_abs_rmatvec` works through them in row blocks instead."""
+ABS_CACHE_LIMIT = 20_000_000
+"""Matrices with more stored entries than this (240 MB as CSR) are not copied into ``|M|`` (a
+2 000 x 40 000 LP would hold another 1 GB): :func:`_abs_rmatvec` works through them in row blocks
+instead (0.5 s at 8e6 entries, against 0.1 s from the cached copy)."""
 
 
 def _abs_rmatvec(M, v: NDArray) -> NDArray:

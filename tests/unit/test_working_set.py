@@ -273,3 +273,20 @@ def test_large_matrices_are_sliced_from_csr_without_a_column_copy(monkeypatch):
     assert res.objective == pytest.approx(ref.objective, rel=1e-12)
     assert np.array_equal(res.support, ref.support)
     assert res.certificate["rounds"] == ref.certificate["rounds"]
+
+
+def test_group_columns_and_exclusivity_count_the_magnitude_columns():
+    from fsframe.slot import SlotMaps
+    from fsframe.working_set import _exclusive, group_columns
+
+    # w_j = column j (j = 0, 1); magnitude s_j = u_j + v_j over columns 2 + 2j, 3 + 2j
+    W = sp.csr_matrix(np.array([[1.0, 0, 0, 0, 0, 0], [0, 1.0, 0, 0, 0, 0]]))
+    S = sp.csr_matrix(np.array([[0, 0, 1.0, 1.0, 0, 0], [0, 0, 0, 0, 1.0, 1.0]]))
+    slot = SlotMaps(W=W, S=S, groups=np.array([0, 1]), n_groups=2, terms=frozenset({"lin"}),
+                    group_cols=(np.array([0]), np.array([1])), exclusive=True)
+    assert [c.tolist() for c in group_columns(slot)] == [[0, 2, 3], [1, 4, 5]]
+    assert _exclusive(slot)
+    shared = SlotMaps(W=W, S=sp.csr_matrix(np.array([[0, 0, 1.0, 1.0, 0, 0], [0, 0, 0, 1.0, 1.0, 0]])),
+                      groups=np.array([0, 1]), n_groups=2, terms=frozenset({"lin"}),
+                      group_cols=(np.array([0]), np.array([1])), exclusive=True)
+    assert not _exclusive(shared)  # column 3 in both magnitudes: no working set
