@@ -282,7 +282,7 @@ def fit(
         Solve every subproblem on a working set of feature groups, pricing the others from the
         multipliers (:mod:`fsframe.working_set`; same answer, certified on the full problem).
         ``"auto"`` (default) does so when the formulation can price its groups and they
-        outnumber the constraint rows eight times (and are at least 200); ``result.certificate`` reports it.
+        outnumber the constraint rows four times (and are at least 200); ``result.certificate`` reports it.
     verify : str or Backend, optional
         Re-solve the subproblem that gave the returned model on this second backend (e.g.
         ``"clarabel"``) and report the objective gap in ``result.certificate["verify"]``; a gap
