@@ -51,3 +51,79 @@ def test_one_vs_rest_union_cut_marks_the_per_class_certificates_cut():
     # the uncut fits are unaffected
     for cert in full.certificate["per_class"]:
         assert cert["certifies_returned"] is True and cert["status"] == "optimal"
+
+
+# -- finding 2: docs/plugins.md left out what issue 13 added to the Formulation contract ---------
+def test_plugin_guide_documents_every_formulation_member():
+    """``pricing`` defaults to working sets for every third-party formulation; a plugin author must
+    read what that assumes (and ``restatable_params``/``restate``/``explain_failure``) in the guide."""
+    from pathlib import Path
+
+    from fsframe.formulation import Formulation
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text()
+    members = [k for k in vars(Formulation) if not k.startswith("_") and k != "params"]
+    assert "pricing" in members and "restate" in members
+    missing = [k for k in members if f"`{k}" not in doc]
+    assert missing == []
+
+
+# -- finding 3: set_bounds/restate left the working set's pricing structure stale --------------
+def _floored_hinge():
+    import attrs
+
+    from fsframe_svm import HingeFormulation
+
+    @attrs.frozen
+    class FlooredHinge(HingeFormulation):
+        """The hinge with a bound parameter ``floor``: ``u_k >= floor`` (so ``w_k >= floor``) on one
+        feature ``k``, restated through ``lb`` (a third-party ``with_bounds`` may change bounds)."""
+
+        name = "floored-hinge"
+        bound_params = ("floor",)
+        k: int = 0
+        floor: float = 0.0
+
+        def with_bounds(self, built, base, compiled, bounds):
+            lb = np.array(base.lb, dtype=float)
+            lb[compiled.cols([built.model.u[self.k]])[0]] = float(bounds["floor"])
+            return base.evolve(lb=lb)
+
+    return FlooredHinge
+
+
+@pytest.mark.parametrize("backend", ["highs", "clarabel"])
+def test_set_bounds_that_move_a_bound_away_from_zero_reprices_the_working_set(backend):
+    """A group whose column is bounded away from zero cannot be priced (it is not at zero): after
+    ``set_bounds`` moved ``u_k``'s lower bound to 0.5 the working set must take group ``k`` in,
+    not keep it out as priced at the old bounds (the answer then broke ``u_k >= 0.5``)."""
+    from fsframe.method import select_backend
+    from fsframe.problem import Subproblem
+    from fsframe.working_set import WorkingSetOptions
+
+    X, y = _data(m=40, n=300, seed=2)
+    n = X.shape[1]
+    F = _floored_hinge()
+    be = select_backend(backend, fsframe.ProblemClass.LP)
+    sub = Subproblem(F(k=0), X, y, frozenset({"lin"}), be, working_set=WorkingSetOptions(mode=True, initial=5))
+    it = sub.solve(lin=np.ones(n))
+    ws = sub.working_set
+    assert ws is not None and it.ok
+    k = int(np.flatnonzero(~ws.active)[-1])  # a group the working set leaves out
+    sub.close()
+
+    def solve(mode):
+        s = Subproblem(F(k=k), X, y, frozenset({"lin"}), be, working_set=WorkingSetOptions(mode=mode, initial=5))
+        s.solve(lin=np.ones(n))
+        s.set_bounds(floor=0.5)
+        out = s.solve(lin=np.ones(n))
+        s.close()
+        return out, s, int(s.compiled.cols([s.built.model.u[k]])[0])
+
+    full, _, col = solve(False)
+    part, s, _ = solve(True)
+    assert full.ok and full.x[col] >= 0.5 - 1e-7
+    assert part.ok, part.result.message
+    assert part.x[col] >= 0.5 - 1e-7
+    assert part.objective == pytest.approx(full.objective, rel=1e-6)
+    assert not s.working_set.priceable[k]
