@@ -127,3 +127,30 @@ def test_set_bounds_that_move_a_bound_away_from_zero_reprices_the_working_set(ba
     assert part.x[col] >= 0.5 - 1e-7
     assert part.objective == pytest.approx(full.objective, rel=1e-6)
     assert not s.working_set.priceable[k]
+
+
+# -- finding 4: fsframe select's certificate line hid that the returned model was cut -----------
+def test_certificate_line_says_when_the_returned_coefficients_are_not_certified():
+    """``l1-mpm`` with ``n_features=3``: the re-solve on 3 features is infeasible (MPM's bound) and
+    the returned coefficients are the certified point cut to 3 (status ``cut``); the CLI line
+    printed only the KKT gap of the uncut point, as if it certified the model returned. The same
+    for a one-vs-rest class cut across classes."""
+    from fsframe.cli.select import certificate_line
+
+    X, y = _data(m=60, n=60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, "l1-mpm", n_features=3)
+    assert res.certificate["status"] == "cut"
+    line = certificate_line(res.certificate)
+    assert "not certified" in line and "cut" in line
+    ok = fsframe.fit(X, y, "l1-svm", n_features=3)
+    assert "not certified" not in certificate_line(ok.certificate)
+    rng = np.random.default_rng(3)
+    y3 = rng.integers(0, 3, X.shape[0])
+    X3 = X.copy()
+    X3[:, 0] += y3
+    X3[:, 1] -= y3
+    ovr = fsframe.fit(X3, y3, "l1-svm", n_features=3)
+    assert any(c["status"] == "cut" for c in ovr.certificate["per_class"])
+    assert "not certified" in certificate_line(ovr.certificate)
