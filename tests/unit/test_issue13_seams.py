@@ -154,3 +154,23 @@ def test_certificate_line_says_when_the_returned_coefficients_are_not_certified(
     ovr = fsframe.fit(X3, y3, "l1-svm", n_features=3)
     assert any(c["status"] == "cut" for c in ovr.certificate["per_class"])
     assert "not certified" in certificate_line(ovr.certificate)
+
+
+# -- finding 5: a one-vs-rest path's table said "full" for working-set solves ------------------
+def test_path_table_reports_the_working_set_of_one_vs_rest_points():
+    """``PathResult.as_table`` read ``certificate["working_set"]``, which a one-vs-rest point keeps
+    per class (``certificate["per_class"]``): every point showed ``full``."""
+    X, _ = _data(m=40, n=600, seed=1)
+    rng = np.random.default_rng(1)
+    y3 = rng.integers(0, 3, X.shape[0])
+    X = X.copy()
+    X[:, 0] += 2 * y3
+    X[:, 1] -= 2 * y3
+    res = fsframe.path(X, y3, "l1-svm", C=[0.1, 1.0], working_set=True)
+    rows = res.as_table().splitlines()[2:]
+    for p, row in zip(res.points, rows):
+        sizes = [c["working_set"] for c in p.certificate["per_class"]]
+        assert all(k is not None and k < 600 for k in sizes)
+        assert row.split("|")[6].strip() == "/".join(map(str, sizes))
+    off = fsframe.path(X, y3, "l1-svm", C=[0.1, 1.0], working_set=False)
+    assert all(row.split("|")[6].strip() == "full" for row in off.as_table().splitlines()[2:])
