@@ -174,3 +174,35 @@ def test_path_table_reports_the_working_set_of_one_vs_rest_points():
         assert row.split("|")[6].strip() == "/".join(map(str, sizes))
     off = fsframe.path(X, y3, "l1-svm", C=[0.1, 1.0], working_set=False)
     assert all(row.split("|")[6].strip() == "full" for row in off.as_table().splitlines()[2:])
+
+
+# -- finding 6: lazy delta_max blamed a time limit on the largest-bound SOCP --------------------
+def test_a_time_limit_on_the_first_mpm_subproblem_is_not_explained_by_delta_max():
+    """The MPM computes ``delta_max`` only when the first subproblem fails, to say whether
+    ``delta`` is infeasible. A subproblem stopped by ``time_limit`` says nothing about ``delta``:
+    the fit then also solved the largest-bound SOCP under the same limit and raised *its* time
+    limit ("delta_max cannot be computed reliably"), an error about a problem the user never
+    asked for, instead of reporting the time limit of the fit's own subproblem."""
+    from types import SimpleNamespace
+
+    from fsframe import Status
+    from fsframe_mpm import MPMFormulation
+
+    calls = []
+
+    class Solver:  # any solve here is the largest-bound SOCP
+        def __getattr__(self, name):
+            calls.append(name)
+            raise AssertionError("delta_max was computed for a time limit")
+
+    X, y = _data(m=30, n=20)
+    sub = SimpleNamespace(X=X, y=y, solver=Solver())
+    f = MPMFormulation(delta=0.5)
+    for status in (Status.TIME_LIMIT,):
+        assert f.explain_failure(sub, SimpleNamespace(status=status)) is None
+    assert calls == []
+    # an infeasible first subproblem still gets its explanation (delta above delta_max)
+    X2, y2 = _data(m=300, n=5, seed=4)
+    y2 = np.where(np.random.default_rng(0).random(300) < 0.5, y2, -y2)  # nearly inseparable
+    with pytest.raises(fsframe.errors.InfeasibleParameterError, match="delta_max"):
+        fsframe.fit(X2, y2, "l1-mpm", delta=0.99)
