@@ -206,3 +206,28 @@ def test_a_time_limit_on_the_first_mpm_subproblem_is_not_explained_by_delta_max(
     y2 = np.where(np.random.default_rng(0).random(300) < 0.5, y2, -y2)  # nearly inseparable
     with pytest.raises(fsframe.errors.InfeasibleParameterError, match="delta_max"):
         fsframe.fit(X2, y2, "l1-mpm", delta=0.99)
+
+
+# -- finding 7: a restated MPM bound left FitResult.info describing the first bound -------------
+def test_restated_bounds_are_what_the_result_reports():
+    """``fsframe.path(..., delta=[...])`` on ``mpm-equal`` restates ``delta`` in place
+    (``set_bounds``): the point's ``info`` said ``delta`` and ``kappa`` of the *first* point (the
+    build's record overwrote the fit's own). The bound search (``fs-mpm``) reported the chosen
+    ``delta`` with the build's default ``kappa``. ``kappa`` must be ``sqrt(delta / (1 - delta))``
+    (001 eq. 6) of the reported ``delta`` everywhere."""
+    X, y = _data(m=40, n=100, seed=1)
+    kw = dict(formulation="mpm-equal", surrogate="l1", loop="single")
+    res = fsframe.path(X, y, delta=[0.3, 0.6], **kw)
+    assert [p.warm for p in res.points] == ["cold", "restated"]
+    for d, p in zip([0.3, 0.6], res.points):
+        one = fsframe.fit(X, y, delta=d, **kw)
+        for key in ("delta", "kappa_pos", "kappa_neg"):
+            assert p.result.info[key] == pytest.approx(one.info[key], rel=1e-12), key
+        assert p.result.info["kappa_pos"] == pytest.approx(np.sqrt(d / (1 - d)), rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for method, names in (("fs-mpm", ("delta", "delta")), ("fs-mempm", ("delta_pos", "delta_neg"))):
+            info = fsframe.fit(X[:, :60], y, method).info
+            for name, kappa in zip(names, ("kappa_pos", "kappa_neg")):
+                d = info[name]
+                assert info[kappa] == pytest.approx(np.sqrt(d / (1 - d)), rel=1e-12), (method, name)
