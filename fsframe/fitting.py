@@ -126,6 +126,18 @@ def _returned_vs_certified(certificate: dict, coef, certified, objective) -> Non
         certificate["status"] = "cut"
 
 
+def _recut(certificate: dict, coef, certified, objective) -> dict:
+    """``certificate`` (a copy) judged again for coefficients cut after the binary fit (one-vs-rest's
+    cross-class cut to ``n_features``)."""
+    if not certificate or certified is None:
+        return certificate
+    out = dict(certificate)
+    if "certified_status" in out:  # judged against the certified point afresh
+        out["status"] = out.pop("certified_status")
+    _returned_vs_certified(out, coef, certified, objective)
+    return out
+
+
 def _verify_backend(verify, res: Resolved) -> Backend | None:
     """The ``verify=`` backend, checked before the fit runs (an unknown name, or a backend that
     cannot solve the method's subproblems, is an error up front, not after a long fit)."""
@@ -223,7 +235,8 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
         transform = sub.built.transform
     return dict(coef=coef, intercept=intercept, support=out.support, transform=transform, objective=out.objective,
                 n_iter=out.n_iter, converged=out.converged, history=out.history,
-                statuses=solver.statuses + out.statuses, monotone=out.monotone, info=info, certificate=certificate)
+                statuses=solver.statuses + out.statuses, monotone=out.monotone, info=info, certificate=certificate,
+                certified_coef=out.iterate.coef)
 
 
 def fit(
@@ -375,15 +388,17 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
                             reuse, None)
         parts["info"]["seconds"] = time.perf_counter() - t_start
         own = parts.pop("transform")
+        parts.pop("certified_coef")
         if own is not None:  # a formulation or loop that owns its kernel rows
             common["transform"] = own
         return FitResult(classes=classes, **parts, **common)
     # one-vs-rest
-    per = []
+    per, certified = [], []
     for c in classes:
         y_pm = np.where(ya == c, 1.0, -1.0)
         parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify,
                             reuse, c)
+        certified.append(parts.pop("certified_coef"))
         if parts.pop("transform") is not None:
             raise UnsupportedProblemError(
                 f"formulation {res.formulation.name!r} maps the samples itself (its own kernel), which one-vs-rest "
@@ -400,9 +415,12 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
         support[keep] = True
         coefs[:, ~support] = 0.0
         # the groups this cross-class cut removes are counted with the ones the binary rule dropped;
-        # a class that lost groups has no known objective (its coefficients were cut, not re-solved)
+        # a class that lost groups has no known objective (its coefficients were cut, not re-solved),
+        # and its certificate describes the uncut point (_returned_vs_certified says so)
         per = [attrs.evolve(r, coef=coefs[i], support=r.support & support,
                             objective=None if np.any(r.support & ~support) else r.objective,
+                            certificate=_recut(r.certificate, coefs[i], certified[i],
+                                               None if np.any(r.support & ~support) else r.objective),
                             info={**r.info, "n_features_dropped": r.info.get("n_features_dropped", 0)
                                   + int(np.count_nonzero(r.support & ~support)),
                                   "n_features_union_cut": int(np.count_nonzero(r.support & ~support))})

@@ -153,13 +153,22 @@ class PathResult:
             head.insert(2, "accuracy")
         rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for p in self.points:
-            ws = p.certificate.get("working_set") if p.certificate else None
             cells = [f"{p.value:g}", str(p.n_selected), "-" if p.objective is None else f"{p.objective:.6g}",
-                     str(p.n_iter), f"{p.seconds:.3f}", "full" if ws is None else str(ws), p.warm]
+                     str(p.n_iter), f"{p.seconds:.3f}", _working_set_cell(p.certificate), p.warm]
             if acc:
                 cells.insert(2, "-" if p.accuracy is None else f"{100 * p.accuracy:.1f}%")
             rows.append("| " + " | ".join(cells) + " |")
         return "\n".join(rows)
+
+
+def _working_set_cell(cert) -> str:
+    """The groups of the last subproblem's working set, ``full`` without one (one-vs-rest: per
+    class, ``a/b/c``)."""
+    certs = (cert or {}).get("per_class", (cert,)) if cert else ()
+    sizes = [c.get("working_set") if c else None for c in certs]
+    if not sizes or all(k is None for k in sizes):
+        return "full"
+    return "/".join("full" if k is None else str(k) for k in sizes)
 
 
 def _plain(d):

@@ -218,13 +218,21 @@ class Subproblem:
         (:attr:`Formulation.bound_params`) through :meth:`Formulation.with_bounds`: the compiled
         problem's coefficients change in numpy; the Pyomo model is neither rebuilt nor recompiled.
         The next :meth:`solve` uses them (the backend session reloads what changed)."""
-        self.compiled.base = self.formulation.with_bounds(self.built, self.compiled.base, self.compiled, bounds)
+        self._restated(self.formulation.with_bounds(self.built, self.compiled.base, self.compiled, bounds))
 
     def restate(self, **params) -> None:
         """Restate the subproblem for new values of the formulation's restatable parameters
         (:attr:`Formulation.restatable_params`) through :meth:`Formulation.restate`, as
         :meth:`set_bounds` does for bound parameters: no rebuild, no recompile."""
-        self.compiled.base = self.formulation.restate(self.built, self.compiled.base, self.compiled, params)
+        self._restated(self.formulation.restate(self.built, self.compiled.base, self.compiled, params))
+
+    def _restated(self, base) -> None:
+        """Install the restated ``base``; a working set re-reads which groups it can price when the
+        rows or bounds it read them from changed (a bound moved away from zero keeps a group in)."""
+        old, self.compiled.base = self.compiled.base, base
+        ws = self.working_set
+        if ws is not None and (base.A is not old.A or base.lb is not old.lb or base.ub is not old.ub):
+            ws._definitions(base)
 
     def seed_working_set(self, groups) -> bool:
         """Start the next solve's working set from ``groups`` (a boolean mask or indices over the

@@ -22,11 +22,12 @@ def certificate_line(cert: dict) -> str:
     (one-vs-rest: the worst class)."""
     if not cert:
         return ""
-    if "per_class" in cert:
-        parts = [c for c in cert["per_class"] if c]
-        if not parts:
-            return ""
-        cert = max(parts, key=lambda c: abs(c.get("gap", 0.0)))
+    parts = [c for c in cert["per_class"] if c] if "per_class" in cert else [cert]
+    if not parts:
+        return ""
+    # coefficients cut after the certified solve (status "cut"): the gap is that of the uncut point
+    cut = [c.get("cut_distance") for c in parts if c.get("certifies_returned") is False]
+    cert = max(parts, key=lambda c: abs(c.get("gap", 0.0)))
     bits = []
     if "gap" in cert:
         bits.append(f"KKT gap {cert['gap']:.1e}, residuals {cert['primal_residual']:.1e} / {cert['dual_residual']:.1e}")
@@ -37,6 +38,10 @@ def certificate_line(cert: dict) -> str:
     if v:
         gap = v.get("objective_gap")
         bits.append(f"verify on {v['backend']}: {v['status']}" + ("" if gap is None else f", objective gap {gap:.1e}"))
+    if cut:
+        dist = max((d for d in cut if d is not None), default=None)
+        bits.append("the returned coefficients are not certified: cut from the certified point"
+                    + ("" if dist is None else f" (largest change {dist:.1e})"))
     return "certificate: " + "; ".join(bits) if bits else ""
 
 def cmd_select(args, argv) -> int:

@@ -269,8 +269,8 @@ class BoundSearch(OuterLoop):
                 "chosen_socp": rec.k, "n_feasible": len(st.kept), "n_infeasible": st.n_infeasible,
                 "n_inaccurate": sum(s is Status.OPTIMAL_INACCURATE for s in st.statuses)}
         chosen, statuses = it, []
+        st.sub.set_bounds(**dict(zip(st.names, point)))  # the subproblem (and its record) at the chosen point
         if np.any(~mask & (it.t > 0)):
-            st.sub.set_bounds(**dict(zip(st.names, point)))
             re = st.sub.restricted(it, mask)
             statuses.append(re.status)
             info["nsf_cut_verified"] = bool(re.ok)

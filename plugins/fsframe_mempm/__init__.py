@@ -256,6 +256,9 @@ class MEMPMFormulation(Formulation):
                 raise RuntimeError(f"{self.name}: the bound row of r_{k + 1} was not found in the compiled problem")
             data[pos[0]] = np.sign(data[pos[0]]) * kap[k]
             model.kappa[k].set_value(kap[k])
+        # the record the fit reports (FitResult.info) describes the problem the model now states
+        built.info.update({name: float(value) for name, value in bounds.items()})
+        built.info.update(kappa_pos=kap[0], kappa_neg=kap[1])
         return base.evolve(A=sp.csr_matrix((data, A.indices, A.indptr), shape=A.shape))
 
 

@@ -201,8 +201,14 @@ class MPMFormulation(Formulation):
         """The first subproblem of a fit with an absolute ``delta`` did not end optimal: compute
         ``delta_max`` now (one largest-bound SOCP, :func:`largest_bound`) and, when ``delta >=
         delta_max``, return the :class:`~fsframe.errors.InfeasibleParameterError` that names it.
-        ``None`` otherwise (the delta is feasible: solver trouble, reported as such)."""
+        ``None`` otherwise (the delta is feasible: solver trouble, reported as such), and for a
+        subproblem stopped by the time limit, which says nothing about ``delta`` (another solve
+        under the same limit would only report its own)."""
+        from fsframe import Status
+
         if self.delta is None:  # delta_fraction: validate checked delta < delta_max already
+            return None
+        if iterate.status is Status.TIME_LIMIT:
             return None
         bound = largest_bound(sub.X, sub.y, self.rho, solver=sub.solver)
         return self._infeasible(self.delta, bound) if self.delta >= bound.delta else None
