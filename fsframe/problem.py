@@ -232,7 +232,7 @@ class Subproblem:
         old, self.compiled.base = self.compiled.base, base
         ws = self.working_set
         if ws is not None and (base.A is not old.A or base.lb is not old.lb or base.ub is not old.ub):
-            ws._definitions(base)
+            ws.read_pricing(base)
 
     def seed_working_set(self, groups) -> bool:
         """Start the next solve's working set from ``groups`` (a boolean mask or indices over the

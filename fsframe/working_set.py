@@ -179,7 +179,7 @@ class WorkingSet:
         self._col_group = np.full(n, -1, dtype=np.int64)
         self._col_group[self._perm] = np.repeat(np.arange(self.n_groups), sizes)
         self._rows = self._empty_rows = None
-        self._definitions(base)
+        self.read_pricing(base)
         self._structure = None
         self.active: NDArray | None = None  # groups in the working set, or None before the first solve
         self.order: list = []  # active groups in the order they joined (the column order)
@@ -189,7 +189,7 @@ class WorkingSet:
         self._last_src: tuple = ()  # the full problem's A and G that _last was cut from
         self.report: WorkingSetReport | None = None
 
-    def _definitions(self, base: ProblemData) -> None:
+    def read_pricing(self, base: ProblemData) -> None:
         """Which groups can be priced (:attr:`priceable`), and the equality rows that *define* a
         column free around zero from its group's other columns (``w_j - u_j + v_j = 0``).
 
@@ -395,7 +395,7 @@ class WorkingSet:
         return out
 
     def _define(self, data: ProblemData, r: NDArray, y: NDArray, excluded: NDArray) -> tuple:
-        """For the defining rows of the ``excluded`` groups (see :meth:`_definitions`): their
+        """For the defining rows of the ``excluded`` groups (see :meth:`read_pricing`): their
         multipliers ``lambda = -r_f / a_f`` written into ``y`` (returned, a copy) and their
         contribution added to ``r`` in place, so that ``r`` and ``y`` are the full problem's.
         Returns ``(y, |D|'|lambda|)``: the new ``y`` and the size of what was carried to each
