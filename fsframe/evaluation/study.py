@@ -211,8 +211,15 @@ def load_study(path: str | os.PathLike) -> Study:
         text = resources.files("fsframe.evaluation").joinpath("studies", f"{path}.toml").read_text(encoding="utf-8")
         return study_from_dict(_parse(text, str(path)), base=Path.cwd(), text=text, path=str(path))
     if not p.is_file():
-        raise DataFileError(f"experiment file not found: {path} (bundled studies: {', '.join(BUNDLED_STUDIES)})")
-    text = p.read_text(encoding="utf-8")
+        what = "is a folder, not an experiment file" if p.is_dir() else "not found"
+        raise DataFileError(f"experiment file {path} {what} (bundled studies: {', '.join(BUNDLED_STUDIES)})")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DataFileError(f"cannot read the experiment file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise DataFileError(f"experiment file {path} is not UTF-8 text ({exc}); TOML files are UTF-8: save it "
+                            "as UTF-8") from None
     return study_from_dict(_parse(text, str(path)), base=p.resolve().parent, text=text, path=str(p))
 
 
