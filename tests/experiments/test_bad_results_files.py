@@ -190,3 +190,38 @@ def test_keyboardinterrupt_in_a_fit_still_stops_the_run(tmp_path, capsys, add_co
     assert main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o"), "--no-progress"]) == 130
     assert "interrupted" in capsys.readouterr().err
     assert len(list((tmp_path / "o" / "cells").glob("*.json"))) == 3  # the first configuration's cells
+
+
+# -- siblings found by the sweep: study-file values and CLI inputs that ended in "internal error" ----
+_WINE = {"datasets": [{"name": "wine"}], "methods": [{"method": "l1-svm"}]}
+
+
+@pytest.mark.parametrize("data, words", [
+    ({**_WINE, "study": 3}, "study must be a table"),
+    ({**_WINE, "protocol": 3}, "protocol must be a table"),
+    ({"datasets": 3, "methods": [{"method": "l1-svm"}]}, "datasets must be an array of tables"),
+    ({"datasets": [{"name": "wine"}], "methods": 3}, "methods must be an array of tables"),
+    ({**_WINE, "study": {"output": 3}}, r"\[study\] output = 3; it must be a string"),
+    ({**_WINE, "study": {"name": [1]}}, r"\[study\] name = \[1\]; it must be a string"),
+    ({"datasets": [{"path": 3}], "methods": [{"method": "l1-svm"}]}, "path = 3; it must be a string"),
+    ({**_WINE, "protocol": {"name": [3]}}, "unknown protocol"),
+    ({**_WINE, "protocol": {"holdout": "x"}}, "holdout = 'x'; it must be the test fraction"),
+    ({**_WINE, "protocol": {"retrain_C": "x"}}, "retrain_C = 'x'; it must be a positive number"),
+])
+def test_study_values_of_the_wrong_type(data, words):
+    from fsframe.errors import InvalidOptionError
+    from fsframe.evaluation.study import study_from_dict
+
+    with pytest.raises(InvalidOptionError, match=words):
+        study_from_dict(data, path="s.toml")
+
+
+def test_string_cv_and_bad_loader_escape(tmp_path, capsys):
+    from fsframe.errors import InvalidOptionError
+    from fsframe.evaluation.splits import make_splits
+
+    with pytest.raises(InvalidOptionError, match="cv must be an int"):  # a str has .split(): no splitter
+        make_splits([0, 1] * 5, "x")
+    assert main(["select", "wine", "--method", "l1-svm", "--loader-opt", "delimiter=\\x"]) == 2
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "--loader-opt" in err and "backslash escape" in err
