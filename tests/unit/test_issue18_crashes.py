@@ -55,3 +55,22 @@ def test_one_vs_rest_n_features_cuts_twin_svm_groups(method):
         np.testing.assert_allclose(pc.coef[:, kept], binary[c].coef[:, kept], rtol=1e-6, atol=1e-9)
         assert pc.info["n_features_union_cut"] == int(np.count_nonzero(binary[c].support & ~expected))
     assert res.predict(X).shape == (20,)
+
+
+def _mempm_data():
+    """A seeded 60 x 8 two-class problem, overlapping classes of different spreads."""
+    rng = np.random.default_rng(3)
+    y = np.where(np.arange(60) < 25, 1.0, -1.0)
+    X = rng.standard_normal((60, 8)) * np.where(y[:, None] > 0, 0.7, 1.4)
+    X[:, :3] += 0.9 * y[:, None]
+    return X, y
+
+
+@pytest.mark.parametrize("t, shown", [(lambda nsf: "x", "'x', not a real number"),
+                                      (lambda nsf: None, "None, not a real number"),
+                                      (lambda nsf: True, "True, not a real number")])
+def test_bound_search_criterion_returning_a_non_number(t, shown):
+    """Before: ``float("x")`` inside the search raised an untyped ValueError."""
+    X, y = _mempm_data()
+    with pytest.raises(InvalidOptionError, match=r"criterion '<lambda>': t\(NSF=\d+\) returned " + shown):
+        _quiet_fit(X, y, "fs-mempm", criterion=t, delta_pos_step=0.2)
