@@ -239,7 +239,7 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
                 certified_coef=out.iterate.coef, groups=sub.compiled.slot.groups if sub.is_built else None)
 
 
-def _cross_class_cut(coefs: np.ndarray, groups, n_groups: int, norm: str, n_features: int) -> np.ndarray:
+def _cross_class_cut(coefs: np.ndarray, groups, n_groups: int, norm: str, n_features: int) -> tuple:
     """One-vs-rest's cut of the union of supports to ``n_features`` groups: each class's group
     norms (in the formulation's :attr:`~fsframe.Formulation.group_norm`) relative to that class's
     largest, the best over classes ranks a group, the ``n_features`` best are kept. ``coefs`` has

@@ -32,7 +32,7 @@ __all__ = ["cross_validate", "EvaluationInterrupted", "AUTO_PARALLEL_SECONDS"]
 def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: bool = False) -> FoldRecord:
     """One fit and its evaluation. A failure (any exception, ``SystemExit`` included: a component
     that calls ``sys.exit`` fails its own fit) becomes the record's error, or propagates with
-    ``raise_errors``; only ``KeyboardInterrupt`` always propagates."""
+    ``raise_errors``; ``KeyboardInterrupt`` always propagates."""
     t0 = time.perf_counter()
     base = dict(label=cfg.label, repeat=split.repeat, fold=split.fold, n_train=int(split.train.size),
                 n_test=int(split.test.size), train=split.train, test=split.test)
@@ -72,9 +72,8 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
                 seconds=float(res.info.get("seconds", float("nan"))),
                 selected=tuple(int(j) for j in selected), facts=res.facts,
                 backend_version=_backend_version(res), y_pred=y_pred)
-        except KeyboardInterrupt:  # Ctrl-C stops the run (the finished cells are kept)
-            raise
-        except BaseException as exc:  # SystemExit too: recorded, counted and reported, never dropped
+        except (Exception, SystemExit) as exc:  # recorded, counted and reported, never dropped; Ctrl-C
+            # (KeyboardInterrupt) stops the run, and a task cancellation (CancelledError) is its engine's
             if raise_errors:
                 raise
             status = None
