@@ -236,7 +236,34 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     return dict(coef=coef, intercept=intercept, support=out.support, transform=transform, objective=out.objective,
                 n_iter=out.n_iter, converged=out.converged, history=out.history,
                 statuses=solver.statuses + out.statuses, monotone=out.monotone, info=info, certificate=certificate,
-                certified_coef=out.iterate.coef)
+                certified_coef=out.iterate.coef, groups=sub.compiled.slot.groups if sub.is_built else None)
+
+
+def _cross_class_cut(coefs: np.ndarray, groups, n_groups: int, norm: str, n_features: int) -> tuple:
+    """One-vs-rest's cut of the union of supports to ``n_features`` groups: each class's group
+    norms (in the formulation's :attr:`~fsframe.Formulation.group_norm`) relative to that class's
+    largest, the best over classes ranks a group, the ``n_features`` best are kept. ``coefs`` has
+    shape ``(n_classes, *coef_shape)`` (a twin SVM's ``coef_shape`` is ``(2, n_features)``);
+    ``groups`` maps each coefficient (flattened) to its group (the sparsity slot's map; ``None``:
+    one coefficient per group). Returns the kept groups' indices and ``coefs`` with the other
+    groups' coefficients set to zero (a copy)."""
+    flat = coefs.reshape(coefs.shape[0], -1)
+    g = np.arange(flat.shape[1]) if groups is None else np.asarray(groups)
+    if g.shape != (flat.shape[1],) or (g.size and int(g.max()) >= n_groups):
+        raise UnsupportedProblemError(
+            f"one-vs-rest with n_features: the per-class coefficients (shape {coefs.shape[1:]}) do not map onto "
+            f"the {n_groups} feature groups; fit each class yourself, or without n_features")
+    a = np.abs(flat)
+    t = np.stack([np.bincount(g, weights=row if norm == "l1" else row * row, minlength=n_groups) for row in a])
+    t = t if norm == "l1" else np.sqrt(t)
+    scale = np.max(t, axis=1, keepdims=True)
+    score = np.max(t / np.where(scale > 0, scale, 1.0), axis=0)
+    keep = np.argsort(-score, kind="stable")[:n_features]
+    dropped = np.ones(n_groups, dtype=bool)
+    dropped[keep] = False
+    cut = flat.copy()
+    cut[:, dropped[g]] = 0.0
+    return keep, cut.reshape(coefs.shape)
 
 
 def fit(
@@ -389,16 +416,18 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
         parts["info"]["seconds"] = time.perf_counter() - t_start
         own = parts.pop("transform")
         parts.pop("certified_coef")
+        parts.pop("groups")
         if own is not None:  # a formulation or loop that owns its kernel rows
             common["transform"] = own
         return FitResult(classes=classes, **parts, **common)
     # one-vs-rest
-    per, certified = [], []
+    per, certified, groups = [], [], None
     for c in classes:
         y_pm = np.where(ya == c, 1.0, -1.0)
         parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify,
                             reuse, c)
         certified.append(parts.pop("certified_coef"))
+        groups = parts.pop("groups")
         if parts.pop("transform") is not None:
             raise UnsupportedProblemError(
                 f"formulation {res.formulation.name!r} maps the samples itself (its own kernel), which one-vs-rest "
@@ -408,12 +437,10 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
     support = supports.any(axis=0)
     coefs = np.array([np.asarray(r.coef, dtype=float) for r in per])
     if n_features is not None and support.sum() > n_features:
-        scale = np.max(np.abs(coefs), axis=1, keepdims=True)
-        score = np.max(np.abs(coefs) / np.where(scale > 0, scale, 1.0), axis=0)
-        keep = np.argsort(-score, kind="stable")[:n_features]
+        keep, coefs = _cross_class_cut(coefs, groups, support.size, getattr(res.formulation, "group_norm", "l2"),
+                                       n_features)
         support = np.zeros_like(support)
         support[keep] = True
-        coefs[:, ~support] = 0.0
         # the groups this cross-class cut removes are counted with the ones the binary rule dropped;
         # a class that lost groups has no known objective (its coefficients were cut, not re-solved),
         # and its certificate describes the uncut point (_returned_vs_certified says so)

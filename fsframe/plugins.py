@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata as md
+import math
 import os
 import sys
 import threading
@@ -85,12 +86,26 @@ class Kind:
     """A component kind: the hook that registers it and what each item must be (a subclass of
     ``base``, or an instance of it when ``instances`` is true). ``aliases`` names a class attribute
     (a tuple of strings) holding further names the component is looked up by (a transform's
-    ``kernels``): they are protected and checked for conflicts like names."""
+    ``kernels``): they are protected and checked for conflicts like names. ``check(obj)``, if
+    given, says what else is wrong with a component of this kind (``None``: nothing)."""
 
     hook: str
     base: type
     instances: bool = False
     aliases: str | None = None
+    check: Any = None
+
+
+def _backend_problem(cls) -> str | None:
+    """What ``backend="auto"`` cannot use in a backend class: a ``preference`` that is not a
+    finite number (it sorts by it), ``supports`` that is not a set of problem classes."""
+    pref = getattr(cls, "preference", None)
+    if isinstance(pref, bool) or not isinstance(pref, (int, float)) or not math.isfinite(pref):
+        return f"preference is {_show(pref)}, not a finite number (lower is preferred by backend='auto')"
+    sup = getattr(cls, "supports", None)
+    if not isinstance(sup, (frozenset, set, tuple, list)) or not all(isinstance(p, ProblemClass) for p in sup):
+        return f"supports is {_show(sup)}, not a set of fsframe.ProblemClass members"
+    return None
 
 
 #: kind -> :class:`Kind`. ``fsframe.method`` declares the ``method`` kind (:func:`declare_kind`).
@@ -98,7 +113,7 @@ KINDS: dict[str, Kind] = {
     "formulation": Kind("fsframe_register_formulations", Formulation),
     "surrogate": Kind("fsframe_register_surrogates", Surrogate),
     "loop": Kind("fsframe_register_loops", OuterLoop),
-    "backend": Kind("fsframe_register_backends", Backend),
+    "backend": Kind("fsframe_register_backends", Backend, check=_backend_problem),
     "transform": Kind("fsframe_register_transforms", DataTransform, aliases="kernels"),
 }
 
@@ -204,6 +219,7 @@ class Registry:
             for entry in entries or ():
                 self._add(entry)
         self.alias_conflicts = self._alias_conflicts()
+        self._announce_preferred_backends()
         for (kind, name), es in self.conflicts.items():
             who = " and ".join(_who(e) for e in es)
             warnings.warn(f"fsframe: {kind} {name!r} is registered by {who}; it is unusable until one of them is "
@@ -263,7 +279,8 @@ class Registry:
             values = getattr(obj, spec.aliases, None)
             if not isinstance(values, (tuple, list)) or not values or not all(isinstance(v, str) and v for v in values):
                 return f"{what}, whose {spec.aliases!r} is {_show(values)}, not a non-empty tuple of strings"
-        return None
+        problem = spec.check(obj) if spec.check is not None else None
+        return f"{what}, whose {problem}" if problem else None
 
     def _add(self, entry: Entry) -> None:
         kind, name = entry.kind, entry.name
@@ -285,6 +302,29 @@ class Registry:
             self.conflicts[(kind, name)] = [table.pop(name), entry]
         else:
             table[name] = entry
+
+    def _announce_preferred_backends(self) -> None:
+        """Warn about every third-party backend that ``backend="auto"`` would choose over the
+        built-in ones for some problem class (a lower ``preference``; ties go to the built-ins):
+        a plugin taking over every fit's solver is never silent."""
+        backends = self.all("backend")
+        builtin = [e for e in backends if e.plugin in DEFAULT_PLUGINS]
+        for e in backends:
+            if e.plugin in DEFAULT_PLUGINS:
+                continue
+            taken = {}
+            for pc in sorted(e.obj.supports, key=lambda p: p.value):
+                rivals = [b for b in builtin if pc in b.obj.supports]
+                best = min(rivals, key=lambda b: (b.obj.preference, b.name), default=None)
+                if best is not None and e.obj.preference < best.obj.preference:
+                    taken[pc.value] = best
+            if taken:
+                was = ", ".join(f"{pc} (from {b.name!r}, preference {b.obj.preference})" for pc, b in taken.items())
+                warnings.warn(
+                    f"fsframe: backend {e.name!r} of plugin {_who(e)} has preference {e.obj.preference}, below the "
+                    f"built-in backends': backend='auto' chooses it for {was}. Name a backend (backend='highs', "
+                    "--backend) to keep the built-in one, or block the plugin (FSFRAME_DISABLED_PLUGINS)",
+                    FsframeWarning, stacklevel=4)
 
     def _builtin_alias(self, entry: Entry) -> tuple[str, Entry] | None:
         """The first alias of ``entry`` a built-in component of its kind already claims."""
@@ -554,7 +594,9 @@ def select_backend(name: str | Backend, problem_class: ProblemClass, *, quadrati
     if isinstance(name, Backend):
         backend = name
     elif name == "auto":
-        cands = sorted((e.obj for e in reg.all("backend")), key=lambda c: (c.preference, c.name))
+        # lowest preference first; a tie goes to the built-in backend
+        cands = [e.obj for e in sorted(reg.all("backend"), key=lambda e: (e.obj.preference,
+                                                                          e.plugin not in DEFAULT_PLUGINS, e.name))]
         usable = [c for c in cands if problem_class in c.supports and c.available()]
         if not usable:
             reasons = {c.name: (c.available().reason or f"does not support {problem_class.value}") for c in cands}

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import attrs
 
-from ..errors import InvalidOptionError
+from ..errors import DataFileError, InvalidOptionError
 from .cells import CellStore, cell_key, record_from_json, record_to_json
 from .comparison import CompareResult
 from .config import _make_config
@@ -128,7 +128,10 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     data, tasks, metas, groups = _plan(study)
     store = CellStore(root)
     store.clean_temporary()
-    (root / "study.toml").write_text(study.text, encoding="utf-8")
+    try:
+        (root / "study.toml").write_text(study.text, encoding="utf-8")
+    except OSError as exc:
+        raise DataFileError(f"cannot write {root / 'study.toml'}: {exc.strerror or exc}") from exc
     done_before = store.finished([m["key"] for m in metas], retry_failed=retry_failed)
     todo = [i for i, m in enumerate(metas) if m["key"] not in done_before]
     engine = "serial" if n_jobs == 1 and dask is None else (f"dask {dask if isinstance(dask, str) else 'client'}"

@@ -30,8 +30,9 @@ __all__ = ["cross_validate", "EvaluationInterrupted", "AUTO_PARALLEL_SECONDS"]
 
 
 def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: bool = False) -> FoldRecord:
-    """One fit and its evaluation. A failure becomes the record's error, or propagates with
-    ``raise_errors``."""
+    """One fit and its evaluation. A failure (any exception, ``SystemExit`` included: a component
+    that calls ``sys.exit`` fails its own fit) becomes the record's error, or propagates with
+    ``raise_errors``; ``KeyboardInterrupt`` always propagates."""
     t0 = time.perf_counter()
     base = dict(label=cfg.label, repeat=split.repeat, fold=split.fold, n_train=int(split.train.size),
                 n_test=int(split.test.size), train=split.train, test=split.test)
@@ -71,13 +72,17 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
                 seconds=float(res.info.get("seconds", float("nan"))),
                 selected=tuple(int(j) for j in selected), facts=res.facts,
                 backend_version=_backend_version(res), y_pred=y_pred)
-        except Exception as exc:  # recorded, counted and reported; never dropped
+        except (Exception, SystemExit) as exc:  # recorded, counted and reported, never dropped; Ctrl-C
+            # (KeyboardInterrupt) stops the run, and a task cancellation (CancelledError) is its engine's
             if raise_errors:
                 raise
             status = None
             if isinstance(exc, SolverFailedError) and exc.status is not None:
                 status = getattr(exc.status, "value", str(exc.status))
-            rec = FoldRecord(**base, ok=False, error_type=type(exc).__name__, error=str(exc), solver_status=status,
+            text = str(exc)
+            if isinstance(exc, SystemExit):  # str() is only the exit code
+                text = f"a component raised SystemExit({exc.code!r}) during the fit (sys.exit, argparse, ...)"
+            rec = FoldRecord(**base, ok=False, error_type=type(exc).__name__, error=text, solver_status=status,
                              traceback=traceback.format_exc())
     rec = attrs.evolve(rec, total_seconds=time.perf_counter() - t0,
                        warnings=tuple((w.category, str(w.message)) for w in caught))

@@ -310,24 +310,27 @@ class OuterLoop(abc.ABC):
         the largest norm. Returns ``(iterate, mask, objective, info)``."""
         cut = mask.copy()
         base = it.objective
-        statuses: tuple = ()
-        if not selecting and cut.any() and self._penalty_negligible(it, surrogate):
+        probe: dict = {}
+        if not selecting and cut.any() and getattr(sub.formulation, "sparse", True) \
+                and self._penalty_negligible(it, surrogate):
             # the whole penalty is solver noise (e.g. an L1-SVM whose C is so small that w = 0 is
             # optimal): the relative rule cannot tell noise from signal, so propose the empty support
+            # (a model without a penalty, ``sparse = False``, has nothing to propose it for)
             re = sub.restricted(it, np.zeros_like(cut))
-            statuses = (re.status,)
             if re.ok and re.objective is not None and base is not None \
                     and re.objective - base <= self.tol * abs(base) + 1e-9 * (1.0 + abs(base)):
                 return re, np.zeros_like(cut), self.objective_of(re, surrogate, np.zeros_like(cut)), {
-                    "zero_tol_cut": int((it.t > 0).sum()), "statuses": statuses,
+                    "zero_tol_cut": int((it.t > 0).sum()), "statuses": (re.status,),
                     "zero_tol_cut_rise": float(re.objective - base), "zero_tol_cut_verified": True}
+            # a rejected probe gave nothing returned: its status is the probe's, not the fit's
+            probe = {"zero_support_probe": re.status.value}
         dropped = ~cut & (it.t > 0)
         base_model = first is not None and first is not it  # selecting: re-solve with the first weights
         if not dropped.any() and not (selecting and base_model):
-            return it, cut, objective, ({"statuses": statuses} if statuses else {})
-        info: dict = {"zero_tol_cut": int(dropped.sum())}
+            return it, cut, objective, probe
+        info: dict = {"zero_tol_cut": int(dropped.sum()), **probe}
         re = sub.restricted(first if selecting and base_model else it, cut)
-        info["statuses"] = statuses + (re.status,)
+        info["statuses"] = (re.status,)
         if re.ok and re.objective is not None and base is not None:
             gap = re.objective - base
             info["zero_tol_cut_rise"] = float(gap)

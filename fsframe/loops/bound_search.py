@@ -4,6 +4,7 @@ loop that varies the *formulation's* bound parameters, not the sparsity weights.
 from __future__ import annotations
 
 import math
+import numbers
 import time
 import warnings
 from typing import Callable, TYPE_CHECKING
@@ -28,15 +29,36 @@ T_FAMILY: dict[str, Callable[[float], float]] = {"log": math.log, "sqrt": math.s
 """Named adjustment factors ``t(NSF)`` of 001's Remark (``bound / t(NSF)``)."""
 
 
+MIN_RESOLUTION = 1e-8
+"""The smallest ``eps``, ``delta_pos_step`` and ``zero_tol`` the search accepts. The SOCP backends
+(ECOS, Clarabel) decide feasibility, and return the weights that should be zero, to about 1e-8
+(their default feasibility tolerance): a narrower bisection bracket, a smaller step or a smaller NSF
+threshold would measure solver noise. (``eps=1e-300`` once ran 10 000 SOCPs: below ~1e-16 the
+bisection's midpoint no longer moves in floating point, and only ``max_iter`` ended the search.)"""
+
+
 def _t_function(criterion) -> Callable[[float], float]:
     """``t`` of the criterion: ``1`` for criterion 1, ``NSF`` for criterion 2, else the named or
-    given function, clipped to ``[1, NSF]`` (001's Remark: ``1 <= t <= NSF``)."""
+    given function, clipped to ``[1, NSF]`` (001's Remark: ``1 <= t <= NSF``). A value that is not
+    a real number (a string, ``None``, a bool) or is NaN is an
+    :class:`~fsframe.errors.InvalidOptionError` naming it."""
     if criterion == 1:
         return lambda nsf: 1.0
     if criterion == 2:
         return lambda nsf: float(nsf)
     fn = T_FAMILY[criterion] if isinstance(criterion, str) else criterion
-    return lambda nsf: min(max(float(fn(nsf)), 1.0), float(nsf))
+
+    def t(nsf):
+        v = fn(nsf)
+        real = not isinstance(v, (bool, np.bool_)) and isinstance(v, numbers.Real)
+        if not real or math.isnan(v):
+            raise InvalidOptionError(
+                f"criterion {getattr(fn, '__name__', fn)!r}: t(NSF={nsf}) returned "
+                f"{'NaN' if real else f'{v!r}, not a real number'}; the criterion bound / t(NSF) needs a real t "
+                "(clipped to [1, NSF], 001's Remark)")
+        return min(max(float(v), 1.0), float(nsf))
+
+    return t
 
 
 def criterion_score(bound: float, nsf: int, criterion) -> float:
@@ -68,6 +90,13 @@ def _criterion(v):
 def _open_unit(inst, attr, value):
     if not 0.0 < value < 1.0:
         raise ValueError(f"{attr.name} must lie in (0, 1), got {value!r}")
+
+
+def _resolvable(inst, attr, value):
+    if not MIN_RESOLUTION <= value < 1.0:
+        raise ValueError(f"{attr.name} must lie in [{MIN_RESOLUTION:g}, 1), got {value!r}: the SOCP solvers resolve "
+                         f"bounds and weights to about {MIN_RESOLUTION:g}, so a finer {attr.name} measures their "
+                         "noise (and can only end at max_iter)")
 
 
 @attrs.frozen
@@ -128,16 +157,18 @@ class BoundSearch(OuterLoop):
         Weight of the first bound in ``theta p + (1 - theta) q`` (001 eq. 5).
     delta_pos0 : float in (0, 1)
         Start of the stepped bound (001's alpha_0).
-    delta_pos_step : float in (0, 1)
-        Its step (001's alpha_step).
+    delta_pos_step : float in [1e-8, 1)
+        Its step (001's alpha_step); at least :data:`MIN_RESOLUTION`.
     delta_neg0 : float in [0, 1)
         Lower end of each bisection bracket (001's beta_0); two bounds only.
-    eps : float in (0, 1)
-        Bisection termination: the bracket's width (001's epsilon).
-    zero_tol : float in (0, 1)
-        NSF threshold on ``|w_j| / max|w|`` (001: 0.001).
+    eps : float in [1e-8, 1)
+        Bisection termination: the bracket's width (001's epsilon); at least
+        :data:`MIN_RESOLUTION`, what the solvers resolve.
+    zero_tol : float in [1e-8, 1)
+        NSF threshold on ``|w_j| / max|w|`` (001: 0.001); at least :data:`MIN_RESOLUTION`.
     max_iter : int
-        Cap on the number of SOCPs of the search.
+        Cap on the number of SOCPs of the search; a search it cuts short is reported
+        (``converged`` False, a :class:`~fsframe.errors.ConvergenceWarning`).
     """
 
     name = "bound-search"
@@ -147,15 +178,15 @@ class BoundSearch(OuterLoop):
     monotone = False
 
     max_iter: int = attrs.field(default=10000, converter=as_int, validator=positive_int)
-    zero_tol: float = attrs.field(default=1e-3, converter=to_float, validator=real(0, 1))
+    zero_tol: float = attrs.field(default=1e-3, converter=to_float, validator=[real(0, 1), _resolvable])
     criterion: object = attrs.field(default=2, converter=_criterion, validator=_check_criterion)
     theta: float = attrs.field(default=0.5, converter=to_float, validator=[instance_of(float), ge(0.0), le(1.0)])
     delta_pos0: float = attrs.field(default=0.05, converter=to_float, validator=[instance_of(float), _open_unit])
     delta_pos_step: float = attrs.field(default=0.05, converter=to_float,
-                                        validator=[instance_of(float), _open_unit])
+                                        validator=[instance_of(float), _open_unit, _resolvable])
     delta_neg0: float = attrs.field(default=0.0, converter=to_float,
                                     validator=[instance_of(float), ge(0.0), attrs.validators.lt(1.0)])
-    eps: float = attrs.field(default=1e-3, converter=to_float, validator=[instance_of(float), _open_unit])
+    eps: float = attrs.field(default=1e-3, converter=to_float, validator=[instance_of(float), _open_unit, _resolvable])
 
     def missing(self, surrogate):
         miss = super().missing(surrogate)
@@ -207,13 +238,21 @@ class BoundSearch(OuterLoop):
             converged = True
         except _Stop as stop:
             reason, converged = stop.reason, False
+            if stop.capped and state.kept:
+                warnings.warn(
+                    f"{self.name}: stopped at max_iter={self.max_iter} SOCPs before the search ended; the solution "
+                    f"is chosen among the {len(state.kept)} feasible points found so far. Raise max_iter, or "
+                    f"coarsen delta_pos_step={self.delta_pos_step:g} / eps={self.eps:g}", ConvergenceWarning,
+                    stacklevel=3)
         if not state.kept:
             raise InfeasibleParameterError(
                 f"{self.name}: no feasible point from the start {names[0]}={p0:g}"
                 + (f", {names[1]} > {self.delta_neg0:g}" if len(names) == 2 else "")
                 + f" ({state.n} SOCPs; {reason}). The largest feasible {names[0]} is {lim[0]:.4f} on this data"
                 + (f" (the MPM's equal bound: {sub.built.info['delta_max']:.4f})" if "delta_max" in sub.built.info
-                   and len(names) == 2 else "") + "; start lower", parameter="delta_pos0", value=p0, limit=lim[0])
+                   and len(names) == 2 else "")
+                + ("; raise max_iter" if reason.startswith("max_iter") else "; start lower"),
+                parameter="delta_pos0", value=p0, limit=lim[0])
         return self._choose(state, reason, converged)
 
     def _two(self, st: "_State", lim) -> str:
@@ -293,8 +332,9 @@ class BoundSearch(OuterLoop):
 
 
 class _Stop(Exception):
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, *, capped: bool = False):
         self.reason = reason
+        self.capped = capped  # max_iter cut the search short
 
 
 class _State:
@@ -315,7 +355,7 @@ class _State:
         """Solve at ``point`` (the bounds, in order); True when feasible."""
         loop = self.loop
         if self.n >= loop.max_iter:
-            raise _Stop(f"max_iter={loop.max_iter} SOCPs reached")
+            raise _Stop(f"max_iter={loop.max_iter} SOCPs reached", capped=True)
         t0 = time.perf_counter()
         bounds = dict(zip(self.names, point))
         self.sub.set_bounds(**bounds)
