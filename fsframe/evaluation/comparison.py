@@ -102,7 +102,7 @@ class CompareResult:
         ds = self.dataset
         title = f"{ds['name']} ({ds['n_samples']} samples x {ds['n_features']} features, {len(ds['classes'])} classes)"
         prot = f"protocol: {describe_protocol(self.protocol)}"
-        solvers = sorted({r.versions.get("solver", r.backend) for r in self.results})
+        solvers = sorted({r.versions.get("solver", r.backend) or "none (no solver backend)" for r in self.results})
         undefined = [r.label for r in self.results if r.stability().get("nogueira") is None]
         foot = (f"mean ± std over {self.results[0].n_folds} fits on the same splits; MCC: paper 000 eq. 60"
                 f"{' (multi-class: Gorodkin R_K)' if len(ds['classes']) > 2 else ''}; stability: Nogueira et al. 2018"
