@@ -121,6 +121,9 @@ def _select_once(args, argv, data, params) -> int:
                   "groups are training samples (--json/--csv list them)")
         else:
             print(f"selected {n} of {total} features ({100 * n / total:.1f}%)" + (":" if n else ""))
+        if res.info.get("n_features_default") is not None:
+            print(f"  ({label} ranks the features and has no sparsity of its own: without --n-features it keeps "
+                  "the better half)")
         if n and not kernel:
             order = res.selected[np.argsort(-np.max(np.abs(coef[:, res.selected]), axis=0), kind="stable")]
             if coef.shape[0] == 1:
