@@ -155,7 +155,9 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     def on_done(j, rec, clock):
         nonlocal computed
         i = todo[j]
-        meta = dict(metas[i], backend_version=rec.backend_version, ok=rec.ok)
+        # a finished cell names the backend that solved it (DSO-FS: clarabel; RFS: none) and its version
+        meta = dict(metas[i], backend=rec.backend if rec.ok else metas[i]["backend"],
+                    backend_version=rec.backend_version, ok=rec.ok)
         store.write(meta["key"], record_to_json(rec, meta))
         computed += 1
         if progress is not None:
@@ -167,7 +169,8 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
                     n_computed=computed)
     res = _rebuild(root, manifest, store)
     for key, d in _cell_files(store, manifest).items():
-        manifest["cells"][key].update(backend_version=d.get("backend_version"), ok=d["record"].get("ok"))
+        manifest["cells"][key].update(backend=d.get("backend"), backend_version=d.get("backend_version"),
+                                      ok=d["record"].get("ok"))
     write_manifest(root, manifest)
     _emit_warnings([r for t in res.tables for r in t.results])
     return attrs.evolve(res, n_skipped=skipped, n_computed=computed, interrupted=interrupted, manifest=manifest)

@@ -290,6 +290,10 @@ def test_study_and_report(method, n_classes, study):
         assert not mine  # not planned: the study's file restricts it to two classes
         return
     assert len(mine) == 2 and all(c["record"]["ok"] for c in mine), [c["record"].get("error") for c in mine]
+    for c in mine:  # a finished cell names the backend that solved it, and that backend's version
+        assert c["backend"] == c["record"]["backend"]
+        solver = c["record"]["backend"]
+        assert c["backend_version"] == (None if solver is None else REG.get("backend", solver.split("+")[0]).version())
     k = ranking_size(method, tiny(n_classes)[0].shape[1])
     if k is not None:
         assert {c["record"]["n_selected"] for c in mine} == {k}
