@@ -26,12 +26,13 @@ __all__ = ["FilterLoop", "ReliefFLoop", "MRMRLoop", "relieff_scores", "mrmr_orde
 @attrs.frozen
 class FilterLoop(OuterLoop):
     """Base of the filter loops: :meth:`ranking` orders the features (best first); the loop keeps
-    the first ``n_features`` (``fsframe.fit`` gives a ranking the better half by default) and solves the formulation once with unit quadratic
-    weights on them and the others fixed at zero — the L2 model on the selected features (e.g.
-    the soft-margin ``margin`` SVM), so the result predicts. The support is the ranking's top
-    ``n_features`` whatever the model's weights; ``info["ranking"]`` is the order computed (best
-    first), ``info["scores"]`` the filter's scores. A failed solve raises
-    :class:`~fsframe.errors.SolverFailedError` (there is no earlier iterate to keep)."""
+    the first ``n_features`` (``fsframe.fit`` gives a ranking the better half by default) and
+    solves the formulation once with unit quadratic weights on them and the others fixed at zero —
+    the L2 model on the selected features (e.g. the soft-margin ``margin`` SVM), so the result
+    predicts. The support is the ranking's top ``n_features`` whatever the model's weights;
+    ``info["ranking"]`` is the order computed (best first), ``info["scores"]`` the filter's
+    scores. A failed solve raises :class:`~fsframe.errors.SolverFailedError` (there is no earlier
+    iterate to keep)."""
 
     needs_surrogate = False
     monotone = False

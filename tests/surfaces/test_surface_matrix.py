@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import numbers
+import types
 import warnings
 
 import attrs
@@ -33,6 +34,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 import fsframe
+from fsframe.cli import main
 from fsframe.errors import UnsupportedProblemError
 from fsframe.estimator import FSSelector
 from fsframe.method import parameter_names
@@ -76,7 +78,7 @@ def grid_of(value) -> list:
     return [float(value), float(value) / 2]
 
 
-def expect_refusal(n_classes, run):
+def expect_refusal(run):
     """The typed refusal of a cell that does not apply."""
     with pytest.raises(UnsupportedProblemError, match=r"two classes only \(multiclass='binary'\)"):
         run()
@@ -107,7 +109,7 @@ def ranking_size(method: str, n_features: int) -> int | None:
 def test_fit(method, n_classes):
     X, y = tiny(n_classes)
     if refused(method, n_classes):
-        expect_refusal(n_classes, lambda: fsframe.fit(X, y, method=method))
+        expect_refusal(lambda: fsframe.fit(X, y, method=method))
         return
     r = reference_fit(method, n_classes)
     check_fit_result(r, X, y)  # support, decision function, predictions and objective recomputed
@@ -134,7 +136,7 @@ def test_fit(method, n_classes):
 def test_estimator(method, n_classes):
     X, y = tiny(n_classes)
     if refused(method, n_classes):
-        expect_refusal(n_classes, lambda: FSSelector(method).fit(X, y))
+        expect_refusal(lambda: FSSelector(method).fit(X, y))
         return
     r = reference_fit(method, n_classes)
     with warnings.catch_warnings():
@@ -235,7 +237,7 @@ def test_path(method, n_classes, cli, tiny_csv, tmp_path):
     assert r_cli.code == 0, r_cli.err
     doc = json.loads(out.read_text())
     assert [p["value"] for p in doc["points"]] == grid
-    X, y = tiny(n_classes)
+    X, _ = tiny(n_classes)
     for point, v in zip(doc["points"], grid):
         alone = reference_fit(method, n_classes) if v == value else _fit(method, n_classes, **{key: v})
         class_layout(point["coef"], n_classes, X.shape[1])
@@ -258,10 +260,6 @@ def _fit(method, n_classes, **params):
 def study(tiny_csv, tmp_path_factory):
     """Every registered method on both data sets (those refused on three classes on two only),
     2-fold CV, run by ``fsframe run`` and reported by ``fsframe report``, in this process."""
-    import types
-
-    from fsframe.cli import main
-
     root = tmp_path_factory.mktemp("study")
     lines = ['[study]', 'name = "surfaces"', 'seeds = [0]', '', '[protocol]', 'cv = 2', 'scale = "none"', '']
     for c in (2, 3):
@@ -326,14 +324,19 @@ def test_declared_binary_formulation_is_refused_on_every_surface(binary_only, cl
     error before any fit, and runs two."""
     assert refused(binary_only, 3) and not refused(binary_only, 2)
     X, y = tiny(3)
-    expect_refusal(3, lambda: fsframe.fit(X, y, method=binary_only))
-    expect_refusal(3, lambda: FSSelector(binary_only).fit(X, y))
-    expect_refusal(3, lambda: fsframe.path(X, y, binary_only, C=[1.0, 0.5]))
-    expect_refusal(3, lambda: fsframe.compare(X, y, methods=[binary_only], cv=2))
+    expect_refusal(lambda: fsframe.fit(X, y, method=binary_only))
+    expect_refusal(lambda: FSSelector(binary_only).fit(X, y))
+    expect_refusal(lambda: fsframe.path(X, y, binary_only, C=[1.0, 0.5]))
+    expect_refusal(lambda: fsframe.compare(X, y, methods=[binary_only], cv=2))
     for args in (("select", tiny_csv[3], "--method", binary_only),
                  ("select", tiny_csv[3], "--method", binary_only, "--cv", 2),
                  ("compare", tiny_csv[3], "--methods", binary_only, "--cv", 2),
                  ("path", tiny_csv[3], "--method", binary_only, "--C", "1,0.5")):
         expect_cli_refusal(cli(*args))
+    study = tmp_path / "study.toml"
+    study.write_text(f'[protocol]\ncv = 2\n\n[[datasets]]\nname = "tiny3"\npath = "{tiny_csv[3].as_posix()}"\n\n'
+                     f'[[methods]]\nmethod = "{binary_only}"\n')
+    expect_cli_refusal(cli("run", study, "--out", tmp_path / "results", "--no-progress"))
+    assert not (tmp_path / "results" / "cells").exists() or not any((tmp_path / "results" / "cells").iterdir())
     assert cli("select", tiny_csv[2], "--method", binary_only, "--json", tmp_path / "b.json").code == 0
     assert fsframe.fit(*tiny(2), method=binary_only).n_selected >= 1
