@@ -21,11 +21,13 @@ from .errors import (BackendUnavailableError, DataError, DataWarning, Incompatib
                      SolverWarning, UnknownComponentError, UnsupportedProblemError)
 from .formulation import AuxSolver, call_opt_in
 from .method import Resolved, _reason, resolve, select_backend
+from .plugins import get_registry
 from .problem import Iterate, Subproblem
-from .results import FitResult
+from .results import FitResult, result_coef
 from .working_set import WorkingSetOptions
 
 __all__ = ["CONE_FORMS", "fit", "fit_resolved", "make_options", "check_fit_options", "check_n_features",
+           "check_classes", "default_n_features",
            "training_data", "working_set_options", "certificate_of"]
 
 #: The compiler's ways of writing second-order cones (see :func:`fsframe.compiler.compile_model`).
@@ -196,6 +198,22 @@ def _column_names(X) -> tuple | None:
     return names
 
 
+def _solved_by(result) -> str | None:
+    """The registered backend that solved the subproblem of the returned model (``result``, its
+    :class:`~fsframe.backends.SolveResult`); ``None`` when no backend did — a loop that computes
+    its model itself (RFS's linear systems, a BVLS step) labels its result with a name no backend
+    has. A loop may solve on another backend than the fit's (DSO-FS's ``E`` steps on Clarabel)."""
+    name = getattr(result, "backend", None)
+    return name if name and name in get_registry().names("backend") else None
+
+
+def _backends(parts) -> str | None:
+    """``FitResult.backend`` of a one-vs-rest fit: the classes' backend, or their distinct
+    backends joined by ``+`` (``None`` when none solved)."""
+    names = sorted({p.backend for p in parts if p.backend})
+    return "+".join(names) or None
+
+
 def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
                 keep_model, callback=None, ws: WorkingSetOptions = WorkingSetOptions(), verify=None,
                 reuse=None, key=None) -> dict:
@@ -221,9 +239,11 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
             sub.close()
     if sub.is_built:  # a loop that never solved the model (DSO-FS, filters) leaves it unbuilt
         info.update(sub.built.info)
+    solved_by = _solved_by(out.iterate.result)
     info.update(build_seconds=sub.build_seconds, compile_seconds=sub.compile_seconds,
                 solve_seconds=float(sum(r.seconds for r in out.history)), stop_reason=out.reason,
-                backend_version=out.iterate.result.backend_version, **(out.selection or {}))
+                backend_version=(out.iterate.result.backend_version or None) if solved_by else None,
+                **(out.selection or {}))
     if keep_model:
         info["model"] = sub.compiled.sync_model()  # holds the last iteration's slot weights
         info["compiled"] = sub.compiled
@@ -234,6 +254,7 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     if transform is None and sub.is_built:  # never build a model only to read its transform
         transform = sub.built.transform
     return dict(coef=coef, intercept=intercept, support=out.support, transform=transform, objective=out.objective,
+                backend=solved_by,
                 n_iter=out.n_iter, converged=out.converged, history=out.history,
                 statuses=solver.statuses + out.statuses, monotone=out.monotone, info=info, certificate=certificate,
                 certified_coef=out.iterate.coef, groups=sub.compiled.slot.groups if sub.is_built else None)
@@ -306,6 +327,9 @@ def fit(
         ``"auto"`` (HiGHS for LP/QP, ECOS for SOCP) or a registered backend name.
     n_features : int, optional
         Select exactly this many features (002 §3.1; see :func:`fsframe.loops.select_exactly`).
+        Without it a method's own sparsity decides, except for a method that only ranks the
+        features (``svm-weights``, ``relieff``, ``mrmr``, ``rfs``: ``OuterLoop.sparse`` is False),
+        which keeps the better half of its ranking (:func:`default_n_features`).
     time_limit, backend_options, verbose
         Passed to the solver (see :class:`fsframe.backends.SolveOptions`).
     fast : bool
@@ -383,6 +407,26 @@ def check_n_features(n_features, res: Resolved, Xa) -> None:
         raise InvalidOptionError(f"n_features={n_features} exceeds the {n_groups} available features")
 
 
+def check_classes(res: Resolved, n_classes: int) -> None:
+    """Raise :class:`~fsframe.errors.UnsupportedProblemError` before any work when the
+    formulation declares two classes only (``Formulation.multiclass == "binary"``) and the labels
+    hold more."""
+    if n_classes > 2 and res.formulation.multiclass == "binary":
+        raise UnsupportedProblemError(
+            f"formulation {res.formulation.name!r} fits two classes only (multiclass='binary'), y has {n_classes}: "
+            "fit one class against another (or against the rest) yourself, or choose a method whose formulation "
+            "runs one-vs-rest or is multi-class")
+
+
+def default_n_features(res: Resolved, n_groups: int) -> int | None:
+    """The ``n_features`` a fit uses when none is given: ``None`` (the method's own sparsity decides
+    the support), except for a loop that only ranks the features (``OuterLoop.sparse`` is False:
+    ``svm-weights``, ``relieff``, ``mrmr``, ``rfs``), which would keep every feature: it keeps the
+    better half of its ranking, ``max(1, n_groups // 2)`` — scikit-learn's ``RFE`` default for a
+    ranking with no count given. ``FitResult.info["n_features_default"]`` records it."""
+    return None if res.loop.sparse else max(1, n_groups // 2)
+
+
 def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOptions, *, n_features=None, fast=True,
                  cone_form="substitute", keep_model=False, callback=None, ws: WorkingSetOptions = WorkingSetOptions(),
                  verify=None, t_start=None, reuse=None) -> FitResult:
@@ -400,12 +444,15 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
         Z = transform.transform(Xa)
         names = None
     classes = tuple(np.unique(ya).tolist())
+    check_classes(res, len(classes))
+    auto = default_n_features(res, Z.shape[1]) if n_features is None else None
+    n_features = n_features if auto is None else auto
     if Z.shape[1] > 5 * Z.shape[0]:
         warnings.warn(f"n_features={Z.shape[1]} is much larger than n_samples={Z.shape[0]}: many sparse "
                       "solutions fit the training data equally well; check the selection's stability",
                       DataWarning, stacklevel=3)
     common = dict(method=res.method, formulation=res.formulation, surrogate=res.surrogate, loop=res.loop,
-                  backend=be.name, params=res.params, transform=transform, feature_names=names)
+                  params=res.params, transform=transform, feature_names=names)
     if len(classes) == 2 or res.formulation.multiclass == "native":
         if len(classes) == 2:
             y_code = np.where(ya == classes[1], 1.0, -1.0)
@@ -414,6 +461,9 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
         parts = _binary_fit(res, Z, y_code, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify,
                             reuse, None)
         parts["info"]["seconds"] = time.perf_counter() - t_start
+        if auto is not None:
+            parts["info"]["n_features_default"] = auto
+        parts["coef"] = result_coef(parts["coef"], res.formulation, len(classes), np.size(parts["support"]))
         own = parts.pop("transform")
         parts.pop("certified_coef")
         parts.pop("groups")
@@ -456,7 +506,7 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
             "build_seconds": sum(r.info["build_seconds"] for r in per),
             "compile_seconds": sum(r.info["compile_seconds"] for r in per),
             "solve_seconds": sum(r.info["solve_seconds"] for r in per),
-            "strategy": "one-vs-rest"}
+            "strategy": "one-vs-rest", **({} if auto is None else {"n_features_default": auto})}
     objs = [r.objective for r in per]
     certificate = {"per_class": tuple(r.certificate for r in per)}
     return FitResult(
@@ -465,4 +515,4 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
         n_iter=max(r.n_iter for r in per), converged=all(r.converged for r in per),
         history=tuple(h for r in per for h in r.history), statuses=tuple(s for r in per for s in r.statuses),
         monotone=all(r.monotone for r in per), classes=classes, info=info, per_class=tuple(per),
-        certificate=certificate, **common)
+        certificate=certificate, backend=_backends(per), **common)

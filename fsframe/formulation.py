@@ -136,8 +136,11 @@ class Formulation(abc.ABC):
     (every entry split as ``u - v`` and ``s_j = sum (u + v)``, as in an LP with several coefficient
     blocks per feature, e.g. the twin SVM's ``(2, n)``). Loops read the group norms ``t_j`` in it."""
     multiclass: ClassVar[str] = "ovr"
-    """``"ovr"``: binary only, fsframe runs one-vs-rest; ``"native"``: handles any number of
-    classes itself (``build`` then receives integer class codes)."""
+    """``"ovr"``: a binary model, which fsframe runs one-vs-rest on more than two classes;
+    ``"native"``: one model of any number of classes (``build`` then receives integer class codes,
+    and its coefficients are ``(n_groups, n_classes)``, one row group per feature: see
+    :func:`fsframe.results.result_coef`); ``"binary"``: two classes only, more are refused before
+    any work (:class:`~fsframe.errors.UnsupportedProblemError`)."""
     pricing: ClassVar[str | None] = "reduced-costs"
     """How the core prices a feature group it leaves out of a working set
     (:mod:`fsframe.working_set`): ``"reduced-costs"`` — the group's columns at zero against the

@@ -60,6 +60,8 @@ def record_from_json(d: dict) -> FoldRecord:
     """The :class:`FoldRecord` a cell file holds."""
     r = dict(d["record"])
     r.pop("status", None)
+    if "backend" not in r:  # a cell written before records kept the backend that solved: the configured one
+        r["backend"] = d.get("backend")
     for k in ("train", "test", "y_pred"):
         if r.get(k) is not None:
             r[k] = np.asarray(r[k])

@@ -111,7 +111,7 @@ class CompareResult:
         ds = self.dataset
         title = f"{ds['name']} ({ds['n_samples']} samples x {ds['n_features']} features, {len(ds['classes'])} classes)"
         prot = f"protocol: {describe_protocol(self.protocol)}"
-        solvers = sorted({r.versions.get("solver", r.backend) for r in self.results})
+        solvers = sorted({r.versions.get("solver", r.backend) or "none (no solver backend)" for r in self.results})
         undefined = [r.label for r in self.results if r.stability().get("nogueira") is None]
         over = (f"mean ± std over {len(self.results[0].ok_folds)} fits on the same splits" if self._same_fits() else
                 "mean ± std over each row's successful fits (column 'fits'), not all on the same splits")

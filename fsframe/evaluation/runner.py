@@ -21,7 +21,7 @@ from ..plugins import get_registry
 from .config import _Config, _make_config
 from .metrics import accuracy_score, mcc_score
 from .preprocess import SCALINGS, _retrain_estimator, _scale
-from .records import CVResult, FoldRecord, Progress
+from .records import CVResult, FoldRecord, Progress, solver_of
 from .engine import Task, execute
 from .serialize import environment_versions, to_jsonable
 from .splits import Split, make_splits
@@ -71,7 +71,7 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
                 statuses=tuple(getattr(s, "value", str(s)) for s in res.statuses),
                 seconds=float(res.info.get("seconds", float("nan"))),
                 selected=tuple(int(j) for j in selected), facts=res.facts,
-                backend_version=_backend_version(res), y_pred=y_pred)
+                backend=res.backend, backend_version=_backend_version(res), y_pred=y_pred)
         except (Exception, SystemExit) as exc:  # recorded, counted and reported, never dropped; Ctrl-C
             # (KeyboardInterrupt) stops the run, and a task cancellation (CancelledError) is its engine's
             if raise_errors:
@@ -243,7 +243,8 @@ def _run(data_or_X, y, entries, *, cv, repeats, scale, n_jobs, random_state, n_f
     if random_state is None:
         random_state = secrets.randbelow(2**31)  # drawn, recorded, reproducible afterwards
     configs = [_make_config(label, spec, n_features=n_features, scale=scale, retrain=retrain, retrain_C=C,
-                            n_columns=X.shape[1], n_samples=X.shape[0]) for label, spec in entries]
+                            n_columns=X.shape[1], n_samples=X.shape[0], n_classes=len(np.unique(yy)))
+               for label, spec in entries]
     labels = [c.label for c in configs]
     dup = sorted({lab for lab in labels if labels.count(lab) > 1})
     if dup:
@@ -258,8 +259,7 @@ def _run(data_or_X, y, entries, *, cv, repeats, scale, n_jobs, random_state, n_f
     results = []
     for cfg, slots in zip(configs, per):
         folds = [f for f in slots if f is not None]
-        solver = next((f.backend_version for f in folds if f.ok and f.backend_version), None)
-        versions = environment_versions({"solver": f"{cfg.backend} {solver}" if solver else cfg.backend})
+        versions = environment_versions({"solver": solver_of(folds, cfg.backend)})
         prot = dict(protocol, scale=scale, n_features=cfg.n_features, retrain=retrain_desc, groups=cfg.groups)
         results.append(CVResult(label=cfg.label, method=cfg.method, components=cfg.components,
                                 params=to_jsonable(cfg.resolved_params), fit_options=to_jsonable(cfg.fit_options),

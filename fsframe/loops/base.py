@@ -182,6 +182,12 @@ class OuterLoop(abc.ABC):
     refuses the others."""
     monotone: ClassVar[bool] = True
     """Whether theory guarantees the monitored objective does not increase."""
+    sparse: ClassVar[bool] = True
+    """``False`` for a loop with no sparsity of its own, which only *ranks* the features (a filter
+    score, the weights of an L2 model, RFS's row norms that never reach zero): without
+    ``n_features`` it would keep every feature, so :func:`fsframe.fit` then keeps the better half
+    of the ranking (:func:`fsframe.fitting.default_n_features`). A loop for which it depends on a
+    parameter (``single`` with ``penalty="l2"``) makes it a property."""
 
     max_iter: int = attrs.field(default=20, converter=as_int, validator=positive_int)
     tol: float = attrs.field(default=1e-5, converter=to_float, validator=real(0))

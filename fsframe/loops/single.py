@@ -27,6 +27,11 @@ class SingleSolve(OuterLoop):
     penalty: str = attrs.field(default="l1", validator=in_(("l1", "l2")))
 
     @property
+    def sparse(self) -> bool:  # type: ignore[override]
+        """``penalty="l2"`` has no sparsity of its own: its weights rank the features."""
+        return self.penalty == "l1"
+
+    @property
     def requires(self):  # type: ignore[override]
         return ("derivative",) if self.penalty == "l1" else ()
 

@@ -26,15 +26,17 @@ __all__ = ["FilterLoop", "ReliefFLoop", "MRMRLoop", "relieff_scores", "mrmr_orde
 @attrs.frozen
 class FilterLoop(OuterLoop):
     """Base of the filter loops: :meth:`ranking` orders the features (best first); the loop keeps
-    the first ``n_features`` (all without it) and solves the formulation once with unit quadratic
-    weights on them and the others fixed at zero — the L2 model on the selected features (e.g.
-    the soft-margin ``margin`` SVM), so the result predicts. The support is the ranking's top
-    ``n_features`` whatever the model's weights; ``info["ranking"]`` is the order computed (best
-    first), ``info["scores"]`` the filter's scores. A failed solve raises
-    :class:`~fsframe.errors.SolverFailedError` (there is no earlier iterate to keep)."""
+    the first ``n_features`` (``fsframe.fit`` gives a ranking the better half by default) and
+    solves the formulation once with unit quadratic weights on them and the others fixed at zero —
+    the L2 model on the selected features (e.g. the soft-margin ``margin`` SVM), so the result
+    predicts. The support is the ranking's top ``n_features`` whatever the model's weights;
+    ``info["ranking"]`` is the order computed (best first), ``info["scores"]`` the filter's
+    scores. A failed solve raises :class:`~fsframe.errors.SolverFailedError` (there is no earlier
+    iterate to keep)."""
 
     needs_surrogate = False
     monotone = False
+    sparse = False  # it ranks: without n_features, fsframe.fit keeps the better half of the ranking
     formulations = ("margin", "hinge")  # large-margin models whose L2 fit on the ranked features predicts
     penalty = "l2"  # the objective is loss + sum_j ||w_j||^2 of the model on the kept features
 

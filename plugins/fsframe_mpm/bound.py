@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fsframe import ProblemClass, Status, select_backend
-from fsframe.backends.base import Backend, SolveOptions
+from fsframe.backends.base import Backend, SolveOptions, SolveResult
 from fsframe.canonical import ProblemData
 from fsframe.errors import BackendUnavailableError, DataWarning, InvalidOptionError, SolverFailedError
 from fsframe.formulation import AuxSolver
@@ -160,6 +160,21 @@ def largest_bound(X: NDArray, y: NDArray, rho: float = DEFAULT_RHO, *, moments: 
     return hit
 
 
+def _remedy(res: SolveResult, results: list, be: Backend, options: SolveOptions) -> str:
+    """What to change after the largest-bound solve failed, by how it failed: a time or iteration
+    limit is lifted; a numerical failure is met by standardising the features or by an SOCP
+    backend not yet tried (never one that already failed here)."""
+    if res.status is Status.TIME_LIMIT:
+        limit = f" of {options.time_limit:g} s per solve" if options.time_limit is not None else ""
+        return f"The solve stopped at the time limit{limit}: raise time_limit (or leave it unset)"
+    if res.status is Status.ITERATION_LIMIT:
+        return f"{res.backend} stopped at its iteration limit: raise it through backend_options"
+    tried = {r.backend for r in results}
+    others = [b.name for b in _fallbacks(be) if b.name not in tried]
+    return ("Standardise the features (their scales differ widely)"
+            + (f", or solve on another SOCP backend (backend={others[0]!r})" if others else ""))
+
+
 def _solve_bound(X, y, rho, moments, be: Backend, options: SolveOptions) -> LargestBound:
     mom = class_moments(X, y, rho) if moments is None else moments
     data = lanckriet_data(mom)
@@ -176,8 +191,7 @@ def _solve_bound(X, y, rho, moments, be: Backend, options: SolveOptions) -> Larg
         raise SolverFailedError(
             f"MPM: the largest-bound (Lanckriet) SOCP ended with status {res.status.value} on backend "
             f"{res.backend} ({res.message}){how}; the worst-case bound delta_max cannot be computed "
-            "reliably, and it decides which delta is feasible. Standardise the features (their scales "
-            "differ widely) or install another SOCP backend (clarabel)", result=res)
+            f"reliably, and it decides which delta is feasible. {_remedy(res, results, be, options)}", result=res)
     n = mom.n
     wv, tv = res.x[:n], res.x[n:]
     tsum = float(tv.sum())

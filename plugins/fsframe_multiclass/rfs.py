@@ -110,6 +110,7 @@ class RFSLoop(OuterLoop):
     reference = "Nie, Huang, Cai & Ding, NIPS 2010, Algorithm 1"
     needs_surrogate = False
     monotone = True
+    sparse = False  # reweighted l_{2,1}: rows shrink but do not vanish; their norms rank the features
     max_iter: int = attrs.field(default=200, converter=as_int, validator=positive_int)
     tol: float = attrs.field(default=1e-4, converter=to_float, validator=real(0))
 

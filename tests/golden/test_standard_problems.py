@@ -89,7 +89,7 @@ PHI_EXP = 1.0 - math.exp(-2.5)  # exp(alpha=5) at |w1| = 0.5
 
 @pytest.mark.parametrize("method, params, coef, objective", [
     ("l1-svm", {}, (0.5, 0.0), 0.5),                                 # ||w||_1
-    ("svm-weights", {}, (0.4, 0.2), 0.2),                            # ||w||^2
+    ("svm-weights", {"n_features": 2}, (0.4, 0.2), 0.2),             # ||w||^2, every feature kept
     ("fsv", {"alpha": 5.0}, (0.5, 0.0), PHI_EXP),                    # 1 - exp(-5 * 0.5)
     ("em-l0", {}, (0.5, 0.0), 1.0),                                  # ||w||_0
     ("arom", {"eps": 1e-3}, (0.5, 0.0), math.log1p(0.5 / 1e-3)),     # log(1 + |w1|/eps)

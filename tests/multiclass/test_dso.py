@@ -113,17 +113,18 @@ def test_composition_p1_reaches_cvxpys_l21_optimum():
     prob = cp.Problem(cp.Minimize(cp.sum(cp.norm(W, 2, axis=1))),
                       [cp.multiply(Y, X @ W + np.ones((X.shape[0], 1)) @ b[None, :]) >= 1])
     prob.solve(solver=cp.CLARABEL)
-    got = float(np.sum(row_norms(np.asarray(r.coef))))
+    got = float(np.sum(row_norms(r.formulation_coef())))
     assert got == pytest.approx(prob.value, rel=2e-3)
-    assert r.coef.shape == (25, 3)
+    assert r.coef.shape == (3, 25)  # classes first (fsframe.results.result_coef)
+    np.testing.assert_array_equal(r.formulation_coef(), r.coef.T)
 
 
 def test_multi_output_model_api(iris3):
     X, y = iris3
     r = fsframe.fit(X, y, method="dso-fs", p=0.5, n_features=4)
-    assert r.coef.shape == (20, 3) and np.shape(r.intercept) == (3,)
+    assert r.coef.shape == (3, 20) and np.shape(r.intercept) == (3,)
     assert r.support.shape == (20,) and r.n_selected == 4
-    assert np.all(r.coef[~r.support] == 0)
+    assert np.all(r.coef[:, ~r.support] == 0)
     d = r.decision_function(X)
     assert d.shape == (60, 3)
     np.testing.assert_array_equal(r.predict(X), np.asarray(r.classes)[np.argmax(d, axis=1)])
@@ -159,7 +160,7 @@ def test_hard_margin_on_non_separable_data_names_the_soft_margin(make_iris):
     with pytest.raises(InfeasibleParameterError):
         fsframe.get_registry().get("formulation", "margin")().validate(X, y)
     r = fsframe.fit(X, y, formulation="margin", surrogate="lp", loop="em", p=0.5, C=1.0)
-    assert r.coef.shape == (20, 3)
+    assert r.coef.shape == (3, 20)
 
 
 def test_large_n_stays_tractable_without_n_by_n():
@@ -173,5 +174,5 @@ def test_large_n_stays_tractable_without_n_by_n():
         r = fsframe.fit(X, y, method="dso-fs", p=0.5, max_iter=3)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert r.coef.shape == (n, 3)
+    assert r.coef.shape == (3, n)
     assert peak < 250e6  # an n x n float matrix alone is 968 MB

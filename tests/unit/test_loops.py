@@ -151,11 +151,12 @@ def test_n_features_gives_exactly_r(method, r):
 def test_svm_weights_keeps_the_largest_l2_weights():
     """svm-weights with n_features=r is the L2 SVM's r largest |w_j| (002 footnote 5)."""
     X, y = synthetic(40, 15)
-    full = fsframe.fit(X, y, method="svm-weights")
+    full = fsframe.fit(X, y, method="svm-weights", n_features=X.shape[1])  # every feature: the plain L2 SVM
+    assert full.n_selected == X.shape[1]
     top = fsframe.fit(X, y, method="svm-weights", n_features=3)
     assert set(top.selected) == set(np.argsort(-np.abs(full.coef))[:3])
     # the returned model is the L2 SVM on those 3 features (an independent fit on the columns)
-    alone = fsframe.fit(X[:, top.selected], y, method="svm-weights")
+    alone = fsframe.fit(X[:, top.selected], y, method="svm-weights", n_features=3)
     np.testing.assert_allclose(top.coef[top.support], alone.coef, rtol=1e-5, atol=1e-7)
     assert top.objective == pytest.approx(alone.objective, rel=1e-7)
 
