@@ -82,8 +82,9 @@ are refused with a typed error naming the scale (:func:`~fsframe.backends.base.c
 
 def _check_qp_form(options: SolveOptions) -> str:
     qp_form = options.backend_options.get("qp_form", "auto")
-    if qp_form not in ("auto", "primal", "scaled", "dual"):
-        raise InvalidOptionError(f"highs: qp_form must be 'auto', 'dual', 'scaled' or 'primal', got {qp_form!r}")
+    if qp_form not in ("auto", "primal", "scaled", "dual", "dense"):
+        raise InvalidOptionError(
+            f"highs: qp_form must be 'auto', 'dense', 'dual', 'scaled' or 'primal', got {qp_form!r}")
     return qp_form
 
 
@@ -171,8 +172,8 @@ class HighsBackend(Backend):
             if why is not None and qp_form != "auto":
                 raise UnsupportedProblemError(f"highs: qp_form={qp_form!r} impossible: {why}")
             if why is None:
-                if qp_form == "dual" or (qp_form == "auto" and prefer_dual(data)):
-                    return DualQPSession(self, data, options, HighsSession)
+                if qp_form in ("dual", "dense") or (qp_form == "auto" and prefer_dual(data)):
+                    return DualQPSession(self, data, options, HighsSession, dense=qp_form != "dual")
                 return ScaledQPSession(self, data, options, HighsSession)
         return HighsSession(self, data, options)
 
