@@ -247,6 +247,8 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
                 continue
             n = N.size
             d, nu, dnu = sol[:n], sol[n:], None
+            # rounding noise in a (near-)zero step must not pin a degenerate variable at its bound
+            d[np.abs(d) <= 1e-14 * max(1.0, float(np.abs(st.lam[N]).max(initial=0.0)))] = 0.0
             idx, alpha_star = N, 1.0
         else:
             r, viol = st.wrong_signs(nu)
@@ -269,6 +271,7 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
                 return BoxQPResult("singular", iterations=it)
             idx = np.append(N, j)
             d = np.append(sol[:n], s)
+            d[np.abs(d) <= 1e-13 * float(np.abs(d).max())] = 0.0  # rounding noise, not a direction
             dnu = sol[n:]
             Fd = F[idx].T @ d
             kappa = float(Fd @ Fd)
