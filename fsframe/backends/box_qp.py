@@ -74,7 +74,10 @@ class _State:
         self.free = free
         self.g = F @ (F.T @ lam) + f
         self.pe = E.shape[0]
-        self.fixed = lo == hi
+        # the sign a bound multiplier must not have, per variable: -1 at a lower bound (r >= 0 is
+        # right), +1 at an upper one, 0 when free or fixed (lo == hi: any sign is right)
+        self.wrong = np.where(lam <= lo, -1.0, np.where(lam >= hi, 1.0, 0.0))
+        self.wrong[free | (lo == hi)] = 0.0
 
     def kkt(self, N: NDArray) -> NDArray:
         """The KKT matrix ``[[F_N F_N', E_N'], [E_N, 0]]`` of the free set ``N``."""
@@ -96,8 +99,8 @@ class _State:
         if not idx.size:
             return np.inf, -1, False
         neg = d < 0
-        room = np.where(neg, self.lo[idx], self.hi[idx]) - self.lam[idx]
-        a = np.divide(room, d, out=np.full(d.shape, np.inf), where=d != 0)
+        a = (np.where(neg, self.lo[idx], self.hi[idx]) - self.lam[idx]) / d  # the caller ignores 0/0
+        a[d == 0] = np.inf
         np.maximum(a, 0.0, out=a)  # rounding may leave a variable a hair outside
         k = int(np.argmin(a))
         return float(a[k]), k, bool(neg[k])
@@ -110,15 +113,18 @@ class _State:
     def pin(self, i: int, lower: bool) -> None:
         self.lam[i] = self.lo[i] if lower else self.hi[i]
         self.free[i] = False
+        if self.lo[i] != self.hi[i]:
+            self.wrong[i] = -1.0 if lower else 1.0
+
+    def release(self, j: int) -> None:
+        self.free[j] = True
+        self.wrong[j] = 0.0
 
     def wrong_signs(self, nu: NDArray) -> tuple[NDArray, NDArray]:
         """The reduced gradient ``r = g + E' nu`` and, per variable held at a bound, how far its
         multiplier has the wrong sign (0 where it has the right one, and for free variables)."""
         r = self.g + self.E.T @ nu if self.pe else self.g
-        viol = np.where(self.lam <= self.lo, -r, r)
-        viol[~(self.lam <= self.lo) & ~(self.lam >= self.hi)] = 0.0
-        viol[self.free | self.fixed] = 0.0
-        return r, viol
+        return r, r * self.wrong
 
 
 def _regularize(st: _State, tol: float) -> str | None:
@@ -209,6 +215,13 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
     free = (lam > lo) & (lam < hi)
     if pe:
         _full_row_rank(E, free)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter, dgesv)
+
+
+def _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter, dgesv) -> BoxQPResult:
+    """The iterations of :func:`solve_box_qp` from the feasible ``lam`` with free set ``free``."""
+    pe = E.shape[0]
     st = _State(F, np.asarray(f, dtype=float), E, lo, hi, lam, free)
     gscale = max(float(np.abs(st.f).max(initial=0.0)), 1e-300)
     fmax2 = max(1.0, float(np.abs(F).max(initial=0.0)) ** 2)
@@ -276,7 +289,7 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
             Fd = F[idx].T @ d
             kappa = float(Fd @ Fd)
             alpha_star = -float(st.g[idx] @ d) / kappa if kappa > tol * float(d @ d) * fmax2 else np.inf
-            st.free[j] = True
+            st.release(j)
         alpha, k, lower = st.ratio(idx, d)
         blocked = alpha <= alpha_star
         step = alpha if blocked else alpha_star
