@@ -53,7 +53,7 @@ from .._lazy import lazy_module
 from ..canonical import ProblemData
 from ..enums import Status
 from ..linalg import check_psd
-from .base import BackendSession, RawSolution, SolveOptions, SolveResult
+from .base import BackendSession, RawSolution, SolveFailure, SolveOptions, SolveResult
 from .box_qp import solve_box_qp
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
@@ -308,7 +308,7 @@ class _StableFormSession(BackendSession):
         self._pending: list[str] = []
         self._why: list[str] = []
         self._current = ""
-        self._prefix = ""  # what _next put before the current form's message
+        self._prefix = ""  # what _run put before the current form's message
 
     def _applies(self, form: str, data: ProblemData) -> str | None:
         """``None`` if ``form`` can solve ``data``, else the reason it cannot."""
@@ -316,32 +316,44 @@ class _StableFormSession(BackendSession):
 
     # -- the template's raw steps ------------------------------------------------------------
     def _solve_raw(self, data: ProblemData) -> RawSolution:
-        self._why, self._pending = [], []
-        for form in self.forms:
+        # the forms are examined in order, each only when the ones before it did not answer (each
+        # check is a pass over the Hessian: one per EM solve is enough)
+        self._why, self._pending = [], list(self.forms)
+        form = self._take(data)
+        if form is None:  # pragma: no cover - the primal as given always applies
+            raise SolveFailure(Status.ERROR, "; ".join(self._why))
+        return self._run(form, data)
+
+    def _invert(self, data: ProblemData, raw: RawSolution) -> RawSolution:
+        return raw
+
+    def _take(self, data: ProblemData) -> str | None:
+        """The next form that applies to ``data`` and has not failed (the others' reasons noted)."""
+        while self._pending:
+            form = self._pending.pop(0)
             reason = self._applies(form, data)
             if reason is not None:
                 self._why.append(f"the {form} form does not apply ({reason})")
             elif form in self.failed:
                 self._why.append(f"{_LABEL[form]} failed earlier")
             else:
-                self._pending.append(form)
-        return self._next(data)
-
-    def _invert(self, data: ProblemData, raw: RawSolution) -> RawSolution:
-        return raw
+                return form
+        return None
 
     def _retries(self, data: ProblemData, tried: list[SolveResult]):
-        while self._pending and tried[-1].status in _FAILED:
+        while tried[-1].status in _FAILED:
             self.failed.add(self._current)
             if self._current == "dual":
                 self._drop_inner()  # do not warm-start from a failed state
             message = tried[-1].message
             message = message[len(self._prefix):] if message.startswith(self._prefix) else message
             self._why.append(f"{_LABEL[self._current]} failed ({tried[-1].status.value}: {message})")
-            yield self._next(data)
+            form = self._take(data)
+            if form is None:
+                return
+            yield self._run(form, data)
 
-    def _next(self, data: ProblemData) -> RawSolution:
-        form = self._pending.pop(0)
+    def _run(self, form: str, data: ProblemData) -> RawSolution:
         self._current = form
         cand = getattr(self, f"_solve_{form}")(data)
         self._prefix = f"{'; '.join(self._why)}; solved the {_SOLVED[form]}: " if self._why else ""
