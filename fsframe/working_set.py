@@ -91,7 +91,7 @@ class WorkingSetOptions:
     mode : ``"auto"``, True or False
         ``"auto"``: when the formulation allows it (:attr:`Formulation.pricing`) and the groups
         that can be priced are at least ``min_groups`` and more than ``min_ratio`` times the
-        constraint rows; True:
+        constraint rows (not counting the rows a group owns alone, which leave with it); True:
         whenever the formulation allows it and some group can be priced; False: always the full
         problem.
     initial : int, optional

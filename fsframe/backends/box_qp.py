@@ -74,6 +74,9 @@ class _State:
         self.free = free
         self.g = F @ (F.T @ lam) + f
         self.pe = E.shape[0]
+        # more columns than rows (EM's first duals on n >> m data): the m x m Hessian once, its
+        # entries picked per step, instead of |N|^2 q products per step
+        self.H = F @ F.T if F.shape[1] > F.shape[0] else None
         # the sign a bound multiplier must not have, per variable: -1 at a lower bound (r >= 0 is
         # right), +1 at an upper one, 0 when free or fixed (lo == hi: any sign is right)
         self.wrong = np.where(lam <= lo, -1.0, np.where(lam >= hi, 1.0, 0.0))
@@ -81,12 +84,16 @@ class _State:
 
     def kkt(self, N: NDArray) -> NDArray:
         """The KKT matrix ``[[F_N F_N', E_N'], [E_N, 0]]`` of the free set ``N``."""
-        FN = self.F[N]
         n, pe = N.size, self.pe
+        if self.H is not None:
+            HNN = self.H[np.ix_(N, N)]
+        else:
+            FN = self.F[N]
+            HNN = FN @ FN.T
         if not pe:
-            return FN @ FN.T
+            return HNN
         K = np.empty((n + pe, n + pe))
-        np.matmul(FN, FN.T, out=K[:n, :n])
+        K[:n, :n] = HNN
         EN = self.E[:, N]
         K[:n, n:] = EN.T
         K[n:, :n] = EN
@@ -108,7 +115,18 @@ class _State:
     def move(self, idx: NDArray, d: NDArray, alpha: float) -> None:
         ad = alpha * d
         self.lam[idx] += ad
-        self.g += self.F @ (self.F[idx].T @ ad)
+        self.g += self.H[:, idx] @ ad if self.H is not None else self.F @ (self.F[idx].T @ ad)
+
+    def cross(self, N: NDArray, j: int) -> NDArray:
+        """``(F F')_{N, j}``."""
+        return self.H[N, j] if self.H is not None else self.F[N] @ self.F[j]
+
+    def curvature(self, idx: NDArray, d: NDArray) -> float:
+        """``d' F F' d`` for ``d`` on ``idx``."""
+        if self.H is not None:
+            return float(d @ (self.H[np.ix_(idx, idx)] @ d))
+        Fd = self.F[idx].T @ d
+        return float(Fd @ Fd)
 
     def pin(self, i: int, lower: bool) -> None:
         self.lam[i] = self.lo[i] if lower else self.hi[i]
@@ -278,7 +296,8 @@ def _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter, dgesv) -> BoxQPRe
                 continue
             s = 1.0 if st.lam[j] <= lo[j] else -1.0
             n = N.size
-            rhs = np.concatenate([(F[N] @ F[j]) * -s, E[:, j] * -s]) if pe else (F[N] @ F[j]) * -s
+            cross = st.cross(N, j) * -s
+            rhs = np.concatenate([cross, E[:, j] * -s]) if pe else cross
             sol = solve(K, rhs)
             if sol is None:
                 return BoxQPResult("singular", iterations=it)
@@ -286,8 +305,7 @@ def _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter, dgesv) -> BoxQPRe
             d = np.append(sol[:n], s)
             d[np.abs(d) <= 1e-13 * float(np.abs(d).max())] = 0.0  # rounding noise, not a direction
             dnu = sol[n:]
-            Fd = F[idx].T @ d
-            kappa = float(Fd @ Fd)
+            kappa = st.curvature(idx, d)
             alpha_star = -float(st.g[idx] @ d) / kappa if kappa > tol * float(d @ d) * fmax2 else np.inf
             st.release(j)
         alpha, k, lower = st.ratio(idx, d)
