@@ -10,9 +10,11 @@ scaled (:func:`_column_scale`); HiGHS's QP solver does neither itself.
 
 Quadratic problems whose Hessian is diagonal on free columns (every EM / reweighted-L2
 subproblem) are solved in a numerically stable form (:mod:`fsframe.backends.diag_qp`): the
-Lagrangian dual (one variable per constraint row), or, when the dual's dense Hessian would be too
-large, the primal rescaled to an identity Hessian. Option ``qp_form``: ``"auto"`` (default),
-``"dual"``, ``"scaled"`` or ``"primal"`` (HiGHS on the problem as given). HiGHS's QP solver
+Lagrangian dual (one variable per constraint row; by the dense active-set method of
+:mod:`fsframe.backends.box_qp` when it is box-shaped, else by HiGHS), or, when the dual's dense
+Hessian would be too large, the primal rescaled to an identity Hessian. Option ``qp_form``:
+``"auto"`` (default), ``"dense"``, ``"dual"`` (HiGHS's dual QP), ``"scaled"`` or ``"primal"``
+(HiGHS on the problem as given); docs/backends.md. HiGHS's QP solver
 assumes a convex objective without checking it, so fsframe checks
 (:func:`~fsframe.linalg.check_psd`) and refuses a nonconvex one with
 :class:`~fsframe.errors.UnsupportedProblemError`, as ECOS does. Constraint entries of magnitude
@@ -112,8 +114,8 @@ class HighsBackend(Backend):
     """HiGHS via highspy: LP and convex QP, warm re-solves.
 
     Backend options: any HiGHS option (``"solver"``, ``"presolve"``,
-    ``"primal_feasibility_tolerance"``, ...) plus ``qp_form`` (``"auto"``, ``"primal"``,
-    ``"dual"``).
+    ``"primal_feasibility_tolerance"``, ...) plus ``qp_form`` (``"auto"``, ``"dense"``, ``"dual"``,
+    ``"scaled"``, ``"primal"``).
     """
 
     name = "highs"
