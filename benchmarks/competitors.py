@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paper002 import retrain_error  # noqa: E402  (the protocol's evaluation classifier, one definition)
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+DATA = Path(os.environ.get("FSFRAME_SHARED_DATA") or ROOT.parent / "shared" / "data")  # as the tests find it
 DOC = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- competitors:begin -->", "<!-- competitors:end -->"
 

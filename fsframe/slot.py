@@ -87,11 +87,46 @@ class SlotMaps:
         return cls(W=W, S=S, groups=groups, n_groups=record.n_groups, terms=record.terms,
                    group_cols=group_cols, exclusive=bool(exclusive))
 
+    _cache: dict = attrs.field(factory=dict, init=False, repr=False)  # derived once, on first use
+
+    def _flat(self) -> tuple[NDArray, NDArray]:
+        """Every group's columns in one array (by group) and the group of each entry."""
+        flat = self._cache.get("flat")
+        if flat is None:
+            sizes = np.fromiter((c.size for c in self.group_cols), dtype=np.int64, count=len(self.group_cols))
+            cols = np.concatenate(self.group_cols).astype(np.int64) if self.group_cols else np.zeros(0, np.int64)
+            flat = self._cache["flat"] = (cols, np.repeat(np.arange(sizes.size), sizes))
+        return flat
+
     def columns_of(self, groups: NDArray) -> NDArray:
         """The columns of ``groups`` (indices of groups), concatenated."""
         if not len(groups):
             return np.zeros(0, dtype=np.int64)
-        return np.concatenate([self.group_cols[j] for j in groups])
+        groups = np.asarray(groups)
+        if groups.size > 1 and np.all(groups[1:] > groups[:-1]):  # sorted, distinct: one mask, no loop
+            cols, owner = self._flat()
+            keep = np.zeros(self.n_groups, dtype=bool)
+            keep[groups] = True
+            return cols[keep[owner]]
+        return np.concatenate([self.group_cols[j] for j in groups]).astype(np.int64, copy=False)
+
+    def quad_plan(self):
+        """How ``2 W' diag(quad[groups]) W`` is filled without a sparse product: when every
+        coefficient entry is one column of its own (``W`` a scaled selection, e.g. the hinge's free
+        ``w``), it is the diagonal ``2 quad[groups] W_k^2`` on those columns. Returns
+        ``(order, indices, indptr, w2)`` (entries in column order) or ``None`` for any other ``W``."""
+        if "quad_plan" not in self._cache:
+            W = self.W.tocsr()
+            plan = None
+            cols = W.indices
+            if np.all(np.diff(W.indptr) == 1) and np.unique(cols).size == cols.size:
+                order = np.argsort(cols, kind="stable")
+                n = W.shape[1]
+                indptr = np.zeros(n + 1, dtype=np.int32)
+                np.cumsum(np.bincount(cols, minlength=n), out=indptr[1:])
+                plan = (order, cols[order].astype(np.int32), indptr, (W.data * W.data)[order])
+            self._cache["quad_plan"] = plan
+        return self._cache["quad_plan"]
 
 
 @attrs.frozen(eq=False)
@@ -181,7 +216,19 @@ def weighted_problem(base: ProblemData, slot: SlotMaps, weights: SlotWeights) ->
         c += slot.W.T @ weights.lin_w
     P = base.P
     if weights.quad is not None:
-        Pq = (slot.W.T @ sp.diags(2.0 * weights.quad[slot.groups]) @ slot.W).tocsc()
+        plan = slot.quad_plan()
+        if plan is not None:  # a diagonal, filled straight into CSC (no sparse product per iteration)
+            order, indices, indptr, w2 = plan
+            n = base.n
+            vals = 2.0 * weights.quad[slot.groups[order]] * w2
+            if not vals.all():  # as the product: no stored zeros (a zero P is no QP); the plan's arrays stay
+                keep = vals != 0
+                indptr = np.zeros(n + 1, dtype=np.int32)
+                np.cumsum(np.bincount(indices[keep], minlength=n), out=indptr[1:])
+                vals, indices = vals[keep], indices[keep]
+            Pq = sp.csc_matrix((vals, indices, indptr), shape=(n, n))
+        else:
+            Pq = (slot.W.T @ sp.diags(2.0 * weights.quad[slot.groups]) @ slot.W).tocsc()
         P = Pq if base.P is None else (base.P + Pq).tocsc()
     return base.evolve(c=c, P=P, lb=lb, ub=ub)
 

@@ -91,11 +91,12 @@ class WorkingSetOptions:
     mode : ``"auto"``, True or False
         ``"auto"``: when the formulation allows it (:attr:`Formulation.pricing`) and the groups
         that can be priced are at least ``min_groups`` and more than ``min_ratio`` times the
-        constraint rows; True:
+        constraint rows (not counting the rows a group owns alone, which leave with it); True:
         whenever the formulation allows it and some group can be priced; False: always the full
         problem.
     initial : int, optional
-        Groups in the first working set (default ``max(100, rows // 2)``), chosen by the size of
+        Groups in the first working set (default ``max(100, rows // 2)``, ``rows`` not counting the
+        rows a group owns alone), chosen by the size of
         their reduced costs at uniform multipliers.
     batch : int, optional
         Most violating groups added per round (default: the larger of 100 and half the working set).
@@ -187,6 +188,8 @@ class WorkingSet:
         self._last_cols: NDArray | None = None
         self._fixed = np.zeros(self.n_groups, dtype=bool)  # groups fixed at zero in the current solve
         self._last_src: tuple = ()  # the full problem's A and G that _last was cut from
+        self._next: NDArray | None = None  # a rebuilt restriction's next start (support and violators added)
+        self._added = np.zeros(self.n_groups, dtype=bool)  # groups priced in during the current solve
         self.report: WorkingSetReport | None = None
 
     def read_pricing(self, base: ProblemData) -> None:
@@ -243,8 +246,21 @@ class WorkingSet:
             # only groups a working set could leave out are those fixed at zero, which the
             # backends already drop at no cost (measured slower through a working set)
             return n_price > 0
-        rows = base.A.shape[0] + base.G.shape[0]
+        rows = self._shared_rows(base.A) + self._shared_rows(base.G)
         return n_price >= self.options.min_groups and n_price > self.options.min_ratio * rows
+
+    def _shared_rows(self, M) -> int:
+        """Rows of ``M`` that are not one group's own (entries in several groups, or in a column
+        of none): the rows a restricted problem keeps whatever the working set. A group's own rows
+        (an MPM ridge row, its split ``w_j = u_j - v_j``) leave with the group."""
+        M = M.tocsr()
+        counts = np.diff(M.indptr)
+        starts = M.indptr[:-1][counts > 0]
+        if not starts.size:
+            return 0
+        g = self._col_group[M.indices]
+        lo, hi = np.minimum.reduceat(g, starts), np.maximum.reduceat(g, starts)
+        return int(np.count_nonzero((lo != hi) | (lo < 0)))
 
     @staticmethod
     def possible(slot: SlotMaps | None, pricing, options: WorkingSetOptions) -> bool:
@@ -263,6 +279,7 @@ class WorkingSet:
         self.active = mask | ~self.priceable
         self.order = list(np.flatnonzero(self.active))
         self._last = None
+        self._next = None
 
     # -- structure (column-sliceable copies of the constraint matrices) ------------------------
     def _struct(self, data: ProblemData):
@@ -281,7 +298,7 @@ class WorkingSet:
         whose reduced costs at uniform multipliers (``y = 1``, ``z = 1``) most favour entering."""
         live = self.priceable & ~fixed
         active = ~self.priceable & ~fixed
-        rows = data.A.shape[0] + data.G.shape[0]
+        rows = self._shared_rows(data.A) + self._shared_rows(data.G)  # a group's own rows leave with it
         k = self.options.initial or max(100, rows // 2)
         if live.sum() <= k:
             return active | live
@@ -327,10 +344,17 @@ class WorkingSet:
             # weights) they are back at once instead of being priced in again round by round
             if not self.grows:
                 self._last = None
+                if self._next is not None:
+                    # a rebuilt restricted problem costs what it holds: start from the last
+                    # solve's support and the violators it added, not from every group ever added
+                    # (a group needed again is priced back in; the answer is certified either way)
+                    self.active = self._next.copy()
+                    self.order = list(np.flatnonzero(self.active))
             new = ~self.priceable & ~fixed & ~self.active
             if new.any():
                 self._join(np.flatnonzero(new))
         self._fixed = fixed
+        self._added = np.zeros(self.n_groups, dtype=bool)
         rounds = added = 0
         tol = self.options.tol
         batch0 = self.options.batch
@@ -383,6 +407,7 @@ class WorkingSet:
             batch = batch0 or max(100, self._size() // 2)
             take = violators[np.argsort(-gviol[violators], kind="stable")[:batch]]
             self._join(take)
+            self._added[take] = True
             added += int(take.size)
         if violators.size:
             self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added,
@@ -390,6 +415,12 @@ class WorkingSet:
                                                     f"{rounds} rounds")
             return None
         out = self._full_result(data, res, x, y, z)
+        if not self.grows:
+            ax = np.abs(x)
+            ax[self.groupless_cols] = 0.0
+            # an interior-point solver leaves zeros at 1e-10: the support on the scale of the answer
+            support = self._group_reduce(ax > 1e-6 * float(ax.max(initial=0.0)), np.logical_or)
+            self._next = support | self._added | ~self.priceable
         maxv = float(np.max(gviol, initial=0.0))
         self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added, maxv)
         return out
@@ -574,7 +605,11 @@ def _exclusive(slot: SlotMaps) -> bool:
 
 def _drop_empty_rows(A, b, G, h, l, cones):
     """Drop rows left without entries that hold at zero: equality rows with ``b = 0``, ``R_+``
-    rows with ``h >= 0``, and whole cones without entries whose ``h`` lies in the cone.
+    rows with ``h >= 0``, whole cones without entries whose ``h`` lies in the cone, and, inside a
+    cone that stays, the entries of its vector part without columns and with ``h = 0`` (they add
+    nothing to its norm: an MPM covariance cone keeps its samples' rows and the ridge rows of the
+    working set's features, ``1 + m_k + |W|`` entries instead of ``1 + m_k + n``; a multiplier 0
+    on a dropped entry keeps ``z`` in the dual cone and complementary).
     Returns the reduced data and the kept rows ``(eq_keep, g_keep)``."""
     a_nnz = np.diff(A.indptr)
     eq_keep = np.flatnonzero((a_nnz > 0) | (b != 0))
@@ -586,8 +621,10 @@ def _drop_empty_rows(A, b, G, h, l, cones):
     for q in cones:
         seg = slice(k, k + q)
         if np.any(g_nnz[seg] > 0) or np.linalg.norm(h[k + 1:k + q]) > h[k]:
-            keep[seg] = True
-            new_cones.append(q)
+            inner = (g_nnz[k + 1:k + q] > 0) | (h[k + 1:k + q] != 0)
+            keep[k] = True
+            keep[k + 1:k + q] = inner
+            new_cones.append(1 + int(np.count_nonzero(inner)))
         k += q
     g_keep = np.flatnonzero(keep)
     new_l = int(np.count_nonzero(keep[:l]))

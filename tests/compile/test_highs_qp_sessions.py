@@ -19,7 +19,7 @@ from fsframe.backends.diag_qp import DualQPSession, ScaledQPSession
 from fsframe.backends.highs import HighsSession
 from fsframe.errors import UnsupportedProblemError
 
-FORMS = ["auto", "dual", "scaled", "primal"]
+FORMS = ["auto", "dense", "dual", "scaled", "primal"]
 
 
 def _opts(form, **kw):
@@ -95,7 +95,7 @@ def test_resolve_sequence_matches_fresh_references(form):
         assert res.objective == pytest.approx(_cvxpy(data), rel=1e-6, abs=1e-7), k
 
 
-@pytest.mark.parametrize("form", ["auto", "dual", "scaled"])
+@pytest.mark.parametrize("form", ["auto", "dense", "dual", "scaled"])
 @pytest.mark.parametrize("what", ["quadratic-column-bound", "two-bounds-on-a-linear-column", "off-diagonal"])
 def test_resolve_with_data_the_dual_cannot_take(form, what):
     """New bounds on quadratic columns, two finite bounds on a linear column, or an off-diagonal

@@ -22,7 +22,7 @@ from fsframe.plugins import get_registry
 from fsframe.problem import Subproblem
 from fsframe.testing import StandardProblems, check_backend, hinge_loss
 
-QP_FORMS = ["auto", "dual", "scaled", "primal"]
+QP_FORMS = ["auto", "dense", "dual", "scaled", "primal"]
 
 
 def _opts(form):

@@ -47,7 +47,7 @@ CONFORMANCE = {
         "mrmr": [{}],
     },
     "backend": {
-        "highs": [{}, {"qp_form": "dual"}, {"qp_form": "scaled"}, {"qp_form": "primal"}],
+        "highs": [{}, {"qp_form": "dense"}, {"qp_form": "dual"}, {"qp_form": "scaled"}, {"qp_form": "primal"}],
         "ecos": [{}],
         "clarabel": [{}],
     },

@@ -130,7 +130,7 @@ def test_lp_kkt_after_warm_resolves(hinge_l1):
     session.close()
 
 
-@pytest.mark.parametrize("qp_form", ["dual", "scaled", "primal"])
+@pytest.mark.parametrize("qp_form", ["dense", "dual", "scaled", "primal"])
 def test_qp_kkt(qp_form):
     """The EM QP (with a fixed group): reduced costs r = Px + c + A'y + G'z vanish on free columns,
     are >= 0 at lower bounds, and z >= 0 is complementary to the slack."""

@@ -19,7 +19,7 @@ from fsframe.problem import Subproblem
 cp = pytest.importorskip("cvxpy")
 
 REFERENCE_SOLVERS = ("CLARABEL", "ECOS")
-QP_FORMS = ("dual", "scaled", "primal")
+QP_FORMS = ("dense", "dual", "scaled", "primal")
 
 
 def reference(X, y, C, *, lin=None, lin_w=None, quad=None, solver="CLARABEL"):

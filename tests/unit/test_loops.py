@@ -194,7 +194,7 @@ def test_infeasible_formulation_raises_with_status(binary_data, add_components):
     with pytest.raises(SolverFailedError, match="status infeasible") as exc:
         fsframe.fit(X, y, formulation="infeasible-hinge", surrogate="l1", loop="single")
     assert exc.value.status is Status.INFEASIBLE
-    for qp_form in ("auto", "dual", "scaled", "primal"):
+    for qp_form in ("auto", "dense", "dual", "scaled", "primal"):
         with pytest.raises(SolverFailedError) as exc:
             fsframe.fit(X, y, formulation="infeasible-hinge", surrogate="l0", loop="em",
                         backend_options={"qp_form": qp_form})

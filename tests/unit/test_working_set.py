@@ -290,3 +290,45 @@ def test_group_columns_and_exclusivity_count_the_magnitude_columns():
                       groups=np.array([0, 1]), n_groups=2, terms=frozenset({"lin"}),
                       group_cols=(np.array([0]), np.array([1])), exclusive=True)
     assert not _exclusive(shared)  # column 3 in both magnitudes: no working set
+
+
+def test_mpm_cones_shrink_to_the_working_set_and_auto_uses_one():
+    """An MPM cone ``||[C_k'; sqrt(ridge) I] w||`` keeps, in a restricted problem, its samples' rows
+    and the ridge rows of the working set's features only (``1 + m_k + |W|`` entries, not
+    ``1 + m_k + n``); ``auto`` counts only the rows no group owns alone (margins, samples), so an
+    MPM with n >> m is solved on a working set; later DCA steps start from the last support and
+    not from every group ever priced in. Same optimum and support as the full problem."""
+    import fsframe_mpm as mpm
+
+    X, y = _data(m=40, n=400, seed=6, noise=0.3)
+    yy = np.where(y == 1, 1.0, -1.0)
+    delta = 0.8 * mpm.largest_bound(X, yy, mpm.DEFAULT_RHO).delta
+    seen = []
+    real = Subproblem._solve_restricted
+
+    def spy(self, data):
+        seen.append((data.n, data.cones))
+        return real(self, data)
+
+    opts = {"feastol": 1e-10, "abstol": 1e-10, "reltol": 1e-10}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = fsframe.fit(X, y, "l0-mpm", delta=delta, backend="ecos", working_set=False, max_iter=6,
+                           backend_options=opts)
+        Subproblem._solve_restricted = spy
+        sizes = []
+        try:
+            ws = fsframe.fit(X, y, "l0-mpm", delta=delta, backend="ecos", max_iter=6, backend_options=opts,
+                             callback=lambda rec, it: sizes.append(it.report.size))  # working_set="auto"
+        finally:
+            Subproblem._solve_restricted = real
+    assert ws.certificate["working_set"] is not None and ws.certificate["max_violation"] <= 1e-9
+    assert np.array_equal(ws.support, full.support)
+    assert ws.objective == pytest.approx(full.objective, rel=1e-6)
+    m1 = int(np.sum(y == 1))
+    for n_cols, cones in seen:
+        n_feat = (n_cols - 1) // 3  # columns (w, u, v) per feature, and b
+        assert cones == (1 + m1 + n_feat, 1 + (40 - m1) + n_feat)
+    # later steps start from the last support (and what pricing added), not from every group ever priced in
+    assert len(sizes) >= 3 and max(sizes[1:]) < sizes[0]
+    assert sizes[-1] <= int(np.count_nonzero(_meaningful(ws.coef))) + 5
