@@ -127,8 +127,8 @@ class ProblemData:
         h = np.concatenate([self.h[: self.l], -self.lb[lo], self.ub[up], self.h[self.l :]])
         A = sp.vstack([self.A, E], format="csr")
         b = np.concatenate([self.b, self.lb[fixed]])
-        return attrs.evolve(self, appended_to=None, auxiliaries=None, A=A, b=b, G=G, h=h, l=self.l + lo.size + up.size,
-                            lb=np.full(n, -np.inf), ub=np.full(n, np.inf))
+        return attrs.evolve(self, appended_to=None, auxiliaries=None, A=A, b=b, G=G, h=h,
+                            l=self.l + lo.size + up.size, lb=np.full(n, -np.inf), ub=np.full(n, np.inf))
 
 
 class Auxiliaries:
@@ -140,8 +140,8 @@ class Auxiliaries:
     may carry auxiliaries off their least values (an interior point stops inside; a row held only
     to the solver's tolerance leaves its slack short), so its objective is not the model's: a
     twin SVM's on Clarabel was 4e-9 (relative) below what its coefficients attain, Lanckriet's
-    MPM's on ECOS 2e-8. :meth:`settle` sets each
-    auxiliary column that a closed form determines to its least value given every other column:
+    MPM's on ECOS 2e-8. :meth:`settle` sets each auxiliary column that a closed form determines
+    to its least value given every other column:
 
     * a column with a positive cost, no quadratic term, no upper bound, in no equality row, whose
       every entry bounds it from below: an entry ``g < 0`` in an ``R_+`` row

@@ -166,7 +166,7 @@ def _verify(sub: Subproblem, it: Iterate, verify, options: SolveOptions) -> dict
         other, size = other
         # relative to the size of the objectives' terms: an L1-SVM optimum of 5e-4 is compared to
         # 1e-5 of itself (a rule relative to max(1, |objective|) let a 2 % disagreement pass), a
-        # DCA step whose terms of size 40 cancel to 1e-7 to 1e-5 of 40
+        # DCA step's objective of 1e-7, reached through terms of size 40, to 1e-5 of 40
         scale = max(abs(it.objective), abs(other), size, sub.model_objective(it.x, it.weights, size=True)[1],
                     np.finfo(float).tiny)
         gap = (it.objective - other) / scale

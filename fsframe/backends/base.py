@@ -256,13 +256,13 @@ class BackendSession(abc.ABC):
         objective. Its objective, residuals and gap are recomputed from it and the returned
         multipliers. The objective the solver claims is never evidence (a backend that returns a
         point 1 % above its claimed optimum fails the gap); when it disagrees with the point's,
-        the message says so. The point is then returned
-        inside its bounds (a move within the primal residual), with the objective of the point
-        returned: a bound violation the solver tolerates is no part of the model (slacks of
-        -3e-11 on 28 rows, times C = 170, put an L1-SVM's objective 4e-5, relative, below that
-        of its coefficients). Certifying the clipped point instead would charge the clip's cost
-        to the gap: on a DCA step whose objective nearly cancels (1e-7 from terms of size 40),
-        columns moved by 1e-9 shift it by 2e-7, a relative gap of 5e-4 for an exact answer."""
+        the message says so. The point is then returned inside its bounds (a move within the
+        primal residual), with the objective of the point returned: a bound violation the solver
+        tolerates is no part of the model (slacks of -3e-11 on 28 rows, times C = 170, put an
+        L1-SVM's objective 4e-5, relative, below that of its coefficients). Certifying the
+        clipped point instead would charge the clip's cost to the gap: on a DCA step whose
+        objective nearly cancels (1e-7 from terms of size 40), columns moved by 1e-9 shift it by
+        2e-7, a relative gap of 5e-4 for an exact answer."""
         status, message, x, cert = cand.status, cand.message, cand.x, None
         if x is not None and status in _WITH_POINT:
             x = np.asarray(x, dtype=float)
