@@ -33,7 +33,7 @@ from .pyomo_ext import SparsitySlot
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
-__all__ = ["SlotMaps", "SlotWeights", "slot_weights", "weighted_problem", "ModelWeights"]
+__all__ = ["SlotMaps", "SlotWeights", "slot_weights", "weighted_problem", "slot_penalty", "ModelWeights"]
 
 
 @attrs.frozen(eq=False)
@@ -231,6 +231,23 @@ def weighted_problem(base: ProblemData, slot: SlotMaps, weights: SlotWeights) ->
             Pq = (slot.W.T @ sp.diags(2.0 * weights.quad[slot.groups]) @ slot.W).tocsc()
         P = Pq if base.P is None else (base.P + Pq).tocsc()
     return base.evolve(c=c, P=P, lb=lb, ub=ub)
+
+
+def slot_penalty(slot: SlotMaps, weights: SlotWeights, coef: NDArray, t: NDArray) -> float:
+    """The penalty of the coefficients ``coef`` (group norms ``t``, in the formulation's group
+    norm) at ``weights``: ``sum_j lin[j] t_j + lin_w'w + sum_j quad[j] ||w_(j)||_2^2``, the value
+    the compiled problem's penalty takes at an optimum (where ``s_j = t_j``), computed from the
+    coefficients rather than from the solver's ``s`` (which may exceed ``t_j`` at an interior
+    point). Fixed groups count 0 (their coefficients are zero); so do groups without a magnitude
+    (``s_j`` identically 0: a model without a sparsity penalty, ``Formulation.sparse = False``)."""
+    pen = 0.0
+    if weights.lin is not None and slot.S is not None:
+        pen += float(weights.lin[np.diff(slot.S.indptr) > 0] @ t[np.diff(slot.S.indptr) > 0])
+    if weights.lin_w is not None:
+        pen += float(weights.lin_w @ coef)
+    if weights.quad is not None:
+        pen += float(weights.quad[slot.groups] @ (coef * coef))
+    return pen
 
 
 class ModelWeights:

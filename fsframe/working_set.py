@@ -553,7 +553,10 @@ class WorkingSet:
         return x, y, z
 
     def _full_result(self, data: ProblemData, res: SolveResult, x, y, z) -> SolveResult:
-        """The restricted answer as an answer to the full problem, certified on it."""
+        """The restricted answer as an answer to the full problem (its auxiliaries settled, as
+        every backend's answer: :meth:`~fsframe.backends.base.BackendSession.judge`), certified on
+        it."""
+        x = data.settled(x)
         cert = certify(data, x, y, z)
         status, extra = res.status, res.message
         if status is Status.OPTIMAL and self.cert_tol is not None:

@@ -188,6 +188,10 @@ class OuterLoop(abc.ABC):
     ``n_features`` it would keep every feature, so :func:`fsframe.fit` then keeps the better half
     of the ranking (:func:`fsframe.fitting.default_n_features`). A loop for which it depends on a
     parameter (``single`` with ``penalty="l2"``) makes it a property."""
+    reports_subproblem: ClassVar[bool] = False
+    """Whether the objective reported for the returned model is the subproblem's (its loss plus
+    the slot's penalty at the solve's weights: ``single``, ``greedy``) rather than
+    ``loss + sum_j phi(||w_(j)||)`` (loops with a surrogate)."""
 
     max_iter: int = attrs.field(default=20, converter=as_int, validator=positive_int)
     tol: float = attrs.field(default=1e-5, converter=to_float, validator=real(0))
@@ -263,13 +267,17 @@ class OuterLoop(abc.ABC):
             it, f = new, step.monitored
         return False, "max_iter reached"
 
-    def objective_of(self, it: Iterate, surrogate: Surrogate | None, mask: NDArray) -> float:
-        """The objective the loop reports for the coefficients returned: ``it``'s, with the groups
-        outside ``mask`` (norms at most 1e-12 of the largest, or fixed at zero) set to zero —
-        ``loss + sum_j phi(t_j)``, or the subproblem's optimum without a surrogate."""
-        if surrogate is None:
-            return it.objective
-        return it.loss + float(np.sum(surrogate.phi(np.where(mask, it.t, 0.0))))
+    def objective_of(self, sub: Subproblem, it: Iterate, surrogate: Surrogate | None, mask: NDArray) -> float:
+        """The objective the loop reports for the coefficients returned: those of ``it`` with the
+        groups outside ``mask`` (norms at most 1e-12 of the largest, or fixed at zero) set to zero
+        — ``loss + sum_j phi(t_j)``, or the subproblem's objective (loss plus the slot's penalty)
+        without a surrogate or with :attr:`reports_subproblem`. The loss is the model's
+        (:meth:`~fsframe.problem.Subproblem.at_support`: its slacks at their least values, at
+        the coefficients returned), never the solver's point's."""
+        loss, penalty = sub.at_support(it, mask)
+        if surrogate is None or self.reports_subproblem:
+            return loss + penalty
+        return loss + float(np.sum(surrogate.phi(np.where(mask, it.t, 0.0))))
 
     def _warn_selection(self, sel: Selection, r: int) -> None:
         k, got = sel.index, int(sel.mask.sum())
@@ -325,7 +333,7 @@ class OuterLoop(abc.ABC):
             re = sub.restricted(it, np.zeros_like(cut))
             if re.ok and re.objective is not None and base is not None \
                     and re.objective - base <= self.tol * abs(base) + 1e-9 * (1.0 + abs(base)):
-                return re, np.zeros_like(cut), self.objective_of(re, surrogate, np.zeros_like(cut)), {
+                return re, np.zeros_like(cut), self.objective_of(sub, re, surrogate, np.zeros_like(cut)), {
                     "zero_tol_cut": int((it.t > 0).sum()), "statuses": (re.status,),
                     "zero_tol_cut_rise": float(re.objective - base), "zero_tol_cut_verified": True}
             # a rejected probe gave nothing returned: its status is the probe's, not the fit's
@@ -344,7 +352,7 @@ class OuterLoop(abc.ABC):
                 if not selecting:
                     cut &= re.t > 0
                 info["zero_tol_cut_verified"] = True
-                return re, cut, self.objective_of(re, surrogate, cut), info
+                return re, cut, self.objective_of(sub, re, surrogate, cut), info
         info["zero_tol_cut_verified"] = False
         if selecting:
             msg = (f"{self.name}: the re-solve on the {int(cut.sum())} selected features ended with status "
@@ -368,7 +376,7 @@ class OuterLoop(abc.ABC):
             "the optimum (a smaller zero_tol or a simplex backend gives a cleaner support)",
             ConvergenceWarning, stacklevel=4)
         keep = support_of(it.t, 1e-12)
-        return it, keep, self.objective_of(it, surrogate, keep), info
+        return it, keep, self.objective_of(sub, it, surrogate, keep), info
 
     # -- the driver ------------------------------------------------------------------------------
     def run(self, sub: Subproblem, surrogate: Surrogate | None, *, n_features: int | None = None,

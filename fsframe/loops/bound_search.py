@@ -325,7 +325,7 @@ class BoundSearch(OuterLoop):
         info["n_socps"] = st.n + len(statuses)
         coef = chosen.coef.copy()
         coef[~mask[st.sub.compiled.slot.groups]] = 0.0
-        objective = float(np.sum(st.lin * np.where(mask, chosen.t, 0.0))) + (chosen.loss or 0.0)
+        objective = float(sum(st.sub.at_support(chosen, mask)))  # the model's loss + lin'||w_(j)||
         return LoopOutcome(iterate=chosen, coef=coef, support=mask, objective=objective, converged=converged,
                            n_iter=st.n, history=tuple(st.history), monotone=True, reason=reason,
                            statuses=tuple(st.statuses + statuses), selection=info)

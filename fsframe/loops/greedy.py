@@ -250,6 +250,7 @@ class Greedy(OuterLoop):
     reference = "paper 003 Algorithms 1 and 2 (FTSVM, RTSVM); Bradley & Mangasarian RFSVM"
     needs_surrogate = False
     monotone = True
+    reports_subproblem = True
     tol: float = attrs.field(default=1e-6, converter=to_float, validator=real(0))
     sigma: float = attrs.field(default=1e-3, converter=to_float, validator=and_(instance_of(float), ge(0), finite))
     threshold: float | None = attrs.field(default=None, converter=optional_conv(to_float),
@@ -271,9 +272,6 @@ class Greedy(OuterLoop):
         if getattr(cls, "mask_space", None) is Formulation.mask_space:
             return ["the capability to fix a feature group to zero (Formulation.mask_space)"]
         return []
-
-    def objective_of(self, it, surrogate, mask):
-        return it.objective
 
     # eq. 21 at a solve under mask E
     def _objective(self, space: "MaskSpace", it: Iterate, mask: NDArray) -> float | None:

@@ -17,13 +17,15 @@ class SingleSolve(OuterLoop):
     ``l1``), i.e. ``loss + sum_j phi'(0) ||w_(j)||`` — L1-SVM (001 eq. 2), L1-MPM (000 eqs.
     12-15). ``penalty="l2"``: ``loss + sum_j ||w_(j)||^2`` — the standard SVM whose largest
     weights ``svm-weights`` keeps (002 §3, footnote 5). The reported objective is the
-    subproblem's optimum.
+    subproblem's, attained by the returned model (its loss at the least slacks plus the penalty
+    of its coefficients).
     """
 
     name = "single"
     reference = "paper 001 eq. 2; paper 000 eqs. 12-15"
     needs_surrogate = False
     monotone = False
+    reports_subproblem = True
     penalty: str = attrs.field(default="l1", validator=in_(("l1", "l2")))
 
     @property
@@ -44,9 +46,6 @@ class SingleSolve(OuterLoop):
 
     def terms(self, surrogate):
         return frozenset({"lin"}) if self.penalty == "l1" else frozenset({"quad"})
-
-    def objective_of(self, it, surrogate, mask):
-        return it.objective
 
     def steps(self, sub, surrogate):
         if self.penalty == "l1":

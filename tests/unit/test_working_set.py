@@ -184,8 +184,10 @@ def test_working_set_on_conic_backends_drops_empty_rows_and_matches():
 
 # -- verify= ------------------------------------------------------------------------------------
 class _LyingSession(HighsSession):
-    """HiGHS, then every column that only loosens the rows (a hinge slack) raised by 0.3: a
-    feasible point whose objective is worse than the optimum the multipliers certify."""
+    """HiGHS, then the point 30 % of the way to ``w = 0, b = 0`` with unit slacks (the columns
+    that only loosen the rows): a feasible point with worse coefficients, whose objective is above
+    the optimum the multipliers certify. (Raising the slacks alone is no lie about the model:
+    fsframe settles them to the model's own.)"""
 
     def _invert(self, data, raw):
         sol = super()._invert(data, raw)
@@ -196,7 +198,7 @@ class _LyingSession(HighsSession):
         loosens &= np.isinf(data.ub) & (data.A.getnnz(axis=0) == 0 if data.A.shape[0] else True)
         import attrs
 
-        return attrs.evolve(sol, x=sol.x + 0.3 * loosens, objective=None)
+        return attrs.evolve(sol, x=0.7 * sol.x + 0.3 * loosens, objective=None)
 
 
 class _LyingBackend(HighsBackend):
