@@ -11,8 +11,8 @@ from numpy.typing import NDArray
 from .enums import Status
 from .backends.base import Backend, SolveOptions, SolveResult
 from .compiler import CompiledModel, compile_model
-from .errors import SolverFailedError, UnsupportedProblemError
-from .formulation import AuxSolver, BuiltModel, Formulation, call_opt_in
+from .errors import IncompatibleComponentsError, SolverFailedError, UnsupportedProblemError
+from .formulation import PROTOCOLS, AuxSolver, BuiltModel, Formulation, call_opt_in
 from .working_set import WorkingSet, WorkingSetOptions, WorkingSetReport
 
 __all__ = ["Subproblem", "Iterate"]
@@ -215,16 +215,25 @@ class Subproblem:
 
     def set_bounds(self, **bounds) -> None:
         """Restate the subproblem for new values of the formulation's bound parameters
-        (:attr:`Formulation.bound_params`) through :meth:`Formulation.with_bounds`: the compiled
-        problem's coefficients change in numpy; the Pyomo model is neither rebuilt nor recompiled.
-        The next :meth:`solve` uses them (the backend session reloads what changed)."""
+        (:attr:`Formulation.bound_params`) through its ``with_bounds`` (the ``bounds`` protocol,
+        :data:`fsframe.formulation.PROTOCOLS`): the compiled problem's coefficients change in numpy;
+        the Pyomo model is neither rebuilt nor recompiled. The next :meth:`solve` uses them (the
+        backend session reloads what changed)."""
+        self._protocol("bounds")
         self._restated(self.formulation.with_bounds(self.built, self.compiled.base, self.compiled, bounds))
 
     def restate(self, **params) -> None:
         """Restate the subproblem for new values of the formulation's restatable parameters
-        (:attr:`Formulation.restatable_params`) through :meth:`Formulation.restate`, as
-        :meth:`set_bounds` does for bound parameters: no rebuild, no recompile."""
+        (:attr:`Formulation.restatable_params`) through its ``restate`` (the ``restate``
+        protocol), as :meth:`set_bounds` does for bound parameters: no rebuild, no recompile."""
+        self._protocol("restate")
         self._restated(self.formulation.restate(self.built, self.compiled.base, self.compiled, params))
+
+    def _protocol(self, name: str) -> None:
+        if name not in self.formulation.provides():
+            attrs_ = " and ".join(PROTOCOLS[name])
+            raise IncompatibleComponentsError(f"formulation {self.formulation.name!r} does not implement the {name!r} "
+                                              f"protocol ({attrs_}; docs/plugins.md)")
 
     def _restated(self, base) -> None:
         """Install the restated ``base``; a working set re-reads which groups it can price when the

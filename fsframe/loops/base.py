@@ -33,12 +33,32 @@ from numpy.typing import NDArray
 from ..enums import Status
 from ..validators import as_int, positive_int, real, to_float
 from ..errors import ConvergenceWarning, SolverFailedError, SolverWarning
-from ..surrogates.base import Surrogate
+from ..formulation import PROTOCOLS, TRAITS
+from ..surrogates.base import PROVIDES, Surrogate
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
 
-__all__ = ["OuterLoop", "LoopOutcome", "IterRecord", "Step", "support_of", "select_exactly", "Selection"]
+__all__ = ["OuterLoop", "LoopOutcome", "IterRecord", "Step", "support_of", "select_exactly", "Selection", "lacking"]
+
+FORMULATION_NEEDS = {
+    "bounds": "bound parameters to search (bound_params and with_bounds)",
+    "mask_space": "the capability to fix a feature group to zero (mask_space)",
+    "restate": "parameters restated in place (restatable_params and restate)",
+    "explain_failure": "explain_failure",
+    **TRAITS,
+}
+"""How a refusal names each formulation capability (:data:`fsframe.formulation.PROTOCOLS`,
+:data:`~fsframe.formulation.TRAITS`)."""
+assert set(PROTOCOLS) <= set(FORMULATION_NEEDS)
+
+
+def lacking(required, provided, describe: dict | None = None) -> list[str]:
+    """The names in ``required`` absent from ``provided``, each as ``describe`` words it (the
+    name itself when it has no entry): the one check of what a loop requires of a surrogate and of
+    a formulation (skglm's ``check_attrs``), every gap listed at once."""
+    describe = describe or {}
+    return [describe.get(c, c) for c in required if c not in provided]
 
 
 @attrs.frozen
@@ -174,12 +194,25 @@ class OuterLoop(abc.ABC):
     name: ClassVar[str]
     reference: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
-    """Surrogate capabilities the loop needs (see :data:`fsframe.surrogates.CAPABILITIES`)."""
+    """What the loop needs of the surrogate: names of :data:`fsframe.surrogates.PROVIDES`
+    (``"dc_split"``, ``"slope_at_zero"``, ...), matched against ``surrogate.provides()``. A loop
+    whose needs depend on its parameters makes it a property (``single``: ``derivative`` only for
+    ``penalty="l1"``)."""
+    formulation_requires: ClassVar[tuple[str, ...]] = ()
+    """What the loop needs of the formulation: protocols (:data:`fsframe.formulation.PROTOCOLS`:
+    ``"bounds"``, ``"mask_space"``, ...) and traits (:data:`fsframe.formulation.TRAITS`:
+    ``"large_margin"``, ...), matched against ``formulation.provides()``."""
     needs_surrogate: ClassVar[bool] = True
+    """``True``: a surrogate must be given (its ``phi`` is what the loop minimises, and the
+    reported objective is ``loss + sum_j phi(t_j)``); ``False``: it is optional (``single`` and
+    ``bound-search`` take its slope at zero as the L1 weight), and the reported objective is the
+    subproblem's optimum."""
+    takes_surrogate: ClassVar[bool] = True
+    """``False`` for a loop that refuses every surrogate (``greedy``, ``rfs``, the filters: they
+    penalise nothing through ``phi``)."""
     formulations: ClassVar[tuple | None] = None
-    """Names of the formulations the loop runs on (``None``: any). A loop that runs its own
-    algorithm on one model (DSO-FS on ``margin``, RFS on ``l21-regression``) names it; ``resolve``
-    refuses the others."""
+    """Deprecated name list (``None``: any formulation); declare :attr:`formulation_requires`
+    instead. Kept only for the DSO-FS loop until it declares its requirements."""
     monotone: ClassVar[bool] = True
     """Whether theory guarantees the monitored objective does not increase."""
 
@@ -194,19 +227,23 @@ class OuterLoop(abc.ABC):
         """The sparsity-slot terms the subproblem needs for this surrogate."""
 
     def missing(self, surrogate: Surrogate | None) -> list[str]:
-        """Capabilities ``surrogate`` lacks for this loop (empty if compatible)."""
+        """What ``surrogate`` lacks for this loop, each item as the refusal names it (empty if
+        compatible): :attr:`requires` against ``surrogate.provides()``, and
+        :attr:`needs_surrogate` / :attr:`takes_surrogate`. Override it only for a need no
+        capability states (call ``super()`` and append)."""
         if surrogate is None:
-            return ["a surrogate"] if self.needs_surrogate else []
-        caps = surrogate.capabilities()
-        return [c for c in self.requires if c not in caps]
+            return ["a surrogate (needs_surrogate is True)"] if self.needs_surrogate else []
+        if not self.takes_surrogate:
+            return ["no surrogate (takes_surrogate is False)"]
+        return lacking(self.requires, surrogate.provides(), PROVIDES)
 
     def formulation_missing(self, formulation) -> list[str]:
-        """What ``formulation`` (class or instance) lacks for this loop (empty if compatible);
-        e.g. a bound search needs declared bound parameters. The default: any formulation, or only
-        those named in :attr:`formulations` when a loop declares them."""
+        """What ``formulation`` (an instance) lacks for this loop (empty if compatible):
+        :attr:`formulation_requires` against ``formulation.provides()``."""
+        miss = lacking(self.formulation_requires, formulation.provides(), FORMULATION_NEEDS)
         if self.formulations is not None and formulation.name not in self.formulations:
-            return [f"to be one of the formulations {list(self.formulations)} this loop runs on"]
-        return []
+            miss.append(f"to be one of the formulations {list(self.formulations)} this loop runs on")
+        return miss
 
     @abc.abstractmethod
     def steps(self, sub: Subproblem, surrogate: Surrogate | None) -> Generator[Step, None, tuple[bool, str]]:
@@ -388,7 +425,8 @@ class OuterLoop(abc.ABC):
             it = step.iterate
             statuses.append(it.status)
             if k == 0 and not good and it.status is not Status.OPTIMAL:  # the model may know why
-                err = sub.formulation.explain_failure(sub, it)
+                explain = getattr(sub.formulation, "explain_failure", None)
+                err = explain(sub, it) if explain is not None else None
                 if err is not None:
                     gen.close()
                     raise err

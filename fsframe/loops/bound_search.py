@@ -173,7 +173,8 @@ class BoundSearch(OuterLoop):
 
     name = "bound-search"
     reference = "paper 001 Algorithm 1, criteria 1 and 2, Remark on t"
-    requires = ("derivative",)
+    requires = ("derivative", "slope_at_zero")
+    formulation_requires = ("bounds",)
     needs_surrogate = False
     monotone = False
 
@@ -187,16 +188,6 @@ class BoundSearch(OuterLoop):
     delta_neg0: float = attrs.field(default=0.0, converter=to_float,
                                     validator=[instance_of(float), ge(0.0), attrs.validators.lt(1.0)])
     eps: float = attrs.field(default=1e-3, converter=to_float, validator=[instance_of(float), _open_unit, _resolvable])
-
-    def missing(self, surrogate):
-        miss = super().missing(surrogate)
-        if surrogate is not None and not miss and not np.all(np.isfinite(surrogate.derivative(np.zeros(1)))):
-            miss.append("a finite derivative at 0")
-        return miss
-
-    def formulation_missing(self, formulation):
-        return [] if getattr(formulation, "bound_params", ()) else [
-            "bound parameters (Formulation.bound_params and with_bounds), e.g. 'mempm' or 'mpm-equal'"]
 
     def terms(self, surrogate):
         return frozenset({"lin"})

@@ -37,7 +37,6 @@ from attrs.validators import and_, ge, in_, instance_of, optional
 from numpy.typing import NDArray
 
 from ..errors import ConvergenceWarning, DataError, IncompatibleComponentsError
-from ..formulation import Formulation
 from ..validators import as_int, finite, positive_int, real, to_float
 from .base import LoopOutcome, OuterLoop, Step
 
@@ -197,7 +196,8 @@ class LinearMaskSpace(MaskSpace):
 
 def mask_space_of(sub: Subproblem) -> MaskSpace:
     """The formulation's :class:`MaskSpace`, or :class:`IncompatibleComponentsError`."""
-    space = sub.formulation.mask_space(sub)
+    make = getattr(sub.formulation, "mask_space", None)
+    space = make(sub) if make is not None else None
     if space is None:
         raise IncompatibleComponentsError(
             f"formulation {sub.formulation.name!r} cannot fix a feature group to zero (no mask_space): the greedy "
@@ -249,6 +249,8 @@ class Greedy(OuterLoop):
     name = "greedy"
     reference = "paper 003 Algorithms 1 and 2 (FTSVM, RTSVM); Bradley & Mangasarian RFSVM"
     needs_surrogate = False
+    takes_surrogate = False  # each selected feature costs sigma (003 eq. 21); no phi
+    formulation_requires = ("mask_space",)
     monotone = True
     tol: float = attrs.field(default=1e-6, converter=to_float, validator=real(0))
     sigma: float = attrs.field(default=1e-3, converter=to_float, validator=and_(instance_of(float), ge(0), finite))
@@ -260,17 +262,6 @@ class Greedy(OuterLoop):
 
     def terms(self, surrogate):
         return frozenset({"lin"})
-
-    def missing(self, surrogate):
-        if surrogate is not None:
-            return ["nothing: the greedy loop takes no surrogate (each selected feature costs sigma, 003 eq. 21)"]
-        return []
-
-    def formulation_missing(self, formulation):
-        cls = formulation if isinstance(formulation, type) else type(formulation)
-        if getattr(cls, "mask_space", None) is Formulation.mask_space:
-            return ["the capability to fix a feature group to zero (Formulation.mask_space)"]
-        return []
 
     def objective_of(self, it, surrogate, mask):
         return it.objective

@@ -28,14 +28,7 @@ class SingleSolve(OuterLoop):
 
     @property
     def requires(self):  # type: ignore[override]
-        return ("derivative",) if self.penalty == "l1" else ()
-
-    def missing(self, surrogate):
-        miss = super().missing(surrogate)
-        if surrogate is not None and self.penalty == "l1" and not miss:
-            if not np.all(np.isfinite(surrogate.derivative(np.zeros(1)))):
-                miss.append("a finite derivative at 0")
-        return miss
+        return ("derivative", "slope_at_zero") if self.penalty == "l1" else ()
 
     def terms(self, surrogate):
         return frozenset({"lin"}) if self.penalty == "l1" else frozenset({"quad"})

@@ -34,12 +34,10 @@ class FilterLoop(OuterLoop):
     :class:`~fsframe.errors.SolverFailedError` (there is no earlier iterate to keep)."""
 
     needs_surrogate = False
+    takes_surrogate = False  # a filter ranks features; it penalises nothing
+    formulation_requires = ("large_margin",)  # models whose L2 fit on the ranked features predicts
     monotone = False
-    formulations = ("margin", "hinge")  # large-margin models whose L2 fit on the ranked features predicts
     penalty = "l2"  # the objective is loss + sum_j ||w_j||^2 of the model on the kept features
-
-    def missing(self, surrogate):
-        return [] if surrogate is None else ["no surrogate (a filter ranks features; it penalises nothing)"]
     max_iter: int = attrs.field(default=1, converter=as_int, validator=positive_int)
 
     def terms(self, surrogate):

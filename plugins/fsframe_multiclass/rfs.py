@@ -61,6 +61,7 @@ class L21RegressionFormulation(Formulation):
 
     name = "l21-regression"
     multiclass = "native"
+    traits = frozenset({"l21_regression"})  # the problem loop ``rfs`` solves by Nie et al.'s algorithm
     reference = "Nie, Huang, Cai & Ding, NIPS 2010, eq. 3; paper 004 §5, eqs. 30-31"
     gamma: float = attrs.field(default=1.0, converter=to_float, validator=real(0))
 
@@ -106,15 +107,13 @@ class RFSLoop(OuterLoop):
     """
 
     name = "rfs"
-    formulations = ("l21-regression",)
+    formulation_requires = ("l21_regression",)
     reference = "Nie, Huang, Cai & Ding, NIPS 2010, Algorithm 1"
     needs_surrogate = False
+    takes_surrogate = False  # rfs is the l_{2,1} problem itself
     monotone = True
     max_iter: int = attrs.field(default=200, converter=as_int, validator=positive_int)
     tol: float = attrs.field(default=1e-4, converter=to_float, validator=real(0))
-
-    def missing(self, surrogate):
-        return [] if surrogate is None else ["no surrogate (rfs is the l_{2,1} problem itself)"]
 
     def terms(self, surrogate):
         return frozenset({"lin"})

@@ -158,7 +158,7 @@ def test_formulation_conformance(name, params, toy, binary_data):
 @pytest.mark.parametrize("name, params", _cases("loop"))
 def test_loop_conformance(name, params):
     loop = _component("loop", name, params)
-    if loop.formulation_missing(get_registry().get("formulation", "hinge")):  # a bound search
+    if loop.formulation_missing(get_registry().get("formulation", "hinge")()):  # a bound search
         ran = []
         for f in ("mempm", "mpm-equal"):
             ran += check_loop(loop, formulation=get_registry().get("formulation", f)())

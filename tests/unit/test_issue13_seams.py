@@ -59,11 +59,13 @@ def test_plugin_guide_documents_every_formulation_member():
     read what that assumes (and ``restatable_params``/``restate``/``explain_failure``) in the guide."""
     from pathlib import Path
 
-    from fsframe.formulation import Formulation
+    from fsframe.formulation import PROTOCOLS, TRAITS, Formulation
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text()
     members = [k for k in vars(Formulation) if not k.startswith("_") and k != "params"]
-    assert "pricing" in members and "restate" in members
+    assert "pricing" in members and "provides" in members
+    # the protocols a formulation opts into (not members of the base) and the declared traits
+    members += [a for names in PROTOCOLS.values() for a in names] + list(PROTOCOLS) + list(TRAITS)
     missing = [k for k in members if f"`{k}" not in doc]
     assert missing == []
 
