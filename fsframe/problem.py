@@ -24,6 +24,8 @@ class Iterate:
 
     ``coef`` are the slot's coefficient entries, ``t`` the group norms ``||w_(j)||``,
     ``loss`` the objective without penalty, ``seconds`` the wall time of update + solve.
+    An iterate a loop computed itself (:meth:`computed`) carries ``groups``, the group of each
+    coefficient entry (of ``coef``'s shape); a solved one reads them from the subproblem's slot.
     """
 
     status: Status
@@ -37,6 +39,18 @@ class Iterate:
     result: SolveResult
     weights: dict = attrs.field(factory=dict, repr=False)  # the slot weights it was solved at
     report: WorkingSetReport | None = attrs.field(default=None, repr=False)  # how it was solved (working set)
+    groups: NDArray | None = attrs.field(default=None, repr=False)  # a computed iterate's groups
+
+    @classmethod
+    def computed(cls, coef: NDArray, intercept, t: NDArray, *, groups: NDArray, loss: float | None,
+                 objective: float | None, seconds: float, backend: str = "numpy",
+                 status: Status = Status.OPTIMAL) -> "Iterate":
+        """An iterate a loop computed without solving the subproblem (an algorithm of its own in
+        numpy, as DSO-FS's and RFS's steps): ``coef`` in any shape, ``groups`` the group of each
+        of its entries (same shape), ``t`` the group norms. Its result says ``backend``."""
+        res = SolveResult(status, None, objective, backend, seconds)
+        return cls(status, None, np.asarray(coef, dtype=float), np.atleast_1d(np.asarray(intercept, dtype=float)),
+                   np.asarray(t, dtype=float), loss, objective, seconds, res, groups=np.asarray(groups))
 
     @property
     def ok(self) -> bool:
@@ -45,7 +59,7 @@ class Iterate:
     @property
     def point(self) -> NDArray:
         """``(w, b)``: the vector whose step DCA's stopping rule measures (000 Alg. 1)."""
-        return np.concatenate([self.coef, np.atleast_1d(self.intercept)])
+        return np.concatenate([np.ravel(self.coef), np.atleast_1d(self.intercept)])
 
 
 class Subproblem:

@@ -37,7 +37,7 @@ class ReweightedL1(OuterLoop):
     def terms(self, surrogate):
         return frozenset({"lin"})
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         if self.init == "zero":
             w0 = surrogate.derivative(np.zeros(sub.n_groups))
         else:

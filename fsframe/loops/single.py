@@ -33,10 +33,7 @@ class SingleSolve(OuterLoop):
     def terms(self, surrogate):
         return frozenset({"lin"}) if self.penalty == "l1" else frozenset({"quad"})
 
-    def objective_of(self, it, surrogate, mask):
-        return it.objective
-
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         if self.penalty == "l1":
             w0 = 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0])
             it = sub.solve(lin=np.full(sub.n_groups, w0))

@@ -117,12 +117,15 @@ class Surrogate(abc.ABC):
             cap for cap in CAPABILITIES if getattr(type(self), cap) is not getattr(Surrogate, cap)
         )
 
-    def provides(self) -> frozenset[str]:
+    def provides(self, asked=None) -> frozenset[str]:
         """What this instance offers the loops (:data:`PROVIDES`): :meth:`capabilities`, plus
-        ``slope_at_zero`` when ``derivative(0)`` is finite. Override it (calling ``super()``) to
-        declare a property of the parameters, as ``lp`` declares ``lp_norm`` for ``eps = 0``."""
+        ``slope_at_zero`` when ``derivative(0)`` is finite. ``asked``: the names a loop requires;
+        a property computed by evaluating the surrogate (``slope_at_zero``) is computed only when
+        asked for (``None``: always). Override it (calling ``super()``) to declare a property of
+        the parameters, as ``lp`` declares ``lp_norm`` for ``eps = 0``."""
         caps = set(self.capabilities())
-        if "derivative" in caps and np.all(np.isfinite(self.derivative(np.zeros(1)))):
+        if ("derivative" in caps and (asked is None or "slope_at_zero" in asked)
+                and np.all(np.isfinite(self.derivative(np.zeros(1))))):
             caps.add("slope_at_zero")
         return frozenset(caps)
 

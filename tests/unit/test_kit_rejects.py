@@ -169,8 +169,8 @@ class IgnoresFailures(ReweightedL1):
 
     name = "ignores-failures"
 
-    def steps(self, sub, surrogate):
-        gen = super().steps(sub, surrogate)
+    def steps(self, sub, surrogate, run):
+        gen = super().steps(sub, surrogate, run)
         result = None
         try:
             while True:
@@ -193,7 +193,7 @@ class NonDeterministic(ReweightedL1):
 
     name = "non-deterministic"
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         from fsframe.loops.base import Step
 
         weights = np.ones(sub.n_groups)
@@ -221,7 +221,7 @@ class NeverReweights(ReweightedL1):
 
     name = "never-reweights"
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         yield self.surrogate_step(sub.solve(lin=np.ones(sub.n_groups)), surrogate)
         yield self.surrogate_step(sub.solve(lin=np.ones(sub.n_groups)), surrogate)
         return True, "step below tol"
@@ -233,7 +233,7 @@ class StaleDCA(DCA):
 
     name = "stale-dca"
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         split = surrogate.dc_split()
         it0 = sub.solve(lin=np.ones(sub.n_groups), lin_w=np.zeros(sub.n_coef))
         yield self.surrogate_step(it0, surrogate)
@@ -254,7 +254,7 @@ class RisingHidden(ReweightedL1):
 
     name = "rising-hidden"
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         w = np.full(sub.n_groups, 0.01)
         for _ in range(4):
             it = sub.solve(lin=w)
@@ -293,7 +293,7 @@ class PlainIRL1(OuterLoop):
     def terms(self, surrogate):
         return frozenset({"lin"})
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         it = sub.solve(lin=np.ones(sub.n_groups))
         yield self.surrogate_step(it, surrogate)
         for _ in range(1, self.max_iter):
@@ -534,7 +534,7 @@ class OracleIRL1(PlainIRL1):
 class OracleIRL1Child(OracleIRL1):
     name = "oracle-irl1-child"
 
-    def steps(self, sub, surrogate):  # never reweights: off its parent's oracle
+    def steps(self, sub, surrogate, run):  # never reweights: off its parent's oracle
         it = sub.solve(lin=np.ones(sub.n_groups))
         yield self.surrogate_step(it, surrogate)
         yield self.surrogate_step(sub.solve(lin=np.ones(sub.n_groups)), surrogate)
