@@ -13,7 +13,7 @@ from .backends.base import Backend, SolveOptions, SolveResult
 from .compiler import CompiledModel, compile_model
 from .errors import IncompatibleComponentsError, SolverFailedError, UnsupportedProblemError
 from .formulation import PROTOCOLS, AuxSolver, BuiltModel, Formulation, call_opt_in
-from .working_set import WorkingSet, WorkingSetOptions, WorkingSetReport
+from .working_set import AGAIN, WorkingSet, WorkingSetOptions, WorkingSetReport
 
 __all__ = ["Subproblem", "Iterate"]
 
@@ -159,8 +159,11 @@ class Subproblem:
         ws = self._working_set()
         t2 = time.perf_counter()
         res = None
-        if ws is not None:
-            res = ws.solve(data, self._fixed_groups(lin, quad), self._solve_restricted, self.options.time_limit)
+        if ws is not None:  # the reduction's rounds: restrict, solve here, read back (or round again)
+            ws.begin(data, self._fixed_groups(lin, quad), self.options.time_limit)
+            res = AGAIN
+            while res is AGAIN:
+                res = ws.invert(data, self._solve_restricted(ws.apply(data)))
             self.last_report = ws.report
         if res is None:  # no working set, or it fell back to the full problem
             res = self._solve_full(data)
