@@ -25,19 +25,16 @@ Contract of :meth:`Formulation.build` (checked by ``fsframe.testing.check_formul
 from __future__ import annotations
 
 import abc
-import inspect
 from typing import Any, ClassVar
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from .backends.base import Backend, SolveOptions, SolveResult
-from .canonical import ProblemData
 from .enums import ProblemClass
 from .pyomo_ext import SLOT_TERMS, LinearMap, SparsitySlot
 
-__all__ = ["Formulation", "BuiltModel", "AuxSolver", "accepts", "call_opt_in", "PROTOCOLS", "TRAITS"]
+__all__ = ["Formulation", "BuiltModel", "PROTOCOLS", "TRAITS"]
 
 PROTOCOLS: dict[str, tuple[str, ...]] = {
     "bounds": ("bound_params", "with_bounds"),
@@ -56,9 +53,10 @@ states each one's signature and contract:
   params) -> ProblemData`` (``fsframe.path`` over such a parameter keeps one subproblem);
 * ``mask_space`` — ``mask_space(sub) -> fsframe.loops.MaskSpace``: can fix a feature group to
   zero (the ``greedy`` loop, paper 003 Algorithm 1);
-* ``explain_failure`` — ``explain_failure(iterate, aux) -> Exception or None``: why the fit's
-  first subproblem has no solution, in the model's terms (MPM: ``delta`` above ``delta_max``);
-  called by the fit driver with the fit's auxiliary solver (:class:`AuxSolver`).
+* ``explain_failure`` — ``explain_failure(X, y, status, aux) -> Exception or None``: why the
+  fit's first subproblem has no solution (its ``status``), in the model's terms (MPM: ``delta``
+  above ``delta_max``, computed only then since it costs a solve); ``None`` to let the status
+  stand. The fit driver calls it with the fit's :class:`fsframe.AuxSolver`.
 """
 
 TRAITS: dict[str, str] = {
@@ -67,62 +65,11 @@ TRAITS: dict[str, str] = {
                     "features predicts (large_margin)",
     "hard_margin": "the hard multi-class margin Y * (X W + b) >= 1 with row groups, no loss (hard_margin)",
     "l21_regression": "the problem ||X W - Y||_{2,1} + gamma ||W||_{2,1} with its gamma (l21_regression)",
+    "aux_solver": "validate and build take the fit's auxiliary solver as keyword aux (aux_solver)",
 }
 """Facts a formulation declares (:attr:`Formulation.traits`, or :meth:`Formulation.provides` when
 they depend on parameters) that a loop may require; with :data:`PROTOCOLS` the formulation side
 of ``OuterLoop.formulation_requires``. A third party may add names of its own."""
-
-def accepts(fn, name: str) -> bool:
-    """Whether callable ``fn`` takes a parameter called ``name`` (or ``**kwargs``): the opt-in
-    rule for the extra arguments fsframe passes to :meth:`Formulation.validate` and
-    :meth:`Formulation.build` (pluggy's "implementations take only the arguments they name")."""
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-
-
-def call_opt_in(fn, *args, **optional):
-    """``fn(*args, **kw)`` where ``kw`` holds the entries of ``optional`` that ``fn`` names."""
-    return fn(*args, **{k: v for k, v in optional.items() if accepts(fn, k)})
-
-
-@attrs.frozen(eq=False)
-class AuxSolver:
-    """The fit's solver, handed to a formulation that solves an auxiliary problem in
-    ``validate`` or ``build`` (MPM's largest feasible bound).
-
-    A formulation opts in by naming a ``solver`` parameter: ``def validate(self, X, y, *,
-    solver=None)``. It solves with :meth:`solve` (the fit's backend and options) and reports
-    each auxiliary solve with :meth:`record`, so that its status appears in
-    ``FitResult.statuses`` like every subproblem's.
-
-    Attributes
-    ----------
-    backend : Backend
-    options : SolveOptions
-    """
-
-    backend: Backend
-    options: SolveOptions = attrs.field(factory=SolveOptions)
-    _log: dict = attrs.field(factory=dict, init=False, repr=False)
-
-    def solve(self, data: ProblemData, *, backend: Backend | None = None) -> SolveResult:
-        """Solve ``data`` with the fit's backend and options (or ``backend``, e.g. a fallback)."""
-        be = self.backend if backend is None else backend
-        return be.solve(data, self.options)
-
-    def record(self, key, statuses) -> None:
-        """Report the statuses of an auxiliary result once per fit (``key`` identifies it, so a
-        result shared by ``validate`` and ``build`` counts once)."""
-        self._log.setdefault(key, tuple(statuses))
-
-    @property
-    def statuses(self) -> tuple:
-        """Statuses of the auxiliary solves recorded, in order."""
-        return tuple(s for group in self._log.values() for s in group)
-
 
 @attrs.frozen(eq=False)
 class BuiltModel:
@@ -193,9 +140,9 @@ class Formulation(abc.ABC):
         :class:`~fsframe.errors.DataError` / :class:`~fsframe.errors.InfeasibleParameterError`,
         warn :class:`~fsframe.errors.DataWarning`). Returns facts worth reporting.
 
-        An override that needs to solve something may add a keyword parameter ``solver``: it
-        then receives the fit's :class:`AuxSolver` (opt-in by name; :func:`call_opt_in`). The
-        same holds for :meth:`build`."""
+        A formulation that must solve something here or in :meth:`build` declares the trait
+        ``aux_solver`` (:attr:`traits`): both are then called with the keyword ``aux``, the fit's
+        :class:`fsframe.AuxSolver` (the one route of auxiliary solves)."""
         return {}
 
     @abc.abstractmethod

@@ -59,6 +59,7 @@ __all__ = [
     "reset_registry",
     "register",
     "select_backend",
+    "backends_for",
     "unregister",
 ]
 
@@ -573,13 +574,21 @@ def reset_registry() -> None:
         _registry = None
 
 
+def backends_for(problem_class: ProblemClass | None) -> list[type]:
+    """The registered backend classes that support ``problem_class`` (every one for ``None``), in
+    ``backend="auto"``'s order: lowest ``preference`` first, a tie to the built-in backend."""
+    entries = sorted(get_registry().all("backend"),
+                     key=lambda e: (e.obj.preference, e.plugin not in DEFAULT_PLUGINS, e.name))
+    return [e.obj for e in entries if problem_class is None or problem_class in e.obj.supports]
+
+
 def select_backend(name: str | Backend, problem_class: ProblemClass, *, quadratic: bool = False,
                    time_limit: float | None = None) -> Backend:
     """A backend instance: by name, or for ``"auto"`` the preferred available backend that
     supports ``problem_class`` — HiGHS for LP/QP, ECOS for SOCP — skipping, when the subproblem
     has a ``quadratic`` objective, backends that only reformulate it (an SOCP with a quadratic
     objective, e.g. MPM + EM, goes to Clarabel), and, when a ``time_limit`` is given, backends
-    that cannot enforce one. A formulation that solves an auxiliary problem uses this too.
+    that cannot enforce one. An auxiliary solve goes through :class:`fsframe.AuxSolver`, which uses this.
 
     Raises
     ------
@@ -594,9 +603,7 @@ def select_backend(name: str | Backend, problem_class: ProblemClass, *, quadrati
     if isinstance(name, Backend):
         backend = name
     elif name == "auto":
-        # lowest preference first; a tie goes to the built-in backend
-        cands = [e.obj for e in sorted(reg.all("backend"), key=lambda e: (e.obj.preference,
-                                                                          e.plugin not in DEFAULT_PLUGINS, e.name))]
+        cands = backends_for(None)
         usable = [c for c in cands if problem_class in c.supports and c.available()]
         if not usable:
             reasons = {c.name: (c.available().reason or f"does not support {problem_class.value}") for c in cands}

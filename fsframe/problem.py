@@ -12,7 +12,7 @@ from .enums import Status
 from .backends.base import Backend, SolveOptions, SolveResult
 from .compiler import CompiledModel, compile_model
 from .errors import IncompatibleComponentsError, SolverFailedError, UnsupportedProblemError
-from .formulation import PROTOCOLS, AuxSolver, BuiltModel, Formulation, call_opt_in
+from .formulation import PROTOCOLS, BuiltModel, Formulation
 from .working_set import AGAIN, WorkingSet, WorkingSetOptions, WorkingSetReport
 
 __all__ = ["Subproblem", "Iterate"]
@@ -70,9 +70,9 @@ class Subproblem:
     :meth:`solve`): a loop that never solves the Pyomo model (a closed-form algorithm such as
     DSO-FS, paper 004 Algorithm 1, or a filter ranking) reads the training data :attr:`X`,
     :attr:`y` and costs no build. Attributes ``build_seconds`` and ``compile_seconds`` record the
-    one-off costs (0 while not built). ``solver`` is the fit's
-    :class:`~fsframe.formulation.AuxSolver`, passed to ``formulation.build`` if it asks for one
-    (by default, one on ``backend`` and ``options``).
+    one-off costs (0 while not built). ``aux`` is the fit's :class:`fsframe.AuxSolver` (the fit
+    driver's; ``None`` outside a fit), passed to ``formulation.build`` when the formulation
+    declares the trait ``aux_solver``, and to the loop as ``run.aux``.
 
     Every solve goes through a working set of feature groups when ``working_set`` says so and
     the formulation's pricing allows it (:mod:`fsframe.working_set`): the answer is that of the
@@ -82,14 +82,14 @@ class Subproblem:
 
     def __init__(self, formulation: Formulation, X: NDArray, y: NDArray, terms: frozenset, backend: Backend,
                  options: SolveOptions = SolveOptions(), *, fast: bool = True, cone_form: str = "substitute",
-                 solver: AuxSolver | None = None, working_set: WorkingSetOptions = WorkingSetOptions()):
+                 aux=None, working_set: WorkingSetOptions = WorkingSetOptions()):
         self.formulation = formulation
         self.X = X
         self.y = y
         self.terms = frozenset(terms)
         self.backend = backend
         self.options = options
-        self.solver = AuxSolver(backend, options) if solver is None else solver
+        self.aux = aux
         self._fast = fast
         self._cone_form = cone_form
         self._built: BuiltModel | None = None
@@ -112,7 +112,8 @@ class Subproblem:
 
     def _build(self) -> None:
         t0 = time.perf_counter()
-        built = call_opt_in(self.formulation.build, self.X, self.y, self.terms, solver=self.solver)
+        kw = {"aux": self.aux} if "aux_solver" in self.formulation.provides() else {}
+        built = self.formulation.build(self.X, self.y, self.terms, **kw)
         t1 = time.perf_counter()
         compiled = compile_model(built.model, fast=self._fast, cone_form=self._cone_form)
         self.build_seconds = t1 - t0
@@ -132,6 +133,11 @@ class Subproblem:
         if self._compiled is None:
             self._build()
         return self._compiled
+
+    @property
+    def solver(self):
+        """Deprecated name of :attr:`aux` (the DSO-FS loop still reads it)."""
+        return self.aux
 
     @property
     def n_groups(self) -> int:

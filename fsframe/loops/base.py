@@ -321,7 +321,7 @@ class OuterLoop(abc.ABC):
             callback=None) -> LoopOutcome:
         """Drive :meth:`steps` and report (see the module docstring). ``callback(record,
         iterate)`` is called after every recorded step."""
-        run = Run(n_features=n_features)
+        run = Run(n_features=n_features, aux=sub.aux)
         gen = self.steps(sub, surrogate, run)
         rule = None if self.chooses else n_features  # the base's n_features rule
         history: list[IterRecord] = []
@@ -341,12 +341,6 @@ class OuterLoop(abc.ABC):
             it = step.iterate
             statuses.append(it.status)
             k = len(history)
-            if not good and it.status is not Status.OPTIMAL and not (step.probe and it.status in INFEASIBLE):
-                explain = getattr(sub.formulation, "explain_failure", None)  # the model may know why
-                err = explain(sub, it) if explain is not None else None
-                if err is not None:
-                    gen.close()
-                    raise err
             if not it.ok:
                 history.append(IterRecord(k, None, None, it.status, time.perf_counter() - t0, params=step.params))
                 if step.probe and it.status in INFEASIBLE:  # expected: recorded, the loop goes on

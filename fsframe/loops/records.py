@@ -134,11 +134,14 @@ class Finish:
 class Run:
     """What the base hands a loop's :meth:`~fsframe.loops.base.OuterLoop.steps`: the fit's
     ``n_features`` (for a loop that chooses its answer itself: ``OuterLoop.chooses``; the base
-    applies its own rule to the others) and ``info``, a dict the loop fills with what it reports
-    (``FitResult.info``), kept even when a failed subproblem ends the run."""
+    applies its own rule to the others); ``info``, a dict the loop fills with what it reports
+    (``FitResult.info``), kept even when a failed subproblem ends the run; and ``aux``, the fit's
+    :class:`fsframe.AuxSolver` for any problem the loop solves besides the subproblem
+    (``None`` outside a fit)."""
 
     n_features: int | None = None
     info: dict = attrs.field(factory=dict)
+    aux: object = None
 
 
 @attrs.frozen(eq=False)

@@ -134,3 +134,44 @@ def test_probes_are_recorded_and_counted(mempm_data):
     for rec, it in seen:
         if rec.params["feasible"]:
             assert rec.n_nonzero == int(np.count_nonzero(it.t > 1e-3 * it.t.max()))
+
+
+@attrs.frozen
+class AuxUsingLoop(OuterLoop):
+    """A loop that solves a problem of its own through ``run.aux`` (as DSO-FS's ``E`` step will):
+    ``min x + 2 y  s.t.  x + y >= 1, x, y >= 0`` (optimum 1 at (1, 0)), then one L1 solve."""
+
+    name = "aux-using"
+    needs_surrogate = False
+    monotone = False
+
+    def terms(self, surrogate):
+        return frozenset({"lin"})
+
+    def steps(self, sub, surrogate, run):
+        import scipy.sparse as sp
+
+        from fsframe.canonical import ProblemData
+
+        lp = ProblemData(c=np.array([1.0, 2.0]), A=sp.csr_matrix((0, 2)), b=np.zeros(0),
+                         G=sp.csr_matrix([[-1.0, -1.0]]), h=np.array([-1.0]), lb=np.zeros(2),
+                         ub=np.full(2, np.inf), l=1)
+        res = run.aux.solve(lp)
+        run.aux.record("tiny-lp", (res.status,))
+        run.info.update(aux_x=res.x.tolist(), aux_backend=res.backend)
+        it = sub.solve(lin=np.ones(sub.n_groups))
+        yield Step(it, it.objective)
+        return True, "one solve"
+
+
+def test_a_loop_solves_its_own_problems_through_run_aux(add_components):
+    """The one route of auxiliary solves: the fit driver's AuxSolver reaches the loop as
+    ``run.aux``, solves on the fit's backend, and its recorded statuses come first in
+    ``FitResult.statuses`` (as a formulation's do)."""
+    add_components(loops=[AuxUsingLoop])
+    X, y = kit_data()
+    r = fsframe.fit(X, y, formulation="hinge", loop="aux-using", backend="clarabel")
+    np.testing.assert_allclose(r.info["aux_x"], [1.0, 0.0], atol=1e-7)
+    assert r.info["aux_backend"] == "clarabel"
+    assert r.statuses[0] is Status.OPTIMAL  # the loop's auxiliary LP, then the subproblems
+    assert r.statuses[1:1 + r.n_iter] == tuple(h.status for h in r.history)
