@@ -78,3 +78,19 @@ def fsframe_register_transforms():
         built-in kernel (``rbf``, ``linear``, ``poly``) is refused; a kernel claimed by two
         third-party transforms is unusable until one is removed.
     """
+
+
+@hookspec
+def fsframe_register_oracles():
+    """Register what the conformance kit (``fsframe.testing``) expects of your components, stated
+    independently of their code: a formulation's loss recomputed from its decision values, a
+    loop's update rule, a surrogate's EM weight convention (docs/testing.md).
+
+    Called only by the kit, at its first lookup of an oracle; import ``fsframe.testing`` inside
+    the implementation (it loads Pyomo). A plugin's oracle applies to the class and its
+    subclasses; one registered at run time (``fsframe.testing.register_decision_loss``, ...) wins
+    over it.
+
+    :return: a list of :class:`fsframe.testing.Oracle`, e.g.
+        ``[Oracle("decision_loss", MyFormulation, lambda f: hinge_loss(f.C))]``.
+    """

@@ -413,6 +413,26 @@ class Registry:
         if problems:
             raise PluginError("; ".join(problems))
 
+    def hook_results(self, hook_name: str) -> list[tuple[str, Any]]:
+        """``(plugin name, item)`` for every item each plugin returns from the list-returning hook
+        ``hook_name``, called through ``pm.hook`` once per plugin: for a hook fsframe reads outside
+        the component kinds (the conformance kit's ``fsframe_register_oracles``). A plugin whose
+        hook raises, or returns no list, is a :class:`PluginError` naming it."""
+        out = []
+        for name, plugin in self.pm.list_name_plugin():
+            if plugin is None or hook_name not in {c.name for c in self.pm.get_hookcallers(plugin) or ()}:
+                continue
+            try:
+                items = _call_isolated(self.pm, hook_name, plugin)
+            except KeyboardInterrupt:
+                raise
+            except PluginError as exc:
+                raise PluginError(f"plugin {name!r}: {exc}") from exc
+            except BaseException as exc:
+                raise PluginError(f"plugin {name!r}: {hook_name}() raised {_reason(exc)}") from exc
+            out.extend((name, item) for item in items)
+        return out
+
     def hooks_of(self, plugin: str) -> list[str]:
         obj = self.pm.get_plugin(plugin)
         if obj is None:

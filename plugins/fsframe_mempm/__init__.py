@@ -311,6 +311,13 @@ def fsframe_register_formulations():
 
 
 @hookimpl
+def fsframe_register_oracles():
+    from fsframe.testing import Oracle, mpm_margin_loss  # the conformance kit loads Pyomo: only when it asks
+
+    return [Oracle("decision_loss", MEMPMFormulation, lambda f: mpm_margin_loss())]  # 001 eq. 6's margin rows
+
+
+@hookimpl
 def fsframe_register_methods():
     return [
         MethodSpec("fs-mempm", formulation="mempm", surrogate="l1", loop="bound-search",

@@ -32,6 +32,7 @@ from fsframe.errors import InfeasibleParameterError, InvalidOptionError
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_soc, add_sparsity_slot, var_list
 
 from .bound import LargestBound, _lanckriet_model, bound_report, data_warnings, lanckriet_data, largest_bound
+from .oracles import mpm_max_decision
 from .moments import (DEFAULT_DELTA_FRACTION, DEFAULT_RHO, SCALE_RANGE, ClassMoments, _singular_classes, class_moments,
                       delta_of, kappa_of, open_unit, opt_float)
 
@@ -276,6 +277,15 @@ def add_margin_rows(model, mom: ClassMoments, wb: list) -> tuple[NDArray, NDArra
 @hookimpl
 def fsframe_register_formulations():
     return [MPMFormulation, MPMMaxFormulation]
+
+
+@hookimpl
+def fsframe_register_oracles():
+    from fsframe.testing import Oracle, mpm_margin_loss  # the conformance kit loads Pyomo: only when it asks
+
+    # the margin rows of 000 eq. 45, read off the decision values (the MPM's loss is zero)
+    return [Oracle("decision_loss", MPMFormulation, lambda f: mpm_margin_loss()),
+            Oracle("decision_check", MPMMaxFormulation, mpm_max_decision)]
 
 
 @hookimpl

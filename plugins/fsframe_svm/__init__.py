@@ -148,6 +148,13 @@ def fsframe_register_formulations():
 
 
 @hookimpl
+def fsframe_register_oracles():
+    from fsframe.testing import Oracle, hinge_loss  # the conformance kit loads Pyomo: only when it asks
+
+    return [Oracle("decision_loss", HingeFormulation, lambda f: hinge_loss(f.C))]
+
+
+@hookimpl
 def fsframe_register_methods():
     return [
         MethodSpec("l1-svm", formulation="hinge", surrogate="l1", loop="single", defaults={"C": 1.0},
