@@ -1,10 +1,11 @@
 """Hook specifications of fsframe, and the ``hookimpl`` marker plugins use.
 
-Every component kind is registered through one hook returning a list. Built-in components
-(``fsframe.surrogates``, ``fsframe.loops``, ``fsframe.backends``, ``fsframe.kernels``) and the
-reference method plugins in ``plugins/`` (``fsframe_svm``, ``fsframe_mpm``) are default plugins
-registered by the host through these same hooks; a third-party package adds components by
-declaring an entry point in the group ``fsframe``::
+Every component kind is registered through one hook returning a list. The core components
+(``fsframe.surrogates``, ``fsframe.loops``, ``fsframe.backends``, ``fsframe.kernels``) are
+default plugins of the host; the method packages in ``plugins/`` (``fsframe_svm``,
+``fsframe_mpm``, ...) are entry points of fsframe's own distribution; all go through these same
+hooks. A third-party package adds components the way fsframe's method packages do, by declaring an
+entry point in the group ``fsframe``::
 
     [project.entry-points.fsframe]
     my_plugin = "my_package.plugin_module"

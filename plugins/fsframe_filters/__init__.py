@@ -1,7 +1,7 @@
 """Filter method plugin: ReliefF and mRMR rank the features; the formulation's L2 model is then
 fitted on the top ``n_features`` (paper 004 §5's filter baselines).
 
-Registered as the default plugin ``filters`` (see ``fsframe.plugins.DEFAULT_PLUGINS``).
+The entry point ``filters`` of fsframe's own distribution (``pyproject.toml``), found like a third party's.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Reference method plugin: the Minimax Probability Machine family (``mpm``, ``l1-mpm``,
 ``l0-mpm``) of paper 000 (Yang & Ju), as SOCP formulations.
 
-Registered by fsframe as a default plugin (``mpm``), through the same hooks a third-party plugin
-implements. Modules: :mod:`fsframe_mpm.moments` (class moments, ``kappa``), :mod:`fsframe_mpm.bound`
-(the largest feasible bound), this module (the formulations and methods).
+The entry point ``mpm`` of fsframe's own distribution (``pyproject.toml``), found and registered
+like a third-party plugin. Modules: :mod:`fsframe_mpm.moments` (class moments, ``kappa``),
+:mod:`fsframe_mpm.bound` (the largest feasible bound), :mod:`fsframe_mpm.oracles` (what the
+conformance kit expects), this module (the formulations and methods).
 
 Two formulations:
 

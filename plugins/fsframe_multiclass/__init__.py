@@ -1,7 +1,7 @@
 """Multi-class method plugin (paper 004): the multi-class margin formulation with one row group per
 feature, DSO-FS (Algorithm 1) and RFS (Nie et al. 2010).
 
-Registered as the default plugin ``multiclass`` (see ``fsframe.plugins.DEFAULT_PLUGINS``).
+The entry point ``multiclass`` of fsframe's own distribution (``pyproject.toml``), found like a third party's.
 """
 
 from __future__ import annotations

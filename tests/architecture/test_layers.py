@@ -52,7 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                       "fsframe.formulation", "fsframe.kernels")),
     ("subproblem and loops", ("fsframe.problem", "fsframe.working_set", "fsframe.loops", "fsframe.results", "fsframe.dataset",
                               "fsframe.io")),
-    ("registry and methods", ("fsframe.plugins", "fsframe.method", "fsframe.auxiliary")),
+    ("registry and methods", ("fsframe.registry", "fsframe.plugins", "fsframe.method", "fsframe.auxiliary")),
     ("fit driver", ("fsframe.fitting", "fsframe.paths")),
     ("evaluation, estimator, kit", ("fsframe.evaluation", "fsframe.estimator", "fsframe.testing")),
     ("CLI commands", ("fsframe.cli.common", "fsframe.cli.output", "fsframe.cli.params", "fsframe.cli.evaluate",
