@@ -42,12 +42,11 @@ from ..validators import as_int, positive_int, real, to_float
 from ..errors import ConvergenceWarning, PluginError, SolverFailedError, SolverWarning
 from ..formulation import PROTOCOLS, TRAITS
 from ..surrogates.base import PROVIDES, Surrogate
+from .records import Choice, Finish, IterRecord, LoopOutcome, Run, Step
+from .selection import Selection, reference_scale, select_exactly, support_of
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
-
-from .records import Choice, Finish, IterRecord, LoopOutcome, Run, Step
-from .selection import Selection, reference_scale, select_exactly, support_of
 
 __all__ = ["OuterLoop", "LoopOutcome", "IterRecord", "Step", "Finish", "Choice", "Run", "support_of",
            "reference_scale", "select_exactly", "Selection", "lacking"]
