@@ -19,7 +19,9 @@ from .compiler.cones import CONE_FORMS
 from .dataset import Dataset, check_Xy
 from .errors import (BackendUnavailableError, DataError, DataWarning, IncompatibleComponentsError, InvalidOptionError,
                      SolverWarning, UnknownComponentError, UnsupportedProblemError)
-from .formulation import AuxSolver, call_opt_in
+from .auxiliary import AuxSolver
+from .enums import Status
+from .errors import SolverFailedError
 from .method import Resolved, _reason, resolve, select_backend
 from .plugins import get_registry
 from .problem import Iterate, Subproblem
@@ -225,21 +227,60 @@ def _backends(parts) -> str | None:
     return "+".join(names) or None
 
 
+def validate_formulation(formulation, X, y, aux: AuxSolver) -> dict:
+    """``formulation.validate`` on the training data; with the keyword ``aux`` (the fit's
+    auxiliary solver) when the formulation declares the trait ``aux_solver``."""
+    kw = {"aux": aux} if "aux_solver" in formulation.provides() else {}
+    return dict(formulation.validate(X, y, **kw) or {})
+
+
+def _explained(formulation, X, y, status, aux: AuxSolver):
+    """The formulation's account of a first subproblem without a solution (the
+    ``explain_failure`` protocol), or ``None``."""
+    explain = getattr(formulation, "explain_failure", None)
+    return None if explain is None else explain(X, y, status, aux)
+
+
+def _run_loop(res: Resolved, sub: Subproblem, X, y, aux: AuxSolver, n_features, callback):
+    """``res.loop.run`` on ``sub``; when the first subproblem does not end optimal, the
+    formulation may say why in its own terms (``explain_failure``: MPM's ``delta`` above
+    ``delta_max``), through the fit's auxiliary solver, and that error is raised instead."""
+    first = [True]
+
+    def watch(rec, it):
+        if first and it is not None and it.ok and it.status is not Status.OPTIMAL:  # inaccurate: the model may know why
+            err = _explained(res.formulation, X, y, it.status, aux)
+            if err is not None:
+                raise err
+        first.clear()
+        if callback is not None:
+            callback(rec, it)
+
+    try:
+        return res.loop.run(sub, res.surrogate, n_features=n_features, callback=watch)
+    except SolverFailedError as exc:
+        if first and exc.partial is not None and exc.partial[2] is None:  # no iterate had a solution
+            err = _explained(res.formulation, X, y, exc.status, aux)
+            if err is not None:
+                raise err from exc
+        raise
+
+
 def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
                 keep_model, callback=None, ws: WorkingSetOptions = WorkingSetOptions(), verify=None,
                 reuse=None, key=None) -> dict:
-    solver = AuxSolver(backend, options)  # formulations' auxiliary solves use the fit's backend (opt-in)
-    info = dict(call_opt_in(res.formulation.validate, X, y_pm, solver=solver) or {})
+    aux = AuxSolver(backend, options)  # every solve besides the subproblem's goes through it
+    info = validate_formulation(res.formulation, X, y_pm, aux)
 
     def make() -> Subproblem:
         return Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form,
-                          solver=solver, working_set=ws)
+                          aux=aux, working_set=ws)
 
     # ``reuse(key, res, make)`` (a parameter path, fsframe.path) hands out a subproblem it keeps
     # open across fits; otherwise the fit owns one
     sub = make() if reuse is None else reuse(key, res, make)
     try:
-        out = res.loop.run(sub, res.surrogate, n_features=n_features, callback=callback)
+        out = _run_loop(res, sub, X, y_pm, aux, n_features, callback)
         certificate = certificate_of(out.iterate) if out.iterate.result is not None else {}
         if certificate and out.iterate.coef is not None:
             _returned_vs_certified(certificate, out.coef, out.iterate.coef, out.objective)
@@ -267,7 +308,7 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     return dict(coef=coef, intercept=intercept, support=out.support, transform=transform, objective=out.objective,
                 backend=solved_by,
                 n_iter=out.n_iter, converged=out.converged, history=out.history,
-                statuses=solver.statuses + out.statuses, monotone=out.monotone, info=info, certificate=certificate,
+                statuses=aux.statuses + out.statuses, monotone=out.monotone, info=info, certificate=certificate,
                 certified_coef=out.iterate.coef, groups=sub.compiled.slot.groups if sub.is_built else None)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import attrs
 import numpy as np
 from attrs.validators import and_, ge, instance_of, le
@@ -97,6 +99,11 @@ class LpSurrogate(Surrogate):
             caps.add("dc_split")
         return frozenset(caps)
 
+    def provides(self, asked=None):
+        """Adds ``lp_norm`` for the exact ``t**p`` (``eps = 0``, ``0 < p <= 1``)."""
+        extra = {"lp_norm"} if self.eps == 0 and 0 < self.p <= 1 else set()
+        return super().provides(asked) | extra
+
 
 @attrs.frozen
 class L0Surrogate(Surrogate):
@@ -122,6 +129,10 @@ class L1Surrogate(Surrogate):
 
     name = "l1"
     reference = "Bhattacharyya, JMLR 5:1417-1433, 2004 (L1-MPM); paper 001 eq. 2 (L1-SVM)"
+    p: ClassVar[float] = 1.0  # the exponent of ``lp_norm``: phi(t) = t**1
+
+    def provides(self, asked=None):
+        return super().provides(asked) | {"lp_norm"}
 
     def phi(self, t):
         return np.asarray(t, dtype=float).copy()

@@ -14,6 +14,7 @@ import pytest
 import fsframe
 from fsframe.errors import ConvergenceWarning, IncompatibleComponentsError, SolverWarning
 from fsframe.plugins import get_registry
+from fsframe.surrogates import PROVIDES
 from fsframe.testing import check_fit_result
 
 REG = get_registry()
@@ -24,7 +25,7 @@ TRIPLES = [(f, s, l) for f in REG.names("formulation") for s in [*REG.names("sur
 def expected_refusal(f, s, l):
     """What :func:`fsframe.fit` must refuse for this triple, from the registry's declarations: the
     capabilities the loop reports the surrogate lacks (``loop.missing``, which must include every
-    declared requirement absent from ``surrogate.capabilities()``), else the slot terms the loop needs
+    declared requirement absent from ``surrogate.provides()``), else the slot terms the loop needs
     (``loop.terms``) that the formulation class does not build (``slot_terms``). ``None``: it runs."""
     loop = REG.get("loop", l)()
     sur = None if s is None else REG.get("surrogate", s)()
@@ -33,9 +34,9 @@ def expected_refusal(f, s, l):
     unpenalised = [re.escape("has no sparsity penalty")] if (not form.sparse and sur is not None) else []
     miss = loop.missing(sur)
     if sur is not None:
-        assert {c for c in loop.requires if c not in sur.capabilities()} <= set(miss), (l, s, miss)
+        assert {PROVIDES.get(c, c) for c in loop.requires if c not in sur.provides()} <= set(miss), (l, s, miss)
     # what the loop needs of the formulation (a bound search: declared bound parameters)
-    fmiss = [re.escape(m) for m in loop.formulation_missing(form)]
+    fmiss = [re.escape(m) for m in loop.formulation_missing(form())]
     if miss:
         return [re.escape(m) for m in miss] + fmiss + unpenalised
     lacking = loop.terms(sur) - form.slot_terms

@@ -59,11 +59,13 @@ def test_plugin_guide_documents_every_formulation_member():
     read what that assumes (and ``restatable_params``/``restate``/``explain_failure``) in the guide."""
     from pathlib import Path
 
-    from fsframe.formulation import Formulation
+    from fsframe.formulation import PROTOCOLS, TRAITS, Formulation
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text()
     members = [k for k in vars(Formulation) if not k.startswith("_") and k != "params"]
-    assert "pricing" in members and "restate" in members
+    assert "pricing" in members and "provides" in members
+    # the protocols a formulation opts into (not members of the base) and the declared traits
+    members += [a for names in PROTOCOLS.values() for a in names] + list(PROTOCOLS) + list(TRAITS)
     missing = [k for k in members if f"`{k}" not in doc]
     assert missing == []
 
@@ -183,7 +185,6 @@ def test_a_time_limit_on_the_first_mpm_subproblem_is_not_explained_by_delta_max(
     the fit then also solved the largest-bound SOCP under the same limit and raised *its* time
     limit ("delta_max cannot be computed reliably"), an error about a problem the user never
     asked for, instead of reporting the time limit of the fit's own subproblem."""
-    from types import SimpleNamespace
 
     from fsframe import Status
     from fsframe_mpm import MPMFormulation
@@ -196,10 +197,9 @@ def test_a_time_limit_on_the_first_mpm_subproblem_is_not_explained_by_delta_max(
             raise AssertionError("delta_max was computed for a time limit")
 
     X, y = _data(m=30, n=20)
-    sub = SimpleNamespace(X=X, y=y, solver=Solver())
     f = MPMFormulation(delta=0.5)
     for status in (Status.TIME_LIMIT,):
-        assert f.explain_failure(sub, SimpleNamespace(status=status)) is None
+        assert f.explain_failure(X, y, status, Solver()) is None
     assert calls == []
     # an infeasible first subproblem still gets its explanation (delta above delta_max)
     X2, y2 = _data(m=300, n=5, seed=4)

@@ -266,7 +266,7 @@ class DetourLoop(fsframe.OuterLoop):
     def terms(self, surrogate):
         return frozenset({"lin"})
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         for s in self.scales:
             yield self.surrogate_step(sub.solve(lin=np.full(sub.n_groups, s)), surrogate)
         return True, "detour done"

@@ -98,21 +98,20 @@ def test_largest_bound_refused_when_nothing_certifies(monkeypatch):
 
     X, y = mixed_scale_data(39)
     fsframe_mpm.bound._CACHE.clear()
-    monkeypatch.setattr(fsframe_mpm.bound, "_fallbacks", lambda tried: [])
+    monkeypatch.setattr(fsframe.auxiliary, "backends_for", lambda problem_class: [])  # no other backend to refine on
     with pytest.raises(SolverFailedError, match="optimal_inaccurate.*Standardise"):
         fsframe_mpm.largest_bound(X, y, backend="ecos")
     fsframe_mpm.bound._CACHE.clear()
 
 
-def test_formulation_receives_the_fit_solver_by_opt_in():
-    """MPM's validate/build name a ``solver`` parameter and get the fit's backend; the hinge names
-    none and is called without it."""
+def test_formulation_receives_the_fit_solver_by_declaration():
+    """MPM declares the trait ``aux_solver``: its validate/build get the fit's auxiliary solver
+    (the fit's backend) as ``aux``; the hinge declares none and is called without it."""
     pytest.importorskip("clarabel")
-    from fsframe.formulation import accepts
     from fsframe_mpm.bound import _CACHE
 
-    assert accepts(REG.get("formulation", "mpm").validate, "solver")
-    assert not accepts(REG.get("formulation", "hinge").build, "solver")
+    assert "aux_solver" in REG.get("formulation", "mpm")().provides()
+    assert "aux_solver" not in REG.get("formulation", "hinge")().provides()
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 4))
     y = np.where(X[:, 0] > 0, 1, -1)
