@@ -4,7 +4,7 @@ compiler) and solved by Clarabel and ECOS.
 
 CVXPY's own HiGHS interface is deliberately *not* a reference: cvxpy 1.9.3 with highspy 1.16
 reported "optimal" with objective 20.0 on a 20 x 5 hinge + L1 LP whose optimum is 5.31
-(MEASUREMENTS.md). The tests below would catch fsframe's HiGHS backend doing the same.
+The tests below would catch fsframe's HiGHS backend doing the same.
 """
 
 from __future__ import annotations
