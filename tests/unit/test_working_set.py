@@ -290,3 +290,64 @@ def test_group_columns_and_exclusivity_count_the_magnitude_columns():
                       groups=np.array([0, 1]), n_groups=2, terms=frozenset({"lin"}),
                       group_cols=(np.array([0]), np.array([1])), exclusive=True)
     assert not _exclusive(shared)  # column 3 in both magnitudes: no working set
+
+
+# -- pricing and rescue on hand-made problems (each column its own group) ----------------------
+def _singleton_slot(n):
+    from fsframe.slot import SlotMaps
+
+    return SlotMaps(W=sp.identity(n, format="csr"), S=None, groups=np.arange(n), n_groups=n,
+                    terms=frozenset({"lin"}), group_cols=tuple(np.array([j]) for j in range(n)), exclusive=True)
+
+
+def _solve_on_working_set(data, start, **options):
+    """``WorkingSet.solve`` of ``data`` from the working set ``start`` (groups), HiGHS on each
+    restricted problem; returns ``(result, working set)``."""
+    ws = WorkingSet(data, _singleton_slot(data.n), grows=False, options=WorkingSetOptions(mode=True, **options))
+    ws.seed(start)
+    be = HighsBackend()
+    res = ws.solve(data, np.zeros(0, dtype=np.int64), lambda R: be.solve(R, fsframe.backends.SolveOptions()))
+    return res, ws
+
+
+@pytest.mark.parametrize("d, joins", [(1e-8, True), (3e-9, True), (5e-10, False)])
+def test_a_group_just_over_tol_joins_the_working_set(d, joins):
+    """min -x0 - (1 + d) x1 + x2  s.t.  x0 + x1 + x2 <= 1, x >= 0, from the working set {0, 2}:
+    the restricted optimum x0 = 1 has the multiplier z = 1, so x1's reduced cost is -d against
+    terms of size 1 + d: a relative violation d / (1 + d). Over ``tol`` (1e-9) it must join and
+    the answer becomes x1 = 1 (objective -(1 + d)); within ``tol`` it stays out (x0 = 1 stands,
+    d worse, as the tolerance allows). A tolerance read 100 times too large leaves x1 out at
+    d = 1e-8 and 3e-9 while the certificate (1e-6) calls x0 = 1 optimal."""
+    data = ProblemData(c=np.array([-1.0, -(1.0 + d), 1.0]), A=sp.csr_matrix((0, 3)), b=np.zeros(0),
+                       G=sp.csr_matrix(np.ones((1, 3))), h=np.array([1.0]), lb=np.zeros(3),
+                       ub=np.full(3, np.inf), l=1)
+    res, ws = _solve_on_working_set(data, [0, 2])
+    assert ws.options.tol == 1e-9
+    assert res.status is Status.OPTIMAL and ws.report.used
+    assert bool(ws.active[1]) == joins
+    assert ws.report.added == int(joins) and ws.report.rounds == 1 + int(joins)
+    if joins:
+        np.testing.assert_allclose(res.x, [0.0, 1.0, 0.0], atol=1e-12)
+        assert res.objective == pytest.approx(-(1.0 + d), rel=1e-15)
+    else:
+        np.testing.assert_allclose(res.x, [1.0, 0.0, 0.0], atol=1e-12)
+        assert ws.report.max_violation == pytest.approx(d / (1.0 + d), rel=1e-6)
+
+
+def test_an_empty_row_that_zero_violates_brings_in_its_largest_entry():
+    """min sum_j x_j  s.t.  0.001 x0 + 5 x1 + 0.5 x2 = 1, x >= 0, from the working set {3} (a
+    column outside the row): the row is left without columns and ``b = 1 != 0``, so the restricted
+    problem would be infeasible. The rescue brings in the group of the largest entry, x1: its
+    restricted optimum x1 = 0.2 (multiplier 0.2 on the row) prices every other column out (reduced costs
+    1 - 0.2 a_j >= 0), one round. Rescuing the smallest entry (x0 = 1000) would need a second
+    round to find x1."""
+    a = np.array([0.001, 5.0, 0.5, 0.0])
+    data = ProblemData(c=np.ones(4), A=sp.csr_matrix(a[None, :]), b=np.array([1.0]),
+                       G=sp.csr_matrix((0, 4)), h=np.zeros(0), lb=np.zeros(4), ub=np.full(4, np.inf), l=0)
+    res, ws = _solve_on_working_set(data, [3])
+    assert res.status is Status.OPTIMAL and ws.report.used
+    assert ws.order == [3, 1]  # the start, then the rescued group of the largest entry
+    assert ws.report.rounds == 1 and ws.report.added == 0
+    np.testing.assert_allclose(res.x, [0.0, 0.2, 0.0, 0.0], atol=1e-12)
+    assert res.objective == pytest.approx(0.2, rel=1e-12)
+    np.testing.assert_allclose(res.duals["y"], [-0.2], rtol=1e-9)  # reduced costs c + A'y: 1 - 5 (0.2) = 0
