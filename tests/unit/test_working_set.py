@@ -35,14 +35,28 @@ def _meaningful(coef, rel=1e-6):
 
 
 # every built-in formulation with a sparsity slot x (single, reweighted-l1, dca, em), as resolve accepts them
-COMBOS = [(f, loop, sur) for f in ("hinge", "mpm", "mempm", "mpm-equal", "margin", "l21-regression", "twsvm")
-          for loop, sur in (("single", None), ("reweighted-l1", "exp"), ("dca", "exp"), ("em", "lp"))
-          if not (f == "twsvm" and loop in ("dca", "em"))]
+ALL_COMBOS = [(f, loop, sur) for f in ("hinge", "mpm", "mempm", "mpm-equal", "margin", "l21-regression", "twsvm")
+              for loop, sur in (("single", None), ("reweighted-l1", "exp"), ("dca", "exp"), ("em", "lp"))
+              if not (f == "twsvm" and loop in ("dca", "em"))]
 
 
-@pytest.mark.parametrize("formulation,loop,surrogate", COMBOS, ids=["-".join(filter(None, c)) for c in COMBOS])
+def _priced(formulation, loop):
+    """Groups at a bound at zero can be priced; groups free around zero cannot: a quadratic
+    penalty (EM) or the multi-class epigraph cones (margin, l21-regression)."""
+    return formulation in ("hinge", "mpm", "mempm", "mpm-equal", "twsvm") and loop != "em"
+
+
+COMBOS = [c for c in ALL_COMBOS if _priced(c[0], c[1])]
+UNPRICED = [c for c in ALL_COMBOS if not _priced(c[0], c[1])]
+
+
+def _ids(combos):
+    return ["-".join(filter(None, c)) for c in combos]
+
+
+@pytest.mark.parametrize("formulation,loop,surrogate", COMBOS, ids=_ids(COMBOS))
 def test_working_set_fit_equals_full_fit(formulation, loop, surrogate):
-    X, y = _data(seed=[c[0] for c in COMBOS].index(formulation))
+    X, y = _data(seed=[c[0] for c in ALL_COMBOS].index(formulation))
     kw = dict(formulation=formulation, loop=loop, surrogate=surrogate, max_iter=4)
     if formulation == "hinge":
         kw["C"] = 0.5
@@ -52,12 +66,9 @@ def test_working_set_fit_equals_full_fit(formulation, loop, surrogate):
         # solve); solve tightly so that the comparison measures the working set, not the solver
         # interior-point noise: the full solve leaves the ~140 "zero" coefficients at 1e-9..1e-7,
         # the working set at exactly 0; the surrogate objective sums phi over them (the subproblem
-        # optima themselves agree to 1e-12). With EM, Clarabel on 1/t^2-weighted cone programs
-        # (the full problem states fixed groups as equality rows x = 0, the working set leaves
-        # them out) reaches no more than ~1e-7 either way
+        # optima themselves agree to 1e-12)
         rel = 1e-6
-        if loop != "em":
-            kw["backend_options"] = {"feastol": 1e-10, "abstol": 1e-10, "reltol": 1e-10}  # ECOS
+        kw["backend_options"] = {"feastol": 1e-10, "abstol": 1e-10, "reltol": 1e-10}  # ECOS
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = fsframe.fit(X, y, working_set=False, **kw)
@@ -68,13 +79,29 @@ def test_working_set_fit_equals_full_fit(formulation, loop, surrogate):
     np.testing.assert_allclose(np.asarray(ws.coef, float), np.asarray(full.coef, float), atol=1e-5)
     cert = ws.certificate
     assert cert["status"] in ("optimal", full.certificate["status"])  # never less accurate than the full solve
-    priced = formulation in ("hinge", "mpm", "mempm", "mpm-equal", "twsvm") and loop != "em"
-    # groups free around zero (a quadratic penalty, the multi-class epigraph cones) cannot be priced:
-    # those subproblems are solved in full; the others on a working set, certified on the full problem
-    assert (cert["working_set"] is not None) == priced
-    if priced:
-        assert cert["max_violation"] <= 1e-9
-        assert abs(cert["gap"]) <= 1e-4 and cert["dual_residual"] <= 1e-4
+    # solved on a working set that left groups out, certified on the full problem
+    assert cert["working_set"] is not None and cert["working_set"] < cert["n_groups"] == X.shape[1]
+    assert cert["rounds"] >= 1 and cert["max_violation"] <= 1e-9
+    assert abs(cert["gap"]) <= 1e-4 and cert["dual_residual"] <= 1e-4
+
+
+@pytest.mark.parametrize("formulation,loop,surrogate", UNPRICED, ids=_ids(UNPRICED))
+def test_groups_free_around_zero_are_solved_in_full(formulation, loop, surrogate):
+    """No group of these subproblems can be priced (a quadratic penalty; the multi-class
+    epigraph cones): even with ``mode=True`` each is solved in full, and the certificate says so."""
+    X, y = _data(seed=[c[0] for c in ALL_COMBOS].index(formulation))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fsframe.fit(X, y, formulation=formulation, loop=loop, surrogate=surrogate, max_iter=2,
+                          working_set=WorkingSetOptions(mode=True, initial=10, batch=10))
+    assert fit.certificate["working_set"] is None and fit.certificate["rounds"] == 0
+    res = resolve(formulation=formulation, loop=loop, surrogate=surrogate)
+    sub = Subproblem(res.formulation, X, y, res.terms, select_backend("auto", res.problem_class),
+                     working_set=WorkingSetOptions(mode=True))
+    comp = sub.compiled
+    pricing = getattr(res.formulation, "pricing", None)
+    if WorkingSet.possible(comp.slot, pricing, sub.ws_options):  # a pricing exists, but no group it can price
+        assert not WorkingSet(comp.base, comp.slot, False, sub.ws_options).priceable.any()
 
 
 def test_working_set_leaves_most_groups_out_and_certifies_on_the_full_problem():
