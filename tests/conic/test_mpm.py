@@ -20,7 +20,7 @@ from fsframe.errors import DataError, DataWarning, InfeasibleParameterError, Inv
 from fsframe.method import resolve
 from fsframe.problem import Subproblem
 
-cp = pytest.importorskip("cvxpy")
+import cvxpy as cp  # noqa: E402
 
 
 def reference_factors(X, y, rho):

@@ -13,7 +13,7 @@ from fsframe.evaluation import compare
 from fsframe.evaluation.experiment import run_study
 from fsframe.io import load_dataset
 
-distributed = pytest.importorskip("distributed")
+import distributed  # noqa: E402  (the test extra)
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ ordering, the infeasible start, and that a search never rebuilds the Pyomo model
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from pathlib import Path
 
@@ -14,9 +15,10 @@ import pytest
 import fsframe
 from fsframe.errors import IncompatibleComponentsError, InfeasibleParameterError, InvalidOptionError
 
-cp = pytest.importorskip("cvxpy")
+import cvxpy as cp  # noqa: E402  (the test extra: a missing CVXPY is a broken install, not a skip)
 
-SONAR = Path(__file__).resolve().parents[3] / "shared" / "data" / "sonar.csv"
+# the shared data folder as tests/conftest.py finds it ($FSFRAME_SHARED_DATA, else shared/data beside the checkout)
+SONAR = Path(os.environ.get("FSFRAME_SHARED_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data") / "sonar.csv"
 RHO = 0.01
 
 

@@ -216,7 +216,7 @@ def test_duplicate_and_constant_features_same_optimum():
 
 
 def test_n_much_larger_than_m_against_cvxpy_clarabel():
-    cp = pytest.importorskip("cvxpy")
+    import cvxpy as cp
     X, y = _data(m=20, n=3000, seed=2)
     full, part = _both(X, y, "l1-svm")
     _same(full, part)
