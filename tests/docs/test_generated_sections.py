@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
-MARKER = re.compile(r"<!-- ([\w-]+):begin -->")
+MARKER = re.compile(r"^<!-- ([\w-]+):begin -->$", re.M)  # on a line of its own (prose may name the markers)
 
 
 def _script(name):

@@ -5,7 +5,7 @@ They catch any change in what the loops do (weights, stopping rules, the exactly
 compiler) that the value checks elsewhere tolerate. ``pytest --update-golden`` rewrites the file
 after an intended change; the file records the HiGHS version that wrote it, for information only.
 
-The comparison holds under any HiGHS version (``pyproject.toml`` allows ``highspy>=1.7``): every
+The comparison holds under any HiGHS version (``highspy>=1.16``, later releases included): every
 subproblem along these trajectories has a unique optimal support, so no simplex path can choose
 another vertex. ``test_trajectory_on_an_interior_point_solver`` shows it: Clarabel, an
 interior-point method sharing nothing with HiGHS but the problem, follows every trajectory to the
