@@ -67,7 +67,8 @@ class Example:
     def runnable(self) -> bool:
         """A successful command on data a reader has (an error example is not rerun here)."""
         argv = self.argv
-        return not self.shows_error and argv[0] in ("select", "compare") and (argv[1] in BUNDLED or argv[1] in MADE_HERE)
+        on_data = argv[1] in BUNDLED or argv[1] in MADE_HERE
+        return not self.shows_error and argv[0] in ("select", "compare") and on_data
 
 
 def examples(text: str) -> list:
@@ -142,7 +143,8 @@ def write_wdbc(folder: Path) -> None:
     from sklearn.datasets import load_breast_cancer
 
     X, y = load_breast_cancer(return_X_y=True)
-    rows = [",".join([str(842000 + i), "M" if c == 0 else "B", *map(repr, x.tolist())]) for i, (x, c) in enumerate(zip(X, y))]
+    rows = [",".join([str(842000 + i), "M" if c == 0 else "B", *map(repr, x.tolist())])
+            for i, (x, c) in enumerate(zip(X, y))]
     (folder / "wdbc.data").write_text("\n".join(rows) + "\n")
 
 

@@ -18,7 +18,8 @@ from fsframe.errors import IncompatibleComponentsError, InfeasibleParameterError
 import cvxpy as cp  # noqa: E402  (the test extra: a missing CVXPY is a broken install, not a skip)
 
 # the shared data folder as tests/conftest.py finds it ($FSFRAME_SHARED_DATA, else shared/data beside the checkout)
-SONAR = Path(os.environ.get("FSFRAME_SHARED_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data") / "sonar.csv"
+SHARED = os.environ.get("FSFRAME_SHARED_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data"
+SONAR = Path(SHARED) / "sonar.csv"
 RHO = 0.01
 
 

@@ -92,7 +92,7 @@ def test_groups_free_around_zero_are_solved_in_full(formulation, loop, surrogate
     X, y = _data(seed=[c[0] for c in ALL_COMBOS].index(formulation))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = fsframe.fit(X, y, formulation=formulation, loop=loop, surrogate=surrogate, max_iter=2,
+        fit = fsframe.fit(X, y, formulation=formulation, loop=loop, surrogate=surrogate, max_iter=1,
                           working_set=WorkingSetOptions(mode=True, initial=10, batch=10))
     assert fit.certificate["working_set"] is None and fit.certificate["rounds"] == 0
     res = resolve(formulation=formulation, loop=loop, surrogate=surrogate)
@@ -342,8 +342,9 @@ def test_a_group_just_over_tol_joins_the_working_set(d, joins):
     """min -x0 - (1 + d) x1 + x2  s.t.  x0 + x1 + x2 <= 1, x >= 0, from the working set {0, 2}:
     the restricted optimum x0 = 1 has the multiplier z = 1, so x1's reduced cost is -d against
     terms of size 1 + d: a relative violation d / (1 + d). Over ``tol`` (1e-9) it must join (a
-    second round); within ``tol`` it stays out (x0 = 1 stands, d worse, as the tolerance allows). A tolerance read 100 times too large leaves x1 out at
-    d = 1e-8 and 3e-9 while the certificate (1e-6) calls x0 = 1 optimal."""
+    second round); within ``tol`` it stays out (x0 = 1 stands, d worse, as the tolerance allows).
+    A tolerance read 100 times too large leaves x1 out at d = 1e-8 and 3e-9 while the certificate
+    (1e-6) calls x0 = 1 optimal."""
     data = ProblemData(c=np.array([-1.0, -(1.0 + d), 1.0]), A=sp.csr_matrix((0, 3)), b=np.zeros(0),
                        G=sp.csr_matrix(np.ones((1, 3))), h=np.array([1.0]), lb=np.zeros(3),
                        ub=np.full(3, np.inf), l=1)
@@ -365,9 +366,9 @@ def test_an_empty_row_that_zero_violates_brings_in_its_largest_entry():
     """min sum_j x_j  s.t.  0.001 x0 + 5 x1 + 0.5 x2 = 1, x >= 0, from the working set {3} (a
     column outside the row): the row is left without columns and ``b = 1 != 0``, so the restricted
     problem would be infeasible. The rescue brings in the group of the largest entry, x1: its
-    restricted optimum x1 = 0.2 (multiplier 0.2 on the row) prices every other column out (reduced costs
-    1 - 0.2 a_j >= 0), one round. Rescuing the smallest entry (x0 = 1000) would need a second
-    round to find x1."""
+    restricted optimum x1 = 0.2 (multiplier 0.2 on the row) prices every other column out
+    (reduced costs 1 - 0.2 a_j >= 0), one round. Rescuing the smallest entry (x0 = 1000) would
+    need a second round to find x1."""
     a = np.array([0.001, 5.0, 0.5, 0.0])
     data = ProblemData(c=np.ones(4), A=sp.csr_matrix(a[None, :]), b=np.array([1.0]),
                        G=sp.csr_matrix((0, 4)), h=np.zeros(0), lb=np.zeros(4), ub=np.full(4, np.inf), l=0)
