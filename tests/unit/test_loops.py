@@ -308,8 +308,8 @@ def test_em_floor_follows_the_runs_scale_on_a_collapsing_run(monkeypatch):
     start's), not of the current iterate. A scripted run whose iterates collapse towards zero
     (every norm shrinks 100-fold per solve after the start, 100): a group below ``zero_tol * 100``
     is fixed at zero (weight inf, for good) and every finite weight stays below
-    ``q(zero_tol * 100)``. A floor relative to the current iterate follows the collapse down and
-    hands the solver weights up to 1e18 instead (``1/t^2`` at t = 1e-9)."""
+    ``q(zero_tol * 100)``. A floor relative to the current iterate follows the collapse down: it
+    keeps a group at 1e-5 (a ten-millionth of the start) alive with the weight 1e10."""
     import fsframe.loops.em as em_mod
     from fsframe.loops import EM
     from fsframe.surrogates import L0Surrogate
