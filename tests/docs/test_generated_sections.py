@@ -15,6 +15,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,3 +111,31 @@ def test_a_hand_edited_figure_is_seen(tmp_path):
     edited = rendered.replace(figure, f"{float(figure) + 0.01:.2f}", 1)
     assert edited != rendered and edited.strip() != _between((ROOT / "docs" / doc).read_text(),
                                                              f"<!-- {script}:begin -->", f"<!-- {script}:end -->")
+
+
+def _markdown_rows(text: str, title: str) -> dict:
+    """``{first cell: [other cells]}`` of the first Markdown table after the line starting ``title``."""
+    lines = text[text.index(title):].split("\n")
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("|"))
+    rows = {}
+    for ln in lines[start + 2:]:
+        if not ln.startswith("|"):
+            break
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+@pytest.mark.parametrize("dataset", ["Colon", "Yale"])
+def test_paper004_tables_in_multiclass_md_are_the_raw_data(dataset):
+    """docs/multiclass.md copies paper004.py's results by hand (no markers): every accuracy cell is
+    the mean ± std (over the splits, ddof 0, in %) of benchmarks/results/paper004.json, and the
+    last column its mean ranking time."""
+    res = _json("paper004.json")["datasets"][dataset]
+    rows = _markdown_rows((ROOT / "docs" / "multiclass.md").read_text(), f"**{dataset}**")
+    assert set(rows) == set(res["accuracy"])
+    for method, per_split in res["accuracy"].items():
+        acc = 100 * np.asarray(per_split)  # (splits, d)
+        expect = [f"{m:.1f} ± {s:.1f}" for m, s in zip(acc.mean(axis=0), acc.std(axis=0))]
+        assert rows[method][:-1] == expect, (dataset, method)
+        assert rows[method][-1] == f"{res['rank_seconds'][method]:.1f}", (dataset, method)
