@@ -114,15 +114,15 @@ def test_a_hand_edited_figure_is_seen(tmp_path):
 
 
 def _markdown_rows(text: str, title: str) -> dict:
-    """``{first cell: [other cells]}`` of the first Markdown table after the line starting ``title``."""
+    """``[(first cell, [other cells])]`` of the first Markdown table after the line starting ``title``."""
     lines = text[text.index(title):].split("\n")
     start = next(i for i, ln in enumerate(lines) if ln.startswith("|"))
-    rows = {}
+    rows = []
     for ln in lines[start + 2:]:
         if not ln.startswith("|"):
             break
         cells = [c.strip() for c in ln.strip("|").split("|")]
-        rows[cells[0]] = cells[1:]
+        rows.append((cells[0], cells[1:]))
     return rows
 
 
@@ -132,10 +132,27 @@ def test_paper004_tables_in_multiclass_md_are_the_raw_data(dataset):
     the mean ± std (over the splits, ddof 0, in %) of benchmarks/results/paper004.json, and the
     last column its mean ranking time."""
     res = _json("paper004.json")["datasets"][dataset]
-    rows = _markdown_rows((ROOT / "docs" / "multiclass.md").read_text(), f"**{dataset}**")
+    rows = dict(_markdown_rows((ROOT / "docs" / "multiclass.md").read_text(), f"**{dataset}**"))
     assert set(rows) == set(res["accuracy"])
     for method, per_split in res["accuracy"].items():
         acc = 100 * np.asarray(per_split)  # (splits, d)
         expect = [f"{m:.1f} ± {s:.1f}" for m, s in zip(acc.mean(axis=0), acc.std(axis=0))]
         assert rows[method][:-1] == expect, (dataset, method)
         assert rows[method][-1] == f"{res['rank_seconds'][method]:.1f}", (dataset, method)
+
+
+def test_paper000_report_table_in_experiments_md_is_the_raw_data():
+    """docs/experiments.md's paper 000 table comes from `fsframe report` on a results folder that
+    is not kept; the text says its figures are those of benchmarks/paper000_table3.py on the same
+    splits, whose raw data are kept: TSA and MCC mean ± std (ddof 1), PSF and iterations, of every
+    row, against benchmarks/results/paper000_table3.json."""
+    rows = _markdown_rows((ROOT / "docs" / "experiments.md").read_text(), "### Paper 000, Table 3")
+    shown = {(dataset, cells[0]): cells[1:5] for dataset, cells in rows}
+    expect = {}
+    for ds in _json("paper000_table3.json")["results"]:
+        for method, row in ds["rows"].items():
+            tsa, mcc = np.asarray(row["tsa"]), np.asarray(row["mcc"])
+            expect[(ds["dataset"], method)] = [f"{tsa.mean():.2f} ± {tsa.std(ddof=1):.2f}",
+                                               f"{mcc.mean():.1f} ± {mcc.std(ddof=1):.1f}",
+                                               f"{np.mean(row['psf']):.1f}", f"{np.mean(row['iters']):.1f}"]
+    assert shown == expect
