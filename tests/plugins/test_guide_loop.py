@@ -16,7 +16,7 @@ from fsframe.loops import Step
 from fsframe.testing import check_loop, kit_data
 from fsframe.validators import real, to_float
 
-cp = pytest.importorskip("cvxpy")
+import cvxpy as cp
 
 
 @attrs.frozen

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -119,6 +119,10 @@ def test_surrogate_conformance_grid(name, params):
 
 @pytest.mark.parametrize("name, params", _cases("surrogate"))
 @given(t=points)
+# every example hypothesis ever found, kept (derandomised draws change with hypothesis's version):
+# t = 1e-12 failed lp(p=0.1, eps=1e-3) ("phi on scalars differs from phi on an array": its
+# (t + eps)**p - eps**p cancelled every digit, numpy's scalar and array powers differently)
+@example(t=np.array([1e-12]))
 def test_surrogate_conformance_random_points(name, params, t):
     sur = _component("surrogate", name, params)
     ran = check_surrogate(sur, t)

@@ -9,6 +9,7 @@ import re
 import warnings
 
 import numpy as np
+import pandas
 import pytest
 
 import fsframe
@@ -294,7 +295,7 @@ class FrameLike:
 
 @pytest.mark.parametrize("make", [
     lambda X, cols: FrameLike(X, cols),
-    lambda X, cols: pytest.importorskip("pandas").DataFrame(X, columns=cols),
+    lambda X, cols: pandas.DataFrame(X, columns=cols),  # pandas: a test extra
 ], ids=["frame-like", "pandas"])
 def test_dataframe_column_names_are_kept(toy, make):
     X, y = toy

@@ -348,7 +348,6 @@ def _merge_cones(d):
     (_broken_clarabel("merges-cones", _merge_cones), "on socp_two_cones: status infeasible"),
 ], ids=["drops-linear-rows", "merges-cones"])
 def test_check_backend_rejects_socp_bugs(backend, match):
-    pytest.importorskip("clarabel")
     with pytest.raises(AssertionError, match=match):
         check_backend(backend, problems=[p for p in StandardProblems.all() if p.name.startswith("socp")])
 

@@ -47,7 +47,7 @@ def mixed_scale_data(seed, m=35, n=111):
 def cvxpy_delta_max(X, y, rho):
     """Lanckriet et al.'s MPM stated in CVXPY from the class moments: min ||F_1'w|| + ||F_2'w||
     s.t. w'(mu_1 - mu_2) = 1; delta_max = kappa^2 / (1 + kappa^2) with kappa = 1 / optimum."""
-    cp = pytest.importorskip("cvxpy")
+    import cvxpy as cp
     from fsframe_mpm import class_moments
 
     mom = class_moments(X, y, rho)
@@ -64,7 +64,6 @@ def cvxpy_delta_max(X, y, rho):
 def test_largest_bound_refines_an_inaccurate_solve(seed):
     """ECOS ends these bounds optimal_inaccurate (off by ~5e-6 in delta_max); the bound is refined
     on Clarabel and agrees with CVXPY, and every solve's status is kept."""
-    pytest.importorskip("clarabel")
     from fsframe_mpm import DEFAULT_RHO, largest_bound
     from fsframe_mpm.bound import _CACHE
 
@@ -78,7 +77,6 @@ def test_largest_bound_refines_an_inaccurate_solve(seed):
 
 def test_fit_reports_the_bound_solves():
     """The auxiliary solve is reported like every other: first in FitResult.statuses."""
-    pytest.importorskip("clarabel")
     from fsframe_mpm.bound import _CACHE
 
     X, y = mixed_scale_data(39)
@@ -107,7 +105,6 @@ def test_largest_bound_refused_when_nothing_certifies(monkeypatch):
 def test_formulation_receives_the_fit_solver_by_declaration():
     """MPM declares the trait ``aux_solver``: its validate/build get the fit's auxiliary solver
     (the fit's backend) as ``aux``; the hinge declares none and is called without it."""
-    pytest.importorskip("clarabel")
     from fsframe_mpm.bound import _CACHE
 
     assert "aux_solver" in REG.get("formulation", "mpm")().provides()
