@@ -15,9 +15,11 @@ is a KKT point of 004 eq. 6 — the property Theorem 2 claims for Algorithm 1's 
 
 * :class:`RowModel` states the model on a subset of rows (``rows``) as a
   :class:`~fsframe.canonical.ProblemData`;
-* :func:`solve_weighted` solves the (weighted) model exactly on a working set of rows, priced over
-  all rows from the margin multipliers (``||(Xtᵀ D)_j|| <= omega_j`` for every row left out at zero);
-* :func:`reweighted_finish` runs the reweighted-l1 steps for ``p < 1`` from a given point;
+* :func:`weighted_rounds` solves the (weighted) model exactly on a working set of rows, priced over
+  all rows from the margin multipliers (``||(Xtᵀ D)_j|| <= omega_j`` for every row left out at zero),
+  yielding each round's solve (:func:`solve_weighted` runs it to the end);
+* :func:`reweighted_rounds` runs the reweighted-l1 steps for ``p < 1`` from a given point, yielding
+  each solve;
 * :func:`kkt_certificate` judges a *given* ``W`` (the one returned) against the multipliers of a
   solve, with fsframe's certificate (:func:`fsframe.backends.certificate.certify`) and its one rule.
 """
@@ -25,6 +27,7 @@ is a KKT point of 004 eq. 6 — the property Theorem 2 claims for Algorithm 1's 
 from __future__ import annotations
 
 import time
+from typing import Generator
 
 import attrs
 import numpy as np
@@ -36,8 +39,8 @@ from fsframe.canonical import ProblemData
 
 from .nullspace import row_norms
 
-__all__ = ["RowModel", "Solved", "solve_rows", "start_rows", "solve_weighted", "reweighted_finish", "polish",
-           "reweighted_l2", "kkt_certificate", "PRICE_TOL"]
+__all__ = ["RowModel", "Solved", "solve_rows", "start_rows", "weighted_rounds", "solve_weighted", "reweighted_rounds",
+           "polish", "reweighted_l2", "kkt_certificate", "PRICE_TOL"]
 
 PRICE_TOL = 1e-7
 """A row left out at zero joins the working set when its multiplier norm ``||(Xtᵀ D)_j||``
@@ -177,14 +180,14 @@ def start_rows(t: NDArray, omega: NDArray, m: int) -> NDArray:
     return out
 
 
-def solve_weighted(model: RowModel, omega: NDArray, start: NDArray, solve, *, max_rounds: int = 30,
-                   on_round=None) -> tuple[Solved, int]:
+def weighted_rounds(model: RowModel, omega: NDArray, start: NDArray, solve, *,
+                    max_rounds: int = 30) -> Generator[Solved, None, tuple[Solved, int]]:
     """``min sum_j omega_j ||W_j||`` over the rows of finite weight, solved exactly: on the rows
     ``start`` (a mask; empty, or without a feasible point: every row of finite weight), then priced —
     a row left out at zero joins when ``||(Xtᵀ D)_j|| > omega_j (1 + PRICE_TOL)`` (the most
     violated first, at most as many as are in) — until none does. At ``omega = 1`` this is the
-    ``p = 1`` model. ``on_round(solved)`` sees each solve. Returns the last solve and the number of
-    rows priced in."""
+    ``p = 1`` model. A generator: yields each round's solve (a loop reports them as they come);
+    returns the last solve and the number of rows priced in. :func:`solve_weighted` runs it to the end."""
     finite = np.isfinite(omega)
     inside = np.asarray(start, dtype=bool) & finite
     if not inside.any():
@@ -192,8 +195,7 @@ def solve_weighted(model: RowModel, omega: NDArray, start: NDArray, solve, *, ma
     added = 0
     for _ in range(max_rounds):
         sol = solve_rows(model, np.flatnonzero(inside), omega, solve)
-        if on_round is not None:
-            on_round(sol)
+        yield sol
         if sol.D is None:
             if inside.all() or sol.res.status not in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) \
                     or np.array_equal(inside, finite):
@@ -210,6 +212,20 @@ def solve_weighted(model: RowModel, omega: NDArray, start: NDArray, solve, *, ma
     return sol, added
 
 
+def solve_weighted(model: RowModel, omega: NDArray, start: NDArray, solve, *, max_rounds: int = 30,
+                   on_round=None) -> tuple[Solved, int]:
+    """:func:`weighted_rounds` run to the end; ``on_round(solved)`` sees each solve. Returns the
+    last solve and the number of rows priced in."""
+    rounds = weighted_rounds(model, omega, start, solve, max_rounds=max_rounds)
+    while True:
+        try:
+            sol = next(rounds)
+        except StopIteration as stop:
+            return stop.value
+        if on_round is not None:
+            on_round(sol)
+
+
 def _excess(model: RowModel, D: NDArray, omega: NDArray, where: NDArray) -> NDArray:
     """Per row, ``||(Xtᵀ D)_j|| / omega_j - 1`` where ``where`` (0 elsewhere): how far a row at
     zero is from dual feasibility."""
@@ -220,14 +236,14 @@ def _excess(model: RowModel, D: NDArray, omega: NDArray, where: NDArray) -> NDAr
     return out
 
 
-def reweighted_finish(model: RowModel, W0: NDArray, p: float, solve, *, zero_tol: float, tol: float, max_iter: int,
-                      on_step=None) -> tuple[Solved | None, bool, str]:
+def reweighted_rounds(model: RowModel, W0: NDArray, p: float, solve, *, zero_tol: float, tol: float,
+                      max_iter: int) -> Generator[Solved, None, tuple[Solved | None, bool, str]]:
     """Reweighted-l1 steps for ``sum_j ||W_j||^p`` (``p < 1``) from ``W0``: each minimises
     ``sum_j omega_j ||W_j||`` with ``omega_j = p ||W_j||^(p-1)`` (divided by the smallest) over the
-    rows above ``zero_tol`` times the largest norm (:func:`solve_weighted`, from the previous
-    support), until ``sum_j ||W_j||^p`` decreases by less than ``tol`` (relative). ``on_step(solved)``
-    sees each solve. Returns the last good solve (None if the first failed), whether the rule was
-    met, and why it stopped."""
+    rows above ``zero_tol`` times the largest norm (:func:`weighted_rounds`, from the previous
+    support), until ``sum_j ||W_j||^p`` decreases by less than ``tol`` (relative). A generator:
+    yields every solve (each step's working-set rounds); returns the last good step's solve (None
+    if the first failed), whether the rule was met, and why it stopped."""
     W, last = W0, None
     f = float(np.sum(row_norms(W0) ** p))
     m = model.Xt.shape[0]
@@ -237,7 +253,7 @@ def reweighted_finish(model: RowModel, W0: NDArray, p: float, solve, *, zero_tol
         omega = np.full(t.size, np.inf)
         omega[live] = t[live] ** (p - 1.0)
         omega /= omega[live].min()
-        sol, _ = solve_weighted(model, omega, start_rows(t, omega, m), solve, on_round=on_step)
+        sol, _ = yield from weighted_rounds(model, omega, start_rows(t, omega, m), solve)
         if sol.W is None:
             return last, False, f"reweighted step ended {sol.res.status.value}"
         f_new = float(np.sum(row_norms(sol.W) ** p))

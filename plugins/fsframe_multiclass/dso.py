@@ -1,5 +1,5 @@
 """DSO-FS (paper 004, Algorithm 1): direct ``l_{2,p}`` sparsity optimisation under the multi-class
-margin constraints, as an outer loop that runs the algorithm itself (it never solves the Pyomo
+margin constraints, as an outer loop that computes its iterates itself (it never solves the Pyomo
 model of the ``margin`` formulation: the null-space parametrisation replaces it), followed by a
 convex finish that makes the answer exact at ``p = 1`` (docs/multiclass.md)."""
 
@@ -7,25 +7,22 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import ClassVar
 
 import attrs
 import numpy as np
 from attrs.validators import in_, instance_of
 
-from fsframe import OuterLoop, SolveResult, Status, get_registry
-from fsframe.errors import (ConvergenceWarning, DataWarning, InfeasibleParameterError, InvalidOptionError,
-                            SolverFailedError)
-from fsframe.loops.base import IterRecord, LoopOutcome, support_of
-from fsframe.surrogates.lp import LpSurrogate
+from fsframe import AuxSolver, ProblemClass, SolveResult, Status
+from fsframe.errors import ConvergenceWarning, DataWarning, InfeasibleParameterError, SolverFailedError
+from fsframe.loops import Choice, Finish, OuterLoop, Step
 from fsframe.validators import as_int, positive_int, real, to_float
 
-from .convex import (RowModel, kkt_certificate, polish, reweighted_finish, reweighted_l2, solve_rows, solve_weighted,
-                     start_rows)
+from .convex import (RowModel, kkt_certificate, polish, reweighted_l2, reweighted_rounds, solve_rows, solve_weighted,
+                     start_rows, weighted_rounds)
 from .margin import label_matrix, separable_columns
 from .nullspace import NullSpace, e_update_bvls, e_update_ldp, e_update_problem, l2p, row_norms, u_update
 
-__all__ = ["DSOLoop", "outcome_from_weights", "descent_step", "MARGIN_TOL", "FINISH_MAX_MARGINS"]
+__all__ = ["DSOLoop", "MARGIN_TOL", "FINISH_MAX_MARGINS"]
 
 FINISH_MAX_MARGINS = 2500
 """``finish="auto"`` runs the convex finish when the model has at most this many margins ``m c``:
@@ -39,99 +36,35 @@ MARGIN_TOL = 1e-6
 SOFT_MARGIN_CALL = "fit(X, y, formulation='margin', surrogate='lp', loop='em', p=0.5, C=1.0)"
 """The soft-margin composition DSO-FS's messages advise (tested to run)."""
 
-
-def outcome_from_weights(loop, W, intercept, *, objective, history, statuses, converged, reason, monotone,
-                         result, n_features, seconds, extra=None, certified=None, why_fewer="") -> LoopOutcome:
-    """A :class:`~fsframe.loops.base.LoopOutcome` for a loop that computes ``W`` (n, c) itself:
-    support = rows above ``zero_tol`` times the largest norm; with ``n_features`` the ``r``
-    largest rows (004 Algorithm 1, last line: "select the largest d features"), the others zeroed
-    (``info["n_features_dropped"]`` counts the non-zero rows cut). Fewer non-zero rows than
-    ``n_features`` give a :class:`~fsframe.errors.ConvergenceWarning` (``why_fewer`` adds the
-    loop's reason) and ``info["n_features_missing"]``. ``objective(coef)`` gives the reported
-    objective of the returned coefficients (fsframe's ``loss + penalty``). ``certified`` are the
-    coefficients ``result``'s certificate describes (default: those returned; a cut to
-    ``n_features`` then shows as ``status="cut"`` in ``FitResult.certificate``). ``W`` with one
-    column (two classes) gives a 1-D ``coef``."""
-    from fsframe.problem import Iterate
-
-    t = row_norms(W)
-    scale = float(np.max(t, initial=0.0))
-    support = t > max(loop.zero_tol * scale, 1e-12)
-    selection = dict(extra or {})
-    if n_features is not None:
-        have = int(support.sum())
-        if have < n_features:
-            selection["n_features_missing"] = n_features - have
-            warnings.warn(f"{loop.name}: n_features={n_features} asked, {have} returned: only {have} rows of W are "
-                          f"non-zero (above zero_tol={loop.zero_tol:g} times the largest row norm); the others are zero "
-                          f"and have no ranking. {why_fewer}Ask for at most {have} features or make the model less "
-                          "sparse", ConvergenceWarning, stacklevel=3)
-        order = np.argsort(-t, kind="stable")
-        keep = np.zeros_like(support)
-        keep[order[:min(n_features, have)]] = True
-        selection["n_features_dropped"] = int(np.count_nonzero(support & ~keep))
-        support = keep
-    coef = np.where(support[:, None], W, 0.0)
-    cert_coef = coef if certified is None else certified
-    objective = float(objective(coef))  # of the model returned (after the n_features cut)
-    if coef.shape[1] == 1:  # two classes: one column, a binary model (margin.label_matrix)
-        coef, cert_coef = coef[:, 0], cert_coef[:, 0]
-    intercept = np.atleast_1d(np.asarray(intercept, dtype=float))
-    it = Iterate(status=result.status, x=None, coef=cert_coef.ravel(), intercept=intercept,
-                 t=t, loss=0.0, objective=objective, seconds=seconds, result=result)
-    return LoopOutcome(iterate=it, coef=coef, support=support, objective=objective, converged=converged,
-                       n_iter=len(history), history=tuple(history), monotone=monotone, reason=reason,
-                       statuses=tuple(statuses), selection=selection or None)
-
-
-def descent_step(loop, who: str, what: str, prev, record: IterRecord, history: list, callback) -> tuple[bool, bool]:
-    """Append ``record`` to ``history``, report it to ``callback``, and return ``(rose, small)`` for
-    its objective ``f`` after ``prev`` (None at the first iterate): a rise beyond ``loop.tol``
-    (relative) is warned about (:class:`ConvergenceWarning`); ``small`` when the change is below
-    ``loop.tol`` relative — the stopping rule of ``dso`` and ``rfs``."""
-    history.append(record)
-    if callback is not None:
-        callback(record, None)
-    f, k = record.objective, record.k
-    if prev is None:
-        return False, False
-    rose = f > prev + loop.tol * max(1.0, abs(prev))
-    if rose:
-        warnings.warn(f"{who}: {what} rose from {prev:.8g} to {f:.8g} at iteration {k} (tolerance {loop.tol:g}); "
-                      "the solver's accuracy may be too low for this tol", ConvergenceWarning, stacklevel=3)
-    return rose, abs(prev - f) <= loop.tol * max(abs(prev), 1e-300)
-
-
-@attrs.define
-class _Run:
-    """The state of one DSO-FS run (history, statuses, counters), owned by :meth:`DSOLoop.run`."""
-
-    history: list = attrs.field(factory=list)
-    statuses: list = attrs.field(factory=list)
-    monotone: bool = True
-    prev: float | None = None
-    rejected: int = 0
-    fallbacks: int = 0
-
-    def record(self, loop, status, f, W, n, seconds, callback, *, check: bool = True) -> bool:
-        """Record ``||W||_{2,p} = f``; True when it changed by less than ``tol`` (relative). With
-        ``check`` a rise beyond ``tol`` is reported (Theorem 1); the finish's working-set rounds are
-        recorded without it (a restricted optimum may lie above the point the finish started from:
-        only the finish's end result must not, checked by :meth:`DSOLoop._finish`)."""
-        k = len(self.history)
-        nnz = int(support_of(row_norms(W[:n]), loop.zero_tol).sum())
-        rec = IterRecord(k, f, nnz, status, seconds, None if self.prev is None else self.prev - f, 0.0)
-        rose, small = descent_step(loop, "dso", "||W||_2,p", self.prev if check else None, rec, self.history,
-                                   callback)
-        self.monotone &= not rose
-        self.prev = f
-        return small
+INFEASIBLE = (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
 
 
 def _cut(W: np.ndarray, zero_tol: float) -> np.ndarray:
     """``W`` with the rows at most ``zero_tol`` times the largest norm set to zero."""
     t = row_norms(W)
     return np.where((t > max(zero_tol * float(np.max(t, initial=0.0)), 1e-300))[:, None], W, 0.0)
+
+
+def _no_solution(result: SolveResult):
+    """The :class:`~fsframe.problem.Iterate` of a solve without a solution."""
+    from fsframe.problem import Iterate
+
+    return Iterate(result.status, None, None, None, None, None, None, 0.0, result)
+
+
+@attrs.define
+class _State:
+    """What one DSO-FS run counts besides its steps (owned by :meth:`DSOLoop.steps`): Algorithm 1's
+    steps and its last ``||W||_{2,p}``, ``E`` steps rejected or solved by BVLS, the statuses of solves that are no step (a failure the run goes on
+    from), the result of the finish's last solve, and whether the finish ended above Algorithm 1."""
+
+    a1_steps: int = 0
+    a1_l2p: float | None = None
+    rejected: int = 0
+    fallbacks: int = 0
+    statuses: list = attrs.field(factory=list)
+    last: SolveResult | None = None
+    monotone: bool = True
 
 
 @attrs.frozen
@@ -221,10 +154,12 @@ class DSOLoop(OuterLoop):
     """
 
     name = "dso"
-    formulations = ("margin",)
     reference = "Peng & Fan, paper 004, Algorithm 1, eqs. 7-14, Theorems 1-2"
-    requires = ()
+    requires = ("lp_norm",)  # phi(t) = t**p exactly, 0 < p <= 1: lp with eps = 0, or l1 (p = 1)
+    formulation_requires = ("hard_margin",)  # 004 eq. 5: margin with C unset
+    chooses = True  # the last point, its n_features largest rows, with the certificate of that W
     monotone = True
+    support_scale = "iterate"  # every iterate meets the margins: its own largest row is the scale
     max_iter: int = attrs.field(default=100, converter=as_int, validator=positive_int)
     tol: float = attrs.field(default=1e-4, converter=to_float, validator=real(0))
     finish: str = attrs.field(default="auto", validator=in_(("auto", "convex", "none")))
@@ -234,27 +169,20 @@ class DSOLoop(OuterLoop):
     e_backend: str = attrs.field(default="clarabel", validator=instance_of(str))
     bvls_fallback: bool = attrs.field(default=True, validator=instance_of(bool))
 
-    def missing(self, surrogate):
-        if not isinstance(surrogate, LpSurrogate) or not 0 < surrogate.p <= 1 or surrogate.eps != 0:
-            return ["the l_{2,p} norm: surrogate 'lp' with 0 < p <= 1 and eps = 0"]
-        return []
-
     def terms(self, surrogate):
         return frozenset({"quad"})
 
-    def steps(self, sub, surrogate):  # pragma: no cover - run() is the algorithm
-        raise NotImplementedError("dso runs Algorithm 1 in run()")
+    def formulation_missing(self, formulation):
+        """The base's gaps, with the way out when the hard margin is missing (a soft ``margin``,
+        ``C`` set): the call that runs a soft margin (tested to run)."""
+        miss = super().formulation_missing(formulation)
+        if miss:
+            miss[-1] += (" (paper 004 eq. 5: the 'margin' formulation with C unset, on which dso-fs runs 004 §2's "
+                         "least-squares substitute where no W meets the hard margins, and says so; for a soft margin "
+                         f"use the generic composition instead, e.g. fsframe.{SOFT_MARGIN_CALL})")
+        return miss
 
     # -- the model ---------------------------------------------------------------------------------
-    def _refuse_soft_margin(self, formulation) -> None:
-        C = getattr(formulation, "C", None)
-        if C is not None:
-            raise InvalidOptionError(
-                f"dso: Algorithm 1 solves the hard margin of 004 eq. 5, but the margin formulation has C={C}. "
-                "Leave C unset: where no W meets the hard margins, dso-fs runs on 004 §2's least-squares "
-                "substitute and says how many margins it breaks (margin='auto'). For a soft margin use the "
-                f"generic composition instead, e.g. fsframe.{SOFT_MARGIN_CALL}")
-
     def _hard_model(self, X, Y, ns: NullSpace) -> tuple[bool, list]:
         """``(hard, bad_columns)``: whether Algorithm 1 runs on the hard margin (True wherever
         ``[X, 1]`` has full row rank; for ``m > rank`` per ``margin``, feasibility by an LP per
@@ -275,11 +203,29 @@ class DSOLoop(OuterLoop):
                 f"e.g. fsframe.{SOFT_MARGIN_CALL}", parameter="margin", value=None, limit=None)
         return False, bad
 
-    def _backend(self, name: str):
-        return get_registry().get("backend", name)()
+    def _step(self, W, n: int, p: float, result: SolveResult, seconds: float, *, monitored: bool = True) -> Step:
+        """The :class:`~fsframe.loops.Step` of the point ``W`` (``n`` feature rows, then the bias
+        row): its ``||W||_{2,p}`` with the bias row reported (Theorem 1's quantity), and monitored
+        unless the point need not lie below the previous (a working-set round of the finish)."""
+        from fsframe.problem import Iterate
+
+        f = l2p(W, p)
+        coef, groups = self._layout(W, n)
+        it = Iterate.computed(coef, W[n], row_norms(W[:n]), groups=groups, loss=0.0, objective=f, seconds=seconds,
+                              backend=result.backend, status=result.status)
+        return Step(it, f, f if monitored else None)
+
+    @staticmethod
+    def _layout(W, n: int):
+        """The feature rows of ``W`` in the formulation's layout and the group of each entry:
+        ``W`` (n, c) with row ``j`` feature ``j``'s group; one column (two classes) gives ``(n,)``,
+        a binary model (:func:`~.margin.label_matrix`)."""
+        if W.shape[1] == 1:
+            return W[:n, 0], np.arange(n)
+        return W[:n], np.repeat(np.arange(n), W.shape[1]).reshape(n, W.shape[1])
 
     # -- Algorithm 1 -------------------------------------------------------------------------------
-    def _e_step(self, sub, ns, H, Y, V, p, hard, Xt, U):
+    def _e_step(self, aux, ns, H, Y, V, p, hard, Xt, U):
         """``(E, result, fell_back)``; ``E`` is None when no solution was found. BVLS has no
         equality rows, so the hard margin with ``m > rank`` takes the LDP or the QP."""
         ranged = hard and not ns.consistent
@@ -289,7 +235,7 @@ class DSOLoop(OuterLoop):
             if E is not None:
                 return E, SolveResult(Status.OPTIMAL, None, None, "scipy-nnls", time.perf_counter() - t0), False
         if self.e_solver != "bvls" or ranged:
-            res = sub.solver.solve(e_update_problem(ns, H, Y, V, p, hard=hard), backend=self._backend(self.e_backend))
+            res = aux.solve(e_update_problem(ns, H, Y, V, p, hard=hard), backend=self.e_backend)
             if res.ok:
                 m, c = Y.shape
                 E = res.x[:m * c].reshape(c, m).T
@@ -302,13 +248,13 @@ class DSOLoop(OuterLoop):
         return (E if ok else None), SolveResult(Status.OPTIMAL if ok else Status.ERROR, None, None, "scipy-bvls",
                                                 time.perf_counter() - t0), self.e_solver != "bvls"
 
-    def _e_start(self, sub, ns, Y, p, hard, Xt):
+    def _e_start(self, aux, ns, Y, p, hard, Xt):
         """``E^0``: 0 as in Algorithm 1 where ``Y`` is in the range of ``[X, 1]`` (or for the
         substitute); for the hard margin with ``m > rank``, the ``E`` step at ``U = 0`` with unit
         weights (the feasible ``E`` whose ``W1 = L (Y + E)`` is smallest)."""
         if not hard or ns.consistent:
             return np.zeros_like(Y), None
-        E, res, _ = self._e_step(sub, ns, ns.N, Y, np.ones((ns.m0, Y.shape[1])), p, hard, Xt,
+        E, res, _ = self._e_step(aux, ns, ns.N, Y, np.ones((ns.m0, Y.shape[1])), p, hard, Xt,
                                  np.zeros((ns.n0, Y.shape[1])))
         if E is None:
             raise SolverFailedError(f"dso: the feasible start E^0 of the hard margin (m > rank [X, 1]) ended with status "
@@ -316,102 +262,118 @@ class DSOLoop(OuterLoop):
                                     "runs 004 §2's substitute instead", result=res)
         return E, res
 
-    def _algorithm1(self, sub, ns, Xt, Y, p, hard, run: _Run, callback, setup):
-        """Algorithm 1's iterations; returns ``(W, E, converged, reason)``."""
+    def _algorithm1(self, aux, ns, Xt, Y, p, hard, state: _State):
+        """Algorithm 1's iterations, one :class:`~fsframe.loops.Step` each; returns ``(W, E,
+        converged, reason)``. A failed ``E`` step is yielded as a step without a solution (the base
+        raises :class:`~fsframe.errors.SolverFailedError`) unless ``raise_on_failure=False`` and an
+        iterate exists: then Algorithm 1 stops at the last iterate, with a warning, and the finish
+        and the certificate go on from it."""
         n = ns.m0 + ns.n0 - 1
-        E, res0 = self._e_start(sub, ns, Y, p, hard, Xt)
+        E, res0 = self._e_start(aux, ns, Y, p, hard, Xt)
         if res0 is not None:
-            run.statuses.append(res0.status)
+            aux.record((self.name, "E^0"), (res0.status,))
         t_piv = np.ones(n + 1)  # Sigma^0 = I (row norms 1), in pivot order
-        W = None
+        W, prev = None, None
         for k in range(self.max_iter):
             t0 = time.perf_counter()
             U = u_update(ns, ns.N + ns.L @ E, t_piv, p)
             H = ns.N - ns.M @ U
             V = H + ns.L @ E  # the pivot rows of V^k
-            E_new, result, fell_back = self._e_step(sub, ns, H, Y, V, p, hard, Xt, U)
-            run.fallbacks += fell_back
-            run.statuses.append(result.status)
+            E_new, result, fell_back = self._e_step(aux, ns, H, Y, V, p, hard, Xt, U)
+            state.fallbacks += fell_back
             if E_new is None:
-                msg = (f"dso: the E update of iteration {k} ended with status {result.status.value} "
-                       f"({result.message}) on backend {result.backend}")
-                if W is None or self.raise_on_failure:
-                    raise SolverFailedError(msg + ("" if W is None else
-                                                   "; set raise_on_failure=False to keep the last iterate"),
-                                            result=result)
-                warnings.warn(msg + "; returning the last iterate", ConvergenceWarning, stacklevel=3)
+                if W is None or self.raise_on_failure:  # OuterLoop.run raises at this step, never resumes
+                    yield Step(_no_solution(result), None, params={"step": "E update", "iteration": k})
+                state.statuses.append(result.status)
+                warnings.warn(f"dso: the E update of iteration {k} ended with status {result.status.value} "
+                              f"({result.message}) on backend {result.backend}; Algorithm 1 stops at the last iterate",
+                              ConvergenceWarning, stacklevel=4)
                 return W, E, False, f"subproblem failed: {result.status.value}"
             W_v = ns.assemble(U, E)  # V^k: after the U step
             W = ns.assemble(U, E_new)
             if l2p(W, p) > l2p(W_v, p):  # Lemma 2 forbids it: rounding (or an inexact QP); keep E^k
-                W, run.rejected = W_v, run.rejected + 1
+                W, state.rejected = W_v, state.rejected + 1
             else:
                 E = E_new
             t_piv = row_norms(W)[ns.perm]
-            if run.record(self, result.status, l2p(W, p), W, n, time.perf_counter() - t0 + (setup if k == 0 else 0.0),
-                          callback):
+            step = self._step(W, n, p, result, time.perf_counter() - t0)
+            yield step
+            f = state.a1_l2p = step.objective
+            state.a1_steps += 1
+            if prev is not None and abs(prev - f) <= self.tol * max(abs(prev), 1e-300):
                 return W, E, True, "||W||_2,p decrease below tol"
+            prev = f
         return W, E, False, "max_iter reached"
 
     # -- the finish and the certificate -----------------------------------------------------------
-    def _finish(self, model: RowModel, W, p, solve, run: _Run, callback):
-        """The convex finish from Algorithm 1's ``W``: ``(solved or None, converged, reason, info,
-        the last SolveResult)``. Its end point must not lie above ``W`` (at ``p = 1`` ``W`` is
-        feasible for the model the finish solves; for ``p < 1`` each reweighted step descends): a
-        rise beyond ``tol`` is reported like Theorem 1's."""
+    def _rounds(self, solves, n: int, p: float, state: _State):
+        """Relay the solves of a generator of :mod:`.convex` as steps, unmonitored (a working-set
+        round's restricted optimum may lie above the point the finish started from: only the
+        finish's end point must not, checked by :meth:`_finish`); a round proven infeasible (rows
+        that cannot meet the margins, which the working set then widens) is a probe. Returns
+        the generator's value."""
+        while True:
+            try:
+                sol = next(solves)
+            except StopIteration as stop:
+                return stop.value
+            state.last = sol.res
+            if sol.W is not None:
+                yield self._step(sol.W, n, p, sol.res, sol.seconds, monitored=False)
+            elif sol.res.status in INFEASIBLE:
+                yield Step(_no_solution(sol.res), None, params={"step": "convex finish round"}, probe=True)
+            else:  # the finish ends here without a solution: dso decides (raise, or Algorithm 1's point)
+                state.statuses.append(sol.res.status)
+
+    def _finish(self, model: RowModel, W, p, solve, state: _State):
+        """The convex finish from Algorithm 1's ``W``, its solves yielded as steps: returns
+        ``(solved or None, converged, reason, info)``. Its end point must not lie above ``W`` (at
+        ``p = 1`` ``W`` is feasible for the model the finish solves; for ``p < 1`` each reweighted step
+        descends): a rise beyond ``tol`` is reported like Theorem 1's (``monotone=False``)."""
         n = model.Xt.shape[1] - 1
         start = l2p(W, p)
-
-        def seen(sol):
-            run.statuses.append(sol.res.status)
-            if sol.W is not None:
-                run.record(self, sol.res.status, l2p(sol.W, p), sol.W, n, sol.seconds, callback, check=False)
-
-        out = self._finish_steps(model, W, p, solve, seen)
-        if out[0] is not None:
-            end = l2p(out[0].W, p)
-            if end > start + self.tol * max(1.0, start):
-                run.monotone = False
-                warnings.warn(f"dso: the convex finish ended at ||W||_2,p = {end:.8g}, above Algorithm 1's {start:.8g} "
-                              f"(tolerance {self.tol:g}); the solver's accuracy may be too low", ConvergenceWarning,
-                              stacklevel=3)
-        return out
-
-    def _finish_steps(self, model: RowModel, W, p, solve, seen):
-        """The solves of :meth:`_finish`."""
+        info: dict = {}
         if p == 1.0:
-            sol, added = self._solve_p1(model, W, solve, seen)
-            run_info = {"finish_rows": int(sol.rows.size), "finish_rows_priced_in": added}
+            sol, added = yield from self._rounds(weighted_rounds(model, np.ones(W.shape[0]), self._start(model, W),
+                                                                 solve), n, p, state)
+            info = {"finish_rows": int(sol.rows.size), "finish_rows_priced_in": added}
             if sol.W is None:
-                return None, False, f"convex finish ended {sol.res.status.value}", run_info, sol.res
-            return self._polish(model, sol, solve, seen, run_info), True, "convex finish: the p = 1 model solved, " \
-                "priced over all rows", run_info, sol.res
-        last = [None]
+                return None, False, f"convex finish ended {sol.res.status.value}", info
+            ok, why = True, "convex finish: the p = 1 model solved, priced over all rows"
+        else:
+            sol, ok, why = yield from self._rounds(
+                reweighted_rounds(model, W, p, solve, zero_tol=self.zero_tol, tol=self.tol, max_iter=self.max_iter), n, p,
+                state)
+            why = "convex finish: " + why
+            if sol is None:
+                return None, ok, why, info
+        sol = yield from self._polish(model, sol, solve, info, p, state)
+        end = l2p(sol.W, p)
+        if end > start + self.tol * max(1.0, start):
+            state.monotone = False
+            warnings.warn(f"dso: the convex finish ended at ||W||_2,p = {end:.8g}, above Algorithm 1's {start:.8g} "
+                          f"(tolerance {self.tol:g}); the solver's accuracy may be too low", ConvergenceWarning,
+                          stacklevel=4)
+        return sol, ok, why, info
 
-        def seen_mm(sol):
-            last[0] = sol.res
-            seen(sol)
+    def _start(self, model: RowModel, W):
+        """The ``p = 1`` model's first working set: ``W``'s largest rows and the bias row."""
+        start = start_rows(row_norms(_cut(W, self.zero_tol)), np.ones(W.shape[0]), model.Xt.shape[0])
+        start[-1] = True
+        return start
 
-        sol, ok, why = reweighted_finish(model, W, p, solve, zero_tol=self.zero_tol, tol=self.tol,
-                                         max_iter=self.max_iter, on_step=seen_mm)
-        run_info: dict = {}
-        if sol is not None:
-            sol = self._polish(model, sol, solve, seen_mm, run_info)
-        return sol, ok, "convex finish: " + why, run_info, last[0]
-
-    def _solve_p1(self, model: RowModel, W, solve, seen=None):
+    def _solve_p1(self, model: RowModel, W, solve):
         """The ``p = 1`` model solved exactly, the working set started from ``W``'s largest rows."""
-        ones = np.ones(W.shape[0])
-        start = start_rows(row_norms(_cut(W, self.zero_tol)), ones, model.Xt.shape[0])
-        start[-1] = True  # the bias row
-        return solve_weighted(model, ones, start, solve, on_round=seen)
+        return solve_weighted(model, np.ones(W.shape[0]), self._start(model, W), solve)[0]
 
-    def _polish(self, model, sol, solve, seen, info: dict):
-        """:func:`~.convex.polish`; ``info["zero_tol_cut_rise"]``: what the cut cost (relative)."""
+    def _polish(self, model, sol, solve, info: dict, p: float, state: _State):
+        """:func:`~.convex.polish` (a new solve is yielded as a step); ``info["zero_tol_cut_rise"]``:
+        what the cut cost (relative)."""
         out = polish(model, sol, solve, self.zero_tol)
         if out is not sol:
             if out.res is not sol.res:  # a new solve
-                seen(out)
+                state.last = out.res
+                yield self._step(out.W, model.Xt.shape[1] - 1, p, out.res, out.seconds, monitored=False)
             before, after = float(sol.omega[sol.rows] @ row_norms(sol.W[sol.rows])), \
                 float(out.omega[out.rows] @ row_norms(out.W[out.rows]))
             info["zero_tol_cut"] = int(np.count_nonzero(row_norms(sol.W) > 0) - np.count_nonzero(row_norms(out.W) > 0))
@@ -434,7 +396,7 @@ class DSOLoop(OuterLoop):
             if model.hard:
                 sol = reweighted_l2(model, W, omega)
             elif self._affordable(model):
-                sol = (self._solve_p1(model, W, solve)[0] if p == 1.0 else
+                sol = (self._solve_p1(model, W, solve) if p == 1.0 else
                        solve_rows(model, np.flatnonzero(t > 0), omega, solve))
             else:
                 res = SolveResult(Status.UNKNOWN, None, None, "none", 0.0,
@@ -455,9 +417,14 @@ class DSOLoop(OuterLoop):
         return model.Y.size <= FINISH_MAX_MARGINS
 
     # -- the run -------------------------------------------------------------------------------------
-    def run(self, sub, surrogate, *, n_features=None, callback=None):
-        self._refuse_soft_margin(sub.formulation)
+    def steps(self, sub, surrogate, run):
+        """Algorithm 1's iterations, then the finish's solves, one step each (their ``||W||_{2,p}``
+        with the bias row in the history); returns the certified ``W`` as a
+        :class:`~fsframe.loops.Choice` (see the class docstring). The ``E`` steps and the finish's
+        SOCPs go through the fit's auxiliary solver (``run.aux``), on ``e_backend`` and
+        ``finish_backend``."""
         p = float(surrogate.p)
+        aux = run.aux if run.aux is not None else AuxSolver(sub.backend, sub.options)  # outside a fit
         X = np.asarray(sub.X, dtype=float)
         Y = label_matrix(sub.y)
         m, n = X.shape
@@ -465,17 +432,18 @@ class DSOLoop(OuterLoop):
         Xt = np.hstack([X, np.ones((m, 1))])
         ns = NullSpace.of(Xt, Y)
         hard, bad = self._hard_model(X, Y, ns)
-        run = _Run()
-        W, E, converged, reason = self._algorithm1(sub, ns, Xt, Y, p, hard, run, callback,
-                                                   time.perf_counter() - t_start)
-        a1 = {"algorithm1_iterations": len(run.history), "algorithm1_l2p": run.history[-1].objective if run.history
-              else None, "algorithm1_stop": reason}
-        model = RowModel(Xt, Y, None if hard else ns.Q1.T)
-        finish_be = self._backend(self.finish_backend)
+        run.info["rank"] = ns.m0
+        if bad:
+            run.info["inseparable_columns"] = bad
+        finish_be = aux.backend_for(ProblemClass.SOCP, backend=self.finish_backend)
 
         def solve(data):
-            return sub.solver.solve(data, backend=finish_be)
+            return aux.solve(data, backend=finish_be)
 
+        state = _State()
+        W, E, converged, reason = yield from self._algorithm1(aux, ns, Xt, Y, p, hard, state)
+        run.info.update(algorithm1_iterations=state.a1_steps, algorithm1_l2p=state.a1_l2p, algorithm1_stop=reason)
+        model = RowModel(Xt, Y, None if hard else ns.Q1.T)
         sol, fin = None, {}
         finish = self.finish
         if finish == "auto":
@@ -485,40 +453,66 @@ class DSOLoop(OuterLoop):
                     f"dso: the convex finish is skipped: its interior-point solves factor a dense matrix of the order "
                     f"of the m c = {Y.size} margins (more than FINISH_MAX_MARGINS={FINISH_MAX_MARGINS}); returning "
                     "Algorithm 1's point, with a certificate of how far it is from the model's optimum. "
-                    "finish='convex' forces the finish", ConvergenceWarning, stacklevel=2)
+                    "finish='convex' forces the finish", ConvergenceWarning, stacklevel=3)
         if finish == "convex":
-            sol, ok, why, fin, last = self._finish(model, W, p, solve, run, callback)
+            sol, ok, why, fin = yield from self._finish(model, W, p, solve, state)
             if sol is None:
+                last = state.last
                 msg = f"dso: the convex finish ended with status {last.status.value} ({last.message}) on backend " \
                       f"{last.backend}"
                 if self.raise_on_failure:
                     raise SolverFailedError(msg + "; set raise_on_failure=False to keep Algorithm 1's point, or "
                                             "finish='none'", result=last)
-                warnings.warn(msg + "; returning Algorithm 1's point", ConvergenceWarning, stacklevel=2)
+                warnings.warn(msg + "; returning Algorithm 1's point", ConvergenceWarning, stacklevel=3)
                 converged, reason = False, f"{reason}; {why}"
             else:
                 W, E = sol.W, (sol.E if sol.E is not None else E)
                 converged, reason = ok, f"{reason}; {why}"
                 if not ok:
                     warnings.warn(f"dso: the convex finish stopped at max_iter={self.max_iter} before its stopping rule "
-                                  "held", ConvergenceWarning, stacklevel=2)
-        elif not converged and reason == "max_iter reached":
-            warnings.warn(f"dso: stopped at max_iter={self.max_iter} before its stopping rule held",
-                          ConvergenceWarning, stacklevel=2)
+                                  "held", ConvergenceWarning, stacklevel=3)
         W = _cut(W, self.zero_tol)
-        result, cert_info, more = self._certify(model, W, E, p, solve, sol, sub.solver.options.cert_tol)
-        run.statuses.extend(more)
-        info = {"rank": ns.m0, "e_steps_rejected": run.rejected, "e_steps_bvls": run.fallbacks, "finish": finish,
-                **a1, **fin, **cert_info, **self._margin_report(model, W, hard, bad, ns),
-                "l2p_with_bias_row": l2p(W, p), "l2p_features": l2p(W[:n], p)}
+        result, cert_info, more = self._certify(model, W, E, p, solve, sol, aux.options.cert_tol)
+        run.info.update({"e_steps_rejected": state.rejected, "e_steps_bvls": state.fallbacks, "finish": finish,
+                         **fin, **cert_info, **self._margin_report(model, W, hard, bad, ns),
+                         "l2p_with_bias_row": l2p(W, p), "l2p_features": l2p(W[:n], p)})
         if finish == "none" and result.status is not Status.OPTIMAL:
-            self._warn_uncertified(info, p, result)
+            self._warn_uncertified(run.info, p, result)
         why_fewer = (f"At p = {p:g} the l_(2,p) solution is this sparse. " if finish == "convex" else "")
-        return outcome_from_weights(
-            self, W[:n], W[n], objective=lambda coef: float(np.sum(row_norms(coef) ** p)), history=run.history,
-            statuses=run.statuses, converged=converged, reason=reason, monotone=run.monotone, result=result,
-            n_features=n_features, seconds=time.perf_counter() - t_start, extra=info, certified=W[:n],
-            why_fewer=why_fewer)
+        choice = self._choose(W, n, p, result, run.n_features, why_fewer, (*state.statuses, *more),
+                              time.perf_counter() - t_start)
+        return Finish(converged, reason, choice, monotone=state.monotone)
+
+    def _choose(self, W, n: int, p: float, result: SolveResult, r, why_fewer: str, statuses, seconds) -> Choice:
+        """The answer: ``W``'s feature rows above ``zero_tol`` times the largest norm; with
+        ``n_features`` the ``r`` largest (004 Algorithm 1, last line: "select the largest d
+        features"; ``info["n_features_dropped"]`` counts the non-zero rows cut), fewer non-zero rows
+        than asked warned about (:class:`~fsframe.errors.ConvergenceWarning`, ``why_fewer`` the
+        reason) and counted (``info["n_features_missing"]``). The objective is ``sum_j ||W_j||^p``
+        of the rows returned; the iterate is ``W`` with ``result``, the certificate of that ``W``
+        (a cut to ``n_features`` then shows as ``status="cut"`` in ``FitResult.certificate``)."""
+        from fsframe.problem import Iterate
+
+        t = row_norms(W[:n])
+        support = t > max(self.zero_tol * float(np.max(t, initial=0.0)), 1e-12)
+        info = {}
+        if r is not None:
+            have = int(support.sum())
+            if have < r:
+                info["n_features_missing"] = r - have
+                warnings.warn(f"{self.name}: n_features={r} asked, {have} returned: only {have} rows of W are non-zero "
+                              f"(above zero_tol={self.zero_tol:g} times the largest row norm); the others are zero and "
+                              f"have no ranking. {why_fewer}Ask for at most {have} features or make the model less "
+                              "sparse", ConvergenceWarning, stacklevel=4)
+            keep = np.zeros_like(support)
+            keep[np.argsort(-t, kind="stable")[:min(r, have)]] = True
+            info["n_features_dropped"] = int(np.count_nonzero(support & ~keep))
+            support = keep
+        objective = float(np.sum(row_norms(np.where(support[:, None], W[:n], 0.0)) ** p))
+        coef, groups = self._layout(W, n)
+        it = Iterate(result.status, None, np.array(coef, dtype=float), np.atleast_1d(np.asarray(W[n], dtype=float)),
+                     t, 0.0, objective, seconds, result, groups=groups)
+        return Choice(it, support, objective, info, tuple(statuses))
 
     def _warn_uncertified(self, info: dict, p: float, result: SolveResult) -> None:
         """Algorithm 1 as written (``finish="none"``) stopped where the certificate fails: say how far."""

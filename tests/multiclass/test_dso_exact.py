@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import fsframe
-from fsframe.errors import ConvergenceWarning, DataWarning, InfeasibleParameterError, InvalidOptionError
+from fsframe.errors import ConvergenceWarning, DataWarning, IncompatibleComponentsError, InfeasibleParameterError
 from fsframe_multiclass.convex import RowModel, kkt_certificate, reweighted_l2, solve_rows, solve_weighted
-from fsframe_multiclass.dso import SOFT_MARGIN_CALL, DSOLoop
+from fsframe_multiclass.dso import SOFT_MARGIN_CALL
 from fsframe_multiclass.margin import MarginFormulation, label_matrix, separable_columns
 from fsframe_multiclass.nullspace import NullSpace, e_update_ldp, row_norms, u_update
 
@@ -62,8 +62,9 @@ def fit(X, y, **kw):
 
 
 def full_W(r):
-    """The returned model as 004's W: the feature rows and the bias row."""
-    coef = np.asarray(r.coef, dtype=float).reshape(r.coef.shape[0], -1)
+    """The returned model as 004's W: the feature rows (``formulation_coef()``, features first) and
+    the bias row."""
+    coef = np.asarray(r.formulation_coef(), dtype=float).reshape(r.support.size, -1)
     return np.vstack([coef, np.atleast_1d(r.intercept)[None, :]])
 
 
@@ -268,16 +269,19 @@ def test_margin_hard_refuses_and_its_advice_runs(iris):
 
 
 def test_soft_margin_advice_is_not_a_circle(iris):
-    """Issue 17: dso-fs's advice said formulation__C=1.0, which then said to leave C unset."""
+    """Issue 17: dso-fs's advice said formulation__C=1.0, which then said to leave C unset. A soft
+    margin lacks the trait ``hard_margin`` that loop ``dso`` requires: refused before anything runs,
+    the advice a call that runs."""
     X, y = iris
-    with pytest.raises(InvalidOptionError, match="Leave C unset") as exc:
+    with pytest.raises(IncompatibleComponentsError,
+                       match=r"must provide the hard multi-class margin .*\(hard_margin\).*with C unset") as exc:
         fsframe.fit(X, y, method="dso-fs", formulation__C=1.0)
     msg = str(exc.value)
     assert "formulation__C" not in msg and SOFT_MARGIN_CALL in msg
     _advised_calls_run(msg, X, y)
     with warnings.catch_warnings():  # leaving C unset: runs (the substitute, said aloud)
         warnings.simplefilter("ignore", DataWarning)
-        assert fsframe.fit(X, y, method="dso-fs").coef.shape == (4, 3)
+        assert fsframe.fit(X, y, method="dso-fs").coef.shape == (3, 4)
 
 
 def _advised_calls_run(msg, X, y):
@@ -287,18 +291,27 @@ def _advised_calls_run(msg, X, y):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             r = eval("fsframe." + call, {"fsframe": fsframe, "X": X, "y": y})
-        assert r.coef.shape == (4, 3)
+        assert r.coef.shape == (3, 4)
 
 
-def test_validate_leaves_an_infeasible_margin_to_a_loop_that_decides(iris):
+def test_an_infeasible_margin_is_explained_to_a_generic_loop_and_decided_by_dso(iris):
+    """The hard margin on inseparable data (iris: columns 1 and 2): a generic loop's first subproblem
+    is infeasible and the fit raises the formulation's explanation (``explain_failure``), which names
+    the soft margin — and that advice runs; dso-fs never solves that model, decides itself (one LP per
+    column) and runs 004 §2's substitute, reporting the columns."""
     X, y = iris
     codes = _codes(y)
-    with pytest.raises(InfeasibleParameterError, match=r"C=1\.0") as exc:
-        MarginFormulation().validate(X, codes)
-    assert "dso" not in str(exc.value)
-    assert MarginFormulation().validate(X, codes, loop=DSOLoop())["inseparable_columns"] == [1, 2]
-    with pytest.raises(InfeasibleParameterError):  # the generic loops still refuse before building
+    assert MarginFormulation().validate(X, codes) == {"n_classes": 3}  # validate no longer decides it
+    with pytest.raises(InfeasibleParameterError, match=r"class column\(s\) \[1, 2\].*C=1\.0") as exc:
         fsframe.fit(X, y, formulation="margin", surrogate="lp", loop="em", p=0.5)
+    assert "dso" not in str(exc.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        soft = fsframe.fit(X, y, formulation="margin", surrogate="lp", loop="em", p=0.5, C=1.0)  # the advice
+    assert soft.coef.shape == (3, 4) and soft.objective is not None
+    with pytest.warns(DataWarning, match=r"class column\(s\) \[1, 2\] cannot be separated"):
+        r = fsframe.fit(X, y, method="dso-fs", p=1.0)
+    assert r.info["inseparable_columns"] == [1, 2] and r.info["margin"] == "least-squares"
 
 
 def test_fifty_classes_m_above_rank_train_accuracy():
@@ -456,4 +469,4 @@ def test_fewer_features_than_asked_is_said():
         r = fsframe.fit(X, y, method="dso-fs", p=0.5, n_features=50)
     got = int(re.search(r"asked, (\d+) returned", str(rec[-1].message)).group(1))
     assert r.n_selected == got < 50 and r.info["n_features_missing"] == 50 - got
-    assert got == int(np.count_nonzero(np.linalg.norm(r.coef, axis=1)))
+    assert got == int(np.count_nonzero(np.linalg.norm(r.formulation_coef(), axis=1)))
