@@ -100,8 +100,8 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
       iterate (check ``"weights <surrogate>"``), as the oracle registered for the loop's class or
       its nearest base states it (:func:`~fsframe.testing.register_loop_oracle`); built in:
       ``reweighted-l1`` ``lin = phi'(t_k)`` (``1`` or ``phi'(0)`` first);
-      ``dca`` ``lin = g``'s slope and ``lin_w = -h'(t_k) w_k / t_k`` (the L1 start or ``x = 0``
-      first); ``em`` ``quad = q(t_k)``, ``inf`` below ``zero_tol`` x max (``1`` first); ``single``
+      ``dca`` ``lin = g``'s slope and ``lin_w = -h'(t_k) w_k / t_k`` (``-h'(t_k) sign(w_k)`` on
+      groups in the l1 norm; the L1 start or ``x = 0`` first); ``em`` ``quad = q(t_k)``, ``inf`` below ``zero_tol`` x max (``1`` first); ``single``
       ``phi'(0)`` (or 1) / unit quadratic weights. ``expected_weights``: a callable
       ``(k, previous iterate or None, surrogate, sub) -> {"lin": ..., "lin_w": ..., "quad": ...}``
       overriding the oracle, ``False`` to skip; a loop without an oracle and without it is
@@ -168,7 +168,7 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
             losses.append(loss)
             if not math.isclose(loss + pen, it.objective, rel_tol=1e-6, abs_tol=1e-6):
                 _fail(who, f"iteration {rec.k}: subproblem optimum {it.objective!r} != loss + penalty {loss + pen!r}")
-            t = np.sqrt(np.bincount(sub.compiled.slot.groups, weights=w * w, minlength=sub.n_groups))
+            t = sub.group_norms(w)  # in the formulation's declared group norm (l2, or l1: twin SVM)
             cut = max(loop.zero_tol * float(np.max(t, initial=0.0)), 1e-12)
             expect = it.objective if not loop.needs_surrogate else loss + float(np.sum(sur.phi(np.where(t > cut, t, 0.0))))
             if rec.objective is None or not math.isclose(rec.objective, expect, rel_tol=1e-6, abs_tol=1e-6):

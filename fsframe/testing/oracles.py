@@ -297,20 +297,30 @@ def _reweighted_l1(loop, surrogate, sub) -> LoopModel:
 
 
 def _dca(loop, surrogate, sub) -> LoopModel:
-    """``lin`` = ``g``'s slope, ``lin_w = -h'(t_k) w_k / t_k``; first the L1 start or the step
-    from ``x = 0``."""
+    """``lin`` = ``g``'s slope, ``lin_w = -`` the gradient of ``sum_j h(||w_(j)||)`` at ``w_k``:
+    entry ``i`` of group ``j`` gets ``h'(t_j) w_i / t_j`` when the formulation's groups are in the
+    l2 norm, ``h'(t_j) sign(w_i)`` when they are in the l1 norm (``group_norm``), 0 where
+    ``t_j = 0``; first the L1 start or the step from ``x = 0``."""
     n, n_coef, groups = sub.n_groups, sub.n_coef, sub.compiled.slot.groups
     split = surrogate.dc_split()
     quad = np.full(n, split.quad) if split.quad else None
+    l1_groups = getattr(sub.formulation, "group_norm", "l2") == "l1"
+
+    def grad_h(w):
+        w = np.asarray(w, dtype=float)
+        out = np.zeros(n_coef)
+        for j in range(n):  # group by group, as the chain rule reads
+            idx = np.flatnonzero(groups == j)
+            norm = np.abs(w[idx]).sum() if l1_groups else float(np.sqrt(w[idx] @ w[idx]))
+            if norm > 0:
+                slope = float(split.grad_h(np.array([norm]))[0])
+                out[idx] = slope * (np.sign(w[idx]) if l1_groups else w[idx] / norm)
+        return out
 
     def weights(k, prev):
         if k == 0 and loop.init == "l1":
             return {"lin": np.ones(n), "lin_w": np.zeros(n_coef), "quad": None if quad is None else np.zeros(n)}
-        lin_w = np.zeros(n_coef)
-        if k > 0:
-            scale = np.zeros_like(prev.t)
-            np.divide(split.grad_h(prev.t), prev.t, out=scale, where=prev.t > 0)
-            lin_w = -scale[groups] * prev.coef
+        lin_w = np.zeros(n_coef) if k == 0 else -grad_h(prev.coef)
         return {"lin": np.full(n, split.lin), "lin_w": lin_w, "quad": quad}
     return LoopModel(weights, _raw_potential(surrogate), "lin = g's slope, lin_w = -grad_h(w_k)")
 
