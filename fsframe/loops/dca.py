@@ -69,4 +69,4 @@ class DCA(OuterLoop):
                            quad=np.zeros(sub.n_groups) if split.quad else None)
         else:
             it = self._solve(sub, split, None)
-        return (yield from self.descend(it, lambda prev: self._solve(sub, split, prev), surrogate))
+        return (yield from self.descend(it, lambda prev: self._solve(sub, split, prev), surrogate, sub))

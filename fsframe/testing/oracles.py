@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from ..errors import PluginError
 from ..loops import DCA, EM, BoundSearch, ReweightedL1, SingleSolve
+from ..loops.ties import TIE_RTOL, TILT
 from ..surrogates import L0Surrogate, LpSurrogate
 
 __all__ = [
@@ -280,31 +281,95 @@ register_em_weights(L0Surrogate, lambda s: ("quad_weights = 1/t^2 (l0 convention
 
 
 # =============================================================================== loops
-def _raw_potential(surrogate):
-    """``loss + sum phi`` at the solver's point: what DCA / MM theory decreases."""
-    return lambda k, it, loss: loss + float(np.sum(surrogate.phi(it.t)))
+class _Ties:
+    """The kit's statement of the descent loops' tie rule (``fsframe.loops.ties``): the first time
+    two or more groups whose data columns are identical have norms above ``zero_tol`` x the largest
+    that are tied (relative ``TIE_RTOL``) with their class's largest, the loop linearises at the
+    point where ``TILT`` of each other tied member's coefficients moved to the tied member of lowest
+    index; the step taken from it is not a descent step. Stateful: :meth:`at` is called with the
+    iterates in order (``k = 0`` resets)."""
+
+    def __init__(self, loop, sub):
+        self.zero_tol = loop.zero_tol
+        self.groups = np.asarray(sub.compiled.slot.groups)
+        self.l1 = getattr(sub.formulation, "group_norm", "l2") == "l1"
+        X = np.asarray(sub.X) if getattr(sub, "X", None) is not None else None
+        by_column: dict = {}
+        if X is not None and X.ndim == 2 and X.shape[1] == sub.n_groups:
+            for j in range(X.shape[1]):
+                by_column.setdefault(np.ascontiguousarray(X[:, j]).tobytes(), []).append(j)
+        self.classes = [c for c in by_column.values() if len(c) > 1]
+        self.done: set = set()
+
+    def norms(self, coef):
+        w = np.asarray(coef, dtype=float)
+        n = int(self.groups.max()) + 1 if self.groups.size else 0
+        if self.l1:
+            return np.bincount(self.groups, weights=np.abs(w), minlength=n)
+        return np.sqrt(np.bincount(self.groups, weights=w * w, minlength=n))
+
+    def at(self, k, prev):
+        """``(coef, t, tilted)`` of the point iteration ``k`` linearises at."""
+        if k <= 1:
+            self.done = set()
+        coef, t = np.array(prev.coef, dtype=float), np.asarray(prev.t, dtype=float)
+        cut = max(self.zero_tol * float(np.max(t, initial=0.0)), 1e-12)
+        tilted = False
+        for i, cls in enumerate(self.classes):
+            if i in self.done:
+                continue
+            live = [j for j in cls if t[j] > cut]
+            top = max((t[j] for j in live), default=0.0)
+            tied = [j for j in live if t[j] >= top * (1.0 - TIE_RTOL)]
+            if len(tied) < 2:
+                continue
+            self.done.add(i)
+            tilted = True
+            for j in tied[1:]:
+                moved = TILT * coef[self.groups == j]
+                coef[self.groups == j] -= moved
+                coef[self.groups == tied[0]] += moved
+        return (coef, self.norms(coef), True) if tilted else (prev.coef, prev.t, False)
+
+
+def _descent_potential(surrogate, ties: _Ties):
+    """``loss + sum phi`` at the solver's point, what DCA / MM theory decreases; ``None`` for a
+    step taken from a tilted point (:class:`_Ties`)."""
+    seen: list = []
+
+    def potential(k, it, loss):
+        if k == 0:
+            seen.clear()
+        tilted = k > 0 and ties.at(k, seen[-1])[2]
+        seen.append(it)
+        return None if tilted else loss + float(np.sum(surrogate.phi(it.t)))
+    return potential
 
 
 def _reweighted_l1(loop, surrogate, sub) -> LoopModel:
-    """``lin = phi'(t_k)``; first ``1``, or ``phi'(0)`` with ``init="zero"`` (001 eq. 5)."""
+    """``lin = phi'(t_k)``; first ``1``, or ``phi'(0)`` with ``init="zero"`` (001 eq. 5); ``t_k``
+    at the tilted point where identical features tie (:class:`_Ties`)."""
     ones = np.ones(sub.n_groups)
+    ties = _Ties(loop, sub)
 
     def weights(k, prev):
         if k == 0:
             return {"lin": surrogate.derivative(np.zeros(sub.n_groups)) if loop.init == "zero" else ones}
-        return {"lin": surrogate.derivative(prev.t)}
-    return LoopModel(weights, _raw_potential(surrogate), "lin = phi'(t_k)")
+        return {"lin": surrogate.derivative(ties.at(k, prev)[1])}
+    return LoopModel(weights, _descent_potential(surrogate, _Ties(loop, sub)), "lin = phi'(t_k)")
 
 
 def _dca(loop, surrogate, sub) -> LoopModel:
     """``lin`` = ``g``'s slope, ``lin_w = -`` the gradient of ``sum_j h(||w_(j)||)`` at ``w_k``:
     entry ``i`` of group ``j`` gets ``h'(t_j) w_i / t_j`` when the formulation's groups are in the
     l2 norm, ``h'(t_j) sign(w_i)`` when they are in the l1 norm (``group_norm``), 0 where
-    ``t_j = 0``; first the L1 start or the step from ``x = 0``."""
+    ``t_j = 0``; first the L1 start or the step from ``x = 0``; ``w_k`` at the tilted point where
+    identical features tie (:class:`_Ties`)."""
     n, n_coef, groups = sub.n_groups, sub.n_coef, sub.compiled.slot.groups
     split = surrogate.dc_split()
     quad = np.full(n, split.quad) if split.quad else None
     l1_groups = getattr(sub.formulation, "group_norm", "l2") == "l1"
+    ties = _Ties(loop, sub)
 
     def grad_h(w):
         w = np.asarray(w, dtype=float)
@@ -320,9 +385,10 @@ def _dca(loop, surrogate, sub) -> LoopModel:
     def weights(k, prev):
         if k == 0 and loop.init == "l1":
             return {"lin": np.ones(n), "lin_w": np.zeros(n_coef), "quad": None if quad is None else np.zeros(n)}
-        lin_w = np.zeros(n_coef) if k == 0 else -grad_h(prev.coef)
+        lin_w = np.zeros(n_coef) if k == 0 else -grad_h(ties.at(k, prev)[0])
         return {"lin": np.full(n, split.lin), "lin_w": lin_w, "quad": quad}
-    return LoopModel(weights, _raw_potential(surrogate), "lin = g's slope, lin_w = -grad_h(w_k)")
+    return LoopModel(weights, _descent_potential(surrogate, _Ties(loop, sub)),
+                     "lin = g's slope, lin_w = -grad_h(w_k)")
 
 
 def _em(loop, surrogate, sub) -> LoopModel:
