@@ -391,26 +391,82 @@ def _dca(loop, surrogate, sub) -> LoopModel:
                      "lin = g's slope, lin_w = -grad_h(w_k)")
 
 
+class _EMTrace:
+    """The kit's statement of EM's schedule, replayed over the iterates in order (``k = 0``
+    resets): step 0 is the L2 start (``q = 1``); a normal step fixes (``inf``) every group whose norm
+    is at most the floor ``c = zero_tol x`` the largest norm of the run so far (and keeps the fixed
+    ones fixed) and weights the others ``q(t_k)``; when ``phi'(0)`` is finite, a normal step that
+    moved at most ``tol`` (relative, as the loop's step rule) with groups fixed is followed by a
+    check step — every group at ``q(max(t, c))`` — after which the fixed groups whose norm exceeds
+    ``c`` are live again (and, if none is, one last normal step ends the run)."""
+
+    def __init__(self, loop, q, revivable):
+        self.loop, self.q, self.revivable = loop, q, revivable
+
+    def step(self, k, prev):
+        """``(kind, quad weights)`` of step ``k`` (``kind`` in ``"start"``, ``"normal"``, ``"check"``)."""
+        if k == 0:
+            self.kinds, self.iters, self.fixed, self.scale, self.held = ["start"], [], None, 0.0, None
+            return "start", None
+        self.iters.append(prev)
+        if self.fixed is None:
+            self.fixed = np.zeros(prev.t.shape, dtype=bool)
+        self.scale = max(self.scale, float(np.max(prev.t, initial=0.0)))
+        cut = max(self.loop.zero_tol * self.scale, 1e-12)
+        if self.kinds[-1] == "check":  # revive what the check grew
+            self.fixed &= ~(self.held & (prev.t > self.held_cut))
+        if (self.revivable and self.kinds[-1] == "normal" and self.fixed.any()
+                and self._small(self.iters[-1], self.iters[-2])):
+            self.held, self.held_cut = self.fixed.copy(), cut
+            self.kinds.append("check")
+            return "check", self.q(np.maximum(prev.t, cut))
+        self.fixed |= prev.t <= cut
+        w = np.full(prev.t.shape, np.inf)
+        w[~self.fixed] = self.q(prev.t[~self.fixed])
+        self.kinds.append("normal")
+        return "normal", w
+
+    def _small(self, new, old):
+        a = np.concatenate([np.ravel(new.coef), np.atleast_1d(new.intercept)])
+        b = np.concatenate([np.ravel(old.coef), np.atleast_1d(old.intercept)])
+        return float(np.linalg.norm(a - b)) <= self.loop.tol * max(1.0, float(np.linalg.norm(b)))
+
+
 def _em(loop, surrogate, sub) -> LoopModel:
-    """``quad = q(t_k)``, ``inf`` under ``zero_tol`` x max; first ``1`` (002 eq. 7). Potential
-    ``loss + 2 sum phi`` from the second iterate on, for surrogates declaring ``em_majorizes``."""
+    """``quad = 1`` first (002 eq. 7), then ``q(t_k)``, ``inf`` at or under the floor
+    ``c = zero_tol x`` the largest norm of the run so far, with check steps where ``phi'(0)`` is
+    finite (:class:`_EMTrace`). ``q = phi'(t) / (2 t)`` with ``weights="majorizer"`` and a surrogate
+    that has ``phi'``, else the surrogate's ``quad_weights``. Potential ``loss + kappa sum phi`` on
+    normal steps, ``kappa = 1`` (majoriser) or 2 (``quad_weights = phi'/t``, ``em_majorizes``)."""
     n = sub.n_groups
+    caps = surrogate.capabilities()
+    major = getattr(loop, "weights", "paper") == "majorizer" and "derivative" in caps
+    revivable = "derivative" in caps and bool(np.isfinite(surrogate.derivative(np.zeros(1))[0]))
+    if major:
+        def q(t):
+            return surrogate.derivative(t) / (2.0 * t)
+    else:
+        q = surrogate.quad_weights
+    trace = _EMTrace(loop, q, revivable)
 
     def weights(k, prev):
-        if k == 0:
-            return {"quad": np.ones(n)}
-        cut = max(loop.zero_tol * float(np.max(prev.t, initial=0.0)), 1e-12)
-        q = np.full(n, np.inf)
-        q[prev.t > cut] = surrogate.quad_weights(prev.t[prev.t > cut])
-        return {"quad": q}
-    if not surrogate.em_majorizes:
-        return LoopModel(weights, None, "quad = q(t_k)",
+        kind, w = trace.step(k, prev)
+        return {"quad": np.ones(n) if kind == "start" else w}
+
+    note = "quad = phi'(t_k) / (2 t_k)" if major else "quad = q(t_k)"
+    if not (major or surrogate.em_majorizes):
+        return LoopModel(weights, None, note,
                          no_potential=f"em with {surrogate.name}: weights not phi'(t)/t (em_majorizes=False), "
                                       "no finite potential")
+    kappa = 1.0 if major else 2.0
+    kinds = _EMTrace(loop, q, revivable)
+    last: list = [None]
 
-    def potential(k, it, loss):  # the MM majoriser's objective for q = phi'(t)/t; the L2 start is no MM step
-        return None if k == 0 else loss + 2.0 * float(np.sum(surrogate.phi(it.t)))
-    return LoopModel(weights, potential, "quad = q(t_k)")
+    def potential(k, it, loss):  # the MM majoriser's objective; the L2 start and a check step are no MM steps
+        kind, _ = kinds.step(k, last[0])
+        last[0] = it
+        return None if kind != "normal" else loss + kappa * float(np.sum(surrogate.phi(it.t)))
+    return LoopModel(weights, potential, note)
 
 
 def _single(loop, surrogate, sub) -> LoopModel:
