@@ -88,7 +88,7 @@ class EM(OuterLoop):
       step rule holds with groups fixed, a **check step** solves the subproblem once more with every
       group at its weight ``q(max(t_j, c))`` — the fixed ones at the floor's ``q(c)``, the curvature
       of the majoriser at ``c`` — and a fixed group whose norm comes out above ``c`` (the convex
-      model at the floor grows it: its gradient exceeds ``2 c q(c)``) is revived and the iterations
+      model at the floor grows it: its gradient exceeds about ``2 c q(c)``) is revived and the iterations
       go on from there; if none is, the loop has converged and ends with one more step from the
       check's point with the held groups back at zero (exact zeros in the answer). At
       most :data:`MAX_CHECKS` checks revive groups; a run that needs more stops with a
@@ -106,8 +106,9 @@ class EM(OuterLoop):
     rise; checked): ``loss + kappa sum_j phi(t_j)``, the majorise-minimise potential, with
     ``kappa = 1`` for the majoriser's weights and 2 for ``quad_weights = phi'(t)/t``
     (``Surrogate.em_majorizes``); nothing for ``lp``/``l0`` with ``"paper"`` (``t^(p-2)`` has no
-    finite potential at ``p = 0``), nor for the L2 start and a check step: convergence by step
-    size. The reported objective is ``loss + sum_j phi(t_j)`` in both modes.
+    finite potential at ``p = 0``), nor for the L2 start, a check step and the step that ends the
+    run after it: convergence by step size. The reported objective is ``loss + sum_j phi(t_j)`` in
+    both modes.
 
     Parameters
     ----------
@@ -204,9 +205,10 @@ class EM(OuterLoop):
             solves += 1
             if not check.ok:
                 warnings.warn(
-                    f"{self.name}: the check of the {int(held.sum())} groups fixed at zero (a solve with their weight at "
-                    f"the floor) ended with status {check.status.value} ({check.result.message}); the zeros were not "
-                    "checked against the convex model's optimality conditions", ConvergenceWarning, stacklevel=4)
+                    f"{self.name}: the check of the {int(held.sum())} groups fixed at zero (a solve with their "
+                    f"weight at the floor) ended with status {check.status.value} ({check.result.message}); the "
+                    "zeros were not checked against the convex model's optimality conditions",
+                    ConvergenceWarning, stacklevel=4)
                 return True, "step below tol; the zeroed groups could not be checked"
             yield Step(check, self.surrogate_objective(check, surrogate), monitored=None)
             revived = held & (check.t > cut)
@@ -220,9 +222,9 @@ class EM(OuterLoop):
             checks += 1
             if checks >= MAX_CHECKS:
                 warnings.warn(
-                    f"{self.name}: {int(revived.sum())} groups fixed at zero came back at check {checks} (the convex model "
-                    f"at the floor grows them); stopping after {MAX_CHECKS} checks — the result may lie above the "
-                    "optimum; a smaller zero_tol or more max_iter may help", ConvergenceWarning, stacklevel=4)
+                    f"{self.name}: {int(revived.sum())} groups fixed at zero came back at check {checks} (the convex "
+                    f"model at the floor grows them); stopping after {MAX_CHECKS} checks — the result may lie above "
+                    "the optimum; a smaller zero_tol or more max_iter may help", ConvergenceWarning, stacklevel=4)
                 return False, f"zeroed groups revived at {checks} checks"
             fixed &= ~revived
         return False, "max_iter reached"

@@ -21,7 +21,11 @@ import numpy as np
 import pytest
 
 import fsframe
+from fsframe.backends import HighsBackend
 from fsframe.errors import ConvergenceWarning
+from fsframe.loops import em as em_module
+from fsframe.problem import Subproblem
+from fsframe.testing import FailingBackend
 
 cp = pytest.importorskip("cvxpy")
 
@@ -145,3 +149,35 @@ def test_paper_weights_minimise_the_model_with_half_the_loss_weight(seed):
     # and reports, as every loop, loss + sum phi at its point: 2 sum xi + ||w||_1
     hinge = float(np.maximum(0.0, 1.0 - y * paper.decision_function(X)).sum())
     assert paper.objective == pytest.approx(2.0 * hinge + float(np.abs(paper.coef).sum()), rel=1e-6)
+
+
+def _hinge_l1_em(X, y, backend, tol=1e-9):
+    reg = fsframe.get_registry()
+    loop = reg.get("loop", "em")(max_iter=200, tol=tol)
+    sub = Subproblem(reg.get("formulation", "hinge")(C=1.0), X, y, loop.terms(reg.get("surrogate", "l1")()), backend)
+    try:
+        return loop.run(sub, reg.get("surrogate", "l1")())
+    finally:
+        sub.close()
+
+
+def test_a_failed_check_is_said_and_the_converged_iterate_kept():
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((40, 10))
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(40) > 0, 1.0, -1.0)
+    out = _hinge_l1_em(X, y, HighsBackend(), tol=1e-5)
+    assert out.converged and "zeroed groups checked" in out.reason  # check step, then the final step
+    n = out.n_iter
+    with pytest.warns(ConvergenceWarning, match="zeros were not checked"):
+        failed = _hinge_l1_em(X, y, FailingBackend(HighsBackend(), fail_at=n - 1), tol=1e-5)  # the check fails
+    assert failed.converged and "could not be checked" in failed.reason and failed.n_iter == n - 2
+
+
+def test_checks_that_keep_reviving_stop_with_a_warning(monkeypatch):
+    """The orthogonal feature is revived at the first check; allowing one check makes that a stop
+    that says so (converged False)."""
+    monkeypatch.setattr(em_module, "MAX_CHECKS", 1)
+    Z, y = orthogonal_feature_instance()
+    with pytest.warns(ConvergenceWarning, match="came back at check 1"):
+        out = _hinge_l1_em(Z, y, HighsBackend())
+    assert not out.converged and "revived" in out.reason
