@@ -8,7 +8,7 @@ centre of its optimal face for an interior-point solver) — while a concave ``p
 point a saddle along the swap (``phi(a) + phi(b)`` is largest at ``a = b`` for a fixed ``a + b``).
 Whether the loop leaves it, when, and towards which member is then decided by rounding errors
 of order 1e-9, which the saddle amplifies by a factor at every iteration: the same data gave
-answers 2-40 % apart with ``working_set=True`` and ``False`` (and between backends).
+answers up to 22 % apart with ``working_set=True`` and ``False`` (and between backends).
 
 :class:`Tiebreak` makes the decision deterministic: the first time a class of identical groups
 is split evenly (at the solver's accuracy, :data:`TIE_RTOL`), the loop linearises at a point that
