@@ -24,13 +24,15 @@ from __future__ import annotations
 import math
 import numbers
 import time
+import warnings
 from collections.abc import Mapping
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import InvalidOptionError
+from .dataset import check_Xy, preview
+from .errors import DataWarning, InvalidOptionError
 from .fitting import (check_fit_options, check_n_features, fit_resolved, make_options, training_data,
                       working_set_options)
 from .method import Resolved, resolve, select_backend
@@ -275,6 +277,22 @@ def _bounds_of(res: Resolved) -> dict:
 
 
 
+def _validation_data(validation, Xa, ya) -> tuple:
+    """``(X_val, y_val)`` checked as held-out data: numbers, finite, as many features as the
+    training X, labels of the same length (errors say "validation"); any number of classes. Labels
+    the training y never has are counted wrong by the accuracy: a warning names them."""
+    if not isinstance(validation, (tuple, list)) or len(validation) != 2:
+        raise InvalidOptionError("validation must be a pair (X_val, y_val)")
+    Xv, yv = check_Xy(*validation, name="validation", classes=False)
+    if Xv.shape[1] != Xa.shape[1]:
+        raise InvalidOptionError(f"validation X has {Xv.shape[1]} features, the training X {Xa.shape[1]}")
+    unseen = sorted(set(np.unique(yv).tolist()) - set(np.unique(ya).tolist()), key=repr)
+    if unseen:
+        warnings.warn(f"validation y has labels the training y never has ({preview(unseen)}); no model can predict "
+                      "them, so their samples count as errors in every point's accuracy", DataWarning, stacklevel=3)
+    return Xv, yv
+
+
 def path(X, y=None, method: str | None = None, *, formulation: str | None = None, surrogate: str | None = None,
          loop: str | None = None, backend="auto", n_features: int | None = None, validation=None,
          time_limit: float | None = None, backend_options: Mapping | None = None, verbose: bool = False,
@@ -313,13 +331,7 @@ def path(X, y=None, method: str | None = None, *, formulation: str | None = None
     flags = check_fit_options(fast=fast, cone_form=cone_form, verbose=verbose)
     name, grid = _grid(params)
     Xa, ya, names = training_data(X, y)
-    Xv = yv = None
-    if validation is not None:
-        if not isinstance(validation, (tuple, list)) or len(validation) != 2:
-            raise InvalidOptionError("validation must be a pair (X_val, y_val)")
-        Xv, yv, _ = training_data(*validation)
-        if Xv.shape[1] != Xa.shape[1]:
-            raise InvalidOptionError(f"validation X has {Xv.shape[1]} features, the training X {Xa.shape[1]}")
+    Xv, yv = (None, None) if validation is None else _validation_data(validation, Xa, ya)
     fixed = {k: v for k, v in params.items() if k != name}
     resolved = [resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **fixed, **{name: v})
                 for v in grid]

@@ -10,6 +10,7 @@ import numpy as np
 from attrs.validators import in_
 
 from ..errors import ConvergenceWarning
+from ..surrogates.base import PROVIDES
 from ..validators import as_int, positive_int
 from .base import OuterLoop, Step
 
@@ -120,17 +121,27 @@ class EM(OuterLoop):
 
     name = "em"
     reference = "Huang, King & Lyu, paper 002, eqs. 7-9; Weston et al. 2003; Peng & Fan, paper 004"
-    requires = ("quad_weights",)
     max_iter: int = attrs.field(default=50, converter=as_int, validator=positive_int)
     weights: str = attrs.field(default="majorizer", validator=in_(("majorizer", "paper")))
+
+    @property
+    def requires(self):  # type: ignore[override]
+        # the majoriser's weights need phi' (else the surrogate's quad_weights): see missing
+        return ("quad_weights",) if self.weights == "paper" else ()
 
     def terms(self, surrogate):
         return frozenset({"quad"})
 
     def missing(self, surrogate):
-        if surrogate is not None and self.weights == "majorizer" and "derivative" in surrogate.capabilities():
-            return []  # the majoriser's weights need only phi'
-        return super().missing(surrogate)
+        """:meth:`OuterLoop.missing`, and with ``weights="majorizer"`` a surrogate that has neither
+        ``phi'`` (the majoriser's weights) nor ``quad_weights`` (their stand-in where ``phi'`` is
+        missing, the zero-norm's)."""
+        miss = super().missing(surrogate)
+        if surrogate is not None and not miss and self.weights == "majorizer":
+            provided = surrogate.provides(("derivative", "quad_weights"))
+            if "derivative" not in provided and "quad_weights" not in provided:
+                miss.append(f"{PROVIDES['derivative']} or {PROVIDES['quad_weights']}")
+        return miss
 
     def majorizes(self, surrogate) -> bool:
         """Whether the weights are the majoriser's ``phi'(t) / (2 t)`` (``weights="majorizer"`` and
@@ -171,7 +182,7 @@ class EM(OuterLoop):
         w[live] = q(t[live])
         return self._capped(w, fixed, magnitudes)
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         it = sub.solve(quad=np.ones(sub.n_groups))
         f = self.surrogate_objective(it, surrogate) if it.ok else None
         yield Step(it, f, monitored=None)  # the L2 start is not a descent step

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import warnings
 
+import cvxpy as cp
 import numpy as np
 import pytest
 
@@ -27,7 +28,6 @@ from fsframe.loops import em as em_module
 from fsframe.problem import Subproblem
 from fsframe.testing import FailingBackend
 
-cp = pytest.importorskip("cvxpy")
 
 from fsframe_multiclass.margin import label_matrix  # noqa: E402  (the plugin is installed with fsframe)
 
@@ -59,9 +59,10 @@ def cvxpy_l21(X, y, C, lam=1.0):
 
 def margin_objective(X, y, C, r):
     Y = label_matrix(y)
-    W = np.reshape(r.coef, (X.shape[1], -1))
+    W = np.atleast_2d(r.coef)  # (classes, features): FitResult's layout
+    assert W.shape[-1] == X.shape[1]
     F = np.reshape(r.decision_function(X), Y.shape)
-    return C * float(np.maximum(0.0, 1.0 - Y * F).sum()) + float(np.linalg.norm(W, axis=1).sum())
+    return C * float(np.maximum(0.0, 1.0 - Y * F).sum()) + float(np.linalg.norm(W, axis=0).sum())
 
 
 @pytest.mark.parametrize("seed", range(12))
