@@ -259,6 +259,8 @@ def main(argv=None):
             # one file per part: a part run alone (or interrupted later) leaves the others' results as they were
             RESULTS.mkdir(exist_ok=True)
             part_path(part).write_text(json.dumps({**meta, "rows": rows}, indent=1) + "\n")
+    if not a.quick:  # every part's file as it is now (another process may have written one meanwhile)
+        res = load()
     text = markdown(res)
     if not a.quick:
         (RESULTS / "attack_loops.md").write_text(text + "\n")

@@ -54,7 +54,7 @@ def both(X, y, method, **kw):
         return [fsframe.fit(X, y, method=method, working_set=ws, **kw) for ws in (True, False)]
 
 
-# seeds 3 and 7 of the larger family below were 19 % and 22 % apart before the tie rule
+# seeds 7 and 34 of the larger family below were 22 % and 19 % apart before the tie rule
 REGRESSIONS = [dict(seed=7, m=(20, 80), n0=(10, 50)), dict(seed=34, m=(20, 80), n0=(10, 50))]
 
 
