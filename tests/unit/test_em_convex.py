@@ -10,7 +10,8 @@ here against CVXPY on the same convex model:
 * the zeros: a group whose norm touched the floor was fixed at zero for good, although at
   ``p = 1`` zero is optimal only while the group's gradient stays below 1; a feature orthogonal to
   the L2 start's multipliers (weight exactly 0 there) that the L1 optimum needs was lost (1-2 %
-  above the optimum). With a finite ``phi'(0)`` the norm is floored instead of fixed.
+  above the optimum). With a finite ``phi'(0)``, once the steps settle the groups fixed at the floor
+  are checked (one solve at the floor's weight) and those it grows are revived.
 """
 
 from __future__ import annotations
