@@ -44,6 +44,7 @@ from ..formulation import PROTOCOLS, TRAITS
 from ..surrogates.base import PROVIDES, Surrogate
 from .records import Choice, Finish, IterRecord, LoopOutcome, Run, Step
 from .selection import Selection, reference_scale, select_exactly, support_of
+from .ties import Tiebreak
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
@@ -188,22 +189,30 @@ class OuterLoop(abc.ABC):
         return Step(it, self.surrogate_objective(it, surrogate),
                     self.surrogate_objective(it, surrogate, raw=True))
 
-    def descend(self, it: Iterate, advance, surrogate: Surrogate) -> Generator[Step, None, tuple[bool, str]]:
+    def descend(self, it: Iterate, advance, surrogate: Surrogate, sub: Subproblem | None = None
+                ) -> Generator[Step, None, tuple[bool, str]]:
         """The descent tail DCA and IRL1 share: yield ``it``, then ``advance(it)`` until the step
         ``||(w,b)^{k+1} - (w,b)^k||`` or the decrease of the raw objective
-        ``loss + sum_j phi(t_j)`` falls below ``tol`` (both relative), or ``max_iter`` solves."""
+        ``loss + sum_j phi(t_j)`` falls below ``tol`` (both relative), or ``max_iter`` solves.
+
+        With ``sub``, identical features split evenly are tilted once towards one member before
+        the loop linearises (:mod:`fsframe.loops.ties`): the step from the tilted point is not
+        monitored and does not stop the loop."""
+        ties = Tiebreak(self, sub)
         step = self.surrogate_step(it, surrogate)
         yield step
         f = step.monitored
         for _ in range(1, self.max_iter):
-            new = advance(it)
+            at, tilt = ties.point(it)
+            new = advance(at)
             step = self.surrogate_step(new, surrogate)
-            yield step
-            small, _ = self.small_step(new, it)
-            if small:
-                return True, "step below tol"
-            if self.small_decrease(step.monitored, f):
-                return True, "objective decrease below tol"
+            yield Step(new, step.objective, None) if tilt else step
+            if not tilt:
+                small, _ = self.small_step(new, it)
+                if small:
+                    return True, "step below tol"
+                if self.small_decrease(step.monitored, f):
+                    return True, "objective decrease below tol"
             it, f = new, step.monitored
         return False, "max_iter reached"
 

@@ -9,6 +9,20 @@ from attrs.validators import in_
 from .base import OuterLoop
 
 
+def subgradient_h(split, t, coef, groups, group_norm: str = "l2"):
+    """A subgradient of ``w -> sum_j h(||w_(j)||)`` at ``coef``, per coefficient entry: the chain
+    rule ``h'(t_j) * d||w_(j)||/dw_i`` with the derivative of the group's norm —
+    ``w_i / t_j`` for ``"l2"`` groups, ``sign(w_i)`` for ``"l1"`` groups (``||w||_1``'s
+    subgradient; the two agree on scalar groups) — and 0 where ``t_j = 0`` (``h'(0) = 0``)."""
+    t = np.asarray(t, dtype=float)
+    slope = np.asarray(split.grad_h(t), dtype=float)
+    if group_norm == "l1":
+        return np.where(t[groups] > 0, slope[groups], 0.0) * np.sign(coef)
+    scale = np.zeros_like(t)
+    np.divide(slope, t, out=scale, where=t > 0)
+    return scale[groups] * coef
+
+
 @attrs.frozen
 class DCA(OuterLoop):
     r"""DCA for ``min loss + sum_j phi(||w_(j)||)`` with ``phi = g - h`` (000 eqs. 37-41).
@@ -17,8 +31,10 @@ class DCA(OuterLoop):
 
         min  loss + sum_j g(s_j) - grad_h(w^k) . w,    s_j >= ||w_(j)||
 
-    where, per coefficient, ``grad_h(w^k)_i = h'(t_j^k) * w_i^k / t_j^k`` (000 eq. 40 for
-    scalar groups: ``alpha * sign(w) * (1 - exp(-alpha |w|))``) and 0 where ``t_j^k = 0``.
+    where, per coefficient, ``grad_h(w^k)_i = h'(t_j^k) * d||w_(j)||/dw_i`` (:func:`subgradient_h`):
+    ``h'(t_j^k) * w_i^k / t_j^k`` for groups in the l2 norm, ``h'(t_j^k) * sign(w_i^k)`` for groups
+    in the l1 norm (``Formulation.group_norm``; e.g. the twin SVM's ``|w1_j| + |w2_j|``), 0 where
+    ``t_j^k = 0`` — for scalar groups both are 000 eq. 40, ``alpha * sign(w) * (1 - exp(-alpha |w|))``.
     Starting point (Algorithm 1 step 1 asks for any ``x^0`` in the feasible set): ``init="l1"``
     (default) is the L1 solution, ``min loss + sum_j ||w_(j)||`` — for MPM the L1-MPM solution, as
     the paper's experiments start; ``init="zero"`` is the DCA step from ``x = 0``, i.e. the minimiser
@@ -42,14 +58,8 @@ class DCA(OuterLoop):
 
     def _solve(self, sub, split, it):
         quad = np.full(sub.n_groups, split.quad) if split.quad else None
-        if it is None:
-            lin_w = np.zeros(sub.n_coef)
-        else:
-            groups = sub.compiled.slot.groups
-            t = it.t
-            scale = np.zeros_like(t)
-            np.divide(split.grad_h(t), t, out=scale, where=t > 0)
-            lin_w = -scale[groups] * it.coef
+        lin_w = np.zeros(sub.n_coef) if it is None else -subgradient_h(split, it.t, it.coef, sub.compiled.slot.groups,
+                                                                       getattr(sub.formulation, "group_norm", "l2"))
         return sub.solve(lin=np.full(sub.n_groups, split.lin), lin_w=lin_w, quad=quad)
 
     def steps(self, sub, surrogate, run):
@@ -59,4 +69,4 @@ class DCA(OuterLoop):
                            quad=np.zeros(sub.n_groups) if split.quad else None)
         else:
             it = self._solve(sub, split, None)
-        return (yield from self.descend(it, lambda prev: self._solve(sub, split, prev), surrogate))
+        return (yield from self.descend(it, lambda prev: self._solve(sub, split, prev), surrogate, sub))

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
+
 import attrs
 import numpy as np
 
+from attrs.validators import in_
+
+from ..errors import ConvergenceWarning
+from ..surrogates.base import PROVIDES
 from ..validators import as_int, positive_int
 from .base import OuterLoop, Step
 
@@ -38,77 +44,198 @@ def group_magnitudes(sub) -> np.ndarray:
     return out
 
 
+MAX_CHECKS = 4
+"""Check steps per run (see :class:`EM`): a group the check revives may fall back to the floor and
+be revived again; after this many checks that revive, the loop stops and says so."""
+
+
 @attrs.frozen
 class EM(OuterLoop):
     r"""Reweighted quadratic iterations (002 eqs. 7-9)::
 
-        (w, b)^(t) = argmin  loss + sum_j q_j^(t-1) ||w_(j)||^2,    q^(t) = surrogate.quad_weights(t^(t))
+        (w, b)^(t) = argmin  loss + sum_j q_j^(t-1) ||w_(j)||^2,    q^(t) = q(t^(t))
 
-    With ``lp``/``l0`` this is 002's EM zero-norm (``q = |w|^(p-2)``, Prop. 3), with ``log`` the
-    AROM scheme of Weston et al. (``q = 1 / (t (eps + t))``), and on row groups 004's
-    ``l_{2,p}`` update (eq. 10).
+    **Weights** (``weights=``):
 
-    Numerical stability: a group whose norm falls below the floor ``zero_tol * T`` gets
-    ``q = inf``, i.e. its coefficients are fixed at exactly zero (bounds ``[0, 0]``) and leave the
-    problem for good (EM's zeros are absorbing: ``q = t^(p-2)`` is infinite at 0) — instead of a
-    weight ``1/t^2`` that overflows. ``T`` is the largest group norm seen in the run so far (the
-    L2 start's, typically), not the current iterate's: when the iterates collapse towards zero
-    (a sparsity pressure too strong for the data), a floor relative to the current iterate would
-    follow them down and let the finite weights reach 1e24, which HiGHS rejects; with ``T``
-    they stay below ``quad_weights(zero_tol * T)``. A group whose weight exceeds
-    :data:`MAX_WEIGHT` (1e12) is fixed at zero too, so no finite weight leaves the range the
-    solvers handle, whatever the scale of ``w``. When the HiGHS backend solves the
-    subproblem in its dual (``n`` larger than the number of rows), ``1/q`` enters as the scaling
-    ``diag(t^2)`` of the kernel: Weston's multiplicative update ``w = |w^k| ⊙ v``.
+    * ``"majorizer"`` (default): ``q(t) = phi'(t) / (2 t)``, the curvature of the quadratic (in
+      ``t``) majoriser of the concave ``phi`` at ``t^k``, so EM is a majorise-minimise scheme for
+      the objective every loop reports, ``loss + sum_j phi(t_j)``: at ``p = 1`` (``lp``, or ``l1``)
+      it is the classical IRLS of the (group) lasso and reaches the convex optimum of
+      ``loss + sum_j ||w_(j)||``, the optimum ``single`` and ``reweighted-l1`` reach with the same
+      ``C``. A surrogate without a derivative (``l0``, ``lp`` with ``p = 0``: the zero-norm, whose
+      ``phi'`` is 0 wherever it exists) has no majoriser: its own ``quad_weights`` are used (002
+      eq. 9, ``1/t^2``).
+    * ``"paper"``: the surrogate's ``quad_weights`` as the papers write them — 002 eq. 9 and
+      Prop. 3 with ``gamma = 1`` (``lp``: ``t^(p-2)``), AROM's ``phi'(t)/t`` (Weston et al.), 004
+      eq. 10. A fixed point is then a stationary point of ``loss + kappa sum_j phi(t_j)`` with
+      ``kappa = 2 t q(t) / phi'(t)``: 2 for ``exp``/``log``/``l1``, ``2/p`` for ``lp`` — the same
+      model with the loss weight ``C / kappa``. The methods ``em-l0`` and ``arom`` use it.
 
-    The first subproblem uses ``q = 1`` (the standard L2 SVM), as 002 and AROM start.
-    Stops when the step ``||(w,b)^{t+1} - (w,b)^t||`` falls below ``tol`` (relative). The
-    monotone quantity of this majorise-minimise scheme is ``loss + 2 sum_j phi(t_j)`` for
-    surrogates whose weights are ``phi'(t)/t`` (exp, log, l1: ``Surrogate.em_majorizes``); it is
-    checked for those. ``lp``/``l0`` (weights ``t^(p-2)``) have no finite potential at ``p = 0``:
-    no check, convergence by step size. The reported objective is ``loss + sum_j phi(t_j)`` for all.
+    With ``lp``/``l0`` on row groups this is 004's ``l_{2,p}`` update (eq. 10).
+
+    **Zeros.** Let ``c = zero_tol * T`` (``T`` the largest group norm seen in the run so far: the
+    L2 start's, typically; a floor that followed a collapsing iterate down would let the weights
+    reach 1e24, which HiGHS rejects). A group whose norm falls to ``c`` is fixed at exactly zero
+    (``q = inf``, bounds ``[0, 0]``): it leaves the problem, and the weights ``q`` near 0 (up to
+    ``q(c)``, ~1e6 times the others) leave the QPs, which they make hard to solve accurately.
+
+    * Where ``phi'(0)`` is infinite (``lp`` with ``p < 1``, ``l0``) that is final: zero is a local
+      minimum of ``t^p`` in every direction (its slope is infinite), no first-order condition asks
+      for the group back (002's zeros are absorbing: ``q = t^(p-2)`` is infinite at 0).
+    * Where ``phi'(0)`` is finite (``exp``, ``log``, ``l1``, ``lp`` with ``p = 1`` or ``eps > 0``)
+      zero is optimal only while the group's gradient stays below ``psi'(0) = lim 2 t q(t)`` (at
+      ``p = 1``: the KKT condition of the group lasso), and a group can touch the floor on the way
+      (a feature orthogonal to the L2 start's multipliers has weight exactly 0 there). So when the
+      step rule holds with groups fixed, a **check step** solves the subproblem once more with every
+      group at its weight ``q(max(t_j, c))`` — the fixed ones at the floor's ``q(c)``, the curvature
+      of the majoriser at ``c`` — and a fixed group whose norm comes out above ``c`` (the convex
+      model at the floor grows it: its gradient exceeds about ``2 c q(c)``) is revived and the iterations
+      go on from there; if none is, the loop has converged and ends with one more step from the
+      check's point with the held groups back at zero (exact zeros in the answer). At
+      most :data:`MAX_CHECKS` checks revive groups; a run that needs more stops with a
+      :class:`~fsframe.errors.ConvergenceWarning`. A check step whose solve fails is not taken:
+      the loop stops, converged, and warns that the zeros were not checked.
+
+    A group whose weight exceeds :data:`MAX_WEIGHT` (1e12) in the units of its data is fixed at
+    zero too, so no finite weight leaves the range the solvers handle, whatever the scale of
+    ``w``. When the HiGHS backend solves the subproblem in its dual (``n`` larger than the number
+    of rows), ``1/q`` enters as the scaling ``diag(t^2)`` of the kernel: Weston's multiplicative
+    update ``w = |w^k| ⊙ v``.
+
+    The first subproblem uses ``q = 1`` (the standard L2 SVM), as 002 and AROM start. Stops when
+    the step ``||(w,b)^{t+1} - (w,b)^t||`` falls below ``tol`` (relative). **Monitored** (must not
+    rise; checked): ``loss + kappa sum_j phi(t_j)``, the majorise-minimise potential, with
+    ``kappa = 1`` for the majoriser's weights and 2 for ``quad_weights = phi'(t)/t``
+    (``Surrogate.em_majorizes``); nothing for ``lp``/``l0`` with ``"paper"`` (``t^(p-2)`` has no
+    finite potential at ``p = 0``), nor for the L2 start, a check step and the step that ends the
+    run after it: convergence by step size. The reported objective is ``loss + sum_j phi(t_j)`` in
+    both modes.
+
+    Parameters
+    ----------
+    weights : {"majorizer", "paper"}
+        ``"majorizer"`` (default): ``q = phi'(t) / (2 t)``, so EM minimises the reported
+        ``loss + sum phi``; ``"paper"``: the surrogate's ``quad_weights`` (002, AROM: the model with
+        ``C / kappa``), as the methods ``em-l0`` and ``arom`` use.
     """
 
     name = "em"
     reference = "Huang, King & Lyu, paper 002, eqs. 7-9; Weston et al. 2003; Peng & Fan, paper 004"
-    requires = ("quad_weights",)
     max_iter: int = attrs.field(default=50, converter=as_int, validator=positive_int)
+    weights: str = attrs.field(default="majorizer", validator=in_(("majorizer", "paper")))
+
+    @property
+    def requires(self):  # type: ignore[override]
+        # the majoriser's weights need phi' (else the surrogate's quad_weights): see missing
+        return ("quad_weights",) if self.weights == "paper" else ()
 
     def terms(self, surrogate):
         return frozenset({"quad"})
 
-    def _potential(self, it, surrogate):
-        if not surrogate.em_majorizes:
-            return None
-        return it.loss + 2.0 * float(np.sum(surrogate.phi(it.t)))
+    def missing(self, surrogate):
+        """:meth:`OuterLoop.missing`, and with ``weights="majorizer"`` a surrogate that has neither
+        ``phi'`` (the majoriser's weights) nor ``quad_weights`` (their stand-in where ``phi'`` is
+        missing, the zero-norm's)."""
+        miss = super().missing(surrogate)
+        if surrogate is not None and not miss and self.weights == "majorizer":
+            provided = surrogate.provides(("derivative", "quad_weights"))
+            if "derivative" not in provided and "quad_weights" not in provided:
+                miss.append(f"{PROVIDES['derivative']} or {PROVIDES['quad_weights']}")
+        return miss
 
-    def _weights(self, it, surrogate, scale: float, fixed: np.ndarray, magnitudes: np.ndarray):
+    def majorizes(self, surrogate) -> bool:
+        """Whether the weights are the majoriser's ``phi'(t) / (2 t)`` (``weights="majorizer"`` and
+        a surrogate with a derivative) rather than the surrogate's ``quad_weights``."""
+        return self.weights == "majorizer" and "derivative" in surrogate.capabilities()
+
+    def rule(self, surrogate) -> tuple:
+        """``(q, revivable)``: the weight function ``t -> q(t)`` (``t > 0``) for ``surrogate``, and
+        whether a group fixed at the floor may be revived (``phi'(0)`` finite: check steps)."""
+        revivable = "derivative" in surrogate.capabilities() and bool(np.isfinite(surrogate.derivative(np.zeros(1))[0]))
+        if self.majorizes(surrogate):
+            def q(t):
+                t = np.asarray(t, dtype=float)
+                return surrogate.derivative(t) / (2.0 * t)
+            return q, revivable
+        return surrogate.quad_weights, revivable
+
+    def _potential(self, it, surrogate):
+        if self.majorizes(surrogate):
+            return it.loss + float(np.sum(surrogate.phi(it.t)))
+        if surrogate.em_majorizes:
+            return it.loss + 2.0 * float(np.sum(surrogate.phi(it.t)))
+        return None
+
+    @staticmethod
+    def _capped(w, fixed, magnitudes):
+        """Fix (``inf``) the groups whose weight is inf, nan, or pins them at zero anyway (above
+        :data:`MAX_WEIGHT` in the units of their data)."""
+        fixed |= ~(w <= MAX_WEIGHT * np.maximum(1.0, magnitudes) ** 2)
+        w[fixed] = np.inf
+        return w
+
+    def _weights(self, it, q, cut: float, fixed: np.ndarray, magnitudes: np.ndarray):
         t = it.t
-        cut = max(self.zero_tol * max(float(np.max(t, initial=0.0)), scale), 1e-12)
-        fixed |= t <= cut  # absorbing: once at the floor, out of the problem
-        q = np.full(t.shape, np.inf)
+        fixed |= t <= cut  # at the floor: out of the problem
+        w = np.full(t.shape, np.inf)
         live = ~fixed
-        q[live] = surrogate.quad_weights(t[live])
-        # inf, nan, or a weight that pins the group at zero anyway (in the units of its data)
-        fixed |= ~(q <= MAX_WEIGHT * np.maximum(1.0, magnitudes) ** 2)
-        q[fixed] = np.inf
-        return q
+        w[live] = q(t[live])
+        return self._capped(w, fixed, magnitudes)
 
     def steps(self, sub, surrogate, run):
         it = sub.solve(quad=np.ones(sub.n_groups))
         f = self.surrogate_objective(it, surrogate) if it.ok else None
         yield Step(it, f, monitored=None)  # the L2 start is not a descent step
+        q, revivable = self.rule(surrogate)
         fixed = np.zeros(sub.n_groups, dtype=bool)
         magnitudes = group_magnitudes(sub)
         scale = float(np.max(it.t, initial=0.0))
-        for _ in range(1, self.max_iter):
-            new = sub.solve(quad=self._weights(it, surrogate, scale, fixed, magnitudes))
+        checks = 0
+        solves = 1
+        while solves < self.max_iter:
+            cut = max(self.zero_tol * max(float(np.max(it.t, initial=0.0)), scale), 1e-12)
+            new = sub.solve(quad=self._weights(it, q, cut, fixed, magnitudes))
+            solves += 1
             ok = new.ok
             yield Step(new, self.surrogate_objective(new, surrogate) if ok else None,
                        monitored=self._potential(new, surrogate) if ok else None)
             small, _ = self.small_step(new, it)
-            if small:
-                return True, "step below tol"
             it = new
             scale = max(scale, float(np.max(it.t, initial=0.0)))
+            if not small:
+                continue
+            if not (revivable and fixed.any()):
+                return True, "step below tol"
+            if solves + 2 > self.max_iter:  # the check and the step after it
+                return False, "max_iter reached"
+            # the check step: the fixed groups back at the floor's weight
+            cut = max(self.zero_tol * scale, 1e-12)
+            held = fixed.copy()
+            w = self._capped(q(np.maximum(it.t, cut)), np.zeros_like(fixed), magnitudes)
+            check = sub.solve(quad=w)
+            solves += 1
+            if not check.ok:
+                warnings.warn(
+                    f"{self.name}: the check of the {int(held.sum())} groups fixed at zero (a solve with their "
+                    f"weight at the floor) ended with status {check.status.value} ({check.result.message}); the "
+                    "zeros were not checked against the convex model's optimality conditions",
+                    ConvergenceWarning, stacklevel=4)
+                return True, "step below tol; the zeroed groups could not be checked"
+            yield Step(check, self.surrogate_objective(check, surrogate), monitored=None)
+            revived = held & (check.t > cut)
+            it = check
+            scale = max(scale, float(np.max(it.t, initial=0.0)))
+            if not revived.any():  # one more step, the held groups back at zero: the answer has exact zeros
+                cut = max(self.zero_tol * scale, 1e-12)
+                last = sub.solve(quad=self._weights(it, q, cut, fixed, magnitudes))
+                yield Step(last, self.surrogate_objective(last, surrogate) if last.ok else None, monitored=None)
+                return True, f"step below tol; the {int(held.sum())} zeroed groups checked"
+            checks += 1
+            if checks >= MAX_CHECKS:
+                warnings.warn(
+                    f"{self.name}: {int(revived.sum())} groups fixed at zero came back at check {checks} (the convex "
+                    f"model at the floor grows them); stopping after {MAX_CHECKS} checks — the result may lie above "
+                    "the optimum; a smaller zero_tol or more max_iter may help", ConvergenceWarning, stacklevel=4)
+                return False, f"zeroed groups revived at {checks} checks"
+            fixed &= ~revived
         return False, "max_iter reached"

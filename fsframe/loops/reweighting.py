@@ -43,4 +43,4 @@ class ReweightedL1(OuterLoop):
         else:
             w0 = np.ones(sub.n_groups)
         it = sub.solve(lin=w0)
-        return (yield from self.descend(it, lambda prev: sub.solve(lin=surrogate.derivative(prev.t)), surrogate))
+        return (yield from self.descend(it, lambda prev: sub.solve(lin=surrogate.derivative(prev.t)), surrogate, sub))

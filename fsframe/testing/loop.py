@@ -118,17 +118,22 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
       the previous iterate, as the oracle registered for the loop's class or its nearest base
       states it (:func:`~fsframe.testing.register_loop_oracle`); built in:
       ``reweighted-l1`` ``lin = phi'(t_k)`` (``1`` or ``phi'(0)`` first);
-      ``dca`` ``lin = g``'s slope and ``lin_w = -h'(t_k) w_k / t_k`` (the L1 start or ``x = 0``
-      first); ``em`` ``quad = q(t_k)``, ``inf`` below ``zero_tol`` x max (``1`` first); ``single``
+      ``dca`` ``lin = g``'s slope and ``lin_w = -h'(t_k) w_k / t_k`` (``-h'(t_k) sign(w_k)`` on
+      groups in the l1 norm; the L1 start or ``x = 0`` first) — both at the tilted point where
+      identical data columns tie (``fsframe.loops.ties``); ``em`` ``quad = q(t_k)``
+      (``phi'(t)/(2t)``, or the surrogate's ``quad_weights`` with ``weights="paper"``), ``inf`` at
+      or below the run's floor, check steps where ``phi'(0)`` is finite (``1`` first); ``single``
       ``phi'(0)`` (or 1) / unit quadratic weights. ``expected_weights``: a callable
       ``(k, previous iterate or None, surrogate, sub) -> {"lin": ..., "lin_w": ..., "quad": ...}``
       overriding the oracle, ``False`` to skip; a loop without an oracle and without it is
       skipped and the skip is named in the returned checks;
     * ``descent`` — for loops declaring ``monotone``, recomputed by the kit, not taken from the loop's
       ``monotone`` flag or its monitored values: ``loss + sum_j phi(t_j)`` at the solver's point for
-      ``reweighted-l1`` and ``dca``, ``loss + 2 sum_j phi(t_j)`` from the second iterate on for
-      ``em`` (none for surrogates with ``em_majorizes = False``, ``lp``/``l0``, whose weights
-      ``t^(p-2)`` have no finite potential at ``p = 0``) — the oracle's ``potential`` — each
+      ``reweighted-l1`` and ``dca`` (not after a tilted point), for ``em`` ``loss + sum_j phi(t_j)``
+      (majoriser's weights) or ``loss + 2 sum_j phi(t_j)`` (``quad_weights = phi'(t)/t``) on its
+      normal steps after the L2 start (none for ``weights="paper"`` with ``em_majorizes = False``,
+      ``lp``/``l0``, whose weights ``t^(p-2)`` have no finite potential at ``p = 0``) — the
+      oracle's ``potential`` — each
       allowed to rise by ``tol`` (relative) as the loop itself; for a loop without an oracle only
       the loop's own monitored values (the check's name says so);
     * ``support`` — the returned coefficients vanish outside the support;

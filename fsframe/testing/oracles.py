@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 
 from ..errors import PluginError
 from ..loops import DCA, EM, BoundSearch, ReweightedL1, SingleSolve
+from ..loops.ties import TIE_RTOL, TILT
 from ..plugins import get_registry
 from ..surrogates import L0Surrogate, LpSurrogate
 from .models import KitHinge
@@ -286,61 +287,192 @@ register_em_weights(L0Surrogate, lambda s: ("quad_weights = 1/t^2 (l0 convention
 
 
 # =============================================================================== loops
-def _raw_potential(surrogate):
-    """``loss + sum phi`` at the solver's point: what DCA / MM theory decreases."""
-    return lambda k, it, loss: loss + float(np.sum(surrogate.phi(it.t)))
+class _Ties:
+    """The kit's statement of the descent loops' tie rule (``fsframe.loops.ties``): the first time
+    two or more groups whose data columns are identical have norms above ``zero_tol`` x the largest
+    that are tied (relative ``TIE_RTOL``) with their class's largest, the loop linearises at the
+    point where ``TILT`` of each other tied member's coefficients moved to the tied member of lowest
+    index; the step taken from it is not a descent step. Stateful: :meth:`at` is called with the
+    iterates in order (``k = 0`` resets)."""
+
+    def __init__(self, loop, sub):
+        self.zero_tol = loop.zero_tol
+        self.groups = np.asarray(sub.compiled.slot.groups)
+        self.l1 = getattr(sub.formulation, "group_norm", "l2") == "l1"
+        X = np.asarray(sub.X) if getattr(sub, "X", None) is not None else None
+        by_column: dict = {}
+        if X is not None and X.ndim == 2 and X.shape[1] == sub.n_groups:
+            for j in range(X.shape[1]):
+                by_column.setdefault(np.ascontiguousarray(X[:, j]).tobytes(), []).append(j)
+        self.classes = [c for c in by_column.values() if len(c) > 1]
+        self.done: set = set()
+
+    def norms(self, coef):
+        w = np.asarray(coef, dtype=float)
+        n = int(self.groups.max()) + 1 if self.groups.size else 0
+        if self.l1:
+            return np.bincount(self.groups, weights=np.abs(w), minlength=n)
+        return np.sqrt(np.bincount(self.groups, weights=w * w, minlength=n))
+
+    def at(self, k, prev):
+        """``(coef, t, tilted)`` of the point iteration ``k`` linearises at."""
+        if k <= 1:
+            self.done = set()
+        coef, t = np.array(prev.coef, dtype=float), np.asarray(prev.t, dtype=float)
+        cut = max(self.zero_tol * float(np.max(t, initial=0.0)), 1e-12)
+        tilted = False
+        for i, cls in enumerate(self.classes):
+            if i in self.done:
+                continue
+            live = [j for j in cls if t[j] > cut]
+            top = max((t[j] for j in live), default=0.0)
+            tied = [j for j in live if t[j] >= top * (1.0 - TIE_RTOL)]
+            if len(tied) < 2:
+                continue
+            self.done.add(i)
+            tilted = True
+            for j in tied[1:]:
+                moved = TILT * coef[self.groups == j]
+                coef[self.groups == j] -= moved
+                coef[self.groups == tied[0]] += moved
+        return (coef, self.norms(coef), True) if tilted else (prev.coef, prev.t, False)
+
+
+def _descent_potential(surrogate, ties: _Ties):
+    """``loss + sum phi`` at the solver's point, what DCA / MM theory decreases; ``None`` for a
+    step taken from a tilted point (:class:`_Ties`)."""
+    seen: list = []
+
+    def potential(k, it, loss):
+        if k == 0:
+            seen.clear()
+        tilted = k > 0 and ties.at(k, seen[-1])[2]
+        seen.append(it)
+        return None if tilted else loss + float(np.sum(surrogate.phi(it.t)))
+    return potential
 
 
 def _reweighted_l1(loop, surrogate, sub) -> LoopModel:
-    """``lin = phi'(t_k)``; first ``1``, or ``phi'(0)`` with ``init="zero"`` (001 eq. 5)."""
+    """``lin = phi'(t_k)``; first ``1``, or ``phi'(0)`` with ``init="zero"`` (001 eq. 5); ``t_k``
+    at the tilted point where identical features tie (:class:`_Ties`)."""
     ones = np.ones(sub.n_groups)
+    ties = _Ties(loop, sub)
 
     def weights(k, prev):
         if k == 0:
             return {"lin": surrogate.derivative(np.zeros(sub.n_groups)) if loop.init == "zero" else ones}
-        return {"lin": surrogate.derivative(prev.t)}
-    return LoopModel(weights, _raw_potential(surrogate), "lin = phi'(t_k)")
+        return {"lin": surrogate.derivative(ties.at(k, prev)[1])}
+    return LoopModel(weights, _descent_potential(surrogate, _Ties(loop, sub)), "lin = phi'(t_k)")
 
 
 def _dca(loop, surrogate, sub) -> LoopModel:
-    """``lin`` = ``g``'s slope, ``lin_w = -h'(t_k) w_k / t_k``; first the L1 start or the step
-    from ``x = 0``."""
+    """``lin`` = ``g``'s slope, ``lin_w = -`` the gradient of ``sum_j h(||w_(j)||)`` at ``w_k``:
+    entry ``i`` of group ``j`` gets ``h'(t_j) w_i / t_j`` when the formulation's groups are in the
+    l2 norm, ``h'(t_j) sign(w_i)`` when they are in the l1 norm (``group_norm``), 0 where
+    ``t_j = 0``; first the L1 start or the step from ``x = 0``; ``w_k`` at the tilted point where
+    identical features tie (:class:`_Ties`)."""
     n, n_coef, groups = sub.n_groups, sub.n_coef, sub.compiled.slot.groups
     split = surrogate.dc_split()
     quad = np.full(n, split.quad) if split.quad else None
+    l1_groups = getattr(sub.formulation, "group_norm", "l2") == "l1"
+    ties = _Ties(loop, sub)
+
+    def grad_h(w):
+        w = np.asarray(w, dtype=float)
+        out = np.zeros(n_coef)
+        for j in range(n):  # group by group, as the chain rule reads
+            idx = np.flatnonzero(groups == j)
+            norm = np.abs(w[idx]).sum() if l1_groups else float(np.sqrt(w[idx] @ w[idx]))
+            if norm > 0:
+                slope = float(split.grad_h(np.array([norm]))[0])
+                out[idx] = slope * (np.sign(w[idx]) if l1_groups else w[idx] / norm)
+        return out
 
     def weights(k, prev):
         if k == 0 and loop.init == "l1":
             return {"lin": np.ones(n), "lin_w": np.zeros(n_coef), "quad": None if quad is None else np.zeros(n)}
-        lin_w = np.zeros(n_coef)
-        if k > 0:
-            scale = np.zeros_like(prev.t)
-            np.divide(split.grad_h(prev.t), prev.t, out=scale, where=prev.t > 0)
-            lin_w = -scale[groups] * prev.coef
+        lin_w = np.zeros(n_coef) if k == 0 else -grad_h(ties.at(k, prev)[0])
         return {"lin": np.full(n, split.lin), "lin_w": lin_w, "quad": quad}
-    return LoopModel(weights, _raw_potential(surrogate), "lin = g's slope, lin_w = -grad_h(w_k)")
+    return LoopModel(weights, _descent_potential(surrogate, _Ties(loop, sub)),
+                     "lin = g's slope, lin_w = -grad_h(w_k)")
+
+
+class _EMTrace:
+    """The kit's statement of EM's schedule, replayed over the iterates in order (``k = 0``
+    resets): step 0 is the L2 start (``q = 1``); a normal step fixes (``inf``) every group whose norm
+    is at most the floor ``c = zero_tol x`` the largest norm of the run so far (and keeps the fixed
+    ones fixed) and weights the others ``q(t_k)``; when ``phi'(0)`` is finite, a normal step that
+    moved at most ``tol`` (relative, as the loop's step rule) with groups fixed is followed by a
+    check step — every group at ``q(max(t, c))`` — after which the fixed groups whose norm exceeds
+    ``c`` are live again (and, if none is, one last normal step ends the run)."""
+
+    def __init__(self, loop, q, revivable):
+        self.loop, self.q, self.revivable = loop, q, revivable
+
+    def step(self, k, prev):
+        """``(kind, quad weights)`` of step ``k`` (``kind`` in ``"start"``, ``"normal"``, ``"check"``)."""
+        if k == 0:
+            self.kinds, self.iters, self.fixed, self.scale, self.held = ["start"], [], None, 0.0, None
+            return "start", None
+        self.iters.append(prev)
+        if self.fixed is None:
+            self.fixed = np.zeros(prev.t.shape, dtype=bool)
+        self.scale = max(self.scale, float(np.max(prev.t, initial=0.0)))
+        cut = max(self.loop.zero_tol * self.scale, 1e-12)
+        if self.kinds[-1] == "check":  # revive what the check grew
+            self.fixed &= ~(self.held & (prev.t > self.held_cut))
+        if (self.revivable and self.kinds[-1] == "normal" and self.fixed.any()
+                and self._small(self.iters[-1], self.iters[-2])):
+            self.held, self.held_cut = self.fixed.copy(), cut
+            self.kinds.append("check")
+            return "check", self.q(np.maximum(prev.t, cut))
+        self.fixed |= prev.t <= cut
+        w = np.full(prev.t.shape, np.inf)
+        w[~self.fixed] = self.q(prev.t[~self.fixed])
+        self.kinds.append("normal")
+        return "normal", w
+
+    def _small(self, new, old):
+        a = np.concatenate([np.ravel(new.coef), np.atleast_1d(new.intercept)])
+        b = np.concatenate([np.ravel(old.coef), np.atleast_1d(old.intercept)])
+        return float(np.linalg.norm(a - b)) <= self.loop.tol * max(1.0, float(np.linalg.norm(b)))
 
 
 def _em(loop, surrogate, sub) -> LoopModel:
-    """``quad = q(t_k)``, ``inf`` under ``zero_tol`` x max; first ``1`` (002 eq. 7). Potential
-    ``loss + 2 sum phi`` from the second iterate on, for surrogates declaring ``em_majorizes``."""
+    """``quad = 1`` first (002 eq. 7), then ``q(t_k)``, ``inf`` at or under the floor
+    ``c = zero_tol x`` the largest norm of the run so far, with check steps where ``phi'(0)`` is
+    finite (:class:`_EMTrace`). ``q = phi'(t) / (2 t)`` with ``weights="majorizer"`` and a surrogate
+    that has ``phi'``, else the surrogate's ``quad_weights``. Potential ``loss + kappa sum phi`` on
+    normal steps, ``kappa = 1`` (majoriser) or 2 (``quad_weights = phi'/t``, ``em_majorizes``)."""
     n = sub.n_groups
+    caps = surrogate.capabilities()
+    major = getattr(loop, "weights", "paper") == "majorizer" and "derivative" in caps
+    revivable = "derivative" in caps and bool(np.isfinite(surrogate.derivative(np.zeros(1))[0]))
+    if major:
+        def q(t):
+            return surrogate.derivative(t) / (2.0 * t)
+    else:
+        q = surrogate.quad_weights
+    trace = _EMTrace(loop, q, revivable)
 
     def weights(k, prev):
-        if k == 0:
-            return {"quad": np.ones(n)}
-        cut = max(loop.zero_tol * float(np.max(prev.t, initial=0.0)), 1e-12)
-        q = np.full(n, np.inf)
-        q[prev.t > cut] = surrogate.quad_weights(prev.t[prev.t > cut])
-        return {"quad": q}
-    if not surrogate.em_majorizes:
-        return LoopModel(weights, None, "quad = q(t_k)",
+        kind, w = trace.step(k, prev)
+        return {"quad": np.ones(n) if kind == "start" else w}
+
+    note = "quad = phi'(t_k) / (2 t_k)" if major else "quad = q(t_k)"
+    if not (major or surrogate.em_majorizes):
+        return LoopModel(weights, None, note,
                          no_potential=f"em with {surrogate.name}: weights not phi'(t)/t (em_majorizes=False), "
                                       "no finite potential")
+    kappa = 1.0 if major else 2.0
+    kinds = _EMTrace(loop, q, revivable)
+    last: list = [None]
 
-    def potential(k, it, loss):  # the MM majoriser's objective for q = phi'(t)/t; the L2 start is no MM step
-        return None if k == 0 else loss + 2.0 * float(np.sum(surrogate.phi(it.t)))
-    return LoopModel(weights, potential, "quad = q(t_k)")
+    def potential(k, it, loss):  # the MM majoriser's objective; the L2 start and a check step are no MM steps
+        kind, _ = kinds.step(k, last[0])
+        last[0] = it
+        return None if kind != "normal" else loss + kappa * float(np.sum(surrogate.phi(it.t)))
+    return LoopModel(weights, potential, note)
 
 
 def _single(loop, surrogate, sub) -> LoopModel:

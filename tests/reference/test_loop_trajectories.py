@@ -162,13 +162,19 @@ def cvxpy_qp(X, y, C, q):
 
 
 # The EM weights as the papers write them: 002 Prop. 3, q = |w|^(p-2) (p = 0: 1 / w^2); AROM
-# (Weston et al. 2003), q = 1 / (|w| (eps + |w|)).
+# (Weston et al. 2003), q = 1 / (|w| (eps + |w|)) — fsframe's weights="paper".
 EM_WEIGHTS = {"lp": lambda p: (lambda t: t ** (p - 2.0)), "log": lambda e: (lambda t: 1.0 / (t * (e + t)))}
+# The curvature phi'(t) / (2t) of the quadratic majoriser of phi at t (weights="majorizer"), written
+# from phi: lp t^p, phi' = p t^(p-1); log(1 + t/eps) (AROM's log(eps + t) up to a constant), phi' = 1/(eps + t).
+MM_WEIGHTS = {"lp": lambda p: (lambda t: p * t ** (p - 1.0) / (2.0 * t)),
+              "log": lambda e: (lambda t: 1.0 / (2.0 * t * (e + t)))}
 
 
-def em_reference(X, y, C, weights, n_iter, zero_tol):
-    """EM from the L2 start (q = 1); a coefficient at most ``zero_tol`` times the largest magnitude
-    seen so far leaves the problem for good (fixed at 0), as fsframe's EM documents."""
+def em_reference(X, y, C, weights, n_iter, zero_tol, floored=False):
+    """EM from the L2 start (q = 1). A coefficient at most ``zero_tol`` times the largest magnitude
+    seen so far (``c``) leaves the problem for good (fixed at 0), as fsframe's EM documents for a
+    ``phi`` with an infinite slope at 0 (002's ``t^(p-2)``); ``floored``: it keeps the weight at
+    ``c`` instead (a finite slope at 0: the IRLS with a floor)."""
     q = np.ones(X.shape[1])
     fixed = np.zeros(X.shape[1], dtype=bool)
     scale = 0.0
@@ -178,23 +184,30 @@ def em_reference(X, y, C, weights, n_iter, zero_tol):
         t = np.abs(w)
         scale = max(scale, float(t.max()))
         out.append((w, b))
-        fixed |= t <= max(zero_tol * scale, 1e-12)
+        c = max(zero_tol * scale, 1e-12)
+        if floored:
+            q = weights(np.maximum(t, c))
+            continue
+        fixed |= t <= c
         q = np.full(t.shape, np.inf)
         q[~fixed] = weights(t[~fixed])
     return out
 
 
-@pytest.mark.parametrize("sur, params, C, n_iter", [
-    pytest.param("lp", {"p": 0.0}, 0.3, 5, id="em-l0"),
-    pytest.param("lp", {"p": 0.5}, 0.3, 5, id="em-lp0.5"),
-    pytest.param("log", {"eps": 1e-2}, 0.3, 5, id="arom"),
+@pytest.mark.parametrize("sur, params, C, n_iter, mode", [
+    pytest.param("lp", {"p": 0.0}, 0.3, 5, "paper", id="em-l0"),
+    pytest.param("lp", {"p": 0.5}, 0.3, 5, "paper", id="em-lp0.5"),
+    pytest.param("log", {"eps": 1e-2}, 0.3, 5, "paper", id="arom"),
+    pytest.param("lp", {"p": 0.5}, 0.6, 5, "majorizer", id="mm-lp0.5"),
+    pytest.param("log", {"eps": 1e-2}, 0.6, 6, "majorizer", id="mm-log"),
 ])
-def test_em_trajectory_matches_cvxpy(sur, params, C, n_iter):
+def test_em_trajectory_matches_cvxpy(sur, params, C, n_iter, mode):
     """Every EM iterate (coefficients, intercept and support) agrees with CVXPY, and the supports
-    shrink over the run: the reweighting and the absorbing zeros are pinned, not only objectives."""
+    shrink over the run: the reweighting and the zeros (absorbing, or floored for the majoriser of
+    a ``phi`` with a finite slope at 0) are pinned, not only objectives."""
     X, y = problem(m=60, n=15, noise=0.5)
     surrogate = REG.get("surrogate", sur)(**params)
-    loop = REG.get("loop", "em")(max_iter=n_iter, tol=1e-12)
+    loop = REG.get("loop", "em")(max_iter=n_iter, tol=1e-12, weights=mode)
     sub = Subproblem(REG.get("formulation", "hinge")(C=C), X, y, loop.terms(surrogate), HighsBackend())
     seen = []
     try:
@@ -203,7 +216,8 @@ def test_em_trajectory_matches_cvxpy(sur, params, C, n_iter):
             loop.run(sub, surrogate, callback=lambda rec, it: seen.append((it.coef.copy(), float(it.intercept[0]))))
     finally:
         sub.close()
-    ref = em_reference(X, y, C, EM_WEIGHTS[sur](*params.values()), len(seen), loop.zero_tol)
+    weights = (EM_WEIGHTS if mode == "paper" else MM_WEIGHTS)[sur](*params.values())
+    ref = em_reference(X, y, C, weights, len(seen), loop.zero_tol, floored=sur == "log")  # phi'(0) = 1/eps
     assert len(seen) >= 4
     sizes = []
     for k, ((w, b), (rw, rb)) in enumerate(zip(seen, ref)):

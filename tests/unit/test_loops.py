@@ -61,14 +61,18 @@ def test_descent(loop_name, init, sur, params):
     assert [r.objective for r in out.history] == pytest.approx(f.tolist(), rel=1e-9)
 
 
+@pytest.mark.parametrize("weights, factor", [("paper", 2.0), ("majorizer", 1.0)])
 @pytest.mark.parametrize("sur, params", [("exp", {"alpha": 5.0}), ("log", {"eps": 0.01}), ("l1", {})])
-def test_em_majorise_minimise_descent(sur, params):
-    """EM with weights phi'(t)/t majorises phi(t) by phi(t_k) + phi'(t_k)/(2 t_k) (t^2 - t_k^2):
-    loss + 2 sum phi does not increase after the L2 start."""
+def test_em_majorise_minimise_descent(sur, params, weights, factor):
+    """phi(t) <= phi(t_k) + phi'(t_k)/(2 t_k) (t^2 - t_k^2): EM with the weights phi'(t)/t of the
+    papers (``weights="paper"``) makes loss + 2 sum phi non-increasing after the L2 start, with the
+    majoriser's phi'(t)/(2t) (default) loss + sum phi itself. EM's check of its zeroed groups at the
+    floor's weight (phi'(0) is finite here) and the step after it, the last two, are no descent steps."""
     X, y = synthetic()
     surrogate = REG.get("surrogate", sur)(**params)
-    out, seen = run(REG.get("loop", "em")(max_iter=40), surrogate, X, y)
-    f = np.array([objective(X, y, 1.0, surrogate, w, b, factor=2.0) for w, b in seen[1:]])
+    out, seen = run(REG.get("loop", "em")(max_iter=40, weights=weights), surrogate, X, y)
+    steps = seen[1:-2] if "checked" in out.reason else seen[1:]
+    f = np.array([objective(X, y, 1.0, surrogate, w, b, factor=factor) for w, b in steps])
     assert np.all(np.diff(f) <= 1e-6 * (1 + np.abs(f[:-1]))), f
     assert out.monotone
 
