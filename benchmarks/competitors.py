@@ -282,7 +282,7 @@ def run(datasets, methods, splits, quick):
         for name in datasets:
             path = find_data(name)
             if path is None:
-                out["skipped_datasets"][name] = f"none of {DATASETS[name]} in ../shared/data"
+                out["skipped_datasets"][name] = f"none of {DATASETS[name]} in the data folder"
                 print(f"{name}: skipped (no file)", file=sys.stderr)
                 continue
             grid = QUICK_GRID[name] if quick else GRID[name]

@@ -12,10 +12,10 @@ from .enums import Status
 from .backends.base import Backend, SolveOptions, SolveResult
 from .canonical import Auxiliaries
 from .compiler import CompiledModel, compile_model
-from .errors import SolverFailedError, UnsupportedProblemError
-from .formulation import AuxSolver, BuiltModel, Formulation, call_opt_in
+from .errors import IncompatibleComponentsError, SolverFailedError, UnsupportedProblemError
+from .formulation import PROTOCOLS, BuiltModel, Formulation
 from .slot import slot_penalty, slot_weights
-from .working_set import WorkingSet, WorkingSetOptions, WorkingSetReport, group_columns
+from .working_set import AGAIN, WorkingSet, WorkingSetOptions, WorkingSetReport, group_columns
 
 __all__ = ["Subproblem", "Iterate"]
 
@@ -31,6 +31,8 @@ class Iterate:
     (:class:`~fsframe.canonical.Auxiliaries`), ``objective`` that loss plus the slot's penalty at
     ``coef`` and the iterate's weights (:func:`~fsframe.slot.slot_penalty`). The solver's point
     and its objective are ``result.x`` and ``result.objective``.
+    An iterate a loop computed itself (:meth:`computed`) carries ``groups``, the group of each
+    coefficient entry (of ``coef``'s shape); a solved one reads them from the subproblem's slot.
     """
 
     status: Status
@@ -44,6 +46,18 @@ class Iterate:
     result: SolveResult
     weights: dict = attrs.field(factory=dict, repr=False)  # the slot weights it was solved at
     report: WorkingSetReport | None = attrs.field(default=None, repr=False)  # how it was solved (working set)
+    groups: NDArray | None = attrs.field(default=None, repr=False)  # a computed iterate's groups
+
+    @classmethod
+    def computed(cls, coef: NDArray, intercept, t: NDArray, *, groups: NDArray, loss: float | None,
+                 objective: float | None, seconds: float, backend: str = "numpy",
+                 status: Status = Status.OPTIMAL) -> "Iterate":
+        """An iterate a loop computed without solving the subproblem (an algorithm of its own in
+        numpy, as DSO-FS's and RFS's steps): ``coef`` in any shape, ``groups`` the group of each
+        of its entries (same shape), ``t`` the group norms. Its result says ``backend``."""
+        res = SolveResult(status, None, objective, backend, seconds)
+        return cls(status, None, np.asarray(coef, dtype=float), np.atleast_1d(np.asarray(intercept, dtype=float)),
+                   np.asarray(t, dtype=float), loss, objective, seconds, res, groups=np.asarray(groups))
 
     @property
     def ok(self) -> bool:
@@ -52,7 +66,7 @@ class Iterate:
     @property
     def point(self) -> NDArray:
         """``(w, b)``: the vector whose step DCA's stopping rule measures (000 Alg. 1)."""
-        return np.concatenate([self.coef, np.atleast_1d(self.intercept)])
+        return np.concatenate([np.ravel(self.coef), np.atleast_1d(self.intercept)])
 
 
 class Subproblem:
@@ -63,9 +77,9 @@ class Subproblem:
     :meth:`solve`): a loop that never solves the Pyomo model (a closed-form algorithm such as
     DSO-FS, paper 004 Algorithm 1, or a filter ranking) reads the training data :attr:`X`,
     :attr:`y` and costs no build. Attributes ``build_seconds`` and ``compile_seconds`` record the
-    one-off costs (0 while not built). ``solver`` is the fit's
-    :class:`~fsframe.formulation.AuxSolver`, passed to ``formulation.build`` if it asks for one
-    (by default, one on ``backend`` and ``options``).
+    one-off costs (0 while not built). ``aux`` is the fit's :class:`fsframe.AuxSolver` (the fit
+    driver's; ``None`` outside a fit), passed to ``formulation.build`` when the formulation
+    declares the trait ``aux_solver``, and to the loop as ``run.aux``.
 
     Every solve goes through a working set of feature groups when ``working_set`` says so and
     the formulation's pricing allows it (:mod:`fsframe.working_set`): the answer is that of the
@@ -75,14 +89,14 @@ class Subproblem:
 
     def __init__(self, formulation: Formulation, X: NDArray, y: NDArray, terms: frozenset, backend: Backend,
                  options: SolveOptions = SolveOptions(), *, fast: bool = True, cone_form: str = "substitute",
-                 solver: AuxSolver | None = None, working_set: WorkingSetOptions = WorkingSetOptions()):
+                 aux=None, working_set: WorkingSetOptions = WorkingSetOptions()):
         self.formulation = formulation
         self.X = X
         self.y = y
         self.terms = frozenset(terms)
         self.backend = backend
         self.options = options
-        self.solver = AuxSolver(backend, options) if solver is None else solver
+        self.aux = aux
         self._fast = fast
         self._cone_form = cone_form
         self._built: BuiltModel | None = None
@@ -97,7 +111,7 @@ class Subproblem:
         self._ws_decided = False
         self._full_session = None  # the full problem's session when a working set falls back
         self.last_report: WorkingSetReport | None = None
-        self._aux: Auxiliaries | None = None
+        self._auxiliaries: Auxiliaries | None = None
 
     @property
     def is_built(self) -> bool:
@@ -106,7 +120,8 @@ class Subproblem:
 
     def _build(self) -> None:
         t0 = time.perf_counter()
-        built = call_opt_in(self.formulation.build, self.X, self.y, self.terms, solver=self.solver)
+        kw = {"aux": self.aux} if "aux_solver" in self.formulation.provides() else {}
+        built = self.formulation.build(self.X, self.y, self.terms, **kw)
         t1 = time.perf_counter()
         compiled = compile_model(built.model, fast=self._fast, cone_form=self._cone_form)
         self.build_seconds = t1 - t0
@@ -128,6 +143,11 @@ class Subproblem:
         if self._compiled is None:
             self._build()
         return self._compiled
+
+    @property
+    def solver(self):
+        """Deprecated name of :attr:`aux` (the DSO-FS loop still reads it)."""
+        return self.aux
 
     @property
     def n_groups(self) -> int:
@@ -155,8 +175,11 @@ class Subproblem:
         ws = self._working_set()
         t2 = time.perf_counter()
         res = None
-        if ws is not None:
-            res = ws.solve(data, self._fixed_groups(lin, quad), self._solve_restricted, self.options.time_limit)
+        if ws is not None:  # the reduction's rounds: restrict, solve here, read back (or round again)
+            ws.begin(data, self._fixed_groups(lin, quad), self.options.time_limit)
+            res = AGAIN
+            while res is AGAIN:
+                res = ws.invert(data, self._solve_restricted(ws.apply(data)))
             self.last_report = ws.report
         if res is None:  # no working set, or it fell back to the full problem
             res = self._solve_full(data)
@@ -199,16 +222,16 @@ class Subproblem:
         """``base`` carrying the model's :class:`~fsframe.canonical.Auxiliaries`: every column
         but the slot's coefficients and magnitudes, the intercept's columns secondary, and the
         model's recorded definitions (:attr:`CompiledModel.definitions`)."""
-        if self._aux is None:
+        if self._auxiliaries is None:
             comp = self.compiled
             model = np.zeros(comp.base.n, dtype=bool)
             model[comp.slot.W.indices] = True
             if comp.slot.S is not None:
                 model[comp.slot.S.indices] = True
             icols = [comp.col_index.get(id(v), -1) for v in self.built.intercept.vars]
-            self._aux = Auxiliaries(np.flatnonzero(~model), secondary=[c for c in icols if c >= 0],
-                                    definitions=comp.definitions)
-        return base if base.auxiliaries is self._aux else base.evolve(auxiliaries=self._aux,
+            self._auxiliaries = Auxiliaries(np.flatnonzero(~model), secondary=[c for c in icols if c >= 0],
+                                            definitions=comp.definitions)
+        return base if base.auxiliaries is self._auxiliaries else base.evolve(auxiliaries=self._auxiliaries,
                                                                        appended_to=base.appended_to)
 
     def model_loss(self, x: NDArray) -> float:
@@ -305,16 +328,25 @@ class Subproblem:
 
     def set_bounds(self, **bounds) -> None:
         """Restate the subproblem for new values of the formulation's bound parameters
-        (:attr:`Formulation.bound_params`) through :meth:`Formulation.with_bounds`: the compiled
-        problem's coefficients change in numpy; the Pyomo model is neither rebuilt nor recompiled.
-        The next :meth:`solve` uses them (the backend session reloads what changed)."""
+        (:attr:`Formulation.bound_params`) through its ``with_bounds`` (the ``bounds`` protocol,
+        :data:`fsframe.formulation.PROTOCOLS`): the compiled problem's coefficients change in numpy;
+        the Pyomo model is neither rebuilt nor recompiled. The next :meth:`solve` uses them (the
+        backend session reloads what changed)."""
+        self._protocol("bounds")
         self._restated(self.formulation.with_bounds(self.built, self.compiled.base, self.compiled, bounds))
 
     def restate(self, **params) -> None:
         """Restate the subproblem for new values of the formulation's restatable parameters
-        (:attr:`Formulation.restatable_params`) through :meth:`Formulation.restate`, as
-        :meth:`set_bounds` does for bound parameters: no rebuild, no recompile."""
+        (:attr:`Formulation.restatable_params`) through its ``restate`` (the ``restate``
+        protocol), as :meth:`set_bounds` does for bound parameters: no rebuild, no recompile."""
+        self._protocol("restate")
         self._restated(self.formulation.restate(self.built, self.compiled.base, self.compiled, params))
+
+    def _protocol(self, name: str) -> None:
+        if name not in self.formulation.provides():
+            attrs_ = " and ".join(PROTOCOLS[name])
+            raise IncompatibleComponentsError(f"formulation {self.formulation.name!r} does not implement the {name!r} "
+                                              f"protocol ({attrs_}; docs/plugins.md)")
 
     def _restated(self, base) -> None:
         """Install the restated ``base``; a working set re-reads which groups it can price when the

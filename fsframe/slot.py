@@ -33,7 +33,8 @@ from .pyomo_ext import SparsitySlot
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
-__all__ = ["SlotMaps", "SlotWeights", "slot_weights", "weighted_problem", "slot_penalty", "ModelWeights"]
+__all__ = ["SlotMaps", "SlotWeights", "slot_weights", "weighted_problem", "slot_penalty", "ModelWeights",
+           "group_columns", "exclusive_groups"]
 
 
 @attrs.frozen(eq=False)
@@ -308,3 +309,43 @@ class ModelWeights:
         for j in want - self._fixed_cols:
             self._columns[j].fix(0.0, skip_validation=True)  # as in the compiled bounds; 5x faster
         self._fixed_cols = want
+
+
+def _slot_pairs(slot: SlotMaps):
+    """``(groups, columns)`` of every entry of the slot's maps ``W`` (coefficients) and ``S``
+    (magnitude), with repeats."""
+    W = slot.W.tocoo()
+    groups, cols = [slot.groups[W.row]], [W.col]
+    if slot.S is not None and slot.S.nnz:
+        S = slot.S.tocoo()
+        groups.append(S.row)
+        cols.append(S.col)
+    return np.concatenate(groups).astype(np.int64), np.concatenate(cols).astype(np.int64)
+
+
+def group_columns(slot: SlotMaps) -> tuple:
+    """Per group, the columns its coefficients (``W``) and its magnitude (``S``, e.g. the split
+    ``s_j = u_j + v_j`` of a model whose ``w_j`` is a column of its own) touch, sorted."""
+    if slot.S is None or not slot.S.nnz:
+        return slot.group_cols
+    groups, cols = _slot_pairs(slot)
+    order = np.lexsort((cols, groups))  # by group, then column (no structured-array unique)
+    g, c = groups[order], cols[order]
+    keep = np.ones(g.size, dtype=bool)
+    keep[1:] = (g[1:] != g[:-1]) | (c[1:] != c[:-1])
+    g, c = g[keep], c[keep]
+    return tuple(np.split(c, np.searchsorted(g, np.arange(1, slot.n_groups))))
+
+
+def exclusive_groups(slot: SlotMaps) -> bool:
+    """Whether no column belongs to two groups (counting the magnitude's columns)."""
+    groups, cols = _slot_pairs(slot)
+    if not cols.size:
+        return True
+    n = int(cols.max()) + 1
+    lo = np.full(n, np.iinfo(np.int64).max)
+    hi = np.full(n, -1)
+    np.minimum.at(lo, cols, groups)
+    np.maximum.at(hi, cols, groups)
+    used = hi >= 0
+    return bool(np.all(lo[used] == hi[used]))

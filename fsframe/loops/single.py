@@ -25,7 +25,6 @@ class SingleSolve(OuterLoop):
     reference = "paper 001 eq. 2; paper 000 eqs. 12-15"
     needs_surrogate = False
     monotone = False
-    reports_subproblem = True
     penalty: str = attrs.field(default="l1", validator=in_(("l1", "l2")))
 
     @property
@@ -35,19 +34,12 @@ class SingleSolve(OuterLoop):
 
     @property
     def requires(self):  # type: ignore[override]
-        return ("derivative",) if self.penalty == "l1" else ()
-
-    def missing(self, surrogate):
-        miss = super().missing(surrogate)
-        if surrogate is not None and self.penalty == "l1" and not miss:
-            if not np.all(np.isfinite(surrogate.derivative(np.zeros(1)))):
-                miss.append("a finite derivative at 0")
-        return miss
+        return ("derivative", "slope_at_zero") if self.penalty == "l1" else ()
 
     def terms(self, surrogate):
         return frozenset({"lin"}) if self.penalty == "l1" else frozenset({"quad"})
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         if self.penalty == "l1":
             w0 = 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0])
             it = sub.solve(lin=np.full(sub.n_groups, w0))

@@ -230,7 +230,7 @@ def test_hinge_exp_em_fits_breast_cancer_on_highs():
     primal, hit the iteration limit from EM iteration 4 on. The fit must match Clarabel's."""
     import fsframe
 
-    datasets = pytest.importorskip("sklearn.datasets")
+    from sklearn import datasets
     from sklearn.preprocessing import StandardScaler
 
     X, y = datasets.load_breast_cancer(return_X_y=True)

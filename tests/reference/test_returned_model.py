@@ -378,16 +378,7 @@ def _fit_all(method, X, y, **params):
     return out
 
 
-def _known_gaps(name):
-    # one-vs-rest's cut of the union of supports to n_features zeroes a class's groups without
-    # re-solving that class (objective None); svm-weights now cuts by default (keeps half): to be
-    # mended by re-solving each cut class on the final support
-    if name == "svm-weights":
-        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="one-vs-rest union cut not re-solved"))
-    return name
-
-
-@pytest.mark.parametrize("method", [_known_gaps(m) for m in get_registry().names("method")])
+@pytest.mark.parametrize("method", get_registry().names("method"))
 def test_reported_objective_is_the_returned_models(method):
     """Every registered method, on every backend that takes it, on each instance: the reported
     objective is the returned model's. The mixed-scale instance runs at ``C = 100`` for methods

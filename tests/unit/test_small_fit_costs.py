@@ -167,7 +167,7 @@ def test_highs_option_check_still_refuses_bad_options():
 
 # -- the dual with a full-pattern Hessian (WDBC's shape) against Clarabel -------------------------
 def test_em_dual_on_wdbc_matches_clarabel():
-    datasets = pytest.importorskip("sklearn.datasets")
+    from sklearn import datasets
     X, y = datasets.load_breast_cancer(return_X_y=True)
     X = (X - X.mean(0)) / X.std(0)
     y = np.where(y == 1, 1.0, -1.0)
