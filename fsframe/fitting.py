@@ -472,7 +472,14 @@ def check_n_features(n_features, res: Resolved, Xa) -> None:
 def check_classes(res: Resolved, n_classes: int) -> None:
     """Raise :class:`~fsframe.errors.UnsupportedProblemError` before any work when the
     formulation declares two classes only (``Formulation.multiclass == "binary"``) and the labels
-    hold more."""
+    hold more; and :class:`~fsframe.errors.InvalidOptionError` when a regression formulation
+    (``task = "regression"``) meets ``n_classes > 0`` class labels (a data set of classes: the
+    command line, cross-validation, studies), rather than regress on the class codes."""
+    if n_classes and is_regression(res.formulation):
+        raise InvalidOptionError(
+            f"{res.method or res.formulation.name!r} is a regression method (formulation {res.formulation.name!r} fits "
+            f"a real target) and the data hold {n_classes} class labels; fit a real target with fsframe.fit(X, y) or "
+            "fsframe.FSRegressor (the command line, cross-validation and studies load class-labelled data sets)")
     if n_classes > 2 and res.formulation.multiclass == "binary":
         raise UnsupportedProblemError(
             f"formulation {res.formulation.name!r} fits two classes only (multiclass='binary'), y has {n_classes}: "

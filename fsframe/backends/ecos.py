@@ -123,10 +123,11 @@ def check_ecos_options(options: SolveOptions) -> dict:
 
 class EcosBackend(Backend):
     """ECOS: LP, SOCP, exponential cones, and QP through a rotated-cone epigraph. Preferred for
-    SOCP and exponential-cone problems by ``backend="auto"`` (HiGHS keeps LP/QP)."""
+    SOCP by ``backend="auto"`` (HiGHS keeps LP/QP, Clarabel takes exponential cones)."""
 
     name = "ecos"
     supports = frozenset({ProblemClass.LP, ProblemClass.QP, ProblemClass.SOCP, ProblemClass.EXP})
+    auto_skips = frozenset({ProblemClass.EXP})
     required_modules = ("ecos",)
     status_map = ECOS_STATUS
     preference = 1

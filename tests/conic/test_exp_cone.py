@@ -229,8 +229,12 @@ def test_highs_refuses_and_auto_skips_it():
         HighsBackend().solve(data)
     with pytest.raises(IncompatibleComponentsError, match="EXP"):
         select_backend("highs", ProblemClass.EXP)
-    assert select_backend("auto", ProblemClass.EXP).name == "ecos"
+    # ECOS solves them when named; auto passes it over (auto_skips: numerical errors on reweighted
+    # logistic subproblems that Clarabel solves, tests/surfaces)
+    assert EcosBackend.auto_skips == {ProblemClass.EXP}
+    assert select_backend("auto", ProblemClass.EXP).name == "clarabel"
     assert select_backend("auto", ProblemClass.EXP, quadratic=True).name == "clarabel"
+    assert select_backend("auto", ProblemClass.SOCP).name == "ecos"
 
 
 def test_certificate_judges_exp_cones():

@@ -149,14 +149,14 @@ def test_l1_logistic_equals_cvxpy_and_sklearn(backend):
     assert np.array_equal(r.predict(X), sk.predict(X))
 
 
-def test_logistic_refuses_highs_and_auto_takes_a_conic_backend():
+def test_logistic_refuses_highs_and_auto_takes_clarabel():
     X, y = _classification(m=30, n=4)
     with pytest.raises(IncompatibleComponentsError, match="EXP"):
         fsframe.fit(X, y, method="l1-logistic", backend="highs")
-    assert fsframe.fit(X, y, method="l1-logistic").backend == "ecos"
+    assert fsframe.fit(X, y, method="l1-logistic").backend == "clarabel"
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
         em = fsframe.fit(X, y, method="em-logistic", max_iter=2)
-    assert em.backend == "clarabel"  # the quadratic term: ECOS only through an epigraph
+    assert em.backend == "clarabel"
 
 
 @pytest.mark.parametrize("method", ["l0-logistic", "em-logistic", "log-logistic"])
