@@ -193,3 +193,20 @@ def test_conformance_kit_least_squares(backend):
     y = X[:, 0] - 2.0 * X[:, 1] + 0.1 * (np.arange(X.shape[0]) % 3)
     names = check_formulation(LeastSquaresFormulation(C=0.7), X, y, backend=backend)
     assert "decision_loss ['lin', 'quad']" in names
+
+
+@pytest.mark.filterwarnings("ignore:n_features=400 is much larger:fsframe.errors.DataWarning")
+@pytest.mark.parametrize("method", ["l1-logistic", "l1-ls"])
+def test_working_set_prices_through_the_cone_duals(method):
+    """With many more features than samples, a working set priced from the multipliers (those of
+    the exponential cones for the logistic loss) gives the full problem's optimum."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 400))
+    y = X[:, 0] - X[:, 1] + 0.3 * rng.normal(size=40)
+    if method == "l1-logistic":
+        y = np.where(y > 0, 1, -1)
+    full = fsframe.fit(X, y, method=method, C=0.5, working_set=False)
+    ws = fsframe.fit(X, y, method=method, C=0.5, working_set=True)
+    assert ws.certificate["working_set"] < X.shape[1]  # the groups it solved on
+    assert ws.objective == pytest.approx(full.objective, rel=1e-7)
+    assert ws.selected.tolist() == full.selected.tolist()
