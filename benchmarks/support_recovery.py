@@ -263,13 +263,15 @@ def picture(res: dict) -> None:
     import matplotlib.pyplot as plt
 
     agg = _aggregate(res)
+    names = list(dict.fromkeys(n for t in TASKS for n in SELECTORS[t]))
+    colour = {name: f"C{i % 10}" if i < 10 else "black" for i, name in enumerate(names)}  # one colour per selector
     fig, axes = plt.subplots(1, 4, figsize=(16, 4), sharey=True)
     for ax, (task, rho) in zip(axes, [(t, r) for t in TASKS for r in RHOS]):
         for name in SELECTORS[task]:
             tp = [agg.get((task, rho, s, name), {}).get("tp") for s in SNRS]
             if all(v is None for v in tp):
-                continue
-            ax.plot(SNRS, [np.nan if v is None else v for v in tp], marker="o",
+                continue  # every fit failed (the table says so)
+            ax.plot(SNRS, [np.nan if v is None else v for v in tp], marker="o", color=colour[name],
                     linestyle="-" if name.startswith("fsframe") else "--", label=name)
         ax.set_title(f"{task}, rho = {rho:g}")
         ax.set_xlabel("SNR")
