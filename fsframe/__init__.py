@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # what static tools see; at run time these load lazily (see _
     from .dataset import Dataset
     from .auxiliary import AuxSolver
     from .enums import SOLUTION_PRESENT, ProblemClass, Status
-    from .estimator import FSSelector
+    from .estimator import FSRegressor, FSSelector
     from .evaluation import CompareResult, CVResult, compare, cross_validate
     from .fitting import fit
     from .paths import PathResult, path
@@ -72,6 +72,7 @@ __all__ = [
     "CVResult",
     "CompareResult",
     "FSSelector",
+    "FSRegressor",
 ]
 
 #: public name -> the module (relative to this package) that defines it; loaded on first access
@@ -107,6 +108,7 @@ _LAZY: dict[str, str] = {
     "CVResult": ".evaluation",
     "CompareResult": ".evaluation",
     "FSSelector": ".estimator",
+    "FSRegressor": ".estimator",
 }
 
 

@@ -4,8 +4,11 @@
 
     minimise    1/2 x'Px + c'x + offset
     subject to  A x = b
-                G x <=_K h,   K = R_+^l x SOC(q_1) x ... x SOC(q_r)
+                G x <=_K h,   K = R_+^l x SOC(q_1) x ... x SOC(q_r) x EXP^k
                 lb <= x <= ub
+
+``EXP`` is the exponential cone in Clarabel's order, ``(r, s, t)`` with ``s exp(r/s) <= t``
+(:mod:`fsframe.exp_cone`); its ``k`` triples are the last rows of ``G``.
 
 Bounds are kept apart because HiGHS takes them natively (as column bounds); conic backends
 fold them into the ``R_+`` block (:meth:`ProblemData.bounds_as_rows`). This module depends on
@@ -18,12 +21,13 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from . import exp_cone
 from ._lazy import lazy_module
 from .enums import ProblemClass
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
-__all__ = ["ProblemData", "Auxiliaries"]
+__all__ = ["ProblemData", "Auxiliaries", "Definition"]
 
 
 @attrs.frozen(eq=False)
@@ -53,6 +57,9 @@ class ProblemData:
     """The columns outside the model (slacks, epigraph variables) whose least values a closed form
     gives (:class:`Auxiliaries`): an answer is certified and returned with them settled, so that
     its objective is the one its model attains. ``None``: every column as the solver left it."""
+    exp: int = attrs.field(default=0, kw_only=True)
+    """Exponential cones: the last ``3 * exp`` rows of ``G``, one triple ``(r, s, t)`` each, in
+    :mod:`fsframe.exp_cone`'s order (``s exp(r/s) <= t``)."""
 
     def settled(self, x: NDArray) -> NDArray:
         """``x`` with :attr:`auxiliaries` at their least values given the other columns (``x``
@@ -64,13 +71,13 @@ class ProblemData:
         for name, M, rhs in (("A", self.A, self.b), ("G", self.G, self.h)):
             if M.shape[1] != n or M.shape[0] != rhs.shape[0]:
                 raise ValueError(f"ProblemData: {name} has shape {M.shape}, rhs {rhs.shape}, n={n}")
-        if self.l + sum(self.cones) != self.G.shape[0]:
-            raise ValueError("ProblemData: l + sum(cones) must equal the rows of G")
+        if self.l + sum(self.cones) + 3 * self.exp != self.G.shape[0]:
+            raise ValueError("ProblemData: l + sum(cones) + 3 * exp must equal the rows of G")
         if self.P is not None and self.P.shape != (n, n):
             raise ValueError(f"ProblemData: P has shape {self.P.shape}, expected {(n, n)}")
         old = self.appended_to
         if old is not None and (old.n > n or old.A.shape[0] != self.A.shape[0] or old.G.shape[0] != self.G.shape[0]
-                                or old.l != self.l or old.cones != self.cones):
+                                or old.l != self.l or old.cones != self.cones or old.exp != self.exp):
             raise ValueError("ProblemData: appended_to names a problem with other rows or more columns")
 
     @property
@@ -83,7 +90,12 @@ class ProblemData:
 
     @property
     def problem_class(self) -> ProblemClass:
-        return ProblemClass.of(self.has_quadratic_objective, bool(self.cones))
+        return ProblemClass.of(self.has_quadratic_objective, bool(self.cones), bool(self.exp))
+
+    @property
+    def exp_start(self) -> int:
+        """The first row of ``G`` in an exponential cone (``l + sum(cones)``)."""
+        return self.l + int(sum(self.cones))
 
     def evolve(self, **changes) -> "ProblemData":
         """A changed copy (the claim :attr:`appended_to` is dropped unless restated)."""
@@ -109,6 +121,8 @@ class ProblemData:
             for q in self.cones:
                 viol.append(max(0.0, float(np.linalg.norm(s[k + 1 : k + q]) - s[k])))
                 k += q
+            if self.exp:  # the distance of each triple to the exponential cone
+                viol.append(float(np.max(exp_cone.distance(s[k:]), initial=0.0)))
         viol.append(float(np.max(self.lb - x, initial=0.0)))
         viol.append(float(np.max(x - self.ub, initial=0.0)))
         return max(viol)
@@ -159,6 +173,11 @@ class Auxiliaries:
     (:attr:`exact` is then ``False``): the loss is that of the model with those values, an upper
     bound of its least loss. Every built-in formulation's auxiliaries are settled exactly.
 
+    ``definitions`` (:class:`Definition`, from the model's records: a log-sum-exp epigraph
+    ``t = log sum_k exp(u_k)`` and its exponential-cone variables, residuals ``r = y - X w - b``
+    defined by equality rows) set their columns first, in order, from the columns they read; the
+    rule above then settles the rest. A column a definition sets is never one of the rule's.
+
     The columns' entries are read once per constraint matrices ``G``, ``A`` and which columns
     settle once per ``c``, ``lb``, ``ub``, ``P`` (compared by identity: a problem's arrays are
     read-only, new values come in new arrays). A problem carries its auxiliaries in
@@ -166,8 +185,13 @@ class Auxiliaries:
     (:meth:`fsframe.backends.base.BackendSession.judge`).
     """
 
-    def __init__(self, columns: NDArray, secondary: NDArray | None = None):
-        self.columns = np.asarray(columns, dtype=np.int64)
+    def __init__(self, columns: NDArray, secondary: NDArray | None = None, definitions: tuple = ()):
+        self.definitions = tuple(definitions)
+        defined = (np.concatenate([d.cols for d in self.definitions]) if self.definitions
+                   else np.zeros(0, dtype=np.int64))
+        columns = np.asarray(columns, dtype=np.int64)
+        self.columns = columns[~np.isin(columns, defined)]
+        self.defined = np.asarray(defined, dtype=np.int64)
         self.secondary = (np.zeros(self.columns.size, dtype=bool) if secondary is None
                           else np.isin(self.columns, np.asarray(secondary, dtype=np.int64)))
         self._pattern_of: tuple = ()  # the (G, A) the pattern was read from
@@ -184,10 +208,11 @@ class Auxiliaries:
         rows, idx = Gk.row.astype(np.int64), Gk.col.astype(np.int64)
         starts = data.l + np.concatenate([[0], np.cumsum(data.cones)]).astype(np.int64)
         head = np.full(rows.shape, -1, dtype=np.int64)
-        in_cone = rows >= data.l
+        in_cone = (rows >= data.l) & (rows < data.exp_start)
         if in_cone.any():
             which = np.searchsorted(starts, rows[in_cone], side="right") - 1
             head[in_cone] = np.where(rows[in_cone] == starts[which], which, -2)
+        head[rows >= data.exp_start] = -2  # an exponential cone's entry: no closed form here
         in_eq = (np.bincount(data.A[:, cand].tocoo().col, minlength=cand.size) > 0 if data.A.shape[0]
                  else np.zeros(cand.size, dtype=bool))
         self._entries = (rows, idx, Gk.data, head, in_eq)
@@ -221,7 +246,7 @@ class Auxiliaries:
         keep = ok[idx]
         pos = np.cumsum(ok) - 1  # column index -> position among the settled
         self.cols = cand[ok]
-        self.exact = not bool(np.any(free_cost & ~ok & prim))
+        self.exact = not bool(np.any(free_cost & ~ok & prim))  # (defined columns are not candidates)
         self._rows, self._pos, self._vals, self._head = rows[keep], pos[idx[keep]], vals[keep], head[keep]
 
     def settle(self, data: ProblemData, x: NDArray) -> NDArray:
@@ -235,6 +260,8 @@ class Auxiliaries:
             self._rule(data)
             self._rule_of = rule
         x = np.array(x, dtype=float, copy=True)
+        for d in self.definitions:
+            x[d.cols] = d.value(x)
         if not self.cols.size:
             return x
         s = data.h - data.G @ x
@@ -246,3 +273,46 @@ class Auxiliaries:
         np.maximum.at(new, self._pos, x[self.cols][self._pos] + slack / self._vals)
         x[self.cols] = new
         return x
+
+
+_DEFINITION_KINDS = ("affine", "exp", "logsumexp")
+
+
+@attrs.frozen(eq=False)
+class Definition:
+    """Columns whose value at an optimum a closed form of other columns gives: the least value of
+    an auxiliary variable (:class:`Auxiliaries` sets them first).
+
+    ``x[cols] = f(matrix @ x + const)`` with ``f`` by ``kind``: ``"affine"`` the identity (a
+    residual defined by equality rows), ``"exp"`` elementwise ``exp`` (an exponential cone's
+    ``t >= s exp(r / s)`` at ``s = 1``, tight at the optimum when ``t`` carries a cost through
+    the rows it is in), ``"logsumexp"`` — ``matrix`` stacks ``K`` blocks of ``len(cols)`` rows and
+    ``x[cols] = log sum_k exp(block_k @ x + const_k)`` (a log-sum-exp epigraph, the logistic
+    loss with ``K = 2`` and one block of zeros). A definition may read columns an earlier one set.
+    """
+
+    cols: NDArray = attrs.field(converter=lambda a: np.asarray(a, dtype=np.int64))
+    matrix: object  # scipy sparse, shape (rows, n)
+    const: NDArray = attrs.field(converter=lambda a: np.asarray(a, dtype=float))
+    kind: str = attrs.field(default="affine")
+
+    def __attrs_post_init__(self):
+        if self.kind not in _DEFINITION_KINDS:
+            raise ValueError(f"Definition: kind must be one of {_DEFINITION_KINDS}, got {self.kind!r}")
+        k = self.cols.size
+        rows = self.matrix.shape[0]
+        if self.const.shape != (rows,) or (rows != k if self.kind != "logsumexp" else rows % max(k, 1)):
+            raise ValueError(f"Definition: {rows} rows and {self.const.shape} constants for {k} columns "
+                             f"({self.kind})")
+
+    def value(self, x: NDArray) -> NDArray:
+        """The defined columns' values at ``x``."""
+        u = self.matrix @ x + self.const
+        if self.kind == "affine":
+            return u
+        if self.kind == "exp":
+            with np.errstate(over="ignore"):
+                return np.exp(u)
+        U = u.reshape(-1, self.cols.size)  # (K, k)
+        top = U.max(axis=0)
+        return top + np.log(np.exp(U - top).sum(axis=0))

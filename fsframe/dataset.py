@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .errors import DataError, DataWarning
 
-__all__ = ["Dataset", "check_Xy", "check_no_silent_cast", "data_diagnostics", "identifier_columns"]
+__all__ = ["Dataset", "check_Xy", "check_regression_Xy", "check_no_silent_cast", "data_diagnostics", "identifier_columns"]
 
 MIN_SAMPLES_PER_CLASS = 2
 """A class needs two samples: one to train on and one to estimate any spread from."""
@@ -262,6 +262,30 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = Fal
     return Xa, ya
 
 
+def check_regression_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = False) -> tuple[NDArray, NDArray]:
+    """:func:`check_Xy` for a regression target: ``y`` real (float64), finite and not constant
+    (booleans, strings and other labels are refused). Returns fresh copies; with ``warn``, the
+    awkward features are reported as for classification.
+
+    Raises
+    ------
+    DataError
+        naming the first problem found.
+    """
+    Xa, ya = check_Xy(X, y, name=name, classes=False)
+    if ya.dtype.kind not in "iuf":
+        raise DataError(f"{name}: a regression target must be real numbers, got y of dtype {ya.dtype} "
+                        f"(first values {preview(ya[:3])}); encode labels as numbers or use a classification method")
+    ya = ya.astype(np.float64)
+    if not np.all(np.isfinite(ya)):
+        raise DataError(f"{name}: y contains NaN or inf values; impute or drop those samples")
+    if ya.shape[0] < 2 or np.all(ya == ya[0]):
+        raise DataError(f"{name}: y is constant ({float(ya[0])!r} in all {ya.shape[0]} samples); nothing to regress on")
+    if warn:
+        _warn_awkward(Xa, None, name)
+    return Xa, ya
+
+
 def identifier_columns(X: NDArray) -> list[int]:
     """Columns of ``X`` that hold a distinct integer in every sample, like a sample id or a row
     number (from :data:`MIN_SAMPLES_FOR_IDENTIFIER` samples on; ``[]`` below)."""
@@ -333,6 +357,8 @@ def _warn_awkward(X: NDArray, y: NDArray, name: str, feature_names: Sequence[str
             DataWarning,
             stacklevel=4,
         )
+    if y is None:  # a regression target: no classes to count
+        return
     _, counts = np.unique(y, return_counts=True)
     if counts.min() < SMALL_CLASS_WARNING:
         warnings.warn(

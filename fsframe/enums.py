@@ -16,9 +16,15 @@ class ProblemClass(enum.Enum):
     """Convex quadratic objective, linear constraints."""
     SOCP = "SOCP"
     """Linear (or convex quadratic) objective with second-order cone constraints."""
+    EXP = "EXP"
+    """Linear (or convex quadratic) objective with exponential cone constraints (and possibly
+    second-order cones): a logistic loss. Solved by the conic backends that take the
+    exponential cone (ECOS, Clarabel); HiGHS refuses it."""
 
     @classmethod
-    def of(cls, has_quadratic_objective: bool, has_cones: bool) -> "ProblemClass":
+    def of(cls, has_quadratic_objective: bool, has_cones: bool, has_exp: bool = False) -> "ProblemClass":
+        if has_exp:
+            return cls.EXP
         if has_cones:
             return cls.SOCP
         return cls.QP if has_quadratic_objective else cls.LP

@@ -1,6 +1,7 @@
 """:class:`FSSelector`: fsframe as a scikit-learn estimator — a feature selector
 (``transform``, ``get_support``, ``get_feature_names_out``) that is also a classifier
-(``predict``, ``decision_function``, ``score``).
+(``predict``, ``decision_function``, ``score``); :class:`FSRegressor` is its regression flavour
+(least squares: ``predict`` the fitted values, ``score`` the R^2).
 
 Parameter shape (scikit-learn's estimator rules): ``__init__`` only stores its arguments, every
 argument is an explicit keyword, and validation happens in :meth:`FSSelector.fit`. The parameters
@@ -19,7 +20,7 @@ import warnings
 from typing import Any, Mapping
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import NotFittedError as _SkNotFittedError
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.multiclass import check_classification_targets
@@ -30,7 +31,7 @@ from .dataset import check_no_silent_cast
 from .fitting import fit as _fit
 from .method import sparsity_knobs
 
-__all__ = ["FSSelector", "NotFittedError"]
+__all__ = ["FSSelector", "FSRegressor", "NotFittedError"]
 
 
 class NotFittedError(errors.NotFittedError, _SkNotFittedError):
@@ -167,6 +168,13 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
             raise errors.DataError(
                 f"FSSelector needs samples of at least two classes; y has 1 class ({classes[0]!r})")
         kw = self._fit_kwargs()
+        from .fitting import is_regression
+        from .method import resolve
+
+        if is_regression(resolve(self.method, formulation=self.formulation, surrogate=self.surrogate,
+                                 loop=self.loop).formulation):
+            raise errors.InvalidOptionError(
+                f"FSSelector is a classifier; method {self.method!r} fits a real target: use FSRegressor")
         result = _fit(X, y_idx, method=self.method, formulation=self.formulation, surrogate=self.surrogate,
                       loop=self.loop, backend=self.backend, n_features=self.n_features, **kw)
         self.classes_ = classes
@@ -216,3 +224,58 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         tags.input_tags.sparse = False
         tags.input_tags.allow_nan = False
         return tags
+
+
+class FSRegressor(RegressorMixin, FSSelector):
+    """:class:`FSSelector` for a real target: a feature selector that is a scikit-learn regressor
+    (``predict`` gives ``X @ coef_ + intercept_``, ``score`` the coefficient of determination
+    R^2). Its method must fit a regression (``Formulation.task == "regression"``: ``l1-ls`` /
+    ``lasso``, ``l0-ls``, ``em-ls``, ``log-ls``); a classification method is an
+    :class:`~fsframe.errors.InvalidOptionError` at ``fit``. Parameters as :class:`FSSelector`'s
+    (default method ``"l1-ls"``, where ``C = 1 / (n_samples * alpha_lasso)`` gives scikit-learn's
+    ``Lasso(alpha_lasso)``); ``coef_`` has shape ``(n_features_in_,)`` and ``intercept_`` is a
+    float, as scikit-learn's linear regressors.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(50, 8))
+    >>> y = X[:, 0] - 2 * X[:, 3] + 0.1 * rng.normal(size=50)
+    >>> reg = FSRegressor("l1-ls", C=1.0).fit(X, y)
+    >>> reg.get_support().nonzero()[0].tolist(), reg.score(X, y) > 0.99
+    ([0, 3], True)
+    """
+
+    def __init__(self, method: str | None = "l1-ls", *, C: float | None = None, alpha: float | None = None,
+                 n_features: int | None = None, max_iter: int | None = None, tol: float | None = None,
+                 formulation: str | None = None, surrogate: str | None = None, loop: str | None = None,
+                 backend: str = "auto", params: Mapping[str, Any] | None = None):
+        super().__init__(method, C=C, alpha=alpha, n_features=n_features, max_iter=max_iter, tol=tol,
+                         formulation=formulation, surrogate=surrogate, loop=loop, backend=backend, params=params)
+
+    def fit(self, X, y):
+        """Select features and fit the sparse regression on the real target ``y``."""
+        from .fitting import is_regression
+        from .method import resolve
+
+        X, y = check_no_silent_cast(X, "X", name="FSRegressor"), check_no_silent_cast(y, "y", name="FSRegressor")
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, accept_sparse=False)
+        kw = self._fit_kwargs()
+        res = resolve(self.method, formulation=self.formulation, surrogate=self.surrogate, loop=self.loop)
+        if not is_regression(res.formulation):
+            raise errors.InvalidOptionError(
+                f"FSRegressor needs a regression method; {res.method or res.formulation.name!r} fits class labels "
+                "(use FSSelector)")
+        result = _fit(X, y, method=self.method, formulation=self.formulation, surrogate=self.surrogate,
+                      loop=self.loop, backend=self.backend, n_features=self.n_features, **kw)
+        self.result_ = result
+        self.coef_ = np.asarray(result.coef, dtype=np.float64).reshape(-1).copy()
+        self.intercept_ = float(np.asarray(result.intercept, dtype=np.float64).reshape(-1)[0])
+        self.support_ = np.asarray(result.support, dtype=bool).copy()
+        self.n_iter_ = int(result.n_iter)
+        return self
+
+    def predict(self, X):
+        """The fitted values ``X @ coef_ + intercept_``."""
+        return self.decision_function(X)

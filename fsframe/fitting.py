@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 
 from .backends.base import Backend, SolveOptions
 from .compiler.cones import CONE_FORMS
-from .dataset import Dataset, check_Xy
+from .dataset import Dataset, check_regression_Xy, check_Xy
 from .errors import (BackendUnavailableError, DataError, DataWarning, IncompatibleComponentsError, InvalidOptionError,
                      SolverWarning, UnknownComponentError, UnsupportedProblemError)
 from .auxiliary import AuxSolver
@@ -425,8 +425,8 @@ def fit(
     t_start = time.perf_counter()
     flags = check_fit_options(fast=fast, keep_model=keep_model, cone_form=cone_form, verbose=verbose)
     fast, keep_model, verbose = flags["fast"], flags["keep_model"], flags["verbose"]
-    Xa, ya, names = training_data(X, y)
     res = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **params)
+    Xa, ya, names = training_data(X, y, regression=is_regression(res.formulation))
     check_n_features(n_features, res, Xa)
     ws = working_set_options(working_set)
     options = make_options(time_limit=time_limit, verbose=verbose, backend_options=backend_options)
@@ -437,14 +437,23 @@ def fit(
                         keep_model=keep_model, callback=callback, ws=ws, verify=verify_be, t_start=t_start)
 
 
-def training_data(X, y) -> tuple:
-    """``(X, y, feature_names)`` of :func:`fit`'s ``X``/``y`` (or a Dataset), checked and copied."""
+def is_regression(formulation) -> bool:
+    """Whether ``formulation`` fits a real target (``Formulation.task == "regression"``: least
+    squares) rather than class labels."""
+    return getattr(formulation, "task", "classification") == "regression"
+
+
+def training_data(X, y, *, regression: bool = False) -> tuple:
+    """``(X, y, feature_names)`` of :func:`fit`'s ``X``/``y`` (or a Dataset), checked and copied;
+    with ``regression`` the target is a real vector (:func:`fsframe.dataset.check_regression_Xy`)."""
     if isinstance(X, Dataset):
         if y is not None:
             raise InvalidOptionError("pass either a Dataset or X and y, not both")
+        if regression:
+            raise InvalidOptionError("a Dataset holds class labels; pass X and a real y to a regression method")
         return np.array(X.X), np.array(X.y), X.feature_names
     names = _column_names(X)
-    Xa, ya = check_Xy(X, y, warn=True)
+    Xa, ya = check_regression_Xy(X, y, warn=True) if regression else check_Xy(X, y, warn=True)
     return Xa, ya, names
 
 
@@ -463,7 +472,14 @@ def check_n_features(n_features, res: Resolved, Xa) -> None:
 def check_classes(res: Resolved, n_classes: int) -> None:
     """Raise :class:`~fsframe.errors.UnsupportedProblemError` before any work when the
     formulation declares two classes only (``Formulation.multiclass == "binary"``) and the labels
-    hold more."""
+    hold more; and :class:`~fsframe.errors.InvalidOptionError` when a regression formulation
+    (``task = "regression"``) meets ``n_classes > 0`` class labels (a data set of classes: the
+    command line, cross-validation, studies), rather than regress on the class codes."""
+    if n_classes and is_regression(res.formulation):
+        raise InvalidOptionError(
+            f"{res.method or res.formulation.name!r} is a regression method (formulation {res.formulation.name!r} fits "
+            f"a real target) and the data hold {n_classes} class labels; fit a real target with fsframe.fit(X, y) or "
+            "fsframe.FSRegressor (the command line, cross-validation and studies load class-labelled data sets)")
     if n_classes > 2 and res.formulation.multiclass == "binary":
         raise UnsupportedProblemError(
             f"formulation {res.formulation.name!r} fits two classes only (multiclass='binary'), y has {n_classes}: "
@@ -496,7 +512,8 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
         transform = res.kernel.fit(Xa)
         Z = transform.transform(Xa)
         names = None
-    classes = tuple(np.unique(ya).tolist())
+    regression = is_regression(res.formulation)
+    classes = () if regression else tuple(np.unique(ya).tolist())
     check_classes(res, len(classes))
     auto = default_n_features(res, Z.shape[1]) if n_features is None else None
     n_features = n_features if auto is None else auto
@@ -506,8 +523,10 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
                       DataWarning, stacklevel=3)
     common = dict(method=res.method, formulation=res.formulation, surrogate=res.surrogate, loop=res.loop,
                   params=res.params, transform=transform, feature_names=names)
-    if len(classes) == 2 or res.formulation.multiclass == "native":
-        if len(classes) == 2:
+    if regression or len(classes) == 2 or res.formulation.multiclass == "native":
+        if regression:  # a real target, as given; FitResult.classes is () and predict is the fitted value
+            y_code = np.asarray(ya, dtype=float)
+        elif len(classes) == 2:
             y_code = np.where(ya == classes[1], 1.0, -1.0)
         else:
             y_code = np.searchsorted(np.asarray(classes), ya)

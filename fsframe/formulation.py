@@ -121,6 +121,13 @@ class Formulation(abc.ABC):
     and its coefficients are ``(n_groups, n_classes)``, one row group per feature: see
     :func:`fsframe.results.result_coef`); ``"binary"``: two classes only, more are refused before
     any work (:class:`~fsframe.errors.UnsupportedProblemError`)."""
+    task: ClassVar[str] = "classification"
+    """``"classification"``: ``build`` receives class codes (``-1``/``+1``, or integers for a native
+    multi-class model); ``"regression"``: a real target, passed as given (least squares).
+    :func:`fsframe.fit` validates ``y`` accordingly, ``FitResult.classes`` is then ``()`` and
+    ``predict`` the fitted values; class-labelled surfaces (the command line, cross-validation,
+    studies) refuse a regression formulation with a typed error, and :class:`fsframe.FSRegressor`
+    is its estimator."""
     pricing: ClassVar[str | None] = "reduced-costs"
     """How the core prices a feature group it leaves out of a working set
     (:mod:`fsframe.working_set`): ``"reduced-costs"`` — the group's columns at zero against the

@@ -266,7 +266,8 @@ def backends_for(problem_class: ProblemClass | None) -> list[type]:
 def select_backend(name: str | Backend, problem_class: ProblemClass, *, quadratic: bool = False,
                    time_limit: float | None = None) -> Backend:
     """A backend instance: by name, or for ``"auto"`` the preferred available backend that
-    supports ``problem_class`` — HiGHS for LP/QP, ECOS for SOCP — skipping, when the subproblem
+    supports ``problem_class`` — HiGHS for LP/QP, ECOS for SOCP, Clarabel for exponential cones —
+    skipping backends that declare the class in ``auto_skips`` and, when the subproblem
     has a ``quadratic`` objective, backends that only reformulate it (an SOCP with a quadratic
     objective, e.g. MPM + EM, goes to Clarabel), and, when a ``time_limit`` is given, backends
     that cannot enforce one. An auxiliary solve goes through :class:`fsframe.AuxSolver`, which uses this.
@@ -290,7 +291,8 @@ def select_backend(name: str | Backend, problem_class: ProblemClass, *, quadrati
             reasons = {c.name: (c.available().reason or f"does not support {problem_class.value}") for c in cands}
             raise BackendUnavailableError(f"no available backend solves {problem_class.value} problems: {reasons}")
         preferred = [c for c in usable if (c.native_quadratic or not quadratic)
-                     and (c.honours_time_limit or time_limit is None)]
+                     and (c.honours_time_limit or time_limit is None)
+                     and problem_class not in getattr(c, "auto_skips", ())]
         backend = (preferred or usable)[0]()
     else:
         backend = reg.get("backend", name)()

@@ -215,7 +215,8 @@ class Subproblem:
 
     def _with_auxiliaries(self, base):
         """``base`` carrying the model's :class:`~fsframe.canonical.Auxiliaries`: every column
-        but the slot's coefficients and magnitudes, the intercept's columns secondary."""
+        but the slot's coefficients and magnitudes, the intercept's columns secondary, and the
+        model's recorded definitions (:attr:`CompiledModel.definitions`)."""
         if self._auxiliaries is None:
             comp = self.compiled
             model = np.zeros(comp.base.n, dtype=bool)
@@ -223,7 +224,8 @@ class Subproblem:
             if comp.slot.S is not None:
                 model[comp.slot.S.indices] = True
             icols = [comp.col_index.get(id(v), -1) for v in self.built.intercept.vars]
-            self._auxiliaries = Auxiliaries(np.flatnonzero(~model), secondary=[c for c in icols if c >= 0])
+            self._auxiliaries = Auxiliaries(np.flatnonzero(~model), secondary=[c for c in icols if c >= 0],
+                                            definitions=comp.definitions)
         return base if base.auxiliaries is self._auxiliaries else base.evolve(auxiliaries=self._auxiliaries,
                                                                        appended_to=base.appended_to)
 

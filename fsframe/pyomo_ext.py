@@ -9,6 +9,11 @@ write or solve it — but three kinds of component are built through these helpe
 * :func:`add_soc` — a second-order cone ``||lhs|| <= rhs`` stated in Pyomo as auxiliary
   variables ``z = lhs``, ``t = rhs >= 0`` and the quadratic constraint ``sum z_i^2 <= t^2``
   (the form conic-aware Pyomo solvers such as Gurobi recognise);
+* :func:`add_exp_cones` — exponential cones ``s exp(r / s) <= t`` over affine maps, stated in
+  Pyomo as the (convex) nonlinear constraints themselves; :func:`add_log_sum_exp` builds the
+  epigraph ``t >= log sum_k exp(u_k)`` (a logistic or multinomial loss) from them;
+* :func:`add_definitions` — equality rows ``vars = lmap`` recorded as *defining* ``vars``
+  (a least-squares residual), so that a solver's answer is read with them exact;
 * :func:`add_sparsity_slot` — the objective ``loss + penalty`` whose penalty weights are mutable
   Params that outer loops change between solves.
 
@@ -34,8 +39,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._lazy import lazy_module
 from .errors import UnsupportedProblemError
-from .pyomo_records import (SLOT_TERMS, Annotations, ConeRecord, Expansion, LinearBlock, LinearMap, NamedBlock,
-                            SparsitySlot, annotations)
+from .pyomo_records import (SLOT_TERMS, Annotations, ConeRecord, DefinitionRecord, Expansion, ExpConeRecord,
+                            LinearBlock, LinearMap, NamedBlock, SparsitySlot, annotations)
 
 # imported on first use: the method catalogue (fsframe methods) never needs Pyomo or SciPy
 pyo = lazy_module("pyomo.environ")
@@ -51,12 +56,17 @@ __all__ = [
     "LinearBlock",
     "Expansion",
     "ConeRecord",
+    "ExpConeRecord",
+    "DefinitionRecord",
     "SparsitySlot",
     "SLOT_TERMS",
     "annotations",
     "add_linear_constraints",
     "add_named_expressions",
     "add_soc",
+    "add_exp_cones",
+    "add_log_sum_exp",
+    "add_definitions",
     "add_sparsity_slot",
     "materialize",
     "var_list",
@@ -173,6 +183,8 @@ def materialize(model) -> None:
         block.materialize()
     for block in ann.linear.values():
         block.materialize()
+    for rec in ann.exp:
+        rec.materialize()
 
 
 def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLike | None = None,
@@ -213,7 +225,7 @@ def _as_map(spec, what: str) -> LinearMap:
     items = list(spec) if isinstance(spec, (list, tuple)) else [spec]
     if all(getattr(v, "is_variable_type", lambda: False)() for v in items):
         return LinearMap.identity(items)
-    raise TypeError(f"add_soc: {what} must be a LinearMap or a list of Pyomo variables")
+    raise TypeError(f"{what} must be a LinearMap or a list of Pyomo variables")
 
 
 def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object):
@@ -267,6 +279,145 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
     # the record's maps are over variables, like every record the compiler reads
     annotations(model).cones.append(ConeRecord(con, _over_variables(model, lmap), _over_variables(model, rmap),
                                                tuple(z), t, tuple(defs), tuple(aux), con.expr))
+    return con
+
+
+def _constant_map(value, rows: int, what: str) -> LinearMap:
+    """A map without variables holding ``value`` (a scalar or one value per row)."""
+    const = np.broadcast_to(np.asarray(value, dtype=float), (rows,)).copy()
+    return LinearMap(sp.csr_matrix((rows, 0)), (), const)
+
+
+def add_exp_cones(model, name: str, r: LinearMap, s, t: LinearMap, *, defer: bool = False):
+    """Add ``k`` exponential cones ``s_i exp(r_i / s_i) <= t_i`` as an indexed Pyomo
+    ``Constraint`` ``name`` (one convex nonlinear constraint per cone, over the affine maps: no
+    auxiliary variables). Compiled, cone ``i`` is the triple ``(r_i, s_i, t_i)`` of
+    :mod:`fsframe.exp_cone` (``docs/conic.md``).
+
+    Parameters
+    ----------
+    r, t : LinearMap with ``k`` rows
+        Over variables or named expressions of :func:`add_named_expressions`.
+    s : LinearMap with ``k`` rows, or a positive number (or one per cone)
+        A constant ``s`` (1 for every log-sum-exp) gives ``s * exp(r / s) <= t``; an affine one the
+        perspective ``s * exp(r / s) <= t`` with ``s >= 0`` implied.
+    defer : bool
+        Create the Pyomo constraints only when the model is asked for (:func:`materialize`); the
+        compiler reads the record. Worth it when ``r`` or ``t`` has many entries (a logistic
+        margin over thousands of features).
+
+    Returns the Constraint component.
+    """
+    r = _over_variables(model, _as_map(r, "r"))
+    t = _over_variables(model, _as_map(t, "t"))
+    k = r.n_rows
+    if t.n_rows != k:
+        raise ValueError(f"add_exp_cones {name}: r has {k} rows, t {t.n_rows}")
+    if isinstance(s, LinearMap):
+        s = _over_variables(model, s)
+        if s.n_rows != k:
+            raise ValueError(f"add_exp_cones {name}: s has {s.n_rows} rows for {k} cones")
+        if not s.vars:
+            s = _constant_map(s.const, k, "s")
+    else:
+        s = _constant_map(s, k, "s")
+    if not s.vars and not np.all(s.const > 0):
+        raise ValueError(f"add_exp_cones {name}: a constant s must be positive (s = 0 is the face r <= 0, t >= 0: "
+                         "state it with add_linear_constraints)")
+    con = pyo.Constraint(range(k))
+    model.add_component(name, con)
+    rec = ExpConeRecord(con, r, s, t, pending=True)
+    if not defer:
+        rec.materialize()
+    annotations(model).exp.append(rec)
+    return con
+
+
+def _stack_maps(maps: Sequence[LinearMap]) -> LinearMap:
+    """The maps' rows stacked (in order) over the union of their variables."""
+    index: dict = {}
+    out_vars: list = []
+    for m in maps:
+        for v in m.vars:
+            if id(v) not in index:
+                index[id(v)] = len(out_vars)
+                out_vars.append(v)
+    blocks = []
+    for m in maps:
+        M = m.matrix.tocoo()
+        cols = np.array([index[id(v)] for v in m.vars], dtype=np.int64)
+        blocks.append(sp.csr_matrix((M.data, (M.row, cols[M.col] if M.nnz else M.col)),
+                                    shape=(m.n_rows, len(out_vars))))
+    return LinearMap(sp.vstack(blocks, format="csr"), out_vars, np.concatenate([m.const for m in maps]))
+
+
+def add_log_sum_exp(model, name: str, terms: Sequence, *, defer: bool = False) -> list:
+    """The epigraph ``t_i >= log sum_k exp(u_k,i)`` of a log-sum-exp, as exponential cones:
+    variables ``t`` (returned) and ``name_v[k, i]`` with ``exp(u_k,i - t_i) <= v_k,i`` and
+    ``sum_k v_k,i <= 1`` (the standard conic form). With ``terms = [None, -m]`` it is the
+    logistic loss ``t_i >= log(1 + exp(-m_i))``; with the ``K`` class scores of a multinomial model,
+    its normaliser.
+
+    Parameters
+    ----------
+    terms : sequence of LinearMap (``m`` rows each) or None
+        The ``K >= 2`` exponents ``u_k`` over variables or named expressions; ``None`` is the
+        zero map.
+    defer : bool
+        Build the Pyomo constraints lazily (see :func:`add_exp_cones`).
+
+    The record defines ``t = log sum_k exp(u_k)`` and ``v_k = exp(u_k - t)``
+    (:class:`DefinitionRecord`): a solver's answer is read with ``t`` at exactly the loss its
+    coefficients attain (``fsframe.canonical.Auxiliaries``).
+    """
+    if len(terms) < 2:
+        raise ValueError(f"add_log_sum_exp {name}: need at least two terms, got {len(terms)}")
+    m = next((u.n_rows for u in terms if u is not None), None)
+    if m is None:
+        raise ValueError(f"add_log_sum_exp {name}: every term is None")
+    maps = [_constant_map(0.0, m, "term") if u is None else _over_variables(model, _as_map(u, "term")) for u in terms]
+    if any(u.n_rows != m for u in maps):
+        raise ValueError(f"add_log_sum_exp {name}: the terms have {[u.n_rows for u in maps]} rows; they must agree")
+    K = len(maps)
+    with _gc.PauseGC():
+        tv = pyo.Var(range(m))
+        model.add_component(f"{name}_t", tv)
+        vv = pyo.Var(range(K), range(m))
+        model.add_component(f"{name}_v", vv)
+    t = tuple(tv.values())
+    v = [tuple(vv[k, i] for i in range(m)) for k in range(K)]
+    eye = sp.identity(m, format="csr")
+    for k, u in enumerate(maps):
+        r = LinearMap(sp.hstack([u.matrix, -eye]).tocsr(), tuple(u.vars) + t, u.const)
+        add_exp_cones(model, f"{name}_cone{k}", r, 1.0, LinearMap.identity(v[k]), defer=defer)
+    ann = annotations(model)
+    depends = list(ann.exp[-K:])
+    sums = add_linear_constraints(model, f"{name}_sum", LinearMap(sp.hstack([eye] * K).tocsr(), [x for vk in v for x in vk]),
+                                  upper=1.0)
+    depends.append(ann.linear[id(sums)])
+    stacked = _stack_maps(maps)
+    ann.definitions.append(DefinitionRecord("logsumexp", t, stacked, tuple(depends)))
+    for k, u in enumerate(maps):
+        ann.definitions.append(DefinitionRecord(
+            "exp", v[k], LinearMap(sp.hstack([u.matrix, -eye]).tocsr(), tuple(u.vars) + t, u.const), tuple(depends)))
+    return list(t)
+
+
+def add_definitions(model, name: str, vars: Sequence, lmap: LinearMap, *, defer: bool = False):
+    """Add the equality rows ``vars_i = lmap_i`` as an indexed Pyomo ``Constraint`` ``name``
+    (:func:`add_linear_constraints`) and record that they *define* ``vars``: a solver's answer is
+    read with ``vars`` recomputed from the other columns, exactly (a least-squares residual
+    ``r = y - X w - b``, whose square the loss charges). Returns the Constraint component."""
+    vars = tuple(vars)
+    lmap = _as_map(lmap, "lmap")
+    if lmap.n_rows != len(vars):
+        raise ValueError(f"add_definitions {name}: {len(vars)} variables for {lmap.n_rows} rows")
+    if not all(getattr(v, "is_variable_type", lambda: False)() for v in vars):
+        raise TypeError(f"add_definitions {name}: vars must be Pyomo variables")
+    rows = LinearMap(sp.hstack([sp.identity(len(vars)), -lmap.matrix]).tocsr(), vars + tuple(lmap.vars))
+    con = add_linear_constraints(model, name, rows, lower=lmap.const, upper=lmap.const, defer=defer)
+    ann = annotations(model)
+    ann.definitions.append(DefinitionRecord("affine", vars, _over_variables(model, lmap), (ann.linear[id(con)],)))
     return con
 
 

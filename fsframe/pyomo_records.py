@@ -1,6 +1,7 @@
 """What :mod:`fsframe.pyomo_ext` records about the components it builds: affine maps
 (:class:`LinearMap`), the records the compiler reads (:class:`LinearBlock`, :class:`NamedBlock`,
-:class:`ConeRecord`, :class:`SparsitySlot`) and their store on the model (:func:`annotations`).
+:class:`ConeRecord`, :class:`ExpConeRecord`, :class:`DefinitionRecord`, :class:`SparsitySlot`) and
+their store on the model (:func:`annotations`).
 
 A record knows whether its Pyomo component is still as built (``intact``) and, for a deferred
 block, how to create its Pyomo rows (``materialize``).
@@ -23,8 +24,8 @@ sp = lazy_module("scipy.sparse")
 _gc = lazy_module("pyomo.common.gc_manager")
 _nx = lazy_module("pyomo.core.expr.numeric_expr")
 
-__all__ = ["SLOT_TERMS", "LinearMap", "NamedBlock", "Expansion", "LinearBlock", "ConeRecord", "SparsitySlot",
-           "Annotations", "annotations"]
+__all__ = ["SLOT_TERMS", "LinearMap", "NamedBlock", "Expansion", "LinearBlock", "ConeRecord", "ExpConeRecord",
+           "DefinitionRecord", "SparsitySlot", "Annotations", "annotations"]
 
 SLOT_TERMS = frozenset({"lin", "lin_w", "quad"})
 """Penalty terms of the sparsity slot: ``lin[j] * s_j`` (weight on the group-norm epigraph),
@@ -256,6 +257,96 @@ class ConeRecord:
 
 
 @attrs.define(eq=False)
+class ExpConeRecord:
+    """Record of :func:`fsframe.pyomo_ext.add_exp_cones`: ``k`` exponential cones
+    ``s_i exp(r_i / s_i) <= t_i`` (``(r_i, s_i, t_i)`` in :mod:`fsframe.exp_cone`'s order), one
+    Pyomo constraint each, written over the affine maps (no auxiliary variables). ``s`` is a map
+    that may have no variables (a positive constant per cone). ``exprs`` are the constraints'
+    expressions as built; a deferred record (``pending``) has an empty component until
+    :meth:`materialize`, like :class:`LinearBlock`."""
+
+    component: object
+    r: LinearMap
+    s: LinearMap
+    t: LinearMap
+    exprs: tuple = ()
+    pending: bool = False
+
+    @property
+    def n_cones(self) -> int:
+        return self.r.n_rows
+
+    def intact(self) -> bool:
+        """The component still has the recorded cones, all active and unedited (a pending record:
+        its component is still empty)."""
+        comp = self.component
+        if self.pending:
+            return len(comp) == 0
+        if len(comp) != self.n_cones or len(self.exprs) != self.n_cones:
+            return False
+        datas = list(comp.values())
+        return all(c.active for c in datas) and _same_exprs(datas, self.exprs)
+
+    def materialize(self) -> None:
+        """Create the Pyomo constraints of a pending record (nothing for a materialised one):
+        ``exp(r_i) <= t_i`` when ``s_i = 1``, ``s_i * exp(r_i / s_i) <= t_i`` otherwise (the
+        forms :func:`fsframe.compiler.cones.detect_exp_cone` recognises).
+
+        Raises
+        ------
+        UnsupportedProblemError
+            Constraints were added to the still-empty component by hand.
+        """
+        if not self.pending:
+            return
+        comp = self.component
+        if len(comp):
+            raise UnsupportedProblemError(
+                f"constraint {comp.name} was declared deferred (add_exp_cones(defer=True)) and rows were added to "
+                "it by hand before it was materialised; call fsframe.pyomo_ext.materialize(model) before editing a "
+                "deferred component")
+        import pyomo.environ as pyo
+
+        with _gc.PauseGC():
+            t_rows = self.t.expressions()
+            if self.s.vars:  # the perspective s exp(r / s) with an affine s
+                s_rows, s_again, r_rows = self.s.expressions(), self.s.expressions(), self.r.expressions()
+                for i in range(self.n_cones):
+                    comp[i] = s_rows[i] * pyo.exp(r_rows[i] / s_again[i]) <= t_rows[i]
+            else:
+                scale = self.s.const
+                arg = LinearMap(sp.diags(1.0 / scale) @ self.r.matrix, self.r.vars, self.r.const / scale)
+                a_rows = arg.expressions()
+                for i in range(self.n_cones):
+                    lhs = pyo.exp(a_rows[i]) if scale[i] == 1.0 else float(scale[i]) * pyo.exp(a_rows[i])
+                    comp[i] = lhs <= t_rows[i]
+        self.exprs = tuple(map(_EXPR, comp.values()))
+        self.pending = False
+
+
+DEFINITION_KINDS = ("affine", "exp", "logsumexp")
+
+
+@attrs.define(eq=False)
+class DefinitionRecord:
+    """Variables whose least value at an optimum is a closed form of others, recorded by
+    :func:`fsframe.pyomo_ext.add_log_sum_exp` and :func:`fsframe.pyomo_ext.add_definitions`:
+    ``targets = f(lmap)`` with ``f`` by ``kind`` (``"affine"``, ``"exp"`` elementwise,
+    ``"logsumexp"``: ``lmap`` stacks ``K`` blocks of ``len(targets)`` rows). The compiler turns
+    it into a :class:`fsframe.canonical.Definition` while the components it rests on
+    (``depends``: the equality rows, the exponential cones) are intact, so that an answer's
+    auxiliaries are set to the values the model attains."""
+
+    kind: str
+    targets: tuple
+    lmap: LinearMap  # over variables
+    depends: tuple = ()
+
+    def intact(self) -> bool:
+        return all(dep.intact() for dep in self.depends)
+
+
+@attrs.define(eq=False)
 class SparsitySlot:
     """Record of :func:`add_sparsity_slot`, also reachable as ``model.fsframe_slot``'s owner.
 
@@ -292,6 +383,8 @@ class Annotations:
 
     linear: dict = attrs.field(factory=dict)  # id(component) -> LinearBlock
     cones: list = attrs.field(factory=list)  # ConeRecord
+    exp: list = attrs.field(factory=list)  # ExpConeRecord
+    definitions: list = attrs.field(factory=list)  # DefinitionRecord
     slot: SparsitySlot | None = None
     named: dict = attrs.field(factory=dict)  # id(ExpressionData) -> (NamedBlock, row)
 

@@ -191,8 +191,11 @@ class FitResult:
 
     def predict(self, X: ArrayLike) -> NDArray:
         """Class labels: the sign of the decision function (binary) or its argmax (one-vs-rest,
-        native multi-output)."""
+        native multi-output); for a regression (``classes == ()``: least squares) the fitted values
+        ``X @ coef + intercept``."""
         d = self.decision_function(X)
+        if not self.classes:
+            return d
         classes = np.asarray(self.classes, dtype=object)
         if d.ndim == 1:
             out = classes[(d > 0).astype(np.intp)]  # object indexing: labels of mixed types (("rest", 3))

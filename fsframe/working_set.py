@@ -533,7 +533,7 @@ class WorkingSet:
             # excluded columns in the full problem; 0 is always a valid one (see _extend)
             self._empty_rows = (np.diff(A.indptr) == 0, np.diff(G.indptr) == 0)
         R = ProblemData(c=data.c[cols], A=A, b=b, G=G, h=h, lb=data.lb[cols], ub=data.ub[cols], l=l,
-                        cones=cones, P=P, offset=data.offset)
+                        cones=cones, P=P, offset=data.offset, exp=data.exp)
         last = self._last
         # the claim "R is the last problem with columns appended" holds only when the old columns
         # keep their entries: the same source matrices (``Subproblem.set_bounds`` may restate them)
@@ -581,7 +581,8 @@ def _drop_empty_rows(A, b, G, h, l, cones):
     cone that stays, the entries of its vector part without columns and with ``h = 0`` (they add
     nothing to its norm: an MPM covariance cone keeps its samples' rows and the ridge rows of the
     working set's features, ``1 + m_k + |W|`` entries instead of ``1 + m_k + n``; a multiplier 0
-    on a dropped entry keeps ``z`` in the dual cone and complementary).
+    on a dropped entry keeps ``z`` in the dual cone and complementary). Exponential cones (the
+    rows after the second-order cones) are kept whole.
     Returns the reduced data and the kept rows ``(eq_keep, g_keep)``."""
     a_nnz = np.diff(A.indptr)
     eq_keep = np.flatnonzero((a_nnz > 0) | (b != 0))
@@ -598,6 +599,7 @@ def _drop_empty_rows(A, b, G, h, l, cones):
             keep[k + 1:k + q] = inner
             new_cones.append(1 + int(np.count_nonzero(inner)))
         k += q
+    keep[k:] = True  # exponential cones
     g_keep = np.flatnonzero(keep)
     new_l = int(np.count_nonzero(keep[:l]))
     if eq_keep.size != A.shape[0]:

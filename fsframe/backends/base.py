@@ -364,6 +364,10 @@ class Backend(abc.ABC):
     honours_time_limit: ClassVar[bool] = True
     """Whether :attr:`SolveOptions.time_limit` is enforced; ``auto`` skips backends that cannot
     when a time limit is given."""
+    auto_skips: ClassVar[frozenset] = frozenset()
+    """Problem classes it solves when named but ``auto`` passes over while another available
+    backend takes them (ECOS: exponential cones, where it stops with numerical errors on
+    reweighted logistic subproblems that Clarabel solves; docs/conic.md)."""
     reference: ClassVar[str] = ""
     grows_columns: ClassVar[bool] = False
     """Whether a session adds the columns of a problem that claims to extend the loaded one

@@ -17,6 +17,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from .. import exp_cone
 from ..canonical import ProblemData
 from ..enums import Status
 
@@ -61,7 +62,8 @@ class Certificate:
 
 
 def _project_dual_cone(data: ProblemData, z: NDArray) -> NDArray:
-    """``z`` projected onto ``R_+^l x SOC(q_1) x ...`` (self-dual)."""
+    """``z`` projected onto the dual of ``R_+^l x SOC(q_1) x ... x EXP^k``: the first two are
+    self-dual; the exponential cones' triples onto ``K_exp*`` (:func:`fsframe.exp_cone.project_dual`)."""
     z = np.array(z, dtype=float, copy=True)
     if data.l:
         z[: data.l] = np.maximum(z[: data.l], 0.0)
@@ -77,6 +79,11 @@ def _project_dual_cone(data: ProblemData, z: NDArray) -> NDArray:
                 z[k] = a
                 z[k + 1 : k + q] = a * v / nv
         k += q
+    if data.exp:
+        tail = z[k:]
+        inside = exp_cone.in_dual_cone(tail)
+        if not inside.all():
+            z[k:] = np.where(np.repeat(inside, 3), tail, exp_cone.project_dual(tail))
     return z
 
 

@@ -1,8 +1,9 @@
-"""Clarabel backend (``clarabel``, Goulart & Chen 2024): LP, QP and SOCP by an interior point
-method with a native quadratic objective.
+"""Clarabel backend (``clarabel``, Goulart & Chen 2024): LP, QP, SOCP and exponential-cone programs
+by an interior point method with a native quadratic objective.
 
 Clarabel solves ``min 1/2 x'Px + q'x  s.t.  A x + s = b,  s in K`` with ``K`` a product of the
-zero cone (equalities), ``R_+`` and second-order cones. A session stacks fsframe's
+zero cone (equalities), ``R_+``, second-order and exponential cones (``ExponentialConeT``, whose
+order ``(x, y, z)``, ``y exp(x/y) <= z``, is fsframe's). A session stacks fsframe's
 ``A x = b`` (zero cone) over ``G x <=_K h`` with the bounds folded in as rows
 (:meth:`ProblemData.bounds_as_rows`), and passes the upper triangle of ``P``. Clarabel's
 multipliers satisfy ``P x + q + A'z = 0``, i.e. fsframe's convention
@@ -80,10 +81,10 @@ def clarabel_settings(options: SolveOptions):
 
 
 class ClarabelBackend(Backend):
-    """Clarabel: LP, QP (native ``P``) and SOCP."""
+    """Clarabel: LP, QP (native ``P``), SOCP and exponential cones."""
 
     name = "clarabel"
-    supports = frozenset({ProblemClass.LP, ProblemClass.QP, ProblemClass.SOCP})
+    supports = frozenset({ProblemClass.LP, ProblemClass.QP, ProblemClass.SOCP, ProblemClass.EXP})
     required_modules = ("clarabel",)
     preference = 2
     reference = "Goulart & Chen, Clarabel: an interior-point solver for conic programs with quadratic objectives, 2024"
@@ -141,6 +142,7 @@ class ClarabelSession(BackendSession):
         if rows.l:
             cones.append(clarabel.NonnegativeConeT(int(rows.l)))
         cones.extend(clarabel.SecondOrderConeT(int(q)) for q in rows.cones)
+        cones.extend(clarabel.ExponentialConeT() for _ in range(rows.exp))  # fsframe's (r, s, t) order
         if prep.scale is not None and "equilibrate_enable" not in self.options.backend_options:
             settings.equilibrate_enable = False  # the columns are already scaled (see the module docstring)
         try:

@@ -73,8 +73,9 @@ class Elimination:
     (``a x_j = r``), or set to 0 as *idle* (:func:`_idle_columns`: cost 0 and only in rows of
     such columns, e.g. MPM's ``u_j - v_j = 0`` once ``w_j`` is fixed). Fixed
     values move into the right-hand sides; rows left empty are dropped (equality rows, ``R_+``
-    rows, and cone entries other than a cone's first whose value is then exactly zero: an entry
-    that is always 0 changes neither the cone nor its dual). The solver sees only the rest, so a
+    rows, and second-order cone entries other than a cone's first whose value is then exactly
+    zero: an entry that is always 0 changes neither the cone nor its dual; exponential cones stay
+    whole). The solver sees only the rest, so a
     re-solve on a small support costs a small solve.
 
     Multipliers map back exactly: dropped rows get 0, a singleton row the value that makes its
@@ -201,7 +202,7 @@ def eliminate(data: ProblemData, *, tol: float = 1e-12) -> Elimination | None:
         c=np.asarray(data.c, dtype=float)[keep], A=sp.csr_matrix(A[eq_rows][:, keep]), b=res_b[eq_rows],
         G=sp.csr_matrix(G[g_rows][:, keep]), h=res_h[g_rows], lb=data.lb[keep], ub=data.ub[keep],
         l=int(np.count_nonzero(keep_g[: data.l])), cones=tuple(cones),
-        P=None if P is None else sp.csc_matrix(sp.csr_matrix(P)[keep][:, keep]), offset=data.offset)
+        P=None if P is None else sp.csc_matrix(sp.csr_matrix(P)[keep][:, keep]), offset=data.offset, exp=data.exp)
     return Elimination(full=data, keep=keep, values=values, eq_rows=eq_rows, g_rows=g_rows,
                        singletons=tuple(singletons), reduced=reduced, idle=np.flatnonzero(idle))
 

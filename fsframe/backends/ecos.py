@@ -1,7 +1,10 @@
-"""ECOS backend (``ecos``, Domahidi, Chu & Boyd 2013): LPs and SOCPs by a primal-dual interior
-point method; a convex quadratic objective enters through a rotated-cone epigraph.
+"""ECOS backend (``ecos``, Domahidi, Chu & Boyd 2013): LPs, SOCPs and exponential-cone programs by a
+primal-dual interior point method; a convex quadratic objective enters through a rotated-cone
+epigraph.
 
-ECOS solves ``min c'x  s.t.  A x = b,  h - G x in K``, ``K = R_+^l x SOC(q_1) x ...`` — fsframe's
+ECOS solves ``min c'x  s.t.  A x = b,  h - G x in K``, ``K = R_+^l x SOC(q_1) x ... x EXP^k`` (its
+exponential cone orders a triple ``(r, t, s)`` where fsframe's is ``(r, s, t)``: the rows and their
+multipliers are permuted on the way in and out) — fsframe's
 :class:`~fsframe.canonical.ProblemData` without the bounds, which a session folds into the
 ``R_+`` block (:meth:`ProblemData.bounds_as_rows`). Its multipliers already follow fsframe's
 convention ``L = c'x + y'(Ax - b) + z'(Gx - h)``, ``z in K``; they are mapped back to the rows of
@@ -119,11 +122,12 @@ def check_ecos_options(options: SolveOptions) -> dict:
 
 
 class EcosBackend(Backend):
-    """ECOS: LP, SOCP, and QP through a rotated-cone epigraph. Preferred for SOCP by
-    ``backend="auto"`` (HiGHS keeps LP/QP)."""
+    """ECOS: LP, SOCP, exponential cones, and QP through a rotated-cone epigraph. Preferred for
+    SOCP by ``backend="auto"`` (HiGHS keeps LP/QP, Clarabel takes exponential cones)."""
 
     name = "ecos"
-    supports = frozenset({ProblemClass.LP, ProblemClass.QP, ProblemClass.SOCP})
+    supports = frozenset({ProblemClass.LP, ProblemClass.QP, ProblemClass.SOCP, ProblemClass.EXP})
+    auto_skips = frozenset({ProblemClass.EXP})
     required_modules = ("ecos",)
     status_map = ECOS_STATUS
     preference = 1
@@ -166,10 +170,22 @@ class _Form:
         return c if self.epi is None else np.concatenate([c, np.ones(self.epi.shape[0])])
 
 
+def _exp_order(n_exp: int) -> np.ndarray:
+    """Row permutation of ``n_exp`` exponential-cone triples between fsframe's order ``(r, s, t)``
+    (``s exp(r/s) <= t``) and ECOS's ``(x, y, z)`` with ``z exp(x/z) <= y``, i.e. ``(r, t, s)``;
+    its own inverse."""
+    return (3 * np.arange(n_exp)[:, None] + np.array([0, 2, 1])).ravel()
+
+
 def _stack(rows: ProblemData, F) -> tuple:
+    """ECOS's ``(G, h, dims, A, b)``: the ``R_+`` and second-order cone rows of ``rows``, then the
+    epigraph cones of ``P = F'F`` (if any), then the exponential cones in ECOS's order (ECOS
+    takes the cones in the order ``l``, ``q``, ``e``)."""
     n = rows.n
-    G, h, A, b = rows.G, rows.h, rows.A, rows.b
+    split = rows.exp_start
+    G, h, A, b = rows.G[:split], rows.h[:split], rows.A, rows.b
     q = list(rows.cones)
+    k = 0
     if F is not None:
         # one epigraph column tau_i per row of F and the cones (tau_i + 1/2, F_i x, tau_i - 1/2):
         # rows 3i, 3i+1, 3i+2 of h - G[x; tau] in SOC(3)
@@ -184,6 +200,13 @@ def _stack(rows: ProblemData, F) -> tuple:
         h = np.concatenate([h, np.tile([0.5, 0.0, -0.5], k)])
         A = sp.hstack([A, sp.csr_matrix((A.shape[0], k))])
         q.extend([3] * k)
+    if rows.exp:
+        order = _exp_order(rows.exp)
+        Ge = rows.G[split:][order]
+        if k:
+            Ge = sp.hstack([Ge, sp.csr_matrix((Ge.shape[0], k))])
+        G = sp.vstack([G, Ge])
+        h = np.concatenate([h, rows.h[split:][order]])
     # ECOS needs canonical CSC: sorted indices and no duplicate entries (a hand-made ProblemData
     # may repeat a (row, column); ECOS then fails in its setup with a RuntimeError)
     Gc = sp.csc_matrix(G, dtype=float)
@@ -192,8 +215,19 @@ def _stack(rows: ProblemData, F) -> tuple:
     if A.shape[0]:
         Ac = sp.csc_matrix(A, dtype=float)
         Ac.sum_duplicates()
-    dims = {"l": int(rows.l), "q": [int(v) for v in q], "e": 0}
+    dims = {"l": int(rows.l), "q": [int(v) for v in q], "e": int(rows.exp)}
     return Gc, np.ascontiguousarray(h, dtype=float), dims, Ac, np.ascontiguousarray(b, dtype=float)
+
+
+def _row_duals(rows: ProblemData, z, n_epi: int) -> np.ndarray:
+    """ECOS's multipliers of :func:`_stack`'s rows back in the order of ``rows.G`` (the epigraph
+    cones' dropped, the exponential cones' un-permuted)."""
+    z = np.asarray(z, dtype=float)
+    split = rows.exp_start
+    if not rows.exp:
+        return z[:split]
+    tail = z[split + 3 * n_epi:]
+    return np.concatenate([z[:split], tail[_exp_order(rows.exp)]])
 
 
 class EcosSession(BackendSession):
@@ -246,7 +280,8 @@ class EcosSession(BackendSession):
         x = duals = None
         if status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT):
             x = form.prep.x(np.asarray(raw["x"], dtype=float)[: form.prep.n])
-            y, z = form.prep.duals(data, x, raw["y"], raw["z"])
+            n_epi = 0 if form.epi is None else form.epi.shape[0]
+            y, z = form.prep.duals(data, x, raw["y"], _row_duals(form.prep.layout.rows, raw["z"], n_epi))
             duals = {"y": y, "z": z}
         return RawSolution(status=status, x=x, duals=duals, iterations=int(info["iter"]), message=message,
                            raw={"exit_flag": flag, "info": info, "result": raw})

@@ -88,3 +88,15 @@ def label_column(text: str | None):
 GRID_FLAGS = ("alpha", "C", "delta")
 """Parameters with a flag of their own in ``fsframe path`` (``--alpha 1,2,5``); any other through
 ``--grid KEY=V1,V2``."""
+
+
+def refuse_regression(args, data) -> None:
+    """Raise :class:`~fsframe.errors.InvalidOptionError` when the command's method fits a real
+    target: a command loads a class-labelled data set (:func:`fsframe.fitting.check_classes`)."""
+    from ..fitting import check_classes
+    from ..method import resolve
+
+    res = resolve(args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop)
+    import numpy as np
+
+    check_classes(res, len(np.unique(np.asarray(data.y))))

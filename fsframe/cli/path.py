@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from .common import EXIT_OK, GRID_FLAGS, UsageError, parse_value
+from .common import EXIT_OK, GRID_FLAGS, UsageError, parse_value, refuse_regression
 from .evaluate import dataset_line, load_data, method_params
 from .output import check_output_paths, meta, write_json
 
@@ -61,6 +61,7 @@ def cmd_path(args, argv) -> int:
 
         _pyplot()  # fail before the path when matplotlib is missing
     data = load_data(args)
+    refuse_regression(args, data)
     params, _ = method_params(args)
     if name in params:
         raise UsageError(f"{name} is both swept and set with --set; drop one")

@@ -12,7 +12,7 @@ from ..evaluation import (accuracy_score, component_dict, cross_validate, enviro
 from ..fitting import fit
 from ..method import sparsity_knobs
 from ..results import backend_text, solver_label
-from .common import EXIT_OK, UsageError
+from .common import EXIT_OK, UsageError, refuse_regression
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
 from .output import ProgressPrinter, check_output_paths, meta, table, write_csv, write_json
 
@@ -51,6 +51,7 @@ def cmd_select(args, argv) -> int:
                          "(and --surrogate) for a custom combination")
     check_output_paths(args)
     data = load_data(args)
+    refuse_regression(args, data)
     params, _ = method_params(args)
     cv = cv_spec(args)
     if cv is None:

@@ -4,15 +4,15 @@
 
     minimise    1/2 x'Px + c'x + offset
     subject to  A x = b
-                G x <=_K h,   K = R_+^l x SOC(q_1) x ... x SOC(q_r)
+                G x <=_K h,   K = R_+^l x SOC(q_1) x ... x SOC(q_r) x EXP^k
                 lb <= x <= ub
 
 Pyomo's own standard-form compiler is LP-only, so this package is fsframe's own. By concern:
 
 * :mod:`~fsframe.compiler.rows` reads the linear constraints (recorded blocks of
   :mod:`fsframe.pyomo_ext`, direct ``LinearExpression`` bodies, general repn);
-* :mod:`~fsframe.compiler.cones` recognises quadratic cones and lays out recorded ones
-  (``cone_form``);
+* :mod:`~fsframe.compiler.cones` recognises quadratic and exponential cones and lays out
+  recorded ones (``cone_form``);
 * :mod:`~fsframe.compiler.objective` reads the objective (the slot's loss);
 * :mod:`~fsframe.compiler.assembly` holds the columns and stacks the rows into ``ProblemData``;
 * :mod:`~fsframe.compiler.compiled` is the result, :class:`CompiledModel`.
@@ -27,7 +27,7 @@ from __future__ import annotations
 from ..canonical import ProblemData
 from ..pyomo_ext import annotations, materialize
 from ..slot import SlotMaps
-from .assembly import ProblemBuilder, assemble
+from .assembly import ProblemBuilder, assemble, definitions
 from .compiled import CompiledModel
 from .cones import ConePlan
 from .objective import objective_arrays, read_objective
@@ -68,8 +68,11 @@ def compile_model(model, *, fast: bool = True, cone_form: str = "substitute") ->
             magnitude_cols = bld.cols(record.magnitude.vars)
     for cone in plan.cone_maps(bld, general_cones):
         bld.add_cone(cone)
+    for r, s, t in plan.exp:
+        bld.add_exp(r, s, t)
     n = len(bld.columns)
     c, P = objective_arrays(c_terms, quad_terms, n)
     data = assemble(bld, c, P, offset)
     slot = None if record is None else SlotMaps.from_record(record, coef_cols, magnitude_cols, n)
-    return CompiledModel(model, bld.columns, bld.col_index, data, slot, record, bld.paths)
+    return CompiledModel(model, bld.columns, bld.col_index, data, slot, record, bld.paths,
+                         definitions=definitions(ann.definitions, bld))

@@ -6,11 +6,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..canonical import ProblemData
+from ..canonical import Definition, ProblemData
 from ..errors import UnsupportedProblemError
 from ..pyomo_ext import LinearBlock, LinearMap
 
-__all__ = ["ProblemBuilder", "assemble"]
+__all__ = ["ProblemBuilder", "assemble", "definitions"]
 
 
 class ProblemBuilder:
@@ -19,7 +19,9 @@ class ProblemBuilder:
     A linear block is ``(rows, lower, upper, owned)``: a CSR matrix over the global columns
     known so far (widened when assembled) with bounds ``lower <= row <= upper``, ``owned`` when
     its arrays are the builder's own (not a record's: those are never changed); a cone block is ``(data, columns, indptr, const, q)``:
-    the rows of ``-G`` and ``h`` of one cone of size ``q``.
+    the rows of ``-G`` and ``h`` of one cone of size ``q``; an exponential block is
+    ``(rows, const, k)``: the ``3k`` rows of ``-G`` (triples ``(r, s, t)`` of ``k`` cones, in order)
+    over the columns known so far, and their ``h``.
     """
 
     def __init__(self):
@@ -27,7 +29,8 @@ class ProblemBuilder:
         self.columns: list = []
         self.blocks: list = []
         self.cone_blocks: list = []
-        self.paths = {"recorded": 0, "direct": 0, "general": 0, "cones": 0}
+        self.exp_blocks: list = []
+        self.paths = {"recorded": 0, "direct": 0, "general": 0, "cones": 0, "exp_cones": 0}
 
     def col(self, v) -> int:
         """The column of variable ``v`` (a new one on first use)."""
@@ -92,6 +95,24 @@ class ProblemBuilder:
         M = cone.matrix
         self.cone_blocks.append((M.data, cols[M.indices], M.indptr, cone.const, M.shape[0]))
         self.paths["cones"] += 1
+
+
+    def add_exp(self, r: LinearMap, s: LinearMap, t: LinearMap) -> None:
+        """The exponential cones ``(r_i, s_i, t_i)`` (``k``-row maps): ``s_i exp(r_i/s_i) <= t_i``."""
+        k = r.n_rows
+        parts = []
+        for lmap in (r, s, t):
+            M = lmap.matrix
+            cols = self.cols(lmap.vars)
+            parts.append(sp.csr_matrix((M.data, cols[M.indices], M.indptr), shape=(k, len(self.columns))))
+        n = len(self.columns)
+        for P in parts:
+            P.resize((k, n))
+        order = np.arange(3 * k).reshape(3, k).T.ravel()  # (r_0, s_0, t_0, r_1, ...)
+        rows = sp.vstack(parts, format="csr")[order]
+        const = np.concatenate([r.const, s.const, t.const])[order]
+        self.exp_blocks.append((rows, const, k))
+        self.paths["exp_cones"] += k
 
 
 def _sort_rows(R, chunk: int = 1 << 21) -> None:
@@ -188,7 +209,33 @@ def assemble(bld: ProblemBuilder, c: NDArray, P, offset: float) -> ProblemData:
         g_rows.append(-sp.csr_matrix((data, idx, ptr), shape=(q, n)))
         g_rhs.append(np.asarray(const, dtype=float))
         cones.append(int(q))
+    n_exp = 0
+    for rows, const, k in bld.exp_blocks:
+        rows.resize((rows.shape[0], n))
+        g_rows.append(-rows)
+        g_rhs.append(np.asarray(const, dtype=float))
+        n_exp += int(k)
     A, b = _stack(eq_rows, eq_rhs, n)
     G, h = _stack(g_rows, g_rhs, n)
     lb, ub = _column_bounds(bld.columns)
-    return ProblemData(c=c, A=A, b=b, G=G, h=h, lb=lb, ub=ub, l=l, cones=tuple(cones), P=P, offset=offset)
+    return ProblemData(c=c, A=A, b=b, G=G, h=h, lb=lb, ub=ub, l=l, cones=tuple(cones), P=P, offset=offset, exp=n_exp)
+
+
+def definitions(records, bld: ProblemBuilder) -> tuple:
+    """The :class:`~fsframe.canonical.Definition` of each intact definition record whose
+    variables are all columns, over the columns of ``bld`` (a variable of its map that is no
+    column is unused by the model and counts as 0)."""
+    n = len(bld.columns)
+    out = []
+    for rec in records:
+        if not rec.intact():
+            continue
+        cols = [bld.col_index.get(id(v)) for v in rec.targets]
+        if None in cols:
+            continue
+        M = rec.lmap.matrix.tocoo()
+        where = np.array([bld.col_index.get(id(v), -1) for v in rec.lmap.vars], dtype=np.int64)
+        known = where[M.col] >= 0 if M.nnz else np.zeros(0, dtype=bool)
+        mat = sp.csr_matrix((M.data[known], (M.row[known], where[M.col][known])), shape=(M.shape[0], n))
+        out.append(Definition(cols=cols, matrix=mat, const=rec.lmap.const, kind=rec.kind))
+    return tuple(out)

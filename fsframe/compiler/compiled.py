@@ -34,11 +34,15 @@ class CompiledModel:
     slot : SlotMaps or None
     paths : dict
         How many rows each reading path produced (``recorded``, ``direct``, ``general``) and
-        how many cones (``cones``).
+        how many cones (``cones``, ``exp_cones``).
+    definitions : tuple of fsframe.canonical.Definition
+        The model's recorded definitions of auxiliary variables (a log-sum-exp epigraph, a
+        residual) in columns: how an answer's auxiliaries are read exactly
+        (:class:`~fsframe.canonical.Auxiliaries`).
     """
 
     def __init__(self, model, columns: list, col_index: dict, data: ProblemData, slot: SlotMaps | None,
-                 slot_record: SparsitySlot | None, paths: dict):
+                 slot_record: SparsitySlot | None, paths: dict, definitions: tuple = ()):
         self._model = model
         self.columns = columns
         self.col_index = col_index
@@ -46,6 +50,7 @@ class CompiledModel:
         self.data = data
         self.slot = slot
         self.paths = paths
+        self.definitions = tuple(definitions)
         self._model_weights = None if slot is None else ModelWeights(slot_record, slot, columns)
 
     # -- the Pyomo model, brought up to date on request ---------------------------------------

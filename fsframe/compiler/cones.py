@@ -1,5 +1,7 @@
-"""Second-order cones: recognised in a quadratic constraint, or taken from the records of
-:func:`fsframe.pyomo_ext.add_soc` in one of two forms (``cone_form``).
+"""Cones: second-order cones recognised in a quadratic constraint, or taken from the records of
+:func:`fsframe.pyomo_ext.add_soc` in one of two forms (``cone_form``); exponential cones
+recognised in a nonlinear constraint ``s exp(r / s) <= t`` (:func:`detect_exp_cone`), or taken
+from the records of :func:`fsframe.pyomo_ext.add_exp_cones`.
 
 A recorded cone ``||lhs|| <= rhs`` is stated in Pyomo through auxiliary variables ``z = lhs``,
 ``t = rhs``. ``"substitute"`` puts the affine maps ``rhs``, ``lhs`` straight into the cone's rows
@@ -17,7 +19,7 @@ from ..errors import UnsupportedProblemError
 from ..pyomo_ext import Annotations, ConeRecord, LinearMap
 from .assembly import ProblemBuilder
 
-__all__ = ["CONE_FORMS", "ConePlan", "detect_cone"]
+__all__ = ["CONE_FORMS", "ConePlan", "detect_cone", "detect_exp_cone"]
 
 CONE_FORMS = ("substitute", "auxiliary")
 
@@ -40,6 +42,64 @@ def detect_cone(cdata, repn, lo: float, up: float) -> LinearMap:
     vars_ = [t] + [v for v, _ in pos]
     scale = np.sqrt(np.array([-b] + [a for _, a in pos]))
     return LinearMap(sp.diags(scale).tocsr(), vars_)
+
+
+def _linear(expr, what: str, msg: str) -> LinearMap:
+    """The affine map of a linear Pyomo expression (one row)."""
+    from pyomo.repn import generate_standard_repn
+
+    repn = generate_standard_repn(expr, quadratic=False, compute_values=True)
+    if repn.nonlinear_expr is not None:
+        raise UnsupportedProblemError(f"{msg} ({what} is not affine)")
+    return LinearMap(np.array([repn.linear_coefs], dtype=float).reshape(1, len(repn.linear_vars)),
+                     repn.linear_vars, [float(repn.constant)])
+
+
+def detect_exp_cone(cdata, repn, lo: float, up: float) -> tuple[LinearMap, LinearMap, LinearMap]:
+    """Recognise the exponential cone ``s exp(r / s) <= t`` in a constraint whose body's ``repn``
+    (linear part less its constant, bounds ``lo``/``up`` less it) has the nonlinear part
+    ``exp(a)``, ``c * exp(a)`` (constant ``c > 0``; ``s = c``, ``r = c a``) or ``S * exp(R / S)``
+    (affine ``S``, ``R``) and the linear part ``-t``; returns the one-row maps ``(r, s, t)``."""
+    from pyomo.core.expr.numeric_expr import DivisionExpression, ProductExpression, UnaryFunctionExpression
+
+    msg = (f"constraint {cdata.name} is nonlinear and not an exponential cone s*exp(r/s) <= t (s a positive "
+           "constant or affine, r and t affine); fsframe compiles LP/QP/SOCP/exponential cones only; declare "
+           "exponential cones with fsframe.pyomo_ext.add_exp_cones")
+    if np.isfinite(lo) or not np.isfinite(up) or repn.quadratic_vars:
+        raise UnsupportedProblemError(msg)
+    nl = repn.nonlinear_expr
+
+    def is_exp(e):
+        return isinstance(e, UnaryFunctionExpression) and e.getname() == "exp"
+
+    if is_exp(nl):
+        s_map = LinearMap(np.zeros((1, 0)), (), [1.0])
+        r_map = _linear(nl.args[0], "the exponent", msg)
+    elif isinstance(nl, ProductExpression) and is_exp(nl.args[1]):
+        head, inner = nl.args[0], nl.args[1].args[0]
+        if isinstance(head, (int, float, np.floating)) or not getattr(head, "is_potentially_variable", lambda: True)():
+            c = float(head if isinstance(head, (int, float, np.floating)) else head())
+            if not c > 0:
+                raise UnsupportedProblemError(msg)
+            a = _linear(inner, "the exponent", msg)
+            s_map = LinearMap(np.zeros((1, 0)), (), [c])
+            r_map = LinearMap(a.matrix * c, a.vars, a.const * c)
+        elif isinstance(inner, DivisionExpression):
+            s_map = _linear(head, "s", msg)
+            r_map = _linear(inner.args[0], "r", msg)
+            s_again = _linear(inner.args[1], "s", msg)
+            same = (len(s_map.vars) == len(s_again.vars) and all(a is b for a, b in zip(s_map.vars, s_again.vars))
+                    and np.array_equal(s_map.matrix.toarray(), s_again.matrix.toarray())
+                    and np.array_equal(s_map.const, s_again.const))
+            if not same:
+                raise UnsupportedProblemError(msg)
+        else:
+            raise UnsupportedProblemError(msg)
+    else:
+        raise UnsupportedProblemError(msg)
+    t_map = LinearMap(-np.array([repn.linear_coefs], dtype=float).reshape(1, len(repn.linear_vars)),
+                      repn.linear_vars, [up])
+    return r_map, s_map, t_map
 
 
 def _substituted(rec: ConeRecord) -> LinearMap:
@@ -73,12 +133,19 @@ class ConePlan:
         self._definitions = ({id(d): r for r in self._records.values() for d in r.definitions}
                              if self.substitute else {})
         self.deferred: list[ConeRecord] = []
+        self._exp = {id(r.component): r for r in ann.exp if r.intact()} if fast else {}
+        self.exp: list[tuple[LinearMap, LinearMap, LinearMap]] = []
+        """The exponential cones ``(r, s, t)`` in the order read (records and recognised constraints)."""
 
     def takes(self, component) -> bool:
         """Whether ``component`` is a recorded cone (collected) or a definition it may substitute."""
         rec = self._records.get(id(component))
         if rec is not None:
             self.deferred.append(rec)
+            return True
+        exp = self._exp.get(id(component))
+        if exp is not None:
+            self.exp.append((exp.r, exp.s, exp.t))
             return True
         return id(component) in self._definitions
 

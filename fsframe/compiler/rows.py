@@ -7,7 +7,8 @@
    reads it);
 2. *direct* — a ``LinearExpression`` body with numeric coefficients is read without a repn;
 3. *general* — ``generate_standard_repn(quadratic=True)`` on anything else; a quadratic
-   constraint is handed to :func:`fsframe.compiler.cones.detect_cone`.
+   constraint is handed to :func:`fsframe.compiler.cones.detect_cone`, a nonlinear one to
+   :func:`fsframe.compiler.cones.detect_exp_cone`.
 """
 
 from __future__ import annotations
@@ -19,19 +20,19 @@ import pyomo.environ as pyo
 from pyomo.core.expr.numeric_expr import LinearExpression
 from pyomo.repn import generate_standard_repn
 
-from ..errors import UnsupportedProblemError
 from ..pyomo_ext import Annotations, LinearMap
 from .assembly import ProblemBuilder
-from .cones import ConePlan, detect_cone
+from .cones import ConePlan, detect_cone, detect_exp_cone
 
 __all__ = ["read_constraints"]
 
 
 def read_constraints(model, ann: Annotations, bld: ProblemBuilder, plan: ConePlan, fast: bool) -> list[LinearMap]:
     """Read every active constraint of ``model`` into ``bld``, except the recorded cones and
-    definitions ``plan`` takes over (collected in ``plan.deferred``); return the cones found
-    on the general path."""
+    definitions ``plan`` takes over (collected in ``plan.deferred``, exponential cones in
+    ``plan.exp``); return the second-order cones found on the general path."""
     general_cones: list[LinearMap] = []
+    exp_records = {id(r.component): r for r in ann.exp}
     for comp in model.component_objects(pyo.Constraint, active=True, descend_into=True):
         if plan.takes(comp):
             continue
@@ -41,13 +42,15 @@ def read_constraints(model, ann: Annotations, bld: ProblemBuilder, plan: ConePla
                 bld.add_block(block)
                 continue
             block.materialize()  # a deferred block read from Pyomo needs its rows first
+        if id(comp) in exp_records:
+            exp_records[id(comp)].materialize()
         for cdata in comp.values():
             if cdata.active:
-                _read_constraint(bld, cdata, general_cones)
+                _read_constraint(bld, cdata, general_cones, plan.exp)
     return general_cones
 
 
-def _read_constraint(bld: ProblemBuilder, cdata, cones_out: list) -> None:
+def _read_constraint(bld: ProblemBuilder, cdata, cones_out: list, exp_out: list) -> None:
     """One constraint on the direct or the general path."""
     body = cdata.body
     lo = -np.inf if cdata.lower is None else float(pyo.value(cdata.lower))
@@ -57,9 +60,10 @@ def _read_constraint(bld: ProblemBuilder, cdata, cones_out: list) -> None:
         bld.add_row(body.linear_coefs, body.linear_vars, lo - const, up - const, "direct")
         return
     repn = generate_standard_repn(body, quadratic=True, compute_values=True)
-    if repn.nonlinear_expr is not None:
-        raise UnsupportedProblemError(f"constraint {cdata.name} is nonlinear; fsframe compiles LP/QP/SOCP only")
     const = float(repn.constant)
+    if repn.nonlinear_expr is not None:
+        exp_out.append(detect_exp_cone(cdata, repn, lo - const, up - const))
+        return
     if repn.quadratic_vars:
         cones_out.append(detect_cone(cdata, repn, lo - const, up - const))
         return

@@ -23,7 +23,10 @@ def where(mask: NDArray, *arrays) -> str:
 
 def codes(formulation: Formulation, y: NDArray) -> NDArray:
     """Labels as the formulation's ``build`` receives them: ``±1`` (the larger label is ``+1``)
-    for a binary formulation, integer codes for a native multi-class one."""
+    for a binary formulation, integer codes for a native multi-class one, the real target itself
+    for a regression (``Formulation.task == "regression"``)."""
+    if getattr(formulation, "task", "classification") == "regression":
+        return np.asarray(y, dtype=float)
     classes = np.unique(y)
     if formulation.multiclass == "native":
         return np.searchsorted(classes, y)

@@ -22,7 +22,7 @@ def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rto
       feature groups and, with more than two classes, the first axis the classes;
     * the coefficients vanish exactly outside ``support`` and not inside it (per group);
     * ``decision_function`` is the formulation's on ``(coef, intercept)`` and ``predict`` its sign
-      (binary) or argmax (one-vs-rest);
+      (binary), argmax (one-vs-rest) or itself (a regression: ``classes == ()``);
     * with a decision loss (given, or registered for the formulation's class as for :func:`check_formulation`), the objective:
       ``loss + penalty`` recomputed from the returned coefficients (``sum_j phi(||w_(j)||)`` for
       surrogate loops, ``phi'(0) ||w||_1`` or ``||w||^2`` for ``single``) to ``rtol``, with no
@@ -68,7 +68,10 @@ def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rto
     if not np.allclose(result.decision_function(X), f):
         _fail(who, "decision_function differs from the formulation's")
     classes = np.asarray(result.classes, dtype=object)
-    if f.ndim == 1 and not np.array_equal(result.predict(X).astype(str), classes[(f > 0).astype(np.intp)].astype(str)):
+    if not result.classes:  # a regression (Formulation.task == "regression"): predict is the fitted value
+        if not np.allclose(result.predict(X), f):
+            _fail(who, "predict of a regression is not its decision function (the fitted values)")
+    elif f.ndim == 1 and not np.array_equal(result.predict(X).astype(str), classes[(f > 0).astype(np.intp)].astype(str)):
         _fail(who, "predict is not the sign of the decision function")
     ran.append("support/decision consistent")
     if result.objective is None:

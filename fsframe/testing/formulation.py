@@ -36,13 +36,15 @@ def _sorted_rows(R: NDArray) -> NDArray:
 
 
 def _cone_rows(data: ProblemData, perm) -> NDArray:
-    """The cone rows of ``G | h``, each cone's entries after the first (``t``) in sorted order
-    (a second-order cone is invariant under their permutation)."""
+    """The cone rows of ``G | h``, each second-order cone's entries after the first (``t``) in
+    sorted order (a second-order cone is invariant under their permutation), then the
+    exponential cones' triples as they are (an exponential cone's entries are not)."""
     R = _dense_rows(data.G[data.l:], data.h[data.l:], perm)
     out, k = [], 0
     for q in data.cones:
         out += [R[k : k + 1], _sorted_rows(R[k + 1 : k + q])]
         k += q
+    out.append(R[k:])
     return np.vstack(out) if out else R
 
 
@@ -62,6 +64,7 @@ def _same_data(who: str, fast: CompiledModel, general: CompiledModel, data_f: Pr
         "ub": (data_f.ub, data_g.ub[perm]),
         "offset": (np.atleast_1d(data_f.offset), np.atleast_1d(data_g.offset)),
         "cones": (np.array(data_f.cones), np.array(data_g.cones)),
+        "exponential cones": (np.atleast_1d(data_f.exp), np.atleast_1d(data_g.exp)),
     }
     Pf = np.zeros((data_f.n,) * 2) if data_f.P is None else data_f.P.toarray()
     Pg = np.zeros((data_g.n,) * 2) if data_g.P is None else data_g.P.toarray()
@@ -243,7 +246,7 @@ def check_formulation(formulation: Formulation, X, y, *, backend: Backend | str 
             # interior-point conic solvers stop at a ~1e-8 relative gap, and the two paths state the
             # cones differently (substituted vs auxiliary columns): optima to 1e-6, coefficients
             # to about the gap's root
-            otol, wtol = (1e-6, 1e-3) if df.cones else (1e-7, 1e-6)
+            otol, wtol = (1e-6, 1e-3) if df.cones or df.exp else (1e-7, 1e-6)
             if not math.isclose(rf.objective, rg.objective, rel_tol=otol, abs_tol=otol):
                 _fail(tag, f"fast path optimum {rf.objective!r} != general path optimum {rg.objective!r}")
             wf, wg = fast.coef(rf.x), general.coef(rg.x)

@@ -46,7 +46,7 @@ import pytest
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("vocabulary", ("fsframe.enums", "fsframe.errors", "fsframe.validators", "fsframe.hookspecs",
                     "fsframe._lazy", "fsframe._version")),
-    ("canonical form", ("fsframe.canonical", "fsframe.linalg")),
+    ("canonical form", ("fsframe.canonical", "fsframe.exp_cone", "fsframe.linalg")),
     ("solvers and surrogates", ("fsframe.backends", "fsframe.surrogates")),
     ("model building and compiling", ("fsframe.pyomo_ext", "fsframe.pyomo_records", "fsframe.compiler", "fsframe.slot",
                                       "fsframe.formulation", "fsframe.kernels")),

@@ -56,6 +56,7 @@ SECTIONS = {
     "paper001": ("mempm.md", "paper001",
                  lambda m, _: m.markdown(_json("paper001.json")["results"], _json("paper001.json")["meta"])),
     "twsvm_report": ("twsvm.md", "twsvm_report", lambda m, _: m.table(_json("twsvm_report.json")["runs"])),
+    "support_recovery": ("performance.md", "support_recovery", lambda m, _: m.markdown(_json("support_recovery.json"))),
 }
 
 NOT_REGENERABLE = {

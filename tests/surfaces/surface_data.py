@@ -12,10 +12,14 @@ import fsframe
 
 
 def tiny(n_classes: int, *, per_class: int = 10, n_features: int = 5, seed: int = 0):
-    """``per_class`` samples of each class around the vertices of a regular polygon of radius 3 in
+    """``n_classes = 0``: a regression on 20 samples, the real target ``2 x_0 - x_1`` plus noise 0.3
+    (the cells of methods whose formulation declares ``task = "regression"``). Otherwise ``per_class`` samples of each class around the vertices of a regular polygon of radius 3 in
     features 0 and 1 (noise 0.6), and ``n_features - 2`` noise features: every class is linearly
     separable from the rest, so the hard margin of paper 004 (``dso-fs``) applies too."""
     rng = np.random.default_rng(seed)
+    if n_classes == 0:
+        X = rng.normal(size=(2 * per_class, n_features))
+        return X, 2.0 * X[:, 0] - X[:, 1] + 0.3 * rng.normal(size=2 * per_class)
     angles = 2 * np.pi * np.arange(n_classes) / n_classes
     centers = 3.0 * np.column_stack([np.cos(angles), np.sin(angles)])
     y = np.repeat(np.arange(n_classes), per_class)

@@ -9,7 +9,10 @@ The cases are generated from the registry, so a method a plugin registers (the e
 cells apply is read from the components' declarations, not from a list of names: a formulation
 declaring ``multiclass = "binary"`` must be refused on three classes, with a typed error, on
 every surface (checked on a probe plugin below, since no built-in declares it); a loop declaring
-``sparse = False`` (a ranking) keeps the better half of the features without ``n_features``.
+``sparse = False`` (a ranking) keeps the better half of the features without ``n_features``; a
+formulation declaring ``task = "regression"`` (least squares) gets one cell on a real target
+(``tiny(0)``) instead of the two class counts: ``fit`` and ``FSRegressor`` run it, and the command
+line and studies, which load class-labelled data sets, refuse it with a typed error.
 
 Each surface is compared with an independent computation: the kit's ``check_fit_result``
 (support, decision function and objective recomputed in numpy), ``fsframe.fit`` on the same data
@@ -30,13 +33,13 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.feature_selection import SelectFromModel
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 import fsframe
 from fsframe.cli import main
 from fsframe.errors import UnsupportedProblemError
-from fsframe.estimator import FSSelector
+from fsframe.estimator import FSRegressor, FSSelector
 from fsframe.method import parameter_names
 from fsframe.testing import check_fit_result
 
@@ -44,7 +47,15 @@ from surface_data import reference_fit, tiny
 
 REG = fsframe.get_registry()
 METHODS = REG.names("method")
-CASES = [pytest.param(m, c, id=f"{m}-{c}classes") for m in METHODS for c in (2, 3)]
+
+
+def regression(method: str) -> bool:
+    """Whether the method's formulation declares a real target (``task = "regression"``)."""
+    return getattr(fsframe.resolve(method).formulation, "task", "classification") == "regression"
+
+
+CASES = [pytest.param(m, 0, id=f"{m}-regression") if regression(m) else pytest.param(m, c, id=f"{m}-{c}classes")
+         for m in METHODS for c in ((0,) if regression(m) else (2, 3))]
 
 
 # ----------------------------------------------------------------------- declared capabilities
@@ -84,6 +95,12 @@ def expect_refusal(run):
         run()
 
 
+def expect_cli_regression_refusal(r):
+    """The command line loads class-labelled data sets: a regression method is refused, typed."""
+    assert r.code == 2, (r.code, r.err)
+    assert "[InvalidOptionError]" in r.err and "regression method" in r.err, r.err
+
+
 def expect_cli_refusal(r):
     assert r.code == 2, (r.code, r.err)
     assert "[UnsupportedProblemError]" in r.err and "multiclass='binary'" in r.err, r.err
@@ -114,8 +131,11 @@ def test_fit(method, n_classes):
     r = reference_fit(method, n_classes)
     check_fit_result(r, X, y)  # support, decision function, predictions and objective recomputed
     class_layout(r.coef, n_classes, X.shape[1])
-    assert r.decision_function(X).shape == ((len(y),) if n_classes == 2 else (len(y), n_classes))
-    assert set(np.unique(r.predict(X))) <= set(range(n_classes))
+    assert r.decision_function(X).shape == ((len(y),) if n_classes in (0, 2) else (len(y), n_classes))
+    if n_classes:
+        assert set(np.unique(r.predict(X))) <= set(range(n_classes))
+    else:  # a regression: no classes, the fitted values (check_fit_result compared them)
+        assert r.classes == () and np.corrcoef(r.predict(X), y)[0, 1] > 0.9
     k = ranking_size(method, X.shape[1])
     if k is not None:  # a ranking has no sparsity of its own: the better half, not every feature
         assert r.n_selected == k and r.info["n_features_default"] == k
@@ -139,6 +159,8 @@ def test_estimator(method, n_classes):
         expect_refusal(lambda: FSSelector(method).fit(X, y))
         return
     r = reference_fit(method, n_classes)
+    if not n_classes:
+        return _regressor(method, X, y, r)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sel = FSSelector(method).fit(X, y)
@@ -165,12 +187,33 @@ def test_estimator(method, n_classes):
     assert twin.get_params() == sel.get_params() and not hasattr(twin, "coef_")
 
 
+def _regressor(method, X, y, r):
+    """The regression flavour: FSRegressor equals fsframe.fit, scores R^2, composes."""
+    reg = FSRegressor(method).fit(X, y)
+    np.testing.assert_allclose(reg.coef_, r.coef, rtol=1e-7, atol=1e-10)
+    assert reg.intercept_ == pytest.approx(float(r.intercept), rel=1e-7, abs=1e-10)
+    np.testing.assert_array_equal(reg.get_support(), r.support)
+    np.testing.assert_allclose(reg.predict(X), r.predict(X))
+    resid = y - r.predict(X)
+    assert reg.score(X, y) == pytest.approx(1 - resid @ resid / np.sum((y - y.mean()) ** 2), rel=1e-9)
+    imp = np.abs(reg.coef_)
+    pipe = make_pipeline(SelectFromModel(FSRegressor(method)), LinearRegression()).fit(X, y)
+    np.testing.assert_array_equal(pipe[0].get_support(), imp >= imp.mean())
+    with pytest.raises(fsframe.errors.InvalidOptionError, match="FSRegressor"):
+        FSSelector(method).fit(X, (y > 0).astype(int))
+    twin = clone(reg)
+    assert twin.get_params() == reg.get_params() and not hasattr(twin, "coef_")
+
+
 # ------------------------------------------------------------------------- fsframe select
 @pytest.mark.parametrize("method, n_classes", CASES)
 def test_select_once(method, n_classes, cli, tiny_csv, tmp_path):
     out_json, out_csv = tmp_path / "out.json", tmp_path / "out.csv"
-    r_cli = cli("select", tiny_csv[n_classes], "--method", method, "--scale", "none", "--json", out_json,
+    r_cli = cli("select", tiny_csv[n_classes or 2], "--method", method, "--scale", "none", "--json", out_json,
                 "--csv", out_csv)
+    if not n_classes:
+        expect_cli_regression_refusal(r_cli)
+        return
     if refused(method, n_classes):
         expect_cli_refusal(r_cli)
         return
@@ -203,8 +246,12 @@ def test_select_cv_and_compare(method, n_classes, cli, tiny_csv, tmp_path):
     """``select --cv`` and ``compare`` on the same splits: every fit finishes and both report the
     same fits."""
     a, b = tmp_path / "select.json", tmp_path / "compare.json"
-    r_sel = cli("select", tiny_csv[n_classes], "--method", method, "--cv", 2, "--jobs", 1, "--json", a)
-    r_cmp = cli("compare", tiny_csv[n_classes], "--methods", method, "--cv", 2, "--jobs", 1, "--json", b)
+    r_sel = cli("select", tiny_csv[n_classes or 2], "--method", method, "--cv", 2, "--jobs", 1, "--json", a)
+    r_cmp = cli("compare", tiny_csv[n_classes or 2], "--methods", method, "--cv", 2, "--jobs", 1, "--json", b)
+    if not n_classes:
+        expect_cli_regression_refusal(r_sel)
+        expect_cli_regression_refusal(r_cmp)
+        return
     if refused(method, n_classes):
         expect_cli_refusal(r_sel)
         expect_cli_refusal(r_cmp)
@@ -229,8 +276,11 @@ def test_path(method, n_classes, cli, tiny_csv, tmp_path):
     key, value = first_numeric_parameter(method)
     grid = grid_of(value)
     out = tmp_path / "path.json"
-    r_cli = cli("path", tiny_csv[n_classes], "--method", method, "--grid", f"{key}={','.join(map(str, grid))}",
+    r_cli = cli("path", tiny_csv[n_classes or 2], "--method", method, "--grid", f"{key}={','.join(map(str, grid))}",
                 "--scale", "none", "--json", out)
+    if not n_classes:
+        expect_cli_regression_refusal(r_cli)
+        return
     if refused(method, n_classes):
         expect_cli_refusal(r_cli)
         return
@@ -265,6 +315,8 @@ def study(tiny_csv, tmp_path_factory):
     for c in (2, 3):
         lines += ['[[datasets]]', f'name = "tiny{c}"', f'path = "{tiny_csv[c].as_posix()}"', '']
     for m in METHODS:
+        if regression(m):
+            continue  # studies load class-labelled data sets (test_study_refuses_regression)
         lines += ['[[methods]]', f'method = "{m}"']
         if refused(m, 3):
             lines.append('datasets = ["tiny2"]')
@@ -284,6 +336,9 @@ def study(tiny_csv, tmp_path_factory):
 def test_study_and_report(method, n_classes, study):
     assert study.report_code == 0
     mine = [c for c in study.cells if c["label"] == method and c["dataset"] == f"tiny{n_classes}"]
+    if not n_classes:
+        assert not [c for c in study.cells if c["label"] == method]
+        return
     if refused(method, n_classes):
         assert not mine  # not planned: the study's file restricts it to two classes
         return
@@ -301,6 +356,16 @@ def test_study_and_report(method, n_classes, study):
 
 def test_study_ran_every_cell(study):
     assert study.run_code == 0
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if regression(m)][:1])
+def test_study_refuses_regression(method, cli, tiny_csv, tmp_path):
+    """A study of a regression method on a (class-labelled) data set is refused before any cell."""
+    study = tmp_path / "study.toml"
+    study.write_text(f'[protocol]\ncv = 2\n\n[[datasets]]\nname = "tiny2"\npath = "{tiny_csv[2].as_posix()}"\n\n'
+                     f'[[methods]]\nmethod = "{method}"\n')
+    r = cli("run", study, "--out", tmp_path / "results", "--no-progress")
+    assert r.code != 0 and "regression method" in r.err, (r.code, r.err)
 
 
 # ------------------------------------------------------- a cell that does not apply: a probe
