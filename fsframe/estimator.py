@@ -146,8 +146,10 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like, shape (n_samples, n_features)
-            Dense, finite. Not modified.
+        X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
+            Finite. Not modified. Sparse input stays sparse for methods whose formulation is
+            linear in ``X`` (hinge, twin SVM, margin); the others raise
+            :class:`~fsframe.errors.SparseInputError`.
         y : array-like, shape (n_samples,)
             Class labels (any type); two classes or more (one-vs-rest).
 
@@ -156,7 +158,7 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         self
         """
         X, y = check_no_silent_cast(X, "X", name="FSSelector"), check_no_silent_cast(y, "y", name="FSSelector")
-        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse=False)
+        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse="csr")
         check_classification_targets(y)
         classes, y_idx = np.unique(y, return_inverse=True)
         if classes.size < 2:
@@ -196,7 +198,7 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         (n_samples, n_classes) one-vs-rest scores."""
         self._check_fitted()
         X = validate_data(self, check_no_silent_cast(X, "X", name="FSSelector"), reset=False, dtype=np.float64,
-                          accept_sparse=False)
+                          accept_sparse="csr")
         return np.asarray(self.result_.decision_function(X), dtype=np.float64)
 
     def predict(self, X):
@@ -207,6 +209,6 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True  # methods linear in X fit CSR as is; the others raise SparseInputError
         tags.input_tags.allow_nan = False
         return tags

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 
 from .backends.base import Backend, SolveOptions
 from .compiler.cones import CONE_FORMS
-from .dataset import Dataset, check_Xy
+from .dataset import Dataset, check_Xy, is_sparse
 from .errors import (BackendUnavailableError, DataError, DataWarning, IncompatibleComponentsError, InvalidOptionError,
                      SolverWarning, UnknownComponentError, UnsupportedProblemError)
 from .formulation import AuxSolver, call_opt_in
@@ -338,7 +338,7 @@ def training_data(X, y) -> tuple:
     if isinstance(X, Dataset):
         if y is not None:
             raise InvalidOptionError("pass either a Dataset or X and y, not both")
-        return np.array(X.X), np.array(X.y), X.feature_names
+        return (X.X.copy() if X.is_sparse else np.array(X.X)), np.array(X.y), X.feature_names
     names = _column_names(X)
     Xa, ya = check_Xy(X, y, warn=True)
     return Xa, ya, names
@@ -366,6 +366,8 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
     :func:`fit` would."""
     t_start = time.perf_counter() if t_start is None else t_start
     verify = _verify_backend(verify, res)
+    if is_sparse(Xa):
+        res.check_sparse_input()
     transform = None
     Z = Xa
     if res.kernel is not None:

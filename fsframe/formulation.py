@@ -135,6 +135,13 @@ class Formulation(abc.ABC):
     equals at the optimum: ``"l2"`` (scalar groups, or groups in a second-order cone) or ``"l1"``
     (every entry split as ``u - v`` and ``s_j = sum (u + v)``, as in an LP with several coefficient
     blocks per feature, e.g. the twin SVM's ``(2, n)``). Loops read the group norms ``t_j`` in it."""
+    sparse_input: ClassVar[bool] = False
+    """Whether :meth:`validate`, :meth:`build` and :meth:`decision_function` take a scipy.sparse
+    (CSR) ``X`` and keep memory proportional to its stored entries — a formulation linear in
+    ``X`` (hinge, twin SVM, margin). Otherwise a sparse ``X`` is refused before anything is built
+    (:class:`~fsframe.errors.SparseInputError` with :meth:`needs_dense`'s reason)."""
+    dense_reason: ClassVar[str] = "it has not declared that it builds from a sparse X (Formulation.sparse_input)"
+    """Why the formulation needs ``X`` dense, for the refusal's message (e.g. the MPM's class covariances)."""
     multiclass: ClassVar[str] = "ovr"
     """``"ovr"``: binary only, fsframe runs one-vs-rest; ``"native"``: handles any number of
     classes itself (``build`` then receives integer class codes)."""
@@ -154,6 +161,12 @@ class Formulation(abc.ABC):
     @abc.abstractmethod
     def problem_class(self, terms: frozenset) -> ProblemClass:
         """The class of the subproblem built with slot ``terms`` (picks the backend)."""
+
+    def needs_dense(self) -> str | None:
+        """Why this formulation, with these parameters, needs a dense ``X`` (None: a sparse ``X``
+        is fine). Default: :attr:`dense_reason` unless :attr:`sparse_input`; a formulation
+        whose answer depends on a parameter (a kernel) overrides it."""
+        return None if self.sparse_input else self.dense_reason
 
     def validate(self, X: NDArray, y: NDArray) -> dict:
         """Formulation-specific checks of the training data, before building (raise

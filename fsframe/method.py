@@ -10,7 +10,7 @@ import attrs
 from attrs.validators import instance_of, optional
 
 from .enums import ProblemClass
-from .errors import IncompatibleComponentsError, InvalidOptionError
+from .errors import IncompatibleComponentsError, InvalidOptionError, SparseInputError
 from .formulation import Formulation
 from .kernels import DataTransform
 from .loops.base import OuterLoop
@@ -113,6 +113,29 @@ class Resolved:
     params: dict
     terms: frozenset
     problem_class: ProblemClass
+
+    def check_sparse_input(self) -> None:
+        """Refuse a scipy.sparse ``X`` for these components, before anything is built: a
+        :class:`~fsframe.errors.SparseInputError` naming every part that needs ``X`` dense and
+        why (the formulation's :meth:`~fsframe.Formulation.needs_dense`, a loop that reads the
+        data itself, a kernel map)."""
+        why = []
+        reason = self.formulation.needs_dense()
+        if reason:
+            why.append(f"formulation {self.formulation.name!r} needs X dense: {reason}")
+        if not self.loop.sparse_input:
+            why.append(f"loop {self.loop.name!r} reads the training data itself (as a dense matrix), not only "
+                       "through the convex subproblem")
+        if self.kernel is not None:
+            kind = getattr(self.kernel, "kernel", type(self.kernel).__name__)
+            why.append(f"the kernel map ({kind!r}) makes K(X, X_train) and keeps the training "
+                       "samples, both dense: a kernel map of sparse data is dense")
+        if why:
+            who = f"method {self.method!r}" if self.method else "these components"
+            raise SparseInputError(
+                f"X is a scipy.sparse matrix, which {who} cannot use without densifying: " + "; ".join(why)
+                + ". Use a method whose formulation is linear in X (hinge: l1-svm, fsv, em-l0, arom, svm-weights; "
+                "twsvm: l1-twsvm; margin), or densify explicitly with X.toarray() if the dense matrix fits")
 
 
 def _reason(exc: Exception) -> str:

@@ -111,8 +111,9 @@ def _add_eval_args(p, *, default_cv: str, sweep: bool = False) -> None:
     else:
         g.add_argument("--n-features", type=_positive_int, metavar="R",
                        help="select exactly R features (paper 002 §3.1)")
-    g.add_argument("--scale", choices=("standard", "minmax", "none"), default="standard",
-                   help="feature scaling, fitted on each training part (default: standard)")
+    g.add_argument("--scale", choices=("standard", "minmax", "maxabs", "none"), default="standard",
+                   help="feature scaling, fitted on each training part (default: standard; sparse data: maxabs "
+                        "or none, which keep it sparse)")
     g.add_argument("--retrain", choices=("svm", "linear-svc"),
                    help="evaluate a classifier retrained on the selected features (paper 002: svm = "
                         "SVC(kernel='linear'))")
@@ -187,8 +188,9 @@ def _add_path_parser(sub, common) -> None:
     g.add_argument("--validation", type=_fraction, metavar="FRACTION",
                    help="hold out this stratified fraction and report accuracy on it per point")
     g.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of the validation split (default 0)")
-    g.add_argument("--scale", choices=("standard", "minmax", "none"), default="standard",
-                   help="feature scaling, fitted on the training part (default: standard)")
+    g.add_argument("--scale", choices=("standard", "minmax", "maxabs", "none"), default="standard",
+                   help="feature scaling, fitted on the training part (default: standard; sparse data: maxabs "
+                        "or none, which keep it sparse)")
     g.add_argument("--json", metavar="PATH", help="write every point as JSON ('-': stdout only)")
     g.add_argument("--plot", metavar="PATH", help="draw the path as PATH (.png) and its .svg twin")
     p.set_defaults(func=_command("path", "cmd_path"), csv=None)

@@ -111,6 +111,7 @@ def _select_once(args, argv, data, params) -> int:
             print(f"  from the data: {derived}")
         print(f"  protocol: fitted once on all samples, "
               + {"standard": "standardised (mean 0, std 1)", "minmax": "min-max scaled to [0, 1]",
+                 "maxabs": "divided by the largest |value| per feature",
                  "none": "unscaled"}[args.scale]
               + ("; one-vs-rest over " + str(len(classes)) + " classes" if ovr else ""))
         print()

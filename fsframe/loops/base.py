@@ -182,6 +182,10 @@ class OuterLoop(abc.ABC):
     refuses the others."""
     monotone: ClassVar[bool] = True
     """Whether theory guarantees the monitored objective does not increase."""
+    sparse_input: ClassVar[bool] = False
+    """Whether the loop works on a scipy.sparse ``X``: True for a loop that reaches the data only
+    through the subproblem's solves (``sub.solve``); a loop that reads ``sub.X`` itself (a mask
+    search, a closed-form algorithm, a filter) keeps the default, and a sparse ``X`` is refused."""
 
     max_iter: int = attrs.field(default=20, converter=as_int, validator=positive_int)
     tol: float = attrs.field(default=1e-5, converter=to_float, validator=real(0))

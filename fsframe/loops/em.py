@@ -70,6 +70,7 @@ class EM(OuterLoop):
     """
 
     name = "em"
+    sparse_input = True  # reaches the data only through sub.solve
     reference = "Huang, King & Lyu, paper 002, eqs. 7-9; Weston et al. 2003; Peng & Fan, paper 004"
     requires = ("quad_weights",)
     max_iter: int = attrs.field(default=50, converter=as_int, validator=positive_int)

@@ -25,6 +25,8 @@ def _margin_matrix(X, y) -> "sp.csr_matrix":
 
     m, n = X.shape
     width = n + 1 + m
+    if sp.issparse(X):
+        return _margin_matrix_sparse(X, y)
     itype = np.int32 if max(width, m * (n + 2)) < np.iinfo(np.int32).max else np.int64
     vals = np.empty((m, n + 2))
     np.multiply(X, y[:, None], out=vals[:, :n])
@@ -42,6 +44,32 @@ def _margin_matrix(X, y) -> "sp.csr_matrix":
         counts = nonzero.sum(axis=1)
     indptr = np.zeros(m + 1, dtype=itype)
     np.cumsum(counts, out=indptr[1:])
+    return sp.csr_matrix((data, indices, indptr), shape=(m, width))
+
+
+def _margin_matrix_sparse(X, y) -> "sp.csr_matrix":
+    """:func:`_margin_matrix` of a CSR ``X`` (canonical: sorted, no explicit zeros): row ``i``
+    holds ``y_i`` times its stored entries, then ``y_i`` (the intercept) and 1 (its slack), so
+    memory is proportional to the stored entries of ``X``, never to ``m x n``."""
+    import scipy.sparse as sp
+
+    m, n = X.shape
+    width = n + 1 + m
+    counts = np.diff(X.indptr).astype(np.int64) + 2
+    itype = np.int32 if max(width, int(counts.sum())) < np.iinfo(np.int32).max else np.int64
+    indptr = np.zeros(m + 1, dtype=itype)
+    np.cumsum(counts, out=indptr[1:])
+    ends = indptr[1:]
+    own = np.ones(int(indptr[-1]), dtype=bool)
+    own[ends - 1] = False
+    own[ends - 2] = False  # the two extra entries of each row
+    rows = np.repeat(np.arange(m), counts - 2)
+    data = np.empty(int(indptr[-1]))
+    indices = np.empty(int(indptr[-1]), dtype=itype)
+    data[own] = X.data * y[rows]
+    indices[own] = X.indices
+    data[ends - 2], indices[ends - 2] = y, n
+    data[ends - 1], indices[ends - 1] = 1.0, n + 1 + np.arange(m)
     return sp.csr_matrix((data, indices, indptr), shape=(m, width))
 
 
@@ -67,6 +95,7 @@ class HingeFormulation(Formulation):
 
     name = "hinge"
     reference = "paper 002 eqs. 1-2 and 7-8; paper 001 eq. 2 (L1-SVM)"
+    sparse_input = True  # the margin rows are diag(y) X: a CSR X gives CSR rows
     C: float = attrs.field(default=1.0, converter=to_float, validator=real(0))
 
     def problem_class(self, terms):
