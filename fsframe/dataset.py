@@ -256,11 +256,13 @@ def _check_classes(ya: NDArray, name: str) -> None:
     )
 
 
-def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = False) -> tuple[NDArray, NDArray]:
+def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = False,
+             classes: bool = True) -> tuple[NDArray, NDArray]:
     """Validate and copy ``X`` (float64, 2-D, finite) and ``y`` (1-D, same length, >= 2 classes,
     >= 2 samples per class). Returns fresh copies; the inputs are never modified. With ``warn``,
     legal but awkward data (constant, duplicate or identifier-like features, classes under 5
-    samples) raises a :class:`~fsframe.errors.DataWarning`.
+    samples) raises a :class:`~fsframe.errors.DataWarning`. ``classes=False`` skips the class
+    counts (data to score a model on, such as a small test part, need not have two classes).
 
     Nothing is coerced silently: a masked array with masked values, dates, text or other
     non-numbers in ``X``, complex values, and labels of mixed types (``1`` and ``"1"``) are refused.
@@ -297,7 +299,8 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = Fal
             f"{name}: X contains {int(bad.sum())} non-finite value(s) ({kind} at sample {i}, feature {j}); "
             "impute or drop them before fitting"
         )
-    _check_classes(ya, name)
+    if classes:
+        _check_classes(ya, name)
     if warn:
         _warn_awkward(Xa, ya, name)
     return Xa, ya

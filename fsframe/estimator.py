@@ -138,6 +138,7 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         if extra.get("keep_model"):
             raise errors.InvalidOptionError("keep_model is not supported by FSSelector (use fsframe.fit)")
         kw.update(extra)
+        kw.setdefault("progress", False)  # inside searches and pipelines: params={"progress": True} to see it
         return kw
 
     # -- fitting ------------------------------------------------------------------------------

@@ -58,6 +58,13 @@ class MethodSpec:
         Parameter values (routed to the components like :func:`fit`'s keyword arguments;
         defaults that no chosen component accepts are dropped, so a user may swap a component).
     reference, description : str
+    sparsity : str or None
+        The method's *sparsity parameter*: the one parameter whose value moves the support
+        monotonically enough to be gridded automatically (:func:`fsframe.path` without a grid,
+        :class:`fsframe.tuning.FSSelectorCV`): a component parameter (``"C"``, ``"delta"``) whose
+        start the formulation derives from the data (:mod:`fsframe.grids`), or ``"n_features"``
+        for methods that select exactly ``r`` features. ``None``: no automatic grid (a bound
+        search that chooses its parameter itself, a model without a penalty).
     """
 
     name: str = attrs.field(validator=_name)
@@ -67,6 +74,7 @@ class MethodSpec:
     defaults: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, validator=_string_keys)
     reference: str = attrs.field(default="", validator=instance_of(str))
     description: str = attrs.field(default="", validator=instance_of(str))
+    sparsity: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
 
 
 declare_kind("method", "fsframe_register_methods", MethodSpec, instances=True)
@@ -287,6 +295,8 @@ class MethodInfo:
     defaults : dict
         The method's default parameters.
     reference, description : str
+    sparsity : str or None
+        The sparsity parameter gridded automatically (:attr:`MethodSpec.sparsity`).
     plugin : str
         The plugin that registered it (``"svm"`` for the built-in SVM family).
     distribution, version : str or None
@@ -306,6 +316,7 @@ class MethodInfo:
     plugin: str
     distribution: str | None
     version: str | None
+    sparsity: str | None = None
 
     def __getitem__(self, key: str):
         if key not in self:
@@ -329,7 +340,7 @@ def list_methods() -> list[MethodInfo]:
     """Every registered method, sorted by name (see :class:`MethodInfo`)."""
     return [MethodInfo(name=e.obj.name, formulation=e.obj.formulation, surrogate=e.obj.surrogate, loop=e.obj.loop,
                        defaults=dict(e.obj.defaults), reference=e.obj.reference, description=e.obj.description,
-                       plugin=e.plugin, distribution=e.distribution, version=e.version)
+                       plugin=e.plugin, distribution=e.distribution, version=e.version, sparsity=e.obj.sparsity)
             for e in get_registry().all("method")]
 
 

@@ -13,7 +13,7 @@ from ..fitting import fit
 from ..method import sparsity_knobs
 from .common import EXIT_OK, UsageError
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
-from .output import ProgressPrinter, check_output_paths, meta, table, write_csv, write_json
+from .output import check_output_paths, meta, table, write_csv, write_json
 
 
 
@@ -76,14 +76,10 @@ def _select_once(args, argv, data, params) -> int:
         from ..evaluation.plots import _pyplot
 
         _pyplot()  # fail before the fit when matplotlib is missing
-    prog = ProgressPrinter(sys.stderr, args.progress)
     t0 = time.perf_counter()
-    try:
-        res = fit(X, data.y, method=args.method, formulation=args.formulation, surrogate=args.surrogate,
-                  loop=args.loop, n_features=args.n_features, callback=prog.iteration if prog.enabled else None,
-                  **params)
-    finally:
-        prog.close()
+    res = fit(X, data.y, method=args.method, formulation=args.formulation, surrogate=args.surrogate,
+              loop=args.loop, n_features=args.n_features, progress={"on": True, "off": False}.get(args.progress),
+              **params)
     wall = time.perf_counter() - t0
     if args.plot:
         from ..evaluation.plots import draw, trace_data

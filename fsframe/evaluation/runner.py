@@ -41,7 +41,7 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
             Xtr, Xte = _scale(X[split.train], X[split.test], cfg.scale)
             ytr, yte = y[split.train], y[split.test]
             res = fit(Xtr, ytr, method=cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate,
-                      loop=cfg.loop, n_features=cfg.n_features, **cfg.fit_options, **cfg.params)
+                      loop=cfg.loop, n_features=cfg.n_features, progress=False, **cfg.fit_options, **cfg.params)
             sel_pred = np.asarray(res.predict(Xte))
             sel_acc, sel_mcc = accuracy_score(yte, sel_pred), mcc_score(yte, sel_pred)
             y_pred = sel_pred

@@ -73,6 +73,30 @@ def _margin_matrix_sparse(X, y) -> "sp.csr_matrix":
     return sp.csr_matrix((data, indices, indptr), shape=(m, width))
 
 
+def _majority_dual_norm(X, major, sign: float, small: int, solver) -> float:
+    """``min ||sign X_major' mu - sign X_minor' 1||_inf`` over ``0 <= mu <= 1``, ``sum mu = small``:
+    the LP ``min tau`` s.t. ``-tau <= B mu + c <= tau`` (see :meth:`HingeFormulation.empty_model_threshold`)."""
+    import scipy.sparse as sp
+
+    from fsframe.canonical import ProblemData
+    from fsframe.errors import SolverFailedError
+
+    B = sp.csr_matrix((sign * X[major]).T)  # n x k
+    c = -sign * np.asarray(X[~major].sum(axis=0), dtype=float).ravel()
+    n, k = B.shape
+    tau = np.ones((n, 1))
+    G = sp.vstack([sp.hstack([B, -tau]), sp.hstack([-B, -tau])], format="csr")
+    data = ProblemData(c=np.r_[np.zeros(k), 1.0], A=sp.csr_matrix(np.r_[np.ones(k), 0.0][None, :]),
+                       b=np.array([float(small)]), G=G, h=np.r_[-c, c], lb=np.zeros(k + 1),
+                       ub=np.r_[np.ones(k), np.inf], l=2 * n)
+    res = solver.solve(data)
+    solver.record("empty_model_threshold", (res.status,))
+    if not res.ok or res.objective is None:
+        raise SolverFailedError(f"hinge: the LP of the empty model's multipliers ended {res.status.value} "
+                                f"({res.message}); no automatic grid start", result=res)
+    return float(res.objective)
+
+
 @attrs.frozen
 class HingeFormulation(Formulation):
     r"""Binary soft-margin hinge loss (002 eqs. 1-2; 001 eq. 2)::
@@ -138,6 +162,33 @@ class HingeFormulation(Formulation):
         return BuiltModel(model=model, slot=slot, intercept=LinearMap(np.ones((1, 1)), [model.b]),
                           coef_shape=(n,))
 
+    threshold_scaling = {"C": 1.0}  # empty_model_threshold is proportional to C
+
+    def empty_model_threshold(self, X, y, *, solver=None) -> float:
+        r"""The smallest uniform L1 weight ``lambda`` (slot ``lin``) at which ``w = 0`` is optimal:
+        ``lambda_0 = C d`` with ``d = min ||X'(mu ⊙ y)||_inf`` over the empty model's optimal
+        multipliers ``mu = lambda_i / C`` (where the first feature enters the L1-SVM, scikit-learn's
+        ``l1_min_c`` for this loss).
+
+        Optimality of ``w = 0`` (LP duality of 001 eq. 2): multipliers ``0 <= lambda_i <= C`` of the
+        margin rows with ``sum_i lambda_i y_i = 0`` (``b`` free), complementary to the empty model's
+        optimal ``(b, xi)``, and ``|sum_i lambda_i y_i x_ij| <= lambda`` for every feature. The
+        empty model's loss ``C sum_i max(0, 1 - y_i b)`` is least at ``b = ±1`` toward the larger
+        class: there every sample of the smaller class has ``xi_i = 2 > 0`` (so ``mu_i = 1``) and
+        the larger class sits on its margin (``0 <= mu_i <= 1`` with ``sum mu_i`` equal to the
+        smaller class's size, from ``sum_i lambda_i y_i = 0``). Balanced classes leave
+        ``mu = 1``: ``d = ||X'y||_inf``. Otherwise ``d`` is the small LP over the larger class's
+        ``mu`` (``2n`` rows, solved on ``solver``, the fit's backend)."""
+        y = np.asarray(y, dtype=float)
+        pos = y > 0
+        n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+        if n_pos == n_neg:
+            return self.C * float(np.max(np.abs(X.T @ y), initial=0.0))
+        major = pos if n_pos > n_neg else ~pos
+        sign = 1.0 if n_pos > n_neg else -1.0
+        small = min(n_pos, n_neg)
+        return self.C * _majority_dual_norm(X, major, sign, small, solver)
+
     restatable_params = ("C",)
 
     def restate(self, built, base, compiled, params):
@@ -179,23 +230,29 @@ def fsframe_register_formulations():
 def fsframe_register_methods():
     return [
         MethodSpec("l1-svm", formulation="hinge", surrogate="l1", loop="single", defaults={"C": 1.0},
+                   sparsity="C",
                    reference="Bradley & Mangasarian 1998; paper 001 eq. 2",
                    description="L1-norm soft-margin SVM, one LP: min ||w||_1 + C sum xi"),
         MethodSpec("fsv", formulation="hinge", surrogate="exp", loop="reweighted-l1",
                    defaults={"C": 1.0, "alpha": 5.0},
+                   sparsity="C",
                    reference="Bradley & Mangasarian, ICML 1998 (FSV); paper 002 baseline",
                    description="concave exponential surrogate by successive linearisation (LPs)"),
         MethodSpec("em-l0", formulation="hinge", surrogate="lp", loop="em", defaults={"C": 1.0, "p": 0.0},
+                   sparsity="n_features",
                    reference="Huang, King & Lyu, paper 002, eqs. 7-9, Prop. 3",
                    description="EM zero-norm SVM (p=0) or l_p (0<p<=1): reweighted QPs"),
         MethodSpec("arom", formulation="hinge", surrogate="log", loop="em", defaults={"C": 1.0, "eps": 1e-3},
+                   sparsity="n_features",
                    reference="Weston, Elisseeff, Schoelkopf & Tipping, JMLR 3, 2003 (AROM); paper 002 baseline",
                    description="log surrogate by multiplicative (reweighted quadratic) updates"),
         MethodSpec("greedy-l1-svm", formulation="hinge", surrogate=None, loop="greedy", defaults={"C": 1.0},
+                   sparsity="n_features",
                    reference="paper 003 Algorithm 1 on the hinge model; Bradley & Mangasarian RFSVM",
                    description="greedy feature mask (eqs. 21-24) on the L1-SVM LP"),
         MethodSpec("svm-weights", formulation="hinge", surrogate=None, loop="single",
                    defaults={"C": 1.0, "penalty": "l2"},
+                   sparsity="n_features",
                    reference="paper 002 §3, footnote 5",
                    description="standard L2 SVM; with n_features=r keeps the r largest |w_j|"),
     ]
