@@ -158,13 +158,7 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         -------
         self
         """
-        X, y = check_no_silent_cast(X, "X", name="FSSelector"), check_no_silent_cast(y, "y", name="FSSelector")
-        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse="csr")
-        check_classification_targets(y)
-        classes, y_idx = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise errors.DataError(
-                f"FSSelector needs samples of at least two classes; y has 1 class ({classes[0]!r})")
+        X, classes, y_idx = self._training_data(X, y)
         kw = self._fit_kwargs()
         result = _fit(X, y_idx, method=self.method, formulation=self.formulation, surrogate=self.surrogate,
                       loop=self.loop, backend=self.backend, n_features=self.n_features, **kw)
@@ -181,6 +175,18 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
                 + ", ".join(advice for _, advice in sparsity_knobs(result.formulation, result.surrogate))
                 + ") or set n_features", errors.FsframeWarning, stacklevel=2)
         return self
+
+    def _training_data(self, X, y) -> tuple:
+        """``(X, classes, class codes of y)``, checked as scikit-learn and fsframe check them
+        (``X`` float64, CSR when sparse)."""
+        who = type(self).__name__
+        X, y = check_no_silent_cast(X, "X", name=who), check_no_silent_cast(y, "y", name=who)
+        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse="csr")
+        check_classification_targets(y)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise errors.DataError(f"{who} needs samples of at least two classes; y has 1 class ({classes[0]!r})")
+        return X, classes, y_idx
 
     # -- selector -----------------------------------------------------------------------------
     def _check_fitted(self) -> None:

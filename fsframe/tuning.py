@@ -32,11 +32,7 @@ from typing import Any, Mapping
 
 import attrs
 import numpy as np
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
-
 from . import errors
-from .dataset import check_no_silent_cast
 from .estimator import FSSelector
 from .evaluation.engine import Task, execute
 from .evaluation.splits import make_splits
@@ -227,13 +223,7 @@ class FSSelectorCV(FSSelector):
         -------
         self
         """
-        X, y = check_no_silent_cast(X, "X", name="FSSelectorCV"), check_no_silent_cast(y, "y", name="FSSelectorCV")
-        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse="csr")
-        check_classification_targets(y)
-        classes, y_idx = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise errors.DataError(
-                f"FSSelectorCV needs samples of at least two classes; y has 1 class ({classes[0]!r})")
+        X, _, y_idx = self._training_data(X, y)
         tuned = self._tuned()
         fixed = self._fixed(tuned)
         splits, _ = make_splits(y_idx, self.cv, random_state=self.random_state, X=X)
