@@ -227,6 +227,7 @@ class FSSelectorCV(FSSelector):
         tuned = self._tuned()
         fixed = self._fixed(tuned)
         splits, _ = make_splits(y_idx, self.cv, random_state=self.random_state, X=X)
+        _check_training_parts(splits, y_idx)
         grids, rule = self._grids(X, y_idx, tuned, fixed)
         inner = tuned[0]
         outer = grids["n_features"] if len(tuned) == 2 else (None,)
@@ -284,6 +285,18 @@ class FSSelectorCV(FSSelector):
             super().fit(X, y)
         finally:
             self.n_features, self.params, self.C, self.alpha = saved
+
+
+def _check_training_parts(splits, y_idx) -> None:
+    """Every fold's training part must be a fittable dataset: two samples of every class (a class
+    missing from it altogether is allowed; its test samples are simply misclassified)."""
+    for s in splits:
+        classes, counts = np.unique(y_idx[s.train], return_counts=True)
+        if classes.size < 2 or counts.min() < 2:
+            which = "one class" if classes.size < 2 else f"{counts.min()} sample of a class"
+            raise errors.DataError(
+                f"FSSelectorCV: the training part of fold {s.fold} has {which} (fsframe fits need two classes of "
+                "at least 2 samples): use fewer folds (cv=...) or more samples")
 
 
 def _cv_results(combos: list[dict], folds: list[dict]) -> dict:
