@@ -353,8 +353,8 @@ def with_progress(callback, bar):
     def step(record, iterate):
         if callback is not None:
             callback(record, iterate)
-        obj = "" if record.objective is None else f", objective {record.objective:.6g}"
-        bar.step(record, f"iteration {record.k}{obj}, {record.n_nonzero} selected")
+        obj = "-" if record.objective is None else f"{record.objective:.6g}"
+        bar.step(record, f"iteration {record.k}: objective {obj}, {record.n_nonzero} selected")
 
     return step
 

@@ -8,7 +8,7 @@ per point, :class:`fsframe.tuning.FSSelectorCV` once per fold. Loops know nothin
 
 ``progress=None`` (the default everywhere) shows progress only in an interactive session and
 only for a run longer than :data:`DELAY` seconds, so quick fits stay silent; ``True`` shows it
-whenever there is somewhere to show it (a terminal line otherwise); ``False`` never; a callable
+wherever it is asked (one line per step outside a terminal); ``False`` never; a callable
 receives every step's item instead. The environment variable ``FSFRAME_PROGRESS=0`` turns the
 default off (``1`` turns it on as ``True`` would).
 """
@@ -58,8 +58,9 @@ def _duration(seconds: float) -> str:
 class Progress:
     """A progress line: :meth:`step` once per unit of work, :meth:`close` at the end.
 
-    ``mode`` is ``"terminal"`` (one line on ``stream``, rewritten), ``"notebook"`` (one output
-    line of the cell, updated) or None (silent; ``callback`` still receives every item)."""
+    ``mode`` is ``"terminal"`` (one line on ``stream``, rewritten), ``"lines"`` (one line per step,
+    for a log file when progress is asked for outside a terminal), ``"notebook"`` (one output line
+    of the cell, updated) or None (silent; ``callback`` still receives every item)."""
 
     def __init__(self, mode: str | None, *, total: int | None = None, desc: str = "", stream=None,
                  callback: Callable[[Any], None] | None = None, delay: float = 0.0):
@@ -106,7 +107,10 @@ class Progress:
             else:
                 self._handle.update(Pretty(text))
             return
-        self.stream.write("\r\033[K" + text[:200])
+        if self.mode == "lines":
+            self.stream.write(text + "\n")
+        else:
+            self.stream.write("\r\033[K" + text[:200])
         self.stream.flush()
 
     def close(self) -> None:
@@ -132,10 +136,10 @@ def progress_bar(progress=None, *, total: int | None = None, desc: str = "", str
         env = os.environ.get("FSFRAME_PROGRESS", "").strip()
         if env == "0":
             return Progress(None)
-        mode = interactive(stream) or ("terminal" if env == "1" else None)
+        mode = interactive(stream) or ("lines" if env == "1" else None)
         return Progress(mode, total=total, desc=desc, stream=stream, delay=DELAY if delay is None else delay)
     if isinstance(progress, bool):
-        mode = (interactive(stream) or "terminal") if progress else None
+        mode = (interactive(stream) or "lines") if progress else None
         return Progress(mode, total=total, desc=desc, stream=stream, delay=0.0 if delay is None else delay)
     if callable(progress):
         return Progress(None, total=total, desc=desc, callback=progress)

@@ -14,6 +14,7 @@ from ..method import sparsity_knobs
 from .common import EXIT_OK, UsageError
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
 from .output import check_output_paths, meta, table, write_csv, write_json
+from .tune import tune_then_select
 
 
 
@@ -51,6 +52,8 @@ def cmd_select(args, argv) -> int:
     check_output_paths(args)
     data = load_data(args)
     params, _ = method_params(args)
+    if args.tune is not None:
+        return tune_then_select(args, argv, data, params, _select_once)
     cv = cv_spec(args)
     if cv is None:
         if args.repeats != 1:
@@ -142,7 +145,7 @@ def _select_once(args, argv, data, params) -> int:
         reason = info.get("stop_reason") or ""
         print(f"objective {obj}; {res.n_iter} iteration{'s' if res.n_iter != 1 else ''}"
               f"{' (largest over classes)' if ovr else ''}; converged: {'yes' if res.converged else 'NO'}"
-              f"{' (' + reason + ')' if reason and not ovr else ''}; monotone: {'yes' if res.monotone else 'NO'}")
+              f"{' (' + reason + ')' if reason and not ovr else ''}; monotone: {monotone_text(res)}")
         statuses = sorted({getattr(s, 'value', str(s)) for s in res.statuses})
         print(f"solver statuses: {', '.join(statuses)}")
         line = certificate_line(res.certificate)
@@ -186,6 +189,14 @@ def _select_once(args, argv, data, params) -> int:
             write_csv(args.csv, rows)
     report_written(args)
     return EXIT_OK
+
+
+def monotone_text(res) -> str:
+    """``yes``/``NO`` for a fit whose loop checked a monitored objective (``IterRecord.monitored``),
+    else ``not checked`` (nothing with a descent guarantee was monitored: the trace picture says so)."""
+    if not any(getattr(h, "monitored", None) is not None for h in res.history):
+        return "not checked (no monitored objective; see --plot)"
+    return "yes" if res.monotone else "NO"
 
 
 def pressure_hint(res) -> str:

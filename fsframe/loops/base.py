@@ -53,6 +53,7 @@ class IterRecord:
     step: float | None = None
     loss: float | None = None
     params: dict | None = None  # a bound search's (bounds, feasible, bound value, ...) at this solve
+    monitored: float | None = None  # the quantity whose descent the loop checks (OuterLoop.monitored_quantity)
 
     def as_dict(self) -> dict:
         d = attrs.asdict(self)
@@ -215,6 +216,11 @@ class OuterLoop(abc.ABC):
     @abc.abstractmethod
     def steps(self, sub: Subproblem, surrogate: Surrogate | None) -> Generator[Step, None, tuple[bool, str]]:
         """Yield one :class:`Step` per subproblem; return ``(converged, reason)``."""
+
+    def monitored_quantity(self, surrogate: Surrogate | None) -> str:
+        """What :attr:`IterRecord.monitored` holds, in words (the trace picture's label): by
+        default the raw objective ``loss + sum_j phi(t_j)`` that DCA and IRL1 guarantee to decrease."""
+        return "loss + Σ φ(t_j), at the solver's point"
 
     # -- shared helpers -------------------------------------------------------------------------
     def small_step(self, new: Iterate, old: Iterate) -> tuple[bool, float]:
@@ -410,9 +416,9 @@ class OuterLoop(abc.ABC):
             scale = max(scale, float(np.max(it.t, initial=0.0)))
             nnz = int(support_of(it.t, self.zero_tol, scale).sum())
             step_len = None if prev_point is None else float(np.linalg.norm(it.point - prev_point))
-            history.append(IterRecord(k, step.objective, nnz, it.status, time.perf_counter() - t0,
-                                      step_len, it.loss))
             mon = step.monitored
+            history.append(IterRecord(k, step.objective, nnz, it.status, time.perf_counter() - t0,
+                                      step_len, it.loss, monitored=mon if self.monotone else None))
             if (self.monotone and mon is not None and prev_obj is not None
                     and mon > prev_obj + self.tol * max(1.0, abs(prev_obj))):
                 monotone = False

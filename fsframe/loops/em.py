@@ -78,6 +78,9 @@ class EM(OuterLoop):
     def terms(self, surrogate):
         return frozenset({"quad"})
 
+    def monitored_quantity(self, surrogate):
+        return "loss + 2 Σ φ(t_j), the EM majoriser's potential"
+
     def _potential(self, it, surrogate):
         if not surrogate.em_majorizes:
             return None

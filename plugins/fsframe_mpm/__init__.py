@@ -202,7 +202,9 @@ class MPMFormulation(Formulation):
         return {**bound_report(mom, bound, singular), "delta": delta, "kappa": kappa_of(delta), "delta_fraction": frac}
 
     def auto_values(self, name, X, y, *, n_points, solver=None):
-        """The automatic grid of the bound (:mod:`fsframe.grids`; None for other parameters):
+        """delta_fraction from 0.01 to 0.999 of the largest feasible bound delta_max, the gap to 1 log-spaced.
+
+        The automatic grid of the bound (:mod:`fsframe.grids`; None for other parameters):
         ``delta_fraction = 1 - g`` with the gap ``g`` log-spaced from 0.99 down to 0.001 (``delta``:
         the same times the largest feasible bound ``delta_max``, :func:`largest_bound`). Near
         ``delta = 0`` the cones are inactive and the L1 model keeps the fewest features its

@@ -54,7 +54,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("evaluation, estimator, kit", ("fsframe.evaluation", "fsframe.estimator", "fsframe.testing", "fsframe.tuning")),
     ("CLI commands", ("fsframe.cli.common", "fsframe.cli.output", "fsframe.cli.params", "fsframe.cli.evaluate",
                       "fsframe.cli.methods", "fsframe.cli.plugins", "fsframe.cli.select", "fsframe.cli.compare",
-                      "fsframe.cli.run")),
+                      "fsframe.cli.run", "fsframe.cli.tune")),
     ("public API and CLI", ("fsframe.cli", "fsframe.__main__", "fsframe")),
 )
 """Lowest first. An entry covers the module and, if it is a package, every module in it; the

@@ -46,10 +46,11 @@ def test_off_without_a_terminal_on_with_one():
     out = tty.getvalue()
     assert bar.mode == "terminal" and "\r\x1b[K" in out and "path [3/3] point 2" in out and out.endswith("\n")
     assert "ETA" in out.split("\r")[2]  # [1/3] and [2/3] estimate the rest
-    forced = io.StringIO()
+    forced = io.StringIO()  # asked for outside a terminal: one line per step (a log file)
     bar = progress_bar(True, stream=forced)
     bar.step(None, "x")
-    assert "[1] x" in forced.getvalue()
+    bar.step(None, "y")
+    assert forced.getvalue().startswith("[1] x (0s)\n[2] y") and "\r" not in forced.getvalue()
     never = Tty()
     progress_bar(False, stream=never).step(None, "x")
     assert never.getvalue() == ""
@@ -67,7 +68,7 @@ def test_environment_turns_the_default_off(monkeypatch):
     monkeypatch.setenv("FSFRAME_PROGRESS", "0")
     assert progress_bar(None, stream=Tty()).mode is None
     monkeypatch.setenv("FSFRAME_PROGRESS", "1")
-    assert progress_bar(None, stream=io.StringIO()).mode == "terminal"
+    assert progress_bar(None, stream=io.StringIO()).mode == "lines"
 
 
 def test_notebook_line_is_one_updated_output(monkeypatch):
