@@ -393,7 +393,7 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
     t_start = time.perf_counter() if t_start is None else t_start
     verify = _verify_backend(verify, res)
     if is_sparse(Xa):
-        res.check_sparse_input()
+        res.check_sparse_input(Xa.shape)
     transform = None
     Z = Xa
     if res.kernel is not None:

@@ -122,11 +122,11 @@ class Resolved:
     terms: frozenset
     problem_class: ProblemClass
 
-    def check_sparse_input(self) -> None:
-        """Refuse a scipy.sparse ``X`` for these components, before anything is built: a
-        :class:`~fsframe.errors.SparseInputError` naming every part that needs ``X`` dense and
-        why (the formulation's :meth:`~fsframe.Formulation.needs_dense`, a loop that reads the
-        data itself, a kernel map)."""
+    def check_sparse_input(self, shape: tuple | None = None) -> None:
+        """Refuse a scipy.sparse ``X`` (of ``shape``) for these components, before anything is
+        built: a :class:`~fsframe.errors.SparseInputError` naming every part that needs ``X``
+        dense and why (the formulation's :meth:`~fsframe.Formulation.needs_dense`, a loop that
+        reads the data itself, a kernel map) and what densifying would cost."""
         why = []
         reason = self.formulation.needs_dense()
         if reason:
@@ -140,10 +140,11 @@ class Resolved:
                        "samples, both dense: a kernel map of sparse data is dense")
         if why:
             who = f"method {self.method!r}" if self.method else "these components"
+            size = "" if shape is None else f" ({shape[0]} x {shape[1]} float64: {8 * shape[0] * shape[1] / 1e6:.3g} MB)"
             raise SparseInputError(
                 f"X is a scipy.sparse matrix, which {who} cannot use without densifying: " + "; ".join(why)
                 + ". Use a method whose formulation is linear in X (hinge: l1-svm, fsv, em-l0, arom, svm-weights; "
-                "twsvm: l1-twsvm; margin), or densify explicitly with X.toarray() if the dense matrix fits")
+                f"twsvm: l1-twsvm; margin), or densify explicitly with X.toarray() if the dense matrix{size} fits")
 
 
 def _reason(exc: Exception) -> str:

@@ -80,7 +80,8 @@ class MPMMaxFormulation(Formulation):
 
     name = "mpm-max"
     dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
-                    "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X")
+                    "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
+                    "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")
     reference = "Lanckriet, El Ghaoui, Bhattacharyya & Jordan, NIPS 14, 2002; paper 000 §2.1"
     slot_terms = frozenset({"lin"})
     sparse = False  # no penalty: surrogates are refused (they would penalise nothing)
@@ -149,7 +150,8 @@ class MPMFormulation(Formulation):
 
     name = "mpm"
     dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
-                    "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X")
+                    "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
+                    "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")
     reference = "Yang & Ju, paper 000, eqs. 12-15 and 32-46; Bhattacharyya, JMLR 5, 2004"
     delta: float | None = attrs.field(default=None, converter=opt_float,
                                       validator=[optional(instance_of(float)), open_unit("delta")])
