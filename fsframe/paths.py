@@ -31,7 +31,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from .dataset import check_Xy
+from .dataset import check_Xy, is_sparse
 from .errors import DataWarning, InvalidOptionError
 from .grids import AUTO, MAX_POINTS, POINTS_PER_DECADE, GridRule, auto_rule, declared_parameter, no_grid_message, \
     stopped_growing
@@ -368,6 +368,8 @@ def path(X, y=None, method: str | None = None, *, formulation: str | None = None
     comps = dict(formulation=formulation, surrogate=surrogate, loop=loop)
     sweep_r = name == "n_features"
     base = resolve(method, **comps, **fixed)
+    if is_sparse(Xa):
+        base.check_sparse_input(Xa.shape)  # before an automatic grid reads the data
     if not sweep_r:
         check_n_features(n_features, base, Xa)
     rule = None

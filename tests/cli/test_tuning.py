@@ -150,3 +150,25 @@ def test_bad_options_are_typed_errors(wdbc, kwargs, words):
     kwargs = {"method": "l1-svm", **kwargs}
     with pytest.raises(InvalidOptionError, match=words):
         FSSelectorCV(**kwargs).fit(X[:40], y[:40])
+
+
+def test_select_tune_on_the_command_line(cli, small_csv):
+    r = cli("select", small_csv, "--drop-columns", "0", "--method", "l1-svm", "--tune", "--tune-folds", "3",
+            "--rule", "1se")
+    assert r.code == 0, r.err
+    assert "tuning C by 3-fold cross-validation (rule '1se'" in r.out and "<- chosen" in r.out
+    chosen = float(r.out.split("chosen: C=")[1].split()[0])  # then the one fit, at that C
+    fitted = float(r.out.split("model: hinge(C=")[1].split(")")[0])
+    assert fitted == pytest.approx(chosen, rel=1e-5)
+    r = cli("select", small_csv, "--drop-columns", "0", "--method", "svm-weights", "--tune", "n_features",
+            "--tune-folds", "3")
+    assert r.code == 0 and "tuning n_features" in r.out
+    r = cli("select", small_csv, "--method", "l1-svm", "--tune", "--cv", "3")
+    assert r.code == 2 and "nested cross-validation is not offered" in r.err
+
+
+def test_methods_command_names_the_sparsity_parameter(cli):
+    r = cli("methods", "l1-svm")
+    assert "sparsity parameter: C" in r.out and "first feature enters" in r.out
+    r = cli("methods", "fs-mpm")
+    assert "sparsity parameter: none declared" in r.out

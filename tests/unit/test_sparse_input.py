@@ -117,6 +117,14 @@ def test_parts_that_need_dense_x_refuse_sparse_input(method, params, why):
         fsframe.fit(X, y, method, **params)
 
 
+def test_path_refuses_before_its_automatic_grid_reads_the_data():
+    X, y = text_like(30, 200, 0.05)
+    with pytest.raises(SparseInputError, match=r"a kernel map of sparse data is dense"):
+        fsframe.path(X, y, "l1-svm", kernel="rbf")
+    with pytest.raises(SparseInputError, match=r"formulation 'mpm' needs X dense"):
+        fsframe.path(X, y, "l1-mpm")
+
+
 def test_centring_a_sparse_matrix_is_refused_and_maxabs_keeps_it_sparse():
     X, y = text_like(60, 3000, 0.01)
     with pytest.raises(SparseInputError, match=r"scale='standard' shifts every feature .* Use scale='maxabs'"):
