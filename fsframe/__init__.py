@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what static tools see; at run time these load lazily (see _
     from .dataset import Dataset
     from .enums import SOLUTION_PRESENT, ProblemClass, Status
     from .estimator import FSSelector
+    from .tuning import FSSelectorCV
     from .evaluation import CompareResult, CVResult, compare, cross_validate
     from .fitting import fit
     from .paths import PathResult, path
@@ -70,6 +71,7 @@ __all__ = [
     "CVResult",
     "CompareResult",
     "FSSelector",
+    "FSSelectorCV",
 ]
 
 #: public name -> the module (relative to this package) that defines it; loaded on first access
@@ -104,6 +106,7 @@ _LAZY: dict[str, str] = {
     "CVResult": ".evaluation",
     "CompareResult": ".evaluation",
     "FSSelector": ".estimator",
+    "FSSelectorCV": ".tuning",
 }
 
 
