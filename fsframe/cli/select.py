@@ -10,6 +10,7 @@ import numpy as np
 from ..evaluation import (accuracy_score, component_dict, cross_validate, environment_versions,
                           facts_text, format_components, scale_fit_transform, to_jsonable)
 from ..fitting import fit
+from ..loops.base import monitored_series
 from ..method import sparsity_knobs
 from .common import EXIT_OK, UsageError
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
@@ -192,9 +193,10 @@ def _select_once(args, argv, data, params) -> int:
 
 
 def monotone_text(res) -> str:
-    """``yes``/``NO`` for a fit whose loop checked a monitored objective (``IterRecord.monitored``),
-    else ``not checked`` (nothing with a descent guarantee was monitored: the trace picture says so)."""
-    if not any(getattr(h, "monitored", None) is not None for h in res.history):
+    """``yes``/``NO`` for a fit whose loop checked the descent of an objective
+    (:func:`fsframe.loops.base.monitored_series`), else ``not checked`` (nothing with a descent
+    guarantee was monitored: the trace picture says so)."""
+    if monitored_series(res.loop, res.surrogate, res.history) is None:
         return "not checked (no monitored objective; see --plot)"
     return "yes" if res.monotone else "NO"
 

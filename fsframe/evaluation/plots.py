@@ -129,22 +129,24 @@ def trace_data(result) -> dict:
     L2 start of EM), and the top-level ``"monitored"`` says which quantity it is
     (:meth:`fsframe.OuterLoop.monitored_quantity`), or why nothing is monitored — so the picture
     shows what "monotone: yes" is about."""
+    from ..loops.base import monitored_series
+
     parts = [(f"class {r.classes[1]}", r) for r in result.per_class] if result.per_class else [("fit", result)]
-    series = []
+    loop, surrogate = result.loop, result.surrogate
+    series, label = [], None
     for name, r in parts:
         h = [x for x in r.history if x.objective is not None]
+        mon = monitored_series(loop, surrogate, h)
+        if mon is not None:
+            label = mon[1]
         series.append({"name": name, "iteration": [int(x.k) for x in h], "objective": [float(x.objective) for x in h],
-                       "monitored": [None if getattr(x, "monitored", None) is None else float(x.monitored) for x in h],
+                       "monitored": [None] * len(h) if mon is None else
+                       [None if v is None else float(v) for v in mon[0]],
                        "n_nonzero": [int(x.n_nonzero) for x in h]})
-    checked = any(v is not None for s in series for v in s["monitored"])
-    loop, surrogate = result.loop, result.surrogate
-    if checked:
-        label = loop.monitored_quantity(surrogate)
-    else:
+    if label is None:
         why = (f"loop {loop.name!r} guarantees no descent" if not getattr(loop, "monotone", True) else
                f"loop {loop.name!r} with surrogate {getattr(surrogate, 'name', None)!r} has no monotone quantity "
                "to check")
-        label = None
         series = [dict(s, note=why) for s in series]
     return {"series": series, "monitored": label,
             "objective": "loss + Σ φ(t_j) on the support (reported)" if surrogate is not None else "objective"}

@@ -38,7 +38,8 @@ from ..surrogates.base import Surrogate
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
 
-__all__ = ["OuterLoop", "LoopOutcome", "IterRecord", "Step", "support_of", "select_exactly", "Selection"]
+__all__ = ["OuterLoop", "LoopOutcome", "IterRecord", "Step", "support_of", "select_exactly", "Selection",
+           "monitored_series"]
 
 
 @attrs.frozen
@@ -151,6 +152,18 @@ def select_exactly(iterates: list[Iterate], r: int, zero_tol: float) -> Selectio
     mask = np.zeros(t.shape[0], dtype=bool)
     mask[keep] = True
     return Selection(k, mask, counts, collapsed=any(c < r for c in counts[k + 1:]))
+
+
+def monitored_series(loop, surrogate, history) -> tuple[list, str] | None:
+    """``(values, what they are)`` whose descent ``loop`` checked over ``history``, or None when it
+    checked none: the records' ``monitored`` values (the base driver, :meth:`OuterLoop.run`), or,
+    for a loop with its own driver that guarantees descent (DSO-FS, RFS), the objective it
+    reports, which is what such a driver checks."""
+    if any(getattr(h, "monitored", None) is not None for h in history):
+        return [getattr(h, "monitored", None) for h in history], loop.monitored_quantity(surrogate)
+    if getattr(type(loop), "monotone", False) and type(loop).run is not OuterLoop.run:
+        return [h.objective for h in history], "the objective it reports (its own driver checks its descent)"
+    return None
 
 
 @attrs.frozen
