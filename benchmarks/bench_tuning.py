@@ -66,7 +66,9 @@ def tune(name, Xtr, ytr, Xte, yte, seed):
         est = FSSelectorCV(method, cv=FOLDS, random_state=seed, rule="1se" if name.endswith("1se") else "best",
                            progress=False).fit(Xtr, ytr)
         secs = time.perf_counter() - t0
-        return float(est.score(Xte, yte)), int(est.support_.sum()), secs, est.best_params_
+        failed = int(np.isnan(est.cv_results_["mean_test_score"]).sum())  # points with solver trouble
+        chosen = {**est.best_params_, **({"points_failed": failed} if failed else {})}
+        return float(est.score(Xte, yte)), int(est.support_.sum()), secs, chosen
     if name == "abess":
         import abess
 

@@ -27,7 +27,9 @@ How a fit goes:
 
 from __future__ import annotations
 
+import numbers
 import time
+import warnings
 from typing import Any, Mapping
 
 import attrs
@@ -59,23 +61,42 @@ class _Cell:
     outer_values: tuple  # n_features per path when both are tuned, else (None,)
     backend: str | None = None  # a registered name, None for "auto" (what the engine checks on a worker)
     label: str = "tune"
+    error_score: object = "raise"
 
 
 def _fold_scores(X, y, split, cell: _Cell, raise_errors: bool) -> dict:
     """One fold: a warm-started path over the grid on the training part, scored on the test part
-    (one path per ``n_features`` value when both are tuned). Module level: picklable."""
+    (one path per ``n_features`` value when both are tuned). Module level: picklable.
+
+    A point whose fit fails with a :class:`~fsframe.errors.SolverFailedError` stops the path; with
+    a numeric ``cell.error_score`` the points are then fitted one by one and a failing one scores
+    ``error_score`` (its selected count and time are NaN, its error is kept)."""
     Xtr, ytr, Xte, yte = X[split.train], y[split.train], X[split.test], y[split.test]
-    scores, n_sel, seconds = [], [], []
+    scores, n_sel, seconds, failed = [], [], [], []
     for r in cell.outer_values:
         kw = dict(cell.fit_kwargs)
         if r is not None:
             kw["n_features"] = int(r)
-        kw[cell.inner] = list(cell.inner_values)
-        p = path(Xtr, ytr, cell.method, validation=(Xte, yte), progress=False, **kw)
-        scores += [q.accuracy for q in p.points]
-        n_sel += [q.n_selected for q in p.points]
-        seconds += [q.seconds for q in p.points]
-    return {"score": scores, "n_selected": n_sel, "seconds": seconds}
+        try:
+            points = path(Xtr, ytr, cell.method, validation=(Xte, yte), progress=False,
+                          **{**kw, cell.inner: list(cell.inner_values)}).points
+            rows = [(q.accuracy, q.n_selected, q.seconds) for q in points]
+        except errors.SolverFailedError:
+            if isinstance(cell.error_score, str):
+                raise
+            rows = []
+            for v in cell.inner_values:  # one point at a time: only the failing points lose their score
+                try:
+                    q = path(Xtr, ytr, cell.method, validation=(Xte, yte), progress=False,
+                             **{**kw, cell.inner: [v]}).points[0]
+                    rows.append((q.accuracy, q.n_selected, q.seconds))
+                except errors.SolverFailedError as exc:
+                    failed.append(f"{cell.inner}={v:g}" + ("" if r is None else f", n_features={r}") + f": {exc}")
+                    rows.append((float(cell.error_score), np.nan, np.nan))
+        scores += [a for a, _, _ in rows]
+        n_sel += [n for _, n, _ in rows]
+        seconds += [t for _, _, t in rows]
+    return {"score": scores, "n_selected": n_sel, "seconds": seconds, "failed": failed}
 
 
 class FSSelectorCV(FSSelector):
@@ -106,6 +127,12 @@ class FSSelectorCV(FSSelector):
         Density and length of the automatic grid.
     random_state : int, default=0
         Seed of the fold shuffling.
+    error_score : "raise" or float, default=np.nan
+        The score of a grid point whose fit fails in a fold with a
+        :class:`~fsframe.errors.SolverFailedError` (solver trouble at that point), as
+        ``GridSearchCV``'s: with a number the other points keep theirs, a point with a NaN mean is
+        never chosen, and a :class:`~fsframe.errors.ConvergenceWarning` counts the failures and
+        shows the first; ``"raise"`` propagates the error.
     progress : None, bool or callable
         One step per finished fold (:func:`fsframe.progress.progress_bar`); None: only in an
         interactive session, for runs over 2 s.
@@ -134,7 +161,7 @@ class FSSelectorCV(FSSelector):
 
     def __init__(self, method: str | None = "l1-svm", *, tune=None, grid: Mapping | None = None, cv=5,
                  rule: str = "best", n_jobs: int = 1, dask=None, points_per_decade: int = POINTS_PER_DECADE,
-                 max_points: int = MAX_POINTS, random_state: int | None = 0, progress=None,
+                 max_points: int = MAX_POINTS, random_state: int | None = 0, progress=None, error_score=np.nan,
                  C: float | None = None, alpha: float | None = None, n_features: int | None = None,
                  max_iter: int | None = None, tol: float | None = None, formulation: str | None = None,
                  surrogate: str | None = None, loop: str | None = None, backend: str = "auto",
@@ -151,6 +178,7 @@ class FSSelectorCV(FSSelector):
         self.max_points = max_points
         self.random_state = random_state
         self.progress = progress
+        self.error_score = error_score
 
     # -- what is tuned ---------------------------------------------------------------------------
     def _tuned(self) -> tuple[str, ...]:
@@ -171,6 +199,9 @@ class FSSelectorCV(FSSelector):
             raise errors.InvalidOptionError(f"tune two parameters only as a parameter and 'n_features', got {tune!r}")
         if isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, (int, np.integer)) or self.n_jobs == 0:
             raise errors.InvalidOptionError(f"n_jobs must be a non-zero integer (-1: every core), got {self.n_jobs!r}")
+        if not (isinstance(self.error_score, str) and self.error_score == "raise") and not (
+                isinstance(self.error_score, numbers.Real) and not isinstance(self.error_score, bool)):
+            raise errors.InvalidOptionError(f"error_score must be 'raise' or a number, got {self.error_score!r}")
         if self.rule not in RULES:
             raise errors.InvalidOptionError(f"rule must be one of {RULES}, got {self.rule!r}")
         return tuple(sorted(tune, key=lambda t: t == "n_features"))  # the parameter first, n_features last
@@ -236,7 +267,8 @@ class FSSelectorCV(FSSelector):
         run_kw = {k: v for k, v in fixed.items()}
         run_kw.update(formulation=self.formulation, surrogate=self.surrogate, loop=self.loop, backend=self.backend)
         cell = _Cell(self.method, comps, run_kw, inner, grids[inner], tuple(outer),
-                     backend=self.backend if isinstance(self.backend, str) and self.backend != "auto" else None)
+                     backend=self.backend if isinstance(self.backend, str) and self.backend != "auto" else None,
+                     error_score=self.error_score)
         tasks = [Task(0, s, cell, name=f"fold {s.fold}") for s in splits]
         folds: list = [None] * len(tasks)
         bar = progress_bar(self.progress, total=len(tasks), desc=f"FSSelectorCV {self.method or ''} {'/'.join(tuned)}")
@@ -252,6 +284,10 @@ class FSSelectorCV(FSSelector):
             bar.close()
         if interrupted or any(f is None for f in folds):
             raise KeyboardInterrupt("FSSelectorCV was interrupted before every fold finished")
+        failed = [msg for f in folds for msg in f["failed"]]
+        if failed:
+            warnings.warn(f"FSSelectorCV: {len(failed)} fit(s) of grid points failed and score error_score="
+                          f"{self.error_score!r} (first: {failed[0]})", errors.ConvergenceWarning, stacklevel=2)
         combos = [({inner: v} if r is None else {inner: v, "n_features": int(r)}) for r in outer
                   for v in grids[inner]]
         self.cv_results_ = _cv_results(combos, folds)
@@ -321,8 +357,9 @@ def _cv_results(combos: list[dict], folds: list[dict]) -> dict:
     rank[order] = np.arange(1, n + 1)
     # tied scores share the best rank among them (GridSearchCV ranks ties alike)
     for j in order:
-        tie = np.flatnonzero(mean == mean[j])
-        rank[tie] = rank[tie].min()
+        tie = np.flatnonzero(mean == mean[j])  # empty for a NaN mean (a failed point ranks last, alone)
+        if tie.size:
+            rank[tie] = rank[tie].min()
     out["rank_test_score"] = rank
     out["mean_fit_time"], out["std_fit_time"] = secs.mean(axis=0), secs.std(axis=0)
     for i in range(k):
@@ -336,6 +373,11 @@ def _choose(results: dict, rule: str, k: int) -> int:
     or with ``"1se"`` the fewest mean features among rows within one standard error
     (``std / sqrt(k)`` of the best row's fold scores) of the best mean score."""
     mean, std, nsel = results["mean_test_score"], results["std_test_score"], results["mean_n_selected"]
+    if not np.isfinite(mean).any():
+        raise errors.SolverFailedError("FSSelectorCV: every grid point failed in some fold (no finite mean score); "
+                                       "see the warnings, or set error_score='raise' to see the first failure")
+    mean = np.where(np.isfinite(mean), mean, -np.inf)  # a point that failed somewhere is never chosen
+    nsel = np.where(np.isfinite(nsel), nsel, np.inf)
     best = int(np.lexsort((np.arange(mean.size), nsel, -mean))[0])
     if rule == "best":
         return best

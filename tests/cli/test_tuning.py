@@ -172,3 +172,32 @@ def test_methods_command_names_the_sparsity_parameter(cli):
     assert "sparsity parameter: C" in r.out and "first feature enters" in r.out
     r = cli("methods", "fs-mpm")
     assert "sparsity parameter: none declared" in r.out
+
+
+def test_a_failing_grid_point_scores_error_score(wdbc, monkeypatch):
+    """Solver trouble at one point of one fold: that point scores NaN and is never chosen, the others
+    keep their scores (GridSearchCV's error_score); error_score='raise' propagates it."""
+    import fsframe.tuning as tuning
+    from fsframe.errors import ConvergenceWarning, SolverFailedError
+
+    X, y = wdbc
+    real = tuning.path
+
+    def flaky(Xtr, ytr, method, **kw):
+        if 10.0 in kw["C"] and len(ytr) < 150:  # the folds' training parts, not the refit
+            raise SolverFailedError("planted: iteration limit")
+        return real(Xtr, ytr, method, **kw)
+
+    monkeypatch.setattr(tuning, "path", flaky)
+    grid = {"C": [0.1, 1.0, 10.0]}
+    with pytest.warns(ConvergenceWarning, match=r"3 fit\(s\) of grid points failed .* C=10: planted"):
+        est = FSSelectorCV("l1-svm", cv=3, grid=grid).fit(X, y)
+    r = est.cv_results_
+    assert np.isnan(r["mean_test_score"][2]) and np.isfinite(r["mean_test_score"][:2]).all()
+    assert est.best_params_["C"] in (0.1, 1.0)
+    monkeypatch.setattr(tuning, "path", real)
+    clean = FSSelectorCV("l1-svm", cv=3, grid=grid).fit(X, y)
+    np.testing.assert_array_equal(r["mean_test_score"][:2], clean.cv_results_["mean_test_score"][:2])
+    monkeypatch.setattr(tuning, "path", flaky)
+    with pytest.raises(SolverFailedError, match="planted"):
+        FSSelectorCV("l1-svm", cv=3, grid=grid, error_score="raise").fit(X, y)
