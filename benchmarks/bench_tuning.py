@@ -15,23 +15,26 @@ tuning (every fit of every fold and the refit), on one BLAS thread, after an unt
   best mean accuracy / the one-standard-error rule toward fewer features;
 * ``fsframe em-l0``: ``FSSelectorCV("em-l0")``, the number of features over log-spaced integers
   from 1 (002's protocol selects exactly ``r``);
-* ``abess``: ``abess.LogisticRegression(cv=5, thread=1).fit(..., cv_fold_id=...)``: best-subset splicing
+* ``abess``: ``abess.LogisticRegression(cv=5, thread=1).fit(..., cv_fold_id=..., is_normal=False)`` (the
+  data is standardised already): best-subset splicing
   over its default support sizes, the size chosen by its default CV score (``roc_auc``);
 * ``sklearn LR-CV l1``: ``LogisticRegressionCV(penalty="l1", solver="liblinear", Cs=10,
   cv=folds)`` (accuracy).
 
-    python benchmarks/bench_tuning.py [--quick] [--splits 10] [--render]
+    python benchmarks/bench_tuning.py [--quick] [--splits 10] [--render] [--datasets colon]
 
 Writes ``benchmarks/results/tuning.json`` (``tuning_quick.json`` with ``--quick``), prints the
 Markdown table and, on a full run, rewrites the section between the ``tuning`` markers of
 ``docs/performance.md`` (``--render`` re-renders it from the JSON). Colon is read from
-``../shared/data/colon.mat`` and skipped (listed) when absent; abess comes with the ``bench`` extra.
+``colon.mat`` in ``$FSFRAME_SHARED_DATA`` (default ``../shared/data``) and skipped (listed) when
+absent; abess comes with the ``bench`` extra.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -41,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+DATA = Path(os.environ.get("FSFRAME_SHARED_DATA", ROOT.parent / "shared" / "data"))
 DOC = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- tuning:begin -->", "<!-- tuning:end -->"
 TUNERS = ["fsframe l1-svm", "fsframe l1-svm 1se", "fsframe em-l0", "abess", "sklearn LR-CV l1"]
@@ -77,7 +80,9 @@ def tune(name, Xtr, ytr, Xte, yte, seed):
             fold_id[s.test] = k
         classes = np.unique(ytr)
         model = abess.LogisticRegression(cv=FOLDS, thread=1)
-        model.fit(Xtr, (ytr == classes[1]).astype(float), cv_fold_id=fold_id)
+        # the data is standardised already; abess's own normalisation refuses a column constant on the
+        # training part (Colon has some), so it is switched off
+        model.fit(Xtr, (ytr == classes[1]).astype(float), cv_fold_id=fold_id, is_normal=False)
         secs = time.perf_counter() - t0
         pred = classes[(np.asarray(model.predict(Xte)) > 0.5).astype(int)]
         nnz = int(np.count_nonzero(model.coef_))
@@ -93,16 +98,19 @@ def tune(name, Xtr, ytr, Xte, yte, seed):
     raise ValueError(name)
 
 
-def datasets():
+def datasets(names):
     import fsframe
 
-    out = {"breast_cancer": fsframe.load_dataset("breast_cancer")}
-    colon = DATA / "colon.mat"
-    out["colon"] = fsframe.load_dataset(colon) if colon.exists() else None
+    out = {}
+    if "breast_cancer" in names:
+        out["breast_cancer"] = fsframe.load_dataset("breast_cancer")
+    if "colon" in names:
+        colon = DATA / "colon.mat"
+        out["colon"] = fsframe.load_dataset(colon) if colon.exists() else None
     return out
 
 
-def run(splits: int, tuners) -> dict:
+def run(splits: int, tuners, names=("breast_cancer", "colon")) -> dict:
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
     from threadpoolctl import threadpool_limits
@@ -110,7 +118,7 @@ def run(splits: int, tuners) -> dict:
     warnings.simplefilter("ignore")
     results: dict = {"splits": splits, "folds": FOLDS, "tuners": tuners, "data": {}, "skipped": []}
     warm = False
-    for dname, ds in datasets().items():
+    for dname, ds in datasets(names).items():
         if ds is None:
             results["skipped"].append(dname)
             continue
@@ -174,12 +182,19 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="2 splits")
     ap.add_argument("--splits", type=int, default=10)
     ap.add_argument("--render", action="store_true", help="re-render the docs section from the JSON")
+    ap.add_argument("--datasets", nargs="+", default=["breast_cancer", "colon"],
+                    help="run these only and merge them into the existing JSON")
     args = ap.parse_args(argv)
     out = ROOT / "benchmarks" / "results" / ("tuning_quick.json" if args.quick else "tuning.json")
     if args.render:
         res = json.loads(out.read_text())
     else:
-        res = run(2 if args.quick else args.splits, TUNERS)
+        res = run(2 if args.quick else args.splits, TUNERS, args.datasets)
+        if out.exists() and set(args.datasets) != {"breast_cancer", "colon"}:
+            old = json.loads(out.read_text())
+            if old.get("splits") == res["splits"]:
+                res["data"] = {**old["data"], **res["data"]}
+                res["skipped"] = [d for d in old["skipped"] if d not in res["data"]] + res["skipped"]
         out.write_text(json.dumps(res, indent=1, default=float))
     text = render(res)
     print(text)
