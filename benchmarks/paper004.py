@@ -61,10 +61,10 @@ def ranking(method, X, y, p, dso_kw):
         warnings.simplefilter("ignore")
         if method.startswith("DSO-FS"):
             r = fsframe.fit(X, y, method="dso-fs", p=p, **dso_kw)
-            return np.argsort(-np.linalg.norm(np.reshape(r.coef, (X.shape[1], -1)), axis=1), kind="stable")
+            return np.argsort(-np.linalg.norm(np.reshape(r.coef, (-1, X.shape[1])), axis=0), kind="stable")
         if method == "RFS":
             r = fsframe.fit(X, y, method="rfs", gamma=1.0, max_iter=50)
-            return np.argsort(-np.linalg.norm(np.reshape(r.coef, (X.shape[1], -1)), axis=1), kind="stable")
+            return np.argsort(-np.linalg.norm(np.reshape(r.coef, (-1, X.shape[1])), axis=0), kind="stable")
         if method in ("ReliefF", "mRMR"):
             r = fsframe.fit(X, y, method=method.lower(), n_features=min(100, X.shape[1]))
             return np.asarray(r.info["ranking"])
@@ -126,7 +126,7 @@ def composition_vs_dso(p=0.5):
                          ("margin+lp+em", dict(formulation="margin", surrogate="lp", loop="em", p=p, max_iter=100))):
             t0 = time.perf_counter()
             r = fsframe.fit(X, y, **kw)
-            W = np.reshape(r.coef, (X.shape[1], -1))
+            W = np.reshape(r.formulation_coef(), (X.shape[1], -1))  # W (n, c), 004's layout
             out[name] = {"seconds": time.perf_counter() - t0, "l2p_features": l2p(W, p),
                          "l2p_with_bias": l2p(np.vstack([W, np.atleast_2d(r.intercept)]), p),
                          "n_selected": r.n_selected, "n_iter": r.n_iter, "converged": r.converged}

@@ -22,6 +22,7 @@ from ._lazy import lazy_attribute, lazy_dir
 if TYPE_CHECKING:  # what static tools see; at run time these load lazily (see __getattr__)
     from .backends.base import Backend, SolveOptions, SolveResult
     from .dataset import Dataset
+    from .auxiliary import AuxSolver
     from .enums import SOLUTION_PRESENT, ProblemClass, Status
     from .estimator import FSSelector
     from .tuning import FSSelectorCV
@@ -50,6 +51,7 @@ __all__ = [
     "MethodInfo",
     "DataTransform",
     "select_backend",
+    "AuxSolver",
     "Dataset",
     "load_dataset",
     "make_synthetic",
@@ -86,6 +88,7 @@ _LAZY: dict[str, str] = {
     "FitResult": ".results",
     "DataTransform": ".kernels",
     "select_backend": ".plugins",
+    "AuxSolver": ".auxiliary",
     "get_registry": ".plugins",
     "Dataset": ".dataset",
     "load_dataset": ".io",

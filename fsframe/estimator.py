@@ -2,7 +2,7 @@
 (``transform``, ``get_support``, ``get_feature_names_out``) that is also a classifier
 (``predict``, ``decision_function``, ``score``).
 
-Parameter shape (STYLE §5, scikit-learn's rules): ``__init__`` only stores its arguments, every
+Parameter shape (scikit-learn's estimator rules): ``__init__`` only stores its arguments, every
 argument is an explicit keyword, and validation happens in :meth:`FSSelector.fit`. The parameters
 researchers tune most — ``C``, ``alpha``, ``max_iter``, ``tol`` and ``n_features`` — are
 first-class (``GridSearchCV(param_grid={"C": [...], "alpha": [...]})``); ``None`` means "the
@@ -64,8 +64,12 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
 
     Attributes
     ----------
-    coef_ : array, shape (1, n_features_in_) for two classes, (n_classes, n_features_in_) one-vs-rest
-    intercept_ : array, shape (1,) or (n_classes,)
+    coef_ : array, shape (1, n_features_in_) for two classes, (n_classes, n_features_in_) for more
+        One row per class (one-vs-rest or one native multi-class model alike; scikit-learn's
+        layout): ``FitResult.coef`` with its leading axes flattened, so a formulation with several
+        coefficient blocks per model has one row per block (the twin SVM's two planes:
+        ``(2, n_features_in_)``, ``(2 n_classes, n_features_in_)`` one-vs-rest).
+    intercept_ : array, shape (coef_.shape[0],)
     support_ : array of bool, shape (n_features_in_,)
         The selected features (``get_support()``).
     n_iter_ : int
@@ -164,8 +168,10 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
                       loop=self.loop, backend=self.backend, n_features=self.n_features, **kw)
         self.classes_ = classes
         self.result_ = result
-        self.coef_ = np.atleast_2d(np.asarray(result.coef, dtype=np.float64)).copy()
-        self.intercept_ = np.atleast_1d(np.asarray(result.intercept, dtype=np.float64)).copy()
+        # FitResult.coef has the features on its last axis (fsframe.results.result_coef): every
+        # leading axis (classes, a formulation's blocks) becomes a row of scikit-learn's 2-D coef_
+        self.coef_ = np.asarray(result.coef, dtype=np.float64).reshape(-1, X.shape[1]).copy()
+        self.intercept_ = np.asarray(result.intercept, dtype=np.float64).reshape(-1).copy()
         self.support_ = np.asarray(result.support, dtype=bool).copy()
         self.n_iter_ = int(result.n_iter)
         if not self.support_.any():

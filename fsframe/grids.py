@@ -4,9 +4,10 @@ for :class:`fsframe.tuning.FSSelectorCV`.
 
 A method declares its sparsity parameter as data (:attr:`fsframe.MethodSpec.sparsity`: ``"C"``,
 ``"delta"`` or ``"n_features"``). Where the grid starts comes from the formulation's own
-optimality conditions, through two opt-in capabilities:
+optimality conditions, through two opt-in protocols (:data:`fsframe.formulation.PROTOCOLS`; ``aux``
+is an :class:`fsframe.AuxSolver`):
 
-* ``empty_model_threshold(X, y, *, solver)``: the smallest uniform weight ``lambda`` of the L1
+* ``empty_model_threshold(X, y, *, aux)``: the smallest uniform weight ``lambda`` of the L1
   slot term at which the all-zero model is optimal (the dual norm of the loss's gradient at the
   empty model, minimised over its optimal multipliers — scikit-learn's ``l1_min_c`` for the
   hinge). With :attr:`threshold_scaling` (how it scales with the formulation's parameters, the
@@ -17,7 +18,7 @@ optimality conditions, through two opt-in capabilities:
   feature below it, the first one just above); for a loop that starts from it (``fsv``'s
   reweighting) the method is empty below it too (the empty model is its start and a fixed
   point), and the first feature may enter later.
-* ``auto_values(name, X, y, *, n_points, solver)``: the grid itself, for a parameter whose range
+* ``auto_values(name, X, y, *, n_points, aux)``: the grid itself, for a parameter whose range
   the formulation knows (the MPM's ``delta`` up to the largest feasible bound ``delta_max``).
 
 From the entry the grid is log-spaced (``points_per_decade``) in the direction the support
@@ -35,7 +36,8 @@ import attrs
 import numpy as np
 
 from .errors import InvalidOptionError
-from .formulation import AuxSolver, call_opt_in
+from .auxiliary import AuxSolver
+from .loops.records import Run
 from .method import Resolved, resolve
 from .plugins import get_registry, select_backend
 
@@ -135,7 +137,7 @@ def first_weights(loop, surrogate, n_groups: int = 3) -> dict | None:
     """The slot weights of the first subproblem ``loop`` solves (``{"lin": ..., "quad": ...}``),
     read by running its first step against a stand-in subproblem; None when the loop reads more of
     the subproblem than its size before solving (its own algorithm, a mask search)."""
-    gen = loop.steps(_Probe(n_groups), surrogate)
+    gen = loop.steps(_Probe(n_groups), surrogate, Run())
     try:
         next(gen)
     except _FirstSolve as first:
@@ -170,10 +172,9 @@ def _owner(res: Resolved, name: str) -> tuple[str, object] | None:
 
 
 def _solver(res: Resolved) -> AuxSolver:
-    from .backends.base import SolveOptions
     from .enums import ProblemClass
 
-    return AuxSolver(select_backend("auto", ProblemClass.LP), SolveOptions())
+    return AuxSolver.default(ProblemClass.LP)
 
 
 def grid_rule(X, y, res: Resolved, parameter: str, *, fixed: dict | None = None, method: str | None = None,
@@ -205,14 +206,13 @@ def grid_rule(X, y, res: Resolved, parameter: str, *, fixed: dict | None = None,
     kind, comp = owner
     bare = parameter.rpartition("__")[2]
     form = res.formulation
-    values_fn = getattr(form, "auto_values", None)
-    if kind == "formulation" and values_fn is not None:
-        values = call_opt_in(values_fn, bare, X, y, n_points=max(2, 2 * points_per_decade), solver=_solver(res))
+    offers = form.provides()
+    if kind == "formulation" and "auto_values" in offers:
+        values = form.auto_values(bare, X, y, n_points=max(2, 2 * points_per_decade), aux=_solver(res))
         if values:
             return GridRule(parameter, None, +1, values=tuple(float(v) for v in values),
                             how=f"formulation {form.name!r} sets the grid of {bare!r} from the data", **common)
-    threshold_fn = getattr(form, "empty_model_threshold", None)
-    if threshold_fn is None:
+    if "empty_model_threshold" not in offers:
         raise InvalidOptionError(
             f"{parameter!r} has no automatic grid for formulation {form.name!r}: it states no condition for the "
             "empty model (empty_model_threshold) nor a range (auto_values); give the grid as a list")
@@ -223,7 +223,7 @@ def grid_rule(X, y, res: Resolved, parameter: str, *, fixed: dict | None = None,
             + (f" with surrogate {res.surrogate.name!r}" if res.surrogate is not None else "")
             + ": its first subproblem is not an L1 model (an L2 start, as EM's, or an algorithm of its own), so no "
             "weight of the empty model decides where features enter; give the grid as a list, or tune n_features")
-    threshold = float(call_opt_in(threshold_fn, X, y, solver=_solver(res)))
+    threshold = float(form.empty_model_threshold(X, y, aux=_solver(res)))
     if not np.isfinite(threshold):
         raise InvalidOptionError(f"formulation {form.name!r}: its empty-model threshold is {threshold!r}")
     if threshold <= 1e-9 * lam:

@@ -31,7 +31,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from .dataset import check_Xy, is_sparse
+from .dataset import check_Xy, is_sparse, preview
 from .errors import DataWarning, InvalidOptionError
 from .grids import AUTO, MAX_POINTS, POINTS_PER_DECADE, GridRule, auto_rule, declared_parameter, no_grid_message, \
     stopped_growing
@@ -301,6 +301,22 @@ def _bounds_of(res: Resolved) -> dict:
 
 
 
+def _validation_data(validation, Xa, ya) -> tuple:
+    """``(X_val, y_val)`` checked as held-out data: numbers, finite, as many features as the
+    training X, labels of the same length (errors say "validation"); any number of classes. Labels
+    the training y never has are counted wrong by the accuracy: a warning names them."""
+    if not isinstance(validation, (tuple, list)) or len(validation) != 2:
+        raise InvalidOptionError("validation must be a pair (X_val, y_val)")
+    Xv, yv = check_Xy(*validation, name="validation", classes=False)
+    if Xv.shape[1] != Xa.shape[1]:
+        raise InvalidOptionError(f"validation X has {Xv.shape[1]} features, the training X {Xa.shape[1]}")
+    unseen = sorted(set(np.unique(yv).tolist()) - set(np.unique(ya).tolist()), key=repr)
+    if unseen:
+        warnings.warn(f"validation y has labels the training y never has ({preview(unseen)}); no model can predict "
+                      "them, so their samples count as errors in every point's accuracy", DataWarning, stacklevel=3)
+    return Xv, yv
+
+
 def path(X, y=None, method: str | None = None, *, formulation: str | None = None, surrogate: str | None = None,
          loop: str | None = None, backend="auto", n_features=None, validation=None,
          time_limit: float | None = None, backend_options: Mapping | None = None, verbose: bool = False,
@@ -357,13 +373,7 @@ def path(X, y=None, method: str | None = None, *, formulation: str | None = None
     flags = check_fit_options(fast=fast, cone_form=cone_form, verbose=verbose)
     name, grid = _grid(params, n_features, method)
     Xa, ya, names = training_data(X, y)
-    Xv = yv = None
-    if validation is not None:
-        if not isinstance(validation, (tuple, list)) or len(validation) != 2:
-            raise InvalidOptionError("validation must be a pair (X_val, y_val)")
-        Xv, yv = check_Xy(*validation, name="validation data", classes=False)  # a small test part may miss a class
-        if Xv.shape[1] != Xa.shape[1]:
-            raise InvalidOptionError(f"validation X has {Xv.shape[1]} features, the training X {Xa.shape[1]}")
+    Xv, yv = (None, None) if validation is None else _validation_data(validation, Xa, ya)
     fixed = {k: v for k, v in params.items() if k != name}
     comps = dict(formulation=formulation, surrogate=surrogate, loop=loop)
     sweep_r = name == "n_features"

@@ -12,9 +12,42 @@ from numpy.typing import ArrayLike, NDArray
 
 from .dataset import check_no_silent_cast, is_sparse, sparse_features
 from .enums import Status
-from .errors import DataError, SparseInputError
+from .errors import DataError, PluginError, SparseInputError
 
-__all__ = ["FitResult"]
+__all__ = ["FitResult", "result_coef", "solver_label", "backend_text"]
+
+
+def _native_multiclass(formulation, n_classes: int) -> bool:
+    """Whether a formulation's model of ``n_classes`` classes is one native multi-class model
+    (``Formulation.multiclass == "native"`` and more than two classes)."""
+    return n_classes > 2 and getattr(formulation, "multiclass", "ovr") == "native"
+
+
+def result_coef(coef, formulation, n_classes: int, n_groups: int) -> NDArray:
+    """:attr:`FitResult.coef` from the coefficients of one fitted model, in its formulation's
+    own layout: the one place where the layout of ``FitResult.coef`` is decided.
+
+    A native multi-class formulation (``multiclass = "native"``, more than two classes) states its
+    coefficients as ``(n_groups, n_classes)``, one row group per feature (its ``coef_shape``, the
+    ``W`` of paper 004); ``FitResult.coef`` is class-major, ``(n_classes, n_groups)``, as for
+    one-vs-rest. Every other model's coefficients are kept as they are (binary: ``(n_groups,)``,
+    or blocks before the features such as the twin SVM's ``(2, n_groups)``).
+
+    Raises
+    ------
+    PluginError
+        a native multi-class formulation whose coefficients are not ``(n_groups, n_classes)``
+        (its layout cannot be read without guessing).
+    """
+    coef = np.asarray(coef)
+    if not _native_multiclass(formulation, n_classes):
+        return coef
+    if coef.shape != (n_groups, n_classes):
+        raise PluginError(
+            f"formulation {getattr(formulation, 'name', formulation)!r} (multiclass='native') returned coefficients "
+            f"of shape {coef.shape} for {n_classes} classes and {n_groups} feature groups; a native multi-class "
+            f"model's coefficients are (n_groups, n_classes) = ({n_groups}, {n_classes}), one row group per feature")
+    return np.ascontiguousarray(coef.T)
 
 
 @attrs.frozen(eq=False)
@@ -23,10 +56,15 @@ class FitResult:
 
     Attributes
     ----------
-    coef : array, shape (n_features,) for binary problems, (n_classes, n_features) one-vs-rest
-        Coefficients on the (possibly kernel-mapped) features; zero outside ``support``. A native
-        multi-output formulation gives its own ``coef_shape``, e.g. ``(n_features, n_classes)``
-        for the multi-class margin of paper 004 (one row group per feature).
+    coef : array, shape (n_features,) binary, (n_classes, n_features) multi-class
+        Coefficients on the (possibly kernel-mapped) features; zero outside ``support``. One
+        layout for every method (:func:`result_coef`): the **last axis indexes the features**
+        (the groups: training samples for a kernel map) and, with more than two classes, the
+        **first axis the classes** in ``classes`` order — one-vs-rest and native multi-class
+        formulations alike (scikit-learn's ``coef_`` layout). A formulation with several
+        coefficient blocks per model keeps them in between: the twin SVM's two planes are
+        ``(2, n_features)``, one-vs-rest ``(n_classes, 2, n_features)``.
+        :meth:`formulation_coef` gives them back in the formulation's own layout.
     intercept : float, or array of shape (n_classes,)
     support : array of bool, shape (n_groups,)
         Selected features (training samples for a kernel map).
@@ -49,8 +87,13 @@ class FitResult:
         False if the monitored objective rose beyond tolerance (see the loop's warning).
     classes : tuple
         Sorted labels; the binary decision function is positive for ``classes[1]``.
-    method, formulation, surrogate, loop, backend
+    method, formulation, surrogate, loop
         What ran, with every parameter value (the exact inputs).
+    backend : str or None
+        The backend that solved the subproblem of the returned model (``info["backend_version"]``
+        is its version): the fit's backend, or the one a loop solves its own steps on (DSO-FS's
+        ``E`` steps on Clarabel); ``None`` when no backend solved it (RFS's linear systems). One-vs-rest:
+        the classes' backends joined by ``+`` when they differ.
     params : dict
         The parameters as resolved (method defaults plus user values).
     info : dict
@@ -84,13 +127,21 @@ class FitResult:
     formulation: Any
     surrogate: Any
     loop: Any
-    backend: str
+    backend: str | None
     params: dict
     info: dict = attrs.field(factory=dict)
     per_class: tuple = ()
     transform: Any = attrs.field(default=None, repr=False)
     feature_names: tuple | None = attrs.field(default=None, repr=False)
     certificate: dict = attrs.field(factory=dict, repr=False)
+
+    def formulation_coef(self) -> NDArray:
+        """:attr:`coef` in the formulation's own layout, what ``formulation.decision_function``
+        takes: ``coef.T`` (``(n_features, n_classes)``) for a native multi-class model, ``coef``
+        otherwise (see :func:`result_coef`)."""
+        if not self.per_class and _native_multiclass(self.formulation, len(self.classes)):
+            return np.asarray(self.coef).T
+        return self.coef
 
     # -- selection ----------------------------------------------------------------------------
     @property
@@ -129,7 +180,7 @@ class FitResult:
                             "impute or drop them before predicting")
         if self.transform is not None:
             return self.transform.transform(X)
-        n = self.support.shape[0]  # one group per feature: coef may be (n,), (c, n) or (n, c)
+        n = self.support.shape[0]  # one group per feature: the last axis of coef
         if X.shape[1] != n:
             raise DataError(f"X has {X.shape[1]} features, the model was fitted on {n}")
         return X
@@ -141,7 +192,7 @@ class FitResult:
         Z = self._features(X)
         if self.per_class:
             return np.column_stack([r.formulation.decision_function(r.coef, r.intercept, Z) for r in self.per_class])
-        return self.formulation.decision_function(self.coef, self.intercept, Z)
+        return self.formulation.decision_function(self.formulation_coef(), self.intercept, Z)
 
     def predict(self, X: ArrayLike) -> NDArray:
         """Class labels: the sign of the decision function (binary) or its argmax (one-vs-rest,
@@ -190,7 +241,7 @@ class FitResult:
         comps = [c for c in (self.formulation, self.surrogate, self.loop) if c is not None]
         model = " + ".join(_component_text(c, facts) for c in comps)
         what = "features" if self.transform is None else getattr(self.transform, "support_of", "training samples")
-        lines = [f"{self.method or 'custom'}: {model}; backend {self.backend}"
+        lines = [f"{self.method or 'custom'}: {model}; {backend_text(self.backend)}"
                  + (f"; one-vs-rest over {len(self.classes)} classes" if self.per_class else "")]
         shown = {k for c in comps if attrs.has(type(c)) for k in attrs.fields_dict(type(c))}
         extra = {k: v for k, v in facts.items() if k not in shown}
@@ -232,6 +283,19 @@ class FitResult:
             "facts": self.facts,
             "certificate": self.certificate,
         }
+
+
+def solver_label(backend: str | None, version=None) -> str | None:
+    """``"highs 1.16.0"`` (a backend and its version), ``"highs"``, or ``None`` (no backend)."""
+    if not backend:
+        return None
+    return f"{backend} {version}" if version else str(backend)
+
+
+def backend_text(backend: str | None, version=None) -> str:
+    """``backend highs 1.16.0``, or ``no solver backend`` (a model computed without one)."""
+    label = solver_label(backend, version)
+    return "no solver backend" if label is None else f"backend {label}"
 
 
 def _num(v) -> str:

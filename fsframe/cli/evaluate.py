@@ -32,7 +32,11 @@ def loader_options(args) -> dict:
             raise UsageError(f"--loader-opt {spec!r}: {key!r} is not an option name")
         value = parse_value(value)
         if isinstance(value, str) and "\\" in value:
-            value = value.encode("utf-8").decode("unicode_escape")  # delimiter='\t'
+            try:
+                value = value.encode("utf-8").decode("unicode_escape")  # delimiter='\t'
+            except UnicodeDecodeError as exc:
+                raise UsageError(f"--loader-opt {spec!r}: a backslash escape that does not decode ({exc.reason}); "
+                                 "write a tab as \\t") from None
         opts[key] = value
     return opts
 

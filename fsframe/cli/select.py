@@ -12,6 +12,7 @@ from ..evaluation import (accuracy_score, component_dict, cross_validate, enviro
 from ..fitting import fit
 from ..loops.base import monitored_series
 from ..method import sparsity_knobs
+from ..results import backend_text, solver_label
 from .common import EXIT_OK, UsageError
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
 from .output import check_output_paths, meta, table, write_csv, write_json
@@ -93,8 +94,8 @@ def _select_once(args, argv, data, params) -> int:
     names = list(data.feature_names)
     kernel = res.transform is not None
     label = args.method or "+".join(p for p in (args.formulation, args.surrogate, args.loop) if p)
-    coef = np.atleast_2d(np.asarray(res.coef, dtype=float))
     classes = list(res.classes)
+    weight_labels, coef = weight_rows(res.coef, classes)
     ovr = bool(res.per_class)
     facts = res.facts
     components = {"formulation": component_dict(res.formulation), "surrogate": component_dict(res.surrogate),
@@ -104,8 +105,7 @@ def _select_once(args, argv, data, params) -> int:
     train_acc = accuracy_score(data.y, res.predict(X))
     if args.json != "-":
         print(f"{label} on {dataset_line(data)}")
-        print(f"  model: {format_components(components, resolved=facts)}; backend {res.backend}"
-              f"{' ' + str(solver) if solver else ''}")
+        print(f"  model: {format_components(components, resolved=facts)}; {backend_text(res.backend, solver)}")
         derived = facts_text(facts, components)
         if derived:
             print(f"  from the data: {derived}")
@@ -122,13 +122,16 @@ def _select_once(args, argv, data, params) -> int:
                   "groups are training samples (--json/--csv list them)")
         else:
             print(f"selected {n} of {total} features ({100 * n / total:.1f}%)" + (":" if n else ""))
+        if res.info.get("n_features_default") is not None:
+            print(f"  ({label} ranks the features and has no sparsity of its own: without --n-features it keeps "
+                  "the better half)")
         if n and not kernel:
             order = res.selected[np.argsort(-np.max(np.abs(coef[:, res.selected]), axis=0), kind="stable")]
             if coef.shape[0] == 1:
                 rows = [("#", "index", "feature", "weight")]
                 rows += [(str(i + 1), str(j), names[j], _w(coef[0, j], 4)) for i, j in enumerate(order[:top])]
-            elif len(classes) <= 6:
-                rows = [("#", "index", "feature", *[f"w[{c}]" for c in classes])]
+            elif coef.shape[0] <= 6:
+                rows = [("#", "index", "feature", *[f"w[{c}]" for c in weight_labels])]
                 rows += [(str(i + 1), str(j), names[j], *[_w(coef[k, j], 3) for k in range(coef.shape[0])])
                          for i, j in enumerate(order[:top])]
             else:
@@ -166,7 +169,7 @@ def _select_once(args, argv, data, params) -> int:
                "method": args.method, "components": components, "params": to_jsonable(res.params),
                "fit_options": to_jsonable({k: v for k, v in params.items() if k in ("backend", "time_limit")}),
                "scale": args.scale, "n_features": args.n_features, "seed": None,
-               "versions": environment_versions({"solver": f"{res.backend} {solver}" if solver else res.backend}),
+               "versions": environment_versions({"solver": solver_label(res.backend, solver)}),
                "result": to_jsonable(res.to_dict()),
                "selected_names": None if kernel else [names[j] for j in res.selected],
                "coef": to_jsonable(np.asarray(res.coef).tolist()), "intercept": to_jsonable(np.asarray(res.intercept).tolist()),
@@ -184,7 +187,7 @@ def _select_once(args, argv, data, params) -> int:
                 if coef.shape[0] == 1:
                     row["weight"] = float(coef[0, j])
                 else:
-                    for k, c in enumerate(classes):
+                    for k, c in enumerate(weight_labels):
                         row[f"weight_{c}"] = float(coef[k, j])
                 rows.append(row)
             write_csv(args.csv, rows)
@@ -199,6 +202,23 @@ def monotone_text(res) -> str:
     if monitored_series(res.loop, res.surrogate, res.history) is None:
         return "not checked (no monitored objective; see --plot)"
     return "yes" if res.monotone else "NO"
+
+
+def weight_rows(coef, classes) -> tuple[list[str], np.ndarray]:
+    """``(labels, W)``: ``FitResult.coef`` as a matrix ``W`` with one row per weight vector and the
+    features in columns (its last axis; fsframe.results.result_coef), and a label per row: ``[""]``
+    for a binary linear model; the class for a multi-class model (its first axis); the block
+    number from 1 for a formulation with several blocks per model (the twin SVM's planes), as
+    ``class/block`` one-vs-rest."""
+    coef = np.asarray(coef, dtype=float)
+    lead = coef.shape[:-1]
+    W = coef.reshape(-1, coef.shape[-1])
+    if not lead:
+        return [""], W
+    multi = len(classes) > 2
+    labels = ["/".join(([str(classes[idx[0]])] + [str(i + 1) for i in idx[1:]]) if multi
+                       else [str(i + 1) for i in idx]) for idx in np.ndindex(*lead)]
+    return labels, W
 
 
 def pressure_hint(res) -> str:

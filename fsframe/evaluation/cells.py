@@ -60,6 +60,8 @@ def record_from_json(d: dict) -> FoldRecord:
     """The :class:`FoldRecord` a cell file holds."""
     r = dict(d["record"])
     r.pop("status", None)
+    if "backend" not in r:  # a cell written before records kept the backend that solved: the configured one
+        r["backend"] = d.get("backend")
     for k in ("train", "test", "y_pred"):
         if r.get(k) is not None:
             r[k] = np.asarray(r[k])
@@ -71,11 +73,26 @@ def record_from_json(d: dict) -> FoldRecord:
 
 
 class CellStore:
-    """The ``cells/`` folder of a results directory."""
+    """The ``cells/`` folder of a results directory (created if absent).
+
+    A results folder that is a file, a ``cells`` that is not a folder, a cell path that is not a
+    regular file and a folder that cannot be created, read or written are
+    :class:`~fsframe.errors.DataFileError` naming the path; a cell file whose content is not a
+    cell (truncated, not UTF-8, not JSON) is reported with a warning and counts as not finished."""
 
     def __init__(self, root: str | os.PathLike):
-        self.dir = Path(root) / "cells"
-        self.dir.mkdir(parents=True, exist_ok=True)
+        root = Path(root)
+        if root.exists() and not root.is_dir():
+            raise errors.DataFileError(f"results folder {root} is a file, not a folder: give another folder "
+                                       "(fsframe run --out DIR) or move the file away")
+        self.dir = root / "cells"
+        if self.dir.exists() and not self.dir.is_dir():
+            raise errors.DataFileError(f"{self.dir} is a file, not a folder: a results folder keeps its cells in the "
+                                       "folder cells/; move the file away")
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise errors.DataFileError(f"cannot create the results folder {self.dir}: {exc.strerror or exc}") from exc
 
     def path(self, key: str) -> Path:
         return self.dir / f"{key}.json"
@@ -83,11 +100,15 @@ class CellStore:
     def write(self, key: str, content: dict) -> None:
         """Write atomically: a temporary file in the same folder, then ``os.replace``."""
         tmp = self.dir / f".tmp-{key}-{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(to_jsonable(content), fh, allow_nan=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path(key))
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(to_jsonable(content), fh, allow_nan=False)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path(key))
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise errors.DataFileError(f"cannot write cell file {self.path(key)}: {exc.strerror or exc}") from exc
 
     def read(self, key: str) -> dict | None:
         """The cell's content, or ``None`` when absent or unreadable (then it is recomputed)."""
@@ -97,10 +118,25 @@ class CellStore:
                 d = json.load(fh)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:
-            warnings.warn(f"cell file {p} is unreadable ({exc}); it will be recomputed", RuntimeWarning, stacklevel=2)
+        except IsADirectoryError:
+            raise errors.DataFileError(f"cell path {p} is a folder, not a cell file: move it away (the cell is then "
+                                       "recomputed by 'fsframe run')") from None
+        except OSError as exc:
+            raise errors.DataFileError(f"cannot read cell file {p}: {exc.strerror or exc}") from exc
+        except ValueError as exc:  # not UTF-8, not JSON
+            _unreadable(p, str(exc))
             return None
-        return d if d.get("key") == key else None
+        if not isinstance(d, dict) or not isinstance(d.get("record"), dict):
+            _unreadable(p, "it holds no cell record")
+            return None
+        if d.get("key") != key:
+            return None
+        try:
+            record_from_json(d)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:  # fields that are not a record's
+            _unreadable(p, f"its record does not load: {type(exc).__name__}: {exc}")
+            return None
+        return d
 
     def finished(self, keys: Iterable[str], *, retry_failed: bool = True) -> dict[str, dict]:
         """The readable cells among ``keys`` (failed ones left out with ``retry_failed``)."""
@@ -121,3 +157,8 @@ class CellStore:
             except OSError:
                 pass
         return n
+
+
+def _unreadable(path: Path, why: str) -> None:
+    warnings.warn(f"cell file {path} is unreadable ({why}); the cell counts as not finished ('fsframe run' "
+                  "recomputes it)", RuntimeWarning, stacklevel=4)

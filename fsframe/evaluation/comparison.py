@@ -70,6 +70,8 @@ class CompareResult:
             head.insert(3, "selector acc. (%)")
         if any(r.n_failed for r in self.results):
             head.append("failed")
+        if not self._same_fits():
+            head.append("fits")
         body = []
         for r in self.results:
             s = r.summary()
@@ -87,6 +89,8 @@ class CompareResult:
                 row.insert(3, ms("selector_accuracy"))
             if "failed" in head:
                 row.append(f"{r.n_failed}/{r.n_folds}")
+            if "fits" in head:
+                row.append(str(len(r.ok_folds)))
             body.append(row)
         if markdown:
             lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "--:" for i in range(len(head))) + "|"]
@@ -98,13 +102,20 @@ class CompareResult:
 
         return "\n".join([line(head), "  ".join("-" * x for x in w)] + [line(row) for row in body])
 
+    def _same_fits(self) -> bool:
+        """Whether every row averages the successful fits of the same splits (a failed or missing
+        fit, e.g. an interrupted run, makes the rows differ)."""
+        return len({tuple((f.repeat, f.fold) for f in r.ok_folds) for r in self.results}) <= 1
+
     def report(self, *, markdown: bool = False) -> str:
         ds = self.dataset
         title = f"{ds['name']} ({ds['n_samples']} samples x {ds['n_features']} features, {len(ds['classes'])} classes)"
         prot = f"protocol: {describe_protocol(self.protocol)}"
-        solvers = sorted({r.versions.get("solver", r.backend) for r in self.results})
+        solvers = sorted({r.versions.get("solver", r.backend) or "none (no solver backend)" for r in self.results})
         undefined = [r.label for r in self.results if r.stability().get("nogueira") is None]
-        foot = (f"mean ± std over {self.results[0].n_folds} fits on the same splits; MCC: paper 000 eq. 60"
+        over = (f"mean ± std over {len(self.results[0].ok_folds)} fits on the same splits" if self._same_fits() else
+                "mean ± std over each row's successful fits (column 'fits'), not all on the same splits")
+        foot = (f"{over}; MCC: paper 000 eq. 60"
                 f"{' (multi-class: Gorodkin R_K)' if len(ds['classes']) > 2 else ''}; stability: Nogueira et al. 2018"
                 f"{' (-: undefined, every fit selected all or no features)' if undefined else ''}; "
                 f"solver {', '.join(solvers)}; total {self.seconds:.1f} s")

@@ -60,9 +60,10 @@ class _Config:
     backend: str
 
 
-def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, retrain_C, n_columns, n_samples
-                 ) -> _Config:
-    from ..fitting import make_options  # the fit driver loads the compiler (and Pyomo): not for `fsframe methods`
+def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, retrain_C, n_columns, n_samples,
+                 n_classes: int = 2) -> _Config:
+    # the fit driver loads the compiler (and Pyomo): not for `fsframe methods`
+    from ..fitting import check_classes, make_options
 
     spec = dict(spec)
     method = spec.pop("method", None)
@@ -78,6 +79,7 @@ def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, 
     if fit_options.pop("keep_model", False):
         raise InvalidOptionError("keep_model=True is not supported in cross-validation (models are not returned)")
     res = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **spec)
+    check_classes(res, n_classes)
     options = make_options(time_limit=fit_options.get("time_limit"), verbose=fit_options.get("verbose", False),
                            backend_options=fit_options.get("backend_options"))
     backend = select_backend(fit_options.get("backend", "auto"), res.problem_class, quadratic="quad" in res.terms,

@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 import attrs
+import numpy as np
 
-from ..errors import InvalidOptionError
+from ..errors import DataFileError, InvalidOptionError
 from .cells import CellStore, cell_key, record_from_json, record_to_json
 from .comparison import CompareResult
 from .config import _make_config
 from .engine import Task, execute
 from .executor import data_fingerprint
 from .manifest import environment, now, read_manifest, write_manifest
-from .records import CVResult, Progress
+from .records import CVResult, Progress, solver_of
 from .runner import _as_data, _check_common, _emit_warnings, _run_fold, _runtime_components
 from .serialize import environment_versions, to_jsonable
 from .splits import make_splits
@@ -86,7 +87,8 @@ def _plan(study: Study):
         data.append((X, y))
         dhash = data_fingerprint(X, y)
         configs = [_make_config(m.label, m.spec, n_features=None, scale=prot.scale, retrain=retrain, retrain_C=C,
-                                n_columns=X.shape[1], n_samples=X.shape[0]) for m in study.configurations(dspec.name)]
+                                n_columns=X.shape[1], n_samples=X.shape[0], n_classes=len(np.unique(y)))
+                   for m in study.configurations(dspec.name)]
         evaluation = {"scale": prot.scale, "retrain": prot.retrain, "retrain_C": C}
         for seed in study.seeds:
             splits, protocol = make_splits(y, prot.cv, repeats=prot.repeats, random_state=seed, X=X)
@@ -128,7 +130,10 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     data, tasks, metas, groups = _plan(study)
     store = CellStore(root)
     store.clean_temporary()
-    (root / "study.toml").write_text(study.text, encoding="utf-8")
+    try:
+        (root / "study.toml").write_text(study.text, encoding="utf-8")
+    except OSError as exc:
+        raise DataFileError(f"cannot write {root / 'study.toml'}: {exc.strerror or exc}") from exc
     done_before = store.finished([m["key"] for m in metas], retry_failed=retry_failed)
     todo = [i for i, m in enumerate(metas) if m["key"] not in done_before]
     engine = "serial" if n_jobs == 1 and dask is None else (f"dask {dask if isinstance(dask, str) else 'client'}"
@@ -153,7 +158,9 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     def on_done(j, rec, clock):
         nonlocal computed
         i = todo[j]
-        meta = dict(metas[i], backend_version=rec.backend_version, ok=rec.ok)
+        # a finished cell names the backend that solved it (DSO-FS: clarabel; RFS: none) and its version
+        meta = dict(metas[i], backend=rec.backend if rec.ok else metas[i]["backend"],
+                    backend_version=rec.backend_version, ok=rec.ok)
         store.write(meta["key"], record_to_json(rec, meta))
         computed += 1
         if progress is not None:
@@ -165,7 +172,8 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
                     n_computed=computed)
     res = _rebuild(root, manifest, store)
     for key, d in _cell_files(store, manifest).items():
-        manifest["cells"][key].update(backend_version=d.get("backend_version"), ok=d["record"].get("ok"))
+        manifest["cells"][key].update(backend=d.get("backend"), backend_version=d.get("backend_version"),
+                                      ok=d["record"].get("ok"))
     write_manifest(root, manifest)
     _emit_warnings([r for t in res.tables for r in t.results])
     return attrs.evolve(res, n_skipped=skipped, n_computed=computed, interrupted=interrupted, manifest=manifest)
@@ -183,8 +191,7 @@ def _rebuild(root: Path, manifest: dict, store: CellStore) -> StudyResult:
         results = []
         for cfg, keys in zip(g["configs"], g["cells"]):
             folds = [record_from_json(cells[k]) for k in keys if k in cells]
-            solver = next((f.backend_version for f in folds if f.ok and f.backend_version), None)
-            versions = environment_versions({**env, "solver": f"{cfg['backend']} {solver}" if solver else cfg["backend"]})
+            versions = environment_versions({**env, "solver": solver_of(folds, cfg["backend"])})
             prot = dict(g["protocol"], n_features=cfg["n_features"], groups=cfg["groups"])
             results.append(CVResult(label=cfg["label"], method=cfg["method"], components=cfg["components"],
                                     params=to_jsonable(cfg["resolved"]), fit_options=to_jsonable(cfg["fit_options"]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from ..errors import DataFileError
 from .plots import draw, figures_for, slug
 
 __all__ = ["write_report"]
@@ -46,15 +47,19 @@ def write_report(result, *, fmt: str = "md", plots: bool = True) -> Path:
             for kind, src in images:
                 body.append(f'<figure><img src="{src}" alt="{kind}"><figcaption>{html.escape(_CAPTIONS[kind])}'
                             "</figcaption></figure>")
-        page = root / "report.html"
-        page.write_text("<!doctype html>\n<meta charset=\"utf-8\">\n<title>fsframe report</title>\n"
-                        + "\n".join(body) + "\n", encoding="utf-8")
-        return page
+        return _write(root / "report.html", "<!doctype html>\n<meta charset=\"utf-8\">\n<title>fsframe report</title>\n"
+                      + "\n".join(body) + "\n")
     lines = [f"# {m.get('study')}", "", head, ""]
     for name, t, images in sections:
         lines += [f"## {name}", "", t.report(markdown=True), ""]
         for kind, src in images:
             lines += [f"![{_CAPTIONS[kind]}]({src})", ""]
-    page = root / "report.md"
-    page.write_text("\n".join(lines), encoding="utf-8")
+    return _write(root / "report.md", "\n".join(lines))
+
+
+def _write(page: Path, text: str) -> Path:
+    try:
+        page.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise DataFileError(f"cannot write the report page {page}: {exc.strerror or exc}") from exc
     return page

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 import numpy as np
 
-from ..errors import BackendUnavailableError
+from ..errors import BackendUnavailableError, DataFileError
 
 __all__ = ["accuracy_vs_features_data", "frequency_data", "sweep_data", "trace_data", "path_data", "draw",
            "figure", "figures_for", "plot_path", "PLOT_KINDS"]
@@ -171,10 +171,17 @@ def _save(fig, stem: Path) -> list[Path]:
     stem = Path(stem)
     if stem.suffix.lower() in (".png", ".svg"):
         stem = stem.with_suffix("")
-    stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-    fig.savefig(paths[0], dpi=110, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
+    where = f"cannot write the pictures {paths[0]} and {paths[1]}"
+    blocker = next((p for p in reversed(stem.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise DataFileError(f"{where}: {blocker} is a file, not a folder")
+    try:
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(paths[0], dpi=110, bbox_inches="tight")
+        fig.savefig(paths[1], bbox_inches="tight")
+    except OSError as exc:  # a read-only folder, a full disk, a picture path that is a folder
+        raise DataFileError(f"{where}: {exc.strerror or exc} ({exc.filename or stem.parent})") from exc
     return paths
 
 

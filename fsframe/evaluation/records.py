@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidOptionError
+from ..results import solver_label
 from .config import format_components
 from .metrics import METRICS
 from .report import describe_protocol, facts_text, first_line, summary_table, wrap
@@ -46,6 +47,9 @@ class FoldRecord:
     facts : dict
         What the fit derived from the training part (``FitResult.facts``),
         e.g. MPM's ``delta`` used and ``delta_max``.
+    backend, backend_version : str or None
+        The backend that solved the fit's returned model and its version (``FitResult.backend``;
+        ``None``: no solver backend, e.g. RFS's linear systems).
     warnings : tuple of (category, message)
         Warnings raised during this fold.
     train, test, y_pred : arrays
@@ -74,6 +78,7 @@ class FoldRecord:
     total_seconds: float = 0.0
     selected: tuple = ()
     facts: dict = attrs.field(factory=dict)
+    backend: str | None = None
     backend_version: str | None = None
     error_type: str | None = None
     error: str | None = None
@@ -118,6 +123,18 @@ class Progress:
     slowest: tuple | None = None
     skipped: int = 0
 
+
+
+def solver_of(folds: Sequence[FoldRecord], configured: str | None) -> str | None:
+    """The solver of an evaluation's fits, as reported (``"clarabel 0.11.1"``): the distinct
+    backend-and-version labels of the finished fits (``FoldRecord.backend``), joined by ``", "``;
+    ``None`` when no backend solved any of them (RFS); ``configured`` (the backend the
+    configuration selected) when no fit finished."""
+    done = [f for f in folds if f.ok]
+    if not done:
+        return configured
+    labels = sorted({lab for f in done if (lab := solver_label(f.backend, f.backend_version)) is not None})
+    return ", ".join(labels) or None
 
 
 def _stats(values: Sequence[float]) -> dict:
@@ -333,9 +350,9 @@ class CVResult:
         lines = [f"{self.label} on {ds['name']} ({ds['n_samples']} samples x {ds['n_features']} features, "
                  f"{len(ds['classes'])} classes)"]
         lines += wrap(f"protocol: {self.describe_protocol()}", 110)
-        solver = self.versions.get("solver") or self.backend
+        solver = self.versions.get("solver", self.backend)
         lines += wrap(f"model: {format_components(self.components, resolved=self.resolved_parameters())}; "
-                      f"backend {solver}", 110)
+                      f"{'backend ' + solver if solver else 'no solver backend'}", 110)
         facts = facts_text(self.facts(), self.components)
         if facts:
             lines += wrap(f"from the data, per training part: {facts}", 110)

@@ -21,7 +21,7 @@ from ..plugins import get_registry
 from .config import _Config, _make_config
 from .metrics import accuracy_score, mcc_score
 from .preprocess import SCALINGS, _retrain_estimator, _scale, check_scaling
-from .records import CVResult, FoldRecord, Progress
+from .records import CVResult, FoldRecord, Progress, solver_of
 from .engine import Task, execute
 from .serialize import environment_versions, to_jsonable
 from .splits import Split, make_splits
@@ -30,8 +30,9 @@ __all__ = ["cross_validate", "EvaluationInterrupted", "AUTO_PARALLEL_SECONDS"]
 
 
 def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: bool = False) -> FoldRecord:
-    """One fit and its evaluation. A failure becomes the record's error, or propagates with
-    ``raise_errors``."""
+    """One fit and its evaluation. A failure (any exception, ``SystemExit`` included: a component
+    that calls ``sys.exit`` fails its own fit) becomes the record's error, or propagates with
+    ``raise_errors``; ``KeyboardInterrupt`` always propagates."""
     t0 = time.perf_counter()
     base = dict(label=cfg.label, repeat=split.repeat, fold=split.fold, n_train=int(split.train.size),
                 n_test=int(split.test.size), train=split.train, test=split.test)
@@ -70,14 +71,18 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
                 statuses=tuple(getattr(s, "value", str(s)) for s in res.statuses),
                 seconds=float(res.info.get("seconds", float("nan"))),
                 selected=tuple(int(j) for j in selected), facts=res.facts,
-                backend_version=_backend_version(res), y_pred=y_pred)
-        except Exception as exc:  # recorded, counted and reported; never dropped
+                backend=res.backend, backend_version=_backend_version(res), y_pred=y_pred)
+        except (Exception, SystemExit) as exc:  # recorded, counted and reported, never dropped; Ctrl-C
+            # (KeyboardInterrupt) stops the run, and a task cancellation (CancelledError) is its engine's
             if raise_errors:
                 raise
             status = None
             if isinstance(exc, SolverFailedError) and exc.status is not None:
                 status = getattr(exc.status, "value", str(exc.status))
-            rec = FoldRecord(**base, ok=False, error_type=type(exc).__name__, error=str(exc), solver_status=status,
+            text = str(exc)
+            if isinstance(exc, SystemExit):  # str() is only the exit code
+                text = f"a component raised SystemExit({exc.code!r}) during the fit (sys.exit, argparse, ...)"
+            rec = FoldRecord(**base, ok=False, error_type=type(exc).__name__, error=text, solver_status=status,
                              traceback=traceback.format_exc())
     rec = attrs.evolve(rec, total_seconds=time.perf_counter() - t0,
                        warnings=tuple((w.category, str(w.message)) for w in caught))
@@ -243,7 +248,8 @@ def _run(data_or_X, y, entries, *, cv, repeats, scale, n_jobs, random_state, n_f
     if random_state is None:
         random_state = secrets.randbelow(2**31)  # drawn, recorded, reproducible afterwards
     configs = [_make_config(label, spec, n_features=n_features, scale=scale, retrain=retrain, retrain_C=C,
-                            n_columns=X.shape[1], n_samples=X.shape[0]) for label, spec in entries]
+                            n_columns=X.shape[1], n_samples=X.shape[0], n_classes=len(np.unique(yy)))
+               for label, spec in entries]
     labels = [c.label for c in configs]
     dup = sorted({lab for lab in labels if labels.count(lab) > 1})
     if dup:
@@ -258,8 +264,7 @@ def _run(data_or_X, y, entries, *, cv, repeats, scale, n_jobs, random_state, n_f
     results = []
     for cfg, slots in zip(configs, per):
         folds = [f for f in slots if f is not None]
-        solver = next((f.backend_version for f in folds if f.ok and f.backend_version), None)
-        versions = environment_versions({"solver": f"{cfg.backend} {solver}" if solver else cfg.backend})
+        versions = environment_versions({"solver": solver_of(folds, cfg.backend)})
         prot = dict(protocol, scale=scale, n_features=cfg.n_features, retrain=retrain_desc, groups=cfg.groups)
         results.append(CVResult(label=cfg.label, method=cfg.method, components=cfg.components,
                                 params=to_jsonable(cfg.resolved_params), fit_options=to_jsonable(cfg.fit_options),

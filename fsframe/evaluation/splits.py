@@ -65,7 +65,7 @@ def make_splits(y: ArrayLike, cv: Any = 10, *, repeats: int = 1, random_state: i
         random_state = _check_int("random_state", random_state, 0, MAX_SEED)
     _, counts = np.unique(y, return_counts=True)
     smallest, largest = int(counts.min()), int(counts.max())
-    if isinstance(cv, bool):
+    if isinstance(cv, (bool, str, bytes)):  # a str has .split(), but is no splitter
         raise InvalidOptionError(f"cv must be an int (folds), a float in (0, 1) (test fraction) or a splitter, got {cv!r}")
     if isinstance(cv, (int, np.integer)):
         k = int(cv)

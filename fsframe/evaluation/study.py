@@ -211,8 +211,15 @@ def load_study(path: str | os.PathLike) -> Study:
         text = resources.files("fsframe.evaluation").joinpath("studies", f"{path}.toml").read_text(encoding="utf-8")
         return study_from_dict(_parse(text, str(path)), base=Path.cwd(), text=text, path=str(path))
     if not p.is_file():
-        raise DataFileError(f"experiment file not found: {path} (bundled studies: {', '.join(BUNDLED_STUDIES)})")
-    text = p.read_text(encoding="utf-8")
+        what = "is a folder, not an experiment file" if p.is_dir() else "not found"
+        raise DataFileError(f"experiment file {path} {what} (bundled studies: {', '.join(BUNDLED_STUDIES)})")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DataFileError(f"cannot read the experiment file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise DataFileError(f"experiment file {path} is not UTF-8 text ({exc}); TOML files are UTF-8: save it "
+                            "as UTF-8") from None
     return study_from_dict(_parse(text, str(path)), base=p.resolve().parent, text=text, path=str(p))
 
 
@@ -229,6 +236,11 @@ def study_from_dict(data: Mapping, *, base: str | os.PathLike = ".", text: str =
     unknown = sorted(set(data) - {"study", "protocol", "datasets", "methods"})
     if unknown:
         raise InvalidOptionError(f"{where}: unknown sections {unknown}; use [study], [protocol], [[datasets]], [[methods]]")
+    for key, kind, how in (("study", Mapping, "a table [study]"), ("protocol", Mapping, "a table [protocol]"),
+                           ("datasets", list, "an array of tables [[datasets]]"),
+                           ("methods", list, "an array of tables [[methods]]")):
+        if key in data and not isinstance(data[key], kind):
+            raise InvalidOptionError(f"{where}: {key} must be {how}, got {type(data[key]).__name__} {data[key]!r}")
     head = dict(data.get("study", {}))
     bad = sorted(set(head) - {"name", "output", "seeds", "seed"})
     if bad:
@@ -238,6 +250,9 @@ def study_from_dict(data: Mapping, *, base: str | os.PathLike = ".", text: str =
                                                           for s in seeds):
         raise InvalidOptionError(f"{where}: seeds must be a non-empty list of integers >= 0, got {seeds!r}")
     base = Path(base)
+    for key in ("name", "output"):
+        if head.get(key) is not None and not isinstance(head[key], str):
+            raise InvalidOptionError(f"{where}: [study] {key} = {head[key]!r}; it must be a string")
     name = str(head.get("name") or (Path(path).stem if path else "study"))
     output = head.get("output")
     if output is not None:
@@ -266,6 +281,9 @@ def _dataset(d, base: Path, where: str, i: int) -> DatasetSpec:
         raise InvalidOptionError(f"{where}: datasets[{i}] must be a table")
     d = dict(d)
     name, path = d.pop("name", None), d.pop("path", None)
+    for key, v in (("name", name), ("path", path)):
+        if v is not None and not isinstance(v, str):
+            raise InvalidOptionError(f"{where}: datasets[{i}]: {key} = {v!r}; it must be a string")
     if path is None and name is None:
         raise InvalidOptionError(f"{where}: datasets[{i}] needs name = \"<bundled>\" or path = \"<file>\"")
     if path is None:
@@ -310,14 +328,14 @@ def _protocol(p, where: str) -> Protocol:
     if bad:
         raise InvalidOptionError(f"{where}: [protocol] does not take {bad}; keys are {sorted(_PROTOCOL_KEYS)}")
     name = p.get("name")
-    if name is not None and name not in PROTOCOLS:
+    if name is not None and (not isinstance(name, str) or name not in PROTOCOLS):
         raise InvalidOptionError(f"{where}: unknown protocol {name!r}; named protocols are {sorted(PROTOCOLS)}, or "
                                  "spell it out (cv = 10, repeats = 1, ...)")
     base = dict(PROTOCOLS.get(name, {"cv": 10, "repeats": 1, "scale": "standard", "retrain": None}))
     if "holdout" in p:
         if "cv" in p:
             raise InvalidOptionError(f"{where}: [protocol] gives cv and holdout; give one")
-        p["cv"] = float(p.pop("holdout"))
+        p["cv"] = _number(p.pop("holdout"), where, "holdout", "the test fraction, a number in (0, 1)")
     nf = p.get("n_features")
     nf = tuple(nf) if isinstance(nf, list) else (nf,)
     if base.pop("needs_n_features", False) and nf == (None,):
@@ -330,6 +348,13 @@ def _protocol(p, where: str) -> Protocol:
     retrain = None if retrain == "none" else retrain
     if retrain not in (None, "svm", "linear-svc", "tuned-linear-svc"):
         raise InvalidOptionError(f"{where}: retrain = {retrain!r}; use svm, linear-svc or tuned-linear-svc")
+    retrain_C = _number(p.get("retrain_C", 1.0), where, "retrain_C", "a positive number")
     return Protocol(name=name, cv=p.get("cv", base["cv"]), repeats=p.get("repeats", base["repeats"]),
-                    scale=p.get("scale", base["scale"]), retrain=retrain, retrain_C=float(p.get("retrain_C", 1.0)),
-                    n_features=nf)
+                    scale=p.get("scale", base["scale"]), retrain=retrain, retrain_C=retrain_C, n_features=nf)
+
+
+def _number(value, where: str, key: str, what: str) -> float:
+    """A [protocol] value that must be a number (TOML int or float), as a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidOptionError(f"{where}: [protocol] {key} = {value!r}; it must be {what}")
+    return float(value)

@@ -18,6 +18,8 @@ __all__ = ["check_fit_result"]
 def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rtol: float = 1e-5) -> list[str]:
     """Check a :class:`~fsframe.FitResult` of ``X, y`` against numpy recomputation:
 
+    * the layout of ``coef`` (:func:`fsframe.results.result_coef`): the last axis indexes the
+      feature groups and, with more than two classes, the first axis the classes;
     * the coefficients vanish exactly outside ``support`` and not inside it (per group);
     * ``decision_function`` is the formulation's on ``(coef, intercept)`` and ``predict`` its sign
       (binary) or argmax (one-vs-rest);
@@ -39,6 +41,8 @@ def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rto
         for i, (r, c) in enumerate(zip(result.per_class, result.classes)):
             yc = np.where(np.asarray(y) == c, 1.0, -1.0)
             ran += check_fit_result(r, X, yc, decision_loss=decision_loss, rtol=rtol)
+            if not np.array_equal(np.asarray(result.coef)[i], np.asarray(r.coef)):
+                _fail(who, f"coef[{i}] is not class {c!r}'s coefficients (classes come first in coef)")
             if not np.allclose(d[:, i], r.decision_function(X)):
                 _fail(who, f"decision_function column {i} is not class {c!r}'s")
         pred = np.asarray(result.classes, dtype=object)[np.argmax(d, axis=1)]
@@ -47,14 +51,20 @@ def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rto
         return ran + ["one-vs-rest union"]
     coef = np.asarray(result.coef, dtype=float)
     n_groups = result.support.shape[0]
-    flat = coef.reshape(-1, n_groups) if coef.ndim > 1 else coef[None, :]
+    if coef.shape[-1] != n_groups:
+        _fail(who, f"coef has shape {coef.shape}: its last axis must index the {n_groups} feature groups "
+                   "(fsframe.results.result_coef)")
+    if len(result.classes) > 2 and coef.shape[0] != len(result.classes):
+        _fail(who, f"coef has shape {coef.shape}: a model of {len(result.classes)} classes has them on its first "
+                   "axis (fsframe.results.result_coef)")
+    flat = coef.reshape(-1, n_groups)
     if getattr(result.formulation, "group_norm", "l2") == "l1":
         t = np.sum(np.abs(flat), axis=0)
     else:
         t = np.sqrt(np.sum(flat * flat, axis=0))
     if np.any(t[~result.support] != 0) or np.any(t[result.support] == 0):
         _fail(who, "coefficients are non-zero outside the support or zero inside it")
-    f = result.formulation.decision_function(coef, result.intercept, X)
+    f = result.formulation.decision_function(result.formulation_coef(), result.intercept, X)
     if not np.allclose(result.decision_function(X), f):
         _fail(who, "decision_function differs from the formulation's")
     classes = np.asarray(result.classes, dtype=object)

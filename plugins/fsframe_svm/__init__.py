@@ -120,6 +120,7 @@ class HingeFormulation(Formulation):
     name = "hinge"
     reference = "paper 002 eqs. 1-2 and 7-8; paper 001 eq. 2 (L1-SVM)"
     sparse_input = True  # the margin rows are diag(y) X: a CSR X gives CSR rows
+    traits = frozenset({"large_margin"})
     C: float = attrs.field(default=1.0, converter=to_float, validator=real(0))
 
     def problem_class(self, terms):
@@ -164,7 +165,7 @@ class HingeFormulation(Formulation):
 
     threshold_scaling = {"C": 1.0}  # empty_model_threshold is proportional to C
 
-    def empty_model_threshold(self, X, y, *, solver=None) -> float:
+    def empty_model_threshold(self, X, y, *, aux=None) -> float:
         r"""The smallest uniform L1 weight ``lambda`` (slot ``lin``) at which ``w = 0`` is optimal:
         ``lambda_0 = C d`` with ``d = min ||X'(mu ⊙ y)||_inf`` over the empty model's optimal
         multipliers ``mu = lambda_i / C`` (where the first feature enters the L1-SVM, scikit-learn's
@@ -178,7 +179,7 @@ class HingeFormulation(Formulation):
         the larger class sits on its margin (``0 <= mu_i <= 1`` with ``sum mu_i`` equal to the
         smaller class's size, from ``sum_i lambda_i y_i = 0``). Balanced classes leave
         ``mu = 1``: ``d = ||X'y||_inf``. Otherwise ``d`` is the small LP over the larger class's
-        ``mu`` (``2n`` rows, solved on ``solver``, the fit's backend)."""
+        ``mu`` (``2n`` rows, solved through ``aux``, an :class:`fsframe.AuxSolver`)."""
         y = np.asarray(y, dtype=float)
         pos = y > 0
         n_pos, n_neg = int(pos.sum()), int((~pos).sum())
@@ -187,7 +188,12 @@ class HingeFormulation(Formulation):
         major = pos if n_pos > n_neg else ~pos
         sign = 1.0 if n_pos > n_neg else -1.0
         small = min(n_pos, n_neg)
-        return self.C * _majority_dual_norm(X, major, sign, small, solver)
+        if aux is None:
+            from fsframe.auxiliary import AuxSolver
+            from fsframe.enums import ProblemClass
+
+            aux = AuxSolver.default(ProblemClass.LP)
+        return self.C * _majority_dual_norm(X, major, sign, small, aux)
 
     restatable_params = ("C",)
 
@@ -224,6 +230,13 @@ class HingeFormulation(Formulation):
 @hookimpl
 def fsframe_register_formulations():
     return [HingeFormulation]
+
+
+@hookimpl
+def fsframe_register_oracles():
+    from fsframe.testing import Oracle, hinge_loss  # the conformance kit loads Pyomo: only when it asks
+
+    return [Oracle("decision_loss", HingeFormulation, lambda f: hinge_loss(f.C))]
 
 
 @hookimpl

@@ -140,8 +140,9 @@ def test_unstandardised_qp_matches_clarabel_through_fit():
         X = rng.standard_normal((50, 40)) * 1e3
         y = np.where(rng.standard_normal(50) > 0, 1, -1)
         X0 = X.copy()
-        h = fsframe.fit(X, y, method="svm-weights", backend="highs")
-        c = fsframe.fit(X, y, method="svm-weights", backend="clarabel")
+        # every feature kept: the plain L2 SVM (a ranking keeps the better half by default)
+        h = fsframe.fit(X, y, method="svm-weights", backend="highs", n_features=X.shape[1])
+        c = fsframe.fit(X, y, method="svm-weights", backend="clarabel", n_features=X.shape[1])
         np.testing.assert_array_equal(X, X0)
         assert set(h.statuses) == {Status.OPTIMAL}
         assert h.objective == pytest.approx(c.objective, rel=1e-5)

@@ -32,10 +32,11 @@ def test_rfs_non_increasing_and_reaches_cvxpys_optimum(iris3):
     Y = label_matrix(y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = fsframe.fit(X, y, method="rfs", gamma=2.0, max_iter=500, tol=1e-10)
+        # every row kept: the RFS optimum itself (a ranking keeps the better half by default)
+        r = fsframe.fit(X, y, method="rfs", gamma=2.0, max_iter=500, tol=1e-10, n_features=X.shape[1])
     f = np.array([h.objective for h in r.history])
     assert r.monotone and np.all(np.diff(f) <= 1e-9 * f[:-1])
-    assert rfs_objective(X, Y, np.asarray(r.coef), 2.0) / 2.0 == pytest.approx(f[-1], rel=1e-9)
+    assert rfs_objective(X, Y, np.asarray(r.coef).T, 2.0) / 2.0 == pytest.approx(f[-1], rel=1e-9)
     assert 2.0 * f[-1] == pytest.approx(_cvxpy_rfs(X, Y, 2.0), rel=1e-4)
 
 

@@ -47,7 +47,8 @@ def test_first_feature_enters_just_above_the_entry_and_not_below(n_pos, n_neg, s
 def test_entry_lp_agrees_with_cvxpy():
     """The multipliers' problem min ||X'(mu * y)||_inf over the empty model's optimal multipliers,
     solved independently (CVXPY, Clarabel)."""
-    cp = pytest.importorskip("cvxpy")
+    import cvxpy as cp
+
     X, y = two_classes(23, 41, n=15, seed=4)
     small, big = y > 0, y < 0  # 23 positives: every one has mu = 1; the negatives share 23
     mu = cp.Variable(int(big.sum()))

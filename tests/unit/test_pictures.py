@@ -6,13 +6,12 @@ iterations."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
 import fsframe
-
-plt = pytest.importorskip("matplotlib.pyplot")
-from fsframe.evaluation.plots import MAX_TICKS, draw, figure, path_data, trace_data  # noqa: E402
+from fsframe.evaluation.plots import MAX_TICKS, draw, figure, path_data, trace_data
 
 pytestmark = pytest.mark.filterwarnings("ignore::fsframe.errors.DataWarning",
                                         "ignore::fsframe.errors.ConvergenceWarning")
