@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what static tools see; at run time these load lazily (see _
     from .auxiliary import AuxSolver
     from .enums import SOLUTION_PRESENT, ProblemClass, Status
     from .estimator import FSRegressor, FSSelector
+    from .tuning import FSSelectorCV
     from .evaluation import CompareResult, CVResult, compare, cross_validate
     from .fitting import fit
     from .paths import PathResult, path
@@ -73,6 +74,7 @@ __all__ = [
     "CompareResult",
     "FSSelector",
     "FSRegressor",
+    "FSSelectorCV",
 ]
 
 #: public name -> the module (relative to this package) that defines it; loaded on first access
@@ -109,6 +111,7 @@ _LAZY: dict[str, str] = {
     "CompareResult": ".evaluation",
     "FSSelector": ".estimator",
     "FSRegressor": ".estimator",
+    "FSSelectorCV": ".tuning",
 }
 
 

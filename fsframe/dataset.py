@@ -12,7 +12,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .errors import DataError, DataWarning
 
-__all__ = ["Dataset", "check_Xy", "check_regression_Xy", "check_no_silent_cast", "data_diagnostics", "identifier_columns"]
+__all__ = ["Dataset", "check_Xy", "check_regression_Xy", "check_no_silent_cast", "data_diagnostics",
+           "identifier_columns", "is_sparse", "sparse_features"]
 
 MIN_SAMPLES_PER_CLASS = 2
 """A class needs two samples: one to train on and one to estimate any spread from."""
@@ -22,10 +23,58 @@ MIN_SAMPLES_FOR_IDENTIFIER = 20
 distinct values are too likely by chance)."""
 
 
-def _readonly(a: NDArray) -> NDArray:
+def _readonly(a):
+    """A read-only copy: of an array, or of a CSR matrix (its three arrays frozen)."""
+    if is_sparse(a):
+        a = a.copy()
+        for arr in (a.data, a.indices, a.indptr):
+            arr.flags.writeable = False
+        return a
     a = np.array(a, copy=True)
     a.flags.writeable = False
     return a
+
+
+def is_sparse(X: Any) -> bool:
+    """Whether ``X`` is a scipy.sparse matrix or array (without importing scipy when it is not
+    loaded: nothing sparse can exist then)."""
+    import sys
+
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(X)
+
+
+def sparse_features(X: Any, name: str = "data"):
+    """A scipy.sparse ``X`` as a fresh CSR matrix of float64 (any format in, duplicates summed,
+    indices sorted, explicit zeros dropped), checked without densifying: 2-D, not empty, real,
+    finite stored values. Memory is proportional to the stored entries.
+
+    Raises
+    ------
+    DataError
+        naming the problem (the first non-finite entry by sample and feature).
+    """
+    import scipy.sparse as sp
+
+    if X.dtype.kind == "c":
+        raise DataError(f"{name}: X is complex; fsframe needs real features (split real and imaginary parts "
+                        "into columns if both matter)")
+    if X.dtype.kind not in "biuf":
+        raise DataError(f"{name}: X is a sparse matrix of dtype {X.dtype}, not numbers")
+    if len(X.shape) != 2:
+        raise DataError(f"{name}: X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    Xc = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    Xc.sum_duplicates()  # also sorts the indices
+    bad = ~np.isfinite(Xc.data)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        i = int(np.searchsorted(Xc.indptr, k, side="right") - 1)
+        j = int(Xc.indices[k])
+        kind = "NaN" if np.isnan(Xc.data[k]) else "inf"
+        raise DataError(f"{name}: X contains {int(bad.sum())} non-finite value(s) ({kind} at sample {i}, feature {j}); "
+                        "impute or drop them before fitting")
+    Xc.eliminate_zeros()
+    return Xc
 
 
 def preview(values: Sequence[Any], k: int = 5, width: int = 30) -> str:
@@ -94,7 +143,7 @@ def _features(X: Any, name: str) -> NDArray:
 
     X = check_no_silent_cast(X, "X", name=name)
     if scipy.sparse.issparse(X):
-        raise DataError(f"{name}: X is a scipy sparse matrix; fsframe works on dense arrays: pass X.toarray()")
+        return sparse_features(X, name)
     if np.iscomplexobj(X):
         raise DataError(f"{name}: X is complex; fsframe needs real features (split real and imaginary parts "
                         "into columns if both matter)")
@@ -224,6 +273,8 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = Fal
 
     Nothing is coerced silently: a masked array with masked values, dates, text or other
     non-numbers in ``X``, complex values, and labels of mixed types (``1`` and ``"1"``) are refused.
+    A scipy.sparse ``X`` stays sparse: a CSR copy (:func:`sparse_features`), checked and
+    diagnosed without densifying.
 
     Raises
     ------
@@ -247,7 +298,7 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = Fal
         raise DataError(
             f"{name}: X has {Xa.shape[0]} samples but y has {ya.shape[0]} labels; they must match"
         )
-    bad = ~np.isfinite(Xa)
+    bad = np.zeros(0, dtype=bool) if is_sparse(Xa) else ~np.isfinite(Xa)  # sparse: checked on its entries
     if bad.any():
         i, j = map(int, np.argwhere(bad)[0])
         kind = "NaN" if np.isnan(Xa[i, j]) else "inf"
@@ -291,6 +342,15 @@ def identifier_columns(X: NDArray) -> list[int]:
     number (from :data:`MIN_SAMPLES_FOR_IDENTIFIER` samples on; ``[]`` below)."""
     if X.shape[0] < MIN_SAMPLES_FOR_IDENTIFIER:
         return []
+    if is_sparse(X):
+        # distinct values in every sample leave at most one implicit zero per column: only those
+        # (few, in sparse data) columns are read densely
+        nnz = np.diff(X.tocsc().indptr)
+        cand = np.flatnonzero(nnz >= X.shape[0] - 1)
+        if cand.size == 0:
+            return []
+        sub = X[:, cand].toarray()
+        return [int(cand[j]) for j in identifier_columns(sub)]
     # integers a float64 holds exactly (|x| < 2**53): 1e150 is integral in floating point, no id;
     # the first sample rules most columns out (standardised data: all), the rest is checked on the others
     first = X[0]
@@ -305,17 +365,36 @@ def identifier_columns(X: NDArray) -> list[int]:
     return cand[distinct].tolist()
 
 
+def _sparse_columns_equal(Xc, a: int, b: int) -> bool:
+    """Whether columns ``a`` and ``b`` of the CSC matrix ``Xc`` (canonical: sorted, no zeros) are equal."""
+    sa, sb = slice(Xc.indptr[a], Xc.indptr[a + 1]), slice(Xc.indptr[b], Xc.indptr[b + 1])
+    return (np.array_equal(Xc.indices[sa], Xc.indices[sb]) and np.array_equal(Xc.data[sa], Xc.data[sb]))
+
+
 def data_diagnostics(X: NDArray) -> dict[str, Any]:
-    """Constant, duplicate and identifier-like columns of ``X`` (indices), computed in bulk."""
-    constant = np.flatnonzero(np.ptp(X, axis=0) == 0)
+    """Constant, duplicate and identifier-like columns of ``X`` (indices), computed in bulk (a
+    sparse ``X`` without densifying it). All-zero columns are constant, not duplicates of each
+    other."""
+    sparse = is_sparse(X)
+    if sparse:
+        Xc = X.tocsc()
+        Xc.sort_indices()
+        constant = np.flatnonzero(np.asarray((X.max(axis=0) - X.min(axis=0)).todense()).ravel() == 0)
+        zero = np.diff(Xc.indptr) == 0
+    else:
+        constant = np.flatnonzero(np.ptp(X, axis=0) == 0)
+        zero = ~X.any(axis=0)
+    # all-zero columns (most of a text matrix's columns in a small sample) are reported as constant,
+    # not as thousands of duplicate pairs, and left out of the search below
+    dup: list[tuple[int, int]] = []
     # duplicates: hash columns through a random projection, confirm exactly
     rng = np.random.default_rng(0)
-    key = X.T @ rng.standard_normal(X.shape[0])
+    key = np.asarray(X.T @ rng.standard_normal(X.shape[0])).ravel()
     order = np.argsort(key, kind="stable")
+    order = order[~zero[order]]
     # BLAS may sum identical columns in a different order (by position): equal columns get keys
     # that differ in the last bits, so candidates are keys within a tolerance, confirmed exactly
     tol = 1e-9 * max(1.0, float(np.max(np.abs(key), initial=0.0)))
-    dup: list[tuple[int, int]] = []
     # only a column whose successor in key order is within the tolerance can have a twin: the
     # loop visits those (a Python loop over every column cost ~3 ms at n = 2000)
     near = np.flatnonzero(np.diff(key[order]) <= tol)
@@ -324,10 +403,16 @@ def data_diagnostics(X: NDArray) -> dict[str, Any]:
         for b in order[i + 1:]:
             if key[b] - key[a] > tol:
                 break
-            if np.array_equal(X[:, a], X[:, b]):
+            if (_sparse_columns_equal(Xc, a, b) if sparse else np.array_equal(X[:, a], X[:, b])):
                 dup.append((int(min(a, b)), int(max(a, b))))
                 break
     return {"constant": constant.tolist(), "duplicate_pairs": sorted(dup), "identifiers": identifier_columns(X)}
+
+
+def _column_head(X, j: int, k: int = 3) -> NDArray:
+    """The first ``k`` values of column ``j`` (dense, also of a sparse ``X``)."""
+    head = X[:k, j]
+    return np.asarray(head.toarray()).ravel() if is_sparse(head) else np.asarray(head)
 
 
 def _warn_awkward(X: NDArray, y: NDArray, name: str, feature_names: Sequence[str] | None = None) -> None:
@@ -335,7 +420,7 @@ def _warn_awkward(X: NDArray, y: NDArray, name: str, feature_names: Sequence[str
     for j in diag["identifiers"][:3]:
         label = f"feature {j}" + (f" ({feature_names[j]!r})" if feature_names is not None else "")
         warnings.warn(
-            f"{name}: {label} holds a distinct integer in every sample ({preview(X[:3, j].astype(np.int64))}, ...), "
+            f"{name}: {label} holds a distinct integer in every sample ({preview(_column_head(X, j).astype(np.int64))}, ...), "
             "like a sample id or a row number; a method may select it by chance: drop it if it is one "
             "(loading a file: drop_columns=[its column in the file], command line --drop-columns)",
             DataWarning,
@@ -375,8 +460,10 @@ class Dataset:
 
     Parameters
     ----------
-    X : array, shape (n_samples, n_features)
-        Finite float64 features (copied, read-only).
+    X : array or scipy.sparse matrix, shape (n_samples, n_features)
+        Finite float64 features (copied, read-only). A sparse matrix stays sparse (CSR; text
+        data, ``load_svmlight``): methods whose formulation is linear in ``X`` fit it without
+        densifying, the others refuse it (docs/data.md, "Sparse data").
     y : array, shape (n_samples,)
         Class labels of any hashable dtype (copied, read-only). At least two classes with at
         least two samples each.
@@ -419,6 +506,11 @@ class Dataset:
     def classes(self) -> tuple:
         """Sorted distinct labels."""
         return tuple(np.unique(self.y).tolist())
+
+    @property
+    def is_sparse(self) -> bool:
+        """Whether ``X`` is a scipy.sparse (CSR) matrix."""
+        return is_sparse(self.X)
 
     @property
     def n_samples(self) -> int:

@@ -13,6 +13,7 @@ __all__ = [
     "FsframeError",
     "DataError",
     "DataFileError",
+    "SparseInputError",
     "InvalidOptionError",
     "UnknownComponentError",
     "InfeasibleParameterError",
@@ -39,6 +40,13 @@ class DataError(FsframeError, ValueError):
 
 class DataFileError(DataError, OSError):
     """A data file is missing, unreadable, or not in the format it claims to be."""
+
+
+class SparseInputError(DataError):
+    """A scipy.sparse ``X`` reached a part that needs it dense: a formulation built on dense
+    moments (the MPM's class covariances), a kernel map (``K(X, X_train)`` of sparse data is
+    dense), a loop that reads the data itself, or centring. The message names the part and its
+    reason; densify explicitly (``X.toarray()``) if the dense matrix fits in memory."""
 
 
 class InvalidOptionError(FsframeError, ValueError):

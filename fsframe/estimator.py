@@ -143,6 +143,7 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         if extra.get("keep_model"):
             raise errors.InvalidOptionError("keep_model is not supported by FSSelector (use fsframe.fit)")
         kw.update(extra)
+        kw.setdefault("progress", False)  # inside searches and pipelines: params={"progress": True} to see it
         return kw
 
     # -- fitting ------------------------------------------------------------------------------
@@ -151,8 +152,10 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like, shape (n_samples, n_features)
-            Dense, finite. Not modified.
+        X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
+            Finite. Not modified. Sparse input stays sparse for methods whose formulation is
+            linear in ``X`` (hinge, twin SVM, margin); the others raise
+            :class:`~fsframe.errors.SparseInputError`.
         y : array-like, shape (n_samples,)
             Class labels (any type); two classes or more (one-vs-rest).
 
@@ -160,21 +163,9 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         -------
         self
         """
-        X, y = check_no_silent_cast(X, "X", name="FSSelector"), check_no_silent_cast(y, "y", name="FSSelector")
-        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse=False)
-        check_classification_targets(y)
-        classes, y_idx = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise errors.DataError(
-                f"FSSelector needs samples of at least two classes; y has 1 class ({classes[0]!r})")
+        self._refuse_regression()
+        X, classes, y_idx = self._training_data(X, y)
         kw = self._fit_kwargs()
-        from .fitting import is_regression
-        from .method import resolve
-
-        if is_regression(resolve(self.method, formulation=self.formulation, surrogate=self.surrogate,
-                                 loop=self.loop).formulation):
-            raise errors.InvalidOptionError(
-                f"FSSelector is a classifier; method {self.method!r} fits a real target: use FSRegressor")
         result = _fit(X, y_idx, method=self.method, formulation=self.formulation, surrogate=self.surrogate,
                       loop=self.loop, backend=self.backend, n_features=self.n_features, **kw)
         self.classes_ = classes
@@ -193,6 +184,31 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
                 + ") or set n_features", errors.FsframeWarning, stacklevel=2)
         return self
 
+    def _refuse_regression(self) -> None:
+        """A method that fits a real target (``Formulation.task == "regression"``) is refused,
+        typed, before ``y`` is read as class labels."""
+        from .fitting import is_regression
+        from .method import resolve
+
+        if is_regression(resolve(self.method, formulation=self.formulation, surrogate=self.surrogate,
+                                 loop=self.loop).formulation):
+            who = type(self).__name__
+            raise errors.InvalidOptionError(
+                f"{who} selects for a classifier; method {self.method!r} fits a real target: use FSRegressor "
+                "(tune it with scikit-learn's GridSearchCV over a grid of its parameters)")
+
+    def _training_data(self, X, y) -> tuple:
+        """``(X, classes, class codes of y)``, checked as scikit-learn and fsframe check them
+        (``X`` float64, CSR when sparse)."""
+        who = type(self).__name__
+        X, y = check_no_silent_cast(X, "X", name=who), check_no_silent_cast(y, "y", name=who)
+        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse="csr")
+        check_classification_targets(y)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise errors.DataError(f"{who} needs samples of at least two classes; y has 1 class ({classes[0]!r})")
+        return X, classes, y_idx
+
     # -- selector -----------------------------------------------------------------------------
     def _check_fitted(self) -> None:
         try:
@@ -210,7 +226,7 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         (n_samples, n_classes) one-vs-rest scores."""
         self._check_fitted()
         X = validate_data(self, check_no_silent_cast(X, "X", name="FSSelector"), reset=False, dtype=np.float64,
-                          accept_sparse=False)
+                          accept_sparse="csr")
         return np.asarray(self.result_.decision_function(X), dtype=np.float64)
 
     def predict(self, X):
@@ -221,7 +237,7 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True  # methods linear in X fit CSR as is; the others raise SparseInputError
         tags.input_tags.allow_nan = False
         return tags
 

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 
 from .backends.base import Backend, SolveOptions
 from .compiler.cones import CONE_FORMS
-from .dataset import Dataset, check_regression_Xy, check_Xy
+from .dataset import Dataset, check_regression_Xy, check_Xy, is_sparse
 from .errors import (BackendUnavailableError, DataError, DataWarning, IncompatibleComponentsError, InvalidOptionError,
                      SolverWarning, UnknownComponentError, UnsupportedProblemError)
 from .auxiliary import AuxSolver
@@ -25,6 +25,7 @@ from .errors import SolverFailedError
 from .method import Resolved, _reason, resolve, select_backend
 from .plugins import get_registry
 from .problem import Iterate, Subproblem
+from .progress import progress_bar
 from .results import FitResult, result_coef
 from .working_set import WorkingSetOptions
 
@@ -359,6 +360,7 @@ def fit(
     callback: Callable | None = None,
     working_set="auto",
     verify: str | Backend | None = None,
+    progress=None,
     **params,
 ) -> FitResult:
     """Select features by (approximate) L0 minimisation.
@@ -394,12 +396,16 @@ def fit(
     callback : callable, optional
         Called as ``callback(record, iterate)`` after every outer-loop iteration (an
         :class:`~fsframe.loops.base.IterRecord`: ``k``, ``objective``, ``n_nonzero``, ``seconds``);
-        progress of a long single fit (``fsframe select --progress``).
+        e.g. to record or stop a long fit (progress: ``progress=``).
     working_set : "auto", bool or WorkingSetOptions
         Solve every subproblem on a working set of feature groups, pricing the others from the
         multipliers (:mod:`fsframe.working_set`; same answer, certified on the full problem).
         ``"auto"`` (default) does so when the formulation can price its groups and they
         outnumber the constraint rows four times (and are at least 200); ``result.certificate`` reports it.
+    progress : None, bool or callable
+        Progress of the fit, one step per convex subproblem, through the loop's callback
+        (:func:`fsframe.progress.progress_bar`): None shows it in an interactive session (a
+        terminal or a notebook) once the fit has run for 2 s; True always; False never.
     verify : str or Backend, optional
         Re-solve the subproblem that gave the returned model on this second backend (e.g.
         ``"clarabel"``) and report the objective gap in ``result.certificate["verify"]``; a gap
@@ -433,8 +439,28 @@ def fit(
     be = select_backend(backend, res.problem_class, quadratic="quad" in res.terms, time_limit=time_limit)
     be.check_options(options)
     verify_be = _verify_backend(verify, res)  # checked before any work starts
-    return fit_resolved(res, Xa, ya, names, be, options, n_features=n_features, fast=fast, cone_form=cone_form,
-                        keep_model=keep_model, callback=callback, ws=ws, verify=verify_be, t_start=t_start)
+    bar = progress_bar(progress, desc=f"fit {method or res.loop.name}")
+    try:
+        return fit_resolved(res, Xa, ya, names, be, options, n_features=n_features, fast=fast, cone_form=cone_form,
+                            keep_model=keep_model, callback=with_progress(callback, bar), ws=ws, verify=verify_be,
+                            t_start=t_start)
+    finally:
+        bar.close()
+
+
+def with_progress(callback, bar):
+    """The loop callback that also steps ``bar`` (one step per subproblem; ``callback`` as given
+    when the bar is off)."""
+    if not bar.enabled:
+        return callback
+
+    def step(record, iterate):
+        if callback is not None:
+            callback(record, iterate)
+        obj = "-" if record.objective is None else f"{record.objective:.6g}"
+        bar.step(record, f"iteration {record.k}: objective {obj}, {record.n_nonzero} selected")
+
+    return step
 
 
 def is_regression(formulation) -> bool:
@@ -451,7 +477,7 @@ def training_data(X, y, *, regression: bool = False) -> tuple:
             raise InvalidOptionError("pass either a Dataset or X and y, not both")
         if regression:
             raise InvalidOptionError("a Dataset holds class labels; pass X and a real y to a regression method")
-        return np.array(X.X), np.array(X.y), X.feature_names
+        return (X.X.copy() if X.is_sparse else np.array(X.X)), np.array(X.y), X.feature_names
     names = _column_names(X)
     Xa, ya = check_regression_Xy(X, y, warn=True) if regression else check_Xy(X, y, warn=True)
     return Xa, ya, names
@@ -506,6 +532,8 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
     :func:`fit` would."""
     t_start = time.perf_counter() if t_start is None else t_start
     verify = _verify_backend(verify, res)
+    if is_sparse(Xa):
+        res.check_sparse_input(Xa.shape)
     transform = None
     Z = Xa
     if res.kernel is not None:

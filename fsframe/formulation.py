@@ -41,6 +41,8 @@ PROTOCOLS: dict[str, tuple[str, ...]] = {
     "restate": ("restatable_params", "restate"),
     "mask_space": ("mask_space",),
     "explain_failure": ("explain_failure",),
+    "empty_model_threshold": ("empty_model_threshold",),
+    "auto_values": ("auto_values",),
 }
 """The optional protocols a formulation opts into by defining their attributes (none is a method of
 the base class); :meth:`Formulation.provides` names those a formulation has. ``docs/plugins.md``
@@ -57,6 +59,12 @@ states each one's signature and contract:
   fit's first subproblem has no solution (its ``status``), in the model's terms (MPM: ``delta``
   above ``delta_max``, computed only then since it costs a solve); ``None`` to let the status
   stand. The fit driver calls it with the fit's :class:`fsframe.AuxSolver`.
+* ``empty_model_threshold`` — ``empty_model_threshold(X, y, *, aux) -> float``: the smallest
+  uniform L1 weight at which the all-zero model is optimal (where the first feature enters), with
+  ``threshold_scaling`` (how it scales with the formulation's parameters); the automatic grids of
+  :mod:`fsframe.grids` start there;
+* ``auto_values`` — ``auto_values(name, X, y, *, n_points, aux) -> tuple or None``: the automatic
+  grid of a parameter whose range the formulation knows (MPM's ``delta`` up to ``delta_max``).
 """
 
 TRAITS: dict[str, str] = {
@@ -115,6 +123,13 @@ class Formulation(abc.ABC):
     equals at the optimum: ``"l2"`` (scalar groups, or groups in a second-order cone) or ``"l1"``
     (every entry split as ``u - v`` and ``s_j = sum (u + v)``, as in an LP with several coefficient
     blocks per feature, e.g. the twin SVM's ``(2, n)``). Loops read the group norms ``t_j`` in it."""
+    sparse_input: ClassVar[bool] = False
+    """Whether :meth:`validate`, :meth:`build` and :meth:`decision_function` take a scipy.sparse
+    (CSR) ``X`` and keep memory proportional to its stored entries — a formulation linear in
+    ``X`` (hinge, twin SVM, margin). Otherwise a sparse ``X`` is refused before anything is built
+    (:class:`~fsframe.errors.SparseInputError` with :meth:`needs_dense`'s reason)."""
+    dense_reason: ClassVar[str] = "it has not declared that it builds from a sparse X (Formulation.sparse_input)"
+    """Why the formulation needs ``X`` dense, for the refusal's message (e.g. the MPM's class covariances)."""
     multiclass: ClassVar[str] = "ovr"
     """``"ovr"``: a binary model, which fsframe runs one-vs-rest on more than two classes;
     ``"native"``: one model of any number of classes (``build`` then receives integer class codes,
@@ -144,6 +159,12 @@ class Formulation(abc.ABC):
     @abc.abstractmethod
     def problem_class(self, terms: frozenset) -> ProblemClass:
         """The class of the subproblem built with slot ``terms`` (picks the backend)."""
+
+    def needs_dense(self) -> str | None:
+        """Why this formulation, with these parameters, needs a dense ``X`` (None: a sparse ``X``
+        is fine). Default: :attr:`dense_reason` unless :attr:`sparse_input`; a formulation
+        whose answer depends on a parameter (a kernel) overrides it."""
+        return None if self.sparse_input else self.dense_reason
 
     def validate(self, X: NDArray, y: NDArray) -> dict:
         """Formulation-specific checks of the training data, before building (raise

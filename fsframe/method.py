@@ -10,7 +10,7 @@ import attrs
 from attrs.validators import instance_of, optional
 
 from .enums import ProblemClass
-from .errors import IncompatibleComponentsError, InvalidOptionError
+from .errors import IncompatibleComponentsError, InvalidOptionError, SparseInputError
 from .formulation import Formulation
 from .kernels import DataTransform
 from .loops.base import OuterLoop
@@ -58,6 +58,13 @@ class MethodSpec:
         Parameter values (routed to the components like :func:`fit`'s keyword arguments;
         defaults that no chosen component accepts are dropped, so a user may swap a component).
     reference, description : str
+    sparsity : str or None
+        The method's *sparsity parameter*: the one parameter whose value moves the support
+        monotonically enough to be gridded automatically (:func:`fsframe.path` without a grid,
+        :class:`fsframe.tuning.FSSelectorCV`): a component parameter (``"C"``, ``"delta"``) whose
+        start the formulation derives from the data (:mod:`fsframe.grids`), or ``"n_features"``
+        for methods that select exactly ``r`` features. ``None``: no automatic grid (a bound
+        search that chooses its parameter itself, a model without a penalty).
     """
 
     name: str = attrs.field(validator=_name)
@@ -67,6 +74,7 @@ class MethodSpec:
     defaults: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, validator=_string_keys)
     reference: str = attrs.field(default="", validator=instance_of(str))
     description: str = attrs.field(default="", validator=instance_of(str))
+    sparsity: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
 
 
 declare_kind("method", "fsframe_register_methods", MethodSpec, instances=True)
@@ -113,6 +121,30 @@ class Resolved:
     params: dict
     terms: frozenset
     problem_class: ProblemClass
+
+    def check_sparse_input(self, shape: tuple | None = None) -> None:
+        """Refuse a scipy.sparse ``X`` (of ``shape``) for these components, before anything is
+        built: a :class:`~fsframe.errors.SparseInputError` naming every part that needs ``X``
+        dense and why (the formulation's :meth:`~fsframe.Formulation.needs_dense`, a loop that
+        reads the data itself, a kernel map) and what densifying would cost."""
+        why = []
+        reason = self.formulation.needs_dense()
+        if reason:
+            why.append(f"formulation {self.formulation.name!r} needs X dense: {reason}")
+        if not self.loop.sparse_input:
+            why.append(f"loop {self.loop.name!r} reads the training data itself (as a dense matrix), not only "
+                       "through the convex subproblem")
+        if self.kernel is not None:
+            kind = getattr(self.kernel, "kernel", type(self.kernel).__name__)
+            why.append(f"the kernel map ({kind!r}) makes K(X, X_train) and keeps the training "
+                       "samples, both dense: a kernel map of sparse data is dense")
+        if why:
+            who = f"method {self.method!r}" if self.method else "these components"
+            size = "" if shape is None else f" ({shape[0]} x {shape[1]} float64: {8 * shape[0] * shape[1] / 1e6:.3g} MB)"
+            raise SparseInputError(
+                f"X is a scipy.sparse matrix, which {who} cannot use without densifying: " + "; ".join(why)
+                + ". Use a method whose formulation is linear in X (hinge: l1-svm, fsv, em-l0, arom, svm-weights; "
+                f"twsvm: l1-twsvm; margin), or densify explicitly with X.toarray() if the dense matrix{size} fits")
 
 
 def _reason(exc: Exception) -> str:
@@ -269,6 +301,8 @@ class MethodInfo:
     defaults : dict
         The method's default parameters.
     reference, description : str
+    sparsity : str or None
+        The sparsity parameter gridded automatically (:attr:`MethodSpec.sparsity`).
     plugin : str
         The plugin that registered it (``"svm"`` for the built-in SVM family).
     distribution, version : str or None
@@ -288,6 +322,7 @@ class MethodInfo:
     plugin: str
     distribution: str | None
     version: str | None
+    sparsity: str | None = None
 
     def __getitem__(self, key: str):
         if key not in self:
@@ -311,7 +346,7 @@ def list_methods() -> list[MethodInfo]:
     """Every registered method, sorted by name (see :class:`MethodInfo`)."""
     return [MethodInfo(name=e.obj.name, formulation=e.obj.formulation, surrogate=e.obj.surrogate, loop=e.obj.loop,
                        defaults=dict(e.obj.defaults), reference=e.obj.reference, description=e.obj.description,
-                       plugin=e.plugin, distribution=e.distribution, version=e.version)
+                       plugin=e.plugin, distribution=e.distribution, version=e.version, sparsity=e.obj.sparsity)
             for e in get_registry().all("method")]
 
 

@@ -31,8 +31,11 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from .dataset import check_Xy, preview
+from .dataset import check_Xy, is_sparse, preview
 from .errors import DataWarning, InvalidOptionError
+from .grids import AUTO, MAX_POINTS, POINTS_PER_DECADE, GridRule, auto_rule, declared_parameter, no_grid_message, \
+    stopped_growing
+from .progress import progress_bar
 from .fitting import (check_fit_options, check_n_features, fit_resolved, make_options, training_data,
                       working_set_options)
 from .method import Resolved, resolve, select_backend
@@ -111,6 +114,9 @@ class PathResult:
     n_subproblems : int
         Subproblems built (1 for a path that restated or reused one throughout, per class for
         one-vs-rest).
+    rule : GridRule or None
+        How an automatic grid was made (its start ``entry``, direction, ratio, ``how``); None for
+        a grid given as a list.
     """
 
     parameter: str
@@ -118,6 +124,7 @@ class PathResult:
     points: tuple
     seconds: float
     n_subproblems: int
+    rule: GridRule | None = None
 
     @property
     def values(self) -> list:
@@ -137,7 +144,8 @@ class PathResult:
 
     def to_dict(self) -> dict:
         return {"parameter": self.parameter, "method": self.method, "seconds": self.seconds,
-                "n_subproblems": self.n_subproblems, "points": [p.to_dict() for p in self.points]}
+                "n_subproblems": self.n_subproblems, "points": [p.to_dict() for p in self.points],
+                "rule": None if self.rule is None else _plain(self.rule.as_dict())}
 
     def sweep_data(self) -> dict:
         """The input of the sweep picture (:func:`fsframe.evaluation.plots.plot_path`):
@@ -183,18 +191,34 @@ def _plain(d):
     return d
 
 
-def _grid(params: dict) -> tuple[str, list]:
-    """The one swept parameter (a list, tuple or 1-d array) and its values, checked."""
-    swept = [k for k, v in params.items() if isinstance(v, (list, tuple, np.ndarray))]
-    if not swept:
-        raise InvalidOptionError("path needs one parameter given as a list of values, e.g. alpha=[1, 2, 5] "
-                                 f"(got {sorted(params) or 'no parameters'})")
-    if len(swept) > 1:
-        raise InvalidOptionError(f"path sweeps one parameter per call, got lists for {sorted(swept)}: fix all but "
-                                 "one to a single value (or run one path per parameter)")
-    name = swept[0]
-    values = list(np.asarray(params[name], dtype=object).ravel()) if isinstance(params[name], np.ndarray) \
-        else list(params[name])
+def _grid(params: dict, n_features, method) -> tuple[str, list | None]:
+    """The one swept parameter and its values, checked; ``None`` values for an automatic grid
+    (the parameter given as ``"auto"``, or no grid at all and the method's declared sparsity
+    parameter, :attr:`MethodSpec.sparsity`). ``n_features`` may be swept like a parameter."""
+    listed = [k for k, v in params.items() if isinstance(v, (list, tuple, np.ndarray))]
+    auto = [k for k, v in params.items() if isinstance(v, str) and v == AUTO]
+    if isinstance(n_features, (list, tuple, np.ndarray)):
+        listed.append("n_features")
+    elif isinstance(n_features, str) and n_features == AUTO:
+        auto.append("n_features")
+    if len(listed) + len(auto) > 1:
+        raise InvalidOptionError(f"path sweeps one parameter per call, got grids for {sorted(listed + auto)}: fix all "
+                                 "but one to a single value (or run one path per parameter)")
+    if auto:
+        return auto[0], None
+    if not listed:
+        declared = declared_parameter(method)
+        if declared is None:
+            raise InvalidOptionError(
+                "path needs one parameter given as a list of values, e.g. alpha=[1, 2, 5], or as 'auto' for an "
+                f"automatic grid (got {sorted(params) or 'no parameters'}); " + no_grid_message(method))
+        if declared in params or (declared == "n_features" and n_features is not None):
+            raise InvalidOptionError(f"{declared!r} is fixed, so there is nothing to sweep: give it as a list of "
+                                     f"values, or as {declared}='auto' for the automatic grid")
+        return declared, None
+    name = listed[0]
+    raw = n_features if name == "n_features" else params[name]
+    values = list(np.asarray(raw, dtype=object).ravel()) if isinstance(raw, np.ndarray) else list(raw)
     if not values:
         raise InvalidOptionError(f"the grid of {name!r} is empty: give at least one value")
     for v in values:
@@ -294,23 +318,40 @@ def _validation_data(validation, Xa, ya) -> tuple:
 
 
 def path(X, y=None, method: str | None = None, *, formulation: str | None = None, surrogate: str | None = None,
-         loop: str | None = None, backend="auto", n_features: int | None = None, validation=None,
+         loop: str | None = None, backend="auto", n_features=None, validation=None,
          time_limit: float | None = None, backend_options: Mapping | None = None, verbose: bool = False,
-         fast: bool = True, cone_form: str = "substitute", working_set="auto", **params) -> PathResult:
-    """Fit ``method`` at every value of one parameter, in the order given, with warm starts.
+         fast: bool = True, cone_form: str = "substitute", working_set="auto",
+         points_per_decade: int = POINTS_PER_DECADE, max_points: int = MAX_POINTS, progress=None,
+         **params) -> PathResult:
+    """Fit ``method`` at every value of one parameter, in the order given, with warm starts; or
+    over an automatic grid of the method's sparsity parameter.
 
     Parameters
     ----------
-    X, y, method, formulation, surrogate, loop, backend, n_features, time_limit, backend_options,
+    X, y, method, formulation, surrogate, loop, backend, time_limit, backend_options,
     verbose, fast, cone_form, working_set
-        As in :func:`fsframe.fit`; ``n_features`` (exactly ``r`` features) applies at every point.
+        As in :func:`fsframe.fit`.
+    n_features : int, list of int or "auto", optional
+        Exactly ``r`` features at every point (an int), or the swept parameter itself (a list, or
+        ``"auto"``: log-spaced integers from 1, :func:`fsframe.grids.integer_grid`).
     validation : (X_val, y_val), optional
         Held-out data: each point reports its accuracy on it (:attr:`PathPoint.accuracy`).
+    points_per_decade, max_points : int
+        Density and length of an automatic grid (:mod:`fsframe.grids`).
+    progress : bool or callable, optional
+        Progress of the path, one step per point (:func:`fsframe.progress.progress_bar`): None (default)
+        shows a bar when the session is interactive (a terminal or a notebook), True always,
+        False never; a callable receives each :class:`PathPoint`.
     **params
-        Component parameters as in :func:`fsframe.fit`, exactly one of them given as a list (or
+        Component parameters as in :func:`fsframe.fit`, at most one of them given as a list (or
         tuple, 1-d array) of finite numbers: the grid, e.g. ``alpha=[1, 2, 5]``, ``C=[0.1, 1]``,
         ``delta=[0.2, 0.3]``, ``loop__tol=[...]``. The order is kept (sort it for the sweep
-        picture); warm starts help most between neighbouring values.
+        picture); warm starts help most between neighbouring values. ``C="auto"`` (any
+        parameter with an automatic grid) asks for the automatic grid; with no grid at all, the
+        method's declared sparsity parameter (:attr:`MethodSpec.sparsity`) is gridded
+        automatically: from the value where the first feature enters (derived from the
+        formulation's optimality conditions), log-spaced, until the support stops growing
+        (:attr:`PathResult.rule` says how).
 
     Returns
     -------
@@ -321,41 +362,71 @@ def path(X, y=None, method: str | None = None, *, formulation: str | None = None
     Raises
     ------
     InvalidOptionError
-        no list-valued parameter, two of them, an empty grid, a value that is not a finite number,
-        or any value :func:`fsframe.fit` would refuse (an unknown parameter, an invalid value):
-        every point is resolved before anything is solved.
+        two grids, an empty grid, a value that is not a finite number, no grid for a method that
+        declares no sparsity parameter, a parameter without an automatic grid for these
+        components, or any value :func:`fsframe.fit` would refuse (an unknown parameter, an
+        invalid value): every point of a given grid is resolved before anything is solved.
 
     The inputs are never modified.
     """
     t_start = time.perf_counter()
     flags = check_fit_options(fast=fast, cone_form=cone_form, verbose=verbose)
-    name, grid = _grid(params)
+    name, grid = _grid(params, n_features, method)
     Xa, ya, names = training_data(X, y)
     Xv, yv = (None, None) if validation is None else _validation_data(validation, Xa, ya)
     fixed = {k: v for k, v in params.items() if k != name}
-    resolved = [resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **fixed, **{name: v})
-                for v in grid]
-    check_n_features(n_features, resolved[0], Xa)
+    comps = dict(formulation=formulation, surrogate=surrogate, loop=loop)
+    sweep_r = name == "n_features"
+    base = resolve(method, **comps, **fixed)
+    if is_sparse(Xa):
+        base.check_sparse_input(Xa.shape)  # before an automatic grid reads the data
+    if not sweep_r:
+        check_n_features(n_features, base, Xa)
+    rule = None
+    if grid is None:
+        rule = auto_rule(Xa, ya, base, name, fixed=fixed, method=method, components=comps,
+                         points_per_decade=points_per_decade, max_points=max_points)
+        values = rule.candidates()
+        resolved = None
+        if rule.empty:
+            warnings.warn(f"path: {rule.how}", DataWarning, stacklevel=2)
+    else:
+        values = grid
+        if sweep_r:
+            for v in grid:
+                check_n_features(v, base, Xa)
+            resolved = [base] * len(grid)
+        else:
+            resolved = [resolve(method, **comps, **fixed, **{name: v}) for v in grid]
     ws = working_set_options(working_set)
     options = make_options(time_limit=time_limit, verbose=flags["verbose"], backend_options=backend_options)
     chains = _Chains()
-    points = []
+    points: list = []
+    bar = progress_bar(progress, total=None if grid is None else len(grid), desc=f"path {method or ''} {name}")
     try:
-        for value, res in zip(grid, resolved):
+        for k, value in enumerate(values):
+            res = base if sweep_r else (resolved[k] if resolved is not None else
+                                        resolve(method, **comps, **fixed, **{name: value}))
+            r = int(value) if sweep_r else n_features
             t0 = time.perf_counter()
             be = select_backend(backend, res.problem_class, quadratic="quad" in res.terms, time_limit=time_limit)
             be.check_options(options)
             chains.backend_name = be.name
             before = len(chains.warm)
-            fr = fit_resolved(res, Xa, ya, names, be, options, n_features=n_features, fast=flags["fast"],
+            fr = fit_resolved(res, Xa, ya, names, be, options, n_features=r, fast=flags["fast"],
                               cone_form=flags["cone_form"], ws=ws, t_start=t0, reuse=chains)
             acc = None if Xv is None else float(np.mean(fr.predict(Xv) == yv))
             points.append(PathPoint(
-                value=value, n_selected=int(np.count_nonzero(fr.support)), support=np.asarray(fr.support),
-                coef=fr.coef, intercept=fr.intercept, objective=fr.objective, n_iter=fr.n_iter,
-                seconds=time.perf_counter() - t0, certificate=fr.certificate, accuracy=acc,
+                value=r if sweep_r else value, n_selected=int(np.count_nonzero(fr.support)),
+                support=np.asarray(fr.support), coef=fr.coef, intercept=fr.intercept, objective=fr.objective,
+                n_iter=fr.n_iter, seconds=time.perf_counter() - t0, certificate=fr.certificate, accuracy=acc,
                 warm=chains.warm[before] if len(chains.warm) > before else "new", result=fr))
+            bar.step(points[-1], f"{name}={value:g}: {points[-1].n_selected} selected")
+            if rule is not None and (rule.values is None or sweep_r) and \
+                    stopped_growing([q.n_selected for q in points], rule.patience):
+                break
     finally:
+        bar.close()
         chains.close()
     return PathResult(parameter=name, method=method, points=tuple(points), seconds=time.perf_counter() - t_start,
-                      n_subproblems=chains.n_built)
+                      n_subproblems=chains.n_built, rule=rule)

@@ -10,9 +10,9 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .dataset import check_no_silent_cast
+from .dataset import check_no_silent_cast, is_sparse, sparse_features
 from .enums import Status
-from .errors import DataError, PluginError
+from .errors import DataError, PluginError, SparseInputError
 
 __all__ = ["FitResult", "result_coef", "solver_label", "backend_text"]
 
@@ -162,13 +162,18 @@ class FitResult:
     # -- prediction ---------------------------------------------------------------------------
     def _features(self, X: ArrayLike) -> NDArray:
         X = check_no_silent_cast(X, "X", name="prediction data")  # masks and dates are no numbers
+        if is_sparse(X):  # kept sparse: every formulation's decision function is X @ coef at heart
+            if self.transform is not None:
+                raise SparseInputError("X is a scipy.sparse matrix and this model predicts through a kernel map, "
+                                       "which needs X dense: pass X.toarray()")
+            X = sparse_features(X, "prediction data")
         try:
-            X = np.asarray(X, dtype=float)
+            X = X if is_sparse(X) else np.asarray(X, dtype=float)
         except (TypeError, ValueError) as exc:
             raise DataError(f"X is not numeric ({exc})") from exc
         if X.ndim != 2:
             raise DataError(f"X must be 2-D, got shape {X.shape}")
-        bad = ~np.isfinite(X)
+        bad = np.zeros(0, dtype=bool) if is_sparse(X) else ~np.isfinite(X)
         if bad.any():
             i, j = map(int, np.argwhere(bad)[0])
             raise DataError(f"X contains {int(bad.sum())} non-finite value(s) (first at sample {i}, feature {j}); "

@@ -29,6 +29,7 @@ def _methods_data() -> dict:
             params, problem = None, str(exc)
         methods.append({"name": s.name, "formulation": s.formulation, "surrogate": s.surrogate, "loop": s.loop,
                         "defaults": dict(s.defaults), "reference": s.reference, "description": s.description,
+                        "sparsity": s.sparsity, "sparsity_grid": _sparsity_grid(reg, s),
                         "plugin": e.plugin, "distribution": e.distribution, "version": e.version,
                         "parameters": params, "problem": problem})
     conflicts = [{"kind": k, "name": n, "providers": [{"plugin": e.plugin, "distribution": e.distribution,
@@ -36,6 +37,26 @@ def _methods_data() -> dict:
                  for (k, n), es in sorted(reg.conflicts.items())]
     broken = [{"plugin": b.plugin, "distribution": b.distribution, "error": b.error} for b in reg.broken]
     return {"methods": methods, "conflicts": conflicts, "broken": broken}
+
+
+def _sparsity_grid(reg, spec) -> str | None:
+    """How the automatic grid of the method's sparsity parameter is made (``fsframe methods M``)."""
+    name = spec.sparsity
+    if name is None:
+        return None
+    if name == "n_features":
+        return "log-spaced integers from 1 to the number of features (exactly r features at each)"
+    try:
+        form = reg.get("formulation", spec.formulation)
+    except errors.FsframeError:
+        return None
+    if getattr(form, "auto_values", None) is not None:
+        doc = (form.auto_values.__doc__ or "").strip().split("\n")[0]
+        return f"set from the data by formulation {form.name}" + (f": {doc}" if doc else "")
+    if getattr(form, "empty_model_threshold", None) is not None:
+        return (f"from where the first feature enters (formulation {form.name}'s empty-model optimality "
+                "condition), log-spaced, until the support stops growing")
+    return None
 
 
 def _problems_text(data: dict) -> list[str]:
@@ -109,7 +130,16 @@ def _method_detail(m: dict) -> str:
     lines = [f"{m['name']}: {m['description'] or '-'}", f"  reference: {m['reference'] or '-'}",
              f"  provided by plugin {m['plugin']} ({m['distribution'] or 'runtime'}"
              f"{' ' + m['version'] if m['version'] else ''})",
-             f"  method defaults: {_fmt_defaults(m['defaults'])}", "", "  parameters (--set NAME=VALUE):"]
+             f"  method defaults: {_fmt_defaults(m['defaults'])}"]
+    if m.get("sparsity"):
+        lines += textwrap.wrap(f"sparsity parameter: {m['sparsity']} — automatic grid (fsframe path DATA --method "
+                               f"{m['name']}; fsframe select DATA --method {m['name']} --tune): "
+                               f"{m['sparsity_grid'] or 'given by the method'}", width=100, initial_indent="  ",
+                               subsequent_indent="      ")
+    else:
+        lines.append("  sparsity parameter: none declared (no automatic grid: give a list, e.g. fsframe path "
+                     "--grid NAME=a,b,c)")
+    lines += ["", "  parameters (--set NAME=VALUE):"]
     if m["problem"]:
         lines.append(f"    unusable: {m['problem']}")
         return "\n".join(lines)

@@ -73,14 +73,6 @@ class ProgressPrinter:
             self.stream.write(text + "\n")
         self.stream.flush()
 
-    def iteration(self, rec, _iterate=None) -> None:
-        """Per-iteration progress of a single fit (``fsframe select --progress``)."""
-        if not self.enabled:
-            return
-        obj = "-" if rec.objective is None else f"{rec.objective:.6g}"
-        self._emit(f"iteration {rec.k}: objective {obj}, {rec.n_nonzero} non-zero, {rec.seconds:.2f} s "
-                   f"({time.perf_counter() - self.t0:.0f} s elapsed)")
-
     def close(self) -> None:
         if self.dirty:
             self.stream.write("\r\033[K")

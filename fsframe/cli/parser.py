@@ -111,8 +111,9 @@ def _add_eval_args(p, *, default_cv: str, sweep: bool = False) -> None:
     else:
         g.add_argument("--n-features", type=_positive_int, metavar="R",
                        help="select exactly R features (paper 002 §3.1)")
-    g.add_argument("--scale", choices=("standard", "minmax", "none"), default="standard",
-                   help="feature scaling, fitted on each training part (default: standard)")
+    g.add_argument("--scale", choices=("standard", "minmax", "maxabs", "none"), default="standard",
+                   help="feature scaling, fitted on each training part (default: standard; sparse data: maxabs "
+                        "or none, which keep it sparse)")
     g.add_argument("--retrain", choices=("svm", "linear-svc"),
                    help="evaluate a classifier retrained on the selected features (paper 002: svm = "
                         "SVC(kernel='linear'))")
@@ -169,6 +170,7 @@ def _add_path_parser(sub, common) -> None:
                                    "objective, iterations, seconds and (with --validation) accuracy per point.",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples:\n"
+                              "  fsframe path breast_cancer --method l1-svm   (the automatic grid of C)\n"
                               "  fsframe path breast_cancer --method fsv --alpha 1,2,5,10\n"
                               "  fsframe path breast_cancer --method l1-svm --C 0.01,0.1,1 --validation 0.3\n"
                               "  fsframe path breast_cancer --method arom --grid eps=1e-4,1e-3,1e-2 --json path.json")
@@ -179,16 +181,20 @@ def _add_path_parser(sub, common) -> None:
     g.add_argument("--surrogate", metavar="S")
     g.add_argument("--loop", metavar="L")
     for k in GRID_FLAGS:
-        g.add_argument(f"--{k}", dest=f"grid_{k}", metavar="V[,V...]", help=f"sweep {k} over these values")
-    g.add_argument("--grid", metavar="KEY=V[,V...]", help="sweep any other parameter (one grid per call)")
+        g.add_argument(f"--{k}", dest=f"grid_{k}", metavar="V[,V...]",
+                       help=f"sweep {k} over these values ('auto': its automatic grid)")
+    g.add_argument("--grid", metavar="KEY=V[,V...]", help="sweep any other parameter (one grid per call; KEY=auto: "
+                   "its automatic grid; KEY n_features: numbers of features). Without any grid: the method's "
+                   "sparsity parameter over its automatic grid (fsframe methods M)")
     g.add_argument("--n-features", type=_positive_int, metavar="R", help="select exactly R features at every point")
     _add_solver_args(p)
     g = p.add_argument_group("evaluation and output")
     g.add_argument("--validation", type=_fraction, metavar="FRACTION",
                    help="hold out this stratified fraction and report accuracy on it per point")
     g.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of the validation split (default 0)")
-    g.add_argument("--scale", choices=("standard", "minmax", "none"), default="standard",
-                   help="feature scaling, fitted on the training part (default: standard)")
+    g.add_argument("--scale", choices=("standard", "minmax", "maxabs", "none"), default="standard",
+                   help="feature scaling, fitted on the training part (default: standard; sparse data: maxabs "
+                        "or none, which keep it sparse)")
     g.add_argument("--json", metavar="PATH", help="write every point as JSON ('-': stdout only)")
     g.add_argument("--plot", metavar="PATH", help="draw the path as PATH (.png) and its .svg twin")
     p.set_defaults(func=_command("path", "cmd_path"), csv=None)
@@ -234,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "  fsframe select breast_cancer --method fsv --cv 10 --set alpha=3 --json out.json\n"
                               "  fsframe select data.csv --label-column 1 --drop-columns 0 --method em-l0 --cv 10\n"
                               "  fsframe select synthetic --method l1-svm --cv 10 --repeats 10 --jobs -1\n"
+                              "  fsframe select breast_cancer --method l1-svm --tune --rule 1se\n"
                               "bundled datasets: breast_cancer, wine, iris, digits, synthetic (docs/cli.md)")
     _add_data_args(p)
     g = p.add_argument_group("method")
@@ -243,6 +250,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--loop", metavar="L", help="override the method's outer loop")
     _add_solver_args(p)
     _add_eval_args(p, default_cv="default: no CV, fit once on all samples")
+    g = p.add_argument_group("tuning (without --cv: choose the sparsity, then fit once)")
+    g.add_argument("--tune", nargs="?", const="", metavar="PARAM",
+                   help="choose the method's sparsity parameter (or PARAM: C, delta_fraction, n_features, ...) by "
+                        "cross-validation over its automatic grid, then fit once at the chosen value")
+    g.add_argument("--tune-folds", type=_folds, default=5, metavar="K", help="folds of the tuning (default 5)")
+    g.add_argument("--rule", choices=("best", "1se"), default="best",
+                   help="best mean accuracy (default), or the fewest features within one standard error of it")
     _add_output_args(p)
     p.add_argument("--plot", metavar="PATH", help="without --cv: draw the objective and support size per outer "
                    "iteration of the fit as PATH (.png) and its .svg twin (needs pip install \"fsframe[plot]\")")

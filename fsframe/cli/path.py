@@ -14,15 +14,19 @@ __all__ = ["cmd_path"]
 
 
 
-def _values(flag: str, text: str) -> list:
+def _values(flag: str, text: str):
+    if text.strip() == "auto":
+        return "auto"  # the automatic grid of this parameter
     vals = [parse_value(t) for t in text.split(",") if t.strip()]
     if not vals:
         raise UsageError(f"{flag} {text!r}: give comma-separated numbers, e.g. {flag} 1,2,5")
     return vals
 
 
-def grid_of(args) -> tuple[str, list]:
-    """The one swept parameter and its values from ``--alpha``/``--C``/``--delta``/``--grid``."""
+def grid_of(args) -> tuple[str | None, object]:
+    """The one swept parameter and its values from ``--alpha``/``--C``/``--delta``/``--grid``
+    (``auto`` for its automatic grid); ``(None, None)`` without one: the method's sparsity
+    parameter, gridded automatically."""
     given = [(k, _values(f"--{k}", getattr(args, f"grid_{k}"))) for k in GRID_FLAGS
              if getattr(args, f"grid_{k}") is not None]
     if args.grid is not None:
@@ -30,10 +34,10 @@ def grid_of(args) -> tuple[str, list]:
             raise UsageError(f"--grid {args.grid!r}: expected KEY=V1,V2,... (e.g. --grid eps=1e-3,1e-2)")
         key, text = (s.strip() for s in args.grid.split("=", 1))
         given.append((key, _values(f"--grid {key}=", text)))
-    if len(given) != 1:
-        raise UsageError("give exactly one grid: --alpha, --C, --delta or --grid KEY=V1,V2,... "
-                         f"(got {[k for k, _ in given] or 'none'})")
-    return given[0]
+    if len(given) > 1:
+        raise UsageError("give at most one grid: --alpha, --C, --delta or --grid KEY=V1,V2,... "
+                         f"(got {[k for k, _ in given]}); none grids the method's sparsity parameter automatically")
+    return given[0] if given else (None, None)
 
 
 def _split(y, fraction: float, seed: int):
@@ -65,7 +69,7 @@ def cmd_path(args, argv) -> int:
     params, _ = method_params(args)
     if name in params:
         raise UsageError(f"{name} is both swept and set with --set; drop one")
-    X = np.asarray(data.X, dtype=float)
+    X = data.X.copy() if data.is_sparse else np.asarray(data.X, dtype=float)
     y = np.asarray(data.y)
     validation = None
     if args.validation is not None:
@@ -75,12 +79,15 @@ def cmd_path(args, argv) -> int:
         y = y[tr]
     else:
         X = _scale(X, X[:0], args.scale)[0]
+    grid = {} if name is None else ({"n_features": values} if name == "n_features" else {name: values})
     res = path(X, y, method=args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop,
-               n_features=args.n_features, validation=validation, **params, **{name: values})
+               validation=validation, **{"n_features": args.n_features, **params, **grid})
     if args.json != "-":
         label = args.method or "+".join(p for p in (args.formulation, args.surrogate, args.loop) if p)
-        print(f"{label} over {name} on {dataset_line(data)}"
+        print(f"{label} over {res.parameter} on {dataset_line(data)}"
               + (f"; validation: {len(validation[1])} samples" if validation else ""))
+        if res.rule is not None:
+            print(f"automatic grid: {res.rule.how}")
         print(res.as_table())
         print(f"{len(res.points)} points in {res.seconds:.3f} s, {res.n_subproblems} subproblem(s) built")
     if args.json:

@@ -10,11 +10,13 @@ import numpy as np
 from ..evaluation import (accuracy_score, component_dict, cross_validate, environment_versions,
                           facts_text, format_components, scale_fit_transform, to_jsonable)
 from ..fitting import fit
+from ..loops.base import monitored_series
 from ..method import sparsity_knobs
 from ..results import backend_text, solver_label
 from .common import EXIT_OK, UsageError, refuse_regression
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
-from .output import ProgressPrinter, check_output_paths, meta, table, write_csv, write_json
+from .output import check_output_paths, meta, table, write_csv, write_json
+from .tune import tune_then_select
 
 
 
@@ -53,6 +55,8 @@ def cmd_select(args, argv) -> int:
     data = load_data(args)
     refuse_regression(args, data)
     params, _ = method_params(args)
+    if args.tune is not None:
+        return tune_then_select(args, argv, data, params, _select_once)
     cv = cv_spec(args)
     if cv is None:
         if args.repeats != 1:
@@ -78,14 +82,10 @@ def _select_once(args, argv, data, params) -> int:
         from ..evaluation.plots import _pyplot
 
         _pyplot()  # fail before the fit when matplotlib is missing
-    prog = ProgressPrinter(sys.stderr, args.progress)
     t0 = time.perf_counter()
-    try:
-        res = fit(X, data.y, method=args.method, formulation=args.formulation, surrogate=args.surrogate,
-                  loop=args.loop, n_features=args.n_features, callback=prog.iteration if prog.enabled else None,
-                  **params)
-    finally:
-        prog.close()
+    res = fit(X, data.y, method=args.method, formulation=args.formulation, surrogate=args.surrogate,
+              loop=args.loop, n_features=args.n_features, progress={"on": True, "off": False}.get(args.progress),
+              **params)
     wall = time.perf_counter() - t0
     if args.plot:
         from ..evaluation.plots import draw, trace_data
@@ -112,6 +112,7 @@ def _select_once(args, argv, data, params) -> int:
             print(f"  from the data: {derived}")
         print(f"  protocol: fitted once on all samples, "
               + {"standard": "standardised (mean 0, std 1)", "minmax": "min-max scaled to [0, 1]",
+                 "maxabs": "divided by the largest |value| per feature",
                  "none": "unscaled"}[args.scale]
               + ("; one-vs-rest over " + str(len(classes)) + " classes" if ovr else ""))
         print()
@@ -149,7 +150,7 @@ def _select_once(args, argv, data, params) -> int:
         reason = info.get("stop_reason") or ""
         print(f"objective {obj}; {res.n_iter} iteration{'s' if res.n_iter != 1 else ''}"
               f"{' (largest over classes)' if ovr else ''}; converged: {'yes' if res.converged else 'NO'}"
-              f"{' (' + reason + ')' if reason and not ovr else ''}; monotone: {'yes' if res.monotone else 'NO'}")
+              f"{' (' + reason + ')' if reason and not ovr else ''}; monotone: {monotone_text(res)}")
         statuses = sorted({getattr(s, 'value', str(s)) for s in res.statuses})
         print(f"solver statuses: {', '.join(statuses)}")
         line = certificate_line(res.certificate)
@@ -193,6 +194,15 @@ def _select_once(args, argv, data, params) -> int:
             write_csv(args.csv, rows)
     report_written(args)
     return EXIT_OK
+
+
+def monotone_text(res) -> str:
+    """``yes``/``NO`` for a fit whose loop checked the descent of an objective
+    (:func:`fsframe.loops.base.monitored_series`), else ``not checked`` (nothing with a descent
+    guarantee was monitored: the trace picture says so)."""
+    if monitored_series(res.loop, res.surrogate, res.history) is None:
+        return "not checked (no monitored objective; see --plot)"
+    return "yes" if res.monotone else "NO"
 
 
 def weight_rows(coef, classes) -> tuple[list[str], np.ndarray]:

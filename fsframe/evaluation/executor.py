@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import attrs
 import numpy as np
 
+from ..dataset import is_sparse
 from ..errors import UnknownComponentError
 from ..plugins import get_registry
 from .records import FoldRecord
@@ -142,8 +143,16 @@ def data_fingerprint(X, y) -> str:
     import hashlib
 
     h = hashlib.sha256()
-    Xa, ya = np.ascontiguousarray(X), np.asarray(y)
-    h.update(repr((Xa.shape, Xa.dtype.str)).encode())
-    h.update(Xa.tobytes())
+    ya = np.asarray(y)
+    if is_sparse(X):  # the canonical CSR arrays (a dense twin of the data hashes differently)
+        Xc = X.tocsr()
+        Xc.sum_duplicates()
+        h.update(repr(("csr", Xc.shape, Xc.dtype.str)).encode())
+        for a in (Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64), Xc.data):
+            h.update(np.ascontiguousarray(a).tobytes())
+    else:
+        Xa = np.ascontiguousarray(X)
+        h.update(repr((Xa.shape, Xa.dtype.str)).encode())
+        h.update(Xa.tobytes())
     h.update(repr(ya.tolist()).encode())
     return h.hexdigest()

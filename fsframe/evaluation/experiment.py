@@ -81,7 +81,7 @@ def _plan(study: Study):
     C = _check_common(prot.scale, 1, "record", retrain, prot.retrain_C)
     data, tasks, metas, groups = [], [], [], []
     for dspec in study.datasets:
-        X, y, dsinfo = _as_data(dspec.load(), None)
+        X, y, dsinfo = _as_data(dspec.load(), None, prot.scale)
         dsinfo = dict(dsinfo, name=dspec.name, source=dspec.source)
         di = len(data)
         data.append((X, y))

@@ -9,7 +9,8 @@ drawing function writing PNG and SVG:
   Fig. 1 style);
 * ``sweep``: accuracy and support size against one parameter a method's grid varies
   (``alpha``, ``delta``, ``C``...);
-* ``trace``: objective and support size per outer-loop iteration of one fit
+* ``trace``: the objective the loop monitors (or, when it monitors none, the reported one, and
+  why) and the support size per outer-loop iteration of one fit
   (``fsframe select DATA --method M --plot trace.png``);
 * ``path``: support size, objective and (with validation data) accuracy against the swept
   parameter of a parameter path (:func:`fsframe.path`, :func:`plot_path`).
@@ -24,7 +25,7 @@ import numpy as np
 from ..errors import BackendUnavailableError, DataFileError
 
 __all__ = ["accuracy_vs_features_data", "frequency_data", "sweep_data", "trace_data", "path_data", "draw",
-           "figures_for", "plot_path", "PLOT_KINDS"]
+           "figure", "figures_for", "plot_path", "PLOT_KINDS"]
 
 PLOT_KINDS = ("accuracy_vs_features", "frequency", "sweep", "trace", "path")
 _R = re.compile(r"^(.*) r=(\d+)$")
@@ -120,15 +121,35 @@ def sweep_data(table) -> dict:
 
 
 def trace_data(result) -> dict:
-    """``{"series": [{"name", "iteration", "objective", "n_nonzero"}]}`` from a
-    :class:`~fsframe.FitResult`'s history (one series per class of a one-vs-rest fit)."""
+    """``{"series": [{"name", "iteration", "objective", "monitored", "n_nonzero"}], "monitored": label}``
+    from a :class:`~fsframe.FitResult`'s history (one series per class of a one-vs-rest fit).
+
+    ``objective`` is the reported objective of each iterate; ``monitored`` the quantity whose
+    descent the loop checks (``IterRecord.monitored``; ``None`` where nothing is checked, e.g. the
+    L2 start of EM), and the top-level ``"monitored"`` says which quantity it is
+    (:meth:`fsframe.OuterLoop.monitored_quantity`), or why nothing is monitored — so the picture
+    shows what "monotone: yes" is about."""
+    from ..loops.base import monitored_series
+
     parts = [(f"class {r.classes[1]}", r) for r in result.per_class] if result.per_class else [("fit", result)]
-    series = []
+    loop, surrogate = result.loop, result.surrogate
+    series, label = [], None
     for name, r in parts:
         h = [x for x in r.history if x.objective is not None]
+        mon = monitored_series(loop, surrogate, h)
+        if mon is not None:
+            label = mon[1]
         series.append({"name": name, "iteration": [int(x.k) for x in h], "objective": [float(x.objective) for x in h],
+                       "monitored": [None] * len(h) if mon is None else
+                       [None if v is None else float(v) for v in mon[0]],
                        "n_nonzero": [int(x.n_nonzero) for x in h]})
-    return {"series": series}
+    if label is None:
+        why = (f"loop {loop.name!r} guarantees no descent" if not getattr(loop, "monotone", True) else
+               f"loop {loop.name!r} with surrogate {getattr(surrogate, 'name', None)!r} has no monotone quantity "
+               "to check")
+        series = [dict(s, note=why) for s in series]
+    return {"series": series, "monitored": label,
+            "objective": "loss + Σ φ(t_j) on the support (reported)" if surrogate is not None else "objective"}
 
 
 def path_data(result) -> dict:
@@ -164,72 +185,168 @@ def _save(fig, stem: Path) -> list[Path]:
     return paths
 
 
+MAX_TICKS = 7
+"""Labelled ticks on a parameter axis at most: more grid values are thinned (evenly by position)."""
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3g}"
+
+
+def _value_axis(ax, values, label: str, *, integer: bool = False) -> None:
+    """A parameter axis (x): logarithmic when the values are positive and span more than a decade;
+    ticks at the grid values themselves (thinned to :data:`MAX_TICKS`, turned when crowded),
+    labelled as the values (``0.03``, ``1``, ``300``; never ``3×10⁰``), no minor ticks."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter, NullLocator
+
+    v = sorted({float(x) for x in values if x is not None and np.isfinite(float(x))})
+    if v and v[0] > 0 and v[-1] > 10 * v[0]:
+        ax.set_xscale("log")
+    if v:
+        idx = np.unique(np.round(np.linspace(0, len(v) - 1, min(len(v), MAX_TICKS))).astype(int))
+        ticks = [v[i] for i in idx]
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_major_formatter(FixedFormatter([str(int(t)) if integer else _fmt(t) for t in ticks]))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax._fsframe_ticks = (ticks, integer)  # thinned further by _declutter if the labels collide
+    ax.set_xlabel(label)
+
+
+def _declutter(fig) -> None:
+    """Drop every other labelled grid value (keeping the first and the last) on each parameter axis
+    whose tick labels come closer than 8 pixels once drawn, until none do."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator
+
+    for ax in fig.axes:
+        spec = getattr(ax, "_fsframe_ticks", None)
+        if spec is None:
+            continue
+        ticks, integer = spec
+        while len(ticks) > 2:
+            fig.canvas.draw()
+            r = fig.canvas.get_renderer()
+            boxes = [t.get_window_extent(r).padded(4) for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+            if all(not a.overlaps(b) for a, b in zip(boxes, boxes[1:])):  # 8 px apart at least
+                break
+            ticks = ticks[::2] if (len(ticks) - 1) % 2 == 0 else ticks[:-1:2] + [ticks[-1]]
+            ax.xaxis.set_major_locator(FixedLocator(ticks))
+            ax.xaxis.set_major_formatter(FixedFormatter([str(int(t)) if integer else _fmt(t) for t in ticks]))
+
+
+def _integer_axis(ax) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _frequency_features(data: dict, limit: int = 40) -> list[int]:
+    """The features a frequency picture shows: all of them up to ``limit``, else the ``limit``
+    selected most often by any configuration (in index order)."""
+    freq = np.array([d["frequency"] for d in data.values()])
+    n = freq.shape[1]
+    if n <= limit:
+        return list(range(n))
+    top = np.argsort(-freq.max(axis=0), kind="stable")[:limit]
+    return sorted(int(j) for j in top if freq[:, j].max() > 0) or list(range(limit))
+
+
 def draw(kind: str, data: dict, stem, *, title: str = "") -> list[Path]:
     """Draw ``data`` (from the matching ``*_data`` function) as ``stem.png`` and ``stem.svg``."""
     plt = _pyplot()
+    fig = figure(kind, data, title=title)
+    try:
+        return _save(fig, stem)
+    finally:
+        plt.close(fig)
+
+
+def figure(kind: str, data: dict, *, title: str = ""):
+    """The matplotlib figure of ``data`` (from the matching ``*_data`` function); the caller closes it."""
+    plt = _pyplot()
     if kind == "accuracy_vs_features":
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
         n = len(data)
         for i, (m, d) in enumerate(data.items()):  # methods side by side (x offset 3% per method)
             x = np.asarray(d["r"], dtype=float) * (1 + 0.03 * (i - (n - 1) / 2))
             ax.errorbar(x, d["accuracy"], yerr=d["accuracy_std"], marker="o", capsize=3, label=m)
-        ax.set_xscale("log")
-        ax.set_xticks(data[next(iter(data))]["r"], [str(r) for r in data[next(iter(data))]["r"]])
-        ax.set_xlabel("selected features r")
+        _value_axis(ax, [r for d in data.values() for r in d["r"]], "selected features r", integer=True)
         ax.set_ylabel("test accuracy (%)")
         ax.legend()
     elif kind == "frequency":
         labels = list(data)
-        fig, axes = plt.subplots(len(labels), 1, figsize=(7, 1.6 + 1.4 * len(labels)), squeeze=False, sharex=True)
+        cols = _frequency_features(data)
+        names = data[labels[0]]["features"]
+        fig, axes = plt.subplots(len(labels), 1, figsize=(max(7, 0.22 * len(cols) + 2), 1.0 + 1.5 * len(labels)),
+                                 squeeze=False, sharex=True, layout="constrained")
         for ax, lab in zip(axes[:, 0], labels):
-            f = data[lab]["frequency"]
-            ax.bar(np.arange(len(f)), f, width=0.8)
+            f = np.asarray(data[lab]["frequency"])[cols]
+            ax.bar(np.arange(len(cols)), f, width=0.8)
             ax.set_ylim(0, 1)
             ax.set_ylabel("freq.")
-            ax.set_title(lab, fontsize=9, loc="left")
-        axes[-1, 0].set_xlabel("feature index")
+            ax.set_title(lab, fontsize=9, loc="left", pad=4)
+        last = axes[-1, 0]
+        last.set_xticks(np.arange(len(cols)), [str(names[j]) for j in cols], rotation=90, fontsize=7)
+        shown = "every feature" if len(cols) == len(names) else f"the {len(cols)} features selected most often"
+        last.set_xlabel(f"feature ({shown})")
     elif kind == "sweep":
-        fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-        for (m, k), d in data.items():
-            axes[0].errorbar(d["value"], d["accuracy"], yerr=d["accuracy_std"], marker="o", capsize=3, label=f"{m} ({k})")
-            axes[1].errorbar(d["value"], d["n_selected"], yerr=d["n_selected_std"], marker="o", capsize=3,
-                             label=f"{m} ({k})")
-        for ax, yl in zip(axes, ("test accuracy (%)", "selected features")):
-            ax.set_xscale("log" if all(v > 0 for d in data.values() for v in d["value"]) else "linear")
-            ax.set_xlabel("parameter value")
-            ax.set_ylabel(yl)
-        axes[0].legend(fontsize=8)
+        params = sorted({k for (_, k) in data})  # one row of panels per parameter: C and alpha never share an axis
+        fig, axes = plt.subplots(len(params), 2, figsize=(9, 3.2 * len(params)), squeeze=False, layout="constrained")
+        for row, p in zip(axes, params):
+            values = []
+            for (m, k), d in data.items():
+                if k != p:
+                    continue
+                values += d["value"]
+                row[0].errorbar(d["value"], d["accuracy"], yerr=d["accuracy_std"], marker="o", capsize=3, label=m)
+                row[1].errorbar(d["value"], d["n_selected"], yerr=d["n_selected_std"], marker="o", capsize=3, label=m)
+            for ax, yl in zip(row, ("test accuracy (%)", "selected features")):
+                _value_axis(ax, values, p)
+                ax.set_ylabel(yl)
+            row[0].legend(fontsize=8)
     elif kind == "trace":
-        fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+        fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.6), layout="constrained")
+        label = data.get("monitored")
         for s in data["series"]:
-            axes[0].plot(s["iteration"], s["objective"], marker="o", label=s["name"])
+            mon = [np.nan if v is None else v for v in s.get("monitored", [])]
+            if label is not None and any(np.isfinite(mon)):
+                axes[0].plot(s["iteration"], mon, marker="o", label=s["name"])
+            else:
+                axes[0].plot(s["iteration"], s["objective"], marker="o", label=s["name"])
             axes[1].plot(s["iteration"], s["n_nonzero"], marker="o", label=s["name"])
-        axes[0].set_ylabel("objective")
+        if label is not None:
+            axes[0].set_ylabel("monitored objective")
+            axes[0].set_title(f"monitored (its descent is checked):\n{label}", fontsize=8, loc="left")
+        else:
+            note = data["series"][0].get("note", "no monotone quantity is checked") if data["series"] else ""
+            axes[0].set_ylabel("objective (reported)")
+            axes[0].set_title(f"{data.get('objective', 'objective')}\nnot monitored: {note}", fontsize=8, loc="left")
         axes[1].set_ylabel("support size")
+        axes[1].set_title("selected groups per iterate", fontsize=8, loc="left")
         for ax in axes:
             ax.set_xlabel("outer iteration")
+            _integer_axis(ax)
         if len(data["series"]) > 1:
             axes[1].legend(fontsize=8)
     elif kind == "path":
         panels = [("n_selected", "selected features"), ("objective", "objective")]
         if any(a is not None for a in data["accuracy"]):
             panels.append(("accuracy", "validation accuracy (%)"))
-        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.6), squeeze=False,
+                                 layout="constrained")
         x = np.asarray(data["value"], dtype=float)
         for ax, (key, label) in zip(axes[0], panels):
             v = np.array([np.nan if a is None else a for a in data[key]], dtype=float)
             ax.plot(x, v, marker="o", label=data.get("method") or "")
-            ax.set_xscale("log" if np.all(x > 0) and x.max() > 10 * x.min() else "linear")
-            ax.set_xlabel(data["parameter"])
+            _value_axis(ax, x, data["parameter"], integer=data["parameter"] == "n_features")
             ax.set_ylabel(label)
     else:
         raise ValueError(f"unknown plot kind {kind!r}; kinds are {PLOT_KINDS}")
     if title:
         fig.suptitle(title, fontsize=10)
-    try:
-        return _save(fig, stem)
-    finally:
-        plt.close(fig)
+    fig.get_layout_engine().set(h_pad=0.1, w_pad=0.1)  # room between a panel's title and the panel above
+    _declutter(fig)
+    return fig
 
 
 def figures_for(table) -> list[tuple[str, dict]]:

@@ -31,6 +31,7 @@ def describe_protocol(p: dict) -> str:
     text += f", seed {p['random_state']}"
     scale = p.get("scale", "none")
     text += {"standard": ", standardised on each training part", "minmax": ", min-max scaled on each training part",
+             "maxabs": ", divided by each feature's largest |value| on each training part",
              "none": ", unscaled"}[scale]
     if p.get("n_features") is not None:
         text += f", exactly {p['n_features']} features"

@@ -20,7 +20,7 @@ from ..fitting import fit
 from ..plugins import get_registry
 from .config import _Config, _make_config
 from .metrics import accuracy_score, mcc_score
-from .preprocess import SCALINGS, _retrain_estimator, _scale
+from .preprocess import SCALINGS, _retrain_estimator, _scale, check_scaling
 from .records import CVResult, FoldRecord, Progress, solver_of
 from .engine import Task, execute
 from .serialize import environment_versions, to_jsonable
@@ -42,7 +42,7 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
             Xtr, Xte = _scale(X[split.train], X[split.test], cfg.scale)
             ytr, yte = y[split.train], y[split.test]
             res = fit(Xtr, ytr, method=cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate,
-                      loop=cfg.loop, n_features=cfg.n_features, **cfg.fit_options, **cfg.params)
+                      loop=cfg.loop, n_features=cfg.n_features, progress=False, **cfg.fit_options, **cfg.params)
             sel_pred = np.asarray(res.predict(Xte))
             sel_acc, sel_mcc = accuracy_score(yte, sel_pred), mcc_score(yte, sel_pred)
             y_pred = sel_pred
@@ -96,12 +96,15 @@ def _backend_version(res) -> str | None:
 
 
 
-def _as_data(data_or_X, y) -> tuple[NDArray, NDArray, dict]:
+def _as_data(data_or_X, y, scale: str | None = None) -> tuple[NDArray, NDArray, dict]:
+    """``(X, y, dataset info)`` checked and copied (a sparse ``X`` stays CSR; with a centring
+    ``scale`` it is refused here, before any fold runs: :func:`~.preprocess.check_scaling`)."""
     if isinstance(data_or_X, Dataset):
         if y is not None:
             raise InvalidOptionError("pass either a Dataset or X and y, not both")
         d = data_or_X
-        X, yy, names, name = np.array(d.X, dtype=np.float64), np.array(d.y), list(d.feature_names), d.name
+        X = d.X.copy() if d.is_sparse else np.array(d.X, dtype=np.float64)
+        yy, names, name = np.array(d.y), list(d.feature_names), d.name
     else:
         if y is None:
             raise InvalidOptionError("y is required when the data is an array (or pass a fsframe.Dataset)")
@@ -110,6 +113,8 @@ def _as_data(data_or_X, y) -> tuple[NDArray, NDArray, dict]:
         names = [str(c) for c in cols] if cols is not None and len(cols) == X.shape[1] else \
             [f"x{j}" for j in range(X.shape[1])]
         name = "data"
+    if scale is not None:
+        check_scaling(X, scale)
     classes, counts = np.unique(yy, return_counts=True)
     info = {"name": name, "n_samples": int(X.shape[0]), "n_features": int(X.shape[1]),
             "classes": to_jsonable(classes.tolist()),
@@ -239,7 +244,7 @@ def _run(data_or_X, y, entries, *, cv, repeats, scale, n_jobs, random_state, n_f
          progress, on_error, dask=None) -> tuple[list[CVResult], dict]:
     t0 = time.perf_counter()
     C = _check_common(scale, n_jobs, on_error, retrain, retrain_C)
-    X, yy, dsinfo = _as_data(data_or_X, y)
+    X, yy, dsinfo = _as_data(data_or_X, y, scale)
     if random_state is None:
         random_state = secrets.randbelow(2**31)  # drawn, recorded, reproducible afterwards
     configs = [_make_config(label, spec, n_features=n_features, scale=scale, retrain=retrain, retrain_C=C,
@@ -313,7 +318,7 @@ def cross_validate(
     repeats : int
         Repetitions of k-fold CV with fresh shuffles (001: ``cv=10, repeats=10``), or the number of
         random splits for a float ``cv`` (002: ``cv=0.2, repeats=10``).
-    scale : {"standard", "minmax", "none"}
+    scale : {"standard", "minmax", "maxabs", "none"}
         Fitted on each training part only, applied to its test part.
     n_jobs : int or "auto"
         Parallel fits (joblib processes); ``-1`` uses every core; ``"auto"`` runs the first fit of

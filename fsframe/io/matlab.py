@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from ..dataset import Dataset, preview
+from ..dataset import Dataset, is_sparse, preview
 from ..errors import DataFileError
 from ._source import check_option, check_source
 
@@ -17,6 +17,7 @@ def load_mat(path: str | os.PathLike, *, x_key: str | None = None, y_key: str | 
              name: str | None = None) -> Dataset:
     """Read a MATLAB v4–v7.2 ``.mat`` file holding a sample matrix and a label vector (keys
     ``X``/``Y`` by default, matched case-insensitively, as in the ASU feature-selection repository).
+    A MATLAB sparse feature matrix is kept sparse (CSR).
 
     Raises
     ------
@@ -58,8 +59,9 @@ def load_mat(path: str | os.PathLike, *, x_key: str | None = None, y_key: str | 
 
     X = pick(x_key, ("x", "data", "fea", "features"), "feature")
     y = pick(y_key, ("y", "label", "labels", "gnd", "target"), "label")
-    if hasattr(X, "toarray"):
-        X = X.toarray()
+    sparse = is_sparse(X)  # a MATLAB sparse matrix stays sparse (docs/data.md, "Sparse data")
+    if is_sparse(y):
+        y = y.toarray()
     if np.iscomplexobj(X) or np.iscomplexobj(y):
         which = "feature" if np.iscomplexobj(X) else "label"
         raise DataFileError(f"{path}: the {which} variable is complex; fsframe needs real numbers (store the real "
@@ -67,7 +69,7 @@ def load_mat(path: str | os.PathLike, *, x_key: str | None = None, y_key: str | 
     if getattr(X, "dtype", np.dtype(object)).kind in "USV":
         raise DataFileError(f"{path}: the feature variable is a char array, not a numeric matrix")
     try:
-        X = np.asarray(X, dtype=np.float64)
+        X = X.astype(np.float64) if sparse else np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise DataFileError(f"{path}: the feature variable is not a numeric matrix "
                             f"(MATLAB class {getattr(X, 'dtype', type(X))}: {exc})") from exc

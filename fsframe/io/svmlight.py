@@ -1,5 +1,5 @@
-"""LIBSVM/svmlight files (``label index:value ...``), read sparse and refused when their dense
-form would be implausibly wide or too large."""
+"""LIBSVM/svmlight files (``label index:value ...``), read into a sparse (CSR) dataset; a width
+implausible for the indices used (a typo such as ``1000000:0.5``) is refused."""
 
 from __future__ import annotations
 
@@ -13,10 +13,7 @@ from ..dataset import Dataset
 from ..errors import DataFileError, InvalidOptionError
 from ._source import check_option, check_source, human_bytes, read_bytes
 
-__all__ = ["load_svmlight", "MAX_DENSE_BYTES", "MAX_EMPTY_COLUMN_RATIO"]
-
-MAX_DENSE_BYTES = 1 << 30
-"""The largest dense feature matrix (float64) a svmlight file may expand to: 1 GiB."""
+__all__ = ["load_svmlight", "MAX_EMPTY_COLUMN_RATIO"]
 
 MAX_EMPTY_COLUMN_RATIO = 100
 """Without an explicit ``n_features``, a file whose width (largest index) exceeds both 10 000 and
@@ -36,7 +33,10 @@ def _huge_index(data: bytes) -> str:
 
 def load_svmlight(path: str | os.PathLike, *, n_features: int | None = None, name: str | None = None) -> Dataset:
     """Read a LIBSVM/svmlight file (``label idx:value ...``, optionally ``.gz``/``.bz2``) into a
-    dense dataset.
+    dataset whose ``X`` is a CSR matrix: memory proportional to the stored entries, whatever the
+    width. Methods linear in ``X`` fit it as it is; the others refuse it with a
+    :class:`~fsframe.errors.SparseInputError` (densify with ``Dataset(X=ds.X.toarray(), ...)``
+    when it fits).
 
     Parameters
     ----------
@@ -48,8 +48,7 @@ def load_svmlight(path: str | os.PathLike, *, n_features: int | None = None, nam
     Raises
     ------
     DataFileError
-        not a svmlight file; an index beyond 2**31; an implausible width; a dense matrix larger
-        than :data:`MAX_DENSE_BYTES` (the message says how large).
+        not a svmlight file; an index beyond 2**31; an implausible width.
     """
     from sklearn.datasets import load_svmlight_file
 
@@ -68,18 +67,11 @@ def load_svmlight(path: str | os.PathLike, *, n_features: int | None = None, nam
         raise DataFileError(f"{path}: not a valid LIBSVM/svmlight file ({exc})") from exc
     m, n = X.shape
     used = np.unique(X.indices).size
-    dense = human_bytes(8.0 * m * n)
     if n_features is None and n > 10_000 and n > MAX_EMPTY_COLUMN_RATIO * used:
         raise DataFileError(
             f"{path}: the largest feature index makes {n} features, but only {used} distinct indices occur; "
-            f"the dense {m} x {n} matrix ({dense}) would be almost all empty columns. If the width is real, "
-            f"pass n_features={n} (command line: --loader-opt n_features={n})"
-        )
-    if 8.0 * m * n > MAX_DENSE_BYTES:
-        raise DataFileError(
-            f"{path}: the dense {m} x {n} feature matrix needs {dense}, more than the "
-            f"{human_bytes(MAX_DENSE_BYTES)} fsframe expands a svmlight file to (its solvers work on dense "
-            "matrices); select features first"
+            f"almost every column of the {m} x {n} matrix would be empty (its dense form {human_bytes(8.0 * m * n)}). "
+            f"If the width is real, pass n_features={n} (command line: --loader-opt n_features={n})"
         )
     y = y.astype(np.int64) if np.all(np.isfinite(y)) and np.all(y == np.round(y)) else y
-    return Dataset(X=X.toarray(), y=y, name=name or path.stem, source=str(path))
+    return Dataset(X=X, y=y, name=name or path.stem, source=str(path))

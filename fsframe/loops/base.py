@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyom
     from ..problem import Iterate, Subproblem
 
 __all__ = ["OuterLoop", "LoopOutcome", "IterRecord", "Step", "Finish", "Choice", "Run", "support_of",
-           "reference_scale", "select_exactly", "Selection", "lacking"]
+           "reference_scale", "select_exactly", "Selection", "lacking", "monitored_series"]
 
 INFEASIBLE = (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
 
@@ -59,6 +59,8 @@ FORMULATION_NEEDS = {
     "mask_space": "the capability to fix a feature group to zero (mask_space)",
     "restate": "parameters restated in place (restatable_params and restate)",
     "explain_failure": "explain_failure",
+    "empty_model_threshold": "where the empty model stops being optimal (empty_model_threshold)",
+    "auto_values": "an automatic grid of its own (auto_values)",
     **TRAITS,
 }
 """How a refusal names each formulation capability (:data:`fsframe.formulation.PROTOCOLS`,
@@ -72,6 +74,18 @@ def lacking(required, provided, describe: dict | None = None) -> list[str]:
     a formulation (skglm's ``check_attrs``), every gap listed at once."""
     describe = describe or {}
     return [describe.get(c, c) for c in required if c not in provided]
+
+
+def monitored_series(loop, surrogate, history) -> tuple[list, str] | None:
+    """``(values, what they are)`` whose descent ``loop`` checked over ``history``, or None when it
+    checked none: the records' ``monitored`` values (the base driver, :meth:`OuterLoop.run`), or,
+    for a loop with its own driver that guarantees descent (DSO-FS), the objective it reports,
+    which is what such a driver checks."""
+    if any(getattr(h, "monitored", None) is not None for h in history):
+        return [getattr(h, "monitored", None) for h in history], loop.monitored_quantity(surrogate)
+    if getattr(type(loop), "monotone", False) and type(loop).run is not OuterLoop.run:
+        return [h.objective for h in history], "the objective it reports (its own driver checks its descent)"
+    return None
 
 
 @attrs.frozen
@@ -114,6 +128,10 @@ class OuterLoop(abc.ABC):
     penalise nothing through ``phi``)."""
     monotone: ClassVar[bool] = True
     """Whether theory guarantees the monitored objective does not increase."""
+    sparse_input: ClassVar[bool] = False
+    """Whether the loop works on a scipy.sparse ``X``: True for a loop that reaches the data only
+    through the subproblem's solves (``sub.solve``); a loop that reads ``sub.X`` itself (a mask
+    search, a closed-form algorithm, a filter) keeps the default, and a sparse ``X`` is refused."""
     sparse: ClassVar[bool] = True
     """``False`` for a loop with no sparsity of its own, which only *ranks* the features (a filter
     score, the weights of an L2 model, RFS's row norms that never reach zero): without
@@ -162,6 +180,11 @@ class OuterLoop(abc.ABC):
     def steps(self, sub: Subproblem, surrogate: Surrogate | None, run: Run) -> Generator[Step, None, Finish]:
         """Yield one :class:`Step` per iterate; return :class:`Finish` (or ``(converged,
         reason)``). ``run`` carries the fit's ``n_features`` and the loop's report (``run.info``)."""
+
+    def monitored_quantity(self, surrogate: Surrogate | None) -> str:
+        """What :attr:`IterRecord.monitored` holds, in words (the trace picture's label): by
+        default the raw objective ``loss + sum_j phi(t_j)`` that DCA and IRL1 guarantee to decrease."""
+        return "loss + Σ φ(t_j), at the solver's point"
 
     # -- shared helpers -------------------------------------------------------------------------
     def small_step(self, new: Iterate, old: Iterate) -> tuple[bool, float]:
@@ -368,9 +391,9 @@ class OuterLoop(abc.ABC):
             scale = max(scale, float(np.max(it.t, initial=0.0)))
             nnz = int(support_of(it.t, self.zero_tol, scale if self.support_scale == "run" else 0.0).sum())
             step_len = None if prev_point is None else float(np.linalg.norm(it.point - prev_point))
-            history.append(IterRecord(k, step.objective, nnz, it.status, time.perf_counter() - t0,
-                                      step_len, it.loss, step.params))
             mon = step.monitored
+            history.append(IterRecord(k, step.objective, nnz, it.status, time.perf_counter() - t0,
+                                      step_len, it.loss, step.params, monitored=mon if self.monotone else None))
             if (self.monotone and mon is not None and prev_obj is not None
                     and mon > prev_obj + self.tol * max(1.0, abs(prev_obj))):
                 monotone = False

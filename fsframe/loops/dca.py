@@ -48,6 +48,7 @@ class DCA(OuterLoop):
     """
 
     name = "dca"
+    sparse_input = True  # reaches the data only through sub.solve
     reference = "Yang & Ju, paper 000, Algorithm 1; Pham Dinh & Le Thi 1997"
     requires = ("dc_split",)
     init: str = attrs.field(default="l1", validator=in_(("l1", "zero")))

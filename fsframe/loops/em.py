@@ -120,6 +120,7 @@ class EM(OuterLoop):
     """
 
     name = "em"
+    sparse_input = True  # reaches the data only through sub.solve
     reference = "Huang, King & Lyu, paper 002, eqs. 7-9; Weston et al. 2003; Peng & Fan, paper 004"
     max_iter: int = attrs.field(default=50, converter=as_int, validator=positive_int)
     weights: str = attrs.field(default="majorizer", validator=in_(("majorizer", "paper")))
@@ -142,6 +143,13 @@ class EM(OuterLoop):
             if "derivative" not in provided and "quad_weights" not in provided:
                 miss.append(f"{PROVIDES['derivative']} or {PROVIDES['quad_weights']}")
         return miss
+
+    def monitored_quantity(self, surrogate):
+        if surrogate is not None and self.majorizes(surrogate):
+            return "loss + Σ φ(t_j), the EM majoriser's potential"
+        if surrogate is not None and surrogate.em_majorizes:
+            return "loss + 2 Σ φ(t_j), the potential of the weights phi'(t)/t"
+        return "nothing: these weights majorise no potential"
 
     def majorizes(self, surrogate) -> bool:
         """Whether the weights are the majoriser's ``phi'(t) / (2 t)`` (``weights="majorizer"`` and

@@ -30,6 +30,7 @@ class IterRecord:
     step: float | None = None
     loss: float | None = None
     params: dict | None = None  # what the loop set for this solve (Step.params: a bound search's bounds, ...)
+    monitored: float | None = None  # the quantity whose descent the loop checks (OuterLoop.monitored_quantity)
 
     def as_dict(self) -> dict:
         d = attrs.asdict(self)

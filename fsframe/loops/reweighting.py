@@ -27,6 +27,7 @@ class ReweightedL1(OuterLoop):
     """
 
     name = "reweighted-l1"
+    sparse_input = True  # reaches the data only through sub.solve
     reference = "Bradley & Mangasarian, ICML 1998 (FSV); Candes, Wakin & Boyd, JFAA 14, 2008"
     init: str = attrs.field(default="l1", validator=in_(("l1", "zero")))
 

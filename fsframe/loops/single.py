@@ -22,6 +22,7 @@ class SingleSolve(OuterLoop):
     """
 
     name = "single"
+    sparse_input = True  # reaches the data only through sub.solve
     reference = "paper 001 eq. 2; paper 000 eqs. 12-15"
     needs_surrogate = False
     monotone = False

@@ -95,9 +95,11 @@ def fsframe_register_loops():
 def fsframe_register_methods():
     return [
         MethodSpec("relieff", formulation="margin", surrogate=None, loop="relieff", defaults={"C": 1.0},
+                   sparsity="n_features",
                    reference="Kononenko 1994 via skrebate; paper 004 §5 baseline",
                    description="ReliefF ranking (skrebate); the soft-margin L2 model on the top n_features"),
         MethodSpec("mrmr", formulation="margin", surrogate=None, loop="mrmr", defaults={"C": 1.0},
+                   sparsity="n_features",
                    reference="Peng, Long & Ding, TPAMI 2005; paper 004 §5 baseline",
                    description="mRMR (MID) ranking on scikit-learn's mutual information; the soft-margin "
                                "L2 model on the top n_features"),

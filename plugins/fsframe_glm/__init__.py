@@ -78,6 +78,15 @@ class LeastSquaresFormulation(Formulation):
     def problem_class(self, terms):
         return ProblemClass.QP
 
+    threshold_scaling = {"C": 1.0}  # empty_model_threshold is proportional to C
+
+    def empty_model_threshold(self, X, y, *, aux=None) -> float:
+        r"""The smallest uniform L1 weight ``lambda`` (slot ``lin``) at which ``w = 0`` is optimal:
+        the empty model's intercept is ``b = mean(y)``, and ``w = 0`` stays optimal while
+        ``lambda >= C ||Xᵀ(y - mean(y))||_inf`` (the gradient of the loss in ``w`` there)."""
+        y = np.asarray(y, dtype=float)
+        return self.C * float(np.max(np.abs(X.T @ (y - y.mean())), initial=0.0))
+
     def build(self, X, y, terms):
         import pyomo.environ as pyo
         import scipy.sparse as sp
@@ -116,6 +125,20 @@ class LogisticFormulation(Formulation):
     def problem_class(self, terms):
         return ProblemClass.EXP
 
+    threshold_scaling = {"C": 1.0}  # empty_model_threshold is proportional to C
+
+    def empty_model_threshold(self, X, y, *, aux=None) -> float:
+        r"""The smallest uniform L1 weight ``lambda`` (slot ``lin``) at which ``w = 0`` is optimal
+        (where the first feature enters; the grids of ``C`` start there). The empty model's
+        intercept is ``b = log(m_+ / m_-)``, so ``sigma(-y_i b)`` is ``m_- / m`` on the positive
+        samples and ``m_+ / m`` on the negative ones, and ``w = 0`` stays optimal while
+        ``lambda >= C ||Xᵀ(y ⊙ sigma(-y b))||_inf`` (the loss's gradient in ``w`` at the empty model)."""
+        y = np.asarray(y, dtype=float)
+        pos = y > 0
+        m = y.size
+        share = np.where(pos, (m - pos.sum()) / m, pos.sum() / m)
+        return self.C * float(np.max(np.abs(X.T @ (y * share)), initial=0.0))
+
     def build(self, X, y, terms):
         import scipy.sparse as sp
         from pyomo.core.expr.numeric_expr import LinearExpression
@@ -153,18 +176,26 @@ def fsframe_register_oracles():
 
 
 def _family(suffix: str, formulation: str, reference: str, loss: str) -> list:
+    """The four methods on one loss. A classification family declares the sparsity parameters
+    that :class:`fsframe.tuning.FSSelectorCV` and :func:`fsframe.path` grid automatically (``C``
+    from the empty model's threshold, ``n_features`` for EM); the tuners select for classifiers,
+    so a regression family declares none. DCA on the exp surrogate declares none either: on
+    separable classes its large-``C`` end has unbounded coefficients, where a tuned refit is not
+    reproducible to the solver's accuracy (give its grid as a list)."""
+    tuned = formulation != "least-squares"
+    c_grid, r_grid = ("C", "n_features") if tuned else (None, None)
     return [
         MethodSpec(f"l1-{suffix}", formulation=formulation, surrogate="l1", loop="single", defaults={"C": 1.0},
-                   reference=reference, description=f"L1-penalised {loss}, one convex problem"),
+                   sparsity=c_grid, reference=reference, description=f"L1-penalised {loss}, one convex problem"),
         MethodSpec(f"l0-{suffix}", formulation=formulation, surrogate="exp", loop="dca",
                    defaults={"C": 1.0, "alpha": 5.0, "max_iter": 100},
                    reference=f"paper 000's DCA (eqs. 32-46) on {loss}",
                    description=f"exp surrogate of ||w||_0 on {loss}, by DCA"),
         MethodSpec(f"em-{suffix}", formulation=formulation, surrogate="lp", loop="em", defaults={"C": 1.0, "p": 0.0},
-                   reference=f"paper 002's EM zero-norm (eqs. 7-9) on {loss}",
+                   sparsity=r_grid, reference=f"paper 002's EM zero-norm (eqs. 7-9) on {loss}",
                    description=f"EM zero-norm (p=0) or l_p on {loss}: reweighted quadratic terms"),
         MethodSpec(f"log-{suffix}", formulation=formulation, surrogate="log", loop="reweighted-l1",
-                   defaults={"C": 1.0, "eps": 1e-3},
+                   defaults={"C": 1.0, "eps": 1e-3}, sparsity=c_grid,
                    reference=f"Candes, Wakin & Boyd 2008 (reweighted l1) on {loss}",
                    description=f"log surrogate of ||w||_0 on {loss}, by reweighted l1"),
     ]

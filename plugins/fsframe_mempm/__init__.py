@@ -131,6 +131,9 @@ class MEMPMFormulation(Formulation):
     """
 
     name = "mempm"
+    dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
+                    "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
+                    "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")
     reference = "Huang, King, Lyu et al., paper 001 eq. 6 (MEMPM: Huang et al., JMLR 7, 2006)"
     bound_params = ("delta_pos", "delta_neg")
     traits = frozenset({"aux_solver"})  # validate and build solve the largest bound(s)

@@ -81,6 +81,9 @@ class MPMMaxFormulation(Formulation):
     """
 
     name = "mpm-max"
+    dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
+                    "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
+                    "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")
     reference = "Lanckriet, El Ghaoui, Bhattacharyya & Jordan, NIPS 14, 2002; paper 000 §2.1"
     slot_terms = frozenset({"lin"})
     sparse = False  # no penalty: surrogates are refused (they would penalise nothing)
@@ -149,6 +152,9 @@ class MPMFormulation(Formulation):
     """
 
     name = "mpm"
+    dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
+                    "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
+                    "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")
     reference = "Yang & Ju, paper 000, eqs. 12-15 and 32-46; Bhattacharyya, JMLR 5, 2004"
     traits = frozenset({"aux_solver"})  # delta_fraction needs the largest bound (validate, build)
     delta: float | None = attrs.field(default=None, converter=opt_float,
@@ -200,6 +206,24 @@ class MPMFormulation(Formulation):
         if delta >= bound.delta:
             raise self._infeasible(delta, bound)
         return {**bound_report(mom, bound, singular), "delta": delta, "kappa": kappa_of(delta), "delta_fraction": frac}
+
+    def auto_values(self, name, X, y, *, n_points, aux=None):
+        """delta_fraction from 0.01 to 0.999 of the largest feasible bound delta_max, the gap to 1 log-spaced.
+
+        The automatic grid of the bound (:mod:`fsframe.grids`; None for other parameters):
+        ``delta_fraction = 1 - g`` with the gap ``g`` log-spaced from 0.99 down to 0.001 (``delta``:
+        the same times the largest feasible bound ``delta_max``, :func:`largest_bound`). Near
+        ``delta = 0`` the cones are inactive and the L1 model keeps the fewest features its
+        mean-difference constraints allow; the support grows as ``delta`` nears ``delta_max``,
+        where the points crowd. ``delta_fraction`` carries over from the data the grid was made on
+        to its cross-validation folds, whose ``delta_max`` differ."""
+        if name not in ("delta", "delta_fraction"):
+            return None
+        fractions = 1.0 - np.logspace(np.log10(0.99), -3.0, max(2, int(n_points)))
+        if name == "delta_fraction":
+            return tuple(float(f) for f in fractions)
+        bound = largest_bound(X, y, self.rho, aux=aux)
+        return tuple(float(bound.delta * f) for f in fractions)
 
     def explain_failure(self, X, y, status, aux):
         """The first subproblem of a fit with an absolute ``delta`` did not end optimal
@@ -296,9 +320,11 @@ def fsframe_register_methods():
                    reference="Lanckriet et al., NIPS 14, 2002; paper 000 §2.1 (baseline of Table 3)",
                    description="Minimax Probability Machine: the largest worst-case bound, all features (one SOCP)"),
         MethodSpec("l1-mpm", formulation="mpm", surrogate="l1", loop="single",
+                   sparsity="delta_fraction",
                    reference="Bhattacharyya, JMLR 5, 2004; paper 000 eqs. 12-15",
                    description="min ||w||_1 under the MPM chance constraints with bound delta (one SOCP)"),
         MethodSpec("l0-mpm", formulation="mpm", surrogate="exp", loop="dca", defaults={"alpha": 5.0, "max_iter": 100},
+                   sparsity="delta_fraction",
                    reference="Yang & Ju, paper 000, eqs. 32-46, Algorithm 1",
                    description="exp surrogate of ||w||_0 under the MPM chance constraints, by DCA (SOCPs), "
                                "started from the L1-MPM solution; max_iter 100 (Algorithm 1 has no cap; "

@@ -38,10 +38,12 @@ def fsframe_register_oracles():
 def fsframe_register_methods():
     return [
         MethodSpec("dso-fs", formulation="margin", surrogate="lp", loop="dso", defaults={"p": 0.5},
+                   sparsity="n_features",
                    reference="Peng & Fan, paper 004, Algorithm 1, eqs. 7-14",
                    description="direct l_{2,p} sparsity under multi-class margin constraints (Algorithm 1, "
                                "then a convex finish: exact at p = 1); ranks features by ||W_j||_2"),
         MethodSpec("rfs", formulation="l21-regression", surrogate=None, loop="rfs", defaults={"gamma": 1.0},
+                   sparsity="n_features",
                    reference="Nie, Huang, Cai & Ding, NIPS 2010 (RFS); paper 004 §5 baseline",
                    description="min ||XW - Y||_{2,1} + gamma ||W||_{2,1} by iteratively reweighted linear "
                                "systems; ranks features by ||W_j||_2"),

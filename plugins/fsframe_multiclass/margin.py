@@ -7,6 +7,7 @@ import attrs
 import numpy as np
 
 from fsframe import BuiltModel, Formulation, ProblemClass, Status
+from fsframe.dataset import is_sparse
 from fsframe.errors import DataError, InfeasibleParameterError
 from fsframe.pyomo_ext import (LinearMap, add_linear_constraints, add_named_expressions, add_soc, add_sparsity_slot,
                                var_list)
@@ -55,11 +56,19 @@ def separable_columns(X, Y, *, tol: float = 1e-7) -> np.ndarray:
     """
     import hashlib
 
-    X = np.asarray(X, dtype=float)
+    import scipy.sparse as sp
+
+    if is_sparse(X):
+        X = sp.csr_matrix(X, dtype=float)
+        h = hashlib.sha1(X.data.tobytes())
+        h.update(X.indices.tobytes())
+        h.update(X.indptr.tobytes())
+    else:
+        X = np.asarray(X, dtype=float)
+        h = hashlib.sha1(np.ascontiguousarray(X).tobytes())
     Y = np.asarray(Y, dtype=float)
-    h = hashlib.sha1(np.ascontiguousarray(X).tobytes())
     h.update(np.ascontiguousarray(Y).tobytes())
-    h.update(repr((X.shape, Y.shape, tol)).encode())
+    h.update(repr((X.shape, Y.shape, tol, is_sparse(X))).encode())
     key = h.hexdigest()
     for k, ans in _SEPARABLE:
         if k == key:
@@ -71,17 +80,25 @@ def separable_columns(X, Y, *, tol: float = 1e-7) -> np.ndarray:
 
 
 def _separable_columns(X, Y, tol: float) -> np.ndarray:
+    import scipy.sparse as sp
     from scipy.optimize import linprog
 
+    sparse = is_sparse(X)
     m, n = X.shape
-    Xt = np.hstack([X, np.ones((m, 1))])
-    if m <= n + 1 and np.linalg.matrix_rank(Xt) == m:
-        return np.ones(Y.shape[1], dtype=bool)
+    if sparse:  # no rank shortcut (it would densify X): the LPs, on sparse rows
+        Xt = sp.hstack([X, np.ones((m, 1))], format="csr")
+    else:
+        Xt = np.hstack([X, np.ones((m, 1))])
+        if m <= n + 1 and np.linalg.matrix_rank(Xt) == m:
+            return np.ones(Y.shape[1], dtype=bool)
     out = np.zeros(Y.shape[1], dtype=bool)
     cost = np.concatenate([np.zeros(n + 1), np.ones(m)])
     bounds = [(None, None)] * (n + 1) + [(0, None)] * m
     for k in range(Y.shape[1]):
-        A = -np.hstack([Y[:, k:k + 1] * Xt, np.eye(m)])
+        if sparse:
+            A = -sp.hstack([sp.diags(Y[:, k]) @ Xt, sp.identity(m)], format="csr")
+        else:
+            A = -np.hstack([Y[:, k:k + 1] * Xt, np.eye(m)])
         res = linprog(cost, A_ub=A, b_ub=-np.ones(m), bounds=bounds, method="highs")
         out[k] = res.status == 0 and res.fun <= tol * m
     return out
@@ -130,6 +147,7 @@ class MarginFormulation(Formulation):
 
     name = "margin"
     multiclass = "native"
+    sparse_input = True  # the rows are Y ⊙ (X W + 1 bᵀ): kron(X, I_c) of a CSR X stays CSR
     traits = frozenset({"large_margin"})
     reference = "Peng & Fan, paper 004, eqs. 1-5 (hard margin) and §6 (soft margin)"
     C: float | None = attrs.field(default=None, converter=attrs.converters.optional(to_float),

@@ -25,6 +25,8 @@ def _margin_matrix(X, y) -> "sp.csr_matrix":
 
     m, n = X.shape
     width = n + 1 + m
+    if sp.issparse(X):
+        return _margin_matrix_sparse(X, y)
     itype = np.int32 if max(width, m * (n + 2)) < np.iinfo(np.int32).max else np.int64
     vals = np.empty((m, n + 2))
     np.multiply(X, y[:, None], out=vals[:, :n])
@@ -43,6 +45,56 @@ def _margin_matrix(X, y) -> "sp.csr_matrix":
     indptr = np.zeros(m + 1, dtype=itype)
     np.cumsum(counts, out=indptr[1:])
     return sp.csr_matrix((data, indices, indptr), shape=(m, width))
+
+
+def _margin_matrix_sparse(X, y) -> "sp.csr_matrix":
+    """:func:`_margin_matrix` of a CSR ``X`` (canonical: sorted, no explicit zeros): row ``i``
+    holds ``y_i`` times its stored entries, then ``y_i`` (the intercept) and 1 (its slack), so
+    memory is proportional to the stored entries of ``X``, never to ``m x n``."""
+    import scipy.sparse as sp
+
+    m, n = X.shape
+    width = n + 1 + m
+    counts = np.diff(X.indptr).astype(np.int64) + 2
+    itype = np.int32 if max(width, int(counts.sum())) < np.iinfo(np.int32).max else np.int64
+    indptr = np.zeros(m + 1, dtype=itype)
+    np.cumsum(counts, out=indptr[1:])
+    ends = indptr[1:]
+    own = np.ones(int(indptr[-1]), dtype=bool)
+    own[ends - 1] = False
+    own[ends - 2] = False  # the two extra entries of each row
+    rows = np.repeat(np.arange(m), counts - 2)
+    data = np.empty(int(indptr[-1]))
+    indices = np.empty(int(indptr[-1]), dtype=itype)
+    data[own] = X.data * y[rows]
+    indices[own] = X.indices
+    data[ends - 2], indices[ends - 2] = y, n
+    data[ends - 1], indices[ends - 1] = 1.0, n + 1 + np.arange(m)
+    return sp.csr_matrix((data, indices, indptr), shape=(m, width))
+
+
+def _majority_dual_norm(X, major, sign: float, small: int, solver) -> float:
+    """``min ||sign X_major' mu - sign X_minor' 1||_inf`` over ``0 <= mu <= 1``, ``sum mu = small``:
+    the LP ``min tau`` s.t. ``-tau <= B mu + c <= tau`` (see :meth:`HingeFormulation.empty_model_threshold`)."""
+    import scipy.sparse as sp
+
+    from fsframe.canonical import ProblemData
+    from fsframe.errors import SolverFailedError
+
+    B = sp.csr_matrix((sign * X[major]).T)  # n x k
+    c = -sign * np.asarray(X[~major].sum(axis=0), dtype=float).ravel()
+    n, k = B.shape
+    tau = np.ones((n, 1))
+    G = sp.vstack([sp.hstack([B, -tau]), sp.hstack([-B, -tau])], format="csr")
+    data = ProblemData(c=np.r_[np.zeros(k), 1.0], A=sp.csr_matrix(np.r_[np.ones(k), 0.0][None, :]),
+                       b=np.array([float(small)]), G=G, h=np.r_[-c, c], lb=np.zeros(k + 1),
+                       ub=np.r_[np.ones(k), np.inf], l=2 * n)
+    res = solver.solve(data)
+    solver.record("empty_model_threshold", (res.status,))
+    if not res.ok or res.objective is None:
+        raise SolverFailedError(f"hinge: the LP of the empty model's multipliers ended {res.status.value} "
+                                f"({res.message}); no automatic grid start", result=res)
+    return float(res.objective)
 
 
 @attrs.frozen
@@ -67,6 +119,7 @@ class HingeFormulation(Formulation):
 
     name = "hinge"
     reference = "paper 002 eqs. 1-2 and 7-8; paper 001 eq. 2 (L1-SVM)"
+    sparse_input = True  # the margin rows are diag(y) X: a CSR X gives CSR rows
     traits = frozenset({"large_margin"})
     C: float = attrs.field(default=1.0, converter=to_float, validator=real(0))
 
@@ -109,6 +162,38 @@ class HingeFormulation(Formulation):
         slot = add_sparsity_slot(model, coef=coef, magnitude=magnitude, terms=terms, loss=loss)
         return BuiltModel(model=model, slot=slot, intercept=LinearMap(np.ones((1, 1)), [model.b]),
                           coef_shape=(n,))
+
+    threshold_scaling = {"C": 1.0}  # empty_model_threshold is proportional to C
+
+    def empty_model_threshold(self, X, y, *, aux=None) -> float:
+        r"""The smallest uniform L1 weight ``lambda`` (slot ``lin``) at which ``w = 0`` is optimal:
+        ``lambda_0 = C d`` with ``d = min ||X'(mu ⊙ y)||_inf`` over the empty model's optimal
+        multipliers ``mu = lambda_i / C`` (where the first feature enters the L1-SVM, scikit-learn's
+        ``l1_min_c`` for this loss).
+
+        Optimality of ``w = 0`` (LP duality of 001 eq. 2): multipliers ``0 <= lambda_i <= C`` of the
+        margin rows with ``sum_i lambda_i y_i = 0`` (``b`` free), complementary to the empty model's
+        optimal ``(b, xi)``, and ``|sum_i lambda_i y_i x_ij| <= lambda`` for every feature. The
+        empty model's loss ``C sum_i max(0, 1 - y_i b)`` is least at ``b = ±1`` toward the larger
+        class: there every sample of the smaller class has ``xi_i = 2 > 0`` (so ``mu_i = 1``) and
+        the larger class sits on its margin (``0 <= mu_i <= 1`` with ``sum mu_i`` equal to the
+        smaller class's size, from ``sum_i lambda_i y_i = 0``). Balanced classes leave
+        ``mu = 1``: ``d = ||X'y||_inf``. Otherwise ``d`` is the small LP over the larger class's
+        ``mu`` (``2n`` rows, solved through ``aux``, an :class:`fsframe.AuxSolver`)."""
+        y = np.asarray(y, dtype=float)
+        pos = y > 0
+        n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+        if n_pos == n_neg:
+            return self.C * float(np.max(np.abs(X.T @ y), initial=0.0))
+        major = pos if n_pos > n_neg else ~pos
+        sign = 1.0 if n_pos > n_neg else -1.0
+        small = min(n_pos, n_neg)
+        if aux is None:
+            from fsframe.auxiliary import AuxSolver
+            from fsframe.enums import ProblemClass
+
+            aux = AuxSolver.default(ProblemClass.LP)
+        return self.C * _majority_dual_norm(X, major, sign, small, aux)
 
     restatable_params = ("C",)
 
@@ -158,25 +243,29 @@ def fsframe_register_oracles():
 def fsframe_register_methods():
     return [
         MethodSpec("l1-svm", formulation="hinge", surrogate="l1", loop="single", defaults={"C": 1.0},
+                   sparsity="C",
                    reference="Bradley & Mangasarian 1998; paper 001 eq. 2",
                    description="L1-norm soft-margin SVM, one LP: min ||w||_1 + C sum xi"),
         MethodSpec("fsv", formulation="hinge", surrogate="exp", loop="reweighted-l1",
                    defaults={"C": 1.0, "alpha": 5.0},
+                   sparsity="C",
                    reference="Bradley & Mangasarian, ICML 1998 (FSV); paper 002 baseline",
                    description="concave exponential surrogate by successive linearisation (LPs)"),
         MethodSpec("em-l0", formulation="hinge", surrogate="lp", loop="em",
-                   defaults={"C": 1.0, "p": 0.0, "weights": "paper"},
+                   defaults={"C": 1.0, "p": 0.0, "weights": "paper"}, sparsity="n_features",
                    reference="Huang, King & Lyu, paper 002, eqs. 7-9, Prop. 3",
                    description="EM zero-norm SVM (p=0) or l_p (0<p<=1): reweighted QPs"),
         MethodSpec("arom", formulation="hinge", surrogate="log", loop="em",
-                   defaults={"C": 1.0, "eps": 1e-3, "weights": "paper"},
+                   defaults={"C": 1.0, "eps": 1e-3, "weights": "paper"}, sparsity="n_features",
                    reference="Weston, Elisseeff, Schoelkopf & Tipping, JMLR 3, 2003 (AROM); paper 002 baseline",
                    description="log surrogate by multiplicative (reweighted quadratic) updates"),
         MethodSpec("greedy-l1-svm", formulation="hinge", surrogate=None, loop="greedy", defaults={"C": 1.0},
+                   sparsity="n_features",
                    reference="paper 003 Algorithm 1 on the hinge model; Bradley & Mangasarian RFSVM",
                    description="greedy feature mask (eqs. 21-24) on the L1-SVM LP"),
         MethodSpec("svm-weights", formulation="hinge", surrogate=None, loop="single",
                    defaults={"C": 1.0, "penalty": "l2"},
+                   sparsity="n_features",
                    reference="paper 002 §3, footnote 5",
                    description="standard L2 SVM; with n_features=r keeps the r largest |w_j|"),
     ]

@@ -27,12 +27,15 @@ def fsframe_register_formulations():
 def fsframe_register_methods():
     return [
         MethodSpec("l1-twsvm", formulation="twsvm", surrogate=None, loop="single", defaults={},
+                   sparsity="n_features",
                    reference="paper 003 eqs. 7-14",
                    description="L1-norm twin SVM: two LPs, support = union of both surfaces' features"),
         MethodSpec("ftsvm", formulation="twsvm", surrogate=None, loop="greedy", defaults={"mode": "select"},
+                   sparsity="n_features",
                    reference="paper 003 eqs. 15-24, Algorithm 1",
                    description="greedy feature mask on L1-TWSVM (linear or kernel='rbf')"),
         MethodSpec("rtsvm", formulation="twsvm", surrogate=None, loop="greedy", defaults={"mode": "rank"},
+                   sparsity="n_features",
                    reference="paper 003 eqs. 22-23, Algorithm 2",
                    description="rank features by eq. 23 after L1-TWSVM; n_features=r keeps the r best"),
     ]

@@ -29,6 +29,7 @@ from attrs.validators import gt, in_, optional
 from numpy.typing import NDArray
 
 from fsframe import BuiltModel, Formulation, ProblemClass
+from fsframe.dataset import is_sparse
 from fsframe.errors import DataError
 from fsframe.kernels import scale_sigma
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_named_expressions, add_sparsity_slot, var_list
@@ -45,7 +46,7 @@ def twin_distances(coef: NDArray, intercept, Z: NDArray) -> NDArray:
 
     A surface with ``w_k = 0`` has no direction: its distance is ``|b_k|`` (norm taken as 1)."""
     coef = np.asarray(coef, dtype=float).reshape(2, -1)
-    f = Z @ coef.T + np.asarray(intercept, dtype=float).reshape(1, 2)
+    f = np.asarray(Z @ coef.T) + np.asarray(intercept, dtype=float).reshape(1, 2)
     norms = np.linalg.norm(coef, axis=1)
     return np.abs(f) / np.where(norms > 0, norms, 1.0)
 
@@ -95,8 +96,15 @@ class TwinL1Formulation(Formulation):
     kernel: str = attrs.field(default="linear", validator=in_(("linear", "rbf")))
     width: float | None = attrs.field(default=None, converter=_width, validator=optional([gt(0), finite]))
 
+    sparse_input = True  # linear: the LP rows are the rows of X (a CSR X stays CSR)
+
     def problem_class(self, terms):
         return ProblemClass.LP
+
+    def needs_dense(self):
+        if self.kernel == "rbf":
+            return "kernel='rbf' builds the dense kernel matrix K(A, A) of the training samples"
+        return None
 
     def validate(self, X, y):
         counts = [int(np.sum(y > 0)), int(np.sum(y < 0))]
@@ -152,7 +160,7 @@ class TwinL1Formulation(Formulation):
                 H = sp.hstack([sp.csr_matrix(sgn * other), np.full((m_other, 1), sgn), sp.identity(m_other)],
                               format="csr")
                 add_linear_constraints(model, f"margin{k + 1}", LinearMap(H, wk + [bv[k]] + xv), lower=1.0)
-                colsum = own.sum(axis=0)
+                colsum = np.asarray(own.sum(axis=0)).ravel()  # a CSR X sums to a (1, d) matrix
                 coefs += (weight * c_fit * colsum).tolist() + (-weight * c_fit * colsum).tolist()
                 lvars += pv[k * d:(k + 1) * d] + qv[k * d:(k + 1) * d]
                 coefs += [weight * c_fit * m_own] + [2.0 * weight * c_fit] * m_own + [weight * c_hinge] * m_other
@@ -178,5 +186,5 @@ class TwinL1Formulation(Formulation):
         positive when ``x`` is nearer surface 1, the surface of the class coded ``+1`` (003 §2).
 
         For ``kernel="rbf"``, ``X`` is ``K(x E, A E)`` and ``||u_k||_2`` replaces ``||w_k||``."""
-        dist = twin_distances(coef, intercept, np.asarray(X, dtype=float))
+        dist = twin_distances(coef, intercept, X if is_sparse(X) else np.asarray(X, dtype=float))
         return dist[:, 1] - dist[:, 0]

@@ -51,13 +51,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model building and compiling", ("fsframe.pyomo_ext", "fsframe.pyomo_records", "fsframe.compiler", "fsframe.slot",
                                       "fsframe.formulation", "fsframe.kernels")),
     ("subproblem and loops", ("fsframe.problem", "fsframe.working_set", "fsframe.loops", "fsframe.results", "fsframe.dataset",
-                              "fsframe.io")),
+                              "fsframe.io", "fsframe.progress")),
     ("registry and methods", ("fsframe.registry", "fsframe.plugins", "fsframe.method", "fsframe.auxiliary")),
-    ("fit driver", ("fsframe.fitting", "fsframe.paths")),
-    ("evaluation, estimator, kit", ("fsframe.evaluation", "fsframe.estimator", "fsframe.testing")),
+    ("fit driver", ("fsframe.fitting", "fsframe.paths", "fsframe.grids")),
+    ("evaluation, estimator, kit", ("fsframe.evaluation", "fsframe.estimator", "fsframe.testing", "fsframe.tuning")),
     ("CLI commands", ("fsframe.cli.common", "fsframe.cli.output", "fsframe.cli.params", "fsframe.cli.evaluate",
                       "fsframe.cli.methods", "fsframe.cli.plugins", "fsframe.cli.select", "fsframe.cli.compare",
-                      "fsframe.cli.run")),
+                      "fsframe.cli.run", "fsframe.cli.tune")),
     ("public API and CLI", ("fsframe.cli", "fsframe.__main__", "fsframe")),
 )
 """Lowest first. An entry covers the module and, if it is a package, every module in it; the

@@ -30,11 +30,18 @@ def test_path_command_validation_column(cli, small_csv):
     assert "accuracy" in r.out.splitlines()[1] and "validation: 18 samples" in r.out
 
 
+def test_path_command_without_a_grid_uses_the_automatic_one(cli, small_csv):
+    r = cli("path", small_csv, "--method", "fsv")  # fsv declares C: its automatic grid
+    assert r.code == 0 and "fsv over C on" in r.out and "automatic grid: C where the first feature enters" in r.out
+    r = cli("path", small_csv, "--method", "svm-weights", "--grid", "n_features=1,2")
+    assert r.code == 0 and "svm-weights over n_features" in r.out
+
+
 def test_path_command_usage_errors(cli, small_csv):
     r = cli("path", small_csv, "--method", "fsv", "--alpha", "1,2", "--C", "1,2")
-    assert r.code == 2 and "exactly one grid" in r.err
-    r = cli("path", small_csv, "--method", "fsv")
-    assert r.code == 2 and "exactly one grid" in r.err
+    assert r.code == 2 and "at most one grid" in r.err
+    r = cli("path", small_csv, "--method", "fs-mpm")  # no grid, and no sparsity parameter to grid
+    assert r.code == 2 and "declares no sparsity parameter" in r.err
     r = cli("path", small_csv, "--method", "fsv", "--alpha", "1,2", "--set", "alpha=3")
     assert r.code == 2 and "both swept and set" in r.err
     r = cli("path", small_csv, "--method", "fsv", "--grid", "alpah=1,2")

@@ -57,6 +57,8 @@ SECTIONS = {
                  lambda m, _: m.markdown(_json("paper001.json")["results"], _json("paper001.json")["meta"])),
     "twsvm_report": ("twsvm.md", "twsvm_report", lambda m, _: m.table(_json("twsvm_report.json")["runs"])),
     "support_recovery": ("performance.md", "support_recovery", lambda m, _: m.markdown(_json("support_recovery.json"))),
+    "sparse": ("performance.md", "bench_sparse", lambda m, _: m.render(_json("sparse.json"))),
+    "tuning": ("performance.md", "bench_tuning", lambda m, _: m.render(_json("tuning.json"))),
 }
 
 NOT_REGENERABLE = {

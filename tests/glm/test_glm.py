@@ -210,3 +210,30 @@ def test_working_set_prices_through_the_cone_duals(method):
     assert ws.certificate["working_set"] < X.shape[1]  # the groups it solved on
     assert ws.objective == pytest.approx(full.objective, rel=1e-7)
     assert ws.selected.tolist() == full.selected.tolist()
+
+
+@pytest.mark.parametrize("method, classes", [("l1-logistic", (30, 20)), ("l1-logistic", (25, 25)), ("l1-ls", None)])
+def test_empty_model_threshold_is_where_the_first_feature_enters(method, classes):
+    """``empty_model_threshold`` against fits: with the l1 surrogate (slot weight 1) the first
+    feature enters at ``C0 = 1 / threshold(C=1)``: none just below, at least one just above
+    (balanced and unbalanced classes: the empty model's intercept is not zero for the latter)."""
+    rng = np.random.default_rng(5)
+    m = 50 if classes is None else sum(classes)
+    X = rng.normal(size=(m, 6)) * np.array([1e-2, 1.0, 3.0, 1.0, 0.5, 10.0])
+    if classes is None:
+        y = X[:, 1] + 0.5 * rng.normal(size=m) + 3.0
+        form = LeastSquaresFormulation(C=1.0)
+    else:
+        y = np.repeat([1.0, -1.0], classes)
+        X[y > 0, 2] += 1.0
+        form = LogisticFormulation(C=1.0)
+    c0 = 1.0 / form.empty_model_threshold(X, y)
+    labels = y if classes is None else (y > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        below = fsframe.fit(X, labels, method=method, C=0.98 * c0)
+        above = fsframe.fit(X, labels, method=method, C=1.05 * c0)
+    assert below.n_selected == 0 and above.n_selected >= 1
+    # the grid of C starts there (FSSelectorCV / path read the declaration)
+    spec = fsframe.get_registry().get("method", method)
+    assert spec.sparsity == ("C" if classes is not None else None)

@@ -1,8 +1,9 @@
 """Every registered method through every surface a user touches (issue 17): ``fsframe.fit``,
 ``FSSelector`` (fit, transform, ``get_support``, ``coef_``, ``SelectFromModel``, ``Pipeline``,
 ``clone``), ``fsframe select`` once and with ``--cv``, ``fsframe compare``, ``fsframe path`` over
-the method's first numeric parameter, and a study (``fsframe run``) with its ``fsframe report`` —
-on two classes and on three.
+the method's first numeric parameter, a study (``fsframe run``) with its ``fsframe report``, and,
+for a method declaring a sparsity parameter (``MethodSpec.sparsity``), ``FSSelectorCV`` and
+``fsframe select --tune`` — on two classes and on three.
 
 The cases are generated from the registry, so a method a plugin registers (the example plugin's
 ``scad-svm`` here, any plugin installed tomorrow) is covered without editing this file. Which
@@ -40,8 +41,10 @@ import fsframe
 from fsframe.cli import main
 from fsframe.errors import UnsupportedProblemError
 from fsframe.estimator import FSRegressor, FSSelector
+from fsframe.evaluation.splits import make_splits
 from fsframe.method import parameter_names
 from fsframe.testing import check_fit_result
+from fsframe.tuning import FSSelectorCV
 
 from surface_data import reference_fit, tiny
 
@@ -298,8 +301,13 @@ def test_path(method, n_classes, cli, tiny_csv, tmp_path):
             assert point["objective"] == pytest.approx(alone.objective, rel=1e-5, abs=1e-8), (key, v)
 
 
-def _fit(method, n_classes, **params):
-    X, y = tiny(n_classes)
+def _fit(*args, **params):
+    """``fsframe.fit`` without warnings: ``_fit(method, n_classes, **params)`` on ``tiny(n_classes)``,
+    or ``_fit(X, y, method, **params)``."""
+    if len(args) == 2:
+        (method, n_classes), (X, y) = args, tiny(args[1])
+    else:
+        X, y, method = args
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fsframe.fit(X, y, method=method, **params)
@@ -405,3 +413,63 @@ def test_declared_binary_formulation_is_refused_on_every_surface(binary_only, cl
     assert not (tmp_path / "results" / "cells").exists() or not any((tmp_path / "results" / "cells").iterdir())
     assert cli("select", tiny_csv[2], "--method", binary_only, "--json", tmp_path / "b.json").code == 0
     assert fsframe.fit(*tiny(2), method=binary_only).n_selected >= 1
+
+
+# ----------------------------------------------- FSSelectorCV and fsframe select --tune
+TUNABLE = [pytest.param(m, c, id=f"{m}-{c}classes") for m in METHODS for c in (2, 3)
+           if REG.get("method", m).sparsity is not None]
+"""The cells of every method declaring a sparsity parameter (``MethodSpec.sparsity``): the ones
+``FSSelectorCV`` and ``select --tune`` tune without a grid."""
+
+
+def test_tunable_cells_are_read_from_the_declarations():
+    declared = {m for m in METHODS if REG.get("method", m).sparsity is not None}
+    assert {p.values[0] for p in TUNABLE} == declared and "l1-svm" in declared
+    for m in set(METHODS) - declared:  # no sparsity parameter: tuning it needs tune= and grid=
+        with pytest.raises(fsframe.errors.InvalidOptionError, match="grid"):
+            FSSelectorCV(m, cv=2).fit(*tiny(2))
+
+
+@pytest.mark.parametrize("method, n_classes", TUNABLE)
+def test_tuned(method, n_classes, cli, tiny_csv, tmp_path):
+    """``FSSelectorCV`` over the automatic grid of the declared parameter, against independent
+    computations: the chosen row follows the rule on ``cv_results_``; every fold's first grid
+    point (a path starts it cold) scores what ``fsframe.fit`` on that fold's training part scores
+    on its test part; the refit is ``fsframe.fit`` at ``best_params_``; ``select --tune`` makes
+    the same choice and the same fit."""
+    X, y = tiny(n_classes)
+    out = tmp_path / "tuned.json"
+    r_cli = cli("select", tiny_csv[n_classes], "--method", method, "--tune", "--tune-folds", 2, "--seed", 0,
+                "--scale", "none", "--json", out)
+    if refused(method, n_classes):
+        expect_refusal(lambda: FSSelectorCV(method, cv=2).fit(X, y))
+        expect_cli_refusal(r_cli)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = FSSelectorCV(method, cv=2, random_state=0).fit(X, y)
+    name = REG.get("method", method).sparsity
+    res = est.cv_results_
+    assert est.tuned_ == (name,) and list(res["param_" + name]) == est.grid_[name]
+    mean = res["mean_test_score"]
+    assert np.isfinite(mean).all()
+    best = np.flatnonzero(mean == mean.max())
+    assert est.best_index_ == best[np.argmin(res["mean_n_selected"][best])]  # rule "best": ties to fewer features
+    assert est.best_params_ == res["params"][est.best_index_] and est.best_score_ == mean.max()
+    splits, _ = make_splits(y, 2, random_state=0, X=X)
+    first = est.grid_[name][0]
+    for s in splits:
+        alone = _fit(X[s.train], y[s.train], method, **{name: first})
+        assert res[f"split{s.fold}_test_score"][0] == pytest.approx(np.mean(alone.predict(X[s.test]) == y[s.test]))
+    refit = _fit(X, y, method, **est.best_params_)
+    np.testing.assert_array_equal(est.get_support(), refit.support)
+    np.testing.assert_allclose(est.coef_, np.reshape(refit.coef, (-1, X.shape[1])), rtol=1e-6, atol=1e-9)
+    assert r_cli.code == 0, r_cli.err
+    assert "<- chosen" in r_cli.out and f"selected {refit.n_selected} of {X.shape[1]} features" in r_cli.out
+    # the command's grid value may differ from the estimator's in its last bit (computed on the data
+    # it loaded), and an interior-point solve's coefficients (Clarabel on exp cones) move by ~1e-5
+    # with it: same value to 1e-12, same coefficients to the solver's accuracy
+    saved = json.loads(out.read_text())
+    chosen = saved[name] if name == "n_features" else saved["params"][name]
+    assert chosen == pytest.approx(est.best_params_[name], rel=1e-12)
+    np.testing.assert_allclose(np.asarray(saved["coef"]), refit.coef, rtol=1e-4, atol=1e-7)

@@ -72,8 +72,10 @@ def test_tsv_and_gzip(tmp_path):
 
     (tmp_path / "b.csv.bz2").write_bytes(bz2.compress(csv_text().encode()))
     (tmp_path / "b.svm.bz2").write_bytes(bz2.compress(b"1 1:1.5 2:-2 3:0.25\n-1 2:3 3:1\n1 1:2 2:2.5 3:-1\n-1 1:4 2:-0.5 3:0.5\n"))
-    for f in ("b.csv.bz2", "b.svm.bz2"):
-        np.testing.assert_array_equal(fsframe.load_dataset(tmp_path / f).X, X3)
+    np.testing.assert_array_equal(fsframe.load_dataset(tmp_path / "b.csv.bz2").X, X3)
+    sparse = fsframe.load_dataset(tmp_path / "b.svm.bz2")
+    assert sparse.is_sparse
+    np.testing.assert_array_equal(sparse.X.toarray(), X3)
 
 
 def test_numeric_labels_become_integers(tmp_path):
@@ -146,7 +148,8 @@ def test_dispatch_errors(tmp_path):
 def test_svmlight_roundtrip(tmp_path):
     p = write(tmp_path / "d.svm", "1 1:1.5 2:-2 3:0.25\n-1 2:3 3:1\n1 1:2 2:2.5 3:-1\n-1 1:4 2:-0.5 3:0.5\n")
     ds = load_svmlight(p)
-    np.testing.assert_array_equal(ds.X, X3)
+    assert ds.is_sparse and ds.X.format == "csr" and ds.X.nnz == 11  # read sparse, kept sparse
+    np.testing.assert_array_equal(ds.X.toarray(), X3)
     assert ds.y.tolist() == [1, -1, 1, -1]
     with pytest.raises(DataFileError, match="not a valid LIBSVM"):
         fsframe.load_dataset(write(tmp_path / "bad.svm", "1 1:x 2:3\nfoo\n"))
@@ -389,15 +392,14 @@ def test_svmlight_huge_index(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore:.*identical features:fsframe.errors.DataWarning")
-def test_svmlight_implausible_width(tmp_path, monkeypatch):
-    """Regression: one index of 1e6 made a silent 30 x 1e6 dense matrix. Refused unless the width is
-    given; an explicit width is read, within the dense-size limit."""
-    import fsframe.io.svmlight as svm
-
+def test_svmlight_implausible_width(tmp_path):
+    """Regression: one index of 1e6 made a silent 30 x 1e6 matrix. Refused unless the width is
+    given; an explicit width is read, sparse (no dense-size limit: nothing dense is made)."""
     lines = [f"{(-1) ** i} 1:{i}.5 2:{i % 3}" + (" 1000000:1" if i == 3 else "") for i in range(30)]
     p = write(tmp_path / "wide.svm", "\n".join(lines) + "\n")
-    with pytest.raises(DataFileError, match=r"makes 1000000 features, but only 3 distinct indices occur; the dense "
-                                            r"30 x 1000000 matrix \(240 MB\) .* pass n_features=1000000 "
+    with pytest.raises(DataFileError, match=r"makes 1000000 features, but only 3 distinct indices occur; almost "
+                                            r"every column of the 30 x 1000000 matrix would be empty \(its dense form "
+                                            r"240 MB\)\. .* pass n_features=1000000 "
                                             r"\(command line: --loader-opt n_features=1000000\)"):
         fsframe.load_dataset(p)
     lines[3] = lines[3].replace("1000000:1", "20000:1")
@@ -406,11 +408,11 @@ def test_svmlight_implausible_width(tmp_path, monkeypatch):
         load_svmlight(p)
     with pytest.warns(DataWarning, match="constant feature"):
         ds = load_svmlight(p, n_features=20000)
+    assert ds.is_sparse and ds.X.nnz == 60 - 10 + 1  # 2 entries a row, 10 zeros of "2:0" dropped, + the 20000
     assert ds.X.shape == (30, 20000) and ds.X[3, 19999] == 1.0 and ds.X[:, 2:19999].sum() == 0
-    monkeypatch.setattr(svm, "MAX_DENSE_BYTES", 30 * 20000 * 8 - 1)
-    with pytest.raises(DataFileError, match=r"the dense 30 x 20000 feature matrix needs 4.8 MB, more than the "
-                                            r"4.8 MB fsframe expands a svmlight file to"):
-        load_svmlight(p, n_features=20000)
+    with pytest.warns(DataWarning, match="constant feature"):
+        wide = load_svmlight(p, n_features=2_000_000)  # 480 MB dense: read sparse, in no time
+    assert wide.X.shape == (30, 2_000_000) and wide.X.nnz == ds.X.nnz
 
 
 # ------------------------------------------------------------------------------ values a loader must not cast

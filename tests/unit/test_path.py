@@ -130,8 +130,8 @@ def test_n_features_validation_and_outputs():
 @pytest.mark.parametrize("kwargs, words", [
     ({"alpha": []}, "empty"),
     ({"alpha": [1.0, 2.0], "C": [1.0, 2.0]}, "one parameter per call"),
-    ({"alpha": 2.0}, "as a list"),
-    ({}, "as a list"),
+    ({"C": 2.0}, r"'C' is fixed, so there is nothing to sweep: .* C='auto'"),  # fsv's sparsity parameter, fixed
+    ({"alpha": "auto"}, r"'alpha' does not move the weight of the reweighted-l1 loop's first subproblem"),
     ({"alpha": [1.0, float("nan")]}, "non-finite"),
     ({"alpha": [1.0, np.inf]}, "non-finite"),
     ({"alpha": [1.0, "2"]}, "numbers only"),
@@ -142,6 +142,16 @@ def test_bad_grids_are_typed_errors(kwargs, words):
     X, y = data(m=20, n=10)
     with pytest.raises(InvalidOptionError, match=words):
         fsframe.path(X, y, "fsv", **kwargs)
+
+
+def test_no_grid_for_a_method_without_a_sparsity_parameter():
+    X, y = data(m=20, n=10)
+    with pytest.raises(InvalidOptionError, match=r"path needs one parameter given as a list .* method 'fs-mpm' "
+                                                 r"declares no sparsity parameter"):
+        fsframe.path(X, y, "fs-mpm")
+    with pytest.raises(InvalidOptionError, match=r"'C' has no automatic grid for loop 'em' .* its first subproblem "
+                                                 r"is not an L1 model"):
+        fsframe.path(X, y, "em-l0", C="auto")
 
 
 def test_bad_validation_and_method():
