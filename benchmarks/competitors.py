@@ -1,6 +1,6 @@
 """fsframe against what a user would pick instead, on paper 002's protocol (issue 13).
 
-Paper 002's protocol (Huang, King & Lyu, §3.1; see ``benchmarks/paper002.py``): for each of 10
+Paper 002's protocol (Huang, King & Lyu, §3.1; the study ``paper002``, docs/paper002.md): for each of 10
 random stratified 80/20 splits, standardise on the training part, select exactly ``r`` features,
 train a linear L2 SVM on them (``C`` by 3-fold CV) and report the test error. The selectors:
 
