@@ -46,7 +46,8 @@ def environment() -> dict:
 
 def source_commit() -> str | None:
     """The git commit of the fsframe source that runs (``None`` outside a git checkout, e.g. an
-    installed wheel), with ``+dirty`` when tracked files differ from it."""
+    installed wheel), with ``+dirty`` when tracked files of ``fsframe/`` or ``plugins/`` (the code)
+    differ from it."""
     import subprocess
 
     here = Path(__file__).resolve().parent
@@ -54,8 +55,8 @@ def source_commit() -> str | None:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":/fsframe", ":/plugins"],
+                               cwd=here, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
