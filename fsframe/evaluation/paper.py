@@ -344,6 +344,18 @@ def _curve_table(table: dict) -> list[str]:
     return out + [""]
 
 
+def _retrain_words(d: dict, table: dict) -> str | None:
+    """The retrained classifier in words: a tuned one by its grid and folds (the study's protocol)."""
+    p = d.get("protocol") or {}
+    if str(p.get("retrain", "")).startswith("tuned-"):
+        folds = p.get("retrain_folds")
+        how = (f"{folds['folds']}-fold below {folds['large_from']} training samples, else {folds['large_folds']}-fold"
+               if isinstance(folds, dict) else f"{folds}-fold")
+        base = "LinearSVC" if p["retrain"] == "tuned-linear-svc" else "SVC(kernel='linear')"
+        return f"{base} with C from {{{', '.join(f'{c:g}' for c in p.get('retrain_grid', []))}}} by {how} CV"
+    return table["protocol"].get("retrain")
+
+
 def render(d: dict, *, numbers: dict | None = None, images: str | None = None) -> str:
     """The Markdown report of a digest: what ran, the paper's numbers beside ours, and per data set
     our table, the accuracy-against-k table (and its picture, ``images/<study>-<data set>-accuracy.png``,
@@ -353,8 +365,7 @@ def render(d: dict, *, numbers: dict | None = None, images: str | None = None) -
         if d.get("reduced") else "full protocol"
     commits = ", ".join(c[:12] + ("+dirty" if c.endswith("+dirty") else "") for c in d.get("commits") or []) or "unknown"
     tables = d["tables"]
-    prot = describe_protocol({**tables[0]["protocol"], "retrain": tables[0]["protocol"].get("retrain")}) \
-        if tables else ""
+    prot = describe_protocol({**tables[0]["protocol"], "retrain": _retrain_words(d, tables[0])}) if tables else ""
     out = [f"## {d.get('title') or d.get('study')}: {kind}", "",
            f"Study `{d.get('study')}`; {prot}. {d['n_finished']} of {d['n_cells']} cells finished, "
            f"{d['n_failed']} failed; fsframe {d.get('fsframe')} at commit {commits}, Python {d.get('python')}; "
