@@ -57,7 +57,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 from bench_conic import ALPHA, DELTA_FRACTION, dca_loop, make_data, moments, phi  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = Path(os.environ.get("FSFRAME_SHARED_DATA") or ROOT.parent / "shared" / "data")  # as the tests find it
 THREADS = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
 

@@ -128,7 +128,7 @@ def instrument(timer: PhaseTimer) -> None:
     def patch(owner, attr, name, **kw):
         setattr(owner, attr, timer.wrap(name, getattr(owner, attr), **kw))
 
-    for attr in ("check_Xy", "_column_names", "check_fit_options", "make_options", "call_opt_in"):
+    for attr in ("check_Xy", "_column_names", "check_fit_options", "make_options", "validate_formulation"):
         patch(fitting, attr, "validate")
     patch(fitting, "resolve", "resolve")
     patch(fitting, "select_backend", "backend")

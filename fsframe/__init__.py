@@ -22,6 +22,7 @@ from ._lazy import lazy_attribute, lazy_dir
 if TYPE_CHECKING:  # what static tools see; at run time these load lazily (see __getattr__)
     from .backends.base import Backend, SolveOptions, SolveResult
     from .dataset import Dataset
+    from .auxiliary import AuxSolver
     from .enums import SOLUTION_PRESENT, ProblemClass, Status
     from .estimator import FSSelector
     from .evaluation import CompareResult, CVResult, compare, cross_validate
@@ -49,6 +50,7 @@ __all__ = [
     "MethodInfo",
     "DataTransform",
     "select_backend",
+    "AuxSolver",
     "Dataset",
     "load_dataset",
     "make_synthetic",
@@ -84,6 +86,7 @@ _LAZY: dict[str, str] = {
     "FitResult": ".results",
     "DataTransform": ".kernels",
     "select_backend": ".plugins",
+    "AuxSolver": ".auxiliary",
     "get_registry": ".plugins",
     "Dataset": ".dataset",
     "load_dataset": ".io",

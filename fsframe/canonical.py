@@ -23,7 +23,7 @@ from .enums import ProblemClass
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
-__all__ = ["ProblemData"]
+__all__ = ["ProblemData", "Auxiliaries"]
 
 
 @attrs.frozen(eq=False)
@@ -49,6 +49,15 @@ class ProblemData:
     """The problem this one extends by appending columns (same rows, its columns first, then
     new ones): a backend holding that problem live may add the columns instead of reloading
     (:mod:`fsframe.working_set`). ``None``: no such relation is claimed."""
+    auxiliaries: "Auxiliaries | None" = attrs.field(default=None, repr=False)
+    """The columns outside the model (slacks, epigraph variables) whose least values a closed form
+    gives (:class:`Auxiliaries`): an answer is certified and returned with them settled, so that
+    its objective is the one its model attains. ``None``: every column as the solver left it."""
+
+    def settled(self, x: NDArray) -> NDArray:
+        """``x`` with :attr:`auxiliaries` at their least values given the other columns (``x``
+        itself when there are none)."""
+        return x if self.auxiliaries is None else self.auxiliaries.settle(self, x)
 
     def __attrs_post_init__(self):
         n = self.c.shape[0]
@@ -118,5 +127,122 @@ class ProblemData:
         h = np.concatenate([self.h[: self.l], -self.lb[lo], self.ub[up], self.h[self.l :]])
         A = sp.vstack([self.A, E], format="csr")
         b = np.concatenate([self.b, self.lb[fixed]])
-        return attrs.evolve(self, appended_to=None, A=A, b=b, G=G, h=h, l=self.l + lo.size + up.size,
-                            lb=np.full(n, -np.inf), ub=np.full(n, np.inf))
+        return attrs.evolve(self, appended_to=None, auxiliaries=None, A=A, b=b, G=G, h=h,
+                            l=self.l + lo.size + up.size, lb=np.full(n, -np.inf), ub=np.full(n, np.inf))
+
+
+class Auxiliaries:
+    """The least values of a problem's auxiliary columns once its model columns are fixed: the
+    loss a model attains, whatever the solver left in its slacks.
+
+    A model (coefficients, intercept) is a few columns of the problem; the rest are auxiliaries
+    (a hinge's slacks ``xi_i >= 1 - y_i f_i``, the epigraph variable of a cone). A solver's point
+    may carry auxiliaries off their least values (an interior point stops inside; a row held only
+    to the solver's tolerance leaves its slack short), so its objective is not the model's: a
+    twin SVM's on Clarabel was 4e-9 (relative) below what its coefficients attain, Lanckriet's
+    MPM's on ECOS 2e-8. :meth:`settle` sets each auxiliary column that a closed form determines
+    to its least value given every other column:
+
+    * a column with a positive cost, no quadratic term, no upper bound, in no equality row, whose
+      every entry bounds it from below: an entry ``g < 0`` in an ``R_+`` row
+      (``x_k >= x_k + s_r / g``, ``s = h - G x`` the row's slack) or in the head of a cone whose
+      other rows it does not enter (``x_k >= x_k + (s_0 - ||s_tail||) / g``), and which shares
+      none of those rows with another such column;
+    * its value is the largest of those bounds and its lower bound: exact, whatever the others.
+
+    A row the solver left violated raises its column to what the row needs (the model's slack).
+    ``secondary`` columns (those the model reads besides its coefficients: the intercept) settle
+    only in rows no other settled column enters: Lanckriet's MPM reads its threshold off the
+    epigraph variable ``t_1 >= ||F_1'w||``, which settles to the norm; the twin SVM's intercepts
+    share every row with a slack, which settles instead, so the intercept keeps its value.
+    Auxiliary columns with a cost that no closed form settles keep the solver's values
+    (:attr:`exact` is then ``False``): the loss is that of the model with those values, an upper
+    bound of its least loss. Every built-in formulation's auxiliaries are settled exactly.
+
+    The columns' entries are read once per constraint matrices ``G``, ``A`` and which columns
+    settle once per ``c``, ``lb``, ``ub``, ``P`` (compared by identity: a problem's arrays are
+    read-only, new values come in new arrays). A problem carries its auxiliaries in
+    :attr:`ProblemData.auxiliaries`, so that a backend's answer is certified at its settled point
+    (:meth:`fsframe.backends.base.BackendSession.judge`).
+    """
+
+    def __init__(self, columns: NDArray, secondary: NDArray | None = None):
+        self.columns = np.asarray(columns, dtype=np.int64)
+        self.secondary = (np.zeros(self.columns.size, dtype=bool) if secondary is None
+                          else np.isin(self.columns, np.asarray(secondary, dtype=np.int64)))
+        self._pattern_of: tuple = ()  # the (G, A) the pattern was read from
+        self._rule_of: tuple = ()  # the (c, lb, ub, P) the rule was decided for
+        self.cols = np.zeros(0, dtype=np.int64)  # the settled columns
+        self.exact = True
+
+    def _pattern(self, data: ProblemData) -> None:
+        """The candidate columns' entries in ``G`` (rows, columns, values, the cone of a head
+        entry: -1 in an ``R_+`` row, -2 in a cone's tail) and whether they enter ``A``: read once
+        per constraint matrices (a slice of the candidates' columns, no copy of ``G``)."""
+        cand = self.columns
+        Gk = data.G[:, cand].tocoo()
+        rows, idx = Gk.row.astype(np.int64), Gk.col.astype(np.int64)
+        starts = data.l + np.concatenate([[0], np.cumsum(data.cones)]).astype(np.int64)
+        head = np.full(rows.shape, -1, dtype=np.int64)
+        in_cone = rows >= data.l
+        if in_cone.any():
+            which = np.searchsorted(starts, rows[in_cone], side="right") - 1
+            head[in_cone] = np.where(rows[in_cone] == starts[which], which, -2)
+        in_eq = (np.bincount(data.A[:, cand].tocoo().col, minlength=cand.size) > 0 if data.A.shape[0]
+                 else np.zeros(cand.size, dtype=bool))
+        self._entries = (rows, idx, Gk.data, head, in_eq)
+        self._starts = starts
+
+    def _rule(self, data: ProblemData) -> None:
+        """Which candidates settle, for this objective and these bounds."""
+        cand = self.columns
+        rows, idx, vals, head, in_eq = self._entries
+        free_cost = data.c[cand] != 0
+        ok = (data.c[cand] > 0) & ~np.isfinite(data.ub[cand]) & ~in_eq
+        if data.has_quadratic_objective:
+            quad = np.diff(data.P.tocsc()[:, cand].indptr) > 0
+            free_cost |= quad
+            ok &= ~quad
+        # every entry a lower bound: negative, in an R_+ row or a cone's head (a tail entry is -2)
+        good = (vals < 0) & (head != -2)
+        ok &= np.bincount(idx[~good], minlength=cand.size) == 0
+        ok &= np.isfinite(data.lb[cand]) | (np.bincount(idx, minlength=cand.size) > 0)
+        # a row shared by two settled columns settles neither; a secondary column (one the model
+        # reads, e.g. an intercept) settles only in rows no primary column settles (the twin SVM's
+        # intercept shares every row with a slack, which settles instead)
+        nrows, prim, sec = data.G.shape[0], ~self.secondary, self.secondary
+        use = ok[idx] & prim[idx]
+        shared = np.bincount(rows[use], minlength=nrows) > 1
+        ok &= sec | (np.bincount(idx[use & shared[rows]], minlength=cand.size) == 0)
+        taken = np.bincount(rows[ok[idx] & prim[idx]], minlength=nrows) > 0
+        use = ok[idx] & sec[idx]
+        clash = taken | (np.bincount(rows[use], minlength=nrows) > 1)
+        ok &= prim | (np.bincount(idx[use & clash[rows]], minlength=cand.size) == 0)
+        keep = ok[idx]
+        pos = np.cumsum(ok) - 1  # column index -> position among the settled
+        self.cols = cand[ok]
+        self.exact = not bool(np.any(free_cost & ~ok & prim))
+        self._rows, self._pos, self._vals, self._head = rows[keep], pos[idx[keep]], vals[keep], head[keep]
+
+    def settle(self, data: ProblemData, x: NDArray) -> NDArray:
+        """``x`` with the settled auxiliary columns at their least values (a copy)."""
+        src = (data.G, data.A)
+        if len(self._pattern_of) != 2 or any(a is not b for a, b in zip(src, self._pattern_of)):
+            self._pattern(data)
+            self._pattern_of, self._rule_of = src, ()
+        rule = (data.c, data.lb, data.ub, data.P)
+        if len(self._rule_of) != 4 or any(a is not b for a, b in zip(rule, self._rule_of)):
+            self._rule(data)
+            self._rule_of = rule
+        x = np.array(x, dtype=float, copy=True)
+        if not self.cols.size:
+            return x
+        s = data.h - data.G @ x
+        slack = s[self._rows]
+        for j in np.unique(self._head[self._head >= 0]):
+            a, b = self._starts[j], self._starts[j + 1]
+            slack[self._head == j] = s[a] - float(np.linalg.norm(s[a + 1:b]))
+        new = np.array(data.lb[self.cols], dtype=float)
+        np.maximum.at(new, self._pos, x[self.cols][self._pos] + slack / self._vals)
+        x[self.cols] = new
+        return x

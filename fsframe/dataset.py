@@ -86,7 +86,10 @@ def check_no_silent_cast(a: Any, what: str = "X", *, name: str = "data") -> Any:
 
 
 def _features(X: Any, name: str) -> NDArray:
-    """``X`` as a fresh float64 array, refusing what float64 would silently misread."""
+    """``X`` as a float64 array, refusing what float64 would silently misread: a read-only view of
+    ``X`` itself when it already is a C-contiguous float64 ``ndarray`` (no copy of a large data set:
+    320 MB at 2 000 x 20 000; read-only, so that nothing in fsframe can change the caller's data),
+    else a fresh copy."""
     import scipy.sparse
 
     X = check_no_silent_cast(X, "X", name=name)
@@ -115,6 +118,10 @@ def _features(X: Any, name: str) -> NDArray:
                 f"{name}: X is not numeric: {type(v).__name__} value {preview([v])} at {where}; "
                 "encode categorical features as numbers first"
             )
+    if type(a) is np.ndarray and a.dtype == np.float64 and a.flags.c_contiguous:
+        view = a.view()
+        view.flags.writeable = False
+        return view
     try:
         return np.array(a, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as exc:

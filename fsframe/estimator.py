@@ -2,7 +2,7 @@
 (``transform``, ``get_support``, ``get_feature_names_out``) that is also a classifier
 (``predict``, ``decision_function``, ``score``).
 
-Parameter shape (STYLE §5, scikit-learn's rules): ``__init__`` only stores its arguments, every
+Parameter shape (scikit-learn's estimator rules): ``__init__`` only stores its arguments, every
 argument is an explicit keyword, and validation happens in :meth:`FSSelector.fit`. The parameters
 researchers tune most — ``C``, ``alpha``, ``max_iter``, ``tol`` and ``n_features`` — are
 first-class (``GridSearchCV(param_grid={"C": [...], "alpha": [...]})``); ``None`` means "the

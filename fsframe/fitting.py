@@ -19,7 +19,9 @@ from .compiler.cones import CONE_FORMS
 from .dataset import Dataset, check_Xy
 from .errors import (BackendUnavailableError, DataError, DataWarning, IncompatibleComponentsError, InvalidOptionError,
                      SolverWarning, UnknownComponentError, UnsupportedProblemError)
-from .formulation import AuxSolver, call_opt_in
+from .auxiliary import AuxSolver
+from .enums import Status
+from .errors import SolverFailedError
 from .method import Resolved, _reason, resolve, select_backend
 from .plugins import get_registry
 from .problem import Iterate, Subproblem
@@ -79,9 +81,11 @@ def working_set_options(value) -> WorkingSetOptions:
 
 VERIFY_TOL = 1e-5
 """Objective gap between the fit's backend and the ``verify=`` backend above which a
-:class:`~fsframe.errors.SolverWarning` is raised (ten times the certificate's default tolerance):
-relative for objectives above 1, absolute below (an objective near 0, e.g. a reweighted step
-whose weights all but vanish, has no relative precision)."""
+:class:`~fsframe.errors.SolverWarning` is raised (ten times the certificate's default tolerance),
+relative to the size of the objective's terms (the larger objective, or the sum of the
+magnitudes of its terms when they cancel: an objective near 0 reached through terms of size 40,
+a DCA step's, has no relative precision of its own). Both objectives are those the two models
+attain (:meth:`~fsframe.problem.Subproblem.model_objective`)."""
 
 
 def certificate_of(it: Iterate) -> dict:
@@ -153,19 +157,28 @@ def _verify_backend(verify, res: Resolved) -> Backend | None:
 
 def _verify(sub: Subproblem, it: Iterate, verify, options: SolveOptions) -> dict:
     """Re-solve the subproblem of ``it`` (its slot weights, the full problem) on the backend
-    ``verify`` and compare objectives; warn when they disagree by more than :data:`VERIFY_TOL`."""
+    ``verify`` and compare the objectives the two models attain (each model's loss at its least
+    slacks plus the penalty of its coefficients, :meth:`Subproblem.model_objective`: not the
+    objectives of the solvers' points, which may differ by what each solver left in its slacks);
+    warn when they disagree by more than :data:`VERIFY_TOL`."""
     data = sub.compiled.with_weights(**it.weights, sync=False) if it.weights else sub.compiled.data
     be = select_backend(verify, data.problem_class, quadratic=data.has_quadratic_objective)
     res = be.solve(data, options)
-    out = {"backend": be.name, "status": res.status.value, "objective": res.objective}
-    if res.ok and it.objective is not None and res.objective is not None:
-        scale = max(abs(it.objective), abs(res.objective), 1.0)  # relative above 1, absolute below
-        gap = (it.objective - res.objective) / scale
+    other = sub.model_objective(res.x, it.weights, size=True) if res.ok and res.x is not None else None
+    out = {"backend": be.name, "status": res.status.value, "objective": None if other is None else other[0]}
+    if other is not None and it.objective is not None:
+        other, size = other
+        # relative to the size of the objectives' terms: an L1-SVM optimum of 5e-4 is compared to
+        # 1e-5 of itself (a rule relative to max(1, |objective|) let a 2 % disagreement pass), a
+        # DCA step's objective of 1e-7, reached through terms of size 40, to 1e-5 of 40
+        scale = max(abs(it.objective), abs(other), size, sub.model_objective(it.x, it.weights, size=True)[1],
+                    np.finfo(float).tiny)
+        gap = (it.objective - other) / scale
         out.update(objective_gap=float(gap),
                    coef_distance=float(np.max(np.abs(sub.compiled.coef(res.x) - it.coef), initial=0.0)))
         if abs(gap) > VERIFY_TOL:
             warnings.warn(
-                f"verify: backend {be.name!r} finds objective {res.objective:.10g} for the last subproblem, "
+                f"verify: backend {be.name!r} finds objective {other:.10g} for the last subproblem, "
                 f"{it.result.backend!r} reported {it.objective:.10g} (relative gap {gap:.2e} > "
                 f"{VERIFY_TOL:g}); one of the solvers is inaccurate on this problem", SolverWarning, stacklevel=5)
     else:
@@ -214,21 +227,60 @@ def _backends(parts) -> str | None:
     return "+".join(names) or None
 
 
+def validate_formulation(formulation, X, y, aux: AuxSolver) -> dict:
+    """``formulation.validate`` on the training data; with the keyword ``aux`` (the fit's
+    auxiliary solver) when the formulation declares the trait ``aux_solver``."""
+    kw = {"aux": aux} if "aux_solver" in formulation.provides() else {}
+    return dict(formulation.validate(X, y, **kw) or {})
+
+
+def _explained(formulation, X, y, status, aux: AuxSolver):
+    """The formulation's account of a first subproblem without a solution (the
+    ``explain_failure`` protocol), or ``None``."""
+    explain = getattr(formulation, "explain_failure", None)
+    return None if explain is None else explain(X, y, status, aux)
+
+
+def _run_loop(res: Resolved, sub: Subproblem, X, y, aux: AuxSolver, n_features, callback):
+    """``res.loop.run`` on ``sub``; when the first subproblem does not end optimal, the
+    formulation may say why in its own terms (``explain_failure``: MPM's ``delta`` above
+    ``delta_max``), through the fit's auxiliary solver, and that error is raised instead."""
+    first = [True]
+
+    def watch(rec, it):
+        if first and it is not None and it.ok and it.status is not Status.OPTIMAL:  # inaccurate: the model may know why
+            err = _explained(res.formulation, X, y, it.status, aux)
+            if err is not None:
+                raise err
+        first.clear()
+        if callback is not None:
+            callback(rec, it)
+
+    try:
+        return res.loop.run(sub, res.surrogate, n_features=n_features, callback=watch)
+    except SolverFailedError as exc:
+        if first and exc.partial is not None and exc.partial[2] is None:  # no iterate had a solution
+            err = _explained(res.formulation, X, y, exc.status, aux)
+            if err is not None:
+                raise err from exc
+        raise
+
+
 def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
                 keep_model, callback=None, ws: WorkingSetOptions = WorkingSetOptions(), verify=None,
                 reuse=None, key=None) -> dict:
-    solver = AuxSolver(backend, options)  # formulations' auxiliary solves use the fit's backend (opt-in)
-    info = dict(call_opt_in(res.formulation.validate, X, y_pm, solver=solver) or {})
+    aux = AuxSolver(backend, options)  # every solve besides the subproblem's goes through it
+    info = validate_formulation(res.formulation, X, y_pm, aux)
 
     def make() -> Subproblem:
         return Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form,
-                          solver=solver, working_set=ws)
+                          aux=aux, working_set=ws)
 
     # ``reuse(key, res, make)`` (a parameter path, fsframe.path) hands out a subproblem it keeps
     # open across fits; otherwise the fit owns one
     sub = make() if reuse is None else reuse(key, res, make)
     try:
-        out = res.loop.run(sub, res.surrogate, n_features=n_features, callback=callback)
+        out = _run_loop(res, sub, X, y_pm, aux, n_features, callback)
         certificate = certificate_of(out.iterate) if out.iterate.result is not None else {}
         if certificate and out.iterate.coef is not None:
             _returned_vs_certified(certificate, out.coef, out.iterate.coef, out.objective)
@@ -256,8 +308,9 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     return dict(coef=coef, intercept=intercept, support=out.support, transform=transform, objective=out.objective,
                 backend=solved_by,
                 n_iter=out.n_iter, converged=out.converged, history=out.history,
-                statuses=solver.statuses + out.statuses, monotone=out.monotone, info=info, certificate=certificate,
-                certified_coef=out.iterate.coef, groups=sub.compiled.slot.groups if sub.is_built else None)
+                statuses=aux.statuses + out.statuses, monotone=out.monotone, info=info, certificate=certificate,
+                certified_coef=out.iterate.coef, groups=sub.compiled.slot.groups if sub.is_built else None,
+                outcome=out)
 
 
 def _cross_class_cut(coefs: np.ndarray, groups, n_groups: int, norm: str, n_features: int) -> tuple:
@@ -467,41 +520,99 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
         own = parts.pop("transform")
         parts.pop("certified_coef")
         parts.pop("groups")
+        parts.pop("outcome")
         if own is not None:  # a formulation or loop that owns its kernel rows
             common["transform"] = own
         return FitResult(classes=classes, **parts, **common)
-    # one-vs-rest
-    per, certified, groups = [], [], None
-    for c in classes:
-        y_pm = np.where(ya == c, 1.0, -1.0)
-        parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model, callback, ws, verify,
-                            reuse, c)
-        certified.append(parts.pop("certified_coef"))
-        groups = parts.pop("groups")
-        if parts.pop("transform") is not None:
-            raise UnsupportedProblemError(
-                f"formulation {res.formulation.name!r} maps the samples itself (its own kernel), which one-vs-rest "
-                "cannot share across classes: fit it on two classes, or use a linear kernel")
-        per.append(FitResult(classes=("rest", c), **parts, **common))
+    # one-vs-rest; with n_features each class's subproblem stays open until the union of the
+    # supports is cut to n_features, so that a class that loses groups is re-solved on its final support
+    held: dict = {}
+
+    def holding(key, res_, make):
+        sub = make() if reuse is None else reuse(key, res_, make)
+        held[key] = sub
+        return sub
+
+    per, certified, groups, outcomes = [], [], None, []
+    try:
+        for c in classes:
+            y_pm = np.where(ya == c, 1.0, -1.0)
+            parts = _binary_fit(res, Z, y_pm, be, options, n_features, fast, cone_form, keep_model, callback, ws,
+                                verify, holding if n_features is not None else reuse, c)
+            outcomes.append(parts.pop("outcome"))
+            r, groups = _one_class(res, parts, certified, common, c)
+            per.append(r)
+        return _one_vs_rest(res, per, certified, groups, outcomes, held, classes, n_features, auto, t_start, common)
+    finally:
+        if reuse is None:
+            for sub in held.values():
+                sub.close()
+
+
+def _one_class(res: Resolved, parts: dict, certified: list, common: dict, c) -> tuple:
+    """One class's binary fit (``parts`` from :func:`_binary_fit`): ``(FitResult, the slot's group
+    map)``; its certified coefficients go to ``certified``."""
+    certified.append(parts.pop("certified_coef"))
+    groups = parts.pop("groups")
+    if parts.pop("transform") is not None:
+        raise UnsupportedProblemError(
+            f"formulation {res.formulation.name!r} maps the samples itself (its own kernel), which one-vs-rest "
+            "cannot share across classes: fit it on two classes, or use a linear kernel")
+    return FitResult(classes=("rest", c), **parts, **common), groups
+
+
+def _resolve_cut(res: Resolved, r: FitResult, out, sub: Subproblem | None, keep: np.ndarray, coef_cut, certified):
+    """Class ``r`` after the union of the classes' supports was cut to the groups ``keep``: its
+    subproblem re-solved at the returned model's weights (its own features; the groups the loop
+    dropped stay fixed at zero) with the groups outside ``keep`` fixed at zero too
+    (``Subproblem.restricted``), so that the model returned is the optimum on the class's features
+    that survive the cut, its objective the one it attains and its certificate its own. When the loop computed its model itself (no solved point) or the re-solve
+    fails, the coefficients are cut without re-solving: no objective, a certificate marked ``cut``,
+    and a warning for the failure."""
+    lost = int(np.count_nonzero(r.support & ~keep))
+    info = {**r.info, "n_features_dropped": r.info.get("n_features_dropped", 0) + lost,
+            "n_features_union_cut": lost}
+    it = out.iterate
+    if sub is not None and it.x is not None and sub.is_built:
+        re = sub.restricted(it, keep & r.support)
+        if re.ok:
+            coef = re.coef.reshape(np.shape(r.coef))
+            objective = res.loop.objective_of(sub, re, res.surrogate, keep)
+            certificate = certificate_of(re)
+            _returned_vs_certified(certificate, coef, re.coef, objective)
+            intercept = re.intercept
+            intercept = float(intercept[0]) if intercept.size == 1 else intercept
+            return attrs.evolve(r, coef=coef, intercept=intercept, support=r.support & keep, objective=objective,
+                                certificate=certificate, statuses=r.statuses + (re.status,),
+                                info={**info, "union_cut_resolved": True})
+        warnings.warn(f"one-vs-rest: class {r.classes[1]!r}'s re-solve on the {int(keep.sum())} features kept across "
+                      f"classes ended with status {re.status.value} ({re.result.message}); its coefficients are cut "
+                      "without re-solving and no objective is reported", SolverWarning, stacklevel=4)
+        info = {**info, "union_cut_resolved": False}
+        statuses = r.statuses + (re.status,)
+    else:
+        statuses = r.statuses
+    return attrs.evolve(r, coef=coef_cut, support=r.support & keep, objective=None, statuses=statuses,
+                        certificate=_recut(r.certificate, coef_cut, certified, None), info=info)
+
+
+def _one_vs_rest(res: Resolved, per: list, certified: list, groups, outcomes: list, held: dict, classes,
+                 n_features, auto, t_start, common) -> FitResult:
+    """The one-vs-rest result of the classes' fits ``per``: the union of their supports, cut to
+    ``n_features`` groups across classes when larger (:func:`_cross_class_cut`), each class that
+    lost groups re-solved on what it keeps (:func:`_resolve_cut`)."""
     supports = np.array([r.support for r in per])
     support = supports.any(axis=0)
     coefs = np.array([np.asarray(r.coef, dtype=float) for r in per])
     if n_features is not None and support.sum() > n_features:
-        keep, coefs = _cross_class_cut(coefs, groups, support.size, getattr(res.formulation, "group_norm", "l2"),
-                                       n_features)
+        kept, cut = _cross_class_cut(coefs, groups, support.size, getattr(res.formulation, "group_norm", "l2"),
+                                     n_features)
         support = np.zeros_like(support)
-        support[keep] = True
-        # the groups this cross-class cut removes are counted with the ones the binary rule dropped;
-        # a class that lost groups has no known objective (its coefficients were cut, not re-solved),
-        # and its certificate describes the uncut point (_returned_vs_certified says so)
-        per = [attrs.evolve(r, coef=coefs[i], support=r.support & support,
-                            objective=None if np.any(r.support & ~support) else r.objective,
-                            certificate=_recut(r.certificate, coefs[i], certified[i],
-                                               None if np.any(r.support & ~support) else r.objective),
-                            info={**r.info, "n_features_dropped": r.info.get("n_features_dropped", 0)
-                                  + int(np.count_nonzero(r.support & ~support)),
-                                  "n_features_union_cut": int(np.count_nonzero(r.support & ~support))})
-               for i, r in enumerate(per)]
+        support[kept] = True
+        per = [r if not np.any(r.support & ~support) else
+               _resolve_cut(res, r, outcomes[i], held.get(c), support, cut[i], certified[i])
+               for i, (r, c) in enumerate(zip(per, classes))]
+        coefs = np.array([np.asarray(r.coef, dtype=float) for r in per])
     info = {"seconds": time.perf_counter() - t_start,
             "build_seconds": sum(r.info["build_seconds"] for r in per),
             "compile_seconds": sum(r.info["compile_seconds"] for r in per),

@@ -25,71 +25,51 @@ Contract of :meth:`Formulation.build` (checked by ``fsframe.testing.check_formul
 from __future__ import annotations
 
 import abc
-import inspect
 from typing import Any, ClassVar
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from .backends.base import Backend, SolveOptions, SolveResult
-from .canonical import ProblemData
 from .enums import ProblemClass
 from .pyomo_ext import SLOT_TERMS, LinearMap, SparsitySlot
 
-__all__ = ["Formulation", "BuiltModel", "AuxSolver", "accepts", "call_opt_in"]
+__all__ = ["Formulation", "BuiltModel", "PROTOCOLS", "TRAITS"]
 
-def accepts(fn, name: str) -> bool:
-    """Whether callable ``fn`` takes a parameter called ``name`` (or ``**kwargs``): the opt-in
-    rule for the extra arguments fsframe passes to :meth:`Formulation.validate` and
-    :meth:`Formulation.build` (pluggy's "implementations take only the arguments they name")."""
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+PROTOCOLS: dict[str, tuple[str, ...]] = {
+    "bounds": ("bound_params", "with_bounds"),
+    "restate": ("restatable_params", "restate"),
+    "mask_space": ("mask_space",),
+    "explain_failure": ("explain_failure",),
+}
+"""The optional protocols a formulation opts into by defining their attributes (none is a method of
+the base class); :meth:`Formulation.provides` names those a formulation has. ``docs/plugins.md``
+states each one's signature and contract:
 
+* ``bounds`` — :attr:`~Formulation.bound_params` (non-empty) and ``with_bounds(built, base,
+  compiled, bounds) -> ProblemData``: the problem restated for new bound values (the
+  ``bound-search`` loop; ``Subproblem.set_bounds``);
+* ``restate`` — :attr:`~Formulation.restatable_params` and ``restate(built, base, compiled,
+  params) -> ProblemData`` (``fsframe.path`` over such a parameter keeps one subproblem);
+* ``mask_space`` — ``mask_space(sub) -> fsframe.loops.MaskSpace``: can fix a feature group to
+  zero (the ``greedy`` loop, paper 003 Algorithm 1);
+* ``explain_failure`` — ``explain_failure(X, y, status, aux) -> Exception or None``: why the
+  fit's first subproblem has no solution (its ``status``), in the model's terms (MPM: ``delta``
+  above ``delta_max``, computed only then since it costs a solve); ``None`` to let the status
+  stand. The fit driver calls it with the fit's :class:`fsframe.AuxSolver`.
+"""
 
-def call_opt_in(fn, *args, **optional):
-    """``fn(*args, **kw)`` where ``kw`` holds the entries of ``optional`` that ``fn`` names."""
-    return fn(*args, **{k: v for k, v in optional.items() if accepts(fn, k)})
-
-
-@attrs.frozen(eq=False)
-class AuxSolver:
-    """The fit's solver, handed to a formulation that solves an auxiliary problem in
-    ``validate`` or ``build`` (MPM's largest feasible bound).
-
-    A formulation opts in by naming a ``solver`` parameter: ``def validate(self, X, y, *,
-    solver=None)``. It solves with :meth:`solve` (the fit's backend and options) and reports
-    each auxiliary solve with :meth:`record`, so that its status appears in
-    ``FitResult.statuses`` like every subproblem's.
-
-    Attributes
-    ----------
-    backend : Backend
-    options : SolveOptions
-    """
-
-    backend: Backend
-    options: SolveOptions = attrs.field(factory=SolveOptions)
-    _log: dict = attrs.field(factory=dict, init=False, repr=False)
-
-    def solve(self, data: ProblemData, *, backend: Backend | None = None) -> SolveResult:
-        """Solve ``data`` with the fit's backend and options (or ``backend``, e.g. a fallback)."""
-        be = self.backend if backend is None else backend
-        return be.solve(data, self.options)
-
-    def record(self, key, statuses) -> None:
-        """Report the statuses of an auxiliary result once per fit (``key`` identifies it, so a
-        result shared by ``validate`` and ``build`` counts once)."""
-        self._log.setdefault(key, tuple(statuses))
-
-    @property
-    def statuses(self) -> tuple:
-        """Statuses of the auxiliary solves recorded, in order."""
-        return tuple(s for group in self._log.values() for s in group)
-
+TRAITS: dict[str, str] = {
+    "native_multiclass": "handles any number of classes itself (multiclass = 'native')",
+    "large_margin": "a large-margin classifier (margin rows y f(x) >= 1), whose L2 fit on any ranked subset of the "
+                    "features predicts (large_margin)",
+    "hard_margin": "the hard multi-class margin Y * (X W + b) >= 1 with row groups, no loss (hard_margin)",
+    "l21_regression": "the problem ||X W - Y||_{2,1} + gamma ||W||_{2,1} with its gamma (l21_regression)",
+    "aux_solver": "validate and build take the fit's auxiliary solver as keyword aux (aux_solver)",
+}
+"""Facts a formulation declares (:attr:`Formulation.traits`, or :meth:`Formulation.provides` when
+they depend on parameters) that a loop may require; with :data:`PROTOCOLS` the formulation side
+of ``OuterLoop.formulation_requires``. A third party may add names of its own."""
 
 @attrs.frozen(eq=False)
 class BuiltModel:
@@ -150,8 +130,8 @@ class Formulation(abc.ABC):
     problem."""
     bound_params: ClassVar[tuple[str, ...]] = ()
     """Names of the model's *bound parameters* (e.g. MEMPM's ``("delta_pos", "delta_neg")``): the
-    parameters a bound-search loop (``fsframe.loops.BoundSearch``) varies between solves. A
-    formulation declaring them implements :meth:`with_bounds`, and ``build`` puts in
+    parameters a bound-search loop (``fsframe.loops.BoundSearch``) varies between solves. With
+    ``with_bounds`` it makes the ``bounds`` protocol (:data:`PROTOCOLS`), and ``build`` puts in
     ``BuiltModel.info["bound_limits"]`` the supremum of each bound on the training data."""
 
     @abc.abstractmethod
@@ -163,9 +143,9 @@ class Formulation(abc.ABC):
         :class:`~fsframe.errors.DataError` / :class:`~fsframe.errors.InfeasibleParameterError`,
         warn :class:`~fsframe.errors.DataWarning`). Returns facts worth reporting.
 
-        An override that needs to solve something may add a keyword parameter ``solver``: it
-        then receives the fit's :class:`AuxSolver` (opt-in by name; :func:`call_opt_in`). The
-        same holds for :meth:`build`."""
+        A formulation that must solve something here or in :meth:`build` declares the trait
+        ``aux_solver`` (:attr:`traits`): both are then called with the keyword ``aux``, the fit's
+        :class:`fsframe.AuxSolver` (the one route of auxiliary solves)."""
         return {}
 
     @abc.abstractmethod
@@ -174,42 +154,24 @@ class Formulation(abc.ABC):
         (``-1``/``+1`` for binary formulations) with slot ``terms``."""
 
     restatable_params: ClassVar[tuple[str, ...]] = ()
-    """Names of parameters (besides :attr:`bound_params`) that :meth:`restate` changes in the built
-    and compiled problem without rebuilding it (e.g. the hinge's ``C``, which only scales the
-    slack costs in ``c``): a parameter path (:func:`fsframe.path`) over one of them keeps one
-    subproblem, hence one live solver model and its basis."""
+    """Names of parameters (besides :attr:`bound_params`) that a formulation with the ``restate``
+    protocol changes in the built and compiled problem without rebuilding it (e.g. the hinge's
+    ``C``, which only scales the slack costs in ``c``): a parameter path (:func:`fsframe.path`)
+    over one of them keeps one subproblem, hence one live solver model and its basis."""
+    traits: ClassVar[frozenset] = frozenset()
+    """Facts about the model a loop may require (see :data:`TRAITS`), declared as data, e.g.
+    ``frozenset({"large_margin"})``; :meth:`provides` adds them."""
 
-    def restate(self, built: BuiltModel, base: ProblemData, compiled, params: dict) -> ProblemData:
-        """The compiled loss-only problem ``base`` restated for new values of the
-        :attr:`restatable_params` (``params``, a dict by name), changing its arrays in numpy and
-        the Pyomo model ``built.model`` so that it states the same problem (e.g. by
-        ``model.fsframe_slot.loss.set_value(...)``); like :meth:`with_bounds`, never rebuilding
-        or recompiling. Only formulations declaring :attr:`restatable_params` implement it."""
-        raise NotImplementedError(f"formulation {self.name!r} declares no restatable parameters")
-
-    def with_bounds(self, built: BuiltModel, base: ProblemData, compiled, bounds: dict) -> ProblemData:
-        """The compiled loss-only problem ``base`` (``CompiledModel.base``) restated for new values
-        of the :attr:`bound_params` (``bounds``, a dict by name), by changing its coefficients in
-        numpy (e.g. ``base.evolve(G=...)``) — never by rebuilding or recompiling the Pyomo model.
-        ``compiled`` (the :class:`~fsframe.compiler.CompiledModel`) maps the model's variables to
-        columns. Only formulations declaring :attr:`bound_params` implement it."""
-        raise NotImplementedError(f"formulation {self.name!r} declares no bound parameters")
-
-    def explain_failure(self, sub, iterate):
-        """A fit's first subproblem did not end ``optimal`` (``iterate``, on ``sub``, the
-        :class:`~fsframe.problem.Subproblem`): return an exception that states why in the model's
-        terms — typically an :class:`~fsframe.errors.InfeasibleParameterError` for a parameter
-        the data cannot meet, found only now because checking it up front costs a solve (MPM's
-        ``delta`` above ``delta_max``) — or ``None`` (default) to let the loop report the status.
-        The outer loop raises what it returns."""
-        return None
-
-    def mask_space(self, sub):
-        """The capability "can fix a feature group to zero" that the greedy mask loop needs
-        (:class:`fsframe.loops.greedy.MaskSpace`, paper 003 Algorithm 1): ``None`` (default)
-        when the formulation does not provide it. ``sub`` is the fit's
-        :class:`~fsframe.problem.Subproblem` (built and compiled once)."""
-        return None
+    def provides(self) -> frozenset[str]:
+        """What this instance offers the loops (``OuterLoop.formulation_requires``): every
+        protocol of :data:`PROTOCOLS` whose attributes it defines (non-empty), ``native_multiclass``
+        when :attr:`multiclass` is ``"native"``, and its :attr:`traits`. Override it (calling
+        ``super()``) for a fact that depends on a parameter (the margin's ``hard_margin`` when
+        ``C`` is ``None``)."""
+        caps = {name for name, attrs_ in PROTOCOLS.items() if all(getattr(self, a, None) for a in attrs_)}
+        if self.multiclass == "native":
+            caps.add("native_multiclass")
+        return frozenset(caps | set(self.traits))
 
     def decision_function(self, coef: NDArray, intercept, X: NDArray) -> NDArray:
         """``X @ coef + intercept``; positive means the class coded ``+1``."""

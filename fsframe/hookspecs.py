@@ -1,10 +1,11 @@
 """Hook specifications of fsframe, and the ``hookimpl`` marker plugins use.
 
-Every component kind is registered through one hook returning a list. Built-in components
-(``fsframe.surrogates``, ``fsframe.loops``, ``fsframe.backends``, ``fsframe.kernels``) and the
-reference method plugins in ``plugins/`` (``fsframe_svm``, ``fsframe_mpm``) are default plugins
-registered by the host through these same hooks; a third-party package adds components by
-declaring an entry point in the group ``fsframe``::
+Every component kind is registered through one hook returning a list. The core components
+(``fsframe.surrogates``, ``fsframe.loops``, ``fsframe.backends``, ``fsframe.kernels``) are
+default plugins of the host; the method packages in ``plugins/`` (``fsframe_svm``,
+``fsframe_mpm``, ...) are entry points of fsframe's own distribution; all go through these same
+hooks. A third-party package adds components the way fsframe's method packages do, by declaring an
+entry point in the group ``fsframe``::
 
     [project.entry-points.fsframe]
     my_plugin = "my_package.plugin_module"
@@ -77,4 +78,20 @@ def fsframe_register_transforms():
         ``name`` and a non-empty tuple of ``kernels`` strings. A third-party transform claiming a
         built-in kernel (``rbf``, ``linear``, ``poly``) is refused; a kernel claimed by two
         third-party transforms is unusable until one is removed.
+    """
+
+
+@hookspec
+def fsframe_register_oracles():
+    """Register what the conformance kit (``fsframe.testing``) expects of your components, stated
+    independently of their code: a formulation's loss recomputed from its decision values, a
+    loop's update rule, a surrogate's EM weight convention (docs/testing.md).
+
+    Called only by the kit, at its first lookup of an oracle; import ``fsframe.testing`` inside
+    the implementation (it loads Pyomo). A plugin's oracle applies to the class and its
+    subclasses; one registered at run time (``fsframe.testing.register_decision_loss``, ...) wins
+    over it.
+
+    :return: a list of :class:`fsframe.testing.Oracle`, e.g.
+        ``[Oracle("decision_loss", MyFormulation, lambda f: hinge_loss(f.C))]``.
     """

@@ -232,9 +232,14 @@ def resolve(method: str | None = None, *, formulation: str | None = None, surrog
 
     gaps = []
     miss = lp.missing(s)
-    if miss:
-        who = "no surrogate" if s is None else f"surrogate {s.name!r} ({type(s).__name__})"
-        gaps.append(f"{who} is not compatible with loop {lp.name!r}: it must provide {', '.join(miss)}")
+    if miss and s is None:
+        gaps.append(f"no surrogate was given, but loop {lp.name!r} needs {', '.join(miss)}: name one, e.g. "
+                    "surrogate='exp'")
+    elif miss and not lp.takes_surrogate:
+        gaps.append(f"loop {lp.name!r} takes {', '.join(miss)}, got surrogate {s.name!r}: drop it (surrogate=None)")
+    elif miss:
+        gaps.append(f"surrogate {s.name!r} ({type(s).__name__}) is not compatible with loop {lp.name!r}: it must "
+                    f"provide {', '.join(miss)}")
     terms = lp.terms(s) if not miss else frozenset()
     if terms - f.slot_terms:
         gaps.append(f"formulation {f.name!r} cannot build slot terms {sorted(terms - f.slot_terms)} that loop "

@@ -1,11 +1,13 @@
 """Plugin discovery and the component registry (the pluggy host).
 
 ``get_plugin_manager()`` follows pytest: add the hookspecs; block the plugins named in
-``FSFRAME_DISABLED_PLUGINS`` (comma separated); register the built-ins (:data:`DEFAULT_PLUGINS`:
-plugin names mapped to modules imported with :mod:`importlib`) whatever the autoload switch says;
-load every entry point of group ``fsframe`` unless ``FSFRAME_DISABLE_PLUGIN_AUTOLOAD`` is set (entry points are for
-third parties: those of fsframe's own distribution are skipped); register plugins added at run
-time with :func:`register`. ``FSFRAME_TRACE_PLUGINS=1`` prints every hook call to stderr
+``FSFRAME_DISABLED_PLUGINS`` (comma separated); register the host's core components
+(:data:`DEFAULT_PLUGINS`: plugin names mapped to modules imported with :mod:`importlib`); load the
+entry points of group ``fsframe``: those of fsframe's own distribution (the method packages of
+``plugins/``, declared in its ``pyproject.toml`` and found the way a third party's are) always,
+every other one unless ``FSFRAME_DISABLE_PLUGIN_AUTOLOAD`` is set; register plugins added at run
+time with :func:`register`. The core and fsframe's own entry points are the *built-in* plugins
+(:attr:`Registry.builtin`). ``FSFRAME_TRACE_PLUGINS=1`` prints every hook call to stderr
 (pluggy's tracing).
 
 The :class:`Registry` calls each hook through ``pm.hook`` once per plugin (so tracing sees the
@@ -21,33 +23,28 @@ value (``rbf``). Two third-party providers of one name (or one ``kernels`` value
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import importlib.metadata as md
-import math
 import os
 import sys
 import threading
 import types
 import warnings
-from collections.abc import Iterable, Mapping
 from typing import Any
 
-import attrs
 import pluggy
 
 from . import hookspecs
 from .backends.base import Backend
 from .enums import ProblemClass
-from .errors import BackendUnavailableError, FsframeWarning, IncompatibleComponentsError, PluginError, UnknownComponentError
-from .formulation import Formulation
-from .kernels import DataTransform
-from .loops.base import OuterLoop
-from .surrogates.base import Surrogate
+from .errors import BackendUnavailableError, FsframeWarning, IncompatibleComponentsError, PluginError
+from .registry import (DEFAULT_PLUGINS, ENTRY_POINT_GROUP, KINDS, OWN_DISTRIBUTION, BrokenPlugin, Clash, Entry, Kind,
+                       Registry, _show, did_you_mean)
 
 __all__ = [
     "DEFAULT_PLUGINS",
     "KINDS",
+    "Kind",
     "Registry",
     "Entry",
     "BrokenPlugin",
@@ -56,66 +53,13 @@ __all__ = [
     "did_you_mean",
     "get_plugin_manager",
     "get_registry",
+    "own_plugin_names",
     "reset_registry",
     "register",
     "select_backend",
+    "backends_for",
     "unregister",
 ]
-
-#: The built-in plugins, plugin name -> module (imported with importlib), registered by the host
-#: whatever the autoload switch says. The reference method packages in ``plugins/`` keep the
-#: short names they always had (``FSFRAME_DISABLED_PLUGINS=svm`` blocks the SVM family).
-DEFAULT_PLUGINS = {
-    "fsframe.surrogates": "fsframe.surrogates",
-    "fsframe.loops": "fsframe.loops",
-    "fsframe.backends": "fsframe.backends",
-    "fsframe.kernels": "fsframe.kernels",
-    "svm": "fsframe_svm",
-    "mpm": "fsframe_mpm",
-    "mempm": "fsframe_mempm",
-    "twsvm": "fsframe_twsvm",
-    "multiclass": "fsframe_multiclass",
-    "filters": "fsframe_filters",
-}
-ENTRY_POINT_GROUP = "fsframe"
-OWN_DISTRIBUTION = "fsframe"
-
-
-@attrs.frozen
-class Kind:
-    """A component kind: the hook that registers it and what each item must be (a subclass of
-    ``base``, or an instance of it when ``instances`` is true). ``aliases`` names a class attribute
-    (a tuple of strings) holding further names the component is looked up by (a transform's
-    ``kernels``): they are protected and checked for conflicts like names. ``check(obj)``, if
-    given, says what else is wrong with a component of this kind (``None``: nothing)."""
-
-    hook: str
-    base: type
-    instances: bool = False
-    aliases: str | None = None
-    check: Any = None
-
-
-def _backend_problem(cls) -> str | None:
-    """What ``backend="auto"`` cannot use in a backend class: a ``preference`` that is not a
-    finite number (it sorts by it), ``supports`` that is not a set of problem classes."""
-    pref = getattr(cls, "preference", None)
-    if isinstance(pref, bool) or not isinstance(pref, (int, float)) or not math.isfinite(pref):
-        return f"preference is {_show(pref)}, not a finite number (lower is preferred by backend='auto')"
-    sup = getattr(cls, "supports", None)
-    if not isinstance(sup, (frozenset, set, tuple, list)) or not all(isinstance(p, ProblemClass) for p in sup):
-        return f"supports is {_show(sup)}, not a set of fsframe.ProblemClass members"
-    return None
-
-
-#: kind -> :class:`Kind`. ``fsframe.method`` declares the ``method`` kind (:func:`declare_kind`).
-KINDS: dict[str, Kind] = {
-    "formulation": Kind("fsframe_register_formulations", Formulation),
-    "surrogate": Kind("fsframe_register_surrogates", Surrogate),
-    "loop": Kind("fsframe_register_loops", OuterLoop),
-    "backend": Kind("fsframe_register_backends", Backend, check=_backend_problem),
-    "transform": Kind("fsframe_register_transforms", DataTransform, aliases="kernels"),
-}
 
 
 def declare_kind(kind: str, hook: str, base: type, *, instances: bool = False) -> None:
@@ -123,300 +67,6 @@ def declare_kind(kind: str, hook: str, base: type, *, instances: bool = False) -
     ``method``, whose items are :class:`~fsframe.MethodSpec` instances)."""
     KINDS[kind] = Kind(hook, base, instances)
     reset_registry()
-
-
-@attrs.frozen
-class Entry:
-    """One registered component: the object, the plugin that provided it and its distribution."""
-
-    kind: str
-    name: str
-    obj: Any
-    plugin: str
-    distribution: str | None = None
-    version: str | None = None
-
-
-@attrs.frozen
-class BrokenPlugin:
-    """A plugin skipped because it failed (``error`` says how); none of its components is kept."""
-
-    plugin: str
-    error: str
-    distribution: str | None = None
-
-
-@attrs.frozen
-class Clash:
-    """A third-party component refused because a built-in one has its name."""
-
-    kind: str
-    name: str
-    refused: Entry
-    builtin: Entry
-
-
-def did_you_mean(name: str, known) -> str:
-    """``"; did you mean 'x'?"`` for the closest of ``known`` (difflib, ignoring case), or ``""``."""
-    by_lower: dict[str, str] = {}
-    for k in sorted(str(k) for k in known):
-        by_lower.setdefault(k.lower(), k)
-    close = [by_lower[c] for c in difflib.get_close_matches(str(name).lower(), list(by_lower), n=3, cutoff=0.6)]
-    return "; did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
-
-
-def _who(e: Entry) -> str:
-    return f"{e.plugin!r} ({e.distribution or 'unknown distribution'})"
-
-
-def _show(obj: Any) -> str:
-    """``repr(obj)``, or a description of it when its ``__repr__`` fails (a hostile plugin)."""
-    try:
-        return repr(obj)
-    except KeyboardInterrupt:
-        raise
-    except BaseException:
-        return f"<{type(obj).__name__} object whose repr() fails>"
-
-
-def _reason(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except KeyboardInterrupt:
-        raise
-    except BaseException:
-        text = "<str() of the exception fails>"
-    return f"{type(exc).__name__}: {text}"
-
-
-def _call_isolated(pm: pluggy.PluginManager, hook_name: str, plugin: object) -> list:
-    """What ``plugin`` returns from ``hook_name``, called through ``pm.hook`` (traced) without the
-    other plugins; raises whatever the implementation raises, and :class:`PluginError` when it
-    returns something other than a list (a tuple or a generator is accepted)."""
-    others = [p for p in pm.get_plugins() if p is not plugin]
-    out = []
-    for items in pm.subset_hook_caller(hook_name, remove_plugins=others)():
-        if isinstance(items, (str, bytes, Mapping, type)) or not isinstance(items, Iterable):
-            raise PluginError(f"{hook_name}() returned {_show(items)}, not a list")
-        out.extend(items)
-    return out
-
-
-class Registry:
-    """Every registered component by kind and name (see the module docstring)."""
-
-    def __init__(self, pm: pluggy.PluginManager, broken: list[BrokenPlugin], dists: dict[str, tuple]):
-        self.pm = pm
-        self.entries: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
-        self.conflicts: dict[tuple[str, str], list[Entry]] = {}
-        self.clashes: list[Clash] = []
-        self.broken: list[BrokenPlugin] = list(broken)
-        self.dists: dict[str, tuple] = dict(dists)  # plugin name -> (distribution, version)
-        collected = [(name, self._collect(name, plugin)) for name, plugin in pm.list_name_plugin()
-                     if plugin is not None]
-        builtin = [c for c in collected if c[0] in DEFAULT_PLUGINS]
-        for _, entries in builtin + [c for c in collected if c[0] not in DEFAULT_PLUGINS]:
-            for entry in entries or ():
-                self._add(entry)
-        self.alias_conflicts = self._alias_conflicts()
-        self._announce_preferred_backends()
-        for (kind, name), es in self.conflicts.items():
-            who = " and ".join(_who(e) for e in es)
-            warnings.warn(f"fsframe: {kind} {name!r} is registered by {who}; it is unusable until one of them is "
-                          "removed or blocked (FSFRAME_DISABLED_PLUGINS)", FsframeWarning, stacklevel=3)
-        for (kind, alias), es in self.alias_conflicts.items():
-            who = " and ".join(f"{e.name!r} of {_who(e)}" for e in es)
-            warnings.warn(f"fsframe: {KINDS[kind].aliases} value {alias!r} is claimed by the {kind}s {who}; it is "
-                          "unusable until one of them is removed or blocked (FSFRAME_DISABLED_PLUGINS)",
-                          FsframeWarning, stacklevel=3)
-
-    def _collect(self, plugin_name: str, plugin: object) -> list[Entry] | None:
-        """Every component ``plugin`` registers, or ``None`` if anything fails (each failure is
-        recorded): a broken plugin leaves none of its registrations behind."""
-        dist, version = self.dists.get(plugin_name, (None, None))
-        implemented = {c.name for c in self.pm.get_hookcallers(plugin) or ()}
-        out, ok = [], True
-        for kind, spec in KINDS.items():
-            if spec.hook not in implemented:
-                continue
-            try:
-                items = _call_isolated(self.pm, spec.hook, plugin)
-            except KeyboardInterrupt:
-                raise
-            except PluginError as exc:
-                ok = self._break(plugin_name, str(exc), dist)
-                continue
-            except BaseException as exc:  # a broken plugin must not break the others (SystemExit too)
-                ok = self._break(plugin_name, f"{spec.hook}() raised {_reason(exc)}", dist)
-                continue
-            mine: dict[str, Any] = {}
-            for obj in items:
-                try:  # the checks run plugin code (a metaclass's attributes, __subclasscheck__)
-                    error = self._invalid(spec, obj, mine)
-                except KeyboardInterrupt:
-                    raise
-                except BaseException as exc:
-                    error = f"{spec.hook}() returned {_show(obj)}, whose checks raised {_reason(exc)}"
-                if error:
-                    ok = self._break(plugin_name, error, dist)
-                elif obj is not mine.get(obj.name):  # the same object twice is registered once
-                    mine[obj.name] = obj
-                    out.append(Entry(kind, obj.name, obj, plugin_name, dist, version))
-        return out if ok else None
-
-    @staticmethod
-    def _invalid(spec: Kind, obj: Any, mine: dict) -> str | None:
-        """Why ``obj`` cannot be registered as a ``spec`` component (``mine``: this plugin's
-        components of that kind so far, by name), or None."""
-        what = f"{spec.hook}() returned {_show(obj)}"
-        good = isinstance(obj, spec.base) if spec.instances else (isinstance(obj, type) and issubclass(obj, spec.base))
-        name = getattr(obj, "name", None)
-        if not good or not isinstance(name, str) or not name:
-            return f"{what}, not a named {spec.base.__name__}"
-        if name in mine and mine[name] is not obj:
-            return f"{what}, a second {spec.base.__name__} named {name!r} (names are unique within a plugin)"
-        if spec.aliases:
-            values = getattr(obj, spec.aliases, None)
-            if not isinstance(values, (tuple, list)) or not values or not all(isinstance(v, str) and v for v in values):
-                return f"{what}, whose {spec.aliases!r} is {_show(values)}, not a non-empty tuple of strings"
-        problem = spec.check(obj) if spec.check is not None else None
-        return f"{what}, whose {problem}" if problem else None
-
-    def _add(self, entry: Entry) -> None:
-        kind, name = entry.kind, entry.name
-        table = self.entries[kind]
-        if (kind, name) in self.conflicts:
-            self.conflicts[(kind, name)].append(entry)
-        elif name in table and table[name].plugin in DEFAULT_PLUGINS:
-            self.clashes.append(Clash(kind, name, entry, table[name]))
-            warnings.warn(f"fsframe: {kind} {name!r} of plugin {_who(entry)} was refused: the built-in {kind} of "
-                          f"plugin {_who(table[name])} has that name; rename it", FsframeWarning, stacklevel=4)
-        elif entry.plugin not in DEFAULT_PLUGINS and self._builtin_alias(entry):
-            alias, builtin = self._builtin_alias(entry)
-            self.clashes.append(Clash(kind, name, entry, builtin))
-            attr = KINDS[kind].aliases
-            warnings.warn(f"fsframe: {kind} {name!r} of plugin {_who(entry)} was refused: it claims {attr} value "
-                          f"{alias!r} of the built-in {kind} {builtin.name!r} of plugin {_who(builtin)}; rename it",
-                          FsframeWarning, stacklevel=4)
-        elif name in table:
-            self.conflicts[(kind, name)] = [table.pop(name), entry]
-        else:
-            table[name] = entry
-
-    def _announce_preferred_backends(self) -> None:
-        """Warn about every third-party backend that ``backend="auto"`` would choose over the
-        built-in ones for some problem class (a lower ``preference``; ties go to the built-ins):
-        a plugin taking over every fit's solver is never silent."""
-        backends = self.all("backend")
-        builtin = [e for e in backends if e.plugin in DEFAULT_PLUGINS]
-        for e in backends:
-            if e.plugin in DEFAULT_PLUGINS:
-                continue
-            taken = {}
-            for pc in sorted(e.obj.supports, key=lambda p: p.value):
-                rivals = [b for b in builtin if pc in b.obj.supports]
-                best = min(rivals, key=lambda b: (b.obj.preference, b.name), default=None)
-                if best is not None and e.obj.preference < best.obj.preference:
-                    taken[pc.value] = best
-            if taken:
-                was = ", ".join(f"{pc} (from {b.name!r}, preference {b.obj.preference})" for pc, b in taken.items())
-                warnings.warn(
-                    f"fsframe: backend {e.name!r} of plugin {_who(e)} has preference {e.obj.preference}, below the "
-                    f"built-in backends': backend='auto' chooses it for {was}. Name a backend (backend='highs', "
-                    "--backend) to keep the built-in one, or block the plugin (FSFRAME_DISABLED_PLUGINS)",
-                    FsframeWarning, stacklevel=4)
-
-    def _builtin_alias(self, entry: Entry) -> tuple[str, Entry] | None:
-        """The first alias of ``entry`` a built-in component of its kind already claims."""
-        attr = KINDS[entry.kind].aliases
-        if not attr:
-            return None
-        for e in self.entries[entry.kind].values():
-            if e.plugin in DEFAULT_PLUGINS:
-                taken = set(getattr(e.obj, attr)) & set(getattr(entry.obj, attr))
-                if taken:
-                    return sorted(taken)[0], e
-        return None
-
-    def _alias_conflicts(self) -> dict[tuple[str, str], list[Entry]]:
-        """``(kind, alias)`` -> the usable components claiming that alias, when more than one does."""
-        out = {}
-        for kind, spec in KINDS.items():
-            if spec.aliases:
-                owners: dict[str, list[Entry]] = {}
-                for e in self.all(kind):
-                    for alias in dict.fromkeys(getattr(e.obj, spec.aliases)):
-                        owners.setdefault(alias, []).append(e)
-                out.update({(kind, a): es for a, es in owners.items() if len(es) > 1})
-        return out
-
-    def by_alias(self, kind: str, alias: str) -> Any:
-        """The component of ``kind`` claiming ``alias`` (a transform by one of its ``kernels``),
-        or None; raises :class:`PluginError` when two third-party components claim it."""
-        if (kind, alias) in self.alias_conflicts:
-            who = " and ".join(f"{e.name!r} of {_who(e)}" for e in self.alias_conflicts[(kind, alias)])
-            raise PluginError(f"{KINDS[kind].aliases} value {alias!r} is claimed by more than one {kind}: {who}; "
-                              "uninstall one, or block one with FSFRAME_DISABLED_PLUGINS=<plugin name>")
-        attr = KINDS[kind].aliases
-        return next((e.obj for e in self.all(kind) if attr and alias in getattr(e.obj, attr)), None)
-
-    def aliases(self, kind: str) -> list[str]:
-        """Every alias of ``kind``'s usable components, built-ins first, in declaration order."""
-        attr = KINDS[kind].aliases
-        if not attr:
-            return []
-        ordered = sorted(self.all(kind), key=lambda e: e.plugin not in DEFAULT_PLUGINS)
-        return list(dict.fromkeys(a for e in ordered for a in getattr(e.obj, attr)))
-
-    def _break(self, plugin: str, error: str, dist) -> bool:
-        """Record ``plugin`` as broken; returns False (the plugin is not ok)."""
-        self.broken.append(BrokenPlugin(plugin, error, dist))
-        warnings.warn(f"fsframe plugin {plugin!r} is broken and was skipped: {error}", FsframeWarning, stacklevel=5)
-        return False
-
-    def get(self, kind: str, name: str) -> Any:
-        """The component ``name`` of ``kind``; raises for unknown or conflicting names."""
-        if (kind, name) in self.conflicts:
-            who = " and ".join(_who(e) for e in self.conflicts[(kind, name)])
-            raise PluginError(
-                f"{kind} {name!r} is registered by more than one plugin: {who}; uninstall one, or "
-                f"block one with FSFRAME_DISABLED_PLUGINS=<plugin name>"
-            )
-        try:
-            return self.entries[kind][name].obj
-        except KeyError:
-            known = sorted(self.entries[kind])
-            skipped = sorted({b.plugin for b in self.broken})
-            broken = (f"; broken plugins were skipped and may have provided it: {skipped} (see `fsframe plugins`)"
-                      if skipped else "")
-            raise UnknownComponentError(
-                f"unknown {kind} {name!r}{did_you_mean(name, known)}; registered {kind}s are {known}{broken}") from None
-        except TypeError:  # an unhashable name
-            raise UnknownComponentError(f"{kind} names are strings, got {name!r}") from None
-
-    def names(self, kind: str) -> list[str]:
-        return sorted(self.entries[kind])
-
-    def all(self, kind: str) -> list[Entry]:
-        return [self.entries[kind][n] for n in self.names(kind)]
-
-    def check(self) -> None:
-        """Raise :class:`PluginError` if any plugin is broken, any name conflicts or any
-        third-party component was refused for clashing with a built-in."""
-        problems = [f"broken plugin {b.plugin!r}: {b.error}" for b in self.broken]
-        problems += [f"{k} {n!r} registered by {[e.plugin for e in es]}" for (k, n), es in self.conflicts.items()]
-        problems += [f"{KINDS[k].aliases} value {a!r} claimed by {[e.plugin for e in es]}"
-                     for (k, a), es in self.alias_conflicts.items()]
-        problems += [f"{c.kind} {c.name!r} of {c.refused.plugin!r} refused: built-in of {c.builtin.plugin!r}"
-                     for c in self.clashes]
-        if problems:
-            raise PluginError("; ".join(problems))
-
-    def hooks_of(self, plugin: str) -> list[str]:
-        obj = self.pm.get_plugin(plugin)
-        if obj is None:
-            return []
-        return sorted(c.name for c in (self.pm.get_hookcallers(obj) or []))
 
 
 def _warn(msg: str) -> None:
@@ -456,9 +106,10 @@ def _register(pm, broken, name, load, dist_name=None) -> bool:
     return True
 
 
-def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict[str, tuple]]:
+def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict[str, tuple], frozenset]:
     """The plugin manager with every plugin registered (see the module docstring), the plugins
-    that failed to load, and each plugin's ``(distribution, version)``."""
+    that failed to load, each plugin's ``(distribution, version)``, and the names of fsframe's own
+    entry points (built-in plugins)."""
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     for name in filter(None, (s.strip() for s in os.environ.get("FSFRAME_DISABLED_PLUGINS", "").split(","))):
@@ -469,14 +120,22 @@ def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict
         if not pm.is_blocked(name) and _register(pm, broken, name, lambda m=modname: importlib.import_module(m),
                                                  OWN_DISTRIBUTION):
             dists[name] = (OWN_DISTRIBUTION, _own_version())
+    own, others = _entry_points()
+    if not own:
+        _warn(f"fsframe's own method plugins (the entry points of group {ENTRY_POINT_GROUP!r} of distribution "
+              f"{OWN_DISTRIBUTION!r}) were not found: its installed metadata is missing or stale, and no "
+              "method of plugins/ is available. Reinstall fsframe (pip install -e . in a checkout)")
+    for ep, dist_info in own:  # built-ins, whatever the autoload switch says
+        if not pm.is_blocked(ep.name) and not pm.has_plugin(ep.name) \
+                and _register(pm, broken, ep.name, ep.load, dist_info[0]):
+            dists[ep.name] = dist_info
+    builtin = frozenset(ep.name for ep, _ in own)
     if not os.environ.get("FSFRAME_DISABLE_PLUGIN_AUTOLOAD"):
         seen: dict[str, str | None] = {}
-        for ep in md.entry_points(group=ENTRY_POINT_GROUP):
-            dist = getattr(ep, "dist", None)
-            dist_info = (dist.metadata["Name"], dist.version) if dist is not None else (None, None)
-            if dist_info[0] == OWN_DISTRIBUTION or pm.is_blocked(ep.name):  # built-ins are default plugins
+        for ep, dist_info in others:
+            if pm.is_blocked(ep.name):
                 continue
-            if ep.name in DEFAULT_PLUGINS:
+            if ep.name in DEFAULT_PLUGINS or ep.name in builtin:
                 msg = (f"entry point {ep.name!r} of distribution {dist_info[0]!r} has the name of a built-in "
                        "plugin; rename it")
                 broken.append(BrokenPlugin(ep.name, msg, dist_info[0]))
@@ -489,7 +148,7 @@ def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict
                     broken.append(BrokenPlugin(ep.name, msg, dist_info[0]))
                     _warn(f"fsframe plugin skipped: {msg}")
                 continue
-            if pm.is_blocked(ep.name) or pm.has_plugin(ep.name):
+            if pm.has_plugin(ep.name):
                 continue
             seen[ep.name] = dist_info[0]
             if _register(pm, broken, ep.name, ep.load, dist_info[0]):
@@ -509,7 +168,30 @@ def get_plugin_manager() -> tuple[pluggy.PluginManager, list[BrokenPlugin], dict
     if os.environ.get("FSFRAME_TRACE_PLUGINS"):
         pm.trace.root.setwriter(lambda msg: sys.stderr.write(msg))
         pm.enable_tracing()
-    return pm, broken, dists
+    return pm, broken, dists, builtin
+
+
+def _entry_points() -> tuple[list, list]:
+    """``(own, others)``: the entry points of group ``fsframe`` with their ``(distribution,
+    version)``, fsframe's own distribution's first (each name once: one distribution may be seen
+    twice on ``sys.path``)."""
+    own, others, own_names = [], [], set()
+    for ep in md.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        dist_info = (dist.metadata["Name"], dist.version) if dist is not None else (None, None)
+        if dist_info[0] == OWN_DISTRIBUTION:
+            if ep.name not in own_names:
+                own_names.add(ep.name)
+                own.append((ep, dist_info))
+        else:
+            others.append((ep, dist_info))
+    return own, others
+
+
+def own_plugin_names() -> frozenset[str]:
+    """The names of fsframe's own entry points (its method plugins: ``svm``, ``mpm``, ...), from the
+    installed metadata."""
+    return frozenset(ep.name for ep, _ in _entry_points()[0])
 
 
 def _own_version() -> str:
@@ -529,7 +211,7 @@ def register(plugin: Any, name: str | None = None) -> str:
     process, without packaging it — for notebooks and tests. Returns its name. Installed
     packages should use the ``fsframe`` entry-point group instead."""
     name = name or getattr(plugin, "__name__", None) or f"runtime-{id(plugin)}"
-    if name in DEFAULT_PLUGINS:
+    if name in DEFAULT_PLUGINS or name in own_plugin_names():
         raise PluginError(f"{name!r} is the name of a built-in plugin; register yours under another name")
     with _lock:
         if name in _runtime_plugins:
@@ -561,8 +243,8 @@ def get_registry(*, reload: bool = False) -> Registry:
     global _registry
     with _lock:
         if _registry is None or reload:
-            pm, broken, dists = get_plugin_manager()
-            _registry = Registry(pm, broken, dists)
+            pm, broken, dists, builtin = get_plugin_manager()
+            _registry = Registry(pm, broken, dists, builtin)
         return _registry
 
 
@@ -573,13 +255,21 @@ def reset_registry() -> None:
         _registry = None
 
 
+def backends_for(problem_class: ProblemClass | None) -> list[type]:
+    """The registered backend classes that support ``problem_class`` (every one for ``None``), in
+    ``backend="auto"``'s order: lowest ``preference`` first, a tie to the built-in backend."""
+    reg = get_registry()
+    entries = sorted(reg.all("backend"), key=lambda e: (e.obj.preference, e.plugin not in reg.builtin, e.name))
+    return [e.obj for e in entries if problem_class is None or problem_class in e.obj.supports]
+
+
 def select_backend(name: str | Backend, problem_class: ProblemClass, *, quadratic: bool = False,
                    time_limit: float | None = None) -> Backend:
     """A backend instance: by name, or for ``"auto"`` the preferred available backend that
     supports ``problem_class`` — HiGHS for LP/QP, ECOS for SOCP — skipping, when the subproblem
     has a ``quadratic`` objective, backends that only reformulate it (an SOCP with a quadratic
     objective, e.g. MPM + EM, goes to Clarabel), and, when a ``time_limit`` is given, backends
-    that cannot enforce one. A formulation that solves an auxiliary problem uses this too.
+    that cannot enforce one. An auxiliary solve goes through :class:`fsframe.AuxSolver`, which uses this.
 
     Raises
     ------
@@ -594,9 +284,7 @@ def select_backend(name: str | Backend, problem_class: ProblemClass, *, quadrati
     if isinstance(name, Backend):
         backend = name
     elif name == "auto":
-        # lowest preference first; a tie goes to the built-in backend
-        cands = [e.obj for e in sorted(reg.all("backend"), key=lambda e: (e.obj.preference,
-                                                                          e.plugin not in DEFAULT_PLUGINS, e.name))]
+        cands = backends_for(None)
         usable = [c for c in cands if problem_class in c.supports and c.available()]
         if not usable:
             reasons = {c.name: (c.available().reason or f"does not support {problem_class.value}") for c in cands}

@@ -10,10 +10,12 @@ from numpy.typing import NDArray
 
 from .enums import Status
 from .backends.base import Backend, SolveOptions, SolveResult
+from .canonical import Auxiliaries
 from .compiler import CompiledModel, compile_model
-from .errors import SolverFailedError, UnsupportedProblemError
-from .formulation import AuxSolver, BuiltModel, Formulation, call_opt_in
-from .working_set import WorkingSet, WorkingSetOptions, WorkingSetReport
+from .errors import IncompatibleComponentsError, SolverFailedError, UnsupportedProblemError
+from .formulation import PROTOCOLS, BuiltModel, Formulation
+from .slot import slot_penalty, slot_weights
+from .working_set import AGAIN, WorkingSet, WorkingSetOptions, WorkingSetReport, group_columns
 
 __all__ = ["Subproblem", "Iterate"]
 
@@ -22,8 +24,15 @@ __all__ = ["Subproblem", "Iterate"]
 class Iterate:
     """One solved subproblem, read back into model terms.
 
-    ``coef`` are the slot's coefficient entries, ``t`` the group norms ``||w_(j)||``,
-    ``loss`` the objective without penalty, ``seconds`` the wall time of update + solve.
+    ``coef`` are the slot's coefficient entries, ``t`` the group norms ``||w_(j)||``, ``seconds``
+    the wall time of update + solve. ``loss`` and ``objective`` are those the model
+    ``(coef, intercept)`` attains, not those of the solver's point: ``loss`` with the auxiliary
+    columns (slacks, epigraph variables) at their least values given the model
+    (:class:`~fsframe.canonical.Auxiliaries`), ``objective`` that loss plus the slot's penalty at
+    ``coef`` and the iterate's weights (:func:`~fsframe.slot.slot_penalty`). The solver's point
+    and its objective are ``result.x`` and ``result.objective``.
+    An iterate a loop computed itself (:meth:`computed`) carries ``groups``, the group of each
+    coefficient entry (of ``coef``'s shape); a solved one reads them from the subproblem's slot.
     """
 
     status: Status
@@ -32,11 +41,23 @@ class Iterate:
     intercept: NDArray | None
     t: NDArray | None
     loss: float | None
-    objective: float | None  # the subproblem's own objective (loss + penalty at these weights)
+    objective: float | None  # the subproblem's objective at the model: loss + penalty at these weights
     seconds: float
     result: SolveResult
     weights: dict = attrs.field(factory=dict, repr=False)  # the slot weights it was solved at
     report: WorkingSetReport | None = attrs.field(default=None, repr=False)  # how it was solved (working set)
+    groups: NDArray | None = attrs.field(default=None, repr=False)  # a computed iterate's groups
+
+    @classmethod
+    def computed(cls, coef: NDArray, intercept, t: NDArray, *, groups: NDArray, loss: float | None,
+                 objective: float | None, seconds: float, backend: str = "numpy",
+                 status: Status = Status.OPTIMAL) -> "Iterate":
+        """An iterate a loop computed without solving the subproblem (an algorithm of its own in
+        numpy, as DSO-FS's and RFS's steps): ``coef`` in any shape, ``groups`` the group of each
+        of its entries (same shape), ``t`` the group norms. Its result says ``backend``."""
+        res = SolveResult(status, None, objective, backend, seconds)
+        return cls(status, None, np.asarray(coef, dtype=float), np.atleast_1d(np.asarray(intercept, dtype=float)),
+                   np.asarray(t, dtype=float), loss, objective, seconds, res, groups=np.asarray(groups))
 
     @property
     def ok(self) -> bool:
@@ -45,7 +66,7 @@ class Iterate:
     @property
     def point(self) -> NDArray:
         """``(w, b)``: the vector whose step DCA's stopping rule measures (000 Alg. 1)."""
-        return np.concatenate([self.coef, np.atleast_1d(self.intercept)])
+        return np.concatenate([np.ravel(self.coef), np.atleast_1d(self.intercept)])
 
 
 class Subproblem:
@@ -56,9 +77,9 @@ class Subproblem:
     :meth:`solve`): a loop that never solves the Pyomo model (a closed-form algorithm such as
     DSO-FS, paper 004 Algorithm 1, or a filter ranking) reads the training data :attr:`X`,
     :attr:`y` and costs no build. Attributes ``build_seconds`` and ``compile_seconds`` record the
-    one-off costs (0 while not built). ``solver`` is the fit's
-    :class:`~fsframe.formulation.AuxSolver`, passed to ``formulation.build`` if it asks for one
-    (by default, one on ``backend`` and ``options``).
+    one-off costs (0 while not built). ``aux`` is the fit's :class:`fsframe.AuxSolver` (the fit
+    driver's; ``None`` outside a fit), passed to ``formulation.build`` when the formulation
+    declares the trait ``aux_solver``, and to the loop as ``run.aux``.
 
     Every solve goes through a working set of feature groups when ``working_set`` says so and
     the formulation's pricing allows it (:mod:`fsframe.working_set`): the answer is that of the
@@ -68,14 +89,14 @@ class Subproblem:
 
     def __init__(self, formulation: Formulation, X: NDArray, y: NDArray, terms: frozenset, backend: Backend,
                  options: SolveOptions = SolveOptions(), *, fast: bool = True, cone_form: str = "substitute",
-                 solver: AuxSolver | None = None, working_set: WorkingSetOptions = WorkingSetOptions()):
+                 aux=None, working_set: WorkingSetOptions = WorkingSetOptions()):
         self.formulation = formulation
         self.X = X
         self.y = y
         self.terms = frozenset(terms)
         self.backend = backend
         self.options = options
-        self.solver = AuxSolver(backend, options) if solver is None else solver
+        self.aux = aux
         self._fast = fast
         self._cone_form = cone_form
         self._built: BuiltModel | None = None
@@ -90,6 +111,7 @@ class Subproblem:
         self._ws_decided = False
         self._full_session = None  # the full problem's session when a working set falls back
         self.last_report: WorkingSetReport | None = None
+        self._auxiliaries: Auxiliaries | None = None
 
     @property
     def is_built(self) -> bool:
@@ -98,12 +120,15 @@ class Subproblem:
 
     def _build(self) -> None:
         t0 = time.perf_counter()
-        built = call_opt_in(self.formulation.build, self.X, self.y, self.terms, solver=self.solver)
+        kw = {"aux": self.aux} if "aux_solver" in self.formulation.provides() else {}
+        built = self.formulation.build(self.X, self.y, self.terms, **kw)
         t1 = time.perf_counter()
         compiled = compile_model(built.model, fast=self._fast, cone_form=self._cone_form)
         self.build_seconds = t1 - t0
         self.compile_seconds = time.perf_counter() - t1
         self._built, self._compiled = built, compiled
+        if compiled.slot is not None:  # answers come back with the model's auxiliaries settled
+            compiled.base = compiled.data = self._with_auxiliaries(compiled.base)
 
     @property
     def built(self) -> BuiltModel:
@@ -118,6 +143,11 @@ class Subproblem:
         if self._compiled is None:
             self._build()
         return self._compiled
+
+    @property
+    def solver(self):
+        """Deprecated name of :attr:`aux` (the DSO-FS loop still reads it)."""
+        return self.aux
 
     @property
     def n_groups(self) -> int:
@@ -145,8 +175,11 @@ class Subproblem:
         ws = self._working_set()
         t2 = time.perf_counter()
         res = None
-        if ws is not None:
-            res = ws.solve(data, self._fixed_groups(lin, quad), self._solve_restricted, self.options.time_limit)
+        if ws is not None:  # the reduction's rounds: restrict, solve here, read back (or round again)
+            ws.begin(data, self._fixed_groups(lin, quad), self.options.time_limit)
+            res = AGAIN
+            while res is AGAIN:
+                res = ws.invert(data, self._solve_restricted(ws.apply(data)))
             self.last_report = ws.report
         if res is None:  # no working set, or it fell back to the full problem
             res = self._solve_full(data)
@@ -161,13 +194,91 @@ class Subproblem:
         if res.x is None or not res.ok:
             return Iterate(res.status, None, None, None, None, None, res.objective, seconds, res, weights,
                            self.last_report)
+        # the backend's answer comes with the model's auxiliaries settled (the problem carries
+        # them): its loss is the model's, and so is an intercept read off an auxiliary (Lanckriet's
+        # MPM reads b = w'mu_1 - kappa* t_1 off the epigraph variable, then ||F_1'w||)
         x = res.x
         coef = self.compiled.coef(x)
         intercept = self.compiled.evaluate(self.built.intercept, x)
-        it = Iterate(res.status, x, coef, intercept, self.group_norms(coef), self.compiled.loss(x),
-                     res.objective, seconds, res, weights, self.last_report)
+        t = self.group_norms(coef)
+        loss = self.compiled.base.objective(x)
+        it = Iterate(res.status, x, coef, intercept, t, loss, loss + self.penalty(coef, t, weights), seconds, res,
+                     weights, self.last_report)
         self.last_timings["read"] = time.perf_counter() - t3
         return it
+
+    # -- what a model attains --------------------------------------------------------------------
+    def settle(self, x: NDArray) -> NDArray:
+        """``x`` (a copy) with the columns outside the model's coefficients and magnitudes that a
+        closed form determines at their least values given them
+        (:class:`~fsframe.canonical.Auxiliaries`: the hinge's slacks become
+        ``max(0, 1 - y_i f_i)``, an epigraph variable the norm it bounds), whatever the solver
+        left in them. Backends return their answers settled already (the compiled problem
+        carries its :attr:`~fsframe.canonical.ProblemData.auxiliaries`); this settles a point
+        changed since, e.g. with groups cut to zero."""
+        return np.array(self._with_auxiliaries(self.compiled.base).settled(x), dtype=float)
+
+    def _with_auxiliaries(self, base):
+        """``base`` carrying the model's :class:`~fsframe.canonical.Auxiliaries`: every column
+        but the slot's coefficients and magnitudes, the intercept's columns secondary."""
+        if self._auxiliaries is None:
+            comp = self.compiled
+            model = np.zeros(comp.base.n, dtype=bool)
+            model[comp.slot.W.indices] = True
+            if comp.slot.S is not None:
+                model[comp.slot.S.indices] = True
+            icols = [comp.col_index.get(id(v), -1) for v in self.built.intercept.vars]
+            self._auxiliaries = Auxiliaries(np.flatnonzero(~model), secondary=[c for c in icols if c >= 0])
+        return base if base.auxiliaries is self._auxiliaries else base.evolve(auxiliaries=self._auxiliaries,
+                                                                       appended_to=base.appended_to)
+
+    def model_loss(self, x: NDArray) -> float:
+        """The loss the model in ``x`` (its coefficients) attains: the loss-only problem's
+        objective at :meth:`settle`'s point."""
+        return self.compiled.base.objective(self.settle(x))
+
+    def penalty(self, coef: NDArray, t: NDArray, weights: dict) -> float:
+        """The slot's penalty of ``coef`` (group norms ``t``) at the slot ``weights`` of a solve
+        (:func:`~fsframe.slot.slot_penalty`)."""
+        return slot_penalty(self.compiled.slot, slot_weights(self.compiled.slot, **weights), coef, t)
+
+    def model_objective(self, x: NDArray, weights: dict, *, size: bool = False):
+        """The subproblem's objective at slot ``weights`` that the model in ``x`` attains
+        (:meth:`model_loss` plus :meth:`penalty` of its coefficients), e.g. of another backend's
+        answer (``verify=``). With ``size``, ``(objective, size)``: ``size`` is the sum of the
+        magnitudes of its terms (``|c_k x_k|``, the quadratic and penalty terms), the scale an
+        objective that nearly cancels (a DCA step's) is compared on."""
+        slot, base = self.compiled.slot, self.compiled.base
+        xs = self.settle(x)
+        coef = slot.W @ xs
+        t = self.group_norms(coef)
+        sw = slot_weights(slot, **weights)
+        value = base.objective(xs) + slot_penalty(slot, sw, coef, t)
+        if not size:
+            return value
+        ax = np.abs(xs)
+        mag = float(np.abs(base.c) @ ax) + abs(base.offset)
+        if base.has_quadratic_objective:
+            mag += 0.5 * float(ax @ (abs(base.P) @ ax))
+        sw_abs = attrs.evolve(sw, lin_w=None if sw.lin_w is None else np.abs(sw.lin_w))
+        return value, mag + slot_penalty(slot, sw_abs, np.abs(coef), t)
+
+    def at_support(self, it: Iterate, keep: NDArray) -> tuple[float, float]:
+        """``(loss, penalty)`` of ``it``'s model with the groups outside ``keep`` set to zero: its
+        own when they already are, else recomputed with their columns (coefficients and
+        magnitudes) zeroed. A slot whose groups share columns cannot zero one group alone: the
+        uncut loss is kept (such cuts are of groups below 1e-12 of the largest norm)."""
+        keep = np.asarray(keep, dtype=bool)
+        cut = ~keep & (it.t > 0)
+        if not cut.any() or not self.compiled.slot.exclusive:
+            return it.loss, it.objective - it.loss
+        slot = self.compiled.slot
+        x = it.x.copy()
+        gc = group_columns(slot)
+        x[np.concatenate([gc[j] for j in np.flatnonzero(cut)]).astype(np.int64)] = 0.0
+        coef = it.coef.copy()
+        coef[cut[slot.groups]] = 0.0
+        return self.model_loss(x), self.penalty(coef, np.where(cut, 0.0, it.t), it.weights)
 
     # -- working sets ------------------------------------------------------------------------
     def _working_set(self) -> WorkingSet | None:
@@ -215,21 +326,31 @@ class Subproblem:
 
     def set_bounds(self, **bounds) -> None:
         """Restate the subproblem for new values of the formulation's bound parameters
-        (:attr:`Formulation.bound_params`) through :meth:`Formulation.with_bounds`: the compiled
-        problem's coefficients change in numpy; the Pyomo model is neither rebuilt nor recompiled.
-        The next :meth:`solve` uses them (the backend session reloads what changed)."""
+        (:attr:`Formulation.bound_params`) through its ``with_bounds`` (the ``bounds`` protocol,
+        :data:`fsframe.formulation.PROTOCOLS`): the compiled problem's coefficients change in numpy;
+        the Pyomo model is neither rebuilt nor recompiled. The next :meth:`solve` uses them (the
+        backend session reloads what changed)."""
+        self._protocol("bounds")
         self._restated(self.formulation.with_bounds(self.built, self.compiled.base, self.compiled, bounds))
 
     def restate(self, **params) -> None:
         """Restate the subproblem for new values of the formulation's restatable parameters
-        (:attr:`Formulation.restatable_params`) through :meth:`Formulation.restate`, as
-        :meth:`set_bounds` does for bound parameters: no rebuild, no recompile."""
+        (:attr:`Formulation.restatable_params`) through its ``restate`` (the ``restate``
+        protocol), as :meth:`set_bounds` does for bound parameters: no rebuild, no recompile."""
+        self._protocol("restate")
         self._restated(self.formulation.restate(self.built, self.compiled.base, self.compiled, params))
+
+    def _protocol(self, name: str) -> None:
+        if name not in self.formulation.provides():
+            attrs_ = " and ".join(PROTOCOLS[name])
+            raise IncompatibleComponentsError(f"formulation {self.formulation.name!r} does not implement the {name!r} "
+                                              f"protocol ({attrs_}; docs/plugins.md)")
 
     def _restated(self, base) -> None:
         """Install the restated ``base``; a working set re-reads which groups it can price when the
         rows or bounds it read them from changed (a bound moved away from zero keeps a group in)."""
-        old, self.compiled.base = self.compiled.base, base
+        old, self.compiled.base = self.compiled.base, self._with_auxiliaries(base)
+        base = self.compiled.base
         ws = self.working_set
         if ws is not None and (base.A is not old.A or base.lb is not old.lb or base.ub is not old.ub):
             ws.read_pricing(base)

@@ -33,7 +33,8 @@ from .pyomo_ext import SparsitySlot
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
-__all__ = ["SlotMaps", "SlotWeights", "slot_weights", "weighted_problem", "ModelWeights"]
+__all__ = ["SlotMaps", "SlotWeights", "slot_weights", "weighted_problem", "slot_penalty", "ModelWeights",
+           "group_columns", "exclusive_groups"]
 
 
 @attrs.frozen(eq=False)
@@ -87,11 +88,46 @@ class SlotMaps:
         return cls(W=W, S=S, groups=groups, n_groups=record.n_groups, terms=record.terms,
                    group_cols=group_cols, exclusive=bool(exclusive))
 
+    _cache: dict = attrs.field(factory=dict, init=False, repr=False)  # derived once, on first use
+
+    def _flat(self) -> tuple[NDArray, NDArray]:
+        """Every group's columns in one array (by group) and the group of each entry."""
+        flat = self._cache.get("flat")
+        if flat is None:
+            sizes = np.fromiter((c.size for c in self.group_cols), dtype=np.int64, count=len(self.group_cols))
+            cols = np.concatenate(self.group_cols).astype(np.int64) if self.group_cols else np.zeros(0, np.int64)
+            flat = self._cache["flat"] = (cols, np.repeat(np.arange(sizes.size), sizes))
+        return flat
+
     def columns_of(self, groups: NDArray) -> NDArray:
         """The columns of ``groups`` (indices of groups), concatenated."""
         if not len(groups):
             return np.zeros(0, dtype=np.int64)
-        return np.concatenate([self.group_cols[j] for j in groups])
+        groups = np.asarray(groups)
+        if groups.size > 1 and np.all(groups[1:] > groups[:-1]):  # sorted, distinct: one mask, no loop
+            cols, owner = self._flat()
+            keep = np.zeros(self.n_groups, dtype=bool)
+            keep[groups] = True
+            return cols[keep[owner]]
+        return np.concatenate([self.group_cols[j] for j in groups]).astype(np.int64, copy=False)
+
+    def quad_plan(self):
+        """How ``2 W' diag(quad[groups]) W`` is filled without a sparse product: when every
+        coefficient entry is one column of its own (``W`` a scaled selection, e.g. the hinge's free
+        ``w``), it is the diagonal ``2 quad[groups] W_k^2`` on those columns. Returns
+        ``(order, indices, indptr, w2)`` (entries in column order) or ``None`` for any other ``W``."""
+        if "quad_plan" not in self._cache:
+            W = self.W.tocsr()
+            plan = None
+            cols = W.indices
+            if np.all(np.diff(W.indptr) == 1) and np.unique(cols).size == cols.size:
+                order = np.argsort(cols, kind="stable")
+                n = W.shape[1]
+                indptr = np.zeros(n + 1, dtype=np.int32)
+                np.cumsum(np.bincount(cols, minlength=n), out=indptr[1:])
+                plan = (order, cols[order].astype(np.int32), indptr, (W.data * W.data)[order])
+            self._cache["quad_plan"] = plan
+        return self._cache["quad_plan"]
 
 
 @attrs.frozen(eq=False)
@@ -181,9 +217,38 @@ def weighted_problem(base: ProblemData, slot: SlotMaps, weights: SlotWeights) ->
         c += slot.W.T @ weights.lin_w
     P = base.P
     if weights.quad is not None:
-        Pq = (slot.W.T @ sp.diags(2.0 * weights.quad[slot.groups]) @ slot.W).tocsc()
+        plan = slot.quad_plan()
+        if plan is not None:  # a diagonal, filled straight into CSC (no sparse product per iteration)
+            order, indices, indptr, w2 = plan
+            n = base.n
+            vals = 2.0 * weights.quad[slot.groups[order]] * w2
+            if not vals.all():  # as the product: no stored zeros (a zero P is no QP); the plan's arrays stay
+                keep = vals != 0
+                indptr = np.zeros(n + 1, dtype=np.int32)
+                np.cumsum(np.bincount(indices[keep], minlength=n), out=indptr[1:])
+                vals, indices = vals[keep], indices[keep]
+            Pq = sp.csc_matrix((vals, indices, indptr), shape=(n, n))
+        else:
+            Pq = (slot.W.T @ sp.diags(2.0 * weights.quad[slot.groups]) @ slot.W).tocsc()
         P = Pq if base.P is None else (base.P + Pq).tocsc()
     return base.evolve(c=c, P=P, lb=lb, ub=ub)
+
+
+def slot_penalty(slot: SlotMaps, weights: SlotWeights, coef: NDArray, t: NDArray) -> float:
+    """The penalty of the coefficients ``coef`` (group norms ``t``, in the formulation's group
+    norm) at ``weights``: ``sum_j lin[j] t_j + lin_w'w + sum_j quad[j] ||w_(j)||_2^2``, the value
+    the compiled problem's penalty takes at an optimum (where ``s_j = t_j``), computed from the
+    coefficients rather than from the solver's ``s`` (which may exceed ``t_j`` at an interior
+    point). Fixed groups count 0 (their coefficients are zero); so do groups without a magnitude
+    (``s_j`` identically 0: a model without a sparsity penalty, ``Formulation.sparse = False``)."""
+    pen = 0.0
+    if weights.lin is not None and slot.S is not None:
+        pen += float(weights.lin[np.diff(slot.S.indptr) > 0] @ t[np.diff(slot.S.indptr) > 0])
+    if weights.lin_w is not None:
+        pen += float(weights.lin_w @ coef)
+    if weights.quad is not None:
+        pen += float(weights.quad[slot.groups] @ (coef * coef))
+    return pen
 
 
 class ModelWeights:
@@ -244,3 +309,43 @@ class ModelWeights:
         for j in want - self._fixed_cols:
             self._columns[j].fix(0.0, skip_validation=True)  # as in the compiled bounds; 5x faster
         self._fixed_cols = want
+
+
+def _slot_pairs(slot: SlotMaps):
+    """``(groups, columns)`` of every entry of the slot's maps ``W`` (coefficients) and ``S``
+    (magnitude), with repeats."""
+    W = slot.W.tocoo()
+    groups, cols = [slot.groups[W.row]], [W.col]
+    if slot.S is not None and slot.S.nnz:
+        S = slot.S.tocoo()
+        groups.append(S.row)
+        cols.append(S.col)
+    return np.concatenate(groups).astype(np.int64), np.concatenate(cols).astype(np.int64)
+
+
+def group_columns(slot: SlotMaps) -> tuple:
+    """Per group, the columns its coefficients (``W``) and its magnitude (``S``, e.g. the split
+    ``s_j = u_j + v_j`` of a model whose ``w_j`` is a column of its own) touch, sorted."""
+    if slot.S is None or not slot.S.nnz:
+        return slot.group_cols
+    groups, cols = _slot_pairs(slot)
+    order = np.lexsort((cols, groups))  # by group, then column (no structured-array unique)
+    g, c = groups[order], cols[order]
+    keep = np.ones(g.size, dtype=bool)
+    keep[1:] = (g[1:] != g[:-1]) | (c[1:] != c[:-1])
+    g, c = g[keep], c[keep]
+    return tuple(np.split(c, np.searchsorted(g, np.arange(1, slot.n_groups))))
+
+
+def exclusive_groups(slot: SlotMaps) -> bool:
+    """Whether no column belongs to two groups (counting the magnitude's columns)."""
+    groups, cols = _slot_pairs(slot)
+    if not cols.size:
+        return True
+    n = int(cols.max()) + 1
+    lo = np.full(n, np.iinfo(np.int64).max)
+    hi = np.full(n, -1)
+    np.minimum.at(lo, cols, groups)
+    np.maximum.at(hi, cols, groups)
+    used = hi >= 0
+    return bool(np.all(lo[used] == hi[used]))

@@ -1,10 +1,9 @@
 """Working sets with certified exclusion: solve a subproblem on a few feature groups, prove the
 others stay at zero.
 
-With ``m`` samples and ``n >> m`` features almost every group ends at zero, so the solver need
-not see most of them. :class:`WorkingSet` solves the subproblem restricted to a working set of
-groups (the other groups' columns fixed at zero, i.e. left out), then *prices* every excluded
-group from the restricted problem's multipliers and adds the violators, until none violates.
+With ``m`` samples and ``n >> m`` features almost every group ends at zero: :class:`WorkingSet`
+restricts the subproblem to a working set of groups (the others' columns left out), *prices* the
+excluded groups from the restricted problem's multipliers and adds the violators, until none does.
 
 Pricing is the Karush-Kuhn-Tucker condition of the full problem at the extended point ``(x, 0)``
 with the restricted problem's multipliers ``(y, z)`` (rows that lose every column are dropped or
@@ -25,6 +24,10 @@ no rows of their own. The final answer is certified on the *full* problem
 (:func:`~fsframe.backends.certificate.certify` at the extended point), so a user sees that the
 exclusion was exact: :attr:`WorkingSetReport.max_violation` is the largest reduced cost over
 *all* excluded columns the bounds do not excuse.
+
+It is a reduction (CVXPY's ``apply``/``invert``) and never solves anything itself: ``apply`` gives
+the restricted problem, ``invert`` maps its answer back to the full problem (or asks for another
+round); :meth:`fsframe.problem.Subproblem.solve` drives the rounds on its backend session.
 
 Backends that grow a live model (:attr:`~fsframe.backends.base.Backend.grows_columns`: HiGHS)
 receive each restricted problem as the previous one with columns appended (``ProblemData``'s
@@ -47,10 +50,14 @@ from .backends.certificate import certify, judge_certificate, reduced_costs, une
 from .canonical import ProblemData
 from .enums import SOLUTION_PRESENT, Status
 from .errors import InvalidOptionError
-from .slot import SlotMaps
+from .slot import SlotMaps, exclusive_groups as _exclusive, group_columns
 from .validators import as_int, finite, not_bool, positive_int, to_float
 
-__all__ = ["WorkingSetOptions", "WorkingSet", "WorkingSetReport", "group_columns", "CSC_COPY_LIMIT"]
+__all__ = ["WorkingSetOptions", "WorkingSet", "WorkingSetReport", "group_columns", "CSC_COPY_LIMIT", "AGAIN"]
+
+AGAIN = "again"
+"""What :meth:`WorkingSet.invert` returns when the pricing added groups: solve the next
+:meth:`WorkingSet.apply` (CVXPY's reductions pattern, iterated: the caller drives the rounds)."""
 
 CSC_COPY_LIMIT = 20_000_000
 """Constraint matrices with more stored entries than this (240 MB as CSR) are sliced by columns
@@ -91,11 +98,12 @@ class WorkingSetOptions:
     mode : ``"auto"``, True or False
         ``"auto"``: when the formulation allows it (:attr:`Formulation.pricing`) and the groups
         that can be priced are at least ``min_groups`` and more than ``min_ratio`` times the
-        constraint rows; True:
+        constraint rows (not counting the rows a group owns alone, which leave with it); True:
         whenever the formulation allows it and some group can be priced; False: always the full
         problem.
     initial : int, optional
-        Groups in the first working set (default ``max(100, rows // 2)``), chosen by the size of
+        Groups in the first working set (default ``max(100, rows // 2)``, ``rows`` not counting the
+        rows a group owns alone), chosen by the size of
         their reduced costs at uniform multipliers.
     batch : int, optional
         Most violating groups added per round (default: the larger of 100 and half the working set).
@@ -187,6 +195,8 @@ class WorkingSet:
         self._last_cols: NDArray | None = None
         self._fixed = np.zeros(self.n_groups, dtype=bool)  # groups fixed at zero in the current solve
         self._last_src: tuple = ()  # the full problem's A and G that _last was cut from
+        self._next: NDArray | None = None  # a rebuilt restriction's next start (support and violators added)
+        self._added = np.zeros(self.n_groups, dtype=bool)  # groups priced in during the current solve
         self.report: WorkingSetReport | None = None
 
     def read_pricing(self, base: ProblemData) -> None:
@@ -243,8 +253,21 @@ class WorkingSet:
             # only groups a working set could leave out are those fixed at zero, which the
             # backends already drop at no cost (measured slower through a working set)
             return n_price > 0
-        rows = base.A.shape[0] + base.G.shape[0]
+        rows = self._shared_rows(base.A) + self._shared_rows(base.G)
         return n_price >= self.options.min_groups and n_price > self.options.min_ratio * rows
+
+    def _shared_rows(self, M) -> int:
+        """Rows of ``M`` that are not one group's own (entries in several groups, or in a column
+        of none): the rows a restricted problem keeps whatever the working set. A group's own rows
+        (an MPM ridge row, its split ``w_j = u_j - v_j``) leave with the group."""
+        M = M.tocsr()
+        counts = np.diff(M.indptr)
+        starts = M.indptr[:-1][counts > 0]
+        if not starts.size:
+            return 0
+        g = self._col_group[M.indices]
+        lo, hi = np.minimum.reduceat(g, starts), np.maximum.reduceat(g, starts)
+        return int(np.count_nonzero((lo != hi) | (lo < 0)))
 
     @staticmethod
     def possible(slot: SlotMaps | None, pricing, options: WorkingSetOptions) -> bool:
@@ -263,6 +286,7 @@ class WorkingSet:
         self.active = mask | ~self.priceable
         self.order = list(np.flatnonzero(self.active))
         self._last = None
+        self._next = None
 
     # -- structure (column-sliceable copies of the constraint matrices) ------------------------
     def _struct(self, data: ProblemData):
@@ -281,7 +305,7 @@ class WorkingSet:
         whose reduced costs at uniform multipliers (``y = 1``, ``z = 1``) most favour entering."""
         live = self.priceable & ~fixed
         active = ~self.priceable & ~fixed
-        rows = data.A.shape[0] + data.G.shape[0]
+        rows = self._shared_rows(data.A) + self._shared_rows(data.G)  # a group's own rows leave with it
         k = self.options.initial or max(100, rows // 2)
         if live.sum() <= k:
             return active | live
@@ -299,100 +323,116 @@ class WorkingSet:
         per_group = np.where(live, self._group_reduce(score), -np.inf)
         return np.argsort(-per_group, kind="stable")[:k]
 
-    # -- one solve --------------------------------------------------------------------------------
-    def solve(self, data: ProblemData, fixed_groups: NDArray, solve_on,
-              time_limit: float | None = None) -> SolveResult | None:
-        """Solve ``data`` (the full problem at this iteration's weights) on the working set.
-
-        ``fixed_groups`` are groups fixed at zero by infinite weights (never in the working set);
-        ``solve_on(restricted)`` solves a restricted problem (on a backend session the caller
-        keeps). Returns the answer as a :class:`SolveResult` of the *full* problem, certified on
-        it, or ``None`` when the full problem must be solved instead (:attr:`report` says why).
-
-        ``time_limit`` (seconds) bounds the pricing rounds together, not each one: a restricted
-        solve that hits it, or a round that would start after it, ends the solve with
-        :attr:`Status.TIME_LIMIT` and no solution (as the full problem's solve would), instead
-        of more rounds or a full solve with a fresh limit. A solve may thus take up to twice
-        ``time_limit`` (the last round starts before it and runs up to it)."""
-        t_start = time.perf_counter()
+    # -- one solve, as a reduction: begin, then apply / invert until invert answers ----------------
+    def begin(self, data: ProblemData, fixed_groups: NDArray, time_limit: float | None = None) -> None:
+        """Start solving ``data`` (the full problem at this iteration's weights): ``fixed_groups``
+        are fixed at zero by infinite weights (never in the working set). ``time_limit`` (seconds)
+        bounds the rounds together: a restricted solve that hits it, or a round that would start
+        after it, ends with :attr:`Status.TIME_LIMIT` and no solution (as a full solve would), not
+        with more rounds or a full solve under a fresh limit (so up to twice ``time_limit``)."""
+        self._t_start, self._time_limit = time.perf_counter(), time_limit
         fixed = np.zeros(self.n_groups, dtype=bool)
         fixed[fixed_groups] = True
         if self.active is None:
             self.active = self._initial(data, fixed)
             self.order = list(np.flatnonzero(self.active))
         else:
-            # groups fixed since the last solve stay in the working set (a live model keeps their
-            # columns, with bounds [0, 0] from data; a rebuilt restricted problem leaves them out,
-            # see _columns), so that when released (Subproblem.restricted, then the loop's next
-            # weights) they are back at once instead of being priced in again round by round
+            # groups fixed since the last solve stay in (a live model keeps their columns at [0, 0];
+            # a rebuilt problem leaves them out, see _columns): released, they are back at once
             if not self.grows:
                 self._last = None
+                if self._next is not None:
+                    # a rebuilt restricted problem costs what it holds: start from the last
+                    # solve's support and the violators it added, not from every group ever added
+                    # (a group needed again is priced back in; the answer is certified either way)
+                    self.active = self._next.copy()
+                    self.order = list(np.flatnonzero(self.active))
             new = ~self.priceable & ~fixed & ~self.active
             if new.any():
                 self._join(np.flatnonzero(new))
         self._fixed = fixed
-        rounds = added = 0
-        tol = self.options.tol
-        batch0 = self.options.batch
-        res = None
-        while True:
-            if rounds and time_limit is not None and time.perf_counter() - t_start >= time_limit:
-                self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added,
-                                               fallback=f"time limit {time_limit:g} s reached after {rounds} rounds")
-                return SolveResult(Status.TIME_LIMIT, None, None, res.backend, time.perf_counter() - t_start,
-                                   backend_version=res.backend_version,
-                                   message=f"working set: time limit reached after {rounds} pricing rounds, "
-                                           "before the exclusion was certified")
-            R, cols = self._restrict(data, fixed)
-            rounds += 1
-            res = solve_on(R)
-            self._last, self._last_cols, self._last_src = R, cols, (data.A, data.G)
-            if res.status is Status.TIME_LIMIT:
-                self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added,
-                                               fallback=f"restricted problem ended {res.status.value}")
-                return attrs.evolve(res, x=None, objective=None, duals=None, certificate=None,
-                                    solve_time=time.perf_counter() - t_start)
-            free = self.priceable & ~self.active & ~fixed
-            if res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) and free.any() \
-                    and rounds < self.options.max_rounds:
-                # too few groups to meet the constraints (e.g. an MPM bound): double the working set
-                more = self._best(data, free, max(self._size(), self.options.batch or 100))
-                self._join(more)
-                added += int(more.size)
-                continue
-            if res.status not in SOLUTION_PRESENT or res.duals is None:
-                self.report = WorkingSetReport(False, self._size(), self.n_groups, rounds, added,
-                                               fallback=f"restricted problem ended {res.status.value}")
-                return None
-            x, y, z = self._extend(data, R, cols, res)
-            excluded = ~self.active & ~fixed
-            if not excluded.any():
-                # only groups fixed at zero are out (any reduced cost is excused at bounds [0, 0]):
-                # nothing to price
-                self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added)
-                return self._full_result(data, res, x, y, z)
-            r, col_scale = reduced_costs(data, x, y, z, per_column=True)
-            y, carried = self._define(data, r, y, excluded)
-            if carried is not None:  # what the defining rows carried over counts in those columns' size
-                col_scale = np.maximum(col_scale, carried)
-            viol = unexcused_at(data, x, r)
-            gviol = self._group_max(viol / col_scale, excluded)  # relative to each column's own terms
-            violators = np.flatnonzero(gviol > tol)
-            if violators.size == 0 or rounds >= self.options.max_rounds:
-                break
-            batch = batch0 or max(100, self._size() // 2)
-            take = violators[np.argsort(-gviol[violators], kind="stable")[:batch]]
-            self._join(take)
-            added += int(take.size)
-        if violators.size:
-            self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added,
-                                           fallback=f"pricing still found {violators.size} violating groups after "
-                                                    f"{rounds} rounds")
+        self._rounds = self._added = 0
+        self._joined = np.zeros(self.n_groups, dtype=bool)  # groups the pricing added during this solve
+
+    def apply(self, data: ProblemData) -> ProblemData:
+        """The restricted problem of the next round: ``data`` on the working set's columns (the
+        caller solves it, on a backend session it keeps, and hands the answer to :meth:`invert`)."""
+        R, cols = self._restrict(data, self._fixed)
+        self._rounds += 1
+        self._last, self._last_cols, self._last_src = R, cols, (data.A, data.G)
+        return R
+
+    def invert(self, data: ProblemData, res: SolveResult):
+        """The restricted answer ``res`` read back as the full problem's: a :class:`SolveResult`
+        of ``data``, certified on it, when the pricing finds no excluded group that violates; the
+        :data:`AGAIN` marker when violators joined the working set (call :meth:`apply` again);
+        ``None`` when the full problem must be solved instead (:attr:`report` says why)."""
+        R, cols = self._last, self._last_cols
+        if res.status is Status.TIME_LIMIT:
+            self._finish(fallback=f"restricted problem ended {res.status.value}")
+            return attrs.evolve(res, x=None, objective=None, duals=None, certificate=None,
+                                solve_time=time.perf_counter() - self._t_start)
+        fixed = self._fixed
+        free = self.priceable & ~self.active & ~fixed
+        if res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) and free.any() \
+                and self._rounds < self.options.max_rounds:
+            # too few groups to meet the constraints (e.g. an MPM bound): double the working set
+            more = self._best(data, free, max(self._size(), self.options.batch or 100))
+            self._join(more)
+            self._added += int(more.size)
+            return self._again(res)
+        if res.status not in SOLUTION_PRESENT or res.duals is None:
+            self.report = WorkingSetReport(False, self._size(), self.n_groups, self._rounds, self._added,
+                                           fallback=f"restricted problem ended {res.status.value}")
             return None
-        out = self._full_result(data, res, x, y, z)
-        maxv = float(np.max(gviol, initial=0.0))
-        self.report = WorkingSetReport(True, self._size(), self.n_groups, rounds, added, maxv)
-        return out
+        x, y, z = self._extend(data, R, cols, res)
+        excluded = ~self.active & ~fixed
+        if not excluded.any():
+            # only groups fixed at zero are out (any reduced cost is excused at bounds [0, 0]):
+            # nothing to price
+            self._finish()
+            return self._full_result(data, res, x, y, z)
+        r, col_scale = reduced_costs(data, x, y, z, per_column=True)
+        y, carried = self._define(data, r, y, excluded)
+        if carried is not None:  # what the defining rows carried over counts in those columns' size
+            col_scale = np.maximum(col_scale, carried)
+        viol = unexcused_at(data, x, r)
+        gviol = self._group_max(viol / col_scale, excluded)  # relative to each column's own terms
+        violators = np.flatnonzero(gviol > self.options.tol)
+        if violators.size == 0:
+            out = self._full_result(data, res, x, y, z)
+            if not self.grows:
+                ax = np.abs(x)
+                ax[self.groupless_cols] = 0.0
+                # an interior-point solver leaves zeros at 1e-10: the support on the scale of the answer
+                support = self._group_reduce(ax > 1e-6 * float(ax.max(initial=0.0)), np.logical_or)
+                self._next = support | self._joined | ~self.priceable
+            self._finish(max_violation=float(np.max(gviol, initial=0.0)))
+            return out
+        if self._rounds >= self.options.max_rounds:
+            self._finish(fallback=f"pricing still found {violators.size} violating groups after {self._rounds} rounds")
+            return None
+        batch = self.options.batch or max(100, self._size() // 2)
+        take = violators[np.argsort(-gviol[violators], kind="stable")[:batch]]
+        self._join(take)
+        self._joined[take] = True
+        self._added += int(take.size)
+        return self._again(res)
+
+    def _again(self, res: SolveResult):
+        """:data:`AGAIN`, or the time-limit answer if the next round would start after it."""
+        limit = self._time_limit
+        if limit is not None and time.perf_counter() - self._t_start >= limit:
+            self._finish(fallback=f"time limit {limit:g} s reached after {self._rounds} rounds")
+            return SolveResult(Status.TIME_LIMIT, None, None, res.backend, time.perf_counter() - self._t_start,
+                               backend_version=res.backend_version,
+                               message=f"working set: time limit reached after {self._rounds} pricing rounds, "
+                                       "before the exclusion was certified")
+        return AGAIN
+
+    def _finish(self, *, max_violation: float = 0.0, fallback: str = "") -> None:
+        self.report = WorkingSetReport(True, self._size(), self.n_groups, self._rounds, self._added, max_violation,
+                                       fallback)
 
     def _define(self, data: ProblemData, r: NDArray, y: NDArray, excluded: NDArray) -> tuple:
         """For the defining rows of the ``excluded`` groups (see :meth:`read_pricing`): their
@@ -522,7 +562,10 @@ class WorkingSet:
         return x, y, z
 
     def _full_result(self, data: ProblemData, res: SolveResult, x, y, z) -> SolveResult:
-        """The restricted answer as an answer to the full problem, certified on it."""
+        """The restricted answer as an answer to the full problem (its auxiliaries settled, as
+        every backend's answer: :meth:`~fsframe.backends.base.BackendSession.judge`), certified on
+        it."""
+        x = data.settled(x)
         cert = certify(data, x, y, z)
         status, extra = res.status, res.message
         if status is Status.OPTIMAL and self.cert_tol is not None:
@@ -532,49 +575,13 @@ class WorkingSet:
                             status=status, message=extra)
 
 
-def _slot_pairs(slot: SlotMaps):
-    """``(groups, columns)`` of every entry of the slot's maps ``W`` (coefficients) and ``S``
-    (magnitude), with repeats."""
-    W = slot.W.tocoo()
-    groups, cols = [slot.groups[W.row]], [W.col]
-    if slot.S is not None and slot.S.nnz:
-        S = slot.S.tocoo()
-        groups.append(S.row)
-        cols.append(S.col)
-    return np.concatenate(groups).astype(np.int64), np.concatenate(cols).astype(np.int64)
-
-
-def group_columns(slot: SlotMaps) -> tuple:
-    """Per group, the columns its coefficients (``W``) and its magnitude (``S``, e.g. the split
-    ``s_j = u_j + v_j`` of a model whose ``w_j`` is a column of its own) touch, sorted."""
-    if slot.S is None or not slot.S.nnz:
-        return slot.group_cols
-    groups, cols = _slot_pairs(slot)
-    order = np.lexsort((cols, groups))  # by group, then column (no structured-array unique)
-    g, c = groups[order], cols[order]
-    keep = np.ones(g.size, dtype=bool)
-    keep[1:] = (g[1:] != g[:-1]) | (c[1:] != c[:-1])
-    g, c = g[keep], c[keep]
-    return tuple(np.split(c, np.searchsorted(g, np.arange(1, slot.n_groups))))
-
-
-def _exclusive(slot: SlotMaps) -> bool:
-    """Whether no column belongs to two groups (counting the magnitude's columns)."""
-    groups, cols = _slot_pairs(slot)
-    if not cols.size:
-        return True
-    n = int(cols.max()) + 1
-    lo = np.full(n, np.iinfo(np.int64).max)
-    hi = np.full(n, -1)
-    np.minimum.at(lo, cols, groups)
-    np.maximum.at(hi, cols, groups)
-    used = hi >= 0
-    return bool(np.all(lo[used] == hi[used]))
-
-
 def _drop_empty_rows(A, b, G, h, l, cones):
     """Drop rows left without entries that hold at zero: equality rows with ``b = 0``, ``R_+``
-    rows with ``h >= 0``, and whole cones without entries whose ``h`` lies in the cone.
+    rows with ``h >= 0``, whole cones without entries whose ``h`` lies in the cone, and, inside a
+    cone that stays, the entries of its vector part without columns and with ``h = 0`` (they add
+    nothing to its norm: an MPM covariance cone keeps its samples' rows and the ridge rows of the
+    working set's features, ``1 + m_k + |W|`` entries instead of ``1 + m_k + n``; a multiplier 0
+    on a dropped entry keeps ``z`` in the dual cone and complementary).
     Returns the reduced data and the kept rows ``(eq_keep, g_keep)``."""
     a_nnz = np.diff(A.indptr)
     eq_keep = np.flatnonzero((a_nnz > 0) | (b != 0))
@@ -586,8 +593,10 @@ def _drop_empty_rows(A, b, G, h, l, cones):
     for q in cones:
         seg = slice(k, k + q)
         if np.any(g_nnz[seg] > 0) or np.linalg.norm(h[k + 1:k + q]) > h[k]:
-            keep[seg] = True
-            new_cones.append(q)
+            inner = (g_nnz[k + 1:k + q] > 0) | (h[k + 1:k + q] != 0)
+            keep[k] = True
+            keep[k + 1:k + q] = inner
+            new_cones.append(1 + int(np.count_nonzero(inner)))
         k += q
     g_keep = np.flatnonzero(keep)
     new_l = int(np.count_nonzero(keep[:l]))

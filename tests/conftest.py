@@ -1,7 +1,9 @@
 """Shared fixtures of fsframe's test suite.
 
 * Hypothesis runs under the ``fsframe`` profile: ``derandomize=True`` (the same examples on every
-  run and machine), no deadline (solver calls vary in time).
+  run and machine with the same hypothesis version), its example database off (a failure found on
+  one machine is not replayed on the next: every example it ever found is kept in the test as an
+  explicit ``@example``), no deadline (solver calls vary in time).
 * ``--update-golden`` rewrites ``tests/golden/*.json`` instead of comparing with them.
 * ``shared_data`` is ``<repo>/../shared/data`` (or ``$FSFRAME_SHARED_DATA``); tests that use it
   are skipped when the folder is absent, as in a fresh clone.
@@ -23,7 +25,7 @@ import fsframe.plugins
 ROOT = Path(__file__).resolve().parents[1]
 
 settings.register_profile(
-    "fsframe", derandomize=True, deadline=None, max_examples=60,
+    "fsframe", derandomize=True, database=None, deadline=None, max_examples=60, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("fsframe")

@@ -1,6 +1,7 @@
 """fsframe's own check of an optimal answer, the same for every backend: a weak-duality
-certificate from the solver's multipliers (:func:`certify`) and the one rule that turns it into a
-status (:func:`judge_certificate`). :class:`~fsframe.backends.base.BackendSession` applies both to
+certificate of the returned point from the returned multipliers (:func:`certify`: objective,
+residuals and gap recomputed from them, never taken from the solver) and the one rule that turns
+it into a status (:func:`judge_certificate`). :class:`~fsframe.backends.base.BackendSession` applies both to
 every candidate answer a backend returns, so no backend can report an uncertified ``OPTIMAL``.
 
 Every measure is relative to the size of the terms it is made of, not to ``1 + |objective|``: a
@@ -174,7 +175,7 @@ def reduced_cost_violations(data: ProblemData, x: NDArray, y: NDArray, z: NDArra
     return unexcused_at(data, x, r), scale
 
 
-def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray, objective: float | None = None) -> Certificate:
+def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> Certificate:
     """Weak-duality certificate in the conic form (bounds included).
 
     ``y`` are multipliers of ``A x = b`` and ``z`` of ``G x <=_K h``, both in the convention
@@ -183,7 +184,9 @@ def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray, objective: fl
     linearisation at ``x`` (valid because ``f`` is convex). Bounds on ``x`` are handled in closed
     form; a reduced cost whose bound on the improving side is infinite should vanish: its size is
     the dual residual, and it is charged at ``x`` in the bound (exact when the residual is zero).
-    ``objective`` is the objective the solver claims (default: ``data.objective(x)``).
+    The objective is ``data.objective(x)``, recomputed from the point judged: what a solver
+    claims about it is never evidence (a point 1 % above the optimum, with the optimum's
+    multipliers, shows a gap of 1e-2 whatever objective the solver reports).
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -201,7 +204,7 @@ def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray, objective: fl
     t_lb, t_ub = float(r[ok_pos] @ data.lb[ok_pos]), float(r[ok_neg] @ data.ub[ok_neg])
     t_bad = float(r[bad] @ x[bad])
     bound = data.offset - 0.5 * xPx - by - hz + t_lb + t_ub + t_bad
-    obj = data.objective(x) if objective is None else float(objective)
+    obj = data.objective(x)
     # the size of every product in L(x, y, z), in absolute values: what rounding errors scale with
     ax, ay, az = np.abs(x), np.abs(y), np.abs(z)
     mags = np.abs(data.c) + (_abs_rmatvec(data.A, ay) if data.A.shape[0] else 0.0) \

@@ -196,8 +196,10 @@ class ClarabelSession(BackendSession):
             cand = self._invert(data, self._solve_raw(data, self._make(data, whole, clarabel_settings(self.options))),
                                 whole)
             yield attrs.evolve(cand, message=f"{cand.message} (re-solved without eliminating the fixed columns)")
-        if tried[0].certificate is None or any(k in self.options.backend_options for k in _TOLERANCES):
-            return
+        cert = tried[0].certificate
+        if cert is None or cert.ok(self.options.cert_tol) or any(k in self.options.backend_options
+                                                                  for k in _TOLERANCES):
+            return  # no certificate, or one that holds (an answer the solver calls inaccurate)
         settings = clarabel_settings(self.options)
         for k in _TOLERANCES:
             setattr(settings, k, RETRY_TOLERANCE)

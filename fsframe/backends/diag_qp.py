@@ -53,7 +53,8 @@ from .._lazy import lazy_module
 from ..canonical import ProblemData
 from ..enums import Status
 from ..linalg import check_psd
-from .base import BackendSession, RawSolution, SolveOptions, SolveResult
+from .base import BackendSession, RawSolution, SolveFailure, SolveOptions, SolveResult
+from .box_qp import solve_box_qp
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
@@ -178,7 +179,81 @@ class _Rows:
             self.Kt_free = K[:, R_free].T.tocsr()
             self.dual_G = sp.vstack([-Kt_lb, Kt_ub], format="csr")
             self.r_key = key
+            self._box = _UNSET
         return self
+
+    def box(self) -> "_BoxRows | None":
+        """The dual's inequality rows as bounds on single multipliers (:class:`_BoxRows`), or
+        ``None`` when a row involves several (the dense active-set form then does not apply)."""
+        if self._box is _UNSET:
+            self._box = _BoxRows.of(self.dual_G, self.Kt_free, self.K.shape[0])
+        return self._box
+
+
+_UNSET = object()
+
+
+@attrs.frozen(eq=False)
+class _BoxRows:
+    """The dual's inequality rows ``G_d lam <= h_d`` when each has at most one entry: row ``i``
+    with entry ``g_i`` on ``lam_j`` is the bound ``lam_j <= h_i / g_i`` (``g_i > 0``) or
+    ``>= h_i / g_i`` (``g_i < 0``); a row without entries says ``0 <= h_i``. At most one row bounds
+    a multiplier on each side (else the split of its multiplier between rows, i.e. the values of
+    the primal's linear columns, would be ambiguous). ``E`` is the dual's equality rows, dense."""
+
+    up_rows: np.ndarray
+    up_vars: np.ndarray
+    up_coef: np.ndarray
+    lo_rows: np.ndarray
+    lo_vars: np.ndarray
+    lo_coef: np.ndarray
+    empty_rows: np.ndarray
+    E: np.ndarray
+
+    @classmethod
+    def of(cls, G, Kt_free, m: int) -> "_BoxRows | None":
+        G = G.tocsr()
+        counts = np.diff(G.indptr)
+        if np.any(counts > 1) or Kt_free.shape[0] > MAX_DENSE_EQUALITIES:
+            return None
+        rows = np.flatnonzero(counts == 1)
+        vars_, coef = G.indices[G.indptr[rows]], G.data[G.indptr[rows]]
+        up, lo = coef > 0, coef < 0
+        for sel in (up, lo):
+            if np.any(np.bincount(vars_[sel], minlength=m) > 1):
+                return None
+        return cls(rows[up], vars_[up], coef[up], rows[lo], vars_[lo], coef[lo],
+                   np.flatnonzero(counts == 0), np.asarray(Kt_free.toarray(), dtype=float))
+
+    def bounds(self, h: np.ndarray, lb: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(lo, hi)`` of the multipliers for the right-hand sides ``h`` and sign bounds ``lb``;
+        ``None`` when the dense form cannot take them (a row bound equal to the sign bound it
+        tightens, crossed bounds, or a violated empty row: HiGHS reports such duals)."""
+        if np.any(h[self.empty_rows] < 0):
+            return None
+        lo = lb.copy()
+        hi = np.full(lb.shape, np.inf)
+        hi[self.up_vars] = h[self.up_rows] / self.up_coef
+        row_lo = h[self.lo_rows] / self.lo_coef
+        if np.any(row_lo == lo[self.lo_vars]):
+            return None
+        lo[self.lo_vars] = np.maximum(lo[self.lo_vars], row_lo)
+        if np.any(lo > hi):
+            return None  # crossed bounds: an infeasible dual
+        return lo, hi
+
+    def row_multipliers(self, r, lam, lo, hi, h, lb) -> np.ndarray:
+        """The multipliers ``z_d`` of the rows (``h.size`` of them) from the bound multipliers
+        ``r`` (the box QP's reduced gradient) at ``lam``: a row's multiplier is its bound's when
+        that bound holds and is the row's (not the sign bound ``lb`` it tightens), else 0."""
+        z = np.zeros(h.shape[0])
+        v = self.up_vars
+        at = lam[v] >= hi[v]
+        z[self.up_rows[at]] = np.maximum(-r[v[at]], 0.0) / self.up_coef[at]
+        v = self.lo_vars
+        at = (lam[v] <= lo[v]) & (h[self.lo_rows] / self.lo_coef > lb[v])
+        z[self.lo_rows[at]] = np.maximum(r[v[at]], 0.0) / -self.lo_coef[at]
+        return z
 
 
 _PATTERNS: dict[int, tuple] = {}  # m -> (indptr, indices) of a full m x m CSC matrix
@@ -233,36 +308,52 @@ class _StableFormSession(BackendSession):
         self._pending: list[str] = []
         self._why: list[str] = []
         self._current = ""
-        self._prefix = ""  # what _next put before the current form's message
+        self._prefix = ""  # what _run put before the current form's message
+
+    def _applies(self, form: str, data: ProblemData) -> str | None:
+        """``None`` if ``form`` can solve ``data``, else the reason it cannot."""
+        return _APPLIES[form](data)
 
     # -- the template's raw steps ------------------------------------------------------------
     def _solve_raw(self, data: ProblemData) -> RawSolution:
-        self._why, self._pending = [], []
-        for form in self.forms:
-            reason = _APPLIES[form](data)
+        # the forms are examined in order, each only when the ones before it did not answer (each
+        # check is a pass over the Hessian: one per EM solve is enough)
+        self._why, self._pending = [], list(self.forms)
+        form = self._take(data)
+        if form is None:  # pragma: no cover - the primal as given always applies
+            raise SolveFailure(Status.ERROR, "; ".join(self._why))
+        return self._run(form, data)
+
+    def _invert(self, data: ProblemData, raw: RawSolution) -> RawSolution:
+        return raw
+
+    def _take(self, data: ProblemData) -> str | None:
+        """The next form that applies to ``data`` and has not failed (the others' reasons noted)."""
+        while self._pending:
+            form = self._pending.pop(0)
+            reason = self._applies(form, data)
             if reason is not None:
                 self._why.append(f"the {form} form does not apply ({reason})")
             elif form in self.failed:
                 self._why.append(f"{_LABEL[form]} failed earlier")
             else:
-                self._pending.append(form)
-        return self._next(data)
-
-    def _invert(self, data: ProblemData, raw: RawSolution) -> RawSolution:
-        return raw
+                return form
+        return None
 
     def _retries(self, data: ProblemData, tried: list[SolveResult]):
-        while self._pending and tried[-1].status in _FAILED:
+        while tried[-1].status in _FAILED:
             self.failed.add(self._current)
             if self._current == "dual":
                 self._drop_inner()  # do not warm-start from a failed state
             message = tried[-1].message
             message = message[len(self._prefix):] if message.startswith(self._prefix) else message
             self._why.append(f"{_LABEL[self._current]} failed ({tried[-1].status.value}: {message})")
-            yield self._next(data)
+            form = self._take(data)
+            if form is None:
+                return
+            yield self._run(form, data)
 
-    def _next(self, data: ProblemData) -> RawSolution:
-        form = self._pending.pop(0)
+    def _run(self, form: str, data: ProblemData) -> RawSolution:
         self._current = form
         cand = getattr(self, f"_solve_{form}")(data)
         self._prefix = f"{'; '.join(self._why)}; solved the {_SOLVED[form]}: " if self._why else ""
@@ -328,15 +419,38 @@ def _raw(res: SolveResult) -> RawSolution:
 
 
 _APPLIES = {"dual": lambda d: dual_applies(d), "scaled": lambda d: scaled_applies(d), "primal": lambda d: None}
-_LABEL = {"dual": "dual QP", "scaled": "scaled QP", "primal": "primal QP"}
-_SOLVED = {"dual": "dual QP", "scaled": "scaled primal", "primal": "primal QP"}
+_LABEL = {"dense": "dense dual QP", "dual": "dual QP", "scaled": "scaled QP", "primal": "primal QP"}
+_SOLVED = {"dense": "dense dual QP", "dual": "dual QP", "scaled": "scaled primal", "primal": "primal QP"}
 
 
 class DualQPSession(_StableFormSession):
-    """Solve the dual with an inner HiGHS session; invert to the primal (then the scaled primal,
-    then the primal as given, when HiGHS fails on one)."""
+    """Solve the dual and invert to the primal: by the dense active-set method of
+    :mod:`~fsframe.backends.box_qp` when the dual is box-shaped (``dense=True``, the default), else
+    or when it fails by HiGHS; then the scaled primal, then the primal as given, when HiGHS fails
+    on one."""
 
-    def _reduce(self, data: ProblemData) -> _Reduction:
+    def __init__(self, backend, data: ProblemData, options: SolveOptions, inner_session, *, dense: bool = True):
+        super().__init__(backend, data, options, inner_session)
+        self.forms = ("dense", "dual", "scaled", "primal") if dense else ("dual", "scaled", "primal")
+        self._warm: np.ndarray | None = None  # the dense form's last solution (its active set)
+
+    def _applies(self, form: str, data: ProblemData) -> str | None:
+        why = _APPLIES["dual" if form == "dense" else form](data)
+        if why is not None or form != "dense":
+            return why
+        pieces = self._pieces(data)
+        if pieces["rows"].box() is None:
+            return "a dual inequality row bounds several multipliers"
+        if pieces["Q"].size and data.A.shape[0] + data.l > MAX_DENSE_ROWS:
+            return f"more than {MAX_DENSE_ROWS} rows"
+        return None
+
+    def _pieces(self, data: ProblemData) -> dict:
+        """What both dual forms need: the column sets, the rows' blocks (cached per session) and
+        the dual's linear term; the dual Hessian is formed only by :meth:`_reduce` (HiGHS)."""
+        key = self._pieces_key
+        if key is not None and key[0] is data:
+            return key[1]
         P, fixed, d, _ = _diag_split(data)  # dual_applies (every solve): the Hessian is diagonal
         Q = np.flatnonzero((d > 0) & ~fixed)
         rest = (d <= 0) & ~fixed
@@ -344,7 +458,6 @@ class DualQPSession(_StableFormSession):
         R_ub = np.flatnonzero(rest & ~np.isfinite(data.lb) & np.isfinite(data.ub))
         R_free = np.flatnonzero(rest & ~np.isfinite(data.lb) & ~np.isfinite(data.ub))
         Fx = np.flatnonzero(fixed)
-        p = data.A.shape[0]
         if self.rows is None or not self.rows.matches(data):
             self.rows = _Rows(data)
         rows = self.rows.for_r(R_lb, R_ub, R_free)
@@ -358,38 +471,101 @@ class DualQPSession(_StableFormSession):
             const += float(c[Fx] @ xf) + 0.5 * float(xf @ (P[Fx][:, Fx] @ xf))
             c[Q] += (P[Q][:, Fx] @ xf) if Q.size else 0.0
         dq = d[Q]
-        if rows.Kd is not None and rows.col_nnz[Q].sum() > 0.2 * K.shape[0] * max(Q.size, 1):
-            KQ = rows.Kd[:, Q]
+        dense = rows.Kd is not None and rows.col_nnz[Q].sum() > 0.2 * K.shape[0] * max(Q.size, 1)
+        KQ = rows.Kd[:, Q] if dense else K[:, Q]
+        cq = c[Q]
+        f = (KQ @ (cq / dq) if Q.size else np.zeros(K.shape[0])) + rhs
+        f -= rows.K_lb @ data.lb[R_lb]
+        f -= rows.K_ub @ data.ub[R_ub]
+        dual_const = 0.5 * float(np.sum(cq * cq / dq)) - float(data.lb[R_lb] @ c[R_lb]) \
+            - float(data.ub[R_ub] @ c[R_ub]) - const
+        p = data.A.shape[0]
+        m = K.shape[0]
+        out = dict(Q=Q, R_lb=R_lb, R_ub=R_ub, R_free=R_free, Fx=Fx, rows=rows, c=c, dq=dq, KQ=KQ, f=f,
+                   dual_const=dual_const, p=p, m=m, dense=dense,
+                   lb=np.concatenate([np.full(p, -np.inf), np.zeros(m - p)]),
+                   h=np.concatenate([c[R_lb], -c[R_ub]]), b=-c[R_free])
+        self._pieces_key = (data, out)
+        return out
+
+    _pieces_key = None
+
+    def _reduce(self, data: ProblemData) -> _Reduction:
+        pc = self._pieces(data)
+        rows, Q, dq, KQ = pc["rows"], pc["Q"], pc["dq"], pc["KQ"]
+        K = rows.K
+        if pc["dense"]:
             Ks = KQ * (1.0 / np.sqrt(dq))
             H = _dense_csc(Ks @ Ks.T)
         else:
-            KQ = K[:, Q]
             KQs = KQ @ sp.diags(1.0 / np.sqrt(dq)) if Q.size else KQ
             if KQs.nnz > 0.2 * KQs.shape[0] * max(KQs.shape[1], 1):
                 Kd = KQs.toarray()
                 H = _dense_csc(Kd @ Kd.T)
             else:
                 H = (KQs @ KQs.T).tocsc()
-        cq = c[Q]
-        f = (KQ @ (cq / dq) if Q.size else np.zeros(K.shape[0])) + rhs
-        f -= rows.K_lb @ data.lb[R_lb]
-        f -= rows.K_ub @ data.ub[R_ub]
-        dual_const = 0.5 * float(np.sum(cq * cq / dq)) - float(data.lb[R_lb] @ c[R_lb]) - float(data.ub[R_ub] @ c[R_ub]) - const
         m = K.shape[0]
-        lb = np.concatenate([np.full(p, -np.inf), np.zeros(m - p)])
         dual = ProblemData(
-            c=f,
+            c=pc["f"],
             P=H,
-            offset=dual_const,
+            offset=pc["dual_const"],
             A=rows.Kt_free,
-            b=-c[R_free],
+            b=pc["b"],
             G=rows.dual_G,
-            h=np.concatenate([c[R_lb], -c[R_ub]]),
-            l=R_lb.size + R_ub.size,
-            lb=lb,
+            h=pc["h"],
+            l=pc["R_lb"].size + pc["R_ub"].size,
+            lb=pc["lb"],
             ub=np.full(m, np.inf),
         )
-        return _Reduction(Q=Q, R_lb=R_lb, R_ub=R_ub, R_free=R_free, fixed=Fx, dual=dual, p=p, KQ=KQ)
+        return _Reduction(Q=Q, R_lb=pc["R_lb"], R_ub=pc["R_ub"], R_free=pc["R_free"], fixed=pc["Fx"], dual=dual,
+                          p=pc["p"], KQ=KQ)
+
+    def _recover(self, data: ProblemData, pc: dict, lam: np.ndarray, yd: np.ndarray, zd: np.ndarray) -> np.ndarray:
+        """The primal point from the dual solution ``lam`` and the dual's own multipliers."""
+        Q, Fx = pc["Q"], pc["Fx"]
+        x = np.zeros(data.n)
+        x[Fx] = data.lb[Fx]
+        if Q.size:
+            cq = pc["c"][Q]
+            with _one_blas_thread():
+                x[Q] = -(cq + pc["KQ"].T @ lam) / pc["dq"]
+        n_lb = pc["R_lb"].size
+        x[pc["R_lb"]] = data.lb[pc["R_lb"]] + zd[:n_lb]
+        x[pc["R_ub"]] = data.ub[pc["R_ub"]] - zd[n_lb:]
+        x[pc["R_free"]] = -yd
+        return x
+
+    def _solve_dense(self, data: ProblemData) -> RawSolution:
+        """The dual by the dense active-set method, warm from the previous solution."""
+        pc = self._pieces(data)
+        box = pc["rows"].box()
+        bounds = box.bounds(pc["h"], pc["lb"]) if box is not None else None
+        if bounds is None:
+            return RawSolution(status=Status.ERROR, message="the dual's bounds do not suit the dense form")
+        lo, hi = bounds
+        m = pc["m"]
+        with _one_blas_thread():
+            F = pc["KQ"] * (1.0 / np.sqrt(pc["dq"])) if pc["dense"] else \
+                np.asarray((pc["KQ"] @ sp.diags(1.0 / np.sqrt(pc["dq"]))).toarray())
+            start = self._warm if self._warm is not None and self._warm.shape == (m,) else None
+            res = solve_box_qp(F, pc["f"], box.E, pc["b"], lo, hi, start=start)
+        if res.status != "optimal":
+            # an unbounded dual (an infeasible primal) is confirmed by HiGHS's dual, the next form
+            self._warm = None
+            status = Status.ITERATION_LIMIT if res.status == "iteration_limit" else Status.NUMERICAL_ERROR
+            return RawSolution(status=status, iterations=res.iterations,
+                               message=f"dense dual QP: {res.status.replace('_', ' ')}")
+        zd = box.row_multipliers(res.r, res.lam, lo, hi, pc["h"], pc["lb"])
+        x = self._recover(data, pc, res.lam, res.nu, zd)
+        viol = data.max_violation(x)  # checked with or without the certificate, as for HiGHS's dual
+        if not np.isfinite(viol) or viol > 10 * self.options.cert_tol:
+            self._warm = None
+            return RawSolution(status=Status.NUMERICAL_ERROR, iterations=res.iterations,
+                               message=f"dense dual QP point infeasible (residual {viol:.2e})")
+        self._warm = res.lam
+        p = pc["p"]
+        return RawSolution(status=Status.OPTIMAL, x=x, duals={"y": res.lam[:p], "z": res.lam[p:]},
+                           iterations=res.iterations, message="dense dual QP: optimal")
 
     def _solve_dual(self, data: ProblemData) -> RawSolution:
         with _one_blas_thread():
@@ -427,21 +603,7 @@ class DualQPSession(_StableFormSession):
             return RawSolution(status=res.status, iterations=res.iterations, message=f"dual QP: {res.message}",
                                raw={"dual": res})
         lam = res.x
-        x = np.zeros(data.n)
-        x[red.fixed] = data.lb[red.fixed]
-        if red.Q.size:
-            d = data.P.diagonal()[red.Q]
-            cq = data.c[red.Q]
-            if red.fixed.size and np.any(data.lb[red.fixed] != 0):
-                Pc = data.P.tocsc()
-                cq = cq + Pc[red.Q][:, red.fixed] @ data.lb[red.fixed]
-            with _one_blas_thread():
-                x[red.Q] = -(cq + red.KQ.T @ lam) / d
-        yd, zd = res.duals["y"], res.duals["z"]
-        n_lb = red.R_lb.size
-        x[red.R_lb] = data.lb[red.R_lb] + zd[:n_lb]
-        x[red.R_ub] = data.ub[red.R_ub] - zd[n_lb:]
-        x[red.R_free] = -yd
+        x = self._recover(data, self._pieces(data), lam, res.duals["y"], res.duals["z"])
         if res.status is Status.OPTIMAL:
             # checked with or without the certificate: HiGHS's QP solver can stop at a huge finite
             # point of an unbounded dual (the primal is infeasible) and call it optimal; the
@@ -455,6 +617,11 @@ class DualQPSession(_StableFormSession):
 
 
 MAX_DENSE_DUAL = 5000
+
+MAX_DENSE_ROWS = 5000
+"""Largest dual (rows of the primal) the dense active-set form takes."""
+MAX_DENSE_EQUALITIES = 50
+"""Most equality rows of the dual (free linear columns of the primal) the dense form takes."""
 
 
 def prefer_dual(data: ProblemData) -> bool:

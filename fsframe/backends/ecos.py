@@ -264,8 +264,9 @@ class EcosSession(BackendSession):
             whole = _Form.of(data, reduce=False)
             cand = self._invert(data, self._solve_raw(data, whole))
             yield attrs.evolve(cand, message=f"{cand.message} (re-solved without eliminating the fixed columns)")
-        if self._form.epi is None or first.certificate is None:
-            return
+        cert = first.certificate
+        if self._form.epi is None or cert is None or cert.ok(self.options.cert_tol):
+            return  # no certificate, or one that holds (an answer the solver calls inaccurate)
         attempts = []
         if not any(k in self.options.backend_options for k in ("feastol", "abstol", "reltol")):
             attempts.append((self._form, QP_RETRY_TOLERANCE, f"re-solved at tolerance {QP_RETRY_TOLERANCE:g}"))

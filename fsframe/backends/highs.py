@@ -10,9 +10,11 @@ scaled (:func:`_column_scale`); HiGHS's QP solver does neither itself.
 
 Quadratic problems whose Hessian is diagonal on free columns (every EM / reweighted-L2
 subproblem) are solved in a numerically stable form (:mod:`fsframe.backends.diag_qp`): the
-Lagrangian dual (one variable per constraint row), or, when the dual's dense Hessian would be too
-large, the primal rescaled to an identity Hessian. Option ``qp_form``: ``"auto"`` (default),
-``"dual"``, ``"scaled"`` or ``"primal"`` (HiGHS on the problem as given). HiGHS's QP solver
+Lagrangian dual (one variable per constraint row; by the dense active-set method of
+:mod:`fsframe.backends.box_qp` when it is box-shaped, else by HiGHS), or, when the dual's dense
+Hessian would be too large, the primal rescaled to an identity Hessian. Option ``qp_form``:
+``"auto"`` (default), ``"dense"``, ``"dual"`` (HiGHS's dual QP), ``"scaled"`` or ``"primal"``
+(HiGHS on the problem as given); docs/backends.md. HiGHS's QP solver
 assumes a convex objective without checking it, so fsframe checks
 (:func:`~fsframe.linalg.check_psd`) and refuses a nonconvex one with
 :class:`~fsframe.errors.UnsupportedProblemError`, as ECOS does. Constraint entries of magnitude
@@ -82,8 +84,9 @@ are refused with a typed error naming the scale (:func:`~fsframe.backends.base.c
 
 def _check_qp_form(options: SolveOptions) -> str:
     qp_form = options.backend_options.get("qp_form", "auto")
-    if qp_form not in ("auto", "primal", "scaled", "dual"):
-        raise InvalidOptionError(f"highs: qp_form must be 'auto', 'dual', 'scaled' or 'primal', got {qp_form!r}")
+    if qp_form not in ("auto", "primal", "scaled", "dual", "dense"):
+        raise InvalidOptionError(
+            f"highs: qp_form must be 'auto', 'dense', 'dual', 'scaled' or 'primal', got {qp_form!r}")
     return qp_form
 
 
@@ -111,8 +114,8 @@ class HighsBackend(Backend):
     """HiGHS via highspy: LP and convex QP, warm re-solves.
 
     Backend options: any HiGHS option (``"solver"``, ``"presolve"``,
-    ``"primal_feasibility_tolerance"``, ...) plus ``qp_form`` (``"auto"``, ``"primal"``,
-    ``"dual"``).
+    ``"primal_feasibility_tolerance"``, ...) plus ``qp_form`` (``"auto"``, ``"dense"``, ``"dual"``,
+    ``"scaled"``, ``"primal"``).
     """
 
     name = "highs"
@@ -171,8 +174,8 @@ class HighsBackend(Backend):
             if why is not None and qp_form != "auto":
                 raise UnsupportedProblemError(f"highs: qp_form={qp_form!r} impossible: {why}")
             if why is None:
-                if qp_form == "dual" or (qp_form == "auto" and prefer_dual(data)):
-                    return DualQPSession(self, data, options, HighsSession)
+                if qp_form in ("dual", "dense") or (qp_form == "auto" and prefer_dual(data)):
+                    return DualQPSession(self, data, options, HighsSession, dense=qp_form != "dual")
                 return ScaledQPSession(self, data, options, HighsSession)
         return HighsSession(self, data, options)
 

@@ -1,7 +1,8 @@
 """Built-in outer loops. Registered through :func:`fsframe_register_loops`."""
 
 from ..hookspecs import hookimpl
-from .base import IterRecord, LoopOutcome, OuterLoop, Selection, Step, select_exactly, support_of
+from .base import (Choice, Finish, IterRecord, LoopOutcome, OuterLoop, Run, Selection, Step, reference_scale,
+                   select_exactly, support_of)
 from .bound_search import BoundSearch
 from .dca import DCA
 from .em import EM
@@ -9,7 +10,8 @@ from .greedy import Greedy, LinearMaskSpace, MaskEvaluator, MaskSpace
 from .reweighting import ReweightedL1
 from .single import SingleSolve
 
-__all__ = ["OuterLoop", "IterRecord", "LoopOutcome", "Step", "select_exactly", "Selection", "support_of",
+__all__ = ["OuterLoop", "IterRecord", "LoopOutcome", "Step", "Finish", "Choice", "Run", "select_exactly", "Selection",
+           "support_of", "reference_scale",
            "SingleSolve", "ReweightedL1", "DCA", "EM", "BoundSearch", "Greedy",
            "MaskSpace", "MaskEvaluator", "LinearMaskSpace"]
 

@@ -1,21 +1,28 @@
-"""The :class:`OuterLoop` base: drives a sequence of convex subproblems and owns convergence.
+"""The :class:`OuterLoop` base: one template every loop fits.
 
-A loop is a small generator, :meth:`OuterLoop.steps`, that chooses slot weights, calls
-``sub.solve(...)`` and yields each :class:`~fsframe.problem.Iterate` with the value of the
-objective it monitors; it returns ``(converged, reason)`` when its own stopping rule fires.
-:meth:`OuterLoop.run` does the rest for every loop alike:
+A loop is a generator, :meth:`OuterLoop.steps` ``(sub, surrogate, run)``: it chooses slot
+weights (or bounds, a mask, a parameter), solves (``sub.solve(...)``) or computes an iterate
+itself, and yields a :class:`Step` per iterate; it returns :class:`Finish` (or the tuple
+``(converged, reason)``) when its own stopping rule fires — with its own :class:`Choice` when it
+chooses the answer itself (a bound search's criterion). Loop state lives in the generator (or a
+small object it owns), never on the subproblem. :meth:`OuterLoop.run` does the rest for every
+loop alike:
 
-* records the history (objective, non-zeros, status, seconds per iteration);
+* records the history (objective, non-zeros, status, seconds per iteration, what the step set);
 * checks that the monitored objective does not rise by more than ``tol`` (relative) for loops
   that guarantee descent (DCA, MM/EM, IRL1) and reports any rise in the result
   (``monotone=False``, a :class:`~fsframe.errors.ConvergenceWarning`) instead of hiding it;
+* records an infeasible probe the loop expects (``Step(probe=True)``) and goes on;
 * stops on a subproblem that has no solution: raises
   :class:`~fsframe.errors.SolverFailedError` with the partial result, or with
   ``raise_on_failure=False`` keeps the last good iterate and says so;
-* applies the "exactly ``r`` features" rule of 002 §3.1 (see :func:`select_exactly`);
+* applies the "exactly ``r`` features" rule of 002 §3.1 (see :func:`select_exactly`), unless the
+  loop chooses its answer itself (:attr:`OuterLoop.chooses`);
 * verifies the ``zero_tol`` cut by a restricted re-solve, so that the support comes from a step
   that keeps optimality and the objective reported is that of the coefficients returned
-  (:meth:`OuterLoop._settle`).
+  (:meth:`OuterLoop._settle`);
+* reports the outcome (:class:`LoopOutcome`): coefficients zeroed outside the support, the
+  objective, the statuses of every solve, and what the loop put in ``run.info``.
 """
 
 from __future__ import annotations
@@ -32,124 +39,38 @@ from numpy.typing import NDArray
 
 from ..enums import Status
 from ..validators import as_int, positive_int, real, to_float
-from ..errors import ConvergenceWarning, SolverFailedError, SolverWarning
-from ..surrogates.base import Surrogate
+from ..errors import ConvergenceWarning, PluginError, SolverFailedError, SolverWarning
+from ..formulation import PROTOCOLS, TRAITS
+from ..surrogates.base import PROVIDES, Surrogate
+from .records import Choice, Finish, IterRecord, LoopOutcome, Run, Step
+from .selection import Selection, reference_scale, select_exactly, support_of
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
 
-__all__ = ["OuterLoop", "LoopOutcome", "IterRecord", "Step", "support_of", "select_exactly", "Selection"]
+__all__ = ["OuterLoop", "LoopOutcome", "IterRecord", "Step", "Finish", "Choice", "Run", "support_of",
+           "reference_scale", "select_exactly", "Selection", "lacking"]
+
+INFEASIBLE = (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
+
+FORMULATION_NEEDS = {
+    "bounds": "bound parameters to search (bound_params and with_bounds)",
+    "mask_space": "the capability to fix a feature group to zero (mask_space)",
+    "restate": "parameters restated in place (restatable_params and restate)",
+    "explain_failure": "explain_failure",
+    **TRAITS,
+}
+"""How a refusal names each formulation capability (:data:`fsframe.formulation.PROTOCOLS`,
+:data:`~fsframe.formulation.TRAITS`)."""
+assert set(PROTOCOLS) <= set(FORMULATION_NEEDS)
 
 
-@attrs.frozen
-class IterRecord:
-    """One outer-loop iteration."""
-
-    k: int
-    objective: float | None
-    n_nonzero: int | None
-    status: Status
-    seconds: float
-    step: float | None = None
-    loss: float | None = None
-    params: dict | None = None  # a bound search's (bounds, feasible, bound value, ...) at this solve
-
-    def as_dict(self) -> dict:
-        d = attrs.asdict(self)
-        d["status"] = self.status.value
-        return d
-
-
-_SAME = object()
-
-
-@attrs.frozen(eq=False)
-class Step:
-    """What a loop's generator yields.
-
-    ``objective`` is reported (history, result); ``monitored`` is the quantity whose descent
-    theory guarantees (default: the objective; ``None``: no check for this step).
-    """
-
-    iterate: Iterate
-    objective: float | None
-    monitored: float | None = attrs.field(default=_SAME)
-
-    def __attrs_post_init__(self):
-        if self.monitored is _SAME:
-            object.__setattr__(self, "monitored", self.objective)
-
-
-@attrs.frozen(eq=False)
-class LoopOutcome:
-    iterate: Iterate  # the chosen iterate
-    coef: NDArray  # its coefficients after the n_features rule
-    support: NDArray
-    objective: float | None
-    converged: bool
-    n_iter: int
-    history: tuple
-    monotone: bool
-    reason: str
-    statuses: tuple
-    selection: dict | None = None  # the n_features rule (iterate, groups dropped) and the zero_tol cut's check
-    transform: object | None = None  # a loop that changes the model's rows (greedy RBF mask): predict through it
-
-
-def support_of(t: NDArray, zero_tol: float, scale: float = 0.0) -> NDArray:
-    """Groups whose norm exceeds ``zero_tol`` times ``max(largest norm, scale)`` (and 1e-12
-    absolutely). ``scale`` is the run's reference magnitude (the largest group norm of any of
-    its iterates): an iterate that collapsed towards zero has no meaningful non-zero left even
-    if its own largest norm is 1e-9."""
-    t = np.asarray(t, dtype=float)
-    if t.size == 0:
-        return np.zeros(0, dtype=bool)
-    cut = max(zero_tol * max(float(np.max(t)), scale), 1e-12)
-    return t > cut
-
-
-def reference_scale(iterates) -> float:
-    """The largest group norm over ``iterates`` (the scale meaningful non-zeros are measured on)."""
-    return max((float(np.max(it.t, initial=0.0)) for it in iterates), default=0.0)
-
-
-@attrs.frozen
-class Selection:
-    """What :func:`select_exactly` chose: the iterate ``index``, the kept groups ``mask``, the
-    meaningful non-zeros per iterate (``counts``), and whether the loop ``collapsed`` below
-    ``r`` (an iterate after the chosen one had fewer than ``r``). Unpacks as ``(index, mask)``."""
-
-    index: int
-    mask: NDArray
-    counts: tuple
-    collapsed: bool
-
-    def __iter__(self):  # ``idx, mask = select_exactly(...)``
-        return iter((self.index, self.mask))
-
-
-def select_exactly(iterates: list[Iterate], r: int, zero_tol: float) -> Selection:
-    """Choose an iterate and its ``r`` strongest groups (002 §3.1, after Weston et al. 2003).
-
-    The paper stops "at the last iteration where ||w||_0 <= r" and keeps "the r largest
-    features of w". Non-zeros are counted as meaningful on the run's scale
-    (:func:`support_of` with :func:`reference_scale`), so an iterate whose weights all shrank to
-    1e-8 counts as empty. Take the last iterate that still has at least ``r`` meaningful
-    non-zeros (the loop stops at the first with at most ``r``, so this is that one when it has
-    exactly ``r``, else the one before it) and keep its ``r`` largest group norms. When no iterate
-    has ``r`` (e.g. an L1 start keeps fewer than ``r`` features when samples are few), take the
-    one with the most and keep all of its meaningful non-zeros: fewer than ``r`` result.
-    """
-    scale = reference_scale(iterates)
-    counts = tuple(int(support_of(it.t, zero_tol, scale).sum()) for it in iterates)
-    enough = [i for i, c in enumerate(counts) if c >= r]
-    k = enough[-1] if enough else int(np.argmax(counts))
-    t = iterates[k].t
-    order = np.argsort(-t, kind="stable")
-    keep = order[: min(r, counts[k])]
-    mask = np.zeros(t.shape[0], dtype=bool)
-    mask[keep] = True
-    return Selection(k, mask, counts, collapsed=any(c < r for c in counts[k + 1:]))
+def lacking(required, provided, describe: dict | None = None) -> list[str]:
+    """The names in ``required`` absent from ``provided``, each as ``describe`` words it (the
+    name itself when it has no entry): the one check of what a loop requires of a surrogate and of
+    a formulation (skglm's ``check_attrs``), every gap listed at once."""
+    describe = describe or {}
+    return [describe.get(c, c) for c in required if c not in provided]
 
 
 @attrs.frozen
@@ -174,12 +95,25 @@ class OuterLoop(abc.ABC):
     name: ClassVar[str]
     reference: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
-    """Surrogate capabilities the loop needs (see :data:`fsframe.surrogates.CAPABILITIES`)."""
+    """What the loop needs of the surrogate: names of :data:`fsframe.surrogates.PROVIDES`
+    (``"dc_split"``, ``"slope_at_zero"``, ...), matched against ``surrogate.provides()``. A loop
+    whose needs depend on its parameters makes it a property (``single``: ``derivative`` only for
+    ``penalty="l1"``)."""
+    formulation_requires: ClassVar[tuple[str, ...]] = ()
+    """What the loop needs of the formulation: protocols (:data:`fsframe.formulation.PROTOCOLS`:
+    ``"bounds"``, ``"mask_space"``, ...) and traits (:data:`fsframe.formulation.TRAITS`:
+    ``"large_margin"``, ...), matched against ``formulation.provides()``."""
     needs_surrogate: ClassVar[bool] = True
+    """``True``: a surrogate must be given (its ``phi`` is what the loop minimises, and the
+    reported objective is ``loss + sum_j phi(t_j)``); ``False``: it is optional (``single`` and
+    ``bound-search`` take its slope at zero as the L1 weight), and the reported objective is the
+    subproblem's optimum."""
+    takes_surrogate: ClassVar[bool] = True
+    """``False`` for a loop that refuses every surrogate (``greedy``, ``rfs``, the filters: they
+    penalise nothing through ``phi``)."""
     formulations: ClassVar[tuple | None] = None
-    """Names of the formulations the loop runs on (``None``: any). A loop that runs its own
-    algorithm on one model (DSO-FS on ``margin``, RFS on ``l21-regression``) names it; ``resolve``
-    refuses the others."""
+    """Deprecated name list (``None``: any formulation); declare :attr:`formulation_requires`
+    instead. Kept only for the DSO-FS loop until it declares its requirements."""
     monotone: ClassVar[bool] = True
     """Whether theory guarantees the monitored objective does not increase."""
     sparse: ClassVar[bool] = True
@@ -188,6 +122,17 @@ class OuterLoop(abc.ABC):
     ``n_features`` it would keep every feature, so :func:`fsframe.fit` then keeps the better half
     of the ranking (:func:`fsframe.fitting.default_n_features`). A loop for which it depends on a
     parameter (``single`` with ``penalty="l2"``) makes it a property."""
+    chooses: ClassVar[bool] = False
+    """``True`` for a loop that chooses its answer itself: it reads ``run.n_features`` and returns
+    a :class:`Choice` (or yields steps with a ``support``); the base then applies neither its
+    ``n_features`` rule (stop at the first iterate with at most ``r`` groups, 002 §3.1) nor its
+    verified ``zero_tol`` cut to that answer."""
+    support_scale: ClassVar[str] = "run"
+    """What ``zero_tol`` is relative to when the base counts an iterate's non-zeros
+    (:func:`support_of`): ``"run"`` — the largest group norm of the run so far
+    (:func:`reference_scale`: an iterate that collapsed towards zero counts none); ``"iterate"``
+    — its own largest (a search whose solves are not a sequence, as the bound search's NSF,
+    001's footnote)."""
 
     max_iter: int = attrs.field(default=20, converter=as_int, validator=positive_int)
     tol: float = attrs.field(default=1e-5, converter=to_float, validator=real(0))
@@ -200,23 +145,28 @@ class OuterLoop(abc.ABC):
         """The sparsity-slot terms the subproblem needs for this surrogate."""
 
     def missing(self, surrogate: Surrogate | None) -> list[str]:
-        """Capabilities ``surrogate`` lacks for this loop (empty if compatible)."""
+        """What ``surrogate`` lacks for this loop, each item as the refusal names it (empty if
+        compatible): :attr:`requires` against ``surrogate.provides()``, and
+        :attr:`needs_surrogate` / :attr:`takes_surrogate`. Override it only for a need no
+        capability states (call ``super()`` and append)."""
         if surrogate is None:
-            return ["a surrogate"] if self.needs_surrogate else []
-        caps = surrogate.capabilities()
-        return [c for c in self.requires if c not in caps]
+            return ["a surrogate (needs_surrogate is True)"] if self.needs_surrogate else []
+        if not self.takes_surrogate:
+            return ["no surrogate (takes_surrogate is False)"]
+        return lacking(self.requires, surrogate.provides(self.requires), PROVIDES)
 
     def formulation_missing(self, formulation) -> list[str]:
-        """What ``formulation`` (class or instance) lacks for this loop (empty if compatible);
-        e.g. a bound search needs declared bound parameters. The default: any formulation, or only
-        those named in :attr:`formulations` when a loop declares them."""
+        """What ``formulation`` (an instance) lacks for this loop (empty if compatible):
+        :attr:`formulation_requires` against ``formulation.provides()``."""
+        miss = lacking(self.formulation_requires, formulation.provides(), FORMULATION_NEEDS)
         if self.formulations is not None and formulation.name not in self.formulations:
-            return [f"to be one of the formulations {list(self.formulations)} this loop runs on"]
-        return []
+            miss.append(f"to be one of the formulations {list(self.formulations)} this loop runs on")
+        return miss
 
     @abc.abstractmethod
-    def steps(self, sub: Subproblem, surrogate: Surrogate | None) -> Generator[Step, None, tuple[bool, str]]:
-        """Yield one :class:`Step` per subproblem; return ``(converged, reason)``."""
+    def steps(self, sub: Subproblem, surrogate: Surrogate | None, run: Run) -> Generator[Step, None, Finish]:
+        """Yield one :class:`Step` per iterate; return :class:`Finish` (or ``(converged,
+        reason)``). ``run`` carries the fit's ``n_features`` and the loop's report (``run.info``)."""
 
     # -- shared helpers -------------------------------------------------------------------------
     def small_step(self, new: Iterate, old: Iterate) -> tuple[bool, float]:
@@ -263,13 +213,20 @@ class OuterLoop(abc.ABC):
             it, f = new, step.monitored
         return False, "max_iter reached"
 
-    def objective_of(self, it: Iterate, surrogate: Surrogate | None, mask: NDArray) -> float:
-        """The objective the loop reports for the coefficients returned: ``it``'s, with the groups
-        outside ``mask`` (norms at most 1e-12 of the largest, or fixed at zero) set to zero —
-        ``loss + sum_j phi(t_j)``, or the subproblem's optimum without a surrogate."""
-        if surrogate is None:
+    def objective_of(self, sub: Subproblem, it: Iterate, surrogate: Surrogate | None, mask: NDArray) -> float:
+        """The objective the loop reports for the coefficients returned: those of ``it`` with the
+        groups outside ``mask`` (norms at most 1e-12 of the largest, or fixed at zero) set to zero
+        — ``loss + sum_j phi(t_j)`` for a loop that minimises ``phi`` (:attr:`needs_surrogate`),
+        else the subproblem's objective (loss plus the slot's penalty: a loop that takes a
+        surrogate's slope only, or none). The loss is the model's
+        (:meth:`~fsframe.problem.Subproblem.at_support`: its slacks at their least values, at
+        the coefficients returned), never the solver's point's."""
+        if it.x is None:  # computed by the loop itself (Iterate.computed): its objective is the loop's
             return it.objective
-        return it.loss + float(np.sum(surrogate.phi(np.where(mask, it.t, 0.0))))
+        loss, penalty = sub.at_support(it, mask)
+        if surrogate is None or not self.needs_surrogate:
+            return loss + penalty
+        return loss + float(np.sum(surrogate.phi(np.where(mask, it.t, 0.0))))
 
     def _warn_selection(self, sel: Selection, r: int) -> None:
         k, got = sel.index, int(sel.mask.sum())
@@ -325,7 +282,7 @@ class OuterLoop(abc.ABC):
             re = sub.restricted(it, np.zeros_like(cut))
             if re.ok and re.objective is not None and base is not None \
                     and re.objective - base <= self.tol * abs(base) + 1e-9 * (1.0 + abs(base)):
-                return re, np.zeros_like(cut), self.objective_of(re, surrogate, np.zeros_like(cut)), {
+                return re, np.zeros_like(cut), self.objective_of(sub, re, surrogate, np.zeros_like(cut)), {
                     "zero_tol_cut": int((it.t > 0).sum()), "statuses": (re.status,),
                     "zero_tol_cut_rise": float(re.objective - base), "zero_tol_cut_verified": True}
             # a rejected probe gave nothing returned: its status is the probe's, not the fit's
@@ -344,7 +301,7 @@ class OuterLoop(abc.ABC):
                 if not selecting:
                     cut &= re.t > 0
                 info["zero_tol_cut_verified"] = True
-                return re, cut, self.objective_of(re, surrogate, cut), info
+                return re, cut, self.objective_of(sub, re, surrogate, cut), info
         info["zero_tol_cut_verified"] = False
         if selecting:
             msg = (f"{self.name}: the re-solve on the {int(cut.sum())} selected features ended with status "
@@ -368,55 +325,48 @@ class OuterLoop(abc.ABC):
             "the optimum (a smaller zero_tol or a simplex backend gives a cleaner support)",
             ConvergenceWarning, stacklevel=4)
         keep = support_of(it.t, 1e-12)
-        return it, keep, self.objective_of(it, surrogate, keep), info
+        return it, keep, self.objective_of(sub, it, surrogate, keep), info
 
     # -- the driver ------------------------------------------------------------------------------
     def run(self, sub: Subproblem, surrogate: Surrogate | None, *, n_features: int | None = None,
             callback=None) -> LoopOutcome:
+        """Drive :meth:`steps` and report (see the module docstring). ``callback(record,
+        iterate)`` is called after every recorded step."""
+        run = Run(n_features=n_features, aux=sub.aux)
+        gen = self.steps(sub, surrogate, run)
+        rule = None if self.chooses else n_features  # the base's n_features rule
         history: list[IterRecord] = []
-        good: list[Iterate] = []
-        objectives: list[float | None] = []
+        good: list[Step] = []
         statuses: list[Status] = []
-        monotone = True
-        reason, converged = "max_iter reached", False
-        gen = self.steps(sub, surrogate)
-        prev_obj = None
-        prev_point = None
+        monotone, failed = True, False
+        finish = Finish(False, "max_iter reached")
+        prev_obj = prev_point = None
         scale = 0.0
-        k = 0
         while True:
             t0 = time.perf_counter()
             try:
                 step = next(gen)
             except StopIteration as stop:
-                converged, reason = stop.value if stop.value is not None else (True, "loop finished")
+                finish = Finish.of(stop.value)
                 break
             it = step.iterate
             statuses.append(it.status)
-            if k == 0 and not good and it.status is not Status.OPTIMAL:  # the model may know why
-                err = sub.formulation.explain_failure(sub, it)
-                if err is not None:
-                    gen.close()
-                    raise err
+            k = len(history)
             if not it.ok:
-                rec = IterRecord(k, None, None, it.status, time.perf_counter() - t0)
-                history.append(rec)
-                msg = (f"{self.name}: subproblem {k} ended with status {it.status.value} "
-                       f"({it.result.message}) on backend {it.result.backend}")
-                if not good or self.raise_on_failure:
-                    partial = (self, tuple(history), good[-1] if good else None)
-                    raise SolverFailedError(
-                        msg + ("; no solution was found" if not good else
-                               "; set raise_on_failure=False to keep the last good iterate"),
-                        result=it.result, partial=partial)
-                warnings.warn(msg + "; returning the last good iterate", ConvergenceWarning, stacklevel=3)
-                reason, converged = f"subproblem failed: {it.status.value}", False
+                history.append(IterRecord(k, None, None, it.status, time.perf_counter() - t0, params=step.params))
+                if step.probe and it.status in INFEASIBLE:  # expected: recorded, the loop goes on
+                    if callback is not None:
+                        callback(history[-1], it)
+                    continue
+                gen.close()
+                failed = True
+                finish = self._failed(it, k, history, good, step.params)
                 break
             scale = max(scale, float(np.max(it.t, initial=0.0)))
-            nnz = int(support_of(it.t, self.zero_tol, scale).sum())
+            nnz = int(support_of(it.t, self.zero_tol, scale if self.support_scale == "run" else 0.0).sum())
             step_len = None if prev_point is None else float(np.linalg.norm(it.point - prev_point))
             history.append(IterRecord(k, step.objective, nnz, it.status, time.perf_counter() - t0,
-                                      step_len, it.loss))
+                                      step_len, it.loss, step.params))
             mon = step.monitored
             if (self.monotone and mon is not None and prev_obj is not None
                     and mon > prev_obj + self.tol * max(1.0, abs(prev_obj))):
@@ -425,49 +375,88 @@ class OuterLoop(abc.ABC):
                     f"{self.name}: monitored objective rose from {prev_obj:.8g} to {mon:.8g} at "
                     f"iteration {k} (tolerance {self.tol:g}); the solver's accuracy may be too low for this tol",
                     ConvergenceWarning, stacklevel=3)
-            good.append(it)
-            objectives.append(step.objective)
-            prev_obj = mon
-            prev_point = it.point
+            good.append(step)
+            prev_obj, prev_point = mon, it.point
             if callback is not None:
                 callback(history[-1], it)
-            k += 1
-            if n_features is not None and nnz <= n_features:
+            if rule is not None and nnz <= rule:
                 gen.close()
-                reason, converged = f"reached n_features={n_features} non-zero groups", True
+                finish = Finish(True, f"reached n_features={rule} non-zero groups")
                 break
-        if not converged and reason == "max_iter reached":
+        if not good:
+            raise PluginError(f"loop {self.name!r}: steps() ended without a solved iterate; a loop yields at least "
+                              "one Step with a solution, or raises")
+        if not finish.converged and finish.reason == "max_iter reached":
             warnings.warn(f"{self.name}: stopped at max_iter={self.max_iter} before its stopping rule held",
                           ConvergenceWarning, stacklevel=2)
-        inaccurate = [it for it in good if it.status is Status.OPTIMAL_INACCURATE]
-        if inaccurate:
-            warnings.warn(
-                f"{self.name}: {len(inaccurate)} of {len(good)} subproblems were solved only to "
-                f"{Status.OPTIMAL_INACCURATE.value} (first: {inaccurate[0].result.message}); the result may be off "
-                "by more than the solver's tolerance — tighten the backend's tolerances or try another backend",
-                SolverWarning, stacklevel=2)
-        selection = None
-        if n_features is not None:
-            sel = select_exactly(good, n_features, self.zero_tol)
+        out = self._answer(sub, surrogate, good, finish.choice, rule)
+        chosen, mask, objective, info, transform = out
+        statuses.extend(info.pop("statuses", ()))
+        coef = np.array(chosen.coef, dtype=float)
+        if transform is None:  # a transform re-maps the samples: its support indexes its own inputs (greedy RBF)
+            groups = chosen.groups if chosen.groups is not None else sub.compiled.slot.groups
+            coef[~mask[groups]] = 0.0
+        return LoopOutcome(iterate=chosen, coef=coef, support=mask, objective=objective, converged=finish.converged,
+                           n_iter=len(history) - failed, history=tuple(history), monotone=monotone,
+                           reason=finish.reason, statuses=tuple(statuses), selection={**run.info, **info} or None,
+                           transform=transform)
+
+    def _failed(self, it: Iterate, k: int, history: list, good: list, params) -> Finish:
+        """A subproblem without a solution: raise, or (``raise_on_failure=False``, after a good
+        iterate) warn and stop at the last good one."""
+        at = "" if not params else f" (at {', '.join(f'{a}={v!r}' for a, v in params.items())})"
+        msg = (f"{self.name}: subproblem {k}{at} ended with status {it.status.value} "
+               f"({it.result.message}) on backend {it.result.backend}")
+        if not good or self.raise_on_failure:
+            partial = (self, tuple(history), good[-1].iterate if good else None)
+            raise SolverFailedError(
+                msg + ("; no solution was found" if not good else
+                       "; set raise_on_failure=False to keep the last good iterate"),
+                result=it.result, partial=partial)
+        warnings.warn(msg + "; returning the last good iterate", ConvergenceWarning, stacklevel=4)
+        return Finish(False, f"subproblem failed: {it.status.value}")
+
+    def _answer(self, sub: Subproblem, surrogate, good: list, choice: Choice | None, rule):
+        """``(iterate, support, objective, info, transform)``: the loop's :class:`Choice`; or the
+        last step with the support the loop chose; or the base's choice (the ``n_features`` rule or
+        the last iterate) with its verified ``zero_tol`` cut."""
+        if choice is not None:
+            self._warn_inaccurate([choice.iterate])
+            return (choice.iterate, np.asarray(choice.support, dtype=bool), choice.objective,
+                    {**choice.info, "statuses": tuple(choice.statuses)}, choice.transform)
+        last = good[-1]
+        if last.support is not None:
+            self._warn_inaccurate([last.iterate])
+            support = np.asarray(last.support, dtype=bool)
+            if last.transform is not None:  # the support indexes the transform's inputs, not the groups:
+                return last.iterate, support, last.iterate.objective, {}, last.transform  # solved as returned
+            return last.iterate, support, self.objective_of(sub, last.iterate, surrogate, support), {}, None
+        iterates = [s.iterate for s in good]
+        self._warn_inaccurate(iterates)
+        selection = {}
+        if rule is not None:
+            sel = select_exactly(iterates, rule, self.zero_tol)
             idx, mask = sel.index, sel.mask
-            selection = {"n_features_iterate": idx,
-                         "n_features_dropped": int(sel.counts[idx] - mask.sum())}
-            self._warn_selection(sel, n_features)
+            selection = {"n_features_iterate": idx, "n_features_dropped": int(sel.counts[idx] - mask.sum())}
+            self._warn_selection(sel, rule)
         else:
-            idx = len(good) - 1
-            mask = support_of(good[idx].t, self.zero_tol, reference_scale(good))
-        chosen, mask, objective, cut = self._settle(sub, surrogate, good[idx], mask, objectives[idx],
-                                                    selecting=n_features is not None, first=good[0])
-        statuses.extend(cut.pop("statuses", ()))
-        if chosen is not good[idx] and chosen.status is Status.OPTIMAL_INACCURATE:
+            idx = len(iterates) - 1
+            mask = support_of(iterates[idx].t, self.zero_tol, reference_scale(iterates))
+        chosen, mask, objective, cut = self._settle(sub, surrogate, iterates[idx], mask, good[idx].objective,
+                                                    selecting=rule is not None, first=iterates[0])
+        if chosen is not iterates[idx] and chosen.status is Status.OPTIMAL_INACCURATE:
             warnings.warn(
                 f"{self.name}: the re-solve that gives the returned model (on its {int(mask.sum())} selected "
                 f"groups) was solved only to {Status.OPTIMAL_INACCURATE.value} ({chosen.result.message}); its "
                 "objective and coefficients may be off by more than the solver's tolerance — standardise the "
-                "features, tighten the backend's tolerances or try another backend", SolverWarning, stacklevel=2)
-        selection = {**(selection or {}), **cut} or None
-        coef = chosen.coef.copy()
-        coef[~mask[sub.compiled.slot.groups]] = 0.0
-        return LoopOutcome(iterate=chosen, coef=coef, support=mask, objective=objective, converged=converged,
-                           n_iter=len(good), history=tuple(history), monotone=monotone, reason=reason,
-                           statuses=tuple(statuses), selection=selection)
+                "features, tighten the backend's tolerances or try another backend", SolverWarning, stacklevel=3)
+        return chosen, mask, objective, {**selection, **cut}, good[idx].transform
+
+    def _warn_inaccurate(self, iterates: list) -> None:
+        inaccurate = [it for it in iterates if it.status is Status.OPTIMAL_INACCURATE]
+        if inaccurate:
+            warnings.warn(
+                f"{self.name}: {len(inaccurate)} of {len(iterates)} subproblems were solved only to "
+                f"{Status.OPTIMAL_INACCURATE.value} (first: {inaccurate[0].result.message}); the result may be off "
+                "by more than the solver's tolerance — tighten the backend's tolerances or try another backend",
+                SolverWarning, stacklevel=4)

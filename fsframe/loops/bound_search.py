@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 import warnings
 from typing import Callable, TYPE_CHECKING
 
@@ -14,16 +13,14 @@ import numpy as np
 from attrs.validators import ge, instance_of, le
 
 from ..enums import Status
-from ..errors import ConvergenceWarning, InfeasibleParameterError, InvalidOptionError, SolverFailedError
+from ..errors import ConvergenceWarning, InfeasibleParameterError, InvalidOptionError
 from ..validators import as_int, positive_int, real, to_float
-from .base import IterRecord, LoopOutcome, OuterLoop, support_of
+from .base import INFEASIBLE, Choice, Finish, OuterLoop, Step, support_of
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
 
 __all__ = ["BoundSearch", "T_FAMILY", "criterion_score"]
-
-INFEASIBLE = (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
 
 T_FAMILY: dict[str, Callable[[float], float]] = {"log": math.log, "sqrt": math.sqrt}
 """Named adjustment factors ``t(NSF)`` of 001's Remark (``bound / t(NSF)``)."""
@@ -173,9 +170,12 @@ class BoundSearch(OuterLoop):
 
     name = "bound-search"
     reference = "paper 001 Algorithm 1, criteria 1 and 2, Remark on t"
-    requires = ("derivative",)
+    requires = ("derivative", "slope_at_zero")
+    formulation_requires = ("bounds",)
     needs_surrogate = False
     monotone = False
+    chooses = True  # by the criterion, among the feasible points (001 §3.2)
+    support_scale = "iterate"  # NSF: |w_j| / max|w| > zero_tol per solve (001's footnote)
 
     max_iter: int = attrs.field(default=10000, converter=as_int, validator=positive_int)
     zero_tol: float = attrs.field(default=1e-3, converter=to_float, validator=[real(0, 1), _resolvable])
@@ -188,25 +188,12 @@ class BoundSearch(OuterLoop):
                                     validator=[instance_of(float), ge(0.0), attrs.validators.lt(1.0)])
     eps: float = attrs.field(default=1e-3, converter=to_float, validator=[instance_of(float), _open_unit, _resolvable])
 
-    def missing(self, surrogate):
-        miss = super().missing(surrogate)
-        if surrogate is not None and not miss and not np.all(np.isfinite(surrogate.derivative(np.zeros(1)))):
-            miss.append("a finite derivative at 0")
-        return miss
-
-    def formulation_missing(self, formulation):
-        return [] if getattr(formulation, "bound_params", ()) else [
-            "bound parameters (Formulation.bound_params and with_bounds), e.g. 'mempm' or 'mpm-equal'"]
-
     def terms(self, surrogate):
         return frozenset({"lin"})
 
-    def steps(self, sub, surrogate):  # the search is driven by run(): it needs infeasible solves
-        raise NotImplementedError("BoundSearch is driven by run()")
-
     # -- the search ----------------------------------------------------------------------------
-    def run(self, sub: Subproblem, surrogate, *, n_features=None, callback=None) -> LoopOutcome:
-        if n_features is not None:
+    def steps(self, sub: Subproblem, surrogate, run):
+        if run.n_features is not None:
             raise InvalidOptionError(
                 f"loop {self.name!r} chooses the number of features by its criterion (criterion=1, 2 or t); "
                 "n_features cannot be combined with it")
@@ -217,7 +204,7 @@ class BoundSearch(OuterLoop):
         limits = dict(sub.built.info.get("bound_limits") or {})
         lim = [min(1.0, float(limits.get(nm, 1.0))) for nm in names]
         weight = 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0])
-        state = _State(self, sub, names, np.full(sub.n_groups, weight), callback)
+        st = _Search(sub, names, np.full(sub.n_groups, weight))
         p0 = self.delta_pos0
         if p0 >= lim[0]:
             raise InfeasibleParameterError(
@@ -232,31 +219,32 @@ class BoundSearch(OuterLoop):
                         f"{self.name}: delta_neg0={self.delta_neg0:g} is above the largest feasible {names[1]} "
                         f"({lim[1]:.4f}, as delta_pos -> 0); start lower", parameter="delta_neg0",
                         value=self.delta_neg0, limit=lim[1])
-                reason = self._two(state, lim)
+                reason = yield from self._two(st, lim)
             else:
-                reason = self._one(state, lim[0])
+                reason = yield from self._one(st, lim[0])
             converged = True
         except _Stop as stop:
             reason, converged = stop.reason, False
-            if stop.capped and state.kept:
+            if stop.capped and st.kept:
                 warnings.warn(
                     f"{self.name}: stopped at max_iter={self.max_iter} SOCPs before the search ended; the solution "
-                    f"is chosen among the {len(state.kept)} feasible points found so far. Raise max_iter, or "
+                    f"is chosen among the {len(st.kept)} feasible points found so far. Raise max_iter, or "
                     f"coarsen delta_pos_step={self.delta_pos_step:g} / eps={self.eps:g}", ConvergenceWarning,
                     stacklevel=3)
-        if not state.kept:
+        if not st.kept:
             raise InfeasibleParameterError(
                 f"{self.name}: no feasible point from the start {names[0]}={p0:g}"
                 + (f", {names[1]} > {self.delta_neg0:g}" if len(names) == 2 else "")
-                + f" ({state.n} SOCPs; {reason}). The largest feasible {names[0]} is {lim[0]:.4f} on this data"
+                + f" ({st.n} SOCPs; {reason}). The largest feasible {names[0]} is {lim[0]:.4f} on this data"
                 + (f" (the MPM's equal bound: {sub.built.info['delta_max']:.4f})" if "delta_max" in sub.built.info
                    and len(names) == 2 else "")
                 + ("; raise max_iter" if reason.startswith("max_iter") else "; start lower"),
                 parameter="delta_pos0", value=p0, limit=lim[0])
-        return self._choose(state, reason, converged)
+        return Finish(converged, reason, self._choose(st))
 
-    def _two(self, st: "_State", lim) -> str:
-        """Algorithm 1: step the first bound, bisect the second."""
+    def _two(self, st: "_Search", lim):
+        """Algorithm 1: step the first bound, bisect the second (a generator of steps; returns the
+        reason it ended)."""
         i = 0
         while True:
             p = self.delta_pos0 + i * self.delta_pos_step
@@ -265,7 +253,7 @@ class BoundSearch(OuterLoop):
             lo, hi, found = self.delta_neg0, lim[1], False
             while hi - lo > self.eps:
                 q = 0.5 * (lo + hi)
-                if st.visit((p, q)):
+                if (yield from self._visit(st, (p, q))):
                     lo, found = q, True
                 else:
                     hi = q
@@ -273,14 +261,14 @@ class BoundSearch(OuterLoop):
                 return f"no feasible {st.names[1]} above {self.delta_neg0:g} at {st.names[0]}={p:.4g}"
             i += 1
 
-    def _one(self, st: "_State", lim: float) -> str:
+    def _one(self, st: "_Search", lim: float):
         """One bound: step up while feasible, then bisect the last bracket."""
         i, last, hi = 0, None, lim
         while True:
             p = self.delta_pos0 + i * self.delta_pos_step
             if p >= lim:
                 break
-            if not st.visit((p,)):
+            if not (yield from self._visit(st, (p,))):
                 hi = p
                 break
             last = p
@@ -290,24 +278,55 @@ class BoundSearch(OuterLoop):
         lo = last
         while hi - lo > self.eps:
             q = 0.5 * (lo + hi)
-            if st.visit((q,)):
+            if (yield from self._visit(st, (q,))):
                 lo = q
             else:
                 hi = q
         return f"{st.names[0]} bracketed within eps={self.eps:g} below {hi:.6g}"
 
-    def _choose(self, st: "_State", reason: str, converged: bool) -> LoopOutcome:
-        keys = [(rec.params["score"], rec.params["bound"], -rec.n_nonzero) for rec, _ in st.kept]
+    def _visit(self, st: "_Search", point: tuple):
+        """Solve at ``point`` (the bounds, in order) and yield it as a probe step; returns True
+        when feasible. Solver trouble (neither a solution nor a proven infeasibility) is yielded
+        as a failed step (the base raises), or with ``raise_on_failure=False`` and points found
+        ends the search there."""
+        if st.n >= self.max_iter:
+            raise _Stop(f"max_iter={self.max_iter} SOCPs reached", capped=True)
+        bounds = dict(zip(st.names, point))
+        st.sub.set_bounds(**bounds)
+        it = st.sub.solve(lin=st.lin)
+        st.statuses.append(it.status)
+        bound = point[0] if len(point) == 1 else self.theta * point[0] + (1.0 - self.theta) * point[1]
+        params = {**bounds, "feasible": bool(it.ok), "bound": bound}
+        if it.ok:
+            nsf = int(support_of(it.t, self.zero_tol).sum())
+            params["score"] = criterion_score(bound, nsf, self.criterion)
+            st.kept.append((st.n, params, it, nsf))
+        elif it.status in INFEASIBLE:
+            st.n_infeasible += 1
+        elif not self.raise_on_failure and st.kept:
+            warnings.warn(f"{self.name}: the SOCP at {bounds} ended with status {it.status.value} ({it.result.message}) "
+                          f"on backend {it.result.backend}; the search stops and chooses among the points found",
+                          ConvergenceWarning, stacklevel=4)
+            st.unrecorded.append(it.status)
+            raise _Stop(f"subproblem failed: {it.status.value}")
+        st.n += 1
+        yield Step(it, it.objective if it.ok else None, None, params=params, probe=True)
+        return it.ok
+
+    def _choose(self, st: "_Search") -> Choice:
+        """001 §3.2's choice among the feasible points, re-solved at its bounds with the weights
+        below ``zero_tol`` fixed at zero."""
+        keys = [(params["score"], params["bound"], -nsf) for _, params, _, nsf in st.kept]
         j = max(range(len(keys)), key=lambda i: keys[i])
-        rec, it = st.kept[j]
+        k, params, it, _ = st.kept[j]
         mask = support_of(it.t, self.zero_tol)
-        point = tuple(rec.params[nm] for nm in st.names)
-        info = {**dict(zip(st.names, point)), "bound": rec.params["bound"], "score": rec.params["score"],
+        point = tuple(params[nm] for nm in st.names)
+        info = {**dict(zip(st.names, point)), "bound": params["bound"], "score": params["score"],
                 "criterion": str(self.criterion) if not callable(self.criterion) else getattr(
                     self.criterion, "__name__", "callable"),
-                "chosen_socp": rec.k, "n_feasible": len(st.kept), "n_infeasible": st.n_infeasible,
+                "chosen_socp": k, "n_feasible": len(st.kept), "n_infeasible": st.n_infeasible,
                 "n_inaccurate": sum(s is Status.OPTIMAL_INACCURATE for s in st.statuses)}
-        chosen, statuses = it, []
+        chosen, statuses = it, list(st.unrecorded)
         st.sub.set_bounds(**dict(zip(st.names, point)))  # the subproblem (and its record) at the chosen point
         if np.any(~mask & (it.t > 0)):
             re = st.sub.restricted(it, mask)
@@ -322,13 +341,9 @@ class BoundSearch(OuterLoop):
                     f"{self.name}: the re-solve with the {int((~mask).sum())} weights below zero_tol={self.zero_tol:g} "
                     f"of the largest fixed at zero ended with status {re.status.value}; returning the chosen solution "
                     "uncut (its support counts every non-zero weight)", ConvergenceWarning, stacklevel=3)
-        info["n_socps"] = st.n + len(statuses)
-        coef = chosen.coef.copy()
-        coef[~mask[st.sub.compiled.slot.groups]] = 0.0
-        objective = float(np.sum(st.lin * np.where(mask, chosen.t, 0.0))) + (chosen.loss or 0.0)
-        return LoopOutcome(iterate=chosen, coef=coef, support=mask, objective=objective, converged=converged,
-                           n_iter=st.n, history=tuple(st.history), monotone=True, reason=reason,
-                           statuses=tuple(st.statuses + statuses), selection=info)
+        info["n_socps"] = st.n + len(statuses) - len(st.unrecorded)
+        objective = float(sum(st.sub.at_support(chosen, mask)))  # the model's loss + lin'||w_(j)||
+        return Choice(chosen, mask, objective, info, statuses=tuple(statuses))
 
 
 class _Stop(Exception):
@@ -337,53 +352,16 @@ class _Stop(Exception):
         self.capped = capped  # max_iter cut the search short
 
 
-class _State:
-    """The search's bookkeeping: solves a point, records it, keeps the feasible ones."""
+@attrs.define
+class _Search:
+    """The search's own state: the subproblem it restates, the feasible points found (with the
+    step index the base recorded them under), and its counts."""
 
-    def __init__(self, loop: BoundSearch, sub: Subproblem, names, lin, callback):
-        self.loop, self.sub, self.names, self.lin, self.callback = loop, sub, names, lin, callback
-        self.history: list[IterRecord] = []
-        self.kept: list[tuple[IterRecord, Iterate]] = []
-        self.statuses: list[Status] = []
-        self.n_infeasible = 0
-
-    @property
-    def n(self) -> int:
-        return len(self.history)
-
-    def visit(self, point: tuple) -> bool:
-        """Solve at ``point`` (the bounds, in order); True when feasible."""
-        loop = self.loop
-        if self.n >= loop.max_iter:
-            raise _Stop(f"max_iter={loop.max_iter} SOCPs reached", capped=True)
-        t0 = time.perf_counter()
-        bounds = dict(zip(self.names, point))
-        self.sub.set_bounds(**bounds)
-        it = self.sub.solve(lin=self.lin)
-        self.statuses.append(it.status)
-        p = point[0]
-        bound = p if len(point) == 1 else loop.theta * p + (1.0 - loop.theta) * point[1]
-        params = {**bounds, "feasible": bool(it.ok), "bound": bound}
-        if it.ok:
-            nsf = int(support_of(it.t, loop.zero_tol).sum())
-            params["score"] = criterion_score(bound, nsf, loop.criterion)
-            rec = IterRecord(self.n, it.objective, nsf, it.status, time.perf_counter() - t0, None, it.loss, params)
-            self.kept.append((rec, it))
-        else:
-            rec = IterRecord(self.n, None, None, it.status, time.perf_counter() - t0, None, None, params)
-        self.history.append(rec)
-        if it.ok or it.status in INFEASIBLE:
-            if not it.ok:
-                self.n_infeasible += 1
-            if self.callback is not None:
-                self.callback(rec, it)
-            return it.ok
-        msg = (f"{loop.name}: the SOCP at {bounds} ended with status {it.status.value} ({it.result.message}) on "
-               f"backend {it.result.backend}")
-        if loop.raise_on_failure or not self.kept:
-            raise SolverFailedError(msg + ("; set raise_on_failure=False to stop the search there and choose among "
-                                           "the points found" if self.kept else "; no feasible point was found"),
-                                    result=it.result, partial=(loop, tuple(self.history), None))
-        self.history.pop()  # the failed solve ends the search; it is reported in statuses and the reason
-        warnings.warn(msg + "; the search stops and chooses among the points found", ConvergenceWarning, stacklevel=4)
-        raise _Stop(f"subproblem failed: {it.status.value}")
+    sub: Subproblem
+    names: tuple
+    lin: np.ndarray
+    n: int = 0  # SOCPs yielded (the base's history index of the next one)
+    kept: list = attrs.field(factory=list)  # (k, params, iterate, nsf) of each feasible point
+    statuses: list = attrs.field(factory=list)  # every visit's status
+    unrecorded: list = attrs.field(factory=list)  # a failed visit that ended the search (not yielded)
+    n_infeasible: int = 0

@@ -52,7 +52,7 @@ class DCA(OuterLoop):
             lin_w = -scale[groups] * it.coef
         return sub.solve(lin=np.full(sub.n_groups, split.lin), lin_w=lin_w, quad=quad)
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         split = surrogate.dc_split()
         if self.init == "l1":
             it = sub.solve(lin=np.ones(sub.n_groups), lin_w=np.zeros(sub.n_coef),

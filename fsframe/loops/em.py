@@ -94,7 +94,7 @@ class EM(OuterLoop):
         q[fixed] = np.inf
         return q
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         it = sub.solve(quad=np.ones(sub.n_groups))
         f = self.surrogate_objective(it, surrogate) if it.ok else None
         yield Step(it, f, monitored=None)  # the L2 start is not a descent step

@@ -37,9 +37,8 @@ from attrs.validators import and_, ge, in_, instance_of, optional
 from numpy.typing import NDArray
 
 from ..errors import ConvergenceWarning, DataError, IncompatibleComponentsError
-from ..formulation import Formulation
 from ..validators import as_int, finite, positive_int, real, to_float
-from .base import LoopOutcome, OuterLoop, Step
+from .base import OuterLoop, Step, support_of
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
@@ -197,7 +196,8 @@ class LinearMaskSpace(MaskSpace):
 
 def mask_space_of(sub: Subproblem) -> MaskSpace:
     """The formulation's :class:`MaskSpace`, or :class:`IncompatibleComponentsError`."""
-    space = sub.formulation.mask_space(sub)
+    make = getattr(sub.formulation, "mask_space", None)
+    space = make(sub) if make is not None else None
     if space is None:
         raise IncompatibleComponentsError(
             f"formulation {sub.formulation.name!r} cannot fix a feature group to zero (no mask_space): the greedy "
@@ -249,7 +249,10 @@ class Greedy(OuterLoop):
     name = "greedy"
     reference = "paper 003 Algorithms 1 and 2 (FTSVM, RTSVM); Bradley & Mangasarian RFSVM"
     needs_surrogate = False
+    takes_surrogate = False  # each selected feature costs sigma (003 eq. 21); no phi
+    formulation_requires = ("mask_space",)
     monotone = True
+    chooses = True  # the support is the mask E; n_features is Algorithm 2's r (or E's r best)
     tol: float = attrs.field(default=1e-6, converter=to_float, validator=real(0))
     sigma: float = attrs.field(default=1e-3, converter=to_float, validator=and_(instance_of(float), ge(0), finite))
     threshold: float | None = attrs.field(default=None, converter=optional_conv(to_float),
@@ -260,20 +263,6 @@ class Greedy(OuterLoop):
 
     def terms(self, surrogate):
         return frozenset({"lin"})
-
-    def missing(self, surrogate):
-        if surrogate is not None:
-            return ["nothing: the greedy loop takes no surrogate (each selected feature costs sigma, 003 eq. 21)"]
-        return []
-
-    def formulation_missing(self, formulation):
-        cls = formulation if isinstance(formulation, type) else type(formulation)
-        if getattr(cls, "mask_space", None) is Formulation.mask_space:
-            return ["the capability to fix a feature group to zero (Formulation.mask_space)"]
-        return []
-
-    def objective_of(self, it, surrogate, mask):
-        return it.objective
 
     # eq. 21 at a solve under mask E
     def _objective(self, space: "MaskSpace", it: Iterate, mask: NDArray) -> float | None:
@@ -306,25 +295,30 @@ class Greedy(OuterLoop):
         stats["sweep_seconds"] += time.perf_counter() - t0
         return kept
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         space = mask_space_of(sub)
-        state = sub.greedy_state
-        state["space"] = space
         n = space.n_features
-        r = state.get("n_features")
-        stats = state["stats"]
+        r = run.n_features
+        stats = run.info  # reported in FitResult.info, also when a failed solve ends the run
+        stats.update(lps_solved=0, flips_evaluated=0, flips_kept=0, sweeps=0, sweep_seconds=0.0, eq21=[])
         thr = 1.0 / n if self.threshold is None else self.threshold
+        scale = 0.0  # the run's largest group norm (the base's support rule)
 
         def solve(mask):
+            nonlocal scale
             it = space.solve(mask)
             stats["lps_solved"] += space.lps_per_solve
-            state["masks"].append(mask.copy())
-            state["eq21"].append(self._objective(space, it, mask))
+            if it.ok:
+                scale = max(scale, float(np.max(it.t, initial=0.0)))
+                stats["eq21"].append(self._objective(space, it, mask))
+                stats.update(n_in_mask=int(mask.sum()),
+                             n_nonzero_groups=int(support_of(it.t, self.zero_tol, scale).sum()))
             return it
 
         def step(it, mask, monitored=True):
-            # reported: the subproblem's optimum (as for ``single``); monitored: eq. 21
-            return Step(it, it.objective if it.ok else None, self._objective(space, it, mask) if monitored else None)
+            # reported: the subproblem's optimum (as for ``single``); monitored: eq. 21; the support is E
+            return Step(it, it.objective if it.ok else None, self._objective(space, it, mask) if monitored else None,
+                        support=mask.copy(), transform=space.transform(mask))
 
         mask = np.ones(n, dtype=bool)
         it = solve(mask)
@@ -374,21 +368,7 @@ class Greedy(OuterLoop):
             it = solve(mask)
             yield step(it, mask, monitored=False)
             reason += f"; kept the {r} best-scored features of E"
-        return converged, reason
-
-    def run(self, sub, surrogate, *, n_features=None, callback=None) -> LoopOutcome:
-        stats = dict(lps_solved=0, flips_evaluated=0, flips_kept=0, sweeps=0, sweep_seconds=0.0)
-        sub.greedy_state = {"n_features": n_features, "stats": stats, "masks": [], "eq21": []}
-        out = super().run(sub, surrogate, n_features=None, callback=callback)
-        state = sub.greedy_state
-        mask = state["masks"][-1] if out.iterate is not None else None
-        # the chosen iterate is the last one (or its verified zero_tol cut): its mask is the last solved
-        if out.n_iter < len(state["masks"]):  # a failed last solve: the last good one
-            mask = state["masks"][out.n_iter - 1]
-        if n_features is not None and mask.sum() < n_features:
-            warnings.warn(f"greedy: n_features={n_features} asked, the mask keeps {int(mask.sum())} (lower sigma "
+        if r is not None and mask.sum() < r:
+            warnings.warn(f"greedy: n_features={r} asked, the mask keeps {int(mask.sum())} (lower sigma "
                           "to keep more)", ConvergenceWarning, stacklevel=3)
-        sel = dict(out.selection or {})
-        sel.update(stats, n_in_mask=int(mask.sum()), n_nonzero_groups=int(out.support.sum()),
-                   eq21=list(state["eq21"][:out.n_iter]))
-        return attrs.evolve(out, support=mask.copy(), selection=sel, transform=state["space"].transform(mask))
+        return converged, reason

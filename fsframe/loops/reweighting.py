@@ -28,20 +28,16 @@ class ReweightedL1(OuterLoop):
 
     name = "reweighted-l1"
     reference = "Bradley & Mangasarian, ICML 1998 (FSV); Candes, Wakin & Boyd, JFAA 14, 2008"
-    requires = ("derivative",)
     init: str = attrs.field(default="l1", validator=in_(("l1", "zero")))
+
+    @property
+    def requires(self):  # type: ignore[override]
+        return ("derivative", "slope_at_zero") if self.init == "zero" else ("derivative",)
 
     def terms(self, surrogate):
         return frozenset({"lin"})
 
-    def missing(self, surrogate):
-        miss = super().missing(surrogate)
-        if surrogate is not None and not miss and self.init == "zero":
-            if not np.all(np.isfinite(surrogate.derivative(np.zeros(1)))):
-                miss.append("a finite derivative at 0 (for init='zero')")
-        return miss
-
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         if self.init == "zero":
             w0 = surrogate.derivative(np.zeros(sub.n_groups))
         else:

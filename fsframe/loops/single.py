@@ -17,7 +17,8 @@ class SingleSolve(OuterLoop):
     ``l1``), i.e. ``loss + sum_j phi'(0) ||w_(j)||`` — L1-SVM (001 eq. 2), L1-MPM (000 eqs.
     12-15). ``penalty="l2"``: ``loss + sum_j ||w_(j)||^2`` — the standard SVM whose largest
     weights ``svm-weights`` keeps (002 §3, footnote 5). The reported objective is the
-    subproblem's optimum.
+    subproblem's, attained by the returned model (its loss at the least slacks plus the penalty
+    of its coefficients).
     """
 
     name = "single"
@@ -33,22 +34,12 @@ class SingleSolve(OuterLoop):
 
     @property
     def requires(self):  # type: ignore[override]
-        return ("derivative",) if self.penalty == "l1" else ()
-
-    def missing(self, surrogate):
-        miss = super().missing(surrogate)
-        if surrogate is not None and self.penalty == "l1" and not miss:
-            if not np.all(np.isfinite(surrogate.derivative(np.zeros(1)))):
-                miss.append("a finite derivative at 0")
-        return miss
+        return ("derivative", "slope_at_zero") if self.penalty == "l1" else ()
 
     def terms(self, surrogate):
         return frozenset({"lin"}) if self.penalty == "l1" else frozenset({"quad"})
 
-    def objective_of(self, it, surrogate, mask):
-        return it.objective
-
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         if self.penalty == "l1":
             w0 = 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0])
             it = sub.solve(lin=np.full(sub.n_groups, w0))

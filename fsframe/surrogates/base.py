@@ -13,8 +13,9 @@ capability                 model of ``phi`` around ``t^k``    used by
 ========================  ================================  ==============================
 
 Subclasses implement ``phi`` and whichever models they can; :meth:`Surrogate.capabilities`
-reports what an *instance* supports, and loops refuse a surrogate that lacks what they need
-before anything is solved.
+reports which models an *instance* supports, :meth:`Surrogate.provides` adds what follows from
+them or from its parameters (:data:`PROVIDES`), and loops refuse a surrogate that lacks what they
+require (``OuterLoop.requires``) before anything is solved.
 """
 
 from __future__ import annotations
@@ -26,9 +27,22 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["Surrogate", "DCSplit", "CAPABILITIES"]
+__all__ = ["Surrogate", "DCSplit", "CAPABILITIES", "PROVIDES"]
 
 CAPABILITIES = ("derivative", "dc_split", "quad_weights")
+"""The optional models a surrogate may implement (methods of the same names)."""
+
+PROVIDES = {
+    "derivative": "derivative",
+    "dc_split": "dc_split",
+    "quad_weights": "quad_weights",
+    "slope_at_zero": "a finite derivative at 0 (slope_at_zero)",
+    "lp_norm": "phi(t) = t**p exactly, 0 < p <= 1, with the exponent as attribute p (lp_norm)",
+}
+"""What a loop may require of a surrogate (``OuterLoop.requires``), and how a refusal names it:
+the three models, ``slope_at_zero`` (``phi'(0)`` finite: the L1 weight of ``single``, of a bound
+search, of ``reweighted-l1`` from ``init="zero"``) and ``lp_norm`` (the ``l_{2,p}`` norm DSO-FS
+minimises). A third party may add names of its own; they are matched as declared."""
 
 
 @attrs.frozen
@@ -102,6 +116,18 @@ class Surrogate(abc.ABC):
         return frozenset(
             cap for cap in CAPABILITIES if getattr(type(self), cap) is not getattr(Surrogate, cap)
         )
+
+    def provides(self, asked=None) -> frozenset[str]:
+        """What this instance offers the loops (:data:`PROVIDES`): :meth:`capabilities`, plus
+        ``slope_at_zero`` when ``derivative(0)`` is finite. ``asked``: the names a loop requires;
+        a property computed by evaluating the surrogate (``slope_at_zero``) is computed only when
+        asked for (``None``: always). Override it (calling ``super()``) to declare a property of
+        the parameters, as ``lp`` declares ``lp_norm`` for ``eps = 0``."""
+        caps = set(self.capabilities())
+        if ("derivative" in caps and (asked is None or "slope_at_zero" in asked)
+                and np.all(np.isfinite(self.derivative(np.zeros(1))))):
+            caps.add("slope_at_zero")
+        return frozenset(caps)
 
     @property
     def params(self) -> dict:

@@ -18,17 +18,21 @@ component's class (:mod:`fsframe.testing.oracles`).
 Modules: ``surrogate`` (:func:`check_surrogate`), ``formulation`` (:func:`check_formulation`),
 ``loop`` (:func:`check_loop`), ``backend`` (:func:`check_backend`, :class:`FailingBackend`),
 ``fit_result`` (:func:`check_fit_result`), ``problems`` (:class:`StandardProblems`), ``data``
-(:func:`toy_data`, :func:`kit_data`), ``oracles`` (the registration functions and built-in
-oracles), ``pytest_glue`` (:func:`parametrize_with_checks`).
+(:func:`toy_data`, :func:`kit_data`), ``models`` (:class:`KitHinge`, the kit's own formulation:
+the checks need no plugin), ``oracles`` (the registration functions, :class:`Oracle` for the hook
+``fsframe_register_oracles``, and the core components' oracles), ``pytest_glue``
+(:func:`parametrize_with_checks`: one test per component and check).
 """
 
 from .backend import FailingBackend, check_backend
 from .data import kit_data, toy_data
 from .fit_result import check_fit_result
 from .formulation import check_formulation
-from .loop import check_loop
+from .loop import LOOP_CHECKS, check_loop
+from .models import KitHinge
 from .oracles import (
     LoopModel,
+    Oracle,
     hinge_loss,
     mpm_margin_loss,
     register_decision_check,
@@ -37,8 +41,8 @@ from .oracles import (
     register_loop_oracle,
 )
 from .problems import StandardProblem, StandardProblems
-from .pytest_glue import parametrize_with_checks
-from .surrogate import DEFAULT_GRID, check_surrogate
+from .pytest_glue import checks_of, parametrize_with_checks
+from .surrogate import DEFAULT_GRID, check_surrogate, surrogate_checks
 
 __all__ = [
     "check_surrogate",
@@ -47,6 +51,7 @@ __all__ = [
     "check_loop",
     "check_fit_result",
     "parametrize_with_checks",
+    "checks_of",
     "StandardProblem",
     "StandardProblems",
     "FailingBackend",
@@ -56,6 +61,10 @@ __all__ = [
     "kit_data",
     "DEFAULT_GRID",
     "LoopModel",
+    "Oracle",
+    "KitHinge",
+    "LOOP_CHECKS",
+    "surrogate_checks",
     "register_loop_oracle",
     "register_decision_loss",
     "register_decision_check",

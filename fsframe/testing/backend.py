@@ -15,26 +15,39 @@ from ..errors import InvalidOptionError
 from ._util import fail as _fail
 from .problems import StandardProblem, StandardProblems
 
-__all__ = ["check_backend", "FailingBackend"]
+__all__ = ["check_backend", "backend_checks", "FailingBackend"]
+
+
+def backend_checks(backend: Backend | type) -> list[str]:
+    """The checks :func:`check_backend` runs (its ``checks=`` names them): one per standard
+    problem ``backend`` supports, ``"re-solve"`` and ``"unknown option"``."""
+    return [p.name for p in StandardProblems.for_backend(backend)] + ["re-solve", "unknown option"]
 
 
 def check_backend(backend: Backend | type, *, options: SolveOptions | None = None,
-                  problems: Iterable[StandardProblem] | None = None, rtol: float = 1e-6) -> list[str]:
+                  problems: Iterable[StandardProblem] | None = None, rtol: float = 1e-6, checks=None) -> list[str]:
     """Solve every :class:`StandardProblems` instance ``backend`` supports and compare status,
     objective, solution and support with the hand-derived answer; re-solve sequences on one
-    session (changed ``c``, bounds, ``P``) must match fresh solves; an unknown backend option must
-    raise :class:`~fsframe.errors.InvalidOptionError`; an ``OPTIMAL`` answer with multipliers must
-    pass fsframe's certificate. Returns the names of the problems checked."""
+    session (changed ``c``, bounds, ``P``) must match fresh solves (``"re-solve"``); an unknown
+    backend option must raise :class:`~fsframe.errors.InvalidOptionError` (``"unknown option"``);
+    an ``OPTIMAL`` answer with multipliers must pass fsframe's certificate. ``checks``: a subset
+    of :func:`backend_checks` (all by default). Returns the names of the checks run."""
     be = backend() if isinstance(backend, type) else backend
     opts = options or SolveOptions()
+    names = backend_checks(be)
+    checks = names if checks is None else list(checks)
+    if set(checks) - set(names):
+        raise ValueError(f"check_backend: unknown checks {sorted(set(checks) - set(names))}; its checks are {names}")
     ran = []
     for prob in (StandardProblems.for_backend(be) if problems is None else problems):
+        if problems is None and prob.name not in checks:
+            continue
         res = be.solve(prob.data, opts)
         prob.check(res, who=f"backend {be.name!r} ({dict(opts.backend_options)})", rtol=rtol)
         if res.status is Status.OPTIMAL and res.certificate is not None and not res.certificate.ok(opts.cert_tol):
             _fail(be.name, f"{prob.name}: OPTIMAL but the certificate fails: {res.certificate}")
         ran.append(prob.name)
-    if problems is None:
+    if problems is None and "re-solve" in checks:
         for name, seq in StandardProblems.resolve_sequences():
             seq = [p for p in seq if p.problem_class in be.supports]
             if not seq:
@@ -46,6 +59,7 @@ def check_backend(backend: Backend | type, *, options: SolveOptions | None = Non
             finally:
                 session.close()
             ran.append(f"re-solve {name}")
+    if problems is None and "unknown option" in checks:
         prob = next(iter(StandardProblems.for_backend(be)), None)
         if prob is not None:
             bad = attrs.evolve(opts, backend_options={**opts.backend_options, "fsframe_no_such_option": 1})

@@ -22,7 +22,7 @@ from ._util import codes as _codes
 from ._util import fail as _fail
 from .oracles import resolve_decision_check
 
-__all__ = ["check_formulation"]
+__all__ = ["check_formulation", "formulation_checks"]
 
 
 def _dense_rows(M, rhs, perm) -> NDArray:
@@ -147,11 +147,18 @@ def _check_constraints(who: str, model, tol: float) -> None:
             _fail(who, f"the solution violates Pyomo constraint {con.name}: {lo} <= {val} <= {up}")
 
 
+def formulation_checks(formulation: Formulation) -> list[str]:
+    """The checks :func:`check_formulation` runs (its ``checks=`` names them): one per non-empty
+    combination of the slot terms it declares, ``"terms lin"``, ``"terms lin+quad"``, ..."""
+    return ["terms " + "+".join(c) for r in range(1, len(formulation.slot_terms) + 1)
+            for c in itertools.combinations(sorted(formulation.slot_terms), r)]
+
+
 def check_formulation(formulation: Formulation, X, y, *, backend: Backend | str = "auto",
                       decision_loss: Callable | bool | None = None, seed: int = 0, n_weights: int = 2,
-                      terms: Iterable[frozenset] | None = None) -> list[str]:
+                      terms: Iterable[frozenset] | None = None, checks=None) -> list[str]:
     """Check a formulation's model on data ``(X, y)`` for every non-empty combination of the slot
-    terms it declares (or ``terms``):
+    terms it declares (or ``terms``; or ``checks``, a subset of :func:`formulation_checks`):
 
     * ``build`` returns a real Pyomo ``ConcreteModel`` with exactly one active objective, the slot's;
     * the fast compile path equals the general path (same matrices up to column/row order), and
@@ -186,6 +193,12 @@ def check_formulation(formulation: Formulation, X, y, *, backend: Backend | str 
     formulation.validate(X, yc)
     dname, dcheck = resolve_decision_check(formulation, decision_loss)
     rng = np.random.default_rng(seed)
+    if checks is not None:
+        names = formulation_checks(formulation)
+        if set(checks) - set(names):
+            raise ValueError(f"check_formulation: unknown checks {sorted(set(checks) - set(names))}; its checks are "
+                             f"{names}")
+        terms = [name.split(" ", 1)[1].split("+") for name in checks]
     combos = ([frozenset(t) for t in terms] if terms is not None else
               [frozenset(c) for r in range(1, len(formulation.slot_terms) + 1)
                for c in itertools.combinations(sorted(formulation.slot_terms), r)])

@@ -16,6 +16,7 @@ from ..enums import Status
 from ..errors import ConvergenceWarning, SolverFailedError
 from ..formulation import Formulation
 from ..loops.base import OuterLoop
+from ..loops.selection import support_of
 from ..method import select_backend
 from ..plugins import get_registry
 from ..problem import Subproblem
@@ -24,9 +25,10 @@ from ._util import codes as _codes
 from ._util import fail as _fail
 from .backend import FailingBackend
 from .data import kit_data
+from .models import KitHinge
 from .oracles import loop_model, resolve_decision_loss
 
-__all__ = ["check_loop"]
+__all__ = ["check_loop", "LOOP_CHECKS"]
 
 _INFEASIBLE = (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
 
@@ -85,20 +87,36 @@ def _same_weights(got, expect) -> bool:
     return bool(np.allclose(g[fin], e[fin], rtol=1e-9, atol=1e-12 * scale))
 
 
+LOOP_CHECKS = ("iterations", "weights", "descent", "support", "deterministic", "failure")
+"""The checks of :func:`check_loop`, in order (its ``checks=`` and
+:func:`~fsframe.testing.parametrize_with_checks` name them)."""
+
+
+def _group_norms(formulation, groups, w, n_groups) -> np.ndarray:
+    """``t_j`` recomputed from the coefficients, in the formulation's declared group norm."""
+    if getattr(formulation, "group_norm", "l2") == "l1":
+        return np.bincount(groups, weights=np.abs(w), minlength=n_groups)
+    return np.sqrt(np.bincount(groups, weights=w * w, minlength=n_groups))
+
+
 def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y=None,
                formulation: Formulation | None = None, decision_loss: Callable | None = None,
-               expected_weights: Callable | bool | None = None) -> list[str]:
+               expected_weights: Callable | bool | None = None, checks=None) -> list[str]:
     """Run ``loop`` (with ``surrogate``, or with every registered surrogate it accepts, default
-    parameters) on a small problem and check, at every iteration, in numpy and Pyomo:
+    parameters) on a small problem and check (``checks``: a subset of :data:`LOOP_CHECKS`, all by
+    default), in numpy and Pyomo:
 
-    * the subproblem optimum equals ``loss + penalty``, with the loss recomputed from the
-      decision function and the penalty from the Pyomo slot Params at that iteration;
-    * the reported objective equals ``loss + sum_j phi(||w_(j)||)`` over the support (groups below
-      ``zero_tol`` times the largest count as zero; surrogate loops) or the subproblem optimum
-      (``needs_surrogate = False``); ``n_nonzero`` matches the group norms;
-    * the slot weights of every ``sub.solve`` are the loop's model of the surrogate at the previous
-      iterate (check ``"weights <surrogate>"``), as the oracle registered for the loop's class or
-      its nearest base states it (:func:`~fsframe.testing.register_loop_oracle`); built in:
+    * ``iterations`` — at every iteration the subproblem optimum equals ``loss + penalty``, with
+      the loss recomputed from the decision function and the penalty from the Pyomo slot Params at
+      that iteration; the reported objective equals ``loss + sum_j phi(||w_(j)||)`` over the support
+      (groups above ``zero_tol`` times the iterate's largest count; loops that minimise ``phi``,
+      ``needs_surrogate``) or the subproblem optimum (the others); ``n_nonzero`` is the library's
+      support rule (:func:`fsframe.loops.support_of` on the run's
+      :func:`~fsframe.loops.reference_scale`, or on the iterate's own largest norm for a loop
+      whose ``support_scale`` is ``"iterate"``) applied to group norms the kit recomputes;
+    * ``weights`` — the slot weights of every ``sub.solve`` are the loop's model of the surrogate at
+      the previous iterate, as the oracle registered for the loop's class or its nearest base
+      states it (:func:`~fsframe.testing.register_loop_oracle`); built in:
       ``reweighted-l1`` ``lin = phi'(t_k)`` (``1`` or ``phi'(0)`` first);
       ``dca`` ``lin = g``'s slope and ``lin_w = -h'(t_k) w_k / t_k`` (the L1 start or ``x = 0``
       first); ``em`` ``quad = q(t_k)``, ``inf`` below ``zero_tol`` x max (``1`` first); ``single``
@@ -106,24 +124,34 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
       ``(k, previous iterate or None, surrogate, sub) -> {"lin": ..., "lin_w": ..., "quad": ...}``
       overriding the oracle, ``False`` to skip; a loop without an oracle and without it is
       skipped and the skip is named in the returned checks;
-    * descent for loops declaring ``monotone``, recomputed by the kit, not taken from the loop's
+    * ``descent`` — for loops declaring ``monotone``, recomputed by the kit, not taken from the loop's
       ``monotone`` flag or its monitored values: ``loss + sum_j phi(t_j)`` at the solver's point for
       ``reweighted-l1`` and ``dca``, ``loss + 2 sum_j phi(t_j)`` from the second iterate on for
       ``em`` (none for surrogates with ``em_majorizes = False``, ``lp``/``l0``, whose weights
       ``t^(p-2)`` have no finite potential at ``p = 0``) — the oracle's ``potential`` — each
       allowed to rise by ``tol`` (relative) as the loop itself; for a loop without an oracle only
       the loop's own monitored values (the check's name says so);
-    * the returned coefficients vanish outside the support; two runs give identical coefficients;
-    * a subproblem failure (injected through :class:`FailingBackend`) raises
+    * ``support`` — the returned coefficients vanish outside the support;
+    * ``deterministic`` — two runs give identical coefficients;
+    * ``failure`` — a subproblem failure (injected through :class:`FailingBackend`) raises
       :class:`~fsframe.errors.SolverFailedError` carrying its status, and with
       ``raise_on_failure=False`` returns the last good iterate with ``converged=False``.
 
-    The default problem is the registered ``hinge`` formulation (``C = 1``) on
-    :func:`~fsframe.testing.kit_data` (40 x 6, 12 against 28 samples, not separable).
+    The default problem is the kit's own soft-margin hinge (:class:`~fsframe.testing.KitHinge`,
+    ``C = 1``; no plugin needed) on :func:`~fsframe.testing.kit_data` (40 x 6, 12 against 28
+    samples, not separable).
     """
-    reg = get_registry()
+    checks = LOOP_CHECKS if checks is None else tuple(checks)
+    unknown = set(checks) - set(LOOP_CHECKS)
+    if unknown:
+        raise ValueError(f"check_loop: unknown checks {sorted(unknown)}; the checks are {list(LOOP_CHECKS)}")
     if formulation is None:
-        formulation = reg.get("formulation", "hinge")(C=1.0)
+        formulation = KitHinge(C=1.0)
+    lacking = loop.formulation_missing(formulation)
+    if lacking:
+        raise ValueError(f"check_loop: loop {loop.name!r} needs {', '.join(lacking)} of the formulation, which "
+                         f"{formulation.name!r} lacks; pass formulation= one that provides "
+                         f"{list(loop.formulation_requires)} (and its decision_loss)")
     if X is None:
         X, y = kit_data()
     X = np.asarray(X, dtype=float)
@@ -141,7 +169,7 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
     if surrogate is not None:
         surrogates = [surrogate]
     elif loop.needs_surrogate:
-        surrogates = [cls() for cls in (e.obj for e in reg.all("surrogate")) if not loop.missing(cls())]
+        surrogates = [cls() for cls in (e.obj for e in get_registry().all("surrogate")) if not loop.missing(cls())]
     else:
         surrogates = [None]
     ran = []
@@ -149,48 +177,70 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
         who = f"loop {loop} with surrogate {sur}"
         terms = loop.terms(sur)
         backend = select_backend("auto", formulation.problem_class(terms), quadratic="quad" in terms)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            sub, out, seen = _run_loop(loop, sur, formulation, X, yc, backend)
-        rose = [w for w in caught if issubclass(w.category, ConvergenceWarning) and "rose" in str(w.message)]
-        if len(seen) != out.n_iter or not 1 <= out.n_iter <= loop.max_iter:
-            _fail(who, f"n_iter={out.n_iter} but {len(seen)} iterations were reported (max_iter={loop.max_iter})")
-        if [r.k for r, _, _, _ in seen] != list(range(len(seen))):  # every reported iteration
-            _fail(who, "iteration records are not numbered 0, 1, ...")
-        if any(not it.ok and it.status not in _INFEASIBLE for _, it, _, _ in seen):
-            _fail(who, "the loop reported an iterate without a solution that is not a proven infeasibility")
-        seen = [s for s in seen if s[1].ok]  # a search over parameters reports its infeasible points too
-        losses = []
-        for rec, it, pen, _ in seen:
-            w = np.asarray(it.coef)
-            b = float(it.intercept[0]) if np.size(it.intercept) == 1 else it.intercept
-            loss = loss_fn(formulation.decision_function(w.reshape(sub.built.coef_shape), b, X), yc)
-            losses.append(loss)
-            if not math.isclose(loss + pen, it.objective, rel_tol=1e-6, abs_tol=1e-6):
-                _fail(who, f"iteration {rec.k}: subproblem optimum {it.objective!r} != loss + penalty {loss + pen!r}")
-            t = np.sqrt(np.bincount(sub.compiled.slot.groups, weights=w * w, minlength=sub.n_groups))
-            cut = max(loop.zero_tol * float(np.max(t, initial=0.0)), 1e-12)
-            expect = it.objective if not loop.needs_surrogate else loss + float(np.sum(sur.phi(np.where(t > cut, t, 0.0))))
-            if rec.objective is None or not math.isclose(rec.objective, expect, rel_tol=1e-6, abs_tol=1e-6):
-                _fail(who, f"iteration {rec.k}: reported objective {rec.objective!r}, recomputed {expect!r}")
-            nnz = int(np.count_nonzero(t > max(loop.zero_tol * float(np.max(t, initial=0.0)), 1e-12)))
-            if rec.n_nonzero != nnz:
-                _fail(who, f"iteration {rec.k}: n_nonzero={rec.n_nonzero}, the group norms have {nnz}")
-        model = loop_model(loop, sur, sub)
+        n_iter = None
+        if set(checks) - {"failure"}:
+            done, n_iter = _check_run(who, loop, sur, formulation, X, yc, backend, loss_fn, expected_weights, checks)
+            ran += done
+        if "failure" in checks:
+            ran += _check_failure(who, loop, sur, formulation, X, yc, backend, n_iter)
+    return ran
+
+
+def _check_run(who, loop, sur, formulation, X, yc, backend, loss_fn, expected_weights, checks) -> tuple:
+    """The checks on one run (and, for ``deterministic``, a second); ``(names, n_iter)``."""
+    ran = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sub, out, seen = _run_loop(loop, sur, formulation, X, yc, backend)
+    rose = [w for w in caught if issubclass(w.category, ConvergenceWarning) and "rose" in str(w.message)]
+    groups = sub.compiled.slot.groups
+    losses, scale = [], 0.0
+    if len(seen) != out.n_iter or not 1 <= out.n_iter <= loop.max_iter:
+        _fail(who, f"n_iter={out.n_iter} but {len(seen)} iterations were reported (max_iter={loop.max_iter})")
+    if [r.k for r, _, _, _ in seen] != list(range(len(seen))):  # every reported iteration
+        _fail(who, "iteration records are not numbered 0, 1, ...")
+    if any(not it.ok and it.status not in _INFEASIBLE for _, it, _, _ in seen):
+        _fail(who, "the loop reported an iterate without a solution that is not a proven infeasibility")
+    seen = [s for s in seen if s[1].ok]  # a search over parameters reports its infeasible points too
+    for rec, it, pen, _ in seen:
+        w = np.asarray(it.coef)
+        b = float(it.intercept[0]) if np.size(it.intercept) == 1 else it.intercept
+        loss = loss_fn(formulation.decision_function(w.reshape(sub.built.coef_shape), b, X), yc)
+        losses.append(loss)
+        if "iterations" not in checks:
+            continue
+        if not math.isclose(loss + pen, it.objective, rel_tol=1e-6, abs_tol=1e-6):
+            _fail(who, f"iteration {rec.k}: subproblem optimum {it.objective!r} != loss + penalty {loss + pen!r}")
+        t = _group_norms(formulation, groups, w, sub.n_groups)
+        expect = (loss + float(np.sum(sur.phi(np.where(support_of(t, loop.zero_tol), t, 0.0))))
+                  if loop.needs_surrogate and sur is not None else it.objective)
+        if rec.objective is None or not math.isclose(rec.objective, expect, rel_tol=1e-6, abs_tol=1e-6):
+            _fail(who, f"iteration {rec.k}: reported objective {rec.objective!r}, recomputed {expect!r}")
+        scale = max(scale, float(np.max(t, initial=0.0)))
+        nnz = int(support_of(t, loop.zero_tol, scale if loop.support_scale == "run" else 0.0).sum())
+        if rec.n_nonzero != nnz:
+            _fail(who, f"iteration {rec.k}: n_nonzero={rec.n_nonzero}, the library's support rule on the group "
+                       f"norms gives {nnz}")
+    if "iterations" in checks:
+        ran.append(f"iterations {sur}")
+    model = loop_model(loop, sur, sub)
+    if "weights" in checks:
         ran += _check_weights(who, loop, sur, sub, seen, model, expected_weights)
+    if "descent" in checks:
         ran += _check_descent(who, loop, sur, seen, losses, model, out, rose)
-        off = ~out.support[sub.compiled.slot.groups]
+    if "support" in checks:
+        off = ~out.support[groups]
         if np.any(out.coef[off] != 0):
             _fail(who, "returned coefficients are non-zero outside the support")
-        ran.append(f"iterations {sur}")
+        ran.append(f"support {sur}")
+    if "deterministic" in checks:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             _, again, _ = _run_loop(loop, sur, formulation, X, yc, backend)
         if not np.array_equal(again.coef, out.coef):
             _fail(who, "two runs on the same data gave different coefficients")
         ran.append(f"deterministic {sur}")
-        ran += _check_failure(who, loop, sur, formulation, X, yc, backend, out.n_iter)
-    return ran
+    return ran, out.n_iter
 
 
 def _check_weights(who, loop, sur, sub, seen, model, given) -> list[str]:
@@ -239,7 +289,11 @@ def _check_descent(who, loop, sur, seen, losses, model, out, rose) -> list[str]:
     return [f"descent {sur} (recomputed)"]
 
 
-def _check_failure(who, loop, sur, formulation, X, yc, backend, n_iter) -> list[str]:
+def _check_failure(who, loop, sur, formulation, X, yc, backend, n_iter=None) -> list[str]:
+    if n_iter is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            n_iter = _run_loop(loop, sur, formulation, X, yc, backend)[1].n_iter
     fail_at = 2 if n_iter >= 2 else 1
     failing = FailingBackend(backend, fail_at, Status.NUMERICAL_ERROR)
     try:

@@ -3,8 +3,10 @@ class.
 
 Generic checks never ask ``isinstance`` of a built-in class or compare names. They look a
 component's class up, along its MRO (so subclasses inherit their parent's oracle, whatever
-their ``name``), in one of four tables; the built-in components' oracles are registered below
-with the same public functions a third party uses:
+their ``name``), in one of four tables. The core components' oracles are registered below with
+the same public functions a third party uses; a plugin registers those of its components through
+the hook ``fsframe_register_oracles`` (a list of :class:`Oracle`; ``docs/hooks.md``), which the kit
+reads from the registry at its first lookup (and again after the registry is rebuilt):
 
 * :func:`register_loop_oracle` — a loop's update rule (:class:`LoopModel`): the slot weights it
   must pass at iteration ``k`` and the quantity theory says decreases, used by
@@ -21,7 +23,8 @@ A key is a class or, for a class in a package fsframe must not import (the refer
 plugins), its ``"module:QualName"``, resolved with :mod:`importlib` at the first lookup (an
 entry whose module is not installed is ignored; one whose module is installed but broken, or
 lacks the class, raises :class:`~fsframe.errors.PluginError`). For one class the latest
-registration wins, by class or by reference.
+registration wins, by class or by reference; a registration made with these functions wins over a
+plugin's hook for the same class.
 """
 
 from __future__ import annotations
@@ -36,9 +39,12 @@ from numpy.typing import NDArray
 
 from ..errors import PluginError
 from ..loops import DCA, EM, BoundSearch, ReweightedL1, SingleSolve
+from ..plugins import get_registry
 from ..surrogates import L0Surrogate, LpSurrogate
+from .models import KitHinge
 
 __all__ = [
+    "Oracle",
     "LoopModel",
     "register_loop_oracle",
     "register_decision_loss",
@@ -51,6 +57,21 @@ __all__ = [
     "hinge_loss",
     "mpm_margin_loss",
 ]
+
+KINDS = ("loop", "decision_loss", "decision_check", "em_weights")
+
+
+@attrs.frozen
+class Oracle:
+    """One oracle as a plugin registers it (hook ``fsframe_register_oracles``): ``kind`` is
+    ``"loop"``, ``"decision_loss"``, ``"decision_check"`` or ``"em_weights"`` (what
+    :func:`register_loop_oracle`, :func:`register_decision_loss`, :func:`register_decision_check`,
+    :func:`register_em_weights` register), ``cls`` the component class it states for (and its
+    subclasses), ``make`` the oracle those functions take."""
+
+    kind: str = attrs.field(validator=attrs.validators.in_(KINDS))
+    cls: type = attrs.field(validator=attrs.validators.instance_of(type))
+    make: Callable = attrs.field(validator=attrs.validators.is_callable())
 
 
 class ClassTable:
@@ -69,6 +90,7 @@ class ClassTable:
         self._seq = 0
         self._by_class: dict[type, tuple[int, object]] = {}
         self._pending: dict[str, tuple[int, object]] = {}
+        self.from_plugins: dict[type, object] = {}  # the hook's registrations (rebuilt with the registry)
 
     def register(self, key: type | str, oracle) -> None:
         self._seq += 1
@@ -122,6 +144,8 @@ class ClassTable:
         for cls in type(obj).__mro__:
             if cls in self._by_class:
                 return self._by_class[cls][1]
+            if cls in self.from_plugins:
+                return self.from_plugins[cls]
         return None
 
 
@@ -129,6 +153,26 @@ _LOOPS = ClassTable("register_loop_oracle")
 _LOSSES = ClassTable("register_decision_loss")
 _CHECKS = ClassTable("register_decision_check")
 _EM = ClassTable("register_em_weights")
+_TABLES = {"loop": "_LOOPS", "decision_loss": "_LOSSES", "decision_check": "_CHECKS", "em_weights": "_EM"}
+
+
+def _plugin_oracles() -> None:
+    """Fill each table's plugin layer from the hook ``fsframe_register_oracles`` of the current
+    registry (once per registry and table). A plugin whose hook raises or returns something else
+    than :class:`Oracle` objects is a :class:`~fsframe.errors.PluginError` naming it: an oracle
+    silently dropped would skip or weaken a check."""
+    reg = get_registry()
+    tables = {kind: globals()[name] for kind, name in _TABLES.items()}
+    if all(getattr(t, "plugins_of", None) is reg for t in tables.values()):
+        return
+    found = {kind: {} for kind in KINDS}
+    for plugin, item in reg.hook_results("fsframe_register_oracles"):
+        if not isinstance(item, Oracle):
+            raise PluginError(f"plugin {plugin!r}: fsframe_register_oracles() returned {item!r}, not an "
+                              "fsframe.testing.Oracle")
+        found[item.kind][item.cls] = item.make
+    for kind, table in tables.items():
+        table.from_plugins, table.plugins_of = found[kind], reg
 
 
 # =============================================================================== registration
@@ -185,24 +229,28 @@ def register_em_weights(surrogate_cls: type | str, rule: Callable) -> None:
 
 def loop_model(loop, surrogate, sub) -> LoopModel | None:
     """The registered oracle's model of ``loop`` with ``surrogate`` on ``sub``, or ``None``."""
+    _plugin_oracles()
     oracle = _LOOPS.lookup(loop)
     return None if oracle is None else oracle(loop, surrogate, sub)
 
 
 def decision_loss_for(formulation) -> Callable | None:
     """The registered decision loss of ``formulation``, or ``None``."""
+    _plugin_oracles()
     make = _LOSSES.lookup(formulation)
     return None if make is None else make(formulation)
 
 
 def decision_check_for(formulation) -> Callable | None:
     """The registered decision-value check of ``formulation``, or ``None``."""
+    _plugin_oracles()
     make = _CHECKS.lookup(formulation)
     return None if make is None else make(formulation)
 
 
 def em_weights_for(surrogate) -> tuple[str, Callable] | None:
     """The registered EM weight convention of ``surrogate``: ``(check name, q)``, or ``None``."""
+    _plugin_oracles()
     rule = _EM.lookup(surrogate)
     return None if rule is None else rule(surrogate)
 
@@ -226,50 +274,8 @@ def mpm_margin_loss() -> Callable[[NDArray, NDArray], float]:
     return loss
 
 
-def _mpm_max_decision(formulation):
-    """Lanckriet's MPM (``mpm-max``) has the loss ``||F_1'w|| + ||F_2'w||``, not a function of the
-    decision values; what they must satisfy: the normalisation ``w'(mu_1 - mu_2) = 1`` (000 eq. 5),
-    i.e. ``mean f[+1] - mean f[-1] = 1``, and ``f(mu_1) = kappa* ||F_1'w|| > 0`` (class ``+1`` on
-    the positive side)."""
-    def check(f, y, model_loss):
-        f1, f2 = float(np.mean(f[y > 0])), float(np.mean(f[y < 0]))
-        if not (math.isclose(f1 - f2, 1.0, rel_tol=1e-6, abs_tol=1e-6) and f1 > 0):
-            return (f"mpm-max decision values: mean f over class +1 minus over class -1 = {f1 - f2!r} (must be 1, "
-                    f"000 eq. 5) and mean f over class +1 = {f1!r} (must be > 0)")
-        return None
-    return check
-
-
-def _label_matrix(y) -> NDArray:
-    """Paper 004 eq. 2's ±1 one-vs-rest matrix from integer codes (one ±1 column for two classes)."""
-    y = np.asarray(y)
-    codes = (y > 0).astype(np.int64) if np.any(y < 0) else y.astype(np.int64)
-    if codes.max() <= 1:
-        return np.where(codes == 1, 1.0, -1.0)[:, None]
-    Y = -np.ones((codes.size, int(codes.max()) + 1))
-    Y[np.arange(codes.size), codes] = 1.0
-    return Y
-
-
-def multiclass_margin_loss(C) -> Callable[[NDArray, NDArray], float]:
-    """``decision_loss=`` for the multi-class margin of paper 004 (``margin``): ``C * sum_ik
-    max(0, 1 - Y_ik F_ik)`` (soft), 0 for the hard margin (``C=None``)."""
-    return lambda f, y: 0.0 if C is None else float(C * np.sum(np.maximum(
-        0.0, 1.0 - _label_matrix(y) * np.reshape(f, (len(f), -1)))))
-
-
-def l21_regression_loss(gamma: float) -> Callable[[NDArray, NDArray], float]:
-    """``decision_loss=`` for ``l21-regression`` (RFS): ``(1/gamma) sum_i ||F_i - Y_i||_2``."""
-    return lambda f, y: float(np.sum(np.linalg.norm(np.reshape(f, (len(f), -1)) - _label_matrix(y), axis=1)) / gamma)
-
-
-# the reference method plugins (plugins/), named as strings like the default plugins
-register_decision_loss("fsframe_svm:HingeFormulation", lambda f: hinge_loss(f.C))
-register_decision_loss("fsframe_mpm:MPMFormulation", lambda f: mpm_margin_loss())
-register_decision_loss("fsframe_mempm:MEMPMFormulation", lambda f: mpm_margin_loss())  # same margin rows (001 eq. 6)
-register_decision_check("fsframe_mpm:MPMMaxFormulation", _mpm_max_decision)
-register_decision_loss("fsframe_multiclass.margin:MarginFormulation", lambda f: multiclass_margin_loss(f.C))
-register_decision_loss("fsframe_multiclass.rfs:L21RegressionFormulation", lambda f: l21_regression_loss(f.gamma))
+# the kit's own formulation (plugins register theirs through fsframe_register_oracles)
+register_decision_loss(KitHinge, lambda f: hinge_loss(f.C))
 
 
 # =============================================================================== surrogates

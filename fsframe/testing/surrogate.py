@@ -10,13 +10,13 @@ from typing import Callable, Iterable
 import numpy as np
 from numpy.typing import NDArray
 
-from ..surrogates.base import Surrogate
+from ..surrogates.base import CAPABILITIES, Surrogate
 from ._util import EPS as _EPS
 from ._util import fail as _fail
 from ._util import where as _where
 from .oracles import em_weights_for
 
-__all__ = ["check_surrogate", "DEFAULT_GRID"]
+__all__ = ["check_surrogate", "surrogate_checks", "DEFAULT_GRID"]
 
 DEFAULT_GRID = np.unique(np.concatenate([
     [0.0], np.logspace(-6, 3, 46), np.linspace(0.05, 5.0, 100),
@@ -161,11 +161,20 @@ def _check_midpoint(who: str, what: str, f: Callable, a: NDArray, b: NDArray, *,
         _fail(who, f"{what} is not midpoint-{kind} at a, b = {_where(bad, a, b)}")
 
 
-def check_surrogate(surrogate: Surrogate, t: Iterable[float] | None = None, *, seed: int = 0,
-                    quad_weights: Callable | None = None) -> list[str]:
-    """Check ``surrogate`` against the definition of an L0 surrogate and its declared models.
+def surrogate_checks(surrogate: Surrogate) -> list[str]:
+    """The checks :func:`check_surrogate` runs on ``surrogate`` (its ``checks=`` names them):
+    ``"phi"`` always, each model of ``surrogate.capabilities()``, and ``"lp_norm"`` when the
+    surrogate provides it."""
+    caps = surrogate.capabilities()
+    return ["phi"] + [c for c in CAPABILITIES if c in caps] + (["lp_norm"] if "lp_norm" in surrogate.provides() else [])
 
-    Always: ``phi(0) = 0``, ``phi >= 0``, non-decreasing and midpoint-concave on ``[0, inf)``,
+
+def check_surrogate(surrogate: Surrogate, t: Iterable[float] | None = None, *, seed: int = 0,
+                    quad_weights: Callable | None = None, checks=None) -> list[str]:
+    """Check ``surrogate`` against the definition of an L0 surrogate and its declared models
+    (``checks``: a subset of :func:`surrogate_checks`, all by default).
+
+    ``phi`` (always): ``phi(0) = 0``, ``phi >= 0``, non-decreasing and midpoint-concave on ``[0, inf)``,
     ``phi`` on an array equals ``phi`` on each scalar, and ``value(w) = sum_j phi(|w_j|)`` (so
     ``value`` is symmetric in ``w``). For each capability in ``surrogate.capabilities()``:
 
@@ -185,7 +194,10 @@ def check_surrogate(surrogate: Surrogate, t: Iterable[float] | None = None, *, s
       3. with a ``derivative``: ``phi'(t) / t`` exactly (factor 1: EM's monitored potential
          ``loss + 2 sum phi`` is a majoriser only for that factor);
       4. without one: ``phi(0+) / t^2`` if ``phi`` is constant on ``(0, inf)`` (the zero-norm limit
-         of ``t^(p-2)``), otherwise ``q(t) t`` equals the central finite difference of ``phi``.
+         of ``t^(p-2)``), otherwise ``q(t) t`` equals the central finite difference of ``phi``;
+
+    * ``lp_norm`` (a surrogate providing it, for DSO-FS's ``l_{2,p}`` norm): ``phi(t) = t**p`` with
+      its attribute ``0 < p <= 1``.
 
     Parameters
     ----------
@@ -203,8 +215,13 @@ def check_surrogate(surrogate: Surrogate, t: Iterable[float] | None = None, *, s
         raise ValueError("check_surrogate: evaluation points must be finite and >= 0")
     pts = np.unique(np.concatenate([[0.0], pts]))
     rng = np.random.default_rng(seed)
+    names = surrogate_checks(surrogate)
+    checks = names if checks is None else list(checks)
+    unknown = set(checks) - set(names)
+    if unknown:
+        raise ValueError(f"check_surrogate: unknown checks {sorted(unknown)} for {surrogate}; its checks are {names}")
     with np.errstate(over="ignore", divide="ignore"):  # phi'(t)/t overflows at tiny t, by design
-        return _check_surrogate(surrogate, who, pts, rng, quad_weights)
+        return _check_surrogate(surrogate, who, pts, rng, quad_weights, checks)
 
 
 def _em_weights_rule(surrogate: Surrogate, caps: frozenset, phi: Callable, pos: NDArray,
@@ -227,11 +244,20 @@ def _em_weights_rule(surrogate: Surrogate, caps: frozenset, phi: Callable, pos: 
 
 
 def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.random.Generator,
-                     declared_quad: Callable | None = None) -> list[str]:
+                     declared_quad: Callable | None, checks) -> list[str]:
     phi = lambda x: np.asarray(surrogate.phi(np.asarray(x, dtype=float)), dtype=float)  # noqa: E731
-    ran = []
-
     v = phi(pts)
+    a, b = _midpoints(pts, rng)
+    ran = _check_phi(surrogate, who, pts, rng, phi, v, a, b) if "phi" in checks else []
+    caps = surrogate.capabilities()
+    pos = pts[pts > 0]
+    return ran + _check_models(surrogate, who, pts, pos, phi, v, a, b, caps, declared_quad, checks)
+
+
+def _check_phi(surrogate: Surrogate, who: str, pts: NDArray, rng: np.random.Generator, phi, v, a, b) -> list[str]:
+    """The definition of an L0 surrogate: ``phi(0) = 0``, ``phi >= 0``, monotone, concave, the
+    same on scalars and arrays, ``value = sum phi``."""
+    ran = []
     if v.shape != pts.shape:
         _fail(who, f"phi of an array of shape {pts.shape} has shape {v.shape}")
     if not np.all(np.isfinite(v)):
@@ -246,7 +272,6 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
     if bad.any():
         _fail(who, f"phi decreases between t = {_where(bad, pts[:-1], pts[1:])}")
     ran.append("monotone")
-    a, b = _midpoints(pts, rng)
     _check_midpoint(who, "phi", phi, a, b, concave=True)
     _check_secants(who, "phi", pts, v, concave=True)
     ran.append("midpoint-concave")
@@ -260,10 +285,12 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
         if not math.isclose(got, expect, rel_tol=1e-10, abs_tol=1e-12):
             _fail(who, f"value({'-' if sign < 0 else ''}w) = {got!r}, sum of phi(|w_j|) = {expect!r}")
     ran.append("value=sum phi")
+    return ran
 
-    caps = surrogate.capabilities()
-    pos = pts[pts > 0]
-    if "derivative" in caps:
+
+def _check_models(surrogate, who, pts, pos, phi, v, a, b, caps, declared_quad, checks) -> list[str]:
+    ran = []
+    if "derivative" in checks:
         d = np.asarray(surrogate.derivative(pts), dtype=float)
         if np.any(np.isnan(d)) or np.any(d < 0):
             _fail(who, f"derivative is NaN or < 0 at t = {_where(np.isnan(d) | (d < 0), pts)}")
@@ -275,7 +302,7 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
             _check_right_derivative_at_0(who, phi, float(d[0]))
             ran.append("derivative(0) = right derivative")
         ran += ["derivative=fd", "derivative>=0", "derivative non-increasing"]
-    if "dc_split" in caps:
+    if "dc_split" in checks:
         split = surrogate.dc_split()
         g = lambda x: np.asarray(split.g(np.asarray(x, dtype=float)), dtype=float)  # noqa: E731
         h = lambda x: np.asarray(split.h(np.asarray(x, dtype=float)), dtype=float)  # noqa: E731
@@ -295,7 +322,7 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
             _fail(who, f"dc_split: grad_h is not finite and >= 0 at t = {_where(~(gh >= 0) | ~np.isfinite(gh), pts)}")
         _check_fd(who, "dc_split grad_h", h, split.grad_h, pos)
         ran += ["dc g-h=phi", "dc g convex", "dc h convex", "dc grad_h=fd"]
-    if "quad_weights" in caps:
+    if "quad_weights" in checks:
         q = np.asarray(surrogate.quad_weights(pts), dtype=float)
         if not (np.isinf(q[0]) and q[0] > 0):
             _fail(who, f"quad_weights(0) = {q[0].item()!r}, must be inf (the group is fixed at zero)")
@@ -320,6 +347,15 @@ def _check_surrogate(surrogate: Surrogate, who: str, pts: NDArray, rng: np.rando
                            f"{_where(bad, pos, qp, e)} (another convention: pass quad_weights= or "
                            "register it with fsframe.testing.register_em_weights)")
         ran.append(name)
+    if "lp_norm" in checks:
+        p = getattr(surrogate, "p", None)
+        if not (isinstance(p, (int, float)) and 0 < p <= 1):
+            _fail(who, f"provides lp_norm but its exponent p = {p!r} is not in (0, 1]")
+        expect = pts ** float(p)
+        bad = ~np.isclose(v, expect, rtol=1e-12, atol=0.0)
+        if bad.any():
+            _fail(who, f"provides lp_norm but phi(t) != t**{p} at t, phi, t**p = {_where(bad, pts, v, expect)}")
+        ran.append("lp_norm: phi = t**p")
     return ran
 
 

@@ -1,20 +1,17 @@
 """Filter method plugin: ReliefF and mRMR rank the features; the formulation's L2 model is then
 fitted on the top ``n_features`` (paper 004 §5's filter baselines).
 
-Registered as the default plugin ``filters`` (see ``fsframe.plugins.DEFAULT_PLUGINS``).
+The entry point ``filters`` of fsframe's own distribution (``pyproject.toml``), found like a third party's.
 """
 
 from __future__ import annotations
-
-import time
 
 import attrs
 import numpy as np
 from attrs.validators import in_
 
 from fsframe import MethodSpec, OuterLoop, hookimpl
-from fsframe.errors import SolverFailedError
-from fsframe.loops.base import IterRecord, LoopOutcome
+from fsframe.loops import Step
 from fsframe.validators import as_int, positive_int, real, to_float
 
 from .scores import discretize, mrmr_order, mutual_info_with, relieff_scores
@@ -35,13 +32,12 @@ class FilterLoop(OuterLoop):
     iterate to keep)."""
 
     needs_surrogate = False
+    takes_surrogate = False  # a filter ranks features; it penalises nothing
+    formulation_requires = ("large_margin",)  # models whose L2 fit on the ranked features predicts
     monotone = False
     sparse = False  # it ranks: without n_features, fsframe.fit keeps the better half of the ranking
-    formulations = ("margin", "hinge")  # large-margin models whose L2 fit on the ranked features predicts
+    chooses = True  # the ranking's top n_features
     penalty = "l2"  # the objective is loss + sum_j ||w_j||^2 of the model on the kept features
-
-    def missing(self, surrogate):
-        return [] if surrogate is None else ["no surrogate (a filter ranks features; it penalises nothing)"]
     max_iter: int = attrs.field(default=1, converter=as_int, validator=positive_int)
 
     def terms(self, surrogate):
@@ -51,29 +47,15 @@ class FilterLoop(OuterLoop):
         """``(order, scores)``: feature indices best first (at least ``n_select`` of them)."""
         raise NotImplementedError
 
-    def steps(self, sub, surrogate):  # pragma: no cover - run() is the algorithm
-        raise NotImplementedError("filters rank in run()")
-
-    def run(self, sub, surrogate, *, n_features=None, callback=None):
-        t0 = time.perf_counter()
-        n = sub.X.shape[1]
-        n_keep = n if n_features is None else int(n_features)
+    def steps(self, sub, surrogate, run):
+        n_keep = sub.X.shape[1] if run.n_features is None else int(run.n_features)
         order, scores = self.ranking(sub.X, sub.y, n_keep)
+        run.info.update(ranking=order, scores=scores)
         keep = np.zeros(sub.n_groups, dtype=bool)
         keep[order[:n_keep]] = True
         it = sub.solve(quad=np.where(keep, 1.0, np.inf))
-        rec = IterRecord(0, it.objective if it.ok else None, int(keep.sum()) if it.ok else None, it.status,
-                         time.perf_counter() - t0, None, it.loss)
-        if not it.ok:
-            raise SolverFailedError(f"{self.name}: the model on the {int(keep.sum())} ranked features ended with "
-                                    f"status {it.status.value} ({it.result.message})", result=it.result,
-                                    partial=(self, (rec,), None))
-        if callback is not None:
-            callback(rec, it)
-        coef = np.where(keep[sub.compiled.slot.groups], it.coef, 0.0)
-        return LoopOutcome(iterate=it, coef=coef, support=keep, objective=it.objective, converged=True, n_iter=1,
-                           history=(rec,), monotone=True, reason="filter ranking", statuses=(it.status,),
-                           selection={"ranking": order, "scores": scores})
+        yield Step(it, it.objective if it.ok else None, None, support=keep)
+        return True, "filter ranking"
 
 
 @attrs.frozen

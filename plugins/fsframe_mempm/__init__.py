@@ -23,10 +23,9 @@ import attrs
 import numpy as np
 from attrs.validators import ge, instance_of, optional
 
-from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl, select_backend
+from fsframe import AuxSolver, BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl
 from fsframe.canonical import ProblemData
 from fsframe.errors import InfeasibleParameterError, SolverFailedError
-from fsframe.formulation import AuxSolver
 from fsframe.pyomo_ext import LinearMap, add_soc, add_sparsity_slot, var_list
 from fsframe.validators import finite, to_float
 from fsframe_mpm import (DEFAULT_DELTA_FRACTION, DEFAULT_RHO, ClassMoments, add_margin_rows, bound_report,
@@ -73,18 +72,18 @@ def pair_data(mom: ClassMoments, delta_pos: float) -> ProblemData:
                        ub=base.ub, l=1, cones=base.cones)
 
 
-def largest_delta_neg(mom: ClassMoments, delta_pos: float, solver) -> float:
+def largest_delta_neg(mom: ClassMoments, delta_pos: float, aux: AuxSolver) -> float:
     """The largest ``delta_neg`` feasible with ``delta_pos`` in 001 eq. 6 (0 when ``delta_pos``
-    itself is infeasible), by one SOCP (:func:`pair_data`) on ``solver`` (an
-    :class:`fsframe.formulation.AuxSolver`); its status is recorded in the fit's statuses.
+    itself is infeasible), by one SOCP (:func:`pair_data`) through ``aux`` (the fit's
+    :class:`fsframe.AuxSolver`); its status is recorded in the fit's statuses.
 
     Raises
     ------
     SolverFailedError
         when the SOCP neither solves nor is proven infeasible.
     """
-    res = solver.solve(pair_data(mom, delta_pos))
-    solver.record(("mempm-largest-delta-neg", float(delta_pos)), (res.status,))
+    res = aux.solve(pair_data(mom, delta_pos))
+    aux.record(("mempm-largest-delta-neg", float(delta_pos)), (res.status,))
     if res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
         return 0.0
     if not res.ok:
@@ -134,6 +133,7 @@ class MEMPMFormulation(Formulation):
     name = "mempm"
     reference = "Huang, King, Lyu et al., paper 001 eq. 6 (MEMPM: Huang et al., JMLR 7, 2006)"
     bound_params = ("delta_pos", "delta_neg")
+    traits = frozenset({"aux_solver"})  # validate and build solve the largest bound(s)
     delta_pos: float | None = attrs.field(default=None, converter=opt_float,
                                           validator=[optional(instance_of(float)), open_unit("delta_pos")])
     delta_neg: float | None = attrs.field(default=None, converter=opt_float,
@@ -156,19 +156,19 @@ class MEMPMFormulation(Formulation):
         """The bound parameters as this formulation names them."""
         return {"delta_pos": a, "delta_neg": b}
 
-    def validate(self, X, y, *, solver=None):
+    def validate(self, X, y, *, aux=None):
         mom = class_moments(X, y, self.rho)
-        bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
+        bound = largest_bound(X, y, self.rho, moments=mom, aux=aux)
         singular = data_warnings(X, y, mom, bound)
         a, b = self._resolved(bound)
         lim_a, lim_b = one_sided_limits(mom)
         given = self._bounds()
         if given[0] is not None or given[1] is not None:
-            self._check_pair(mom, a, b, lim_a, lim_b, bound, solver)
+            self._check_pair(mom, a, b, lim_a, lim_b, bound, aux)
         return {**bound_report(mom, bound, singular), **self.bounds_dict(a, b),
                 "kappa_pos": kappa_of(a), "kappa_neg": kappa_of(b)}
 
-    def _check_pair(self, mom, a, b, lim_a, lim_b, bound, solver) -> None:
+    def _check_pair(self, mom, a, b, lim_a, lim_b, bound, aux) -> None:
         names = list(self.bounds_dict(a, b))
         hint = (f"The largest equal bound (the MPM's) is delta_max={bound.delta:.4f}; the one-sided limits are "
                 f"delta_pos < {lim_a:.4f}, delta_neg < {lim_b:.4f}. Or let method 'fs-mempm' search the bounds")
@@ -177,21 +177,19 @@ class MEMPMFormulation(Formulation):
                 f"{names[0]}={a:g} is infeasible for this data: no hyperplane reaches it even with delta_neg -> 0 "
                 f"(largest feasible delta_pos: {lim_a:.4f}, 001 eq. 6). {hint}",
                 parameter=names[0], value=float(a), limit=float(lim_a))
-        if solver is None:
-            solver = AuxSolver(select_backend("auto", ProblemClass.SOCP))
-        top = largest_delta_neg(mom, a, solver)
+        top = largest_delta_neg(mom, a, aux if aux is not None else AuxSolver.default(ProblemClass.SOCP))
         if b >= top:
             raise InfeasibleParameterError(
                 f"{names[-1]}={b:g} is infeasible with delta_pos={a:g}: the largest feasible delta_neg for this "
                 f"delta_pos is {top:.4f} (001 eq. 6). {hint}", parameter=names[-1], value=float(b), limit=float(top))
 
-    def build(self, X, y, terms, *, solver=None):
+    def build(self, X, y, terms, *, aux=None):
         import pyomo.environ as pyo
         from pyomo.common.gc_manager import PauseGC
 
         terms = frozenset(terms)
         mom = class_moments(X, y, self.rho)
-        bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
+        bound = largest_bound(X, y, self.rho, moments=mom, aux=aux)
         a, b = self._resolved(bound)
         lim_a, lim_b = one_sided_limits(mom)
         n = mom.n
@@ -292,7 +290,7 @@ class MPMEqualFormulation(MEMPMFormulation):
     def bounds_dict(self, a, b):
         return {"delta": a}
 
-    def _check_pair(self, mom, a, b, lim_a, lim_b, bound, solver):
+    def _check_pair(self, mom, a, b, lim_a, lim_b, bound, aux):
         if a >= bound.delta:
             raise InfeasibleParameterError(
                 f"delta={a:g} is infeasible for this data: the largest worst-case bound any hyperplane achieves "
@@ -310,6 +308,13 @@ class MPMEqualFormulation(MEMPMFormulation):
 @hookimpl
 def fsframe_register_formulations():
     return [MEMPMFormulation, MPMEqualFormulation]
+
+
+@hookimpl
+def fsframe_register_oracles():
+    from fsframe.testing import Oracle, mpm_margin_loss  # the conformance kit loads Pyomo: only when it asks
+
+    return [Oracle("decision_loss", MEMPMFormulation, lambda f: mpm_margin_loss())]  # 001 eq. 6's margin rows
 
 
 @hookimpl

@@ -1,9 +1,10 @@
 """Reference method plugin: the Minimax Probability Machine family (``mpm``, ``l1-mpm``,
 ``l0-mpm``) of paper 000 (Yang & Ju), as SOCP formulations.
 
-Registered by fsframe as a default plugin (``mpm``), through the same hooks a third-party plugin
-implements. Modules: :mod:`fsframe_mpm.moments` (class moments, ``kappa``), :mod:`fsframe_mpm.bound`
-(the largest feasible bound), this module (the formulations and methods).
+The entry point ``mpm`` of fsframe's own distribution (``pyproject.toml``), found and registered
+like a third-party plugin. Modules: :mod:`fsframe_mpm.moments` (class moments, ``kappa``),
+:mod:`fsframe_mpm.bound` (the largest feasible bound), :mod:`fsframe_mpm.oracles` (what the
+conformance kit expects), this module (the formulations and methods).
 
 Two formulations:
 
@@ -32,6 +33,7 @@ from fsframe.errors import InfeasibleParameterError, InvalidOptionError
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_soc, add_sparsity_slot, var_list
 
 from .bound import LargestBound, _lanckriet_model, bound_report, data_warnings, lanckriet_data, largest_bound
+from .oracles import mpm_max_decision
 from .moments import (DEFAULT_DELTA_FRACTION, DEFAULT_RHO, SCALE_RANGE, ClassMoments, _singular_classes, class_moments,
                       delta_of, kappa_of, open_unit, opt_float)
 
@@ -82,20 +84,21 @@ class MPMMaxFormulation(Formulation):
     reference = "Lanckriet, El Ghaoui, Bhattacharyya & Jordan, NIPS 14, 2002; paper 000 §2.1"
     slot_terms = frozenset({"lin"})
     sparse = False  # no penalty: surrogates are refused (they would penalise nothing)
+    traits = frozenset({"aux_solver"})  # validate and build solve the largest bound
     rho: float = attrs.field(default=DEFAULT_RHO, converter=to_float, validator=[instance_of(float), ge(0.0), finite])
 
     def problem_class(self, terms):
         return ProblemClass.SOCP
 
-    def validate(self, X, y, *, solver=None):
+    def validate(self, X, y, *, aux=None):
         mom = class_moments(X, y, self.rho)
-        bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
+        bound = largest_bound(X, y, self.rho, moments=mom, aux=aux)
         singular = data_warnings(X, y, mom, bound)
         return {**bound_report(mom, bound, singular), "kappa": bound.kappa, "delta": bound.delta}
 
-    def build(self, X, y, terms, *, solver=None):
+    def build(self, X, y, terms, *, aux=None):
         mom = class_moments(X, y, self.rho)
-        bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
+        bound = largest_bound(X, y, self.rho, moments=mom, aux=aux)
         model, slot, intercept, _ = _lanckriet_model(mom, frozenset(terms), bound.kappa)
         return BuiltModel(model=model, slot=slot, intercept=intercept, coef_shape=(mom.n,),
                           info={"kappa": bound.kappa, "delta": bound.delta})
@@ -147,6 +150,7 @@ class MPMFormulation(Formulation):
 
     name = "mpm"
     reference = "Yang & Ju, paper 000, eqs. 12-15 and 32-46; Bhattacharyya, JMLR 5, 2004"
+    traits = frozenset({"aux_solver"})  # delta_fraction needs the largest bound (validate, build)
     delta: float | None = attrs.field(default=None, converter=opt_float,
                                       validator=[optional(instance_of(float)), open_unit("delta")])
     delta_fraction: float | None = attrs.field(default=None, converter=opt_float,
@@ -185,9 +189,9 @@ class MPMFormulation(Formulation):
             f"delta={0.9 * bound.delta:.4f})",
             parameter="delta", value=float(delta), limit=float(bound.delta))
 
-    def validate(self, X, y, *, solver=None):
+    def validate(self, X, y, *, aux=None):
         mom = class_moments(X, y, self.rho)
-        bound = largest_bound(X, y, self.rho, moments=mom, solver=solver) if self._needs_bound(X, y, mom) else None
+        bound = largest_bound(X, y, self.rho, moments=mom, aux=aux) if self._needs_bound(X, y, mom) else None
         singular = data_warnings(X, y, mom, bound)
         if bound is None:  # an absolute delta: feasibility is decided by the first subproblem
             return {**bound_report(mom, None, singular), "delta": self.delta, "kappa": kappa_of(self.delta),
@@ -197,23 +201,24 @@ class MPMFormulation(Formulation):
             raise self._infeasible(delta, bound)
         return {**bound_report(mom, bound, singular), "delta": delta, "kappa": kappa_of(delta), "delta_fraction": frac}
 
-    def explain_failure(self, sub, iterate):
-        """The first subproblem of a fit with an absolute ``delta`` did not end optimal: compute
-        ``delta_max`` now (one largest-bound SOCP, :func:`largest_bound`) and, when ``delta >=
-        delta_max``, return the :class:`~fsframe.errors.InfeasibleParameterError` that names it.
-        ``None`` otherwise (the delta is feasible: solver trouble, reported as such), and for a
-        subproblem stopped by the time limit, which says nothing about ``delta`` (another solve
-        under the same limit would only report its own)."""
+    def explain_failure(self, X, y, status, aux):
+        """The first subproblem of a fit with an absolute ``delta`` did not end optimal
+        (``status``): compute ``delta_max`` now (one largest-bound SOCP, :func:`largest_bound`,
+        through the fit's auxiliary solver ``aux``) and, when ``delta >= delta_max``, return the
+        :class:`~fsframe.errors.InfeasibleParameterError` that names it. ``None`` otherwise (the
+        delta is feasible: solver trouble, reported as such), and for a subproblem stopped by the
+        time limit, which says nothing about ``delta`` (another solve under the same limit would
+        only report its own)."""
         from fsframe import Status
 
         if self.delta is None:  # delta_fraction: validate checked delta < delta_max already
             return None
-        if iterate.status is Status.TIME_LIMIT:
+        if status is Status.TIME_LIMIT:
             return None
-        bound = largest_bound(sub.X, sub.y, self.rho, solver=sub.solver)
+        bound = largest_bound(X, y, self.rho, aux=aux)
         return self._infeasible(self.delta, bound) if self.delta >= bound.delta else None
 
-    def build(self, X, y, terms, *, solver=None):
+    def build(self, X, y, terms, *, aux=None):
         import pyomo.environ as pyo
         from pyomo.common.gc_manager import PauseGC
 
@@ -222,7 +227,7 @@ class MPMFormulation(Formulation):
         if self.delta is not None:
             delta, frac, extra = self.delta, None, {}
         else:
-            bound = largest_bound(X, y, self.rho, moments=mom, solver=solver)
+            bound = largest_bound(X, y, self.rho, moments=mom, aux=aux)
             delta, frac = self._delta(bound)
             extra = {"delta_max": bound.delta, "kappa_max": bound.kappa}
         kappa = kappa_of(delta)
@@ -273,6 +278,15 @@ def add_margin_rows(model, mom: ClassMoments, wb: list) -> tuple[NDArray, NDArra
 @hookimpl
 def fsframe_register_formulations():
     return [MPMFormulation, MPMMaxFormulation]
+
+
+@hookimpl
+def fsframe_register_oracles():
+    from fsframe.testing import Oracle, mpm_margin_loss  # the conformance kit loads Pyomo: only when it asks
+
+    # the margin rows of 000 eq. 45, read off the decision values (the MPM's loss is zero)
+    return [Oracle("decision_loss", MPMFormulation, lambda f: mpm_margin_loss()),
+            Oracle("decision_check", MPMMaxFormulation, mpm_max_decision)]
 
 
 @hookimpl

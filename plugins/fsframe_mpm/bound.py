@@ -1,5 +1,6 @@
 """The largest feasible worst-case bound (Lanckriet et al.'s MPM, paper 000 §2.1 eqs. 3-5), solved
-on the fit's backend, refined on another when inaccurate, and cached per data set."""
+through the fit's auxiliary solver (refined on another backend when inaccurate) and cached per data
+set."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from fsframe import ProblemClass, Status, select_backend
-from fsframe.backends.base import Backend, SolveOptions, SolveResult
+from fsframe import AuxSolver, ProblemClass, Status
+from fsframe.backends.base import SolveOptions, SolveResult
 from fsframe.canonical import ProblemData
-from fsframe.errors import BackendUnavailableError, DataWarning, InvalidOptionError, SolverFailedError
-from fsframe.formulation import AuxSolver
+from fsframe.plugins import backends_for
+from fsframe.errors import DataWarning, SolverFailedError
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_soc, add_sparsity_slot, var_list
 
 from .moments import DEFAULT_RHO, ClassMoments, _singular_classes, class_moments, delta_of
@@ -103,87 +104,65 @@ def lanckriet_data(mom: ClassMoments):
                        ub=np.full(n + 2, np.inf), l=0, cones=tuple(cones))
 
 
-def _fallbacks(tried: Backend) -> list[Backend]:
-    """Other available SOCP backends, Clarabel first (an interior-point method with iterative
-    refinement; it certified every bound ECOS solved only inaccurately in our random tests)."""
-    out = []
-    for name in ("clarabel", "ecos"):
-        if name == tried.name:
-            continue
-        try:
-            out.append(select_backend(name, ProblemClass.SOCP))
-        except (BackendUnavailableError, InvalidOptionError):
-            continue
-    return out
-
-
 def largest_bound(X: NDArray, y: NDArray, rho: float = DEFAULT_RHO, *, moments: ClassMoments | None = None,
-                  backend=None, options: SolveOptions | None = None,
-                  solver: AuxSolver | None = None) -> LargestBound:
+                  backend=None, options: SolveOptions | None = None, aux: AuxSolver | None = None) -> LargestBound:
     """Solve Lanckriet et al.'s MPM (000 §2.1) on ``(X, y)``: the largest worst-case bound any
     hyperplane achieves, ``kappa*`` and ``delta_max = kappa*^2 / (1 + kappa*^2)``.
 
     Results are memoised on the content of ``(X, y, rho)`` and the solver (16 entries), so
-    ``validate`` and ``build`` of one fit share one solve. The solver is ``backend`` (a name or a
-    backend) with ``options``; else the fit's ``solver`` (:class:`fsframe.formulation.AuxSolver`,
-    which ``validate``/``build`` receive) if its backend solves SOCPs; else ``"auto"``.
+    ``validate`` and ``build`` of one fit share one solve. The solve goes through ``aux`` (the
+    fit's :class:`fsframe.AuxSolver`, which ``validate``/``build``/``explain_failure`` receive);
+    outside a fit, through one on ``backend`` (a name, ``"auto"`` or a backend) with ``options``.
 
     The bound decides whether ``delta`` is feasible, so it must be accurate: a solve that ends
-    ``optimal_inaccurate`` is refined on the other SOCP backends (Clarabel first) and the first
-    certified optimum is used; when none certifies it, :class:`~fsframe.errors.SolverFailedError`.
-    Every solve's status is in ``LargestBound.statuses`` and, through ``solver``, in the fit's
-    ``FitResult.statuses``.
+    ``optimal_inaccurate`` is refined on the other SOCP backends (:meth:`fsframe.AuxSolver.refined`)
+    and the first certified optimum is used; when none certifies it,
+    :class:`~fsframe.errors.SolverFailedError`. Every solve's status is in
+    ``LargestBound.statuses`` and, through ``aux``, in the fit's ``FitResult.statuses``.
 
     Raises
     ------
     SolverFailedError
         when no backend gives a certified optimum (the last result is attached).
     """
-    if backend is None and solver is not None and ProblemClass.SOCP in solver.backend.supports:
-        backend = solver.backend
-        options = solver.options if options is None else options
-    be = backend if isinstance(backend, Backend) else select_backend(backend or "auto", ProblemClass.SOCP)
-    options = SolveOptions() if options is None else options
-    key = _digest(X, y, rho, (be.name, repr(options)))
+    if aux is None or backend is not None:
+        aux = AuxSolver.default(ProblemClass.SOCP, "auto" if backend is None else backend, options)
+    be = aux.backend_for(ProblemClass.SOCP)
+    key = _digest(X, y, rho, (be.name, repr(aux.options)))
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
     if hit is None:
-        hit = _solve_bound(X, y, rho, moments, be, options)
+        hit = _solve_bound(X, y, rho, moments, be, aux)
         with _CACHE_LOCK:
             _CACHE[key] = hit
             while len(_CACHE) > _CACHE_SIZE:
                 _CACHE.popitem(last=False)
-    if solver is not None:
-        solver.record(("mpm-largest-bound", key), hit.statuses)
+    aux.record(("mpm-largest-bound", key), hit.statuses)
     return hit
 
 
-def _remedy(res: SolveResult, results: list, be: Backend, options: SolveOptions) -> str:
+def _remedy(res: SolveResult, results: tuple, aux: AuxSolver) -> str:
     """What to change after the largest-bound solve failed, by how it failed: a time or iteration
     limit is lifted; a numerical failure is met by standardising the features or by an SOCP
     backend not yet tried (never one that already failed here)."""
     if res.status is Status.TIME_LIMIT:
-        limit = f" of {options.time_limit:g} s per solve" if options.time_limit is not None else ""
-        return f"The solve stopped at the time limit{limit}: raise time_limit (or leave it unset)"
+        limit = aux.options.time_limit
+        return ("The solve stopped at the time limit" + (f" of {limit:g} s per solve" if limit is not None else "")
+                + ": raise time_limit (or leave it unset)")
     if res.status is Status.ITERATION_LIMIT:
         return f"{res.backend} stopped at its iteration limit: raise it through backend_options"
     tried = {r.backend for r in results}
-    others = [b.name for b in _fallbacks(be) if b.name not in tried]
+    others = [b.name for b in backends_for(ProblemClass.SOCP) if b.name not in tried and b.available()]
     return ("Standardise the features (their scales differ widely)"
             + (f", or solve on another SOCP backend (backend={others[0]!r})" if others else ""))
 
 
-def _solve_bound(X, y, rho, moments, be: Backend, options: SolveOptions) -> LargestBound:
+def _solve_bound(X, y, rho, moments, be, aux: AuxSolver) -> LargestBound:
     mom = class_moments(X, y, rho) if moments is None else moments
     data = lanckriet_data(mom)
-    results = [be.solve(data, options)]
-    if results[-1].status is Status.OPTIMAL_INACCURATE:
-        for other in _fallbacks(be):
-            results.append(other.solve(data, SolveOptions(time_limit=options.time_limit)))
-            if results[-1].status is Status.OPTIMAL:
-                break
+    results = aux.refined(data, backend=be)
     res = results[-1]
     attempts = tuple(f"{r.backend}: {r.status.value}" for r in results)
     if res.status is not Status.OPTIMAL:
@@ -191,7 +170,7 @@ def _solve_bound(X, y, rho, moments, be: Backend, options: SolveOptions) -> Larg
         raise SolverFailedError(
             f"MPM: the largest-bound (Lanckriet) SOCP ended with status {res.status.value} on backend "
             f"{res.backend} ({res.message}){how}; the worst-case bound delta_max cannot be computed "
-            f"reliably, and it decides which delta is feasible. {_remedy(res, results, be, options)}", result=res)
+            f"reliably, and it decides which delta is feasible. {_remedy(res, results, aux)}", result=res)
     n = mom.n
     wv, tv = res.x[:n], res.x[n:]
     tsum = float(tv.sum())

@@ -56,7 +56,7 @@ class ClassMoments:
 
     ``Sigma_k + ridge * I = F_k F_k'`` with ``F_k = [C_k, sqrt(ridge) I]`` and the centred-data
     factor ``C_k = (X_k - mu_k)' / sqrt(m_k)`` (``n x m_k``): a cone ``||F_k' w||`` has
-    ``m_k (+ n)`` entries and no ``n x n`` matrix is ever formed (DESIGN §5).
+    ``m_k (+ n)`` entries and no ``n x n`` matrix is ever formed (docs/conic.md).
     """
 
     mu: tuple  # (mu_1, mu_2), each shape (n,)

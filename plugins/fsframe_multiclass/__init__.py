@@ -1,7 +1,7 @@
 """Multi-class method plugin (paper 004): the multi-class margin formulation with one row group per
 feature, DSO-FS (Algorithm 1) and RFS (Nie et al. 2010).
 
-Registered as the default plugin ``multiclass`` (see ``fsframe.plugins.DEFAULT_PLUGINS``).
+The entry point ``multiclass`` of fsframe's own distribution (``pyproject.toml``), found like a third party's.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from fsframe import MethodSpec, hookimpl
 
 from .dso import DSOLoop
 from .margin import MarginFormulation, label_matrix
+from .oracles import l21_regression_loss, multiclass_margin_loss
 from .rfs import L21RegressionFormulation, RFSLoop
 
 __all__ = ["MarginFormulation", "DSOLoop", "L21RegressionFormulation", "RFSLoop", "label_matrix"]
@@ -23,6 +24,14 @@ def fsframe_register_formulations():
 @hookimpl
 def fsframe_register_loops():
     return [DSOLoop, RFSLoop]
+
+
+@hookimpl
+def fsframe_register_oracles():
+    from fsframe.testing import Oracle  # the conformance kit loads Pyomo: only when it asks
+
+    return [Oracle("decision_loss", MarginFormulation, lambda f: multiclass_margin_loss(f.C)),
+            Oracle("decision_loss", L21RegressionFormulation, lambda f: l21_regression_loss(f.gamma))]
 
 
 @hookimpl

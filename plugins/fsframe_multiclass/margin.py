@@ -106,9 +106,14 @@ class MarginFormulation(Formulation):
 
     name = "margin"
     multiclass = "native"
+    traits = frozenset({"large_margin"})
     reference = "Peng & Fan, paper 004, eqs. 1-5 (hard margin) and §6 (soft margin)"
     C: float | None = attrs.field(default=None, converter=attrs.converters.optional(to_float),
                                   validator=attrs.validators.optional(real(0)))
+
+    def provides(self):
+        """Adds ``hard_margin`` (paper 004 eq. 5, what DSO-FS solves) when ``C`` is ``None``."""
+        return super().provides() | ({"hard_margin"} if self.C is None else set())
 
     def problem_class(self, terms):
         if "lin" in terms:

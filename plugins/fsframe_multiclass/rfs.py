@@ -5,18 +5,15 @@ and as Nie et al.'s iteratively reweighted linear systems (loop ``rfs``)."""
 from __future__ import annotations
 
 import time
-import warnings
 
 import attrs
 import numpy as np
 
-from fsframe import BuiltModel, Formulation, OuterLoop, ProblemClass, SolveResult, Status
-from fsframe.errors import ConvergenceWarning, IncompatibleComponentsError
-from fsframe.loops.base import IterRecord, support_of
+from fsframe import BuiltModel, Formulation, OuterLoop, ProblemClass
+from fsframe.loops import Choice, Finish, Step, support_of
 from fsframe.pyomo_ext import LinearMap, add_soc, add_sparsity_slot, var_list
 from fsframe.validators import as_int, positive_int, real, to_float
 
-from .dso import descent_step, outcome_from_weights
 from .margin import add_row_norm_epigraph, label_matrix
 from .nullspace import row_norms
 
@@ -61,6 +58,7 @@ class L21RegressionFormulation(Formulation):
 
     name = "l21-regression"
     multiclass = "native"
+    traits = frozenset({"l21_regression"})  # the problem loop ``rfs`` solves by Nie et al.'s algorithm
     reference = "Nie, Huang, Cai & Ding, NIPS 2010, eq. 3; paper 004 §5, eqs. 30-31"
     gamma: float = attrs.field(default=1.0, converter=to_float, validator=real(0))
 
@@ -106,59 +104,61 @@ class RFSLoop(OuterLoop):
     """
 
     name = "rfs"
-    formulations = ("l21-regression",)
+    formulation_requires = ("l21_regression",)
     reference = "Nie, Huang, Cai & Ding, NIPS 2010, Algorithm 1"
     needs_surrogate = False
+    takes_surrogate = False  # rfs is the l_{2,1} problem itself
+    chooses = True  # the last iterate, its n_features largest rows
     monotone = True
     sparse = False  # reweighted l_{2,1}: rows shrink but do not vanish; their norms rank the features
     max_iter: int = attrs.field(default=200, converter=as_int, validator=positive_int)
     tol: float = attrs.field(default=1e-4, converter=to_float, validator=real(0))
 
-    def missing(self, surrogate):
-        return [] if surrogate is None else ["no surrogate (rfs is the l_{2,1} problem itself)"]
-
     def terms(self, surrogate):
         return frozenset({"lin"})
 
-    def steps(self, sub, surrogate):  # pragma: no cover - run() is the algorithm
-        raise NotImplementedError("rfs runs Nie et al.'s algorithm in run()")
+    def steps(self, sub, surrogate, run):
+        from fsframe.problem import Iterate  # loads the compiler: only when the loop runs
 
-    def run(self, sub, surrogate, *, n_features=None, callback=None):
-        gamma = getattr(sub.formulation, "gamma", None)
-        if gamma is None:
-            raise IncompatibleComponentsError(f"loop 'rfs' needs formulation 'l21-regression' (its gamma), got "
-                                              f"{sub.formulation.name!r}")
+        gamma = sub.formulation.gamma  # the l21_regression trait: the problem with its gamma
         X = np.asarray(sub.X, dtype=float)
         Y = label_matrix(sub.y)
         m, n = X.shape
-        t_start = time.perf_counter()
+        c = Y.shape[1]
+        groups = np.repeat(np.arange(n), c).reshape(n, c)  # W's row j is feature j's group
         d = np.ones(n + m)  # D^0 = I
-        history, prev, monotone = [], None, True
-        converged, reason = False, "max_iter reached"
-        W = None
-        for k in range(self.max_iter):
+        prev, W = None, None
+        for _ in range(self.max_iter):
             t0 = time.perf_counter()
             U = rfs_step(X, Y, gamma, d)
             W = U[:n]
             f = rfs_objective(X, Y, W, gamma) / gamma  # the l21-regression model's loss + penalty
             t = row_norms(U)
             d = 2.0 * np.where(t > 1e-14 * max(float(t.max()), 1e-300), t, 0.0)
-            nnz = int(support_of(t[:n], self.zero_tol).sum())
-            rec = IterRecord(k, f, nnz, Status.OPTIMAL, time.perf_counter() - t0, None if prev is None else prev - f,
-                             float(np.sum(row_norms(X @ W - Y))) / gamma)
-            rose, small = descent_step(self, "rfs", "the objective", prev, rec, history, callback)
-            monotone &= not rose
-            if small:
-                converged, reason = True, "objective decrease below tol"
-                break
+            it = Iterate.computed(W, np.zeros(c), t[:n], groups=groups, loss=float(np.sum(row_norms(X @ W - Y))) / gamma,
+                                  objective=f, seconds=time.perf_counter() - t0)
+            yield Step(it, f)
+            if prev is not None and abs(prev - f) <= self.tol * max(abs(prev), 1e-300):
+                return Finish(True, "objective decrease below tol", self._choose(X, Y, gamma, it, run.n_features))
             prev = f
-        if not converged:
-            warnings.warn(f"rfs: stopped at max_iter={self.max_iter} before its stopping rule held",
-                          ConvergenceWarning, stacklevel=2)
-        result = SolveResult(Status.OPTIMAL, None, f, "numpy", time.perf_counter() - t_start)
-        b = np.zeros(W.shape[1]) if W.shape[1] > 1 else 0.0
-        return outcome_from_weights(self, W, b, objective=lambda coef: rfs_objective(X, Y, coef, gamma) / gamma,
-                                    history=history,
-                                    statuses=[r.status for r in history], converged=converged, reason=reason,
-                                    monotone=monotone, result=result, n_features=n_features,
-                                    seconds=time.perf_counter() - t_start)
+        return Finish(False, "max_iter reached", self._choose(X, Y, gamma, it, run.n_features))
+
+    def _choose(self, X, Y, gamma, it, r) -> Choice:
+        """The last iterate: rows above ``zero_tol`` times the largest norm, with ``n_features``
+        the ``r`` largest of them; the objective is that of the returned rows."""
+        from fsframe.problem import Iterate
+
+        t = it.t
+        support = support_of(t, self.zero_tol)
+        info = {}
+        if r is not None:
+            keep = np.zeros_like(support)
+            keep[np.argsort(-t, kind="stable")[:min(r, int(support.sum()))]] = True
+            info["n_features_dropped"] = int(np.count_nonzero(support & ~keep))
+            support = keep
+        W = np.where(support[:, None], it.coef, 0.0)
+        coef = W[:, 0] if W.shape[1] == 1 else W  # two classes: one column, a binary model
+        returned = Iterate.computed(coef, it.intercept if W.shape[1] > 1 else it.intercept[:1], t,
+                                    groups=it.groups[:, 0] if W.shape[1] == 1 else it.groups, loss=it.loss,
+                                    objective=it.objective, seconds=it.seconds)
+        return Choice(returned, support, rfs_objective(X, Y, W, gamma) / gamma, info)

@@ -67,6 +67,7 @@ class HingeFormulation(Formulation):
 
     name = "hinge"
     reference = "paper 002 eqs. 1-2 and 7-8; paper 001 eq. 2 (L1-SVM)"
+    traits = frozenset({"large_margin"})
     C: float = attrs.field(default=1.0, converter=to_float, validator=real(0))
 
     def problem_class(self, terms):
@@ -144,6 +145,13 @@ class HingeFormulation(Formulation):
 @hookimpl
 def fsframe_register_formulations():
     return [HingeFormulation]
+
+
+@hookimpl
+def fsframe_register_oracles():
+    from fsframe.testing import Oracle, hinge_loss  # the conformance kit loads Pyomo: only when it asks
+
+    return [Oracle("decision_loss", HingeFormulation, lambda f: hinge_loss(f.C))]
 
 
 @hookimpl

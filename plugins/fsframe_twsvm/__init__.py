@@ -5,7 +5,7 @@
 * ``ftsvm``: the greedy mask loop (``fsframe.loops.greedy``, Algorithm 1) on it, linear or RBF;
 * ``rtsvm``: the ranking of eq. 23 (Algorithm 2), with ``n_features=r`` the ``r`` best.
 
-A default plugin (``twsvm`` in ``fsframe.plugins.DEFAULT_PLUGINS``), shipped from ``plugins/``.
+The entry point ``twsvm`` of fsframe's own distribution (``pyproject.toml``), shipped from ``plugins/``.
 """
 
 from __future__ import annotations

@@ -34,13 +34,10 @@ from fsframe.kernels import scale_sigma
 from fsframe.pyomo_ext import LinearMap, add_linear_constraints, add_named_expressions, add_sparsity_slot, var_list
 from fsframe.validators import finite, real, to_float
 
+from .kernel import MaskedRBF, rbf_kernel
+from .masked import twin_mask_space
+
 __all__ = ["TwinL1Formulation", "MaskedRBF", "rbf_kernel", "twin_distances"]
-
-
-def rbf_kernel(X: NDArray, Y: NDArray, width: float) -> NDArray:
-    """``exp(-||x - y||^2 / (2 width^2))`` for every row pair of ``X`` and ``Y``."""
-    sq = np.sum(X * X, axis=1)[:, None] + np.sum(Y * Y, axis=1)[None, :] - 2.0 * (X @ Y.T)
-    return np.exp(-np.maximum(sq, 0.0) / (2.0 * width**2))
 
 
 def twin_distances(coef: NDArray, intercept, Z: NDArray) -> NDArray:
@@ -55,31 +52,6 @@ def twin_distances(coef: NDArray, intercept, Z: NDArray) -> NDArray:
 
 def _width(value):
     return None if value is None or (isinstance(value, str) and value == "scale") else float(value)
-
-
-@attrs.frozen(eq=False)
-class MaskedRBF:
-    """The kernel rows of a fitted RBF twin SVM: ``x -> K(x E, A E)`` (003 eq. 19).
-
-    A data transform for predictions (``FitResult.transform``): ``A`` the training samples,
-    ``E = diag(mask)`` the selected input features, ``width`` the RBF width."""
-
-    X_train: NDArray = attrs.field(repr=False)
-    mask: NDArray
-    width: float
-    support_of: str = "training samples"
-    """What the fit's support indexes: ``"training samples"`` (L1-TWSVM's ``u``) or
-    ``"features"`` (the greedy loop's mask ``E``)."""
-
-    def transform(self, X) -> NDArray:
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[1] != self.X_train.shape[1]:
-            raise DataError(f"X has shape {X.shape}; the model was fitted on {self.X_train.shape[1]} features")
-        return rbf_kernel(X[:, self.mask], self.X_train[:, self.mask], self.width)
-
-    @property
-    def params(self) -> dict:
-        return {"kernel": "rbf", "width": self.width, "n_masked_features": int(self.mask.sum())}
 
 
 @attrs.frozen
@@ -197,10 +169,8 @@ class TwinL1Formulation(Formulation):
                           info=info, transform=transform)
 
     def mask_space(self, sub):
-        """The greedy loop's capability (linear: columns fixed by bounds; rbf: kernel rows
-        rewritten), see :func:`fsframe_twsvm.masked.twin_mask_space`."""
-        from .masked import twin_mask_space  # the mask space builds on this module
-
+        """The ``mask_space`` protocol of the greedy loop (linear: columns fixed by bounds; rbf:
+        kernel rows rewritten), see :func:`fsframe_twsvm.masked.twin_mask_space`."""
         return twin_mask_space(sub)
 
     def decision_function(self, coef, intercept, X):

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from fsframe.errors import UnsupportedProblemError
 from fsframe.loops.greedy import LinearMaskSpace, MaskEvaluator, MaskSpace, check_mask
 
-from .formulation import MaskedRBF, rbf_kernel
+from .kernel import MaskedRBF, rbf_kernel
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from fsframe.problem import Iterate, Subproblem

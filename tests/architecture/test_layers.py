@@ -16,7 +16,10 @@ test fails on
   _y``) or reaching one as an attribute (``fsframe.x._y``);
 * a module of ``fsframe/`` that :data:`LAYERS` does not place (a new module must be placed);
 * a relative import that climbs above the top-level package (an ``ImportError`` when it runs,
-  which for a function-level import is only when it is called).
+  which for a function-level import is only when it is called);
+* an import cycle among the modules of ``fsframe/`` and ``plugins/`` (every import counted, at any
+  depth: a cycle a function-level import hides inside a plugin package is one; a package's
+  ``__init__`` importing a submodule that imports a name of that ``__init__`` is one too).
 
 Imports by name count like import statements: ``importlib.import_module("fsframe.x")`` (or
 ``import_module`` taken from importlib, or ``__import__``) with a literal name, relative names
@@ -49,7 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                       "fsframe.formulation", "fsframe.kernels")),
     ("subproblem and loops", ("fsframe.problem", "fsframe.working_set", "fsframe.loops", "fsframe.results", "fsframe.dataset",
                               "fsframe.io")),
-    ("registry and methods", ("fsframe.plugins", "fsframe.method")),
+    ("registry and methods", ("fsframe.registry", "fsframe.plugins", "fsframe.method", "fsframe.auxiliary")),
     ("fit driver", ("fsframe.fitting", "fsframe.paths")),
     ("evaluation, estimator, kit", ("fsframe.evaluation", "fsframe.estimator", "fsframe.testing")),
     ("CLI commands", ("fsframe.cli.common", "fsframe.cli.output", "fsframe.cli.params", "fsframe.cli.evaluate",
@@ -72,7 +75,7 @@ KNOWN_UNTIL_MERGE: frozenset[tuple[str, str, str]] = frozenset()
 # ------------------------------------------------------------------------------------ the checker
 @attrs.frozen
 class Violation:
-    rule: str  # "upward", "cycle-dodge", "pyomo", "plugin-package", "private", "unplaced", "beyond-top"
+    rule: str  # "upward", "cycle-dodge", "pyomo", "plugin-package", "private", "unplaced", "beyond-top", "cycle"
     importer: str
     imported: str
     line: int
@@ -224,6 +227,7 @@ def check(base: Path, core: str = ROOT_PACKAGE, plugins_dir: str = "plugins", la
     # a listed module counts as one even before it exists: `from . import fitting` imports it
     known = set(core_mods) | set(plugin_mods) | {m for _, mods in layers for m in mods}
     out: list[Violation] = []
+    edges: dict[str, dict[str, int]] = {}  # module -> module it imports -> first line
     for name, path in {**core_mods, **plugin_mods}.items():
         visitor = _ImportVisitor(name, path.name == "__init__.py", known)
         visitor.visit(ast.parse(path.read_text(), filename=str(path)))
@@ -232,7 +236,47 @@ def check(base: Path, core: str = ROOT_PACKAGE, plugins_dir: str = "plugins", la
             out.extend(_check_core(name, visitor, layers, core, plugin_pkgs, known))
         else:
             out.extend(_check_plugin(name, visitor, core))
+        mine = edges.setdefault(name, {})
+        for imp in visitor.imports:
+            by_name = imp.dynamic and imp.target.split(".")[0] in plugin_pkgs  # the registry's loading: no edge
+            if (imp.target in core_mods or imp.target in plugin_mods) and not by_name:
+                mine.setdefault(imp.target, imp.line)
+    out.extend(_cycles(edges))
     return sorted(out, key=lambda v: (v.importer, v.line, v.rule, v.imported))
+
+
+def _cycles(edges: dict[str, dict[str, int]]) -> list[Violation]:
+    """A ``"cycle"`` violation for every import between two modules of one strongly connected
+    component of the import graph (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    comp: dict[str, int] = {}
+
+    def visit(v: str) -> None:  # recursive: its depth is the longest import chain (a few dozen)
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp[w] = index[v]
+                if w == v:
+                    break
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return [Violation("cycle", a, b, line) for a, targets in edges.items() for b, line in targets.items()
+            if a != b and comp[a] == comp[b]]
 
 
 def _check_core(name: str, visitor: _ImportVisitor, layers, core: str, plugin_pkgs: list[str],
@@ -381,8 +425,27 @@ def test_a_clean_tree_passes(tmp_path):
 ])
 def test_a_planted_violation_is_caught(tmp_path, file, text, expected):
     base = _tree(tmp_path, {**CLEAN, file: text})
-    found = [v.key for v in check(base)]
+    found = [v.key for v in check(base) if v.rule != "cycle"]  # an upward import may close a cycle too
     assert found == [expected]
+
+
+@pytest.mark.parametrize("files, expected", [
+    # a cycle inside a plugin package, hidden by a function-level import (the twin SVM's was one)
+    ({"plugins/plug_a/__init__.py": "from .model import F\n",
+      "plugins/plug_a/model.py": "class F:\n    def space(self):\n        from .space import make\n",
+      "plugins/plug_a/space.py": "from .model import F\ndef make(): ...\n"},
+     {("cycle", "plug_a.model", "plug_a.space"), ("cycle", "plug_a.space", "plug_a.model")}),
+    # a submodule taking a name of its package's __init__, which imports it
+    ({"plugins/plug_a/__init__.py": "from .model import F\nG = 1\n",
+      "plugins/plug_a/model.py": "from . import G\nclass F: ...\n"},
+     {("cycle", "plug_a", "plug_a.model"), ("cycle", "plug_a.model", "plug_a")}),
+    # two plugin packages importing each other
+    ({"plugins/plug_a/__init__.py": "import plug_b\n", "plugins/plug_b/__init__.py": "import plug_a\n"},
+     {("cycle", "plug_a", "plug_b"), ("cycle", "plug_b", "plug_a")}),
+])
+def test_a_planted_cycle_is_caught(tmp_path, files, expected):
+    found = {v.key for v in check(_tree(tmp_path, {**CLEAN, **files}))}
+    assert found == expected
 
 
 def test_layer_of_uses_the_longest_listed_prefix():

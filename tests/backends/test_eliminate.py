@@ -17,7 +17,7 @@ from fsframe.backends.conic import eliminate, prepare
 from fsframe.canonical import ProblemData
 from fsframe.compiler import compile_model
 
-pytest.importorskip("cvxpy")
+import cvxpy  # noqa: E402,F401  (the test extra: the reference below needs it)
 BACKENDS = [EcosBackend, ClarabelBackend]
 
 

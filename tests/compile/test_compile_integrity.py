@@ -225,7 +225,7 @@ def test_the_synced_model_written_by_pyomos_lp_writer_has_the_same_optimum(tmp_p
     """The model, once requested, is a plain Pyomo model of the problem fsframe solved: written
     by Pyomo's LP writer and read back by HiGHS, it has the same optimum (weights of the last call,
     one group fixed by an infinite weight)."""
-    highspy = pytest.importorskip("highspy")
+    import highspy
     X, y = _logistic_like_data(seed=5, m=30, n=6)
     built = get_registry().get("formulation", "hinge")(C=1.0).build(X, y, frozenset({"lin"}))
     cm = compile_model(built.model)

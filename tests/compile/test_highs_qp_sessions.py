@@ -19,7 +19,7 @@ from fsframe.backends.diag_qp import DualQPSession, ScaledQPSession
 from fsframe.backends.highs import HighsSession
 from fsframe.errors import UnsupportedProblemError
 
-FORMS = ["auto", "dual", "scaled", "primal"]
+FORMS = ["auto", "dense", "dual", "scaled", "primal"]
 
 
 def _opts(form, **kw):
@@ -95,7 +95,7 @@ def test_resolve_sequence_matches_fresh_references(form):
         assert res.objective == pytest.approx(_cvxpy(data), rel=1e-6, abs=1e-7), k
 
 
-@pytest.mark.parametrize("form", ["auto", "dual", "scaled"])
+@pytest.mark.parametrize("form", ["auto", "dense", "dual", "scaled"])
 @pytest.mark.parametrize("what", ["quadratic-column-bound", "two-bounds-on-a-linear-column", "off-diagonal"])
 def test_resolve_with_data_the_dual_cannot_take(form, what):
     """New bounds on quadratic columns, two finite bounds on a linear column, or an off-diagonal
@@ -230,7 +230,7 @@ def test_hinge_exp_em_fits_breast_cancer_on_highs():
     primal, hit the iteration limit from EM iteration 4 on. The fit must match Clarabel's."""
     import fsframe
 
-    datasets = pytest.importorskip("sklearn.datasets")
+    from sklearn import datasets
     from sklearn.preprocessing import StandardScaler
 
     X, y = datasets.load_breast_cancer(return_X_y=True)

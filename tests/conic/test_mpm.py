@@ -19,8 +19,9 @@ from fsframe.compiler import compile_model
 from fsframe.errors import DataError, DataWarning, InfeasibleParameterError, InvalidOptionError
 from fsframe.method import resolve
 from fsframe.problem import Subproblem
+from fsframe.loops import Run
 
-cp = pytest.importorskip("cvxpy")
+import cvxpy as cp  # noqa: E402
 
 
 def reference_factors(X, y, rho):
@@ -80,7 +81,7 @@ def test_one_dca_subproblem_of_l0_mpm_equals_cvxpy(mpm_data):
     res = resolve("l0-mpm", delta_fraction=0.8)
     info = res.formulation.validate(X, y)
     sub = Subproblem(res.formulation, X, y, res.terms, EcosBackend())
-    steps = res.loop.steps(sub, res.surrogate)
+    steps = res.loop.steps(sub, res.surrogate, Run())
     first = next(steps).iterate
     second = next(steps).iterate
     sub.close()

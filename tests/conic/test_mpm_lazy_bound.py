@@ -17,7 +17,7 @@ import fsframe_mpm.bound as mpm_bound
 from fsframe import Status
 from fsframe.errors import InfeasibleParameterError
 
-cp = pytest.importorskip("cvxpy")
+import cvxpy as cp  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:MPM. the covariance:fsframe.errors.DataWarning")
 
 

@@ -34,6 +34,13 @@ def test_doc_block_runs(code):
     exec(compile(code, "<doc>", "exec"), {"__name__": "__doc_example__"})
 
 
+def test_every_block_asserts_what_it_shows():
+    """A block that only prints checks nothing when the suite runs it: each asserts what the text
+    around it says it shows (the numbers in its comments, the shapes, the selection)."""
+    silent = [p.id for p in _blocks() if not re.search(r"^\s*(assert|raise)\b", p.values[0], re.M)]
+    assert not silent, f"doc blocks without an assertion: {silent}"
+
+
 def _plugin_source() -> str:
     text = (ROOT / "README.md").read_text()
     return next(m.group(2) for m in BLOCK.finditer(text) if m.group(2).lstrip().startswith(PLUGIN_MARK))

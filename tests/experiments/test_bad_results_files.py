@@ -140,7 +140,6 @@ def test_unwritable_report_and_study_copy(results, capsys):
     study, out = results
     (out / "report.md").mkdir()
     _fails(["report", out, "--no-plots"], capsys, out / "report.md")
-    pytest.importorskip("matplotlib")
     (out / "img").write_text("")
     _fails(["report", out, "--html"], capsys, out / "img", "is a file, not a folder")
     (out / "study.toml").unlink()

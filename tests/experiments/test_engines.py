@@ -13,7 +13,7 @@ from fsframe.evaluation import compare
 from fsframe.evaluation.experiment import run_study
 from fsframe.io import load_dataset
 
-distributed = pytest.importorskip("distributed")
+import distributed  # noqa: E402  (the test extra)
 
 
 @pytest.fixture(scope="module")
@@ -56,3 +56,24 @@ def test_cli_compare_dask_address(client, capsys):
     out_serial = capsys.readouterr().out
     strip = lambda t: [line.rsplit("|", 3)[0] for line in t.splitlines() if line.startswith("| l1-svm")]  # noqa: E731
     assert strip(out_dask) == strip(out_serial) and strip(out_dask)
+
+
+def test_two_dataset_study_on_dask_equals_serial(tmp_path, client, cells):
+    """Each cell runs on its own dataset's data (scattered once per dataset): a study over wine and
+    iris gives the serial run's cells on Dask, and each cell's predictions cover its dataset's
+    test samples."""
+    from fsframe.evaluation.study import study_from_dict
+
+    spec = {"study": {"name": "two", "seeds": [0]}, "protocol": {"cv": 3},
+            "datasets": [{"name": "wine"}, {"name": "iris"}], "methods": [{"method": "l1-svm"}]}
+    run_study(study_from_dict(spec), tmp_path / "serial", n_jobs=1)
+    res = run_study(study_from_dict(spec), tmp_path / "dask", dask=client)
+    a, b = cells.results(tmp_path / "serial"), cells.results(tmp_path / "dask")
+    assert len(a) == res.n_cells == 6 and all(r["ok"] for r in a.values())
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    sizes = {"wine": 178, "iris": 150}
+    for d in cells.read(tmp_path / "dask").values():
+        r = d["record"]
+        assert r["n_train"] + r["n_test"] == sizes[d["dataset"]]
+        assert max(max(r["train"]), max(r["test"])) < sizes[d["dataset"]]
+    assert [t.dataset["name"] for t in res.tables] == ["wine", "iris"]

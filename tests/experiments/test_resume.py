@@ -161,3 +161,88 @@ def test_interrupted_manifest_and_temp_files(tmp_path, small_spec):
     assert not list((tmp_path / "cells").glob(".tmp-*"))
     assert res.manifest["finished"] and res.manifest["interrupted"] is False
     assert Path(tmp_path / "study.toml").read_text() == ""  # the text given (none here)
+
+
+def test_changed_fit_option_recomputes_exactly_those_cells(tmp_path, monkeypatch, small_spec):
+    """A fit option (``time_limit``, ``backend_options``, ...) is part of a cell's identity: a
+    rerun with one added to one [[methods]] entry recomputes that entry's cells and no other."""
+    calls = []
+    real = runner.fit
+    monkeypatch.setattr(runner, "fit", lambda *a, **k: calls.append((k.get("method"), k.get("time_limit"))) or
+                        real(*a, **k))
+    first = run_study(study_from_dict(small_spec), tmp_path)
+    assert first.n_computed == 9 and len(calls) == 9
+    changed = {**small_spec, "methods": [{"method": "l1-svm", "time_limit": 600.0},
+                                         {"method": "fsv", "alpha": [0.5, 5]}]}
+    second = run_study(study_from_dict(changed), tmp_path)
+    assert (second.n_skipped, second.n_computed) == (6, 3)
+    assert calls[9:] == [("l1-svm", 600.0)] * 3
+    options = [r.fit_options for t in second.tables for r in t.results if r.method == "l1-svm"]
+    assert options == [{"time_limit": 600.0}]
+
+
+def test_a_cell_write_interrupted_mid_dump_leaves_no_cell_file(tmp_path, monkeypatch):
+    """Cells are written to a temporary file and renamed: a write that dies mid-dump (disk full,
+    Ctrl-C) leaves no cell file, or the previous one intact, never half a file a rerun would
+    have to discard; the failed write's temporary file is removed."""
+    import json
+
+    from fsframe.evaluation.cells import CellStore, record_to_json
+    from fsframe.evaluation.records import FoldRecord
+
+    def cell(key, ok):  # a real cell's content (a record that loads), large enough to cut mid-dump
+        rec = FoldRecord(label="fsv", repeat=0, fold=1, n_train=9, n_test=1, ok=ok, accuracy=1.0 if ok else None,
+                         n_selected=2, selected=tuple(range(50)) if ok else ())
+        return record_to_json(rec, {"key": key})
+
+    store = CellStore(tmp_path)
+    good = cell("k1", True)
+    store.write("k1", good)
+    real = json.dump
+
+    def dies_half_way(obj, fh, **kw):
+        text = json.dumps(obj, **kw)
+        fh.write(text[: len(text) // 2])
+        fh.flush()
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(json, "dump", dies_half_way)
+    with pytest.raises(OSError):
+        store.write("k2", cell("k2", True))
+    with pytest.raises(OSError):
+        store.write("k1", cell("k1", False))
+    monkeypatch.setattr(json, "dump", real)
+    assert not store.path("k2").exists() and store.read("k2") is None
+    assert store.read("k1") == good  # the previous cell file, untouched
+    assert sorted(p.name for p in store.dir.iterdir() if not p.name.startswith(".tmp-")) == ["k1.json"]
+    # a failed write removes its temporary file at once (clean_temporary() at a run's start is for a
+    # process killed mid-write, which cannot)
+    assert not list(store.dir.glob(".tmp-*")) and store.clean_temporary() == 0
+
+
+def test_every_seed_gets_its_own_splits(tmp_path, cells):
+    """``seeds = [0, 1]``: each seed's cells are fitted on the splits ``make_splits`` draws with
+    that seed (a table per seed), and the two seeds' splits differ."""
+    import numpy as np
+
+    from fsframe.evaluation.splits import make_splits
+    from fsframe.io import load_dataset
+
+    spec = {"study": {"name": "two-seeds", "seeds": [0, 1]}, "protocol": {"cv": 3},
+            "datasets": [{"name": "wine"}], "methods": [{"method": "l1-svm"}]}
+    res = run_study(study_from_dict(spec), tmp_path)
+    assert res.n_cells == 6 and [t.protocol["random_state"] for t in res.tables] == [0, 1]
+    y = load_dataset("wine").y
+    trains = {}
+    for d in cells.read(tmp_path).values():
+        trains[(d["seed"], d["fold"])] = np.asarray(d["record"]["train"])
+    for seed in (0, 1):
+        splits, _ = make_splits(y, 3, random_state=seed)
+        for s in splits:
+            np.testing.assert_array_equal(np.sort(trains[(seed, s.fold)]), np.sort(s.train))
+    assert any(not np.array_equal(np.sort(trains[(0, f)]), np.sort(trains[(1, f)])) for f in range(3))
+    for table, seed in zip(res.tables, (0, 1)):
+        folds = table.results[0].folds
+        splits, _ = make_splits(y, 3, random_state=seed)
+        for f, s in zip(sorted(folds, key=lambda f: f.fold), splits):
+            np.testing.assert_array_equal(np.sort(f.train), np.sort(s.train))

@@ -76,6 +76,9 @@ def test_bundled_study_plans_without_running():
     s = load_study("quickstart")
     assert s.datasets[0].source == "breast_cancer" and len(s.configurations()) == 4
     assert s.protocol.name == "paper000"
+    from fsframe.evaluation.experiment import _plan
+
+    assert len(_plan(s)[1]) == 40  # the cells docs/experiments.md and the file's comment announce
 
 
 def test_cli_run_then_report(tmp_path, capsys):
@@ -114,7 +117,7 @@ def test_cli_compare_out_is_a_study(tmp_path, capsys):
 
 
 def test_select_plot_trace(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
+    import matplotlib  # noqa: F401
     from fsframe import fit
     from fsframe.evaluation import scale_fit_transform
     from fsframe.evaluation.plots import trace_data

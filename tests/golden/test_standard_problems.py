@@ -22,7 +22,7 @@ from fsframe.plugins import get_registry
 from fsframe.problem import Subproblem
 from fsframe.testing import StandardProblems, check_backend, hinge_loss
 
-QP_FORMS = ["auto", "dual", "scaled", "primal"]
+QP_FORMS = ["auto", "dense", "dual", "scaled", "primal"]
 
 
 def _opts(form):
@@ -100,7 +100,10 @@ def test_methods_on_the_toy_set(toy, method, params, coef, objective):
     res = fsframe.fit(X, y, method=method, C=C, **params)
     np.testing.assert_allclose(res.coef, coef, atol=1e-6)
     assert abs(res.intercept) < 1e-6
-    assert res.objective == pytest.approx(objective, rel=1e-6, abs=1e-7)
+    # the objective the returned model attains (its hinge at its own margins): HiGHS's QP answers
+    # hold the margin 2 w1 + w2 >= 1 to about 1e-7, which the hinge charges C = 10 times (em-l0
+    # reports 1 + 2e-6), within the certificate's tolerance (10 * cert_tol = 1e-5)
+    assert res.objective == pytest.approx(objective, rel=1e-5, abs=1e-7)
     assert res.selected.tolist() == [j for j in (0, 1) if coef[j] != 0]
     assert res.converged
     np.testing.assert_array_equal(res.predict(X), y)

@@ -5,6 +5,7 @@ ordering, the infeasible start, and that a search never rebuilds the Pyomo model
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from pathlib import Path
 
@@ -14,9 +15,11 @@ import pytest
 import fsframe
 from fsframe.errors import IncompatibleComponentsError, InfeasibleParameterError, InvalidOptionError
 
-cp = pytest.importorskip("cvxpy")
+import cvxpy as cp  # noqa: E402  (the test extra: a missing CVXPY is a broken install, not a skip)
 
-SONAR = Path(__file__).resolve().parents[3] / "shared" / "data" / "sonar.csv"
+# the shared data folder as tests/conftest.py finds it ($FSFRAME_SHARED_DATA, else shared/data beside the checkout)
+SHARED = os.environ.get("FSFRAME_SHARED_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data"
+SONAR = Path(SHARED) / "sonar.csv"
 RHO = 0.01
 
 
@@ -222,6 +225,42 @@ def test_criterion_2_never_selects_more_than_criterion_1_and_t_lies_between(sear
     assert searched[1].info["bound"] == pytest.approx(max(r.params["bound"] for r in searched[1].history
                                                           if r.params["feasible"]))
 
+
+
+def test_theta_weighs_the_first_bound(data):
+    """001 eq. 5: ``bound = theta alpha + (1 - theta) beta``. At theta = 0.5 the two weights are
+    equal, so a swap of theta and 1 - theta is invisible; at theta = 0.2 every record, the choice
+    (criterion 1: the largest bound visited) and the reported bound follow the formula."""
+    X, y = data
+    res = fit(X, y, method="fs-mempm", criterion=1, theta=0.2, delta_pos_step=0.1)
+    feas = [r for r in res.history if r.params["feasible"]]
+    assert len({(r.params["delta_pos"], r.params["delta_neg"]) for r in feas}) >= 10
+    for rec in res.history:
+        p = rec.params
+        assert p["bound"] == pytest.approx(0.2 * p["delta_pos"] + 0.8 * p["delta_neg"], rel=1e-12)
+    best = max(feas, key=lambda r: 0.2 * r.params["delta_pos"] + 0.8 * r.params["delta_neg"])
+    assert res.info["chosen_socp"] == best.k
+    assert res.info["bound"] == pytest.approx(0.2 * res.info["delta_pos"] + 0.8 * res.info["delta_neg"], rel=1e-12)
+    # the weight matters here: the other weighting would choose another point
+    other = max(feas, key=lambda r: 0.8 * r.params["delta_pos"] + 0.2 * r.params["delta_neg"])
+    assert other.k != best.k
+
+
+def test_ties_on_score_and_bound_go_to_fewer_features(data):
+    """With theta = 1 the bound is delta_pos alone, so under criterion 1 every feasible point of the
+    last step's bisection over delta_neg ties on score and bound; they differ in their feature
+    counts (4 at the smallest delta_neg, 7 above), and the search keeps the fewest (001 §3.2)."""
+    X, y = data
+    res = fit(X, y, method="fs-mempm", criterion=1, theta=1.0, delta_pos_step=0.2)
+    feas = [r for r in res.history if r.params["feasible"]]
+    top = max(r.params["score"] for r in feas)
+    tied = [r for r in feas if r.params["score"] == top]
+    assert len({r.params["bound"] for r in tied}) == 1
+    counts = sorted({r.n_nonzero for r in tied})
+    assert len(counts) >= 2, f"the instance must tie points with different feature counts, got {counts}"
+    chosen = res.history[res.info["chosen_socp"]]
+    assert chosen in tied and chosen.n_nonzero == counts[0]
+    assert res.n_selected <= counts[0]
 
 def test_fs_mpm_one_bound(data):
     X, y = data

@@ -258,7 +258,7 @@ def test_broken_plugin_leaves_nothing_behind(installed):
 
 
 def test_own_entry_points_do_not_register_builtins_twice(installed):
-    """Stale metadata of an older fsframe declaring ``svm = "fsframe_svm"``, and a third party
+    """fsframe's distribution seen twice (``svm = "fsframe_svm"`` declared again), and a third party
     pointing at the built-in module: neither registers the built-in a second time. A third-party
     entry point taking a built-in plugin's name is refused."""
     import fsframe_svm
@@ -346,8 +346,9 @@ def _run(code: str, **env) -> subprocess.CompletedProcess:
 
 
 def test_autoload_off_keeps_every_builtin():
-    """Built-ins are default plugins: with entry points off, every built-in method, formulation,
-    loop, backend and transform is listed, and the third-party example plugin is not."""
+    """With third-party entry points off, fsframe's own (its method plugins) still load: every
+    built-in method, formulation, loop, backend and transform is listed, and the third-party
+    example plugin is not."""
     code = ("import json, fsframe; r = fsframe.get_registry(); "
             "print(json.dumps({k: r.names(k) for k in r.entries}))")
     out = _run(code, FSFRAME_DISABLE_PLUGIN_AUTOLOAD="1")
@@ -364,8 +365,8 @@ def test_autoload_off_in_process(monkeypatch, fresh_registry):
     monkeypatch.setenv("FSFRAME_DISABLE_PLUGIN_AUTOLOAD", "1")
     fsframe.plugins.reset_registry()
     assert BUILTIN_METHODS <= {m.name for m in fsframe.list_methods()}
-    assert all(e.plugin in fsframe.plugins.DEFAULT_PLUGINS for k in ("method", "formulation")
-               for e in fsframe.plugins.get_registry().all(k))
+    reg = fsframe.plugins.get_registry()
+    assert all(e.plugin in reg.builtin for k in ("method", "formulation") for e in reg.all(k))
     _still_works()
 
 
@@ -392,3 +393,45 @@ def test_reset_registry_restores_the_original(installed, monkeypatch):
     fsframe.plugins.reset_registry()
     assert "dup" not in fsframe.plugins.get_registry().names("surrogate")
     assert not fsframe.plugins.get_registry().conflicts
+
+
+def test_method_plugins_are_entry_points_of_fsframes_own_distribution():
+    """The method packages of plugins/ are found through the entry-point group ``fsframe`` of
+    fsframe's distribution, like a third party's (pyproject.toml declares each one), not imported
+    by name: the core alone is a default plugin of the host."""
+    from pathlib import Path
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    declared = project["project"]["entry-points"]["fsframe"]
+    packages = sorted(p.name for p in (root / "plugins").iterdir() if (p / "__init__.py").exists())
+    assert sorted(declared.values()) == packages  # every method package, each once
+    wheel = project["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]
+    assert {f"plugins/{p}" for p in packages} <= set(wheel)  # shipped in the wheel
+    assert set(fsframe.plugins.DEFAULT_PLUGINS) == {"fsframe.surrogates", "fsframe.loops", "fsframe.backends",
+                                                    "fsframe.kernels"}
+    reg = fsframe.plugins.get_registry()
+    for name, module in declared.items():
+        assert reg.pm.get_plugin(name).__name__ == module
+        assert name in reg.builtin and reg.dists[name][0] == "fsframe"
+
+
+def test_missing_own_entry_points_are_said_not_silent(monkeypatch, fresh_registry):
+    """An install whose metadata predates the entry points (an editable install not redone) has no
+    method plugins: fsframe says so and how to mend it, instead of silently listing no method."""
+    def entry_points(**kw):
+        found = REAL_ENTRY_POINTS(**kw)
+        if kw.get("group") != "fsframe":
+            return found
+        return [ep for ep in found if getattr(ep, "dist", None) is None or ep.dist.metadata["Name"] != "fsframe"]
+
+    monkeypatch.setattr(fsframe.plugins.md, "entry_points", entry_points)
+    fsframe.plugins.reset_registry()
+    with pytest.warns(FsframeWarning, match=r"own method plugins .* were not found.*pip install -e \."):
+        reg = fsframe.plugins.get_registry()
+    assert "hinge" not in reg.names("formulation") and "exp" in reg.names("surrogate")

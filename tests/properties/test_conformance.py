@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import fsframe
 from fsframe.backends.base import SolveOptions
 from fsframe.plugins import get_registry
-from fsframe.testing import check_backend, check_formulation, check_loop, check_surrogate, kit_data
+from fsframe.testing import KitHinge, check_backend, check_formulation, check_loop, check_surrogate, kit_data
 
 # kind -> name -> parameter sets. Components from the example plugin are skipped when it is
 # not installed; a registered component missing here fails test_all_components_checked.
@@ -47,7 +47,7 @@ CONFORMANCE = {
         "mrmr": [{}],
     },
     "backend": {
-        "highs": [{}, {"qp_form": "dual"}, {"qp_form": "scaled"}, {"qp_form": "primal"}],
+        "highs": [{}, {"qp_form": "dense"}, {"qp_form": "dual"}, {"qp_form": "scaled"}, {"qp_form": "primal"}],
         "ecos": [{}],
         "clarabel": [{}],
     },
@@ -119,6 +119,10 @@ def test_surrogate_conformance_grid(name, params):
 
 @pytest.mark.parametrize("name, params", _cases("surrogate"))
 @given(t=points)
+# every example hypothesis ever found, kept (derandomised draws change with hypothesis's version):
+# t = 1e-12 failed lp(p=0.1, eps=1e-3) ("phi on scalars differs from phi on an array": its
+# (t + eps)**p - eps**p cancelled every digit, numpy's scalar and array powers differently)
+@example(t=np.array([1e-12]))
 def test_surrogate_conformance_random_points(name, params, t):
     sur = _component("surrogate", name, params)
     ran = check_surrogate(sur, t)
@@ -158,11 +162,13 @@ def test_formulation_conformance(name, params, toy, binary_data):
 @pytest.mark.parametrize("name, params", _cases("loop"))
 def test_loop_conformance(name, params):
     loop = _component("loop", name, params)
-    if loop.formulation_missing(get_registry().get("formulation", "hinge")):  # a bound search
+    if loop.formulation_missing(KitHinge()):  # a bound search: on the registered formulations it runs on
         ran = []
-        for f in ("mempm", "mpm-equal"):
-            ran += check_loop(loop, formulation=get_registry().get("formulation", f)())
+        for f in (e.obj() for e in get_registry().all("formulation")):
+            if not loop.formulation_missing(f) and f.multiclass != "native":
+                ran += check_loop(loop, formulation=f)
+        assert ran, f"no registered formulation provides {loop.formulation_requires}"
     else:
-        ran = check_loop(loop)
+        ran = check_loop(loop)  # on the kit's own formulation: no plugin needed
     assert any(r.startswith("iterations") for r in ran)
     assert "failure raises" in ran

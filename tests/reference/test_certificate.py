@@ -43,7 +43,7 @@ def test_certificate_accepts_the_optimum(hinge_l1):
     _, _, _, data = hinge_l1
     res = HighsBackend().solve(data)
     assert res.status is Status.OPTIMAL
-    cert = certify(data, res.x, res.duals["y"], res.duals["z"], res.objective)
+    cert = certify(data, res.x, res.duals["y"], res.duals["z"])
     assert cert.ok(1e-9)
     assert cert.dual_bound == pytest.approx(res.objective, rel=1e-9)
 
@@ -56,15 +56,20 @@ def test_certificate_rejects_a_wrong_optimum(hinge_l1):
     assert data.max_violation(bad) == 0.0
     assert data.objective(bad) == pytest.approx(C * X.shape[0])
     # a feasible but suboptimal point, with the right multipliers: the gap shows it
-    cert = certify(data, bad, y, z, data.objective(bad))
+    cert = certify(data, bad, y, z)
     assert not cert.ok(1e-6) and cert.gap > 0.5
-    # the right point, a wrong claimed objective
-    assert not certify(data, res.x, y, z, 20.0).ok(1e-6)
+    # a feasible point 1 % above the optimum, with the optimum's multipliers: the gap is
+    # recomputed from the point (a solver claiming the optimum for it is not believed)
+    worse = res.x + 0.01 * res.objective / (data.objective(bad) - res.objective) * (bad - res.x)
+    assert data.max_violation(worse) <= 1e-12
+    assert data.objective(worse) == pytest.approx(1.01 * res.objective, rel=1e-9)
+    cert = certify(data, worse, y, z)
+    assert not cert.ok(1e-6) and cert.gap == pytest.approx(0.01, rel=0.05)
     # the right point, wrong multipliers (zero, sign-flipped, perturbed)
     for zz in (np.zeros_like(z), -z, z * 1.01):
-        assert not certify(data, res.x, y, zz, res.objective).ok(1e-6)
+        assert not certify(data, res.x, y, zz).ok(1e-6)
     # an infeasible point: primal residual
-    assert certify(data, res.x - 0.1, y, z, res.objective).primal_residual > 1e-3
+    assert certify(data, res.x - 0.1, y, z).primal_residual > 1e-3
 
 
 class _Liar:
@@ -130,7 +135,7 @@ def test_lp_kkt_after_warm_resolves(hinge_l1):
     session.close()
 
 
-@pytest.mark.parametrize("qp_form", ["dual", "scaled", "primal"])
+@pytest.mark.parametrize("qp_form", ["dense", "dual", "scaled", "primal"])
 def test_qp_kkt(qp_form):
     """The EM QP (with a fixed group): reduced costs r = Px + c + A'y + G'z vanish on free columns,
     are >= 0 at lower bounds, and z >= 0 is complementary to the slack."""
@@ -232,19 +237,42 @@ def _small_objective_lp():
     return l1svm_lp(2), l1mpm_socp(3)
 
 
+def slack_columns(data):
+    """Columns that only relax inequality rows as they grow (entries <= 0 in ``G x <= h``, none in
+    ``A`` or a cone), with a positive cost and no upper bound: the hinge slacks. Growing them keeps
+    a feasible point feasible and raises its objective by ``c'd``."""
+    G = data.G.tocsc()
+    Gl = data.G[: data.l].tocsc()
+    in_eq = np.diff(data.A.tocsc().indptr) > 0
+    in_cone = np.diff(data.G[data.l:].tocsc().indptr) > 0
+    pos = np.asarray((Gl > 0).sum(axis=0)).ravel() > 0
+    cols = (data.c > 0) & ~np.isfinite(data.ub) & ~in_eq & ~in_cone & ~pos & (np.diff(G.indptr) > 0)
+    assert cols.any()
+    return np.flatnonzero(cols)
+
+
 def test_certificate_rejects_answers_off_by_1e_4_relative():
-    """At the default tolerance, an objective claimed 1e-4 (relative) too high, and multipliers
-    scaled by 1 + 1e-4, both fail; the exact answer passes. (The old rule divided the gap by
-    1 + |objective| and passed the first.)"""
+    """At the default tolerance, a feasible point whose objective is 1e-4 (relative) above the
+    optimum, one 1e-4 below it, and multipliers scaled by 1 + 1e-4, all fail; the exact answer
+    passes. (The old rule divided the gap by 1 + |objective| and passed the first.)"""
     data, _ = _small_objective_lp()
     res = HighsBackend().solve(data)
     assert res.status is Status.OPTIMAL and res.objective < 0.01
     y, z = res.duals["y"], res.duals["z"]
     tol = SolveOptions().cert_tol
-    assert certify(data, res.x, y, z, res.objective).ok(tol)
-    assert not certify(data, res.x, y, z, res.objective * (1 + 1e-4)).ok(tol)
-    assert not certify(data, res.x, y, z, res.objective * (1 - 1e-4)).ok(tol)
-    assert not certify(data, res.x, y * (1 + 1e-4), z * (1 + 1e-4), res.objective).ok(tol)
+    assert certify(data, res.x, y, z).ok(tol)
+    # a feasible point 1e-4 (relative) above the optimum: more of every slack
+    slack = slack_columns(data)
+    worse = res.x.copy()
+    worse[slack] += 1e-4 * res.objective / data.c[slack].sum()
+    assert data.max_violation(worse) <= 1e-12
+    assert data.objective(worse) == pytest.approx(res.objective * (1 + 1e-4), rel=1e-9)
+    assert not certify(data, worse, y, z).ok(tol)
+    # 1e-4 below it, by less of every slack: infeasible, or still above the dual bound
+    better = res.x.copy()
+    better[slack] -= 1e-4 * res.objective / data.c[slack].sum()
+    assert not certify(data, better, y, z).ok(tol)
+    assert not certify(data, res.x, y * (1 + 1e-4), z * (1 + 1e-4)).ok(tol)
 
 
 def test_certificate_catches_a_cone_multiplier_outside_its_cone():
@@ -258,13 +286,13 @@ def test_certificate_catches_a_cone_multiplier_outside_its_cone():
     assert res.status is Status.OPTIMAL
     y, z = res.duals["y"], res.duals["z"]
     k = data.l  # the cone block starts after the R_+ rows
-    assert certify(data, res.x, y, z, res.objective).ok(1e-6)
+    assert certify(data, res.x, y, z).ok(1e-6)
     head = z.copy()
     head[k] = -head[k]
     stretched = z.copy()
     stretched[k + 1 :] *= 1.01
     for bad in (head, stretched):
-        cert = certify(data, res.x, y, bad, res.objective)
+        cert = certify(data, res.x, y, bad)
         assert not cert.ok(1e-6) and cert.dual_residual > 1e-3
 
 
@@ -278,9 +306,12 @@ def test_one_rule_for_every_backend():
     res = HighsBackend().solve(data)
     z = res.duals["z"].copy()
     z[0] += 1.0
-    cert = certify(data, res.x, res.duals["y"], z, res.objective)
+    cert = certify(data, res.x, res.duals["y"], z)
     status, message = judge_certificate(cert, 1e-6)
     assert status is Status.UNKNOWN and "certificate failed" in message
-    # only the gap: an inaccurate optimum
-    cert = certify(data, res.x, res.duals["y"], res.duals["z"], res.objective * (1 + 1e-3))
+    # only the gap (a feasible point 1e-3 above the optimum): an inaccurate optimum
+    slack = slack_columns(data)
+    worse = res.x.copy()
+    worse[slack] += 1e-3 * res.objective / data.c[slack].sum()
+    cert = certify(data, worse, res.duals["y"], res.duals["z"])
     assert judge_certificate(cert, 1e-6)[0] is Status.OPTIMAL_INACCURATE

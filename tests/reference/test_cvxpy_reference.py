@@ -4,7 +4,7 @@ compiler) and solved by Clarabel and ECOS.
 
 CVXPY's own HiGHS interface is deliberately *not* a reference: cvxpy 1.9.3 with highspy 1.16
 reported "optimal" with objective 20.0 on a 20 x 5 hinge + L1 LP whose optimum is 5.31
-(MEASUREMENTS.md). The tests below would catch fsframe's HiGHS backend doing the same.
+The tests below would catch fsframe's HiGHS backend doing the same.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from fsframe.backends import HighsBackend, SolveOptions
 from fsframe.plugins import get_registry
 from fsframe.problem import Subproblem
 
-cp = pytest.importorskip("cvxpy")
+import cvxpy as cp  # noqa: E402  (the test extra: a missing CVXPY fails here, it is no reason to skip)
 
 REFERENCE_SOLVERS = ("CLARABEL", "ECOS")
-QP_FORMS = ("dual", "scaled", "primal")
+QP_FORMS = ("dense", "dual", "scaled", "primal")
 
 
 def reference(X, y, C, *, lin=None, lin_w=None, quad=None, solver="CLARABEL"):

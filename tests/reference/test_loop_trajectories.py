@@ -26,7 +26,7 @@ from fsframe.backends import HighsBackend
 from fsframe.plugins import get_registry
 from fsframe.problem import Subproblem
 
-cp = pytest.importorskip("cvxpy")
+import cvxpy as cp  # noqa: E402
 
 REG = get_registry()
 

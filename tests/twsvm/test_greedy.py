@@ -226,3 +226,24 @@ def test_greedy_conformance_kit():
 
     ran = check_loop(Greedy(sigma=0.01))
     assert "failure raises" in ran and "deterministic None" in ran
+
+
+@pytest.mark.parametrize("method, sigma", [("ftsvm", 2.0), ("greedy-l1-svm", 2.0)])
+def test_selection_unchanged_when_the_columns_are_permuted(method, sigma):
+    """Algorithm 1's sweeps visit every feature ``j = 1..n``: on an instance where they flip
+    several features out (``threshold=0.99`` keeps every feature in the initial mask, ``sigma``
+    makes the weak ones cost more than they lower the loss), the selection is the same set of
+    columns under each of the ``n`` cyclic shifts of the columns, so every feature is swept at
+    every position, the last one included."""
+    X, y = informative_data(m=60, n=8)
+    n = X.shape[1]
+    kw = dict(threshold=0.99, loop__sigma=sigma)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = fsframe.fit(X, y, method, **kw)
+        assert base.info["flips_kept"] >= 3 and base.n_selected < n
+        for shift in range(1, n):
+            perm = np.roll(np.arange(n), shift)
+            r = fsframe.fit(X[:, perm], y, method, **kw)
+            assert sorted(perm[r.selected].tolist()) == base.selected.tolist(), f"shift {shift}"
+            assert r.info["flips_kept"] == base.info["flips_kept"]

@@ -8,7 +8,7 @@ import fsframe
 from fsframe_twsvm import TwinL1Formulation, rbf_kernel, twin_distances
 from fsframe.testing import check_formulation, kit_data
 
-cp = pytest.importorskip("cvxpy")
+import cvxpy as cp  # noqa: E402
 
 PARAMS = dict(c11=0.7, c12=1.3, c21=0.4, c22=2.0)
 

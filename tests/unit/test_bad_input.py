@@ -358,8 +358,41 @@ def test_incompatible_components_name_the_capability(Xy, surrogate, loop, missin
 
 def test_loop_without_surrogate(Xy):
     X, y = Xy
-    with pytest.raises(IncompatibleComponentsError, match="no surrogate is not compatible with loop 'em'"):
+    with pytest.raises(IncompatibleComponentsError,
+                       match=r"no surrogate was given, but loop 'em' needs a surrogate \(needs_surrogate is True\)"):
         fsframe.fit(X, y, formulation="hinge", surrogate="none", loop="em")
+
+
+@pytest.mark.parametrize("formulation, loop, missing", [
+    ("hinge", "bound-search", r"bound parameters to search \(bound_params and with_bounds\)"),
+    ("mpm", "greedy", r"the capability to fix a feature group to zero \(mask_space\)"),
+    ("mpm", "relieff", r"large_margin"),
+    ("hinge", "rfs", r"l21_regression"),
+])
+def test_formulation_requirements_are_named(Xy, formulation, loop, missing):
+    """A loop's ``formulation_requires`` is checked against ``formulation.provides()`` before any
+    solve; the refusal names the missing protocol or trait (no name list of formulations)."""
+    X, y = Xy
+    with pytest.raises(IncompatibleComponentsError,
+                       match=f"formulation '{formulation}' is not compatible with loop '{loop}': it must provide.*{missing}"):
+        fsframe.fit(X, y, formulation=formulation, loop=loop)
+
+
+def test_every_gap_in_one_message(Xy):
+    """skglm's check_attrs: the surrogate's and the formulation's gaps are refused together."""
+    X, y = Xy
+    with pytest.raises(IncompatibleComponentsError) as err:
+        fsframe.fit(X, y, formulation="hinge", surrogate="l0", loop="bound-search")
+    msg = str(err.value)
+    assert "it must provide derivative, a finite derivative at 0 (slope_at_zero)" in msg
+    assert "bound parameters to search" in msg
+
+
+def test_a_loop_without_a_surrogate_refuses_one(Xy):
+    X, y = Xy
+    with pytest.raises(IncompatibleComponentsError,
+                       match=r"loop 'greedy' takes no surrogate \(takes_surrogate is False\), got surrogate 'exp'"):
+        fsframe.fit(X, y, formulation="hinge", surrogate="exp", loop="greedy")
 
 
 def test_backend_without_the_problem_class(Xy, fresh_registry):

@@ -73,17 +73,6 @@ def test_selectors_return_r_distinct_columns(comp, name):
         assert tuple(sel.tolist()) in supports
 
 
-def test_abess_selector(comp):
-    pytest.importorskip("abess")
-    from sklearn.datasets import load_breast_cancer
-    from sklearn.preprocessing import StandardScaler
-
-    X, y = load_breast_cancer(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
-    sel, _ = comp.SELECTORS["abess"](X, y, 5)
-    assert len(sel) == 5
-
-
 def _result(em_seconds):
     grid = [2, 5]
     methods = ["em-l0", "fsv", "abess", "sk-svc-bisect", "sk-svc-path"]

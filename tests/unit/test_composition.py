@@ -9,11 +9,13 @@ import re
 import warnings
 
 import numpy as np
+import pandas
 import pytest
 
 import fsframe
 from fsframe.errors import ConvergenceWarning, IncompatibleComponentsError, SolverWarning
 from fsframe.plugins import get_registry
+from fsframe.surrogates import PROVIDES
 from fsframe.testing import check_fit_result
 
 REG = get_registry()
@@ -24,7 +26,7 @@ TRIPLES = [(f, s, l) for f in REG.names("formulation") for s in [*REG.names("sur
 def expected_refusal(f, s, l):
     """What :func:`fsframe.fit` must refuse for this triple, from the registry's declarations: the
     capabilities the loop reports the surrogate lacks (``loop.missing``, which must include every
-    declared requirement absent from ``surrogate.capabilities()``), else the slot terms the loop needs
+    declared requirement absent from ``surrogate.provides()``), else the slot terms the loop needs
     (``loop.terms``) that the formulation class does not build (``slot_terms``). ``None``: it runs."""
     loop = REG.get("loop", l)()
     sur = None if s is None else REG.get("surrogate", s)()
@@ -33,9 +35,9 @@ def expected_refusal(f, s, l):
     unpenalised = [re.escape("has no sparsity penalty")] if (not form.sparse and sur is not None) else []
     miss = loop.missing(sur)
     if sur is not None:
-        assert {c for c in loop.requires if c not in sur.capabilities()} <= set(miss), (l, s, miss)
+        assert {PROVIDES.get(c, c) for c in loop.requires if c not in sur.provides()} <= set(miss), (l, s, miss)
     # what the loop needs of the formulation (a bound search: declared bound parameters)
-    fmiss = [re.escape(m) for m in loop.formulation_missing(form)]
+    fmiss = [re.escape(m) for m in loop.formulation_missing(form())]
     if miss:
         return [re.escape(m) for m in miss] + fmiss + unpenalised
     lacking = loop.terms(sur) - form.slot_terms
@@ -238,10 +240,10 @@ def test_one_vs_rest_with_n_features():
         # the groups of the chosen iterate = those kept + those dropped by the binary rule and the union's cut
         k = r.info["n_features_iterate"]
         assert r.history[k].n_nonzero == r.n_selected + r.info["n_features_dropped"]
-        # the objective is that of the coefficients returned: unknown once the union cut removed
-        # some of this class's groups without a re-solve
-        cut = r.info["n_features_dropped"] > 0 and r.info.get("n_features_union_cut", 0) > 0
-        assert (r.objective is None) == cut
+        # the objective is that of the coefficients returned: a class the union cut took groups from
+        # is re-solved on the ones it keeps, so it has one too, and a certificate of its own
+        assert r.objective is not None and r.certificate["certifies_returned"]
+        assert r.info.get("union_cut_resolved", True)
     check_fit_result(res, X, ds.y)
 
 
@@ -293,7 +295,7 @@ class FrameLike:
 
 @pytest.mark.parametrize("make", [
     lambda X, cols: FrameLike(X, cols),
-    lambda X, cols: pytest.importorskip("pandas").DataFrame(X, columns=cols),
+    lambda X, cols: pandas.DataFrame(X, columns=cols),  # pandas: a test extra
 ], ids=["frame-like", "pandas"])
 def test_dataframe_column_names_are_kept(toy, make):
     X, y = toy

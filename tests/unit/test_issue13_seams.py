@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import warnings
 
+import attrs
+
 import numpy as np
 import pytest
 
@@ -21,12 +23,12 @@ def _data(m=60, n=300, seed=0):
 
 
 # -- finding 1: one-vs-rest's cross-class cut left the per-class certificates "optimal" -----------
-def test_one_vs_rest_union_cut_marks_the_per_class_certificates_cut():
-    """With ``n_features=r`` one-vs-rest keeps the r features of the union that score highest and
-    zeroes the others in every class's coefficients without re-solving (objective None): those
-    coefficients are no longer the certified subproblem answers, so the per-class certificate must
-    say so (``status == "cut"``, ``certifies_returned`` False, ``cut_distance`` the change), as the
-    binary fit's certificate does for its own cut."""
+def test_one_vs_rest_union_cut_resolves_each_class_on_what_it_keeps():
+    """With ``n_features=r`` one-vs-rest keeps the r features of the union that score highest. A
+    class that lost features is re-solved on the ones it keeps (its subproblem, still open), so its
+    coefficients are a certified optimum with the objective they attain: here the L1-SVM on those
+    columns, fitted directly. (Before: the coefficients were zeroed without re-solving, the
+    objective unknown, the certificate 'cut'.)"""
     X, _ = _data()
     rng = np.random.default_rng(3)
     y3 = rng.integers(0, 3, X.shape[0])
@@ -35,22 +37,60 @@ def test_one_vs_rest_union_cut_marks_the_per_class_certificates_cut():
     X[:, 1] -= y3
     full = fsframe.fit(X, y3, "l1-svm")
     res = fsframe.fit(X, y3, "l1-svm", n_features=3)
-    assert res.n_selected == 3
+    assert res.n_selected == 3 and res.objective is not None
     n_cut = 0
     for c, (pc, cert) in enumerate(zip(res.per_class, res.certificate["per_class"])):
         assert cert is pc.certificate
+        assert cert["certifies_returned"] is True and cert["status"] == "optimal"
         if pc.info["n_features_union_cut"]:
             n_cut += 1
-            assert pc.objective is None
-            assert cert["status"] == "cut" and cert["certified_status"] == "optimal"
-            assert cert["certifies_returned"] is False
-            assert cert["cut_distance"] > 1e-6
-        else:
-            assert cert["certifies_returned"] is True and cert["status"] == "optimal"
+            assert pc.info["union_cut_resolved"] is True
+            alone = fsframe.fit(X[:, pc.support], (y3 == c).astype(int), "l1-svm", n_features=int(pc.support.sum()))
+            np.testing.assert_allclose(pc.coef[pc.support], alone.coef, rtol=1e-6, atol=1e-8)
+            assert pc.objective == pytest.approx(alone.objective, rel=1e-7)
     assert n_cut >= 1  # the data make the union of the classes' supports exceed 3
-    # the uncut fits are unaffected
     for cert in full.certificate["per_class"]:
         assert cert["certifies_returned"] is True and cert["status"] == "optimal"
+
+
+def test_one_vs_rest_union_cut_whose_resolve_fails_is_marked_cut(monkeypatch):
+    """When a class's re-solve on the kept features fails, its coefficients are cut without
+    re-solving: no objective, a certificate that says 'cut' (the uncut point's status kept as
+    ``certified_status``), a SolverWarning naming the class, and the failed status recorded."""
+    import fsframe.fitting
+    from fsframe.problem import Subproblem
+
+    X, _ = _data()
+    rng = np.random.default_rng(3)
+    y3 = rng.integers(0, 3, X.shape[0])
+    X = X.copy()
+    X[:, 0] += y3
+    X[:, 1] -= y3
+    real = Subproblem.restricted
+
+    def failing(self, it, keep):
+        out = real(self, it, keep)
+        res = attrs.evolve(out.result, status=fsframe.Status.NUMERICAL_ERROR, x=None, message="injected")
+        return attrs.evolve(out, status=res.status, x=None, result=res)
+
+    resolve_cut = fsframe.fitting._resolve_cut
+
+    def resolve_cut_failing(*args):  # the class's re-solve after the cross-class cut fails, nothing else
+        with monkeypatch.context() as m:
+            m.setattr(Subproblem, "restricted", failing)
+            return resolve_cut(*args)
+
+    monkeypatch.setattr(fsframe.fitting, "_resolve_cut", resolve_cut_failing)
+    with pytest.warns(fsframe.errors.SolverWarning, match="re-solve on the 3 features"):
+        res = fsframe.fit(X, y3, "l1-svm", n_features=3)
+    cut = [pc for pc in res.per_class if pc.info["n_features_union_cut"]]
+    assert cut and res.objective is None
+    for pc in cut:
+        cert = pc.certificate
+        assert pc.objective is None and pc.info["union_cut_resolved"] is False
+        assert cert["status"] == "cut" and cert["certified_status"] == "optimal"
+        assert cert["certifies_returned"] is False and cert["cut_distance"] > 1e-6
+        assert pc.statuses[-1] is fsframe.Status.NUMERICAL_ERROR
 
 
 # -- finding 2: docs/plugins.md left out what issue 13 added to the Formulation contract ---------
@@ -59,11 +99,13 @@ def test_plugin_guide_documents_every_formulation_member():
     read what that assumes (and ``restatable_params``/``restate``/``explain_failure``) in the guide."""
     from pathlib import Path
 
-    from fsframe.formulation import Formulation
+    from fsframe.formulation import PROTOCOLS, TRAITS, Formulation
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text()
     members = [k for k in vars(Formulation) if not k.startswith("_") and k != "params"]
-    assert "pricing" in members and "restate" in members
+    assert "pricing" in members and "provides" in members
+    # the protocols a formulation opts into (not members of the base) and the declared traits
+    members += [a for names in PROTOCOLS.values() for a in names] + list(PROTOCOLS) + list(TRAITS)
     missing = [k for k in members if f"`{k}" not in doc]
     assert missing == []
 
@@ -151,9 +193,9 @@ def test_certificate_line_says_when_the_returned_coefficients_are_not_certified(
     X3 = X.copy()
     X3[:, 0] += y3
     X3[:, 1] -= y3
-    ovr = fsframe.fit(X3, y3, "l1-svm", n_features=3)
-    assert any(c["status"] == "cut" for c in ovr.certificate["per_class"])
-    assert "not certified" in certificate_line(ovr.certificate)
+    ovr = fsframe.fit(X3, y3, "l1-svm", n_features=3)  # classes cut across classes are re-solved: certified
+    assert all(c["status"] == "optimal" for c in ovr.certificate["per_class"])
+    assert "not certified" not in certificate_line(ovr.certificate)
 
 
 # -- finding 5: a one-vs-rest path's table said "full" for working-set solves ------------------
@@ -183,7 +225,6 @@ def test_a_time_limit_on_the_first_mpm_subproblem_is_not_explained_by_delta_max(
     the fit then also solved the largest-bound SOCP under the same limit and raised *its* time
     limit ("delta_max cannot be computed reliably"), an error about a problem the user never
     asked for, instead of reporting the time limit of the fit's own subproblem."""
-    from types import SimpleNamespace
 
     from fsframe import Status
     from fsframe_mpm import MPMFormulation
@@ -196,10 +237,9 @@ def test_a_time_limit_on_the_first_mpm_subproblem_is_not_explained_by_delta_max(
             raise AssertionError("delta_max was computed for a time limit")
 
     X, y = _data(m=30, n=20)
-    sub = SimpleNamespace(X=X, y=y, solver=Solver())
     f = MPMFormulation(delta=0.5)
     for status in (Status.TIME_LIMIT,):
-        assert f.explain_failure(sub, SimpleNamespace(status=status)) is None
+        assert f.explain_failure(X, y, status, Solver()) is None
     assert calls == []
     # an infeasible first subproblem still gets its explanation (delta above delta_max)
     X2, y2 = _data(m=300, n=5, seed=4)

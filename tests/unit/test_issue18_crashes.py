@@ -51,9 +51,21 @@ def test_one_vs_rest_n_features_cuts_twin_svm_groups(method):
     np.testing.assert_array_equal(res.support, expected)
     for c, pc in enumerate(res.per_class):
         assert np.all(pc.coef[:, ~expected] == 0.0)  # both rows of every dropped group
-        kept = expected & binary[c].support
-        np.testing.assert_allclose(pc.coef[:, kept], binary[c].coef[:, kept], rtol=1e-6, atol=1e-9)
-        assert pc.info["n_features_union_cut"] == int(np.count_nonzero(binary[c].support & ~expected))
+        lost = int(np.count_nonzero(binary[c].support & ~expected))
+        assert pc.info["n_features_union_cut"] == lost
+        if not lost:  # untouched by the cut: the binary fit's model
+            np.testing.assert_allclose(pc.coef, binary[c].coef, rtol=1e-6, atol=1e-9)
+            continue
+        # re-solved on the features kept across classes: a model of its own, with its objective
+        assert pc.info["union_cut_resolved"] and pc.objective is not None and pc.certificate["status"] == "optimal"
+        if method == "l1-twsvm":  # one convex solve: the L1 twin SVM on its surviving columns, fitted directly
+            cols = expected & binary[c].support
+            if not cols.any():  # the class lost every feature: the model is its intercept alone
+                assert np.all(pc.coef == 0.0)
+                continue
+            alone = _quiet_fit(X[:, cols], (y == c).astype(int), method)
+            np.testing.assert_allclose(pc.coef[:, cols], alone.coef, rtol=1e-6, atol=1e-8)
+            assert pc.objective == pytest.approx(alone.objective, rel=1e-7)
     assert res.predict(X).shape == (20,)
 
 

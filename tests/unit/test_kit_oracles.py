@@ -11,6 +11,7 @@ from fsframe_svm import HingeFormulation
 
 from fsframe.errors import PluginError
 from fsframe.testing import check_formulation, hinge_loss, kit_data, oracles, register_decision_loss
+from fsframe.testing.models import KitHinge
 from fsframe.testing.oracles import ClassTable
 
 
@@ -86,8 +87,9 @@ def test_a_reregistered_decision_loss_is_the_one_check_formulation_uses(monkeypa
         check_formulation(HingeFormulation(C=1.0), X, y, terms=[{"lin"}])
 
 
-class NoOracle(HingeFormulation):
-    """A formulation outside every table (the test empties the table for it)."""
+class NoOracle(KitHinge):
+    """A formulation outside every table (the test empties the table for it; no plugin registers
+    an oracle for the kit's own hinge)."""
 
 
 def test_check_loop_says_why_it_needs_a_decision_loss(monkeypatch):
@@ -98,6 +100,6 @@ def test_check_loop_says_why_it_needs_a_decision_loss(monkeypatch):
     with pytest.raises(ValueError, match=r"cannot skip the decision loss \(decision_loss=False\)"):
         check_loop(ReweightedL1(max_iter=2), decision_loss=False)
     monkeypatch.setattr(oracles, "_LOSSES", ClassTable("register_decision_loss"))
-    with pytest.raises(ValueError, match=r"no decision_loss is known for formulation 'hinge' \(NoOracle\).*"
+    with pytest.raises(ValueError, match=r"no decision_loss is known for formulation 'kit-hinge' \(NoOracle\).*"
                                          r"register_decision_loss"):
         check_loop(ReweightedL1(max_iter=2), formulation=NoOracle(C=1.0))

@@ -169,8 +169,8 @@ class IgnoresFailures(ReweightedL1):
 
     name = "ignores-failures"
 
-    def steps(self, sub, surrogate):
-        gen = super().steps(sub, surrogate)
+    def steps(self, sub, surrogate, run):
+        gen = super().steps(sub, surrogate, run)
         result = None
         try:
             while True:
@@ -193,7 +193,7 @@ class NonDeterministic(ReweightedL1):
 
     name = "non-deterministic"
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         from fsframe.loops.base import Step
 
         weights = np.ones(sub.n_groups)
@@ -221,7 +221,7 @@ class NeverReweights(ReweightedL1):
 
     name = "never-reweights"
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         yield self.surrogate_step(sub.solve(lin=np.ones(sub.n_groups)), surrogate)
         yield self.surrogate_step(sub.solve(lin=np.ones(sub.n_groups)), surrogate)
         return True, "step below tol"
@@ -233,7 +233,7 @@ class StaleDCA(DCA):
 
     name = "stale-dca"
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         split = surrogate.dc_split()
         it0 = sub.solve(lin=np.ones(sub.n_groups), lin_w=np.zeros(sub.n_coef))
         yield self.surrogate_step(it0, surrogate)
@@ -254,7 +254,7 @@ class RisingHidden(ReweightedL1):
 
     name = "rising-hidden"
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         w = np.full(sub.n_groups, 0.01)
         for _ in range(4):
             it = sub.solve(lin=w)
@@ -293,7 +293,7 @@ class PlainIRL1(OuterLoop):
     def terms(self, surrogate):
         return frozenset({"lin"})
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         it = sub.solve(lin=np.ones(sub.n_groups))
         yield self.surrogate_step(it, surrogate)
         for _ in range(1, self.max_iter):
@@ -348,7 +348,6 @@ def _merge_cones(d):
     (_broken_clarabel("merges-cones", _merge_cones), "on socp_two_cones: status infeasible"),
 ], ids=["drops-linear-rows", "merges-cones"])
 def test_check_backend_rejects_socp_bugs(backend, match):
-    pytest.importorskip("clarabel")
     with pytest.raises(AssertionError, match=match):
         check_backend(backend, problems=[p for p in StandardProblems.all() if p.name.startswith("socp")])
 
@@ -430,9 +429,10 @@ def test_kit_data_is_imbalanced_and_not_separable():
         assert hinge_loss(1.0)(f, y[[0, 1, -1]]) >= 2.0 - 1e-9
 
 
-def _check_of(mark, i=0):
-    """The check function of the i-th parameter of a parametrize_with_checks mark."""
-    return mark.args[1][i].values[1]
+def _check_of(mark, i=0, name="terms lin"):
+    """The check ``name`` of the i-th component of a parametrize_with_checks mark."""
+    params = [p for p in mark.args[1] if p.id.endswith(f":{name}")]
+    return params[i].values[1]
 
 
 @pytest.mark.parametrize("form, given", [
@@ -460,6 +460,30 @@ def test_parametrize_with_checks_takes_options_per_component():
         _check_of(mark, 2)(Hinge(C=2.0))
     with pytest.raises(TypeError, match="options"):
         parametrize_with_checks([(hinge, "decision_loss")])
+
+
+def test_parametrize_with_checks_gives_one_test_per_component_and_check():
+    """scikit-learn's shape: a test per (component, check), and ``expected_failed_checks`` marks a
+    known gap xfail(strict) with its reason; naming a check the component does not run is refused."""
+    from fsframe.loops import ReweightedL1
+    from fsframe.surrogates import ExpSurrogate
+    from fsframe.testing import LOOP_CHECKS, checks_of
+
+    loop, sur = ReweightedL1(max_iter=3), ExpSurrogate()
+    mark = parametrize_with_checks([loop, sur, Hinge(C=1.0)],
+                                   expected_failed_checks=lambda c: {"deterministic": "known"} if c is loop else {})
+    ids = [p.id for p in mark.args[1]]
+    assert ids[:len(LOOP_CHECKS)] == [f"ReweightedL1:{loop}:{name}" for name in LOOP_CHECKS]
+    assert f"ExpSurrogate:{sur}:dc_split" in ids and "HingeFormulation:hinge(C=1.0):terms lin+quad" in ids
+    assert len(ids) == len(checks_of(loop)) + len(checks_of(sur)) + len(checks_of(Hinge(C=1.0)))
+    xfail = [p for p in mark.args[1] if p.marks]
+    assert [p.id for p in xfail] == [f"ReweightedL1:{loop}:deterministic"]
+    assert xfail[0].marks[0].kwargs == {"reason": "known", "strict": True}
+    # each test runs its check alone
+    ran = [p for p in mark.args[1] if p.id.endswith(":weights")][0].values[1](loop)
+    assert ran and all(r.startswith("weights") for r in ran)
+    with pytest.raises(ValueError, match="does not run"):
+        parametrize_with_checks([loop], expected_failed_checks=lambda c: {"no-such-check": "x"})
 
 
 # ------------------------------------------------------------------------------ oracles by class
@@ -534,7 +558,7 @@ class OracleIRL1(PlainIRL1):
 class OracleIRL1Child(OracleIRL1):
     name = "oracle-irl1-child"
 
-    def steps(self, sub, surrogate):  # never reweights: off its parent's oracle
+    def steps(self, sub, surrogate, run):  # never reweights: off its parent's oracle
         it = sub.solve(lin=np.ones(sub.n_groups))
         yield self.surrogate_step(it, surrogate)
         yield self.surrogate_step(sub.solve(lin=np.ones(sub.n_groups)), surrogate)

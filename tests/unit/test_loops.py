@@ -3,6 +3,7 @@ answer, the "exactly r features" rule of 002 §3.1, and failure handling."""
 
 from __future__ import annotations
 
+import types
 import warnings
 
 import attrs
@@ -194,7 +195,7 @@ def test_infeasible_formulation_raises_with_status(binary_data, add_components):
     with pytest.raises(SolverFailedError, match="status infeasible") as exc:
         fsframe.fit(X, y, formulation="infeasible-hinge", surrogate="l1", loop="single")
     assert exc.value.status is Status.INFEASIBLE
-    for qp_form in ("auto", "dual", "scaled", "primal"):
+    for qp_form in ("auto", "dense", "dual", "scaled", "primal"):
         with pytest.raises(SolverFailedError) as exc:
             fsframe.fit(X, y, formulation="infeasible-hinge", surrogate="l0", loop="em",
                         backend_options={"qp_form": qp_form})
@@ -266,7 +267,7 @@ class DetourLoop(fsframe.OuterLoop):
     def terms(self, surrogate):
         return frozenset({"lin"})
 
-    def steps(self, sub, surrogate):
+    def steps(self, sub, surrogate, run):
         for s in self.scales:
             yield self.surrogate_step(sub.solve(lin=np.full(sub.n_groups, s)), surrogate)
         return True, "detour done"
@@ -301,3 +302,42 @@ def test_no_detour_no_warning(binary_data, add_components):
         warnings.simplefilter("error")
         res = fsframe.fit(X, y, formulation="hinge", surrogate="l1", loop="detour", scales=(3.0, 1.0, 1.0))
     assert res.monotone is True and res.n_iter == 3
+
+
+def test_em_floor_follows_the_runs_scale_on_a_collapsing_run(monkeypatch):
+    """EM's floor is ``zero_tol * T`` with ``T`` the largest group norm of the run so far (the L2
+    start's), not of the current iterate. A scripted run whose iterates collapse towards zero
+    (every norm shrinks 100-fold per solve after the start, 100): a group below ``zero_tol * 100``
+    is fixed at zero (weight inf, for good) and every finite weight stays below
+    ``q(zero_tol * 100)``. A floor relative to the current iterate follows the collapse down: it
+    keeps a group at 1e-5 (a ten-millionth of the start) alive with the weight 1e10."""
+    import fsframe.loops.em as em_mod
+    from fsframe.loops import EM
+    from fsframe.surrogates import L0Surrogate
+
+    start = np.array([100.0, 50.0, 20.0, 1e-3])
+    iterates = [start * 1e-2 ** k for k in range(6)]  # 100, 1, 1e-2, ... for the largest group
+    quads = []
+
+    class Scripted:
+        n_groups = start.size
+
+        def solve(self, quad):
+            quads.append(np.asarray(quad, dtype=float).copy())
+            t = iterates[len(quads) - 1]
+            return types.SimpleNamespace(ok=True, t=t, loss=0.0, point=np.concatenate([t, [0.0]]))
+
+    monkeypatch.setattr(em_mod, "group_magnitudes", lambda sub: np.ones(start.size))
+    loop = EM(max_iter=len(iterates), tol=1e-300)
+    sur = L0Surrogate()
+    list(loop.steps(Scripted(), sur, None))  # EM reads nothing of the run's context
+    assert len(quads) == len(iterates)
+    np.testing.assert_array_equal(quads[0], np.ones(start.size))  # the L2 start
+    floor = loop.zero_tol * 100.0  # T: the start's largest norm, never the current iterate's
+    fixed = np.zeros(start.size, dtype=bool)
+    for t_prev, q in zip(iterates, quads[1:]):
+        fixed |= t_prev <= floor  # absorbing
+        expect = np.where(fixed, np.inf, 1.0 / np.where(fixed, 1.0, t_prev) ** 2)
+        np.testing.assert_array_equal(q, expect)
+        assert np.all(q[np.isfinite(q)] <= 1.0 / floor**2)
+    assert fixed.all() and np.isinf(quads[-1]).all()

@@ -47,7 +47,7 @@ def mixed_scale_data(seed, m=35, n=111):
 def cvxpy_delta_max(X, y, rho):
     """Lanckriet et al.'s MPM stated in CVXPY from the class moments: min ||F_1'w|| + ||F_2'w||
     s.t. w'(mu_1 - mu_2) = 1; delta_max = kappa^2 / (1 + kappa^2) with kappa = 1 / optimum."""
-    cp = pytest.importorskip("cvxpy")
+    import cvxpy as cp
     from fsframe_mpm import class_moments
 
     mom = class_moments(X, y, rho)
@@ -64,7 +64,6 @@ def cvxpy_delta_max(X, y, rho):
 def test_largest_bound_refines_an_inaccurate_solve(seed):
     """ECOS ends these bounds optimal_inaccurate (off by ~5e-6 in delta_max); the bound is refined
     on Clarabel and agrees with CVXPY, and every solve's status is kept."""
-    pytest.importorskip("clarabel")
     from fsframe_mpm import DEFAULT_RHO, largest_bound
     from fsframe_mpm.bound import _CACHE
 
@@ -78,7 +77,6 @@ def test_largest_bound_refines_an_inaccurate_solve(seed):
 
 def test_fit_reports_the_bound_solves():
     """The auxiliary solve is reported like every other: first in FitResult.statuses."""
-    pytest.importorskip("clarabel")
     from fsframe_mpm.bound import _CACHE
 
     X, y = mixed_scale_data(39)
@@ -98,21 +96,19 @@ def test_largest_bound_refused_when_nothing_certifies(monkeypatch):
 
     X, y = mixed_scale_data(39)
     fsframe_mpm.bound._CACHE.clear()
-    monkeypatch.setattr(fsframe_mpm.bound, "_fallbacks", lambda tried: [])
+    monkeypatch.setattr(fsframe.auxiliary, "backends_for", lambda problem_class: [])  # no other backend to refine on
     with pytest.raises(SolverFailedError, match="optimal_inaccurate.*Standardise"):
         fsframe_mpm.largest_bound(X, y, backend="ecos")
     fsframe_mpm.bound._CACHE.clear()
 
 
-def test_formulation_receives_the_fit_solver_by_opt_in():
-    """MPM's validate/build name a ``solver`` parameter and get the fit's backend; the hinge names
-    none and is called without it."""
-    pytest.importorskip("clarabel")
-    from fsframe.formulation import accepts
+def test_formulation_receives_the_fit_solver_by_declaration():
+    """MPM declares the trait ``aux_solver``: its validate/build get the fit's auxiliary solver
+    (the fit's backend) as ``aux``; the hinge declares none and is called without it."""
     from fsframe_mpm.bound import _CACHE
 
-    assert accepts(REG.get("formulation", "mpm").validate, "solver")
-    assert not accepts(REG.get("formulation", "hinge").build, "solver")
+    assert "aux_solver" in REG.get("formulation", "mpm")().provides()
+    assert "aux_solver" not in REG.get("formulation", "hinge")().provides()
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 4))
     y = np.where(X[:, 0] > 0, 1, -1)

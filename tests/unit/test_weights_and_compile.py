@@ -171,3 +171,34 @@ def test_bounds_as_rows_keeps_the_optimum(prob):
     # HiGHS's QP as given: its dual form would see only free linear columns (equality rows in
     # the dual), where its multipliers are accurate to ~1e-4 only (the certificate says so)
     prob.check(HighsBackend().solve(rows, SolveOptions(backend_options={"qp_form": "primal"})))
+
+
+def test_quadratic_weights_fill_the_hessian_as_the_sparse_product(binary_data):
+    """The EM Hessian ``2 W' diag(quad[groups]) W`` is filled straight into CSC (no sparse product
+    per iteration): equal to the product, zeros not stored (a zero weight everywhere is no QP), and
+    the cached pattern survives a solve with zero weights (regression: pruning the zeros in place
+    corrupted the pattern of every later iteration)."""
+    import scipy.sparse as sp
+
+    X, y = binary_data
+    comp = compile_model(Hinge(C=1.0).build(X, y, frozenset({"quad"})).model)
+    slot = comp.slot
+    n = slot.n_groups
+    rng = np.random.default_rng(1)
+    for quad in (rng.uniform(0, 3, n), np.where(np.arange(n) % 2 == 0, 0.0, 2.0), np.zeros(n), rng.uniform(0, 3, n)):
+        P = comp.with_weights(quad=quad).P
+        ref = (slot.W.T @ sp.diags(2.0 * quad[slot.groups]) @ slot.W).tocsc()
+        ref.eliminate_zeros()
+        if not ref.nnz:
+            assert P is None or P.nnz == 0
+            continue
+        assert P.nnz == ref.nnz and np.array_equal(P.indices, ref.indices) and np.array_equal(P.indptr, ref.indptr)
+        np.testing.assert_array_equal(P.data, ref.data)
+
+
+def test_columns_of_groups_in_any_order(compiled):
+    _, comp = compiled
+    slot = comp.slot
+    for groups in ([1, 3, 4], [4, 1], [2], []):
+        expect = np.concatenate([slot.group_cols[j] for j in groups]) if groups else np.zeros(0)
+        np.testing.assert_array_equal(slot.columns_of(np.array(groups, dtype=np.int64)), expect)

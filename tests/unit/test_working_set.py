@@ -17,7 +17,7 @@ from fsframe.enums import ProblemClass, Status
 from fsframe.errors import InvalidOptionError, SolverWarning
 from fsframe.method import resolve, select_backend
 from fsframe.problem import Subproblem
-from fsframe.working_set import WorkingSet, WorkingSetOptions
+from fsframe.working_set import AGAIN, WorkingSet, WorkingSetOptions
 
 
 def _data(m=24, n=150, k=4, seed=0, noise=0.5):
@@ -35,14 +35,28 @@ def _meaningful(coef, rel=1e-6):
 
 
 # every built-in formulation with a sparsity slot x (single, reweighted-l1, dca, em), as resolve accepts them
-COMBOS = [(f, loop, sur) for f in ("hinge", "mpm", "mempm", "mpm-equal", "margin", "l21-regression", "twsvm")
-          for loop, sur in (("single", None), ("reweighted-l1", "exp"), ("dca", "exp"), ("em", "lp"))
-          if not (f == "twsvm" and loop in ("dca", "em"))]
+ALL_COMBOS = [(f, loop, sur) for f in ("hinge", "mpm", "mempm", "mpm-equal", "margin", "l21-regression", "twsvm")
+              for loop, sur in (("single", None), ("reweighted-l1", "exp"), ("dca", "exp"), ("em", "lp"))
+              if not (f == "twsvm" and loop in ("dca", "em"))]
 
 
-@pytest.mark.parametrize("formulation,loop,surrogate", COMBOS, ids=["-".join(filter(None, c)) for c in COMBOS])
+def _priced(formulation, loop):
+    """Groups at a bound at zero can be priced; groups free around zero cannot: a quadratic
+    penalty (EM) or the multi-class epigraph cones (margin, l21-regression)."""
+    return formulation in ("hinge", "mpm", "mempm", "mpm-equal", "twsvm") and loop != "em"
+
+
+COMBOS = [c for c in ALL_COMBOS if _priced(c[0], c[1])]
+UNPRICED = [c for c in ALL_COMBOS if not _priced(c[0], c[1])]
+
+
+def _ids(combos):
+    return ["-".join(filter(None, c)) for c in combos]
+
+
+@pytest.mark.parametrize("formulation,loop,surrogate", COMBOS, ids=_ids(COMBOS))
 def test_working_set_fit_equals_full_fit(formulation, loop, surrogate):
-    X, y = _data(seed=[c[0] for c in COMBOS].index(formulation))
+    X, y = _data(seed=[c[0] for c in ALL_COMBOS].index(formulation))
     kw = dict(formulation=formulation, loop=loop, surrogate=surrogate, max_iter=4)
     if formulation == "hinge":
         kw["C"] = 0.5
@@ -52,12 +66,9 @@ def test_working_set_fit_equals_full_fit(formulation, loop, surrogate):
         # solve); solve tightly so that the comparison measures the working set, not the solver
         # interior-point noise: the full solve leaves the ~140 "zero" coefficients at 1e-9..1e-7,
         # the working set at exactly 0; the surrogate objective sums phi over them (the subproblem
-        # optima themselves agree to 1e-12). With EM, Clarabel on 1/t^2-weighted cone programs
-        # (the full problem states fixed groups as equality rows x = 0, the working set leaves
-        # them out) reaches no more than ~1e-7 either way
+        # optima themselves agree to 1e-12)
         rel = 1e-6
-        if loop != "em":
-            kw["backend_options"] = {"feastol": 1e-10, "abstol": 1e-10, "reltol": 1e-10}  # ECOS
+        kw["backend_options"] = {"feastol": 1e-10, "abstol": 1e-10, "reltol": 1e-10}  # ECOS
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = fsframe.fit(X, y, working_set=False, **kw)
@@ -68,13 +79,29 @@ def test_working_set_fit_equals_full_fit(formulation, loop, surrogate):
     np.testing.assert_allclose(np.asarray(ws.coef, float), np.asarray(full.coef, float), atol=1e-5)
     cert = ws.certificate
     assert cert["status"] in ("optimal", full.certificate["status"])  # never less accurate than the full solve
-    priced = formulation in ("hinge", "mpm", "mempm", "mpm-equal", "twsvm") and loop != "em"
-    # groups free around zero (a quadratic penalty, the multi-class epigraph cones) cannot be priced:
-    # those subproblems are solved in full; the others on a working set, certified on the full problem
-    assert (cert["working_set"] is not None) == priced
-    if priced:
-        assert cert["max_violation"] <= 1e-9
-        assert abs(cert["gap"]) <= 1e-4 and cert["dual_residual"] <= 1e-4
+    # solved on a working set that left groups out, certified on the full problem
+    assert cert["working_set"] is not None and cert["working_set"] < cert["n_groups"] == X.shape[1]
+    assert cert["rounds"] >= 1 and cert["max_violation"] <= 1e-9
+    assert abs(cert["gap"]) <= 1e-4 and cert["dual_residual"] <= 1e-4
+
+
+@pytest.mark.parametrize("formulation,loop,surrogate", UNPRICED, ids=_ids(UNPRICED))
+def test_groups_free_around_zero_are_solved_in_full(formulation, loop, surrogate):
+    """No group of these subproblems can be priced (a quadratic penalty; the multi-class
+    epigraph cones): even with ``mode=True`` each is solved in full, and the certificate says so."""
+    X, y = _data(seed=[c[0] for c in ALL_COMBOS].index(formulation))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fsframe.fit(X, y, formulation=formulation, loop=loop, surrogate=surrogate, max_iter=1,
+                          working_set=WorkingSetOptions(mode=True, initial=10, batch=10))
+    assert fit.certificate["working_set"] is None and fit.certificate["rounds"] == 0
+    res = resolve(formulation=formulation, loop=loop, surrogate=surrogate)
+    sub = Subproblem(res.formulation, X, y, res.terms, select_backend("auto", res.problem_class),
+                     working_set=WorkingSetOptions(mode=True))
+    comp = sub.compiled
+    pricing = getattr(res.formulation, "pricing", None)
+    if WorkingSet.possible(comp.slot, pricing, sub.ws_options):  # a pricing exists, but no group it can price
+        assert not WorkingSet(comp.base, comp.slot, False, sub.ws_options).priceable.any()
 
 
 def test_working_set_leaves_most_groups_out_and_certifies_on_the_full_problem():
@@ -184,8 +211,10 @@ def test_working_set_on_conic_backends_drops_empty_rows_and_matches():
 
 # -- verify= ------------------------------------------------------------------------------------
 class _LyingSession(HighsSession):
-    """HiGHS, then every column that only loosens the rows (a hinge slack) raised by 0.3: a
-    feasible point whose objective is worse than the optimum the multipliers certify."""
+    """HiGHS, then the point 30 % of the way to ``w = 0, b = 0`` with unit slacks (the columns
+    that only loosen the rows): a feasible point with worse coefficients, whose objective is above
+    the optimum the multipliers certify. (Raising the slacks alone is no lie about the model:
+    fsframe settles them to the model's own.)"""
 
     def _invert(self, data, raw):
         sol = super()._invert(data, raw)
@@ -196,7 +225,7 @@ class _LyingSession(HighsSession):
         loosens &= np.isinf(data.ub) & (data.A.getnnz(axis=0) == 0 if data.A.shape[0] else True)
         import attrs
 
-        return attrs.evolve(sol, x=sol.x + 0.3 * loosens, objective=None)
+        return attrs.evolve(sol, x=0.7 * sol.x + 0.3 * loosens, objective=None)
 
 
 class _LyingBackend(HighsBackend):
@@ -290,3 +319,110 @@ def test_group_columns_and_exclusivity_count_the_magnitude_columns():
                       groups=np.array([0, 1]), n_groups=2, terms=frozenset({"lin"}),
                       group_cols=(np.array([0]), np.array([1])), exclusive=True)
     assert not _exclusive(shared)  # column 3 in both magnitudes: no working set
+
+
+def test_mpm_cones_shrink_to_the_working_set_and_auto_uses_one():
+    """An MPM cone ``||[C_k'; sqrt(ridge) I] w||`` keeps, in a restricted problem, its samples' rows
+    and the ridge rows of the working set's features only (``1 + m_k + |W|`` entries, not
+    ``1 + m_k + n``); ``auto`` counts only the rows no group owns alone (margins, samples), so an
+    MPM with n >> m is solved on a working set; later DCA steps start from the last support and
+    not from every group ever priced in. Same optimum and support as the full problem."""
+    import fsframe_mpm as mpm
+
+    X, y = _data(m=40, n=400, seed=6, noise=0.3)
+    yy = np.where(y == 1, 1.0, -1.0)
+    delta = 0.8 * mpm.largest_bound(X, yy, mpm.DEFAULT_RHO).delta
+    seen = []
+    real = Subproblem._solve_restricted
+
+    def spy(self, data):
+        seen.append((data.n, data.cones))
+        return real(self, data)
+
+    opts = {"feastol": 1e-10, "abstol": 1e-10, "reltol": 1e-10}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = fsframe.fit(X, y, "l0-mpm", delta=delta, backend="ecos", working_set=False, max_iter=6,
+                           backend_options=opts)
+        Subproblem._solve_restricted = spy
+        sizes = []
+        try:
+            ws = fsframe.fit(X, y, "l0-mpm", delta=delta, backend="ecos", max_iter=6, backend_options=opts,
+                             callback=lambda rec, it: sizes.append(it.report.size))  # working_set="auto"
+        finally:
+            Subproblem._solve_restricted = real
+    assert ws.certificate["working_set"] is not None and ws.certificate["max_violation"] <= 1e-9
+    assert np.array_equal(ws.support, full.support)
+    assert ws.objective == pytest.approx(full.objective, rel=1e-6)
+    m1 = int(np.sum(y == 1))
+    for n_cols, cones in seen:
+        n_feat = (n_cols - 1) // 3  # columns (w, u, v) per feature, and b
+        assert cones == (1 + m1 + n_feat, 1 + (40 - m1) + n_feat)
+    # later steps start from the last support (and what pricing added), not from every group ever priced in
+    assert len(sizes) >= 3 and max(sizes[1:]) < sizes[0]
+    assert sizes[-1] <= int(np.count_nonzero(_meaningful(ws.coef))) + 5
+
+
+# -- pricing and rescue on hand-made problems (each column its own group) ----------------------
+def _singleton_slot(n):
+    from fsframe.slot import SlotMaps
+
+    return SlotMaps(W=sp.identity(n, format="csr"), S=None, groups=np.arange(n), n_groups=n,
+                    terms=frozenset({"lin"}), group_cols=tuple(np.array([j]) for j in range(n)), exclusive=True)
+
+
+def _solve_on_working_set(data, start, **options):
+    """``WorkingSet.solve`` of ``data`` from the working set ``start`` (groups), HiGHS on each
+    restricted problem; returns ``(result, working set)``."""
+    ws = WorkingSet(data, _singleton_slot(data.n), grows=False, options=WorkingSetOptions(mode=True, **options))
+    ws.seed(start)
+    be = HighsBackend()
+    ws.begin(data, np.zeros(0, dtype=np.int64))
+    res = AGAIN
+    while res is AGAIN:  # the reduction's rounds, as Subproblem.solve drives them
+        res = ws.invert(data, be.solve(ws.apply(data), fsframe.backends.SolveOptions()))
+    return res, ws
+
+
+@pytest.mark.parametrize("d, joins", [(1e-8, True), (3e-9, True), (5e-10, False)])
+def test_a_group_just_over_tol_joins_the_working_set(d, joins):
+    """min -x0 - (1 + d) x1 + x2  s.t.  x0 + x1 + x2 <= 1, x >= 0, from the working set {0, 2}:
+    the restricted optimum x0 = 1 has the multiplier z = 1, so x1's reduced cost is -d against
+    terms of size 1 + d: a relative violation d / (1 + d). Over ``tol`` (1e-9) it must join (a
+    second round); within ``tol`` it stays out (x0 = 1 stands, d worse, as the tolerance allows).
+    A tolerance read 100 times too large leaves x1 out at d = 1e-8 and 3e-9 while the certificate
+    (1e-6) calls x0 = 1 optimal."""
+    data = ProblemData(c=np.array([-1.0, -(1.0 + d), 1.0]), A=sp.csr_matrix((0, 3)), b=np.zeros(0),
+                       G=sp.csr_matrix(np.ones((1, 3))), h=np.array([1.0]), lb=np.zeros(3),
+                       ub=np.full(3, np.inf), l=1)
+    res, ws = _solve_on_working_set(data, [0, 2])
+    assert ws.options.tol == 1e-9
+    assert res.status is Status.OPTIMAL and ws.report.used
+    assert bool(ws.active[1]) == joins
+    assert ws.report.added == int(joins) and ws.report.rounds == 1 + int(joins)
+    if joins:
+        # with x1 in, the optimum is x1 = 1; a simplex may stop at x0 = 1 too, whose reduced cost
+        # -d is within its own dual tolerance (HiGHS 1e-7): the objective within that of -(1 + d)
+        assert res.objective == pytest.approx(-(1.0 + d), abs=1e-7)
+    else:
+        np.testing.assert_allclose(res.x, [1.0, 0.0, 0.0], atol=1e-12)
+        assert ws.report.max_violation == pytest.approx(d / (1.0 + d), rel=1e-6)
+
+
+def test_an_empty_row_that_zero_violates_brings_in_its_largest_entry():
+    """min sum_j x_j  s.t.  0.001 x0 + 5 x1 + 0.5 x2 = 1, x >= 0, from the working set {3} (a
+    column outside the row): the row is left without columns and ``b = 1 != 0``, so the restricted
+    problem would be infeasible. The rescue brings in the group of the largest entry, x1: its
+    restricted optimum x1 = 0.2 (multiplier 0.2 on the row) prices every other column out
+    (reduced costs 1 - 0.2 a_j >= 0), one round. Rescuing the smallest entry (x0 = 1000) would
+    need a second round to find x1."""
+    a = np.array([0.001, 5.0, 0.5, 0.0])
+    data = ProblemData(c=np.ones(4), A=sp.csr_matrix(a[None, :]), b=np.array([1.0]),
+                       G=sp.csr_matrix((0, 4)), h=np.zeros(0), lb=np.zeros(4), ub=np.full(4, np.inf), l=0)
+    res, ws = _solve_on_working_set(data, [3])
+    assert res.status is Status.OPTIMAL and ws.report.used
+    assert ws.order == [3, 1]  # the start, then the rescued group of the largest entry
+    assert ws.report.rounds == 1 and ws.report.added == 0
+    np.testing.assert_allclose(res.x, [0.0, 0.2, 0.0, 0.0], atol=1e-12)
+    assert res.objective == pytest.approx(0.2, rel=1e-12)
+    np.testing.assert_allclose(res.duals["y"], [-0.2], rtol=1e-9)  # reduced costs c + A'y: 1 - 5 (0.2) = 0

@@ -70,7 +70,10 @@ def test_large_C_does_not_hide_a_violating_feature():
     X, y = _data()
     full, part = _both(X, y, "l1-svm", C=1e6)
     ref = _linprog_l1svm(X, y.astype(float), 1e6)
-    assert full.objective == pytest.approx(ref, rel=1e-8)
+    # the objective of the returned model: HiGHS's full solve holds the hinge rows to 5e-13, which
+    # its slacks absorb and the model's own hinge charges C = 1e6 times (2.4e-7 above the LP optimum)
+    assert full.objective == pytest.approx(_l1svm_objective(X, y, 1e6, full.coef, full.intercept), rel=1e-9)
+    assert full.objective == pytest.approx(ref, rel=1e-6)
     assert part.objective == pytest.approx(ref, rel=1e-8)
     assert part.objective == pytest.approx(_l1svm_objective(X, y, 1e6, part.coef, part.intercept), rel=1e-8)
     assert part.certificate["max_violation"] <= 1e-9 and part.certificate["working_set"] < 300
@@ -152,12 +155,13 @@ def test_verify_backend_is_checked_before_the_fit(verify, method, error):
 def test_verify_one_vs_rest_and_exactly_r():
     X, y = _data(n=60)
     y3 = np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5])
-    res = fsframe.fit(X, y3, "l1-svm", verify="clarabel")
+    res = fsframe.fit(X, y3, "l1-svm", verify="clarabel", working_set=WS)
     for c in res.certificate["per_class"]:
         assert c["verify"]["status"] == "optimal" and abs(c["verify"]["objective_gap"]) < 1e-6
-    res = fsframe.fit(X, y, "fsv", verify="clarabel", n_features=3, max_iter=5)
+        assert _left_out(c)
+    res = fsframe.fit(X, y, "fsv", verify="clarabel", n_features=3, max_iter=5, working_set=WS)
     assert res.certificate["verify"]["status"] == "optimal" and abs(res.certificate["verify"]["objective_gap"]) < 1e-6
-    assert res.certificate["certifies_returned"]
+    assert res.certificate["certifies_returned"] and _left_out(res.certificate)
 
 
 # -- finding 5: a certificate of a point other than the one returned -----------------------------
@@ -168,24 +172,32 @@ def test_certificate_says_when_the_returned_coefficients_are_not_the_certified_p
     X, y = _data(n=60)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = fsframe.fit(X, y, "l1-mpm", n_features=3)
+        res = fsframe.fit(X, y, "l1-mpm", n_features=3, working_set=WS)
     assert res.objective is None
     cert = res.certificate
     assert cert["status"] == "cut" and cert["certified_status"] == "optimal"
     assert not cert["certifies_returned"] and cert["cut_distance"] > 1e-3
-    ok = fsframe.fit(X, y, "l1-svm", n_features=3)
+    assert _left_out(cert)  # the certified (uncut) point was solved on a working set
+    ok = fsframe.fit(X, y, "l1-svm", n_features=3, working_set=WS)
     assert ok.certificate["certifies_returned"] and ok.certificate["status"] == "optimal"
-    assert ok.certificate["cut_distance"] == 0.0
+    assert ok.certificate["cut_distance"] == 0.0 and _left_out(ok.certificate)
 
 
 # -- equality with the full problem on hard data ------------------------------------------------
+def _left_out(cert) -> bool:
+    """The certificate's solve was on a working set that left groups out (priced, not solved)."""
+    return cert["working_set"] is not None and cert["working_set"] < cert["n_groups"]
+
+
 def _same(full, part, rel=1e-7, support=True):
     assert part.objective == pytest.approx(full.objective, rel=rel, abs=1e-9)
     if support:
         assert np.array_equal(full.support, part.support)
+    assert full.certificate.get("working_set") is None
     cert = part.certificate
     for c in cert.get("per_class", (cert,)):
         assert c["status"] == "optimal" and c["max_violation"] <= 1e-9
+        assert _left_out(c), "the comparison must be with a fit on a working set"
 
 
 def test_mixed_column_scales():
@@ -207,7 +219,7 @@ def test_duplicate_and_constant_features_same_optimum():
 
 
 def test_n_much_larger_than_m_against_cvxpy_clarabel():
-    cp = pytest.importorskip("cvxpy")
+    import cvxpy as cp
     X, y = _data(m=20, n=3000, seed=2)
     full, part = _both(X, y, "l1-svm")
     _same(full, part)
@@ -242,10 +254,13 @@ def test_one_vs_rest_three_classes():
     _same(full, part, rel=1e-9)
 
 
-@pytest.mark.parametrize("method", ["fsv", "em-l0", "l1-svm"])
-def test_exactly_r_re_solves(method):
+# EM's quadratic penalty leaves no group to price (docs/working-sets.md): DCA takes its place
+@pytest.mark.parametrize("method,kw", [("fsv", {}), ("l1-svm", {}),
+                                       (None, {"formulation": "hinge", "surrogate": "log", "loop": "dca"})],
+                         ids=["fsv", "l1-svm", "dca-log"])
+def test_exactly_r_re_solves(method, kw):
     X, y = _data()
-    full, part = _both(X, y, method, n_features=3, max_iter=5)
+    full, part = _both(X, y, method, n_features=3, max_iter=5, **kw)
     _same(full, part)
     assert part.support.sum() == 3
 
@@ -273,10 +288,22 @@ def test_greedy_mask_spaces(method):
     _same(full, part, rel=1e-9)
 
 
-def test_em_fixes_groups_at_zero_mid_run():
+def test_groups_fixed_at_zero_mid_run():
+    """Reweighted L1 on ``lp`` (p = 0.5): the weight ``p t^(p-1)`` of a group at zero is infinite,
+    so every group the previous solve zeroed is fixed at zero for the next (23, then 13, 10, 9
+    groups left): the working set keeps those columns at bounds [0, 0] and prices the rest.
+    (EM fixes groups the same way, but its quadratic penalty leaves none to price: its
+    subproblems are solved in full, see test_working_set.py.)"""
     X, y = _data(m=30, n=300, seed=4)
-    full, part = _both(X, y, "em-l0", max_iter=8)
+    kw = dict(formulation="hinge", surrogate="lp", loop="reweighted-l1", p=0.5, max_iter=8)
+    fixed = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = fsframe.fit(X, y, working_set=False, **kw)
+        part = fsframe.fit(X, y, working_set=WS, **kw,
+                           callback=lambda rec, it: fixed.append(int(np.isinf(it.weights["lin"]).sum())))
     _same(full, part)
+    assert fixed[0] == 0 and fixed[1] > 0 and fixed == sorted(fixed)  # fixed mid-run, for good
 
 
 def test_restricted_resolves_with_a_grown_live_model():

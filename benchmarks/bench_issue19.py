@@ -1,0 +1,230 @@
+"""Issue 19's targets, measured in one process each (CPU time: the machine is shared).
+
+(a) ``em-l0`` with exactly ``r`` = 5 and 10 features on Sonar (paper 002's protocol: stratified
+    80/20 splits, standardised on the training part, ``C = 1``), per selection: fsframe as it is
+    (EM duals by the dense active-set method, ``qp_form="auto"``), fsframe with the duals on HiGHS
+    (``qp_form="dual"``: the code before this issue), scikit-learn's L1 logistic regression
+    (liblinear) and L1 ``LinearSVC`` with ``C`` bisected to ``r`` features, and abess
+    (``LogisticRegression(support_size=[r])``) — the selectors of ``benchmarks/competitors.py``.
+    Both fsframe forms must select the same features with the same number of EM iterations.
+(b) The README's main job: every method of ``fsframe compare breast_cancer`` per fit (CPU), on the
+    training parts of 10-fold CV (first 5 folds); ``em-l0`` and ``arom`` also on HiGHS's dual.
+(c) ``l0-mpm`` at m = 200, n = 500 and 1 000 (``bench_conic.make_data``, ``delta = 0.9 delta_max``,
+    ECOS): fsframe with ``working_set="auto"`` and ``False`` against the same DCA loop in
+    CVXPY+ECOS (``bench_mpm.run_cvxpy_dca``), seconds per subproblem; objectives must agree.
+(d) L1-MPM on Sonar against CVXPY+Clarabel (``bench_mpm.bench_sonar``).
+
+    FSFRAME_SHARED_DATA=/path/to/shared/data python benchmarks/bench_issue19.py [--reps 5] [--splits 5] [--skip-mpm]
+
+Writes ``benchmarks/results/issue19.json`` and prints the Markdown tables of docs/performance.md,
+section "Issue 19 at a glance". Needs the shared data (Sonar) for (a) and (d); abess for its column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import competitors  # noqa: E402  (the selectors and the data location, one definition)
+
+OUT = HERE / "results" / "issue19.json"
+
+
+def _cpu(fn, reps):
+    """Median CPU seconds of ``fn()`` over ``reps`` calls (after one untimed call) and its last value."""
+    fn()
+    ts, out = [], None
+    for _ in range(reps):
+        c0 = time.process_time()
+        out = fn()
+        ts.append(time.process_time() - c0)
+    return float(np.median(ts)), out
+
+
+def sonar_splits(splits):
+    import fsframe
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    ds = fsframe.load_dataset(competitors.DATA / "sonar.csv")
+    X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y)
+    for s in range(splits):
+        Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.2, random_state=s, stratify=y)
+        yield np.ascontiguousarray(StandardScaler().fit(Xtr).transform(Xtr)), ytr
+
+
+def em_sonar(reps, splits) -> dict:
+    import fsframe
+
+    def fs(qp_form, r):
+        def run():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = fsframe.fit(X, y, method="em-l0", n_features=r, backend_options={"qp_form": qp_form})
+            return tuple(int(j) for j in res.selected), res.n_iter
+        return run
+
+    out = {}
+    for r in (5, 10):
+        rows = {k: [] for k in ("fsframe", "fsframe-highs-dual", "sk-logreg-liblinear", "sk-svc-bisect", "abess")}
+        iters, same = [], True
+        for X, y in sonar_splits(splits):
+            t, (sel, it) = _cpu(fs("auto", r), reps)
+            t_h, (sel_h, it_h) = _cpu(fs("dual", r), reps)
+            same &= sel == sel_h and it == it_h
+            iters.append(it)
+            rows["fsframe"].append(t)
+            rows["fsframe-highs-dual"].append(t_h)
+            for k in ("sk-logreg-liblinear", "sk-svc-bisect", "abess"):
+                rows[k].append(_cpu(lambda k=k: competitors.SELECTORS[k](X, y, r), reps)[0])
+        med = {k: float(np.median(v)) for k, v in rows.items()}
+        out[str(r)] = {"cpu_median": med, "cpu": rows, "em_iterations": iters, "same_selection_and_iterations": bool(same),
+                       "vs_liblinear": med["fsframe"] / med["sk-logreg-liblinear"], "vs_abess": med["fsframe"] / med["abess"],
+                       "vs_highs_dual": med["fsframe"] / med["fsframe-highs-dual"]}
+        print(f"(a) r={r}: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in med.items()) + f"; same selection: {same}",
+              flush=True)
+    return out
+
+
+def readme_job(reps) -> dict:
+    import fsframe
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y = load_breast_cancer(return_X_y=True)
+    folds = list(StratifiedKFold(10, shuffle=True, random_state=0).split(X, y))[:5]
+    out = {}
+    for method in ("l1-svm", "fsv", "em-l0", "arom", "svm-weights"):
+        for form in (("auto", "dual") if method in ("em-l0", "arom") else ("auto",)):
+            ts = []
+            for tr, _ in folds:
+                def run(tr=tr):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        return fsframe.fit(X[tr], y[tr], method=method, backend_options={"qp_form": form}).n_iter
+                ts.append(_cpu(run, reps)[0])
+            key = method if form == "auto" else f"{method} (HiGHS dual)"
+            out[key] = float(np.median(ts))
+            print(f"(b) {key}: {out[key]:.3f} s CPU per fit", flush=True)
+    return out
+
+
+def mpm_dca(sizes) -> list:
+    """One child process per contender and size (bench_mpm's child: clean memory, one BLAS thread)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    rows = []
+    for n in sizes:
+        row = {"n": n}
+        for contender in ("fsframe", "fsframe-full", "cvxpy-ecos"):
+            code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import bench_issue19 as b; "
+                    f"print(json.dumps(b._mpm_child({contender!r}, {n})))")
+            proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+            row[contender] = json.loads(proc.stdout.strip().splitlines()[-1])
+        f, c = row["fsframe"], row["cvxpy-ecos"]
+        if f["iterations"] != c["iterations"] or abs(f["objective"] - c["objective"]) > 1e-5 * max(1.0, abs(c["objective"])):
+            raise AssertionError(f"l0-mpm n={n}: fsframe {f} and CVXPY {c} disagree")
+        row["per_subproblem_ratio"] = (f["cpu"] / f["iterations"]) / (c["cpu"] / c["iterations"])
+        print(f"(c) n={n}: fsframe {f['cpu']:.2f} s, full {row['fsframe-full']['cpu']:.2f} s, "
+              f"CVXPY+ECOS {c['cpu']:.2f} s CPU ({f['iterations']} DCA steps): {row['per_subproblem_ratio']:.2f}x", flush=True)
+        rows.append(row)
+    return rows
+
+
+def _mpm_child(contender: str, n: int) -> dict:
+    import bench_mpm
+    import fsframe
+    import fsframe_mpm as mpm
+    from bench_conic import DELTA_FRACTION, make_data, phi
+
+    X, y = make_data(n)
+    delta = DELTA_FRACTION * mpm.largest_bound(X, y, mpm.DEFAULT_RHO).delta
+    if contender == "cvxpy-ecos":
+        r = bench_mpm.run_cvxpy_dca(X, y, mpm.DEFAULT_RHO, mpm.kappa_of(delta))
+        return {k: r[k] for k in ("cpu", "seconds", "iterations", "objective")}
+    c0, t0 = time.process_time(), time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, method="l0-mpm", delta=delta, backend="ecos",
+                          working_set="auto" if contender == "fsframe" else False)
+    return {"cpu": time.process_time() - c0, "seconds": time.perf_counter() - t0, "iterations": res.n_iter,
+            "objective": phi(np.asarray(res.coef)), "working_set": res.certificate.get("working_set")}
+
+
+def markdown(res: dict) -> str:
+    lines = []
+    a = res.get("em_sonar") or {}
+    if a:
+        lines += ["| r | fsframe `em-l0` | same, EM duals on HiGHS | sk L1 logistic (liblinear), bisection | sk L1 LinearSVC, bisection "
+                  "| abess | fsframe / liblinear | fsframe / abess | EM iterations (median) |", "|---|" + "--:|" * 8]
+        for r, d in a.items():
+            m = d["cpu_median"]
+            lines.append(f"| {r} | {m['fsframe'] * 1e3:.1f} ms | {m['fsframe-highs-dual'] * 1e3:.1f} ms | "
+                         f"{m['sk-logreg-liblinear'] * 1e3:.1f} ms | {m['sk-svc-bisect'] * 1e3:.1f} ms | {m['abess'] * 1e3:.1f} ms | "
+                         f"{d['vs_liblinear']:.1f}x | {d['vs_abess']:.1f}x | {int(np.median(d['em_iterations']))} |")
+        lines.append("")
+    b = res.get("readme_job") or {}
+    if b:
+        lines += ["| method (breast cancer, per fit) | CPU |", "|---|--:|"]
+        lines += [f"| `{k}` | {v:.3f} s |" for k, v in b.items()]
+        lines.append("")
+    c = res.get("mpm_dca") or []
+    if c:
+        lines += ["| n (m = 200) | fsframe (working set) | fsframe (full) | CVXPY+ECOS | DCA steps | per subproblem, fsframe / CVXPY |",
+                  "|---|--:|--:|--:|--:|--:|"]
+        for row in c:
+            lines.append(f"| {row['n']} | {row['fsframe']['cpu']:.2f} s | {row['fsframe-full']['cpu']:.2f} s | "
+                         f"{row['cvxpy-ecos']['cpu']:.2f} s | {row['fsframe']['iterations']} | {row['per_subproblem_ratio']:.2f}x |")
+        lines.append("")
+    d = res.get("sonar_l1_mpm")
+    if d:
+        med = d["median"]
+        lines += ["| L1-MPM on Sonar | CPU (median) | / CVXPY+Clarabel |", "|---|--:|--:|"]
+        for k, v in med.items():
+            lines.append(f"| {k} | {v['cpu'] * 1e3:.1f} ms | {v['cpu'] / med['cvxpy-clarabel']['cpu']:.2f}x |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--splits", type=int, default=5)
+    ap.add_argument("--sizes", default="500,1000")
+    ap.add_argument("--skip-mpm", action="store_true")
+    args = ap.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    import bench_mpm
+
+    res = {"meta": {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    "python": platform.python_version(), "load_average": os.getloadavg()[0],
+                    "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                             cwd=HERE).stdout.strip()}}
+    with threadpool_limits(limits=1):
+        if (competitors.DATA / "sonar.csv").exists():
+            res["em_sonar"] = em_sonar(args.reps, args.splits)
+        res["readme_job"] = readme_job(max(1, args.reps // 2))
+        if not args.skip_mpm:
+            res["sonar_l1_mpm"] = bench_mpm.bench_sonar(max(3, args.reps))
+    if not args.skip_mpm:
+        res["mpm_dca"] = mpm_dca([int(s) for s in args.sizes.split(",")])
+    OUT.parent.mkdir(exist_ok=True)
+    OUT.write_text(json.dumps(res, indent=2, default=float))
+    print(markdown(res))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,325 @@
+r"""A dense active-set solver for small convex QPs with a low-rank Hessian, bounds and a few equalities::
+
+    minimise    1/2 ||F' lam||^2 + f' lam
+    subject to  E lam = e,   lo <= lam <= hi
+
+with ``F`` dense, ``m x q``. It is the Lagrangian dual of every EM / reweighted-L2 subproblem of the
+hinge family (:mod:`fsframe.backends.diag_qp`): ``m`` samples, ``F = K_Q D^{-1/2}`` over the ``q``
+features still alive, the box ``0 <= lam <= C`` and the one equality of the intercept. Its Hessian
+``F F'`` has rank at most ``q``, which shrinks as EM fixes features at zero, and consecutive EM
+duals differ little: a warm start from the previous solution (its active set) needs few pivots.
+
+The method is the primal active-set method for convex QP with inertia control (Gill & Murray;
+Nocedal & Wright, *Numerical Optimization*, 2nd ed., §16.5): the free variables ``N`` are those not
+held at a bound, and the reduced Hessian on the null space of ``E_N`` is kept positive definite,
+so every step solves one nonsingular KKT system of size ``|N| + rows(E)`` (``|N|`` is at most
+``q + rows(E)`` then, small). A variable whose bound multiplier has the wrong sign is released
+along the direction that keeps the others stationary: a positive curvature along it gives a
+Newton step, a zero curvature a ray that ends at a bound. A warm start whose free set is too large
+for the new Hessian (EM removed features) first moves along zero-curvature, non-ascent directions
+to bounds until the reduced Hessian is regular again. Nothing here depends on a solver library;
+:func:`solve_box_qp` reports trouble (an iteration limit, a singular system, an infeasible start)
+as a status, and the caller falls back to HiGHS.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["BoxQPResult", "solve_box_qp"]
+
+
+@attrs.frozen(eq=False)
+class BoxQPResult:
+    """The outcome of :func:`solve_box_qp`.
+
+    ``status``: ``"optimal"``, ``"unbounded"`` (the objective decreases without bound along a
+    feasible ray), ``"iteration_limit"``, ``"singular"`` (a KKT system the method cannot continue
+    from) or ``"infeasible_start"`` (no feasible starting point was given or found at zero).
+    ``lam`` is the point, ``nu`` the equality multipliers and ``r`` the reduced gradient
+    ``F F' lam + f + E' nu`` (the bound multipliers: ``r_i >= 0`` at a lower bound, ``<= 0`` at an
+    upper one, 0 in between) — ``None`` unless ``status == "optimal"``. ``iterations`` counts the
+    pivots (steps) taken.
+    """
+
+    status: str
+    lam: NDArray | None = None
+    nu: NDArray | None = None
+    r: NDArray | None = None
+    iterations: int = 0
+
+
+OPT_TOL = 1e-12
+"""Optimality: no bound multiplier of the wrong sign beyond ``OPT_TOL`` times the size of the
+gradient's terms (``max(|f|, |F F' lam|)``). fsframe's certificate judges the answer after."""
+
+
+def _null_space(M: NDArray, tol: float) -> NDArray:
+    """An orthonormal basis of the null space of ``M`` (columns)."""
+    if M.shape[0] == 0:
+        return np.eye(M.shape[1])
+    _, s, vt = np.linalg.svd(M, full_matrices=True)
+    rank = int(np.sum(s > tol * max(float(s[0]) if s.size else 0.0, 1e-300)))
+    return vt[rank:].T
+
+
+class _State:
+    """The iterate and what is derived from it (one object, so that the helpers stay small)."""
+
+    def __init__(self, F, f, E, lo, hi, lam, free):
+        self.F, self.f, self.E, self.lo, self.hi = F, f, E, lo, hi
+        self.lam = lam
+        self.free = free
+        self.g = F @ (F.T @ lam) + f
+        self.pe = E.shape[0]
+        # more columns than rows (EM's first duals on n >> m data): the m x m Hessian once, its
+        # entries picked per step, instead of |N|^2 q products per step
+        self.H = F @ F.T if F.shape[1] > F.shape[0] else None
+        # the sign a bound multiplier must not have, per variable: -1 at a lower bound (r >= 0 is
+        # right), +1 at an upper one, 0 when free or fixed (lo == hi: any sign is right)
+        self.wrong = np.where(lam <= lo, -1.0, np.where(lam >= hi, 1.0, 0.0))
+        self.wrong[free | (lo == hi)] = 0.0
+
+    def kkt(self, N: NDArray) -> NDArray:
+        """The KKT matrix ``[[F_N F_N', E_N'], [E_N, 0]]`` of the free set ``N``."""
+        n, pe = N.size, self.pe
+        if self.H is not None:
+            HNN = self.H[np.ix_(N, N)]
+        else:
+            FN = self.F[N]
+            HNN = FN @ FN.T
+        if not pe:
+            return HNN
+        K = np.empty((n + pe, n + pe))
+        K[:n, :n] = HNN
+        EN = self.E[:, N]
+        K[:n, n:] = EN.T
+        K[n:, :n] = EN
+        K[n:, n:] = 0.0
+        return K
+
+    def ratio(self, idx: NDArray, d: NDArray) -> tuple[float, int, bool]:
+        """The largest step along ``d`` (on ``idx``) that keeps the bounds, the position in
+        ``idx`` of the bound that blocks it and whether it is the lower one."""
+        if not idx.size:
+            return np.inf, -1, False
+        neg = d < 0
+        a = (np.where(neg, self.lo[idx], self.hi[idx]) - self.lam[idx]) / d  # the caller ignores 0/0
+        a[d == 0] = np.inf
+        np.maximum(a, 0.0, out=a)  # rounding may leave a variable a hair outside
+        k = int(np.argmin(a))
+        return float(a[k]), k, bool(neg[k])
+
+    def move(self, idx: NDArray, d: NDArray, alpha: float) -> None:
+        ad = alpha * d
+        self.lam[idx] += ad
+        self.g += self.H[:, idx] @ ad if self.H is not None else self.F @ (self.F[idx].T @ ad)
+
+    def cross(self, N: NDArray, j: int) -> NDArray:
+        """``(F F')_{N, j}``."""
+        return self.H[N, j] if self.H is not None else self.F[N] @ self.F[j]
+
+    def curvature(self, idx: NDArray, d: NDArray) -> float:
+        """``d' F F' d`` for ``d`` on ``idx``."""
+        if self.H is not None:
+            return float(d @ (self.H[np.ix_(idx, idx)] @ d))
+        Fd = self.F[idx].T @ d
+        return float(Fd @ Fd)
+
+    def pin(self, i: int, lower: bool) -> None:
+        self.lam[i] = self.lo[i] if lower else self.hi[i]
+        self.free[i] = False
+        if self.lo[i] != self.hi[i]:
+            self.wrong[i] = -1.0 if lower else 1.0
+
+    def release(self, j: int) -> None:
+        self.free[j] = True
+        self.wrong[j] = 0.0
+
+    def wrong_signs(self, nu: NDArray) -> tuple[NDArray, NDArray]:
+        """The reduced gradient ``r = g + E' nu`` and, per variable held at a bound, how far its
+        multiplier has the wrong sign (0 where it has the right one, and for free variables)."""
+        r = self.g + self.E.T @ nu if self.pe else self.g
+        return r, r * self.wrong
+
+
+def _regularize(st: _State, tol: float) -> str | None:
+    """Make the reduced Hessian on the free set regular, moving along zero-curvature directions
+    that do not increase the objective until a bound stops each (warm starts whose free set the
+    new Hessian cannot support). Returns a failure status, or ``None``."""
+    for _ in range(st.F.shape[0] + 1):
+        N = np.flatnonzero(st.free)
+        if not N.size:
+            return None
+        Z = _null_space(st.E[:, N], 1e-12) if st.pe else np.eye(N.size)
+        if not Z.shape[1]:
+            return None
+        B = st.F[N].T @ Z  # q x nz: the reduced Hessian is B'B
+        V = _null_space(B, tol)
+        if not V.shape[1]:
+            return None
+        d = Z @ V[:, 0]
+        slope = float(st.g[N] @ d)
+        if slope > 0:
+            d, slope = -d, -slope
+        alpha, k, lower = st.ratio(N, d)
+        if not np.isfinite(alpha):
+            alpha, k, lower = st.ratio(N, -d)
+            if slope < -tol * max(1.0, float(np.abs(st.g).max())) or not np.isfinite(alpha):
+                return "unbounded" if slope < 0 else "singular"
+            d = -d
+        st.move(N, d, alpha)
+        st.pin(int(N[k]), lower)
+    return "singular"
+
+
+def _full_row_rank(E: NDArray, free: NDArray) -> None:
+    """Add variables to ``free`` (at a bound: degenerate) until ``E_N`` has the rank of ``E``,
+    chosen by a pivoted QR of ``E`` (``E_N`` of lower rank makes the KKT matrix singular)."""
+    if E.shape[0] == 1:
+        if not np.any(E[0, free] != 0):
+            free[int(np.argmax(np.abs(E[0])))] = True
+        return
+    rank_e = np.linalg.matrix_rank(E)
+    if np.linalg.matrix_rank(E[:, free]) < rank_e:
+        import scipy.linalg
+
+        _, _, piv = scipy.linalg.qr(E, pivoting=True, mode="economic")
+        for j in piv:
+            if not free[j]:
+                free[j] = True
+                if np.linalg.matrix_rank(E[:, free]) == rank_e:
+                    break
+
+
+def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi: NDArray,
+                 start: NDArray | None = None, *, max_iter: int | None = None) -> BoxQPResult:
+    """Solve ``min 1/2 ||F' lam||^2 + f' lam  s.t.  E lam = e, lo <= lam <= hi``.
+
+    Parameters
+    ----------
+    F : array, shape (m, q)
+    f : array, shape (m,)
+    E : array, shape (p, m)
+        Equality rows (``p`` small; ``p = 0`` allowed).
+    e : array, shape (p,)
+    lo, hi : arrays, shape (m,)
+        Bounds (``-inf`` / ``inf`` allowed, ``lo <= hi``).
+    start : array, shape (m,), optional
+        A feasible point to start from (the previous solution of a similar problem); its free
+        variables form the first working set. Without it, or when it is infeasible, the start is
+        ``clip(0, lo, hi)`` (which must satisfy ``E lam = e``).
+    max_iter : int, optional
+        Pivots allowed (default ``10 m + 100``).
+    """
+    from scipy.linalg.lapack import dgesv
+
+    m = F.shape[0]
+    max_iter = 10 * m + 100 if max_iter is None else max_iter
+    pe = E.shape[0]
+    e_tol = 1e-9 * max(1.0, float(np.abs(e).max(initial=0.0)))
+    lam = None
+    if start is not None:
+        lam = np.clip(np.asarray(start, dtype=float), lo, hi)
+        if pe and np.max(np.abs(E @ lam - e), initial=0.0) > e_tol:
+            lam = None
+    warm = lam is not None
+    if lam is None:
+        lam = np.clip(np.zeros(m), lo, hi)
+        if pe and np.max(np.abs(E @ lam - e), initial=0.0) > 1e-3 * e_tol:
+            return BoxQPResult("infeasible_start")
+    free = (lam > lo) & (lam < hi)
+    if pe:
+        _full_row_rank(E, free)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter, dgesv)
+
+
+def _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter, dgesv) -> BoxQPResult:
+    """The iterations of :func:`solve_box_qp` from the feasible ``lam`` with free set ``free``."""
+    pe = E.shape[0]
+    st = _State(F, np.asarray(f, dtype=float), E, lo, hi, lam, free)
+    gscale = max(float(np.abs(st.f).max(initial=0.0)), 1e-300)
+    fmax2 = max(1.0, float(np.abs(F).max(initial=0.0)) ** 2)
+    tol = 1e-10
+    zeros_pe = np.zeros(pe)
+    nu = zeros_pe
+    stationary = False
+    N = np.flatnonzero(st.free)
+
+    def solve(K, rhs):
+        if not K.shape[0]:
+            return np.zeros(0)
+        lu, _, x, info = dgesv(K, rhs)
+        if info != 0 or not np.all(np.isfinite(x)):
+            return None
+        piv = np.abs(np.diag(lu))
+        if piv.min() <= 1e-13 * piv.max():  # numerically singular
+            return None
+        return x
+
+    regularized = not warm
+    for it in range(max_iter):
+        K = st.kkt(N)
+        j = -1
+        if not stationary:
+            sol = solve(K, np.concatenate([-st.g[N], zeros_pe]))
+            if sol is None:
+                if regularized:
+                    return BoxQPResult("singular", iterations=it)
+                # a warm start's free set the new Hessian cannot support: shrink it first
+                regularized = True
+                why = _regularize(st, tol)
+                if why is not None:
+                    return BoxQPResult(why, iterations=it)
+                N = np.flatnonzero(st.free)
+                continue
+            n = N.size
+            d, nu, dnu = sol[:n], sol[n:], None
+            # rounding noise in a (near-)zero step must not pin a degenerate variable at its bound
+            d[np.abs(d) <= 1e-14 * max(1.0, float(np.abs(st.lam[N]).max(initial=0.0)))] = 0.0
+            idx, alpha_star = N, 1.0
+        else:
+            r, viol = st.wrong_signs(nu)
+            j = int(np.argmax(viol))
+            if viol[j] <= OPT_TOL * max(gscale, float(np.abs(st.g - st.f).max(initial=0.0))):
+                # confirm with the gradient recomputed: the incremental one carries rounding
+                st.g = F @ (F.T @ st.lam) + st.f
+                r, viol = st.wrong_signs(nu)
+                size = max(gscale, float(np.abs(st.g - st.f).max(initial=0.0)))
+                if float(viol.max(initial=0.0)) <= 1e3 * OPT_TOL * size:
+                    r = r.copy()
+                    r[st.free] = 0.0  # stationary there by construction (rounding aside)
+                    return BoxQPResult("optimal", st.lam, nu, r, it)
+                continue
+            s = 1.0 if st.lam[j] <= lo[j] else -1.0
+            n = N.size
+            cross = st.cross(N, j) * -s
+            rhs = np.concatenate([cross, E[:, j] * -s]) if pe else cross
+            sol = solve(K, rhs)
+            if sol is None:
+                return BoxQPResult("singular", iterations=it)
+            idx = np.append(N, j)
+            d = np.append(sol[:n], s)
+            d[np.abs(d) <= 1e-13 * float(np.abs(d).max())] = 0.0  # rounding noise, not a direction
+            dnu = sol[n:]
+            kappa = st.curvature(idx, d)
+            alpha_star = -float(st.g[idx] @ d) / kappa if kappa > tol * float(d @ d) * fmax2 else np.inf
+            st.release(j)
+        alpha, k, lower = st.ratio(idx, d)
+        blocked = alpha <= alpha_star
+        step = alpha if blocked else alpha_star
+        if not np.isfinite(step):
+            return BoxQPResult("unbounded", iterations=it)
+        st.move(idx, d, step)
+        if blocked:
+            st.pin(int(idx[k]), lower)
+            stationary = False
+        else:
+            if dnu is not None:
+                nu = nu + step * dnu
+            stationary = True
+        N = np.flatnonzero(st.free)
+    return BoxQPResult("iteration_limit", iterations=max_iter)

@@ -1,0 +1,73 @@
+"""The library's one support rule (:func:`support_of` on the run's :func:`reference_scale`) and the
+"exactly ``r`` features" rule of 002 §3.1 (:func:`select_exactly`); the loop base and the
+conformance kit both count non-zeros with them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
+    from ..problem import Iterate
+
+__all__ = ["support_of", "reference_scale", "Selection", "select_exactly"]
+
+
+def support_of(t: NDArray, zero_tol: float, scale: float = 0.0) -> NDArray:
+    """Groups whose norm exceeds ``zero_tol`` times ``max(largest norm, scale)`` (and 1e-12
+    absolutely). ``scale`` is the run's reference magnitude (the largest group norm of any of
+    its iterates): an iterate that collapsed towards zero has no meaningful non-zero left even
+    if its own largest norm is 1e-9."""
+    t = np.asarray(t, dtype=float)
+    if t.size == 0:
+        return np.zeros(0, dtype=bool)
+    cut = max(zero_tol * max(float(np.max(t)), scale), 1e-12)
+    return t > cut
+
+
+def reference_scale(iterates) -> float:
+    """The largest group norm over ``iterates`` (the scale meaningful non-zeros are measured on)."""
+    return max((float(np.max(it.t, initial=0.0)) for it in iterates), default=0.0)
+
+
+@attrs.frozen
+class Selection:
+    """What :func:`select_exactly` chose: the iterate ``index``, the kept groups ``mask``, the
+    meaningful non-zeros per iterate (``counts``), and whether the loop ``collapsed`` below
+    ``r`` (an iterate after the chosen one had fewer than ``r``). Unpacks as ``(index, mask)``."""
+
+    index: int
+    mask: NDArray
+    counts: tuple
+    collapsed: bool
+
+    def __iter__(self):  # ``idx, mask = select_exactly(...)``
+        return iter((self.index, self.mask))
+
+
+def select_exactly(iterates: list[Iterate], r: int, zero_tol: float) -> Selection:
+    """Choose an iterate and its ``r`` strongest groups (002 §3.1, after Weston et al. 2003).
+
+    The paper stops "at the last iteration where ||w||_0 <= r" and keeps "the r largest
+    features of w". Non-zeros are counted as meaningful on the run's scale
+    (:func:`support_of` with :func:`reference_scale`), so an iterate whose weights all shrank to
+    1e-8 counts as empty. Take the last iterate that still has at least ``r`` meaningful
+    non-zeros (the loop stops at the first with at most ``r``, so this is that one when it has
+    exactly ``r``, else the one before it) and keep its ``r`` largest group norms. When no iterate
+    has ``r`` (e.g. an L1 start keeps fewer than ``r`` features when samples are few), take the
+    one with the most and keep all of its meaningful non-zeros: fewer than ``r`` result.
+    """
+    scale = reference_scale(iterates)
+    counts = tuple(int(support_of(it.t, zero_tol, scale).sum()) for it in iterates)
+    enough = [i for i, c in enumerate(counts) if c >= r]
+    k = enough[-1] if enough else int(np.argmax(counts))
+    t = iterates[k].t
+    order = np.argsort(-t, kind="stable")
+    keep = order[: min(r, counts[k])]
+    mask = np.zeros(t.shape[0], dtype=bool)
+    mask[keep] = True
+    return Selection(k, mask, counts, collapsed=any(c < r for c in counts[k + 1:]))
+

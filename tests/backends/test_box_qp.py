@@ -1,0 +1,167 @@
+"""The dense active-set solver of EM duals (:mod:`fsframe.backends.box_qp`) and the ``dense`` form
+of :class:`~fsframe.backends.diag_qp.DualQPSession` that uses it.
+
+References: CVXPY with Clarabel on the same QP (objective), the KKT conditions checked on the
+returned point and multipliers (no solver needed), HiGHS's dual on the same subproblem sequence."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from fsframe import Status
+from fsframe.backends import HighsBackend, ProblemData, SolveOptions
+from fsframe.backends.box_qp import solve_box_qp
+from fsframe.backends.diag_qp import DualQPSession
+
+
+def _problem(seed, m=40, q=6, pe=1, free=0, box=1.0):
+    """``min 1/2 ||F'lam||^2 + f'lam  s.t.  E lam = 0, 0 <= lam <= box`` (``free`` variables
+    without bounds first), the shape of a hinge EM dual."""
+    rng = np.random.default_rng(seed)
+    F = rng.standard_normal((m, q))
+    f = -np.ones(m) + 0.1 * rng.standard_normal(m)
+    E = np.sign(rng.standard_normal((pe, m)))
+    lo = np.zeros(m)
+    hi = np.full(m, box)
+    lo[:free], hi[:free] = -np.inf, np.inf
+    return F, f, E, np.zeros(pe), lo, hi
+
+
+def _cvxpy(F, f, E, e, lo, hi):
+    lam = cp.Variable(F.shape[0])
+    cons = [lam >= np.where(np.isfinite(lo), lo, -1e20), lam <= np.where(np.isfinite(hi), hi, 1e20)]
+    if E.shape[0]:
+        cons.append(E @ lam == e)
+    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(F.T @ lam) + f @ lam), cons)
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
+    return prob.value
+
+
+def _objective(F, f, lam):
+    u = F.T @ lam
+    return 0.5 * float(u @ u) + float(f @ lam)
+
+
+def _check_kkt(F, f, E, e, lo, hi, res, tol=1e-9):
+    """Feasibility, stationarity (``r = F F' lam + f + E' nu``) and the signs of the bound
+    multipliers, recomputed from the returned point."""
+    lam, nu = res.lam, res.nu
+    assert np.all(lam >= lo - 1e-12) and np.all(lam <= hi + 1e-12)
+    if E.shape[0]:
+        assert np.max(np.abs(E @ lam - e)) <= 1e-10
+    r = F @ (F.T @ lam) + f + (E.T @ nu if E.shape[0] else 0.0)
+    scale = max(1.0, np.abs(f).max())
+    inside = (lam > lo + 1e-12) & (lam < hi - 1e-12)
+    assert np.max(np.abs(r[inside]), initial=0.0) <= tol * scale
+    assert np.min(r[(lam <= lo + 1e-12) & ~inside], initial=0.0) >= -tol * scale
+    assert np.max(r[(lam >= hi - 1e-12) & ~inside], initial=0.0) <= tol * scale
+    np.testing.assert_allclose(res.r[~inside], r[~inside], atol=tol * scale)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("shape", [dict(m=40, q=6), dict(m=30, q=40), dict(m=25, q=3, pe=0),
+                                   dict(m=30, q=5, pe=2), dict(m=30, q=8, free=3)])
+def test_cold_solve_is_optimal(seed, shape):
+    prob = _problem(seed, **shape)
+    res = solve_box_qp(*prob)
+    assert res.status == "optimal"
+    _check_kkt(*prob, res)
+    ref = _cvxpy(*prob)
+    assert _objective(prob[0], prob[1], res.lam) == pytest.approx(ref, rel=1e-7, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_warm_start_after_a_change_gives_the_new_optimum(seed):
+    """The EM pattern: the next dual has a rescaled factor with fewer live columns; warm-started
+    from the previous solution (its free set too large for the new rank: the start is regularised
+    first) it reaches the new optimum, in fewer pivots than a cold start."""
+    F, f, E, e, lo, hi = _problem(seed, m=60, q=12)
+    first = solve_box_qp(F, f, E, e, lo, hi)
+    rng = np.random.default_rng(100 + seed)
+    F2 = F[:, :4] * rng.uniform(0.2, 3.0, 4)  # EM fixed 8 features at zero and rescaled the rest
+    warm = solve_box_qp(F2, f, E, e, lo, hi, start=first.lam)
+    cold = solve_box_qp(F2, f, E, e, lo, hi)
+    assert warm.status == cold.status == "optimal"
+    _check_kkt(F2, f, E, e, lo, hi, warm)
+    assert _objective(F2, f, warm.lam) == pytest.approx(_objective(F2, f, cold.lam), rel=1e-10, abs=1e-12)
+    assert _objective(F2, f, warm.lam) == pytest.approx(_cvxpy(F2, f, E, e, lo, hi), rel=1e-7)
+    again = solve_box_qp(F2, f, E, e, lo, hi, start=warm.lam)
+    assert again.status == "optimal" and again.iterations <= 1
+
+
+def test_statuses_for_what_it_cannot_solve():
+    F, f, E, e, lo, hi = _problem(0, m=10, q=2, free=10)  # free variables, rank-2 Hessian: unbounded below
+    assert solve_box_qp(F, f, np.zeros((0, 10)), np.zeros(0), lo, hi).status in ("unbounded", "singular")
+    F, f, E, e, lo, hi = _problem(0, m=10, q=2)
+    assert solve_box_qp(F, f, E, np.ones(1), lo, hi).status == "infeasible_start"  # 0 does not meet E lam = 1
+    res = solve_box_qp(F, f, E, e, lo, hi, max_iter=1)
+    assert res.status == "iteration_limit" and res.lam is None
+
+
+# ------------------------------------------------------------------ the dense form of the EM dual
+def _svm(seed=0, m=30, n=6):
+    """The hinge EM subproblem ``min sum_j d_j w_j^2 / 2 + C sum xi``, ``y (X w + b) + xi >= 1``."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, n))
+    y = np.where(X[:, 0] + 1.5 * rng.standard_normal(m) > 0, 1.0, -1.0)  # noisy: some margins violated
+    N = n + 1 + m
+    G = sp.csr_matrix(-np.hstack([y[:, None] * X, y[:, None], np.eye(m)]))
+    return ProblemData(c=np.r_[np.zeros(n + 1), np.ones(m)], A=sp.csr_matrix((0, N)), b=np.zeros(0), G=G,
+                       h=-np.ones(m), lb=np.r_[np.full(n + 1, -np.inf), np.zeros(m)], ub=np.full(N, np.inf), l=m,
+                       P=sp.diags(np.r_[np.ones(n), np.zeros(1 + m)]).tocsc())
+
+
+def _with_d(data, d):
+    n = d.size
+    P = sp.diags(np.r_[d, np.zeros(data.n - n)]).tocsc()
+    P.eliminate_zeros()
+    lb, ub = data.lb.copy(), data.ub.copy()
+    fixed = ~np.isfinite(d)
+    P = sp.diags(np.r_[np.where(fixed, 0.0, d), np.zeros(data.n - n)]).tocsc()
+    lb[:n][fixed] = ub[:n][fixed] = 0.0
+    return data.evolve(P=P, lb=lb, ub=ub)
+
+
+def test_dense_form_follows_an_em_sequence_as_highs_dual_does():
+    """A sequence of EM-like subproblems (weights spreading apart, features fixed at zero) in one
+    session: the dense form answers every one ``OPTIMAL`` (certified on the primal) at the same
+    optimum as HiGHS's dual and CVXPY, and its warm starts take fewer pivots than the first."""
+    base = _svm()
+    rng = np.random.default_rng(3)
+    d = np.ones(6)
+    dense = HighsBackend().open(base, SolveOptions(backend_options={"qp_form": "dense"}))
+    highs = HighsBackend().open(base, SolveOptions(backend_options={"qp_form": "dual"}))
+    assert isinstance(dense, DualQPSession) and dense.forms[0] == "dense"
+    pivots = []
+    for k in range(6):
+        data = _with_d(base, d)
+        a, b = dense.solve(data), highs.solve(data)
+        assert a.status is Status.OPTIMAL and b.status is Status.OPTIMAL, (a.message, b.message)
+        assert a.message.startswith("dense dual QP: optimal"), a.message
+        assert a.objective == pytest.approx(b.objective, rel=1e-6)
+        x = cp.Variable(data.n)
+        P = data.P.toarray()
+        cp.Problem(cp.Minimize(0.5 * cp.sum(cp.multiply(np.diag(P), cp.square(x))) + data.c @ x),
+                   [data.G @ x <= data.h, x >= np.where(np.isfinite(data.lb), data.lb, -1e20),
+                    x <= np.where(np.isfinite(data.ub), data.ub, 1e20)]).solve(solver="CLARABEL")
+        assert a.objective == pytest.approx(data.objective(x.value), rel=1e-6)
+        pivots.append(a.iterations)
+        assert np.any(a.x[7:] > 1e-6)  # slacks in use: multipliers at their upper bound C map to them
+        w = a.x[:6]
+        d = np.where(np.abs(w) < 1e-3 * np.abs(w).max(), np.inf, 1.0 / np.maximum(w * w, 1e-300))
+        d *= rng.uniform(0.9, 1.1, 6)
+    assert max(pivots[1:]) < pivots[0]
+
+
+def test_dense_form_failure_falls_back_to_highs_dual(monkeypatch):
+    import fsframe.backends.diag_qp as diag_qp
+    from fsframe.backends.box_qp import BoxQPResult
+
+    monkeypatch.setattr(diag_qp, "solve_box_qp", lambda *a, **k: BoxQPResult("iteration_limit", iterations=7))
+    data = _svm()
+    res = HighsBackend().solve(data, SolveOptions(backend_options={"qp_form": "dense"}))
+    assert res.status is Status.OPTIMAL
+    assert "dense dual QP failed (iteration_limit" in res.message and "solved the dual QP" in res.message

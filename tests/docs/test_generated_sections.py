@@ -1,0 +1,159 @@
+"""The measured tables in docs/ are what their benchmark scripts render from the raw data kept in
+``benchmarks/results/``: each section between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->``
+(and docs/paper002.md whole) is rendered again here by the script's own function from its JSON
+and compared, so a table edited by hand, or a script changed without rerunning it, fails.
+
+Benchmarks are not rerun here (minutes to hours, and timings): the scripts do that, and rewrite
+both the JSON and the section. A section whose raw data the repository does not hold is listed in
+``NOT_REGENERABLE`` with the reason, and a test fails as soon as the reason stops being true.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+MARKER = re.compile(r"^<!-- ([\w-]+):begin -->$", re.M)  # on a line of its own (prose may name the markers)
+
+
+def _script(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _json(name):
+    return json.loads((RESULTS / name).read_text())
+
+
+def _bench_core(mod, tmp_path):
+    """bench_core writes its heading and table into a file: into a copy of the doc here."""
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text((ROOT / "docs" / "benchmarks.md").read_text())
+    res = _json("core.json")
+    mod.write_markdown(doc, mod.markdown(res), res)
+    return _between(doc.read_text(), mod.BEGIN, mod.END)
+
+
+# marker name -> (doc, script, render(script module, tmp_path) -> section text)
+SECTIONS = {
+    "bench_conic": ("benchmarks-conic.md", "bench_conic",
+                    lambda m, _: m.markdown(_json("conic.json")["results"], _json("conic.json")["meta"])),
+    "bench_core": ("benchmarks.md", "bench_core", _bench_core),
+    "bench_ftsvm": ("twsvm.md", "bench_ftsvm", lambda m, _: m.table(_json("ftsvm.json")["rows"])),
+    "competitors": ("performance.md", "competitors", lambda m, _: m.markdown(_json("competitors.json"))),
+    "paper000_table3": ("paper000-table3.md", "paper000_table3",
+                        lambda m, _: m.markdown(_json("paper000_table3.json")["results"],
+                                                _json("paper000_table3.json")["meta"])),
+    "paper001": ("mempm.md", "paper001",
+                 lambda m, _: m.markdown(_json("paper001.json")["results"], _json("paper001.json")["meta"])),
+    "twsvm_report": ("twsvm.md", "twsvm_report", lambda m, _: m.table(_json("twsvm_report.json")["runs"])),
+}
+
+NOT_REGENERABLE = {
+    # marker -> (the raw data it would need, why it cannot be checked)
+    "bench_import": ("startup.json", "the run quoted was never committed (benchmarks/results/ was ignored)"),
+    "bench_mpm": ("mpm.json", "the run quoted was never committed (benchmarks/results/ was ignored)"),
+    "report": (None, "written by `fsframe report` from results folders of the UCI studies, which are not kept "
+                     "(its paper 000 table is checked against paper000_table3.json below)"),
+}
+
+
+def _between(text, begin, end):
+    return text[text.index(begin) + len(begin):text.index(end)].strip()
+
+
+def _doc_markers():
+    return {m.group(1): path.name for path in sorted((ROOT / "docs").glob("*.md"))
+            for m in MARKER.finditer(path.read_text())}
+
+
+def test_every_generated_section_is_checked_or_says_why_not():
+    markers = _doc_markers()
+    assert set(markers) == set(SECTIONS) | set(NOT_REGENERABLE), markers
+    assert all(markers[name] == SECTIONS[name][0] for name in SECTIONS)
+
+
+@pytest.mark.parametrize("name", sorted(NOT_REGENERABLE))
+def test_a_section_left_unchecked_still_lacks_its_raw_data(name):
+    needed, why = NOT_REGENERABLE[name]
+    if needed is not None:
+        assert not (RESULTS / needed).exists(), (
+            f"benchmarks/results/{needed} is in the repository now: move {name!r} to SECTIONS ({why} no longer holds)")
+
+
+@pytest.mark.parametrize("name", sorted(SECTIONS))
+def test_section_is_what_its_script_renders_from_the_raw_data(name, tmp_path):
+    doc, script, render = SECTIONS[name]
+    text = (ROOT / "docs" / doc).read_text()
+    shown = _between(text, f"<!-- {name}:begin -->", f"<!-- {name}:end -->")
+    rendered = render(_script(script), tmp_path).strip()
+    assert shown == rendered, f"docs/{doc}: the {name} section differs from `python benchmarks/{script}.py`'s rendering"
+
+
+def test_paper002_page_is_what_its_script_renders():
+    mod = _script("paper002")
+    assert (ROOT / "docs" / "paper002.md").read_text().strip() == mod.markdown(_json("paper002.json")).strip()
+
+
+def test_a_hand_edited_figure_is_seen(tmp_path):
+    """The comparison sees one changed figure in a rendered table."""
+    doc, script, render = SECTIONS["paper000_table3"]
+    rendered = render(_script(script), tmp_path)
+    figure = re.search(r"\d+\.\d\d", rendered).group(0)
+    edited = rendered.replace(figure, f"{float(figure) + 0.01:.2f}", 1)
+    assert edited != rendered and edited.strip() != _between((ROOT / "docs" / doc).read_text(),
+                                                             f"<!-- {script}:begin -->", f"<!-- {script}:end -->")
+
+
+def _markdown_rows(text: str, title: str) -> dict:
+    """``[(first cell, [other cells])]`` of the first Markdown table after the line starting ``title``."""
+    lines = text[text.index(title):].split("\n")
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("|"))
+    rows = []
+    for ln in lines[start + 2:]:
+        if not ln.startswith("|"):
+            break
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        rows.append((cells[0], cells[1:]))
+    return rows
+
+
+@pytest.mark.parametrize("dataset", ["Colon", "Yale"])
+def test_paper004_tables_in_multiclass_md_are_the_raw_data(dataset):
+    """docs/multiclass.md copies paper004.py's results by hand (no markers): every accuracy cell is
+    the mean ± std (over the splits, ddof 0, in %) of benchmarks/results/paper004.json, and the
+    last column its mean ranking time."""
+    res = _json("paper004.json")["datasets"][dataset]
+    rows = dict(_markdown_rows((ROOT / "docs" / "multiclass.md").read_text(), f"**{dataset}**"))
+    assert set(rows) == set(res["accuracy"])
+    for method, per_split in res["accuracy"].items():
+        acc = 100 * np.asarray(per_split)  # (splits, d)
+        expect = [f"{m:.1f} ± {s:.1f}" for m, s in zip(acc.mean(axis=0), acc.std(axis=0))]
+        assert rows[method][:-1] == expect, (dataset, method)
+        assert rows[method][-1] == f"{res['rank_seconds'][method]:.1f}", (dataset, method)
+
+
+def test_paper000_report_table_in_experiments_md_is_the_raw_data():
+    """docs/experiments.md's paper 000 table comes from `fsframe report` on a results folder that
+    is not kept; the text says its figures are those of benchmarks/paper000_table3.py on the same
+    splits, whose raw data are kept: TSA and MCC mean ± std (ddof 1), PSF and iterations, of every
+    row, against benchmarks/results/paper000_table3.json."""
+    rows = _markdown_rows((ROOT / "docs" / "experiments.md").read_text(), "### Paper 000, Table 3")
+    shown = {(dataset, cells[0]): cells[1:5] for dataset, cells in rows}
+    expect = {}
+    for ds in _json("paper000_table3.json")["results"]:
+        for method, row in ds["rows"].items():
+            tsa, mcc = np.asarray(row["tsa"]), np.asarray(row["mcc"])
+            expect[(ds["dataset"], method)] = [f"{tsa.mean():.2f} ± {tsa.std(ddof=1):.2f}",
+                                               f"{mcc.mean():.1f} ± {mcc.std(ddof=1):.1f}",
+                                               f"{np.mean(row['psf']):.1f}", f"{np.mean(row['iters']):.1f}"]
+    assert shown == expect
