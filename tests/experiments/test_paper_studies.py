@@ -356,20 +356,3 @@ def test_digest_holds_every_split(reduced):
     d = digest(load_results(res.root))
     assert sum(len(r["folds"]) for t in d["tables"] for r in t["rows"]) == res.n_cells
     assert d["reduced"] and d["paper"] == "paper000"
-
-
-# --------------------------------------------------------------------------------------- committed docs
-DOCS = {"paper000": "docs/paper000-table3.md", "paper001": "docs/paper001.md", "paper002": "docs/paper002.md",
-        "paper003": "docs/paper003.md", "paper004": "docs/paper004.md"}
-
-
-@pytest.mark.parametrize("name", sorted(DOCS))
-def test_committed_pages_are_generated_from_committed_results(name):
-    """docs/paper00N*.md between the markers is what ``fsframe report --paper`` renders from the
-    committed digest benchmarks/results/<name>.json (regenerate: docs/papers.md)."""
-    src = ROOT / "benchmarks" / "results" / f"{name}.json"
-    d = json.loads(src.read_text())
-    page = (ROOT / DOCS[name]).read_text()
-    numbers = load_numbers(d["paper"]) if d.get("paper") else None
-    generated = page[page.index(BEGIN) + len(BEGIN) + 1: page.index(END)]
-    assert generated == render(d, numbers=numbers, images="img" if "](img/" in generated else None)
