@@ -13,7 +13,10 @@ Also draws the search itself (``--search-png``, docs/img/mempm_search.png of doc
 visited ``(delta_pos, delta_neg)``, feasible or not, and bound against NSF with the choices of
 criteria 1, 2 and ``t = log``.
 
-    python benchmarks/paper001_criterion2.py [--data DIR] [--step 0.05] [--redraw]
+    python benchmarks/paper001_criterion2.py [--data DIR] [--step 0.05] [--redraw | --searches-only]
+
+The searches are Algorithm 1 (criteria 1, ``log`` and 2) and the bound search's ``search="grid"``
+(criteria 1 and 2: the box's best point found by a coarse grid refined by bisection).
 
 Writes ``benchmarks/results/paper001_criterion2.json``, ``docs/img/paper001-criterion2.png`` and
 ``docs/img/mempm_search.png``. Needs matplotlib.
@@ -71,13 +74,13 @@ def searched(X, y) -> dict:
     import fsframe
 
     out = {}
-    for crit in (1, "log", 2):
+    for search, crit in (("bisection", 1), ("bisection", "log"), ("bisection", 2), ("grid", 1), ("grid", 2)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             t0 = time.perf_counter()
-            r = fsframe.fit(X, y, method="fs-mempm", criterion=crit)
+            r = fsframe.fit(X, y, method="fs-mempm", criterion=crit, search=search)
         ch = r.history[r.info["chosen_socp"]]
-        out[str(crit)] = {"delta_pos": r.info["delta_pos"], "delta_neg": r.info["delta_neg"],
+        out[str(crit) if search == "bisection" else f"grid {crit}"] = {"delta_pos": r.info["delta_pos"], "delta_neg": r.info["delta_neg"],
                           "bound": r.info["bound"], "nsf": int(ch.n_nonzero), "score": r.info["score"],
                           "socps": r.info["n_socps"], "seconds": time.perf_counter() - t0,
                           "visited": [{"delta_pos": h.params["delta_pos"], "delta_neg": h.params["delta_neg"],
@@ -110,6 +113,10 @@ def draw(res: dict, path: Path, search_path: Path) -> None:
             label=f"Algorithm 1's choice: {ch['score']:.3f} (NSF {ch['nsf']})")
     ax.plot([best["delta_pos"]], [best["delta_neg"]], "*", color="tab:orange", ms=15, mec="k",
             label=f"best grid point: {best['score']:.3f} (NSF {best['nsf']})")
+    if "grid 2" in res["search"]:
+        gs = res["search"]["grid 2"]
+        ax.plot([gs["delta_pos"]], [gs["delta_neg"]], "o", mfc="none", mec="tab:blue", ms=13, mew=2,
+                label=f"search='grid' choice: {gs['score']:.3f} (NSF {gs['nsf']}, {gs['socps']} SOCPs)")
     first = vis[0]["delta_neg"]
     ax.axhline(first, color="tab:red", ls=":", lw=1, label=f"first midpoint of the bisection ({first:.2f})")
     ax.set(xlabel="delta_pos (001's alpha)", ylabel="delta_neg (001's beta)",
@@ -154,16 +161,23 @@ def main(argv=None):
     ap.add_argument("--png", type=Path, default=ROOT / "docs" / "img" / "paper001-criterion2.png")
     ap.add_argument("--search-png", type=Path, default=ROOT / "docs" / "img" / "mempm_search.png")
     ap.add_argument("--redraw", action="store_true", help="only draw the pictures from the results file")
+    ap.add_argument("--searches-only", action="store_true",
+                    help="run the searches again, keep the grid of the results file")
     args = ap.parse_args(argv)
     if args.redraw:
         draw(json.loads(OUT.read_text()), args.png, args.search_png)
         return
     X, y = load(args.data)
     t0 = time.perf_counter()
-    g = grid(X, y, args.step)
+    if args.searches_only:
+        old = json.loads(OUT.read_text())
+        g, grid_seconds, args.step = old["grid"], old["grid_seconds"], old["step"]
+    else:
+        g = grid(X, y, args.step)
+        grid_seconds = time.perf_counter() - t0
     scored = [p for p in g if p["score"] is not None]
     best = max(scored, key=lambda p: p["score"])
-    res = {"step": args.step, "grid": g, "grid_seconds": time.perf_counter() - t0, "grid_best": best,
+    res = {"step": args.step, "grid": g, "grid_seconds": grid_seconds, "grid_best": best,
            "search": searched(X, y), "fsframe": fsframe.__version__,
            "grid_best_below_half": max((p for p in scored if p["delta_neg"] < 0.5), key=lambda p: p["score"]),
            "grid_best_at_or_above_half": max((p for p in scored if p["delta_neg"] >= 0.5), key=lambda p: p["score"],
