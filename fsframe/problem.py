@@ -145,11 +145,6 @@ class Subproblem:
         return self._compiled
 
     @property
-    def solver(self):
-        """Deprecated name of :attr:`aux` (the DSO-FS loop still reads it)."""
-        return self.aux
-
-    @property
     def n_groups(self) -> int:
         return self.compiled.slot.n_groups
 

@@ -111,9 +111,6 @@ class OuterLoop(abc.ABC):
     takes_surrogate: ClassVar[bool] = True
     """``False`` for a loop that refuses every surrogate (``greedy``, ``rfs``, the filters: they
     penalise nothing through ``phi``)."""
-    formulations: ClassVar[tuple | None] = None
-    """Deprecated name list (``None``: any formulation); declare :attr:`formulation_requires`
-    instead. Kept only for the DSO-FS loop until it declares its requirements."""
     monotone: ClassVar[bool] = True
     """Whether theory guarantees the monitored objective does not increase."""
     sparse: ClassVar[bool] = True
@@ -158,10 +155,7 @@ class OuterLoop(abc.ABC):
     def formulation_missing(self, formulation) -> list[str]:
         """What ``formulation`` (an instance) lacks for this loop (empty if compatible):
         :attr:`formulation_requires` against ``formulation.provides()``."""
-        miss = lacking(self.formulation_requires, formulation.provides(), FORMULATION_NEEDS)
-        if self.formulations is not None and formulation.name not in self.formulations:
-            miss.append(f"to be one of the formulations {list(self.formulations)} this loop runs on")
-        return miss
+        return lacking(self.formulation_requires, formulation.provides(), FORMULATION_NEEDS)
 
     @abc.abstractmethod
     def steps(self, sub: Subproblem, surrogate: Surrogate | None, run: Run) -> Generator[Step, None, Finish]:
@@ -389,6 +383,7 @@ class OuterLoop(abc.ABC):
         if not finish.converged and finish.reason == "max_iter reached":
             warnings.warn(f"{self.name}: stopped at max_iter={self.max_iter} before its stopping rule held",
                           ConvergenceWarning, stacklevel=2)
+        monotone = monotone and finish.monotone  # a rise the loop found where its steps could not show it
         out = self._answer(sub, surrogate, good, finish.choice, rule)
         chosen, mask, objective, info, transform = out
         statuses.extend(info.pop("statuses", ()))
@@ -419,9 +414,13 @@ class OuterLoop(abc.ABC):
     def _answer(self, sub: Subproblem, surrogate, good: list, choice: Choice | None, rule):
         """``(iterate, support, objective, info, transform)``: the loop's :class:`Choice`; or the
         last step with the support the loop chose; or the base's choice (the ``n_features`` rule or
-        the last iterate) with its verified ``zero_tol`` cut."""
+        the last iterate) with its verified ``zero_tol`` cut. A solved answer ``optimal_inaccurate``
+        is warned about (:class:`~fsframe.errors.SolverWarning`); a :class:`Choice` the loop computed
+        itself (no solver point: DSO-FS's ``W`` with its certificate's verdict) is the loop's to
+        report."""
         if choice is not None:
-            self._warn_inaccurate([choice.iterate])
+            if choice.iterate.x is not None:
+                self._warn_inaccurate([choice.iterate])
             return (choice.iterate, np.asarray(choice.support, dtype=bool), choice.objective,
                     {**choice.info, "statuses": tuple(choice.statuses)}, choice.transform)
         last = good[-1]

@@ -117,11 +117,16 @@ class Choice:
 class Finish:
     """What a loop's generator returns: whether its stopping rule held, why it stopped, and its
     own :class:`Choice` (``None``: the base chooses). A plain tuple ``(converged, reason)`` is
-    read as ``Finish(converged, reason)``."""
+    read as ``Finish(converged, reason)``.
+
+    ``monotone=False`` reports a rise the loop's own check found where its steps' ``monitored``
+    values could not show it (DSO-FS's finish ending above Algorithm 1's point, its rounds in
+    between unmonitored); the loop warns, and ``FitResult.monotone`` is then False."""
 
     converged: bool
     reason: str
     choice: Choice | None = None
+    monotone: bool = True
 
     @classmethod
     def of(cls, value) -> "Finish":

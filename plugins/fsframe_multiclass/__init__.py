@@ -1,5 +1,5 @@
 """Multi-class method plugin (paper 004): the multi-class margin formulation with one row group per
-feature, DSO-FS (Algorithm 1) and RFS (Nie et al. 2010).
+feature, DSO-FS (Algorithm 1 and the convex finish of :mod:`.convex`) and RFS (Nie et al. 2010).
 
 The entry point ``multiclass`` of fsframe's own distribution (``pyproject.toml``), found like a third party's.
 """
@@ -39,8 +39,8 @@ def fsframe_register_methods():
     return [
         MethodSpec("dso-fs", formulation="margin", surrogate="lp", loop="dso", defaults={"p": 0.5},
                    reference="Peng & Fan, paper 004, Algorithm 1, eqs. 7-14",
-                   description="direct l_{2,p} sparsity under multi-class margin constraints (null space, "
-                               "closed-form U, QP for E); ranks features by ||W_j||_2"),
+                   description="direct l_{2,p} sparsity under multi-class margin constraints (Algorithm 1, "
+                               "then a convex finish: exact at p = 1); ranks features by ||W_j||_2"),
         MethodSpec("rfs", formulation="l21-regression", surrogate=None, loop="rfs", defaults={"gamma": 1.0},
                    reference="Nie, Huang, Cai & Ding, NIPS 2010 (RFS); paper 004 §5 baseline",
                    description="min ||XW - Y||_{2,1} + gamma ||W||_{2,1} by iteratively reweighted linear "

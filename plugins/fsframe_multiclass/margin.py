@@ -6,7 +6,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from fsframe import BuiltModel, Formulation, ProblemClass
+from fsframe import BuiltModel, Formulation, ProblemClass, Status
 from fsframe.errors import DataError, InfeasibleParameterError
 from fsframe.pyomo_ext import (LinearMap, add_linear_constraints, add_named_expressions, add_soc, add_sparsity_slot,
                                var_list)
@@ -41,16 +41,38 @@ def label_matrix(y) -> np.ndarray:
     return Y
 
 
+_SEPARABLE: list = []  # (digest of X, Y, tol; answer) of the last few calls
+
+
 def separable_columns(X, Y, *, tol: float = 1e-7) -> np.ndarray:
     """Per column ``k`` of ``Y``, whether some ``(w, b)`` has ``Y_ik (x_i w + b) >= 1`` for all ``i``.
 
     When ``[X, 1]`` has full row rank every column is (``X w + b = Y_k`` is solvable); otherwise
     one LP per column, ``min sum xi s.t. Y_ik (x_i w + b) + xi_i >= 1, xi >= 0`` (HiGHS through
-    scipy), is separable iff its optimum is 0.
+    scipy), is separable iff its optimum is 0. The answers of the last few data are kept (by a
+    digest of ``X``, ``Y`` and ``tol``): a fit asks twice (the formulation's ``validate`` and
+    DSO-FS's choice of model), and on ISOLET's size the LPs take minutes.
     """
-    from scipy.optimize import linprog
+    import hashlib
 
     X = np.asarray(X, dtype=float)
+    Y = np.asarray(Y, dtype=float)
+    h = hashlib.sha1(np.ascontiguousarray(X).tobytes())
+    h.update(np.ascontiguousarray(Y).tobytes())
+    h.update(repr((X.shape, Y.shape, tol)).encode())
+    key = h.hexdigest()
+    for k, ans in _SEPARABLE:
+        if k == key:
+            return ans.copy()
+    ans = _separable_columns(X, Y, tol)
+    _SEPARABLE.insert(0, (key, ans))
+    del _SEPARABLE[4:]
+    return ans.copy()
+
+
+def _separable_columns(X, Y, tol: float) -> np.ndarray:
+    from scipy.optimize import linprog
+
     m, n = X.shape
     Xt = np.hstack([X, np.ones((m, 1))])
     if m <= n + 1 and np.linalg.matrix_rank(Xt) == m:
@@ -99,9 +121,11 @@ class MarginFormulation(Formulation):
     Parameters
     ----------
     C : float > 0 or None
-        ``None`` (default): the hard margin of 004. On data that no ``W`` separates (checked in
-        :meth:`validate`, before any loop starts) the fit raises
-        :class:`~fsframe.errors.InfeasibleParameterError` naming the soft margin as the remedy.
+        ``None`` (default): the hard margin of 004. On data that no ``W`` separates, a loop's
+        first subproblem is infeasible and the fit raises
+        :class:`~fsframe.errors.InfeasibleParameterError` naming the class columns and the soft
+        margin as the remedy (:meth:`explain_failure`). DSO-FS never solves this model: it checks
+        the margins itself and runs 004 §2's least-squares substitute or raises its own error.
     """
 
     name = "margin"
@@ -121,18 +145,23 @@ class MarginFormulation(Formulation):
         return ProblemClass.QP if "quad" in terms else ProblemClass.LP
 
     def validate(self, X, y):
-        Y = label_matrix(y)
-        if self.C is not None:
-            return {"n_classes": Y.shape[1]}
-        ok = separable_columns(X, Y)
-        if not ok.all():
-            bad = np.flatnonzero(~ok).tolist()
-            raise InfeasibleParameterError(
-                f"margin: the hard-margin constraints Y ⊙ (XW + 1bᵀ) >= 1 (paper 004 eq. 5) have no solution on "
-                f"this data: class column(s) {bad} cannot be separated from the rest by any hyperplane. Use the "
-                "soft margin, e.g. fit(..., formulation='margin', C=1.0) (or formulation__C=1.0 with method "
-                "'dso-fs'), which adds slacks weighted by C", parameter="C", value=None, limit=None)
-        return {"n_classes": Y.shape[1]}
+        return {"n_classes": label_matrix(y).shape[1]}
+
+    def explain_failure(self, X, y, status, aux):
+        """A hard margin (``C=None``) whose first subproblem is infeasible: the class columns no
+        hyperplane separates from the rest (one LP each, :func:`separable_columns`), as a typed
+        error naming the soft margin. (DSO-FS never solves this model: it decides the case itself.)"""
+        if self.C is not None or status not in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
+            return None
+        ok = separable_columns(X, label_matrix(y))
+        if ok.all():
+            return None
+        bad = np.flatnonzero(~ok).tolist()
+        return InfeasibleParameterError(
+            f"margin: the hard-margin constraints Y ⊙ (XW + 1bᵀ) >= 1 (paper 004 eq. 5) have no solution on "
+            f"this data: class column(s) {bad} cannot be separated from the rest by any hyperplane. Use the "
+            "soft margin, e.g. fit(..., formulation='margin', C=1.0), which adds slacks weighted by C",
+            parameter="C", value=None, limit=None)
 
     def build(self, X, y, terms):
         import scipy.sparse as sp

@@ -13,8 +13,8 @@ from numpy.typing import NDArray
 
 from fsframe.canonical import ProblemData
 
-__all__ = ["NullSpace", "row_norms", "l2p", "u_update", "e_update_problem", "e_update_bvls", "ROW_FLOOR",
-           "E_FLOOR"]
+__all__ = ["NullSpace", "row_norms", "l2p", "u_update", "e_update_problem", "e_update_bvls", "e_update_ldp", "ldp",
+           "ROW_FLOOR", "E_FLOOR"]
 
 ROW_FLOOR = 1e-10
 """A row of ``W`` whose norm is below ``ROW_FLOOR`` times the largest is zero: its weight
@@ -54,6 +54,10 @@ class NullSpace:
     substitute of §2 when ``X W = Y + E`` is inconsistent) and ``N = L Y``. The paper writes
     ``P = [M; I]`` with the sign absorbed in ``M``; its ``V = -M U + N + L E`` is ours.
 
+    When ``m > m0``, ``Q2`` (m, m - m0) completes ``Q1`` to an orthonormal basis: ``Xt W = Y + E``
+    has a solution exactly when ``Q2ᵀ (Y + E) = 0`` — the constraint that keeps the hard margin
+    (:func:`e_update_problem` with ``hard=True``) instead of the least-squares substitute.
+
     Attributes
     ----------
     perm : int array, shape (n + 1,)
@@ -61,6 +65,7 @@ class NullSpace:
     M : (m0, n0)
     L : (m0, m)
     N : (m0, c)
+    Q2 : (m, m - m0)
     """
 
     perm: NDArray
@@ -69,6 +74,7 @@ class NullSpace:
     N: NDArray
     Q1: NDArray = attrs.field(repr=False)
     R11: NDArray = attrs.field(repr=False)
+    Q2: NDArray = attrs.field(repr=False)
 
     @property
     def m0(self) -> int:
@@ -87,8 +93,16 @@ class NullSpace:
         m0 = int(np.count_nonzero(d > rank_tol * d[0])) if d.size else 0
         R11 = R[:m0, :m0]
         M = sla.solve_triangular(R11, R[:m0, m0:])
-        L = sla.solve_triangular(R11, Q[:, :m0].T)
-        return cls(perm=perm, M=M, L=L, N=L @ Y, Q1=Q[:, :m0], R11=R11)
+        Q1 = Q[:, :m0]
+        L = sla.solve_triangular(R11, Q1.T)
+        m = Xt.shape[0]
+        Q2 = sla.qr(Q1, mode="full")[0][:, m0:] if m0 < m else np.zeros((m, 0))
+        return cls(perm=perm, M=M, L=L, N=L @ Y, Q1=Q1, R11=R11, Q2=Q2)
+
+    @property
+    def consistent(self) -> bool:
+        """Whether ``Xt W = Y + E`` is solvable for every ``E`` (``[X, 1]`` has full row rank)."""
+        return self.Q2.shape[1] == 0
 
     def assemble(self, U: NDArray, E: NDArray) -> NDArray:
         """``W`` (rows in the original column order of ``Xt``) from ``U`` and ``E`` (eq. 8)."""
@@ -141,10 +155,11 @@ def _e_weights(v: NDArray, p: float) -> NDArray:
     return lam / lam.max()
 
 
-def e_update_problem(ns: NullSpace, H: NDArray, Y: NDArray, V: NDArray, p: float) -> ProblemData:
+def e_update_problem(ns: NullSpace, H: NDArray, Y: NDArray, V: NDArray, p: float, *,
+                     hard: bool = False) -> ProblemData:
     """The ``E`` step of Algorithm 1 as a :class:`~fsframe.canonical.ProblemData` QP::
 
-        min_E ||Lambda (L E + H)||_F^2   s.t.  Y ⊙ E >= 0
+        min_E ||Lambda (L E + H)||_F^2   s.t.  Y ⊙ E >= 0   (and Q2ᵀ (Y + E) = 0 with ``hard``)
 
     with ``H = N - M U`` and ``Lambda_ii^2 = ||v_i||^(p-2)`` over the pivot rows ``V`` (= ``H + L
     E^k``; the other rows of ``W`` do not depend on ``E``); rows of ``V`` below :data:`E_FLOOR`
@@ -153,7 +168,9 @@ def e_update_problem(ns: NullSpace, H: NDArray, Y: NDArray, V: NDArray, p: float
     Hessian is ``diag(2 Lambda²)`` on ``W1`` and the constraint matrix holds ``R11`` and the
     orthonormal ``Q1`` — where ``2 Lᵀ Lambda² L`` would be dense and ill-conditioned (HiGHS and
     Clarabel fail on it from the second iteration on real data). Columns are ``[vec(E), vec(W1)]``
-    column by column (``k * m + i``); the sign constraints are bounds.
+    column by column (``k * m + i``); the sign constraints are bounds. With ``hard`` and
+    ``m > m0`` the rows ``Q2ᵀ E = -Q2ᵀ Y`` keep ``Y + E`` in the range of ``Xt``, so that ``W``
+    meets the margins exactly (``E^k`` satisfies them: the step stays feasible).
     """
     import scipy.sparse as sp
 
@@ -165,6 +182,10 @@ def e_update_problem(ns: NullSpace, H: NDArray, Y: NDArray, V: NDArray, p: float
     A = sp.hstack([sp.kron(sp.identity(c), sp.csr_matrix(-ns.Q1.T)), sp.kron(sp.identity(c), sp.csr_matrix(ns.R11))],
                   format="csr")
     b = (ns.R11 @ H).T.ravel()
+    if hard and not ns.consistent:
+        rng = sp.hstack([sp.kron(sp.identity(c), sp.csr_matrix(ns.Q2.T)), sp.csr_matrix((ns.Q2.shape[1] * c, m0 * c))])
+        A = sp.vstack([A, rng], format="csr")
+        b = np.concatenate([b, -(ns.Q2.T @ Y).T.ravel()])
     P = sp.diags(np.concatenate([np.zeros(m * c), np.tile(2.0 * lam, c)]), format="csc")
     yv = Y.T.ravel()
     fix = np.tile(fixed, c)
@@ -193,3 +214,52 @@ def e_update_bvls(ns: NullSpace, H: NDArray, Y: NDArray, V: NDArray, p: float) -
         ub = np.where(Y[:, k] > 0, np.inf, 0.0)
         E[:, k] = lsq_linear(A, -lam * H[:, k], bounds=(lb, ub), method="bvls", tol=1e-12).x
     return E
+
+
+def ldp(G: NDArray, h: NDArray) -> tuple[NDArray, NDArray] | None:
+    """``argmin ||v||_2 s.t. G v >= h`` and its multipliers — least distance programming, by Lawson
+    & Hanson's reduction to non-negative least squares (Solving Least Squares Problems, 1974,
+    ch. 23): with ``u = argmin_{u >= 0} ||[Gᵀ; hᵀ] u - e||`` (``e`` the last unit vector) and its
+    residual ``r``, ``v = -r[:-1] / r[-1]`` and ``mu = u / -r[-1] >= 0`` (``v = Gᵀ mu``, the KKT
+    conditions of ``min ½||v||²``); ``r[-1] = 0`` means no ``v`` is feasible. scipy's NNLS is an
+    active-set method: it ends at an optimum exact up to rounding, with no tolerance to set. Returns
+    ``(v, mu)``, or None (infeasible, or NNLS out of iterations: the caller falls back to a QP)."""
+    from scipy.optimize import nnls
+
+    m, q = G.shape
+    A = np.vstack([G.T, h[None, :]])
+    f = np.zeros(q + 1)
+    f[-1] = 1.0
+    try:
+        u = nnls(A, f, maxiter=max(50 * m, 1000))[0]
+    except RuntimeError:  # "Maximum number of iterations reached"
+        return None
+    r = A @ u - f
+    if not -r[-1] > 1e-12:
+        return None
+    return -r[:-1] / r[-1], u / -r[-1]
+
+
+def e_update_ldp(ns: NullSpace, Xt: NDArray, U: NDArray, Y: NDArray, V: NDArray, p: float) -> NDArray | None:
+    """The ``E`` step of Algorithm 1 for the hard margin, exactly: with ``U`` fixed, ``E = Xt W - Y``
+    is a function of the pivot rows ``W1`` (``Xt W = X1 W1 + X2 U``), so ``min ||Lambda (L E +
+    H)||_F^2 s.t. Y ⊙ E >= 0`` is, column by column, ``min sum_i Lambda_ii^2 w_i^2 s.t. Y_k ⊙
+    (X1 w + X2 u_k) >= 1`` — a least distance program in ``v = Lambda w`` (:func:`ldp`). It keeps
+    ``Y + E`` in the range of ``Xt`` whatever its rank (the hard margin, never the substitute).
+    ``Lambda_ii^2 = ||v_i||^(p-2)``; rows of ``V`` at most :data:`ROW_FLOOR` times the largest keep
+    their value (``E^k`` stays feasible, so Lemma 2 holds). Returns ``E`` (m, c), or None when a
+    column has no feasible ``w`` (rounding)."""
+    m0 = ns.m0
+    X1, X2 = Xt[:, ns.perm[:m0]], Xt[:, ns.perm[m0:]]
+    vn = row_norms(V)
+    live = vn > ROW_FLOOR * float(np.max(vn, initial=0.0))
+    s = vn[live] ** (1.0 - p / 2.0)  # Lambda^-1 on the rows that move
+    XL, XF = X1[:, live] * s, X1[:, ~live]
+    W1 = V.copy()  # rows below the floor keep their value (their weight is beyond any arithmetic)
+    for k in range(Y.shape[1]):
+        out = ldp(Y[:, k:k + 1] * XL, 1.0 - Y[:, k] * (X2 @ U[:, k] + XF @ V[~live, k]))
+        if out is None:
+            return None
+        W1[live, k] = s * out[0]
+    E = X1 @ W1 + X2 @ U - Y
+    return np.where(Y > 0, np.maximum(E, 0.0), np.minimum(E, 0.0))

@@ -22,10 +22,7 @@ from fsframe.plugins import get_registry
 from fsframe.problem import Subproblem
 from fsframe.testing import FailingBackend, kit_data
 
-PENDING = {"dso"}  # DSO-FS is being rewritten (issue 18); it converts after that merge
-
-
-@pytest.mark.parametrize("name", sorted(set(get_registry().names("loop")) - PENDING))
+@pytest.mark.parametrize("name", sorted(get_registry().names("loop")))
 def test_every_builtin_loop_is_a_generator_driven_by_the_base(name):
     cls = get_registry().get("loop", name)
     assert cls.run is OuterLoop.run, f"{name} overrides run()"
