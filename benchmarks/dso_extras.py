@@ -47,6 +47,7 @@ def composition_vs_dso(data: Path, p=0.5):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name, kw in (("dso-fs", dict(method="dso-fs", p=p)),
+                         ("dso-fs finish=none", dict(method="dso-fs", p=p, finish="none")),
                          ("margin+lp+em", dict(formulation="margin", surrogate="lp", loop="em", p=p, max_iter=100))):
             t0 = time.perf_counter()
             r = fsframe.fit(X, y, **kw)
