@@ -4,7 +4,7 @@ Paper 002 (Huang, King & Lyu) Table 2 reports the selection time of each method 
 (208 x 60, ``r = 2``) and Colon (62 x 2000, ``r = 20``) in MATLAB on a 2008 PC. A third row set is
 the README's compare job, ``em-l0`` on scikit-learn's breast-cancer set (WDBC, 569 x 30, no
 ``n_features``), whose per-fit cost is dominated by the EM dual QPs (569 variables). This benchmark
-times the same fits here (paper 002's protocol as in ``benchmarks/paper002.py``: a stratified
+times the same fits here (paper 002's protocol, the study ``paper002``: a stratified
 80/20 split, features standardised on the training part, ``n_features=r``, ``C = 1``) and splits
 each fit into phases by timing the functions the fit driver calls (exclusive time: a phase's
 figure excludes the phases it calls):

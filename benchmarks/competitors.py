@@ -1,6 +1,6 @@
 """fsframe against what a user would pick instead, on paper 002's protocol (issue 13).
 
-Paper 002's protocol (Huang, King & Lyu, §3.1; see ``benchmarks/paper002.py``): for each of 10
+Paper 002's protocol (Huang, King & Lyu, §3.1; the study ``paper002``, docs/paper002.md): for each of 10
 random stratified 80/20 splits, standardise on the training part, select exactly ``r`` features,
 train a linear L2 SVM on them (``C`` by 3-fold CV) and report the test error. The selectors:
 
@@ -45,8 +45,17 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paper002 import retrain_error  # noqa: E402  (the protocol's evaluation classifier, one definition)
+
+def retrain_error(Xtr, ytr, Xte, yte, seed):
+    """002's evaluation classifier: a linear SVC, ``C`` from {0.01, ..., 100} by stratified 3-fold CV."""
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+    from sklearn.svm import SVC
+
+    grid = GridSearchCV(SVC(kernel="linear"), {"C": [0.01, 0.1, 1, 10, 100]},
+                        cv=StratifiedKFold(3, shuffle=True, random_state=seed))
+    grid.fit(Xtr, ytr)
+    return float(np.mean(grid.predict(Xte) != yte))
+
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("FSFRAME_SHARED_DATA") or ROOT.parent / "shared" / "data")  # as the tests find it

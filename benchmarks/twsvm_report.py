@@ -18,6 +18,10 @@ Usage::
 
 Writes ``benchmarks/results/twsvm_report.json``; with ``--write-docs`` the table between the
 markers in ``docs/twsvm.md``.
+
+The shipped study ``paper003`` (``fsframe run paper003``, docs/paper003.md) is this protocol with
+the all-features and random-features baselines; this script stays only as the generator of the
+table docs/twsvm.md keeps until the study's full run is committed.
 """
 
 from __future__ import annotations

@@ -291,11 +291,18 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples:\n"
                               "  fsframe run quickstart --out results/quickstart   (a study shipped with fsframe)\n"
+                              "  fsframe run paper000 --data-dir ~/data --jobs 2    (paper 000's protocol, docs/papers.md)\n"
+                              "  fsframe run paper004 --reduced                     (its small version, bundled data)\n"
                               "  fsframe run study.toml --jobs 2\n"
                               "  fsframe run study.toml --dask local --jobs 2\n"
                               "  fsframe run study.toml --dask tcp://scheduler:8786")
-    p.add_argument("study", metavar="STUDY", help="an experiment file (.toml) or a bundled study name (quickstart)")
+    p.add_argument("study", metavar="STUDY", help="an experiment file (.toml) or a shipped study: quickstart, "
+                   "paper000 ... paper004, paper002-dual")
     p.add_argument("--out", metavar="DIR", help="results folder (default: the file's [study] output)")
+    p.add_argument("--reduced", action="store_true", help="run the study's [reduced] version: fewer data sets, splits "
+                   "and grid points (the shipped paper studies: bundled data, seconds to a minute)")
+    p.add_argument("--data-dir", metavar="DIR", help="folder of the data files a study names with file = ... "
+                   "(default: $FSFRAME_DATA; docs/papers.md lists the files and where to download them)")
     g = p.add_argument_group("engine")
     _add_engine_args(g)
     g.add_argument("--keep-failed", action="store_true", help="do not retry cells that failed in an earlier run")
@@ -309,8 +316,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", parents=[common], help="tables and pictures of a results folder",
                        description="Rebuild every table and picture of a results folder ('fsframe run') from its "
                                    "cell files alone; write report.md (or report.html) and img/*.png, *.svg there.")
-    p.add_argument("results", metavar="RESULTS", help="a results folder written by 'fsframe run'")
+    p.add_argument("results", metavar="RESULTS", help="a results folder written by 'fsframe run' (or, with --paper, "
+                   "the digest.json of one)")
     p.add_argument("--html", action="store_true", help="write report.html instead of report.md")
+    p.add_argument("--paper", action="store_true", help="the study beside its paper: the published numbers next to "
+                   "ours with differences and 95%% CIs, and every method against k random features; writes "
+                   "digest.json and paper.md (or --page)")
+    p.add_argument("--page", metavar="FILE.md", help="with --paper: the page to write (an existing page keeps what "
+                   "lies outside its paper-report markers)")
     p.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
     p.set_defaults(func=_command("run", "cmd_report"))
     return parser

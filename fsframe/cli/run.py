@@ -8,12 +8,12 @@ import sys
 from ..evaluation.experiment import load_results, run_study
 from ..evaluation.pages import write_report
 from ..evaluation.study import load_study
-from .common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, PROG
+from .common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, PROG, UsageError
 from .output import ProgressPrinter
 
 
 def cmd_run(args, argv) -> int:
-    study = load_study(args.study)
+    study = load_study(args.study, data_dir=args.data_dir, reduced=args.reduced)
     out = args.out or study.output
     prog = ProgressPrinter(sys.stderr, args.progress or "on")  # a line on a terminal, plain lines elsewhere
     try:
@@ -41,6 +41,15 @@ def finish_run(res, *, markdown: bool) -> int:
 
 
 def cmd_report(args, argv) -> int:
+    if args.page and not args.paper:
+        raise UsageError("--page goes with --paper")
+    if args.paper:
+        from ..evaluation.paper import write_paper_report
+
+        page, _ = write_paper_report(args.results, args.page, plots=not args.no_plots)
+        print(page.read_text(encoding="utf-8"))
+        print(f"wrote {page}", file=sys.stderr)
+        return EXIT_OK
     res = load_results(args.results)
     page = write_report(res, fmt="html" if args.html else "md", plots=not args.no_plots)
     print(res.report(markdown=True))

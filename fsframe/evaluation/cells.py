@@ -68,6 +68,8 @@ def record_from_json(d: dict) -> FoldRecord:
     r["statuses"] = tuple(r.get("statuses") or ())
     r["selected"] = tuple(r.get("selected") or ())
     r["facts"] = dict(r.get("facts") or {})
+    for k in ("curve", "random_curve"):  # (k, accuracy) pairs: JSON keeps them as lists
+        r[k] = tuple((int(a), float(b)) for a, b in r.get(k) or ())
     r["warnings"] = tuple((_category(w), w.split(": ", 1)[1] if ": " in w else w) for w in r.get("warnings") or ())
     return FoldRecord(**r)
 

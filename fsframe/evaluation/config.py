@@ -58,6 +58,7 @@ class _Config:
     resolved_params: dict
     components: dict
     backend: str
+    extras: Any = None  # a study protocol's additions (fsframe.evaluation.protocols.Extras)
 
 
 def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, retrain_C, n_columns, n_samples,

@@ -22,9 +22,10 @@ from .comparison import CompareResult
 from .config import _make_config
 from .engine import Task, execute
 from .executor import data_fingerprint
-from .manifest import environment, now, read_manifest, write_manifest
+from .manifest import environment, now, read_manifest, source_commit, write_manifest
+from .protocols import BaselineConfig, plan_configs, study_cell
 from .records import CVResult, Progress, solver_of
-from .runner import _as_data, _check_common, _emit_warnings, _run_fold, _runtime_components
+from .runner import _as_data, _check_common, _emit_warnings, _runtime_components
 from .serialize import environment_versions, to_jsonable
 from .splits import make_splits
 from .study import Study
@@ -62,9 +63,14 @@ class StudyResult:
 
 
 def _config_dict(cfg) -> dict:
-    return {"method": cfg.method, "formulation": cfg.formulation, "surrogate": cfg.surrogate, "loop": cfg.loop,
-            "params": cfg.params, "resolved": cfg.resolved_params, "components": cfg.components,
-            "fit_options": cfg.fit_options, "n_features": cfg.n_features, "backend": cfg.backend}
+    if isinstance(cfg, BaselineConfig):
+        return cfg.config_dict()
+    out = {"method": cfg.method, "formulation": cfg.formulation, "surrogate": cfg.surrogate, "loop": cfg.loop,
+           "params": cfg.params, "resolved": cfg.resolved_params, "components": cfg.components,
+           "fit_options": cfg.fit_options, "n_features": cfg.n_features, "backend": cfg.backend}
+    if cfg.extras is not None:  # only then: the keys of studies without protocol extras are unchanged
+        out["extras"] = cfg.extras.key()
+    return out
 
 
 def _retrain_desc(retrain, C) -> str | None:
@@ -77,30 +83,45 @@ def _retrain_desc(retrain, C) -> str | None:
 def _plan(study: Study):
     """Load the data, validate every configuration, draw the splits: ``(data, tasks, cell meta, groups)``."""
     prot = study.protocol
-    retrain = prot.retrain_estimator()
-    C = _check_common(prot.scale, 1, "record", retrain, prot.retrain_C)
+    C = _check_common(prot.scale, 1, "record", prot.retrain_estimator(), prot.retrain_C)
     data, tasks, metas, groups = [], [], [], []
     for dspec in study.datasets:
         X, y, dsinfo = _as_data(dspec.load(), None, prot.scale)
         dsinfo = dict(dsinfo, name=dspec.name, source=dspec.source)
+        if dspec.note:
+            dsinfo["note"] = dspec.note
         di = len(data)
         data.append((X, y))
         dhash = data_fingerprint(X, y)
+        cv = prot.cv if dspec.cv is None else dspec.cv
+        drawn = {seed: make_splits(y, cv, repeats=prot.repeats, random_state=seed, X=X) for seed in study.seeds}
+        n_train = int(drawn[study.seeds[0]][0][0].train.size)
+        retrain = prot.retrain_estimator(n_train)
+        # an n_features grid shared by data sets of different widths: each runs the r it has
+        specs = [m for m in study.configurations(dspec.name) if m.spec.get("n_features", 0) <= X.shape[1]]
+        if not specs:
+            raise InvalidOptionError(f"{study.name}: every n_features value exceeds the {X.shape[1]} features of "
+                                     f"data set {dspec.name!r}")
         configs = [_make_config(m.label, m.spec, n_features=None, scale=prot.scale, retrain=retrain, retrain_C=C,
                                 n_columns=X.shape[1], n_samples=X.shape[0], n_classes=len(np.unique(y)))
-                   for m in study.configurations(dspec.name)]
+                   for m in specs]
         evaluation = {"scale": prot.scale, "retrain": prot.retrain, "retrain_C": C}
+        if prot.retrain in ("tuned-svm", "tuned-linear-svc"):
+            evaluation["retrain_tuning"] = {"grid": list(prot.retrain_grid), "folds": retrain.cv}
         for seed in study.seeds:
-            splits, protocol = make_splits(y, prot.cv, repeats=prot.repeats, random_state=seed, X=X)
+            splits, protocol = drawn[seed]
             protocol = dict(protocol, scale=prot.scale, retrain=_retrain_desc(retrain, C), name=prot.name)
             group = {"dataset": dsinfo, "seed": seed, "protocol": protocol, "n_splits": len(splits),
                      "data_sha256": dhash, "configs": [], "cells": []}
-            for cfg in configs:
-                group["configs"].append({"label": cfg.label, "groups": cfg.groups, **_config_dict(cfg)})
+            cell_configs = plan_configs(prot, configs, [m.tune for m in specs], shape=X.shape,
+                                        n_classes=len(np.unique(y)), n_train=n_train, retrain=retrain, C=C, seed=seed,
+                                        where=f"{study.name}, data set {dspec.name}")
+            for cfg in cell_configs:
+                cd = _config_dict(cfg)
+                group["configs"].append({"label": cfg.label, "groups": cfg.groups, **cd})
                 keys = []
                 for s in splits:
-                    key = cell_key(dhash, _config_dict(cfg), evaluation, {**protocol, "repeat": s.repeat,
-                                                                        "fold": s.fold}, s.train)
+                    key = cell_key(dhash, cd, evaluation, {**protocol, "repeat": s.repeat, "fold": s.fold}, s.train)
                     keys.append(key)
                     tasks.append(Task(di, s, cfg, f"{dspec.name} / {cfg.label} / seed {seed} split "
                                                   f"{s.repeat}.{s.fold}"))
@@ -138,7 +159,9 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     todo = [i for i, m in enumerate(metas) if m["key"] not in done_before]
     engine = "serial" if n_jobs == 1 and dask is None else (f"dask {dask if isinstance(dask, str) else 'client'}"
                                                              if dask is not None else f"joblib n_jobs={n_jobs}")
-    manifest = {"study": study.name, "study_file": study.path, "study_text": study.text,
+    commits = _earlier_commits(root) + [c for c in (source_commit(),) if c]
+    manifest = {"study": study.name, "study_file": study.path, "study_text": study.text, "paper": study.paper,
+                "title": study.title, "reduced": study.reduced, "commits": list(dict.fromkeys(commits)),
                 "protocol": study.protocol.as_dict(), "seeds": list(study.seeds), "environment": environment(),
                 "engine": engine, "started": now(), "finished": None, "interrupted": None,
                 "n_cells": len(metas), "n_skipped": len(metas) - len(todo), "groups": groups,
@@ -167,7 +190,7 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
             progress(Progress(skipped + computed, len(metas), rec, eta=clock.eta(), slowest=clock.slowest(),
                               skipped=skipped))
 
-    interrupted = execute(_run_fold, data, [tasks[i] for i in todo], n_jobs=n_jobs, dask=dask, on_done=on_done)
+    interrupted = execute(study_cell, data, [tasks[i] for i in todo], n_jobs=n_jobs, dask=dask, on_done=on_done)
     manifest.update(finished=now(), interrupted=interrupted, wall_seconds=time.perf_counter() - t0,
                     n_computed=computed)
     res = _rebuild(root, manifest, store)
@@ -177,6 +200,14 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     write_manifest(root, manifest)
     _emit_warnings([r for t in res.tables for r in t.results])
     return attrs.evolve(res, n_skipped=skipped, n_computed=computed, interrupted=interrupted, manifest=manifest)
+
+
+def _earlier_commits(root: Path) -> list:
+    """The source commits recorded by earlier runs into ``root`` (a resumed run may mix code versions)."""
+    try:
+        return list(read_manifest(root).get("commits") or [])
+    except DataFileError:
+        return []
 
 
 def _cell_files(store: CellStore, manifest: dict) -> dict[str, dict]:

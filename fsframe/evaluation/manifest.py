@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .serialize import environment_versions, to_jsonable
 
-__all__ = ["environment", "write_manifest", "read_manifest", "MANIFEST"]
+__all__ = ["environment", "write_manifest", "read_manifest", "source_commit", "MANIFEST"]
 
 MANIFEST = "manifest.json"
 _EXTRA = ("joblib", "threadpoolctl", "attrs", "dask", "distributed", "matplotlib", "tomli")
@@ -42,6 +42,24 @@ def environment() -> dict:
     return {"versions": versions, "python": platform.python_version(),
             "python_implementation": platform.python_implementation(), "platform": platform.platform(),
             "machine": platform.machine(), "node": platform.node(), "cpu_count": os.cpu_count(), "blas": blas}
+
+
+def source_commit() -> str | None:
+    """The git commit of the fsframe source that runs (``None`` outside a git checkout, e.g. an
+    installed wheel), with ``+dirty`` when tracked files of ``fsframe/`` or ``plugins/`` (the code)
+    differ from it."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":/fsframe", ":/plugins"],
+                               cwd=here, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def now() -> str:

@@ -52,6 +52,14 @@ class FoldRecord:
         ``None``: no solver backend, e.g. RFS's linear systems).
     warnings : tuple of (category, message)
         Warnings raised during this fold.
+    curve : tuple of (k, accuracy)
+        A study's ``top_k`` protocol: the evaluated classifier on the top ``k`` ranked features.
+    random_curve : tuple of (k, accuracy)
+        The all-features row of a study with baselines: the classifier on ``k`` random features
+        (mean over the random draws), for each ``k`` the protocol fixes.
+    random_accuracy, reference_accuracy : float or None
+        A study with baselines whose ``k`` varies: the reference classifier on as many random
+        features as this fit selected (mean over draws), and on the features it selected.
     train, test, y_pred : arrays
         The split and the evaluated classifier's test predictions.
     """
@@ -85,6 +93,10 @@ class FoldRecord:
     solver_status: str | None = None
     traceback: str | None = attrs.field(default=None, repr=False)
     warnings: tuple = attrs.field(default=(), repr=False)
+    curve: tuple = attrs.field(default=(), repr=False)
+    random_curve: tuple = attrs.field(default=(), repr=False)
+    random_accuracy: float | None = None
+    reference_accuracy: float | None = None
     train: NDArray | None = attrs.field(default=None, repr=False)
     test: NDArray | None = attrs.field(default=None, repr=False)
     y_pred: NDArray | None = attrs.field(default=None, repr=False)

@@ -72,6 +72,8 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
                 seconds=float(res.info.get("seconds", float("nan"))),
                 selected=tuple(int(j) for j in selected), facts=res.facts,
                 backend=res.backend, backend_version=_backend_version(res), y_pred=y_pred)
+            if cfg.extras is not None:  # a study protocol's top-k curve, random-k baseline (evaluation.protocols)
+                rec = cfg.extras.after_fit(rec, res, Xtr, ytr, Xte, yte, split, cfg)
         except (Exception, SystemExit) as exc:  # recorded, counted and reported, never dropped; Ctrl-C
             # (KeyboardInterrupt) stops the run, and a task cancellation (CancelledError) is its engine's
             if raise_errors:

@@ -84,6 +84,11 @@ def _criterion(v):
     return v
 
 
+SEARCHES = ("bisection", "grid")
+"""The ways :class:`BoundSearch` visits two bounds: 001's Algorithm 1 as written, or a coarse grid
+of the second bound refined by bisection."""
+
+
 def _open_unit(inst, attr, value):
     if not 0.0 < value < 1.0:
         raise ValueError(f"{attr.name} must lie in (0, 1), got {value!r}")
@@ -144,7 +149,18 @@ class BoundSearch(OuterLoop):
     ``n_iter`` = SOCPs of the search; ``info``: the chosen bounds by name (``delta_pos``,
     ``delta_neg`` or ``delta``), ``bound``, ``score``, ``criterion``, ``n_socps`` (with the re-solve),
     ``n_feasible``, ``n_infeasible``, ``n_inaccurate`` (feasible points solved only
-    ``optimal_inaccurate``; every status is also in ``FitResult.statuses``).
+    ``optimal_inaccurate``; every status is also in ``FitResult.statuses``), ``search``.
+
+    *The grid search* (``search="grid"``, two bounds; not in 001): Algorithm 1's bisection starts
+    at the middle of ``[delta_neg0, limit]`` and, when that point is feasible, only moves up, so
+    criterion 2, which is largest at small bounds with few features, is decided by where the
+    bisection looks (docs/paper001.md, "Gap 2"). The grid search keeps Algorithm 1's steps of
+    ``p`` and, for each, visits ``q = delta_neg0 + j grid_step`` (``j = 1, 2, ...``) upwards to the
+    first infeasible one, then bisects the bracket below it to ``eps`` (the feasibility frontier,
+    where criterion 1 chooses, as in Algorithm 1). Then the criterion's best point so far is
+    refined: ``q`` is bisected between it and its grid neighbour above (the midpoint kept when it
+    is feasible and at least as good by the criterion), then ``p`` between it and the next step.
+    Every visited point is kept and the criterion chooses among all of them.
 
     Parameters
     ----------
@@ -163,6 +179,11 @@ class BoundSearch(OuterLoop):
         :data:`MIN_RESOLUTION`, what the solvers resolve.
     zero_tol : float in [1e-8, 1)
         NSF threshold on ``|w_j| / max|w|`` (001: 0.001); at least :data:`MIN_RESOLUTION`.
+    search : "bisection" or "grid"
+        001's Algorithm 1 as written, or the grid of the second bound refined by bisection
+        (above; two bounds only).
+    grid_step : float in [1e-8, 1)
+        The grid's step in the second bound (``search="grid"``).
     max_iter : int
         Cap on the number of SOCPs of the search; a search it cuts short is reported
         (``converged`` False, a :class:`~fsframe.errors.ConvergenceWarning`).
@@ -187,6 +208,9 @@ class BoundSearch(OuterLoop):
     delta_neg0: float = attrs.field(default=0.0, converter=to_float,
                                     validator=[instance_of(float), ge(0.0), attrs.validators.lt(1.0)])
     eps: float = attrs.field(default=1e-3, converter=to_float, validator=[instance_of(float), _open_unit, _resolvable])
+    search: str = attrs.field(default="bisection", validator=attrs.validators.in_(SEARCHES))
+    grid_step: float = attrs.field(default=0.1, converter=to_float,
+                                   validator=[instance_of(float), _open_unit, _resolvable])
 
     def terms(self, surrogate):
         return frozenset({"lin"})
@@ -201,6 +225,10 @@ class BoundSearch(OuterLoop):
         if not names or len(names) > 2:
             raise InvalidOptionError(f"loop {self.name!r} searches formulations with one or two bound parameters; "
                                      f"{sub.formulation.name!r} declares {names}")
+        if self.search == "grid" and len(names) != 2:
+            raise InvalidOptionError(
+                f"loop {self.name!r}: search='grid' grids the second of two bounds; {sub.formulation.name!r} has "
+                f"one ({names[0]}), whose search already steps its whole range: use search='bisection'")
         limits = dict(sub.built.info.get("bound_limits") or {})
         lim = [min(1.0, float(limits.get(nm, 1.0))) for nm in names]
         weight = 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0])
@@ -244,13 +272,20 @@ class BoundSearch(OuterLoop):
 
     def _two(self, st: "_Search", lim):
         """Algorithm 1: step the first bound, bisect the second (a generator of steps; returns the
-        reason it ended)."""
-        i = 0
+        reason it ended). With ``search="grid"`` the second bound is first visited on the grid up to
+        its first infeasible value, the bracket below that bisected, and the best point refined."""
+        grid, i = self.search == "grid", 0
         while True:
             p = self.delta_pos0 + i * self.delta_pos_step
             if p >= lim[0]:
-                return f"{st.names[0]} reached its limit {lim[0]:.4f}"
-            lo, hi, found = self.delta_neg0, lim[1], False
+                reason = f"{st.names[0]} reached its limit {lim[0]:.4f}"
+                break
+            lo, hi, found, j = self.delta_neg0, lim[1], False, 1
+            while grid and (q := self.delta_neg0 + j * self.grid_step) < lim[1]:
+                if not (yield from self._visit(st, (p, q))):
+                    hi = q
+                    break
+                lo, found, j = q, True, j + 1
             while hi - lo > self.eps:
                 q = 0.5 * (lo + hi)
                 if (yield from self._visit(st, (p, q))):
@@ -258,8 +293,29 @@ class BoundSearch(OuterLoop):
                 else:
                     hi = q
             if not found:
-                return f"no feasible {st.names[1]} above {self.delta_neg0:g} at {st.names[0]}={p:.4g}"
+                reason = f"no feasible {st.names[1]} above {self.delta_neg0:g} at {st.names[0]}={p:.4g}"
+                break
             i += 1
+        if grid and st.kept:
+            best = max(st.kept, key=_rank)
+            p, q = best[1][st.names[0]], best[1][st.names[1]]
+            q = yield from self._refine(st, lambda v: (p, v), q, min(q + self.grid_step, lim[1]), best)
+            yield from self._refine(st, lambda v: (v, q), p, min(p + self.delta_pos_step, lim[0]),
+                                    max(st.kept, key=_rank))
+            reason += "; the best point refined"
+        return reason
+
+    def _refine(self, st: "_Search", at, lo: float, hi: float, best: tuple):
+        """Bisect ``[lo, hi]`` along one bound (``at(v)``: the point): a midpoint that is feasible and
+        ranks at least as high as ``best`` (a kept point) raises ``lo``, any other lowers ``hi``.
+        Returns ``lo``."""
+        while hi - lo > self.eps:
+            v = 0.5 * (lo + hi)
+            if (yield from self._visit(st, at(v))) and _rank(st.kept[-1]) >= _rank(best):
+                lo, best = v, st.kept[-1]
+            else:
+                hi = v
+        return lo
 
     def _one(self, st: "_Search", lim: float):
         """One bound: step up while feasible, then bisect the last bracket."""
@@ -315,35 +371,55 @@ class BoundSearch(OuterLoop):
 
     def _choose(self, st: "_Search") -> Choice:
         """001 §3.2's choice among the feasible points, re-solved at its bounds with the weights
-        below ``zero_tol`` fixed at zero."""
-        keys = [(params["score"], params["bound"], -nsf) for _, params, _, nsf in st.kept]
-        j = max(range(len(keys)), key=lambda i: keys[i])
-        k, params, it, _ = st.kept[j]
-        mask = support_of(it.t, self.zero_tol)
-        point = tuple(params[nm] for nm in st.names)
+        below ``zero_tol`` fixed at zero. With ``search="grid"`` a point whose re-solve fails (its
+        small weights were needed: the refinement runs up to such edges) gives way to the next best
+        (``info["n_cut_failed"]``); only when every one fails is the best returned uncut."""
+        order = sorted(range(len(st.kept)), key=lambda i: _rank(st.kept[i]), reverse=True)
+        statuses, failed = list(st.unrecorded), []
+        for j in order if self.search == "grid" else order[:1]:
+            k, params, it, _ = st.kept[j]
+            mask = support_of(it.t, self.zero_tol)
+            point = tuple(params[nm] for nm in st.names)
+            st.sub.set_bounds(**dict(zip(st.names, point)))  # the subproblem (and its record) at the chosen point
+            if not np.any(~mask & (it.t > 0)):
+                chosen, verified = it, None
+                break
+            re = st.sub.restricted(it, mask)
+            statuses.append(re.status)
+            if re.ok:
+                chosen, verified, mask = re, True, mask & (re.t > 0)
+                break
+            failed.append((j, re.status))
+        else:
+            j, status = failed[0]
+            k, params, it, _ = st.kept[j]
+            point = tuple(params[nm] for nm in st.names)
+            st.sub.set_bounds(**dict(zip(st.names, point)))
+            chosen, verified, n_cut = it, False, int((~support_of(it.t, self.zero_tol)).sum())
+            mask = support_of(it.t, 1e-12)
+            warnings.warn(
+                f"{self.name}: the re-solve with the {n_cut} weights below zero_tol={self.zero_tol:g} of the largest "
+                f"fixed at zero ended with status {status.value}; returning the chosen solution uncut (its support "
+                "counts every non-zero weight)", ConvergenceWarning, stacklevel=3)
         info = {**dict(zip(st.names, point)), "bound": params["bound"], "score": params["score"],
                 "criterion": str(self.criterion) if not callable(self.criterion) else getattr(
                     self.criterion, "__name__", "callable"),
-                "chosen_socp": k, "n_feasible": len(st.kept), "n_infeasible": st.n_infeasible,
+                "chosen_socp": k, "search": self.search, "n_feasible": len(st.kept), "n_infeasible": st.n_infeasible,
                 "n_inaccurate": sum(s is Status.OPTIMAL_INACCURATE for s in st.statuses)}
-        chosen, statuses = it, list(st.unrecorded)
-        st.sub.set_bounds(**dict(zip(st.names, point)))  # the subproblem (and its record) at the chosen point
-        if np.any(~mask & (it.t > 0)):
-            re = st.sub.restricted(it, mask)
-            statuses.append(re.status)
-            info["nsf_cut_verified"] = bool(re.ok)
-            if re.ok:
-                chosen = re
-                mask = mask & (re.t > 0)
-            else:
-                mask = support_of(it.t, 1e-12)
-                warnings.warn(
-                    f"{self.name}: the re-solve with the {int((~mask).sum())} weights below zero_tol={self.zero_tol:g} "
-                    f"of the largest fixed at zero ended with status {re.status.value}; returning the chosen solution "
-                    "uncut (its support counts every non-zero weight)", ConvergenceWarning, stacklevel=3)
+        if verified is not None:
+            info["nsf_cut_verified"] = verified
+        if self.search == "grid":
+            info["n_cut_failed"] = len(failed)
         info["n_socps"] = st.n + len(statuses) - len(st.unrecorded)
         objective = float(sum(st.sub.at_support(chosen, mask)))  # the model's loss + lin'||w_(j)||
         return Choice(chosen, mask, objective, info, statuses=tuple(statuses))
+
+
+def _rank(kept) -> tuple:
+    """The criterion's order of a kept ``(k, params, iterate, nsf)``: score, then the larger bound,
+    then fewer features (001 §3.2's choice with its ties)."""
+    _, params, _, nsf = kept
+    return params["score"], params["bound"], -nsf
 
 
 class _Stop(Exception):

@@ -50,11 +50,6 @@ SECTIONS = {
     "bench_core": ("benchmarks.md", "bench_core", _bench_core),
     "bench_ftsvm": ("twsvm.md", "bench_ftsvm", lambda m, _: m.table(_json("ftsvm.json")["rows"])),
     "competitors": ("performance.md", "competitors", lambda m, _: m.markdown(_json("competitors.json"))),
-    "paper000_table3": ("paper000-table3.md", "paper000_table3",
-                        lambda m, _: m.markdown(_json("paper000_table3.json")["results"],
-                                                _json("paper000_table3.json")["meta"])),
-    "paper001": ("mempm.md", "paper001",
-                 lambda m, _: m.markdown(_json("paper001.json")["results"], _json("paper001.json")["meta"])),
     "twsvm_report": ("twsvm.md", "twsvm_report", lambda m, _: m.table(_json("twsvm_report.json")["runs"])),
     "support_recovery": ("performance.md", "support_recovery", lambda m, _: m.markdown(_json("support_recovery.json"))),
     "sparse": ("performance.md", "bench_sparse", lambda m, _: m.render(_json("sparse.json"))),
@@ -79,9 +74,18 @@ def _doc_markers():
             for m in MARKER.finditer(path.read_text())}
 
 
+# the pages of the paper studies (docs/papers.md): each one's section is what `fsframe report --paper`
+# renders from the committed digest benchmarks/results/<study>.json (written by benchmarks/run_paper.py)
+PAPER_PAGES = {"paper000": "paper000-table3.md", "paper001": "paper001.md", "paper002": "paper002.md",
+               "paper002-dual": "paper002-dual.md", "paper003": "paper003.md", "paper004": "paper004.md"}
+PAPER_MARKER = "paper-report"
+
+
 def test_every_generated_section_is_checked_or_says_why_not():
     markers = _doc_markers()
-    assert set(markers) == set(SECTIONS) | set(NOT_REGENERABLE), markers
+    assert set(markers) == set(SECTIONS) | set(NOT_REGENERABLE) | {PAPER_MARKER}, markers
+    assert {path.name for path in (ROOT / "docs").glob("*.md")
+            if f"\n<!-- {PAPER_MARKER}:begin -->\n" in path.read_text()} == set(PAPER_PAGES.values())
     assert all(markers[name] == SECTIONS[name][0] for name in SECTIONS)
 
 
@@ -102,19 +106,34 @@ def test_section_is_what_its_script_renders_from_the_raw_data(name, tmp_path):
     assert shown == rendered, f"docs/{doc}: the {name} section differs from `python benchmarks/{script}.py`'s rendering"
 
 
-def test_paper002_page_is_what_its_script_renders():
-    mod = _script("paper002")
-    assert (ROOT / "docs" / "paper002.md").read_text().strip() == mod.markdown(_json("paper002.json")).strip()
+def _paper_section(study):
+    from fsframe.evaluation.paper import BEGIN, END, load_numbers, render
+
+    d = _json(f"{study}.json")
+    page = (ROOT / "docs" / PAPER_PAGES[study]).read_text()
+    shown = page[page.index(BEGIN) + len(BEGIN) + 1:page.index(END)]
+    numbers = load_numbers(d["paper"]) if d.get("paper") else None
+    return shown, render(d, numbers=numbers, images="img" if "](img/" in shown else None)
+
+
+@pytest.mark.parametrize("study", sorted(PAPER_PAGES))
+def test_paper_page_is_what_report_paper_renders_from_the_committed_digest(study):
+    """Regenerate with ``python benchmarks/run_paper.py STUDY [--reduced]`` (docs/papers.md)."""
+    shown, rendered = _paper_section(study)
+    assert shown == rendered, f"docs/{PAPER_PAGES[study]}: regenerate with python benchmarks/run_paper.py {study}"
 
 
 def test_a_hand_edited_figure_is_seen(tmp_path):
     """The comparison sees one changed figure in a rendered table."""
-    doc, script, render = SECTIONS["paper000_table3"]
+    doc, script, render = SECTIONS["competitors"]
     rendered = render(_script(script), tmp_path)
     figure = re.search(r"\d+\.\d\d", rendered).group(0)
     edited = rendered.replace(figure, f"{float(figure) + 0.01:.2f}", 1)
     assert edited != rendered and edited.strip() != _between((ROOT / "docs" / doc).read_text(),
                                                              f"<!-- {script}:begin -->", f"<!-- {script}:end -->")
+    shown, rendered = _paper_section("paper001")
+    figure = re.search(r"\d+\.\d\d", shown).group(0)
+    assert shown.replace(figure, f"{float(figure) + 0.01:.2f}", 1) != rendered
 
 
 def _markdown_rows(text: str, title: str) -> dict:
@@ -128,21 +147,6 @@ def _markdown_rows(text: str, title: str) -> dict:
         cells = [c.strip() for c in ln.strip("|").split("|")]
         rows.append((cells[0], cells[1:]))
     return rows
-
-
-@pytest.mark.parametrize("dataset", ["Colon", "Yale"])
-def test_paper004_tables_in_multiclass_md_are_the_raw_data(dataset):
-    """docs/multiclass.md copies paper004.py's results by hand (no markers): every accuracy cell is
-    the mean ± std (over the splits, ddof 0, in %) of benchmarks/results/paper004.json, and the
-    last column its mean ranking time."""
-    res = _json("paper004.json")["datasets"][dataset]
-    rows = dict(_markdown_rows((ROOT / "docs" / "multiclass.md").read_text(), f"**{dataset}**"))
-    assert set(rows) == set(res["accuracy"])
-    for method, per_split in res["accuracy"].items():
-        acc = 100 * np.asarray(per_split)  # (splits, d)
-        expect = [f"{m:.1f} ± {s:.1f}" for m, s in zip(acc.mean(axis=0), acc.std(axis=0))]
-        assert rows[method][:-1] == expect, (dataset, method)
-        assert rows[method][-1] == f"{res['rank_seconds'][method]:.1f}", (dataset, method)
 
 
 def test_paper000_report_table_in_experiments_md_is_the_raw_data():

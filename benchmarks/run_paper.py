@@ -1,0 +1,52 @@
+"""One paper's study, end to end: run it (resumably), keep its digest under ``benchmarks/results/``
+and regenerate its page under ``docs/`` from that digest (docs/papers.md).
+
+    python benchmarks/run_paper.py paper002 --data-dir DIR --jobs 2       # the paper's protocol
+    python benchmarks/run_paper.py paper004 --reduced                     # the small version
+
+The run goes to ``results/<study>`` (``--out``); interrupted, the same command resumes it. The
+page is the study's ``docs/`` page (:data:`PAGES`); only the part between its ``paper-report``
+markers is rewritten, the hand-written reading around it stays. ``tests/experiments`` checks that
+every committed page equals what its committed digest renders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = {"paper000": "docs/paper000-table3.md", "paper001": "docs/paper001.md", "paper002": "docs/paper002.md",
+         "paper002-dual": "docs/paper002-dual.md", "paper003": "docs/paper003.md", "paper004": "docs/paper004.md"}
+
+
+def main(argv=None) -> int:
+    from fsframe.evaluation.experiment import run_study
+    from fsframe.evaluation.paper import write_paper_report
+    from fsframe.evaluation.study import load_study
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("study", choices=sorted(PAGES))
+    ap.add_argument("--data-dir", help="the data folder (default: $FSFRAME_DATA)")
+    ap.add_argument("--reduced", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1, help="joblib processes (the machine's cores at most)")
+    ap.add_argument("--out", type=Path, help="results folder (default: results/<study>[-reduced])")
+    ap.add_argument("--no-plots", action="store_true")
+    args = ap.parse_args(argv)
+    study = load_study(args.study, data_dir=args.data_dir, reduced=args.reduced)
+    out = args.out or ROOT / "results" / study.name
+    res = run_study(study, str(out), n_jobs=args.jobs, progress=lambda p: print(
+        f"{p.done}/{p.total} {p.record.label} {p.record.total_seconds:.1f} s", file=sys.stderr, flush=True))
+    page, _ = write_paper_report(out, ROOT / PAGES[args.study], plots=not args.no_plots)
+    digest = ROOT / "benchmarks" / "results" / f"{args.study}.json"
+    shutil.copyfile(Path(out) / "digest.json", digest)
+    write_paper_report(digest, page, plots=not args.no_plots)  # the page exactly as the committed digest renders it
+    print(f"{res.n_cells} cells ({res.n_failed} failed); wrote {digest.relative_to(ROOT)} and "
+          f"{page.relative_to(ROOT)}", file=sys.stderr)
+    return 1 if res.interrupted else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

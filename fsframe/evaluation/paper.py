@@ -1,0 +1,451 @@
+"""A study beside its paper: the *digest* of a study's results (one compact JSON file, what
+``benchmarks/results/`` keeps) and the report that puts every published number beside ours, with
+the difference and its confidence interval (``fsframe report RESULTS --paper``).
+
+The published numbers are package data, typed in once per paper (``fsframe/evaluation/papers/``,
+one TOML file each, every value with the table and row it comes from). The report also says, for
+every method, whether it beats ``k`` random features on the same classifier (the study's
+baselines, :mod:`~fsframe.evaluation.protocols`).
+
+Confidence intervals are 95 % Student-t intervals over the splits: over the per-repeat means for
+repeated k-fold cross-validation (a whole 10-fold estimate is the unit that varies), over the
+folds of a single k-fold run (an approximation: folds share training samples) and over the random
+splits of a hold-out protocol. A paper's number without a standard deviation is taken as exact;
+with one (004 Table 1: over ``n`` trials) the difference has Welch's interval.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataFileError, InvalidOptionError
+from .experiment import StudyResult, load_results
+from .plots import _pyplot
+from .protocols import ALL_FEATURES
+from .report import describe_protocol
+from .study import _toml
+
+__all__ = ["digest", "read_digest", "load_numbers", "render", "write_paper_report", "DIGEST_FORMAT", "BEGIN", "END",
+           "interval"]
+
+DIGEST_FORMAT = "fsframe-study-digest/1"
+BEGIN, END = "<!-- paper-report:begin -->", "<!-- paper-report:end -->"
+"""Markers of the generated part of a page: ``write_paper_report(out=page)`` replaces what lies
+between them and keeps the rest of the page."""
+
+_FOLD_FIELDS = ("repeat", "fold", "ok", "accuracy", "mcc", "n_selected", "pct_selected", "n_iter", "seconds",
+                "selected", "curve", "random_curve", "random_accuracy", "reference_accuracy", "error_type")
+_R = re.compile(r"^(.*) r=(\d+)$")
+
+
+# ------------------------------------------------------------------------------------------- digest
+def digest(result: StudyResult) -> dict:
+    """The compact, JSON-ready summary of a results folder: per data set and configuration, every
+    split's metrics, selected features and baselines (no split indices, no predictions)."""
+    m = result.manifest
+    env = m.get("environment", {})
+    tables = []
+    for t in result.tables:
+        ds = {k: t.dataset.get(k) for k in ("name", "n_samples", "n_features", "classes", "class_counts", "note")}
+        rows = []
+        for r in t.results:
+            folds = []
+            for f in r.folds:
+                d = {k: getattr(f, k) for k in _FOLD_FIELDS}
+                d["selected"] = list(d["selected"])
+                d["curve"] = [list(p) for p in d["curve"]]
+                d["random_curve"] = [list(p) for p in d["random_curve"]]
+                d["facts"] = {k: v for k, v in f.facts.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+                d["error"] = (f.error or "").strip().splitlines()[0][:300] if f.error else None
+                folds.append(d)
+            rows.append({"label": r.label, "method": r.method, "params": r.params, "n_planned": r.n_planned,
+                         "folds": folds})
+        tables.append({"dataset": ds, "protocol": {k: t.protocol.get(k) for k in (
+            "kind", "n_splits", "repeats", "test_size", "random_state", "scale", "retrain", "name")}, "rows": rows})
+    return {"format": DIGEST_FORMAT, "study": m.get("study"), "paper": m.get("paper"), "title": m.get("title"),
+            "reduced": bool(m.get("reduced")), "commits": m.get("commits") or [],
+            "fsframe": env.get("versions", {}).get("fsframe"), "python": env.get("python"),
+            "started": m.get("started"), "finished": m.get("finished"), "engine": m.get("engine"),
+            "wall_seconds": m.get("wall_seconds"), "n_cells": result.n_cells, "n_finished": result.n_finished,
+            "n_failed": result.n_failed, "protocol": m.get("protocol"), "tables": tables}
+
+
+def read_digest(path: str | Path) -> dict:
+    """A digest written by :func:`write_paper_report` (a :class:`DataFileError` for anything else)."""
+    p = Path(path)
+    try:
+        d = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataFileError(f"cannot read the study digest {p}: {exc}") from None
+    if not isinstance(d, dict) or d.get("format") != DIGEST_FORMAT:
+        raise DataFileError(f"{p} is not a study digest (format {DIGEST_FORMAT!r}); give a results folder of "
+                            "'fsframe run' or the digest 'fsframe report --paper' wrote")
+    return d
+
+
+def load_numbers(paper: str) -> dict:
+    """The published numbers of ``paper`` (``"paper000"`` ...), from the package data."""
+    from importlib import resources
+
+    if not re.fullmatch(r"[\w-]+", paper or ""):
+        raise InvalidOptionError(f"no published numbers named {paper!r}")
+    res = resources.files("fsframe.evaluation").joinpath("papers", f"{paper}.toml")
+    if not res.is_file():
+        raise InvalidOptionError(f"fsframe has no published numbers of {paper!r}")
+    return _toml().loads(res.read_text(encoding="utf-8"))
+
+
+# ------------------------------------------------------------------------------------------- statistics
+def interval(values, alpha: float = 0.05) -> tuple[float | None, float | None, int]:
+    """``(mean, half width of the 1 - alpha Student-t interval, n)``; ``None`` half width below 2 values."""
+    a = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    if a.size == 0:
+        return None, None, 0
+    if a.size < 2:
+        return float(a.mean()), None, 1
+    from scipy.stats import t
+
+    return float(a.mean()), float(t.ppf(1 - alpha / 2, a.size - 1) * a.std(ddof=1) / math.sqrt(a.size)), int(a.size)
+
+
+def _units(table: dict, folds: list) -> list[float]:
+    """Per-split values grouped as the interval's units: per-repeat means for repeated k-fold CV."""
+    p = table["protocol"]
+    if p.get("kind") == "k-fold" and (p.get("repeats") or 1) > 1:
+        by = {}
+        for rep, v in folds:
+            if v is not None:
+                by.setdefault(rep, []).append(v)
+        return [float(np.mean(v)) for _, v in sorted(by.items())]
+    return [v for _, v in folds if v is not None]
+
+
+def _metric(f: dict, metric: str):
+    if not f["ok"]:
+        return None
+    if metric.startswith("accuracy@"):
+        k = int(metric.split("@", 1)[1])
+        return next((100.0 * a for kk, a in f["curve"] if kk == k), None)
+    v = f.get(metric if metric not in ("error", "mcc100") else {"error": "accuracy", "mcc100": "mcc"}[metric])
+    if v is None:
+        return None
+    return {"accuracy": 100.0 * v, "error": 100.0 * (1.0 - v), "mcc100": 100.0 * v}.get(metric, float(v))
+
+
+def _row_values(table: dict, row: dict, metric: str) -> list[float]:
+    return _units(table, [(f["repeat"], _metric(f, metric)) for f in row["folds"]])
+
+
+def _find(table: dict, label: str) -> tuple[dict | None, str]:
+    """The row labelled ``label``; a pattern with ``*`` picks the matching row with the best mean
+    accuracy (as 001 tuned C on the test folds) and says which."""
+    rows = table["rows"]
+    if "*" not in label:
+        return next((r for r in rows if r["label"] == label), None), ""
+    match = [r for r in rows if fnmatch.fnmatchcase(r["label"], label)]
+    if not match:
+        return None, ""
+    best = max(match, key=lambda r: (interval(_row_values(table, r, "accuracy"))[0] or -1.0))
+    return best, f" (best of {len(match)} on the test folds: {best['label']})"
+
+
+# ------------------------------------------------------------------------------------------- baselines
+def _random_pairs(table: dict, row: dict) -> dict:
+    """``{k: [(repeat, method - random)]}`` in accuracy points, paired by split, for ``row``:
+    at each ``k`` of its top-k curve, at its ``r``, or at its own selection size."""
+    base = next((r for r in table["rows"] if r["label"] == ALL_FEATURES), None)
+    rnd = {}
+    if base is not None:
+        for f in base["folds"]:
+            if f["ok"]:
+                for k, a in f["random_curve"]:
+                    rnd[(f["repeat"], f["fold"], int(k))] = 100.0 * a
+    out: dict = {}
+    m = _R.match(row["label"])
+    for f in row["folds"]:
+        if not f["ok"]:
+            continue
+        if f["curve"]:
+            for k, a in f["curve"]:
+                if (f["repeat"], f["fold"], int(k)) in rnd:
+                    out.setdefault(int(k), []).append((f["repeat"], 100.0 * a - rnd[(f["repeat"], f["fold"], int(k))]))
+        elif m and (f["repeat"], f["fold"], int(m.group(2))) in rnd:
+            k = int(m.group(2))
+            out.setdefault(k, []).append((f["repeat"], 100.0 * f["accuracy"] - rnd[(f["repeat"], f["fold"], k)]))
+        elif f["random_accuracy"] is not None:
+            own = f["reference_accuracy"] if f["reference_accuracy"] is not None else f["accuracy"]
+            out.setdefault("own", []).append((f["repeat"], 100.0 * (own - f["random_accuracy"])))
+    return out
+
+
+def _verdict(table: dict, pairs) -> tuple[str, str]:
+    """``(text "Δ [lo, hi]", verdict)``: verdict "loses", "tie" or "beats" k random features."""
+    mean, half, n = interval(_units(table, pairs))
+    if mean is None:
+        return "-", ""
+    if half is None:
+        return f"{mean:+.1f}", ""
+    lo, hi = mean - half, mean + half
+    return f"{mean:+.1f} [{lo:+.1f}, {hi:+.1f}]", "loses" if hi < 0 else "beats" if lo > 0 else "tie"
+
+
+# ------------------------------------------------------------------------------------------- rendering
+def _fmt(v, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _ms(values, digits=2) -> str:
+    a = [v for v in values if v is not None]
+    if not a:
+        return "-"
+    return f"{np.mean(a):.{digits}f}" + (f" ± {np.std(a, ddof=1):.{digits}f}" if len(a) > 1 else "")
+
+
+def _beside(d: dict, numbers: dict) -> list[str]:
+    out = []
+    by_ds = {t["dataset"]["name"]: t for t in d["tables"]}
+    for tab in numbers.get("tables", []):
+        out += [f"**{d.get('paper')}, {tab['name']}**: {tab['caption']}.", "",
+                "| row | column | paper | ours [95% CI] | ours − paper [95% CI] | n |",
+                "|---|---|--:|--:|--:|--:|"]
+        n_paper = tab.get("n")
+        for row in tab["rows"]:
+            labels = row.get("labels", tab.get("labels"))
+            heads = tab["headers"] if "labels" not in row else [tab["headers"][tab["labels"].index(x)]
+                                                                 if x in tab.get("labels", []) else x for x in labels]
+            std = row.get("std") or [None] * len(labels)
+            table = by_ds.get(row["dataset"]) if row["dataset"] else None
+            for head, label, value, sd in zip(heads, labels, row["values"], std):
+                pv = f"{value}" + (f" ± {sd}" if sd is not None else "")
+                if not row["dataset"] or not label:
+                    why = "no copy of this data set" if not row["dataset"] else "no counterpart in fsframe"
+                    out.append(f"| {row['row']} | {head} | {pv} | {why} | | |")
+                    continue
+                found, how = _find(table, label) if table is not None else (None, "")
+                if found is None:
+                    why = "not in this run" if table is None else f"no row {label!r}"
+                    out.append(f"| {row['row']} | {head} | {pv} | {why} | | |")
+                    continue
+                vals = _row_values(table, found, row["metric"])
+                mean, half, n = interval(vals)
+                if mean is None:
+                    out.append(f"| {row['row']} | {head}{how} | {pv} | no successful split | | |")
+                    continue
+                ours = f"{mean:.2f}" + (f" [{mean - half:.2f}, {mean + half:.2f}]" if half is not None else "")
+                diff = _difference(vals, value, sd, n_paper)
+                out.append(f"| {row['row']} | {head}{how} | {pv} | {ours} | {diff} | {n} |")
+        out.append("")
+    return out
+
+
+def _difference(vals, value, sd, n_paper) -> str:
+    mean, half, n = interval(vals)
+    dm = mean - value
+    if sd is None or not n_paper:
+        return f"{dm:+.2f}" + (f" [{dm - half:+.2f}, {dm + half:+.2f}]" if half is not None else "")
+    from scipy.stats import t
+
+    a = np.asarray(vals, dtype=np.float64)
+    v1 = a.var(ddof=1) / a.size if a.size > 1 else 0.0
+    v2 = sd ** 2 / n_paper
+    if v1 + v2 == 0:
+        return f"{dm:+.2f}"
+    df = (v1 + v2) ** 2 / ((v1 ** 2 / (a.size - 1) if a.size > 1 else 0.0) + v2 ** 2 / (n_paper - 1))
+    h = float(t.ppf(0.975, df) * math.sqrt(v1 + v2))
+    return f"{dm:+.2f} [{dm - h:+.2f}, {dm + h:+.2f}]"
+
+
+def _dataset_section(d: dict, table: dict, images: str | None) -> list[str]:
+    ds = table["dataset"]
+    note = f" — {ds['note']}" if ds.get("note") else ""
+    out = [f"### {ds['name']} ({ds['n_samples']} x {ds['n_features']}, {len(ds['classes'])} classes){note}", ""]
+    varying = any(f["random_accuracy"] is not None for r in table["rows"] for f in r["folds"])
+    head = ["row", "accuracy (%)", "MCC", "features", "features (%)", "iterations", "seconds"]
+    if varying:
+        head.append("reference on own − on k random features (points)")
+    head.append("failed")
+    out += ["| " + " | ".join(head) + " |", "|---|" + "--:|" * (len(head) - 1)]
+    findings: dict[str, list] = {"loses": [], "tie": []}
+    for r in table["rows"]:
+        ok = [f for f in r["folds"] if f["ok"]]
+        cells = [r["label"], _ms([100 * f["accuracy"] for f in ok]), _ms([f["mcc"] for f in ok], 3),
+                 _ms([f["n_selected"] for f in ok], 1), _ms([f["pct_selected"] for f in ok], 1),
+                 _ms([f["n_iter"] for f in ok], 1), _ms([f["seconds"] for f in ok], 3)]
+        pairs = _random_pairs(table, r) if r["label"] != ALL_FEATURES else {}
+        if varying:
+            text, verdict = _verdict(table, pairs.get("own", [])) if "own" in pairs else ("-", "")
+            cells.append(text)
+            if verdict in findings:
+                findings[verdict].append((r["label"], "its own k", text))
+        failed = len(r["folds"]) - len(ok)
+        cells.append(f"{failed}/{len(r['folds'])}" + (f" ({r['folds'][[f['ok'] for f in r['folds']].index(False)]['error_type']})"
+                                                      if failed else ""))
+        out.append("| " + " | ".join(cells) + " |")
+        ks = [k for k in pairs if k != "own"]
+        for k in ks:  # a loss at any k; a tie at the largest k only (the paper's table)
+            text, verdict = _verdict(table, pairs[k])
+            if verdict == "loses" or (verdict == "tie" and k == max(ks)):
+                findings[verdict].append((r["label"], f"k = {k}", text))
+    out.append("")
+    out += _curve_table(table)
+    for verdict, words in (("loses", "**Loses to k random features**"),
+                           ("tie", "Not distinguishable from k random features (95% CI of the difference holds 0)")):
+        if findings[verdict]:
+            items = "; ".join(f"{label} at {k}: {text}" for label, k, text in findings[verdict])
+            out += [f"{words}, same classifier, paired by split (accuracy points): {items}.", ""]
+    if not findings["loses"] and any(_random_pairs(table, r) for r in table["rows"]):
+        out += ["No method loses to k random features here (paired by split, 95% CI).", ""]
+    if images and _series(table):
+        out += [f"![{ds['name']}: accuracy against the number of features]({images}/{_image(d, table)})", ""]
+    return out
+
+
+def _image(d: dict, table: dict) -> str:
+    return f"{d.get('study') or 'study'}-{table['dataset']['name']}-accuracy.png"
+
+
+def _series(table: dict) -> dict:
+    """``{row: {k: [accuracy % per split]}}``: the top-k curves (or the ``r=`` rows of an
+    ``n_features`` grid) and the ``k`` random features of the all-features row."""
+    curves = any(f["curve"] for r in table["rows"] for f in r["folds"])
+    series: dict[str, dict] = {}
+    for r in table["rows"]:
+        m = _R.match(r["label"])
+        for f in r["folds"]:
+            if not f["ok"]:
+                continue
+            if curves and f["curve"]:
+                for k, a in f["curve"]:
+                    series.setdefault(r["label"], {}).setdefault(int(k), []).append(100 * a)
+            elif m:
+                series.setdefault(m.group(1), {}).setdefault(int(m.group(2)), []).append(100 * f["accuracy"])
+            if r["label"] == ALL_FEATURES:
+                for k, a in f["random_curve"]:
+                    series.setdefault("k random features", {}).setdefault(int(k), []).append(100 * a)
+    return {} if list(series) in ([], ["k random features"]) else series
+
+
+def _curve_table(table: dict) -> list[str]:
+    """Accuracy against ``k`` (:func:`_series`) as a Markdown table."""
+    series = _series(table)
+    if not series:
+        return []
+    ks = sorted({k for s in series.values() for k in s})
+    out = ["Accuracy (%) against the number of features k (mean ± std over the splits):", "",
+           "| row | " + " | ".join(f"k={k}" for k in ks) + " |", "|---|" + "--:|" * len(ks)]
+    for label, s in series.items():
+        out.append(f"| {label} | " + " | ".join(_ms(s.get(k, []), 1) for k in ks) + " |")
+    return out + [""]
+
+
+def _retrain_words(d: dict, table: dict) -> str | None:
+    """The retrained classifier in words: a tuned one by its grid and folds (the study's protocol)."""
+    p = d.get("protocol") or {}
+    if str(p.get("retrain", "")).startswith("tuned-"):
+        folds = p.get("retrain_folds")
+        how = (f"{folds['folds']}-fold below {folds['large_from']} training samples, else {folds['large_folds']}-fold"
+               if isinstance(folds, dict) else f"{folds}-fold")
+        base = "LinearSVC" if p["retrain"] == "tuned-linear-svc" else "SVC(kernel='linear')"
+        return f"{base} with C from {{{', '.join(f'{c:g}' for c in p.get('retrain_grid', []))}}} by {how} CV"
+    return table["protocol"].get("retrain")
+
+
+def render(d: dict, *, numbers: dict | None = None, images: str | None = None) -> str:
+    """The Markdown report of a digest: what ran, the paper's numbers beside ours, and per data set
+    our table, the accuracy-against-k table (and its picture, ``images/<study>-<data set>-accuracy.png``,
+    when ``images`` names the pictures' folder relative to the page) and the comparison with ``k``
+    random features."""
+    kind = "REDUCED run (`--reduced`: fewer data sets, splits and grid points; not the paper's protocol)" \
+        if d.get("reduced") else "full protocol"
+    commits = ", ".join(c[:12] + ("+dirty" if c.endswith("+dirty") else "") for c in d.get("commits") or []) or "unknown"
+    tables = d["tables"]
+    prot = describe_protocol({**tables[0]["protocol"], "retrain": _retrain_words(d, tables[0])}) if tables else ""
+    out = [f"## {d.get('title') or d.get('study')}: {kind}", "",
+           f"Study `{d.get('study')}`; {prot}. {d['n_finished']} of {d['n_cells']} cells finished, "
+           f"{d['n_failed']} failed; fsframe {d.get('fsframe')} at commit {commits}, Python {d.get('python')}; "
+           f"finished {d.get('finished') or 'not (interrupted)'}"
+           + (f", {d['wall_seconds']:.0f} s of wall time in the last run ({d.get('engine')})"
+              if d.get("wall_seconds") else "") + ".", ""]
+    if numbers:
+        out += [f"### Beside the paper ({numbers.get('paper')})", ""]
+        out += _beside(d, numbers)
+    if numbers:
+        out += ["n: the units of the interval (the splits; the repeats' means for repeated k-fold CV). A number "
+                "the paper gives without its spread is taken as exact.", ""]
+    out += ["### Our results", "",
+            "Mean ± std over the splits. *all features*: the evaluated classifier on every feature. "
+            "*k random features*: the same classifier on random subsets of as many features (the same "
+            "subsets for every method), the difference paired by split with its 95% CI.", ""]
+    for table in tables:
+        out += _dataset_section(d, table, images)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _draw(d: dict, folder: Path) -> None:
+    """The accuracy-against-``k`` picture of every data set that has one (:func:`_series`), as PNG
+    in ``folder`` (named as :func:`render` links them)."""
+    for table in d["tables"]:
+        series = _series(table)
+        if not series:
+            continue
+        plt = _pyplot()
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        for label, s in series.items():
+            ks = sorted(s)
+            mean = [float(np.mean(s[k])) for k in ks]
+            sd = [float(np.std(s[k], ddof=1)) if len(s[k]) > 1 else 0.0 for k in ks]
+            style = dict(ls="--", color="0.4") if label == "k random features" else {}
+            ax.errorbar(ks, mean, yerr=sd, marker="o", ms=3, capsize=2, label=label, **style)
+        name = table["dataset"]["name"]
+        ax.set(xlabel="number of features k", ylabel="test accuracy (%)",
+               title=f"{name}: accuracy against k (mean ± std over the splits)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            fig.savefig(folder / _image(d, table), dpi=90)
+        except OSError as exc:
+            raise DataFileError(f"cannot write {folder / _image(d, table)}: {exc.strerror or exc}") from exc
+        finally:
+            plt.close(fig)
+
+
+def write_paper_report(results: str | Path, out: str | Path | None = None, *, plots: bool = True) -> tuple[Path, dict]:
+    """Render the report of ``results`` (a results folder of ``fsframe run``, whose digest is
+    written there as ``digest.json``, or a digest file) into ``out`` (default: ``paper.md`` beside
+    the results). An existing page keeps everything outside the :data:`BEGIN`/:data:`END` markers.
+    Pictures go to ``img/`` beside the page. Returns the page and the digest."""
+    src = Path(results)
+    if src.is_dir():
+        d = digest(load_results(str(src)))
+        _write(src / "digest.json", json.dumps(d, indent=None, separators=(",", ":")) + "\n")
+    else:
+        d = read_digest(src)
+    page = Path(out) if out is not None else (src if src.is_dir() else src.parent) / "paper.md"
+    numbers = load_numbers(d["paper"]) if d.get("paper") else None
+    if plots:
+        _draw(d, page.parent / "img")
+    body = render(d, numbers=numbers, images="img" if plots else None)
+    text = f"{BEGIN}\n{body}{END}\n"
+    if page.is_file():
+        old = page.read_text(encoding="utf-8")
+        if BEGIN in old and END in old:
+            text = old[: old.index(BEGIN)] + text.rstrip("\n") + old[old.index(END) + len(END):]
+            text = text if text.endswith("\n") else text + "\n"
+    _write(page, text)
+    return page, d
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise DataFileError(f"cannot write {path}: {exc.strerror or exc}") from exc

@@ -1,0 +1,340 @@
+"""What the papers' protocols compute in a study's cells beyond one fit and its evaluation.
+
+* **Top-k curves** (``[protocol] top_k = [10, 20, ...]``; 004 Fig. 2 and Table 1): one fit per
+  split ranks the features — a filter's own order (``FitResult.info["ranking"]``), else the norm
+  of each feature's coefficients ``||W_j||_2`` (004 §5.2) — and the evaluated classifier is
+  trained on the top ``k`` of that ranking for every ``k``. The record's accuracy is the one at
+  the largest ``k``. A method that ranks only (a filter, RFS) is asked for the largest ``k``
+  features so its ranking reaches that far.
+* **Baselines** (``baselines = true``): a row *all features* (the evaluated classifier on every
+  feature) and *k random features* — ``random_draws`` random subsets of ``k`` features, the same
+  subsets for every method (they depend on the seed, the split and ``k`` only), on the same
+  classifier. When ``k`` is fixed by the protocol (``top_k`` or ``n_features``) the random rows
+  are computed once per split in the all-features cell; otherwise each method's cell draws
+  ``k`` = its own number of selected features and also trains the reference classifier on its own
+  features, so the two differ only in which features were used.
+* **Tuning** (``tune = {p = [...]}`` in a ``[[methods]]`` entry; 002 §3.1, 004 §5.1-5.3): in each
+  split the grid point with the best mean score over a stratified inner cross-validation of the
+  training part (``tune_folds`` folds, 004's rule: 3 below 200 training samples, else 8) is fitted
+  on the whole training part. The inner score is the evaluated quantity of the protocol: the
+  retrained classifier (with ``C = retrain_C``, not itself tuned, to keep the nesting affordable)
+  on the selected features, or on the top ``max(top_k)``; the selector's own model without
+  retraining. The chosen values are in the record's ``facts`` (``"tuned p"``).
+
+The *evaluated classifier* is the protocol's retrained one (``retrain``) or, when it retrains
+none, the ``reference``: a retrained classifier name or any method (``"mpm"``: the MPM fitted on
+the given features).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import traceback
+import warnings
+from typing import Any, ClassVar
+
+import attrs
+import numpy as np
+
+from ..errors import DataWarning, FsframeError, InvalidOptionError
+from ..fitting import fit
+from ..method import resolve
+from .config import _make_config
+from .metrics import accuracy_score, mcc_score
+from .preprocess import _retrain_estimator, _scale
+from .records import FoldRecord
+from .runner import _run_fold
+from .study import RETRAINS, Protocol, folds_for
+
+__all__ = ["Evaluator", "Extras", "BaselineConfig", "study_cell", "ranking", "TuningError", "ALL_FEATURES",
+           "plan_configs"]
+
+ALL_FEATURES = "all features"
+"""Label of the baseline row: the evaluated classifier on every feature."""
+
+
+class TuningError(FsframeError):
+    """Every grid point of a tuned parameter failed in the inner cross-validation of a split."""
+
+
+@attrs.frozen(eq=False)
+class Evaluator:
+    """The classifier a protocol evaluates features with: ``clf`` a retrained-classifier name, a
+    scikit-learn estimator, or ``method`` a registered method fitted on the features."""
+
+    clf: Any = None
+    C: float = 1.0
+    method: str | None = None
+
+    def describe(self) -> str:
+        if self.method is not None:
+            return f"method {self.method}"
+        return self.clf if isinstance(self.clf, str) else type(self.clf).__name__
+
+    def fit_predict(self, Xtr, ytr, Xte, *, untuned: bool = False):
+        """Train on ``Xtr`` (every column is used) and predict ``Xte``; with no column, the
+        training part's majority class. ``untuned`` replaces a ``GridSearchCV`` by its estimator."""
+        if Xtr.shape[1] == 0:
+            vals, cnt = np.unique(ytr, return_counts=True)
+            return np.full(Xte.shape[0], vals[np.argmax(cnt)], dtype=ytr.dtype)
+        if self.method is not None:
+            return np.asarray(fit(Xtr, ytr, method=self.method).predict(Xte))
+        est = _retrain_estimator(self.clf, self.C)
+        if untuned and hasattr(est, "estimator") and hasattr(est, "param_grid"):
+            from sklearn.base import clone
+
+            est = clone(est.estimator)
+        est.fit(Xtr, ytr)
+        return np.asarray(est.predict(Xte))
+
+    def accuracy(self, Xtr, ytr, Xte, yte, cols, **kw) -> float:
+        return accuracy_score(yte, self.fit_predict(Xtr[:, cols], ytr, Xte[:, cols], **kw))
+
+
+def ranking(res) -> np.ndarray:
+    """Feature indices of a fit, best first: the fit's own order (``info["ranking"]``, a filter)
+    followed by the rest by coefficient norm, or all by ``||W_j||_2`` (the norm over classes of
+    feature ``j``'s coefficients; 004 §5.2); ties keep the index order."""
+    coef = np.atleast_2d(np.asarray(res.coef, dtype=np.float64))
+    norms = np.linalg.norm(coef, axis=0)
+    by_norm = np.argsort(-norms, kind="stable")
+    own = res.info.get("ranking")
+    if own is None:
+        return by_norm
+    own = [int(j) for j in own]
+    seen = set(own)
+    return np.asarray(own + [int(j) for j in by_norm if j not in seen], dtype=np.intp)
+
+
+def _random_subsets(n: int, k: int, draws: int, seed: int, split) -> list[np.ndarray]:
+    """``draws`` random subsets of ``k`` of ``n`` features, fixed by the seed, the split and ``k``
+    (so every method of a study is compared with the same subsets)."""
+    return [np.sort(np.random.default_rng([seed, split.repeat, split.fold, k, d]).choice(n, size=k, replace=False))
+            for d in range(draws)]
+
+
+@attrs.frozen(eq=False)
+class Extras:
+    """What a method's cell adds (set as ``_Config.extras``; :func:`fsframe.evaluation.runner._run_fold`
+    calls :meth:`after_fit`)."""
+
+    evaluator: Evaluator
+    top_k: tuple = ()
+    random_k: bool = False
+    random_draws: int = 5
+    seed: int = 0
+    tune: dict | None = None
+    tune_folds: Any = 3
+
+    def key(self) -> dict:
+        """What enters the cell key."""
+        return {"top_k": list(self.top_k), "random_k": self.random_k, "random_draws": self.random_draws,
+                "tune": self.tune, "tune_folds": self.tune_folds, "evaluator": self.evaluator.describe()}
+
+    def after_fit(self, rec: FoldRecord, res, Xtr, ytr, Xte, yte, split, cfg) -> FoldRecord:
+        """The record with the top-k curve (the record's accuracy then is the one at the largest
+        ``k``) and the random-k comparison of this cell."""
+        n = Xtr.shape[1]
+        if self.top_k:
+            order = ranking(res)
+            curve, y_pred = [], None
+            for k in (k for k in self.top_k if k <= n):
+                y_pred = self.evaluator.fit_predict(Xtr[:, order[:k]], ytr, Xte[:, order[:k]])
+                curve.append((k, accuracy_score(yte, y_pred)))
+            k = curve[-1][0]
+            return attrs.evolve(rec, accuracy=curve[-1][1], mcc=mcc_score(yte, y_pred), y_pred=y_pred, n_selected=k,
+                                pct_selected=100.0 * k / n, selected=tuple(sorted(int(j) for j in order[:k])),
+                                curve=tuple(curve), facts={**rec.facts, "support": int(res.n_selected)})
+        if self.random_k and cfg.groups == "features" and 0 < rec.n_selected < n:
+            cols = np.asarray(rec.selected, dtype=np.intp)
+            own = rec.accuracy if cfg.retrain is not None else self.evaluator.accuracy(Xtr, ytr, Xte, yte, cols)
+            rnd = [self.evaluator.accuracy(Xtr, ytr, Xte, yte, c)
+                   for c in _random_subsets(n, rec.n_selected, self.random_draws, self.seed, split)]
+            return attrs.evolve(rec, reference_accuracy=own, random_accuracy=float(np.mean(rnd)))
+        return rec
+
+    def choose(self, X, y, split, cfg) -> dict:
+        """The grid point of :attr:`tune` with the best mean inner-CV score on the training part."""
+        from sklearn.model_selection import StratifiedKFold
+
+        Xtr, _ = _scale(X[split.train], X[split.test][:0], cfg.scale)
+        ytr = y[split.train]
+        k = folds_for(self.tune_folds, ytr.size)
+        folds = list(StratifiedKFold(k, shuffle=True, random_state=self.seed).split(np.zeros((ytr.size, 1)), ytr))
+        names = list(self.tune)
+        best, best_score, failures = None, -np.inf, []
+        for values in itertools.product(*self.tune.values()):
+            cand = dict(zip(names, values))
+            scores = []
+            for itr, iva in folds:
+                Xa, Xb = _scale(Xtr[itr], Xtr[iva], cfg.scale)
+                try:
+                    res = fit(Xa, ytr[itr], method=cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate,
+                              loop=cfg.loop, n_features=cfg.n_features, **cfg.fit_options, **{**cfg.params, **cand})
+                    scores.append(self._score(res, Xa, ytr[itr], Xb, ytr[iva], cfg))
+                except Exception as exc:  # this grid point fails in this fold: it is not chosen
+                    failures.append(f"{cand}: {type(exc).__name__}: {exc}")
+                    scores = None
+                    break
+            if scores is not None and float(np.mean(scores)) > best_score:
+                best, best_score = cand, float(np.mean(scores))
+        if best is None:
+            raise TuningError(f"{cfg.label}: every grid point of {self.tune} failed in the inner {k}-fold "
+                              f"cross-validation; first: {failures[0]}")
+        if failures:
+            warnings.warn(f"inner cross-validation: {len(failures)} grid point(s) failed and were not chosen "
+                          f"(first: {failures[0]})", DataWarning, stacklevel=2)
+        return best
+
+    def _score(self, res, Xa, ya, Xb, yb, cfg) -> float:
+        if self.top_k:
+            cols = ranking(res)[: max(self.top_k)]
+        elif cfg.retrain is not None:
+            cols = res.selected
+        else:
+            return accuracy_score(yb, np.asarray(res.predict(Xb)))
+        return self.evaluator.accuracy(Xa, ya, Xb, yb, cols, untuned=True)
+
+
+@attrs.frozen(eq=False)
+class BaselineConfig:
+    """The all-features row of a study (one cell per split): the evaluated classifier on every
+    feature, and the random-``k`` accuracies for the protocol's fixed ``ks``."""
+
+    evaluator: Evaluator
+    scale: str
+    ks: tuple = ()
+    random_draws: int = 5
+    seed: int = 0
+    label: str = ALL_FEATURES
+    method: ClassVar[None] = None
+    formulation: ClassVar[None] = None
+    surrogate: ClassVar[None] = None
+    loop: ClassVar[None] = None
+    backend: ClassVar[None] = None
+    components: ClassVar[dict] = {}
+    groups: ClassVar[str] = "features"
+
+    def key(self) -> dict:
+        return {"baseline": ALL_FEATURES, "evaluator": self.evaluator.describe(), "ks": list(self.ks),
+                "random_draws": self.random_draws, "seed": self.seed}
+
+    def config_dict(self) -> dict:
+        """The manifest's description of this row (the fields of a configuration)."""
+        return {"method": None, "formulation": None, "surrogate": None, "loop": None, "params": {}, "resolved": {},
+                "components": {}, "fit_options": {}, "n_features": None, "backend": None,
+                "baseline": self.key()}
+
+
+def _record_base(label: str, split) -> dict:
+    return dict(label=label, repeat=split.repeat, fold=split.fold, n_train=int(split.train.size),
+                n_test=int(split.test.size), train=split.train, test=split.test)
+
+
+def _baseline_cell(X, y, split, cfg: BaselineConfig, raise_errors: bool) -> FoldRecord:
+    t0 = time.perf_counter()
+    base = _record_base(cfg.label, split)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            Xtr, Xte = _scale(X[split.train], X[split.test], cfg.scale)
+            ytr, yte = y[split.train], y[split.test]
+            n = Xtr.shape[1]
+            y_pred = cfg.evaluator.fit_predict(Xtr, ytr, Xte)
+            curve = tuple((k, float(np.mean([cfg.evaluator.accuracy(Xtr, ytr, Xte, yte, c) for c in
+                                             _random_subsets(n, k, cfg.random_draws, cfg.seed, split)])))
+                          for k in cfg.ks if k < n)
+            rec = FoldRecord(**base, ok=True, accuracy=accuracy_score(yte, y_pred), mcc=mcc_score(yte, y_pred),
+                             n_selected=n, pct_selected=100.0, n_iter=0, seconds=time.perf_counter() - t0,
+                             selected=tuple(range(n)), y_pred=y_pred, random_curve=curve)
+        except (Exception, SystemExit) as exc:
+            if raise_errors:
+                raise
+            rec = _failed(base, exc)
+    return attrs.evolve(rec, total_seconds=time.perf_counter() - t0,
+                        warnings=tuple((w.category, str(w.message)) for w in caught))
+
+
+def _failed(base: dict, exc: BaseException) -> FoldRecord:
+    return FoldRecord(**base, ok=False, error_type=type(exc).__name__, error=str(exc),
+                      traceback=traceback.format_exc())
+
+
+def study_cell(X, y, split, cfg, raise_errors: bool = False) -> FoldRecord:
+    """The cell function of a study (what :func:`fsframe.evaluation.engine.execute` runs): the
+    all-features row, or a method's fit — its parameters tuned first when the entry says so."""
+    if isinstance(cfg, BaselineConfig):
+        return _baseline_cell(X, y, split, cfg, raise_errors)
+    extras = cfg.extras
+    if extras is None or not extras.tune:
+        return _run_fold(X, y, split, cfg, raise_errors)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            chosen = extras.choose(X, y, split, cfg)
+        except (Exception, SystemExit) as exc:
+            if raise_errors:
+                raise
+            rec = _failed(_record_base(cfg.label, split), exc)
+            return attrs.evolve(rec, total_seconds=time.perf_counter() - t0)
+    tuning = time.perf_counter() - t0
+    rec = _run_fold(X, y, split, attrs.evolve(cfg, params={**cfg.params, **chosen}), raise_errors)
+    inner = tuple((w.category, f"inner cross-validation: {w.message}") for w in caught)
+    facts = {**rec.facts, **{f"tuned {k}": float(v) for k, v in chosen.items()}, "tuning_seconds": tuning}
+    return attrs.evolve(rec, facts=facts, total_seconds=rec.total_seconds + tuning, warnings=rec.warnings + inner)
+
+
+def evaluator_of(protocol: Protocol, retrain, C: float, n_train: int) -> Evaluator:
+    """The classifier the protocol evaluates features with: its retrained one, else the reference."""
+    if retrain is not None:
+        return Evaluator(clf=retrain, C=C)
+    if protocol.reference in RETRAINS:
+        tuned = protocol.reference.startswith("tuned-")
+        ref = attrs.evolve(protocol, retrain=protocol.reference).retrain_estimator(n_train) if tuned else \
+            protocol.reference
+        return Evaluator(clf=ref, C=C)
+    return Evaluator(method=protocol.reference)
+
+
+def plan_configs(protocol: Protocol, configs: list, tunes: list, *, shape: tuple, n_classes: int, n_train: int,
+                 retrain, C: float, seed: int, where: str) -> list:
+    """The study's configurations of one data set and seed with their :class:`Extras`, and the
+    all-features row when the protocol asks for baselines. ``tunes`` gives each configuration's
+    tuning grid (or ``None``). Every grid point is validated here, before any fit."""
+    n_samples, n_columns = shape
+    ev = evaluator_of(protocol, retrain, C, n_train)
+    if protocol.top_k and min(protocol.top_k) > n_columns:
+        raise InvalidOptionError(f"{where}: top_k = {list(protocol.top_k)} but the data set has {n_columns} features")
+    fixed = tuple(k for k in protocol.top_k or protocol.n_features if k is not None and k <= n_columns)
+    top_k = tuple(k for k in protocol.top_k if k <= n_columns)
+    out = []
+    for cfg, tune in zip(configs, tunes):
+        if protocol.top_k and cfg.groups == "samples":
+            raise InvalidOptionError(f"{where}: {cfg.label} selects training samples (a kernel map); top_k ranks "
+                                     "features")
+        n_features = cfg.n_features
+        if top_k and n_features is None and not resolve(
+                cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate, loop=cfg.loop, **cfg.params).loop.sparse:
+            n_features = max(top_k)  # a ranking method: rank at least the largest k
+        for values in itertools.product(*tune.values()) if tune else ():
+            point = dict(zip(tune, values))
+            bad = [f"{k}={v!r}" for k, v in point.items() if isinstance(v, bool) or not isinstance(v, (int, float))]
+            if bad:
+                raise InvalidOptionError(f"{where}: {cfg.label}: tune grids hold numbers, got {', '.join(bad)}")
+            _make_config(cfg.label, {"method": cfg.method, "formulation": cfg.formulation, "surrogate": cfg.surrogate,
+                                     "loop": cfg.loop, **cfg.fit_options, **cfg.params, **point},
+                         n_features=n_features, scale=cfg.scale, retrain=cfg.retrain, retrain_C=cfg.retrain_C,
+                         n_columns=n_columns, n_samples=n_samples, n_classes=n_classes)
+        random_k = protocol.baselines and not fixed and cfg.groups == "features"  # a kernel map selects samples
+        if not (top_k or random_k or tune):
+            out.append(cfg)
+            continue
+        extras = Extras(evaluator=ev, top_k=top_k, random_k=random_k, random_draws=protocol.random_draws,
+                        seed=seed, tune=tune, tune_folds=protocol.tune_folds)
+        out.append(attrs.evolve(cfg, n_features=n_features, extras=extras))
+    if protocol.baselines:
+        out.append(BaselineConfig(evaluator=ev, scale=protocol.scale, ks=fixed, random_draws=protocol.random_draws,
+                                  seed=seed))
+    return out

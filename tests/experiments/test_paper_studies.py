@@ -1,0 +1,358 @@
+"""The papers' protocols as shipped studies (``fsframe run paper000`` ... ``paper004``): every study
+runs ``--reduced`` here on bundled data, and what its cells hold is recomputed independently —
+the all-features row and the random-k baselines with scikit-learn, the top-k curves from the
+fit's coefficients, the tuned parameters by an inner cross-validation written out here; the
+published numbers file names rows the studies have; the data folder's errors say what to
+download; the paper report's intervals are checked against hand computations."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.svm import SVC, LinearSVC
+
+import fsframe
+from fsframe.cli import main
+from fsframe.errors import DataFileError, InvalidOptionError
+from fsframe.evaluation.experiment import load_results, run_study
+from fsframe.evaluation.paper import BEGIN, END, digest, interval, load_numbers, render, write_paper_report
+from fsframe.evaluation.splits import make_splits
+from fsframe.evaluation.study import BUNDLED_STUDIES, load_study
+
+PAPERS = [s for s in BUNDLED_STUDIES if s.startswith("paper")]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _scaled(X, split):
+    Xtr, Xte = X[split.train], X[split.test]
+    mu, sd = Xtr.mean(0), Xtr.std(0)
+    sd = np.where(sd > 0, sd, 1.0)
+    return (Xtr - mu) / sd, (Xte - mu) / sd
+
+
+def _random_cols(seed, split, n, k, draw):
+    """The documented rule of the random subsets (docs/papers.md)."""
+    return np.sort(np.random.default_rng([seed, split.repeat, split.fold, k, draw]).choice(n, size=k, replace=False))
+
+
+@pytest.fixture(scope="module")
+def reduced(tmp_path_factory):
+    """Every shipped paper study, ``--reduced``, run once: ``{name: (study, StudyResult)}``."""
+    import warnings
+
+    root = tmp_path_factory.mktemp("reduced")
+    out = {}
+    for name in PAPERS:
+        study = load_study(name, reduced=True, data_dir=root / "no-data")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out[name] = (study, run_study(study, root / name))
+    return out
+
+
+@pytest.mark.parametrize("name", PAPERS)
+def test_studies_load_full_and_reduced(name, tmp_path):
+    full = load_study(name, data_dir=tmp_path)
+    small = load_study(name, reduced=True, data_dir=tmp_path)
+    assert small.reduced and small.name == f"{full.name}-reduced" and small.output.endswith("-reduced")
+    # the reduced run needs no data file: bundled or generated data only, so CI runs it anywhere
+    assert all(d.file is None for d in small.datasets)
+    assert len(small.configurations()) <= len(full.configurations())
+    if full.protocol.repeats > 1 or isinstance(full.protocol.cv, int):
+        assert (small.protocol.repeats, small.protocol.cv) != (full.protocol.repeats, full.protocol.cv)
+
+
+def test_protocols_are_the_papers():
+    p0 = load_study("paper000").protocol
+    assert (p0.cv, p0.repeats, p0.baselines, p0.reference) == (10, 1, True, "mpm")
+    p1 = load_study("paper001").protocol
+    assert (p1.cv, p1.repeats, p1.tune_folds) == (10, 10, 10)
+    p2 = load_study("paper002").protocol
+    assert (p2.cv, p2.repeats, p2.retrain) == (0.2, 10, "tuned-svm")
+    s4 = load_study("paper004")
+    p4 = s4.protocol
+    assert (p4.cv, p4.repeats, p4.top_k) == (0.4, 10, tuple(range(10, 101, 10)))
+    assert p4.retrain_grid == (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
+    assert p4.retrain_estimator(199).cv == 3 and p4.retrain_estimator(200).cv == 8  # 004 §5.1
+    tunes = {m.label: m.tune for m in s4.methods}
+    assert tunes["dso-fs"] == {"p": [0.1, 0.3, 0.5, 0.7, 0.9, 1.0]}
+    assert tunes["l1-svm"] == {"C": [10.0 ** e for e in range(-3, 4)]}
+    assert [d.name for d in s4.datasets][:2] == ["isolet", "semeion"]
+
+
+@pytest.mark.parametrize("name", PAPERS)
+def test_published_numbers_name_rows_of_the_study(name, tmp_path):
+    study = load_study(name, data_dir=tmp_path)
+    if study.paper is None:
+        return
+    numbers = load_numbers(study.paper)
+    assert numbers["study"] == name
+    names = {d.name for d in study.datasets}
+    for tab in numbers["tables"]:
+        for row in tab["rows"]:
+            labels = row.get("labels", tab.get("labels"))
+            assert len(labels) == len(row["values"]) == len(row.get("std", row["values"]))
+            if not row["dataset"] or row["dataset"] not in names:
+                assert not row["dataset"], f"{tab['name']} {row['row']}: no data set {row['dataset']!r} in {name}"
+                continue
+            have = {c.label for c in study.configurations(row["dataset"])} | {"all features"}
+            for label in labels:
+                if not label:  # a column without counterpart in fsframe (002 Table 3's SVM), said so
+                    continue
+                assert any(fnmatch.fnmatchcase(h, label) for h in have), (tab["name"], row["row"], label)
+
+
+def test_reduced_runs_finish_without_failures(reduced):
+    for name, (study, res) in reduced.items():
+        assert res.n_failed == 0, name
+        assert res.n_finished == res.n_cells
+        labels = {r.label for t in res.tables for r in t.results}
+        if study.protocol.baselines:
+            assert "all features" in labels, name
+
+
+def test_all_features_and_random_rows_against_scikit_learn(reduced):
+    """002 (reduced): the all-features row is the tuned SVC on every feature; the random-k
+    accuracy of each r is the tuned SVC on the documented random subsets; a method's row is the
+    tuned SVC on its r selected features."""
+    study, res = reduced["paper002"]
+    table = res.tables[0]
+    data = fsframe.load_dataset("breast_cancer")
+    X, y = np.asarray(data.X, float), np.asarray(data.y)
+    splits, _ = make_splits(y, 0.2, repeats=2, random_state=0)
+
+    def svc():
+        return GridSearchCV(SVC(kernel="linear"), {"C": [0.01, 0.1, 1.0, 10.0, 100.0]}, cv=2)
+
+    base = table["all features"]
+    for split, rec in zip(splits, base.folds):
+        Xtr, Xte = _scaled(X, split)
+        assert rec.accuracy == pytest.approx(np.mean(svc().fit(Xtr, y[split.train]).predict(Xte) == y[split.test]))
+        for k, acc in rec.random_curve:
+            want = np.mean([np.mean(svc().fit(Xtr[:, c], y[split.train]).predict(Xte[:, c]) == y[split.test])
+                            for c in (_random_cols(0, split, X.shape[1], k, d) for d in range(2))])
+            assert acc == pytest.approx(want)
+    for split, rec in zip(splits, table["em-l0 r=5"].folds):
+        Xtr, Xte = _scaled(X, split)
+        cols = list(rec.selected)
+        assert len(cols) == 5
+        assert rec.accuracy == pytest.approx(np.mean(svc().fit(Xtr[:, cols], y[split.train]).predict(Xte[:, cols])
+                                                     == y[split.test]))
+
+
+def test_random_k_matched_to_each_method(reduced):
+    """003 (reduced): a method whose k is its own gets the reference SVC on its features and on k
+    random features (the same subsets for every method with that k in that split)."""
+    study, res = reduced["paper003"]
+    table = next(t for t in res.tables if t.dataset["name"] == "wdbc")
+    data = fsframe.load_dataset("breast_cancer")
+    X, y = np.asarray(data.X, float), np.asarray(data.y)
+    splits, _ = make_splits(y, 3, random_state=0)
+    checked = 0
+    for row in table.results:
+        if row.label == "all features":
+            assert all(f.random_accuracy is None for f in row.folds)
+            continue
+        for split, rec in zip(splits, row.folds):
+            k = rec.n_selected
+            if not 0 < k < X.shape[1]:
+                assert rec.random_accuracy is None
+                continue
+            Xtr, Xte = _scaled(X, split)
+
+            def acc(cols):
+                clf = SVC(kernel="linear", C=1.0).fit(Xtr[:, cols], y[split.train])
+                return np.mean(clf.predict(Xte[:, cols]) == y[split.test])
+
+            assert rec.reference_accuracy == pytest.approx(acc(list(rec.selected)))
+            assert rec.random_accuracy == pytest.approx(np.mean([acc(_random_cols(0, split, 30, k, d))
+                                                                 for d in range(2)]))
+            checked += 1
+    assert checked >= 6
+
+
+def test_top_k_curves_and_tuned_p(reduced):
+    """004 (reduced): DSO-FS's p is the inner 2-fold CV winner (LinearSVC, C = 1, on the top 8
+    features), and its curve is the tuned LinearSVC on the top k of ||W_j||_2."""
+    study, res = reduced["paper004"]
+    table = res.tables[0]
+    data = fsframe.load_dataset("wine")
+    X, y = np.asarray(data.X, float), np.asarray(data.y)
+    splits, _ = make_splits(y, 0.4, repeats=2, random_state=0)
+    for split, rec in zip(splits, table["dso-fs"].folds):
+        Xtr, Xte = _scaled(X, split)
+        ytr = y[split.train]
+        scores = {}
+        for p in (0.5, 1.0):
+            s = []
+            for itr, iva in StratifiedKFold(2, shuffle=True, random_state=0).split(Xtr, ytr):
+                A, B = Xtr[itr], Xtr[iva]
+                mu, sd = A.mean(0), np.where(A.std(0) > 0, A.std(0), 1.0)
+                A, B = (A - mu) / sd, (B - mu) / sd
+                W = np.atleast_2d(fsframe.fit(A, ytr[itr], method="dso-fs", p=p).coef)
+                top = np.argsort(-np.linalg.norm(W, axis=0), kind="stable")[:8]
+                s.append(np.mean(LinearSVC(C=1.0).fit(A[:, top], ytr[itr]).predict(B[:, top]) == ytr[iva]))
+            scores[p] = np.mean(s)
+        assert rec.facts["tuned p"] == max(scores, key=lambda p: (scores[p], -p))
+        W = np.atleast_2d(fsframe.fit(Xtr, ytr, method="dso-fs", p=rec.facts["tuned p"]).coef)
+        order = np.argsort(-np.linalg.norm(W, axis=0), kind="stable")
+        for k, acc in rec.curve:
+            clf = GridSearchCV(LinearSVC(), {"C": [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0]}, cv=2)
+            clf.fit(Xtr[:, order[:k]], ytr)
+            assert acc == pytest.approx(np.mean(clf.predict(Xte[:, order[:k]]) == y[split.test]))
+        assert rec.accuracy == rec.curve[-1][1] and rec.n_selected == 8
+
+
+def test_reduced_paper000_rows_equal_cross_validate(reduced):
+    """000 (reduced): the study's rows are what cross_validate gives on the same splits."""
+    from fsframe.evaluation import cross_validate
+
+    study, res = reduced["paper000"]
+    table = res.tables[0]
+    data = fsframe.load_dataset("breast_cancer")
+    for label in ("mpm", "l1-mpm"):
+        cv = cross_validate(data, method=label, cv=3, random_state=0)
+        assert [f.accuracy for f in table[label].folds] == [f.accuracy for f in cv.folds]
+        assert [f.selected for f in table[label].folds] == [f.selected for f in cv.folds]
+
+
+def test_resumed_reduced_run_computes_nothing(reduced, tmp_path):
+    study, res = reduced["paper004"]
+    again = run_study(study, res.root)
+    assert (again.n_skipped, again.n_computed) == (res.n_cells, 0)
+
+
+# --------------------------------------------------------------------------------------- data folder
+def test_missing_data_folder_and_file_name_the_download(tmp_path, monkeypatch):
+    from fsframe.evaluation.experiment import _plan
+
+    monkeypatch.delenv("FSFRAME_DATA", raising=False)
+    with pytest.raises(DataFileError, match=r"no data folder is set: give one with --data-dir.*FSFRAME_DATA"
+                                            r".*archive\.ics\.uci\.edu/dataset/151"):
+        _plan(load_study("paper000"))
+    monkeypatch.setenv("FSFRAME_DATA", str(tmp_path))
+    with pytest.raises(DataFileError, match=r"'sonar\.csv', which is not in the data folder .* \(from \$FSFRAME_DATA\)"
+                                            r": download it from https://archive"):
+        _plan(load_study("paper000"))
+    assert main(["run", "paper000", "--data-dir", str(tmp_path / "x"), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_data_folder_is_read(tmp_path, monkeypatch):
+    """A file in --data-dir is found (and --data-dir wins over $FSFRAME_DATA)."""
+    rng = np.random.default_rng(0)
+    rows = np.column_stack([rng.normal(size=(40, 3)), np.repeat([0, 1], 20)])
+    (tmp_path / "tiny.csv").write_text("\n".join(",".join(f"{v:g}" for v in r) for r in rows) + "\n")
+    monkeypatch.setenv("FSFRAME_DATA", str(tmp_path / "elsewhere"))
+    spec = tmp_path / "s.toml"
+    spec.write_text('[study]\nname = "t"\n[protocol]\ncv = 2\n[[datasets]]\nname = "tiny"\nfile = "tiny.csv"\n'
+                    'label_column = -1\n[[methods]]\nmethod = "l1-svm"\n')
+    study = load_study(spec, data_dir=tmp_path)
+    assert study.datasets[0].load().X.shape == (40, 3)
+    with pytest.raises(InvalidOptionError, match="give its name only"):
+        spec.write_text(spec.read_text().replace('file = "tiny.csv"', 'file = "../tiny.csv"'))
+        load_study(spec, data_dir=tmp_path)
+
+
+@pytest.mark.filterwarnings("ignore::fsframe.errors.DataWarning")
+def test_onehot_labels(tmp_path):
+    """UCI Semeion's layout: features, then one indicator column per class."""
+    X = np.arange(18, dtype=float).reshape(6, 3) ** 2
+    code = np.eye(3)[[2, 0, 1, 2, 0, 1]]
+    (tmp_path / "s.data").write_text("\n".join(" ".join(f"{v:g}" for v in r) + " " for r in np.hstack([X, code])))
+    spec = tmp_path / "s.toml"
+    spec.write_text('[[datasets]]\nname = "s"\npath = "s.data"\ndelimiter = " "\nlabel_column = -1\n'
+                    'onehot_labels = 3\n[[methods]]\nmethod = "l1-svm"\n')
+    data = load_study(spec).datasets[0].load()
+    np.testing.assert_array_equal(data.X, X)
+    np.testing.assert_array_equal(data.y, [2, 0, 1, 2, 0, 1])
+    (tmp_path / "s.data").write_text("\n".join(" ".join(f"{v:g}" for v in r) for r in np.hstack([X, code + 1])))
+    with pytest.raises(DataFileError, match="not a one-hot code"):
+        load_study(spec).datasets[0].load()
+
+
+# --------------------------------------------------------------------------------------- the report
+def _digest(rows, kind="holdout", repeats=3):
+    def folds(accs, **kw):
+        base = dict(ok=True, mcc=0.0, n_selected=2, pct_selected=50.0, n_iter=1, seconds=0.1, selected=[0, 1],
+                    curve=[], random_curve=[], random_accuracy=None, reference_accuracy=None, error_type=None,
+                    facts={}, error=None)
+        return [{**base, "repeat": i if kind == "holdout" else i // 2, "fold": 0 if kind == "holdout" else i % 2,
+                 "accuracy": a, **kw} for i, a in enumerate(accs)]
+
+    table = {"dataset": {"name": "d", "n_samples": 10, "n_features": 4, "classes": [0, 1]},
+             "protocol": {"kind": kind, "n_splits": 1 if kind == "holdout" else 2, "repeats": repeats,
+                          "test_size": 0.2 if kind == "holdout" else None, "random_state": 0, "scale": "standard"},
+             "rows": [{"label": label, "method": None, "params": {}, "n_planned": len(accs), "folds": folds(accs, **kw)}
+                      for label, accs, kw in rows]}
+    return {"format": "fsframe-study-digest/1", "study": "s", "paper": "p", "reduced": False, "commits": [],
+            "n_cells": 1, "n_finished": 1, "n_failed": 0, "tables": [table]}
+
+
+def test_interval_is_students_t():
+    mean, half, n = interval([0.7, 0.8, 0.9])
+    assert (mean, n) == (pytest.approx(0.8), 3)
+    assert half == pytest.approx(4.302652729911275 * 0.1 / math.sqrt(3))  # t_{0.975, 2} s / sqrt(n)
+    assert interval([1.0]) == (1.0, None, 1)
+
+
+def test_report_beside_the_paper_and_random_verdicts():
+    d = _digest([("a", [0.70, 0.80, 0.90], {}), ("b C=1", [0.5, 0.5, 0.6], {}), ("b C=10", [0.9, 0.9, 0.8], {})])
+    numbers = {"paper": "P", "tables": [{"name": "T1", "caption": "c", "headers": ["A", "B"], "labels": ["a", "b C=*"],
+                                         "rows": [{"row": "r", "dataset": "d", "metric": "accuracy",
+                                                   "values": [75.0, 80.0]},
+                                                  {"row": "gone", "dataset": "", "metric": "accuracy",
+                                                   "values": [1.0, 2.0]}]}]}
+    text = render(d, numbers=numbers)
+    half = 4.302652729911275 * 10 / math.sqrt(3)
+    assert f"| r | A | 75.0 | 80.00 [{80 - half:.2f}, {80 + half:.2f}] | +5.00 [{5 - half:+.2f}, {5 + half:+.2f}] | 3 |" in text
+    assert "| r | B (best of 2 on the test folds: b C=10) | 80.0 | 86.67" in text
+    assert "| gone | A | 1.0 | no copy of this data set |" in text
+    # with the paper's standard deviation over n trials: Welch's interval
+    numbers["tables"][0].update(n=10, rows=[{"row": "r", "dataset": "d", "metric": "accuracy", "values": [75.0, 80.0],
+                                             "std": [2.0, 0.0]}])
+    from scipy.stats import t
+
+    v1, v2 = 100 / 3, 4 / 10
+    df = (v1 + v2) ** 2 / (v1 ** 2 / 2 + v2 ** 2 / 9)
+    h = t.ppf(0.975, df) * math.sqrt(v1 + v2)
+    assert f"+5.00 [{5 - h:+.2f}, {5 + h:+.2f}]" in render(d, numbers=numbers)
+    # a method that loses to its random features (paired by split) is named as such
+    d = _digest([("m", [0.6, 0.61, 0.59], {"reference_accuracy": 0.6, "random_accuracy": 0.7})])
+    for f, ref in zip(d["tables"][0]["rows"][0]["folds"], (0.60, 0.61, 0.59)):
+        f["reference_accuracy"] = ref
+    text = render(d)
+    assert "**Loses to k random features**" in text and "m at its own k: -10.0" in text
+
+
+def test_repeated_cv_interval_uses_repeat_means():
+    d = _digest([("a", [0.7, 0.9, 0.8, 0.8], {})], kind="k-fold", repeats=2)  # repeats: (0.7, 0.9), (0.8, 0.8)
+    numbers = {"paper": "P", "tables": [{"name": "T", "caption": "c", "headers": ["A"], "labels": ["a"],
+                                         "rows": [{"row": "r", "dataset": "d", "metric": "accuracy", "values": [80.0]}]}]}
+    # the units are the two repeats' means (both 80), not the four folds (sd 8.16)
+    assert "| r | A | 80.0 | 80.00 [80.00, 80.00] | +0.00 [+0.00, +0.00] | 2 |" in render(d, numbers=numbers)
+
+
+def test_report_command_keeps_the_page_around_its_markers(reduced, tmp_path):
+    study, res = reduced["paper001"]
+    page = tmp_path / "p.md"
+    page.write_text(f"# hand-written title\n\n{BEGIN}\nOBSOLETE TEXT\n{END}\n\nhand-written reading\n")
+    assert main(["report", str(res.root), "--paper", "--page", str(page), "--no-plots"]) == 0
+    text = page.read_text()
+    assert text.startswith("# hand-written title\n") and text.endswith("hand-written reading\n") and "OBSOLETE" not in text
+    assert "REDUCED run" in text and "| WDBC accuracy | FS-MPM c2 | 90.1 |" in text
+    again = write_paper_report(res.root / "digest.json", tmp_path / "q.md", plots=False)[0].read_text()
+    assert again == f"{BEGIN}\n{render(json.loads((res.root / 'digest.json').read_text()), numbers=load_numbers('paper001'))}{END}\n"
+    assert main(["report", str(res.root), "--page", str(page)]) == 2  # --page without --paper
+
+
+def test_digest_holds_every_split(reduced):
+    study, res = reduced["paper000"]
+    d = digest(load_results(res.root))
+    assert sum(len(r["folds"]) for t in d["tables"] for r in t["rows"]) == res.n_cells
+    assert d["reduced"] and d["paper"] == "paper000"
