@@ -10,6 +10,7 @@ from numpy.typing import NDArray
 
 from .enums import Status
 from .backends.base import Backend, SolveOptions, SolveResult
+from .backends.certificate import certify, judge_certificate
 from .canonical import Auxiliaries
 from .compiler import CompiledModel, compile_model
 from .errors import IncompatibleComponentsError, SolverFailedError, UnsupportedProblemError
@@ -279,6 +280,53 @@ class Subproblem:
         coef = it.coef.copy()
         coef[cut[slot.groups]] = 0.0
         return self.model_loss(x), self.penalty(coef, np.where(cut, 0.0, it.t), it.weights)
+
+    def certified_cut(self, it: Iterate, keep: NDArray) -> Iterate | None:
+        """``it`` with the groups outside ``keep`` set to zero, when that point is still a
+        certified optimum of ``it``'s subproblem; else ``None`` (re-solve instead:
+        :meth:`restricted`).
+
+        The cut point (the cut groups' coefficient and magnitude columns zeroed, the auxiliaries
+        settled, inside its bounds) is judged on the *full* subproblem at ``it``'s slot weights with
+        ``it``'s multipliers by the certificate every answer passes
+        (:func:`~fsframe.backends.certificate.certify`, :func:`~fsframe.backends.certificate.judge_certificate`
+        at the solve's ``cert_tol``). If it is ``OPTIMAL`` there, it is optimal, to that tolerance,
+        for the subproblem with the cut groups fixed at zero as well (a subset of the feasible set
+        that contains it): what a restricted re-solve would return, without the solve. An
+        interior-point backend's answer carries such cuts — its zeros are ``1e-10``, not exact —
+        so this saves the second solve there. ``None`` when there is nothing to judge with (no
+        point or multipliers, certification off, groups sharing columns) or the certificate does
+        not pass."""
+        keep = np.asarray(keep, dtype=bool)
+        res = it.result
+        duals = res.duals or {}
+        slot = self.compiled.slot
+        if (it.x is None or not it.ok or not self.options.certify or duals.get("y") is None
+                or duals.get("z") is None or not slot.exclusive):
+            return None
+        t0 = time.perf_counter()
+        data = self.compiled.with_weights(**it.weights, sync=False)
+        y, z = np.asarray(duals["y"], dtype=float), np.asarray(duals["z"], dtype=float)
+        if y.shape != (data.A.shape[0],) or z.shape != (data.G.shape[0],) or it.x.shape != (data.n,):
+            return None
+        x = it.x.copy()
+        cut = ~keep & (it.t > 0)
+        if cut.any():
+            gc = group_columns(slot)
+            x[np.concatenate([gc[j] for j in np.flatnonzero(cut)]).astype(np.int64)] = 0.0
+        x = np.clip(data.settled(x), data.lb, data.ub)
+        cert = certify(data, x, y, z)
+        status, _ = judge_certificate(cert, self.options.cert_tol)
+        if status is not Status.OPTIMAL:
+            return None
+        coef = self.compiled.coef(x)
+        t = self.group_norms(coef)
+        loss = self.compiled.base.objective(x)
+        seconds = time.perf_counter() - t0
+        result = attrs.evolve(res, x=x, objective=data.objective(x), certificate=cert, status=status,
+                              solve_time=0.0, message=res.message + "; groups cut to zero, the point certified again")
+        return Iterate(status, x, coef, self.compiled.evaluate(self.built.intercept, x), t, loss,
+                       loss + self.penalty(coef, t, it.weights), seconds, result, it.weights, it.report)
 
     # -- working sets ------------------------------------------------------------------------
     def _working_set(self) -> WorkingSet | None:
