@@ -171,3 +171,17 @@ def test_a_cut_is_judged_at_the_accuracy_the_solver_reached():
     res = fsframe.fit(X, y, method="l1-svm", C=C, backend="clarabel")
     ref = fsframe.fit(X, y, method="l1-svm", C=C, backend="highs")
     assert res.objective == pytest.approx(ref.objective, rel=1e-6)
+
+
+def test_an_inaccurate_answer_is_never_upgraded():
+    """An iterate the solver called optimal_inaccurate keeps its re-solve, even when its cut
+    point would pass the certificate."""
+    import attrs
+
+    X, y = svm_data(0)
+    sub, it = _solved(X, y)
+    keep = it.t > 1e-6 * it.t.max()
+    assert sub.certified_cut(it, keep) is not None
+    vague = attrs.evolve(it, status=Status.OPTIMAL_INACCURATE,
+                         result=attrs.evolve(it.result, status=Status.OPTIMAL_INACCURATE))
+    assert sub.certified_cut(vague, keep) is None
