@@ -15,6 +15,10 @@
 (d) L1-MPM on Sonar against CVXPY+Clarabel (``bench_mpm.bench_sonar``).
 
     FSFRAME_SHARED_DATA=/path/to/shared/data python benchmarks/bench_issue19.py [--reps 5] [--splits 5] [--skip-mpm]
+        [--parts a,b,c,d]
+
+``--parts`` re-measures only the parts named and keeps the others from the JSON already written
+(their ``meta`` records when each part was measured, ``meta.parts``).
 
 Writes ``benchmarks/results/issue19.json`` and prints the Markdown tables of docs/performance.md,
 section "Issue 19 at a glance". Needs the shared data (Sonar) for (a) and (d); abess for its column.
@@ -203,22 +207,32 @@ def main(argv=None) -> int:
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--sizes", default="500,1000")
     ap.add_argument("--skip-mpm", action="store_true")
+    ap.add_argument("--parts", default="a,b,c,d", help="which of (a)-(d) to measure; the others are kept from the JSON")
     args = ap.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
     import bench_mpm
 
-    res = {"meta": {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                    "python": platform.python_version(), "load_average": os.getloadavg()[0],
-                    "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                             cwd=HERE).stdout.strip()}}
+    parts = set(args.parts.split(","))
+    if args.skip_mpm:
+        parts -= {"c", "d"}
+    meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "python": platform.python_version(), "load_average": os.getloadavg()[0],
+            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                     cwd=HERE).stdout.strip()}
+    res = {"meta": meta}
+    if parts != {"a", "b", "c", "d"} and OUT.exists():
+        res = json.loads(OUT.read_text())
+        old = res.get("meta", {})
+        res["meta"] = {**meta, "parts": {**old.get("parts", {k: old for k in "abcd"}), **{k: meta for k in parts}}}
     with threadpool_limits(limits=1):
-        if (competitors.DATA / "sonar.csv").exists():
+        if "a" in parts and (competitors.DATA / "sonar.csv").exists():
             res["em_sonar"] = em_sonar(args.reps, args.splits)
-        res["readme_job"] = readme_job(max(1, args.reps // 2))
-        if not args.skip_mpm:
+        if "b" in parts:
+            res["readme_job"] = readme_job(max(1, args.reps // 2))
+        if "d" in parts:
             res["sonar_l1_mpm"] = bench_mpm.bench_sonar(max(3, args.reps))
-    if not args.skip_mpm:
+    if "c" in parts:
         res["mpm_dca"] = mpm_dca([int(s) for s in args.sizes.split(",")])
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps(res, indent=2, default=float))

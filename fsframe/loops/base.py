@@ -18,9 +18,10 @@ loop alike:
   ``raise_on_failure=False`` keeps the last good iterate and says so;
 * applies the "exactly ``r`` features" rule of 002 §3.1 (see :func:`select_exactly`), unless the
   loop chooses its answer itself (:attr:`OuterLoop.chooses`);
-* verifies the ``zero_tol`` cut by a restricted re-solve, so that the support comes from a step
-  that keeps optimality and the objective reported is that of the coefficients returned
-  (:meth:`OuterLoop._settle`);
+* verifies the ``zero_tol`` cut — by the certificate of the cut point when it passes
+  (:meth:`~fsframe.problem.Subproblem.certified_cut`), else by a restricted re-solve — so that
+  the support comes from a step that keeps optimality and the objective reported is that of the
+  coefficients returned (:meth:`OuterLoop._settle`);
 * reports the outcome (:class:`LoopOutcome`): coefficients zeroed outside the support, the
   objective, the statuses of every solve, and what the loop put in ``run.info``.
 """
@@ -288,8 +289,10 @@ class OuterLoop(abc.ABC):
         """Make the support come from a step that keeps optimality, and the objective that of
         the coefficients returned.
 
-        When ``mask`` cuts groups whose norm is not exactly zero, the iterate's subproblem is
-        re-solved (same weights, warm) with the cut groups fixed at zero. With ``n_features``
+        When ``mask`` cuts groups whose norm is not exactly zero, the cut point is certified on
+        the iterate's subproblem with its multipliers
+        (:meth:`~fsframe.problem.Subproblem.certified_cut`); if the certificate does not pass, the
+        subproblem is re-solved (same weights, warm) with the cut groups fixed at zero. With ``n_features``
         (``selecting``) the re-solve is the model on the selected features, with the slot weights of
         the run's ``first`` subproblem (the method's base convex model: the L2 SVM of an EM run, the
         L1 start of DCA / reweighted-l1; the late iterates' weights can be so heavy — EM's ``1/t^2``
@@ -318,7 +321,12 @@ class OuterLoop(abc.ABC):
         if not dropped.any() and not (selecting and base_model):
             return it, cut, objective, probe
         info: dict = {"zero_tol_cut": int(dropped.sum()), **probe}
-        re = sub.restricted(first if selecting and base_model else it, cut)
+        # the cut point itself, when the certificate still calls it optimal with the iterate's
+        # multipliers (an interior-point answer's 1e-10 zeros): the re-solve would return it
+        re = None if selecting else sub.certified_cut(it, cut)
+        info["zero_tol_cut_resolved"] = re is None
+        if re is None:
+            re = sub.restricted(first if selecting and base_model else it, cut)
         info["statuses"] = (re.status,)
         if re.ok and re.objective is not None and base is not None:
             gap = re.objective - base

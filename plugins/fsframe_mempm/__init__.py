@@ -210,8 +210,8 @@ class MEMPMFormulation(Formulation):
         magnitude = l1_split(model, w) if split else None
         wb = w + [model.b]
         margin1, margin2 = add_margin_rows(model, mom, wb)  # 001 eq. 6, rows 3-4
-        add_soc(model, "cone1", LinearMap(mom.cone_rows(0), w), model.r[0])
-        add_soc(model, "cone2", LinearMap(mom.cone_rows(1), w), model.r[1])
+        add_soc(model, "cone1", LinearMap(mom.cone_rows(0), w), model.r[0], defer=True)
+        add_soc(model, "cone2", LinearMap(mom.cone_rows(1), w), model.r[1], defer=True)
         # 001 eq. 6, rows 1-2, as the bound rows margin_k - kappa_k r_k = 0 (kappa_k a mutable Param):
         # with r_k >= ||F_k'w|| free above, this is margin_k >= kappa_k ||F_k'w||. An equality, not
         # an inequality: Clarabel failed numerically on EM's large quadratic weights with the latter

@@ -270,8 +270,8 @@ class MPMFormulation(Formulation):
         wb = w + [b]
         margin1, margin2 = add_margin_rows(model, mom, wb)
         # 000 eqs. 43-44: kappa ||F_k'w|| <= +-(w'mu_k - b)
-        add_soc(model, "cone1", LinearMap(mom.cone_rows(0, kappa), w), LinearMap(margin1[None, :], wb))
-        add_soc(model, "cone2", LinearMap(mom.cone_rows(1, kappa), w), LinearMap(margin2[None, :], wb))
+        add_soc(model, "cone1", LinearMap(mom.cone_rows(0, kappa), w), LinearMap(margin1[None, :], wb), defer=True)
+        add_soc(model, "cone2", LinearMap(mom.cone_rows(1, kappa), w), LinearMap(margin2[None, :], wb), defer=True)
         slot = add_sparsity_slot(model, coef=LinearMap.identity(w), magnitude=magnitude, terms=terms, loss=0.0)
         return BuiltModel(model=model, slot=slot, intercept=LinearMap(np.array([[-1.0]]), [b]), coef_shape=(n,),
                           info={"delta": delta, "kappa": kappa, "delta_fraction": frac, **extra})
@@ -286,7 +286,7 @@ def l1_split(model, w: list) -> LinearMap:
     uv = var_list(model.u, model.v)
     I = sp.identity(n, format="csr")
     add_linear_constraints(model, "split", LinearMap(sp.hstack([I, -I, -I], format="csr"), uv + w),
-                           lower=0.0, upper=0.0)  # u - v = w
+                           lower=0.0, upper=0.0, defer=True)  # u - v = w (rows made on request)
     return LinearMap(sp.hstack([I, I], format="csr"), uv)
 
 

@@ -73,8 +73,8 @@ def _lanckriet_model(mom: ClassMoments, terms: frozenset, kappa_star: float):
     w = var_list(model.w)
     t1, t2 = model.t[0], model.t[1]
     add_linear_constraints(model, "normalise", LinearMap((mom.mu[0] - mom.mu[1])[None, :], w), lower=1.0, upper=1.0)
-    add_soc(model, "cone1", LinearMap(mom.cone_rows(0), w), t1)
-    add_soc(model, "cone2", LinearMap(mom.cone_rows(1), w), t2)
+    add_soc(model, "cone1", LinearMap(mom.cone_rows(0), w), t1, defer=True)
+    add_soc(model, "cone2", LinearMap(mom.cone_rows(1), w), t2, defer=True)
     loss = t1 + t2
     slot = add_sparsity_slot(model, coef=LinearMap.identity(w), magnitude=LinearMap(sp.csr_matrix((n, n)), w),
                              terms=terms, loss=loss)
