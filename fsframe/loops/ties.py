@@ -38,12 +38,30 @@ def identical_groups(sub) -> list[NDArray]:
     """Classes (arrays of at least two group indices, ascending) of groups whose data columns are
     identical, when the subproblem's groups are the columns of its data ``sub.X`` (one group per
     feature, or per training sample of a kernel map); an empty list otherwise."""
+    import scipy.sparse as sp
+
     X = getattr(sub, "X", None)
-    if X is None or np.ndim(X) != 2 or X.shape[1] != sub.n_groups or X.shape[1] < 2:
+    if X is None or len(getattr(X, "shape", ())) != 2 or X.shape[1] != sub.n_groups or X.shape[1] < 2:
         return []
+    if sp.issparse(X):
+        return _identical_sparse_columns(X)
     _, inverse, counts = np.unique(np.asarray(X).T, axis=0, return_inverse=True, return_counts=True)
     inverse = np.ravel(inverse)
     return [np.flatnonzero(inverse == c) for c in np.flatnonzero(counts > 1)]
+
+
+def _identical_sparse_columns(X) -> list[NDArray]:
+    """:func:`identical_groups` for a scipy.sparse ``X`` without densifying it: columns keyed by
+    their stored non-zeros (a CSC copy with sorted indices and explicit zeros removed)."""
+    C = X.tocsc(copy=True)
+    C.sum_duplicates()
+    C.eliminate_zeros()
+    C.sort_indices()
+    seen: dict = {}
+    for j in range(C.shape[1]):
+        lo, hi = C.indptr[j], C.indptr[j + 1]
+        seen.setdefault((C.indices[lo:hi].tobytes(), C.data[lo:hi].tobytes()), []).append(j)
+    return [np.asarray(g) for g in seen.values() if len(g) > 1]
 
 
 def tilted(coef: NDArray, t: NDArray, groups: NDArray, classes: list[NDArray], cut: float) -> tuple:

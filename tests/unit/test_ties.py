@@ -93,6 +93,34 @@ def test_identical_groups_and_the_tilt():
     assert hit == []  # not tied: left alone
 
 
+def test_identical_groups_of_sparse_data_equal_the_dense_ones():
+    """A CSR ``X`` (sparse input, docs/data.md) gets the same classes of identical columns as its
+    dense copy, without densifying; a fit on it equals the dense fit (the tie rule applied alike)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 8)) * (rng.random((30, 8)) < 0.4)
+    X[:, 5] = X[:, 1]
+    X[:, 7] = X[:, 1]
+    X[:, 6] = X[:, 2]
+    y = np.where(X[:, 1] + X[:, 2] - X[:, 3] > 0, 1.0, -1.0)
+    hinge = fsframe.get_registry().get("formulation", "hinge")()
+    S = sp.csr_matrix(X)
+    coo = S.tocoo()
+    r0 = int(np.flatnonzero(X[:, 5] == 0)[0])  # an explicit zero stored in column 5 only
+    S = sp.csr_matrix((np.append(coo.data, 0.0), (np.append(coo.row, r0), np.append(coo.col, 5))), shape=X.shape)
+    assert S.nnz == np.count_nonzero(X) + 1
+    dense = identical_groups(Subproblem(hinge, X, y, frozenset({"lin"}), HighsBackend()))
+    sparse = identical_groups(Subproblem(hinge, S, y, frozenset({"lin"}), HighsBackend()))
+    assert sorted(c.tolist() for c in sparse) == sorted(c.tolist() for c in dense) == [[1, 5, 7], [2, 6]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = fsframe.fit(X, (y > 0).astype(int), method="fsv")
+        b = fsframe.fit(S, (y > 0).astype(int), method="fsv")
+    np.testing.assert_array_equal(a.support, b.support)
+    np.testing.assert_allclose(a.coef, b.coef, rtol=1e-7, atol=1e-9)
+
+
 @pytest.mark.parametrize("loop_name", ["dca", "reweighted-l1"])
 def test_kit_models_the_tie_rule(loop_name, monkeypatch):
     """The kit's oracles state the tie rule: DCA and IRL1 pass ``check_loop`` on data with identical
