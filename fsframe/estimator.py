@@ -16,6 +16,8 @@ The estimator does not scale features: put a ``StandardScaler`` in front of it i
 
 from __future__ import annotations
 
+import contextlib
+
 import warnings
 from typing import Any, Mapping
 
@@ -194,7 +196,7 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
                                  loop=self.loop).formulation):
             who = type(self).__name__
             raise errors.InvalidOptionError(
-                f"{who} selects for a classifier; method {self.method!r} fits a real target: use FSRegressor "
+                f"{who} selects for a classifier; {self.method or self.formulation!r} fits a real target: use FSRegressor "
                 "(tune it with scikit-learn's GridSearchCV over a grid of its parameters)")
 
     def _training_data(self, X, y) -> tuple:
@@ -202,8 +204,9 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         (``X`` float64, CSR when sparse)."""
         who = type(self).__name__
         X, y = check_no_silent_cast(X, "X", name=who), check_no_silent_cast(y, "y", name=who)
-        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse="csr")
-        check_classification_targets(y)
+        with _typed_data_errors(who):
+            X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse="csr")
+            check_classification_targets(y)
         classes, y_idx = np.unique(y, return_inverse=True)
         if classes.size < 2:
             raise errors.DataError(f"{who} needs samples of at least two classes; y has 1 class ({classes[0]!r})")
@@ -224,9 +227,14 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
     def decision_function(self, X):
         """Shape (n_samples,) for two classes (positive for ``classes_[1]``), else
         (n_samples, n_classes) one-vs-rest scores."""
+        return self._decision(X)
+
+    def _decision(self, X):
         self._check_fitted()
-        X = validate_data(self, check_no_silent_cast(X, "X", name="FSSelector"), reset=False, dtype=np.float64,
-                          accept_sparse="csr")
+        who = type(self).__name__
+        with _typed_data_errors(who):
+            X = validate_data(self, check_no_silent_cast(X, "X", name=who), reset=False, dtype=np.float64,
+                              accept_sparse="csr")
         return np.asarray(self.result_.decision_function(X), dtype=np.float64)
 
     def predict(self, X):
@@ -240,6 +248,19 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         tags.input_tags.sparse = True  # methods linear in X fit CSR as is; the others raise SparseInputError
         tags.input_tags.allow_nan = False
         return tags
+
+
+@contextlib.contextmanager
+def _typed_data_errors(who: str):
+    """scikit-learn's input validation (NaN/inf, shapes, label types, a feature count that differs
+    from the fit's) raises plain ``ValueError``; re-raise it as :class:`~fsframe.errors.DataError`
+    (a ``ValueError`` too) with the same message, so every bad input is typed."""
+    try:
+        yield
+    except errors.FsframeError:
+        raise
+    except ValueError as exc:
+        raise errors.DataError(f"{who}: {exc}") from exc
 
 
 class FSRegressor(RegressorMixin, FSSelector):
@@ -275,8 +296,15 @@ class FSRegressor(RegressorMixin, FSSelector):
         from .fitting import is_regression
         from .method import resolve
 
+        import scipy.sparse as sp
+
+        if sp.issparse(X):
+            raise errors.SparseInputError(
+                "FSRegressor takes a dense X: the least-squares formulation is not built from a sparse X; densify "
+                "it explicitly with X.toarray() if it fits in memory")
         X, y = check_no_silent_cast(X, "X", name="FSRegressor"), check_no_silent_cast(y, "y", name="FSRegressor")
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, accept_sparse=False)
+        with _typed_data_errors("FSRegressor"):
+            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, accept_sparse=False)
         kw = self._fit_kwargs()
         res = resolve(self.method, formulation=self.formulation, surrogate=self.surrogate, loop=self.loop)
         if not is_regression(res.formulation):
@@ -294,4 +322,18 @@ class FSRegressor(RegressorMixin, FSSelector):
 
     def predict(self, X):
         """The fitted values ``X @ coef_ + intercept_``."""
-        return self.decision_function(X)
+        import scipy.sparse as sp
+
+        if sp.issparse(X):
+            raise errors.SparseInputError("FSRegressor takes a dense X (see fit)")
+        return self._decision(X)
+
+    @property
+    def decision_function(self):
+        """A regressor has none (scikit-learn's convention): use :meth:`predict`."""
+        raise AttributeError("FSRegressor has no decision_function: predict gives the fitted values")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False  # least squares is built from a dense X (SparseInputError)
+        return tags

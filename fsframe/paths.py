@@ -317,6 +317,17 @@ def _validation_data(validation, Xa, ya) -> tuple:
     return Xv, yv
 
 
+def _refuse_regression(method, formulation, surrogate, loop) -> None:
+    """A path scores and warm-starts classification fits; a method that fits a real target
+    (``Formulation.task == "regression"``) is refused before ``y`` is read as class labels."""
+    from .fitting import is_regression
+
+    if is_regression(resolve(method, formulation=formulation, surrogate=surrogate, loop=loop).formulation):
+        raise InvalidOptionError(
+            f"fsframe.path runs classification methods; {method or formulation!r} fits a real target: fit its grid "
+            "point by point (fsframe.fit, or scikit-learn's GridSearchCV over fsframe.FSRegressor)")
+
+
 def path(X, y=None, method: str | None = None, *, formulation: str | None = None, surrogate: str | None = None,
          loop: str | None = None, backend="auto", n_features=None, validation=None,
          time_limit: float | None = None, backend_options: Mapping | None = None, verbose: bool = False,
@@ -372,6 +383,7 @@ def path(X, y=None, method: str | None = None, *, formulation: str | None = None
     t_start = time.perf_counter()
     flags = check_fit_options(fast=fast, cone_form=cone_form, verbose=verbose)
     name, grid = _grid(params, n_features, method)
+    _refuse_regression(method, formulation, surrogate, loop)
     Xa, ya, names = training_data(X, y)
     Xv, yv = (None, None) if validation is None else _validation_data(validation, Xa, ya)
     fixed = {k: v for k, v in params.items() if k != name}

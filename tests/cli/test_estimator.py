@@ -37,6 +37,47 @@ def test_check_estimator(estimator):
     assert sum(r["status"] == "passed" for r in results) >= 55
 
 
+REGRESSOR_EXPECTED_FAILED = {
+    # scikit-learn's regressor check sets alpha=0.01 on any regressor with an ``alpha`` parameter
+    # (Ridge's penalty); FSRegressor's ``alpha`` is the exp surrogate's (l0-ls), which the lasso has
+    # none of, and the refusal is typed (InvalidOptionError naming the accepted parameters)
+    "check_regressors_train": "alpha is the exp surrogate's, not a penalty weight",
+}
+
+
+def test_check_estimator_regressor():
+    """FSRegressor: scikit-learn's checks for a regressor (no decision_function, R^2 score, a
+    dense-only sparse tag with a typed SparseInputError), bad input typed (DataError)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FsframeWarning)
+        results = check_estimator(fsframe.FSRegressor("lasso"), expected_failed_checks=REGRESSOR_EXPECTED_FAILED,
+                                  on_fail=None, on_skip=None)
+    failed = {r["check_name"]: repr(r["exception"]) for r in results if r["status"] == "failed"}
+    assert not failed
+    assert sum(r["status"] == "passed" for r in results) >= 40
+    assert not hasattr(fsframe.FSRegressor(), "decision_function")
+    import scipy.sparse as sp
+
+    X = np.random.default_rng(0).normal(size=(20, 4))
+    with pytest.raises(fsframe.errors.SparseInputError, match="dense X"):
+        fsframe.FSRegressor("lasso").fit(sp.csr_matrix(X), X[:, 0])
+    with pytest.raises(fsframe.errors.DataError, match="1d array"):
+        fsframe.FSRegressor("lasso").fit(X, X[:, :2])
+
+
+@pytest.mark.parametrize("bad", ["nan", "continuous"])
+def test_estimator_bad_input_is_typed(bad):
+    X = np.random.default_rng(1).normal(size=(20, 4))
+    y = (X[:, 0] > 0).astype(float)
+    if bad == "nan":
+        y[0] = np.nan
+    else:
+        y = X[:, 0]
+    for est in (FSSelector("l1-svm"), fsframe.FSSelectorCV("l1-svm", cv=2)):
+        with pytest.raises(fsframe.errors.DataError, match="NaN" if bad == "nan" else "continuous"):
+            est.fit(X, y)
+
+
 def test_pipeline_and_grid_search(small_binary):
     X, y = small_binary
     pipe = make_pipeline(StandardScaler(), FSSelector("fsv"))

@@ -237,3 +237,13 @@ def test_empty_model_threshold_is_where_the_first_feature_enters(method, classes
     # the grid of C starts there (FSSelectorCV / path read the declaration)
     spec = fsframe.get_registry().get("method", method)
     assert spec.sparsity == ("C" if classes is not None else None)
+
+
+def test_path_refuses_a_regression_method_before_reading_y():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 5))
+    with pytest.raises(InvalidOptionError, match="fits a real target.*FSRegressor"):
+        fsframe.path(X, 2 * X[:, 0] - X[:, 1], method="lasso", C=[0.1, 1.0])
+    form = LeastSquaresFormulation(C=1.0)  # the threshold the docs point a regression grid to
+    y = X[:, 0] + 1.0
+    assert form.empty_model_threshold(X, y) == pytest.approx(np.max(np.abs(X.T @ (y - y.mean()))))
