@@ -36,8 +36,8 @@ from .errors import DataWarning, InvalidOptionError
 from .grids import AUTO, MAX_POINTS, POINTS_PER_DECADE, GridRule, auto_rule, declared_parameter, no_grid_message, \
     stopped_growing
 from .progress import progress_bar
-from .fitting import (check_fit_options, check_n_features, fit_resolved, make_options, training_data,
-                      working_set_options)
+from .fitting import (check_fit_options, check_n_features, fit_resolved, is_regression, make_options,
+                      training_data, working_set_options)
 from .method import Resolved, resolve, select_backend
 from .problem import Subproblem
 from .results import FitResult
@@ -320,8 +320,6 @@ def _validation_data(validation, Xa, ya) -> tuple:
 def _refuse_regression(method, formulation, surrogate, loop) -> None:
     """A path scores and warm-starts classification fits; a method that fits a real target
     (``Formulation.task == "regression"``) is refused before ``y`` is read as class labels."""
-    from .fitting import is_regression
-
     if is_regression(resolve(method, formulation=formulation, surrogate=surrogate, loop=loop).formulation):
         raise InvalidOptionError(
             f"fsframe.path runs classification methods; {method or formulation!r} fits a real target: fit its grid "
