@@ -214,8 +214,6 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
     max_iter : int, optional
         Pivots allowed (default ``10 m + 100``).
     """
-    from scipy.linalg.lapack import dgesv
-
     m = F.shape[0]
     max_iter = 10 * m + 100 if max_iter is None else max_iter
     pe = E.shape[0]
@@ -234,11 +232,17 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
     if pe:
         _full_row_rank(E, free)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter, dgesv)
+        return _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter)
 
 
-def _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter, dgesv) -> BoxQPResult:
-    """The iterations of :func:`solve_box_qp` from the feasible ``lam`` with free set ``free``."""
+def _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter) -> BoxQPResult:
+    """The iterations of :func:`solve_box_qp` from the feasible ``lam`` with free set ``free``.
+
+    Each pivot factorises the KKT matrix of its free set once (LAPACK ``dgetrf``): a Newton step
+    that is not blocked leaves the free set as it was, and the release that follows it solves
+    with the same factors (``dgetrs``) instead of forming and factorising the matrix again."""
+    from scipy.linalg.lapack import dgetrf, dgetrs
+
     pe = E.shape[0]
     st = _State(F, np.asarray(f, dtype=float), E, lo, hi, lam, free)
     gscale = max(float(np.abs(st.f).max(initial=0.0)), 1e-300)
@@ -248,24 +252,37 @@ def _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter, dgesv) -> BoxQPRe
     nu = zeros_pe
     stationary = False
     N = np.flatnonzero(st.free)
+    factors = None  # (N, lu, piv) of the last factorisation
 
-    def solve(K, rhs):
-        if not K.shape[0]:
-            return np.zeros(0)
-        lu, _, x, info = dgesv(K, rhs)
-        if info != 0 or not np.all(np.isfinite(x)):
+    def factor(N):
+        """The LU factors of the KKT matrix of ``N`` (``None``: numerically singular)."""
+        nonlocal factors
+        if factors is not None and factors[0] is N:
+            return factors[1:]
+        lu, piv, info = dgetrf(st.kkt(N))
+        d = np.abs(lu.diagonal())
+        if info != 0 or not d.min() > 1e-13 * d.max():  # singular, or nan / inf entries
+            factors = None
             return None
-        piv = np.abs(np.diag(lu))
-        if piv.min() <= 1e-13 * piv.max():  # numerically singular
+        factors = (N, lu, piv)
+        return lu, piv
+
+    def solve(N, rhs):
+        if not rhs.shape[0]:
+            return np.zeros(0)
+        fac = factor(N)
+        if fac is None:
+            return None
+        x, info = dgetrs(fac[0], fac[1], rhs)
+        if info != 0 or not np.isfinite(x).all():
             return None
         return x
 
     regularized = not warm
     for it in range(max_iter):
-        K = st.kkt(N)
         j = -1
         if not stationary:
-            sol = solve(K, np.concatenate([-st.g[N], zeros_pe]))
+            sol = solve(N, np.concatenate([-st.g[N], zeros_pe]) if pe else -st.g[N])
             if sol is None:
                 if regularized:
                     return BoxQPResult("singular", iterations=it)
@@ -297,12 +314,15 @@ def _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter, dgesv) -> BoxQPRe
             s = 1.0 if st.lam[j] <= lo[j] else -1.0
             n = N.size
             cross = st.cross(N, j) * -s
-            rhs = np.concatenate([cross, E[:, j] * -s]) if pe else cross
-            sol = solve(K, rhs)
+            sol = solve(N, np.concatenate([cross, E[:, j] * -s]) if pe else cross)
             if sol is None:
                 return BoxQPResult("singular", iterations=it)
-            idx = np.append(N, j)
-            d = np.append(sol[:n], s)
+            idx = np.empty(n + 1, dtype=N.dtype)
+            idx[:n] = N
+            idx[n] = j
+            d = np.empty(n + 1)
+            d[:n] = sol[:n]
+            d[n] = s
             d[np.abs(d) <= 1e-13 * float(np.abs(d).max())] = 0.0  # rounding noise, not a direction
             dnu = sol[n:]
             kappa = st.curvature(idx, d)
@@ -317,9 +337,11 @@ def _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter, dgesv) -> BoxQPRe
         if blocked:
             st.pin(int(idx[k]), lower)
             stationary = False
+            N = np.flatnonzero(st.free)
         else:
             if dnu is not None:
                 nu = nu + step * dnu
             stationary = True
-        N = np.flatnonzero(st.free)
+            if j >= 0:  # the released variable stays free: the free set grew
+                N = np.flatnonzero(st.free)
     return BoxQPResult("iteration_limit", iterations=max_iter)
