@@ -180,7 +180,8 @@ class Auxiliaries:
 
     The columns' entries are read once per constraint matrices ``G``, ``A`` and which columns
     settle once per ``c``, ``lb``, ``ub``, ``P`` (compared by identity: a problem's arrays are
-    read-only, new values come in new arrays). A problem carries its auxiliaries in
+    read-only, new values come in new arrays; new arrays with the same values on the candidates,
+    and candidates with the same quadratic pattern, keep the rule). A problem carries its auxiliaries in
     :attr:`ProblemData.auxiliaries`, so that a backend's answer is certified at its settled point
     (:meth:`fsframe.backends.base.BackendSession.judge`).
     """
@@ -196,6 +197,7 @@ class Auxiliaries:
                           else np.isin(self.columns, np.asarray(secondary, dtype=np.int64)))
         self._pattern_of: tuple = ()  # the (G, A) the pattern was read from
         self._rule_of: tuple = ()  # the (c, lb, ub, P) the rule was decided for
+        self._rule_key: tuple | None = None  # what of them the rule read (values on the candidates)
         self.cols = np.zeros(0, dtype=np.int64)  # the settled columns
         self.exact = True
 
@@ -218,14 +220,25 @@ class Auxiliaries:
         self._entries = (rows, idx, Gk.data, head, in_eq)
         self._starts = starts
 
-    def _rule(self, data: ProblemData) -> None:
-        """Which candidates settle, for this objective and these bounds."""
+    def _key_of(self, data: ProblemData) -> tuple:
+        """What :meth:`_rule` reads of ``c``, ``lb``, ``ub`` and ``P``: their values on the
+        candidates and which candidates have a quadratic term (EM changes ``P`` and the bounds of
+        the coefficients at every step, never the slacks': the rule is then not decided again)."""
+        cand = self.columns
+        quad = None
+        if data.has_quadratic_objective:
+            P = data.P if data.P.format == "csc" else data.P.tocsc()
+            quad = np.diff(P.indptr)[cand] > 0  # stored entries per candidate column
+        return data.c[cand], data.lb[cand], data.ub[cand], quad
+
+    def _rule(self, data: ProblemData, key: tuple) -> None:
+        """Which candidates settle, for this objective and these bounds (``key``: :meth:`_key_of`)."""
         cand = self.columns
         rows, idx, vals, head, in_eq = self._entries
-        free_cost = data.c[cand] != 0
-        ok = (data.c[cand] > 0) & ~np.isfinite(data.ub[cand]) & ~in_eq
-        if data.has_quadratic_objective:
-            quad = np.diff(data.P.tocsc()[:, cand].indptr) > 0
+        c, _, ub, quad = key
+        free_cost = c != 0
+        ok = (c > 0) & ~np.isfinite(ub) & ~in_eq
+        if quad is not None:
             free_cost |= quad
             ok &= ~quad
         # every entry a lower bound: negative, in an R_+ row or a cone's head (a tail entry is -2)
@@ -254,10 +267,15 @@ class Auxiliaries:
         src = (data.G, data.A)
         if len(self._pattern_of) != 2 or any(a is not b for a, b in zip(src, self._pattern_of)):
             self._pattern(data)
-            self._pattern_of, self._rule_of = src, ()
+            self._pattern_of, self._rule_of, self._rule_key = src, (), None
         rule = (data.c, data.lb, data.ub, data.P)
         if len(self._rule_of) != 4 or any(a is not b for a, b in zip(rule, self._rule_of)):
-            self._rule(data)
+            key = self._key_of(data)
+            old = self._rule_key
+            if old is None or not all(a is b if a is None or b is None else np.array_equal(a, b)
+                                      for a, b in zip(key, old)):
+                self._rule(data, key)
+                self._rule_key = key
             self._rule_of = rule
         x = np.array(x, dtype=float, copy=True)
         for d in self.definitions:
