@@ -6,7 +6,9 @@
     (``qp_form="dual"``: the code before this issue), scikit-learn's L1 logistic regression
     (liblinear) and L1 ``LinearSVC`` with ``C`` bisected to ``r`` features, and abess
     (``LogisticRegression(support_size=[r])``) — the selectors of ``benchmarks/competitors.py``.
-    Both fsframe forms must select the same features with the same number of EM iterations.
+    Both fsframe forms must select the same features with the same number of EM iterations; fsframe
+    with ``early_stop=2`` (the opt-in stop of the ``em`` loop) is timed beside them, with its
+    iterations and whether it selected the same features.
 (b) The README's main job: every method of ``fsframe compare breast_cancer`` per fit (CPU), on the
     training parts of 10-fold CV (first 5 folds); ``em-l0`` and ``arom`` also on HiGHS's dual.
 (c) ``l0-mpm`` at m = 200, n = 500 and 1 000 (``bench_conic.make_data``, ``delta = 0.9 delta_max``,
@@ -72,33 +74,39 @@ def sonar_splits(splits):
 def em_sonar(reps, splits) -> dict:
     import fsframe
 
-    def fs(qp_form, r):
+    def fs(qp_form, r, **kw):
         def run():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = fsframe.fit(X, y, method="em-l0", n_features=r, backend_options={"qp_form": qp_form})
+                res = fsframe.fit(X, y, method="em-l0", n_features=r, backend_options={"qp_form": qp_form}, **kw)
             return tuple(int(j) for j in res.selected), res.n_iter
         return run
 
     out = {}
     for r in (5, 10):
-        rows = {k: [] for k in ("fsframe", "fsframe-highs-dual", "sk-logreg-liblinear", "sk-svc-bisect", "abess")}
-        iters, same = [], True
+        rows = {k: [] for k in ("fsframe", "fsframe-early-stop", "fsframe-highs-dual", "sk-logreg-liblinear",
+                                "sk-svc-bisect", "abess")}
+        iters, iters_early, same, same_early = [], [], True, True
         for X, y in sonar_splits(splits):
             t, (sel, it) = _cpu(fs("auto", r), reps)
+            t_e, (sel_e, it_e) = _cpu(fs("auto", r, early_stop=2), reps)
             t_h, (sel_h, it_h) = _cpu(fs("dual", r), reps)
             same &= sel == sel_h and it == it_h
+            same_early &= sel == sel_e
             iters.append(it)
+            iters_early.append(it_e)
             rows["fsframe"].append(t)
+            rows["fsframe-early-stop"].append(t_e)
             rows["fsframe-highs-dual"].append(t_h)
             for k in ("sk-logreg-liblinear", "sk-svc-bisect", "abess"):
                 rows[k].append(_cpu(lambda k=k: competitors.SELECTORS[k](X, y, r), reps)[0])
         med = {k: float(np.median(v)) for k, v in rows.items()}
         out[str(r)] = {"cpu_median": med, "cpu": rows, "em_iterations": iters, "same_selection_and_iterations": bool(same),
+                       "em_iterations_early_stop": iters_early, "early_stop_same_selection": bool(same_early),
                        "vs_liblinear": med["fsframe"] / med["sk-logreg-liblinear"], "vs_abess": med["fsframe"] / med["abess"],
                        "vs_highs_dual": med["fsframe"] / med["fsframe-highs-dual"]}
-        print(f"(a) r={r}: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in med.items()) + f"; same selection: {same}",
-              flush=True)
+        print(f"(a) r={r}: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in med.items()) + f"; same selection: {same}"
+              f" (early_stop=2: {same_early})", flush=True)
     return out
 
 
@@ -170,13 +178,16 @@ def markdown(res: dict) -> str:
     lines = []
     a = res.get("em_sonar") or {}
     if a:
-        lines += ["| r | fsframe `em-l0` | same, EM duals on HiGHS | sk L1 logistic (liblinear), bisection | sk L1 LinearSVC, bisection "
-                  "| abess | fsframe / liblinear | fsframe / abess | EM iterations (median) |", "|---|" + "--:|" * 8]
+        lines += ["| r | fsframe `em-l0` | same, `early_stop=2` | same, EM duals on HiGHS | sk L1 logistic (liblinear), "
+                  "bisection | sk L1 LinearSVC, bisection | abess | fsframe / liblinear | fsframe / abess "
+                  "| EM iterations (median; `early_stop=2`) |", "|---|" + "--:|" * 9]
         for r, d in a.items():
             m = d["cpu_median"]
-            lines.append(f"| {r} | {m['fsframe'] * 1e3:.1f} ms | {m['fsframe-highs-dual'] * 1e3:.1f} ms | "
+            early = (f"{m['fsframe-early-stop'] * 1e3:.1f} ms" if "fsframe-early-stop" in m else "–")
+            it_e = (f"; {np.median(d['em_iterations_early_stop']):g}" if "em_iterations_early_stop" in d else "")
+            lines.append(f"| {r} | {m['fsframe'] * 1e3:.1f} ms | {early} | {m['fsframe-highs-dual'] * 1e3:.1f} ms | "
                          f"{m['sk-logreg-liblinear'] * 1e3:.1f} ms | {m['sk-svc-bisect'] * 1e3:.1f} ms | {m['abess'] * 1e3:.1f} ms | "
-                         f"{d['vs_liblinear']:.1f}x | {d['vs_abess']:.1f}x | {int(np.median(d['em_iterations']))} |")
+                         f"{d['vs_liblinear']:.1f}x | {d['vs_abess']:.1f}x | {np.median(d['em_iterations']):g}{it_e} |")
         lines.append("")
     b = res.get("readme_job") or {}
     if b:
