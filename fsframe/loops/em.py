@@ -107,11 +107,12 @@ class EM(OuterLoop):
     judged by the certificate as before, and the re-solve on the selected features is unchanged:
     when the selection equals the full run's, so does the model (up to the solver's accuracy).
     *What it does not*: that the selection equals the full run's. No bound keeps a selected group
-    from shrinking later — under the zero-norm's weights ``w_j <- t_j^2 g_j`` with ``g = X'Y lam``
-    the gap between two groups grows as ``(t_a / t_b)^2 |g_a / g_b|`` per step, and ``|g_a|`` has no
-    lower bound — so the rule is a heuristic, measured, not proven: on 200 seeded instances
-    (docs/performance.md, "EM iterations") ``K = 1, 2, 3`` with ratio 5 changed no selection, and
-    ratio 2 changed one. That is why it is opt-in.
+    from shrinking later — under the zero-norm's weights (002 eq. 9) a step gives ``w_j`` proportional
+    to ``t_j^2 g_j`` with ``g = X'Y lam`` (``lam`` the step's dual), so the ratio of two groups'
+    norms becomes ``(t_a / t_b)^2 |g_a / g_b|``, and ``|g_a|`` has no lower bound — so the rule is a
+    heuristic, measured, not proven: on 200 seeded instances (docs/performance.md, "Issue 19 at a
+    glance") ratio 5 changed no selection at any ``K`` from 1 to 8, and ratio 2 changed one. That
+    is why it is opt-in.
 
     **Zeros.** Let ``c = zero_tol * T`` (``T`` the largest group norm seen in the run so far: the
     L2 start's, typically; a floor that followed a collapsing iterate down would let the weights
