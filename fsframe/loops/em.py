@@ -242,7 +242,7 @@ class EM(OuterLoop):
         return self._capped(w, fixed, magnitudes)
 
     def steps(self, sub, surrogate, run):
-        r = run.n_features
+        r = getattr(run, "n_features", None) if self.early_stop else None  # only early_stop reads the run
         if self.early_stop and r is None:
             raise InvalidOptionError(f"{self.name}: early_stop={self.early_stop} ends the run when the n_features "
                                      "largest groups settle; it needs n_features (or leave early_stop=0)")
