@@ -302,6 +302,14 @@ def model_loss(res, X, y, yb):
     if f.name == "logistic":  # C sum_i log(1 + exp(-y_i (x_i w + b)))
         val = f.C * float(np.sum(np.logaddexp(0.0, -yb * (X @ coef + b))))
         return val, val
+    if f.name == "multinomial":  # C sum_i [log sum_k exp(F_ik) - F_{i,y_i}]; two classes: the logistic loss
+        if coef.ndim == 1:
+            val = f.C * float(np.sum(np.logaddexp(0.0, -yb * (X @ coef + b))))
+            return val, val
+        F = X @ coef.reshape(X.shape[1], -1) + np.reshape(b, (1, -1))
+        codes = np.searchsorted(np.unique(y), y)
+        val = f.C * float(np.sum(np.logaddexp.reduce(F, axis=1) - F[np.arange(len(y)), codes]))
+        return val, f.C * float(np.sum(np.abs(F)))
     pytest.fail(f"no numpy loss for formulation {f.name!r}: add its definition to model_loss so that the "
                 "reported objective of its methods is checked")
 

@@ -468,8 +468,9 @@ def test_tuned(method, n_classes, cli, tiny_csv, tmp_path):
     assert "<- chosen" in r_cli.out and f"selected {refit.n_selected} of {X.shape[1]} features" in r_cli.out
     # the command's grid value may differ from the estimator's in its last bit (computed on the data
     # it loaded), and an interior-point solve's coefficients (Clarabel on exp cones) move by ~1e-5
-    # with it: same value to 1e-12, same coefficients to the solver's accuracy
+    # with it (a small entry of a reweighted fit by ~1e-5 absolute): same value to 1e-12, same
+    # coefficients to the solver's accuracy
     saved = json.loads(out.read_text())
     chosen = saved[name] if name == "n_features" else saved["params"][name]
     assert chosen == pytest.approx(est.best_params_[name], rel=1e-12)
-    np.testing.assert_allclose(np.asarray(saved["coef"]), refit.coef, rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(saved["coef"]), refit.coef, rtol=1e-4, atol=1e-5)
