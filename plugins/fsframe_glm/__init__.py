@@ -307,14 +307,13 @@ def fsframe_register_oracles():
 
 
 def _family(suffix: str, formulation: str, reference: str, loss: str) -> list:
-    """The four methods on one loss. A classification family declares the sparsity parameters
-    that :class:`fsframe.tuning.FSSelectorCV` and :func:`fsframe.path` grid automatically (``C``
-    from the empty model's threshold, ``n_features`` for EM); the tuners select for classifiers,
-    so a regression family declares none. DCA on the exp surrogate declares none either: on
-    separable classes its large-``C`` end has unbounded coefficients, where a tuned refit is not
-    reproducible to the solver's accuracy (give its grid as a list)."""
-    tuned = formulation != "least-squares"
-    c_grid, r_grid = ("C", "n_features") if tuned else (None, None)
+    """The four methods on one loss, declaring the sparsity parameters that
+    :class:`fsframe.tuning.FSSelectorCV` and :func:`fsframe.path` grid automatically (``C`` from
+    the empty model's threshold, ``n_features`` for EM; a regression family's through
+    :func:`fsframe.path` only, the tuners select classifiers). DCA on the exp surrogate declares
+    none: on separable classes its large-``C`` end has unbounded coefficients, where a tuned refit
+    is not reproducible to the solver's accuracy (give its grid as a list)."""
+    c_grid, r_grid = "C", "n_features"
     return [
         MethodSpec(f"l1-{suffix}", formulation=formulation, surrogate="l1", loop="single", defaults={"C": 1.0},
                    sparsity=c_grid, reference=reference, description=f"L1-penalised {loss}, one convex problem"),
