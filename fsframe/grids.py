@@ -287,8 +287,11 @@ def auto_rule(X, y, res: Resolved, parameter: str, **kw) -> GridRule:
     """:func:`grid_rule` on a fit's training data as :func:`fsframe.fit` sees it: labels of any
     kind (two classes coded ``±1``; more: one rule per one-vs-rest problem, the earliest entry
     kept, so the grid starts where a feature enters for some class), and the kernel map applied
-    first when there is one (its groups are training samples)."""
+    first when there is one (its groups are training samples). A regression formulation
+    (``Formulation.task == "regression"``) gets its real target as given."""
     Z = X if res.kernel is None else res.kernel.fit(X).transform(X)
+    if getattr(res.formulation, "task", "classification") == "regression":
+        return grid_rule(Z, np.asarray(y, dtype=float), res, parameter, **kw)
     classes = np.unique(y)
     if parameter == "n_features" or len(classes) == 2 or res.formulation.multiclass == "native":
         codes = np.where(y == classes[-1], 1.0, -1.0) if len(classes) == 2 else np.searchsorted(classes, y)

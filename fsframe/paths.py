@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .dataset import check_Xy, is_sparse, preview
-from .errors import DataWarning, InvalidOptionError
+from .errors import DataError, DataWarning, InvalidOptionError
 from .grids import AUTO, MAX_POINTS, POINTS_PER_DECADE, GridRule, auto_rule, declared_parameter, no_grid_message, \
     stopped_growing
 from .progress import progress_bar
@@ -70,10 +70,13 @@ class PathPoint:
     certificate : dict
         ``FitResult.certificate`` of the point.
     accuracy : float or None
-        Accuracy on ``validation=(X_val, y_val)`` (a fraction), if given.
+        Accuracy on ``validation=(X_val, y_val)`` (a fraction), if given (classification).
     warm : str
         How it started (:data:`WARM_KINDS`; for one-vs-rest, the first class's).
     result : FitResult
+    r2, mse : float or None
+        A regression method's (``Formulation.task == "regression"``) coefficient of determination
+        and mean squared error of the fitted values on ``validation=(X_val, y_val)``, if given.
     """
 
     value: float
@@ -88,6 +91,8 @@ class PathPoint:
     accuracy: float | None
     warm: str
     result: FitResult = attrs.field(repr=False)
+    r2: float | None = None
+    mse: float | None = None
 
     def to_dict(self) -> dict:
         """Plain values (JSON-ready): everything but ``result``; arrays as lists."""
@@ -96,7 +101,8 @@ class PathPoint:
                 "support": np.flatnonzero(self.support).tolist(), "coef": np.asarray(self.coef).tolist(),
                 "intercept": np.asarray(icpt).tolist() if np.ndim(icpt) else float(icpt),
                 "objective": self.objective, "n_iter": self.n_iter, "seconds": self.seconds,
-                "certificate": _plain(self.certificate), "accuracy": self.accuracy, "warm": self.warm}
+                "certificate": _plain(self.certificate), "accuracy": self.accuracy, "warm": self.warm,
+                "r2": self.r2, "mse": self.mse}
 
 
 @attrs.frozen(eq=False)
@@ -158,15 +164,20 @@ class PathResult:
     def as_table(self) -> str:
         """A Markdown table, one row per point."""
         acc = any(p.accuracy is not None for p in self.points)
+        reg = any(p.r2 is not None for p in self.points)
         head = [self.parameter, "selected", "objective", "iterations", "seconds", "working set", "warm"]
         if acc:
             head.insert(2, "accuracy")
+        if reg:
+            head[2:2] = ["R²", "MSE"]
         rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for p in self.points:
             cells = [f"{p.value:g}", str(p.n_selected), "-" if p.objective is None else f"{p.objective:.6g}",
                      str(p.n_iter), f"{p.seconds:.3f}", _working_set_cell(p.certificate), p.warm]
             if acc:
                 cells.insert(2, "-" if p.accuracy is None else f"{100 * p.accuracy:.1f}%")
+            if reg:
+                cells[2:2] = ["-" if p.r2 is None else f"{p.r2:.4f}", "-" if p.mse is None else f"{p.mse:.6g}"]
             rows.append("| " + " | ".join(cells) + " |")
         return "\n".join(rows)
 
@@ -317,13 +328,26 @@ def _validation_data(validation, Xa, ya) -> tuple:
     return Xv, yv
 
 
-def _refuse_regression(method, formulation, surrogate, loop) -> None:
-    """A path scores and warm-starts classification fits; a method that fits a real target
-    (``Formulation.task == "regression"``) is refused before ``y`` is read as class labels."""
-    if is_regression(resolve(method, formulation=formulation, surrogate=surrogate, loop=loop).formulation):
-        raise InvalidOptionError(
-            f"fsframe.path runs classification methods; {method or formulation!r} fits a real target: fit its grid "
-            "point by point (fsframe.fit, or scikit-learn's GridSearchCV over fsframe.FSRegressor)")
+def _regression_validation(validation, Xa) -> tuple:
+    """``(X_val, y_val)`` of a regression method: numbers, finite, a real target, as many
+    features as the training X."""
+    if not isinstance(validation, (tuple, list)) or len(validation) != 2:
+        raise InvalidOptionError("validation must be a pair (X_val, y_val)")
+    Xv, yv = check_Xy(*validation, name="validation", classes=False)
+    if yv.dtype.kind not in "iuf" or not np.all(np.isfinite(yv.astype(float))):
+        raise DataError("validation: a regression target must be finite real numbers")
+    if Xv.shape[1] != Xa.shape[1]:
+        raise InvalidOptionError(f"validation X has {Xv.shape[1]} features, the training X {Xa.shape[1]}")
+    return Xv, yv.astype(np.float64)
+
+
+def _regression_scores(fr, Xv, yv) -> tuple:
+    """``(r2, mse)`` of the fitted values ``fr.predict(Xv)`` on the real target ``yv`` (R² is
+    ``1 - SS_res / SS_tot``; ``None`` when ``yv`` is constant)."""
+    res = yv - np.asarray(fr.predict(Xv), dtype=float)
+    ss_tot = float(np.sum((yv - yv.mean()) ** 2))
+    mse = float(np.mean(res ** 2))
+    return (None if ss_tot == 0.0 else 1.0 - float(np.sum(res ** 2)) / ss_tot), mse
 
 
 def path(X, y=None, method: str | None = None, *, formulation: str | None = None, surrogate: str | None = None,
@@ -344,7 +368,9 @@ def path(X, y=None, method: str | None = None, *, formulation: str | None = None
         Exactly ``r`` features at every point (an int), or the swept parameter itself (a list, or
         ``"auto"``: log-spaced integers from 1, :func:`fsframe.grids.integer_grid`).
     validation : (X_val, y_val), optional
-        Held-out data: each point reports its accuracy on it (:attr:`PathPoint.accuracy`).
+        Held-out data: each point reports its accuracy on it (:attr:`PathPoint.accuracy`); for a
+        regression method (a real ``y``: ``l1-ls``, ``log-ls``, ...), the R² and mean squared
+        error of its fitted values (:attr:`PathPoint.r2`, :attr:`PathPoint.mse`).
     points_per_decade, max_points : int
         Density and length of an automatic grid (:mod:`fsframe.grids`).
     progress : bool or callable, optional
@@ -381,9 +407,12 @@ def path(X, y=None, method: str | None = None, *, formulation: str | None = None
     t_start = time.perf_counter()
     flags = check_fit_options(fast=fast, cone_form=cone_form, verbose=verbose)
     name, grid = _grid(params, n_features, method)
-    _refuse_regression(method, formulation, surrogate, loop)
-    Xa, ya, names = training_data(X, y)
-    Xv, yv = (None, None) if validation is None else _validation_data(validation, Xa, ya)
+    regression = is_regression(resolve(method, formulation=formulation, surrogate=surrogate, loop=loop).formulation)
+    Xa, ya, names = training_data(X, y, regression=regression)
+    if validation is None:
+        Xv, yv = None, None
+    else:
+        Xv, yv = (_regression_validation(validation, Xa) if regression else _validation_data(validation, Xa, ya))
     fixed = {k: v for k, v in params.items() if k != name}
     comps = dict(formulation=formulation, surrogate=surrogate, loop=loop)
     sweep_r = name == "n_features"
@@ -425,12 +454,16 @@ def path(X, y=None, method: str | None = None, *, formulation: str | None = None
             before = len(chains.warm)
             fr = fit_resolved(res, Xa, ya, names, be, options, n_features=r, fast=flags["fast"],
                               cone_form=flags["cone_form"], ws=ws, t_start=t0, reuse=chains)
-            acc = None if Xv is None else float(np.mean(fr.predict(Xv) == yv))
+            acc = r2 = mse = None
+            if Xv is not None and regression:
+                r2, mse = _regression_scores(fr, Xv, yv)
+            elif Xv is not None:
+                acc = float(np.mean(fr.predict(Xv) == yv))
             points.append(PathPoint(
                 value=r if sweep_r else value, n_selected=int(np.count_nonzero(fr.support)),
                 support=np.asarray(fr.support), coef=fr.coef, intercept=fr.intercept, objective=fr.objective,
                 n_iter=fr.n_iter, seconds=time.perf_counter() - t0, certificate=fr.certificate, accuracy=acc,
-                warm=chains.warm[before] if len(chains.warm) > before else "new", result=fr))
+                warm=chains.warm[before] if len(chains.warm) > before else "new", result=fr, r2=r2, mse=mse))
             bar.step(points[-1], f"{name}={value:g}: {points[-1].n_selected} selected")
             if rule is not None and (rule.values is None or sweep_r) and \
                     stopped_growing([q.n_selected for q in points], rule.patience):

@@ -259,7 +259,8 @@ class BackendSession(abc.ABC):
         the message says so. The point is then returned inside its bounds (a move within the
         primal residual), with the objective of the point returned: a bound violation the solver
         tolerates is no part of the model (slacks of -3e-11 on 28 rows, times C = 170, put an
-        L1-SVM's objective 4e-5, relative, below that of its coefficients). Certifying the
+        L1-SVM's objective 4e-5, relative, below that of its coefficients), its auxiliaries settled
+        again from the clipped columns. Certifying the
         clipped point instead would charge the clip's cost to the gap: on a DCA step whose
         objective nearly cancels (1e-7 from terms of size 40), columns moved by 1e-9 shift it by
         2e-7, a relative gap of 5e-4 for an exact answer."""
@@ -295,7 +296,12 @@ class BackendSession(abc.ABC):
         if x is not None:
             inside = np.clip(x, data.lb, data.ub)
             if not np.array_equal(inside, x):
-                x, objective = inside, data.objective(inside)
+                # the clip moves model columns too (an interior point's u, v of w = u - v at -1e-8):
+                # the auxiliaries settle again from the clipped point, or a column they are defined
+                # from (a least-squares residual r = y - Xw - b, with X's columns at 1e4) would keep
+                # the unclipped w's value and the objective another model's
+                x = np.clip(data.settled(inside), data.lb, data.ub)
+                objective = data.objective(x)
         return SolveResult(status=status, x=x, objective=objective, backend=self.backend.name, solve_time=0.0,
                            iterations=cand.iterations, backend_version=self.backend.version(), message=message,
                            duals=cand.duals if x is not None else None, certificate=cert, raw=cand.raw)

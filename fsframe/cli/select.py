@@ -71,7 +71,7 @@ def cmd_select(args, argv) -> int:
                          "'fsframe report' for pictures of an evaluation)")
     return run_evaluation(args, argv, lambda **kw: cross_validate(
         data, method=args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop, cv=cv,
-        **kw, **params), text=lambda r: r.report(top=args.top or 10), rows=lambda r: (r.fold_rows(), r.FOLD_COLUMNS),
+        **kw, **params), text=lambda r: r.report(top=args.top or 10), rows=lambda r: (r.fold_rows(), r.fold_columns),
         results=lambda r: [r])
 
 

@@ -13,7 +13,7 @@ from ..errors import InvalidOptionError
 from ..plugins import get_registry
 from .config import _accepts, accepted_parameters
 from .records import CVResult, Progress
-from .report import describe_protocol, fmt, wrap
+from .report import describe_protocol, fmt, target_text, wrap
 from .runner import EvaluationInterrupted, _emit_warnings, _run
 from .serialize import to_jsonable
 
@@ -65,9 +65,12 @@ class CompareResult:
     def table(self, *, markdown: bool = False) -> str:
         """The paper-style table: one row per configuration, mean ± std over the fits."""
         retrain = self.protocol.get("retrain") is not None
-        head = ["method", "accuracy (%)", "MCC", "features", "features (%)", "iterations", "seconds", "stability"]
+        regression = self.protocol.get("task") == "regression"
+        scores = ("r2", "mse", "mae") if regression else ("accuracy", "mcc")
+        head = ["method", *(["R²", "MSE", "MAE"] if regression else ["accuracy (%)", "MCC"]), "features",
+                "features (%)", "iterations", "seconds", "stability"]
         if retrain:
-            head.insert(3, "selector acc. (%)")
+            head.insert(len(scores) + 1, "selector R²" if regression else "selector acc. (%)")
         if any(r.n_failed for r in self.results):
             head.append("failed")
         if not self._same_fits():
@@ -83,10 +86,10 @@ class CompareResult:
                 return fmt(s[m]["mean"], m) + ("" if std is None else f" ± {fmt(std, m)}")
 
             st = r.stability().get("nogueira")
-            row = [r.label, ms("accuracy"), ms("mcc"), ms("n_selected"), ms("pct_selected"), ms("n_iter"),
+            row = [r.label, *(ms(m) for m in scores), ms("n_selected"), ms("pct_selected"), ms("n_iter"),
                    fmt(s["seconds"]["mean"], "seconds"), "-" if st is None else f"{st:.2f}"]
             if retrain:
-                row.insert(3, ms("selector_accuracy"))
+                row.insert(len(scores) + 1, ms("selector_r2" if regression else "selector_accuracy"))
             if "failed" in head:
                 row.append(f"{r.n_failed}/{r.n_folds}")
             if "fits" in head:
@@ -109,14 +112,15 @@ class CompareResult:
 
     def report(self, *, markdown: bool = False) -> str:
         ds = self.dataset
-        title = f"{ds['name']} ({ds['n_samples']} samples x {ds['n_features']} features, {len(ds['classes'])} classes)"
+        title = f"{ds['name']} ({ds['n_samples']} samples x {ds['n_features']} features, {target_text(ds)})"
         prot = f"protocol: {describe_protocol(self.protocol)}"
         solvers = sorted({r.versions.get("solver", r.backend) or "none (no solver backend)" for r in self.results})
         undefined = [r.label for r in self.results if r.stability().get("nogueira") is None]
         over = (f"mean ± std over {len(self.results[0].ok_folds)} fits on the same splits" if self._same_fits() else
                 "mean ± std over each row's successful fits (column 'fits'), not all on the same splits")
-        foot = (f"{over}; MCC: paper 000 eq. 60"
-                f"{' (multi-class: Gorodkin R_K)' if len(ds['classes']) > 2 else ''}; stability: Nogueira et al. 2018"
+        scores = ("R², MSE, MAE of the test predictions" if self.protocol.get("task") == "regression" else
+                  "MCC: paper 000 eq. 60" + (" (multi-class: Gorodkin R_K)" if len(ds["classes"]) > 2 else ""))
+        foot = (f"{over}; {scores}; stability: Nogueira et al. 2018"
                 f"{' (-: undefined, every fit selected all or no features)' if undefined else ''}; "
                 f"solver {', '.join(solvers)}; total {self.seconds:.1f} s")
         if self.interrupted:

@@ -59,12 +59,13 @@ class _Config:
     components: dict
     backend: str
     extras: Any = None  # a study protocol's additions (fsframe.evaluation.protocols.Extras)
+    task: str = "classification"  # or "regression": the formulation fits a real target (Formulation.task)
 
 
 def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, retrain_C, n_columns, n_samples,
                  n_classes: int = 2) -> _Config:
     # the fit driver loads the compiler (and Pyomo): not for `fsframe methods`
-    from ..fitting import check_classes, make_options
+    from ..fitting import check_classes, is_regression, make_options
 
     spec = dict(spec)
     method = spec.pop("method", None)
@@ -99,7 +100,7 @@ def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, 
     return _Config(label=label, method=method, formulation=formulation, surrogate=surrogate, loop=loop, params=spec,
                    fit_options=fit_options, n_features=n_features, scale=scale, retrain=retrain,
                    retrain_C=retrain_C, groups=groups, resolved_params=dict(res.params), components=components,
-                   backend=backend.name)
+                   backend=backend.name, task="regression" if is_regression(res.formulation) else "classification")
 
 
 def component_dict(obj) -> dict | None:

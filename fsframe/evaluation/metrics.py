@@ -1,4 +1,5 @@
-"""Per-fold classification metrics: accuracy (paper 000 eq. 59) and MCC (eq. 60)."""
+"""Per-fold metrics: for classification accuracy (paper 000 eq. 59) and MCC (eq. 60); for a
+regression method (a real target) R², mean squared and mean absolute error."""
 
 from __future__ import annotations
 
@@ -9,13 +10,24 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import DataError
 
-__all__ = ["accuracy_score", "mcc_score", "METRICS", "METRIC_LABELS"]
+__all__ = ["accuracy_score", "mcc_score", "r2_score", "mse_score", "mae_score", "METRICS", "REGRESSION_METRICS",
+           "METRIC_LABELS"]
 
 METRICS = ("accuracy", "mcc", "n_selected", "pct_selected", "n_iter", "seconds")
 """Per-fold quantities summarised by :meth:`CVResult.summary` (plus ``selector_accuracy`` and
 ``selector_mcc`` when a classifier is retrained on the selected features)."""
 
+REGRESSION_METRICS = ("r2", "mse", "mae", "n_selected", "pct_selected", "n_iter", "seconds")
+"""What :meth:`CVResult.summary` reports for a regression method (plus ``selector_r2``,
+``selector_mse``, ``selector_mae`` when a regressor is refitted on the selected features)."""
+
 METRIC_LABELS = {
+    "r2": "R²",
+    "mse": "MSE",
+    "mae": "MAE",
+    "selector_r2": "selector R²",
+    "selector_mse": "selector MSE",
+    "selector_mae": "selector MAE",
     "accuracy": "accuracy (%)",
     "mcc": "MCC",
     "n_selected": "selected features",
@@ -72,3 +84,31 @@ def mcc_score(y_true: ArrayLike, y_pred: ArrayLike) -> float:
         return 0.0
     return float(cov_tp / math.sqrt(cov_pp * cov_tt))
 
+
+
+def _real_pair(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[NDArray, NDArray]:
+    t = np.asarray(_labels_1d(y_true, "y_true"), dtype=np.float64)
+    p = np.asarray(_labels_1d(y_pred, "y_pred"), dtype=np.float64)
+    if t.shape != p.shape or t.size == 0:
+        raise DataError(f"y_true and y_pred must be non-empty and of equal length, got {t.shape} and {p.shape}")
+    return t, p
+
+
+def r2_score(y_true: ArrayLike, y_pred: ArrayLike) -> float | None:
+    """Coefficient of determination ``1 - sum (y - p)^2 / sum (y - mean y)^2`` on the test part
+    (scikit-learn's ``r2_score``); ``None`` when ``y_true`` is constant (undefined)."""
+    t, p = _real_pair(y_true, y_pred)
+    ss_tot = float(np.sum((t - t.mean()) ** 2))
+    return None if ss_tot == 0.0 else 1.0 - float(np.sum((t - p) ** 2)) / ss_tot
+
+
+def mse_score(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Mean squared error ``mean (y - p)^2``."""
+    t, p = _real_pair(y_true, y_pred)
+    return float(np.mean((t - p) ** 2))
+
+
+def mae_score(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Mean absolute error ``mean |y - p|``."""
+    t, p = _real_pair(y_true, y_pred)
+    return float(np.mean(np.abs(t - p)))

@@ -81,6 +81,10 @@ def scale_fit_transform(X: ArrayLike, kind: str = "standard") -> NDArray:
 
 def _retrain_estimator(retrain, C: float):
     if isinstance(retrain, str):
+        if retrain == "ls":  # a regression's refit: ordinary least squares (with intercept) on the selected features
+            from sklearn.linear_model import LinearRegression
+
+            return LinearRegression()
         if retrain == "svm":
             from sklearn.svm import SVC
 
@@ -90,7 +94,8 @@ def _retrain_estimator(retrain, C: float):
 
             return LinearSVC(C=C)
         raise InvalidOptionError(f"retrain={retrain!r}; use 'svm' (SVC(kernel='linear')), 'linear-svc' "
-                                 "(LinearSVC) or a scikit-learn classifier")
+                                 "(LinearSVC) or a scikit-learn classifier; for a regression method 'ls' "
+                                 "(LinearRegression) or a scikit-learn regressor")
     if not (hasattr(retrain, "fit") and hasattr(retrain, "predict")):
         raise InvalidOptionError(f"retrain must be 'svm', 'linear-svc' or a classifier with fit/predict, got {retrain!r}")
     from sklearn.base import clone

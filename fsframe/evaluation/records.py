@@ -13,8 +13,8 @@ from numpy.typing import NDArray
 from ..errors import InvalidOptionError
 from ..results import solver_label
 from .config import format_components
-from .metrics import METRICS
-from .report import describe_protocol, facts_text, first_line, summary_table, wrap
+from .metrics import METRICS, REGRESSION_METRICS
+from .report import describe_protocol, facts_text, first_line, summary_table, target_text, wrap
 from .serialize import to_jsonable
 from .stability import jaccard_index, kuncheva_index, nogueira_stability, selection_frequency
 
@@ -35,6 +35,11 @@ class FoldRecord:
         retrained on the selected features (``retrain=``).
     selector_accuracy, selector_mcc : float
         Of the selector's own sparse model (equal to the above without ``retrain``).
+    r2, mse, mae, selector_r2, selector_mse, selector_mae : float or None
+        A regression method's (a real target): R², mean squared and mean absolute error of the
+        evaluated model's predictions on the test part (the selector's own, or the regressor
+        refitted on the selected features, ``retrain=``), and of the selector's own model; its
+        ``accuracy`` and ``mcc`` are ``None`` (``r2`` too on a constant test target).
     n_selected, pct_selected : int, float
         Selected features (training samples for a kernel map) and their percentage.
     n_iter, converged, monotone, objective, stop_reason, statuses
@@ -74,6 +79,12 @@ class FoldRecord:
     mcc: float | None = None
     selector_accuracy: float | None = None
     selector_mcc: float | None = None
+    r2: float | None = None
+    mse: float | None = None
+    mae: float | None = None
+    selector_r2: float | None = None
+    selector_mse: float | None = None
+    selector_mae: float | None = None
     n_selected: int | None = None
     pct_selected: float | None = None
     n_iter: int | None = None
@@ -249,8 +260,12 @@ class CVResult:
     # -- summaries ------------------------------------------------------------------------------
     @property
     def metrics(self) -> tuple[str, ...]:
-        extra = ("selector_accuracy", "selector_mcc") if self.protocol.get("retrain") is not None else ()
-        return METRICS + extra
+        """:data:`METRICS` (classification) or :data:`REGRESSION_METRICS` (a real target:
+        ``protocol["task"] == "regression"``), with the selector's own scores after a retrain."""
+        retrained = self.protocol.get("retrain") is not None
+        if self.protocol.get("task") == "regression":
+            return REGRESSION_METRICS + (("selector_r2", "selector_mse", "selector_mae") if retrained else ())
+        return METRICS + (("selector_accuracy", "selector_mcc") if retrained else ())
 
     def summary(self) -> dict:
         """``{metric: {mean, std, min, max, n}}`` over the successful folds (``std`` with
@@ -343,13 +358,22 @@ class CVResult:
                     "selector_mcc", "n_selected", "pct_selected", "n_iter", "converged", "objective", "seconds",
                     "total_seconds", "selected", "error_type", "error", "solver_status")
 
+    @property
+    def fold_columns(self) -> tuple[str, ...]:
+        """The CSV columns: :attr:`FOLD_COLUMNS`, a regression's scores in place of accuracy and MCC."""
+        if self.protocol.get("task") != "regression":
+            return self.FOLD_COLUMNS
+        i = self.FOLD_COLUMNS.index("accuracy")
+        return (self.FOLD_COLUMNS[:i] + ("r2", "mse", "mae", "selector_r2", "selector_mse", "selector_mae")
+                + self.FOLD_COLUMNS[i + 4:])
+
     def fold_rows(self) -> list[dict]:
-        """One flat row per fold (the CSV layout): ``selected`` joined with spaces."""
+        """One flat row per fold (the CSV layout of :attr:`fold_columns`): ``selected`` joined with spaces."""
         rows = []
         for f in self.folds:
             d = f.as_dict()
             d["selected"] = " ".join(str(j) for j in f.selected)
-            rows.append({c: d.get(c) for c in self.FOLD_COLUMNS})
+            rows.append({c: d.get(c) for c in self.fold_columns})
         return rows
 
     # -- text ----------------------------------------------------------------------------------
@@ -360,7 +384,7 @@ class CVResult:
         """A readable multi-line report (what ``fsframe select --cv`` prints)."""
         ds = self.dataset
         lines = [f"{self.label} on {ds['name']} ({ds['n_samples']} samples x {ds['n_features']} features, "
-                 f"{len(ds['classes'])} classes)"]
+                 f"{target_text(ds)})"]
         lines += wrap(f"protocol: {self.describe_protocol()}", 110)
         solver = self.versions.get("solver", self.backend)
         lines += wrap(f"model: {format_components(self.components, resolved=self.resolved_parameters())}; "

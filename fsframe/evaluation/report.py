@@ -22,10 +22,11 @@ def first_line(s: str | None, width: int = 160) -> str:
 def describe_protocol(p: dict) -> str:
     if p["kind"] == "k-fold":
         rep = f"{p['repeats']} x " if p["repeats"] > 1 else ""
-        text = f"{rep}{p['n_splits']}-fold stratified CV"
+        text = f"{rep}{p['n_splits']}-fold {'stratified ' if p.get('stratified', True) else ''}CV"
     elif p["kind"] == "holdout":
         tr = round(100 * (1 - p["test_size"]))
-        text = f"{p['repeats']} stratified random {tr}/{100 - tr} split{'s' if p['repeats'] > 1 else ''}"
+        strat = "stratified " if p.get("stratified", True) else ""
+        text = f"{p['repeats']} {strat}random {tr}/{100 - tr} split{'s' if p['repeats'] > 1 else ''}"
     else:
         text = f"{p['n_splits']} splits ({p['kind']})"
     text += f", seed {p['random_state']}"
@@ -47,6 +48,10 @@ def fmt(v: float | None, kind: str) -> str:
         return f"{100 * v:.2f}"
     if kind in ("mcc", "selector_mcc"):
         return f"{v:.3f}"
+    if kind in ("r2", "selector_r2"):
+        return f"{v:.4f}"
+    if kind in ("mse", "mae", "selector_mse", "selector_mae"):
+        return f"{v:.4g}"
     if kind == "seconds":
         return f"{v:.3f}" if v < 10 else f"{v:.1f}"
     if kind in ("n_selected", "n_iter"):
@@ -60,6 +65,11 @@ def fmt_mm(v: float | None, kind: str) -> str:
     if kind in ("n_selected", "n_iter"):
         return f"{v:g}"
     return fmt(v, kind)
+
+
+def target_text(ds: dict) -> str:
+    """``"3 classes"``, or ``"real target"`` for a regression's data (``task`` in the dataset)."""
+    return "real target" if ds.get("task") == "regression" else f"{len(ds['classes'])} classes"
 
 
 def facts_text(facts: dict, components: dict) -> str:

@@ -14,12 +14,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import plugins as _plugins
-from ..dataset import Dataset, check_Xy
+from ..dataset import Dataset, check_regression_Xy, check_Xy
 from ..errors import DataWarning, InvalidOptionError, SolverFailedError
-from ..fitting import fit
+from ..fitting import fit, is_regression
+from ..method import resolve
 from ..plugins import get_registry
 from .config import _Config, _make_config
-from .metrics import accuracy_score, mcc_score
+from .metrics import accuracy_score, mae_score, mcc_score, mse_score, r2_score
 from .preprocess import SCALINGS, _retrain_estimator, _scale, check_scaling
 from .records import CVResult, FoldRecord, Progress, solver_of
 from .engine import Task, execute
@@ -44,9 +45,14 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
             res = fit(Xtr, ytr, method=cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate,
                       loop=cfg.loop, n_features=cfg.n_features, progress=False, **cfg.fit_options, **cfg.params)
             sel_pred = np.asarray(res.predict(Xte))
-            sel_acc, sel_mcc = accuracy_score(yte, sel_pred), mcc_score(yte, sel_pred)
+            if cfg.task == "regression":
+                scores = _regression_scores(res, Xtr, ytr, Xte, yte, sel_pred, cfg)
+                sel_acc = sel_mcc = None
+            else:
+                scores = {}
+                sel_acc, sel_mcc = accuracy_score(yte, sel_pred), mcc_score(yte, sel_pred)
             y_pred = sel_pred
-            if cfg.retrain is not None:
+            if cfg.retrain is not None and cfg.task != "regression":
                 cols = res.selected
                 if cols.size == 0:
                     warnings.warn("no feature was selected: the retrained classifier predicts the training "
@@ -62,8 +68,9 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
                 selected = split.train[selected]
             n_groups = int(np.asarray(res.support).size)
             rec = FoldRecord(
-                **base, ok=True, accuracy=accuracy_score(yte, y_pred), mcc=mcc_score(yte, y_pred),
-                selector_accuracy=sel_acc, selector_mcc=sel_mcc, n_selected=res.n_selected,
+                **base, ok=True, accuracy=None if scores else accuracy_score(yte, y_pred),
+                mcc=None if scores else mcc_score(yte, y_pred), selector_accuracy=sel_acc, selector_mcc=sel_mcc,
+                **{k: v for k, v in scores.items() if k != "y_pred"}, n_selected=res.n_selected,
                 pct_selected=100.0 * res.n_selected / n_groups if n_groups else 0.0, n_iter=int(res.n_iter),
                 converged=bool(res.converged), monotone=bool(res.monotone),
                 objective=None if res.objective is None else float(res.objective),
@@ -71,7 +78,7 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
                 statuses=tuple(getattr(s, "value", str(s)) for s in res.statuses),
                 seconds=float(res.info.get("seconds", float("nan"))),
                 selected=tuple(int(j) for j in selected), facts=res.facts,
-                backend=res.backend, backend_version=_backend_version(res), y_pred=y_pred)
+                backend=res.backend, backend_version=_backend_version(res), y_pred=scores.get("y_pred", y_pred))
             if cfg.extras is not None:  # a study protocol's top-k curve, random-k baseline (evaluation.protocols)
                 rec = cfg.extras.after_fit(rec, res, Xtr, ytr, Xte, yte, split, cfg)
         except (Exception, SystemExit) as exc:  # recorded, counted and reported, never dropped; Ctrl-C
@@ -91,6 +98,27 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
     return rec
 
 
+def _regression_scores(res, Xtr, ytr, Xte, yte, sel_pred, cfg) -> dict:
+    """A regression fold's scores: R², MSE and MAE of the evaluated model's test predictions — the
+    selector's own fitted values, or (``retrain=``) a regressor refitted on the training part's
+    selected features ("ls": ordinary least squares with an intercept, the selector's support
+    without its shrinkage) — and of the selector's own model; ``y_pred`` the evaluated ones."""
+    y_pred = sel_pred
+    if cfg.retrain is not None:
+        cols = res.selected
+        if cols.size == 0:
+            warnings.warn("no feature was selected: the refitted regressor predicts the training part's mean",
+                          DataWarning, stacklevel=1)
+            y_pred = np.full(yte.shape, float(np.mean(ytr)))
+        else:
+            reg = _retrain_estimator(cfg.retrain, cfg.retrain_C)
+            reg.fit(Xtr[:, cols], ytr)
+            y_pred = np.asarray(reg.predict(Xte[:, cols]), dtype=float)
+    return {"r2": r2_score(yte, y_pred), "mse": mse_score(yte, y_pred), "mae": mae_score(yte, y_pred),
+            "selector_r2": r2_score(yte, sel_pred), "selector_mse": mse_score(yte, sel_pred),
+            "selector_mae": mae_score(yte, sel_pred), "y_pred": y_pred}
+
+
 def _backend_version(res) -> str | None:
     info = res.info if not res.per_class else res.per_class[0].info
     v = info.get("backend_version")
@@ -98,9 +126,25 @@ def _backend_version(res) -> str | None:
 
 
 
-def _as_data(data_or_X, y, scale: str | None = None) -> tuple[NDArray, NDArray, dict]:
+def _as_data(data_or_X, y, scale: str | None = None, *, regression: bool = False) -> tuple[NDArray, NDArray, dict]:
     """``(X, y, dataset info)`` checked and copied (a sparse ``X`` stays CSR; with a centring
-    ``scale`` it is refused here, before any fold runs: :func:`~.preprocess.check_scaling`)."""
+    ``scale`` it is refused here, before any fold runs: :func:`~.preprocess.check_scaling`).
+    ``regression``: ``y`` is a real target (:func:`~fsframe.dataset.check_regression_Xy`), the
+    info has ``task = "regression"`` and no classes."""
+    if regression:
+        if isinstance(data_or_X, Dataset):
+            raise InvalidOptionError("a Dataset holds class labels; pass X and a real y to evaluate a regression "
+                                     "method")
+        if y is None:
+            raise InvalidOptionError("y is required when the data is an array")
+        cols = getattr(data_or_X, "columns", None)
+        X, yy = check_regression_Xy(data_or_X, y)
+        if scale is not None:
+            check_scaling(X, scale)
+        names = [str(c) for c in cols] if cols is not None and len(cols) == X.shape[1] else \
+            [f"x{j}" for j in range(X.shape[1])]
+        return X, yy, {"name": "data", "n_samples": int(X.shape[0]), "n_features": int(X.shape[1]),
+                       "task": "regression", "classes": [], "class_counts": {}, "feature_names": names}
     if isinstance(data_or_X, Dataset):
         if y is not None:
             raise InvalidOptionError("pass either a Dataset or X and y, not both")
@@ -246,21 +290,26 @@ def _run(data_or_X, y, entries, *, cv, repeats, scale, n_jobs, random_state, n_f
          progress, on_error, dask=None) -> tuple[list[CVResult], dict]:
     t0 = time.perf_counter()
     C = _check_common(scale, n_jobs, on_error, retrain, retrain_C)
-    X, yy, dsinfo = _as_data(data_or_X, y, scale)
+    regression = _regression_task(entries, retrain)
+    X, yy, dsinfo = _as_data(data_or_X, y, scale, regression=regression)
     if random_state is None:
         random_state = secrets.randbelow(2**31)  # drawn, recorded, reproducible afterwards
     configs = [_make_config(label, spec, n_features=n_features, scale=scale, retrain=retrain, retrain_C=C,
-                            n_columns=X.shape[1], n_samples=X.shape[0], n_classes=len(np.unique(yy)))
+                            n_columns=X.shape[1], n_samples=X.shape[0],
+                            n_classes=0 if regression else len(np.unique(yy)))
                for label, spec in entries]
     labels = [c.label for c in configs]
     dup = sorted({lab for lab in labels if labels.count(lab) > 1})
     if dup:
         raise InvalidOptionError(f"duplicate labels {dup}; give each configuration its own label")
-    splits, protocol = make_splits(yy, cv, repeats=repeats, random_state=random_state, X=X)
+    splits, protocol = make_splits(yy, cv, repeats=repeats, random_state=random_state, X=X, regression=regression)
+    if regression:
+        protocol = dict(protocol, task="regression")
     retrain_desc = None
     if retrain is not None:
         retrain_desc = (f"SVC(kernel='linear', C={C:g})" if retrain == "svm" else
-                        f"LinearSVC(C={C:g})" if retrain == "linear-svc" else repr(retrain))
+                        f"LinearSVC(C={C:g})" if retrain == "linear-svc" else
+                        "LinearRegression()" if retrain == "ls" else repr(retrain))
     per, interrupted = _execute(X, yy, splits, configs, n_jobs, progress, on_error, dask)
     seconds = time.perf_counter() - t0
     results = []
@@ -273,6 +322,31 @@ def _run(data_or_X, y, entries, *, cv, repeats, scale, n_jobs, random_state, n_f
                                 backend=cfg.backend, protocol=prot, dataset=dsinfo, folds=tuple(folds),
                                 seconds=seconds, versions=versions, n_planned=len(splits)))
     return results, dict(protocol, scale=scale, n_features=n_features, retrain=retrain_desc), interrupted
+
+
+def _regression_task(entries, retrain) -> bool:
+    """Whether the configurations fit a real target (``Formulation.task == "regression"``); a
+    mix of regression and classification methods, or a retrain for the other task, is refused."""
+    flags = []
+    for label, spec in entries:
+        names = {k: spec.get(k) for k in ("formulation", "surrogate", "loop")}
+        names = {k: v for k, v in names.items() if isinstance(v, str) or v is None}
+        try:
+            res = resolve(spec.get("method"), **names)
+        except Exception:  # bad components are reported, typed, where the configuration is built
+            continue
+        flags.append((label, is_regression(res.formulation)))
+    kinds = {f for _, f in flags}
+    if len(kinds) > 1:
+        reg = [lab for lab, f in flags if f]
+        raise InvalidOptionError(f"{reg} fit a real target and the other methods class labels: evaluate regression "
+                                 "and classification methods separately")
+    regression = kinds == {True}
+    if retrain is not None and isinstance(retrain, str) and (retrain == "ls") != regression:
+        raise InvalidOptionError(f"retrain={retrain!r} is for " + ("regression" if retrain == "ls" else "classification")
+                                 + " methods; " + ("use 'ls' or a scikit-learn regressor" if regression else
+                                                   "use 'svm', 'linear-svc' or a scikit-learn classifier"))
+    return regression
 
 
 def _label_for(method, formulation, surrogate, loop) -> str:

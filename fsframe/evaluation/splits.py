@@ -40,7 +40,7 @@ def _check_int(name: str, value, minimum: int, maximum: int | None = None) -> in
 
 
 def make_splits(y: ArrayLike, cv: Any = 10, *, repeats: int = 1, random_state: int | None = 0,
-                X: ArrayLike | None = None) -> tuple[list[Split], dict]:
+                X: ArrayLike | None = None, regression: bool = False) -> tuple[list[Split], dict]:
     """The splits of a protocol and its description.
 
     ``cv`` is
@@ -54,7 +54,9 @@ def make_splits(y: ArrayLike, cv: Any = 10, *, repeats: int = 1, random_state: i
     * a scikit-learn splitter (anything with ``split(X, y)``), or an iterable of
       ``(train_indices, test_indices)`` pairs (then ``repeats`` must be 1).
 
-    ``random_state`` is an int in ``[0, MAX_SEED]`` or ``None``.
+    ``random_state`` is an int in ``[0, MAX_SEED]`` or ``None``. With ``regression`` (a real
+    target: nothing to stratify) the int and float protocols are plain shuffled ``KFold`` /
+    ``ShuffleSplit`` (scikit-learn's ``RepeatedKFold``, ``ShuffleSplit``), ``"stratified": False``.
 
     Returns ``(splits, protocol)`` where ``protocol`` is a JSON-serialisable description.
     """
@@ -63,6 +65,8 @@ def make_splits(y: ArrayLike, cv: Any = 10, *, repeats: int = 1, random_state: i
     repeats = _check_int("repeats", repeats, 1)
     if random_state is not None:
         random_state = _check_int("random_state", random_state, 0, MAX_SEED)
+    if regression and isinstance(cv, (int, np.integer, float, np.floating)) and not isinstance(cv, bool):
+        return _regression_splits(n, cv, repeats, random_state)
     _, counts = np.unique(y, return_counts=True)
     smallest, largest = int(counts.min()), int(counts.max())
     if isinstance(cv, (bool, str, bytes)):  # a str has .split(), but is no splitter
@@ -133,6 +137,35 @@ def make_splits(y: ArrayLike, cv: Any = 10, *, repeats: int = 1, random_state: i
         protocol = {"kind": desc, "stratified": None, "n_splits": len(pairs), "repeats": 1,
                     "test_size": None, "random_state": random_state}
     return splits, protocol
+
+
+def _regression_splits(n: int, cv, repeats: int, random_state) -> tuple[list[Split], dict]:
+    """Shuffled k-fold (repeated) or random hold-out splits of ``n`` samples of a real target."""
+    if isinstance(cv, (int, np.integer)):
+        k = int(cv)
+        if k < 2:
+            raise InvalidOptionError(f"cv={k}: k-fold cross-validation needs at least 2 folds")
+        if k > n:
+            raise DataError(f"cv={k} folds but only {n} samples")
+        from sklearn.model_selection import RepeatedKFold
+
+        pairs = list(RepeatedKFold(n_splits=k, n_repeats=repeats, random_state=random_state).split(np.zeros((n, 1))))
+        return ([Split(i // k, i % k, tr, te) for i, (tr, te) in enumerate(pairs)],
+                {"kind": "k-fold", "stratified": False, "n_splits": k, "repeats": repeats, "test_size": None,
+                 "random_state": random_state})
+    frac = float(cv)
+    if not 0.0 < frac < 1.0:
+        raise InvalidOptionError(f"cv={cv!r}: a float cv is the test fraction of random splits and must lie in (0, 1)")
+    n_test = math.ceil(frac * n)
+    if n_test < 1 or n - n_test < 2:
+        raise DataError(f"cv={frac}: {n_test} test and {n - n_test} training samples; a regression needs at least "
+                        "two training samples and one test sample")
+    from sklearn.model_selection import ShuffleSplit
+
+    pairs = list(ShuffleSplit(n_splits=repeats, test_size=frac, random_state=random_state).split(np.zeros((n, 1))))
+    return ([Split(i, 0, tr, te) for i, (tr, te) in enumerate(pairs)],
+            {"kind": "holdout", "stratified": False, "n_splits": 1, "repeats": repeats, "test_size": frac,
+             "random_state": random_state})
 
 
 def _check_indices(idx, n: int, i: int, what: str) -> NDArray:

@@ -15,11 +15,12 @@ import attrs
 import numpy as np
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, hookimpl
-from fsframe.pyomo_ext import (LinearMap, add_definitions, add_log_sum_exp, add_named_expressions,
+from fsframe.errors import DataError
+from fsframe.pyomo_ext import (LinearMap, add_definitions, add_log_sum_exp, add_named_expressions, add_soc,
                                add_sparsity_slot, var_list)
 from fsframe.validators import real, to_float
 
-__all__ = ["LeastSquaresFormulation", "LogisticFormulation"]
+__all__ = ["LeastSquaresFormulation", "LogisticFormulation", "MultinomialFormulation"]
 
 
 def _linear_model(name: str, n: int, terms: frozenset):
@@ -152,9 +153,125 @@ class LogisticFormulation(Formulation):
                                                                        linear_vars=t), n)
 
 
+def _class_codes(y) -> np.ndarray:
+    """Integer class codes ``0..K-1`` from what fsframe passes a native formulation: the codes
+    (more than two classes) or ``-1``/``+1`` (two classes: ``-1`` is code 0)."""
+    y = np.asarray(y)
+    if y.size and np.any(y < 0):
+        return (y > 0).astype(np.int64)
+    codes = y.astype(np.int64)
+    if codes.size == 0 or not np.array_equal(codes, y):
+        raise DataError("the multinomial formulation expects integer class codes 0..K-1 or -1/+1 labels")
+    return codes
+
+
+@attrs.frozen
+class MultinomialFormulation(Formulation):
+    r"""Multinomial (softmax) logistic regression for ``K`` classes, one sparsity group per feature
+    (the row ``W_j`` of the ``(n, K)`` coefficient matrix)::
+
+        min  penalty(W) + C * sum_i [ log sum_k exp(x_i W_k + b_k) - (x_i W_{y_i} + b_{y_i}) ]
+
+    Each sample's loss is the epigraph ``t_i >= log sum_k exp(u_ik)`` of
+    :func:`fsframe.pyomo_ext.add_log_sum_exp` over the score differences ``u_ik = x_i (W_k -
+    W_{y_i}) + b_k - b_{y_i}`` (``K`` exponential cones and one row per sample; ``u_{i,y_i} = 0``).
+    ``penalty`` is the sparsity slot on the row norms ``||W_j||_2`` (the ``lin`` term's epigraph
+    ``s_j >= ||W_j||_2`` is ``n`` second-order cones): ``l1`` is the group lasso of the
+    multinomial model and every surrogate or loop keeps or drops a feature for all classes at
+    once. ``coef`` is ``W`` (``n, K``), ``intercept`` ``b`` (``K``,) and ``predict`` the argmax of
+    ``X W + b`` (the most probable class). Two classes fit the binary logistic model of the
+    ``logistic`` formulation (the softmax of two classes is it, with ``w = W_1 - W_0``).
+
+    Parameters
+    ----------
+    C : float > 0
+        Weight of the multinomial loss.
+    """
+
+    name = "multinomial"
+    multiclass = "native"
+    reference = "Friedman, Hastie & Tibshirani 2010 (glmnet's grouped multinomial lasso)"
+    C: float = attrs.field(default=1.0, converter=to_float, validator=real(0))
+
+    def problem_class(self, terms):
+        return ProblemClass.EXP
+
+    def validate(self, X, y):
+        return {"n_classes": max(int(_class_codes(y).max()) + 1, 2)}
+
+    threshold_scaling = {"C": 1.0}  # empty_model_threshold is proportional to C
+
+    def empty_model_threshold(self, X, y, *, aux=None) -> float:
+        r"""The smallest uniform weight ``lambda`` on the row norms (slot ``lin``) at which ``W = 0``
+        is optimal. The empty model's intercepts are the log class shares (``softmax(b) = p``,
+        ``p_k = m_k / m``), and ``W = 0`` stays optimal while ``lambda >= C max_j ||(Xᵀ (P - Y))_j||_2``
+        with ``Y`` the one-hot labels and ``P`` every row ``p`` (the loss's gradient in ``W`` there).
+        Two classes: :meth:`LogisticFormulation.empty_model_threshold`."""
+        codes = _class_codes(y)
+        K = int(codes.max()) + 1
+        if K <= 2:
+            return LogisticFormulation(C=self.C).empty_model_threshold(X, np.where(codes == 1, 1.0, -1.0))
+        Y = np.zeros((codes.size, K))
+        Y[np.arange(codes.size), codes] = 1.0
+        G = X.T @ (Y.mean(axis=0) - Y)
+        return self.C * float(np.max(np.linalg.norm(np.asarray(G), axis=1), initial=0.0))
+
+    def build(self, X, y, terms):
+        import pyomo.environ as pyo
+        import scipy.sparse as sp
+        from pyomo.common.gc_manager import PauseGC
+        from pyomo.core.expr.numeric_expr import LinearExpression
+
+        codes = _class_codes(y)
+        K = int(codes.max()) + 1
+        if K <= 2:
+            return LogisticFormulation(C=self.C).build(X, np.where(codes == 1, 1.0, -1.0), terms)
+        m, n = X.shape
+        model = pyo.ConcreteModel(name=f"multinomial(C={self.C})")
+        split = "lin_w" in terms and "lin" not in terms  # as the hinge: W = U - V when no row norm is needed
+        with PauseGC():
+            if split:
+                model.u = pyo.Var(range(n * K), bounds=(0, None))
+                model.v = pyo.Var(range(n * K), bounds=(0, None))
+                uv = var_list(model.u, model.v)
+                coef = LinearMap(sp.hstack([sp.identity(n * K), -sp.identity(n * K)]), uv)
+                wvars = add_named_expressions(model, "W", coef, defer=True)
+            else:
+                model.W = pyo.Var(range(n * K))  # row-major: entry j*K + k is W[j, k]
+                wvars = var_list(model.W)
+                coef = LinearMap.identity(wvars)
+            model.b = pyo.Var(range(K))
+            bvars = var_list(model.b)
+        # u_k = X (W_k - W_y) + b_k - b_y: the row-wise Kronecker product of X with the one-hot
+        # labels picks W_{y_i}; on the rows of class k the difference is exactly zero
+        Xs = sp.csr_matrix(X, dtype=float)
+        rows = np.repeat(np.arange(m), np.diff(Xs.indptr))
+        own = sp.csr_matrix((Xs.data, (rows, Xs.indices * K + codes[rows])), shape=(m, n * K))
+        onehot = sp.csr_matrix((np.ones(m), (np.arange(m), codes)), shape=(m, K))
+        scores = []
+        for k in range(K):
+            ek = sp.csr_matrix(([1.0], ([0], [k])), shape=(1, K))
+            A = sp.hstack([sp.kron(Xs, ek) - own, sp.csr_matrix(np.ones((m, 1))) @ ek - onehot], format="csr")
+            A.eliminate_zeros()
+            scores.append(LinearMap(A, wvars + bvars))
+        t = add_log_sum_exp(model, "loss", scores, defer=True)
+        magnitude = None
+        if "lin" in terms:
+            model.s = pyo.Var(range(n), bounds=(0, None))
+            svars = var_list(model.s)
+            for j in range(n):
+                add_soc(model, f"row{j}", wvars[j * K:(j + 1) * K], svars[j])
+            magnitude = LinearMap.identity(svars)
+        loss = LinearExpression(constant=0.0, linear_coefs=[self.C] * m, linear_vars=t)
+        slot = add_sparsity_slot(model, coef=coef, groups=np.repeat(np.arange(n), K), magnitude=magnitude,
+                                 terms=terms, loss=loss)
+        return BuiltModel(model=model, slot=slot, intercept=LinearMap.identity(bvars), coef_shape=(n, K),
+                          info={"n_classes": K})
+
+
 @hookimpl
 def fsframe_register_formulations():
-    return [LeastSquaresFormulation, LogisticFormulation]
+    return [LeastSquaresFormulation, LogisticFormulation, MultinomialFormulation]
 
 
 def _squared_loss(C: float):
@@ -167,23 +284,36 @@ def _logistic_loss(C: float):
     return lambda f, y: float(C * np.sum(np.logaddexp(0.0, -np.asarray(y, dtype=float) * np.asarray(f, dtype=float))))
 
 
+def _multinomial_loss(C: float):
+    """``C * sum_i [log sum_k exp(f_ik) - f_{i,y_i}]`` from the decision values ``f`` and class
+    codes (two classes: ``f`` is the binary decision value, the logistic loss)."""
+    def loss(f, y):
+        f = np.asarray(f, dtype=float)
+        y = np.asarray(y)
+        if f.ndim == 1:
+            return _logistic_loss(C)(f, np.where(y > 0, 1.0, -1.0))
+        codes = y.astype(np.int64)
+        return float(C * np.sum(np.logaddexp.reduce(f, axis=1) - f[np.arange(len(f)), codes]))
+    return loss
+
+
 @hookimpl
 def fsframe_register_oracles():
     from fsframe.testing import Oracle  # the conformance kit loads Pyomo: only when it asks
 
     return [Oracle("decision_loss", LeastSquaresFormulation, lambda f: _squared_loss(f.C)),
-            Oracle("decision_loss", LogisticFormulation, lambda f: _logistic_loss(f.C))]
+            Oracle("decision_loss", LogisticFormulation, lambda f: _logistic_loss(f.C)),
+            Oracle("decision_loss", MultinomialFormulation, lambda f: _multinomial_loss(f.C))]
 
 
 def _family(suffix: str, formulation: str, reference: str, loss: str) -> list:
-    """The four methods on one loss. A classification family declares the sparsity parameters
-    that :class:`fsframe.tuning.FSSelectorCV` and :func:`fsframe.path` grid automatically (``C``
-    from the empty model's threshold, ``n_features`` for EM); the tuners select for classifiers,
-    so a regression family declares none. DCA on the exp surrogate declares none either: on
-    separable classes its large-``C`` end has unbounded coefficients, where a tuned refit is not
-    reproducible to the solver's accuracy (give its grid as a list)."""
-    tuned = formulation != "least-squares"
-    c_grid, r_grid = ("C", "n_features") if tuned else (None, None)
+    """The four methods on one loss, declaring the sparsity parameters that
+    :class:`fsframe.tuning.FSSelectorCV` and :func:`fsframe.path` grid automatically (``C`` from
+    the empty model's threshold, ``n_features`` for EM; a regression family's through
+    :func:`fsframe.path` only, the tuners select classifiers). DCA on the exp surrogate declares
+    none: on separable classes its large-``C`` end has unbounded coefficients, where a tuned refit
+    is not reproducible to the solver's accuracy (give its grid as a list)."""
+    c_grid, r_grid = "C", "n_features"
     return [
         MethodSpec(f"l1-{suffix}", formulation=formulation, surrogate="l1", loop="single", defaults={"C": 1.0},
                    sparsity=c_grid, reference=reference, description=f"L1-penalised {loss}, one convex problem"),
@@ -206,4 +336,13 @@ def fsframe_register_methods():
     ls = _family("ls", "least-squares", "Tibshirani 1996 (the lasso)", "least squares")
     lasso = MethodSpec("lasso", formulation="least-squares", surrogate="l1", loop="single", defaults={"C": 1.0},
                        reference="Tibshirani 1996", description="the lasso (l1-ls): min ||w||_1 + C/2 ||y - Xw - b||^2")
-    return ls + [lasso] + _family("logistic", "logistic", "Lee, Lee, Abbeel & Ng 2006", "logistic regression")
+    return (ls + [lasso] + _family("logistic", "logistic", "Lee, Lee, Abbeel & Ng 2006", "logistic regression")
+            + _multinomial_family())
+
+
+def _multinomial_family() -> list:
+    """The four methods on the multinomial loss; its ``l1`` is the group lasso (row norms)."""
+    l1, *rest = _family("multinomial", "multinomial", "Friedman, Hastie & Tibshirani 2010",
+                        "multinomial logistic regression")
+    return [attrs.evolve(l1, description="group-lasso multinomial logistic regression (sum_j ||W_j||_2), "
+                                         "one convex problem")] + rest

@@ -236,14 +236,37 @@ def test_empty_model_threshold_is_where_the_first_feature_enters(method, classes
     assert below.n_selected == 0 and above.n_selected >= 1
     # the grid of C starts there (FSSelectorCV / path read the declaration)
     spec = fsframe.get_registry().get("method", method)
-    assert spec.sparsity == ("C" if classes is not None else None)
+    assert spec.sparsity == "C"
 
 
-def test_path_refuses_a_regression_method_before_reading_y():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(30, 5))
-    with pytest.raises(InvalidOptionError, match="fits a real target.*FSRegressor"):
-        fsframe.path(X, 2 * X[:, 0] - X[:, 1], method="lasso", C=[0.1, 1.0])
-    form = LeastSquaresFormulation(C=1.0)  # the threshold the docs point a regression grid to
-    y = X[:, 0] + 1.0
-    assert form.empty_model_threshold(X, y) == pytest.approx(np.max(np.abs(X.T @ (y - y.mean()))))
+def test_path_on_a_real_target():
+    """``fsframe.path`` on a regression method: the automatic grid of ``C`` starts at
+    ``1 / threshold`` (``LeastSquaresFormulation.empty_model_threshold``), each point is
+    ``fsframe.fit`` at its value, and held-out data gives R² and MSE (against scikit-learn's
+    metrics), not an accuracy."""
+    from sklearn.metrics import mean_squared_error
+
+    from fsframe.grids import ENTRY_MARGIN
+
+    X, y = _regression(m=60, n=8, seed=2)
+    Xv, yv = _regression(m=40, n=8, seed=3)
+    p = fsframe.path(X, y, method="l1-ls", validation=(Xv, yv), progress=False)
+    c0 = 1.0 / LeastSquaresFormulation(C=1.0).empty_model_threshold(X, y)
+    assert p.parameter == "C" and p.rule.entry == pytest.approx(c0, rel=1e-12) and len(p.points) >= 3
+    assert p.values[0] == pytest.approx(c0 * ENTRY_MARGIN, rel=1e-12)
+    for q in p.points:
+        alone = fsframe.fit(X, y, method="l1-ls", C=q.value)
+        assert q.objective == pytest.approx(alone.objective, rel=1e-7)
+        assert q.support.tolist() == alone.support.tolist()
+        assert q.accuracy is None
+        assert q.r2 == pytest.approx(r2_score(yv, alone.predict(Xv)), abs=1e-6)
+        assert q.mse == pytest.approx(mean_squared_error(yv, alone.predict(Xv)), rel=1e-6)
+    assert p.points[0].n_selected <= 1 and p.points[-1].r2 > 0.9
+    assert "R²" in p.as_table() and p.to_dict()["points"][-1]["r2"] == p.points[-1].r2
+    # EM grids n_features; a list grid of another parameter runs too
+    em = fsframe.path(X, y, method="em-ls", n_features=[1, 3], progress=False)
+    assert [q.n_selected for q in em.points] == [1, 3] and em.points[1].support[:3].all()
+    with pytest.raises(DataError, match="real numbers"):
+        fsframe.path(X, np.where(y > 0, "a", "b"), method="lasso", C=[0.1, 1.0])
+    with pytest.raises(InvalidOptionError, match="features"):
+        fsframe.path(X, y, method="lasso", C=[0.1], validation=(Xv[:, :3], yv))

@@ -62,13 +62,15 @@ CONFORMANCE = {
         "l21-regression": [{"gamma": 1.0}],
         "least-squares": [{"C": 1.0}, {"C": 10.0}],
         "logistic": [{"C": 1.0}, {"C": 10.0}],
+        "multinomial": [{"C": 1.0}, {"C": 10.0}],
     },
     # methods: run and value-checked in tests/unit/test_composition.py
     "method": {name: [{}] for name in ("l1-svm", "fsv", "em-l0", "arom", "svm-weights", "scad-svm",
                                        "mpm", "l1-mpm", "l0-mpm", "fs-mempm", "fs-mpm", "l1-twsvm", "ftsvm",
                                        "rtsvm", "greedy-l1-svm", "dso-fs", "rfs", "relieff", "mrmr",
                                        "l1-ls", "lasso", "l0-ls", "em-ls", "log-ls", "l1-logistic", "l0-logistic",
-                                       "em-logistic", "log-logistic")},
+                                       "em-logistic", "log-logistic", "l1-multinomial", "l0-multinomial",
+                                       "em-multinomial", "log-multinomial")},
 }
 
 
