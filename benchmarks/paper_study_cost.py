@@ -28,9 +28,34 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "paper_study_cost.json"
 
 
-def estimate(study, store_root: Path | None = None) -> dict:
+def _quick_cell(X, y, split, cfg, raise_errors=False):
+    """A tuned row's cell estimated from one fit: the fit and evaluation at the grid's middle point
+    on the whole training part, its seconds multiplied by ``1 + grid points x inner folds`` (the
+    inner fits see (f - 1)/f of the samples and score with an untuned classifier, so this
+    over-estimates when the fit dominates)."""
+    import attrs
+
+    from fsframe.evaluation.protocols import study_cell
+    from fsframe.evaluation.study import folds_for
+
+    extras = getattr(cfg, "extras", None)
+    if extras is None or not extras.tune:
+        return study_cell(X, y, split, cfg, raise_errors)
+    point = {k: v[(len(v) - 1) // 2] for k, v in extras.tune.items()}
+    n_points = 1
+    for v in extras.tune.values():
+        n_points *= len(v)
+    fits = 1 + n_points * folds_for(extras.tune_folds, int(split.train.size))
+    rec = study_cell(X, y, split, attrs.evolve(cfg, params={**cfg.params, **point},
+                                               extras=attrs.evolve(extras, tune=None)), raise_errors)
+    return attrs.evolve(rec, total_seconds=rec.total_seconds * fits,
+                        facts={**rec.facts, "quick_fits": fits, "quick_point": point})
+
+
+def estimate(study, store_root: Path | None = None, quick: bool = False) -> dict:
     """Time one split of every row of ``study`` (a loaded :class:`~fsframe.evaluation.study.Study`),
-    keeping the cells in the results folder ``store_root`` (``None``: nowhere)."""
+    keeping the cells in the results folder ``store_root`` (``None``: nowhere). ``quick``: a tuned
+    row is estimated from one fit (:func:`_quick_cell`) and not kept."""
     from fsframe.evaluation.cells import CellStore, record_from_json, record_to_json
     from fsframe.evaluation.engine import execute
     from fsframe.evaluation.experiment import _plan
@@ -53,15 +78,17 @@ def estimate(study, store_root: Path | None = None) -> dict:
     def row(i, rec, reused):
         m = metas[i]
         key = (m["dataset"], m["label"])
+        one_fit = rec.facts.get("quick_fits")
         rows.append({"dataset": m["dataset"], "label": m["label"], "seconds": rec.total_seconds, "ok": rec.ok,
                      "splits": n_splits[key], "estimated_seconds": rec.total_seconds * n_splits[key],
-                     "error": None if rec.ok else f"{rec.error_type}: {rec.error}"[:200], "reused": reused})
+                     "error": None if rec.ok else f"{rec.error_type}: {rec.error}"[:200], "reused": reused,
+                     **({"from_one_fit": {"fits": one_fit, "point": rec.facts["quick_point"]}} if one_fit else {})})
         print(f"{name} {m['dataset']} {m['label']}: {rec.total_seconds:.1f} s x {n_splits[key]}"
-              f"{' (kept cell)' if reused else ''}", flush=True)
+              f"{' (kept cell)' if reused else ''}{f' (one fit x {one_fit})' if one_fit else ''}", flush=True)
 
     def done(j, rec, clock):
         i = todo[j]
-        if store is not None:  # as run_study writes a cell, so that the full run skips it
+        if store is not None and "quick_fits" not in rec.facts:  # as run_study writes it: the full run skips it
             meta = dict(metas[i], backend=rec.backend if rec.ok else metas[i]["backend"],
                         backend_version=rec.backend_version, ok=rec.ok)
             store.write(meta["key"], record_to_json(rec, meta))
@@ -73,12 +100,31 @@ def estimate(study, store_root: Path | None = None) -> dict:
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        execute(study_cell, data, [tasks[i] for i in todo], n_jobs=1, on_done=done)
+        execute(_quick_cell if quick else study_cell, data, [tasks[i] for i in todo], n_jobs=1, on_done=done)
     rows.sort(key=lambda r: (r["dataset"], r["label"]))
     total = sum(r["estimated_seconds"] for r in rows)
     return {"study": name, "cells": len(metas), "sampled_cells": len(picked), "sample_seconds": time.perf_counter() - t0,
             "estimated_serial_hours": total / 3600, "estimated_hours_jobs2": total / 3600 / 2,
-            "load_average": os.getloadavg(), "rows": rows}
+            "load_average": os.getloadavg(), "quick": quick, "rows": rows}
+
+
+def markdown(out: dict) -> str:
+    """The cost table of docs/papers.md: per study its estimate, each data set's share of it and
+    its costliest row."""
+    lines = ["| study | cells | serial hours (estimated) | with `--jobs 2` | load average | share per data set | "
+             "costliest row (s per split x splits) |", "|---|--:|--:|--:|--:|---|---|"]
+    for name, est in sorted(out.items()):
+        rows = est["rows"]
+        total = sum(r["estimated_seconds"] for r in rows) or 1.0
+        per = {}
+        for r in rows:
+            per[r["dataset"]] = per.get(r["dataset"], 0.0) + r["estimated_seconds"]
+        shares = ", ".join(f"{d} {100 * v / total:.0f} %" for d, v in sorted(per.items(), key=lambda kv: -kv[1]))
+        top = max(rows, key=lambda r: r["estimated_seconds"])
+        lines.append(f"| `{name}` | {est['cells']} | {est['estimated_serial_hours']:.1f} | "
+                     f"{est['estimated_hours_jobs2']:.1f} | {est['load_average'][1]:.1f} | {shares} | "
+                     f"{top['dataset']} {top['label']}: {top['seconds']:.0f} s x {top['splits']} |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
@@ -89,13 +135,19 @@ def main(argv=None):
                                                    "paper004"])
     ap.add_argument("--data-dir", default=os.environ.get("FSFRAME_DATA", str(ROOT.parent / "shared" / "data")))
     ap.add_argument("--json", type=Path, default=OUT)
+    ap.add_argument("--quick", action="store_true",
+                    help="a tuned row from one fit at its grid's middle point x (1 + grid x folds); not kept")
+    ap.add_argument("--markdown", action="store_true", help="print the cost table of the JSON file, run nothing")
     ap.add_argument("--store", default=str(ROOT / "results"),
                     help="keep the sampled cells in STORE/<study> for the full run to skip ('none': keep none)")
     args = ap.parse_args(argv)
     out = json.loads(args.json.read_text()) if args.json.exists() else {}
+    if args.markdown:
+        print(markdown(out), end="")
+        return
     for name in args.studies:
         store = None if args.store == "none" else Path(args.store) / name
-        out[name] = estimate(load_study(name, data_dir=args.data_dir), store)
+        out[name] = estimate(load_study(name, data_dir=args.data_dir), store, quick=args.quick)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1) + "\n")
         print(f"{name}: {out[name]['cells']} cells, about {out[name]['estimated_serial_hours']:.1f} h serially "

@@ -78,3 +78,25 @@ def test_no_store_keeps_nothing(cost, tmp_path):
         est = cost.estimate(_study(), None)
     assert est["sampled_cells"] == 3 and not any(r["reused"] for r in est["rows"])
     assert not any(tmp_path.iterdir())
+
+
+def test_quick_probe_estimates_a_tuned_row_from_one_fit_and_keeps_no_such_cell(cost, tmp_path):
+    study = study_from_dict({
+        "study": {"name": "cost-quick", "seeds": [0]},
+        "protocol": {"cv": 3, "tune_folds": 2},
+        "datasets": [{"name": "wine"}],
+        "methods": [{"method": "l1-svm"}, {"method": "l1-svm", "label": "tuned", "tune": {"C": [0.01, 0.1, 1.0]}}],
+    })
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = cost.estimate(study, tmp_path / "res", quick=True)
+        rows = {r["label"]: r for r in est["rows"]}
+        assert est["quick"] and "from_one_fit" not in rows["l1-svm"]
+        # the grid's middle point, and the fits of a tuned cell: 3 points x 2 inner folds + the final fit
+        assert rows["tuned"]["from_one_fit"] == {"fits": 7, "point": {"C": 0.1}}
+        assert rows["tuned"]["estimated_seconds"] == pytest.approx(3 * rows["tuned"]["seconds"])
+        assert len(list((tmp_path / "res" / "cells").glob("*.json"))) == 1  # the untuned row's cell only
+        res = run_study(study, tmp_path / "res")
+    assert (res.n_skipped, res.n_computed) == (1, 5)
+    tuned = [r for t in res.tables for r in t.results if r.label == "tuned"][0]
+    assert all("tuned C" in f.facts for f in tuned.folds)  # computed by the run, not the probe's one fit
