@@ -52,10 +52,11 @@ def _quick_cell(X, y, split, cfg, raise_errors=False):
                         facts={**rec.facts, "quick_fits": fits, "quick_point": point})
 
 
-def estimate(study, store_root: Path | None = None, quick: bool = False) -> dict:
+def estimate(study, store_root: Path | None = None, quick: bool = False, datasets=None) -> dict:
     """Time one split of every row of ``study`` (a loaded :class:`~fsframe.evaluation.study.Study`),
     keeping the cells in the results folder ``store_root`` (``None``: nowhere). ``quick``: a tuned
-    row is estimated from one fit (:func:`_quick_cell`) and not kept."""
+    row is estimated from one fit (:func:`_quick_cell`) and not kept. ``datasets``: sample the rows
+    of those data sets only (the estimate then covers them alone and says so)."""
     from fsframe.evaluation.cells import CellStore, record_from_json, record_to_json
     from fsframe.evaluation.engine import execute
     from fsframe.evaluation.experiment import _plan
@@ -69,7 +70,7 @@ def estimate(study, store_root: Path | None = None, quick: bool = False) -> dict
     n_splits = {(m["dataset"], m["label"]): 0 for m in metas}
     for m in metas:
         n_splits[(m["dataset"], m["label"])] += 1
-    picked = sorted(first.values())
+    picked = sorted(i for i in first.values() if datasets is None or metas[i]["dataset"] in datasets)
     store = CellStore(store_root) if store_root is not None else None
     kept = store.finished([metas[i]["key"] for i in picked], retry_failed=True) if store is not None else {}
     todo = [i for i in picked if metas[i]["key"] not in kept]
@@ -105,7 +106,8 @@ def estimate(study, store_root: Path | None = None, quick: bool = False) -> dict
     total = sum(r["estimated_seconds"] for r in rows)
     return {"study": name, "cells": len(metas), "sampled_cells": len(picked), "sample_seconds": time.perf_counter() - t0,
             "estimated_serial_hours": total / 3600, "estimated_hours_jobs2": total / 3600 / 2,
-            "load_average": os.getloadavg(), "quick": quick, "rows": rows}
+            "load_average": os.getloadavg(), "quick": quick,
+            "datasets": sorted({r["dataset"] for r in rows}) if datasets is not None else "all", "rows": rows}
 
 
 def markdown(out: dict) -> str:
@@ -121,7 +123,8 @@ def markdown(out: dict) -> str:
             per[r["dataset"]] = per.get(r["dataset"], 0.0) + r["estimated_seconds"]
         shares = ", ".join(f"{d} {100 * v / total:.0f} %" for d, v in sorted(per.items(), key=lambda kv: -kv[1]))
         top = max(rows, key=lambda r: r["estimated_seconds"])
-        lines.append(f"| `{name}` | {est['cells']} | {est['estimated_serial_hours']:.1f} | "
+        part = "" if est.get("datasets", "all") == "all" else f" (only {', '.join(est['datasets'])})"
+        lines.append(f"| `{name}` | {est['cells']} | {est['estimated_serial_hours']:.1f}{part} | "
                      f"{est['estimated_hours_jobs2']:.1f} | {est['load_average'][1]:.1f} | {shares} | "
                      f"{top['dataset']} {top['label']}: {top['seconds']:.0f} s x {top['splits']} |")
     return "\n".join(lines) + "\n"
@@ -137,6 +140,7 @@ def main(argv=None):
     ap.add_argument("--json", type=Path, default=OUT)
     ap.add_argument("--quick", action="store_true",
                     help="a tuned row from one fit at its grid's middle point x (1 + grid x folds); not kept")
+    ap.add_argument("--datasets", nargs="+", help="sample only these data sets' rows (a partial estimate)")
     ap.add_argument("--markdown", action="store_true", help="print the cost table of the JSON file, run nothing")
     ap.add_argument("--store", default=str(ROOT / "results"),
                     help="keep the sampled cells in STORE/<study> for the full run to skip ('none': keep none)")
@@ -147,7 +151,7 @@ def main(argv=None):
         return
     for name in args.studies:
         store = None if args.store == "none" else Path(args.store) / name
-        out[name] = estimate(load_study(name, data_dir=args.data_dir), store, quick=args.quick)
+        out[name] = estimate(load_study(name, data_dir=args.data_dir), store, quick=args.quick, datasets=args.datasets)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1) + "\n")
         print(f"{name}: {out[name]['cells']} cells, about {out[name]['estimated_serial_hours']:.1f} h serially "

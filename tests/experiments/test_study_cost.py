@@ -100,3 +100,18 @@ def test_quick_probe_estimates_a_tuned_row_from_one_fit_and_keeps_no_such_cell(c
     assert (res.n_skipped, res.n_computed) == (1, 5)
     tuned = [r for t in res.tables for r in t.results if r.label == "tuned"][0]
     assert all("tuned C" in f.facts for f in tuned.folds)  # computed by the run, not the probe's one fit
+
+
+def test_probe_of_some_data_sets_only(cost):
+    study = study_from_dict({
+        "study": {"name": "cost-part", "seeds": [0]},
+        "protocol": {"cv": 3},
+        "datasets": [{"name": "wine"}, {"name": "iris"}],
+        "methods": [{"method": "l1-svm"}],
+    })
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = cost.estimate(study, None, datasets=["iris"])
+    assert est["datasets"] == ["iris"] and [r["dataset"] for r in est["rows"]] == ["iris"]
+    assert est["cells"] == 6 and est["sampled_cells"] == 1
+    assert "(only iris)" in cost.markdown({"cost-part": est})
