@@ -29,10 +29,10 @@ OUT = ROOT / "benchmarks" / "results" / "paper_study_cost.json"
 
 
 def _quick_cell(X, y, split, cfg, raise_errors=False):
-    """A tuned row's cell estimated from one fit: the fit and evaluation at the grid's middle point
-    on the whole training part, its seconds multiplied by ``1 + grid points x inner folds`` (the
-    inner fits see (f - 1)/f of the samples and score with an untuned classifier, so this
-    over-estimates when the fit dominates)."""
+    """A tuned row's cell estimated from one fit: the cell (fit and evaluation) at the grid's
+    middle point on the whole training part, plus its fit's seconds once per inner fit (grid points
+    x inner folds; those fits see (f - 1)/f of the samples, so this over-estimates them a little;
+    their scoring by an untuned classifier is not counted)."""
     import attrs
 
     from fsframe.evaluation.protocols import study_cell
@@ -48,8 +48,11 @@ def _quick_cell(X, y, split, cfg, raise_errors=False):
     fits = 1 + n_points * folds_for(extras.tune_folds, int(split.train.size))
     rec = study_cell(X, y, split, attrs.evolve(cfg, params={**cfg.params, **point},
                                                extras=attrs.evolve(extras, tune=None)), raise_errors)
-    return attrs.evolve(rec, total_seconds=rec.total_seconds * fits,
-                        facts={**rec.facts, "quick_fits": fits, "quick_point": point})
+    if not rec.ok:
+        return rec
+    return attrs.evolve(rec, total_seconds=rec.total_seconds + (fits - 1) * rec.seconds,
+                        facts={**rec.facts, "quick_fits": fits, "quick_point": point,
+                               "quick_cell_seconds": rec.total_seconds, "quick_fit_seconds": rec.seconds})
 
 
 def estimate(study, store_root: Path | None = None, quick: bool = False, datasets=None) -> dict:
@@ -83,7 +86,9 @@ def estimate(study, store_root: Path | None = None, quick: bool = False, dataset
         rows.append({"dataset": m["dataset"], "label": m["label"], "seconds": rec.total_seconds, "ok": rec.ok,
                      "splits": n_splits[key], "estimated_seconds": rec.total_seconds * n_splits[key],
                      "error": None if rec.ok else f"{rec.error_type}: {rec.error}"[:200], "reused": reused,
-                     **({"from_one_fit": {"fits": one_fit, "point": rec.facts["quick_point"]}} if one_fit else {})})
+                     **({"from_one_fit": {"fits": one_fit, "point": rec.facts["quick_point"],
+                                          "cell_seconds": rec.facts["quick_cell_seconds"],
+                                          "fit_seconds": rec.facts["quick_fit_seconds"]}} if one_fit else {})})
         print(f"{name} {m['dataset']} {m['label']}: {rec.total_seconds:.1f} s x {n_splits[key]}"
               f"{' (kept cell)' if reused else ''}{f' (one fit x {one_fit})' if one_fit else ''}", flush=True)
 
@@ -139,7 +144,7 @@ def main(argv=None):
     ap.add_argument("--data-dir", default=os.environ.get("FSFRAME_DATA", str(ROOT.parent / "shared" / "data")))
     ap.add_argument("--json", type=Path, default=OUT)
     ap.add_argument("--quick", action="store_true",
-                    help="a tuned row from one fit at its grid's middle point x (1 + grid x folds); not kept")
+                    help="a tuned row from one cell at its grid's middle point + its fit x grid x folds; not kept")
     ap.add_argument("--datasets", nargs="+", help="sample only these data sets' rows (a partial estimate)")
     ap.add_argument("--markdown", action="store_true", help="print the cost table of the JSON file, run nothing")
     ap.add_argument("--store", default=str(ROOT / "results"),

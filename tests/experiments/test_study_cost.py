@@ -93,7 +93,11 @@ def test_quick_probe_estimates_a_tuned_row_from_one_fit_and_keeps_no_such_cell(c
         rows = {r["label"]: r for r in est["rows"]}
         assert est["quick"] and "from_one_fit" not in rows["l1-svm"]
         # the grid's middle point, and the fits of a tuned cell: 3 points x 2 inner folds + the final fit
-        assert rows["tuned"]["from_one_fit"] == {"fits": 7, "point": {"C": 0.1}}
+        one = rows["tuned"]["from_one_fit"]
+        assert (one["fits"], one["point"]) == (7, {"C": 0.1})
+        # the cell once (its evaluation included), and its fit once more per inner fit
+        assert 0 < one["fit_seconds"] <= one["cell_seconds"]
+        assert rows["tuned"]["seconds"] == pytest.approx(one["cell_seconds"] + 6 * one["fit_seconds"])
         assert rows["tuned"]["estimated_seconds"] == pytest.approx(3 * rows["tuned"]["seconds"])
         assert len(list((tmp_path / "res" / "cells").glob("*.json"))) == 1  # the untuned row's cell only
         res = run_study(study, tmp_path / "res")
