@@ -94,7 +94,8 @@ def estimate(study, store_root: Path | None = None, quick: bool = False, dataset
 
     def done(j, rec, clock):
         i = todo[j]
-        if store is not None and "quick_fits" not in rec.facts:  # as run_study writes it: the full run skips it
+        tuned = getattr(tasks[i].cfg, "extras", None) is not None and bool(tasks[i].cfg.extras.tune)
+        if store is not None and not (quick and tuned):  # as run_study writes it: the full run skips it
             meta = dict(metas[i], backend=rec.backend if rec.ok else metas[i]["backend"],
                         backend_version=rec.backend_version, ok=rec.ok)
             store.write(meta["key"], record_to_json(rec, meta))
