@@ -5,6 +5,11 @@ thread), so ``--jobs 2`` divides the estimate by at most 2.
 
     python benchmarks/paper_study_cost.py --data-dir DIR [paper000 paper001 ...] [--json OUT]
 
+The sampled cells are kept in the study's results folder (``results/<study>``, the folder
+``run_paper.py`` and ``fsframe run`` use; ``--store none`` keeps none), exactly as a run writes
+them: the full run that follows skips them, and a cell already finished there is not run again
+(its recorded seconds are used).
+
 Writes ``benchmarks/results/paper_study_cost.json``: per study and data set, the sampled cells'
 seconds and the estimated serial hours of the full protocol. Read the numbers with the machine's
 load (recorded): on a shared machine the same cell takes several times longer.
@@ -23,13 +28,44 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "paper_study_cost.json"
 
 
-def estimate(name: str, data_dir: str) -> dict:
+def _quick_cell(X, y, split, cfg, raise_errors=False):
+    """A tuned row's cell estimated from one fit: the cell (fit and evaluation) at the grid's
+    middle point on the whole training part, plus its fit's seconds once per inner fit (grid points
+    x inner folds; those fits see (f - 1)/f of the samples, so this over-estimates them a little;
+    their scoring by an untuned classifier is not counted)."""
+    import attrs
+
+    from fsframe.evaluation.protocols import study_cell
+    from fsframe.evaluation.study import folds_for
+
+    extras = getattr(cfg, "extras", None)
+    if extras is None or not extras.tune:
+        return study_cell(X, y, split, cfg, raise_errors)
+    point = {k: v[(len(v) - 1) // 2] for k, v in extras.tune.items()}
+    n_points = 1
+    for v in extras.tune.values():
+        n_points *= len(v)
+    fits = 1 + n_points * folds_for(extras.tune_folds, int(split.train.size))
+    rec = study_cell(X, y, split, attrs.evolve(cfg, params={**cfg.params, **point},
+                                               extras=attrs.evolve(extras, tune=None)), raise_errors)
+    if not rec.ok:
+        return rec
+    return attrs.evolve(rec, total_seconds=rec.total_seconds + (fits - 1) * rec.seconds,
+                        facts={**rec.facts, "quick_fits": fits, "quick_point": point,
+                               "quick_cell_seconds": rec.total_seconds, "quick_fit_seconds": rec.seconds})
+
+
+def estimate(study, store_root: Path | None = None, quick: bool = False, datasets=None) -> dict:
+    """Time one split of every row of ``study`` (a loaded :class:`~fsframe.evaluation.study.Study`),
+    keeping the cells in the results folder ``store_root`` (``None``: nowhere). ``quick``: a tuned
+    row is estimated from one fit (:func:`_quick_cell`) and not kept. ``datasets``: sample the rows
+    of those data sets only (the estimate then covers them alone and says so)."""
+    from fsframe.evaluation.cells import CellStore, record_from_json, record_to_json
     from fsframe.evaluation.engine import execute
     from fsframe.evaluation.experiment import _plan
     from fsframe.evaluation.protocols import study_cell
-    from fsframe.evaluation.study import load_study
 
-    study = load_study(name, data_dir=data_dir)
+    name = study.name
     data, tasks, metas, groups = _plan(study)
     first = {}
     for i, m in enumerate(metas):
@@ -37,37 +73,91 @@ def estimate(name: str, data_dir: str) -> dict:
     n_splits = {(m["dataset"], m["label"]): 0 for m in metas}
     for m in metas:
         n_splits[(m["dataset"], m["label"])] += 1
-    picked = sorted(first.values())
+    picked = sorted(i for i in first.values() if datasets is None or metas[i]["dataset"] in datasets)
+    store = CellStore(store_root) if store_root is not None else None
+    kept = store.finished([metas[i]["key"] for i in picked], retry_failed=True) if store is not None else {}
+    todo = [i for i in picked if metas[i]["key"] not in kept]
     rows = []
 
-    def done(j, rec, clock):
-        m = metas[picked[j]]
+    def row(i, rec, reused):
+        m = metas[i]
         key = (m["dataset"], m["label"])
+        one_fit = rec.facts.get("quick_fits")
         rows.append({"dataset": m["dataset"], "label": m["label"], "seconds": rec.total_seconds, "ok": rec.ok,
                      "splits": n_splits[key], "estimated_seconds": rec.total_seconds * n_splits[key],
-                     "error": None if rec.ok else f"{rec.error_type}: {rec.error}"[:200]})
-        print(f"{name} {m['dataset']} {m['label']}: {rec.total_seconds:.1f} s x {n_splits[key]}", flush=True)
+                     "error": None if rec.ok else f"{rec.error_type}: {rec.error}"[:200], "reused": reused,
+                     **({"from_one_fit": {"fits": one_fit, "point": rec.facts["quick_point"],
+                                          "cell_seconds": rec.facts["quick_cell_seconds"],
+                                          "fit_seconds": rec.facts["quick_fit_seconds"]}} if one_fit else {})})
+        print(f"{name} {m['dataset']} {m['label']}: {rec.total_seconds:.1f} s x {n_splits[key]}"
+              f"{' (kept cell)' if reused else ''}{f' (one fit x {one_fit})' if one_fit else ''}", flush=True)
 
+    def done(j, rec, clock):
+        i = todo[j]
+        tuned = getattr(tasks[i].cfg, "extras", None) is not None and bool(tasks[i].cfg.extras.tune)
+        if store is not None and not (quick and tuned):  # as run_study writes it: the full run skips it
+            meta = dict(metas[i], backend=rec.backend if rec.ok else metas[i]["backend"],
+                        backend_version=rec.backend_version, ok=rec.ok)
+            store.write(meta["key"], record_to_json(rec, meta))
+        row(i, rec, False)
+
+    for i in picked:
+        if metas[i]["key"] in kept:
+            row(i, record_from_json(kept[metas[i]["key"]]), True)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        execute(study_cell, data, [tasks[i] for i in picked], n_jobs=1, on_done=done)
+        execute(_quick_cell if quick else study_cell, data, [tasks[i] for i in todo], n_jobs=1, on_done=done)
+    rows.sort(key=lambda r: (r["dataset"], r["label"]))
     total = sum(r["estimated_seconds"] for r in rows)
     return {"study": name, "cells": len(metas), "sampled_cells": len(picked), "sample_seconds": time.perf_counter() - t0,
             "estimated_serial_hours": total / 3600, "estimated_hours_jobs2": total / 3600 / 2,
-            "load_average": os.getloadavg(), "rows": rows}
+            "load_average": os.getloadavg(), "quick": quick,
+            "datasets": sorted({r["dataset"] for r in rows}) if datasets is not None else "all", "rows": rows}
+
+
+def markdown(out: dict) -> str:
+    """The cost table of docs/papers.md: per study its estimate, each data set's share of it and
+    its costliest row."""
+    lines = ["| study | cells | serial hours (estimated) | with `--jobs 2` | load average | share per data set | "
+             "costliest row (s per split x splits) |", "|---|--:|--:|--:|--:|---|---|"]
+    for name, est in sorted(out.items()):
+        rows = est["rows"]
+        total = sum(r["estimated_seconds"] for r in rows) or 1.0
+        per = {}
+        for r in rows:
+            per[r["dataset"]] = per.get(r["dataset"], 0.0) + r["estimated_seconds"]
+        shares = ", ".join(f"{d} {100 * v / total:.0f} %" for d, v in sorted(per.items(), key=lambda kv: -kv[1]))
+        top = max(rows, key=lambda r: r["estimated_seconds"])
+        part = "" if est.get("datasets", "all") == "all" else f" (only {', '.join(est['datasets'])})"
+        lines.append(f"| `{name}` | {est['cells']} | {est['estimated_serial_hours']:.1f}{part} | "
+                     f"{est['estimated_hours_jobs2']:.1f} | {est['load_average'][1]:.1f} | {shares} | "
+                     f"{top['dataset']} {top['label']}: {top['seconds']:.0f} s x {top['splits']} |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
+    from fsframe.evaluation.study import load_study
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("studies", nargs="*", default=["paper000", "paper001", "paper002", "paper002-dual", "paper003",
                                                    "paper004"])
     ap.add_argument("--data-dir", default=os.environ.get("FSFRAME_DATA", str(ROOT.parent / "shared" / "data")))
     ap.add_argument("--json", type=Path, default=OUT)
+    ap.add_argument("--quick", action="store_true",
+                    help="a tuned row from one cell at its grid's middle point + its fit x grid x folds; not kept")
+    ap.add_argument("--datasets", nargs="+", help="sample only these data sets' rows (a partial estimate)")
+    ap.add_argument("--markdown", action="store_true", help="print the cost table of the JSON file, run nothing")
+    ap.add_argument("--store", default=str(ROOT / "results"),
+                    help="keep the sampled cells in STORE/<study> for the full run to skip ('none': keep none)")
     args = ap.parse_args(argv)
     out = json.loads(args.json.read_text()) if args.json.exists() else {}
+    if args.markdown:
+        print(markdown(out), end="")
+        return
     for name in args.studies:
-        out[name] = estimate(name, args.data_dir)
+        store = None if args.store == "none" else Path(args.store) / name
+        out[name] = estimate(load_study(name, data_dir=args.data_dir), store, quick=args.quick, datasets=args.datasets)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1) + "\n")
         print(f"{name}: {out[name]['cells']} cells, about {out[name]['estimated_serial_hours']:.1f} h serially "

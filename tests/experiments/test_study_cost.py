@@ -1,0 +1,121 @@
+"""``benchmarks/paper_study_cost.py``: the cost probe of a study times one split of every row and
+keeps those cells in the study's results folder exactly as ``run_study`` writes them, so the full
+run that follows skips them (and their results equal a fresh run's), and a second probe reuses
+them instead of fitting again."""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from pathlib import Path
+
+import pytest
+
+from fsframe.evaluation.experiment import run_study
+from fsframe.evaluation.study import study_from_dict
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cost():
+    spec = importlib.util.spec_from_file_location("paper_study_cost", ROOT / "benchmarks" / "paper_study_cost.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _study():
+    return study_from_dict({
+        "study": {"name": "cost-probe", "seeds": [0]},
+        "protocol": {"cv": 3, "baselines": True, "reference": "svm", "random_draws": 2},
+        "datasets": [{"name": "wine"}],
+        "methods": [{"method": "l1-svm"}, {"method": "l1-svm", "label": "l1-svm C=0.1", "C": 0.1}],
+    })
+
+
+def _by_row(res):
+    return {(r.label, f.fold): f for t in res.tables for r in t.results for f in r.folds}
+
+
+def test_probe_cells_are_the_runs_cells(cost, tmp_path):
+    study = _study()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = cost.estimate(study, tmp_path / "res")
+        # 3 rows (two configurations and the all-features row) x 3 folds; one split of each row sampled
+        assert (est["cells"], est["sampled_cells"]) == (9, 3)
+        assert {r["label"] for r in est["rows"]} == {"l1-svm", "l1-svm C=0.1", "all features"}
+        for r in est["rows"]:
+            assert r["ok"] and not r["reused"] and r["splits"] == 3
+            assert r["estimated_seconds"] == pytest.approx(3 * r["seconds"])
+        assert est["estimated_serial_hours"] == pytest.approx(sum(r["estimated_seconds"] for r in est["rows"]) / 3600)
+        assert len(list((tmp_path / "res" / "cells").glob("*.json"))) == 3
+
+        kept = run_study(study, tmp_path / "res")
+        fresh = run_study(study, tmp_path / "fresh")
+    assert (kept.n_skipped, kept.n_computed) == (3, 6)  # the probe's cells are not fitted again
+    a, b = _by_row(kept), _by_row(fresh)
+    assert a.keys() == b.keys() and len(a) == 9
+    for k in a:  # a kept cell holds what the run itself computes
+        assert (a[k].accuracy, a[k].selected, a[k].random_accuracy) == (b[k].accuracy, b[k].selected,
+                                                                        b[k].random_accuracy)
+
+
+def test_second_probe_reuses_the_cells(cost, tmp_path):
+    study = _study()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = cost.estimate(study, tmp_path / "res")
+        again = cost.estimate(study, tmp_path / "res")
+    assert all(r["reused"] for r in again["rows"])
+    assert [r["seconds"] for r in again["rows"]] == [r["seconds"] for r in first["rows"]]
+
+
+def test_no_store_keeps_nothing(cost, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = cost.estimate(_study(), None)
+    assert est["sampled_cells"] == 3 and not any(r["reused"] for r in est["rows"])
+    assert not any(tmp_path.iterdir())
+
+
+def test_quick_probe_estimates_a_tuned_row_from_one_fit_and_keeps_no_such_cell(cost, tmp_path):
+    study = study_from_dict({
+        "study": {"name": "cost-quick", "seeds": [0]},
+        "protocol": {"cv": 3, "tune_folds": 2},
+        "datasets": [{"name": "wine"}],
+        "methods": [{"method": "l1-svm"}, {"method": "l1-svm", "label": "tuned", "tune": {"C": [0.01, 0.1, 1.0]}}],
+    })
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = cost.estimate(study, tmp_path / "res", quick=True)
+        rows = {r["label"]: r for r in est["rows"]}
+        assert est["quick"] and "from_one_fit" not in rows["l1-svm"]
+        # the grid's middle point, and the fits of a tuned cell: 3 points x 2 inner folds + the final fit
+        one = rows["tuned"]["from_one_fit"]
+        assert (one["fits"], one["point"]) == (7, {"C": 0.1})
+        # the cell once (its evaluation included), and its fit once more per inner fit
+        assert 0 < one["fit_seconds"] <= one["cell_seconds"]
+        assert rows["tuned"]["seconds"] == pytest.approx(one["cell_seconds"] + 6 * one["fit_seconds"])
+        assert rows["tuned"]["estimated_seconds"] == pytest.approx(3 * rows["tuned"]["seconds"])
+        assert len(list((tmp_path / "res" / "cells").glob("*.json"))) == 1  # the untuned row's cell only
+        res = run_study(study, tmp_path / "res")
+    assert (res.n_skipped, res.n_computed) == (1, 5)
+    tuned = [r for t in res.tables for r in t.results if r.label == "tuned"][0]
+    assert all("tuned C" in f.facts for f in tuned.folds)  # computed by the run, not the probe's one fit
+
+
+def test_probe_of_some_data_sets_only(cost):
+    study = study_from_dict({
+        "study": {"name": "cost-part", "seeds": [0]},
+        "protocol": {"cv": 3},
+        "datasets": [{"name": "wine"}, {"name": "iris"}],
+        "methods": [{"method": "l1-svm"}],
+    })
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = cost.estimate(study, None, datasets=["iris"])
+    assert est["datasets"] == ["iris"] and [r["dataset"] for r in est["rows"]] == ["iris"]
+    assert est["cells"] == 6 and est["sampled_cells"] == 1
+    assert "(only iris)" in cost.markdown({"cost-part": est})
