@@ -474,3 +474,43 @@ def test_clarabel_answer_failing_the_certificate_is_solved_again_tighter(small_s
     strict.solve(small_socp)
     strict._solver = session._solver
     assert strict.solve(small_socp).status is Status.OPTIMAL_INACCURATE  # explicit tolerances: no retry
+
+
+def test_clarabel_tolerances_are_fsframes_unless_given():
+    """fsframe asks Clarabel for 1e-9 (DEFAULT_TOLERANCE) on the gap and feasibility; a tolerance
+    given in backend_options leaves the others at Clarabel's own defaults."""
+    from fsframe.backends.clarabel import CLARABEL_TOLERANCE, DEFAULT_TOLERANCE, clarabel_settings
+
+    s = clarabel_settings(SolveOptions())
+    assert (s.tol_gap_abs, s.tol_gap_rel, s.tol_feas) == (DEFAULT_TOLERANCE,) * 3 == (1e-9,) * 3
+    s = clarabel_settings(SolveOptions(backend_options={"tol_gap_rel": 1e-7}))
+    assert (s.tol_gap_abs, s.tol_gap_rel, s.tol_feas) == (CLARABEL_TOLERANCE, 1e-7, CLARABEL_TOLERANCE)
+
+
+@pytest.mark.parametrize("reached, given, expected", [
+    (5e-9, False, Status.OPTIMAL),  # within Clarabel's own 1e-8: what its defaults call Solved
+    (5e-8, False, Status.OPTIMAL_INACCURATE),  # beyond it: inaccurate, as Clarabel says
+    (5e-9, True, Status.OPTIMAL_INACCURATE),  # the user's tolerances: Clarabel's word stands
+])
+def test_clarabel_almost_solved_within_its_default_tolerance(small_socp, reached, given, expected):
+    """An AlmostSolved answer at fsframe's 1e-9 whose residuals and gap (as Clarabel reports them)
+    meet Clarabel's default 1e-8 is OPTIMAL, then certified like any answer; the exact point with
+    reported measures above 1e-8, or under tolerances the user chose, stays OPTIMAL_INACCURATE."""
+    import clarabel
+
+    opts = SolveOptions(backend_options={"tol_gap_abs": 1e-9} if given else {})
+    session = ClarabelBackend().open(small_socp, opts)
+    good = session.solve(small_socp)
+    real = session._solver.solve()
+    fake = types.SimpleNamespace(status=clarabel.SolverStatus.AlmostSolved, x=list(real.x), z=list(real.z),
+                                 s=list(real.s), iterations=7, obj_val=real.obj_val,
+                                 obj_val_dual=real.obj_val + reached * max(1.0, abs(real.obj_val)) * 0.5,
+                                 r_prim=reached, r_dual=reached)
+    session._solver = types.SimpleNamespace(solve=lambda: fake, is_data_update_allowed=lambda: True,
+                                            update=lambda **k: None)
+    session._retries = lambda data, tried: iter(())  # judge the one answer
+    res = session.solve(small_socp)
+    assert res.status is expected
+    assert res.objective == pytest.approx(good.objective, rel=1e-7)
+    if expected is Status.OPTIMAL:
+        assert "within Clarabel's default" in res.message and res.certificate.ok(1e-6)
