@@ -123,6 +123,8 @@ def _expansion(model, atoms: Sequence) -> Expansion | None:
     """How the named expressions (:func:`add_named_expressions`) among ``atoms`` expand over
     variables; ``None`` when every atom is a variable."""
     named = annotations(model).named
+    if not named:  # a model without named expressions (most): nothing to look up
+        return None
     hits = [named.get(id(v)) for v in atoms]
     if all(h is None for h in hits):
         return None
@@ -210,7 +212,7 @@ def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLik
         i = int(np.argmax(lo > up))
         raise ValueError(f"{name}: row {i} has lower bound {lo[i]} above upper bound {up[i]}")
     named = annotations(model).named
-    used = {id(h[0]): h[0] for h in map(named.get, map(id, lmap.vars)) if h is not None}
+    used = {id(h[0]): h[0] for h in map(named.get, map(id, lmap.vars)) if h is not None} if named else {}
     expansion = _expansion(model, lmap.vars)
     con = pyo.Constraint(range(r))
     model.add_component(name, con)

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from fsframe.backends.ecos import EcosBackend
 from fsframe.compiler import compile_model
 from fsframe.errors import UnsupportedProblemError
-from fsframe.pyomo_ext import _eye_minus, annotations, materialize
+from fsframe.pyomo_ext import LinearMap, _eye_minus, annotations, materialize
 from fsframe_mpm import MPMFormulation
 
 
@@ -116,3 +116,30 @@ def test_the_model_kept_after_a_fit_states_its_cones():
     general = compile_model(kept, fast=False)
     assert len(general.data.cones) == 2
     assert _optimum(general) == pytest.approx(res.objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("same_vars", [True, False])
+def test_substituted_cone_rows_equal_the_stacked_maps(same_vars):
+    """The compiler's cone rows ``(rhs, lhs)`` over one variable list, written directly, equal
+    the ``vstack`` of the maps put over it with ``hstack`` (the form they replaced)."""
+    from fsframe.compiler.cones import _substituted
+    from fsframe.pyomo_records import ConeRecord
+
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(4))
+    m.s = pyo.Var(range(2))
+    xs, ss = list(m.x.values()), list(m.s.values())
+    lhs = LinearMap(sp.random(5, 4, density=0.5, random_state=3, format="csr"), xs, np.arange(5.0))
+    rhs = LinearMap(np.array([[1.0, 0.0, -2.0, 0.5]]), xs, [0.25]) if same_vars else \
+        LinearMap(np.array([[3.0, -1.0]]), ss, [0.25])
+    got = _substituted(ConeRecord(None, lhs, rhs, (), None, ()))
+    if same_vars:
+        want = sp.vstack([rhs.matrix, lhs.matrix], format="csr")
+        assert got.vars == tuple(xs)
+    else:
+        want = sp.vstack([sp.hstack([rhs.matrix, sp.csr_matrix((1, 4))]),
+                          sp.hstack([sp.csr_matrix((5, 2)), lhs.matrix])], format="csr")
+        assert list(got.vars) == ss + xs
+    assert got.matrix.shape == want.shape and got.matrix.nnz == want.nnz
+    np.testing.assert_array_equal(got.matrix.toarray(), want.toarray())
+    np.testing.assert_array_equal(got.const, np.concatenate([[0.25], np.arange(5.0)]))
