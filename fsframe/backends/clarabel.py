@@ -194,8 +194,8 @@ class ClarabelSession(BackendSession):
             # fsframe asks for DEFAULT_TOLERANCE: an answer that reaches only Clarabel's own
             # tolerances is what Clarabel's defaults call Solved (the certificate judges it next)
             status = Status.OPTIMAL
-            message += (f" at fsframe's tolerance {DEFAULT_TOLERANCE:g}; within Clarabel's default "
-                        f"{CLARABEL_TOLERANCE:g}, taken as solved")
+            message += (f" at fsframe's tolerances; within Clarabel's default {CLARABEL_TOLERANCE:g}, "
+                        "taken as solved")
         x = duals = None
         if status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT, Status.TIME_LIMIT):
             x = prep.x(np.asarray(sol.x, dtype=float))
@@ -210,7 +210,7 @@ class ClarabelSession(BackendSession):
         """After an answer that is not ``OPTIMAL``: when fixed columns were eliminated
         (:func:`~fsframe.backends.conic.eliminate`), the whole problem as given; then an answer
         that failed the certificate is solved once more at :data:`RETRY_TOLERANCE`
-        (Clarabel's absolute gap tolerance, 1e-8 by default, is coarse for a small optimum),
+        (an absolute gap tolerance, fsframe's 1e-9 by default, is coarse for a small optimum),
         unless tolerances were given in ``backend_options``."""
         if self._prep is not None and self._prep.elim is not None:  # the problem as given, without the elimination
             whole = prepare(data, reduce=False)
