@@ -23,7 +23,8 @@ scaling) builds a new solver.
 Tolerances: fsframe asks Clarabel for gap and feasibility to :data:`DEFAULT_TOLERANCE` (1e-9),
 not Clarabel's 1e-8, so that the zero coefficients of an answer are small enough for the loops'
 ``zero_tol`` cut to be certified in place instead of solved again; an ``AlmostSolved`` answer that
-meets Clarabel's own 1e-8 is taken as solved. Giving any of ``tol_gap_abs``, ``tol_gap_rel``,
+meets Clarabel's own 1e-8 is taken as solved, and a solve that stalls at 1e-9 is solved again at
+1e-8 (:meth:`ClarabelSession._retries`). Giving any of ``tol_gap_abs``, ``tol_gap_rel``,
 ``tol_feas`` in ``backend_options`` leaves the other two at Clarabel's defaults.
 
 Options (``SolveOptions.backend_options``): any attribute of ``clarabel.DefaultSettings``
@@ -186,11 +187,12 @@ class ClarabelSession(BackendSession):
         except Exception as exc:  # Clarabel's input checks
             raise SolveFailure(Status.ERROR, f"Clarabel rejected the problem: {exc}") from exc
 
-    def _invert(self, data: ProblemData, sol, prep=None) -> RawSolution:
+    def _invert(self, data: ProblemData, sol, prep=None, tightened: bool | None = None) -> RawSolution:
         prep = self._prep if prep is None else prep
         status = self.backend.map_status(sol.status)
         message = str(sol.status)
-        if status is Status.OPTIMAL_INACCURATE and self._tightened and _solved_at_clarabel_default(sol):
+        tightened = self._tightened if tightened is None else tightened
+        if status is Status.OPTIMAL_INACCURATE and tightened and _solved_at_clarabel_default(sol):
             # fsframe asks for DEFAULT_TOLERANCE: an answer that reaches only Clarabel's own
             # tolerances is what Clarabel's defaults call Solved (the certificate judges it next)
             status = Status.OPTIMAL
@@ -207,29 +209,47 @@ class ClarabelSession(BackendSession):
                            raw={"status": sol.status, "solution": sol})
 
     def _retries(self, data: ProblemData, tried: list[SolveResult]):
-        """After an answer that is not ``OPTIMAL``: when fixed columns were eliminated
-        (:func:`~fsframe.backends.conic.eliminate`), the whole problem as given; then an answer
-        that failed the certificate is solved once more at :data:`RETRY_TOLERANCE`
-        (an absolute gap tolerance, fsframe's 1e-9 by default, is coarse for a small optimum),
-        unless tolerances were given in ``backend_options``."""
+        """After an answer that is not ``OPTIMAL``: when Clarabel did not call the solve at
+        fsframe's :data:`DEFAULT_TOLERANCE` solved (``AlmostSolved`` beyond Clarabel's own
+        tolerance, ``InsufficientProgress``, ``NumericalError``), the same
+        solve at Clarabel's own :data:`CLARABEL_TOLERANCE` (an interior point pushed past what the
+        problem's conditioning allows can stall further from the optimum than where Clarabel's
+        defaults stop); when fixed columns were eliminated (:func:`~fsframe.backends.conic.eliminate`),
+        the whole problem as given; then an answer that failed the certificate is solved once more
+        at :data:`RETRY_TOLERANCE` (an absolute gap tolerance of 1e-9 or 1e-8 is coarse for a small
+        optimum), unless tolerances were given in ``backend_options``. With no ``OPTIMAL``
+        candidate, the answer at Clarabel's own tolerance is reported if it was made (what the
+        solve gave before fsframe tightened it), else the first."""
+        self._fallback = 0
+        settings = lambda: clarabel_settings(self.options)  # noqa: E731
+        if self._tightened and _unsolved(tried[0]):
+            def settings():
+                out = clarabel_settings(self.options)
+                for k in _TOLERANCES:
+                    setattr(out, k, CLARABEL_TOLERANCE)
+                return out
+            cand = self._invert(data, self._solve_raw(data, self._make(data, self._prep, settings())), tightened=False)
+            self._fallback = 1
+            yield attrs.evolve(cand, message=f"{cand.message} (re-solved at Clarabel's default tolerance "
+                                             f"{CLARABEL_TOLERANCE:g}: at {DEFAULT_TOLERANCE:g} it was not solved)")
         if self._prep is not None and self._prep.elim is not None:  # the problem as given, without the elimination
             whole = prepare(data, reduce=False)
-            cand = self._invert(data, self._solve_raw(data, self._make(data, whole, clarabel_settings(self.options))),
-                                whole)
+            cand = self._invert(data, self._solve_raw(data, self._make(data, whole, settings())), whole,
+                                tightened=not self._fallback and self._tightened)
             yield attrs.evolve(cand, message=f"{cand.message} (re-solved without eliminating the fixed columns)")
-        cert = tried[0].certificate
+        cert = tried[self._fallback].certificate
         if cert is None or cert.ok(self.options.cert_tol) or any(k in self.options.backend_options
                                                                   for k in _TOLERANCES):
             return  # no certificate, or one that holds (an answer the solver calls inaccurate)
-        settings = clarabel_settings(self.options)
+        retry = clarabel_settings(self.options)
         for k in _TOLERANCES:
-            setattr(settings, k, RETRY_TOLERANCE)
-        cand = self._invert(data, self._solve_raw(data, self._make(data, self._prep, settings)))
+            setattr(retry, k, RETRY_TOLERANCE)
+        cand = self._invert(data, self._solve_raw(data, self._make(data, self._prep, retry)))
         yield attrs.evolve(cand, message=f"{cand.message} (re-solved at tolerance {RETRY_TOLERANCE:g} after the "
                                          "certificate failed)")
 
     def _choose(self, tried: list[SolveResult]) -> SolveResult:
-        return tried[0]
+        return tried[getattr(self, "_fallback", 0)]
 
 
 _TOLERANCES = ("tol_gap_abs", "tol_gap_rel", "tol_feas")
@@ -248,6 +268,19 @@ CLARABEL_TOLERANCE = 1e-8
 ``AlmostSolved`` at :data:`DEFAULT_TOLERANCE` that meets this one (its reported residuals and
 gap) is what Clarabel's own settings call ``Solved``: it is mapped to ``OPTIMAL`` (and then
 certified like every answer)."""
+
+
+_UNSOLVED = frozenset({"AlmostSolved", "InsufficientProgress", "NumericalError"})
+"""Clarabel's statuses of a solve that stalled short of its tolerances (not a verdict of
+infeasibility, nor a limit the user set: ``max_iter``, ``time_limit``)."""
+
+
+def _unsolved(result: SolveResult) -> bool:
+    """Whether Clarabel stopped ``result``'s solve short of its tolerances (:data:`_UNSOLVED`) and
+    fsframe did not take it as solved (an ``AlmostSolved`` within Clarabel's own tolerance is)."""
+    raw = result.raw or {}
+    name = str(raw.get("status", "")).split(".")[-1]
+    return name in _UNSOLVED and result.status is not Status.OPTIMAL
 
 
 def _solved_at_clarabel_default(sol) -> bool:
