@@ -17,7 +17,7 @@ write or solve it — but three kinds of component are built through these helpe
 * :func:`add_sparsity_slot` — the objective ``loss + penalty`` whose penalty weights are mutable
   Params that outer loops change between solves.
 
-Rows and named expressions may be *deferred* (``defer=True``): their Pyomo components are added
+Rows, named expressions and cones may be *deferred* (``defer=True``): their Pyomo components are added
 empty and filled from the records by :func:`materialize` when the model is asked for, so a block
 of millions of entries costs its matrix, not a Pyomo object per entry, in a fit that never
 looks at the model.
@@ -123,6 +123,8 @@ def _expansion(model, atoms: Sequence) -> Expansion | None:
     """How the named expressions (:func:`add_named_expressions`) among ``atoms`` expand over
     variables; ``None`` when every atom is a variable."""
     named = annotations(model).named
+    if not named:  # a model without named expressions (most): nothing to look up
+        return None
     hits = [named.get(id(v)) for v in atoms]
     if all(h is None for h in hits):
         return None
@@ -185,6 +187,8 @@ def materialize(model) -> None:
         block.materialize()
     for rec in ann.exp:
         rec.materialize()
+    for rec in ann.cones:
+        rec.materialize()
 
 
 def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLike | None = None,
@@ -208,7 +212,7 @@ def add_linear_constraints(model, name: str, lmap: LinearMap, *, lower: ArrayLik
         i = int(np.argmax(lo > up))
         raise ValueError(f"{name}: row {i} has lower bound {lo[i]} above upper bound {up[i]}")
     named = annotations(model).named
-    used = {id(h[0]): h[0] for h in map(named.get, map(id, lmap.vars)) if h is not None}
+    used = {id(h[0]): h[0] for h in map(named.get, map(id, lmap.vars)) if h is not None} if named else {}
     expansion = _expansion(model, lmap.vars)
     con = pyo.Constraint(range(r))
     model.add_component(name, con)
@@ -241,13 +245,15 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
         The bound.
 
     defer : bool
-        Defer the auxiliaries' definition rows (see :func:`add_linear_constraints`): the compiler
-        reads their record, the Pyomo rows are made only when the model is asked for
+        Defer the auxiliaries' definition rows (see :func:`add_linear_constraints`) and the cone
+        constraint's expression: the compiler reads their record, the Pyomo rows and the
+        expression ``sum z_i^2 - t^2`` are made only when the model is asked for
         (:func:`materialize`). Sonar's L1-MPM builds in about half the time (its two covariance
         cones have 1 + m_k + n entries each); rows edited in place must be materialised first.
 
-    Returns the quadratic constraint ``sum z_i^2 <= t^2``. Auxiliaries: ``name_z[i] == lhs_i`` and
-    ``name_t == rhs`` with ``name_t >= 0`` (skipped when ``lhs``/``rhs`` are already variables).
+    Returns the quadratic constraint ``sum z_i^2 <= t^2`` (empty until materialised when
+    deferred). Auxiliaries: ``name_z[i] == lhs_i`` and ``name_t == rhs`` with ``name_t >= 0``
+    (skipped when ``lhs``/``rhs`` are already variables).
     """
     lmap = _as_map(lhs, "lhs")
     rmap = _as_map(rhs, "rhs")
@@ -265,7 +271,7 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
         model.add_component(f"{name}_z", zv)
         z = tuple(zv.values())
         aux.extend(z)
-        Z = LinearMap(sp.hstack([sp.identity(lmap.n_rows), -lmap.matrix]).tocsr(), z + lmap.vars)
+        Z = LinearMap(_eye_minus(lmap.matrix), z + lmap.vars)
         defs.append(add_linear_constraints(model, f"{name}_zdef", Z, lower=lmap.const, upper=lmap.const, defer=defer))
     if ident(rmap):
         t = rmap.vars[0]
@@ -276,16 +282,34 @@ def add_soc(model, name: str, lhs: LinearMap | Sequence, rhs: LinearMap | object
         model.add_component(f"{name}_t", tv)
         t = tv
         aux.append(tv)
-        T = LinearMap(sp.hstack([sp.identity(1), -rmap.matrix]).tocsr(), (tv,) + rmap.vars)
+        T = LinearMap(_eye_minus(rmap.matrix), (tv,) + rmap.vars)
         defs.append(add_linear_constraints(model, f"{name}_tdef", T, lower=rmap.const, upper=rmap.const, defer=defer))
-    with _gc.PauseGC():
-        body = sum(zi**2 for zi in z) - t**2
-        con = pyo.Constraint(expr=body <= 0)
-        model.add_component(name, con)
+    con = pyo.Constraint()  # empty until the record materialises it (now, unless deferred)
+    model.add_component(name, con)
     # the record's maps are over variables, like every record the compiler reads
-    annotations(model).cones.append(ConeRecord(con, _over_variables(model, lmap), _over_variables(model, rmap),
-                                               tuple(z), t, tuple(defs), tuple(aux), con.expr))
+    rec = ConeRecord(con, _over_variables(model, lmap), _over_variables(model, rmap), tuple(z), t, tuple(defs),
+                     tuple(aux), pending=True)
+    if not defer:
+        rec.materialize()
+    annotations(model).cones.append(rec)
     return con
+
+
+def _eye_minus(M) -> "sp.csr_matrix":
+    """``[I, -M]`` in CSR, written directly (each row: its identity entry, then ``-M``'s row
+    shifted by ``k`` columns): the definition rows ``z = M x`` of a cone's auxiliaries, without
+    the format conversions of ``hstack``."""
+    M = sp.csr_matrix(M)
+    k, n = M.shape
+    indptr = M.indptr.astype(np.int64) + np.arange(k + 1, dtype=np.int64)
+    head = indptr[:-1]
+    indices = np.empty(M.nnz + k, dtype=np.int64)
+    data = np.empty(M.nnz + k)
+    rest = np.ones(M.nnz + k, dtype=bool)
+    rest[head] = False
+    indices[head], data[head] = np.arange(k), 1.0
+    indices[rest], data[rest] = M.indices.astype(np.int64) + k, -M.data
+    return sp.csr_matrix((data, indices, indptr), shape=(k, k + n))
 
 
 def _constant_map(value, rows: int, what: str) -> LinearMap:

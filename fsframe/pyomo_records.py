@@ -232,7 +232,9 @@ class ConeRecord:
     """Record of :func:`add_soc`: ``||lhs|| <= rhs`` with auxiliary ``z = lhs`` and ``t = rhs``.
 
     ``definitions`` are the equality constraints defining the auxiliaries (absent when the
-    caller passed variables directly); the compiler may substitute them away.
+    caller passed variables directly); the compiler may substitute them away. A deferred record
+    (``pending``, ``add_soc(..., defer=True)``) has an empty cone constraint until
+    :meth:`materialize` gives it its expression ``sum z_i^2 - t^2 <= 0``, like :class:`LinearBlock`.
     """
 
     component: object  # the quadratic Constraint sum z^2 <= t^2
@@ -243,17 +245,46 @@ class ConeRecord:
     definitions: tuple  # Constraint components (may be empty)
     aux: tuple = ()  # the auxiliary variables add_soc created (z and/or t)
     expr: object = None  # the cone constraint's expression as built
+    pending: bool = False  # deferred and not materialised yet
 
     def intact(self, ann: "Annotations") -> bool:
-        """The cone constraint is active and unedited, and so are its definitions."""
+        """The cone constraint is active and unedited (a pending record: still empty), and so
+        are its definitions."""
         con = self.component
-        if not con.active or con.expr is not self.expr:
+        if not con.active:
+            return False
+        if self.pending:
+            if len(con):
+                return False
+        elif len(con) != 1 or con.expr is not self.expr:
             return False
         for d in self.definitions:
             blk = ann.linear.get(id(d))
             if blk is None or not d.active or not blk.intact():
                 return False
         return True
+
+    def materialize(self) -> None:
+        """Give a pending record's cone constraint its expression ``sum z_i^2 - t^2 <= 0`` (the
+        form :func:`fsframe.compiler.cones.detect_cone` recognises); nothing for a materialised one.
+
+        Raises
+        ------
+        UnsupportedProblemError
+            The still-empty constraint was given an expression by hand.
+        """
+        if not self.pending:
+            return
+        con = self.component
+        if len(con):
+            raise UnsupportedProblemError(
+                f"constraint {con.name} was declared deferred (add_soc(defer=True)) and given an expression by hand "
+                "before it was materialised; call fsframe.pyomo_ext.materialize(model) before editing a deferred "
+                "component")
+        with _gc.PauseGC():
+            con.set_value(sum(zi**2 for zi in self.z) - self.t**2 <= 0)
+        self.expr = con.expr
+        self.pending = False
 
 
 @attrs.define(eq=False)

@@ -106,14 +106,23 @@ def _substituted(rec: ConeRecord) -> LinearMap:
     """The cone rows ``(rhs, lhs)`` over the variables of the two maps."""
     # identity, not ==: comparing Pyomo variables with == builds expressions
     if len(rec.rhs.vars) == len(rec.lhs.vars) and all(a is b for a, b in zip(rec.rhs.vars, rec.lhs.vars)):
-        rows = sp.vstack([rec.rhs.matrix, rec.lhs.matrix], format="csr")
+        rows = _stacked_rows(rec.rhs.matrix, rec.lhs.matrix, 0, len(rec.rhs.vars))
         vars_ = rec.rhs.vars
-    else:  # put both maps over a common variable list
+    else:  # put both maps over a common variable list: rhs's columns, then lhs's
         vars_ = tuple(rec.rhs.vars) + tuple(rec.lhs.vars)
-        rows = sp.vstack([sp.hstack([rec.rhs.matrix, sp.csr_matrix((1, len(rec.lhs.vars)))]),
-                          sp.hstack([sp.csr_matrix((rec.lhs.n_rows, len(rec.rhs.vars))), rec.lhs.matrix])],
-                         format="csr")
+        rows = _stacked_rows(rec.rhs.matrix, rec.lhs.matrix, len(rec.rhs.vars), len(vars_))
     return LinearMap(rows, vars_, np.concatenate([rec.rhs.const, rec.lhs.const]))
+
+
+def _stacked_rows(top, bottom, shift: int, n_cols: int) -> sp.csr_matrix:
+    """The rows of ``top`` over the rows of ``bottom``, ``bottom``'s columns shifted right by
+    ``shift``, as one CSR matrix with ``n_cols`` columns (written directly: the ``vstack`` of
+    two ``hstack``s made five sparse matrices per cone)."""
+    top, bottom = sp.csr_matrix(top), sp.csr_matrix(bottom)
+    indptr = np.concatenate([top.indptr.astype(np.int64), bottom.indptr[1:].astype(np.int64) + top.nnz])
+    indices = np.concatenate([top.indices.astype(np.int64), bottom.indices.astype(np.int64) + shift])
+    data = np.concatenate([top.data, bottom.data]).astype(float, copy=False)
+    return sp.csr_matrix((data, indices, indptr), shape=(top.shape[0] + bottom.shape[0], n_cols))
 
 
 class ConePlan:

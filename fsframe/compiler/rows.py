@@ -33,6 +33,7 @@ def read_constraints(model, ann: Annotations, bld: ProblemBuilder, plan: ConePla
     ``plan.exp``); return the second-order cones found on the general path."""
     general_cones: list[LinearMap] = []
     exp_records = {id(r.component): r for r in ann.exp}
+    soc_records = {id(r.component): r for r in ann.cones}
     for comp in model.component_objects(pyo.Constraint, active=True, descend_into=True):
         if plan.takes(comp):
             continue
@@ -44,6 +45,8 @@ def read_constraints(model, ann: Annotations, bld: ProblemBuilder, plan: ConePla
             block.materialize()  # a deferred block read from Pyomo needs its rows first
         if id(comp) in exp_records:
             exp_records[id(comp)].materialize()
+        if id(comp) in soc_records:  # a deferred cone read from Pyomo needs its expression first
+            soc_records[id(comp)].materialize()
         for cdata in comp.values():
             if cdata.active:
                 _read_constraint(bld, cdata, general_cones, plan.exp)

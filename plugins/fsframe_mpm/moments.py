@@ -74,10 +74,20 @@ class ClassMoments:
         (shape ``(m_k [+ n], n)``; the ridge block is a sparse identity)."""
         import scipy.sparse as sp
 
-        parts = [sp.csr_matrix(scale * self.C[k].T)]
+        # written directly in CSR (the dense block's nonzeros row by row, then the ridge's
+        # diagonal): one sparse construction instead of three and a vstack
+        D = scale * self.C[k].T
+        nz = D != 0
+        counts = [nz.sum(axis=1)]
+        indices = [np.nonzero(nz)[1]]
+        data = [D[nz]]
         if self.ridge > 0:
-            parts.append(sp.identity(self.n, format="csr") * (scale * np.sqrt(self.ridge)))
-        return sp.vstack(parts, format="csr")
+            counts.append(np.ones(self.n, dtype=np.int64))
+            indices.append(np.arange(self.n))
+            data.append(np.full(self.n, scale * np.sqrt(self.ridge)))
+        indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))]).astype(np.int64)
+        return sp.csr_matrix((np.concatenate(data), np.concatenate(indices).astype(np.int64), indptr),
+                             shape=(indptr.size - 1, self.n))
 
 
 def class_moments(X: NDArray, y: NDArray, rho: float) -> ClassMoments:

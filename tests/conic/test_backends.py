@@ -191,7 +191,9 @@ def test_every_clarabel_status_is_mapped():
 def test_clarabel_session_reports_every_status(name, small_socp):
     import clarabel
 
-    session = ClarabelBackend().open(small_socp)
+    # Clarabel's own tolerances, given: its word on each status stands (no re-solve at 1e-8 after a
+    # stall at fsframe's 1e-9, no AlmostSolved taken as solved: tested below)
+    session = ClarabelBackend().open(small_socp, SolveOptions(backend_options={"tol_feas": 1e-8}))
     good = session.solve(small_socp)
     assert good.status is Status.OPTIMAL
     real = session._solver.solve()
@@ -474,3 +476,73 @@ def test_clarabel_answer_failing_the_certificate_is_solved_again_tighter(small_s
     strict.solve(small_socp)
     strict._solver = session._solver
     assert strict.solve(small_socp).status is Status.OPTIMAL_INACCURATE  # explicit tolerances: no retry
+
+
+def test_clarabel_tolerances_are_fsframes_unless_given():
+    """fsframe asks Clarabel for 1e-9 (DEFAULT_TOLERANCE) on the gap and feasibility; a tolerance
+    given in backend_options leaves the others at Clarabel's own defaults."""
+    from fsframe.backends.clarabel import CLARABEL_TOLERANCE, DEFAULT_TOLERANCE, clarabel_settings
+
+    s = clarabel_settings(SolveOptions())
+    assert (s.tol_gap_abs, s.tol_gap_rel, s.tol_feas) == (DEFAULT_TOLERANCE,) * 3 == (1e-9,) * 3
+    s = clarabel_settings(SolveOptions(backend_options={"tol_gap_rel": 1e-7}))
+    assert (s.tol_gap_abs, s.tol_gap_rel, s.tol_feas) == (CLARABEL_TOLERANCE, 1e-7, CLARABEL_TOLERANCE)
+
+
+@pytest.mark.parametrize("reached, given, expected", [
+    (5e-9, False, Status.OPTIMAL),  # within Clarabel's own 1e-8: what its defaults call Solved
+    (5e-8, False, Status.OPTIMAL_INACCURATE),  # beyond it: inaccurate, as Clarabel says
+    (5e-9, True, Status.OPTIMAL_INACCURATE),  # the user's tolerances: Clarabel's word stands
+])
+def test_clarabel_almost_solved_within_its_default_tolerance(small_socp, reached, given, expected):
+    """An AlmostSolved answer at fsframe's 1e-9 whose residuals and gap (as Clarabel reports them)
+    meet Clarabel's default 1e-8 is OPTIMAL, then certified like any answer; the exact point with
+    reported measures above 1e-8, or under tolerances the user chose, stays OPTIMAL_INACCURATE."""
+    import clarabel
+
+    opts = SolveOptions(backend_options={"tol_gap_abs": 1e-9} if given else {})
+    session = ClarabelBackend().open(small_socp, opts)
+    good = session.solve(small_socp)
+    real = session._solver.solve()
+    fake = types.SimpleNamespace(status=clarabel.SolverStatus.AlmostSolved, x=list(real.x), z=list(real.z),
+                                 s=list(real.s), iterations=7, obj_val=real.obj_val,
+                                 obj_val_dual=real.obj_val + reached * max(1.0, abs(real.obj_val)) * 0.5,
+                                 r_prim=reached, r_dual=reached)
+    session._solver = types.SimpleNamespace(solve=lambda: fake, is_data_update_allowed=lambda: True,
+                                            update=lambda **k: None)
+    session._retries = lambda data, tried: iter(())  # judge the one answer
+    res = session.solve(small_socp)
+    assert res.status is expected
+    assert res.objective == pytest.approx(good.objective, rel=1e-7)
+    if expected is Status.OPTIMAL:
+        assert "within Clarabel's default" in res.message and res.certificate.ok(1e-6)
+
+
+@pytest.mark.parametrize("name", ["InsufficientProgress", "NumericalError", "AlmostSolved"])
+def test_a_clarabel_stall_at_fsframes_tolerance_is_solved_again_at_clarabels(name, small_socp):
+    """A solve Clarabel does not call solved at fsframe's 1e-9 (a stall: an interior point pushed
+    past what the conditioning allows can end further from the optimum than where Clarabel's own
+    1e-8 stops; seen on MPM + lp + EM) is solved again with Clarabel's own tolerances, and that
+    answer, judged by the same rule, is returned; a MaxIterations stop (the user's cap) is not."""
+    import clarabel
+
+    from fsframe.backends.clarabel import CLARABEL_TOLERANCE
+
+    session = ClarabelBackend().open(small_socp)
+    good = session.solve(small_socp)
+    real = session._solver.solve()
+    fake = types.SimpleNamespace(status=getattr(clarabel.SolverStatus, name), x=list(real.x), z=list(real.z),
+                                 s=list(real.s), iterations=7, obj_val=real.obj_val, obj_val_dual=real.obj_val - 1e-3,
+                                 r_prim=1e-4, r_dual=1e-4)
+    session._solver = types.SimpleNamespace(solve=lambda: fake, is_data_update_allowed=lambda: True,
+                                            update=lambda **k: None)
+    made = []
+    real_make = session._make
+    session._make = lambda data, prep, settings: made.append(settings.tol_feas) or real_make(data, prep, settings)
+    res = session.solve(small_socp)
+    assert made[0] == CLARABEL_TOLERANCE
+    assert res.status is Status.OPTIMAL and "re-solved at Clarabel's default tolerance" in res.message
+    assert res.objective == pytest.approx(good.objective, rel=1e-7) and res.iterations > 7
+    fake.status = clarabel.SolverStatus.MaxIterations
+    made.clear()
+    assert session.solve(small_socp).status is Status.ITERATION_LIMIT and made == []

@@ -324,6 +324,24 @@ def test_cone_matrices_are_thin():
         assert R.nnz <= mom.counts[k] * 200 + 200
 
 
+@pytest.mark.parametrize("rho", [0.1, 0.0])
+def test_cone_rows_equal_the_stacked_blocks(rho):
+    """``scale * F_k'`` written directly in CSR equals the stack of the dense block (its zeros
+    dropped) and the ridge's scaled identity, entry for entry."""
+    X, y = random_mpm_data(m=30, n=9)
+    mom = mpm.class_moments(X, y, rho)
+    mom.C[0][3, :5] = 0.0  # exact zeros in the covariance factor: dropped, as csr_matrix(dense) does
+    for k in (0, 1):
+        want = sp.csr_matrix(1.7 * mom.C[k].T)
+        if mom.ridge > 0:
+            want = sp.vstack([want, sp.identity(9, format="csr") * (1.7 * np.sqrt(mom.ridge))], format="csr")
+        got = mom.cone_rows(k, 1.7)
+        assert got.shape == want.shape and got.nnz == want.nnz
+        np.testing.assert_array_equal(got.indptr, want.indptr)
+        np.testing.assert_array_equal(got.indices, want.indices)
+        np.testing.assert_array_equal(got.data, want.data)
+
+
 # ---------------------------------------------------------------------------- kernels, composition
 def test_kernel_mpm_selects_training_samples():
     X, y = random_mpm_data(m=60, n=5, seed=4)

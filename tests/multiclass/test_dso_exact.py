@@ -255,9 +255,11 @@ def test_inseparable_data_runs_the_substitute_with_a_warning(iris):
         r = fsframe.fit(X, y, method="dso-fs", p=1.0)
     assert r.info["margin"] == "least-squares" and r.info["margins_broken"] > 0
     assert r.info["inseparable_columns"] == [1, 2]
-    # the zero_tol cut (a row of 1e-6 of the largest, re-solved without it) costs 2e-6 here
+    # the zero_tol cut (a row of 1e-6 of the largest, re-solved without it) cost 2e-6 with Clarabel
+    # at its own tolerance 1e-8; at fsframe's 1e-9 the uncut answer is within 3e-8 of the re-solved
+    # one (either side: the cut costs nothing the solvers can resolve)
     assert r.info["l2p_with_bias_row"] == pytest.approx(cvxpy_substitute(X, y)[0], rel=1e-5)
-    assert 0 < r.info["zero_tol_cut_rise"] < 1e-5
+    assert abs(r.info["zero_tol_cut_rise"]) < 1e-5
 
 
 def test_margin_hard_refuses_and_its_advice_runs(iris):
