@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 from .dataset import check_no_silent_cast, is_sparse, sparse_features
 from .enums import Status
 from .errors import DataError, PluginError, SparseInputError
+from .loops.base import monitored_series
 
 __all__ = ["FitResult", "result_coef", "solver_label", "backend_text"]
 
@@ -150,6 +151,21 @@ class FitResult:
         return np.flatnonzero(self.support)
 
     @property
+    def monotone_checked(self) -> bool:
+        """Whether the loop checked the descent of an objective over this fit
+        (:func:`fsframe.loops.base.monitored_series`): when False, :attr:`monotone` is True only
+        because nothing was monitored (``em-l0`` with ``weights="paper"`` has no potential)."""
+        return self.loop is not None and monitored_series(self.loop, self.surrogate, self.history) is not None
+
+    @property
+    def monotone_text(self) -> str:
+        """``yes`` or ``NO`` (:attr:`monotone`) for a fit whose descent was checked, else
+        ``not checked``: what :meth:`summary` and ``fsframe select`` print."""
+        if not self.monotone_checked:
+            return "not checked (no monitored objective)"
+        return "yes" if self.monotone else "NO"
+
+    @property
     def n_selected(self) -> int:
         return int(np.count_nonzero(self.support))
 
@@ -257,7 +273,7 @@ class FitResult:
         reason = self.info.get("stop_reason")
         lines.append(f"  objective {obj}; {self.n_iter} iteration{'s' if self.n_iter != 1 else ''}; converged: "
                      f"{'yes' if self.converged else 'NO'}{f' ({reason})' if reason else ''}; "
-                     f"monotone: {'yes' if self.monotone else 'NO'}")
+                     f"monotone: {self.monotone_text}")
         statuses = sorted({getattr(s, "value", str(s)) for s in self.statuses})
         seconds = self.info.get("seconds")
         lines.append(f"  solver statuses: {', '.join(statuses) or '-'}"
