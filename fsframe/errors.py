@@ -44,7 +44,9 @@ class DataFileError(DataError, OSError):
 
 class SparseInputError(DataError):
     """A scipy.sparse ``X`` reached a part that needs it dense: a formulation built on dense
-    moments (the MPM's class covariances), a kernel map (``K(X, X_train)`` of sparse data is
+    moments (the MPM's class covariances) or on a dense ``X`` (least squares, logistic: every
+    formulation that does not declare ``sparse_input``; ``fsframe.method.sparse_input_formulations``
+    lists them), a kernel map (``K(X, X_train)`` of sparse data is
     dense), a loop that reads the data itself, or centring. The message names the part and its
     reason; densify explicitly (``X.toarray()``) if the dense matrix fits in memory."""
 
