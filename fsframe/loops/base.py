@@ -444,7 +444,7 @@ class OuterLoop(abc.ABC):
                f"({it.result.message}) on backend {it.result.backend}")
         if not good or self.raise_on_failure:
             partial = (self, tuple(history), good[-1].iterate if good else None)
-            raise SolverFailedError(
+            raise SolverFailedError.of(
                 msg + ("; no solution was found" if not good else
                        "; set raise_on_failure=False to keep the last good iterate"),
                 result=it.result, partial=partial)
