@@ -370,10 +370,40 @@ class Subproblem:
             setattr(self, name, session)
         t0 = time.perf_counter()
         try:
-            return session.solve(data)
+            res = session.solve(data)
         except (UnsupportedProblemError, SolverFailedError) as exc:
             return SolveResult(Status.ERROR, None, None, self.backend.name, time.perf_counter() - t0,
                                message=f"{type(exc).__name__}: {exc}")
+        if res.claim is not None and not res.claim.verified:
+            return self._second_opinion(data, options or self.options, res)
+        return res
+
+    def _second_opinion(self, data, options: SolveOptions, res: SolveResult) -> SolveResult:
+        """A claim of infeasibility or unboundedness that fsframe could not verify (or refuted),
+        put to the other built-in backends that solve the problem's class, in their ``auto``
+        order: the first certified optimum refutes the claim and is the answer (its message names
+        the claim); a verified claim from another backend is the answer; otherwise ``res``, with
+        what the others said. One extra solve per backend, only on this rare path."""
+        from .backends import ClarabelBackend, EcosBackend, HighsBackend
+
+        said = []
+        others = sorted((b for b in (HighsBackend, ClarabelBackend, EcosBackend)
+                         if b.name != self.backend.name and data.problem_class in b.supports and b.available()),
+                        key=lambda b: b.preference)
+        for other in others:
+            try:
+                alt = other().solve(data, options)
+            except (UnsupportedProblemError, SolverFailedError) as exc:
+                said.append(f"{other.name}: {type(exc).__name__}")
+                continue
+            claim = f"{res.backend} claimed {res.status.value} ({res.message})"
+            if alt.status is Status.OPTIMAL or (alt.claim is not None and alt.claim.verified):
+                return attrs.evolve(alt, message=f"{alt.message}; {claim}, not verified: solved on {alt.backend} "
+                                                 "instead")
+            said.append(f"{other.name}: {alt.status.value} ({alt.message})")
+        if not said:
+            return res
+        return attrs.evolve(res, message=f"{res.message}; a second opinion from {'; '.join(said)}")
 
     def _solve_restricted(self, data) -> SolveResult:
         # a restricted answer is certified once, on the full problem, by the working set
