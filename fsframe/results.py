@@ -229,19 +229,33 @@ class FitResult:
 
     @property
     def facts(self) -> dict:
-        """What the fit derived from its training data: the real-number entries of ``info`` other
-        than timings, e.g. MPM's bound ``delta`` actually used, ``delta_max``, ``kappa`` and
-        ``kappa_max`` (paper 000 eqs. 22 and 43-46); a parameter left to the data
-        (``delta=None``) is reported with the value used. One-vs-rest: every class's facts, keyed
+        """What the fit derived from its training data as parameters of the model: the entries of
+        ``info`` that the formulation, loop, surrogate or kernel map declares in its
+        ``data_facts`` (:attr:`fsframe.Formulation.data_facts`), e.g. MPM's bound ``delta``
+        actually used, ``delta_max``, ``kappa`` and ``kappa_max`` (paper 000 eqs. 22 and 43-46),
+        DSO-FS's ``rank``; a parameter left to the data (``delta=None``) is reported with the value
+        used. The other numbers of ``info`` (counters, a cut's rise) are :attr:`details`.
+        One-vs-rest: every class's facts, keyed ``"name[class]"``."""
+        return self._numbers(True)
+
+    @property
+    def details(self) -> dict:
+        """The fit's bookkeeping: the real-number entries of ``info`` that are neither timings nor
+        :attr:`facts` (``zero_tol_cut``, ``n_socps``, ``lps_solved``, ...). One-vs-rest: keyed
         ``"name[class]"``."""
+        return self._numbers(False)
+
+    def _numbers(self, facts: bool) -> dict:
         if self.per_class:
             out: dict = {}
             for c, r in zip(self.classes, self.per_class):
-                out.update({f"{k}[{c}]": v for k, v in r.facts.items()})
+                out.update({f"{k}[{c}]": v for k, v in r._numbers(facts).items()})
             return out
+        declared = {k for c in (self.formulation, self.loop, self.surrogate, self.transform)
+                    for k in getattr(c, "data_facts", ())}
         return {k: (int(v) if isinstance(v, numbers.Integral) else float(v)) for k, v in self.info.items()
                 if isinstance(v, numbers.Real) and not isinstance(v, bool) and not k.endswith("seconds")
-                and math.isfinite(v)}
+                and math.isfinite(v) and (k in declared) == facts}
 
     # -- presentation ---------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -266,6 +280,9 @@ class FitResult:
         extra = {k: v for k, v in facts.items() if k not in shown}
         if extra:
             lines.append("  from the data: " + ", ".join(f"{k}={_num(v)}" for k, v in extra.items()))
+        details = {k: v for k, v in self.details.items() if k not in shown}
+        if details:
+            lines.append("  details: " + ", ".join(f"{k}={_num(v)}" for k, v in details.items()))
         names = self.selected_names
         listed = ", ".join(str(n) for n in names[:top]) + (f", ... ({len(names) - top} more)" if len(names) > top else "")
         lines.append(f"  selected {self.n_selected} of {len(self.support)} {what}" + (f": {listed}" if names else ""))

@@ -109,6 +109,9 @@ def _select_once(args, argv, data, params) -> int:
         derived = facts_text(facts, components)
         if derived:
             print(f"  from the data: {derived}")
+        details = facts_text(res.details, components)
+        if details:
+            print(f"  details: {details}")
         print(f"  protocol: fitted once on all samples, "
               + {"standard": "standardised (mean 0, std 1)", "minmax": "min-max scaled to [0, 1]",
                  "maxabs": "divided by the largest |value| per feature",

@@ -154,6 +154,7 @@ class DSOLoop(OuterLoop):
     """
 
     name = "dso"
+    data_facts = ("rank",)  # rank [X, 1], which decides the hard margin's feasible start
     reference = "Peng & Fan, paper 004, Algorithm 1, eqs. 7-14, Theorems 1-2"
     requires = ("lp_norm",)  # phi(t) = t**p exactly, 0 < p <= 1: lp with eps = 0, or l1 (p = 1)
     formulation_requires = ("hard_margin",)  # 004 eq. 5: margin with C unset
