@@ -250,6 +250,23 @@ class Subproblem:
         (:func:`~fsframe.slot.slot_penalty`)."""
         return slot_penalty(self.compiled.slot, slot_weights(self.compiled.slot, **weights), coef, t)
 
+    def penalty_weights(self, weights: dict) -> dict:
+        """The slot ``weights`` of a solve as plain arrays, enough to recompute :meth:`penalty` from
+        a model's coefficients alone (what ``FitResult.info["penalty_weights"]`` records):
+        ``lin`` per group (0 for a group fixed at zero or without a magnitude), ``lin_w`` per
+        coefficient, ``quad`` per group (``None`` for an absent term), and ``groups``, the group of
+        each coefficient (coefficients in the formulation's layout, flattened). Then
+        ``sum_j lin_j t_j + lin_w'w + sum_i quad[groups_i] w_i^2`` is the penalty, ``t_j`` the
+        group norms."""
+        slot = self.compiled.slot
+        sw = slot_weights(slot, **weights)
+        lin = None
+        if sw.lin is not None:
+            lin = np.where(np.diff(slot.S.indptr) > 0, sw.lin, 0.0) if slot.S is not None else np.zeros_like(sw.lin)
+        return {"lin": lin, "lin_w": None if sw.lin_w is None else np.array(sw.lin_w, dtype=float),
+                "quad": None if sw.quad is None else np.array(sw.quad, dtype=float),
+                "groups": np.array(slot.groups)}
+
     def model_objective(self, x: NDArray, weights: dict, *, size: bool = False):
         """The subproblem's objective at slot ``weights`` that the model in ``x`` attains
         (:meth:`model_loss` plus :meth:`penalty` of its coefficients), e.g. of another backend's

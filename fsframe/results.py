@@ -99,7 +99,10 @@ class FitResult:
         The parameters as resolved (method defaults plus user values).
     info : dict
         Timings (``build_seconds``, ``compile_seconds``, ``solve_seconds``, ``seconds``),
-        formulation facts (e.g. MPM's ``kappa``) and the stop reason.
+        formulation facts (e.g. MPM's ``kappa``), the stop reason and, for a model a subproblem
+        solved, ``penalty_weights``: the slot weights of that subproblem
+        (:meth:`fsframe.problem.Subproblem.penalty_weights`), from which a surrogate-free loop's
+        objective is recomputed (:func:`fsframe.testing.check_fit_result`).
     per_class : tuple of FitResult
         One-vs-rest: the binary results, in class order.
     certificate : dict

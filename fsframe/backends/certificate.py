@@ -411,7 +411,9 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
       feasible): the claim stands and the message says "verified";
     * a direction verified but no feasible point known: ``INFEASIBLE_OR_UNBOUNDED``, verified;
     * an infeasibility claim (not verified) on a problem whose zero model satisfies every
-      constraint (:func:`feasible_point`): refuted, ``NUMERICAL_ERROR`` naming the claim;
+      constraint (:func:`feasible_point`): refuted, ``NUMERICAL_ERROR`` naming the claim; an
+      ``INFEASIBLE_OR_UNBOUNDED`` one there stands, not verified, the message saying it can only
+      mean unbounded;
     * otherwise the claim stands unverified and the message says why.
     """
     ray = ray or {}
@@ -443,7 +445,8 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
         if x0 is not None:
             why = f"{detail}; the zero model satisfies every constraint (violation {viol:.1e}, relative)"
             if status is Status.INFEASIBLE_OR_UNBOUNDED:  # feasible: the claim can only mean unbounded
-                return (Status.UNBOUNDED, f"; not verified by fsframe: {why}, so the claim can only mean unbounded",
+                # (kept as claimed: an unverified status is never made more specific)
+                return (status, f"; not verified by fsframe: {why}, so the claim can only mean unbounded",
                         ClaimCheck(status, False, False, why))
             return (Status.NUMERICAL_ERROR, f"; the solver claimed the problem {name}, which fsframe refutes: {why}",
                     ClaimCheck(status, False, True, why))

@@ -115,7 +115,8 @@ def test_an_infeasibility_claim_on_a_problem_whose_zero_model_is_feasible_is_ref
     assert "zero model satisfies every constraint" in res.message
     # "infeasible or unbounded" on a feasible problem can only mean unbounded: not verified
     res = Claimant(Status.INFEASIBLE_OR_UNBOUNDED).solve(data)
-    assert res.status is Status.UNBOUNDED and not res.claim.verified and "can only mean unbounded" in res.message
+    assert res.status is Status.INFEASIBLE_OR_UNBOUNDED and not res.claim.verified and not res.claim.refuted
+    assert "can only mean unbounded" in res.message
     # a claim without evidence on a problem whose zero model is infeasible stands, not verified
     res = Claimant(Status.INFEASIBLE).solve(StandardProblems.infeasible_lp().data)
     assert res.status is Status.INFEASIBLE and not res.claim.verified and not res.claim.refuted
