@@ -87,7 +87,7 @@ def largest_delta_neg(mom: ClassMoments, delta_pos: float, aux: AuxSolver) -> fl
     if res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
         return 0.0
     if not res.ok:
-        raise SolverFailedError(
+        raise SolverFailedError.of(
             f"MEMPM: the SOCP for the largest delta_neg at delta_pos={delta_pos:g} ended with status "
             f"{res.status.value} ({res.message}); try backend='clarabel'", result=res)
     t2 = float(res.x[mom.n + 1])
