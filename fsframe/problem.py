@@ -13,7 +13,7 @@ from .backends.base import Backend, SolveOptions, SolveResult
 from .backends.certificate import certify, judge_certificate
 from .canonical import Auxiliaries
 from .compiler import CompiledModel, compile_model
-from .errors import IncompatibleComponentsError, SolverFailedError, UnsupportedProblemError
+from .errors import FsframeError, IncompatibleComponentsError, SolverFailedError, UnsupportedProblemError
 from .formulation import PROTOCOLS, BuiltModel, Formulation
 from .slot import slot_penalty, slot_weights
 from .working_set import AGAIN, WorkingSet, WorkingSetOptions, WorkingSetReport, group_columns
@@ -404,13 +404,17 @@ class Subproblem:
         from .backends import ClarabelBackend, EcosBackend, HighsBackend
 
         said = []
+        # the first backend's own options mean nothing to the others; a time limit only to those
+        # that honour one
+        options = attrs.evolve(options, backend_options={})
         others = sorted((b for b in (HighsBackend, ClarabelBackend, EcosBackend)
-                         if b.name != self.backend.name and data.problem_class in b.supports and b.available()),
+                         if b.name != self.backend.name and data.problem_class in b.supports and b.available()
+                         and (options.time_limit is None or b.honours_time_limit)),
                         key=lambda b: b.preference)
         for other in others:
             try:
                 alt = other().solve(data, options)
-            except (UnsupportedProblemError, SolverFailedError) as exc:
+            except FsframeError as exc:  # e.g. data on a scale it cannot represent: no opinion
                 said.append(f"{other.name}: {type(exc).__name__}")
                 continue
             claim = f"{res.backend} claimed {res.status.value} ({res.message})"

@@ -463,15 +463,18 @@ class HighsSession(BackendSession):
         ray in the original columns."""
         ray = {}
         p = data.A.shape[0]
-        if status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
-            _, has, values = self.h.getDualRay()
-            if has:
-                values = -np.asarray(values, dtype=float)
-                ray["y"], ray["z"] = values[:p], values[p:]
-        if status in (Status.UNBOUNDED, Status.INFEASIBLE_OR_UNBOUNDED):
-            _, has, values = self.h.getPrimalRay()
-            if has:
-                ray["dx"] = np.asarray(values, dtype=float) * (1.0 if self.cols is None else self.cols)
+        try:  # evidence is optional: HiGHS's trouble producing it leaves the claim unverified
+            if status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
+                _, has, values = self.h.getDualRay()
+                if has:
+                    values = -np.asarray(values, dtype=float)
+                    ray["y"], ray["z"] = values[:p], values[p:]
+            if status in (Status.UNBOUNDED, Status.INFEASIBLE_OR_UNBOUNDED):
+                _, has, values = self.h.getPrimalRay()
+                if has:
+                    ray["dx"] = np.asarray(values, dtype=float) * (1.0 if self.cols is None else self.cols)
+        except Exception:  # noqa: BLE001 - a failed ray query is no failed solve
+            return None
         return ray or None
 
     def close(self) -> None:
