@@ -27,6 +27,7 @@ import argparse
 import json
 import time
 import warnings
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,9 @@ from fsframe.backends import HighsBackend
 from fsframe.problem import Subproblem
 from fsframe_twsvm import TwinL1Formulation, rbf_kernel, twin_loss
 from fsframe_twsvm.toy import k_informative
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import write_section  # noqa: E402  (one writer of the docs sections)
 
 OUT = Path(__file__).parent / "results" / "ftsvm.json"
 PARAMS = dict(c11=1.0, c12=1.0, c21=1.0, c22=1.0, lam=0.5)
@@ -163,12 +167,6 @@ def table(rows: list) -> str:
     return "\n".join(out)
 
 
-def write_docs(rows: list) -> None:
-    text = DOC.read_text()
-    i, j = text.index(BEGIN) + len(BEGIN), text.index(END)
-    DOC.write_text(text[:i] + "\n" + table(rows) + "\n" + text[j:])
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="60,500,2000")
@@ -178,7 +176,7 @@ def main(argv=None):
     ap.add_argument("--render", action="store_true", help="only write the docs table from the results JSON")
     args = ap.parse_args(argv)
     if args.render:
-        write_docs(json.loads(OUT.read_text())["rows"])
+        write_section(DOC, BEGIN, END, table(json.loads(OUT.read_text())["rows"]))
         return
     rows = []
     for kernel in args.kernels.split(","):
@@ -189,7 +187,7 @@ def main(argv=None):
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps({"rows": rows, "highs": HighsBackend.version()}, indent=1))
     if args.write_docs:
-        write_docs(rows)
+        write_section(DOC, BEGIN, END, table(rows))
 
 
 if __name__ == "__main__":

@@ -44,6 +44,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- bench_import:begin -->", "<!-- bench_import:end -->"
 TARGETS = {"import fsframe": 0.4, "fsframe methods": 0.7}  # seconds, issue 13
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import write_section  # noqa: E402  (one writer of the docs sections)
+
 
 def _cli() -> list[str]:
     """The ``fsframe`` console script of this interpreter's environment, else ``python -m fsframe``."""
@@ -198,17 +201,6 @@ def markdown(res: dict) -> str:
     return "\n".join(lines + ref + where) + "\n" + note
 
 
-def write_doc(text: str, path: Path) -> None:
-    doc = path.read_text()
-    if BEGIN in doc and END in doc:
-        head, _, rest = doc.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        doc = f"{head}{BEGIN}\n{text}{END}{tail}"
-    else:
-        doc = doc.rstrip("\n") + f"\n\n{BEGIN}\n{text}{END}\n"
-    path.write_text(doc)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=9)
@@ -226,7 +218,7 @@ def main(argv=None) -> int:
         suffix = "" if not args.no_bytecode else "-no-bytecode"
         out = ROOT / "benchmarks" / "results" / f"startup{suffix}.json"
         if not args.no_bytecode:
-            write_doc(text, ROOT / "docs" / "performance.md")
+            write_section(ROOT / "docs" / "performance.md", BEGIN, END, text, heading="## Start-up: import and CLI")
     out.write_text(json.dumps(res, indent=1))
     print(f"wrote {out}")
     return 0

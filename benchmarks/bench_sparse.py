@@ -30,6 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import write_section  # noqa: E402  (one writer of the docs sections)
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- sparse:begin -->", "<!-- sparse:end -->"
@@ -116,12 +119,6 @@ def render(res: dict) -> str:
     return "\n".join(lines)
 
 
-def write_doc(text: str) -> None:
-    doc = DOC.read_text()
-    a, b = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-    DOC.write_text(doc[:a] + "\n" + text + "\n" + doc[b:])
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -136,7 +133,7 @@ def main(argv=None) -> int:
     if args.render:
         text = render(json.loads(out.read_text()))
         print(text)
-        write_doc(text)
+        write_section(DOC, BEGIN, END, text)
         return 0
     cases = []
     for m, n, d, dense in QUICK if args.quick else CASES:
@@ -152,7 +149,7 @@ def main(argv=None) -> int:
     text = render(res)
     print(text)
     if not args.quick:
-        write_doc(text)
+        write_section(DOC, BEGIN, END, text)
     return 0
 
 

@@ -43,6 +43,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import write_section  # noqa: E402  (one writer of the docs sections)
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("FSFRAME_SHARED_DATA", ROOT.parent / "shared" / "data"))
 DOC = ROOT / "docs" / "performance.md"
@@ -171,12 +174,6 @@ def render(res: dict) -> str:
     return "\n".join(lines)
 
 
-def write_doc(text: str) -> None:
-    doc = DOC.read_text()
-    a, b = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-    DOC.write_text(doc[:a] + "\n" + text + "\n" + doc[b:])
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="2 splits")
@@ -199,7 +196,7 @@ def main(argv=None) -> int:
     text = render(res)
     print(text)
     if not args.quick:
-        write_doc(text)
+        write_section(DOC, BEGIN, END, text)
     return 0
 
 

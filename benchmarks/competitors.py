@@ -45,6 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import write_section  # noqa: E402  (one writer of the docs sections)
+
 
 def retrain_error(Xtr, ytr, Xte, yte, seed):
     """002's evaluation classifier: a linear SVC, ``C`` from {0.01, ..., 100} by stratified 3-fold CV."""
@@ -61,6 +64,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("FSFRAME_SHARED_DATA") or ROOT.parent / "shared" / "data")  # as the tests find it
 DOC = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- competitors:begin -->", "<!-- competitors:end -->"
+HEADING = "## Against other libraries"  # of the section, when the doc lacks it
 
 # candidate file names per data set (the first present is read with fsframe.load_dataset)
 DATASETS = {
@@ -462,15 +466,6 @@ def markdown(res: dict) -> str:
     return "\n".join(lines)
 
 
-def write_doc(text: str) -> None:
-    doc = DOC.read_text()
-    if BEGIN not in doc or END not in doc:
-        doc = doc.rstrip("\n") + "\n\n## Against other libraries\n\n" + BEGIN + "\n" + END + "\n"
-    head, rest = doc.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    DOC.write_text(head + BEGIN + "\n" + text.rstrip("\n") + "\n" + END + tail)
-
-
 def _env():
     import importlib.metadata as md
     import subprocess
@@ -520,7 +515,7 @@ def main(argv=None) -> int:
     out = args.out or results / ("competitors_quick.json" if args.quick else "competitors.json")
     if args.render:
         text = markdown(json.loads(out.read_text()))
-        write_doc(text)
+        write_section(DOC, BEGIN, END, text, heading=HEADING)
         print(text)
         return 0
     if not DATA.exists():
@@ -549,7 +544,7 @@ def main(argv=None) -> int:
     out.write_text(json.dumps(res, indent=2))
     text = markdown(res)
     if not args.quick and args.out is None:
-        write_doc(text)
+        write_section(DOC, BEGIN, END, text, heading=HEADING)
     print(text)
     return 0
 

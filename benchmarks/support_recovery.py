@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import write_section  # noqa: E402  (one writer of the docs sections)
 from competitors import _top, bisect_to_r  # noqa: E402  (one bisection rule for every competitor)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -284,12 +285,6 @@ def picture(res: dict) -> None:
     fig.savefig(IMG, dpi=90)
 
 
-def write_doc(text: str) -> None:
-    doc = DOC.read_text()
-    a, b = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-    DOC.write_text(doc[:a] + "\n" + text + "\n" + doc[b:])
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=1)
@@ -298,7 +293,7 @@ def main(argv=None) -> int:
     res = json.loads(OUT.read_text()) if args.render else run(args.reps)
     text = markdown(res)
     print(text)
-    write_doc(text)
+    write_section(DOC, BEGIN, END, text)
     picture(res)
     return 0
 

@@ -21,6 +21,8 @@ __all__ = [
     "UnsupportedProblemError",
     "BackendUnavailableError",
     "SolverFailedError",
+    "InfeasibleProblemError",
+    "UnboundedProblemError",
     "PluginError",
     "NotFittedError",
     "FsframeWarning",
@@ -44,7 +46,9 @@ class DataFileError(DataError, OSError):
 
 class SparseInputError(DataError):
     """A scipy.sparse ``X`` reached a part that needs it dense: a formulation built on dense
-    moments (the MPM's class covariances), a kernel map (``K(X, X_train)`` of sparse data is
+    moments (the MPM's class covariances) or on a dense ``X`` (least squares, logistic: every
+    formulation that does not declare ``sparse_input``; ``fsframe.method.sparse_input_formulations``
+    lists them), a kernel map (``K(X, X_train)`` of sparse data is
     dense), a loop that reads the data itself, or centring. The message names the part and its
     reason; densify explicitly (``X.toarray()``) if the dense matrix fits in memory."""
 
@@ -102,6 +106,30 @@ class SolverFailedError(FsframeError):
     @property
     def status(self):
         return None if self.result is None else self.result.status
+
+    @classmethod
+    def of(cls, message: str, *, result: Any = None, partial: Any = None) -> "SolverFailedError":
+        """The error for a failed solve ``result``: :class:`InfeasibleProblemError` or
+        :class:`UnboundedProblemError` when the backend's claim is verified by fsframe
+        (``result.claim.verified``, :func:`fsframe.backends.certificate.judge_claim`), else a
+        plain :class:`SolverFailedError` (whose message carries why a claim was not verified)."""
+        claim = getattr(result, "claim", None)
+        status = getattr(getattr(result, "status", None), "value", None)
+        kind = cls
+        if claim is not None and claim.verified:
+            kind = {"infeasible": InfeasibleProblemError, "unbounded": UnboundedProblemError}.get(status, cls)
+        return kind(message, result=result, partial=partial)
+
+
+class InfeasibleProblemError(SolverFailedError):
+    """A convex subproblem is infeasible, and fsframe verified the backend's claim (a Farkas
+    certificate checked on the compiled problem; ``result.claim`` says what was measured). An
+    unverified claim is a plain :class:`SolverFailedError` whose message says why."""
+
+
+class UnboundedProblemError(SolverFailedError):
+    """A convex subproblem is unbounded below, and fsframe verified the backend's claim (a
+    direction of unbounded descent from a feasible point, checked on the compiled problem)."""
 
 
 class PluginError(FsframeError):

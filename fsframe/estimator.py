@@ -223,6 +223,14 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         self._check_fitted()
         return self.support_
 
+    def transform(self, X):
+        """``X`` reduced to the selected features (scikit-learn's ``SelectorMixin.transform``);
+        an ``X`` that is not a matrix of the fit's feature count raises
+        :class:`~fsframe.errors.DataError` naming the expected and the given counts."""
+        self._check_fitted()
+        with _typed_data_errors(type(self).__name__):
+            return super().transform(X)
+
     # -- classifier ---------------------------------------------------------------------------
     def decision_function(self, X):
         """Shape (n_samples,) for two classes (positive for ``classes_[1]``), else

@@ -292,6 +292,10 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
             sub.close()
     if sub.is_built:  # a loop that never solved the model (DSO-FS, filters) leaves it unbuilt
         info.update(sub.built.info)
+        if out.iterate.x is not None and out.objective is not None:
+            # the weights of the subproblem whose objective is reported: a surrogate-free loop's
+            # objective (loss + this penalty) can be recomputed from the coefficients alone
+            info["penalty_weights"] = sub.penalty_weights(out.iterate.weights)
     solved_by = _solved_by(out.iterate.result)
     info.update(build_seconds=sub.build_seconds, compile_seconds=sub.compile_seconds,
                 solve_seconds=float(sum(r.seconds for r in out.history)), stop_reason=out.reason,

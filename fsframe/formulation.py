@@ -123,6 +123,12 @@ class Formulation(abc.ABC):
     equals at the optimum: ``"l2"`` (scalar groups, or groups in a second-order cone) or ``"l1"``
     (every entry split as ``u - v`` and ``s_j = sum (u + v)``, as in an LP with several coefficient
     blocks per feature, e.g. the twin SVM's ``(2, n)``). Loops read the group norms ``t_j`` in it."""
+    data_facts: ClassVar[tuple[str, ...]] = ()
+    """The keys of the fit's ``info`` (from :meth:`validate` and ``BuiltModel.info``) whose values
+    the formulation derives from the training data as parameters of the model (MPM's ``delta``
+    and ``kappa`` from ``delta_max``): :attr:`FitResult.facts <fsframe.results.FitResult.facts>`,
+    the "from the data" line. Every other number in ``info`` is bookkeeping
+    (:attr:`FitResult.details <fsframe.results.FitResult.details>`)."""
     sparse_input: ClassVar[bool] = False
     """Whether :meth:`validate`, :meth:`build` and :meth:`decision_function` take a scipy.sparse
     (CSR) ``X`` and keep memory proportional to its stored entries — a formulation linear in

@@ -27,6 +27,7 @@ __all__ = [
     "parameter_names",
     "resolve",
     "select_backend",
+    "sparse_input_formulations",
     "transform_parameters",
 ]
 
@@ -141,10 +142,37 @@ class Resolved:
         if why:
             who = f"method {self.method!r}" if self.method else "these components"
             size = "" if shape is None else f" ({shape[0]} x {shape[1]} float64: {8 * shape[0] * shape[1] / 1e6:.3g} MB)"
+            takes, refused = sparse_input_formulations()
+            offer = "; ".join(f"{f}: {', '.join(ms)}" for f, ms in takes.items() if ms)
             raise SparseInputError(
                 f"X is a scipy.sparse matrix, which {who} cannot use without densifying: " + "; ".join(why)
-                + ". Use a method whose formulation is linear in X (hinge: l1-svm, fsv, em-l0, arom, svm-weights; "
-                f"twsvm: l1-twsvm; margin), or densify explicitly with X.toarray() if the dense matrix{size} fits")
+                + f". The formulations {', '.join(refused)} need X dense. Use a method whose formulation is linear "
+                f"in X and whose loop reaches the data only through the subproblem ({offer or 'none is registered'}), "
+                f"or densify explicitly with X.toarray() if the dense matrix{size} fits")
+
+
+def sparse_input_formulations() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """``(takes, refused)`` from the registry: every registered formulation that builds from a
+    sparse ``X`` (:attr:`Formulation.sparse_input <fsframe.Formulation.sparse_input>`) mapped to the
+    registered methods that fit a sparse ``X`` with it (their loop reaches the data only through
+    the subproblem, :attr:`OuterLoop.sparse_input <fsframe.OuterLoop.sparse_input>`, and they set
+    no kernel), and the names of the formulations that refuse it; each sorted. What the
+    :class:`~fsframe.errors.SparseInputError` message lists and docs/data.md's table shows."""
+    reg = get_registry()
+    takes: dict[str, list[str]] = {}
+    refused = []
+    for name in reg.names("formulation"):
+        if getattr(reg.get("formulation", name), "sparse_input", False):
+            takes[name] = []
+        else:
+            refused.append(name)
+    for name in reg.names("method"):
+        spec = reg.get("method", name)
+        loop = reg.get("loop", spec.loop) if spec.loop in reg.names("loop") else None
+        if spec.formulation in takes and getattr(loop, "sparse_input", False) \
+                and spec.defaults.get("kernel") in (None, "linear"):
+            takes[spec.formulation].append(name)
+    return {f: tuple(sorted(ms)) for f, ms in sorted(takes.items())}, tuple(sorted(refused))
 
 
 def _reason(exc: Exception) -> str:

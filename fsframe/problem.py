@@ -13,7 +13,7 @@ from .backends.base import Backend, SolveOptions, SolveResult
 from .backends.certificate import certify, judge_certificate
 from .canonical import Auxiliaries
 from .compiler import CompiledModel, compile_model
-from .errors import IncompatibleComponentsError, SolverFailedError, UnsupportedProblemError
+from .errors import FsframeError, IncompatibleComponentsError, SolverFailedError, UnsupportedProblemError
 from .formulation import PROTOCOLS, BuiltModel, Formulation
 from .slot import slot_penalty, slot_weights
 from .working_set import AGAIN, WorkingSet, WorkingSetOptions, WorkingSetReport, group_columns
@@ -250,6 +250,23 @@ class Subproblem:
         (:func:`~fsframe.slot.slot_penalty`)."""
         return slot_penalty(self.compiled.slot, slot_weights(self.compiled.slot, **weights), coef, t)
 
+    def penalty_weights(self, weights: dict) -> dict:
+        """The slot ``weights`` of a solve as plain arrays, enough to recompute :meth:`penalty` from
+        a model's coefficients alone (what ``FitResult.info["penalty_weights"]`` records):
+        ``lin`` per group (0 for a group fixed at zero or without a magnitude), ``lin_w`` per
+        coefficient, ``quad`` per group (``None`` for an absent term), and ``groups``, the group of
+        each coefficient (coefficients in the formulation's layout, flattened). Then
+        ``sum_j lin_j t_j + lin_w'w + sum_i quad[groups_i] w_i^2`` is the penalty, ``t_j`` the
+        group norms."""
+        slot = self.compiled.slot
+        sw = slot_weights(slot, **weights)
+        lin = None
+        if sw.lin is not None:
+            lin = np.where(np.diff(slot.S.indptr) > 0, sw.lin, 0.0) if slot.S is not None else np.zeros_like(sw.lin)
+        return {"lin": lin, "lin_w": None if sw.lin_w is None else np.array(sw.lin_w, dtype=float),
+                "quad": None if sw.quad is None else np.array(sw.quad, dtype=float),
+                "groups": np.array(slot.groups)}
+
     def model_objective(self, x: NDArray, weights: dict, *, size: bool = False):
         """The subproblem's objective at slot ``weights`` that the model in ``x`` attains
         (:meth:`model_loss` plus :meth:`penalty` of its coefficients), e.g. of another backend's
@@ -370,10 +387,44 @@ class Subproblem:
             setattr(self, name, session)
         t0 = time.perf_counter()
         try:
-            return session.solve(data)
+            res = session.solve(data)
         except (UnsupportedProblemError, SolverFailedError) as exc:
             return SolveResult(Status.ERROR, None, None, self.backend.name, time.perf_counter() - t0,
                                message=f"{type(exc).__name__}: {exc}")
+        if res.claim is not None and not res.claim.verified:
+            return self._second_opinion(data, options or self.options, res)
+        return res
+
+    def _second_opinion(self, data, options: SolveOptions, res: SolveResult) -> SolveResult:
+        """A claim of infeasibility or unboundedness that fsframe could not verify (or refuted),
+        put to the other built-in backends that solve the problem's class, in their ``auto``
+        order: the first certified optimum refutes the claim and is the answer (its message names
+        the claim); a verified claim from another backend is the answer; otherwise ``res``, with
+        what the others said. One extra solve per backend, only on this rare path."""
+        from .backends import ClarabelBackend, EcosBackend, HighsBackend
+
+        said = []
+        # the first backend's own options mean nothing to the others; a time limit only to those
+        # that honour one
+        options = attrs.evolve(options, backend_options={})
+        others = sorted((b for b in (HighsBackend, ClarabelBackend, EcosBackend)
+                         if b.name != self.backend.name and data.problem_class in b.supports and b.available()
+                         and (options.time_limit is None or b.honours_time_limit)),
+                        key=lambda b: b.preference)
+        for other in others:
+            try:
+                alt = other().solve(data, options)
+            except FsframeError as exc:  # e.g. data on a scale it cannot represent: no opinion
+                said.append(f"{other.name}: {type(exc).__name__}")
+                continue
+            claim = f"{res.backend} claimed {res.status.value} ({res.message})"
+            if alt.status is Status.OPTIMAL or (alt.claim is not None and alt.claim.verified):
+                return attrs.evolve(alt, message=f"{alt.message}; {claim}, not verified: solved on {alt.backend} "
+                                                 "instead")
+            said.append(f"{other.name}: {alt.status.value} ({alt.message})")
+        if not said:
+            return res
+        return attrs.evolve(res, message=f"{res.message}; a second opinion from {'; '.join(said)}")
 
     def _solve_restricted(self, data) -> SolveResult:
         # a restricted answer is certified once, on the full problem, by the working set

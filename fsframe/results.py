@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 from .dataset import check_no_silent_cast, is_sparse, sparse_features
 from .enums import Status
 from .errors import DataError, PluginError, SparseInputError
+from .loops.base import monitored_series
 
 __all__ = ["FitResult", "result_coef", "solver_label", "backend_text"]
 
@@ -98,7 +99,10 @@ class FitResult:
         The parameters as resolved (method defaults plus user values).
     info : dict
         Timings (``build_seconds``, ``compile_seconds``, ``solve_seconds``, ``seconds``),
-        formulation facts (e.g. MPM's ``kappa``) and the stop reason.
+        formulation facts (e.g. MPM's ``kappa``), the stop reason and, for a model a subproblem
+        solved, ``penalty_weights``: the slot weights of that subproblem
+        (:meth:`fsframe.problem.Subproblem.penalty_weights`), from which a surrogate-free loop's
+        objective is recomputed (:func:`fsframe.testing.check_fit_result`).
     per_class : tuple of FitResult
         One-vs-rest: the binary results, in class order.
     certificate : dict
@@ -148,6 +152,21 @@ class FitResult:
     def selected(self) -> NDArray:
         """Indices of the selected features."""
         return np.flatnonzero(self.support)
+
+    @property
+    def monotone_checked(self) -> bool:
+        """Whether the loop checked the descent of an objective over this fit
+        (:func:`fsframe.loops.base.monitored_series`): when False, :attr:`monotone` is True only
+        because nothing was monitored (``em-l0`` with ``weights="paper"`` has no potential)."""
+        return self.loop is not None and monitored_series(self.loop, self.surrogate, self.history) is not None
+
+    @property
+    def monotone_text(self) -> str:
+        """``yes`` or ``NO`` (:attr:`monotone`) for a fit whose descent was checked, else
+        ``not checked``: what :meth:`summary` and ``fsframe select`` print."""
+        if not self.monotone_checked:
+            return "not checked (no monitored objective)"
+        return "yes" if self.monotone else "NO"
 
     @property
     def n_selected(self) -> int:
@@ -213,19 +232,33 @@ class FitResult:
 
     @property
     def facts(self) -> dict:
-        """What the fit derived from its training data: the real-number entries of ``info`` other
-        than timings, e.g. MPM's bound ``delta`` actually used, ``delta_max``, ``kappa`` and
-        ``kappa_max`` (paper 000 eqs. 22 and 43-46); a parameter left to the data
-        (``delta=None``) is reported with the value used. One-vs-rest: every class's facts, keyed
+        """What the fit derived from its training data as parameters of the model: the entries of
+        ``info`` that the formulation, loop, surrogate or kernel map declares in its
+        ``data_facts`` (:attr:`fsframe.Formulation.data_facts`), e.g. MPM's bound ``delta``
+        actually used, ``delta_max``, ``kappa`` and ``kappa_max`` (paper 000 eqs. 22 and 43-46),
+        DSO-FS's ``rank``; a parameter left to the data (``delta=None``) is reported with the value
+        used. The other numbers of ``info`` (counters, a cut's rise) are :attr:`details`.
+        One-vs-rest: every class's facts, keyed ``"name[class]"``."""
+        return self._numbers(True)
+
+    @property
+    def details(self) -> dict:
+        """The fit's bookkeeping: the real-number entries of ``info`` that are neither timings nor
+        :attr:`facts` (``zero_tol_cut``, ``n_socps``, ``lps_solved``, ...). One-vs-rest: keyed
         ``"name[class]"``."""
+        return self._numbers(False)
+
+    def _numbers(self, facts: bool) -> dict:
         if self.per_class:
             out: dict = {}
             for c, r in zip(self.classes, self.per_class):
-                out.update({f"{k}[{c}]": v for k, v in r.facts.items()})
+                out.update({f"{k}[{c}]": v for k, v in r._numbers(facts).items()})
             return out
+        declared = {k for c in (self.formulation, self.loop, self.surrogate, self.transform)
+                    for k in getattr(c, "data_facts", ())}
         return {k: (int(v) if isinstance(v, numbers.Integral) else float(v)) for k, v in self.info.items()
                 if isinstance(v, numbers.Real) and not isinstance(v, bool) and not k.endswith("seconds")
-                and math.isfinite(v)}
+                and math.isfinite(v) and (k in declared) == facts}
 
     # -- presentation ---------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -250,6 +283,9 @@ class FitResult:
         extra = {k: v for k, v in facts.items() if k not in shown}
         if extra:
             lines.append("  from the data: " + ", ".join(f"{k}={_num(v)}" for k, v in extra.items()))
+        details = {k: v for k, v in self.details.items() if k not in shown}
+        if details:
+            lines.append("  details: " + ", ".join(f"{k}={_num(v)}" for k, v in details.items()))
         names = self.selected_names
         listed = ", ".join(str(n) for n in names[:top]) + (f", ... ({len(names) - top} more)" if len(names) > top else "")
         lines.append(f"  selected {self.n_selected} of {len(self.support)} {what}" + (f": {listed}" if names else ""))
@@ -257,7 +293,7 @@ class FitResult:
         reason = self.info.get("stop_reason")
         lines.append(f"  objective {obj}; {self.n_iter} iteration{'s' if self.n_iter != 1 else ''}; converged: "
                      f"{'yes' if self.converged else 'NO'}{f' ({reason})' if reason else ''}; "
-                     f"monotone: {'yes' if self.monotone else 'NO'}")
+                     f"monotone: {self.monotone_text}")
         statuses = sorted({getattr(s, "value", str(s)) for s in self.statuses})
         seconds = self.info.get("seconds")
         lines.append(f"  solver statuses: {', '.join(statuses) or '-'}"

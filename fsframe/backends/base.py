@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from ..enums import SOLUTION_PRESENT, ProblemClass, Status
 from ..canonical import ProblemData
 from ..errors import BackendUnavailableError, FsframeError, UnsupportedProblemError
-from .certificate import Certificate, certify, judge_certificate
+from .certificate import CLAIMS, Certificate, ClaimCheck, certify, judge_certificate, judge_claim
 
 __all__ = [
     "Backend",
@@ -37,6 +37,7 @@ __all__ = [
     "SolveResult",
     "Availability",
     "Certificate",
+    "ClaimCheck",
     "certify",
     "judge_certificate",
     "RawSolution",
@@ -104,6 +105,10 @@ class SolveResult:
     duals: Mapping[str, NDArray] | None = attrs.field(default=None, repr=False)
     certificate: Certificate | None = None
     raw: Any = attrs.field(default=None, repr=False)
+    claim: ClaimCheck | None = None
+    """fsframe's check of a claim of infeasibility or unboundedness (a status in
+    :data:`~fsframe.backends.certificate.CLAIMS`): verified, refuted or neither, and why
+    (:func:`~fsframe.backends.certificate.judge_claim`); ``None`` for other statuses."""
 
     @property
     def ok(self) -> bool:
@@ -118,6 +123,9 @@ class RawSolution:
     ``duals`` holds ``"y"`` (multipliers of ``A x = b``) and ``"z"`` (of ``G x <=_K h``) in the
     convention ``L = f(x) + y'(Ax - b) + z'(Gx - h)``; other keys are kept for the user.
     ``objective`` is the objective the solver claims (``None``: not claimed): never evidence.
+    ``ray`` is the evidence of a claim of infeasibility or unboundedness, in the same columns and
+    rows: ``"y"`` and ``"z"`` a Farkas certificate (the multipliers' convention), ``"dx"`` a
+    direction of unbounded descent; the base checks it (:func:`judge_claim`).
     The reported and certified objective is always ``data.objective(x)`` of the point returned;
     a claim that differs from it is only mentioned in the message.
     """
@@ -129,6 +137,7 @@ class RawSolution:
     iterations: int | None = None
     message: str = ""
     raw: Any = None
+    ray: Mapping[str, NDArray] | None = None
 
 
 def _claim_note(claimed: float | None, attained: float | None, tol: float) -> str:
@@ -293,6 +302,12 @@ class BackendSession(abc.ABC):
                     status = verdict
                 message += extra
             message += note
+        claim = None
+        if status in CLAIMS and self.options.certify:
+            # the solver's claim that there is no optimum is checked like an optimum: from the
+            # evidence it returned, on the compiled problem (never taken on trust)
+            status, extra, claim = judge_claim(data, status, cand.ray, self.options.cert_tol)
+            message += extra
         if x is not None:
             inside = np.clip(x, data.lb, data.ub)
             if not np.array_equal(inside, x):
@@ -304,7 +319,8 @@ class BackendSession(abc.ABC):
                 objective = data.objective(x)
         return SolveResult(status=status, x=x, objective=objective, backend=self.backend.name, solve_time=0.0,
                            iterations=cand.iterations, backend_version=self.backend.version(), message=message,
-                           duals=cand.duals if x is not None else None, certificate=cert, raw=cand.raw)
+                           duals=cand.duals if x is not None else None, certificate=cert, raw=cand.raw,
+                           claim=claim)
 
     # -- what a backend implements -----------------------------------------------------------
     def _load(self, data: ProblemData) -> None:

@@ -22,7 +22,8 @@ from ..canonical import ProblemData
 from ..enums import Status
 
 __all__ = ["Certificate", "certify", "judge_certificate", "reduced_costs", "unexcused_at", "reduced_cost_violations",
-           "GAP_FLOOR", "LAGRANGIAN_RTOL"]
+           "GAP_FLOOR", "LAGRANGIAN_RTOL", "CLAIMS", "ClaimCheck", "check_infeasibility", "check_unboundedness",
+           "feasible_point", "judge_claim"]
 
 GAP_FLOOR = 1e-12
 """Smallest normaliser of the gap and the residuals (they are relative to the sizes of the terms
@@ -256,3 +257,197 @@ def judge_certificate(cert: Certificate, tol: float) -> tuple[Status, str]:
             f"; a residual above {big:.0e} is no inaccurate optimum: the point is infeasible or the "
             "solver stopped short of an optimum (is the problem unbounded?)")
     return Status.OPTIMAL_INACCURATE, message
+
+
+# -------------------------------------------------------------- claims of infeasibility, unboundedness
+CLAIMS = (Status.INFEASIBLE, Status.UNBOUNDED, Status.INFEASIBLE_OR_UNBOUNDED)
+"""The statuses that claim the problem has no optimum: checked by :func:`judge_claim`."""
+
+
+@attrs.frozen
+class ClaimCheck:
+    """fsframe's check of a backend's claim that a problem is infeasible or unbounded.
+
+    ``claim`` is the status claimed; ``verified`` whether fsframe's own arithmetic on the compiled
+    problem proves it (a Farkas certificate of infeasibility, a direction of unbounded descent
+    from a feasible point); ``refuted`` whether it proves the opposite (a point that satisfies
+    every constraint refutes an infeasibility claim); ``reason`` says what was checked, with the
+    measures."""
+
+    claim: Status
+    verified: bool
+    refuted: bool
+    reason: str
+
+
+def _zero_model(data: ProblemData) -> NDArray:
+    """The point with every column at zero (clipped into its bounds) and the auxiliary columns at
+    their least values given the others: for the formulations whose empty model is feasible
+    (every loss-based one) a feasible point, whatever the backend says."""
+    return data.settled(np.clip(np.zeros(data.n), data.lb, data.ub))
+
+
+def _row_scale(data: ProblemData, x: NDArray) -> float:
+    return max(1.0, _inf(data.b), _inf(data.h), _inf(data.A @ x) if data.A.shape[0] else 0.0,
+               _inf(data.G @ x) if data.G.shape[0] else 0.0)
+
+
+def feasible_point(data: ProblemData, tol: float) -> tuple[NDArray | None, float]:
+    """``(x, violation)``: the zero model (:func:`_zero_model`) and its largest constraint
+    violation relative to the rows' size; ``x`` is ``None`` when it violates a constraint by
+    more than ``10 * tol``."""
+    x = _zero_model(data)
+    if not np.all(np.isfinite(x)):
+        return None, float("inf")
+    viol = data.max_violation(x) / _row_scale(data, x)
+    return (x if viol <= 10 * tol else None), float(viol)
+
+
+def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float) -> tuple[bool, str]:
+    """Whether ``(y, z)`` is a Farkas certificate that ``A x = b, G x <=_K h, lb <= x <= ub`` has
+    no solution, and what was measured.
+
+    With ``z`` projected onto the dual cone ``K*`` (so ``z'(h - Gx) >= 0`` on every feasible
+    ``x``), every feasible ``x`` has ``r'x <= b'y + h'z`` for ``r = A'y + G'z``, while the box
+    gives ``r'x >= L = sum_{r_k>0} r_k lb_k + sum_{r_k<0} r_k ub_k``. The claim is verified when
+    the margin ``d = L - b'y - h'z`` is positive beyond rounding (``d > 10 tol S``, ``S`` the
+    size of the terms that make it up) and the reduced costs no finite bound excuses are rounding
+    noise (at most ``10 tol`` of the largest column of ``|A|'|y| + |G|'|z|``): a feasible point
+    would then need a coordinate of size ``d / ||r_unexcused||_1`` at least."""
+    y = np.asarray(y, dtype=float)
+    z = _project_dual_cone(data, np.asarray(z, dtype=float))
+    if y.shape != (data.A.shape[0],) or z.shape != (data.G.shape[0],) or not (np.all(np.isfinite(y))
+                                                                              and np.all(np.isfinite(z))):
+        return False, "the certificate is misshapen or not finite"
+    r = (data.A.T @ y if data.A.shape[0] else np.zeros(data.n)) + (data.G.T @ z if data.G.shape[0] else 0.0)
+    col = (_abs_rmatvec(data.A, np.abs(y)) if data.A.shape[0] else 0.0) \
+        + (_abs_rmatvec(data.G, np.abs(z)) if data.G.shape[0] else 0.0)
+    col = np.broadcast_to(np.asarray(col, dtype=float), (data.n,))
+    bad = _unexcused(data, r)
+    lo, hi = (r > 0) & ~bad, (r < 0) & ~bad
+    L = float(r[lo] @ data.lb[lo]) + float(r[hi] @ data.ub[hi])
+    by, hz = float(data.b @ y), float(data.h @ z)
+    d = L - by - hz
+    S = float(np.abs(data.b) @ np.abs(y)) + float(np.abs(data.h) @ np.abs(z)) \
+        + float(col[lo] @ np.abs(data.lb[lo])) + float(col[hi] @ np.abs(data.ub[hi]))
+    S = max(S, GAP_FLOOR)
+    noise = max(_inf(col), GAP_FLOOR)
+    res = _inf(r[bad]) / noise
+    what = f"Farkas margin {d / S:.2e} (relative), unexcused reduced costs {res:.2e} (relative)"
+    if d <= 10 * tol * S:
+        return False, f"{what}: the margin is not positive beyond rounding"
+    radius = d / max(float(np.abs(r[bad]).sum()), GAP_FLOOR)
+    if res > 10 * tol or radius < 1 / (10 * tol):
+        return False, f"{what}: the reduced costs leave room for feasible points of size {radius:.3g} and more"
+    return True, what
+
+
+def _project_cone(data: ProblemData, s: NDArray) -> NDArray:
+    """``s`` projected onto ``K`` (Moreau: ``s + proj_{K*}(-s)``, the polar of ``K`` being ``-K*``)."""
+    return s + _project_dual_cone(data, -s)
+
+
+def check_unboundedness(data: ProblemData, dx: NDArray, tol: float) -> tuple[bool, str]:
+    """Whether ``dx`` is a direction of unbounded descent: a recession direction of the feasible
+    set (``A dx = 0``, ``-G dx`` in ``K``, ``dx`` within the bounds' directions) along which the
+    objective falls without end (``P dx = 0``, ``c'dx < 0``), each to ``10 * tol`` relative to the
+    size of its terms (``dx`` scaled to ``||dx||_inf = 1``). With a feasible point this proves
+    unboundedness; without one, that the problem is infeasible or unbounded."""
+    dx = np.asarray(dx, dtype=float)
+    if dx.shape != (data.n,) or not np.all(np.isfinite(dx)) or not np.any(dx):
+        return False, "the direction is zero, misshapen or not finite"
+    dx = dx / _inf(dx)
+    lim = 10 * tol
+    cdx = float(data.c @ dx)
+    descent = -cdx / max(float(np.abs(data.c) @ np.abs(dx)), GAP_FLOOR)
+    parts = [f"descent c'dx {cdx:.3g} ({descent:.2e} of its terms)"]
+    fails = []
+    if descent <= lim:
+        fails.append("the objective does not fall along it")
+    viol = 0.0  # the direction's largest absolute violation (||dx||_inf = 1)
+    if data.A.shape[0]:
+        va = _inf(data.A @ dx)
+        ra = va / max(_inf(_abs_rmatvec(data.A.T.tocsr(), np.abs(dx))), GAP_FLOOR)
+        parts.append(f"|A dx| {ra:.2e}")
+        viol = max(viol, va)
+        if ra > lim:
+            fails.append("it leaves the equality rows")
+    if data.G.shape[0]:
+        s = -(data.G @ dx)
+        vg = _inf(s - _project_cone(data, s))
+        rg = vg / max(_inf(_abs_rmatvec(data.G.T.tocsr(), np.abs(dx))), GAP_FLOOR)
+        parts.append(f"cone violation {rg:.2e}")
+        viol = max(viol, vg)
+        if rg > lim:
+            fails.append("it leaves the cone constraints")
+    rb = max(float(np.max(-dx[np.isfinite(data.lb)], initial=0.0)), float(np.max(dx[np.isfinite(data.ub)], initial=0.0)))
+    parts.append(f"bound violation {rb:.2e}")
+    viol = max(viol, rb)
+    if rb > lim:
+        fails.append("it crosses a finite bound")
+    # a violation of size v allows a column to be off by about v; at cost up to max|c| per unit,
+    # the fall must exceed what that could account for (Clarabel's "dual infeasible" direction of
+    # a logistic loss at C = 1e12 falls by 79 from t's that leave their cones by 1e-10 each)
+    slack = 10 * _inf(data.c) * viol
+    if -cdx <= slack and descent > lim:
+        fails.append(f"its fall is within what its violation allows ({slack:.3g})")
+    if data.has_quadratic_objective:
+        Pdx = data.P @ dx
+        rp = _inf(Pdx) / max(_inf(abs(data.P) @ np.abs(dx)), GAP_FLOOR)
+        parts.append(f"|P dx| {rp:.2e}")
+        if rp > lim:
+            fails.append("the quadratic term grows along it")
+    what = ", ".join(parts) + " (relative)"
+    return (False, f"{what}: {'; '.join(fails)}") if fails else (True, what)
+
+
+def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Status, str, ClaimCheck]:
+    """The status a claim of infeasibility or unboundedness keeps, a message suffix, and the
+    :class:`ClaimCheck`. ``ray`` is what the backend returned as evidence: ``{"y", "z"}`` (a
+    Farkas certificate of infeasibility) and/or ``{"dx"}`` (a direction of unbounded descent), or
+    ``None``.
+
+    * verified (:func:`check_infeasibility`, or :func:`check_unboundedness` with the zero model
+      feasible): the claim stands and the message says "verified";
+    * a direction verified but no feasible point known: ``INFEASIBLE_OR_UNBOUNDED``, verified;
+    * an infeasibility claim (not verified) on a problem whose zero model satisfies every
+      constraint (:func:`feasible_point`): refuted, ``NUMERICAL_ERROR`` naming the claim; an
+      ``INFEASIBLE_OR_UNBOUNDED`` one there stands, not verified, the message saying it can only
+      mean unbounded;
+    * otherwise the claim stands unverified and the message says why.
+    """
+    ray = ray or {}
+    name = status.value.replace("_", " ")
+    checks = []
+    proved = None
+    if status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
+        if ray.get("y") is not None and ray.get("z") is not None:
+            ok, why = check_infeasibility(data, ray["y"], ray["z"], tol)
+            checks.append(f"Farkas certificate: {why}")
+            proved = Status.INFEASIBLE if ok else None
+        else:
+            checks.append("no Farkas certificate was returned")
+    if proved is None and status in (Status.UNBOUNDED, Status.INFEASIBLE_OR_UNBOUNDED):
+        if ray.get("dx") is not None:
+            ok, why = check_unboundedness(data, ray["dx"], tol)
+            checks.append(f"direction of descent: {why}")
+            if ok:
+                proved = Status.UNBOUNDED if feasible_point(data, tol)[0] is not None else Status.INFEASIBLE_OR_UNBOUNDED
+        else:
+            checks.append("no direction of unbounded descent was returned")
+    detail = "; ".join(checks)
+    if proved is not None:
+        note = "" if proved is not Status.INFEASIBLE_OR_UNBOUNDED or status is proved else \
+            " (infeasible or unbounded: no feasible point is known)"
+        return proved, f"; verified by fsframe{note}: {detail}", ClaimCheck(status, True, False, detail)
+    if status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
+        x0, viol = feasible_point(data, tol)
+        if x0 is not None:
+            why = f"{detail}; the zero model satisfies every constraint (violation {viol:.1e}, relative)"
+            if status is Status.INFEASIBLE_OR_UNBOUNDED:  # feasible: the claim can only mean unbounded
+                # (kept as claimed: an unverified status is never made more specific)
+                return (status, f"; not verified by fsframe: {why}, so the claim can only mean unbounded",
+                        ClaimCheck(status, False, False, why))
+            return (Status.NUMERICAL_ERROR, f"; the solver claimed the problem {name}, which fsframe refutes: {why}",
+                    ClaimCheck(status, False, True, why))
+    return status, f"; not verified by fsframe: {detail}", ClaimCheck(status, False, False, detail)

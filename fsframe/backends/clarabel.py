@@ -205,8 +205,15 @@ class ClarabelSession(BackendSession):
             p_rows = prep.layout.rows.A.shape[0]
             y, z = prep.duals(data, x, zz[:p_rows], zz[p_rows:])
             duals = {"y": y, "z": z}
+        ray = None
+        if status is Status.INFEASIBLE:  # Clarabel's z: a Farkas certificate (A'z = 0, b'z < 0, z in K*)
+            zz = np.asarray(sol.z, dtype=float)
+            p_rows = prep.layout.rows.A.shape[0]
+            ray = prep.ray(data, y=zz[:p_rows], z=zz[p_rows:])
+        elif status is Status.UNBOUNDED:  # Clarabel's x: a direction (P x = 0, A x in -K, q'x < 0)
+            ray = prep.ray(data, v=np.asarray(sol.x, dtype=float))
         return RawSolution(status=status, x=x, duals=duals, iterations=int(sol.iterations), message=message,
-                           raw={"status": sol.status, "solution": sol})
+                           raw={"status": sol.status, "solution": sol}, ray=ray)
 
     def _retries(self, data: ProblemData, tried: list[SolveResult]):
         """After an answer that is not ``OPTIMAL``: when Clarabel did not call the solve at

@@ -111,14 +111,18 @@ class Elimination:
         out[self.keep] = v
         return out
 
-    def duals(self, data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> tuple[NDArray, NDArray]:
+    def duals(self, data: ProblemData, x: NDArray, y: NDArray, z: NDArray, *,
+              ray: bool = False) -> tuple[NDArray, NDArray]:
+        """Multipliers of the full problem's rows from the reduced problem's; with ``ray``, of a
+        Farkas certificate (homogeneous: no objective gradient enters the singleton rows')."""
         full = self.full
         yy = np.zeros(full.A.shape[0])
         yy[self.eq_rows] = y
         zz = np.zeros(full.G.shape[0])
         zz[self.g_rows] = z
         if self.singletons:
-            grad = np.asarray(data.c, dtype=float) + (data.P @ x if data.has_quadratic_objective else 0.0)
+            grad = np.zeros(full.n) if ray else \
+                np.asarray(data.c, dtype=float) + (data.P @ x if data.has_quadratic_objective else 0.0)
             Ac = sp.csc_matrix(full.A)
             Gtz = full.G.T @ zz if full.G.shape[0] else np.zeros(full.n)
             for i, j, a in reversed(self.singletons):
@@ -266,6 +270,29 @@ class Prepared:
         """Multipliers of ``data``'s rows from the solver's (``x`` from :meth:`x`)."""
         y, z = self.layout.split_duals(y, z)
         return (y, z) if self.elim is None else self.elim.duals(data, x, y, z)
+
+    def ray(self, data: ProblemData, v: NDArray | None = None, y: NDArray | None = None,
+            z: NDArray | None = None) -> dict:
+        """The evidence of a claim of infeasibility or unboundedness in ``data``'s columns and rows
+        (:attr:`~fsframe.backends.base.RawSolution.ray`): a direction ``v`` of the solver's columns
+        as ``"dx"`` (rescaled; eliminated columns do not move), and a Farkas certificate ``(y, z)``
+        of the solver's rows as ``"y"``, ``"z"`` (the bound rows' multipliers dropped: the check
+        takes the bounds in closed form)."""
+        out = {}
+        if v is not None:
+            v = np.asarray(v, dtype=float)
+            v = v if self.scale is None else v * self.scale
+            if self.elim is not None:
+                full = np.zeros(self.elim.values.size)
+                full[self.elim.keep] = v
+                v = full
+            out["dx"] = v
+        if y is not None and z is not None:
+            y, z = self.layout.split_duals(y, z)
+            if self.elim is not None:
+                y, z = self.elim.duals(data, np.zeros(data.n), y, z, ray=True)
+            out["y"], out["z"] = y, z
+        return out
 
 
 def prepare(data: ProblemData, *, scale: bool = True, reduce: bool = True) -> Prepared:

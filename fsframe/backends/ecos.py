@@ -278,13 +278,19 @@ class EcosSession(BackendSession):
         message = str(info.get("infostring", "")) + (" (to the reduced 'inaccurate' tolerances)"
                                                     if flag in _INACCURATE else "")
         x = duals = None
+        n_epi = 0 if form.epi is None else form.epi.shape[0]
         if status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE, Status.ITERATION_LIMIT):
             x = form.prep.x(np.asarray(raw["x"], dtype=float)[: form.prep.n])
-            n_epi = 0 if form.epi is None else form.epi.shape[0]
             y, z = form.prep.duals(data, x, raw["y"], _row_duals(form.prep.layout.rows, raw["z"], n_epi))
             duals = {"y": y, "z": z}
+        ray = None
+        if status is Status.INFEASIBLE and raw.get("y") is not None and raw.get("z") is not None:
+            # ECOS's (y, z): A'y + G'z = 0, b'y + h'z = -1, z in K*
+            ray = form.prep.ray(data, y=raw["y"], z=_row_duals(form.prep.layout.rows, raw["z"], n_epi))
+        elif status is Status.UNBOUNDED and raw.get("x") is not None:  # ECOS's x: c'x = -1, A x = 0, G x <=_K 0
+            ray = form.prep.ray(data, v=np.asarray(raw["x"], dtype=float)[: form.prep.n])
         return RawSolution(status=status, x=x, duals=duals, iterations=int(info["iter"]), message=message,
-                           raw={"exit_flag": flag, "info": info, "result": raw})
+                           raw={"exit_flag": flag, "info": info, "result": raw}, ray=ray)
 
     def _retries(self, data: ProblemData, tried: list[SolveResult]):
         """After an answer that is not ``OPTIMAL``: when fixed columns were eliminated

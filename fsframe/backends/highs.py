@@ -455,7 +455,27 @@ class HighsSession(BackendSession):
                 # HiGHS: grad - M' row_dual = col_dual; fsframe: grad + A'y + G'z = reduced cost
                 duals = {"y": -rd[:p], "z": -rd[p:], "col_dual": np.array(sol.col_dual, dtype=float) / (self.scale * D)}
         return RawSolution(status=status, x=x, duals=duals, objective=obj, iterations=iters, message=message,
-                           raw={"model_status": model_status, "info": info})
+                           raw={"model_status": model_status, "info": info}, ray=self._ray(data, status))
+
+    def _ray(self, data: ProblemData, status: Status) -> dict | None:
+        """HiGHS's evidence of a claim (checked by the base, never trusted): its dual ray, in
+        fsframe's multiplier convention as the duals are (``y, z = -row ray``), and its primal
+        ray in the original columns."""
+        ray = {}
+        p = data.A.shape[0]
+        try:  # evidence is optional: HiGHS's trouble producing it leaves the claim unverified
+            if status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
+                _, has, values = self.h.getDualRay()
+                if has:
+                    values = -np.asarray(values, dtype=float)
+                    ray["y"], ray["z"] = values[:p], values[p:]
+            if status in (Status.UNBOUNDED, Status.INFEASIBLE_OR_UNBOUNDED):
+                _, has, values = self.h.getPrimalRay()
+                if has:
+                    ray["dx"] = np.asarray(values, dtype=float) * (1.0 if self.cols is None else self.cols)
+        except Exception:  # noqa: BLE001 - a failed ray query is no failed solve
+            return None
+        return ray or None
 
     def close(self) -> None:
         self.h.clear()

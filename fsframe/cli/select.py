@@ -10,7 +10,6 @@ import numpy as np
 from ..evaluation import (accuracy_score, component_dict, cross_validate, environment_versions,
                           facts_text, format_components, scale_fit_transform, to_jsonable)
 from ..fitting import fit
-from ..loops.base import monitored_series
 from ..method import sparsity_knobs
 from ..results import backend_text, solver_label
 from .common import EXIT_OK, UsageError, refuse_regression
@@ -110,6 +109,9 @@ def _select_once(args, argv, data, params) -> int:
         derived = facts_text(facts, components)
         if derived:
             print(f"  from the data: {derived}")
+        details = facts_text(res.details, components)
+        if details:
+            print(f"  details: {details}")
         print(f"  protocol: fitted once on all samples, "
               + {"standard": "standardised (mean 0, std 1)", "minmax": "min-max scaled to [0, 1]",
                  "maxabs": "divided by the largest |value| per feature",
@@ -197,12 +199,10 @@ def _select_once(args, argv, data, params) -> int:
 
 
 def monotone_text(res) -> str:
-    """``yes``/``NO`` for a fit whose loop checked the descent of an objective
-    (:func:`fsframe.loops.base.monitored_series`), else ``not checked`` (nothing with a descent
-    guarantee was monitored: the trace picture says so)."""
-    if monitored_series(res.loop, res.surrogate, res.history) is None:
-        return "not checked (no monitored objective; see --plot)"
-    return "yes" if res.monotone else "NO"
+    """:attr:`FitResult.monotone_text <fsframe.results.FitResult.monotone_text>` (the one source
+    of ``yes``/``NO``/``not checked``), pointing to the trace picture when nothing was checked."""
+    text = res.monotone_text
+    return text[:-1] + "; see --plot)" if not res.monotone_checked else text
 
 
 def weight_rows(coef, classes) -> tuple[list[str], np.ndarray]:

@@ -129,6 +129,11 @@ class OuterLoop(abc.ABC):
     penalise nothing through ``phi``)."""
     monotone: ClassVar[bool] = True
     """Whether theory guarantees the monitored objective does not increase."""
+    data_facts: ClassVar[tuple[str, ...]] = ()
+    """The keys of the fit's ``info`` that the loop derives from the training data as parameters
+    (DSO-FS's ``rank``): :attr:`FitResult.facts <fsframe.results.FitResult.facts>`, as
+    :attr:`Formulation.data_facts <fsframe.Formulation.data_facts>` for a formulation; the loop's
+    counters and diagnostics are bookkeeping (:attr:`FitResult.details <fsframe.results.FitResult.details>`)."""
     sparse_input: ClassVar[bool] = False
     """Whether the loop works on a scipy.sparse ``X``: True for a loop that reaches the data only
     through the subproblem's solves (``sub.solve``); a loop that reads ``sub.X`` itself (a mask
@@ -444,7 +449,7 @@ class OuterLoop(abc.ABC):
                f"({it.result.message}) on backend {it.result.backend}")
         if not good or self.raise_on_failure:
             partial = (self, tuple(history), good[-1].iterate if good else None)
-            raise SolverFailedError(
+            raise SolverFailedError.of(
                 msg + ("; no solution was found" if not good else
                        "; set raise_on_failure=False to keep the last good iterate"),
                 result=it.result, partial=partial)

@@ -25,10 +25,12 @@ def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rto
       (binary), argmax (one-vs-rest) or itself (a regression: ``classes == ()``);
     * with a decision loss (given, or registered for the formulation's class as for :func:`check_formulation`), the objective:
       ``loss + penalty`` recomputed from the returned coefficients (``sum_j phi(||w_(j)||)`` for
-      surrogate loops, ``phi'(0) ||w||_1`` or ``||w||^2`` for ``single``) to ``rtol``, with no
-      allowance, with or without ``n_features``: the reported objective is that of the model
-      returned. Without a decision loss, or without an objective (a one-vs-rest class cut by the
-      union), the objective check is skipped and named so;
+      surrogate loops, ``phi'(0) ||w||_1`` or ``||w||^2`` for ``single``, and for any other loop
+      without a surrogate — a plugin's, with weights of its own — the penalty at the weights the
+      result records, ``info["penalty_weights"]``) to ``rtol``, with no allowance, with or
+      without ``n_features``: the reported objective is that of the model returned. Without a
+      decision loss, or without an objective (a one-vs-rest class cut by the union), the
+      objective check is skipped and named so;
     * one-vs-rest: the support is the union of the per-class supports and each class is checked.
     """
     X = np.asarray(X, dtype=float)
@@ -81,6 +83,13 @@ def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rto
         why = "decision_loss=False" if decision_loss is False else f"no decision_loss for {result.formulation.name!r}"
         return ran + [f"objective skipped ({why})"]
     loop, sur = result.loop, result.surrogate
+    recorded = result.info.get("penalty_weights")
+    if not loop.needs_surrogate and getattr(loop, "penalty", None) is None and recorded is not None:
+        # a loop with weights of its own: the penalty at the weights of the reported subproblem
+        # (a loop that solved no subproblem, e.g. RFS, records none: the unit-weight rule below)
+        pen = _recorded_penalty(recorded, np.asarray(result.formulation_coef(), dtype=float).ravel(), t, who)
+        return ran + _compare(result, loss_fn(f, _codes(result.formulation, np.asarray(y))), pen, rtol, who,
+                              "objective recomputed") + ["penalty at the recorded weights"]
     if not loop.needs_surrogate:
         if getattr(loop, "penalty", "l1") == "l2":
             def pen_of(x):
@@ -93,14 +102,33 @@ def check_fit_result(result, X, y, *, decision_loss: Callable | None = None, rto
     else:
         def pen_of(x):
             return np.asarray(sur.phi(np.asarray(x, dtype=float)), dtype=float)
-    tol = rtol * max(1.0, abs(result.objective))
-    # the objective is loss + penalty at the returned coefficients, with or without n_features
-    # (groups outside the support are exactly zero): no allowance
     loss = loss_fn(f, _codes(result.formulation, np.asarray(y)))
-    pen = float(np.sum(pen_of(t)))
+    return ran + _compare(result, loss, float(np.sum(pen_of(t))), rtol, who, "objective recomputed")
+
+
+def _compare(result, loss: float, pen: float, rtol: float, who: str, done: str) -> list[str]:
+    """The objective is loss + penalty at the returned coefficients, with or without n_features
+    (groups outside the support are exactly zero): no allowance."""
+    tol = rtol * max(1.0, abs(result.objective))
     if not abs(result.objective - (loss + pen)) <= tol:
         _fail(who, f"objective {result.objective!r}, recomputed loss + penalty {loss + pen!r} "
                    f"(loss {loss!r}, penalty {pen!r}, tolerance {tol:.3g})")
-    return ran + ["objective recomputed"]
+    return [done]
+
+
+def _recorded_penalty(recorded: dict, coef: np.ndarray, t: np.ndarray, who: str) -> float:
+    """``sum_j lin_j t_j + lin_w'w + sum_i quad[groups_i] w_i^2`` from ``info["penalty_weights"]``
+    (:meth:`fsframe.problem.Subproblem.penalty_weights`) and the returned coefficients."""
+    groups = np.asarray(recorded["groups"])
+    if groups.shape != coef.shape:
+        _fail(who, f"info['penalty_weights'] maps {groups.size} coefficients to groups, the result has {coef.size}")
+    pen = 0.0
+    if recorded.get("lin") is not None:
+        pen += float(np.asarray(recorded["lin"], dtype=float) @ t)
+    if recorded.get("lin_w") is not None:
+        pen += float(np.asarray(recorded["lin_w"], dtype=float) @ coef)
+    if recorded.get("quad") is not None:
+        pen += float(np.asarray(recorded["quad"], dtype=float)[groups] @ (coef * coef))
+    return pen
 
 

@@ -87,7 +87,7 @@ def largest_delta_neg(mom: ClassMoments, delta_pos: float, aux: AuxSolver) -> fl
     if res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
         return 0.0
     if not res.ok:
-        raise SolverFailedError(
+        raise SolverFailedError.of(
             f"MEMPM: the SOCP for the largest delta_neg at delta_pos={delta_pos:g} ended with status "
             f"{res.status.value} ({res.message}); try backend='clarabel'", result=res)
     t2 = float(res.x[mom.n + 1])
@@ -131,6 +131,8 @@ class MEMPMFormulation(Formulation):
     """
 
     name = "mempm"
+    data_facts = ("delta", "delta_pos", "delta_neg", "kappa_pos", "kappa_neg", "bound", "delta_max", "kappa_max",
+                  "ridge")  # the bounds the search chose, and the largest the data admit
     dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
                     "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
                     "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")

@@ -81,6 +81,8 @@ class MPMMaxFormulation(Formulation):
     """
 
     name = "mpm-max"
+    # delta=None: from delta_max (000 eqs. 43-46) and the delta_fraction used
+    data_facts = ("delta", "kappa", "delta_max", "kappa_max", "ridge", "delta_fraction")
     dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
                     "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
                     "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")
@@ -152,6 +154,8 @@ class MPMFormulation(Formulation):
     """
 
     name = "mpm"
+    # delta=None: from delta_max (000 eqs. 43-46) and the delta_fraction used
+    data_facts = ("delta", "kappa", "delta_max", "kappa_max", "ridge", "delta_fraction")
     dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
                     "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
                     "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")

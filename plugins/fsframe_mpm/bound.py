@@ -167,7 +167,7 @@ def _solve_bound(X, y, rho, moments, be, aux: AuxSolver) -> LargestBound:
     attempts = tuple(f"{r.backend}: {r.status.value}" for r in results)
     if res.status is not Status.OPTIMAL:
         how = ("; " + ", then ".join(attempts)) if len(results) > 1 else ""
-        raise SolverFailedError(
+        raise SolverFailedError.of(
             f"MPM: the largest-bound (Lanckriet) SOCP ended with status {res.status.value} on backend "
             f"{res.backend} ({res.message}){how}; the worst-case bound delta_max cannot be computed "
             f"reliably, and it decides which delta is feasible. {_remedy(res, results, aux)}", result=res)

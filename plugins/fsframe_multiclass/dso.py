@@ -154,6 +154,7 @@ class DSOLoop(OuterLoop):
     """
 
     name = "dso"
+    data_facts = ("rank",)  # rank [X, 1], which decides the hard margin's feasible start
     reference = "Peng & Fan, paper 004, Algorithm 1, eqs. 7-14, Theorems 1-2"
     requires = ("lp_norm",)  # phi(t) = t**p exactly, 0 < p <= 1: lp with eps = 0, or l1 (p = 1)
     formulation_requires = ("hard_margin",)  # 004 eq. 5: margin with C unset
@@ -257,9 +258,9 @@ class DSOLoop(OuterLoop):
         E, res, _ = self._e_step(aux, ns, ns.N, Y, np.ones((ns.m0, Y.shape[1])), p, hard, Xt,
                                  np.zeros((ns.n0, Y.shape[1])))
         if E is None:
-            raise SolverFailedError(f"dso: the feasible start E^0 of the hard margin (m > rank [X, 1]) ended with status "
-                                    f"{res.status.value} ({res.message}) on backend {res.backend}; margin='least-squares' "
-                                    "runs 004 §2's substitute instead", result=res)
+            raise SolverFailedError.of(f"dso: the feasible start E^0 of the hard margin (m > rank [X, 1]) ended with "
+                                       f"status {res.status.value} ({res.message}) on backend {res.backend}; "
+                                       "margin='least-squares' runs 004 §2's substitute instead", result=res)
         return E, res
 
     def _algorithm1(self, aux, ns, Xt, Y, p, hard, state: _State):

@@ -146,6 +146,7 @@ class MarginFormulation(Formulation):
     """
 
     name = "margin"
+    data_facts = ("n_classes",)
     multiclass = "native"
     sparse_input = True  # the rows are Y ⊙ (X W + 1 bᵀ): kron(X, I_c) of a CSR X stays CSR
     traits = frozenset({"large_margin"})

@@ -57,6 +57,7 @@ class L21RegressionFormulation(Formulation):
     """
 
     name = "l21-regression"
+    data_facts = ("n_classes",)
     multiclass = "native"
     traits = frozenset({"l21_regression"})  # the problem loop ``rfs`` solves by Nie et al.'s algorithm
     reference = "Nie, Huang, Cai & Ding, NIPS 2010, eq. 3; paper 004 §5, eqs. 30-31"
@@ -104,6 +105,7 @@ class RFSLoop(OuterLoop):
     """
 
     name = "rfs"
+    data_facts = ("n_features_default",)  # half the features, when n_features is not given
     formulation_requires = ("l21_regression",)
     reference = "Nie, Huang, Cai & Ding, NIPS 2010, Algorithm 1"
     needs_surrogate = False

@@ -78,6 +78,22 @@ def test_estimator_bad_input_is_typed(bad):
             est.fit(X, y)
 
 
+def test_transform_with_the_wrong_feature_count_is_typed():
+    """SelectorMixin.transform's feature-count check raised scikit-learn's plain ValueError: a
+    DataError (still a ValueError) naming both counts, for every estimator."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 5))
+    y = (X[:, 0] + 0.3 * rng.normal(size=30) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FsframeWarning)
+        fitted = [FSSelector("l1-svm").fit(X, y), fsframe.FSSelectorCV("l1-svm", cv=2).fit(X, y),
+                  fsframe.FSRegressor("lasso").fit(X, X[:, 0] + 0.1 * X[:, 1])]
+    for est in fitted:
+        assert est.transform(X).shape == (30, int(est.get_support().sum()))
+        with pytest.raises(fsframe.errors.DataError, match=r"X has 3 features, but \w+ is expecting 5"):
+            est.transform(X[:, :3])
+
+
 def test_pipeline_and_grid_search(small_binary):
     X, y = small_binary
     pipe = make_pipeline(StandardScaler(), FSSelector("fsv"))

@@ -34,6 +34,24 @@ def test_fit_facts_are_the_numbers_the_fit_derived(mpm_data):
     assert ovr.facts["delta[1]"] == ovr.per_class[1].info["delta"]
 
 
+def test_facts_are_the_declared_data_parameters_and_details_the_bookkeeping(mpm_data):
+    """The "from the data" line printed every real number of info, bookkeeping included (a
+    verified cut's zero_tol_cut, DSO-FS's counters): facts are the keys a component declares in
+    data_facts, details the rest, and summary() prints them on separate lines."""
+    X, y = mpm_data
+    r = fsframe.fit(X, y, method="l1-mpm")
+    assert {"delta", "kappa", "delta_max", "kappa_max", "ridge"} <= set(r.facts)
+    assert "zero_tol_cut" in r.info and "zero_tol_cut" not in r.facts and "zero_tol_cut" in r.details
+    assert not set(r.facts) & set(r.details)
+    lines = r.summary().splitlines()
+    data_line = next(line for line in lines if line.startswith("  from the data: "))
+    detail_line = next(line for line in lines if line.startswith("  details: "))
+    assert "kappa=" in data_line and "zero_tol_cut" not in data_line and "zero_tol_cut=" in detail_line
+    dso = fsframe.fit(X, np.arange(80) % 3, method="dso-fs")
+    assert dso.facts["rank"] == np.linalg.matrix_rank(np.column_stack([X, np.ones(80)]))
+    assert "rank" not in dso.details and "algorithm1_iterations" in dso.details
+
+
 def test_select_once_reports_the_delta_used(cli, mpm_data, tmp_path):
     X, y = mpm_data
     p = tmp_path / "d.csv"

@@ -84,6 +84,43 @@ def test_the_guide_loop_passes_the_kit(registered):
     assert {"iterations None", "weights None (expected_weights)", "support None", "failure raises"} <= set(ran)
 
 
+@attrs.frozen
+class MisreportingLasso(AdaptiveLasso):
+    """The guide loop reporting an objective 1 % above its model's (a plugin's bookkeeping bug)."""
+
+    name = "misreporting-lasso"
+
+    def steps(self, sub, surrogate, run):
+        first = sub.solve(lin=np.ones(sub.n_groups))
+        yield Step(first, first.objective, monitored=None)
+        second = sub.solve(lin=1.0 / (first.t + self.eps) ** self.gamma)
+        yield Step(second, 1.01 * second.objective, monitored=None)
+        return True, "two solves"
+
+
+def test_check_fit_result_recomputes_a_plugin_loops_objective_from_its_recorded_weights(registered):
+    """A surrogate-free loop with weights of its own: check_fit_result assumed unit L1 weights
+    (and failed on a correct result); it now recomputes loss + penalty at the weights the result
+    records (info["penalty_weights"]), so a misreported objective is caught."""
+    from fsframe.testing import check_fit_result
+
+    X, y = kit_data(n_samples=60, n_features=10, n_positive=25)
+    r = fsframe.fit(X, y, formulation="hinge", loop="adaptive-lasso", C=1.0, gamma=1.0)
+    w1, _ = _cvxpy_hinge(X, y, 1.0, np.ones(10))
+    pw = r.info["penalty_weights"]
+    assert pw["lin"] == pytest.approx(1.0 / (np.abs(w1) + 1e-3), rel=1e-3, abs=1e-3)  # the second LP's weights
+    assert {"objective recomputed", "penalty at the recorded weights"} <= set(check_fit_result(r, X, y))
+    fsframe.plugins.register(type("P", (), {"fsframe_register_loops": hookimpl(lambda self: [MisreportingLasso])})(),
+                             name="misreporting")
+    try:
+        bad = fsframe.fit(X, y, formulation="hinge", loop="misreporting-lasso", C=1.0, gamma=1.0)
+    finally:
+        fsframe.plugins.unregister("misreporting")
+    assert bad.objective == pytest.approx(1.01 * r.objective)
+    with pytest.raises(AssertionError, match="objective .* recomputed loss \\+ penalty"):
+        check_fit_result(bad, X, y)
+
+
 def test_the_guide_loop_refuses_a_surrogate(registered):
     X, y = kit_data()
     with pytest.raises(fsframe.errors.IncompatibleComponentsError, match="takes no surrogate"):

@@ -95,14 +95,17 @@ def test_markdown_verdict_and_doc_rewrite(comp, tmp_path, monkeypatch):
     assert "**Target not met.**" in slow and "prostate: not run" in slow
     assert "| `em-l0` | sklearn L1 | 25.0 | 25.0 | 0/2 |" in slow  # 0.5 s / min(0.02, 0.03) s
     assert "| `em-l0` | abess | 50 | 50 | 0/2 |" in slow
-    comp.write_doc(slow)
+    comp.write_section(comp.DOC, comp.BEGIN, comp.END, slow, heading=comp.HEADING)
     fast = comp.markdown(_result(0.015))
     assert "**Target met.**" in fast
-    comp.write_doc(fast)
+    comp.write_section(comp.DOC, comp.BEGIN, comp.END, fast, heading=comp.HEADING)
     text = doc.read_text()
     assert text.startswith("# Performance\n\nkept text\n")
     assert text.count("## Against other libraries") == 1 and text.count(comp.BEGIN) == 1
     assert "Target met" in text and "Target not met" not in text
+    # the shared writer (benchmarks/_common.py) never appends a second copy of a section silently
+    with pytest.raises(ValueError, match="markers .* are missing"):
+        comp.write_section(tmp_path / "performance.md", "<!-- x:begin -->", "<!-- x:end -->", fast)
 
 
 def test_failing_selector_is_left_out_and_reported(comp, tmp_path, monkeypatch):

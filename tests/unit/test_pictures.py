@@ -117,6 +117,9 @@ def test_trace_shows_the_monitored_objective_or_says_none_is(fig_of):
     from fsframe.cli.select import monotone_text
 
     assert monotone_text(em).startswith("not checked") and monotone_text(fsv) == "yes"
+    # the summary and the CLI say the same, from FitResult.monotone_text (the summary said "yes")
+    assert not em.monotone_checked and "monotone: not checked" in em.summary()
+    assert fsv.monotone_checked and "monotone: yes" in fsv.summary()
 
 
 def test_every_kind_renders_to_files(tmp_path):

@@ -4,6 +4,7 @@ with a :class:`~fsframe.errors.SparseInputError` naming the part that needs X de
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -115,6 +116,37 @@ def test_parts_that_need_dense_x_refuse_sparse_input(method, params, why):
     with pytest.raises(SparseInputError, match=r"X is a scipy.sparse matrix, which method .* cannot use without "
                                                r"densifying: .*" + why + r".*densify explicitly with X.toarray\(\)"):
         fsframe.fit(X, y, method, **params)
+
+
+@pytest.mark.parametrize("method", ["l1-logistic", "lasso"])
+def test_the_refusal_lists_every_dense_formulation_and_the_sparse_methods_from_the_registry(method):
+    """The message and docs/data.md's table named neither least squares nor logistic among the
+    formulations refused sparse X: both now come from the registry."""
+    from pathlib import Path
+
+    from fsframe.method import sparse_input_formulations
+
+    takes, refused = sparse_input_formulations()
+    assert {"least-squares", "logistic", "mpm", "mempm"} <= set(refused) and "hinge" not in refused
+    assert takes["hinge"] == ("arom", "em-l0", "fsv", "l1-svm", "svm-weights") and takes["twsvm"] == ("l1-twsvm",)
+    X, y = text_like(30, 200, 0.05)
+    with pytest.raises(SparseInputError) as info:
+        fsframe.fit(X, X[:, 0].toarray().ravel() if method == "lasso" else y, method)
+    text = str(info.value)
+    assert f"The formulations {', '.join(refused)} need X dense" in text
+    assert "hinge: arom, em-l0, fsv, l1-svm, svm-weights; twsvm: l1-twsvm" in text
+    # docs/data.md's table: each formulation in a row of its verdict, each method in its formulation's row
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "data.md").read_text()
+    rows = [line.split(" | ") for line in doc.splitlines() if line.startswith("| formulations ")]
+    verdict = {}
+    for row in rows:
+        for name in re.findall(r"`([\w-]+)`", row[0]):
+            verdict[name] = row[1].strip()
+    for f in refused:
+        assert verdict.get(f) == "refused", f
+    for f, methods in takes.items():
+        assert verdict.get(f) == "yes", f
+        assert all(verdict.get(m) == "yes" for m in methods), (f, methods)
 
 
 def test_path_refuses_before_its_automatic_grid_reads_the_data():

@@ -1,0 +1,182 @@
+"""A backend's claim that a problem is infeasible or unbounded is checked like an optimum: from
+the evidence it returns (a Farkas certificate, a direction of descent), on the compiled problem
+(:func:`fsframe.backends.certificate.judge_claim`). A verified claim raises the typed error; a claim
+that fails its check is reported as not verified, with why, and put to another backend; an
+infeasibility claim on a problem whose zero model is feasible is refuted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fsframe
+from fsframe import Status
+from fsframe.backends import ClarabelBackend, EcosBackend, HighsBackend, ProblemData, SolveOptions
+from fsframe.backends.base import Backend, BackendSession, RawSolution
+from fsframe.backends.certificate import check_infeasibility, check_unboundedness, judge_claim
+from fsframe.enums import ProblemClass
+from fsframe.errors import InfeasibleProblemError, SolverFailedError, UnboundedProblemError
+from fsframe.testing import StandardProblems
+
+TOL = SolveOptions().cert_tol
+
+
+def _lp(c, G, h, lb, l=None, cones=()):  # noqa: E741
+    G = np.atleast_2d(np.asarray(G, dtype=float))
+    n = G.shape[1]
+    return ProblemData(c=np.asarray(c, dtype=float), A=sp.csr_matrix((0, n)), b=np.zeros(0), G=sp.csr_matrix(G),
+                       h=np.asarray(h, dtype=float), l=G.shape[0] - sum(cones) if l is None else l, cones=cones,
+                       lb=np.asarray(lb, dtype=float), ub=np.full(n, np.inf))
+
+
+def infeasible_socp() -> ProblemData:
+    """``min x1  s.t.  x1 >= 2,  ||x|| <= 1``: the cone and the row cannot both hold."""
+    return _lp([1.0, 0.0], [[-1.0, 0.0], [0.0, 0.0], [-1.0, 0.0], [0.0, -1.0]], [-2.0, 1.0, 0.0, 0.0],
+               [-np.inf, -np.inf], l=1, cones=(3,))
+
+
+CASES = [(StandardProblems.infeasible_lp().data, Status.INFEASIBLE, (HighsBackend, EcosBackend, ClarabelBackend)),
+         (StandardProblems.unbounded_lp().data, Status.UNBOUNDED, (HighsBackend, EcosBackend, ClarabelBackend)),
+         (StandardProblems.infeasible_qp().data, Status.INFEASIBLE, (EcosBackend, ClarabelBackend)),
+         (StandardProblems.unbounded_qp().data, Status.UNBOUNDED, (EcosBackend, ClarabelBackend)),
+         (infeasible_socp(), Status.INFEASIBLE, (EcosBackend, ClarabelBackend))]
+
+
+@pytest.mark.parametrize("data, status, backends", CASES)
+def test_true_claims_are_verified_from_every_backends_evidence(data, status, backends):
+    for backend in backends:
+        res = backend().solve(data)
+        assert res.status is status, (backend.name, res.message)
+        assert res.claim is not None and res.claim.verified and not res.claim.refuted, (backend.name, res.message)
+        assert "verified by fsframe" in res.message
+
+
+def test_a_farkas_certificate_is_checked_not_trusted():
+    data = StandardProblems.infeasible_lp().data  # x >= 1 (row -x <= -1) and x <= 0
+    assert check_infeasibility(data, np.zeros(0), np.array([1.0, 1.0]), TOL)[0]
+    assert check_infeasibility(data, np.zeros(0), 3 * np.array([1.0, 1.0]), TOL)[0]  # any positive multiple
+    # wrong weights leave a reduced cost on the free x: the sum of the rows does not cancel it
+    ok, why = check_infeasibility(data, np.zeros(0), np.array([1.0, 0.5]), TOL)
+    assert not ok and "room for feasible points" in why
+    # a sign flipped (outside the dual cone, projected away): no margin left
+    assert not check_infeasibility(data, np.zeros(0), np.array([-1.0, -1.0]), TOL)[0]
+    # the bounds count in closed form: x >= 0 and x + y <= -1 with y >= 0, certificate z = 1
+    bounded = _lp([1.0, 1.0], [[1.0, 1.0]], [-1.0], [0.0, 0.0])
+    ok, why = check_infeasibility(bounded, np.zeros(0), np.ones(1), TOL)
+    assert ok and "Farkas margin 1.00e+00" in why
+    # a feasible problem has no certificate: x + y <= 1, x, y >= 0
+    assert not check_infeasibility(_lp([1.0, 1.0], [[1.0, 1.0]], [1.0], [0.0, 0.0]), np.zeros(0), np.ones(1), TOL)[0]
+
+
+def test_a_direction_of_descent_is_checked_not_trusted():
+    data = StandardProblems.unbounded_lp().data  # min -x1  s.t.  x1 <= x2, x >= 0
+    assert check_unboundedness(data, np.array([1.0, 1.0]), TOL)[0]
+    for bad, why in [(np.array([1.0, 0.0]), "leaves the cone constraints"),
+                     (np.array([-1.0, -1.0]), "does not fall"),
+                     (np.array([0.0, 1.0]), "does not fall")]:
+        ok, text = check_unboundedness(data, bad, TOL)
+        assert not ok and why in text, text
+    # a direction that leaves its cones by 1e-10 while the costs are 1e12: the fall is what the
+    # violation allows (the shape of Clarabel's false claim on a logistic loss at C = 1e12)
+    cone = _lp([1e12, 0.0], [[-1.0, 0.0]], [0.0], [-np.inf, -np.inf])  # min 1e12 x1  s.t.  x1 >= 0: bounded
+    ok, why = check_unboundedness(cone, np.array([-1e-10, 1.0]), TOL)
+    assert not ok and "within what its violation allows" in why
+
+
+class Claimant(Backend):
+    """A third-party backend that claims ``status`` with the evidence ``ray`` (``None``: none)."""
+
+    name = "claimant"
+    supports = frozenset(ProblemClass)
+    required_modules = ()
+    status_map: dict = {}
+
+    def __init__(self, status=Status.INFEASIBLE, ray=None):
+        self.status, self.ray = status, ray
+
+    def open(self, data, options=SolveOptions()):
+        return ClaimantSession(self, data, options)
+
+
+class ClaimantSession(BackendSession):
+    def _solve_raw(self, data):
+        return None
+
+    def _invert(self, data, raw):
+        return RawSolution(status=self.backend.status, ray=self.backend.ray, message="no optimum!")
+
+
+def test_an_infeasibility_claim_on_a_problem_whose_zero_model_is_feasible_is_refuted():
+    data = StandardProblems.unbounded_lp().data  # x = 0 is feasible
+    res = Claimant(Status.INFEASIBLE).solve(data)
+    assert res.status is Status.NUMERICAL_ERROR and res.claim.refuted and not res.claim.verified
+    assert "claimed the problem infeasible, which fsframe refutes" in res.message
+    assert "zero model satisfies every constraint" in res.message
+    # "infeasible or unbounded" on a feasible problem can only mean unbounded: not verified
+    res = Claimant(Status.INFEASIBLE_OR_UNBOUNDED).solve(data)
+    assert res.status is Status.INFEASIBLE_OR_UNBOUNDED and not res.claim.verified and not res.claim.refuted
+    assert "can only mean unbounded" in res.message
+    # a claim without evidence on a problem whose zero model is infeasible stands, not verified
+    res = Claimant(Status.INFEASIBLE).solve(StandardProblems.infeasible_lp().data)
+    assert res.status is Status.INFEASIBLE and not res.claim.verified and not res.claim.refuted
+    assert "not verified by fsframe: no Farkas certificate was returned" in res.message
+    # with made-up evidence: checked, and named as what failed
+    res = Claimant(Status.UNBOUNDED, {"dx": np.array([-1.0, -1.0])}).solve(data)
+    assert res.status is Status.UNBOUNDED and not res.claim.verified and "does not fall" in res.message
+    # certify=False leaves the claim unchecked (a working set's restricted solves)
+    assert Claimant(Status.INFEASIBLE).solve(data, SolveOptions(certify=False)).claim is None
+
+
+def test_judge_claim_upgrades_a_verified_infeasible_or_unbounded():
+    data = StandardProblems.infeasible_lp().data
+    status, message, check = judge_claim(data, Status.INFEASIBLE_OR_UNBOUNDED,
+                                         {"y": np.zeros(0), "z": np.ones(2)}, TOL)
+    assert status is Status.INFEASIBLE and check.verified and "verified by fsframe" in message
+
+
+def _separable():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 5))
+    return X, np.where(X[:, 0] + 0.5 * X[:, 1] > 0, 1, -1)
+
+
+def test_a_verified_claim_is_the_typed_error_and_an_unverified_one_is_not():
+    """What an outer loop raises for a failed subproblem (``SolverFailedError.of``, the loops'
+    ``_failed``): the typed error only when fsframe verified the claim."""
+    for data, kind in [(StandardProblems.infeasible_lp().data, InfeasibleProblemError),
+                       (StandardProblems.unbounded_lp().data, UnboundedProblemError)]:
+        res = ClarabelBackend().solve(data)
+        err = SolverFailedError.of("subproblem 0 failed", result=res)
+        assert type(err) is kind and err.status is res.status
+    res = Claimant(Status.INFEASIBLE).solve(StandardProblems.infeasible_lp().data)  # no evidence
+    assert type(SolverFailedError.of("x", result=res)) is SolverFailedError
+
+
+def test_a_refuted_claim_in_a_fit_is_answered_by_another_backend():
+    """A backend that calls every problem infeasible: the hinge LP's zero model (w = 0, b = 0,
+    unit slacks) refutes it, and the next backend in auto order solves the LP."""
+    X, y = _separable()
+    ref = fsframe.fit(X, y, "l1-svm", C=0.1)
+    # the claimant's own options are not passed on (HiGHS would refuse an unknown option)
+    res = fsframe.fit(X, y, "l1-svm", C=0.1, backend=Claimant(Status.INFEASIBLE),
+                      backend_options={"claimant_verbosity": 2})
+    assert res.objective == pytest.approx(ref.objective, rel=1e-6)
+    assert res.certificate["status"] == "optimal" and res.certificate["backend"] == "highs"
+
+
+@pytest.mark.filterwarnings("ignore::fsframe.errors.FsframeWarning")
+def test_clarabels_false_unboundedness_claim_on_a_logistic_loss_is_not_verified():
+    """l1-logistic at C = 1e12 on separable data is bounded (its objective is a sum of
+    nonnegative terms) and its zero model is feasible; Clarabel and ECOS both call it dual
+    infeasible with directions that fall only by what their cone violations allow. The fit
+    fails with a plain SolverFailedError that names both claims and why neither was verified
+    (it raised the claim untested)."""
+    X, y = _separable()
+    with pytest.raises(SolverFailedError) as info:
+        fsframe.fit(X, y, "l1-logistic", C=1e12, backend="clarabel")
+    err = info.value
+    assert type(err) is SolverFailedError and err.status is Status.UNBOUNDED and not err.result.claim.verified
+    text = str(err)
+    assert "DualInfeasible; not verified by fsframe: direction of descent" in text
+    assert "within what its violation allows" in text and "a second opinion from ecos: unbounded" in text
