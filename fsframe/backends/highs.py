@@ -78,12 +78,15 @@ def _new_highs(verbose: bool):
 _FSFRAME_OPTIONS = {"qp_form", "append_restart"}
 
 COLD_APPEND_FRACTION = 0.2
-"""``append_restart="auto"``: a batch of appended columns at least this fraction of the columns
-already in the live LP is solved by a cold dual simplex (basis dropped, presolve on); a smaller one
-by the primal simplex from the kept basis. On one working-set round of the ``l1-svm`` LP at
-1 000 x 10 000 (500 groups, 250 appended) the cold dual simplex took 6.1 s CPU (2 095 pivots)
-against the warm primal's 23.3 s (6 476); for the small batches of the last rounds the warm
-primal wins (0.2-1.1 s against 3.2-3.8 s cold at 500 x 5 000; docs/performance.md)."""
+COLD_MIN_ROWS = 500
+"""``append_restart="auto"``: a batch of appended columns at least ``COLD_APPEND_FRACTION`` of the
+columns already in the live LP, on an LP of at least ``COLD_MIN_ROWS`` rows, is solved by a cold
+dual simplex (basis dropped, presolve on); anything else by the primal simplex from the kept
+basis. On one working-set round of the ``l1-svm`` LP at 1 000 x 10 000 (500 groups, 250 appended)
+the cold dual simplex took 6.1 s CPU (2 095 pivots) against the warm primal's 23.3 s (6 476); for
+the small batches of the last rounds the warm primal wins (0.2-1.1 s against 3.2-3.8 s cold at
+500 x 5 000), and at 200 rows a cold restart gained nothing (whole fits at 200 x 5 000: 2.8 s
+CPU against 2.5 s warm); docs/performance.md."""
 
 MAX_MAGNITUDE = 1e15
 """Largest constraint entry HiGHS represents faithfully (its ``large_matrix_value``); larger ones
@@ -407,8 +410,10 @@ class HighsSession(BackendSession):
         n0, n = old.n, data.n
         user_strategy = "simplex_strategy" in self.options.backend_options
         # a large batch (or append_restart="cold"): a cold dual simplex with presolve, from no basis
+        rows = data.A.shape[0] + data.l
         self._cold_next = not user_strategy and n > n0 and (
-            self._restart == "cold" or (self._restart == "auto" and n - n0 >= COLD_APPEND_FRACTION * n0))
+            self._restart == "cold" or (self._restart == "auto" and rows >= COLD_MIN_ROWS
+                                        and n - n0 >= COLD_APPEND_FRACTION * n0))
         self.appends.append((n0, n - n0, "cold" if self._cold_next else "warm"))
         if not self._primal_warm and not user_strategy:
             # columns appended to an optimal basis leave it primal feasible: the primal simplex
