@@ -166,6 +166,39 @@ def test_highs_grows_the_live_model_instead_of_reloading(highs_loads):
     assert it.objective == pytest.approx(full.objective, rel=1e-7)
 
 
+def test_restricted_problems_of_earlier_rounds_are_not_kept_alive(highs_loads):
+    """Each round's restricted problem names the previous one it extends (``appended_to``); once
+    that one is solved its own link is dropped, so a solve holds two restricted problems, not the
+    whole chain of its rounds (at 2 000 x 20 000 their matrices summed to hundreds of MB)."""
+    import gc
+    import weakref
+
+    X, y = _data(m=40, n=800, seed=5)
+    res = resolve("l1-svm", C=1.0)
+    sub = Subproblem(res.formulation, X, y, res.terms, HighsBackend(),
+                     working_set=WorkingSetOptions(mode=True, initial=20, batch=20))
+    seen = []
+    orig = WorkingSet.apply
+
+    def apply(self, data):
+        R = orig(self, data)
+        seen.append(weakref.ref(R))
+        return R
+
+    WorkingSet.apply = apply
+    try:
+        it = sub.solve(lin=np.ones(800))
+    finally:
+        WorkingSet.apply = orig
+    gc.collect()
+    assert sub.last_report.rounds >= 4 and len(highs_loads) == 1  # columns appended, never reloaded
+    alive = [r() is not None for r in seen]
+    assert alive[-2:] == [True, True] and not any(alive[:-2]), alive
+    full = fsframe.fit(X, y, "l1-svm", C=1.0, working_set=False)
+    assert it.objective == pytest.approx(full.objective, rel=1e-9)
+    sub.close()
+
+
 def test_reduced_cost_violations_against_a_hand_computation():
     # min -x1 - 2 x2 + x3  s.t. x1 + x2 + x3 <= 1, x >= 0; optimum x2 = 1 with z = 2
     data = ProblemData(c=np.array([-1.0, -2.0, 1.0]), A=sp.csr_matrix((0, 3)), b=np.zeros(0),
