@@ -57,37 +57,52 @@ DOC = ROOT / "docs" / "performance.md"
 IMG = ROOT / "docs" / "img" / "support_recovery.png"
 BEGIN, END = "<!-- support_recovery:begin -->", "<!-- support_recovery:end -->"
 
-N, P, K, N_TEST = 200, 500, 10, 1000
+N, K, N_TEST = 500, 10, 1000
+PS = (1000, 5000)
 RHOS = (0.0, 0.5)
 SNRS = (1.0, 5.0, 10.0)
 TASKS = ("regression", "logistic")
 
 
-def make_data(task: str, rho: float, snr: float, seed: int):
+def make_data(task: str, rho: float, snr: float, seed: int, p: int = PS[0], n: int = N):
+    """Training ``(X, y)``, test ``(Xt, yt)`` and the true support of one cell. The Toeplitz
+    correlation is an AR(1) process along the features: ``x_j = rho x_{j-1} + sqrt(1 - rho^2) e_j``
+    (no ``p x p`` Cholesky factor)."""
     rng = np.random.default_rng(seed)
-    idx = np.arange(P)
-    L = np.linalg.cholesky(rho ** np.abs(idx[:, None] - idx[None, :]) + 1e-12 * np.eye(P))
-    X = rng.normal(size=(N + N_TEST, P)) @ L.T
-    support = np.sort(rng.choice(P, K, replace=False))
-    beta = np.zeros(P)
+    E = rng.normal(size=(n + N_TEST, p))
+    X = np.empty_like(E)
+    X[:, 0] = E[:, 0]
+    for j in range(1, p):
+        X[:, j] = rho * X[:, j - 1] + np.sqrt(1.0 - rho * rho) * E[:, j]
+    support = np.sort(rng.choice(p, K, replace=False))
+    beta = np.zeros(p)
     beta[support] = rng.choice([-1.0, 1.0], K)
-    cov = L @ L.T
-    beta *= np.sqrt(snr / float(beta @ cov @ beta))
+    idx = support
+    cov = rho ** np.abs(idx[:, None] - idx[None, :])
+    beta *= np.sqrt(snr / float(beta[idx] @ cov @ beta[idx]))
     eta = X @ beta
     if task == "regression":
         y = eta + rng.normal(size=eta.size)
     else:
         y = np.where(rng.random(eta.size) < 1.0 / (1.0 + np.exp(-eta)), 1, -1)
-    return X[:N], y[:N], X[N:], y[N:], support
+    return X[:n], y[:n], X[n:], y[n:], support
+
+
+LAMBDA_FRACTION = 5.0
+"""fsframe's ``C``: ``LAMBDA_FRACTION`` times the ``C`` at which the first feature enters the L1
+model (the formulation's ``empty_model_threshold``), i.e. an L1 weight a fifth of ``lambda_max``."""
 
 
 def _fsframe(method, **params):
     def select(X, y):
         import fsframe
+        from fsframe_glm import LeastSquaresFormulation, LogisticFormulation
 
+        form = LeastSquaresFormulation() if method.endswith("-ls") else LogisticFormulation()
+        C = LAMBDA_FRACTION / form.empty_model_threshold(X, y)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            r = fsframe.fit(X, y, method=method, n_features=K, C=1.0, **params)
+            r = fsframe.fit(X, y, method=method, n_features=K, C=C, **params)
         return np.asarray(r.selected), lambda Z: r.predict(Z) if r.classes == () else r.decision_function(Z)
     return select
 
@@ -157,21 +172,23 @@ def _sk_cv(task):
 
 SELECTORS = {
     "regression": {
-        "fsframe l1-ls": _fsframe("l1-ls"), "fsframe l0-ls": _fsframe("l0-ls", max_iter=30),
-        "fsframe em-ls": _fsframe("em-ls"), "fsframe log-ls": _fsframe("log-ls"),
+        "fsframe l1-ls": _fsframe("l1-ls", working_set=True),
+        "fsframe l0-ls": _fsframe("l0-ls", max_iter=30, working_set=True),
+        "fsframe em-ls": _fsframe("em-ls"), "fsframe log-ls": _fsframe("log-ls", working_set=True),
         "abess": _abess("regression"), "skglm-mcp": _skglm("regression"),
         "sklearn LassoCV": _sk_cv("regression"),
     },
     "logistic": {
         "fsframe l1-logistic": _fsframe("l1-logistic"), "fsframe l0-logistic": _fsframe("l0-logistic", max_iter=30),
+        "fsframe em-logistic": _fsframe("em-logistic"), "fsframe log-logistic": _fsframe("log-logistic"),
         "abess": _abess("logistic"), "skglm-mcp": _skglm("logistic"),
         "sklearn L1 LogisticCV": _sk_cv("logistic"),
     },
 }
 
 
-def run_cell(task, rho, snr, seed, name):
-    X, y, Xt, yt, support = make_data(task, rho, snr, seed)
+def run_cell(task, rho, snr, seed, name, p=PS[0]):
+    X, y, Xt, yt, support = make_data(task, rho, snr, seed, p)
     t0 = time.perf_counter()
     try:
         sel, predict = SELECTORS[task][name](X, y)
@@ -182,38 +199,62 @@ def run_cell(task, rho, snr, seed, name):
     tp = int(np.isin(sel, support).sum())
     out = {"ok": True, "tp": tp, "fp": int(sel.size - tp), "seconds": seconds}
     if predict is not None:
-        f = predict(Xt)
-        out["pred_error"] = (float(np.mean((yt - f) ** 2) - 1.0) if task == "regression"
-                             else float(np.mean(np.where(f > 0, 1, -1) != yt)))
+        out["pred_error"] = _error(task, yt, predict(Xt))
+    out["refit_error"] = _error(task, yt, _refit(task, X, y, sel)(Xt))
     return out
 
 
-def run(reps: int) -> dict:
+def _error(task, yt, f):
+    """Test MSE minus the noise variance 1 (regression), test error rate (logistic)."""
+    return (float(np.mean((yt - f) ** 2) - 1.0) if task == "regression"
+            else float(np.mean(np.where(f > 0, 1, -1) != yt)))
+
+
+def _refit(task, X, y, sel):
+    """The unpenalised model on the selected columns (least squares, or logistic regression
+    without a penalty): the same refit for every selector, so its error compares the supports."""
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+
+    sel = np.asarray(sel, dtype=int)
+    if sel.size == 0:
+        b = float(np.mean(y)) if task == "regression" else float(np.sign(np.mean(y > 0) - 0.5) or 1.0)
+        return lambda Z: np.full(Z.shape[0], b)
+    m = (LinearRegression() if task == "regression" else LogisticRegression(penalty=None, max_iter=1000))
+    m.fit(X[:, sel], y)
+    return lambda Z: m.decision_function(Z[:, sel]) if task != "regression" else m.predict(Z[:, sel])
+
+
+def run(reps: int, ps=PS, tasks=TASKS, only=None) -> dict:
+    """Every cell not yet in the JSON, repetition by repetition (a run cut short covers every
+    setting once before it repeats any), ``p = 1 000`` before ``5 000``, SNR 5 first."""
     res = json.loads(OUT.read_text()) if OUT.exists() else {"meta": {}, "cells": {}}
-    res["meta"] = {"n": N, "p": P, "k": K, "n_test": N_TEST, "reps": reps, "python": platform.python_version(),
-                   "machine": platform.machine(), "note": "reduced size: n=200, p=500 (issue: n=500, p=1000/5000)"}
-    # SNR 5 first, the two tasks alternating: a run cut short still covers both (cells not reached
-    # are "not run" in the table)
-    for snr in sorted(SNRS, key=lambda v: (v != 5.0, v)):
-        for rho in RHOS:
-            for task in TASKS:
-                for seed in range(reps):
-                    for name in SELECTORS[task]:
-                        key = f"{task}|{rho}|{snr}|{seed}|{name}"
-                        if key in res["cells"]:
-                            continue
-                        res["cells"][key] = run_cell(task, rho, snr, seed, name)
-                        print(key, res["cells"][key], flush=True)
-                        OUT.write_text(json.dumps(res, indent=1, sort_keys=True))
+    res["meta"] = {"n": N, "ps": list(PS), "k": K, "n_test": N_TEST, "python": platform.python_version(),
+                   "machine": platform.machine(), "lambda_fraction": LAMBDA_FRACTION}
+    for seed in range(reps):
+        for p in ps:
+            for snr in sorted(SNRS, key=lambda v: (v != 5.0, v)):
+                for rho in RHOS:
+                    for task in tasks:
+                        for name in SELECTORS[task]:
+                            if only and not any(o in name for o in only):
+                                continue
+                            key = f"{task}|{p}|{rho}|{snr}|{seed}|{name}"
+                            if key in res["cells"]:
+                                continue
+                            cell = run_cell(task, rho, snr, seed, name, p)
+                            print(key, cell, flush=True)
+                            res = json.loads(OUT.read_text()) if OUT.exists() else res  # another runner's cells
+                            res["cells"][key] = cell
+                            OUT.write_text(json.dumps(res, indent=1, sort_keys=True))
     return res
 
 
 def _aggregate(res):
-    """``{(task, rho, snr, name): mean tp, fp, pred_error, seconds, failures}`` over the seeds."""
+    """``{(task, p, rho, snr, name): mean tp, fp, pred_error, seconds, failures}`` over the seeds."""
     groups: dict = {}
     for key, cell in res["cells"].items():
-        task, rho, snr, _, name = key.split("|")
-        groups.setdefault((task, float(rho), float(snr), name), []).append(cell)
+        task, p, rho, snr, _, name = key.split("|")
+        groups.setdefault((task, int(p), float(rho), float(snr), name), []).append(cell)
     out = {}
     for g, cells in groups.items():
         ok = [c for c in cells if c["ok"]]
@@ -222,6 +263,7 @@ def _aggregate(res):
             v = [c[f] for c in ok if c.get(f) is not None]
             return float(np.mean(v)) if v else None
         out[g] = {"tp": mean("tp"), "fp": mean("fp"), "pred_error": mean("pred_error"),
+                  "refit_error": mean("refit_error"),
                   "seconds": mean("seconds"), "failed": len(cells) - len(ok), "n": len(cells)}
     return out
 
@@ -232,28 +274,35 @@ def _cell(v, fmt):
 
 def markdown(res: dict) -> str:
     meta, agg = res["meta"], _aggregate(res)
-    lines = [f"Reduced size: n = {meta['n']} training samples, p = {meta['p']} features, k = {meta['k']} true, "
-             f"{meta['reps']} repetition(s), test set of {meta['n_test']}. TP/FP: true/false positives among the "
-             "selected features; pred. error: test MSE minus the noise variance (regression), test error rate "
-             "(logistic); time: seconds per fit, wall clock.", ""]
+    reps = sorted({int(k.split("|")[4]) for k in res["cells"]})
+    lines = [f"n = {meta['n']} training samples, k = {meta['k']} true features, test set of {meta['n_test']}; "
+             f"repetitions (seeds) run: {len(reps)} (a cell shows the mean over the seeds it finished). TP/FP: true/"
+             "false positives among the selected features; pred. error: test MSE minus the noise variance "
+             "(regression), test error rate (logistic), of the selector's own model; refit: the same error "
+             "of an unpenalised refit on the selected features (one rule for every selector); time: seconds per fit, wall clock, on a shared machine.", ""]
     for task in TASKS:
-        names = list(SELECTORS[task])
-        lines += [f"**{task}**", "", "| selector | rho | " + " | ".join(f"SNR {s:g}: TP/FP, error, s" for s in SNRS) + " |",
-                  "|---|---|" + "---|" * len(SNRS)]
-        for name in names:
-            for rho in RHOS:
-                cells = []
-                for snr in SNRS:
-                    a = agg.get((task, rho, snr, name))
-                    if a is None:
-                        cells.append("not run")
-                    elif a["tp"] is None:
-                        cells.append(f"failed ({a['failed']}/{a['n']})")
-                    else:
-                        cells.append(f"{a['tp']:.0f}/{a['fp']:.0f}, {_cell(a['pred_error'], '.3f')}, "
-                                     f"{a['seconds']:.2f}" + (f" ({a['failed']} failed)" if a["failed"] else ""))
-                lines.append(f"| {name} | {rho:g} | " + " | ".join(cells) + " |")
-        lines.append("")
+        for p in PS:
+            names = list(SELECTORS[task])
+            lines += [f"**{task}, p = {p}**", "",
+                      "| selector | rho | " + " | ".join(f"SNR {s:g}: TP/FP, error, refit, s" for s in SNRS) + " |",
+                      "|---|---|" + "---|" * len(SNRS)]
+            for name in names:
+                for rho in RHOS:
+                    cells = []
+                    for snr in SNRS:
+                        a = agg.get((task, p, rho, snr, name))
+                        if a is None:
+                            cells.append("not run")
+                        elif a["tp"] is None:
+                            cells.append(f"failed ({a['failed']}/{a['n']})")
+                        else:
+                            cells.append(f"{a['tp']:.1f}/{a['fp']:.1f}, {_cell(a['pred_error'], '.3f')}, "
+                                         f"{_cell(a['refit_error'], '.3f')}, "
+                                         f"{a['seconds']:.2f}" + (f" ({a['failed']} of {a['n']} failed)"
+                                                                  if a["failed"] else "")
+                                         + (f" [{a['n']} seeds]" if a["n"] != len(reps) else ""))
+                    lines.append(f"| {name} | {rho:g} | " + " | ".join(cells) + " |")
+            lines.append("")
     return "\n".join(lines).strip()
 
 
@@ -265,32 +314,39 @@ def picture(res: dict) -> None:
 
     agg = _aggregate(res)
     names = list(dict.fromkeys(n for t in TASKS for n in SELECTORS[t]))
-    colour = {name: f"C{i % 10}" if i < 10 else "black" for i, name in enumerate(names)}  # one colour per selector
-    fig, axes = plt.subplots(1, 4, figsize=(16, 4), sharey=True)
-    for ax, (task, rho) in zip(axes, [(t, r) for t in TASKS for r in RHOS]):
+    colour = {name: f"C{i % 10}" if i < 10 else ("black", "grey", "olive", "navy")[i - 10]
+              for i, name in enumerate(names)}  # one colour per selector
+    panels = [(t, p, r) for t in TASKS for p in PS for r in RHOS]
+    fig, axes = plt.subplots(2, 4, figsize=(18, 8), sharey=True)
+    for ax, (task, p, rho) in zip(axes.ravel(), panels):
         for name in SELECTORS[task]:
-            tp = [agg.get((task, rho, s, name), {}).get("tp") for s in SNRS]
+            tp = [agg.get((task, p, rho, s, name), {}).get("tp") for s in SNRS]
             if all(v is None for v in tp):
-                continue  # every fit failed (the table says so)
+                continue  # not run, or every fit failed (the table says which)
             ax.plot(SNRS, [np.nan if v is None else v for v in tp], marker="o", color=colour[name],
                     linestyle="-" if name.startswith("fsframe") else "--", label=name)
-        ax.set_title(f"{task}, rho = {rho:g}")
+        ax.set_title(f"{task}, p = {p}, rho = {rho:g}")
         ax.set_xlabel("SNR")
         ax.set_xticks(SNRS)
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel(f"true positives (of k = {K})")
-    fig.suptitle(f"Support recovery, n = {N}, p = {P} (reduced size)")
+        ax.legend(fontsize=6)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(f"true positives (of k = {K})")
+    fig.suptitle(f"Support recovery, n = {N} (mean over the seeds run)")
     fig.tight_layout()
     IMG.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(IMG, dpi=90)
+    fig.savefig(IMG, dpi=80)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--p", type=int, action="append", help="only these p (default: all of PS)")
+    ap.add_argument("--task", action="append", choices=TASKS, help="only these tasks (default: both)")
+    ap.add_argument("--only", action="append", help="only the selectors whose name contains this")
     ap.add_argument("--render", action="store_true", help="only re-render the section and picture from the JSON")
     args = ap.parse_args(argv)
-    res = json.loads(OUT.read_text()) if args.render else run(args.reps)
+    res = (json.loads(OUT.read_text()) if args.render
+           else run(args.reps, tuple(args.p or PS), tuple(args.task or TASKS), args.only))
     text = markdown(res)
     print(text)
     write_section(DOC, BEGIN, END, text)
