@@ -72,11 +72,7 @@ def make_splits(y: ArrayLike, cv: Any = 10, *, repeats: int = 1, random_state: i
     if isinstance(cv, (bool, str, bytes)):  # a str has .split(), but is no splitter
         raise InvalidOptionError(f"cv must be an int (folds), a float in (0, 1) (test fraction) or a splitter, got {cv!r}")
     if isinstance(cv, (int, np.integer)):
-        k = int(cv)
-        if k < 2:
-            raise InvalidOptionError(f"cv={k}: k-fold cross-validation needs at least 2 folds")
-        if k > n:
-            raise DataError(f"cv={k} folds but only {n} samples")
+        k = _check_folds(cv, n)
         if k > largest:  # scikit-learn's StratifiedKFold refuses this too, in its own words
             raise DataError(f"cv={k} folds, but no class has more than {largest} samples (class sizes "
                             f"{sorted(counts.tolist())}): stratified {k}-fold CV cannot place every class in "
@@ -139,14 +135,20 @@ def make_splits(y: ArrayLike, cv: Any = 10, *, repeats: int = 1, random_state: i
     return splits, protocol
 
 
+def _check_folds(cv, n: int) -> int:
+    """``cv`` as a number of folds for ``n`` samples: at least 2, at most ``n``."""
+    k = int(cv)
+    if k < 2:
+        raise InvalidOptionError(f"cv={k}: k-fold cross-validation needs at least 2 folds")
+    if k > n:
+        raise DataError(f"cv={k} folds but only {n} samples")
+    return k
+
+
 def _regression_splits(n: int, cv, repeats: int, random_state) -> tuple[list[Split], dict]:
     """Shuffled k-fold (repeated) or random hold-out splits of ``n`` samples of a real target."""
     if isinstance(cv, (int, np.integer)):
-        k = int(cv)
-        if k < 2:
-            raise InvalidOptionError(f"cv={k}: k-fold cross-validation needs at least 2 folds")
-        if k > n:
-            raise DataError(f"cv={k} folds but only {n} samples")
+        k = _check_folds(cv, n)
         from sklearn.model_selection import RepeatedKFold
 
         pairs = list(RepeatedKFold(n_splits=k, n_repeats=repeats, random_state=random_state).split(np.zeros((n, 1))))
