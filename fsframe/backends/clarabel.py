@@ -229,7 +229,7 @@ class ClarabelSession(BackendSession):
         solve gave before fsframe tightened it), else the first."""
         self._fallback = 0
         settings = lambda: clarabel_settings(self.options)  # noqa: E731
-        if self._tightened and _unsolved(tried[0]):
+        if self._tightened and _unsolved(tried[0]) and not self._at_limit(tried[0]):
             def settings():
                 out = clarabel_settings(self.options)
                 for k in _TOLERANCES:
@@ -245,9 +245,11 @@ class ClarabelSession(BackendSession):
                                 tightened=not self._fallback and self._tightened)
             yield attrs.evolve(cand, message=f"{cand.message} (re-solved without eliminating the fixed columns)")
         cert = tried[self._fallback].certificate
-        if cert is None or cert.ok(self.options.cert_tol) or any(k in self.options.backend_options
-                                                                  for k in _TOLERANCES):
-            return  # no certificate, or one that holds (an answer the solver calls inaccurate)
+        if self._fallback or cert is None or cert.ok(self.options.cert_tol) or any(
+                k in self.options.backend_options for k in _TOLERANCES):
+            # 1e-9 stalled already (a tighter solve would stall too), no certificate, or one that
+            # holds (an answer the solver calls inaccurate)
+            return
         retry = clarabel_settings(self.options)
         for k in _TOLERANCES:
             setattr(retry, k, RETRY_TOLERANCE)
@@ -256,7 +258,22 @@ class ClarabelSession(BackendSession):
                                          "certificate failed)")
 
     def _choose(self, tried: list[SolveResult]) -> SolveResult:
-        return tried[getattr(self, "_fallback", 0)]
+        """The answer at Clarabel's own tolerance when the fallback ran and gave a point, else the
+        first (an inaccurate point at 1e-9 beats a fallback that stalled without one)."""
+        fallback = tried[getattr(self, "_fallback", 0)]
+        return fallback if fallback.x is not None or tried[0].x is None else tried[0]
+
+    def _at_limit(self, result: SolveResult) -> bool:
+        """Whether ``result``'s solve stopped at the user's ``max_iter`` or ``time_limit``: Clarabel
+        calls such a stop ``AlmostSolved`` when its loose tolerances hold, and it is the user's cap,
+        not a stall to solve again."""
+        sol = (result.raw or {}).get("solution")
+        if sol is None:
+            return False
+        if int(getattr(sol, "iterations", 0)) >= int(self.settings.max_iter):
+            return True
+        limit = self.options.time_limit
+        return limit is not None and float(getattr(sol, "solve_time", 0.0)) >= 0.99 * float(limit)
 
 
 _TOLERANCES = ("tol_gap_abs", "tol_gap_rel", "tol_feas")

@@ -546,3 +546,45 @@ def test_a_clarabel_stall_at_fsframes_tolerance_is_solved_again_at_clarabels(nam
     fake.status = clarabel.SolverStatus.MaxIterations
     made.clear()
     assert session.solve(small_socp).status is Status.ITERATION_LIMIT and made == []
+
+
+def test_an_almost_solved_stop_at_the_users_cap_is_not_solved_again(small_socp):
+    """Clarabel calls a stop at ``max_iter`` ``AlmostSolved`` when its loose tolerances hold: that
+    is the user's cap, not a stall, so it is not solved again at Clarabel's own tolerance."""
+    import clarabel
+
+    session = ClarabelBackend().open(small_socp)
+    session.solve(small_socp)
+    real = session._solver.solve()
+    fake = types.SimpleNamespace(status=clarabel.SolverStatus.AlmostSolved, x=list(real.x), z=list(real.z),
+                                 s=list(real.s), iterations=session.settings.max_iter, solve_time=0.01,
+                                 obj_val=real.obj_val, obj_val_dual=real.obj_val - 1e-3, r_prim=1e-4, r_dual=1e-4)
+    session._solver = types.SimpleNamespace(solve=lambda: fake, is_data_update_allowed=lambda: True,
+                                            update=lambda **k: None)
+    made = []
+    real_make = session._make
+    session._make = lambda data, prep, settings: made.append(settings.tol_feas) or real_make(data, prep, settings)
+    res = session.solve(small_socp)
+    assert made == [] and "re-solved at Clarabel's default tolerance" not in res.message
+    fake.iterations = 7  # below the cap: a stall, solved again
+    assert "re-solved at Clarabel's default tolerance" in session.solve(small_socp).message and made
+
+
+def test_a_fallback_without_a_point_does_not_replace_the_first_answer(small_socp):
+    """When the solve at fsframe's 1e-9 stalled with a point and the fallback at Clarabel's own
+    tolerance ends without one, the first (inaccurate) point is what is reported."""
+    import clarabel
+
+    session = ClarabelBackend().open(small_socp)
+    session.solve(small_socp)
+    real = session._solver.solve()
+    first = types.SimpleNamespace(status=clarabel.SolverStatus.AlmostSolved, x=list(real.x), z=list(real.z),
+                                  s=list(real.s), iterations=7, solve_time=0.01, obj_val=real.obj_val,
+                                  obj_val_dual=real.obj_val - 1e-3, r_prim=1e-4, r_dual=1e-4)
+    stalled = types.SimpleNamespace(status=clarabel.SolverStatus.NumericalError, x=[float("nan")] * len(real.x),
+                                    z=list(real.z), s=list(real.s), iterations=3, solve_time=0.01)
+    session._solver = types.SimpleNamespace(solve=lambda: first, is_data_update_allowed=lambda: True,
+                                            update=lambda **k: None)
+    session._make = lambda data, prep, settings: types.SimpleNamespace(solve=lambda: stalled)
+    res = session.solve(small_socp)
+    assert res.x is not None and res.status is Status.OPTIMAL_INACCURATE
