@@ -180,3 +180,41 @@ def test_clarabels_false_unboundedness_claim_on_a_logistic_loss_is_not_verified(
     text = str(err)
     assert "DualInfeasible; not verified by fsframe: direction of descent" in text
     assert "within what its violation allows" in text and "a second opinion from ecos: unbounded" in text
+
+
+@pytest.mark.parametrize("highs_takes, clarabel_gets", [(5.0, 2.0), (8.0, None)])
+def test_a_second_opinion_gets_what_is_left_of_the_time_limit(monkeypatch, highs_takes, clarabel_gets):
+    """The user's ``time_limit`` is the budget of the whole subproblem: after the first backend's
+    refuted claim (3 s on a stub clock), each other backend gets what is left of the 10 s, and none
+    is asked once it is spent (they were each given the full 10 s)."""
+    import fsframe.problem as problem
+
+    now = [0.0]
+    monkeypatch.setattr(problem, "_clock", lambda: now[0])
+    given = {}
+
+    def other(name, takes):
+        def solve(self, data, options=SolveOptions()):
+            given[name] = options.time_limit
+            now[0] += takes
+            return fsframe.backends.SolveResult(Status.TIME_LIMIT, None, None, name, takes, message="stub")
+        return solve
+
+    monkeypatch.setattr(HighsBackend, "solve", other("highs", highs_takes))
+    monkeypatch.setattr(ClarabelBackend, "solve", other("clarabel", 1.0))
+
+    class Slow(ClaimantSession):
+        def _solve_raw(self, data):
+            now[0] += 3.0
+            return None
+
+    claimant = Claimant(Status.INFEASIBLE)
+    claimant.open = lambda data, options=SolveOptions(): Slow(claimant, data, options)
+    X, y = _separable()
+    with pytest.raises(SolverFailedError) as info:
+        fsframe.fit(X, y, "l1-svm", C=0.1, backend=claimant, time_limit=10.0)
+    assert given.pop("highs") == pytest.approx(7.0)
+    if clarabel_gets is None:
+        assert given == {} and "clarabel: not asked, the time limit of 10 s was spent" in str(info.value)
+    else:
+        assert given == {"clarabel": pytest.approx(clarabel_gets)}
