@@ -218,3 +218,44 @@ def test_a_second_opinion_gets_what_is_left_of_the_time_limit(monkeypatch, highs
         assert given == {} and "clarabel: not asked, the time limit of 10 s was spent" in str(info.value)
     else:
         assert given == {"clarabel": pytest.approx(clarabel_gets)}
+
+
+def _mixed_scales(small_rhs: float, big_rhs: float) -> ProblemData:
+    """``1e4 x1 <= big_rhs`` (x1 free) and ``1e-4 x2 <= small_rhs`` (``x2 >= 0``): rows eight orders
+    of magnitude apart."""
+    return _lp([1.0, 1.0], [[1e4, 0.0], [0.0, 1e-4]], [big_rhs, small_rhs], [-np.inf, 0.0])
+
+
+def _cvxpy_status(data: ProblemData) -> str:
+    import cvxpy as cp
+
+    x = cp.Variable(data.n)
+    cons = [data.G.toarray() @ x <= data.h] + [x[j] >= data.lb[j] for j in range(data.n) if np.isfinite(data.lb[j])]
+    prob = cp.Problem(cp.Minimize(0), cons)
+    prob.solve(solver=cp.CLARABEL)
+    return prob.status
+
+
+def test_a_true_infeasibility_claim_on_a_badly_scaled_row_stands():
+    """``1e-4 x2 <= -1e-6`` with ``x2 >= 0`` is ``x2 <= -0.01``: infeasible. The zero model violates
+    it by 1e-6, which one scale for all rows (1e4, the other row's) made 1e-10 and refuted the
+    true claim; each row measured against its own size, the violation is 1e-2 and the claim
+    (no evidence given) stands, not verified."""
+    data = _mixed_scales(-1e-6, 1e4)
+    assert _cvxpy_status(data) == "infeasible"
+    res = Claimant(Status.INFEASIBLE).solve(data)
+    assert res.status is Status.INFEASIBLE and not res.claim.refuted and not res.claim.verified, res.message
+    # the backends' own evidence proves it
+    res = HighsBackend().solve(data)
+    assert res.status is Status.INFEASIBLE and res.claim.verified
+
+
+def test_a_wrong_infeasibility_claim_on_badly_scaled_rows_is_refuted():
+    """``1e4 x1 <= -1e-9`` (x1 free) and ``1e-4 x2 <= 1e-6``: feasible (``x1 = -1e-13``). The zero
+    model misses the first row by 1e-9, rounding for a row of size 1e4 (a row's size counts its
+    coefficients, not only its right-hand side), so the claim is refuted."""
+    data = _mixed_scales(1e-6, -1e-9)
+    assert _cvxpy_status(data) == "optimal"
+    res = Claimant(Status.INFEASIBLE).solve(data)
+    assert res.status is Status.NUMERICAL_ERROR and res.claim.refuted, res.message
+    assert "zero model satisfies every constraint (violation 1.0e-13, relative)" in res.message
