@@ -452,7 +452,10 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
       constraint (:func:`feasible_point`): refuted, ``NUMERICAL_ERROR`` naming the claim; an
       ``INFEASIBLE_OR_UNBOUNDED`` one there stands, not verified, the message saying it can only
       mean unbounded;
-    * otherwise the claim stands unverified and the message says why.
+    * otherwise the claim stands unverified: the message says it is "claimed by the backend, not
+      verified by fsframe" and why (no evidence, or evidence that failed its check). In particular
+      ``UNBOUNDED`` is verified only by a direction that passes :func:`check_unboundedness`, never
+      by the size of a point.
     """
     ray = ray or {}
     name = status.value.replace("_", " ")
@@ -484,8 +487,10 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
             why = f"{detail}; the zero model satisfies every constraint (violation {viol:.1e}, relative)"
             if status is Status.INFEASIBLE_OR_UNBOUNDED:  # feasible: the claim can only mean unbounded
                 # (kept as claimed: an unverified status is never made more specific)
-                return (status, f"; not verified by fsframe: {why}, so the claim can only mean unbounded",
+                return (status, f"; claimed by the backend, not verified by fsframe: {why}, so the claim can only "
+                                "mean unbounded",
                         ClaimCheck(status, False, False, why))
             return (Status.NUMERICAL_ERROR, f"; the solver claimed the problem {name}, which fsframe refutes: {why}",
                     ClaimCheck(status, False, True, why))
-    return status, f"; not verified by fsframe: {detail}", ClaimCheck(status, False, False, detail)
+    return status, f"; claimed by the backend, not verified by fsframe: {detail}", ClaimCheck(status, False, False,
+                                                                                              detail)

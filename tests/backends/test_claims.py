@@ -30,6 +30,17 @@ def _lp(c, G, h, lb, l=None, cones=()):  # noqa: E741
                        lb=np.asarray(lb, dtype=float), ub=np.full(n, np.inf))
 
 
+def unbounded_socp() -> ProblemData:
+    """``min -x1  s.t.  |x2| <= x1`` (the cone ``(x1, x2)``): unbounded along ``(1, 0)``."""
+    return _lp([-1.0, 0.0], [[-1.0, 0.0], [0.0, -1.0]], [0.0, 0.0], [-np.inf, -np.inf], l=0, cones=(2,))
+
+
+def bounded_socp() -> ProblemData:
+    """``min -x1  s.t.  ||x|| <= 1``: bounded (optimum -1 at ``(1, 0)``)."""
+    return _lp([-1.0, 0.0], [[0.0, 0.0], [-1.0, 0.0], [0.0, -1.0]], [1.0, 0.0, 0.0], [-np.inf, -np.inf], l=0,
+               cones=(3,))
+
+
 def infeasible_socp() -> ProblemData:
     """``min x1  s.t.  x1 >= 2,  ||x|| <= 1``: the cone and the row cannot both hold."""
     return _lp([1.0, 0.0], [[-1.0, 0.0], [0.0, 0.0], [-1.0, 0.0], [0.0, -1.0]], [-2.0, 1.0, 0.0, 0.0],
@@ -40,7 +51,8 @@ CASES = [(StandardProblems.infeasible_lp().data, Status.INFEASIBLE, (HighsBacken
          (StandardProblems.unbounded_lp().data, Status.UNBOUNDED, (HighsBackend, EcosBackend, ClarabelBackend)),
          (StandardProblems.infeasible_qp().data, Status.INFEASIBLE, (EcosBackend, ClarabelBackend)),
          (StandardProblems.unbounded_qp().data, Status.UNBOUNDED, (EcosBackend, ClarabelBackend)),
-         (infeasible_socp(), Status.INFEASIBLE, (EcosBackend, ClarabelBackend))]
+         (infeasible_socp(), Status.INFEASIBLE, (EcosBackend, ClarabelBackend)),
+         (unbounded_socp(), Status.UNBOUNDED, (EcosBackend, ClarabelBackend))]
 
 
 @pytest.mark.parametrize("data, status, backends", CASES)
@@ -84,6 +96,26 @@ def test_a_direction_of_descent_is_checked_not_trusted():
     assert not ok and "within what its violation allows" in why
 
 
+@pytest.mark.parametrize("data, forged", [
+    (StandardProblems.infeasible_lp().data, None),
+    # min -x1 s.t. x1 <= x2 <= 1 (x >= 0): bounded; the ray (1, 1) crosses the bound on x2 (a row)
+    (_lp([-1.0, 0.0], [[1.0, -1.0], [0.0, 1.0]], [0.0, 1.0], [0.0, 0.0]), [1.0, 1.0]),
+    (bounded_socp(), [1.0, 0.0]),  # leaves the cone
+    (bounded_socp(), [1.0, 1e-3]),  # leaves it by less, still beyond rounding
+])
+def test_a_forged_unboundedness_claim_on_a_bounded_problem_is_not_verified(data, forged):
+    """A backend calling a bounded problem unbounded, with a made-up direction (or none): the
+    claim stands as the backend's, "claimed by the backend, not verified" with why; no size of
+    a point counts as evidence."""
+    cvx = ClarabelBackend().solve(data)
+    assert cvx.status in (Status.OPTIMAL, Status.INFEASIBLE)  # bounded (or empty): never unbounded
+    res = Claimant(Status.UNBOUNDED, None if forged is None else {"dx": np.array(forged)}).solve(data)
+    assert res.status is Status.UNBOUNDED and not res.claim.verified and not res.claim.refuted
+    assert "claimed by the backend, not verified by fsframe" in res.message
+    assert ("no direction of unbounded descent was returned" if forged is None else "direction of descent: ") \
+        in res.message
+
+
 class Claimant(Backend):
     """A third-party backend that claims ``status`` with the evidence ``ray`` (``None``: none)."""
 
@@ -120,7 +152,7 @@ def test_an_infeasibility_claim_on_a_problem_whose_zero_model_is_feasible_is_ref
     # a claim without evidence on a problem whose zero model is infeasible stands, not verified
     res = Claimant(Status.INFEASIBLE).solve(StandardProblems.infeasible_lp().data)
     assert res.status is Status.INFEASIBLE and not res.claim.verified and not res.claim.refuted
-    assert "not verified by fsframe: no Farkas certificate was returned" in res.message
+    assert "claimed by the backend, not verified by fsframe: no Farkas certificate was returned" in res.message
     # with made-up evidence: checked, and named as what failed
     res = Claimant(Status.UNBOUNDED, {"dx": np.array([-1.0, -1.0])}).solve(data)
     assert res.status is Status.UNBOUNDED and not res.claim.verified and "does not fall" in res.message
@@ -178,7 +210,7 @@ def test_clarabels_false_unboundedness_claim_on_a_logistic_loss_is_not_verified(
     err = info.value
     assert type(err) is SolverFailedError and err.status is Status.UNBOUNDED and not err.result.claim.verified
     text = str(err)
-    assert "DualInfeasible; not verified by fsframe: direction of descent" in text
+    assert "DualInfeasible; claimed by the backend, not verified by fsframe: direction of descent" in text
     assert "within what its violation allows" in text and "a second opinion from ecos: unbounded" in text
 
 
