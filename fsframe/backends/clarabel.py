@@ -243,7 +243,8 @@ class ClarabelSession(BackendSession):
                     setattr(out, k, CLARABEL_TOLERANCE)
                 return out
             self._fallback = len(tried)  # its index in ``tried`` once judged
-            yield self._candidate(lambda: self._invert(data, self._solve_raw(data, self._make(data, self._prep, settings())),
+            yield self._candidate(lambda: self._invert(data, self._solve_raw(data, self._make(data, self._prep,
+                                                                                              settings())),
                                                        tightened=False),
                                   f"re-solved at Clarabel's default tolerance {CLARABEL_TOLERANCE:g}: at "
                                   f"{DEFAULT_TOLERANCE:g} it was not solved")
