@@ -21,6 +21,9 @@ from .working_set import AGAIN, WorkingSet, WorkingSetOptions, WorkingSetReport,
 __all__ = ["Subproblem", "Iterate"]
 
 
+_clock = time.perf_counter
+"""The clock a subproblem's time budget is counted on (a stub in tests)."""
+
 CUT_TOL_FLOOR = 1e-9
 """The finest tolerance :meth:`Subproblem.certified_cut` judges a cut point at (an uncut answer
 certified to 1e-11 does not ask its cut for the same)."""
@@ -385,33 +388,45 @@ class Subproblem:
         if session is None:
             session = self.backend.open(data, self.options if options is None else options)
             setattr(self, name, session)
-        t0 = time.perf_counter()
+        t0 = _clock()
         try:
             res = session.solve(data)
         except (UnsupportedProblemError, SolverFailedError) as exc:
-            return SolveResult(Status.ERROR, None, None, self.backend.name, time.perf_counter() - t0,
+            return SolveResult(Status.ERROR, None, None, self.backend.name, _clock() - t0,
                                message=f"{type(exc).__name__}: {exc}")
         if res.claim is not None and not res.claim.verified:
-            return self._second_opinion(data, options or self.options, res)
+            return self._second_opinion(data, options or self.options, res, t0)
         return res
 
-    def _second_opinion(self, data, options: SolveOptions, res: SolveResult) -> SolveResult:
+    def _second_opinion(self, data, options: SolveOptions, res: SolveResult, started: float) -> SolveResult:
         """A claim of infeasibility or unboundedness that fsframe could not verify (or refuted),
         put to the other built-in backends that solve the problem's class, in their ``auto``
         order: the first certified optimum refutes the claim and is the answer (its message names
         the claim); a verified claim from another backend is the answer; otherwise ``res``, with
-        what the others said. One extra solve per backend, only on this rare path."""
+        what the others said. One extra solve per backend, only on this rare path.
+
+        ``options.time_limit`` is the budget of the whole subproblem, counted from ``started``
+        (:func:`_clock`, when the first solve began): each other backend gets what is left of it,
+        and none is asked once it is spent (the message says so)."""
         from .backends import ClarabelBackend, EcosBackend, HighsBackend
 
         said = []
         # the first backend's own options mean nothing to the others; a time limit only to those
         # that honour one
         options = attrs.evolve(options, backend_options={})
+        limit = options.time_limit
         others = sorted((b for b in (HighsBackend, ClarabelBackend, EcosBackend)
                          if b.name != self.backend.name and data.problem_class in b.supports and b.available()
-                         and (options.time_limit is None or b.honours_time_limit)),
+                         and (limit is None or b.honours_time_limit)),
                         key=lambda b: b.preference)
         for other in others:
+            if limit is not None:
+                left = limit - (_clock() - started)
+                if left <= 0:
+                    said.append(f"{', '.join(b.name for b in others[others.index(other):])}: not asked, the time "
+                                f"limit of {limit:g} s was spent")
+                    break
+                options = attrs.evolve(options, time_limit=left)
             try:
                 alt = other().solve(data, options)
             except FsframeError as exc:  # e.g. data on a scale it cannot represent: no opinion

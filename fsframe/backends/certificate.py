@@ -23,7 +23,7 @@ from ..enums import Status
 
 __all__ = ["Certificate", "certify", "judge_certificate", "reduced_costs", "unexcused_at", "reduced_cost_violations",
            "GAP_FLOOR", "LAGRANGIAN_RTOL", "CLAIMS", "ClaimCheck", "check_infeasibility", "check_unboundedness",
-           "feasible_point", "judge_claim"]
+           "feasible_point", "relative_violation", "judge_claim"]
 
 GAP_FLOOR = 1e-12
 """Smallest normaliser of the gap and the residuals (they are relative to the sizes of the terms
@@ -287,19 +287,57 @@ def _zero_model(data: ProblemData) -> NDArray:
     return data.settled(np.clip(np.zeros(data.n), data.lb, data.ub))
 
 
-def _row_scale(data: ProblemData, x: NDArray) -> float:
-    return max(1.0, _inf(data.b), _inf(data.h), _inf(data.A @ x) if data.A.shape[0] else 0.0,
-               _inf(data.G @ x) if data.G.shape[0] else 0.0)
+def _row_sizes(M, rhs: NDArray, x: NDArray) -> NDArray:
+    """Per row of ``M x`` against ``rhs``, the size its violation at ``x`` is measured against: the
+    largest of ``|rhs_i|``, the row's terms ``sum_j |M_ij x_j|`` and its largest coefficient times
+    ``max(1, max|x|)`` (what the row's left side moves by when ``x`` moves by one unit), at least
+    :data:`GAP_FLOOR`. Invariant to scaling the row: a row ``1e-4 x <= -1e-6`` is ``x <= -0.01``."""
+    M = M.tocsr()
+    rows = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
+    a = np.abs(M.data)
+    big = np.zeros(M.shape[0])
+    np.maximum.at(big, rows, a)
+    terms = np.bincount(rows, weights=a * np.abs(x)[M.indices], minlength=M.shape[0])
+    return np.maximum.reduce([np.abs(rhs), terms, big * max(1.0, _inf(x)), np.full(M.shape[0], GAP_FLOOR)])
+
+
+def relative_violation(data: ProblemData, x: NDArray) -> float:
+    """The largest violation at ``x`` of a constraint or bound, each relative to its own size:
+    an equality or ``R_+`` row's violation over :func:`_row_sizes`; a cone's distance (the
+    second-order cone's ``||s_1..|| - s_0``, an exponential triple's distance to ``K_exp``) over
+    the largest size among its rows; a bound's over ``max(1, |bound|)``. One scale for all rows
+    (the largest) would hide a row of size ``1e-4`` next to one of size ``1e4``: an
+    infeasibility claim on such a problem would be refuted by a point that violates it."""
+    ratios = [0.0]
+    if data.A.shape[0]:
+        ratios.append(_inf((data.A @ x - data.b) / _row_sizes(data.A, data.b, x)))
+    if data.G.shape[0]:
+        s = data.h - data.G @ x
+        size = _row_sizes(data.G, data.h, x)
+        if data.l:
+            ratios.append(float(np.max(-s[: data.l] / size[: data.l], initial=0.0)))
+        k = data.l
+        for q in data.cones:
+            ratios.append(max(0.0, float(np.linalg.norm(s[k + 1 : k + q]) - s[k])) / float(np.max(size[k : k + q])))
+            k += q
+        if data.exp:
+            dist = exp_cone.distance(s[k:])
+            ratios.append(float(np.max(dist / size[k:].reshape(-1, 3).max(axis=1), initial=0.0)))
+    for gap, bound in ((data.lb - x, data.lb), (x - data.ub, data.ub)):
+        finite = np.isfinite(bound)
+        if finite.any():
+            ratios.append(float(np.max(gap[finite] / np.maximum(1.0, np.abs(bound[finite])), initial=0.0)))
+    return max(ratios)
 
 
 def feasible_point(data: ProblemData, tol: float) -> tuple[NDArray | None, float]:
     """``(x, violation)``: the zero model (:func:`_zero_model`) and its largest constraint
-    violation relative to the rows' size; ``x`` is ``None`` when it violates a constraint by
-    more than ``10 * tol``."""
+    violation, each row's relative to its own size (:func:`relative_violation`); ``x`` is
+    ``None`` when it violates a constraint by more than ``10 * tol``."""
     x = _zero_model(data)
     if not np.all(np.isfinite(x)):
         return None, float("inf")
-    viol = data.max_violation(x) / _row_scale(data, x)
+    viol = relative_violation(data, x)
     return (x if viol <= 10 * tol else None), float(viol)
 
 
@@ -414,7 +452,10 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
       constraint (:func:`feasible_point`): refuted, ``NUMERICAL_ERROR`` naming the claim; an
       ``INFEASIBLE_OR_UNBOUNDED`` one there stands, not verified, the message saying it can only
       mean unbounded;
-    * otherwise the claim stands unverified and the message says why.
+    * otherwise the claim stands unverified: the message says it is "claimed by the backend, not
+      verified by fsframe" and why (no evidence, or evidence that failed its check). In particular
+      ``UNBOUNDED`` is verified only by a direction that passes :func:`check_unboundedness`, never
+      by the size of a point.
     """
     ray = ray or {}
     name = status.value.replace("_", " ")
@@ -446,8 +487,10 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
             why = f"{detail}; the zero model satisfies every constraint (violation {viol:.1e}, relative)"
             if status is Status.INFEASIBLE_OR_UNBOUNDED:  # feasible: the claim can only mean unbounded
                 # (kept as claimed: an unverified status is never made more specific)
-                return (status, f"; not verified by fsframe: {why}, so the claim can only mean unbounded",
+                return (status, f"; claimed by the backend, not verified by fsframe: {why}, so the claim can only "
+                                "mean unbounded",
                         ClaimCheck(status, False, False, why))
             return (Status.NUMERICAL_ERROR, f"; the solver claimed the problem {name}, which fsframe refutes: {why}",
                     ClaimCheck(status, False, True, why))
-    return status, f"; not verified by fsframe: {detail}", ClaimCheck(status, False, False, detail)
+    return status, f"; claimed by the backend, not verified by fsframe: {detail}", ClaimCheck(status, False, False,
+                                                                                              detail)

@@ -216,36 +216,45 @@ class ClarabelSession(BackendSession):
                            raw={"status": sol.status, "solution": sol}, ray=ray)
 
     def _retries(self, data: ProblemData, tried: list[SolveResult]):
-        """After an answer that is not ``OPTIMAL``: when Clarabel did not call the solve at
-        fsframe's :data:`DEFAULT_TOLERANCE` solved (``AlmostSolved`` beyond Clarabel's own
-        tolerance, ``InsufficientProgress``, ``NumericalError``), the same
-        solve at Clarabel's own :data:`CLARABEL_TOLERANCE` (an interior point pushed past what the
-        problem's conditioning allows can stall further from the optimum than where Clarabel's
-        defaults stop); when fixed columns were eliminated (:func:`~fsframe.backends.conic.eliminate`),
-        the whole problem as given; then an answer that failed the certificate is solved once more
-        at :data:`RETRY_TOLERANCE` (an absolute gap tolerance of 1e-9 or 1e-8 is coarse for a small
-        optimum), unless tolerances were given in ``backend_options``. With no ``OPTIMAL``
-        candidate, the answer at Clarabel's own tolerance is reported if it was made (what the
-        solve gave before fsframe tightened it), else the first."""
+        """After an answer that is not ``OPTIMAL``, in this order:
+
+        1. when Clarabel did not call the solve at fsframe's :data:`DEFAULT_TOLERANCE` solved
+           (``AlmostSolved`` beyond Clarabel's own tolerance, ``InsufficientProgress``,
+           ``NumericalError``), the same solve at Clarabel's own :data:`CLARABEL_TOLERANCE` (an
+           interior point pushed past what the problem's conditioning allows can stall further
+           from the optimum than where Clarabel's defaults stop);
+        2. when fixed columns were eliminated (:func:`~fsframe.backends.conic.eliminate`), the
+           whole problem as given;
+        3. when the first answer failed the certificate and did not stall (a tighter solve would
+           stall too), that answer solved once more at :data:`RETRY_TOLERANCE` (an absolute gap
+           tolerance of 1e-9 or 1e-8 is coarse for a small optimum), unless tolerances were given
+           in ``backend_options``.
+
+        Each is a candidate of its own: one that fails (Clarabel refuses it, a
+        :class:`~fsframe.backends.base.SolveFailure`) is a failed candidate and the next still
+        runs. With no ``OPTIMAL`` candidate, :meth:`_choose` picks."""
         self._fallback = 0
         settings = lambda: clarabel_settings(self.options)  # noqa: E731
-        if self._tightened and _unsolved(tried[0]) and not self._at_limit(tried[0]):
+        stalled = self._tightened and _unsolved(tried[0]) and not self._at_limit(tried[0])
+        if stalled:
             def settings():
                 out = clarabel_settings(self.options)
                 for k in _TOLERANCES:
                     setattr(out, k, CLARABEL_TOLERANCE)
                 return out
-            cand = self._invert(data, self._solve_raw(data, self._make(data, self._prep, settings())), tightened=False)
-            self._fallback = 1
-            yield attrs.evolve(cand, message=f"{cand.message} (re-solved at Clarabel's default tolerance "
-                                             f"{CLARABEL_TOLERANCE:g}: at {DEFAULT_TOLERANCE:g} it was not solved)")
+            self._fallback = len(tried)  # its index in ``tried`` once judged
+            yield self._candidate(lambda: self._invert(data, self._solve_raw(data, self._make(data, self._prep,
+                                                                                              settings())),
+                                                       tightened=False),
+                                  f"re-solved at Clarabel's default tolerance {CLARABEL_TOLERANCE:g}: at "
+                                  f"{DEFAULT_TOLERANCE:g} it was not solved")
         if self._prep is not None and self._prep.elim is not None:  # the problem as given, without the elimination
             whole = prepare(data, reduce=False)
-            cand = self._invert(data, self._solve_raw(data, self._make(data, whole, settings())), whole,
-                                tightened=not self._fallback and self._tightened)
-            yield attrs.evolve(cand, message=f"{cand.message} (re-solved without eliminating the fixed columns)")
-        cert = tried[self._fallback].certificate
-        if self._fallback or cert is None or cert.ok(self.options.cert_tol) or any(
+            yield self._candidate(lambda: self._invert(data, self._solve_raw(data, self._make(data, whole, settings())),
+                                                       whole, tightened=not stalled and self._tightened),
+                                  "re-solved without eliminating the fixed columns")
+        cert = tried[0].certificate
+        if stalled or cert is None or cert.ok(self.options.cert_tol) or any(
                 k in self.options.backend_options for k in _TOLERANCES):
             # 1e-9 stalled already (a tighter solve would stall too), no certificate, or one that
             # holds (an answer the solver calls inaccurate)
@@ -253,15 +262,35 @@ class ClarabelSession(BackendSession):
         retry = clarabel_settings(self.options)
         for k in _TOLERANCES:
             setattr(retry, k, RETRY_TOLERANCE)
-        cand = self._invert(data, self._solve_raw(data, self._make(data, self._prep, retry)))
-        yield attrs.evolve(cand, message=f"{cand.message} (re-solved at tolerance {RETRY_TOLERANCE:g} after the "
-                                         "certificate failed)")
+        yield self._candidate(lambda: self._invert(data, self._solve_raw(data, self._make(data, self._prep, retry))),
+                              f"re-solved at tolerance {RETRY_TOLERANCE:g} after the certificate failed")
+
+    @staticmethod
+    def _candidate(solve, note: str) -> RawSolution:
+        """The candidate ``solve()`` returns, its message naming the re-solve (``note``); a
+        :class:`~fsframe.backends.base.SolveFailure` is a failed candidate with the same note, so
+        that the re-solves after it still run (the session's own solver is untouched: each
+        re-solve builds a solver of its own)."""
+        try:
+            cand = solve()
+        except SolveFailure as exc:
+            return RawSolution(status=exc.status, message=f"{exc.message} ({note})")
+        return attrs.evolve(cand, message=f"{cand.message} ({note})")
 
     def _choose(self, tried: list[SolveResult]) -> SolveResult:
         """The answer at Clarabel's own tolerance when the fallback ran and gave a point, else the
-        first (an inaccurate point at 1e-9 beats a fallback that stalled without one)."""
-        fallback = tried[getattr(self, "_fallback", 0)]
-        return fallback if fallback.x is not None or tried[0].x is None else tried[0]
+        first (an inaccurate point at 1e-9 beats a fallback that stalled without one, or that
+        Clarabel refused); the first keeps its status (an ``OPTIMAL_INACCURATE`` one, which the
+        loops warn about) and its message says what the fallback ended with."""
+        at = getattr(self, "_fallback", 0)
+        fallback = tried[at]
+        if fallback.x is not None or tried[0].x is None:
+            return fallback
+        first = tried[0]
+        if at:
+            first = attrs.evolve(first, message=f"{first.message}; kept: the re-solve at Clarabel's default tolerance "
+                                                f"ended {fallback.status.value} without a point ({fallback.message})")
+        return first
 
     def _at_limit(self, result: SolveResult) -> bool:
         """Whether ``result``'s solve stopped at the user's ``max_iter`` or ``time_limit``: Clarabel

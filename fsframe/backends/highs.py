@@ -293,6 +293,7 @@ class HighsSession(BackendSession):
         self._restart = _check_append_restart(options)
         self.appends: list = []  # (columns before, columns appended, "cold" or "warm") per append
         self._apply_options()
+        self._strategy0 = self.h.getOptionValue("simplex_strategy")[1]  # restored when a model is reloaded
 
     def _apply_options(self) -> None:
         opts = dict(self.options.backend_options)
@@ -326,6 +327,13 @@ class HighsSession(BackendSession):
         f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
         i32 = lambda a: np.ascontiguousarray(a, dtype=np.int32)  # noqa: E731
         self.h.clearModel()
+        # a new model has no basis: no restart planned for the old one (a failed append, then a
+        # reload, ran it cold), and the solver's own strategy again, not the primal simplex that
+        # continued the old model's basis after appends
+        self._cold_next = False
+        if self._primal_warm:
+            self.h.setOptionValue("simplex_strategy", self._strategy0)
+            self._primal_warm = False
         statuses = []
         if M.shape[0]:
             statuses.append(self.h.addRows(M.shape[0], f64(lower), f64(upper), 0, i32([]), i32([]), f64([])))
@@ -411,10 +419,9 @@ class HighsSession(BackendSession):
         user_strategy = "simplex_strategy" in self.options.backend_options
         # a large batch (or append_restart="cold"): a cold dual simplex with presolve, from no basis
         rows = data.A.shape[0] + data.l
-        self._cold_next = not user_strategy and n > n0 and (
+        cold = not user_strategy and n > n0 and (
             self._restart == "cold" or (self._restart == "auto" and rows >= COLD_MIN_ROWS
                                         and n - n0 >= COLD_APPEND_FRACTION * n0))
-        self.appends.append((n0, n - n0, "cold" if self._cold_next else "warm"))
         if not self._primal_warm and not user_strategy:
             # columns appended to an optimal basis leave it primal feasible: the primal simplex
             # continues from it (measured 1.4-1.6x faster than the dual simplex's default over the
@@ -433,6 +440,9 @@ class HighsSession(BackendSession):
                                     M.nnz, i32(M.indptr[:-1]), i32(M.indices), f64(M.data))
             if status == highspy.HighsStatus.kError:
                 raise SolveFailure(Status.ERROR, "HiGHS rejected the appended columns")
+        # planned only once the columns are in: a failed append leaves no cold restart behind
+        self._cold_next = cold
+        self.appends.append((n0, n - n0, "cold" if cold else "warm"))
         idx = np.arange(n0, dtype=np.int32)
         if not np.array_equal(data.c[:n0], old.c):
             self.h.changeColsCost(n0, idx, np.asarray(self._cost(data.c[:n0]), dtype=np.float64))

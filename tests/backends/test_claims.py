@@ -30,6 +30,17 @@ def _lp(c, G, h, lb, l=None, cones=()):  # noqa: E741
                        lb=np.asarray(lb, dtype=float), ub=np.full(n, np.inf))
 
 
+def unbounded_socp() -> ProblemData:
+    """``min -x1  s.t.  |x2| <= x1`` (the cone ``(x1, x2)``): unbounded along ``(1, 0)``."""
+    return _lp([-1.0, 0.0], [[-1.0, 0.0], [0.0, -1.0]], [0.0, 0.0], [-np.inf, -np.inf], l=0, cones=(2,))
+
+
+def bounded_socp() -> ProblemData:
+    """``min -x1  s.t.  ||x|| <= 1``: bounded (optimum -1 at ``(1, 0)``)."""
+    return _lp([-1.0, 0.0], [[0.0, 0.0], [-1.0, 0.0], [0.0, -1.0]], [1.0, 0.0, 0.0], [-np.inf, -np.inf], l=0,
+               cones=(3,))
+
+
 def infeasible_socp() -> ProblemData:
     """``min x1  s.t.  x1 >= 2,  ||x|| <= 1``: the cone and the row cannot both hold."""
     return _lp([1.0, 0.0], [[-1.0, 0.0], [0.0, 0.0], [-1.0, 0.0], [0.0, -1.0]], [-2.0, 1.0, 0.0, 0.0],
@@ -40,7 +51,8 @@ CASES = [(StandardProblems.infeasible_lp().data, Status.INFEASIBLE, (HighsBacken
          (StandardProblems.unbounded_lp().data, Status.UNBOUNDED, (HighsBackend, EcosBackend, ClarabelBackend)),
          (StandardProblems.infeasible_qp().data, Status.INFEASIBLE, (EcosBackend, ClarabelBackend)),
          (StandardProblems.unbounded_qp().data, Status.UNBOUNDED, (EcosBackend, ClarabelBackend)),
-         (infeasible_socp(), Status.INFEASIBLE, (EcosBackend, ClarabelBackend))]
+         (infeasible_socp(), Status.INFEASIBLE, (EcosBackend, ClarabelBackend)),
+         (unbounded_socp(), Status.UNBOUNDED, (EcosBackend, ClarabelBackend))]
 
 
 @pytest.mark.parametrize("data, status, backends", CASES)
@@ -84,6 +96,26 @@ def test_a_direction_of_descent_is_checked_not_trusted():
     assert not ok and "within what its violation allows" in why
 
 
+@pytest.mark.parametrize("data, forged", [
+    (StandardProblems.infeasible_lp().data, None),
+    # min -x1 s.t. x1 <= x2 <= 1 (x >= 0): bounded; the ray (1, 1) crosses the bound on x2 (a row)
+    (_lp([-1.0, 0.0], [[1.0, -1.0], [0.0, 1.0]], [0.0, 1.0], [0.0, 0.0]), [1.0, 1.0]),
+    (bounded_socp(), [1.0, 0.0]),  # leaves the cone
+    (bounded_socp(), [1.0, 1e-3]),  # leaves it by less, still beyond rounding
+])
+def test_a_forged_unboundedness_claim_on_a_bounded_problem_is_not_verified(data, forged):
+    """A backend calling a bounded problem unbounded, with a made-up direction (or none): the
+    claim stands as the backend's, "claimed by the backend, not verified" with why; no size of
+    a point counts as evidence."""
+    cvx = ClarabelBackend().solve(data)
+    assert cvx.status in (Status.OPTIMAL, Status.INFEASIBLE)  # bounded (or empty): never unbounded
+    res = Claimant(Status.UNBOUNDED, None if forged is None else {"dx": np.array(forged)}).solve(data)
+    assert res.status is Status.UNBOUNDED and not res.claim.verified and not res.claim.refuted
+    assert "claimed by the backend, not verified by fsframe" in res.message
+    assert ("no direction of unbounded descent was returned" if forged is None else "direction of descent: ") \
+        in res.message
+
+
 class Claimant(Backend):
     """A third-party backend that claims ``status`` with the evidence ``ray`` (``None``: none)."""
 
@@ -120,7 +152,7 @@ def test_an_infeasibility_claim_on_a_problem_whose_zero_model_is_feasible_is_ref
     # a claim without evidence on a problem whose zero model is infeasible stands, not verified
     res = Claimant(Status.INFEASIBLE).solve(StandardProblems.infeasible_lp().data)
     assert res.status is Status.INFEASIBLE and not res.claim.verified and not res.claim.refuted
-    assert "not verified by fsframe: no Farkas certificate was returned" in res.message
+    assert "claimed by the backend, not verified by fsframe: no Farkas certificate was returned" in res.message
     # with made-up evidence: checked, and named as what failed
     res = Claimant(Status.UNBOUNDED, {"dx": np.array([-1.0, -1.0])}).solve(data)
     assert res.status is Status.UNBOUNDED and not res.claim.verified and "does not fall" in res.message
@@ -178,5 +210,84 @@ def test_clarabels_false_unboundedness_claim_on_a_logistic_loss_is_not_verified(
     err = info.value
     assert type(err) is SolverFailedError and err.status is Status.UNBOUNDED and not err.result.claim.verified
     text = str(err)
-    assert "DualInfeasible; not verified by fsframe: direction of descent" in text
+    assert "DualInfeasible; claimed by the backend, not verified by fsframe: direction of descent" in text
     assert "within what its violation allows" in text and "a second opinion from ecos: unbounded" in text
+
+
+@pytest.mark.parametrize("highs_takes, clarabel_gets", [(5.0, 2.0), (8.0, None)])
+def test_a_second_opinion_gets_what_is_left_of_the_time_limit(monkeypatch, highs_takes, clarabel_gets):
+    """The user's ``time_limit`` is the budget of the whole subproblem: after the first backend's
+    refuted claim (3 s on a stub clock), each other backend gets what is left of the 10 s, and none
+    is asked once it is spent (they were each given the full 10 s)."""
+    import fsframe.problem as problem
+
+    now = [0.0]
+    monkeypatch.setattr(problem, "_clock", lambda: now[0])
+    given = {}
+
+    def other(name, takes):
+        def solve(self, data, options=SolveOptions()):
+            given[name] = options.time_limit
+            now[0] += takes
+            return fsframe.backends.SolveResult(Status.TIME_LIMIT, None, None, name, takes, message="stub")
+        return solve
+
+    monkeypatch.setattr(HighsBackend, "solve", other("highs", highs_takes))
+    monkeypatch.setattr(ClarabelBackend, "solve", other("clarabel", 1.0))
+
+    class Slow(ClaimantSession):
+        def _solve_raw(self, data):
+            now[0] += 3.0
+            return None
+
+    claimant = Claimant(Status.INFEASIBLE)
+    claimant.open = lambda data, options=SolveOptions(): Slow(claimant, data, options)
+    X, y = _separable()
+    with pytest.raises(SolverFailedError) as info:
+        fsframe.fit(X, y, "l1-svm", C=0.1, backend=claimant, time_limit=10.0)
+    assert given.pop("highs") == pytest.approx(7.0)
+    if clarabel_gets is None:
+        assert given == {} and "clarabel: not asked, the time limit of 10 s was spent" in str(info.value)
+    else:
+        assert given == {"clarabel": pytest.approx(clarabel_gets)}
+
+
+def _mixed_scales(small_rhs: float, big_rhs: float) -> ProblemData:
+    """``1e4 x1 <= big_rhs`` (x1 free) and ``1e-4 x2 <= small_rhs`` (``x2 >= 0``): rows eight orders
+    of magnitude apart."""
+    return _lp([1.0, 1.0], [[1e4, 0.0], [0.0, 1e-4]], [big_rhs, small_rhs], [-np.inf, 0.0])
+
+
+def _cvxpy_status(data: ProblemData) -> str:
+    import cvxpy as cp
+
+    x = cp.Variable(data.n)
+    cons = [data.G.toarray() @ x <= data.h] + [x[j] >= data.lb[j] for j in range(data.n) if np.isfinite(data.lb[j])]
+    prob = cp.Problem(cp.Minimize(0), cons)
+    prob.solve(solver=cp.CLARABEL)
+    return prob.status
+
+
+def test_a_true_infeasibility_claim_on_a_badly_scaled_row_stands():
+    """``1e-4 x2 <= -1e-6`` with ``x2 >= 0`` is ``x2 <= -0.01``: infeasible. The zero model violates
+    it by 1e-6, which one scale for all rows (1e4, the other row's) made 1e-10 and refuted the
+    true claim; each row measured against its own size, the violation is 1e-2 and the claim
+    (no evidence given) stands, not verified."""
+    data = _mixed_scales(-1e-6, 1e4)
+    assert _cvxpy_status(data) == "infeasible"
+    res = Claimant(Status.INFEASIBLE).solve(data)
+    assert res.status is Status.INFEASIBLE and not res.claim.refuted and not res.claim.verified, res.message
+    # the backends' own evidence proves it
+    res = HighsBackend().solve(data)
+    assert res.status is Status.INFEASIBLE and res.claim.verified
+
+
+def test_a_wrong_infeasibility_claim_on_badly_scaled_rows_is_refuted():
+    """``1e4 x1 <= -1e-9`` (x1 free) and ``1e-4 x2 <= 1e-6``: feasible (``x1 = -1e-13``). The zero
+    model misses the first row by 1e-9, rounding for a row of size 1e4 (a row's size counts its
+    coefficients, not only its right-hand side), so the claim is refuted."""
+    data = _mixed_scales(1e-6, -1e-9)
+    assert _cvxpy_status(data) == "optimal"
+    res = Claimant(Status.INFEASIBLE).solve(data)
+    assert res.status is Status.NUMERICAL_ERROR and res.claim.refuted, res.message
+    assert "zero model satisfies every constraint (violation 1.0e-13, relative)" in res.message

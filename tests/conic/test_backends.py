@@ -453,29 +453,56 @@ def test_psd_factor_refuses_an_indefinite_matrix():
         psd_factor(sp.csr_matrix(np.array([[1.0, 2.0], [2.0, 1.0]])))
 
 
-def test_clarabel_answer_failing_the_certificate_is_solved_again_tighter(small_socp):
-    """A Clarabel answer whose multipliers are off by 1e-3 fails the certificate; the session
-    solves once more at RETRY_TOLERANCE and that answer, judged by the same rule, is OPTIMAL."""
+def _clarabel_stub(data):
+    """A Clarabel session on ``data`` after one true solve (``good``, Clarabel's own solution
+    ``real``), whose solver then returns what ``answer(status, **fields)`` builds (Clarabel's
+    solution with those fields changed); ``made`` records the ``tol_feas`` of every solver the
+    session's re-solves build (``_make``)."""
     import clarabel
 
+    stub = types.SimpleNamespace(data=data, made=[])
+    stub.session = ClarabelBackend().open(data)
+    stub.good = stub.session.solve(data)
+    real = stub.real = stub.session._solver.solve()
+
+    def answer(status, **fields):
+        base = dict(status=getattr(clarabel.SolverStatus, status), x=list(real.x), z=list(real.z), s=list(real.s),
+                    iterations=7, solve_time=0.01, obj_val=real.obj_val, obj_val_dual=real.obj_val - 1e-3,
+                    r_prim=1e-4, r_dual=1e-4)
+        fake = types.SimpleNamespace(**{**base, **fields})
+        stub.session._solver = types.SimpleNamespace(solve=lambda: fake, is_data_update_allowed=lambda: True,
+                                                     update=lambda **k: None)
+        return fake
+
+    stub.answer = answer
+    real_make = stub.session._make
+    stub.session._make = lambda data, prep, settings: stub.made.append(settings.tol_feas) or real_make(data, prep,
+                                                                                                    settings)
+    return stub
+
+
+@pytest.fixture
+def clarabel_stub(small_socp):
+    return _clarabel_stub(small_socp)
+
+
+def test_clarabel_answer_failing_the_certificate_is_solved_again_tighter(clarabel_stub):
+    """A Clarabel answer whose multipliers are off by 1e-3 fails the certificate; the session
+    solves once more at RETRY_TOLERANCE and that answer, judged by the same rule, is OPTIMAL."""
     from fsframe.backends.clarabel import RETRY_TOLERANCE
 
-    session = ClarabelBackend().open(small_socp)
-    good = session.solve(small_socp)
-    real = session._solver.solve()
-    fake = types.SimpleNamespace(status=clarabel.SolverStatus.Solved, x=list(real.x),
-                                 z=list(np.asarray(real.z) * (1 + 1e-3)), s=list(real.s), iterations=5)
-    session._solver = types.SimpleNamespace(solve=lambda: fake, is_data_update_allowed=lambda: True,
-                                            update=lambda **k: None)
-    res = session.solve(small_socp)
+    stub = clarabel_stub
+    fake = stub.answer("Solved", z=list(np.asarray(stub.real.z) * (1 + 1e-3)), iterations=5)
+    res = stub.session.solve(stub.data)
     assert res.status is Status.OPTIMAL and res.certificate.ok(1e-6)
     assert f"re-solved at tolerance {RETRY_TOLERANCE:g}" in res.message
-    assert res.objective == pytest.approx(good.objective, rel=1e-7)
+    assert res.objective == pytest.approx(stub.good.objective, rel=1e-7)
     assert res.iterations > 5  # both candidates counted
-    strict = ClarabelBackend().open(small_socp, SolveOptions(backend_options={"tol_gap_abs": 1e-8}))
-    strict.solve(small_socp)
-    strict._solver = session._solver
-    assert strict.solve(small_socp).status is Status.OPTIMAL_INACCURATE  # explicit tolerances: no retry
+    strict = ClarabelBackend().open(stub.data, SolveOptions(backend_options={"tol_gap_abs": 1e-8}))
+    strict.solve(stub.data)
+    strict._solver = types.SimpleNamespace(solve=lambda: fake, is_data_update_allowed=lambda: True,
+                                           update=lambda **k: None)
+    assert strict.solve(stub.data).status is Status.OPTIMAL_INACCURATE  # explicit tolerances: no retry
 
 
 def test_clarabel_tolerances_are_fsframes_unless_given():
@@ -494,97 +521,103 @@ def test_clarabel_tolerances_are_fsframes_unless_given():
     (5e-8, False, Status.OPTIMAL_INACCURATE),  # beyond it: inaccurate, as Clarabel says
     (5e-9, True, Status.OPTIMAL_INACCURATE),  # the user's tolerances: Clarabel's word stands
 ])
-def test_clarabel_almost_solved_within_its_default_tolerance(small_socp, reached, given, expected):
+def test_clarabel_almost_solved_within_its_default_tolerance(clarabel_stub, reached, given, expected):
     """An AlmostSolved answer at fsframe's 1e-9 whose residuals and gap (as Clarabel reports them)
     meet Clarabel's default 1e-8 is OPTIMAL, then certified like any answer; the exact point with
     reported measures above 1e-8, or under tolerances the user chose, stays OPTIMAL_INACCURATE."""
-    import clarabel
-
-    opts = SolveOptions(backend_options={"tol_gap_abs": 1e-9} if given else {})
-    session = ClarabelBackend().open(small_socp, opts)
-    good = session.solve(small_socp)
-    real = session._solver.solve()
-    fake = types.SimpleNamespace(status=clarabel.SolverStatus.AlmostSolved, x=list(real.x), z=list(real.z),
-                                 s=list(real.s), iterations=7, obj_val=real.obj_val,
-                                 obj_val_dual=real.obj_val + reached * max(1.0, abs(real.obj_val)) * 0.5,
-                                 r_prim=reached, r_dual=reached)
-    session._solver = types.SimpleNamespace(solve=lambda: fake, is_data_update_allowed=lambda: True,
-                                            update=lambda **k: None)
+    stub = clarabel_stub
+    obj = stub.real.obj_val
+    fake = stub.answer("AlmostSolved", obj_val_dual=obj + reached * max(1.0, abs(obj)) * 0.5,
+                       r_prim=reached, r_dual=reached)
+    session = stub.session
+    if given:
+        session = ClarabelBackend().open(stub.data, SolveOptions(backend_options={"tol_gap_abs": 1e-9}))
+        session.solve(stub.data)
+        session._solver = stub.session._solver
     session._retries = lambda data, tried: iter(())  # judge the one answer
-    res = session.solve(small_socp)
-    assert res.status is expected
-    assert res.objective == pytest.approx(good.objective, rel=1e-7)
+    res = session.solve(stub.data)
+    assert fake.status is not None and res.status is expected
+    assert res.objective == pytest.approx(stub.good.objective, rel=1e-7)
     if expected is Status.OPTIMAL:
         assert "within Clarabel's default" in res.message and res.certificate.ok(1e-6)
 
 
 @pytest.mark.parametrize("name", ["InsufficientProgress", "NumericalError", "AlmostSolved"])
-def test_a_clarabel_stall_at_fsframes_tolerance_is_solved_again_at_clarabels(name, small_socp):
+def test_a_clarabel_stall_at_fsframes_tolerance_is_solved_again_at_clarabels(name, clarabel_stub):
     """A solve Clarabel does not call solved at fsframe's 1e-9 (a stall: an interior point pushed
     past what the conditioning allows can end further from the optimum than where Clarabel's own
     1e-8 stops; seen on MPM + lp + EM) is solved again with Clarabel's own tolerances, and that
     answer, judged by the same rule, is returned; a MaxIterations stop (the user's cap) is not."""
-    import clarabel
-
     from fsframe.backends.clarabel import CLARABEL_TOLERANCE
 
-    session = ClarabelBackend().open(small_socp)
-    good = session.solve(small_socp)
-    real = session._solver.solve()
-    fake = types.SimpleNamespace(status=getattr(clarabel.SolverStatus, name), x=list(real.x), z=list(real.z),
-                                 s=list(real.s), iterations=7, obj_val=real.obj_val, obj_val_dual=real.obj_val - 1e-3,
-                                 r_prim=1e-4, r_dual=1e-4)
-    session._solver = types.SimpleNamespace(solve=lambda: fake, is_data_update_allowed=lambda: True,
-                                            update=lambda **k: None)
-    made = []
-    real_make = session._make
-    session._make = lambda data, prep, settings: made.append(settings.tol_feas) or real_make(data, prep, settings)
-    res = session.solve(small_socp)
-    assert made[0] == CLARABEL_TOLERANCE
+    stub = clarabel_stub
+    stub.answer(name)
+    res = stub.session.solve(stub.data)
+    assert stub.made[0] == CLARABEL_TOLERANCE
     assert res.status is Status.OPTIMAL and "re-solved at Clarabel's default tolerance" in res.message
-    assert res.objective == pytest.approx(good.objective, rel=1e-7) and res.iterations > 7
-    fake.status = clarabel.SolverStatus.MaxIterations
-    made.clear()
-    assert session.solve(small_socp).status is Status.ITERATION_LIMIT and made == []
+    assert res.objective == pytest.approx(stub.good.objective, rel=1e-7) and res.iterations > 7
+    stub.answer("MaxIterations")
+    stub.made.clear()
+    assert stub.session.solve(stub.data).status is Status.ITERATION_LIMIT and stub.made == []
 
 
-def test_an_almost_solved_stop_at_the_users_cap_is_not_solved_again(small_socp):
+def test_an_almost_solved_stop_at_the_users_cap_is_not_solved_again(clarabel_stub):
     """Clarabel calls a stop at ``max_iter`` ``AlmostSolved`` when its loose tolerances hold: that
     is the user's cap, not a stall, so it is not solved again at Clarabel's own tolerance."""
-    import clarabel
-
-    session = ClarabelBackend().open(small_socp)
-    session.solve(small_socp)
-    real = session._solver.solve()
-    fake = types.SimpleNamespace(status=clarabel.SolverStatus.AlmostSolved, x=list(real.x), z=list(real.z),
-                                 s=list(real.s), iterations=session.settings.max_iter, solve_time=0.01,
-                                 obj_val=real.obj_val, obj_val_dual=real.obj_val - 1e-3, r_prim=1e-4, r_dual=1e-4)
-    session._solver = types.SimpleNamespace(solve=lambda: fake, is_data_update_allowed=lambda: True,
-                                            update=lambda **k: None)
-    made = []
-    real_make = session._make
-    session._make = lambda data, prep, settings: made.append(settings.tol_feas) or real_make(data, prep, settings)
-    res = session.solve(small_socp)
-    assert made == [] and "re-solved at Clarabel's default tolerance" not in res.message
+    stub = clarabel_stub
+    fake = stub.answer("AlmostSolved", iterations=stub.session.settings.max_iter)
+    res = stub.session.solve(stub.data)
+    assert stub.made == [] and "re-solved at Clarabel's default tolerance" not in res.message
     fake.iterations = 7  # below the cap: a stall, solved again
-    assert "re-solved at Clarabel's default tolerance" in session.solve(small_socp).message and made
+    assert "re-solved at Clarabel's default tolerance" in stub.session.solve(stub.data).message and stub.made
 
 
-def test_a_fallback_without_a_point_does_not_replace_the_first_answer(small_socp):
+def test_a_fallback_without_a_point_does_not_replace_the_first_answer(clarabel_stub):
     """When the solve at fsframe's 1e-9 stalled with a point and the fallback at Clarabel's own
     tolerance ends without one, the first (inaccurate) point is what is reported."""
     import clarabel
 
-    session = ClarabelBackend().open(small_socp)
-    session.solve(small_socp)
-    real = session._solver.solve()
-    first = types.SimpleNamespace(status=clarabel.SolverStatus.AlmostSolved, x=list(real.x), z=list(real.z),
-                                  s=list(real.s), iterations=7, solve_time=0.01, obj_val=real.obj_val,
-                                  obj_val_dual=real.obj_val - 1e-3, r_prim=1e-4, r_dual=1e-4)
-    stalled = types.SimpleNamespace(status=clarabel.SolverStatus.NumericalError, x=[float("nan")] * len(real.x),
-                                    z=list(real.z), s=list(real.s), iterations=3, solve_time=0.01)
-    session._solver = types.SimpleNamespace(solve=lambda: first, is_data_update_allowed=lambda: True,
-                                            update=lambda **k: None)
-    session._make = lambda data, prep, settings: types.SimpleNamespace(solve=lambda: stalled)
-    res = session.solve(small_socp)
+    stub = clarabel_stub
+    stub.answer("AlmostSolved")
+    stalled = types.SimpleNamespace(status=clarabel.SolverStatus.NumericalError, x=[float("nan")] * len(stub.real.x),
+                                    z=list(stub.real.z), s=list(stub.real.s), iterations=3, solve_time=0.01)
+    stub.session._make = lambda data, prep, settings: types.SimpleNamespace(solve=lambda: stalled)
+    res = stub.session.solve(stub.data)
     assert res.x is not None and res.status is Status.OPTIMAL_INACCURATE
+    assert "kept: the re-solve at Clarabel's default tolerance ended numerical_error" in res.message
+
+
+def test_a_refused_fallback_keeps_the_first_point_and_runs_the_other_retries(small_socp):
+    """Clarabel refusing the fallback at its own tolerance (a ``SolveFailure`` inside the re-solve)
+    is one failed candidate: the first (inaccurate) point is kept with its status, the message
+    says what the fallback ended with, and the re-solve of the problem without its elimination of
+    fixed columns still runs (the failure ended every retry after it)."""
+    import attrs
+
+    from fsframe.backends.base import SolveFailure
+
+    lb, ub = small_socp.lb.copy(), small_socp.ub.copy()
+    lb[0] = ub[0] = 0.0  # a fixed column: the session eliminates it
+    stub = _clarabel_stub(attrs.evolve(small_socp, lb=lb, ub=ub))
+    assert stub.session._prep.elim is not None
+    stub.answer("AlmostSolved")
+    real_make = stub.session._make
+
+    def refuse_the_fallback(data, prep, settings):
+        if prep.elim is not None:
+            raise SolveFailure(Status.ERROR, "Clarabel rejected the problem: stub")
+        return real_make(data, prep, settings)
+
+    stub.session._make = refuse_the_fallback
+    res = stub.session.solve(stub.data)
+    # the whole problem, solved at Clarabel's own tolerance after the refusal, is the answer
+    assert stub.made == [1e-8] and res.status is Status.OPTIMAL
+    assert "re-solved without eliminating the fixed columns" in res.message
+    assert res.objective == pytest.approx(stub.good.objective, rel=1e-7)
+    # when every re-solve is refused, the first (inaccurate) point is kept with what happened
+    stub.session._make = lambda data, prep, settings: refuse_the_fallback(data, types.SimpleNamespace(elim=1), settings)
+    res = stub.session.solve(stub.data)
+    assert res.x is not None and res.status is Status.OPTIMAL_INACCURATE
+    assert res.objective == pytest.approx(stub.good.objective, rel=1e-5)
+    assert "kept: the re-solve at Clarabel's default tolerance ended error without a point" in res.message
+    assert "Clarabel rejected the problem: stub" in res.message

@@ -139,3 +139,52 @@ def test_append_restart_is_checked_up_front(bad):
     X, y = _data(m=20, n=50)
     with pytest.raises(InvalidOptionError, match="append_restart"):
         fsframe.fit(X, y, "l1-svm", backend_options={"append_restart": bad})
+
+
+def _grown_lp(rows=30, n0=10, n=40, seed=0):
+    """``min c'x  s.t.  G x <= 1, 0 <= x <= 1`` on ``n0`` columns, and the same LP with ``n - n0``
+    columns appended (``appended_to``): a working set's round as HiGHS receives it."""
+    from fsframe.backends import ProblemData
+
+    rng = np.random.default_rng(seed)
+    G, c = rng.standard_normal((rows, n)), -rng.random(n)
+
+    def lp(k, appended_to=None):
+        return ProblemData(c=c[:k], A=sp.csr_matrix((0, k)), b=np.zeros(0), G=sp.csr_matrix(G[:, :k]),
+                           h=np.ones(rows), l=rows, lb=np.zeros(k), ub=np.ones(k), appended_to=appended_to)
+
+    small = lp(n0)
+    return small, lp(n, appended_to=small)
+
+
+def test_a_failed_append_plans_no_cold_restart_for_the_reloaded_model(appends, monkeypatch):
+    """HiGHS refusing the appended columns fails that solve; the session then reloads the model,
+    and that reload is solved as a new model (the solver's own strategy, its basis not dropped
+    again): the cold restart planned for the refused batch, and the primal simplex kept for the
+    old model's basis, do not outlive it."""
+    import highspy
+
+    monkeypatch.setattr(highs, "COLD_MIN_ROWS", 10)
+    small, grown = _grown_lp()
+    session = HighsBackend().open(small)
+    assert session.solve(small).status.value == "optimal"
+    sessions, runs = appends
+    real = session.h._h
+
+    class Refusing:  # HiGHS refusing the appended columns, once
+        def addCols(self, *a):
+            return highspy.HighsStatus.kError
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    session.h._h = Refusing()
+    res = session.solve(grown)
+    assert res.status.value == "error" and "rejected the appended columns" in res.message
+    session.h._h = real
+    fresh = HighsBackend().solve(grown)
+    runs.clear()
+    res = session.solve(grown)
+    assert res.status.value == "optimal" and res.objective == pytest.approx(fresh.objective, rel=1e-12)
+    ((cold, dropped, strategy),) = runs
+    assert not cold and not dropped and strategy == 1  # HiGHS's own (dual) simplex on the new model
