@@ -7,6 +7,8 @@ returned point and multipliers (no solver needed), HiGHS's dual on the same subp
 
 from __future__ import annotations
 
+import importlib.util
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -18,7 +20,9 @@ from fsframe.backends import box_qp
 from fsframe.backends.box_qp import solve_box_qp
 from fsframe.backends.diag_qp import DualQPSession
 
-NUMBA = box_qp.compiled_available()
+# numba is in the test extra (CI runs the compiled loop); a suite run without it skips those cases,
+# but numba installed and failing to load fails test_numba_installed_means_compiled
+NUMBA = importlib.util.find_spec("numba") is not None
 needs_numba = pytest.mark.skipif(not NUMBA, reason="numba (the fast extra) is not installed")
 # both loops: the Python one always, the compiled one where numba is installed
 LOOPS = [pytest.param(False, id="python"), pytest.param(True, id="compiled", marks=needs_numba)]
@@ -137,6 +141,13 @@ def test_compiled_and_python_loops_reach_the_same_optimum(seed):
         np.testing.assert_allclose(res[True].nu, res[False].nu, atol=1e-9)
         assert abs(res[True].iterations - res[False].iterations) <= max(3, res[False].iterations // 10)
         start = {c: res[c].lam for c in (False, True)}
+
+
+@needs_numba
+def test_numba_installed_means_compiled(monkeypatch):
+    """With numba installed the compiled loop loads (a broken install fails here, not as skips)."""
+    monkeypatch.delenv("FSFRAME_NO_JIT", raising=False)
+    assert box_qp.compiled_available()
 
 
 def test_compiled_needs_numba(monkeypatch):
