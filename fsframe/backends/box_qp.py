@@ -30,6 +30,8 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from . import box_qp_jit
+
 __all__ = ["BoxQPResult", "compiled_available", "solve_box_qp"]
 
 
@@ -196,23 +198,13 @@ def _full_row_rank(E: NDArray, free: NDArray) -> None:
                     break
 
 
-_JIT: list = []  # [the compiled module fsframe.backends.box_qp_jit] or [None] without numba
-
-
 def compiled_available() -> bool:
     """Whether the compiled pivots (:mod:`~fsframe.backends.box_qp_jit`, numba: the ``fast``
     extra) can be used: numba imports and the environment variable ``FSFRAME_NO_JIT`` is not set
     to a non-empty value. Imports numba on the first call (not at ``import fsframe``)."""
     if os.environ.get("FSFRAME_NO_JIT"):
         return False
-    if not _JIT:
-        try:
-            from . import box_qp_jit
-        except ImportError:  # numba missing (or broken): the Python loop
-            _JIT.append(None)
-        else:
-            _JIT.append(box_qp_jit)
-    return _JIT[0] is not None
+    return box_qp_jit.compiled() is not None
 
 
 def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi: NDArray,
@@ -236,9 +228,10 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
     max_iter : int, optional
         Pivots allowed (default ``10 m + 100``).
     compiled : bool, optional
-        Run the pivots compiled (:mod:`~fsframe.backends.box_qp_jit`, the same method step for
-        step) or in Python. ``None`` (default): compiled when numba is installed
-        (``pip install "fsframe[fast]"``). ``True`` without numba raises ``ImportError``.
+        Run the pivots compiled (:mod:`~fsframe.backends.box_qp_jit`, the same method) or in
+        Python. ``None`` (default): compiled when :func:`compiled_available` (numba installed,
+        ``pip install "fsframe[fast]"``, and ``FSFRAME_NO_JIT`` not set). ``True`` without numba
+        raises ``ImportError``.
     """
     m = F.shape[0]
     max_iter = 10 * m + 100 if max_iter is None else max_iter
@@ -259,7 +252,7 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         _full_row_rank(E, free)
     if compiled is None:
         compiled = compiled_available()
-    elif compiled and not compiled_available():
+    elif compiled and box_qp_jit.compiled() is None:
         raise ImportError("solve_box_qp(compiled=True) needs numba: pip install 'fsframe[fast]'")
     with np.errstate(divide="ignore", invalid="ignore"):
         if compiled:
@@ -271,10 +264,11 @@ _STATUS = {0: "optimal", 1: "unbounded", 2: "iteration_limit", 3: "singular"}
 
 
 def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter) -> BoxQPResult:
-    """:func:`_active_set` with the pivots compiled (:func:`~fsframe.backends.box_qp_jit.active_set`).
+    """:func:`_active_set` with the pivots compiled (``box_qp_jit._active_set``).
     A warm start whose free set the new Hessian cannot support is shrunk here, by the Python
     :func:`_regularize`, and the compiled loop goes on from there."""
-    jit = _JIT[0]
+    jit = box_qp_jit  # the status codes
+    active_set = box_qp_jit.compiled()
     F = np.ascontiguousarray(F, dtype=float)
     f = np.ascontiguousarray(f, dtype=float)
     E = np.ascontiguousarray(E, dtype=float).reshape(-1, F.shape[0])
@@ -284,7 +278,7 @@ def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter) -> BoxQPRes
     H = F @ F.T if use_h else np.zeros((1, 1))
     regularized, it = not warm, 0
     while True:
-        code, it, nu = jit.active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it)
+        code, it, nu = active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it)
         if code != jit.NEEDS_REGULARIZE:
             break
         regularized = True

@@ -12,10 +12,9 @@ that the numerical-singularity test is the Python loop's: a pivot below ``1e-13`
 largest) and the release that follows solves with the same factors.
 
 Only the main loop is compiled. When a warm start's free set is too large for the new Hessian
-(EM removed features), :func:`active_set` returns :data:`NEEDS_REGULARIZE` and the caller shrinks
+(EM removed features), :func:`_active_set` returns :data:`NEEDS_REGULARIZE` and the caller shrinks
 the free set with the Python ``_regularize`` and calls again (rare: once per EM step at most).
-This module imports numba: :mod:`~fsframe.backends.box_qp` imports it on the first solve, never
-``import fsframe``. The compiled code is cached on disk (numba's ``cache=True``), so a new process
+numba is imported by :func:`compiled` on the first solve, never by ``import fsframe``. The compiled code is cached on disk (numba's ``cache=True``), so a new process
 pays the compilation (a few seconds) once per installation, not once per run.
 """
 
@@ -23,16 +22,32 @@ from __future__ import annotations
 
 import numpy as np
 
-import numba
-
-__all__ = ["active_set", "OPTIMAL", "UNBOUNDED", "ITERATION_LIMIT", "SINGULAR", "NEEDS_REGULARIZE"]
+__all__ = ["compiled", "OPTIMAL", "UNBOUNDED", "ITERATION_LIMIT", "SINGULAR", "NEEDS_REGULARIZE"]
 
 OPTIMAL, UNBOUNDED, ITERATION_LIMIT, SINGULAR, NEEDS_REGULARIZE = 0, 1, 2, 3, 4
 
-_jit = numba.njit(cache=True, nogil=True)
+_BUILT: list = []  # [the compiled _active_set] or [None] without numba
 
 
-@_jit
+def compiled():
+    """The compiled :func:`_active_set`, or ``None`` when numba is not installed. The first call
+    imports numba and compiles the functions of this module in place (their module names then
+    refer to the compiled versions, as the compiled loop calls them), or loads them from numba's
+    cache."""
+    if not _BUILT:
+        try:
+            import numba
+        except ImportError:
+            _BUILT.append(None)
+        else:
+            jit = numba.njit(cache=True, nogil=True)
+            names = globals()
+            for name in ("_lu", "_lu_solve", "_kkt", "_gradient"):
+                names[name] = jit(names[name])
+            _BUILT.append(jit(_active_set))
+    return _BUILT[0]
+
+
 def _lu(K):
     """LU with partial pivoting of ``K`` in place (LAPACK ``dgetrf``'s factors). Returns the row
     interchanges and whether the factors are usable (no zero, non-finite or relatively tiny pivot:
@@ -72,7 +87,6 @@ def _lu(K):
     return piv, bool(dmin > 1e-13 * dmax)
 
 
-@_jit
 def _lu_solve(LU, piv, b):
     """Solve with the factors of :func:`_lu`; ``(x, finite)``."""
     n = LU.shape[0]
@@ -100,7 +114,6 @@ def _lu_solve(LU, piv, b):
     return x, ok
 
 
-@_jit
 def _kkt(F, H, use_h, E, N):
     """The KKT matrix ``[[F_N F_N', E_N'], [E_N, 0]]`` of the free set ``N``."""
     n, pe, q = N.size, E.shape[0], F.shape[1]
@@ -123,7 +136,6 @@ def _kkt(F, H, use_h, E, N):
     return K
 
 
-@_jit
 def _gradient(F, f, lam):
     """``F F' lam + f``."""
     m, q = F.shape
@@ -142,8 +154,7 @@ def _gradient(F, f, lam):
     return g
 
 
-@_jit
-def active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0):  # noqa: C901
+def _active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0):  # noqa: C901
     """The loop of ``box_qp._active_set`` from the feasible ``lam`` with free set ``free`` (both
     updated in place). Returns ``(code, iterations, nu)``; ``code`` is one of the module's
     constants."""
