@@ -14,11 +14,14 @@ largest) and the release that follows solves with the same factors.
 Only the main loop is compiled. When a warm start's free set is too large for the new Hessian
 (EM removed features), :func:`_active_set` returns :data:`NEEDS_REGULARIZE` and the caller shrinks
 the free set with the Python ``_regularize`` and calls again (rare: once per EM step at most).
-numba is imported by :func:`compiled` on the first solve, never by ``import fsframe``. The compiled code is cached on disk (numba's ``cache=True``), so a new process
-pays the compilation (a few seconds) once per installation, not once per run.
+numba is imported by :func:`compiled` on the first solve, never by ``import fsframe``. The
+compiled code is cached on disk (numba's ``cache=True``, beside this file), so the compilation
+(10-40 s on a loaded 2-core machine) is paid once per installation, not once per process.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -27,6 +30,7 @@ __all__ = ["compiled", "OPTIMAL", "UNBOUNDED", "ITERATION_LIMIT", "SINGULAR", "N
 OPTIMAL, UNBOUNDED, ITERATION_LIMIT, SINGULAR, NEEDS_REGULARIZE = 0, 1, 2, 3, 4
 
 _BUILT: list = []  # [the compiled _active_set] or [None] without numba
+_LOCK = threading.Lock()
 
 
 def compiled():
@@ -34,17 +38,18 @@ def compiled():
     imports numba and compiles the functions of this module in place (their module names then
     refer to the compiled versions, as the compiled loop calls them), or loads them from numba's
     cache."""
-    if not _BUILT:
-        try:
-            import numba
-        except ImportError:
-            _BUILT.append(None)
-        else:
-            jit = numba.njit(cache=True, nogil=True)
-            names = globals()
-            for name in ("_lu", "_lu_solve", "_kkt", "_gradient"):
-                names[name] = jit(names[name])
-            _BUILT.append(jit(_active_set))
+    with _LOCK:  # fits in threads (evaluation with n_jobs) must not wrap the helpers twice
+        if not _BUILT:
+            try:
+                import numba
+            except ImportError:
+                _BUILT.append(None)
+            else:
+                jit = numba.njit(cache=True, nogil=True)
+                names = globals()
+                for name in ("_lu", "_lu_solve", "_kkt", "_gradient"):
+                    names[name] = jit(names[name])
+                _BUILT.append(jit(_active_set))
     return _BUILT[0]
 
 
