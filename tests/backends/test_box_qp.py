@@ -167,3 +167,69 @@ def test_compiled_needs_numba(monkeypatch):
     assert solve_box_qp(*_problem(0)).status == "optimal" and len(calls) == 2
     if NUMBA:  # an explicit request still compiles
         assert solve_box_qp(*_problem(0), compiled=True).status == "optimal" and len(calls) == 2
+
+
+# ------------------------------------------------------------------ the dense form of the EM dual
+def _svm(seed=0, m=30, n=6):
+    """The hinge EM subproblem ``min sum_j d_j w_j^2 / 2 + C sum xi``, ``y (X w + b) + xi >= 1``."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, n))
+    y = np.where(X[:, 0] + 1.5 * rng.standard_normal(m) > 0, 1.0, -1.0)  # noisy: some margins violated
+    N = n + 1 + m
+    G = sp.csr_matrix(-np.hstack([y[:, None] * X, y[:, None], np.eye(m)]))
+    return ProblemData(c=np.r_[np.zeros(n + 1), np.ones(m)], A=sp.csr_matrix((0, N)), b=np.zeros(0), G=G,
+                       h=-np.ones(m), lb=np.r_[np.full(n + 1, -np.inf), np.zeros(m)], ub=np.full(N, np.inf), l=m,
+                       P=sp.diags(np.r_[np.ones(n), np.zeros(1 + m)]).tocsc())
+
+
+def _with_d(data, d):
+    n = d.size
+    P = sp.diags(np.r_[d, np.zeros(data.n - n)]).tocsc()
+    P.eliminate_zeros()
+    lb, ub = data.lb.copy(), data.ub.copy()
+    fixed = ~np.isfinite(d)
+    P = sp.diags(np.r_[np.where(fixed, 0.0, d), np.zeros(data.n - n)]).tocsc()
+    lb[:n][fixed] = ub[:n][fixed] = 0.0
+    return data.evolve(P=P, lb=lb, ub=ub)
+
+
+def test_dense_form_follows_an_em_sequence_as_highs_dual_does():
+    """A sequence of EM-like subproblems (weights spreading apart, features fixed at zero) in one
+    session: the dense form answers every one ``OPTIMAL`` (certified on the primal) at the same
+    optimum as HiGHS's dual and CVXPY, and its warm starts take fewer pivots than the first."""
+    base = _svm()
+    rng = np.random.default_rng(3)
+    d = np.ones(6)
+    dense = HighsBackend().open(base, SolveOptions(backend_options={"qp_form": "dense"}))
+    highs = HighsBackend().open(base, SolveOptions(backend_options={"qp_form": "dual"}))
+    assert isinstance(dense, DualQPSession) and dense.forms[0] == "dense"
+    pivots = []
+    for k in range(6):
+        data = _with_d(base, d)
+        a, b = dense.solve(data), highs.solve(data)
+        assert a.status is Status.OPTIMAL and b.status is Status.OPTIMAL, (a.message, b.message)
+        assert a.message.startswith("dense dual QP: optimal"), a.message
+        assert a.objective == pytest.approx(b.objective, rel=1e-6)
+        x = cp.Variable(data.n)
+        P = data.P.toarray()
+        cp.Problem(cp.Minimize(0.5 * cp.sum(cp.multiply(np.diag(P), cp.square(x))) + data.c @ x),
+                   [data.G @ x <= data.h, x >= np.where(np.isfinite(data.lb), data.lb, -1e20),
+                    x <= np.where(np.isfinite(data.ub), data.ub, 1e20)]).solve(solver="CLARABEL")
+        assert a.objective == pytest.approx(data.objective(x.value), rel=1e-6)
+        pivots.append(a.iterations)
+        assert np.any(a.x[7:] > 1e-6)  # slacks in use: multipliers at their upper bound C map to them
+        w = a.x[:6]
+        d = np.where(np.abs(w) < 1e-3 * np.abs(w).max(), np.inf, 1.0 / np.maximum(w * w, 1e-300))
+        d *= rng.uniform(0.9, 1.1, 6)
+    assert max(pivots[1:]) < pivots[0]
+
+
+def test_dense_form_failure_falls_back_to_highs_dual(monkeypatch):
+    import fsframe.backends.diag_qp as diag_qp
+    from fsframe.backends.box_qp import BoxQPResult
+
+    monkeypatch.setattr(diag_qp, "solve_box_qp", lambda *a, **k: BoxQPResult("iteration_limit", iterations=7))
+    data = _svm()
+    res = HighsBackend().solve(data, SolveOptions(backend_options={"qp_form": "dense"}))
+    assert res.status is Status.OPTIMAL
+    assert "dense dual QP failed (iteration_limit" in res.message and "solved the dual QP" in res.message
