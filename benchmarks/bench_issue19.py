@@ -2,7 +2,9 @@
 
 (a) ``em-l0`` with exactly ``r`` = 5 and 10 features on Sonar (paper 002's protocol: stratified
     80/20 splits, standardised on the training part, ``C = 1``), per selection: fsframe as it is
-    (EM duals by the dense active-set method, ``qp_form="auto"``), fsframe with the duals on HiGHS
+    (EM duals by the dense active-set method, ``qp_form="auto"``; its pivots compiled when numba,
+    the ``fast`` extra, is installed), the same with the Python pivots (``FSFRAME_NO_JIT=1``: must
+    select the same features in as many EM iterations), fsframe with the duals on HiGHS
     (``qp_form="dual"``: the code before this issue), scikit-learn's L1 logistic regression
     (liblinear) and L1 ``LinearSVC`` with ``C`` bisected to ``r`` features, and abess
     (``LogisticRegression(support_size=[r])``) — the selectors of ``benchmarks/competitors.py``.
@@ -74,8 +76,10 @@ def sonar_splits(splits):
 def em_sonar(reps, splits) -> dict:
     import fsframe
 
-    def fs(qp_form, r, **kw):
+    def fs(qp_form, r, python_pivots=False, **kw):
         def run():
+            # the dense form's pivots: compiled when numba is installed, unless FSFRAME_NO_JIT is set
+            os.environ["FSFRAME_NO_JIT"] = "1" if python_pivots else ""
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 res = fsframe.fit(X, y, method="em-l0", n_features=r, backend_options={"qp_form": qp_form}, **kw)
@@ -84,11 +88,14 @@ def em_sonar(reps, splits) -> dict:
 
     out = {}
     for r in (5, 10):
-        rows = {k: [] for k in ("fsframe", "fsframe-early-stop", "fsframe-highs-dual", "sk-logreg-liblinear",
-                                "sk-svc-bisect", "abess")}
-        iters, iters_early, same, same_early = [], [], True, True
+        rows = {k: [] for k in ("fsframe", "fsframe-python-pivots", "fsframe-early-stop", "fsframe-highs-dual",
+                                "sk-logreg-liblinear", "sk-svc-bisect", "abess")}
+        iters, iters_early, same, same_early, same_python = [], [], True, True, True
         for X, y in sonar_splits(splits):
             t, (sel, it) = _cpu(fs("auto", r), reps)
+            t_p, (sel_p, it_p) = _cpu(fs("auto", r, python_pivots=True), reps)
+            same_python &= sel == sel_p and it == it_p
+            rows["fsframe-python-pivots"].append(t_p)
             t_e, (sel_e, it_e) = _cpu(fs("auto", r, early_stop=2), reps)
             t_h, (sel_h, it_h) = _cpu(fs("dual", r), reps)
             same &= sel == sel_h and it == it_h
@@ -102,12 +109,21 @@ def em_sonar(reps, splits) -> dict:
                 rows[k].append(_cpu(lambda k=k: competitors.SELECTORS[k](X, y, r), reps)[0])
         med = {k: float(np.median(v)) for k, v in rows.items()}
         out[str(r)] = {"cpu_median": med, "cpu": rows, "em_iterations": iters, "same_selection_and_iterations": bool(same),
+                       "compiled_pivots": _compiled(), "python_pivots_same_selection_and_iterations": bool(same_python),
                        "em_iterations_early_stop": iters_early, "early_stop_same_selection": bool(same_early),
                        "vs_liblinear": med["fsframe"] / med["sk-logreg-liblinear"], "vs_abess": med["fsframe"] / med["abess"],
                        "vs_highs_dual": med["fsframe"] / med["fsframe-highs-dual"]}
         print(f"(a) r={r}: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in med.items()) + f"; same selection: {same}"
-              f" (early_stop=2: {same_early})", flush=True)
+              f" (early_stop=2: {same_early}; Python pivots: {same_python})", flush=True)
     return out
+
+
+def _compiled() -> bool:
+    """Whether ``fsframe`` ran the dense form's pivots compiled (numba installed: the ``fast`` extra)."""
+    from fsframe.backends.box_qp import compiled_available
+
+    os.environ["FSFRAME_NO_JIT"] = ""
+    return compiled_available()
 
 
 def readme_job(reps) -> dict:
@@ -178,14 +194,15 @@ def markdown(res: dict) -> str:
     lines = []
     a = res.get("em_sonar") or {}
     if a:
-        lines += ["| r | fsframe `em-l0` | same, `early_stop=2` | same, EM duals on HiGHS | sk L1 logistic (liblinear), "
-                  "bisection | sk L1 LinearSVC, bisection | abess | fsframe / liblinear | fsframe / abess "
-                  "| EM iterations (median; `early_stop=2`) |", "|---|" + "--:|" * 9]
+        lines += ["| r | fsframe `em-l0` | same, Python pivots | same, `early_stop=2` | same, EM duals on HiGHS | "
+                  "sk L1 logistic (liblinear), bisection | sk L1 LinearSVC, bisection | abess | fsframe / liblinear | "
+                  "fsframe / abess | EM iterations (median; `early_stop=2`) |", "|---|" + "--:|" * 10]
         for r, d in a.items():
             m = d["cpu_median"]
             early = (f"{m['fsframe-early-stop'] * 1e3:.1f} ms" if "fsframe-early-stop" in m else "–")
             it_e = (f"; {np.median(d['em_iterations_early_stop']):g}" if "em_iterations_early_stop" in d else "")
-            lines.append(f"| {r} | {m['fsframe'] * 1e3:.1f} ms | {early} | {m['fsframe-highs-dual'] * 1e3:.1f} ms | "
+            py = (f"{m['fsframe-python-pivots'] * 1e3:.1f} ms" if "fsframe-python-pivots" in m else "–")
+            lines.append(f"| {r} | {m['fsframe'] * 1e3:.1f} ms | {py} | {early} | {m['fsframe-highs-dual'] * 1e3:.1f} ms | "
                          f"{m['sk-logreg-liblinear'] * 1e3:.1f} ms | {m['sk-svc-bisect'] * 1e3:.1f} ms | {m['abess'] * 1e3:.1f} ms | "
                          f"{d['vs_liblinear']:.1f}x | {d['vs_abess']:.1f}x | {np.median(d['em_iterations']):g}{it_e} |")
         lines.append("")

@@ -24,11 +24,15 @@ as a status, and the caller falls back to HiGHS.
 
 from __future__ import annotations
 
+import os
+
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BoxQPResult", "solve_box_qp"]
+from . import box_qp_jit
+
+__all__ = ["BoxQPResult", "compiled_available", "solve_box_qp"]
 
 
 @attrs.frozen(eq=False)
@@ -194,8 +198,18 @@ def _full_row_rank(E: NDArray, free: NDArray) -> None:
                     break
 
 
+def compiled_available() -> bool:
+    """Whether the compiled pivots (:mod:`~fsframe.backends.box_qp_jit`, numba: the ``fast``
+    extra) can be used: numba imports and the environment variable ``FSFRAME_NO_JIT`` is not set
+    to a non-empty value. Imports numba on the first call (not at ``import fsframe``)."""
+    if os.environ.get("FSFRAME_NO_JIT"):
+        return False
+    return box_qp_jit.compiled() is not None
+
+
 def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi: NDArray,
-                 start: NDArray | None = None, *, max_iter: int | None = None) -> BoxQPResult:
+                 start: NDArray | None = None, *, max_iter: int | None = None,
+                 compiled: bool | None = None) -> BoxQPResult:
     """Solve ``min 1/2 ||F' lam||^2 + f' lam  s.t.  E lam = e, lo <= lam <= hi``.
 
     Parameters
@@ -213,6 +227,11 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         ``clip(0, lo, hi)`` (which must satisfy ``E lam = e``).
     max_iter : int, optional
         Pivots allowed (default ``10 m + 100``).
+    compiled : bool, optional
+        Run the pivots compiled (:mod:`~fsframe.backends.box_qp_jit`, the same method) or in
+        Python. ``None`` (default): compiled when :func:`compiled_available` (numba installed,
+        ``pip install "fsframe[fast]"``, and ``FSFRAME_NO_JIT`` not set). ``True`` without numba
+        raises ``ImportError``.
     """
     m = F.shape[0]
     max_iter = 10 * m + 100 if max_iter is None else max_iter
@@ -231,8 +250,51 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
     free = (lam > lo) & (lam < hi)
     if pe:
         _full_row_rank(E, free)
+    if compiled is None:
+        compiled = compiled_available()
+    elif compiled and box_qp_jit.compiled() is None:
+        raise ImportError("solve_box_qp(compiled=True) needs numba: pip install 'fsframe[fast]'")
     with np.errstate(divide="ignore", invalid="ignore"):
+        if compiled:
+            return _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter)
         return _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter)
+
+
+_STATUS = {0: "optimal", 1: "unbounded", 2: "iteration_limit", 3: "singular"}
+
+
+def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter) -> BoxQPResult:
+    """:func:`_active_set` with the pivots compiled (``box_qp_jit._active_set``).
+    A warm start whose free set the new Hessian cannot support is shrunk here, by the Python
+    :func:`_regularize`, and the compiled loop goes on from there."""
+    jit = box_qp_jit  # the status codes
+    active_set = box_qp_jit.compiled()
+    F = np.ascontiguousarray(F, dtype=float)
+    f = np.ascontiguousarray(f, dtype=float)
+    E = np.ascontiguousarray(E, dtype=float).reshape(-1, F.shape[0])
+    lo = np.ascontiguousarray(lo, dtype=float)
+    hi = np.ascontiguousarray(hi, dtype=float)
+    use_h = F.shape[1] > F.shape[0]  # as _State: the m x m Hessian once when it is the smaller
+    H = F @ F.T if use_h else np.zeros((1, 1))
+    regularized, it = not warm, 0
+    while True:
+        code, it, nu = active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it)
+        if code != jit.NEEDS_REGULARIZE:
+            break
+        regularized = True
+        st = _State(F, f, E, lo, hi, lam, free)
+        why = _regularize(st, 1e-10)
+        if why is not None:
+            return BoxQPResult(why, iterations=it)
+        lam, free = st.lam, st.free
+        it += 1  # the Python loop counts the shrinking as a pivot
+    if code != jit.OPTIMAL:
+        return BoxQPResult(_STATUS[code], iterations=it)
+    r = F @ (F.T @ lam) + f
+    if E.shape[0]:
+        r = r + E.T @ nu
+    r[free] = 0.0  # stationary there by construction (rounding aside)
+    return BoxQPResult("optimal", lam, nu, r, it)
 
 
 def _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter) -> BoxQPResult:

@@ -1,10 +1,13 @@
-"""The dense active-set solver of EM duals (:mod:`fsframe.backends.box_qp`) and the ``dense`` form
-of :class:`~fsframe.backends.diag_qp.DualQPSession` that uses it.
+"""The dense active-set solver of EM duals (:mod:`fsframe.backends.box_qp`), its compiled pivots
+(:mod:`fsframe.backends.box_qp_jit`, numba: the ``fast`` extra; those cases skip without numba)
+and the ``dense`` form of :class:`~fsframe.backends.diag_qp.DualQPSession` that uses it.
 
 References: CVXPY with Clarabel on the same QP (objective), the KKT conditions checked on the
 returned point and multipliers (no solver needed), HiGHS's dual on the same subproblem sequence."""
 
 from __future__ import annotations
+
+import importlib.util
 
 import cvxpy as cp
 import numpy as np
@@ -13,8 +16,16 @@ import scipy.sparse as sp
 
 from fsframe import Status
 from fsframe.backends import HighsBackend, ProblemData, SolveOptions
+from fsframe.backends import box_qp
 from fsframe.backends.box_qp import solve_box_qp
 from fsframe.backends.diag_qp import DualQPSession
+
+# numba is in the test extra (CI runs the compiled loop); a suite run without it skips those cases,
+# but numba installed and failing to load fails test_numba_installed_means_compiled
+NUMBA = importlib.util.find_spec("numba") is not None
+needs_numba = pytest.mark.skipif(not NUMBA, reason="numba (the fast extra) is not installed")
+# both loops: the Python one always, the compiled one where numba is installed
+LOOPS = [pytest.param(False, id="python"), pytest.param(True, id="compiled", marks=needs_numba)]
 
 
 def _problem(seed, m=40, q=6, pe=1, free=0, box=1.0):
@@ -64,9 +75,10 @@ def _check_kkt(F, f, E, e, lo, hi, res, tol=1e-9):
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("shape", [dict(m=40, q=6), dict(m=30, q=40), dict(m=25, q=3, pe=0),
                                    dict(m=30, q=5, pe=2), dict(m=30, q=8, free=3)])
-def test_cold_solve_is_optimal(seed, shape):
+@pytest.mark.parametrize("compiled", LOOPS)
+def test_cold_solve_is_optimal(seed, shape, compiled):
     prob = _problem(seed, **shape)
-    res = solve_box_qp(*prob)
+    res = solve_box_qp(*prob, compiled=compiled)
     assert res.status == "optimal"
     _check_kkt(*prob, res)
     ref = _cvxpy(*prob)
@@ -74,31 +86,87 @@ def test_cold_solve_is_optimal(seed, shape):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_warm_start_after_a_change_gives_the_new_optimum(seed):
+@pytest.mark.parametrize("compiled", LOOPS)
+def test_warm_start_after_a_change_gives_the_new_optimum(seed, compiled, monkeypatch):
     """The EM pattern: the next dual has a rescaled factor with fewer live columns; warm-started
     from the previous solution (its free set too large for the new rank: the start is regularised
     first) it reaches the new optimum, in fewer pivots than a cold start."""
+    shrink = []
+    regularize = box_qp._regularize
+    monkeypatch.setattr(box_qp, "_regularize", lambda *a: shrink.append(1) or regularize(*a))
     F, f, E, e, lo, hi = _problem(seed, m=60, q=12)
-    first = solve_box_qp(F, f, E, e, lo, hi)
+    first = solve_box_qp(F, f, E, e, lo, hi, compiled=compiled)
     rng = np.random.default_rng(100 + seed)
     F2 = F[:, :4] * rng.uniform(0.2, 3.0, 4)  # EM fixed 8 features at zero and rescaled the rest
-    warm = solve_box_qp(F2, f, E, e, lo, hi, start=first.lam)
-    cold = solve_box_qp(F2, f, E, e, lo, hi)
+    warm = solve_box_qp(F2, f, E, e, lo, hi, start=first.lam, compiled=compiled)
+    assert shrink  # the warm start's free set was too large: the compiled loop hands it back to Python
+    cold = solve_box_qp(F2, f, E, e, lo, hi, compiled=compiled)
     assert warm.status == cold.status == "optimal"
     _check_kkt(F2, f, E, e, lo, hi, warm)
     assert _objective(F2, f, warm.lam) == pytest.approx(_objective(F2, f, cold.lam), rel=1e-10, abs=1e-12)
     assert _objective(F2, f, warm.lam) == pytest.approx(_cvxpy(F2, f, E, e, lo, hi), rel=1e-7)
-    again = solve_box_qp(F2, f, E, e, lo, hi, start=warm.lam)
+    again = solve_box_qp(F2, f, E, e, lo, hi, start=warm.lam, compiled=compiled)
     assert again.status == "optimal" and again.iterations <= 1
 
 
-def test_statuses_for_what_it_cannot_solve():
+@pytest.mark.parametrize("compiled", LOOPS)
+def test_statuses_for_what_it_cannot_solve(compiled):
     F, f, E, e, lo, hi = _problem(0, m=10, q=2, free=10)  # free variables, rank-2 Hessian: unbounded below
-    assert solve_box_qp(F, f, np.zeros((0, 10)), np.zeros(0), lo, hi).status in ("unbounded", "singular")
+    assert solve_box_qp(F, f, np.zeros((0, 10)), np.zeros(0), lo, hi,
+                        compiled=compiled).status in ("unbounded", "singular")
     F, f, E, e, lo, hi = _problem(0, m=10, q=2)
-    assert solve_box_qp(F, f, E, np.ones(1), lo, hi).status == "infeasible_start"  # 0 does not meet E lam = 1
-    res = solve_box_qp(F, f, E, e, lo, hi, max_iter=1)
+    assert solve_box_qp(F, f, E, np.ones(1), lo, hi, compiled=compiled).status == "infeasible_start"
+    res = solve_box_qp(F, f, E, e, lo, hi, max_iter=1, compiled=compiled)
     assert res.status == "iteration_limit" and res.lam is None
+
+
+@needs_numba
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_and_python_loops_reach_the_same_optimum(seed):
+    """The compiled pivots against the Python loop on the EM pattern (a cold dual, then warm duals
+    on fewer, rescaled columns): the same status and optimum, the same multipliers (the dual's
+    solution is unique where the Hessian restricted to the free set is regular), pivots within a
+    few of each other (ties may break differently: sums in another order)."""
+    F, f, E, e, lo, hi = _problem(seed, m=80, q=15, pe=1, box=0.5 + seed)
+    rng = np.random.default_rng(seed)
+    start = {False: None, True: None}
+    for k, q in enumerate((15, 9, 5, 2)):
+        Fk = F[:, :q] * rng.uniform(0.5, 2.0, q) if k else F
+        res = {c: solve_box_qp(Fk, f, E, e, lo, hi, start=start[c], compiled=c) for c in (False, True)}
+        assert res[False].status == res[True].status == "optimal"
+        _check_kkt(Fk, f, E, e, lo, hi, res[True])
+        a, b = _objective(Fk, f, res[False].lam), _objective(Fk, f, res[True].lam)
+        assert b == pytest.approx(a, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(res[True].lam, res[False].lam, atol=1e-9)
+        np.testing.assert_allclose(res[True].nu, res[False].nu, atol=1e-9)
+        assert abs(res[True].iterations - res[False].iterations) <= max(3, res[False].iterations // 10)
+        start = {c: res[c].lam for c in (False, True)}
+
+
+@needs_numba
+def test_numba_installed_means_compiled(monkeypatch):
+    """With numba installed the compiled loop loads (a broken install fails here, not as skips)."""
+    monkeypatch.delenv("FSFRAME_NO_JIT", raising=False)
+    assert box_qp.compiled_available()
+
+
+def test_compiled_needs_numba(monkeypatch):
+    """``compiled=True`` without numba is an ImportError naming the extra, and the default runs the
+    Python loop; ``FSFRAME_NO_JIT`` turns the compiled loop off for the default only."""
+    calls = []
+    loop = box_qp._active_set
+    monkeypatch.setattr(box_qp, "_active_set", lambda *a: calls.append(1) or loop(*a))
+    with monkeypatch.context() as mp:
+        mp.setattr(box_qp.box_qp_jit, "_BUILT", [None])  # as without numba
+        assert not box_qp.compiled_available()
+        with pytest.raises(ImportError, match=r"fsframe\[fast\]"):
+            solve_box_qp(*_problem(0), compiled=True)
+        assert solve_box_qp(*_problem(0)).status == "optimal" and len(calls) == 1
+    monkeypatch.setenv("FSFRAME_NO_JIT", "1")
+    assert not box_qp.compiled_available()
+    assert solve_box_qp(*_problem(0)).status == "optimal" and len(calls) == 2
+    if NUMBA:  # an explicit request still compiles
+        assert solve_box_qp(*_problem(0), compiled=True).status == "optimal" and len(calls) == 2
 
 
 # ------------------------------------------------------------------ the dense form of the EM dual

@@ -5,6 +5,11 @@
   ``lb``, ``ub`` or ``P`` object, i.e. at every EM step): along a sequence of problems that change
   ``P``'s values (kept) and then a candidate's cost, quadratic term and bound (decided again), a
   kept instance settles every point as a fresh one does.
+* :func:`fsframe.backends.certificate.certify` takes ``A'y``, ``G'z`` and ``|G|'|z|`` with the
+  transposes cached by the identity of ``A`` and ``G`` (before: a new transposed matrix per
+  product, several per EM step): along problems that share ``G`` and problems with a new ``G`` of
+  the same shape, every certificate equals the one computed with fresh transposes, and a shared
+  ``G`` is transposed once.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from fsframe.backends import ProblemData
+from fsframe.backends import ProblemData, certificate
 from fsframe.canonical import Auxiliaries
 
 
@@ -72,3 +77,27 @@ def test_auxiliaries_kept_across_problems_settle_as_fresh_ones(seed):
         assert kept.exact == fresh.exact, what
         seen.add(tuple(fresh.cols))
     assert len(seen) >= 3  # the variants do change which columns settle
+
+
+def test_certificates_with_cached_transposes_equal_fresh_ones(monkeypatch):
+    data, k, m = _hinge(m=9, k=4, seed=5)
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.normal(size=k + 1), rng.random(m)])
+    y, z = np.zeros(0), rng.random(m)
+    problems = [data, data.evolve(c=data.c * 2.0), data.evolve(P=data.P * 3.0)]
+    for seed in (1, 2):  # a new G of the same shape (the same pattern, other values): never the old transpose
+        G = data.G.copy()
+        G.data = G.data * np.random.default_rng(seed).uniform(0.5, 2.0, G.data.size)
+        problems.append(data.evolve(G=G))
+    made = []
+    cached = certificate._cached
+    monkeypatch.setattr(certificate, "_cached", lambda cache, M, make: cached(cache, M, lambda A: made.append(
+        cache is certificate._TRANSPOSED) or make(A)))
+    got = [certificate.certify(p, x, y, z) for p in problems]
+    monkeypatch.setattr(certificate, "_rmatvec", lambda M, v: M.T @ v)  # fresh transposes
+    for p, cert in zip(problems, got):
+        fresh = certificate.certify(p, x, y, z)
+        for field in ("primal_residual", "dual_residual", "dual_bound", "gap"):
+            assert getattr(cert, field) == getattr(fresh, field), field
+    # G and |G| of the first three problems (one G) transposed once each, then once per new G
+    assert sum(made) == 2 * 3
