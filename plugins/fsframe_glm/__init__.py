@@ -16,8 +16,8 @@ import numpy as np
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, hookimpl
 from fsframe.errors import DataError
-from fsframe.pyomo_ext import (LinearMap, add_definitions, add_log_sum_exp, add_named_expressions, add_soc,
-                               add_sparsity_slot, var_list)
+from fsframe.pyomo_ext import (LinearMap, add_definitions, add_linear_constraints, add_log_sum_exp,
+                               add_named_expressions, add_soc, add_sparsity_slot, var_list)
 from fsframe.validators import real, to_float
 
 __all__ = ["LeastSquaresFormulation", "LogisticFormulation", "MultinomialFormulation"]
@@ -255,6 +255,10 @@ class MultinomialFormulation(Formulation):
             A.eliminate_zeros()
             scores.append(LinearMap(A, wvars + bvars))
         t = add_log_sum_exp(model, "loss", scores, defer=True)
+        # softmax is invariant to adding one constant to every b_k: sum_k b_k = 0 makes b unique
+        # (the loss and the objective are unchanged; without it each solver returns its own b)
+        add_linear_constraints(model, "intercept_sum", LinearMap(sp.csr_matrix(np.ones((1, K))), bvars),
+                               lower=0.0, upper=0.0)
         magnitude = None
         if "lin" in terms:
             model.s = pyo.Var(range(n), bounds=(0, None))
