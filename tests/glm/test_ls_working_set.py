@@ -67,3 +67,35 @@ def test_hinge_rows_still_count():
     X, y = _data()
     r = fsframe.fit(X, np.where(y > np.median(y), 1, -1), method="l1-svm", C=1.0)
     assert r.certificate["working_set"] is None
+
+
+@pytest.mark.parametrize("method", ["l1-ls", "l0-ls"])
+def test_csr_input_equals_dense(method, monkeypatch):
+    """Least squares takes a CSR ``X`` as it is (its residual rows ``[I, X, 1]`` stay sparse): the
+    same answer as the dense matrix, on a working set, and never an ``m x n`` dense copy."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(2)
+    X = sp.random(150, 500, density=0.05, random_state=3, format="csr")
+    beta = np.zeros(500)
+    beta[[1, 5, 9, 40]] = [2.0, -2.0, 1.5, -1.0]
+    y = X @ beta + 0.1 * rng.normal(size=150) + 0.5
+    C = 5.0 / LeastSquaresFormulation().empty_model_threshold(X, y)
+    Xd = X.toarray()
+    dense = fsframe.fit(Xd, y, method=method, C=C)
+    real_toarray = sp.csr_matrix.toarray
+
+    def no_dense_copy(self, *args, **kwargs):
+        assert self.shape != X.shape, "the CSR X was densified"
+        return real_toarray(self, *args, **kwargs)
+
+    monkeypatch.setattr(sp.csr_matrix, "toarray", no_dense_copy)
+    monkeypatch.setattr(sp.csr_array, "toarray", no_dense_copy, raising=False)
+    r = fsframe.fit(X, y, method=method, C=C)
+    assert r.certificate["working_set"] is not None
+    assert r.selected.tolist() == dense.selected.tolist()
+    assert r.objective == pytest.approx(dense.objective, rel=1e-9)
+    assert np.allclose(r.coef, dense.coef, atol=1e-9 * np.abs(dense.coef).max())
+    if method == "l1-ls":
+        ref, _ = _cvxpy_lasso(Xd, y, C)
+        assert r.objective == pytest.approx(ref, rel=1e-7)
