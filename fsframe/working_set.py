@@ -189,6 +189,7 @@ class WorkingSet:
         self._rows = self._empty_rows = None
         self.read_pricing(base)
         self._structure = None
+        self._defs: tuple | None = None  # ((A, G, P), rows and columns of _definitions) for that problem
         self.active: NDArray | None = None  # groups in the working set, or None before the first solve
         self.order: list = []  # active groups in the order they joined (the column order)
         self._last: ProblemData | None = None  # the restricted problem last solved (to append to)
@@ -271,31 +272,23 @@ class WorkingSet:
         entry in ``P`` and no other entry, that appears in this row of ``A`` and in no other row of
         ``A`` or ``G``. Decided once per ``(A, G, P)``."""
         key = (data.A, data.G, data.P)
-        cached = getattr(self, "_defs", None)
-        if cached is not None and all(a is b for a, b in zip(cached[0], key)):
-            return cached[1]
-        empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        out = empty
+        if self._defs is not None and all(a is b for a, b in zip(self._defs[0], key)):
+            return self._defs[1]
+        out = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         if data.P is not None and data.A.shape[0] and self.groupless_cols.size:
             P = data.P.tocsc()
-            n = data.n
-            diag = np.zeros(n)
-            diag[: min(P.shape)] = P.diagonal()
-            per_col = np.diff(P.indptr)
-            cand = np.zeros(n, dtype=bool)
-            cand[self.groupless_cols] = True
-            cand &= np.isneginf(data.lb) & np.isposinf(data.ub) & (diag > 0) & (per_col == 1)
             A = data.A.tocsc()
-            in_a = np.diff(A.indptr)
-            in_g = np.diff(data.G.tocsc().indptr) if data.G.shape[0] else np.zeros(n, dtype=np.int64)
-            cand &= (in_a == 1) & (in_g == 0)
+            cand = np.zeros(data.n, dtype=bool)
+            cand[self.groupless_cols] = True
+            cand &= np.isneginf(data.lb) & np.isposinf(data.ub) & (P.diagonal() > 0) & (np.diff(P.indptr) == 1)
+            cand &= np.diff(A.indptr) == 1
+            if data.G.shape[0]:
+                cand &= np.diff(data.G.tocsc().indptr) == 0
             cols = np.flatnonzero(cand)
-            if cols.size:
-                rows = A.indices[A.indptr[cols]].astype(np.int64)
-                # one defined column per row (a row defining two would not eliminate either)
-                uniq, first, counts = np.unique(rows, return_index=True, return_counts=True)
-                one = counts[np.searchsorted(uniq, rows)] == 1
-                out = (rows[one], cols[one])
+            rows = A.indices[A.indptr[cols]].astype(np.int64)
+            # one defined column per row (a row holding two would eliminate neither)
+            one = np.bincount(rows, minlength=A.shape[0])[rows] == 1
+            out = (rows[one], cols[one])
         self._defs = (key, out)
         return out
 
