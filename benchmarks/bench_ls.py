@@ -17,7 +17,8 @@ one untimed warm-up fit of each (imports, first calls).
 
     nice python benchmarks/bench_ls.py [--reps 3] [--p 1000 --p 5000]
 
-Writes ``benchmarks/results/ls.json`` and the section between ``<!-- ls_speed:begin -->`` and
+Resumable: each ``(p, rho)`` block is written to ``benchmarks/results/ls.json`` when it ends and
+skipped on a rerun. Renders the section between ``<!-- ls_speed:begin -->`` and
 ``<!-- ls_speed:end -->`` of ``docs/performance.md``.
 """
 
@@ -89,9 +90,13 @@ def support(w) -> list:
 
 
 def run(ps, rhos, reps) -> dict:
+    """Every ``(p, rho)`` block not yet in the JSON; each block is written as soon as it ends
+    (a run cut short keeps the blocks it finished; ``meta.blocks`` records each one's reps,
+    commit and load average)."""
     from fsframe_glm import LeastSquaresFormulation
 
-    cells = []
+    res = json.loads(OUT.read_text()) if OUT.exists() else {"meta": {"n": N, "k": K, "blocks": {}}, "cells": []}
+    done = set(res["meta"]["blocks"])
     Xw, yw, *_ = make_data("regression", 0.5, 5.0, 1, 300, n=100)  # warm-up: imports and first calls untimed
     for fit in CONTENDERS.values():
         with warnings.catch_warnings():
@@ -99,6 +104,9 @@ def run(ps, rhos, reps) -> dict:
             fit(Xw, yw, 5.0 / LeastSquaresFormulation().empty_model_threshold(Xw, yw))
     for p in ps:
         for rho in rhos:
+            if f"{p}|{rho}" in done:
+                continue
+            cells = []
             X, y, *_ = make_data("regression", rho, 5.0, 0, p)
             C = 5.0 / LeastSquaresFormulation().empty_model_threshold(X, y)
             times = {name: [] for name in CONTENDERS}
@@ -123,8 +131,11 @@ def run(ps, rhos, reps) -> dict:
                               "same_support": support(answers[name][0]) == ref_support,
                               "working_set": answers[name][2]})
                 print(cells[-1], flush=True)
-    return {"meta": {"n": N, "k": K, "reps": reps, "python": platform.python_version(),
-                     "load_average": os.getloadavg(), "commit": _commit()}, "cells": cells}
+            res["cells"] += cells
+            res["meta"]["blocks"][f"{p}|{rho}"] = {"reps": reps, "python": platform.python_version(),
+                                                   "load_average": list(os.getloadavg()), "commit": _commit()}
+            OUT.write_text(json.dumps(res, indent=1))
+    return res
 
 
 def _commit() -> str:
@@ -139,9 +150,11 @@ def _commit() -> str:
 
 def markdown(res: dict) -> str:
     meta = res["meta"]
-    lines = [f"`l1-ls` at n = {meta['n']} (support-recovery data, SNR 5, seed 0, `C` = 5 / the entry threshold), "
-             f"medians of {meta['reps']} (commit `{meta['commit']}`, load average "
-             f"{', '.join(f'{v:.1f}' for v in meta['load_average'])}). Objective: fsframe's `||w||_1 + C/2 ||r||^2` "
+    runs = "; ".join(f"p = {key.split('|')[0]}, rho = {key.split('|')[1]}: medians of {b['reps']} at commit "
+                     f"`{b['commit']}`, load average {', '.join(f'{v:.1f}' for v in b['load_average'])}"
+                     + (f" ({b['note']})" if b.get("note") else "") for key, b in meta["blocks"].items())
+    lines = [f"`l1-ls` at n = {meta['n']} (support-recovery data, SNR 5, seed 0, `C` = 5 / the entry threshold); "
+             f"{runs}. Objective: fsframe's `||w||_1 + C/2 ||r||^2` "
              "of each returned `(w, b)`, relative to the smallest; support against CVXPY's.", "",
              "| p | rho | contender | wall s | CPU s | CPU / sklearn Lasso | CPU / CVXPY | objective rel. | selected | same support |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -165,8 +178,6 @@ def main(argv=None) -> int:
     ap.add_argument("--render", action="store_true", help="only re-render the section from the JSON")
     args = ap.parse_args(argv)
     res = json.loads(OUT.read_text()) if args.render else run(args.p or [1000, 5000], args.rho or [0.5], args.reps)
-    if not args.render:
-        OUT.write_text(json.dumps(res, indent=1))
     text = markdown(res)
     print(text)
     write_section(DOC, BEGIN, END, text)
