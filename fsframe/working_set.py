@@ -189,6 +189,7 @@ class WorkingSet:
         self._rows = self._empty_rows = None
         self.read_pricing(base)
         self._structure = None
+        self._defs: tuple | None = None  # ((A, G, P), rows and columns of _definitions) for that problem
         self.active: NDArray | None = None  # groups in the working set, or None before the first solve
         self.order: list = []  # active groups in the order they joined (the column order)
         self._last: ProblemData | None = None  # the restricted problem last solved (to append to)
@@ -253,8 +254,43 @@ class WorkingSet:
             # only groups a working set could leave out are those fixed at zero, which the
             # backends already drop at no cost (measured slower through a working set)
             return n_price > 0
-        rows = self._shared_rows(base.A) + self._shared_rows(base.G)
-        return n_price >= self.options.min_groups and n_price > self.options.min_ratio * rows
+        return n_price >= self.options.min_groups and n_price > self.options.min_ratio * self._bounding_rows(base)
+
+    def _bounding_rows(self, data: ProblemData) -> int:
+        """Rows that every restricted problem keeps *as constraints*: the shared rows of ``A`` and
+        ``G`` (:meth:`_shared_rows`; a group's own rows leave with it) less the equality rows
+        that only define an auxiliary (:meth:`_definitions`: a least-squares residual ``r_i = y_i
+        - x_i w - b``). A defining row eliminates its column: the restricted problem is then a
+        problem in the working set's columns alone (``min |w_W|_1 + C/2 ||y - X_W w_W - b||^2``),
+        whose size the rows do not bound as a hinge's margin rows bound an LP's basis."""
+        rows = self._shared_rows(data.A) + self._shared_rows(data.G)
+        return rows - int(self._definitions(data)[0].size)
+
+    def _definitions(self, data: ProblemData) -> tuple:
+        """``(rows, cols)``: the equality rows of ``A`` that define a column of no group with a
+        quadratic cost — a column free (``lb = -inf``, ``ub = inf``), of no group, with a diagonal
+        entry in ``P`` and no other entry, that appears in this row of ``A`` and in no other row of
+        ``A`` or ``G``. Decided once per ``(A, G, P)``."""
+        key = (data.A, data.G, data.P)
+        if self._defs is not None and all(a is b for a, b in zip(self._defs[0], key)):
+            return self._defs[1]
+        out = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        if data.P is not None and data.A.shape[0] and self.groupless_cols.size:
+            P = data.P.tocsc()
+            A = data.A.tocsc()
+            cand = np.zeros(data.n, dtype=bool)
+            cand[self.groupless_cols] = True
+            cand &= np.isneginf(data.lb) & np.isposinf(data.ub) & (P.diagonal() > 0) & (np.diff(P.indptr) == 1)
+            cand &= np.diff(A.indptr) == 1
+            if data.G.shape[0]:
+                cand &= np.diff(data.G.tocsc().indptr) == 0
+            cols = np.flatnonzero(cand)
+            rows = A.indices[A.indptr[cols]].astype(np.int64)
+            # one defined column per row (a row holding two would eliminate neither)
+            one = np.bincount(rows, minlength=A.shape[0])[rows] == 1
+            out = (rows[one], cols[one])
+        self._defs = (key, out)
+        return out
 
     def _shared_rows(self, M) -> int:
         """Rows of ``M`` that are not one group's own (entries in several groups, or in a column
@@ -305,8 +341,7 @@ class WorkingSet:
         whose reduced costs at uniform multipliers (``y = 1``, ``z = 1``) most favour entering."""
         live = self.priceable & ~fixed
         active = ~self.priceable & ~fixed
-        rows = self._shared_rows(data.A) + self._shared_rows(data.G)  # a group's own rows leave with it
-        k = self.options.initial or max(100, rows // 2)
+        k = self.options.initial or max(100, self._bounding_rows(data) // 2)
         if live.sum() <= k:
             return active | live
         top = self._best(data, live, k)
@@ -316,8 +351,17 @@ class WorkingSet:
 
     def _best(self, data: ProblemData, live: NDArray, k: int) -> NDArray:
         """The ``k`` groups among ``live`` whose reduced costs at uniform multipliers (``y = 1``,
-        ``z = 1``, relative to their costs) are largest: a guess at the groups that enter."""
+        ``z = 1``; a row that defines an auxiliary, :meth:`_definitions`, at its multiplier in the
+        empty model), relative to their costs, are largest: a guess at the groups that enter."""
         ones_y, ones_z = np.ones(data.A.shape[0]), np.ones(data.G.shape[0])
+        rows, cols = self._definitions(data)
+        if rows.size:
+            # a defining row's multiplier where every other column is 0: its column is then
+            # b_i / a_i, and stationarity on it gives y_i = -(c + P x)_col / a_i (least squares:
+            # -C y_i, so the score is |Xᵀ y| C: the residuals' correlation, the pricing's own test)
+            a = np.asarray(data.A.tocsc()[rows, cols]).ravel()
+            x = data.b[rows] / a
+            ones_y[rows] = -(np.asarray(data.c)[cols] + data.P.diagonal()[cols] * x) / a
         g = (data.A.T @ ones_y if data.A.shape[0] else 0.0) + (data.G.T @ ones_z if data.G.shape[0] else 0.0)
         score = np.abs(g) / (np.abs(np.asarray(data.c)) + 1e-12)
         per_group = np.where(live, self._group_reduce(score), -np.inf)

@@ -16,8 +16,8 @@ import numpy as np
 
 from fsframe import BuiltModel, Formulation, MethodSpec, ProblemClass, hookimpl
 from fsframe.errors import DataError
-from fsframe.pyomo_ext import (LinearMap, add_definitions, add_log_sum_exp, add_named_expressions, add_soc,
-                               add_sparsity_slot, var_list)
+from fsframe.pyomo_ext import (LinearMap, add_definitions, add_linear_constraints, add_log_sum_exp,
+                               add_named_expressions, add_soc, add_sparsity_slot, var_list)
 from fsframe.validators import real, to_float
 
 __all__ = ["LeastSquaresFormulation", "LogisticFormulation", "MultinomialFormulation"]
@@ -74,6 +74,7 @@ class LeastSquaresFormulation(Formulation):
     name = "least-squares"
     reference = "Tibshirani 1996 (the lasso); least squares with any L0 surrogate"
     task: ClassVar[str] = "regression"
+    sparse_input = True  # the residual rows are [I, X, 1]: a CSR X stays CSR
     C: float = attrs.field(default=1.0, converter=to_float, validator=real(0))
 
     def problem_class(self, terms):
@@ -86,7 +87,7 @@ class LeastSquaresFormulation(Formulation):
         the empty model's intercept is ``b = mean(y)``, and ``w = 0`` stays optimal while
         ``lambda >= C ||Xᵀ(y - mean(y))||_inf`` (the gradient of the loss in ``w`` there)."""
         y = np.asarray(y, dtype=float)
-        return self.C * float(np.max(np.abs(X.T @ (y - y.mean())), initial=0.0))
+        return self.C * float(np.max(np.abs(np.asarray(X.T @ (y - y.mean())).ravel()), initial=0.0))
 
     def build(self, X, y, terms):
         import pyomo.environ as pyo
@@ -97,7 +98,8 @@ class LeastSquaresFormulation(Formulation):
         model.r = pyo.Var(range(m))
         r = var_list(model.r)
         # r = y - X w - b, recorded as defining r (an answer is read with r exact)
-        fitted = LinearMap(sp.csr_matrix(np.column_stack([-X, -np.ones(m)])), w + [model.b], const=y)
+        fitted = LinearMap(sp.hstack([-sp.csr_matrix(X, dtype=float), -np.ones((m, 1))], format="csr"), w + [model.b],
+                           const=np.asarray(y, dtype=float))
         add_definitions(model, "residual", r, fitted, defer=True)
         return _built(model, coef, magnitude, terms, 0.5 * self.C * pyo.quicksum(ri * ri for ri in r), n)
 
@@ -255,6 +257,10 @@ class MultinomialFormulation(Formulation):
             A.eliminate_zeros()
             scores.append(LinearMap(A, wvars + bvars))
         t = add_log_sum_exp(model, "loss", scores, defer=True)
+        # softmax is invariant to adding one constant to every b_k: sum_k b_k = 0 makes b unique
+        # (the loss and the objective are unchanged; without it each solver returns its own b)
+        add_linear_constraints(model, "intercept_sum", LinearMap(sp.csr_matrix(np.ones((1, K))), bvars),
+                               lower=0.0, upper=0.0)
         magnitude = None
         if "lin" in terms:
             model.s = pyo.Var(range(n), bounds=(0, None))

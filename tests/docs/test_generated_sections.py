@@ -54,6 +54,7 @@ SECTIONS = {
     "support_recovery": ("performance.md", "support_recovery", lambda m, _: m.markdown(_json("support_recovery.json"))),
     "sparse": ("performance.md", "bench_sparse", lambda m, _: m.render(_json("sparse.json"))),
     "tuning": ("performance.md", "bench_tuning", lambda m, _: m.render(_json("tuning.json"))),
+    "ls_speed": ("performance.md", "bench_ls", lambda m, _: m.markdown(_json("ls.json"))),
 }
 
 NOT_REGENERABLE = {

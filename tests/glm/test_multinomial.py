@@ -115,3 +115,43 @@ def test_surrogate_loops_select_whole_features(method):
     assert np.all(W[2:] == 0.0) and np.all(np.linalg.norm(W[:2], axis=1) > 0.1)
     sk = LogisticRegression(C=1e4).fit(X[:, :2], y)
     assert (r.predict(X) == y).mean() >= sk.score(X[:, :2], y)
+
+
+def test_intercepts_sum_to_zero_and_agree_across_backends():
+    """Softmax is invariant to one constant added to every ``b_k``: the formulation fixes
+    ``sum_k b_k = 0``, so ECOS and Clarabel return the same ``b`` and the optimum is CVXPY's
+    unconstrained one (its ``b`` centred gives ours). Without the row each interior-point solver
+    returns its own shift (sums of 1e-8 to 1e-5 here)."""
+    X, y = _three_classes(m=80, seed=7)
+    y[(y == 2) & (np.arange(80) % 3 == 0)] = 0  # unequal class counts: intercepts well away from zero
+    C = 0.4
+    ref, W_ref = _cvxpy_group_multinomial(X, y, C)
+    for method in ("l1-multinomial", "em-multinomial", "log-multinomial"):
+        bs = {}
+        for backend in ("ecos", "clarabel"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = fsframe.fit(X, y, method=method, C=C, backend=backend)
+            b = np.asarray(r.intercept, dtype=float)
+            assert abs(b.sum()) <= 1e-10 * (1.0 + np.abs(b).max()), (method, backend, b)
+            if method == "l1-multinomial":  # the optimum is the unconstrained one, attained by (W, b)
+                W = r.formulation_coef().reshape(X.shape[1], 3)
+                assert _objective(X, y, W, b, C) == pytest.approx(r.objective, rel=1e-9)
+                assert r.objective == pytest.approx(ref, rel=1e-6)
+                assert np.allclose(W, W_ref, atol=1e-4)
+            bs[backend] = b
+        assert np.allclose(bs["ecos"], bs["clarabel"], atol=1e-5), (method, bs)
+
+
+def test_empty_model_intercepts_are_the_centred_log_shares():
+    """Below the empty-model threshold ``W = 0`` and the intercepts are the log class shares,
+    centred (closed form): ``b_k = log p_k - mean_l log p_l``."""
+    X, y = _three_classes(m=60)
+    y[:12] = 0
+    counts = np.bincount(y, minlength=3)
+    C = 0.5 / MultinomialFormulation(C=1.0).empty_model_threshold(X, y)
+    logp = np.log(counts / counts.sum())
+    for backend in ("ecos", "clarabel"):
+        r = fsframe.fit(X, y, method="l1-multinomial", C=C, backend=backend)
+        assert r.selected.size == 0
+        assert np.allclose(np.asarray(r.intercept), logp - logp.mean(), atol=5e-5), (backend, r.intercept - logp + logp.mean())
