@@ -487,20 +487,22 @@ def training_data(X, y, *, regression: bool = False) -> tuple:
     return Xa, ya, names
 
 
-def task_mismatch(labels, regression: bool, data) -> str:
+def task_mismatch(labels, regression: bool, data=None, *, name: str = "data", n_classes: int = 0) -> str:
     """The message of methods meeting the other task's data set (``data``: a
-    :class:`~fsframe.dataset.Dataset`): names the methods (``labels``: a name or a list of them),
-    what they fit, and the data."""
+    :class:`~fsframe.dataset.Dataset`, or its ``name`` and ``n_classes``): names the methods
+    (``labels``: a name or a list of them), what they fit, and the data."""
+    if data is not None:
+        name, n_classes = data.name, len(data.classes)
     labels = [labels] if isinstance(labels, str) or labels is None else list(labels)
     many = len(labels) > 1
     who = ("the method" if labels == [None] else ", ".join(repr(lab) for lab in labels)) + (" are" if many else " is")
     kind = "regression method" + ("s" if many else "")
     if regression:
-        return (f"{who} {'' if many else 'a '}{kind} (fitting a real target) and data set {data.name!r} holds "
-                f"{len(data.classes)} class labels: choose a classification method, or load a real target "
+        return (f"{who} {'' if many else 'a '}{kind} (fitting a real target) and data set {name!r} holds "
+                f"{n_classes} class labels: choose a classification method, or load a real target "
                 "(Dataset(..., task='regression'); command line --task regression)")
     kind = "classification method" + ("s" if many else "")
-    return (f"{who} {'' if many else 'a '}{kind} and data set {data.name!r} holds a real target "
+    return (f"{who} {'' if many else 'a '}{kind} and data set {name!r} holds a real target "
             "(task='regression'): choose a regression method (l1-ls, l0-ls, em-ls, ...: fsframe methods), or load "
             "class labels")
 
