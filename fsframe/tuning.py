@@ -101,8 +101,12 @@ def _fold_scores(X, y, split, cell: _Cell, raise_errors: bool) -> dict:
 
 
 def _score(point, name: str) -> float:
-    """A path point's test score ``name``; NaN when undefined (R² on a constant test target)."""
+    """A path point's test score ``name``. R² on a constant test target (undefined) is
+    scikit-learn's ``r2_score`` default (``force_finite``): 1 for exact predictions, else 0 — the
+    score ``GridSearchCV`` would give that fold."""
     v = getattr(point, name)
+    if v is None and name == "r2":
+        return 1.0 if point.mse == 0.0 else 0.0
     return np.nan if v is None else float(v)
 
 
@@ -297,7 +301,7 @@ class FSSelectorCV(FSSelector):
         combos = [({inner: v} if r is None else {inner: v, "n_features": int(r)}) for r in outer
                   for v in grids[inner]]
         self.cv_results_ = _cv_results(combos, folds)
-        self.best_index_ = _choose(self.cv_results_, self.rule, len(folds))
+        self.best_index_ = _choose(self.cv_results_, self.rule, len(folds), who)
         self.best_params_ = dict(combos[self.best_index_])
         self.best_score_ = float(self.cv_results_["mean_test_score"][self.best_index_])
         self.grid_ = {k: list(v) for k, v in grids.items()}
@@ -351,8 +355,8 @@ class FSRegressorCV(FSRegressor, FSSelectorCV):
     :class:`FSSelectorCV` chooses a classifier's (the same grids, rules and ``cv_results_``), in
     scikit-learn's ``LassoCV`` style: the folds are shuffled k-fold (not stratified: the target
     is real) and a grid point scores the coefficient of determination R² of its fitted values on
-    each test part (scikit-learn's ``r2_score``; ``best_score_`` is its mean). A fold whose test
-    part has a constant target has no R² (NaN): use fewer folds.
+    each test part (scikit-learn's ``r2_score``, whose default gives a constant test target 1 for
+    exact predictions, else 0; ``best_score_`` is its mean), as ``GridSearchCV`` scores a regressor.
 
     Parameters are :class:`FSSelectorCV`'s; the method (default ``"l1-ls"``) must fit a real
     target (``l1-ls``, ``l0-ls``, ``em-ls``, ``log-ls``: ``fsframe methods``), otherwise ``fit``
@@ -451,13 +455,13 @@ def _cv_results(combos: list[dict], folds: list[dict]) -> dict:
     return out
 
 
-def _choose(results: dict, rule: str, k: int) -> int:
+def _choose(results: dict, rule: str, k: int, who: str = "FSSelectorCV") -> int:
     """The chosen row: the best mean score (ties: fewer mean features, then the earlier point),
     or with ``"1se"`` the fewest mean features among rows within one standard error
     (``std / sqrt(k)`` of the best row's fold scores) of the best mean score."""
     mean, std, nsel = results["mean_test_score"], results["std_test_score"], results["mean_n_selected"]
     if not np.isfinite(mean).any():
-        raise errors.SolverFailedError("FSSelectorCV: every grid point failed in some fold (no finite mean score); "
+        raise errors.SolverFailedError(f"{who}: every grid point failed in some fold (no finite mean score); "
                                        "see the warnings, or set error_score='raise' to see the first failure")
     mean = np.where(np.isfinite(mean), mean, -np.inf)  # a point that failed somewhere is never chosen
     nsel = np.where(np.isfinite(nsel), nsel, np.inf)
