@@ -539,8 +539,8 @@ def check_classes(res: Resolved, n_classes: int) -> None:
     if n_classes and is_regression(res.formulation):
         raise InvalidOptionError(
             f"{res.method or res.formulation.name!r} is a regression method (formulation {res.formulation.name!r} fits "
-            f"a real target) and the data hold {n_classes} class labels; fit a real target with fsframe.fit(X, y) or "
-            "fsframe.FSRegressor (the command line, cross-validation and studies load class-labelled data sets)")
+            f"a real target) and the data hold {n_classes} class labels; choose a classification method, or give a "
+            "real target (a Dataset with task='regression', command line --task regression)")
     if n_classes > 2 and res.formulation.multiclass == "binary":
         raise UnsupportedProblemError(
             f"formulation {res.formulation.name!r} fits two classes only (multiclass='binary'), y has {n_classes}: "

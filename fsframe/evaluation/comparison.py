@@ -224,23 +224,32 @@ def compare(
 
 
 def _random_rows(r, head: list, retrain: bool) -> list[list[str]]:
-    """A regression study's baseline rows below a method's row (``baselines = true``, when its
-    support size varies): least squares on the k features it selected (without ``retrain``; with
-    it, the method's row is that) and on k random features (the mean over the draws), k being
-    its own selection size in each split — R² only (the other cells ``-``)."""
-    ok = [f for f in r.ok_folds if f.random_r2 is not None]
-    if not ok:
-        return []
+    """A regression study's baseline rows (``baselines = true``), R² only (the other cells
+    ``-``). Below a method whose support size varies: least squares on the k features it selected
+    (without ``retrain``; with it, the method's row is that) and on k random features (the mean
+    over the draws), k its own selection size in each split. Below the all-features row, when the
+    protocol fixes k (``n_features``): least squares on k random features for each k."""
     rows = []
-    pairs = ([] if retrain else [("least squares on its k features", [f.reference_r2 for f in ok])]) + \
-        [("least squares on k random features", [f.random_r2 for f in ok])]
-    k = _stats([f.n_selected for f in ok])
-    for what, vals in pairs:
-        st = _stats(vals)
-        cells = {"method": f"{r.label}: {what}",
+
+    def row(label, vals, ks):
+        st, k = _stats(vals), _stats(ks)
+        cells = {"method": label,
                  "R²": "-" if st["mean"] is None else fmt(st["mean"], "r2") + (
                      "" if st["std"] is None else f" ± {fmt(st['std'], 'r2')}"),
                  "features": fmt(k["mean"], "n_selected") + ("" if k["std"] is None else f" ± {fmt(k['std'], 'n_selected')}"),
-                 "fits": str(len(ok))}
+                 "fits": str(len(vals))}
         rows.append([cells.get(h, "-") for h in head])
+
+    fixed: dict[int, list] = {}
+    for f in r.ok_folds:
+        for k, v in f.random_curve:
+            fixed.setdefault(int(k), []).append(v)
+    for k in sorted(fixed):
+        row(f"least squares on {k} random features", fixed[k], [k] * len(fixed[k]))
+    ok = [f for f in r.ok_folds if f.random_r2 is not None]
+    if ok:
+        ks = [f.n_selected for f in ok]
+        if not retrain:
+            row(f"{r.label}: least squares on its k features", [f.reference_r2 for f in ok], ks)
+        row(f"{r.label}: least squares on k random features", [f.random_r2 for f in ok], ks)
     return rows

@@ -203,6 +203,35 @@ def test_a_study_over_a_regression_dataset_runs_resumes_and_reports(study, diabe
     assert "\n| all features |" in text
 
 
+def test_a_regression_study_over_a_fixed_k_reports_random_features_and_draws_r2(tmp_path, diabetes):
+    """``n_features = [2, 4]`` with baselines: least squares on k random features below the
+    all-features row (the R² of the draws the study made), and the picture of R² against k."""
+    X, y = diabetes
+    text = STUDY.split("[[methods]]")[0].replace("random_draws = 3", "random_draws = 2\nn_features = [2, 4]")
+    (tmp_path / "s.toml").write_text(text + '[[methods]]\nmethod = "em-ls"\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = run_study(load_study(tmp_path / "s.toml"), tmp_path / "out")
+    (table,) = res.tables
+    base = next(r for r in table.results if r.label == "all features")
+    for f in base.ok_folds:
+        split = type("S", (), {"repeat": f.repeat, "fold": f.fold})
+        tr, te = f.train, f.test
+        for k, v in f.random_curve:
+            rnd = [r2_score(y[te], LinearRegression().fit(X[tr][:, s], y[tr]).predict(X[te][:, s]))
+                   for s in _random_subsets(X.shape[1], k, 2, 0, split)]
+            assert v == pytest.approx(np.mean(rnd), rel=1e-9)
+    report = table.report(markdown=True)
+    assert "| least squares on 2 random features |" in report and "| least squares on 4 random features |" in report
+    from fsframe.evaluation.plots import accuracy_vs_features_data
+
+    (d,) = accuracy_vs_features_data(table).values()
+    assert d["score_label"] == "test R²" and d["r"] == [2, 4]
+    for r, mean in zip(d["r"], d["accuracy"]):
+        row = next(x for x in table.results if x.label == f"em-ls r={r}")
+        assert mean == pytest.approx(np.mean([f.r2 for f in row.ok_folds]), rel=1e-12)
+
+
 def test_a_study_refuses_a_classifier_retrain_on_a_real_target(tmp_path):
     (tmp_path / "s.toml").write_text(STUDY.replace("baselines = true", 'retrain = "svm"'))
     with pytest.raises(InvalidOptionError, match="holds a real target; retrain = 'svm'"):
