@@ -29,10 +29,11 @@ def tune_then_select(args, argv, data, params, select_once) -> int:
         raise UsageError("--tune n_features and --n-features: give one")
     fixed = {k: v for k, v in params.items() if k not in ("backend", "verify")}
     jobs = 1 if args.jobs == "auto" else args.jobs
-    est = (FSRegressorCV if data.is_regression else FSSelectorCV)(args.method, tune=tuned, cv=args.tune_folds, rule=args.rule, n_jobs=jobs, dask=args.dask,
-                       random_state=args.seed, n_features=args.n_features, formulation=args.formulation,
-                       surrogate=args.surrogate, loop=args.loop, backend=params.get("backend", "auto"),
-                       params=fixed or None, progress={"on": True, "off": False}.get(args.progress))
+    tuner = FSRegressorCV if data.is_regression else FSSelectorCV  # a real target: R² on shuffled folds
+    est = tuner(args.method, tune=tuned, cv=args.tune_folds, rule=args.rule, n_jobs=jobs, dask=args.dask,
+                random_state=args.seed, n_features=args.n_features, formulation=args.formulation,
+                surrogate=args.surrogate, loop=args.loop, backend=params.get("backend", "auto"),
+                params=fixed or None, progress={"on": True, "off": False}.get(args.progress))
     X = scale_fit_transform(data.X, args.scale)
     est.fit(X, data.y)
     if args.json != "-":
