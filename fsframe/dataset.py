@@ -248,10 +248,9 @@ def _check_classes(ya: NDArray, name: str) -> None:
     if ya.dtype.kind == "f" and not np.all(ya == np.round(ya)):
         raise DataError(
             f"{name}: y looks continuous ({len(classes)} distinct float values in {ya.shape[0]} samples: "
-            f"{', '.join(f'{c:.4g}' for c in classes[:5])}, ...); fsframe selects features for classification: "
-            "discretise the target first "
-            "(e.g. y > np.median(y), or np.digitize(y, bins)), or load it as a regression target "
-            "(task='regression'; command line --task regression) for a least-squares method"
+            f"{', '.join(f'{c:.4g}' for c in classes[:5])}, ...); discretise it for a classification "
+            "method (e.g. y > np.median(y)), or give it to a least-squares method as a real target "
+            "(task='regression', --task regression)"
         )
     if len(small) == 1:
         (c, k), = small
