@@ -36,7 +36,7 @@ from pathlib import Path
 import attrs
 
 DOC = Path(__file__).resolve().parent / "cli.md"
-BUNDLED = {"breast_cancer", "wine", "iris", "digits", "synthetic"}
+BUNDLED = {"breast_cancer", "wine", "iris", "digits", "synthetic", "diabetes"}
 MADE_HERE = {"wdbc.data"}
 ELLIPSIS = "..."
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # what static tools see; at run time these load lazily (see _
     from .auxiliary import AuxSolver
     from .enums import SOLUTION_PRESENT, ProblemClass, Status
     from .estimator import FSRegressor, FSSelector
-    from .tuning import FSSelectorCV
+    from .tuning import FSRegressorCV, FSSelectorCV
     from .evaluation import CompareResult, CVResult, compare, cross_validate
     from .fitting import fit
     from .paths import PathResult, path
@@ -75,6 +75,7 @@ __all__ = [
     "FSSelector",
     "FSRegressor",
     "FSSelectorCV",
+    "FSRegressorCV",
 ]
 
 #: public name -> the module (relative to this package) that defines it; loaded on first access
@@ -112,6 +113,7 @@ _LAZY: dict[str, str] = {
     "FSSelector": ".estimator",
     "FSRegressor": ".estimator",
     "FSSelectorCV": ".tuning",
+    "FSRegressorCV": ".tuning",
 }
 
 

@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .errors import DataError, DataWarning
 
-__all__ = ["Dataset", "check_Xy", "check_regression_Xy", "check_no_silent_cast", "data_diagnostics",
+__all__ = ["Dataset", "TASKS", "check_Xy", "check_regression_Xy", "check_no_silent_cast", "data_diagnostics",
            "identifier_columns", "is_sparse", "sparse_features"]
 
 MIN_SAMPLES_PER_CLASS = 2
@@ -248,9 +248,9 @@ def _check_classes(ya: NDArray, name: str) -> None:
     if ya.dtype.kind == "f" and not np.all(ya == np.round(ya)):
         raise DataError(
             f"{name}: y looks continuous ({len(classes)} distinct float values in {ya.shape[0]} samples: "
-            f"{', '.join(f'{c:.4g}' for c in classes[:5])}, ...); fsframe selects features for classification: "
-            "discretise the target first "
-            "(e.g. y > np.median(y), or np.digitize(y, bins))"
+            f"{', '.join(f'{c:.4g}' for c in classes[:5])}, ...); discretise it for a classification "
+            "method (e.g. y > np.median(y)), or give it to a least-squares method as a real target "
+            "(task='regression', --task regression)"
         )
     if len(small) == 1:
         (c, k), = small
@@ -454,9 +454,19 @@ def _warn_awkward(X: NDArray, y: NDArray, name: str, feature_names: Sequence[str
         )
 
 
+TASKS = ("classification", "regression")
+"""What a :class:`Dataset`'s ``y`` holds: class labels, or a real target."""
+
+
+def _check_task(instance, attribute, value) -> None:
+    if not isinstance(value, str) or value not in TASKS:
+        raise DataError(f"task={value!r}: use 'classification' (class labels) or 'regression' (a real target)")
+
+
 @attrs.frozen(eq=False)
 class Dataset:
-    """A labelled classification dataset: immutable and validated on construction.
+    """A labelled dataset — class labels, or a real target (``task="regression"``): immutable
+    and validated on construction.
 
     Parameters
     ----------
@@ -466,11 +476,16 @@ class Dataset:
         densifying, the others refuse it (docs/data.md, "Sparse data").
     y : array, shape (n_samples,)
         Class labels of any hashable dtype (copied, read-only). At least two classes with at
-        least two samples each.
+        least two samples each. With ``task="regression"``: a real target, float64, finite
+        and not constant (:func:`check_regression_Xy`).
     feature_names : tuple of str, optional
         Defaults to ``("x0", "x1", ...)``.
     name : str
         Used in messages and tables.
+    task : {"classification", "regression"}
+        What ``y`` holds. A regression data set has no classes (``classes == ()``); the methods
+        whose formulation fits a real target (``l1-ls``, ``l0-ls``, ...) take it, the
+        classification methods refuse it, and the other way round (docs/glm.md).
 
     Notes
     -----
@@ -484,9 +499,12 @@ class Dataset:
     feature_names: tuple[str, ...] = attrs.field(default=None)
     name: str = "data"
     source: str | None = attrs.field(default=None, repr=False)
+    task: str = attrs.field(default="classification", kw_only=True, validator=_check_task)
 
     def __attrs_post_init__(self) -> None:
-        X, y = check_Xy(self.X, self.y, name=self.name)
+        regression = self.task == "regression"
+        X, y = check_regression_Xy(self.X, self.y, name=self.name) if regression else check_Xy(self.X, self.y,
+                                                                                                name=self.name)
         names = self.feature_names
         if names is None:
             names = tuple(f"x{j}" for j in range(X.shape[1]))
@@ -496,7 +514,7 @@ class Dataset:
                 raise DataError(
                     f"{self.name}: {len(names)} feature names for {X.shape[1]} features"
                 )
-        _warn_awkward(X, y, self.name, names)
+        _warn_awkward(X, None if regression else y, self.name, names)
         object.__setattr__(self, "X", _readonly(X))
         object.__setattr__(self, "y", _readonly(y))
         object.__setattr__(self, "feature_names", names)
@@ -504,8 +522,13 @@ class Dataset:
     # -- derived values -------------------------------------------------------------------
     @property
     def classes(self) -> tuple:
-        """Sorted distinct labels."""
-        return tuple(np.unique(self.y).tolist())
+        """Sorted distinct labels (``()`` for a regression target)."""
+        return () if self.is_regression else tuple(np.unique(self.y).tolist())
+
+    @property
+    def is_regression(self) -> bool:
+        """Whether ``y`` is a real target (``task == "regression"``)."""
+        return self.task == "regression"
 
     @property
     def is_sparse(self) -> bool:
@@ -522,16 +545,23 @@ class Dataset:
 
     @property
     def class_counts(self) -> dict:
+        """Samples per class (``{}`` for a regression target)."""
+        if self.is_regression:
+            return {}
         c, k = np.unique(self.y, return_counts=True)
         return {ci: int(ki) for ci, ki in zip(c.tolist(), k.tolist())}
 
     # -- constructors -----------------------------------------------------------------------
     @classmethod
-    def from_arrays(cls, X: ArrayLike, y: ArrayLike, *, feature_names=None, name: str = "data") -> "Dataset":
+    def from_arrays(cls, X: ArrayLike, y: ArrayLike, *, feature_names=None, name: str = "data",
+                    task: str = "classification") -> "Dataset":
         """Build from arrays (copied)."""
-        return cls(X=X, y=y, feature_names=feature_names, name=name)
+        return cls(X=X, y=y, feature_names=feature_names, name=name, task=task)
 
     def __repr__(self) -> str:
+        if self.is_regression:
+            return (f"Dataset({self.name!r}, {self.n_samples} x {self.n_features}, real target "
+                    f"[{float(np.min(self.y)):.4g}, {float(np.max(self.y)):.4g}])")
         items = list(self.class_counts.items())
         counts = ", ".join(f"{k}: {v}" for k, v in items[:10])
         if len(items) > 10:

@@ -301,24 +301,8 @@ class FSRegressor(RegressorMixin, FSSelector):
 
     def fit(self, X, y):
         """Select features and fit the sparse regression on the real target ``y``."""
-        from .fitting import is_regression
-        from .method import resolve
-
-        import scipy.sparse as sp
-
-        if sp.issparse(X):
-            raise errors.SparseInputError(
-                "FSRegressor takes a dense X: the least-squares formulation is not built from a sparse X; densify "
-                "it explicitly with X.toarray() if it fits in memory")
-        X, y = check_no_silent_cast(X, "X", name="FSRegressor"), check_no_silent_cast(y, "y", name="FSRegressor")
-        with _typed_data_errors("FSRegressor"):
-            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, accept_sparse=False)
+        X, y = self._regression_data(X, y)
         kw = self._fit_kwargs()
-        res = resolve(self.method, formulation=self.formulation, surrogate=self.surrogate, loop=self.loop)
-        if not is_regression(res.formulation):
-            raise errors.InvalidOptionError(
-                f"FSRegressor needs a regression method; {res.method or res.formulation.name!r} fits class labels "
-                "(use FSSelector)")
         result = _fit(X, y, method=self.method, formulation=self.formulation, surrogate=self.surrogate,
                       loop=self.loop, backend=self.backend, n_features=self.n_features, **kw)
         self.result_ = result
@@ -327,6 +311,29 @@ class FSRegressor(RegressorMixin, FSSelector):
         self.support_ = np.asarray(result.support, dtype=bool).copy()
         self.n_iter_ = int(result.n_iter)
         return self
+
+    def _regression_data(self, X, y) -> tuple:
+        """``(X, y)`` checked as scikit-learn checks a regressor's (dense float64 ``X``, numeric
+        ``y``), after refusing a sparse ``X`` and a classification method, typed."""
+        from .fitting import is_regression
+        from .method import resolve
+
+        import scipy.sparse as sp
+
+        who = type(self).__name__
+        if sp.issparse(X):
+            raise errors.SparseInputError(
+                f"{who} takes a dense X: the least-squares formulation is not built from a sparse X; densify "
+                "it explicitly with X.toarray() if it fits in memory")
+        X, y = check_no_silent_cast(X, "X", name=who), check_no_silent_cast(y, "y", name=who)
+        with _typed_data_errors(who):
+            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, accept_sparse=False)
+        res = resolve(self.method, formulation=self.formulation, surrogate=self.surrogate, loop=self.loop)
+        if not is_regression(res.formulation):
+            raise errors.InvalidOptionError(
+                f"{who} needs a regression method; {res.method or res.formulation.name!r} fits class labels "
+                "(use FSSelector)")
+        return X, y
 
     def predict(self, X):
         """The fitted values ``X @ coef_ + intercept_``."""

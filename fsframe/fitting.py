@@ -479,12 +479,43 @@ def training_data(X, y, *, regression: bool = False) -> tuple:
     if isinstance(X, Dataset):
         if y is not None:
             raise InvalidOptionError("pass either a Dataset or X and y, not both")
-        if regression:
-            raise InvalidOptionError("a Dataset holds class labels; pass X and a real y to a regression method")
+        if X.is_regression != regression:
+            raise InvalidOptionError(task_mismatch(None, regression, X))
         return (X.X.copy() if X.is_sparse else np.array(X.X)), np.array(X.y), X.feature_names
     names = _column_names(X)
     Xa, ya = check_regression_Xy(X, y, warn=True) if regression else check_Xy(X, y, warn=True)
     return Xa, ya, names
+
+
+def task_mismatch(labels, regression: bool, data=None, *, name: str = "data", n_classes: int = 0) -> str:
+    """The message of methods meeting the other task's data set (``data``: a
+    :class:`~fsframe.dataset.Dataset`, or its ``name`` and ``n_classes``): names the methods
+    (``labels``: a name or a list of them), what they fit, and the data."""
+    if data is not None:
+        name, n_classes = data.name, len(data.classes)
+    labels = [labels] if isinstance(labels, str) or labels is None else list(labels)
+    many = len(labels) > 1
+    who = ("the method" if labels == [None] else ", ".join(repr(lab) for lab in labels)) + (" are" if many else " is")
+    kind = "regression method" + ("s" if many else "")
+    if regression:
+        return (f"{who} {'' if many else 'a '}{kind} (fitting a real target) and data set {name!r} holds "
+                f"{n_classes} class labels: choose a classification method, or load a real target "
+                "(Dataset(..., task='regression'); command line --task regression)")
+    kind = "classification method" + ("s" if many else "")
+    return (f"{who} {'' if many else 'a '}{kind} and data set {name!r} holds a real target "
+            "(task='regression'): choose a regression method (l1-ls, l0-ls, em-ls, ...: fsframe methods), or load "
+            "class labels")
+
+
+def check_task(res: Resolved, data) -> None:
+    """Raise :class:`~fsframe.errors.InvalidOptionError` before any work when the method of ``res``
+    and the :class:`~fsframe.dataset.Dataset` ``data`` are for different tasks (a regression method
+    on class labels, a classification method on a real target), naming both; then
+    :func:`check_classes` on the data's classes."""
+    regression = is_regression(res.formulation)
+    if regression != data.is_regression:
+        raise InvalidOptionError(task_mismatch(res.method or res.formulation.name, regression, data))
+    check_classes(res, len(data.classes))
 
 
 def check_n_features(n_features, res: Resolved, Xa) -> None:
@@ -508,8 +539,8 @@ def check_classes(res: Resolved, n_classes: int) -> None:
     if n_classes and is_regression(res.formulation):
         raise InvalidOptionError(
             f"{res.method or res.formulation.name!r} is a regression method (formulation {res.formulation.name!r} fits "
-            f"a real target) and the data hold {n_classes} class labels; fit a real target with fsframe.fit(X, y) or "
-            "fsframe.FSRegressor (the command line, cross-validation and studies load class-labelled data sets)")
+            f"a real target) and the data hold {n_classes} class labels; choose a classification method, or give a "
+            "real target (a Dataset with task='regression', command line --task regression)")
     if n_classes > 2 and res.formulation.multiclass == "binary":
         raise UnsupportedProblemError(
             f"formulation {res.formulation.name!r} fits two classes only (multiclass='binary'), y has {n_classes}: "

@@ -146,9 +146,10 @@ class Formulation(abc.ABC):
     """``"classification"``: ``build`` receives class codes (``-1``/``+1``, or integers for a native
     multi-class model); ``"regression"``: a real target, passed as given (least squares).
     :func:`fsframe.fit` validates ``y`` accordingly, ``FitResult.classes`` is then ``()`` and
-    ``predict`` the fitted values; class-labelled surfaces (the command line, cross-validation,
-    studies) refuse a regression formulation with a typed error, and :class:`fsframe.FSRegressor`
-    is its estimator."""
+    ``predict`` the fitted values; the surfaces that load data sets (the command line,
+    cross-validation, studies) take it on a regression data set (``Dataset(task="regression")``)
+    and refuse it on class labels with a typed error, and :class:`fsframe.FSRegressor` is its
+    estimator."""
     pricing: ClassVar[str | None] = "reduced-costs"
     """How the core prices a feature group it leaves out of a working set
     (:mod:`fsframe.working_set`): ``"reduced-costs"`` — the group's columns at zero against the

@@ -35,14 +35,14 @@ from typing import Any, Mapping
 import attrs
 import numpy as np
 from . import errors
-from .estimator import FSSelector
+from .estimator import FSRegressor, FSSelector
 from .evaluation.engine import Task, execute
 from .evaluation.splits import make_splits
 from .grids import MAX_POINTS, POINTS_PER_DECADE, declared_parameter, integer_grid, no_grid_message
 from .paths import path
 from .progress import progress_bar
 
-__all__ = ["FSSelectorCV", "RULES"]
+__all__ = ["FSSelectorCV", "FSRegressorCV", "RULES"]
 
 RULES = ("best", "1se")
 """``best``: the highest mean test score; ``1se``: the fewest mean selected features within one
@@ -62,6 +62,7 @@ class _Cell:
     backend: str | None = None  # a registered name, None for "auto" (what the engine checks on a worker)
     label: str = "tune"
     error_score: object = "raise"
+    score: str = "accuracy"  # the PathPoint attribute scored: "accuracy", or "r2" for a regression
 
 
 def _fold_scores(X, y, split, cell: _Cell, raise_errors: bool) -> dict:
@@ -80,7 +81,7 @@ def _fold_scores(X, y, split, cell: _Cell, raise_errors: bool) -> dict:
         try:
             points = path(Xtr, ytr, cell.method, validation=(Xte, yte), progress=False,
                           **{**kw, cell.inner: list(cell.inner_values)}).points
-            rows = [(q.accuracy, q.n_selected, q.seconds) for q in points]
+            rows = [(_score(q, cell.score), q.n_selected, q.seconds) for q in points]
         except errors.SolverFailedError:
             if isinstance(cell.error_score, str):
                 raise
@@ -89,7 +90,7 @@ def _fold_scores(X, y, split, cell: _Cell, raise_errors: bool) -> dict:
                 try:
                     q = path(Xtr, ytr, cell.method, validation=(Xte, yte), progress=False,
                              **{**kw, cell.inner: [v]}).points[0]
-                    rows.append((q.accuracy, q.n_selected, q.seconds))
+                    rows.append((_score(q, cell.score), q.n_selected, q.seconds))
                 except errors.SolverFailedError as exc:
                     failed.append(f"{cell.inner}={v:g}" + ("" if r is None else f", n_features={r}") + f": {exc}")
                     rows.append((float(cell.error_score), np.nan, np.nan))
@@ -97,6 +98,16 @@ def _fold_scores(X, y, split, cell: _Cell, raise_errors: bool) -> dict:
         n_sel += [n for _, n, _ in rows]
         seconds += [t for _, _, t in rows]
     return {"score": scores, "n_selected": n_sel, "seconds": seconds, "failed": failed}
+
+
+def _score(point, name: str) -> float:
+    """A path point's test score ``name``. R² on a constant test target (undefined) is
+    scikit-learn's ``r2_score`` default (``force_finite``): 1 for exact predictions, else 0 — the
+    score ``GridSearchCV`` would give that fold."""
+    v = getattr(point, name)
+    if v is None and name == "r2":
+        return 1.0 if point.mse == 0.0 else 0.0
+    return np.nan if v is None else float(v)
 
 
 class FSSelectorCV(FSSelector):
@@ -254,12 +265,9 @@ class FSSelectorCV(FSSelector):
         -------
         self
         """
-        self._refuse_regression()
-        X, _, y_idx = self._training_data(X, y)
+        X, y_idx, splits = self._cv_data(X, y)
         tuned = self._tuned()
         fixed = self._fixed(tuned)
-        splits, _ = make_splits(y_idx, self.cv, random_state=self.random_state, X=X)
-        _check_training_parts(splits, y_idx)
         grids, rule = self._grids(X, y_idx, tuned, fixed)
         inner = tuned[0]
         outer = grids["n_features"] if len(tuned) == 2 else (None,)
@@ -269,10 +277,11 @@ class FSSelectorCV(FSSelector):
         run_kw.update(formulation=self.formulation, surrogate=self.surrogate, loop=self.loop, backend=self.backend)
         cell = _Cell(self.method, comps, run_kw, inner, grids[inner], tuple(outer),
                      backend=self.backend if isinstance(self.backend, str) and self.backend != "auto" else None,
-                     error_score=self.error_score)
+                     error_score=self.error_score, score=self._score_name)
         tasks = [Task(0, s, cell, name=f"fold {s.fold}") for s in splits]
         folds: list = [None] * len(tasks)
-        bar = progress_bar(self.progress, total=len(tasks), desc=f"FSSelectorCV {self.method or ''} {'/'.join(tuned)}")
+        who = type(self).__name__
+        bar = progress_bar(self.progress, total=len(tasks), desc=f"{who} {self.method or ''} {'/'.join(tuned)}")
 
         def done(i, rec, _clock):
             folds[i] = rec
@@ -284,15 +293,15 @@ class FSSelectorCV(FSSelector):
         finally:
             bar.close()
         if interrupted or any(f is None for f in folds):
-            raise KeyboardInterrupt("FSSelectorCV was interrupted before every fold finished")
+            raise KeyboardInterrupt(f"{who} was interrupted before every fold finished")
         failed = [msg for f in folds for msg in f["failed"]]
         if failed:
-            warnings.warn(f"FSSelectorCV: {len(failed)} fit(s) of grid points failed and score error_score="
+            warnings.warn(f"{who}: {len(failed)} fit(s) of grid points failed and score error_score="
                           f"{self.error_score!r} (first: {failed[0]})", errors.ConvergenceWarning, stacklevel=2)
         combos = [({inner: v} if r is None else {inner: v, "n_features": int(r)}) for r in outer
                   for v in grids[inner]]
         self.cv_results_ = _cv_results(combos, folds)
-        self.best_index_ = _choose(self.cv_results_, self.rule, len(folds))
+        self.best_index_ = _choose(self.cv_results_, self.rule, len(folds), who)
         self.best_params_ = dict(combos[self.best_index_])
         self.best_score_ = float(self.cv_results_["mean_test_score"][self.best_index_])
         self.grid_ = {k: list(v) for k, v in grids.items()}
@@ -319,9 +328,86 @@ class FSSelectorCV(FSSelector):
                 extra[k] = v
         self.params = extra or saved[1]
         try:
-            super().fit(X, y)
+            self._fit_once(X, y)
         finally:
             self.n_features, self.params, self.C, self.alpha = saved
+
+    # -- what the regression flavour changes ----------------------------------------------------
+    _score_name = "accuracy"
+    """The path point's test score the folds report (:class:`FSRegressorCV`: ``"r2"``)."""
+
+    def _cv_data(self, X, y) -> tuple:
+        """``(X, the y the folds fit, splits)``: class codes and stratified folds, each training
+        part a fittable classification."""
+        self._refuse_regression()
+        X, _, y_idx = self._training_data(X, y)
+        splits, _ = make_splits(y_idx, self.cv, random_state=self.random_state, X=X)
+        _check_training_parts(splits, y_idx)
+        return X, y_idx, splits
+
+    def _fit_once(self, X, y) -> None:
+        """The one fit on all the data at the chosen point."""
+        FSSelector.fit(self, X, y)
+
+
+class FSRegressorCV(FSRegressor, FSSelectorCV):
+    """:class:`~fsframe.estimator.FSRegressor` whose sparsity is chosen by cross-validation, as
+    :class:`FSSelectorCV` chooses a classifier's (the same grids, rules and ``cv_results_``), in
+    scikit-learn's ``LassoCV`` style: the folds are shuffled k-fold (not stratified: the target
+    is real) and a grid point scores the coefficient of determination R² of its fitted values on
+    each test part (scikit-learn's ``r2_score``, whose default gives a constant test target 1 for
+    exact predictions, else 0; ``best_score_`` is its mean), as ``GridSearchCV`` scores a regressor.
+
+    Parameters are :class:`FSSelectorCV`'s; the method (default ``"l1-ls"``) must fit a real
+    target (``l1-ls``, ``l0-ls``, ``em-ls``, ``log-ls``: ``fsframe methods``), otherwise ``fit``
+    raises :class:`~fsframe.errors.InvalidOptionError`. The refit is an ``FSRegressor`` fit:
+    ``coef_`` of shape ``(n_features_in_,)``, a float ``intercept_``, ``predict`` the fitted
+    values, ``score`` R².
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 8))
+    >>> y = X[:, 0] - 2 * X[:, 3] + 0.1 * rng.normal(size=60)
+    >>> est = FSRegressorCV("l1-ls", cv=3).fit(X, y)
+    >>> est.get_support().nonzero()[0].tolist(), est.best_score_ > 0.95
+    ([0, 3], True)
+    """
+
+    fit = FSSelectorCV.fit
+    _score_name = "r2"
+
+    def __init__(self, method: str | None = "l1-ls", *, tune=None, grid: Mapping | None = None, cv=5,
+                 rule: str = "best", n_jobs: int = 1, dask=None, points_per_decade: int = POINTS_PER_DECADE,
+                 max_points: int = MAX_POINTS, random_state: int | None = 0, progress=None, error_score=np.nan,
+                 C: float | None = None, alpha: float | None = None, n_features: int | None = None,
+                 max_iter: int | None = None, tol: float | None = None, formulation: str | None = None,
+                 surrogate: str | None = None, loop: str | None = None, backend: str = "auto",
+                 params: Mapping[str, Any] | None = None):
+        FSSelectorCV.__init__(self, method, tune=tune, grid=grid, cv=cv, rule=rule, n_jobs=n_jobs, dask=dask,
+                              points_per_decade=points_per_decade, max_points=max_points,
+                              random_state=random_state, progress=progress, error_score=error_score, C=C,
+                              alpha=alpha, n_features=n_features, max_iter=max_iter, tol=tol,
+                              formulation=formulation, surrogate=surrogate, loop=loop, backend=backend,
+                              params=params)
+
+    def _cv_data(self, X, y) -> tuple:
+        """``(X, y, splits)``: a dense X and a real target checked as :class:`FSRegressor` checks
+        them, shuffled k-fold splits, each training part at least 2 samples of a non-constant
+        target."""
+        X, y = self._regression_data(X, y)
+        splits, _ = make_splits(y, self.cv, random_state=self.random_state, X=X, regression=True)
+        for s in splits:
+            part = y[s.train]
+            if part.size < 2 or np.all(part == part[0]):
+                raise errors.DataError(
+                    f"FSRegressorCV: the training part of fold {s.fold} has a constant target ({part.size} samples); "
+                    "use fewer folds (cv=...) or more samples")
+        return X, y, splits
+
+    def _fit_once(self, X, y) -> None:
+        FSRegressor.fit(self, X, y)
 
 
 def _check_training_parts(splits, y_idx) -> None:
@@ -369,13 +455,13 @@ def _cv_results(combos: list[dict], folds: list[dict]) -> dict:
     return out
 
 
-def _choose(results: dict, rule: str, k: int) -> int:
+def _choose(results: dict, rule: str, k: int, who: str = "FSSelectorCV") -> int:
     """The chosen row: the best mean score (ties: fewer mean features, then the earlier point),
     or with ``"1se"`` the fewest mean features among rows within one standard error
     (``std / sqrt(k)`` of the best row's fold scores) of the best mean score."""
     mean, std, nsel = results["mean_test_score"], results["std_test_score"], results["mean_n_selected"]
     if not np.isfinite(mean).any():
-        raise errors.SolverFailedError("FSSelectorCV: every grid point failed in some fold (no finite mean score); "
+        raise errors.SolverFailedError(f"{who}: every grid point failed in some fold (no finite mean score); "
                                        "see the warnings, or set error_score='raise' to see the first failure")
     mean = np.where(np.isfinite(mean), mean, -np.inf)  # a point that failed somewhere is never chosen
     nsel = np.where(np.isfinite(nsel), nsel, np.inf)

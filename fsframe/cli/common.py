@@ -90,13 +90,11 @@ GRID_FLAGS = ("alpha", "C", "delta")
 ``--grid KEY=V1,V2``."""
 
 
-def refuse_regression(args, data) -> None:
-    """Raise :class:`~fsframe.errors.InvalidOptionError` when the command's method fits a real
-    target: a command loads a class-labelled data set (:func:`fsframe.fitting.check_classes`)."""
-    from ..fitting import check_classes
+def check_task(args, data) -> None:
+    """Raise :class:`~fsframe.errors.InvalidOptionError` when the command's method and the data set
+    it loaded are for different tasks (a regression method on class labels, a classification
+    method on a real target: :func:`fsframe.fitting.check_task`), naming both."""
+    from ..fitting import check_task as check
     from ..method import resolve
 
-    res = resolve(args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop)
-    import numpy as np
-
-    check_classes(res, len(np.unique(np.asarray(data.y))))
+    check(resolve(args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop), data)

@@ -19,6 +19,8 @@ def load_data(args):
 def loader_options(args) -> dict:
     """The loader options the data flags give (``--label-column``, ``--drop-columns``, ``--loader-opt``)."""
     opts: dict[str, Any] = {} if args.format is None else {"format": args.format}
+    if getattr(args, "task", None) is not None:
+        opts["task"] = args.task
     if args.label_column is not None:
         opts["label_column"] = label_column(args.label_column)
     if args.drop_columns:
@@ -67,6 +69,9 @@ def cv_spec(args):
 
 
 def dataset_line(d) -> str:
+    if d.is_regression:
+        return (f"{d.name}: {d.n_samples} samples x {d.n_features} features, real target "
+                f"(from {float(d.y.min()):.4g} to {float(d.y.max()):.4g})")
     counts = ", ".join(f"{k}: {v}" for k, v in d.class_counts.items())
     return f"{d.name}: {d.n_samples} samples x {d.n_features} features, classes {{{counts}}}"
 

@@ -76,8 +76,11 @@ _positive_float = _arg_type(float, lambda v: 0 < v < math.inf, "a positive numbe
 def _add_data_args(p) -> None:
     p.add_argument("data", metavar="DATA",
                    help="a data file (CSV/TSV/.data/.txt, LIBSVM .svm/.libsvm, ARFF, MATLAB .mat; .gz read through) "
-                        "or a bundled dataset: breast_cancer, wine, iris, digits, synthetic")
+                        "or a bundled dataset: breast_cancer, wine, iris, digits, synthetic; diabetes (a real target)")
     g = p.add_argument_group("data loading")
+    g.add_argument("--task", choices=("classification", "regression"),
+                   help="what the label column holds: class labels (default) or a real target for a regression "
+                        "method (l1-ls, l0-ls, ...); a bundled data set has its own (diabetes: regression)")
     g.add_argument("--format", choices=("csv", "svmlight", "arff", "mat"), help="file format (default: from the extension)")
     g.add_argument("--label-column", metavar="C",
                    help="label column: index (negative counts from the end) or header name "

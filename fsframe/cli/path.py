@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from .common import EXIT_OK, GRID_FLAGS, UsageError, parse_value, refuse_regression
+from .common import EXIT_OK, GRID_FLAGS, UsageError, parse_value, check_task
 from .evaluate import dataset_line, load_data, method_params
 from .output import check_output_paths, meta, write_json
 
@@ -40,9 +40,14 @@ def grid_of(args) -> tuple[str | None, object]:
     return given[0] if given else (None, None)
 
 
-def _split(y, fraction: float, seed: int):
-    """Stratified train/validation indices: ``fraction`` of each class to validation."""
+def _split(y, fraction: float, seed: int, *, regression: bool = False):
+    """Train/validation indices: ``fraction`` of each class to validation (stratified), or of all
+    samples drawn at random for a real target (``regression``)."""
     rng = np.random.default_rng(seed)
+    if regression:
+        idx = rng.permutation(len(y))
+        k = int(round(fraction * len(y)))
+        return np.sort(idx[k:]), np.sort(idx[:k])
     val = []
     for c in np.unique(y):
         idx = rng.permutation(np.flatnonzero(y == c))
@@ -65,7 +70,7 @@ def cmd_path(args, argv) -> int:
 
         _pyplot()  # fail before the path when matplotlib is missing
     data = load_data(args)
-    refuse_regression(args, data)
+    check_task(args, data)
     params, _ = method_params(args)
     if name in params:
         raise UsageError(f"{name} is both swept and set with --set; drop one")
@@ -73,7 +78,7 @@ def cmd_path(args, argv) -> int:
     y = np.asarray(data.y)
     validation = None
     if args.validation is not None:
-        tr, va = _split(y, args.validation, args.seed)
+        tr, va = _split(y, args.validation, args.seed, regression=data.is_regression)
         Xtr, Xva = _scale(X[tr], X[va], args.scale)
         X, validation = Xtr, (Xva, y[va])
         y = y[tr]

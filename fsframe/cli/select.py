@@ -8,11 +8,11 @@ import time
 import numpy as np
 
 from ..evaluation import (accuracy_score, component_dict, cross_validate, environment_versions,
-                          facts_text, format_components, scale_fit_transform, to_jsonable)
+                          facts_text, format_components, r2_score, scale_fit_transform, to_jsonable)
 from ..fitting import fit
 from ..method import sparsity_knobs
 from ..results import backend_text, solver_label
-from .common import EXIT_OK, UsageError, refuse_regression
+from .common import EXIT_OK, UsageError, check_task
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
 from .output import check_output_paths, meta, table, write_csv, write_json
 from .tune import tune_then_select
@@ -52,7 +52,7 @@ def cmd_select(args, argv) -> int:
                          "(and --surrogate) for a custom combination")
     check_output_paths(args)
     data = load_data(args)
-    refuse_regression(args, data)
+    check_task(args, data)
     params, _ = method_params(args)
     if args.tune is not None:
         return tune_then_select(args, argv, data, params, _select_once)
@@ -102,7 +102,10 @@ def _select_once(args, argv, data, params) -> int:
                   "loop": component_dict(res.loop), "kernel": component_dict(res.transform)}
     info = res.per_class[0].info if ovr else res.info
     solver = info.get("backend_version")
-    train_acc = accuracy_score(data.y, res.predict(X))
+    if data.is_regression:  # R² of the fitted values, scikit-learn's definition (fsframe.evaluation.r2_score)
+        train_score, score_name = r2_score(data.y, res.predict(X)), "training_r2"
+    else:
+        train_score, score_name = accuracy_score(data.y, res.predict(X)), "training_accuracy"
     if args.json != "-":
         print(f"{label} on {dataset_line(data)}")
         print(f"  model: {format_components(components, resolved=facts)}; {backend_text(res.backend, solver)}")
@@ -161,12 +164,15 @@ def _select_once(args, argv, data, params) -> int:
         i = res.info
         print(f"time {i.get('seconds', wall):.3f} s (build {i.get('build_seconds', 0):.3f}, compile "
               f"{i.get('compile_seconds', 0):.3f}, solve {i.get('solve_seconds', 0):.3f})")
-        print(f"training accuracy {100 * train_acc:.2f}% (on the data the model was fitted to; "
-              f"--cv 10 estimates test accuracy)")
+        if data.is_regression:
+            print(f"training R² {train_score:.4f} (on the data the model was fitted to; --cv 10 estimates test R²)")
+        else:
+            print(f"training accuracy {100 * train_score:.2f}% (on the data the model was fitted to; "
+                  f"--cv 10 estimates test accuracy)")
     if args.json:
         out = {**meta(args, argv),
                "dataset": {"name": data.name, "source": data.source, "n_samples": data.n_samples,
-                           "n_features": data.n_features, "classes": to_jsonable(classes),
+                           "n_features": data.n_features, "task": data.task, "classes": to_jsonable(classes),
                            "class_counts": {str(k): v for k, v in data.class_counts.items()},
                            "feature_names": names},
                "method": args.method, "components": components, "params": to_jsonable(res.params),
@@ -176,7 +182,7 @@ def _select_once(args, argv, data, params) -> int:
                "result": to_jsonable(res.to_dict()),
                "selected_names": None if kernel else [names[j] for j in res.selected],
                "coef": to_jsonable(np.asarray(res.coef).tolist()), "intercept": to_jsonable(np.asarray(res.intercept).tolist()),
-               "classes": to_jsonable(classes), "training_accuracy": train_acc,
+               "classes": to_jsonable(classes), score_name: train_score,
                "facts": to_jsonable(facts), "history": [to_jsonable(h.as_dict()) for h in res.history]}
         write_json(args.json, out)
     if args.csv:

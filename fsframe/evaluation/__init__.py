@@ -39,7 +39,7 @@ from .._lazy import lazy_attribute, lazy_dir
 if TYPE_CHECKING:  # what static tools see; at run time these load lazily (see __getattr__)
     from .comparison import CompareResult, compare
     from .config import accepted_parameters, component_dict, format_components
-    from .metrics import METRIC_LABELS, METRICS, accuracy_score, mcc_score
+    from .metrics import METRIC_LABELS, METRICS, accuracy_score, mae_score, mcc_score, mse_score, r2_score
     from .preprocess import SCALINGS, scale_fit_transform
     from .records import CVResult, FoldRecord, Progress
     from .report import describe_protocol, facts_text
@@ -61,6 +61,9 @@ __all__ = [
     "make_splits",
     "accuracy_score",
     "mcc_score",
+    "r2_score",
+    "mse_score",
+    "mae_score",
     "selection_frequency",
     "nogueira_stability",
     "kuncheva_index",
@@ -92,6 +95,9 @@ _LAZY: dict[str, str] = {
     "METRICS": ".metrics",
     "accuracy_score": ".metrics",
     "mcc_score": ".metrics",
+    "r2_score": ".metrics",
+    "mse_score": ".metrics",
+    "mae_score": ".metrics",
     "SCALINGS": ".preprocess",
     "scale_fit_transform": ".preprocess",
     "CVResult": ".records",

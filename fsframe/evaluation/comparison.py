@@ -12,7 +12,7 @@ from ..dataset import Dataset
 from ..errors import InvalidOptionError
 from ..plugins import get_registry
 from .config import _accepts, accepted_parameters
-from .records import CVResult, Progress
+from .records import CVResult, Progress, _stats
 from .report import describe_protocol, fmt, target_text, wrap
 from .runner import EvaluationInterrupted, _emit_warnings, _run
 from .serialize import to_jsonable
@@ -95,6 +95,8 @@ class CompareResult:
             if "fits" in head:
                 row.append(str(len(r.ok_folds)))
             body.append(row)
+            if regression:
+                body += _random_rows(r, head, retrain)
         if markdown:
             lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "--:" for i in range(len(head))) + "|"]
             lines += ["| " + " | ".join(row) + " |" for row in body]
@@ -219,3 +221,35 @@ def compare(
     if interrupted:
         raise EvaluationInterrupted(out)
     return out
+
+
+def _random_rows(r, head: list, retrain: bool) -> list[list[str]]:
+    """A regression study's baseline rows (``baselines = true``), R² only (the other cells
+    ``-``). Below a method whose support size varies: least squares on the k features it selected
+    (without ``retrain``; with it, the method's row is that) and on k random features (the mean
+    over the draws), k its own selection size in each split. Below the all-features row, when the
+    protocol fixes k (``n_features``): least squares on k random features for each k."""
+    rows = []
+
+    def row(label, vals, ks):
+        st, k = _stats(vals), _stats(ks)
+        cells = {"method": label,
+                 "R²": "-" if st["mean"] is None else fmt(st["mean"], "r2") + (
+                     "" if st["std"] is None else f" ± {fmt(st['std'], 'r2')}"),
+                 "features": fmt(k["mean"], "n_selected") + ("" if k["std"] is None else f" ± {fmt(k['std'], 'n_selected')}"),
+                 "fits": str(len(vals))}
+        rows.append([cells.get(h, "-") for h in head])
+
+    fixed: dict[int, list] = {}
+    for f in r.ok_folds:
+        for k, v in f.random_curve:
+            fixed.setdefault(int(k), []).append(v)
+    for k in sorted(fixed):
+        row(f"least squares on {k} random features", fixed[k], [k] * len(fixed[k]))
+    ok = [f for f in r.ok_folds if f.random_r2 is not None]
+    if ok:
+        ks = [f.n_selected for f in ok]
+        if not retrain:
+            row(f"{r.label}: least squares on its k features", [f.reference_r2 for f in ok], ks)
+        row(f"{r.label}: least squares on k random features", [f.random_r2 for f in ok], ks)
+    return rows

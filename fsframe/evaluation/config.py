@@ -63,9 +63,11 @@ class _Config:
 
 
 def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, retrain_C, n_columns, n_samples,
-                 n_classes: int = 2) -> _Config:
+                 n_classes: int = 2, task: str | None = None, dataset: str = "data") -> _Config:
+    """A validated configuration; with ``task`` (the data set's: ``"classification"`` or
+    ``"regression"``), a method of the other task is refused naming both."""
     # the fit driver loads the compiler (and Pyomo): not for `fsframe methods`
-    from ..fitting import check_classes, is_regression, make_options
+    from ..fitting import check_classes, is_regression, make_options, task_mismatch
 
     spec = dict(spec)
     method = spec.pop("method", None)
@@ -81,6 +83,9 @@ def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, 
     if fit_options.pop("keep_model", False):
         raise InvalidOptionError("keep_model=True is not supported in cross-validation (models are not returned)")
     res = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **spec)
+    if task is not None and is_regression(res.formulation) != (task == "regression"):
+        raise InvalidOptionError(task_mismatch(label, is_regression(res.formulation), name=dataset,
+                                               n_classes=n_classes))
     check_classes(res, n_classes)
     options = make_options(time_limit=fit_options.get("time_limit"), verbose=fit_options.get("verbose", False),
                            backend_options=fit_options.get("backend_options"))

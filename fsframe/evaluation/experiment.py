@@ -77,7 +77,7 @@ def _retrain_desc(retrain, C) -> str | None:
     if retrain is None:
         return None
     return (f"SVC(kernel='linear', C={C:g})" if retrain == "svm" else f"LinearSVC(C={C:g})"
-            if retrain == "linear-svc" else repr(retrain))
+            if retrain == "linear-svc" else "LinearRegression()" if retrain == "ls" else repr(retrain))
 
 
 def _plan(study: Study):
@@ -86,7 +86,16 @@ def _plan(study: Study):
     C = _check_common(prot.scale, 1, "record", prot.retrain_estimator(), prot.retrain_C)
     data, tasks, metas, groups = [], [], [], []
     for dspec in study.datasets:
-        X, y, dsinfo = _as_data(dspec.load(), None, prot.scale)
+        loaded = dspec.load()
+        regression = getattr(loaded, "is_regression", False)
+        task = "regression" if regression else "classification"
+        if regression and prot.retrain not in (None, "ls"):
+            raise InvalidOptionError(f"{study.name}: data set {dspec.name!r} holds a real target; retrain = "
+                                     f"{prot.retrain!r} is a classifier: use retrain = \"ls\" or none")
+        if not regression and prot.retrain == "ls":
+            raise InvalidOptionError(f"{study.name}: retrain = \"ls\" refits least squares, and data set "
+                                     f"{dspec.name!r} holds class labels: use a classifier or none")
+        X, y, dsinfo = _as_data(loaded, None, prot.scale, regression=regression)
         dsinfo = dict(dsinfo, name=dspec.name, source=dspec.source)
         if dspec.note:
             dsinfo["note"] = dspec.note
@@ -94,7 +103,9 @@ def _plan(study: Study):
         data.append((X, y))
         dhash = data_fingerprint(X, y)
         cv = prot.cv if dspec.cv is None else dspec.cv
-        drawn = {seed: make_splits(y, cv, repeats=prot.repeats, random_state=seed, X=X) for seed in study.seeds}
+        drawn = {seed: make_splits(y, cv, repeats=prot.repeats, random_state=seed, X=X, regression=regression)
+                 for seed in study.seeds}
+        n_classes = 0 if regression else len(np.unique(y))
         n_train = int(drawn[study.seeds[0]][0][0].train.size)
         retrain = prot.retrain_estimator(n_train)
         # an n_features grid shared by data sets of different widths: each runs the r it has
@@ -103,7 +114,8 @@ def _plan(study: Study):
             raise InvalidOptionError(f"{study.name}: every n_features value exceeds the {X.shape[1]} features of "
                                      f"data set {dspec.name!r}")
         configs = [_make_config(m.label, m.spec, n_features=None, scale=prot.scale, retrain=retrain, retrain_C=C,
-                                n_columns=X.shape[1], n_samples=X.shape[0], n_classes=len(np.unique(y)))
+                                n_columns=X.shape[1], n_samples=X.shape[0], n_classes=n_classes, task=task,
+                                dataset=dspec.name)
                    for m in specs]
         evaluation = {"scale": prot.scale, "retrain": prot.retrain, "retrain_C": C}
         if prot.retrain in ("tuned-svm", "tuned-linear-svc"):
@@ -111,11 +123,13 @@ def _plan(study: Study):
         for seed in study.seeds:
             splits, protocol = drawn[seed]
             protocol = dict(protocol, scale=prot.scale, retrain=_retrain_desc(retrain, C), name=prot.name)
+            if regression:
+                protocol["task"] = "regression"
             group = {"dataset": dsinfo, "seed": seed, "protocol": protocol, "n_splits": len(splits),
                      "data_sha256": dhash, "configs": [], "cells": []}
             cell_configs = plan_configs(prot, configs, [m.tune for m in specs], shape=X.shape,
-                                        n_classes=len(np.unique(y)), n_train=n_train, retrain=retrain, C=C, seed=seed,
-                                        where=f"{study.name}, data set {dspec.name}")
+                                        n_classes=n_classes, n_train=n_train, retrain=retrain, C=C, seed=seed,
+                                        where=f"{study.name}, data set {dspec.name}", regression=regression)
             for cfg in cell_configs:
                 cd = _config_dict(cfg)
                 group["configs"].append({"label": cfg.label, "groups": cfg.groups, **cd})

@@ -16,6 +16,18 @@ _CAPTIONS = {"accuracy_vs_features": "Test accuracy against the number of select
              "sweep": "Accuracy and support size against the swept parameter (mean ± std over splits)"}
 
 
+def _caption(kind: str, table) -> str:
+    """The caption of a picture of ``table`` (a regression's score is R², not accuracy)."""
+    text = _CAPTIONS[kind]
+    if table.protocol.get("task") == "regression":
+        text = text.replace("Test accuracy", "Test R²").replace("Accuracy", "R²")
+    return text
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]  # "Test R²" -> "test R²" (str.lower would write r²)
+
+
 def write_report(result, *, fmt: str = "md", plots: bool = True) -> Path:
     """Write ``report.md`` (or ``report.html``) and the pictures (``img/*.png`` and ``.svg``) into the
     results folder of ``result`` (a :class:`~fsframe.evaluation.experiment.StudyResult`); returns the page."""
@@ -30,8 +42,8 @@ def write_report(result, *, fmt: str = "md", plots: bool = True) -> Path:
         if plots:
             for kind, data in figures_for(t):
                 stem = root / "img" / f"{slug(name)}-{kind}"
-                draw(kind, data, stem, title=f"{name}: {_CAPTIONS[kind].split(' (')[0].lower()}")
-                images.append((kind, f"img/{stem.name}.png"))
+                draw(kind, data, stem, title=f"{name}: {_lower_first(_caption(kind, t).split(' (')[0])}")
+                images.append((_caption(kind, t), f"img/{stem.name}.png"))
         sections.append((name, t, images))
     head = (f"study {m.get('study')}: {m.get('n_cells')} cells, engine {m.get('engine')}, started {m.get('started')}, "
             f"finished {m.get('finished') or 'NOT (interrupted or running)'}; fsframe "
@@ -44,16 +56,16 @@ def write_report(result, *, fmt: str = "md", plots: bool = True) -> Path:
         for name, t, images in sections:
             body.append(f"<h2>{html.escape(name)}</h2>")
             body.append(f"<pre>{html.escape(t.report())}</pre>")
-            for kind, src in images:
-                body.append(f'<figure><img src="{src}" alt="{kind}"><figcaption>{html.escape(_CAPTIONS[kind])}'
-                            "</figcaption></figure>")
+            for caption, src in images:
+                body.append(f'<figure><img src="{src}" alt="{html.escape(caption)}"><figcaption>'
+                            f"{html.escape(caption)}</figcaption></figure>")
         return _write(root / "report.html", "<!doctype html>\n<meta charset=\"utf-8\">\n<title>fsframe report</title>\n"
                       + "\n".join(body) + "\n")
     lines = [f"# {m.get('study')}", "", head, ""]
     for name, t, images in sections:
         lines += [f"## {name}", "", t.report(markdown=True), ""]
-        for kind, src in images:
-            lines += [f"![{_CAPTIONS[kind]}]({src})", ""]
+        for caption, src in images:
+            lines += [f"![{caption}]({src})", ""]
     return _write(root / "report.md", "\n".join(lines))
 
 

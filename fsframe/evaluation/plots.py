@@ -48,17 +48,28 @@ def _stats(v) -> tuple[float, float]:
     return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
 
 
+def _test_score(table) -> tuple[str, float, str]:
+    """``(metric, factor, axis label)`` of a table's test score: accuracy in %, or R² for a
+    regression (``protocol["task"] == "regression"``)."""
+    if table.protocol.get("task") == "regression":
+        return "r2", 1.0, "test R²"
+    return "accuracy", 100.0, "test accuracy (%)"
+
+
 def accuracy_vs_features_data(table) -> dict:
-    """``{method: {"r": [...], "n_selected": [...], "accuracy": [...], "accuracy_std": [...]}}`` over
-    the rows of a :class:`CompareResult` whose labels end in `` r=<n>`` (a ``n_features`` grid);
-    accuracy in %. Empty when the table has no such rows."""
+    """``{method: {"r": [...], "n_selected": [...], "accuracy": [...], "accuracy_std": [...],
+    "score_label": ...}}`` over the rows of a :class:`CompareResult` whose labels end in
+    `` r=<n>`` (a ``n_features`` grid); accuracy in % (a regression's table: R², and
+    ``score_label`` says which). Empty when the table has no such rows."""
     out: dict[str, dict] = {}
+    metric, factor, label = _test_score(table)
     for res in table.results:
         m = _R.match(res.label)
         if not m or not res.ok_folds:
             continue
-        acc = 100.0 * res.values("accuracy")
-        d = out.setdefault(m.group(1), {"r": [], "n_selected": [], "accuracy": [], "accuracy_std": []})
+        acc = factor * res.values(metric)
+        d = out.setdefault(m.group(1), {"r": [], "n_selected": [], "accuracy": [], "accuracy_std": [],
+                                        "score_label": label})
         d["r"].append(int(m.group(2)))
         d["n_selected"].append(float(res.values("n_selected").mean()))
         mean, std = _stats(acc)
@@ -67,7 +78,8 @@ def accuracy_vs_features_data(table) -> dict:
     for d in out.values():
         order = np.argsort(d["r"], kind="stable")
         for k in d:
-            d[k] = [d[k][i] for i in order]
+            if k != "score_label":
+                d[k] = [d[k][i] for i in order]
     return out
 
 
@@ -86,8 +98,10 @@ def frequency_data(table) -> dict:
 
 def sweep_data(table) -> dict:
     """``{(method, parameter): {"value": [...], "accuracy": [...], "accuracy_std": [...],
-    "n_selected": [...], "n_selected_std": [...]}}`` for each method with several rows that differ
-    in exactly one numeric parameter (``n_features`` rows are left to :func:`accuracy_vs_features_data`)."""
+    "n_selected": [...], "n_selected_std": [...], "score_label": ...}}`` for each method with several
+    rows that differ in exactly one numeric parameter (``n_features`` rows are left to
+    :func:`accuracy_vs_features_data`); a regression's "accuracy" is its R²."""
+    metric, factor, label = _test_score(table)
     groups: dict[str, list] = {}
     for res in table.results:
         if _R.match(res.label) or not res.ok_folds:
@@ -106,10 +120,11 @@ def sweep_data(table) -> dict:
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
             continue
         order = np.argsort(vals, kind="stable")
-        d = {"value": [], "accuracy": [], "accuracy_std": [], "n_selected": [], "n_selected_std": []}
+        d = {"value": [], "accuracy": [], "accuracy_std": [], "n_selected": [], "n_selected_std": [],
+             "score_label": label}
         for i in order:
             r = rows[i]
-            a, sa = _stats(100.0 * r.values("accuracy"))
+            a, sa = _stats(factor * r.values(metric))
             n, sn = _stats(r.values("n_selected"))
             d["value"].append(float(vals[i]))
             d["accuracy"].append(a)
@@ -271,7 +286,7 @@ def figure(kind: str, data: dict, *, title: str = ""):
             x = np.asarray(d["r"], dtype=float) * (1 + 0.03 * (i - (n - 1) / 2))
             ax.errorbar(x, d["accuracy"], yerr=d["accuracy_std"], marker="o", capsize=3, label=m)
         _value_axis(ax, [r for d in data.values() for r in d["r"]], "selected features r", integer=True)
-        ax.set_ylabel("test accuracy (%)")
+        ax.set_ylabel(next(iter(data.values())).get("score_label", "test accuracy (%)"))
         ax.legend()
     elif kind == "frequency":
         labels = list(data)
@@ -300,7 +315,8 @@ def figure(kind: str, data: dict, *, title: str = ""):
                 values += d["value"]
                 row[0].errorbar(d["value"], d["accuracy"], yerr=d["accuracy_std"], marker="o", capsize=3, label=m)
                 row[1].errorbar(d["value"], d["n_selected"], yerr=d["n_selected_std"], marker="o", capsize=3, label=m)
-            for ax, yl in zip(row, ("test accuracy (%)", "selected features")):
+            score = next(iter(data.values())).get("score_label", "test accuracy (%)")
+            for ax, yl in zip(row, (score, "selected features")):
                 _value_axis(ax, values, p)
                 ax.set_ylabel(yl)
             row[0].legend(fontsize=8)

@@ -41,7 +41,7 @@ from ..errors import DataWarning, FsframeError, InvalidOptionError
 from ..fitting import fit
 from ..method import resolve
 from .config import _make_config
-from .metrics import accuracy_score, mcc_score
+from .metrics import accuracy_score, mae_score, mcc_score, mse_score, r2_score
 from .preprocess import _retrain_estimator, _scale
 from .records import FoldRecord
 from .runner import _run_fold
@@ -60,12 +60,15 @@ class TuningError(FsframeError):
 
 @attrs.frozen(eq=False)
 class Evaluator:
-    """The classifier a protocol evaluates features with: ``clf`` a retrained-classifier name, a
-    scikit-learn estimator, or ``method`` a registered method fitted on the features."""
+    """The model a protocol evaluates features with: ``clf`` a retrained-classifier name, a
+    scikit-learn estimator, or ``method`` a registered method fitted on the features. With
+    ``regression`` (a real target) it is a regressor (``clf="ls"``: ordinary least squares with
+    an intercept) and it scores R² (:meth:`score`) instead of accuracy."""
 
     clf: Any = None
     C: float = 1.0
     method: str | None = None
+    regression: bool = False
 
     def describe(self) -> str:
         if self.method is not None:
@@ -76,6 +79,8 @@ class Evaluator:
         """Train on ``Xtr`` (every column is used) and predict ``Xte``; with no column, the
         training part's majority class. ``untuned`` replaces a ``GridSearchCV`` by its estimator."""
         if Xtr.shape[1] == 0:
+            if self.regression:  # no feature: the training part's mean
+                return np.full(Xte.shape[0], float(np.mean(ytr)))
             vals, cnt = np.unique(ytr, return_counts=True)
             return np.full(Xte.shape[0], vals[np.argmax(cnt)], dtype=ytr.dtype)
         if self.method is not None:
@@ -89,7 +94,22 @@ class Evaluator:
         return np.asarray(est.predict(Xte))
 
     def accuracy(self, Xtr, ytr, Xte, yte, cols, **kw) -> float:
-        return accuracy_score(yte, self.fit_predict(Xtr[:, cols], ytr, Xte[:, cols], **kw))
+        """The test score of the model trained on the columns ``cols``: accuracy, or R² for a
+        regression (named ``accuracy`` for the classification protocols that came first)."""
+        return self.score(yte, self.fit_predict(Xtr[:, cols], ytr, Xte[:, cols], **kw))
+
+    def score(self, y_true, y_pred) -> float:
+        """Accuracy, or R² for a regression (NaN on a constant test target, where it is undefined)."""
+        if not self.regression:
+            return accuracy_score(y_true, y_pred)
+        r2 = r2_score(y_true, y_pred)
+        return float("nan") if r2 is None else r2
+
+    def scores(self, y_true, y_pred) -> dict:
+        """The record's fields of the predictions ``y_pred``: accuracy and MCC, or R², MSE, MAE."""
+        if self.regression:
+            return {"r2": r2_score(y_true, y_pred), "mse": mse_score(y_true, y_pred), "mae": mae_score(y_true, y_pred)}
+        return {"accuracy": accuracy_score(y_true, y_pred), "mcc": mcc_score(y_true, y_pred)}
 
 
 def ranking(res) -> np.ndarray:
@@ -141,27 +161,32 @@ class Extras:
             curve, y_pred = [], None
             for k in (k for k in self.top_k if k <= n):
                 y_pred = self.evaluator.fit_predict(Xtr[:, order[:k]], ytr, Xte[:, order[:k]])
-                curve.append((k, accuracy_score(yte, y_pred)))
+                curve.append((k, self.evaluator.score(yte, y_pred)))
             k = curve[-1][0]
-            return attrs.evolve(rec, accuracy=curve[-1][1], mcc=mcc_score(yte, y_pred), y_pred=y_pred, n_selected=k,
+            return attrs.evolve(rec, **self.evaluator.scores(yte, y_pred), y_pred=y_pred, n_selected=k,
                                 pct_selected=100.0 * k / n, selected=tuple(sorted(int(j) for j in order[:k])),
                                 curve=tuple(curve), facts={**rec.facts, "support": int(res.n_selected)})
         if self.random_k and cfg.groups == "features" and 0 < rec.n_selected < n:
             cols = np.asarray(rec.selected, dtype=np.intp)
-            own = rec.accuracy if cfg.retrain is not None else self.evaluator.accuracy(Xtr, ytr, Xte, yte, cols)
-            rnd = [self.evaluator.accuracy(Xtr, ytr, Xte, yte, c)
-                   for c in _random_subsets(n, rec.n_selected, self.random_draws, self.seed, split)]
-            return attrs.evolve(rec, reference_accuracy=own, random_accuracy=float(np.mean(rnd)))
+            regression = self.evaluator.regression
+            own = (rec.r2 if regression else rec.accuracy) if cfg.retrain is not None else \
+                self.evaluator.accuracy(Xtr, ytr, Xte, yte, cols)
+            rnd = float(np.mean([self.evaluator.accuracy(Xtr, ytr, Xte, yte, c)
+                                 for c in _random_subsets(n, rec.n_selected, self.random_draws, self.seed, split)]))
+            if regression:
+                return attrs.evolve(rec, reference_r2=own, random_r2=rnd)
+            return attrs.evolve(rec, reference_accuracy=own, random_accuracy=rnd)
         return rec
 
     def choose(self, X, y, split, cfg) -> dict:
         """The grid point of :attr:`tune` with the best mean inner-CV score on the training part."""
-        from sklearn.model_selection import StratifiedKFold
+        from sklearn.model_selection import KFold, StratifiedKFold
 
         Xtr, _ = _scale(X[split.train], X[split.test][:0], cfg.scale)
         ytr = y[split.train]
         k = folds_for(self.tune_folds, ytr.size)
-        folds = list(StratifiedKFold(k, shuffle=True, random_state=self.seed).split(np.zeros((ytr.size, 1)), ytr))
+        kind = KFold if self.evaluator.regression else StratifiedKFold  # a real target has no strata
+        folds = list(kind(k, shuffle=True, random_state=self.seed).split(np.zeros((ytr.size, 1)), ytr))
         names = list(self.tune)
         best, best_score, failures = None, -np.inf, []
         for values in itertools.product(*self.tune.values()):
@@ -193,7 +218,7 @@ class Extras:
         elif cfg.retrain is not None:
             cols = res.selected
         else:
-            return accuracy_score(yb, np.asarray(res.predict(Xb)))
+            return self.evaluator.score(yb, np.asarray(res.predict(Xb)))
         return self.evaluator.accuracy(Xa, ya, Xb, yb, cols, untuned=True)
 
 
@@ -245,8 +270,7 @@ def _baseline_cell(X, y, split, cfg: BaselineConfig, raise_errors: bool) -> Fold
             curve = tuple((k, float(np.mean([cfg.evaluator.accuracy(Xtr, ytr, Xte, yte, c) for c in
                                              _random_subsets(n, k, cfg.random_draws, cfg.seed, split)])))
                           for k in cfg.ks if k < n)
-            rec = FoldRecord(**base, ok=True, accuracy=accuracy_score(yte, y_pred), mcc=mcc_score(yte, y_pred),
-                             n_selected=n, pct_selected=100.0, n_iter=0, seconds=time.perf_counter() - t0,
+            rec = FoldRecord(**base, ok=True, **cfg.evaluator.scores(yte, y_pred), n_selected=n, pct_selected=100.0, n_iter=0, seconds=time.perf_counter() - t0,
                              selected=tuple(range(n)), y_pred=y_pred, random_curve=curve)
         except (Exception, SystemExit) as exc:
             if raise_errors:
@@ -286,8 +310,11 @@ def study_cell(X, y, split, cfg, raise_errors: bool = False) -> FoldRecord:
     return attrs.evolve(rec, facts=facts, total_seconds=rec.total_seconds + tuning, warnings=rec.warnings + inner)
 
 
-def evaluator_of(protocol: Protocol, retrain, C: float, n_train: int) -> Evaluator:
-    """The classifier the protocol evaluates features with: its retrained one, else the reference."""
+def evaluator_of(protocol: Protocol, retrain, C: float, n_train: int, *, regression: bool = False) -> Evaluator:
+    """The classifier the protocol evaluates features with: its retrained one, else the reference.
+    A regression's is least squares (``retrain = "ls"``, or none: the reference regressor)."""
+    if regression:
+        return Evaluator(clf="ls", regression=True)
     if retrain is not None:
         return Evaluator(clf=retrain, C=C)
     if protocol.reference in RETRAINS:
@@ -299,12 +326,13 @@ def evaluator_of(protocol: Protocol, retrain, C: float, n_train: int) -> Evaluat
 
 
 def plan_configs(protocol: Protocol, configs: list, tunes: list, *, shape: tuple, n_classes: int, n_train: int,
-                 retrain, C: float, seed: int, where: str) -> list:
+                 retrain, C: float, seed: int, where: str, regression: bool = False) -> list:
     """The study's configurations of one data set and seed with their :class:`Extras`, and the
     all-features row when the protocol asks for baselines. ``tunes`` gives each configuration's
-    tuning grid (or ``None``). Every grid point is validated here, before any fit."""
+    tuning grid (or ``None``). Every grid point is validated here, before any fit. ``regression``:
+    the data set holds a real target, the rows are evaluated by least squares and R²."""
     n_samples, n_columns = shape
-    ev = evaluator_of(protocol, retrain, C, n_train)
+    ev = evaluator_of(protocol, retrain, C, n_train, regression=regression)
     if protocol.top_k and min(protocol.top_k) > n_columns:
         raise InvalidOptionError(f"{where}: top_k = {list(protocol.top_k)} but the data set has {n_columns} features")
     fixed = tuple(k for k in protocol.top_k or protocol.n_features if k is not None and k <= n_columns)
@@ -326,7 +354,8 @@ def plan_configs(protocol: Protocol, configs: list, tunes: list, *, shape: tuple
             _make_config(cfg.label, {"method": cfg.method, "formulation": cfg.formulation, "surrogate": cfg.surrogate,
                                      "loop": cfg.loop, **cfg.fit_options, **cfg.params, **point},
                          n_features=n_features, scale=cfg.scale, retrain=cfg.retrain, retrain_C=cfg.retrain_C,
-                         n_columns=n_columns, n_samples=n_samples, n_classes=n_classes)
+                         n_columns=n_columns, n_samples=n_samples, n_classes=n_classes,
+                         task="regression" if regression else "classification")
         random_k = protocol.baselines and not fixed and cfg.groups == "features"  # a kernel map selects samples
         if not (top_k or random_k or tune):
             out.append(cfg)

@@ -58,12 +58,16 @@ class FoldRecord:
     warnings : tuple of (category, message)
         Warnings raised during this fold.
     curve : tuple of (k, accuracy)
-        A study's ``top_k`` protocol: the evaluated classifier on the top ``k`` ranked features.
+        A study's ``top_k`` protocol: the evaluated classifier on the top ``k`` ranked features
+        (a regression's: (k, R²) of least squares).
     random_curve : tuple of (k, accuracy)
         The all-features row of a study with baselines: the classifier on ``k`` random features
         (mean over the random draws), for each ``k`` the protocol fixes.
     random_accuracy, reference_accuracy : float or None
         A study with baselines whose ``k`` varies: the reference classifier on as many random
+        features as this fit selected (mean over draws), and on the features it selected.
+    random_r2, reference_r2 : float or None
+        The same for a regression (a real target): the R² of least squares on as many random
         features as this fit selected (mean over draws), and on the features it selected.
     train, test, y_pred : arrays
         The split and the evaluated classifier's test predictions.
@@ -108,6 +112,8 @@ class FoldRecord:
     random_curve: tuple = attrs.field(default=(), repr=False)
     random_accuracy: float | None = None
     reference_accuracy: float | None = None
+    random_r2: float | None = None
+    reference_r2: float | None = None
     train: NDArray | None = attrs.field(default=None, repr=False)
     test: NDArray | None = attrs.field(default=None, repr=False)
     y_pred: NDArray | None = attrs.field(default=None, repr=False)

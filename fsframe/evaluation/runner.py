@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 from .. import plugins as _plugins
 from ..dataset import Dataset, check_regression_Xy, check_Xy
 from ..errors import DataWarning, InvalidOptionError, SolverFailedError
-from ..fitting import fit, is_regression
+from ..fitting import fit, is_regression, task_mismatch
 from ..method import resolve
 from ..plugins import get_registry
 from .config import _Config, _make_config
@@ -126,15 +126,25 @@ def _backend_version(res) -> str | None:
 
 
 
-def _as_data(data_or_X, y, scale: str | None = None, *, regression: bool = False) -> tuple[NDArray, NDArray, dict]:
+def _as_data(data_or_X, y, scale: str | None = None, *, regression: bool = False,
+             labels=None) -> tuple[NDArray, NDArray, dict]:
     """``(X, y, dataset info)`` checked and copied (a sparse ``X`` stays CSR; with a centring
     ``scale`` it is refused here, before any fold runs: :func:`~.preprocess.check_scaling`).
     ``regression``: ``y`` is a real target (:func:`~fsframe.dataset.check_regression_Xy`), the
     info has ``task = "regression"`` and no classes."""
+    if isinstance(data_or_X, Dataset) and data_or_X.is_regression != regression:
+        raise InvalidOptionError(task_mismatch(labels, regression, data_or_X))
+    if regression and isinstance(data_or_X, Dataset):
+        if y is not None:
+            raise InvalidOptionError("pass either a Dataset or X and y, not both")
+        d = data_or_X
+        X = d.X.copy() if d.is_sparse else np.array(d.X, dtype=np.float64)
+        if scale is not None:
+            check_scaling(X, scale)
+        return X, np.array(d.y, dtype=np.float64), {
+            "name": d.name, "n_samples": d.n_samples, "n_features": d.n_features,
+            "task": "regression", "classes": [], "class_counts": {}, "feature_names": list(d.feature_names)}
     if regression:
-        if isinstance(data_or_X, Dataset):
-            raise InvalidOptionError("a Dataset holds class labels; pass X and a real y to evaluate a regression "
-                                     "method")
         if y is None:
             raise InvalidOptionError("y is required when the data is an array")
         cols = getattr(data_or_X, "columns", None)
@@ -291,7 +301,7 @@ def _run(data_or_X, y, entries, *, cv, repeats, scale, n_jobs, random_state, n_f
     t0 = time.perf_counter()
     C = _check_common(scale, n_jobs, on_error, retrain, retrain_C)
     regression = _regression_task(entries, retrain)
-    X, yy, dsinfo = _as_data(data_or_X, y, scale, regression=regression)
+    X, yy, dsinfo = _as_data(data_or_X, y, scale, regression=regression, labels=[label for label, _ in entries])
     if random_state is None:
         random_state = secrets.randbelow(2**31)  # drawn, recorded, reproducible afterwards
     configs = [_make_config(label, spec, n_features=n_features, scale=scale, retrain=retrain, retrain_C=C,

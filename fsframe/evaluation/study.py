@@ -501,8 +501,9 @@ def _protocol(p, where: str) -> Protocol:
             raise InvalidOptionError(f"{where}: n_features values must be positive integers, got {r!r}")
     retrain = p.get("retrain", base["retrain"])
     retrain = None if retrain == "none" else retrain
-    if retrain not in (None, *RETRAINS):
-        raise InvalidOptionError(f"{where}: retrain = {retrain!r}; use none or one of {', '.join(RETRAINS)}")
+    if retrain not in (None, "ls", *RETRAINS):
+        raise InvalidOptionError(f"{where}: retrain = {retrain!r}; use none or one of {', '.join(RETRAINS)} "
+                                 "(classification), or ls (least squares on the selected features, a real target)")
     retrain_C = _number(p.get("retrain_C", 1.0), where, "retrain_C", "a positive number")
     baselines = p.get("baselines", False)
     if not isinstance(baselines, bool):

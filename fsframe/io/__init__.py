@@ -19,7 +19,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..errors import DataError, DataFileError
-from ._source import check_source
+from ._source import check_source, check_task
 from .arff import load_arff
 from .matlab import load_mat
 from .svmlight import load_svmlight
@@ -32,6 +32,7 @@ __all__ = [
     "load_arff",
     "load_mat",
     "load_bundled",
+    "bundled_task",
     "make_synthetic",
     "BUNDLED",
 ]
@@ -70,15 +71,16 @@ def make_synthetic(
 
 
 # ----------------------------------------------------------------------------- bundled
-def _sk(loader: str) -> Callable[[], Dataset]:
+def _sk(loader: str, task: str = "classification") -> Callable[[], Dataset]:
     def load() -> Dataset:
         import sklearn.datasets as skd
 
         b = getattr(skd, loader)()
         names = getattr(b, "feature_names", None)
         return Dataset(X=b.data, y=b.target, feature_names=None if names is None else list(names),
-                       name=loader.removeprefix("load_"), source=f"sklearn.datasets.{loader}")
+                       name=loader.removeprefix("load_"), source=f"sklearn.datasets.{loader}", task=task)
 
+    load.task = task
     return load
 
 
@@ -87,16 +89,31 @@ BUNDLED: dict[str, Callable[[], Dataset]] = {
     "wine": _sk("load_wine"),
     "iris": _sk("load_iris"),
     "digits": _sk("load_digits"),
+    "diabetes": _sk("load_diabetes", "regression"),
     "synthetic": make_synthetic,
 }
-"""Datasets available offline on every machine (scikit-learn ships them; the synthetic one is generated)."""
+"""Datasets available offline on every machine (scikit-learn ships them; the synthetic one is
+generated). ``diabetes`` (442 patients, 10 features, a real target: disease progression after one
+year) is a regression data set (``task="regression"``); the others hold class labels."""
 
 
-def load_bundled(name: str) -> Dataset:
-    """One of :data:`BUNDLED` by name (``breast_cancer`` is UCI WDBC)."""
+def bundled_task(name: str) -> str:
+    """The task of the bundled data set ``name``: ``"regression"`` or ``"classification"``."""
+    return getattr(BUNDLED[name.replace("-", "_").lower()], "task", "classification")
+
+
+def load_bundled(name: str, *, task: str | None = None) -> Dataset:
+    """One of :data:`BUNDLED` by name (``breast_cancer`` is UCI WDBC). ``task``, when given, must
+    be the data set's own (``diabetes`` is a regression; the others are classifications)."""
     key = name.replace("-", "_").lower()
     if key not in BUNDLED:
         raise DataFileError(f"unknown bundled dataset {name!r}; bundled are {sorted(BUNDLED)}")
+    if task is not None:
+        check_task(task)
+        own = bundled_task(key)
+        if task != own:
+            raise DataError(f"bundled dataset {name!r} is a {own} data set, not a {task} one "
+                            f"(regression: {sorted(k for k in BUNDLED if bundled_task(k) == 'regression')})")
     return BUNDLED[key]()
 
 
@@ -111,14 +128,17 @@ def load_dataset(source: str | os.PathLike, *, format: str | None = None, **opti
     """Load a dataset from a file path or a bundled name.
 
     ``format`` is one of ``csv``, ``svmlight``, ``arff``, ``mat``, or inferred from the extension
-    (``.gz`` and ``.bz2`` are looked through). ``options`` go to the matching ``load_*`` function.
+    (``.gz`` and ``.bz2`` are looked through). ``options`` go to the matching ``load_*`` function;
+    ``task="regression"`` reads the label column of a file as a real target (a bundled data set
+    has its own task: ``diabetes`` is a regression).
     """
     text = os.fspath(source)
     path = Path(text)
     if format is None and not path.exists() and text.replace("-", "_").lower() in BUNDLED:
+        task = options.pop("task", None)
         if options:
             raise DataError(f"bundled dataset {text!r} takes no loader options, got {sorted(options)}")
-        return load_bundled(text)
+        return load_bundled(text, task=task)
     if not path.exists():
         raise DataFileError(
             f"data file not found: {text} (bundled dataset names are {sorted(BUNDLED)})"

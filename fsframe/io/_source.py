@@ -100,6 +100,13 @@ def check_option(name: str, value: Any, types: tuple[type, ...], what: str, *, n
         raise InvalidOptionError(f"loader option {name}={value!r}: must be {what}")
 
 
+def check_task(task: Any) -> None:
+    """``task`` is ``"classification"`` (the label column holds classes) or ``"regression"`` (a
+    real target)."""
+    if not isinstance(task, str) or task not in ("classification", "regression"):
+        raise InvalidOptionError(f"loader option task={task!r}: must be 'classification' or 'regression'")
+
+
 def check_columns(name: str, value: Any) -> None:
     """A column spec (int or str) or, for ``drop_columns``, a sequence of them."""
     check_option(name, value, (list, tuple, range, np.ndarray), "a list of column indices or names, e.g. [0]",

@@ -9,18 +9,21 @@ import numpy as np
 
 from ..dataset import Dataset, preview
 from ..errors import DataError, DataFileError
-from ._source import check_option, check_source, read_text, resolve_column
+from ._source import check_option, check_source, check_task, read_text, resolve_column
 
 __all__ = ["load_arff"]
 
 
-def load_arff(path: str | os.PathLike, *, label_column: str | int | None = None, name: str | None = None) -> Dataset:
+def load_arff(path: str | os.PathLike, *, label_column: str | int | None = None, name: str | None = None,
+              task: str = "classification") -> Dataset:
     """Read a Weka ARFF file with numeric features and a nominal (or numeric) class attribute.
-    The label is ``label_column``, else an attribute named class/target/label, else the last."""
+    The label is ``label_column``, else an attribute named class/target/label, else the last;
+    ``task="regression"`` reads a numeric one as a real target."""
     from scipy.io import arff
 
     check_option("label_column", label_column, (int, np.integer, str), "an attribute index or name")
     check_option("name", name, (str,), "a string")
+    check_task(task)
     path = check_source(path)
     text = read_text(path)
     try:
@@ -42,4 +45,4 @@ def load_arff(path: str | os.PathLike, *, label_column: str | int | None = None,
         if gone.any():
             raise DataError(f"{path}: {int(gone.sum())} missing class value(s) '?' (first at data row "
                             f"{int(np.argmax(gone)) + 1}); drop those samples before loading")
-    return Dataset(X=X, y=y, feature_names=feats, name=name or path.stem, source=str(path))
+    return Dataset(X=X, y=y, feature_names=feats, name=name or path.stem, source=str(path), task=task)

@@ -8,15 +8,16 @@ import numpy as np
 
 from ..dataset import Dataset, is_sparse, preview
 from ..errors import DataFileError
-from ._source import check_option, check_source
+from ._source import check_option, check_source, check_task
 
 __all__ = ["load_mat"]
 
 
 def load_mat(path: str | os.PathLike, *, x_key: str | None = None, y_key: str | None = None,
-             name: str | None = None) -> Dataset:
+             name: str | None = None, task: str = "classification") -> Dataset:
     """Read a MATLAB v4–v7.2 ``.mat`` file holding a sample matrix and a label vector (keys
-    ``X``/``Y`` by default, matched case-insensitively, as in the ASU feature-selection repository).
+    ``X``/``Y`` by default, matched case-insensitively, as in the ASU feature-selection repository;
+    ``task="regression"``: the label vector is a real target).
     A MATLAB sparse feature matrix is kept sparse (CSR).
 
     Raises
@@ -30,6 +31,7 @@ def load_mat(path: str | os.PathLike, *, x_key: str | None = None, y_key: str | 
 
     for key, value in (("x_key", x_key), ("y_key", y_key), ("name", name)):
         check_option(key, value, (str,), "a string")
+    check_task(task)
     path = check_source(path)
     try:
         content = scipy.io.loadmat(str(path))
@@ -78,4 +80,4 @@ def load_mat(path: str | os.PathLike, *, x_key: str | None = None, y_key: str | 
         raise DataFileError(f"{path}: the label variable is a cell or struct array; store numeric labels")
     if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
         y = y.astype(np.int64)
-    return Dataset(X=X, y=y, name=name or path.stem, source=str(path))
+    return Dataset(X=X, y=y, name=name or path.stem, source=str(path), task=task)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..errors import DataFileError, InvalidOptionError
-from ._source import check_option, check_source, human_bytes, read_bytes
+from ._source import check_option, check_source, check_task, human_bytes, read_bytes
 
 __all__ = ["load_svmlight", "MAX_EMPTY_COLUMN_RATIO"]
 
@@ -31,7 +31,8 @@ def _huge_index(data: bytes) -> str:
     return ""
 
 
-def load_svmlight(path: str | os.PathLike, *, n_features: int | None = None, name: str | None = None) -> Dataset:
+def load_svmlight(path: str | os.PathLike, *, n_features: int | None = None, name: str | None = None,
+                  task: str = "classification") -> Dataset:
     """Read a LIBSVM/svmlight file (``label idx:value ...``, optionally ``.gz``/``.bz2``) into a
     dataset whose ``X`` is a CSR matrix: memory proportional to the stored entries, whatever the
     width. Methods linear in ``X`` fit it as it is; the others refuse it with a
@@ -44,6 +45,8 @@ def load_svmlight(path: str | os.PathLike, *, n_features: int | None = None, nam
         The number of features (at least the largest index). Default: the largest index in the
         file, refused when implausible (see :data:`MAX_EMPTY_COLUMN_RATIO`); give it to read a
         file whose width is real.
+    task : {"classification", "regression"}
+        What the first field of each line holds: a class label, or a real target.
 
     Raises
     ------
@@ -56,6 +59,7 @@ def load_svmlight(path: str | os.PathLike, *, n_features: int | None = None, nam
     if n_features is not None and n_features < 1:
         raise InvalidOptionError(f"loader option n_features={n_features!r}: must be a positive integer")
     check_option("name", name, (str,), "a string")
+    check_task(task)
     path = check_source(path)
     data = read_bytes(path)
     try:
@@ -74,4 +78,4 @@ def load_svmlight(path: str | os.PathLike, *, n_features: int | None = None, nam
             f"If the width is real, pass n_features={n} (command line: --loader-opt n_features={n})"
         )
     y = y.astype(np.int64) if np.all(np.isfinite(y)) and np.all(y == np.round(y)) else y
-    return Dataset(X=X, y=y, name=name or path.stem, source=str(path))
+    return Dataset(X=X, y=y, name=name or path.stem, source=str(path), task=task)

@@ -16,6 +16,7 @@ from ._source import (
     check_columns,
     check_delimiter,
     check_option,
+    check_task,
     check_source,
     is_number,
     position,
@@ -83,6 +84,7 @@ def load_csv(
     header: bool | None = None,
     missing: Sequence[str] = ("?", "", "NA", "nan", "NaN"),
     name: str | None = None,
+    task: str = "classification",
 ) -> Dataset:
     """Read a delimited text file (``.csv``, ``.tsv``, ``.data``, ``.txt``, optionally ``.gz``).
 
@@ -100,6 +102,9 @@ def load_csv(
         Default: detected (a first row with text above a column of numbers is a header).
     missing : sequence of str
         Field values read as missing. Missing feature values are an error (impute first).
+    task : {"classification", "regression"}
+        What the label column holds: class labels, or a real target (never guessed from the
+        values: docs/data.md, "Regression targets").
 
     Raises
     ------
@@ -117,6 +122,7 @@ def load_csv(
     check_option("header", header, (bool,), "True, False or None (detect)")
     check_option("missing", missing, (list, tuple, set, frozenset), "a list of strings, e.g. ['?', 'NA']", none=False)
     check_option("name", name, (str,), "a string")
+    check_task(task)
     path = check_source(path)
     text = read_text(path)
     if not text.strip():
@@ -179,4 +185,4 @@ def load_csv(
         raise _text_column_error(path, arr, feat, lab, names) from exc
     fnames = [names[j] for j in feat] if names else None
     return Dataset(X=X, y=_labels(labels), feature_names=fnames, name=name or path.name.split(".")[0],
-                   source=str(path))
+                   source=str(path), task=task)

@@ -17,7 +17,7 @@ import pytest
 from fsframe.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
-BUNDLED = {"breast_cancer", "wine", "iris", "digits", "synthetic"}
+BUNDLED = {"breast_cancer", "wine", "iris", "digits", "synthetic", "diabetes"}
 # files the documentation names and says where they come from (or creates in the example)
 DOCUMENTED_FILES = {"colon.mat", "wdbc.data", "missing.csv", "two_classes_of_15.csv", "data.csv"}
 COMMANDS = {"methods", "plugins", "select", "compare"}

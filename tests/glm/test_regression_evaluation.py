@@ -88,5 +88,5 @@ def test_regression_evaluation_refusals(diabetes):
         cross_validate(X, np.where(y > y.mean(), 1, -1), "l1-svm", cv=3, retrain="ls")
     with pytest.raises(DataError, match="real numbers"):
         cross_validate(X, np.where(y > y.mean(), "a", "b"), "l1-ls", cv=3)
-    with pytest.raises(InvalidOptionError, match="Dataset holds class labels"):
+    with pytest.raises(InvalidOptionError, match="'l1-ls' is a regression method .* data set 'iris' holds 3 class"):
         cross_validate(fsframe.load_dataset("iris"), None, "l1-ls", cv=3)

@@ -15,14 +15,16 @@ from surface_data import tiny
 @pytest.fixture(scope="session")
 def tiny_csv(tmp_path_factory):
     """``tiny_csv[n_classes]``: the data of :func:`tiny` as a CSV file (columns ``f0..``, label
-    column ``class``), written at full precision so that a command reads the same numbers."""
+    column ``class``; ``tiny_csv[0]``, the regression, ``target``: a command reads it with
+    ``--task regression``), written at full precision so that a command reads the same numbers."""
     root = tmp_path_factory.mktemp("surfaces")
     out = {}
-    for c in (2, 3):
+    for c in (0, 2, 3):
         X, y = tiny(c)
         path = root / f"tiny{c}.csv"
-        lines = [",".join(f"f{j}" for j in range(X.shape[1])) + ",class"]
-        lines += [",".join(repr(float(v)) for v in row) + f",{int(label)}" for row, label in zip(X, y)]
+        lines = [",".join(f"f{j}" for j in range(X.shape[1])) + (",target" if c == 0 else ",class")]
+        lines += [",".join(repr(float(v)) for v in row) + "," + (repr(float(label)) if c == 0 else str(int(label)))
+                  for row, label in zip(X, y)]
         path.write_text("\n".join(lines) + "\n")
         out[c] = path
     return out

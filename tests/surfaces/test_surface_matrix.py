@@ -12,8 +12,10 @@ declaring ``multiclass = "binary"`` must be refused on three classes, with a typ
 every surface (checked on a probe plugin below, since no built-in declares it); a loop declaring
 ``sparse = False`` (a ranking) keeps the better half of the features without ``n_features``; a
 formulation declaring ``task = "regression"`` (least squares) gets one cell on a real target
-(``tiny(0)``) instead of the two class counts: ``fit`` and ``FSRegressor`` run it, and the command
-line and studies, which load class-labelled data sets, refuse it with a typed error.
+(``tiny(0)``, read by the command line with ``--task regression``) instead of the two class
+counts, and goes through the same surfaces in their regression flavour (``FSRegressor``,
+``FSRegressorCV``, R² in the tables); every surface refuses a method meeting the other task's data
+set with a typed error naming both.
 
 Each surface is compared with an independent computation: the kit's ``check_fit_result``
 (support, decision function and objective recomputed in numpy), ``fsframe.fit`` on the same data
@@ -35,6 +37,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.feature_selection import SelectFromModel
 from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.metrics import r2_score
 from sklearn.pipeline import make_pipeline
 
 import fsframe
@@ -44,7 +47,7 @@ from fsframe.estimator import FSRegressor, FSSelector
 from fsframe.evaluation.splits import make_splits
 from fsframe.method import parameter_names
 from fsframe.testing import check_fit_result
-from fsframe.tuning import FSSelectorCV
+from fsframe.tuning import FSRegressorCV, FSSelectorCV
 
 from surface_data import reference_fit, tiny
 
@@ -98,10 +101,17 @@ def expect_refusal(run):
         run()
 
 
-def expect_cli_regression_refusal(r):
-    """The command line loads class-labelled data sets: a regression method is refused, typed."""
+def data_args(tiny_csv, n_classes: int) -> list:
+    """The command line's data arguments of ``tiny(n_classes)``: its CSV file, read as a real
+    target (``--task regression``) for the regression."""
+    return [tiny_csv[n_classes]] + (["--task", "regression"] if n_classes == 0 else [])
+
+
+def expect_cli_task_refusal(r, method: str):
+    """A method meeting the other task's data set: a typed usage error naming both."""
     assert r.code == 2, (r.code, r.err)
-    assert "[InvalidOptionError]" in r.err and "regression method" in r.err, r.err
+    assert "[InvalidOptionError]" in r.err and repr(method) in r.err and "data set 'tiny" in r.err, r.err
+    assert ("regression method" if regression(method) else "classification method") in r.err, r.err
 
 
 def expect_cli_refusal(r):
@@ -212,11 +222,10 @@ def _regressor(method, X, y, r):
 @pytest.mark.parametrize("method, n_classes", CASES)
 def test_select_once(method, n_classes, cli, tiny_csv, tmp_path):
     out_json, out_csv = tmp_path / "out.json", tmp_path / "out.csv"
-    r_cli = cli("select", tiny_csv[n_classes or 2], "--method", method, "--scale", "none", "--json", out_json,
+    r_cli = cli("select", *data_args(tiny_csv, n_classes), "--method", method, "--scale", "none", "--json", out_json,
                 "--csv", out_csv)
-    if not n_classes:
-        expect_cli_regression_refusal(r_cli)
-        return
+    # the other task's data set: refused, typed, naming the method and the data
+    expect_cli_task_refusal(cli("select", *data_args(tiny_csv, 2 if not n_classes else 0), "--method", method), method)
     if refused(method, n_classes):
         expect_cli_refusal(r_cli)
         return
@@ -225,6 +234,11 @@ def test_select_once(method, n_classes, cli, tiny_csv, tmp_path):
     X, _ = tiny(n_classes)
     assert f"selected {r.n_selected} of {X.shape[1]} features" in r_cli.out
     doc = json.loads(out_json.read_text())
+    if not n_classes:  # the training R², scikit-learn's, of the same fit
+        y = tiny(0)[1]
+        assert doc["training_r2"] == pytest.approx(r2_score(y, r.predict(X)), rel=1e-9)
+        assert f"training R² {r2_score(y, r.predict(X)):.4f}" in r_cli.out
+        assert doc["dataset"]["task"] == "regression" and doc["classes"] == []
     coef = np.asarray(doc["coef"])
     class_layout(coef, n_classes, X.shape[1])
     np.testing.assert_allclose(coef, r.coef, rtol=1e-7, atol=1e-10)
@@ -249,12 +263,13 @@ def test_select_cv_and_compare(method, n_classes, cli, tiny_csv, tmp_path):
     """``select --cv`` and ``compare`` on the same splits: every fit finishes and both report the
     same fits."""
     a, b = tmp_path / "select.json", tmp_path / "compare.json"
-    r_sel = cli("select", tiny_csv[n_classes or 2], "--method", method, "--cv", 2, "--jobs", 1, "--json", a)
-    r_cmp = cli("compare", tiny_csv[n_classes or 2], "--methods", method, "--cv", 2, "--jobs", 1, "--json", b)
-    if not n_classes:
-        expect_cli_regression_refusal(r_sel)
-        expect_cli_regression_refusal(r_cmp)
-        return
+    extra = ["--scale", "none", "--seed", 0] if not n_classes else []  # the regression's scores are checked below
+    r_sel = cli("select", *data_args(tiny_csv, n_classes), "--method", method, "--cv", 2, "--jobs", 1, "--json", a,
+                *extra)
+    r_cmp = cli("compare", *data_args(tiny_csv, n_classes), "--methods", method, "--cv", 2, "--jobs", 1, "--json", b,
+                *extra)
+    other = data_args(tiny_csv, 2 if not n_classes else 0)
+    expect_cli_task_refusal(cli("compare", *other, "--methods", method, "--cv", 2), method)
     if refused(method, n_classes):
         expect_cli_refusal(r_sel)
         expect_cli_refusal(r_cmp)
@@ -271,6 +286,16 @@ def test_select_cv_and_compare(method, n_classes, cli, tiny_csv, tmp_path):
     k = ranking_size(method, tiny(n_classes)[0].shape[1])
     if k is not None:
         assert set(_cv_selected(sel)) == {k}
+    if not n_classes:  # each fold's R² is scikit-learn's of fsframe.fit on that fold's training part
+        X, y = tiny(0)
+        splits, _ = make_splits(y, 2, random_state=0, X=X, regression=True)
+        assert cmp["protocol"]["task"] == "regression" and "R²" in r_cmp.out and "R²" in r_sel.out
+        for s, f_sel, f_cmp in zip(splits, sel["folds"], res["folds"]):
+            alone = _fit(X[s.train], y[s.train], method)
+            assert f_sel["selected"] == alone.selected.tolist()
+            expected = r2_score(y[s.test], alone.predict(X[s.test]))
+            assert f_sel["r2"] == pytest.approx(expected, rel=1e-6) and f_cmp["r2"] == pytest.approx(expected, rel=1e-6)
+            assert f_sel["accuracy"] is None
 
 
 # --------------------------------------------------------------------------- fsframe path
@@ -279,11 +304,10 @@ def test_path(method, n_classes, cli, tiny_csv, tmp_path):
     key, value = first_numeric_parameter(method)
     grid = grid_of(value)
     out = tmp_path / "path.json"
-    r_cli = cli("path", tiny_csv[n_classes or 2], "--method", method, "--grid", f"{key}={','.join(map(str, grid))}",
-                "--scale", "none", "--json", out)
-    if not n_classes:
-        expect_cli_regression_refusal(r_cli)
-        return
+    r_cli = cli("path", *data_args(tiny_csv, n_classes), "--method", method, "--grid",
+                f"{key}={','.join(map(str, grid))}", "--scale", "none", "--json", out)
+    expect_cli_task_refusal(cli("path", *data_args(tiny_csv, 2 if not n_classes else 0), "--method", method,
+                                "--grid", f"{key}={','.join(map(str, grid))}"), method)
     if refused(method, n_classes):
         expect_cli_refusal(r_cli)
         return
@@ -316,18 +340,18 @@ def _fit(*args, **params):
 # ----------------------------------------------------------------- a study and its report
 @pytest.fixture(scope="module")
 def study(tiny_csv, tmp_path_factory):
-    """Every registered method on both data sets (those refused on three classes on two only),
-    2-fold CV, run by ``fsframe run`` and reported by ``fsframe report``, in this process."""
+    """Every registered method on the data sets of its task (those refused on three classes on two
+    only; the regression methods on the real target ``tiny0``), 2-fold CV, run by ``fsframe run``
+    and reported by ``fsframe report``, in this process."""
     root = tmp_path_factory.mktemp("study")
     lines = ['[study]', 'name = "surfaces"', 'seeds = [0]', '', '[protocol]', 'cv = 2', 'scale = "none"', '']
-    for c in (2, 3):
-        lines += ['[[datasets]]', f'name = "tiny{c}"', f'path = "{tiny_csv[c].as_posix()}"', '']
+    for c in (0, 2, 3):
+        lines += ['[[datasets]]', f'name = "tiny{c}"', f'path = "{tiny_csv[c].as_posix()}"']
+        lines += ['task = "regression"', ''] if c == 0 else ['']
     for m in METHODS:
-        if regression(m):
-            continue  # studies load class-labelled data sets (test_study_refuses_regression)
         lines += ['[[methods]]', f'method = "{m}"']
-        if refused(m, 3):
-            lines.append('datasets = ["tiny2"]')
+        lines.append('datasets = ["tiny0"]' if regression(m) else
+                     'datasets = ["tiny2"]' if refused(m, 3) else 'datasets = ["tiny2", "tiny3"]')
         lines.append('')
     (root / "study.toml").write_text("\n".join(lines))
     out = root / "results"
@@ -344,9 +368,6 @@ def study(tiny_csv, tmp_path_factory):
 def test_study_and_report(method, n_classes, study):
     assert study.report_code == 0
     mine = [c for c in study.cells if c["label"] == method and c["dataset"] == f"tiny{n_classes}"]
-    if not n_classes:
-        assert not [c for c in study.cells if c["label"] == method]
-        return
     if refused(method, n_classes):
         assert not mine  # not planned: the study's file restricts it to two classes
         return
@@ -360,20 +381,29 @@ def test_study_and_report(method, n_classes, study):
         assert {c["record"]["n_selected"] for c in mine} == {k}
     section = study.report.split(f"tiny{n_classes} (")[1].split("\n\n\n")[0]
     assert f"\n| {method} |" in section, section[:2000]
+    if not n_classes:  # R² of each cell: scikit-learn's, of fsframe.fit on the cell's training part
+        X, y = tiny(0)
+        assert "real target" in section and "| R² |" in section
+        for c in mine:
+            rec = c["record"]
+            alone = _fit(X[rec["train"]], y[rec["train"]], method)
+            assert rec["r2"] == pytest.approx(r2_score(y[rec["test"]], alone.predict(X[rec["test"]])), rel=1e-6)
 
 
 def test_study_ran_every_cell(study):
     assert study.run_code == 0
 
 
-@pytest.mark.parametrize("method", [m for m in METHODS if regression(m)][:1])
-def test_study_refuses_regression(method, cli, tiny_csv, tmp_path):
-    """A study of a regression method on a (class-labelled) data set is refused before any cell."""
+@pytest.mark.parametrize("method", [m for m in METHODS if regression(m)][:1] + ["l1-svm"])
+def test_study_refuses_the_other_task(method, cli, tiny_csv, tmp_path):
+    """A study of a method on the other task's data set (a regression method on class labels, a
+    classification method on a real target) is refused before any cell, naming both."""
+    c = 2 if regression(method) else 0
     study = tmp_path / "study.toml"
-    study.write_text(f'[protocol]\ncv = 2\n\n[[datasets]]\nname = "tiny2"\npath = "{tiny_csv[2].as_posix()}"\n\n'
-                     f'[[methods]]\nmethod = "{method}"\n')
-    r = cli("run", study, "--out", tmp_path / "results", "--no-progress")
-    assert r.code != 0 and "regression method" in r.err, (r.code, r.err)
+    study.write_text(f'[protocol]\ncv = 2\n\n[[datasets]]\nname = "tiny{c}"\npath = "{tiny_csv[c].as_posix()}"\n'
+                     + ('task = "regression"\n' if c == 0 else "") + f'\n[[methods]]\nmethod = "{method}"\n')
+    expect_cli_task_refusal(cli("run", study, "--out", tmp_path / "results", "--no-progress"), method)
+    assert not (tmp_path / "results" / "cells").exists() or not any((tmp_path / "results" / "cells").iterdir())
 
 
 # ------------------------------------------------------- a cell that does not apply: a probe
@@ -416,20 +446,28 @@ def test_declared_binary_formulation_is_refused_on_every_surface(binary_only, cl
 
 
 # ----------------------------------------------- FSSelectorCV and fsframe select --tune
-TUNABLE = [pytest.param(m, c, id=f"{m}-{c}classes") for m in METHODS for c in (2, 3)
-           if REG.get("method", m).sparsity is not None and not regression(m)]
-"""The cells of every classification method declaring a sparsity parameter
-(``MethodSpec.sparsity``): the ones ``FSSelectorCV`` and ``select --tune`` tune without a grid (a
-regression method's declaration grids ``fsframe.path``; the tuners select classifiers and refuse
-it)."""
+TUNABLE = [pytest.param(m, c, id=f"{m}-regression" if c == 0 else f"{m}-{c}classes") for m in METHODS
+           for c in ((0,) if regression(m) else (2, 3)) if REG.get("method", m).sparsity is not None]
+"""The cells of every method declaring a sparsity parameter (``MethodSpec.sparsity``): the ones
+``FSSelectorCV`` (``FSRegressorCV`` for a regression method) and ``select --tune`` tune without a
+grid."""
+
+
+def tuner(method: str):
+    """The tuner of the method's task: ``FSRegressorCV`` for a regression method, else ``FSSelectorCV``."""
+    return FSRegressorCV if regression(method) else FSSelectorCV
 
 
 def test_tunable_cells_are_read_from_the_declarations():
-    declared = {m for m in METHODS if REG.get("method", m).sparsity is not None and not regression(m)}
-    assert {p.values[0] for p in TUNABLE} == declared and "l1-svm" in declared
+    declared = {m for m in METHODS if REG.get("method", m).sparsity is not None}
+    assert {p.values[0] for p in TUNABLE} == declared and {"l1-svm", "l1-ls"} <= declared
     for m in set(METHODS) - declared:  # no sparsity parameter: tuning it needs tune= and grid=
-        with pytest.raises(fsframe.errors.InvalidOptionError, match="FSRegressor" if regression(m) else "grid"):
-            FSSelectorCV(m, cv=2).fit(*tiny(0 if regression(m) else 2))
+        with pytest.raises(fsframe.errors.InvalidOptionError, match="grid"):
+            tuner(m)(m, cv=2).fit(*tiny(0 if regression(m) else 2))
+    for m in declared:  # the other task's tuner refuses it, naming the right one
+        other = FSSelectorCV if regression(m) else FSRegressorCV
+        with pytest.raises(fsframe.errors.InvalidOptionError, match="FSRegressor" if regression(m) else "FSSelector"):
+            other(m, cv=2).fit(*tiny(0 if regression(m) else 2))
 
 
 @pytest.mark.parametrize("method, n_classes", TUNABLE)
@@ -441,15 +479,15 @@ def test_tuned(method, n_classes, cli, tiny_csv, tmp_path):
     the same choice and the same fit."""
     X, y = tiny(n_classes)
     out = tmp_path / "tuned.json"
-    r_cli = cli("select", tiny_csv[n_classes], "--method", method, "--tune", "--tune-folds", 2, "--seed", 0,
-                "--scale", "none", "--json", out)
+    r_cli = cli("select", *data_args(tiny_csv, n_classes), "--method", method, "--tune", "--tune-folds", 2,
+                "--seed", 0, "--scale", "none", "--json", out)
     if refused(method, n_classes):
         expect_refusal(lambda: FSSelectorCV(method, cv=2).fit(X, y))
         expect_cli_refusal(r_cli)
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = FSSelectorCV(method, cv=2, random_state=0).fit(X, y)
+        est = tuner(method)(method, cv=2, random_state=0).fit(X, y)
     name = REG.get("method", method).sparsity
     res = est.cv_results_
     assert est.tuned_ == (name,) and list(res["param_" + name]) == est.grid_[name]
@@ -458,16 +496,20 @@ def test_tuned(method, n_classes, cli, tiny_csv, tmp_path):
     best = np.flatnonzero(mean == mean.max())
     assert est.best_index_ == best[np.argmin(res["mean_n_selected"][best])]  # rule "best": ties to fewer features
     assert est.best_params_ == res["params"][est.best_index_] and est.best_score_ == mean.max()
-    splits, _ = make_splits(y, 2, random_state=0, X=X)
+    splits, _ = make_splits(y, 2, random_state=0, X=X, regression=not n_classes)
     first = est.grid_[name][0]
-    for s in splits:
+    for s in splits:  # accuracy, or scikit-learn's R² for a regression
         alone = _fit(X[s.train], y[s.train], method, **{name: first})
-        assert res[f"split{s.fold}_test_score"][0] == pytest.approx(np.mean(alone.predict(X[s.test]) == y[s.test]))
+        pred = alone.predict(X[s.test])
+        expected = r2_score(y[s.test], pred) if not n_classes else np.mean(pred == y[s.test])
+        assert res[f"split{s.fold}_test_score"][0] == pytest.approx(expected, rel=1e-6)
     refit = _fit(X, y, method, **est.best_params_)
     np.testing.assert_array_equal(est.get_support(), refit.support)
-    np.testing.assert_allclose(est.coef_, np.reshape(refit.coef, (-1, X.shape[1])), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(np.reshape(est.coef_, (-1, X.shape[1])), np.reshape(refit.coef, (-1, X.shape[1])),
+                               rtol=1e-6, atol=1e-9)
     assert r_cli.code == 0, r_cli.err
     assert "<- chosen" in r_cli.out and f"selected {refit.n_selected} of {X.shape[1]} features" in r_cli.out
+    assert ("mean R²" if not n_classes else "mean accuracy") in r_cli.out
     # the command's grid value may differ from the estimator's in its last bit (computed on the data
     # it loaded), and an interior-point solve's coefficients (Clarabel on exp cones) move by ~1e-5
     # with it (a small entry of a reweighted fit by ~1e-5 absolute): same value to 1e-12, same
