@@ -420,3 +420,31 @@ def test_methods_that_need_their_model_are_fitted():
         cfg = _make_config(method, {"method": method}, n_features=None, scale="standard", retrain=None,
                            retrain_C=1.0, n_columns=13, n_samples=178, n_classes=3)
         assert not ranks_alone(cfg, 3)
+
+
+def test_top_k_cell_trains_no_classifier_on_the_selected_features(monkeypatch):
+    """A top-k cell's record is the curve on the top k of the ranking (Extras.after_fit): the
+    retrained classifier on the fit's own selection, which that record replaces, is not trained;
+    a cell without top_k still trains it."""
+    import attrs
+
+    from fsframe.evaluation import runner
+    from fsframe.evaluation.config import _make_config
+    from fsframe.evaluation.protocols import Evaluator, Extras, study_cell
+
+    data = fsframe.load_dataset("wine")
+    X, y = np.asarray(data.X, float), np.asarray(data.y)
+    split = make_splits(y, 0.4, repeats=1, random_state=1)[0][0]
+    cfg = _make_config("l1-svm", {"method": "l1-svm", "C": 1.0}, n_features=None, scale="standard",
+                       retrain="linear-svc", retrain_C=1.0, n_columns=13, n_samples=178, n_classes=3)
+    extras = Extras(evaluator=Evaluator(clf="linear-svc"), top_k=(2, 4))
+    want = study_cell(X, y, split, attrs.evolve(cfg, extras=extras), raise_errors=True)
+
+    def refused(*a, **k):
+        raise AssertionError("the classifier on the selected features was trained")
+
+    monkeypatch.setattr(runner, "_retrain_estimator", refused)
+    got = study_cell(X, y, split, attrs.evolve(cfg, extras=extras), raise_errors=True)
+    assert got.curve == want.curve and got.selected == want.selected and got.accuracy == want.accuracy
+    with pytest.raises(AssertionError, match="was trained"):
+        study_cell(X, y, split, attrs.evolve(cfg, extras=attrs.evolve(extras, top_k=())), raise_errors=True)
