@@ -5,7 +5,11 @@
   of each feature's coefficients ``||W_j||_2`` (004 §5.2) — and the evaluated classifier is
   trained on the top ``k`` of that ranking for every ``k``. The record's accuracy is the one at
   the largest ``k``. A method that ranks only (a filter, RFS) is asked for the largest ``k``
-  features so its ranking reaches that far.
+  features so its ranking reaches that far. A method whose ranking needs no model
+  (``OuterLoop.ranks_without_model``: ReliefF, mRMR) is asked for that ranking alone when its fit
+  would compute the same one (a multi-class formulation, or two classes): the same order, without
+  the model on the kept features that the curve never uses (the record then has no selector
+  accuracy, objective or solver status; ``facts["ranking_only"]``).
 * **Baselines** (``baselines = true``): a row *all features* (the evaluated classifier on every
   feature) and *k random features* — ``random_draws`` random subsets of ``k`` features, the same
   subsets for every method (they depend on the seed, the split and ``k`` only), on the same
@@ -47,8 +51,8 @@ from .records import FoldRecord
 from .runner import _run_fold
 from .study import RETRAINS, Protocol, folds_for
 
-__all__ = ["Evaluator", "Extras", "BaselineConfig", "study_cell", "ranking", "TuningError", "ALL_FEATURES",
-           "plan_configs"]
+__all__ = ["Evaluator", "Extras", "BaselineConfig", "study_cell", "ranking", "ranks_alone", "TuningError",
+           "ALL_FEATURES", "plan_configs"]
 
 ALL_FEATURES = "all features"
 """Label of the baseline row: the evaluated classifier on every feature."""
@@ -146,26 +150,20 @@ class Extras:
     seed: int = 0
     tune: dict | None = None
     tune_folds: Any = 3
+    ranking_only: bool = False  # the top-k cell asks the method for its ranking alone (ranks_without_model)
 
     def key(self) -> dict:
         """What enters the cell key."""
         return {"top_k": list(self.top_k), "random_k": self.random_k, "random_draws": self.random_draws,
-                "tune": self.tune, "tune_folds": self.tune_folds, "evaluator": self.evaluator.describe()}
+                "tune": self.tune, "tune_folds": self.tune_folds, "evaluator": self.evaluator.describe(),
+                **({"ranking_only": True} if self.ranking_only else {})}
 
     def after_fit(self, rec: FoldRecord, res, Xtr, ytr, Xte, yte, split, cfg) -> FoldRecord:
         """The record with the top-k curve (the record's accuracy then is the one at the largest
         ``k``) and the random-k comparison of this cell."""
         n = Xtr.shape[1]
         if self.top_k:
-            order = ranking(res)
-            curve, y_pred = [], None
-            for k in (k for k in self.top_k if k <= n):
-                y_pred = self.evaluator.fit_predict(Xtr[:, order[:k]], ytr, Xte[:, order[:k]])
-                curve.append((k, self.evaluator.score(yte, y_pred)))
-            k = curve[-1][0]
-            return attrs.evolve(rec, **self.evaluator.scores(yte, y_pred), y_pred=y_pred, n_selected=k,
-                                pct_selected=100.0 * k / n, selected=tuple(sorted(int(j) for j in order[:k])),
-                                curve=tuple(curve), facts={**rec.facts, "support": int(res.n_selected)})
+            return self.top_k_record(rec, ranking(res), int(res.n_selected), Xtr, ytr, Xte, yte)
         if self.random_k and cfg.groups == "features" and 0 < rec.n_selected < n:
             cols = np.asarray(rec.selected, dtype=np.intp)
             regression = self.evaluator.regression
@@ -177,6 +175,19 @@ class Extras:
                 return attrs.evolve(rec, reference_r2=own, random_r2=rnd)
             return attrs.evolve(rec, reference_accuracy=own, random_accuracy=rnd)
         return rec
+
+    def top_k_record(self, rec: FoldRecord, order, support: int, Xtr, ytr, Xte, yte) -> FoldRecord:
+        """``rec`` with the curve of the evaluated classifier on the top ``k`` of ``order`` (the
+        ranking, best first) for every ``k``; its accuracy the one at the largest ``k``."""
+        n = Xtr.shape[1]
+        curve, y_pred = [], None
+        for k in (k for k in self.top_k if k <= n):
+            y_pred = self.evaluator.fit_predict(Xtr[:, order[:k]], ytr, Xte[:, order[:k]])
+            curve.append((k, self.evaluator.score(yte, y_pred)))
+        k = curve[-1][0]
+        return attrs.evolve(rec, **self.evaluator.scores(yte, y_pred), y_pred=y_pred, n_selected=k,
+                            pct_selected=100.0 * k / n, selected=tuple(sorted(int(j) for j in order[:k])),
+                            curve=tuple(curve), facts={**rec.facts, "support": support})
 
     def choose(self, X, y, split, cfg) -> dict:
         """The grid point of :attr:`tune` with the best mean inner-CV score on the training part."""
@@ -257,21 +268,17 @@ def _record_base(label: str, split) -> dict:
                 n_test=int(split.test.size), train=split.train, test=split.test)
 
 
-def _baseline_cell(X, y, split, cfg: BaselineConfig, raise_errors: bool) -> FoldRecord:
+def _guarded_cell(X, y, split, cfg, raise_errors: bool, body) -> FoldRecord:
+    """A cell computed by ``body(base, Xtr, ytr, Xte, yte, t0)`` (a :class:`FoldRecord`) on the
+    split's parts scaled by ``cfg.scale``, its warnings collected and a failure recorded (or
+    raised with ``raise_errors``), as :func:`~fsframe.evaluation.runner._run_fold` does."""
     t0 = time.perf_counter()
     base = _record_base(cfg.label, split)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             Xtr, Xte = _scale(X[split.train], X[split.test], cfg.scale)
-            ytr, yte = y[split.train], y[split.test]
-            n = Xtr.shape[1]
-            y_pred = cfg.evaluator.fit_predict(Xtr, ytr, Xte)
-            curve = tuple((k, float(np.mean([cfg.evaluator.accuracy(Xtr, ytr, Xte, yte, c) for c in
-                                             _random_subsets(n, k, cfg.random_draws, cfg.seed, split)])))
-                          for k in cfg.ks if k < n)
-            rec = FoldRecord(**base, ok=True, **cfg.evaluator.scores(yte, y_pred), n_selected=n, pct_selected=100.0, n_iter=0, seconds=time.perf_counter() - t0,
-                             selected=tuple(range(n)), y_pred=y_pred, random_curve=curve)
+            rec = body(base, Xtr, y[split.train], Xte, y[split.test], t0)
         except (Exception, SystemExit) as exc:
             if raise_errors:
                 raise
@@ -280,9 +287,52 @@ def _baseline_cell(X, y, split, cfg: BaselineConfig, raise_errors: bool) -> Fold
                         warnings=tuple((w.category, str(w.message)) for w in caught))
 
 
+def _baseline_cell(X, y, split, cfg: BaselineConfig, raise_errors: bool) -> FoldRecord:
+    def body(base, Xtr, ytr, Xte, yte, t0):
+        n = Xtr.shape[1]
+        y_pred = cfg.evaluator.fit_predict(Xtr, ytr, Xte)
+        curve = tuple((k, float(np.mean([cfg.evaluator.accuracy(Xtr, ytr, Xte, yte, c) for c in
+                                         _random_subsets(n, k, cfg.random_draws, cfg.seed, split)])))
+                      for k in cfg.ks if k < n)
+        return FoldRecord(**base, ok=True, **cfg.evaluator.scores(yte, y_pred),
+                          n_selected=n, pct_selected=100.0, n_iter=0, seconds=time.perf_counter() - t0,
+                          selected=tuple(range(n)), y_pred=y_pred, random_curve=curve)
+
+    return _guarded_cell(X, y, split, cfg, raise_errors, body)
+
+
 def _failed(base: dict, exc: BaseException) -> FoldRecord:
     return FoldRecord(**base, ok=False, error_type=type(exc).__name__, error=str(exc),
                       traceback=traceback.format_exc())
+
+
+def ranks_alone(cfg, n_classes: int) -> bool:
+    """Whether ``cfg``'s ranking can be asked for without its fit: its loop ranks without a model
+    (``OuterLoop.ranks_without_model``) and its fit would rank once on all the labels (two
+    classes, or a formulation that fits every class itself; a one-vs-rest fit ranks per class)."""
+    res = resolve(cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate, loop=cfg.loop, **cfg.params)
+    return bool(getattr(res.loop, "ranks_without_model", False)) and (
+        n_classes == 2 or res.formulation.multiclass == "native")
+
+
+def _ranking_cell(X, y, split, cfg, raise_errors: bool) -> FoldRecord:
+    """A top-k cell of a method that ranks without a model (:func:`ranks_alone`): its loop's
+    ranking on the scaled training part and the class codes :func:`fsframe.fit` would pass it
+    (``±1`` for two classes, ``0 ... c-1`` for more), then the curve; no model is solved."""
+    def body(base, Xtr, ytr, Xte, yte, t0):
+        res = resolve(cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate, loop=cfg.loop, **cfg.params)
+        classes = np.unique(ytr)
+        codes = np.where(ytr == classes[1], 1.0, -1.0) if classes.size == 2 else np.searchsorted(classes, ytr)
+        n = Xtr.shape[1]
+        n_keep = n if cfg.n_features is None else min(int(cfg.n_features), n)
+        own = [int(j) for j in res.loop.ranking(Xtr, codes, n_keep)[0]]
+        seen = set(own)  # as ranking(): the features the filter left unranked follow in index order
+        order = np.asarray(own + [j for j in range(n) if j not in seen], dtype=np.intp)
+        rec = FoldRecord(**base, ok=True, n_iter=0, converged=True, seconds=time.perf_counter() - t0,
+                         stop_reason="ranking only", facts={"ranking_only": True})
+        return cfg.extras.top_k_record(rec, order, n_keep, Xtr, ytr, Xte, yte)
+
+    return _guarded_cell(X, y, split, cfg, raise_errors, body)
 
 
 def study_cell(X, y, split, cfg, raise_errors: bool = False) -> FoldRecord:
@@ -291,6 +341,8 @@ def study_cell(X, y, split, cfg, raise_errors: bool = False) -> FoldRecord:
     if isinstance(cfg, BaselineConfig):
         return _baseline_cell(X, y, split, cfg, raise_errors)
     extras = cfg.extras
+    if extras is not None and extras.ranking_only and not extras.tune:
+        return _ranking_cell(X, y, split, cfg, raise_errors)
     if extras is None or not extras.tune:
         return _run_fold(X, y, split, cfg, raise_errors)
     t0 = time.perf_counter()
@@ -361,7 +413,8 @@ def plan_configs(protocol: Protocol, configs: list, tunes: list, *, shape: tuple
             out.append(cfg)
             continue
         extras = Extras(evaluator=ev, top_k=top_k, random_k=random_k, random_draws=protocol.random_draws,
-                        seed=seed, tune=tune, tune_folds=protocol.tune_folds)
+                        seed=seed, tune=tune, tune_folds=protocol.tune_folds,
+                        ranking_only=bool(top_k) and not tune and ranks_alone(cfg, n_classes))
         out.append(attrs.evolve(cfg, n_features=n_features, extras=extras))
     if protocol.baselines:
         out.append(BaselineConfig(evaluator=ev, scale=protocol.scale, ks=fixed, random_draws=protocol.random_draws,

@@ -52,7 +52,10 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
                 scores = {}
                 sel_acc, sel_mcc = accuracy_score(yte, sel_pred), mcc_score(yte, sel_pred)
             y_pred = sel_pred
-            if cfg.retrain is not None and cfg.task != "regression":
+            # a study's top-k curve retrains on the top k of the ranking and replaces this
+            # evaluation (Extras.after_fit): the classifier on the selected features is not trained
+            curve_only = cfg.extras is not None and bool(cfg.extras.top_k)
+            if cfg.retrain is not None and cfg.task != "regression" and not curve_only:
                 cols = res.selected
                 if cols.size == 0:
                     warnings.warn("no feature was selected: the retrained classifier predicts the training "

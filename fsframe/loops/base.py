@@ -149,6 +149,12 @@ class OuterLoop(abc.ABC):
     a :class:`Choice` (or yields steps with a ``support``); the base then applies neither its
     ``n_features`` rule (stop at the first iterate with at most ``r`` groups, 002 §3.1) nor its
     verified ``zero_tol`` cut to that answer."""
+    ranks_without_model: ClassVar[bool] = False
+    """``True`` for a loop whose feature ranking comes from the data alone, before and apart
+    from the model it then fits (a filter): it defines ``ranking(X, y, n_select)`` returning
+    ``(order, scores)`` — the order it stores as ``info["ranking"]`` — so that a caller that needs
+    only the ranking (a study's top-k cells, docs/papers.md) asks for it and solves nothing.
+    ``X`` is the training part as :func:`fsframe.fit` passes it on, ``y`` its class codes."""
     support_scale: ClassVar[str] = "run"
     """What ``zero_tol`` is relative to when the base counts an iterate's non-zeros
     (:func:`support_of`): ``"run"`` — the largest group norm of the run so far

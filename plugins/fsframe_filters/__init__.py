@@ -29,7 +29,8 @@ class FilterLoop(OuterLoop):
     predicts. The support is the ranking's top ``n_features`` whatever the model's weights;
     ``info["ranking"]`` is the order computed (best first), ``info["scores"]`` the filter's
     scores. A failed solve raises :class:`~fsframe.errors.SolverFailedError` (there is no earlier
-    iterate to keep)."""
+    iterate to keep). The ranking needs no model (``ranks_without_model``): a study's top-k cells
+    ask :meth:`ranking` for it alone and solve nothing (docs/papers.md)."""
 
     needs_surrogate = False
     takes_surrogate = False  # a filter ranks features; it penalises nothing
@@ -37,6 +38,7 @@ class FilterLoop(OuterLoop):
     monotone = False
     sparse = False  # it ranks: without n_features, fsframe.fit keeps the better half of the ranking
     chooses = True  # the ranking's top n_features
+    ranks_without_model = True  # ranking() needs no solve: a study's top-k cells ask for it alone
     penalty = "l2"  # the objective is loss + sum_j ||w_j||^2 of the model on the kept features
     max_iter: int = attrs.field(default=1, converter=as_int, validator=positive_int)
 
@@ -44,7 +46,8 @@ class FilterLoop(OuterLoop):
         return frozenset({"quad"})
 
     def ranking(self, X, y, n_select: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(order, scores)``: feature indices best first (at least ``n_select`` of them)."""
+        """``(order, scores)``: feature indices best first (at least ``n_select`` of them), from
+        the training part ``X`` and its class codes ``y`` alone."""
         raise NotImplementedError
 
     def steps(self, sub, surrogate, run):

@@ -11,12 +11,15 @@ __all__ = ["relieff_scores", "discretize", "mutual_info_with", "mrmr_order"]
 
 def relieff_scores(X: NDArray, y: NDArray, *, n_neighbors: int = 10) -> NDArray:
     """ReliefF feature weights (Kononenko 1994; Kira & Rendell 1992), computed by skrebate's
-    ``ReliefF`` (Urbanowicz et al. 2018), single process. Larger is more relevant."""
+    ``ReliefF`` (Urbanowicz et al. 2018), single process. Larger is more relevant. ``y`` holds
+    class labels, however many: skrebate is told so (``label_type``), since by default it takes
+    more than 10 distinct labels for a real target and scores RReliefF's regression weights."""
     from skrebate import ReliefF
 
     X = np.asarray(X, dtype=float)
-    k = int(min(n_neighbors, max(1, np.min(np.unique(y, return_counts=True)[1]) - 1)))
-    est = ReliefF(n_neighbors=k, n_jobs=1)
+    classes, counts = np.unique(y, return_counts=True)
+    k = int(min(n_neighbors, max(1, np.min(counts) - 1)))
+    est = ReliefF(n_neighbors=k, n_jobs=1, label_type="binary" if classes.size == 2 else "multiclass")
     est.fit(X, np.asarray(y))
     return np.asarray(est.feature_importances_, dtype=float)
 

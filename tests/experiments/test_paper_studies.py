@@ -356,3 +356,95 @@ def test_digest_holds_every_split(reduced):
     d = digest(load_results(res.root))
     assert sum(len(r["folds"]) for t in d["tables"] for r in t["rows"]) == res.n_cells
     assert d["reduced"] and d["paper"] == "paper000"
+
+
+@pytest.mark.parametrize("method", ["mrmr", "relieff"])
+def test_filter_rows_rank_without_a_model(reduced, method):
+    """004 (reduced): a filter's top-k cell asks for its ranking alone (no L2 model is solved:
+    no objective, no solver status) and its curve is the tuned LinearSVC on the top k of the
+    ranking a full ``fsframe.fit`` stores, ``info["ranking"]``."""
+    study, res = reduced["paper004"]
+    data = fsframe.load_dataset("wine")
+    X, y = np.asarray(data.X, float), np.asarray(data.y)
+    splits, _ = make_splits(y, 0.4, repeats=2, random_state=0)
+    for split, rec in zip(splits, res.tables[0][method].folds):
+        assert rec.ok and rec.facts["ranking_only"] and rec.objective is None and rec.statuses == ()
+        assert rec.selector_accuracy is None and rec.facts["support"] == 8
+        Xtr, Xte = _scaled(X, split)
+        ytr = y[split.train]
+        fitted = fsframe.fit(Xtr, ytr, method=method, n_features=8)
+        order = np.asarray(fitted.info["ranking"])
+        assert fitted.objective is not None  # the fit path solves the model the cell skips
+        assert set(rec.selected) == set(order[:8].tolist())
+        for k, acc in rec.curve:
+            clf = GridSearchCV(LinearSVC(), {"C": [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0]}, cv=2)
+            clf.fit(Xtr[:, order[:k]], ytr)
+            assert acc == pytest.approx(np.mean(clf.predict(Xte[:, order[:k]]) == y[split.test]))
+
+
+@pytest.mark.parametrize("method", ["mrmr", "relieff"])
+@pytest.mark.parametrize("classes", [2, 3])
+def test_ranking_only_cell_equals_the_fitted_cell(method, classes):
+    """The ranking-only cell and the cell that fits the filter's model record the same curve,
+    features and predictions, on two classes (codes ±1) and on three (codes 0, 1, 2)."""
+    import attrs
+
+    from fsframe.evaluation.config import _make_config
+    from fsframe.evaluation.protocols import Evaluator, Extras, ranks_alone, study_cell
+
+    data = fsframe.load_dataset("wine")
+    X, y = np.asarray(data.X, float), np.asarray(data.y)
+    if classes == 2:
+        X, y = X[y != y.max()], y[y != y.max()]
+    split = make_splits(y, 0.4, repeats=1, random_state=1)[0][0]
+    cfg = _make_config(method, {"method": method}, n_features=6, scale="standard", retrain=None, retrain_C=1.0,
+                       n_columns=X.shape[1], n_samples=X.shape[0], n_classes=classes)
+    assert ranks_alone(cfg, classes)
+    extras = Extras(evaluator=Evaluator(clf="linear-svc"), top_k=(2, 4, 6), ranking_only=True)
+    alone = study_cell(X, y, split, attrs.evolve(cfg, extras=extras), raise_errors=True)
+    fitted = study_cell(X, y, split, attrs.evolve(cfg, extras=attrs.evolve(extras, ranking_only=False)),
+                        raise_errors=True)
+    assert alone.facts["ranking_only"] and "ranking_only" not in fitted.facts and fitted.objective is not None
+    assert alone.curve == fitted.curve and alone.selected == fitted.selected
+    np.testing.assert_array_equal(alone.y_pred, fitted.y_pred)
+    assert alone.facts["support"] == fitted.facts["support"] == 6
+
+
+def test_methods_that_need_their_model_are_fitted():
+    """Only a loop that ranks without a model is asked for its ranking alone: DSO-FS, RFS and
+    the L1-SVM rank by their model's coefficients."""
+    from fsframe.evaluation.config import _make_config
+    from fsframe.evaluation.protocols import ranks_alone
+
+    for method in ("dso-fs", "rfs", "l1-svm"):
+        cfg = _make_config(method, {"method": method}, n_features=None, scale="standard", retrain=None,
+                           retrain_C=1.0, n_columns=13, n_samples=178, n_classes=3)
+        assert not ranks_alone(cfg, 3)
+
+
+def test_top_k_cell_trains_no_classifier_on_the_selected_features(monkeypatch):
+    """A top-k cell's record is the curve on the top k of the ranking (Extras.after_fit): the
+    retrained classifier on the fit's own selection, which that record replaces, is not trained;
+    a cell without top_k still trains it."""
+    import attrs
+
+    from fsframe.evaluation import runner
+    from fsframe.evaluation.config import _make_config
+    from fsframe.evaluation.protocols import Evaluator, Extras, study_cell
+
+    data = fsframe.load_dataset("wine")
+    X, y = np.asarray(data.X, float), np.asarray(data.y)
+    split = make_splits(y, 0.4, repeats=1, random_state=1)[0][0]
+    cfg = _make_config("l1-svm", {"method": "l1-svm", "C": 1.0}, n_features=None, scale="standard",
+                       retrain="linear-svc", retrain_C=1.0, n_columns=13, n_samples=178, n_classes=3)
+    extras = Extras(evaluator=Evaluator(clf="linear-svc"), top_k=(2, 4))
+    want = study_cell(X, y, split, attrs.evolve(cfg, extras=extras), raise_errors=True)
+
+    def refused(*a, **k):
+        raise AssertionError("the classifier on the selected features was trained")
+
+    monkeypatch.setattr(runner, "_retrain_estimator", refused)
+    got = study_cell(X, y, split, attrs.evolve(cfg, extras=extras), raise_errors=True)
+    assert got.curve == want.curve and got.selected == want.selected and got.accuracy == want.accuracy
+    with pytest.raises(AssertionError, match="was trained"):
+        study_cell(X, y, split, attrs.evolve(cfg, extras=attrs.evolve(extras, top_k=())), raise_errors=True)

@@ -15,6 +15,7 @@ import fsframe
 from fsframe.surrogates.lp import LpSurrogate
 from fsframe.testing import check_loop, check_surrogate
 from fsframe_filters.scores import discretize, mrmr_order, mutual_info_with
+from fsframe_filters.scores import relieff_scores as fsframe_relieff
 from fsframe_multiclass.margin import label_matrix
 from fsframe_multiclass.rfs import rfs_objective
 
@@ -59,6 +60,26 @@ def test_relieff_scores_are_skrebates(iris3):
     assert r.n_selected == 4 and set(r.selected.tolist()) == set(np.argsort(-ref)[:4].tolist())
     assert set(r.selected.tolist()) == {0, 1, 2, 3}
     assert (r.predict(X) == y).mean() > 0.9  # the soft-margin model on the 4 features
+
+
+def test_relieff_scores_more_than_ten_classes_as_classes():
+    """ReliefF on 12 classes scores them as classes (skrebate's multi-class ReliefF, misses
+    weighted by the class priors), not as a real target: skrebate takes more than 10 distinct
+    labels for a regression target by default (RReliefF), which ranks the features otherwise."""
+    from skrebate import ReliefF
+
+    rng = np.random.default_rng(3)
+    y = np.repeat(np.arange(12), 8)
+    X = rng.normal(size=(y.size, 6))
+    X[:, 0] += (y % 3) * 1.5  # informative about the class, not monotone in the label's value
+    X[:, 1] += 0.4 * y  # monotone in the label's value
+    s = fsframe_relieff(X, y)
+    ref = ReliefF(n_neighbors=7, n_jobs=1, label_type="multiclass").fit(X, y).feature_importances_
+    np.testing.assert_allclose(s, ref, rtol=1e-12)
+    as_real = ReliefF(n_neighbors=7, n_jobs=1).fit(X, y).feature_importances_  # skrebate's default
+    assert np.max(np.abs(s - as_real)) > 1e-3
+    r = fsframe.fit(X, y, method="relieff", n_features=2)
+    np.testing.assert_allclose(r.info["scores"], ref, rtol=1e-12)
 
 
 def test_mrmr_mutual_information_is_sklearns_and_search_is_greedy(iris3):
