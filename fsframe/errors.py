@@ -28,6 +28,7 @@ __all__ = [
     "FsframeWarning",
     "DataWarning",
     "ConvergenceWarning",
+    "SeparationWarning",
     "SolverWarning",
 ]
 
@@ -152,6 +153,13 @@ class DataWarning(FsframeWarning):
 
 class ConvergenceWarning(FsframeWarning):
     """An outer loop stopped at ``max_iter`` or its monitored objective rose."""
+
+
+class SeparationWarning(ConvergenceWarning):
+    """A reweighting loop (DCA, IRL1) stopped early: its iterate separates the training classes
+    under a loss that vanishes only at infinity (logistic, multinomial) and the surrogate is
+    saturated on every selected feature, so the next subproblem has no minimiser. The support is
+    the iterate's; the coefficients' scale is arbitrary (lower ``C``, or use an EM / log method)."""
 
 
 class SolverWarning(FsframeWarning):
