@@ -179,8 +179,9 @@ SELECTORS = {
         "sklearn LassoCV": _sk_cv("regression"),
     },
     "logistic": {
-        "fsframe l1-logistic": _fsframe("l1-logistic"), "fsframe l0-logistic": _fsframe("l0-logistic", max_iter=30),
-        "fsframe em-logistic": _fsframe("em-logistic"), "fsframe log-logistic": _fsframe("log-logistic"),
+        "fsframe l1-logistic": _fsframe("l1-logistic", working_set=True),
+        "fsframe l0-logistic": _fsframe("l0-logistic", max_iter=30, working_set=True),
+        "fsframe em-logistic": _fsframe("em-logistic"), "fsframe log-logistic": _fsframe("log-logistic", working_set=True),
         "abess": _abess("logistic"), "skglm-mcp": _skglm("logistic"),
         "sklearn L1 LogisticCV": _sk_cv("logistic"),
     },

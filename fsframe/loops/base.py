@@ -239,6 +239,16 @@ class OuterLoop(abc.ABC):
                 return False, f"separated classes, saturated surrogate: {why}"
             at, tilt = ties.point(it)
             new = advance(at)
+            if not new.ok or new.status is Status.OPTIMAL_INACCURATE:
+                limit = self._separating(it, sub)
+                if limit is not None:
+                    warnings.warn(
+                        f"{self.name}: subproblem {k} ended {new.status.value} after an iterate that separates the "
+                        f"training classes (loss {it.loss:.3g} < {limit:.3g}: every margin positive). On separated "
+                        "classes the loss vanishes only at infinity and the iterates grow without bound; the "
+                        "exponential cones' entries exp(-margin) then leave what the solvers resolve. The classes "
+                        "are (nearly) separable at this C: lower C (or the surrogate's alpha), or use an EM or "
+                        "log method", SeparationWarning, stacklevel=3)
             step = self.surrogate_step(new, surrogate)
             yield Step(new, step.objective, None) if tilt else step
             if not tilt:
@@ -264,12 +274,9 @@ class OuterLoop(abc.ABC):
         double precision (exp: ``alpha t_j > 36`` on every selected group) there is none: solvers
         stall (``optimal_inaccurate``, or a failure). Paper 000's convergence result assumes
         bounded iterates; on separated classes they are not."""
-        bound = getattr(getattr(sub, "formulation", None), "separating_loss", None)
-        if bound is None or it.loss is None or "derivative" not in surrogate.provides(("derivative",)):
-            return None
-        limit = float(bound())
+        limit = self._separating(it, sub)
         support = support_of(it.t, self.zero_tol)
-        if not support.any() or it.loss >= limit:
+        if limit is None or not support.any() or "derivative" not in surrogate.provides(("derivative",)):
             return None
         t = it.t[support]
         rho = float(np.sum(np.asarray(surrogate.derivative(t), dtype=float) * t))
@@ -282,6 +289,16 @@ class OuterLoop(abc.ABC):
                 "infinity, so its minimiser is out of the solvers' reach or does not exist. The support is this "
                 "iterate's; the coefficients' scale is arbitrary. The classes are (nearly) separable at this C: "
                 "for a bounded model lower C (or the surrogate's alpha), or use an EM or log method")
+
+    @staticmethod
+    def _separating(it: Iterate, sub: Subproblem | None) -> float | None:
+        """The formulation's ``separating_loss()`` when ``it``'s loss is below it (``it``
+        separates the training classes), else ``None`` (also without the protocol)."""
+        bound = getattr(getattr(sub, "formulation", None), "separating_loss", None)
+        if bound is None or it.loss is None:
+            return None
+        limit = float(bound())
+        return limit if it.loss < limit else None
 
     def objective_of(self, sub: Subproblem, it: Iterate, surrogate: Surrogate | None, mask: NDArray) -> float:
         """The objective the loop reports for the coefficients returned: those of ``it`` with the

@@ -118,3 +118,43 @@ def test_reweighted_l1_with_exp_stops_too():
     res, caught = _fit(X, y, "clarabel", loop="reweighted-l1")
     assert [w.category for w in caught] == [SeparationWarning]
     assert all(s is Status.OPTIMAL for s in res.statuses)
+
+
+def test_separated_iterates_whose_penalty_holds_the_scale_run_on():
+    """Wine class 0 with a gentle surrogate (alpha = 0.5): from iteration 5 on the iterates separate
+    the classes (loss < log 2), but ``sum_j phi'(t_j) t_j`` stays near 1, so the penalty bounds
+    the model: DCA runs to its own stopping rule, every solve optimal, no SeparationWarning."""
+    X, y = _wine_class0()
+    iterates = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = fsframe.fit(X, y, "l0-logistic", alpha=0.5, callback=lambda rec, it: iterates.append(it))
+    assert [w for w in caught if issubclass(w.category, (SeparationWarning, SolverWarning))] == []
+    assert res.converged and res.info["stop_reason"] == "objective decrease below tol"
+    assert all(s is Status.OPTIMAL for s in res.statuses)
+    separated = [it for it in iterates if it.loss < np.log(2)]
+    assert len(separated) >= 3
+    for it in separated:
+        assert np.sum(0.5 * np.exp(-0.5 * it.t) * it.t) > 0.5
+
+
+@pytest.mark.parametrize("backend", ["clarabel", "ecos"])
+def test_a_subproblem_lost_after_separation_is_explained(backend):
+    """alpha = 1: the iterates separate the classes and grow slowly (``|w|`` 10 -> 20 -> 30, the
+    penalty's ``sum phi'(t) t`` still 0.04 > tol f), and the exponential cones at margins of ~100
+    defeat the solvers at iteration 5 (Clarabel: InsufficientProgress; ECOS: optimal_inaccurate).
+    The failure or the inaccurate answer comes with a SeparationWarning saying why and what to do."""
+    from fsframe.errors import SolverFailedError
+
+    X, y = _wine_class0()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            fsframe.fit(X, y, "l0-logistic", alpha=1.0, backend=backend)
+            failed = False
+        except SolverFailedError:
+            failed = True
+    kinds = {w.category for w in caught}
+    assert failed or SolverWarning in kinds
+    sep = [str(w.message) for w in caught if w.category is SeparationWarning]
+    assert sep and all("after an iterate that separates the training classes" in m and "lower C" in m for m in sep)
