@@ -1,38 +1,45 @@
 """Support recovery of fsframe's least-squares and logistic methods against abess, skglm and
-scikit-learn (issue 23), at a REDUCED size.
+scikit-learn (issue 23), in the L0Learn and abess papers' setting.
 
 Design (per cell): a Gaussian design with Toeplitz correlation ``corr(x_i, x_j) = rho^|i-j|``,
-``rho`` in {0, 0.5}, ``n`` training samples, ``p`` features, ``k = 10`` true features at seeded
-random positions with coefficients ``+-1``, scaled so that ``Var(x beta) = SNR`` (SNR in {1, 5,
-10}); regression ``y = x beta + N(0, 1)``, logistic ``y ~ Bernoulli(sigmoid(x beta))`` (there "SNR"
-is the variance of the linear predictor). A test set of 1 000 samples from the same model gives
-the prediction error: the test MSE minus the noise variance 1 (regression), the test error rate
-(logistic).
+``rho`` in {0, 0.5}, ``n = 500`` training samples, ``p`` in {1 000, 5 000} features, ``k = 10``
+true features at seeded random positions with coefficients ``+-1``, scaled so that
+``Var(x beta) = SNR`` (SNR in {1, 5, 10}); a test set of 1 000 samples from the same model.
 
-The issue asks for ``n = 500`` and ``p`` in {1 000, 5 000} with repetitions; this run uses
-``n = 200``, ``p = 500`` and ``--reps`` repetitions (1 by default) on a shared 2-core machine: the
-figures are indicative, not a study. Every selector is told ``k`` where it can be:
+* regression: ``y = x beta + N(0, 1)``, so SNR is the usual ``Var(x beta) / Var(noise)``; the
+  prediction error is the test MSE minus the noise variance 1;
+* logistic: ``y ~ Bernoulli(sigmoid(x beta))``, i.e. ``y = sign(x beta + e)`` with ``e`` standard
+  logistic noise (variance ``pi^2 / 3``). "SNR" is the variance of the linear predictor,
+  ``Var(x beta)``; as a ratio to the latent noise it is ``3 SNR / pi^2`` (0.30, 1.5, 3.0). abess's
+  own generator (``abess.datasets.make_glm_data``, family binomial) has no SNR for this model (it
+  draws ``|beta_j|`` from ``U[2m, 10m]``, ``m = 5 sqrt(2 log p / n)``); we keep one SNR scale for
+  both tasks. The prediction error is the test error rate.
+
+Selectors (every one told ``k`` where it can be):
 
 * fsframe ``l1-ls``, ``l0-ls`` (exp surrogate, DCA), ``em-ls``, ``log-ls`` and ``l1-logistic``,
-  ``l0-logistic`` with ``n_features=k`` (``C = 1``; DCA capped at ``max_iter=30``);
+  ``l0-logistic``, ``em-logistic``, ``log-logistic`` with ``n_features=k``; ``C`` five times the
+  ``C`` where the first feature enters (``LAMBDA_FRACTION``); DCA capped at ``max_iter=30``;
+  working sets on for the l1 / l0 / log methods;
 * ``abess``: ``LinearRegression`` / ``LogisticRegression`` with ``support_size=[k]``;
-* ``skglm-mcp``: MCP (``gamma = 3``), ``alpha`` bisected (log scale, ``benchmarks/competitors.py``'s
-  rule) until ``k`` non-zeros, else the ``k`` largest of the smallest larger count. skglm's L0.5
-  penalty was tried the same way and left out: on a trial cell (regression, rho 0.5, SNR 5) every
-  fit of the bisection came back with supports disjoint from the truth (TP 0 of 10), which we did
-  not investigate further;
+* ``skglm-mcp``: MCP (``gamma = 3``) on the quadratic / logistic datafit, ``alpha`` bisected (log
+  scale, ``benchmarks/competitors.py``'s rule) until ``k`` non-zeros, else the ``k`` largest of the
+  smallest larger count. skglm's L0.5 penalty was tried the same way and left out: on a trial
+  regression cell every fit of the bisection came back with supports disjoint from the truth
+  (docs/performance.md has the logistic trial);
 * scikit-learn ``LassoCV`` / ``LogisticRegressionCV(penalty="l1")`` (5-fold): their own choice of
   sparsity, not ``k`` (what a user gets without knowing ``k``).
 
-L0Learn's Python port (``l0learn``) has no installable distribution here (pip finds none for this
-Python): it is not compared.
+L0Learn's Python port (``l0learn``) is not compared: ``pip`` finds no distribution of it for this
+Python (``from versions: none``).
 
-    nice python benchmarks/support_recovery.py [--reps 1] [--render]
+    nice python benchmarks/support_recovery.py [--reps 3] [--task logistic] [--p 1000] [--only abess] [--render]
 
-Resumable: each finished cell is written to ``benchmarks/results/support_recovery.json`` at once
-and skipped on a rerun. Renders the section between ``<!-- support_recovery:begin -->`` and
-``<!-- support_recovery:end -->`` of ``docs/performance.md`` and the picture
-``docs/img/support_recovery.png``.
+The defaults run the full size (both tasks, both ``p``, 3 seeds). Resumable: each finished cell
+is written to ``benchmarks/results/support_recovery.json`` at once and skipped on a rerun (several
+runners with different ``--only`` may share the file). Renders the section between
+``<!-- support_recovery:begin -->`` and ``<!-- support_recovery:end -->`` of
+``docs/performance.md`` and the picture ``docs/img/support_recovery.png``.
 """
 
 from __future__ import annotations
