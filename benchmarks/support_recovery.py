@@ -322,8 +322,8 @@ def picture(res: dict) -> None:
 
     agg = _aggregate(res)
     names = list(dict.fromkeys(n for t in TASKS for n in SELECTORS[t]))
-    colour = {name: f"C{i % 10}" if i < 10 else ("black", "grey", "olive", "navy")[i - 10]
-              for i, name in enumerate(names)}  # one colour per selector
+    colour = {name: f"C{i % 10}" if i < 10 else ("black", "teal", "navy", "crimson")[i - 10]
+              for i, name in enumerate(names)}  # one colour per selector (C7 is grey: no "grey" here)
     panels = [(t, p, r) for t in TASKS for p in PS for r in RHOS]
     fig, axes = plt.subplots(2, 4, figsize=(18, 8), sharey=True)
     for ax, (task, p, rho) in zip(axes.ravel(), panels):
