@@ -156,10 +156,11 @@ class ConvergenceWarning(FsframeWarning):
 
 
 class SeparationWarning(ConvergenceWarning):
-    """A reweighting loop (DCA, IRL1) stopped early: its iterate separates the training classes
-    under a loss that vanishes only at infinity (logistic, multinomial) and the surrogate is
-    saturated on every selected feature, so the next subproblem has no minimiser. The support is
-    the iterate's; the coefficients' scale is arbitrary (lower ``C``, or use an EM / log method)."""
+    """A reweighting loop (DCA, IRL1) met classes its iterate separates under a loss that vanishes
+    only at infinity (logistic, multinomial): it stopped because the penalty no longer holds the
+    model's scale (the next subproblem has no minimiser within a solver's reach; the support is
+    the iterate's, the coefficients' scale arbitrary), or a subproblem after such an iterate was
+    lost or inaccurate. Lower ``C`` (or ``alpha``), or use an EM / log method (docs/glm.md)."""
 
 
 class SolverWarning(FsframeWarning):
