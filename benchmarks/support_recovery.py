@@ -1,42 +1,50 @@
 """Support recovery of fsframe's least-squares and logistic methods against abess, skglm and
-scikit-learn (issue 23).
+scikit-learn (issue 23), in the L0Learn and abess papers' setting.
 
 Design (per cell): a Gaussian design with Toeplitz correlation ``corr(x_i, x_j) = rho^|i-j|``,
-``rho`` in {0, 0.5}, ``n`` training samples, ``p`` features, ``k = 10`` true features at seeded
-random positions with coefficients ``+-1``, scaled so that ``Var(x beta) = SNR`` (SNR in {1, 5,
-10}); regression ``y = x beta + N(0, 1)``, logistic ``y ~ Bernoulli(sigmoid(x beta))`` (there "SNR"
-is the variance of the linear predictor). A test set of 1 000 samples from the same model gives
-the prediction error: the test MSE minus the noise variance 1 (regression), the test error rate
-(logistic).
+``rho`` in {0, 0.5}, ``n = 500`` training samples, ``p`` in {1 000, 5 000} features, ``k = 10``
+true features at seeded random positions with coefficients ``+-1``, scaled so that
+``Var(x beta) = SNR`` (SNR in {1, 5, 10}); a test set of 1 000 samples from the same model.
 
-The issue's size: ``n = 500``, ``p`` in {1 000, 5 000}, ``--reps`` repetitions (3 by default) on
-a shared 2-core machine: the times are indicative. Every selector is told ``k`` where it can be:
+* regression: ``y = x beta + N(0, 1)``, so SNR is the usual ``Var(x beta) / Var(noise)``; the
+  prediction error is the test MSE minus the noise variance 1;
+* logistic: ``y ~ Bernoulli(sigmoid(x beta))``, i.e. ``y = sign(x beta + e)`` with ``e`` standard
+  logistic noise (variance ``pi^2 / 3``). "SNR" is the variance of the linear predictor,
+  ``Var(x beta)``; as a ratio to the latent noise it is ``3 SNR / pi^2`` (0.30, 1.5, 3.0). abess's
+  own generator (``abess.datasets.make_glm_data``, family binomial) has no SNR for this model (it
+  draws ``|beta_j|`` from ``U[2m, 10m]``, ``m = 5 sqrt(2 log p / n)``); we keep one SNR scale for
+  both tasks. The prediction error is the test error rate.
 
-* fsframe ``l1-ls``, ``l0-ls`` (exp surrogate, DCA), ``em-ls``, ``log-ls`` and the logistic four
-  with ``n_features=k`` (``C`` five times the entry threshold; DCA capped at ``max_iter=30``).
+Selectors (every one told ``k`` where it can be):
+
+* fsframe ``l1-ls``, ``l0-ls`` (exp surrogate, DCA), ``em-ls``, ``log-ls`` and ``l1-logistic``,
+  ``l0-logistic``, ``em-logistic``, ``log-logistic`` with ``n_features=k``; ``C`` five times the
+  ``C`` where the first feature enters (``LAMBDA_FRACTION``); DCA capped at ``max_iter=30``;
+  working sets on for the l1 / l0 / log methods.
   With ``n_features`` a loop stops at its first iterate with at most ``k`` features and returns
   the L1 model (its first weights) re-solved on them, so ``l0-ls`` and ``log-ls`` differ from
   ``l1-ls`` only where their selections do (docs/performance.md). ``l0-ls, own support`` and
   ``log-ls, own support`` are the same methods not told ``k``: the loop runs to its own stopping
   rule (at most 30 solves) and the model is its last iterate — the surrogates' own answers;
 * ``abess``: ``LinearRegression`` / ``LogisticRegression`` with ``support_size=[k]``;
-* ``skglm-mcp``: MCP (``gamma = 3``), ``alpha`` bisected (log scale, ``benchmarks/competitors.py``'s
-  rule) until ``k`` non-zeros, else the ``k`` largest of the smallest larger count. skglm's L0.5
-  penalty was tried the same way and left out: on a trial cell (regression, rho 0.5, SNR 5) every
-  fit of the bisection came back with supports disjoint from the truth (TP 0 of 10), which we did
-  not investigate further;
+* ``skglm-mcp``: MCP (``gamma = 3``) on the quadratic / logistic datafit, ``alpha`` bisected (log
+  scale, ``benchmarks/competitors.py``'s rule) until ``k`` non-zeros, else the ``k`` largest of the
+  smallest larger count. skglm's L0.5 penalty was tried the same way and left out: on a trial
+  regression cell every fit of the bisection came back with supports disjoint from the truth
+  (docs/performance.md has the logistic trial);
 * scikit-learn ``LassoCV`` / ``LogisticRegressionCV(penalty="l1")`` (5-fold): their own choice of
   sparsity, not ``k`` (what a user gets without knowing ``k``).
 
-L0Learn's Python port (``l0learn``) has no installable distribution here (pip finds none for this
-Python): it is not compared.
+L0Learn's Python port (``l0learn``) is not compared: ``pip`` finds no distribution of it for this
+Python (``from versions: none``).
 
-    nice python benchmarks/support_recovery.py [--reps 1] [--render]
+    nice python benchmarks/support_recovery.py [--reps 3] [--task logistic] [--p 1000] [--only abess] [--render]
 
-Resumable: each finished cell is written to ``benchmarks/results/support_recovery.json`` at once
-and skipped on a rerun. Renders the section between ``<!-- support_recovery:begin -->`` and
-``<!-- support_recovery:end -->`` of ``docs/performance.md`` and the picture
-``docs/img/support_recovery.png``.
+The defaults run the full size (both tasks, both ``p``, 3 seeds). Resumable: each finished cell
+is written to ``benchmarks/results/support_recovery.json`` at once and skipped on a rerun (several
+runners with different ``--only`` may share the file). Renders the section between
+``<!-- support_recovery:begin -->`` and ``<!-- support_recovery:end -->`` of
+``docs/performance.md`` and the picture ``docs/img/support_recovery.png``.
 """
 
 from __future__ import annotations
@@ -189,8 +197,9 @@ SELECTORS = {
         "sklearn LassoCV": _sk_cv("regression"),
     },
     "logistic": {
-        "fsframe l1-logistic": _fsframe("l1-logistic"), "fsframe l0-logistic": _fsframe("l0-logistic", max_iter=30),
-        "fsframe em-logistic": _fsframe("em-logistic"), "fsframe log-logistic": _fsframe("log-logistic"),
+        "fsframe l1-logistic": _fsframe("l1-logistic", working_set=True),
+        "fsframe l0-logistic": _fsframe("l0-logistic", max_iter=30, working_set=True),
+        "fsframe em-logistic": _fsframe("em-logistic"), "fsframe log-logistic": _fsframe("log-logistic", working_set=True),
         "abess": _abess("logistic"), "skglm-mcp": _skglm("logistic"),
         "sklearn L1 LogisticCV": _sk_cv("logistic"),
     },
@@ -324,8 +333,8 @@ def picture(res: dict) -> None:
 
     agg = _aggregate(res)
     names = list(dict.fromkeys(n for t in TASKS for n in SELECTORS[t]))
-    colour = {name: f"C{i % 10}" if i < 10 else ("black", "grey", "olive", "navy")[i - 10]
-              for i, name in enumerate(names)}  # one colour per selector
+    colour = {name: f"C{i % 10}" if i < 10 else ("black", "teal", "navy", "crimson")[i - 10]
+              for i, name in enumerate(names)}  # one colour per selector (C7 is grey: no "grey" here)
     panels = [(t, p, r) for t in TASKS for p in PS for r in RHOS]
     fig, axes = plt.subplots(2, 4, figsize=(18, 8), sharey=True)
     for ax, (task, p, rho) in zip(axes.ravel(), panels):

@@ -28,6 +28,7 @@ __all__ = [
     "FsframeWarning",
     "DataWarning",
     "ConvergenceWarning",
+    "SeparationWarning",
     "SolverWarning",
 ]
 
@@ -152,6 +153,14 @@ class DataWarning(FsframeWarning):
 
 class ConvergenceWarning(FsframeWarning):
     """An outer loop stopped at ``max_iter`` or its monitored objective rose."""
+
+
+class SeparationWarning(ConvergenceWarning):
+    """A reweighting loop (DCA, IRL1) met classes its iterate separates under a loss that vanishes
+    only at infinity (logistic, multinomial): it stopped because the penalty no longer holds the
+    model's scale (the next subproblem has no minimiser within a solver's reach; the support is
+    the iterate's, the coefficients' scale arbitrary), or a subproblem after such an iterate was
+    lost or inaccurate. Lower ``C`` (or ``alpha``), or use an EM / log method (docs/glm.md)."""
 
 
 class SolverWarning(FsframeWarning):

@@ -43,6 +43,7 @@ PROTOCOLS: dict[str, tuple[str, ...]] = {
     "explain_failure": ("explain_failure",),
     "empty_model_threshold": ("empty_model_threshold",),
     "auto_values": ("auto_values",),
+    "separating_loss": ("separating_loss",),
 }
 """The optional protocols a formulation opts into by defining their attributes (none is a method of
 the base class); :meth:`Formulation.provides` names those a formulation has. ``docs/plugins.md``
@@ -64,7 +65,11 @@ states each one's signature and contract:
   ``threshold_scaling`` (how it scales with the formulation's parameters); the automatic grids of
   :mod:`fsframe.grids` start there;
 * ``auto_values`` — ``auto_values(name, X, y, *, n_points, aux) -> tuple or None``: the automatic
-  grid of a parameter whose range the formulation knows (MPM's ``delta`` up to ``delta_max``).
+  grid of a parameter whose range the formulation knows (MPM's ``delta`` up to ``delta_max``);
+* ``separating_loss`` — ``separating_loss() -> float``: a value of the loss below which every
+  training sample has a positive margin (logistic: ``C log 2``), declared by a loss that reaches
+  zero only at infinity; DCA and IRL1 stop where the next subproblem would have no minimiser
+  (:class:`fsframe.errors.SeparationWarning`).
 """
 
 TRAITS: dict[str, str] = {

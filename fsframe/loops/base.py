@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 
 from ..enums import Status
 from ..validators import as_int, positive_int, real, to_float
-from ..errors import ConvergenceWarning, PluginError, SolverFailedError, SolverWarning
+from ..errors import ConvergenceWarning, PluginError, SeparationWarning, SolverFailedError, SolverWarning
 from ..formulation import PROTOCOLS, TRAITS
 from ..surrogates.base import PROVIDES, Surrogate
 from .records import Choice, Finish, IterRecord, LoopOutcome, Run, Step
@@ -62,6 +62,7 @@ FORMULATION_NEEDS = {
     "explain_failure": "explain_failure",
     "empty_model_threshold": "where the empty model stops being optimal (empty_model_threshold)",
     "auto_values": "an automatic grid of its own (auto_values)",
+    "separating_loss": "a loss value below which the iterate separates the classes (separating_loss)",
     **TRAITS,
 }
 """How a refusal names each formulation capability (:data:`fsframe.formulation.PROTOCOLS`,
@@ -237,9 +238,23 @@ class OuterLoop(abc.ABC):
         step = self.surrogate_step(it, surrogate)
         yield step
         f = step.monitored
-        for _ in range(1, self.max_iter):
+        for k in range(1, self.max_iter):
+            why = self.separated(it, surrogate, sub)
+            if why is not None:
+                warnings.warn(f"{self.name}: stopped before iteration {k}: {why}", SeparationWarning, stacklevel=3)
+                return False, f"separated classes, saturated surrogate: {why}"
             at, tilt = ties.point(it)
             new = advance(at)
+            if not new.ok or new.status is Status.OPTIMAL_INACCURATE:
+                limit = self._separating(it, sub)
+                if limit is not None:
+                    warnings.warn(
+                        f"{self.name}: subproblem {k} ended {new.status.value} after an iterate that separates the "
+                        f"training classes (loss {it.loss:.3g} < {limit:.3g}: every margin positive). On separated "
+                        "classes the loss vanishes only at infinity and the iterates grow without bound; the "
+                        "exponential cones' entries exp(-margin) then leave what the solvers resolve. The classes "
+                        "are (nearly) separable at this C: lower C (or the surrogate's alpha), or use an EM or "
+                        "log method", SeparationWarning, stacklevel=3)
             step = self.surrogate_step(new, surrogate)
             yield Step(new, step.objective, None) if tilt else step
             if not tilt:
@@ -250,6 +265,46 @@ class OuterLoop(abc.ABC):
                     return True, "objective decrease below tol"
             it, f = new, step.monitored
         return False, "max_iter reached"
+
+    def separated(self, it: Iterate, surrogate: Surrogate, sub: Subproblem | None) -> str | None:
+        """Why the subproblem linearised at ``it`` has no minimiser within reach, or ``None``.
+
+        For a formulation whose loss vanishes only at infinity (protocol ``separating_loss``:
+        logistic, multinomial): ``it``'s loss below ``separating_loss()`` means every training
+        sample has a positive margin (a term with a margin at most 0 is at least ``C log 2``), so
+        along ``it``'s own direction, ``s (w, b)`` with ``s -> inf``, the loss tends to 0. The
+        linearised penalty (DCA's ``g' - h'`` and IRL1's weight are both ``phi'(t_j)``) charges
+        ``rho = sum_j phi'(t_j) t_j`` per unit of ``s``. When ``rho <= tol * max(1, f)`` (``f``
+        the loop's objective at ``it``) the next subproblem's minimiser lies where the loss is
+        below what a solver resolves (margins near ``log(C m / rho)``), and with ``rho = 0`` in
+        double precision (exp: ``alpha t_j > 36`` on every selected group) there is none: solvers
+        stall (``optimal_inaccurate``, or a failure). Paper 000's convergence result assumes
+        bounded iterates; on separated classes they are not."""
+        limit = self._separating(it, sub)
+        support = support_of(it.t, self.zero_tol)
+        if limit is None or not support.any() or "derivative" not in surrogate.provides(("derivative",)):
+            return None
+        t = it.t[support]
+        rho = float(np.sum(np.asarray(surrogate.derivative(t), dtype=float) * t))
+        f = self.surrogate_objective(it, surrogate, raw=True)
+        if not rho <= self.tol * max(1.0, abs(f)):
+            return None
+        return (f"the iterate separates the training classes (loss {it.loss:.3g} < {limit:.3g}: every margin "
+                f"positive) and the penalty no longer holds the scale of its {int(support.sum())} selected groups "
+                f"(sum_j phi'(t_j) t_j = {rho:.3g} <= tol * f): the next subproblem's loss vanishes only at "
+                "infinity, so its minimiser is out of the solvers' reach or does not exist. The support is this "
+                "iterate's; the coefficients' scale is arbitrary. The classes are (nearly) separable at this C: "
+                "for a bounded model lower C (or the surrogate's alpha), or use an EM or log method")
+
+    @staticmethod
+    def _separating(it: Iterate, sub: Subproblem | None) -> float | None:
+        """The formulation's ``separating_loss()`` when ``it``'s loss is below it (``it``
+        separates the training classes), else ``None`` (also without the protocol)."""
+        bound = getattr(getattr(sub, "formulation", None), "separating_loss", None)
+        if bound is None or it.loss is None:
+            return None
+        limit = float(bound())
+        return limit if it.loss < limit else None
 
     def objective_of(self, sub: Subproblem, it: Iterate, surrogate: Surrogate | None, mask: NDArray) -> float:
         """The objective the loop reports for the coefficients returned: those of ``it`` with the

@@ -142,6 +142,12 @@ class LogisticFormulation(Formulation):
         share = np.where(pos, (m - pos.sum()) / m, pos.sum() / m)
         return self.C * float(np.max(np.abs(X.T @ (y * share)), initial=0.0))
 
+    def separating_loss(self) -> float:
+        """``C log 2``: a loss below it has every margin ``y_i (x_i w + b)`` positive (a term with
+        a margin at most 0 is at least ``C log 2``), the classes separated by the iterate
+        (:meth:`fsframe.loops.OuterLoop.separated`)."""
+        return self.C * float(np.log(2.0))
+
     def build(self, X, y, terms):
         import scipy.sparse as sp
         from pyomo.core.expr.numeric_expr import LinearExpression
@@ -217,6 +223,11 @@ class MultinomialFormulation(Formulation):
         Y[np.arange(codes.size), codes] = 1.0
         G = X.T @ (Y.mean(axis=0) - Y)
         return self.C * float(np.max(np.linalg.norm(np.asarray(G), axis=1), initial=0.0))
+
+    def separating_loss(self) -> float:
+        """``C log 2``: a sample whose own score does not exceed every other class's by a positive
+        margin has ``log sum_k exp(u_ik) >= log 2`` (:meth:`LogisticFormulation.separating_loss`)."""
+        return self.C * float(np.log(2.0))
 
     def build(self, X, y, terms):
         import pyomo.environ as pyo

@@ -275,7 +275,8 @@ def test_path_on_a_real_target():
 def test_l0_logistic_on_wine_survives_a_clarabel_stall():
     """`fsframe select wine --method l0-logistic --n-features 3` ended in a SolverFailedError:
     a DCA subproblem stalled (InsufficientProgress) at fsframe's 1e-9 tolerance on Clarabel. The
-    solve at Clarabel's own 1e-8 gives a certified answer; the fit selects 3 features and fits."""
+    solve at Clarabel's own 1e-8 gives a certified answer; the fit selects 3 features and fits.
+    (The stalled subproblem had no minimiser: DCA now stops before it, tests/glm/test_separation.py.)"""
     from sklearn.datasets import load_wine
     from sklearn.preprocessing import StandardScaler
 
