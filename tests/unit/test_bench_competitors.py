@@ -133,6 +133,7 @@ def test_run_saves_every_round_with_equal_splits(comp, tmp_path, monkeypatch):
     same number of splits, and the rendered section says how many of the planned ones."""
     import copy
     import json
+    import time
 
     from sklearn.datasets import load_breast_cancer
 
@@ -142,7 +143,11 @@ def test_run_saves_every_round_with_equal_splits(comp, tmp_path, monkeypatch):
     monkeypatch.setattr(comp, "DATA", tmp_path)
     monkeypatch.setattr(comp, "DATASETS", {"a": ["a.csv"], "b": ["b.csv"], "c": ["absent.csv"]})
     monkeypatch.setattr(comp, "GRID", {"a": [2, 3], "b": [2]})
-    monkeypatch.setitem(comp.SELECTORS, "first", lambda X, y, r: (np.arange(r), 1))
+    def first(X, y, r):  # sleeps: no CPU time, some wall time
+        time.sleep(0.05)
+        return np.arange(r), 1
+
+    monkeypatch.setitem(comp.SELECTORS, "first", first)
     rounds = []
     out = comp.run(["a", "b", "c"], ["first"], 3, False, on_round=lambda res: rounds.append(copy.deepcopy(res)))
     assert [r["splits"] for r in rounds] == [1, 2, 3] and out["splits"] == 3
@@ -154,3 +159,8 @@ def test_run_saves_every_round_with_equal_splits(comp, tmp_path, monkeypatch):
     partial = comp.markdown(rounds[0])
     assert "1 random stratified 80/20 splits (of the protocol's 3: the run was stopped after 1" in partial
     assert "of the protocol's" not in comp.markdown(out)
+    # the selection time is CPU time (the fairer clock on a shared machine); the wall time is kept beside it
+    d = out["datasets"]["a"]
+    assert d["clock"] == "cpu" and all(t < 0.04 for t in d["seconds"]["first"]["2"])
+    assert d["wall_seconds_median"]["first"]["2"] >= 0.05
+    assert "selection time in CPU seconds" in comp.markdown(out)
