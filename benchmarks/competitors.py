@@ -19,8 +19,9 @@ A bisection that cannot hit ``r`` exactly (the count jumps over it) ends at the 
 above ``r`` it saw and keeps the ``r`` largest ``|coef|`` — paper 002's rule, the one fsframe's
 ``n_features`` uses. The selection time is the CPU time (``time.process_time``: this process, all
 its threads) of the whole procedure (every fit of a bisection or path) — on a shared machine the
-fairer clock; the wall time is kept in the JSON (``wall_seconds_median``) — on one BLAS thread, after one untimed warm-up of every selector per data set
-(skglm compiles its numba kernels on first use: seconds, once per process).
+fairer clock; the wall time is kept in the JSON (``wall_seconds_median``) — on one BLAS thread,
+after one untimed warm-up of every selector per data set (skglm compiles its numba kernels on
+first use: seconds, once per process).
 
     python benchmarks/competitors.py [--quick] [--splits 10] [--datasets sonar colon] [--render]
     python benchmarks/competitors.py --profile     # where one em-l0 fit on Sonar (r = 5) spends its time
@@ -248,7 +249,8 @@ def _prepare(name, path, methods, grid):
     ds = fsframe.load_dataset(path)
     X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y)
     return {"name": name, "path": path, "X": X, "y": y, "grid": grid, "methods": list(methods), "failed": {},
-            "full": [], **{t: {m: {r: [] for r in grid} for m in methods} for t in ("err", "secs", "wall", "fits", "size")}}
+            "full": [], **{t: {m: {r: [] for r in grid} for m in methods}
+                           for t in ("err", "secs", "wall", "fits", "size")}}
 
 
 def _run_split(st, s):
