@@ -420,7 +420,7 @@ def _clock(res: dict) -> str:
 def _size(res: dict) -> str:
     """How many splits the results hold, and of how many planned when the run stopped early."""
     done, planned = res["splits"], res.get("splits_planned", res["splits"])
-    text = f"{done} random stratified 80/20 splits"
+    text = f"{done} random stratified 80/20 split{'s' if done != 1 else ''}"
     return text if done >= planned else (f"{text} (of the protocol's {planned}: the run was stopped after "
                                          f"{done} to end in time; every data set has the same {done})")
 

@@ -157,7 +157,7 @@ def test_run_saves_every_round_with_equal_splits(comp, tmp_path, monkeypatch):
         json.dumps(res)  # what main() writes after the round
     assert "c" in rounds[0]["skipped_datasets"]
     partial = comp.markdown(rounds[0])
-    assert "1 random stratified 80/20 splits (of the protocol's 3: the run was stopped after 1" in partial
+    assert "1 random stratified 80/20 split (of the protocol's 3: the run was stopped after 1" in partial
     assert "of the protocol's" not in comp.markdown(out)
     # the selection time is CPU time (the fairer clock on a shared machine); the wall time is kept beside it
     d = out["datasets"]["a"]
