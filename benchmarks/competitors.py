@@ -17,14 +17,18 @@ train a linear L2 SVM on them (``C`` by 3-fold CV) and report the test error. Th
 
 A bisection that cannot hit ``r`` exactly (the count jumps over it) ends at the smallest count
 above ``r`` it saw and keeps the ``r`` largest ``|coef|`` — paper 002's rule, the one fsframe's
-``n_features`` uses. The selection time is the wall time of the whole procedure (every fit of a
-bisection or path), on one BLAS thread, after one untimed warm-up of every selector per data set
-(skglm compiles its numba kernels on first use: seconds, once per process).
+``n_features`` uses. The selection time is the CPU time (``time.process_time``: this process, all
+its threads) of the whole procedure (every fit of a bisection or path) — on a shared machine the
+fairer clock; the wall time is kept in the JSON (``wall_seconds_median``) — on one BLAS thread,
+after one untimed warm-up of every selector per data set (skglm compiles its numba kernels on
+first use: seconds, once per process).
 
     python benchmarks/competitors.py [--quick] [--splits 10] [--datasets sonar colon] [--render]
     python benchmarks/competitors.py --profile     # where one em-l0 fit on Sonar (r = 5) spends its time
 
-Writes ``benchmarks/results/competitors.json`` (``competitors_quick.json`` with ``--quick``), prints
+Writes ``benchmarks/results/competitors.json`` (``competitors_quick.json`` with ``--quick``) after
+every round of splits (split ``s`` of every data set), so a run stopped early (at a deadline) keeps
+its finished rounds and ``--render`` shows them with the size they reached; at the end it prints
 the Markdown section and, on a full run, rewrites the section "Against other libraries" of
 ``docs/performance.md`` between its markers (``--render`` only re-renders it from the JSON).
 Needs ``../shared/data`` (exits with status 2 without it); a data set whose file is absent is
@@ -238,68 +242,100 @@ def find_data(name):
     return None
 
 
-def run_dataset(name, path, methods, grid, splits):
+def _prepare(name, path, methods, grid):
+    """A data set's run before its first split: the data and empty tables."""
     import fsframe
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
 
     ds = fsframe.load_dataset(path)
     X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y)
-    err = {m: {r: [] for r in grid} for m in methods}
-    secs = {m: {r: [] for r in grid} for m in methods}
-    fits = {m: {r: [] for r in grid} for m in methods}
-    size = {m: {r: [] for r in grid} for m in methods}
-    full, failed = [], {}
-    for s in range(splits):
-        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=s, stratify=y)
-        sc = StandardScaler().fit(Xtr)
-        Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
-        if s == 0:  # untimed warm-up: imports, numba compilation, first-call caches
-            for m in list(methods):
-                try:
-                    SELECTORS[m](Xtr, ytr, grid[0])
-                except Exception as exc:  # noqa: BLE001 - reported in the table, not hidden
-                    failed[m] = f"{type(exc).__name__}: {exc}"[:300]
-                    print(f"{name}: {m} failed on its warm-up, left out: {failed[m]}", file=sys.stderr)
-            methods = [m for m in methods if m not in failed]
-        full.append(retrain_error(Xtr, ytr, Xte, yte, s))
-        for m in methods:
-            for r in grid:
-                t0 = time.perf_counter()
-                sel, n_fits = SELECTORS[m](Xtr, ytr, r)
-                secs[m][r].append(time.perf_counter() - t0)
-                fits[m][r].append(n_fits)
-                size[m][r].append(int(len(sel)))
-                err[m][r].append(retrain_error(Xtr[:, sel], ytr, Xte[:, sel], yte, s) if len(sel) else 0.5)
-        print(f"{name}: split {s + 1}/{splits} done", file=sys.stderr, flush=True)
+    return {"name": name, "path": path, "X": X, "y": y, "grid": grid, "methods": list(methods), "failed": {},
+            "full": [], **{t: {m: {r: [] for r in grid} for m in methods}
+                           for t in ("err", "secs", "wall", "fits", "size")}}
+
+
+def _run_split(st, s):
+    """Split ``s`` of the data set run ``st`` (from :func:`_prepare`): every selector at every ``r``."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    name, grid = st["name"], st["grid"]
+    Xtr, Xte, ytr, yte = train_test_split(st["X"], st["y"], test_size=0.2, random_state=s, stratify=st["y"])
+    sc = StandardScaler().fit(Xtr)
+    Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+    if s == 0:  # untimed warm-up: imports, numba compilation, first-call caches
+        for m in list(st["methods"]):
+            try:
+                SELECTORS[m](Xtr, ytr, grid[0])
+            except Exception as exc:  # noqa: BLE001 - reported in the table, not hidden
+                st["failed"][m] = f"{type(exc).__name__}: {exc}"[:300]
+                print(f"{name}: {m} failed on its warm-up, left out: {st['failed'][m]}", file=sys.stderr)
+        st["methods"] = [m for m in st["methods"] if m not in st["failed"]]
+    st["full"].append(retrain_error(Xtr, ytr, Xte, yte, s))
+    for m in st["methods"]:
+        for r in grid:
+            t0, c0 = time.perf_counter(), time.process_time()
+            sel, n_fits = SELECTORS[m](Xtr, ytr, r)
+            st["secs"][m][r].append(time.process_time() - c0)
+            st["wall"][m][r].append(time.perf_counter() - t0)
+            st["fits"][m][r].append(n_fits)
+            st["size"][m][r].append(int(len(sel)))
+            st["err"][m][r].append(retrain_error(Xtr[:, sel], ytr, Xte[:, sel], yte, s) if len(sel) else 0.5)
+    print(f"{name}: split {s + 1} done", file=sys.stderr, flush=True)
+
+
+def _summary(st):
+    """The JSON entry of a data set run over the splits it has done."""
+    methods = st["methods"]
 
     def per_r(table, fn):
-        return {m: {str(r): fn(v) for r, v in table[m].items()} for m in methods}
+        return {m: {str(r): fn(v) for r, v in st[table][m].items()} for m in methods}
     return {
-        "file": path.name, "shape": list(X.shape), "grid": grid,
-        "full_error": [float(np.mean(full)), float(np.std(full))],
-        "error": per_r(err, lambda v: [float(np.mean(v)), float(np.std(v))]),
-        "seconds_median": per_r(secs, lambda v: float(np.median(v))),
-        "seconds": per_r(secs, lambda v: [float(x) for x in v]),
-        "fits_median": per_r(fits, lambda v: float(np.median(v))),
-        "selected_min": per_r(size, lambda v: int(min(v))),
-        "failed": failed,
+        "file": st["path"].name, "shape": list(st["X"].shape), "grid": st["grid"],
+        "full_error": [float(np.mean(st["full"])), float(np.std(st["full"]))],
+        "error": per_r("err", lambda v: [float(np.mean(v)), float(np.std(v))]),
+        "seconds_median": per_r("secs", lambda v: float(np.median(v))),
+        "seconds": per_r("secs", lambda v: [float(x) for x in v]),
+        "wall_seconds_median": per_r("wall", lambda v: float(np.median(v))),
+        "clock": "cpu",
+        "fits_median": per_r("fits", lambda v: float(np.median(v))),
+        "selected_min": per_r("size", lambda v: int(min(v))),
+        "failed": st["failed"],
     }
 
 
-def run(datasets, methods, splits, quick):
+def run_dataset(name, path, methods, grid, splits):
+    """Paper 002's protocol on one data set: ``splits`` splits, every selector at every ``r``."""
+    st = _prepare(name, path, methods, grid)
+    for s in range(splits):
+        _run_split(st, s)
+    return _summary(st)
+
+
+def run(datasets, methods, splits, quick, on_round=None):
+    """The protocol on every data set present, split by split across the data sets: after each
+    round (split ``s`` of every data set) ``on_round(out)`` gets the results so far, every data
+    set over the same ``out["splits"]`` splits of the ``out["splits_planned"]`` — a run stopped
+    early keeps its last round."""
     from threadpoolctl import threadpool_limits
 
-    out = {"splits": splits, "quick": quick, "methods": methods, "datasets": {}, "skipped_datasets": {}}
+    out = {"splits": 0, "splits_planned": splits, "quick": quick, "methods": methods, "datasets": {},
+           "skipped_datasets": {}}
     with threadpool_limits(limits=1):
+        runs = {}
         for name in datasets:
             path = find_data(name)
             if path is None:
                 out["skipped_datasets"][name] = f"none of {DATASETS[name]} in the data folder"
                 print(f"{name}: skipped (no file)", file=sys.stderr)
                 continue
-            grid = QUICK_GRID[name] if quick else GRID[name]
-            out["datasets"][name] = run_dataset(name, path, methods, grid, splits)
+            runs[name] = _prepare(name, path, methods, QUICK_GRID[name] if quick else GRID[name])
+        for s in range(splits):
+            for st in runs.values():
+                _run_split(st, s)
+            out["datasets"] = {name: _summary(st) for name, st in runs.items()}
+            out["splits"] = s + 1
+            if on_round is not None:
+                on_round(out)
     return out
 
 
@@ -375,13 +411,27 @@ def _ratio_cells(d, m, others):
     return [med[m][str(r)] / max(min(med[o][str(r)] for o in others), 1e-12) for r in d["grid"]]
 
 
+def _clock(res: dict) -> str:
+    """``"CPU "`` for results timed by process time, ``""`` for the older ones timed by the wall clock."""
+    clocks = {d.get("clock", "wall") for d in res.get("datasets", {}).values()}
+    return "CPU " if clocks == {"cpu"} else ""
+
+
+def _size(res: dict) -> str:
+    """How many splits the results hold, and of how many planned when the run stopped early."""
+    done, planned = res["splits"], res.get("splits_planned", res["splits"])
+    text = f"{done} random stratified 80/20 split{'s' if done != 1 else ''}"
+    return text if done >= planned else (f"{text} (of the protocol's {planned}: the run was stopped after "
+                                         f"{done} to end in time; every data set has the same {done})")
+
+
 def markdown(res: dict) -> str:
     cmd = "python benchmarks/competitors.py" + (" --quick" if res.get("quick") else "")
     lines = [f"Generated by `{cmd}` (do not edit by hand; `--render` rewrites it from "
              "`benchmarks/results/competitors.json`). Paper 002's protocol: "
-             f"{res['splits']} random stratified 80/20 splits, standardised on the training part, exactly `r` "
+             f"{_size(res)}, standardised on the training part, exactly `r` "
              "features, then a linear L2 SVM (C by 3-fold CV) on them. Test error in % (mean ± std); "
-             "selection time in seconds, median over splits, whole procedure (every fit of a bisection or path), "
+             f"selection time in {_clock(res)}seconds, median over splits, whole procedure (every fit of a bisection or path), "
              "one BLAS thread, after one untimed warm-up per selector. fsframe methods: `n_features=r`, C = 1. "
              "`abess`: `LogisticRegression(support_size=[r])`; `skglm-mcp`: logistic + MCP (gamma 3, AndersonCD; its ProxNewton "
              "took 6-10 s per fit with MCP here), "
@@ -418,7 +468,8 @@ def markdown(res: dict) -> str:
             lines += ["", "‡k: on some split the selector returned only k < r features (an L1 solution with "
                       "fewer non-zeros than r: fsframe's `fsv` / `l1-svm` at C = 1 stop there; `sk-svc-path` "
                       "when its 3 decades of C end first; `abess` when some of its r coefficients are 0)."]
-        lines += ["", "Selection time (s, median; fits per selection in brackets when more than one):", "", head, rule]
+        lines += ["", f"Selection time ({_clock(res)}s, median; fits per selection in brackets when more than one):", "",
+                  head, rule]
         for m in methods:
             cells = []
             for r in grid:
@@ -535,10 +586,14 @@ def main(argv=None) -> int:
     methods, missing = available(args.methods)
     env = _env()
     splits = 2 if args.quick else args.splits
-    res = run(args.datasets, methods, splits, args.quick)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save(partial):  # after every round of splits: a run stopped early keeps what it finished
+        out.write_text(json.dumps({**partial, "skipped_methods": missing, "env": env}, indent=2))
+
+    res = run(args.datasets, methods, splits, args.quick, on_round=save)
     res["skipped_methods"] = missing
     res["env"] = env
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2))  # saved before the profile, which reads fsframe's internals
     res["profile"] = _safe_profile() if find_data("sonar") is not None else None
     out.write_text(json.dumps(res, indent=2))

@@ -126,3 +126,41 @@ def test_failing_selector_is_left_out_and_reported(comp, tmp_path, monkeypatch):
     assert len(d["seconds"]["first"]["2"]) == 2
     text = comp.markdown({"splits": 2, "datasets": {"toy": d}})
     assert "**`bad` failed** (left out): RuntimeError: solver exploded" in text
+
+
+def test_run_saves_every_round_with_equal_splits(comp, tmp_path, monkeypatch):
+    """A run stopped early keeps its finished rounds: after each round every data set holds the
+    same number of splits, and the rendered section says how many of the planned ones."""
+    import copy
+    import json
+    import time
+
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    for name, rows in (("a", slice(0, 120)), ("b", slice(200, 320))):
+        np.savetxt(tmp_path / f"{name}.csv", np.column_stack([X[rows, :6], y[rows]]), delimiter=",")
+    monkeypatch.setattr(comp, "DATA", tmp_path)
+    monkeypatch.setattr(comp, "DATASETS", {"a": ["a.csv"], "b": ["b.csv"], "c": ["absent.csv"]})
+    monkeypatch.setattr(comp, "GRID", {"a": [2, 3], "b": [2]})
+    def first(X, y, r):  # sleeps: no CPU time, some wall time
+        time.sleep(0.05)
+        return np.arange(r), 1
+
+    monkeypatch.setitem(comp.SELECTORS, "first", first)
+    rounds = []
+    out = comp.run(["a", "b", "c"], ["first"], 3, False, on_round=lambda res: rounds.append(copy.deepcopy(res)))
+    assert [r["splits"] for r in rounds] == [1, 2, 3] and out["splits"] == 3
+    for k, res in enumerate(rounds, start=1):
+        assert res["splits_planned"] == 3 and sorted(res["datasets"]) == ["a", "b"]
+        assert {len(d["seconds"]["first"]["2"]) for d in res["datasets"].values()} == {k}
+        json.dumps(res)  # what main() writes after the round
+    assert "c" in rounds[0]["skipped_datasets"]
+    partial = comp.markdown(rounds[0])
+    assert "1 random stratified 80/20 split (of the protocol's 3: the run was stopped after 1" in partial
+    assert "of the protocol's" not in comp.markdown(out)
+    # the selection time is CPU time (the fairer clock on a shared machine); the wall time is kept beside it
+    d = out["datasets"]["a"]
+    assert d["clock"] == "cpu" and all(t < 0.04 for t in d["seconds"]["first"]["2"])
+    assert d["wall_seconds_median"]["first"]["2"] >= 0.05
+    assert "selection time in CPU seconds" in comp.markdown(out)
