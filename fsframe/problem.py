@@ -406,8 +406,8 @@ class Subproblem:
         what the others said. One extra solve per backend, only on this rare path.
 
         ``options.time_limit`` is the budget of the whole subproblem, counted from ``started``
-        (:func:`_clock`, before the first session was opened): each other backend gets what is left of it,
-        and none is asked once it is spent (the message says so)."""
+        (:func:`_clock`, before the session was opened, when it was): each other backend gets what
+        is left of it, and none is asked once it is spent (the message says so)."""
         from .backends import ClarabelBackend, EcosBackend, HighsBackend
 
         said = []

@@ -23,7 +23,7 @@ from ..enums import Status
 
 __all__ = ["Certificate", "certify", "judge_certificate", "reduced_costs", "unexcused_at", "reduced_cost_violations",
            "GAP_FLOOR", "LAGRANGIAN_RTOL", "CLAIMS", "ClaimCheck", "check_infeasibility", "check_unboundedness",
-           "feasible_point", "relative_violation", "judge_claim"]
+           "feasible_point", "FEASIBLE_VIOLATION", "relative_violation", "judge_claim"]
 
 GAP_FLOOR = 1e-12
 """Smallest normaliser of the gap and the residuals (they are relative to the sizes of the terms
@@ -334,6 +334,12 @@ def relative_violation(data: ProblemData, x: NDArray) -> float:
     return max(ratios)
 
 
+FEASIBLE_VIOLATION = 1e-12
+"""The largest relative violation (:func:`relative_violation`) at which :func:`feasible_point`
+takes the zero model as feasible: rounding in settling the auxiliary columns, far below any
+solver tolerance."""
+
+
 def feasible_point(data: ProblemData) -> tuple[NDArray | None, float]:
     """``(x, violation)``: the zero model (:func:`_zero_model`) and its largest constraint
     violation, each row's relative to its own size (:func:`relative_violation`); ``x`` is
@@ -346,12 +352,6 @@ def feasible_point(data: ProblemData) -> tuple[NDArray | None, float]:
         return None, float("inf")
     viol = relative_violation(data, x)
     return (x if viol <= FEASIBLE_VIOLATION else None), float(viol)
-
-
-FEASIBLE_VIOLATION = 1e-12
-"""The largest relative violation (:func:`relative_violation`) at which :func:`feasible_point`
-takes the zero model as feasible: rounding in settling the auxiliary columns, far below any
-solver tolerance."""
 
 
 def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float) -> tuple[bool, str]:
@@ -462,9 +462,10 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
       feasible): the claim stands and the message says "verified";
     * a direction verified but no feasible point known: ``INFEASIBLE_OR_UNBOUNDED``, verified;
     * an infeasibility claim (not verified) on a problem whose zero model satisfies every
-      constraint to within rounding (:func:`feasible_point`): refuted, ``NUMERICAL_ERROR`` naming the claim; an
-      ``INFEASIBLE_OR_UNBOUNDED`` one there stands, not verified, the message saying it can only
-      mean unbounded;
+      constraint to within rounding (:func:`feasible_point`): refuted, ``NUMERICAL_ERROR`` naming
+      the claim; an ``INFEASIBLE_OR_UNBOUNDED`` one there stands, not verified, the message saying
+      it can only mean unbounded (a zero model that misses by more, even within ``10 * tol``,
+      proves nothing: the message gives its violation);
     * otherwise the claim stands unverified: the message says it is "claimed by the backend, not
       verified by fsframe" and why (no evidence, or evidence that failed its check). In particular
       ``UNBOUNDED`` is verified only by a direction that passes :func:`check_unboundedness`, never

@@ -393,6 +393,8 @@ def _decade(cert) -> float:
     if cert is None:
         return float("inf")
     worst = max(cert.primal_residual, cert.dual_residual, abs(cert.gap))
+    if not np.isfinite(worst):  # NaN or infinite measures: last
+        return float("inf")
     return float(np.floor(np.log10(worst))) if worst > 0 else float("-inf")
 
 
