@@ -384,11 +384,11 @@ class Subproblem:
         """Solve ``data`` on the session ``name`` (opened on first use: a refusal to open, e.g.
         data on a scale the solver cannot represent, is a typed error that propagates); solver
         trouble during the solve is a status, so the loop's ``raise_on_failure`` decides."""
+        t0 = _clock()  # the time limit counts the session's set-up too
         session = getattr(self, name)
         if session is None:
             session = self.backend.open(data, self.options if options is None else options)
             setattr(self, name, session)
-        t0 = _clock()
         try:
             res = session.solve(data)
         except (UnsupportedProblemError, SolverFailedError) as exc:
@@ -406,8 +406,8 @@ class Subproblem:
         what the others said. One extra solve per backend, only on this rare path.
 
         ``options.time_limit`` is the budget of the whole subproblem, counted from ``started``
-        (:func:`_clock`, when the first solve began): each other backend gets what is left of it,
-        and none is asked once it is spent (the message says so)."""
+        (:func:`_clock`, before the session was opened, when it was): each other backend gets what
+        is left of it, and none is asked once it is spent (the message says so)."""
         from .backends import ClarabelBackend, EcosBackend, HighsBackend
 
         said = []

@@ -23,7 +23,7 @@ from ..enums import Status
 
 __all__ = ["Certificate", "certify", "judge_certificate", "reduced_costs", "unexcused_at", "reduced_cost_violations",
            "GAP_FLOOR", "LAGRANGIAN_RTOL", "CLAIMS", "ClaimCheck", "check_infeasibility", "check_unboundedness",
-           "feasible_point", "relative_violation", "judge_claim"]
+           "feasible_point", "FEASIBLE_VIOLATION", "relative_violation", "judge_claim"]
 
 GAP_FLOOR = 1e-12
 """Smallest normaliser of the gap and the residuals (they are relative to the sizes of the terms
@@ -303,16 +303,20 @@ def _zero_model(data: ProblemData) -> NDArray:
 
 def _row_sizes(M, rhs: NDArray, x: NDArray) -> NDArray:
     """Per row of ``M x`` against ``rhs``, the size its violation at ``x`` is measured against: the
-    largest of ``|rhs_i|``, the row's terms ``sum_j |M_ij x_j|`` and its largest coefficient times
-    ``max(1, max|x|)`` (what the row's left side moves by when ``x`` moves by one unit), at least
-    :data:`GAP_FLOOR`. Invariant to scaling the row: a row ``1e-4 x <= -1e-6`` is ``x <= -0.01``."""
+    largest of ``|rhs_i|``, the row's terms ``sum_j |M_ij x_j|`` and its largest
+    ``|M_ij| max(1, |x_j|)`` (what the row's left side moves by when its columns move by one unit,
+    or by their own size), at least :data:`GAP_FLOOR`. Only the row's own columns count: a column
+    far from zero elsewhere (a bound excluding 0, a column fixed at 1e6, a residual of size ``y``)
+    does not loosen a row it is not in. Invariant to scaling the row: a row ``1e-4 x <= -1e-6`` is
+    ``x <= -0.01``."""
     M = M.tocsr()
     rows = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
     a = np.abs(M.data)
+    xa = np.abs(x)[M.indices]
     big = np.zeros(M.shape[0])
-    np.maximum.at(big, rows, a)
-    terms = np.bincount(rows, weights=a * np.abs(x)[M.indices], minlength=M.shape[0])
-    return np.maximum.reduce([np.abs(rhs), terms, big * max(1.0, _inf(x)), np.full(M.shape[0], GAP_FLOOR)])
+    np.maximum.at(big, rows, a * np.maximum(1.0, xa))
+    terms = np.bincount(rows, weights=a * xa, minlength=M.shape[0])
+    return np.maximum.reduce([np.abs(rhs), terms, big, np.full(M.shape[0], GAP_FLOOR)])
 
 
 def relative_violation(data: ProblemData, x: NDArray) -> float:
@@ -344,15 +348,24 @@ def relative_violation(data: ProblemData, x: NDArray) -> float:
     return max(ratios)
 
 
-def feasible_point(data: ProblemData, tol: float) -> tuple[NDArray | None, float]:
+FEASIBLE_VIOLATION = 1e-12
+"""The largest relative violation (:func:`relative_violation`) at which :func:`feasible_point`
+takes the zero model as feasible: rounding in settling the auxiliary columns, far below any
+solver tolerance."""
+
+
+def feasible_point(data: ProblemData) -> tuple[NDArray | None, float]:
     """``(x, violation)``: the zero model (:func:`_zero_model`) and its largest constraint
     violation, each row's relative to its own size (:func:`relative_violation`); ``x`` is
-    ``None`` when it violates a constraint by more than ``10 * tol``."""
+    ``None`` unless it satisfies every constraint to within :data:`FEASIBLE_VIOLATION` (rounding,
+    not a solver's tolerance: a problem infeasible by ``5e-6``, ``x1 + x2 <= -5e-6`` with
+    ``x >= 0``, must not count as feasible, since the zero model then refutes a true
+    infeasibility claim, or makes a direction of descent "verify" unboundedness)."""
     x = _zero_model(data)
     if not np.all(np.isfinite(x)):
         return None, float("inf")
     viol = relative_violation(data, x)
-    return (x if viol <= 10 * tol else None), float(viol)
+    return (x if viol <= FEASIBLE_VIOLATION else None), float(viol)
 
 
 def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float) -> tuple[bool, str]:
@@ -463,9 +476,10 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
       feasible): the claim stands and the message says "verified";
     * a direction verified but no feasible point known: ``INFEASIBLE_OR_UNBOUNDED``, verified;
     * an infeasibility claim (not verified) on a problem whose zero model satisfies every
-      constraint (:func:`feasible_point`): refuted, ``NUMERICAL_ERROR`` naming the claim; an
-      ``INFEASIBLE_OR_UNBOUNDED`` one there stands, not verified, the message saying it can only
-      mean unbounded;
+      constraint to within rounding (:func:`feasible_point`): refuted, ``NUMERICAL_ERROR`` naming
+      the claim; an ``INFEASIBLE_OR_UNBOUNDED`` one there stands, not verified, the message saying
+      it can only mean unbounded (a zero model that misses by more, even within ``10 * tol``,
+      proves nothing: the message gives its violation);
     * otherwise the claim stands unverified: the message says it is "claimed by the backend, not
       verified by fsframe" and why (no evidence, or evidence that failed its check). In particular
       ``UNBOUNDED`` is verified only by a direction that passes :func:`check_unboundedness`, never
@@ -487,7 +501,7 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
             ok, why = check_unboundedness(data, ray["dx"], tol)
             checks.append(f"direction of descent: {why}")
             if ok:
-                proved = Status.UNBOUNDED if feasible_point(data, tol)[0] is not None else Status.INFEASIBLE_OR_UNBOUNDED
+                proved = Status.UNBOUNDED if feasible_point(data)[0] is not None else Status.INFEASIBLE_OR_UNBOUNDED
         else:
             checks.append("no direction of unbounded descent was returned")
     detail = "; ".join(checks)
@@ -496,9 +510,9 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
             " (infeasible or unbounded: no feasible point is known)"
         return proved, f"; verified by fsframe{note}: {detail}", ClaimCheck(status, True, False, detail)
     if status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
-        x0, viol = feasible_point(data, tol)
+        x0, viol = feasible_point(data)
         if x0 is not None:
-            why = f"{detail}; the zero model satisfies every constraint (violation {viol:.1e}, relative)"
+            why = f"{detail}; the zero model satisfies every constraint to within {viol:.1e} (relative)"
             if status is Status.INFEASIBLE_OR_UNBOUNDED:  # feasible: the claim can only mean unbounded
                 # (kept as claimed: an unverified status is never made more specific)
                 return (status, f"; claimed by the backend, not verified by fsframe: {why}, so the claim can only "
@@ -506,5 +520,8 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
                         ClaimCheck(status, False, False, why))
             return (Status.NUMERICAL_ERROR, f"; the solver claimed the problem {name}, which fsframe refutes: {why}",
                     ClaimCheck(status, False, True, why))
+        if np.isfinite(viol) and viol <= 10 * tol:  # near feasible: neither refutes nor proves anything
+            detail += (f"; the zero model violates a constraint by {viol:.1e} (relative), too much to refute the "
+                       "claim")
     return status, f"; claimed by the backend, not verified by fsframe: {detail}", ClaimCheck(status, False, False,
                                                                                               detail)

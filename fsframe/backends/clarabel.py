@@ -35,14 +35,16 @@ An unknown name or a value Clarabel refuses is an :class:`~fsframe.errors.Invali
 
 from __future__ import annotations
 
+import time
+
 import attrs
 import numpy as np
 
 from .._lazy import lazy_module
 from ..canonical import ProblemData
 from ..enums import ProblemClass, Status
-from ..errors import InvalidOptionError
-from .base import Backend, BackendSession, RawSolution, SolveFailure, SolveOptions, SolveResult
+from ..errors import FsframeError, InvalidOptionError
+from .base import Backend, BackendSession, RawSolution, SolveFailure, SolveOptions, SolveResult, log
 from .conic import module_version, prepare
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
@@ -215,6 +217,10 @@ class ClarabelSession(BackendSession):
         return RawSolution(status=status, x=x, duals=duals, iterations=int(sol.iterations), message=message,
                            raw={"status": sol.status, "solution": sol}, ray=ray)
 
+    def _first(self, data: ProblemData) -> RawSolution:
+        self._started = time.perf_counter()  # the re-solves get what is left of the time limit
+        return super()._first(data)
+
     def _retries(self, data: ProblemData, tried: list[SolveResult]):
         """After an answer that is not ``OPTIMAL``, in this order:
 
@@ -230,67 +236,120 @@ class ClarabelSession(BackendSession):
            tolerance of 1e-9 or 1e-8 is coarse for a small optimum), unless tolerances were given
            in ``backend_options``.
 
-        Each is a candidate of its own: one that fails (Clarabel refuses it, a
+        None runs after a first solve that stopped at the user's ``max_iter`` or ``time_limit``
+        (:meth:`_at_limit`, ``ITERATION_LIMIT``, ``TIME_LIMIT``): that is the user's cap. Each
+        re-solve gets what is left of ``time_limit`` since the first solve began; once it is
+        spent, none is started (:meth:`_choose`'s message says so). Each is a candidate of its
+        own: one that fails (its preparation or Clarabel refuses it, a
         :class:`~fsframe.backends.base.SolveFailure`) is a failed candidate and the next still
         runs. With no ``OPTIMAL`` candidate, :meth:`_choose` picks."""
-        self._fallback = 0
-        settings = lambda: clarabel_settings(self.options)  # noqa: E731
-        stalled = self._tightened and _unsolved(tried[0]) and not self._at_limit(tried[0])
-        if stalled:
-            def settings():
-                out = clarabel_settings(self.options)
-                for k in _TOLERANCES:
-                    setattr(out, k, CLARABEL_TOLERANCE)
-                return out
-            self._fallback = len(tried)  # its index in ``tried`` once judged
-            yield self._candidate(lambda: self._invert(data, self._solve_raw(data, self._make(data, self._prep,
-                                                                                              settings())),
-                                                       tightened=False),
-                                  f"re-solved at Clarabel's default tolerance {CLARABEL_TOLERANCE:g}: at "
-                                  f"{DEFAULT_TOLERANCE:g} it was not solved")
-        if self._prep is not None and self._prep.elim is not None:  # the problem as given, without the elimination
-            whole = prepare(data, reduce=False)
-            yield self._candidate(lambda: self._invert(data, self._solve_raw(data, self._make(data, whole, settings())),
-                                                       whole, tightened=not stalled and self._tightened),
-                                  "re-solved without eliminating the fixed columns")
-        cert = tried[0].certificate
-        if stalled or cert is None or cert.ok(self.options.cert_tol) or any(
-                k in self.options.backend_options for k in _TOLERANCES):
-            # 1e-9 stalled already (a tighter solve would stall too), no certificate, or one that
-            # holds (an answer the solver calls inaccurate)
+        self._fallback = None
+        self._labels = ["the first solve"]
+        self._skipped = ""
+        first = tried[0]
+        if self._at_limit(first) or first.status in (Status.ITERATION_LIMIT, Status.TIME_LIMIT):
             return
-        retry = clarabel_settings(self.options)
-        for k in _TOLERANCES:
-            setattr(retry, k, RETRY_TOLERANCE)
-        yield self._candidate(lambda: self._invert(data, self._solve_raw(data, self._make(data, self._prep, retry))),
-                              f"re-solved at tolerance {RETRY_TOLERANCE:g} after the certificate failed")
+        stalled = self._tightened and _unsolved(first) and not self._at_limit(first)
+
+        def settings(tolerance: float | None = None):
+            """The re-solve's settings (at ``tolerance`` when given), its time limit what is left."""
+            out = clarabel_settings(self.options)
+            if tolerance is not None:
+                for k in _TOLERANCES:
+                    setattr(out, k, tolerance)
+            out.time_limit = min(float(out.time_limit), self._time_left())
+            return out
+
+        def candidates():
+            if stalled:
+                yield ("the re-solve at Clarabel's default tolerance",
+                       lambda: self._invert(data, self._solve_raw(data, self._make(data, self._prep,
+                                                                                   settings(CLARABEL_TOLERANCE))),
+                                            tightened=False),
+                       f"re-solved at Clarabel's default tolerance {CLARABEL_TOLERANCE:g}: at {DEFAULT_TOLERANCE:g} "
+                       "it was not solved")
+            if self._prep is not None and self._prep.elim is not None:  # the problem as given, without the elimination
+                def whole():
+                    prep = prepare(data, reduce=False)
+                    return self._invert(data, self._solve_raw(data, self._make(
+                        data, prep, settings(CLARABEL_TOLERANCE if stalled else None))),
+                        prep, tightened=not stalled and self._tightened)
+                yield ("the re-solve without eliminating the fixed columns", whole,
+                       "re-solved without eliminating the fixed columns")
+            cert = first.certificate
+            if stalled or cert is None or cert.ok(self.options.cert_tol) or any(
+                    k in self.options.backend_options for k in _TOLERANCES):
+                # 1e-9 stalled already (a tighter solve would stall too), no certificate, or one that
+                # holds (an answer the solver calls inaccurate)
+                return
+            yield (f"the re-solve at tolerance {RETRY_TOLERANCE:g}",
+                   lambda: self._invert(data, self._solve_raw(data, self._make(data, self._prep,
+                                                                               settings(RETRY_TOLERANCE)))),
+                   f"re-solved at tolerance {RETRY_TOLERANCE:g} after the certificate failed")
+
+        for label, solve, note in candidates():
+            if self._time_left() <= 0:
+                self._skipped = (f"; {label} and any after it not started: the time limit of "
+                                 f"{self.options.time_limit:g} s was spent")
+                return
+            if stalled and self._fallback is None:
+                self._fallback = len(tried)  # its index in ``tried`` once judged
+            self._labels.append(label)
+            yield self._candidate(solve, note)
+
+    def _time_left(self) -> float:
+        """Seconds left of :attr:`SolveOptions.time_limit` since the first solve began (``inf``
+        without one)."""
+        limit = self.options.time_limit
+        if limit is None:
+            return float("inf")
+        return float(limit) - (time.perf_counter() - getattr(self, "_started", time.perf_counter()))
 
     @staticmethod
     def _candidate(solve, note: str) -> RawSolution:
         """The candidate ``solve()`` returns, its message naming the re-solve (``note``); a
-        :class:`~fsframe.backends.base.SolveFailure` is a failed candidate with the same note, so
-        that the re-solves after it still run (the session's own solver is untouched: each
-        re-solve builds a solver of its own)."""
+        :class:`~fsframe.backends.base.SolveFailure` (or another exception from the solver or the
+        re-solve's preparation, logged) is a failed candidate with the same note, so that the
+        re-solves after it still run (the session's own solver is untouched: each re-solve builds a
+        solver of its own). A typed fsframe error (bad input) propagates."""
         try:
             cand = solve()
         except SolveFailure as exc:
             return RawSolution(status=exc.status, message=f"{exc.message} ({note})")
+        except FsframeError:
+            raise
+        except Exception as exc:  # the solver's own trouble: a failed candidate, never an exception
+            log.warning("clarabel raised during a re-solve (%s)", note, exc_info=True)
+            return RawSolution(status=Status.ERROR, message=f"{type(exc).__name__}: {exc} ({note})")
         return attrs.evolve(cand, message=f"{cand.message} ({note})")
 
     def _choose(self, tried: list[SolveResult]) -> SolveResult:
-        """The answer at Clarabel's own tolerance when the fallback ran and gave a point, else the
-        first (an inaccurate point at 1e-9 beats a fallback that stalled without one, or that
-        Clarabel refused); the first keeps its status (an ``OPTIMAL_INACCURATE`` one, which the
-        loops warn about) and its message says what the fallback ended with."""
-        at = getattr(self, "_fallback", 0)
-        fallback = tried[at]
-        if fallback.x is not None or tried[0].x is None:
-            return fallback
-        first = tried[0]
-        if at:
-            first = attrs.evolve(first, message=f"{first.message}; kept: the re-solve at Clarabel's default tolerance "
-                                                f"ended {fallback.status.value} without a point ({fallback.message})")
-        return first
+        """The best candidate with a point: by status (``OPTIMAL`` > ``OPTIMAL_INACCURATE`` > a
+        limit's > ``UNKNOWN``), then by the decade of its certificate's largest measure (none:
+        last), then the answer at Clarabel's own tolerance (the fallback of a stall), then the
+        earlier. Without any point: the first verified claim, else the first answer. It keeps its
+        status (an ``OPTIMAL_INACCURATE`` one, which the loops warn about), and its message says
+        which was kept and what every other candidate ended with."""
+        labels = getattr(self, "_labels", [])
+        fallback = getattr(self, "_fallback", None)
+
+        def label(i: int) -> str:
+            return labels[i] if i < len(labels) else f"candidate {i + 1}"
+
+        with_point = [i for i, r in enumerate(tried) if r.x is not None]
+        if with_point:
+            best = min(with_point, key=lambda i: (_RANK.get(tried[i].status, len(_RANK)),
+                                                  _decade(tried[i].certificate), i != fallback, i))
+        else:
+            best = next((i for i, r in enumerate(tried) if r.claim is not None and r.claim.verified), 0)
+        chosen = tried[best]
+        others = [f"{label(i)} ended {r.status.value} {'with' if r.x is not None else 'without'} a point "
+                  f"({r.message})" for i, r in enumerate(tried) if i != best]
+        skipped = getattr(self, "_skipped", "")
+        if not others and not skipped:
+            return chosen
+        told = f"; kept: the answer of {label(best)}; " + "; ".join(others) if others else ""
+        return attrs.evolve(chosen, message=f"{chosen.message}{told}{skipped}")
 
     def _at_limit(self, result: SolveResult) -> bool:
         """Whether ``result``'s solve stopped at the user's ``max_iter`` or ``time_limit``: Clarabel
@@ -321,6 +380,22 @@ CLARABEL_TOLERANCE = 1e-8
 ``AlmostSolved`` at :data:`DEFAULT_TOLERANCE` that meets this one (its reported residuals and
 gap) is what Clarabel's own settings call ``Solved``: it is mapped to ``OPTIMAL`` (and then
 certified like every answer)."""
+
+
+_RANK = {Status.OPTIMAL: 0, Status.OPTIMAL_INACCURATE: 1, Status.ITERATION_LIMIT: 2, Status.TIME_LIMIT: 2,
+         Status.UNKNOWN: 3}
+"""How :meth:`ClarabelSession._choose` ranks the statuses of candidates with a point (lower first)."""
+
+
+def _decade(cert) -> float:
+    """The decade of a certificate's largest measure (``inf`` without one): candidates whose
+    residuals are of one order are tied, so the preference for the fallback decides."""
+    if cert is None:
+        return float("inf")
+    worst = max(cert.primal_residual, cert.dual_residual, abs(cert.gap))
+    if not np.isfinite(worst):  # NaN or infinite measures: last
+        return float("inf")
+    return float(np.floor(np.log10(worst))) if worst > 0 else float("-inf")
 
 
 _UNSOLVED = frozenset({"AlmostSolved", "InsufficientProgress", "NumericalError"})

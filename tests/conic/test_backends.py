@@ -536,7 +536,9 @@ def test_clarabel_almost_solved_within_its_default_tolerance(clarabel_stub, reac
         session._solver = stub.session._solver
     session._retries = lambda data, tried: iter(())  # judge the one answer
     res = session.solve(stub.data)
-    assert fake.status is not None and res.status is expected
+    # the answer judged is the stub's (its status, its iteration count), not a re-solve's
+    assert res.raw["status"] is fake.status and res.iterations == fake.iterations == 7
+    assert res.status is expected
     assert res.objective == pytest.approx(stub.good.objective, rel=1e-7)
     if expected is Status.OPTIMAL:
         assert "within Clarabel's default" in res.message and res.certificate.ok(1e-6)
@@ -584,7 +586,8 @@ def test_a_fallback_without_a_point_does_not_replace_the_first_answer(clarabel_s
     stub.session._make = lambda data, prep, settings: types.SimpleNamespace(solve=lambda: stalled)
     res = stub.session.solve(stub.data)
     assert res.x is not None and res.status is Status.OPTIMAL_INACCURATE
-    assert "kept: the re-solve at Clarabel's default tolerance ended numerical_error" in res.message
+    assert ("kept: the answer of the first solve; the re-solve at Clarabel's default tolerance ended numerical_error "
+            "without a point") in res.message
 
 
 def test_a_refused_fallback_keeps_the_first_point_and_runs_the_other_retries(small_socp):
@@ -619,5 +622,154 @@ def test_a_refused_fallback_keeps_the_first_point_and_runs_the_other_retries(sma
     res = stub.session.solve(stub.data)
     assert res.x is not None and res.status is Status.OPTIMAL_INACCURATE
     assert res.objective == pytest.approx(stub.good.objective, rel=1e-5)
-    assert "kept: the re-solve at Clarabel's default tolerance ended error without a point" in res.message
+    assert ("kept: the answer of the first solve; the re-solve at Clarabel's default tolerance ended error without "
+            "a point") in res.message
     assert "Clarabel rejected the problem: stub" in res.message
+
+
+def _with_a_fixed_column(data):
+    import attrs
+
+    lb, ub = data.lb.copy(), data.ub.copy()
+    lb[0] = ub[0] = 0.0  # a fixed column: the session eliminates it
+    return attrs.evolve(data, lb=lb, ub=ub)
+
+
+def _fake_solution(status, sol, **fields):
+    import clarabel
+
+    base = dict(status=getattr(clarabel.SolverStatus, status), x=list(sol.x), z=list(sol.z), s=list(sol.s),
+                iterations=9, solve_time=0.01, obj_val=sol.obj_val, obj_val_dual=sol.obj_val - 1e-3,
+                r_prim=1e-4, r_dual=1e-4)
+    return types.SimpleNamespace(**{**base, **fields})
+
+
+def test_a_point_from_any_re_solve_is_kept(small_socp):
+    """The first solve ends ``Unsolved`` (no point); the re-solve of the whole problem (after the
+    elimination of a fixed column) ends ``AlmostSolved`` at the optimum: that point is the answer,
+    ``OPTIMAL_INACCURATE`` at ECOS's optimum, and the message says what the first solve ended
+    with (it was lost: ``ERROR`` without a point, only the first and the 1e-8 fallback compared)."""
+    data = _with_a_fixed_column(small_socp)
+    stub = _clarabel_stub(data)
+    assert stub.session._prep.elim is not None
+    stub.answer("Unsolved", x=[], z=[], s=[], iterations=3)
+    real_make = stub.session._make
+
+    def almost(data, prep, settings):
+        return types.SimpleNamespace(solve=lambda: _fake_solution("AlmostSolved", real_make(data, prep,
+                                                                                            settings).solve()))
+
+    stub.session._make = almost
+    res = stub.session.solve(data)
+    ref = EcosBackend().solve(data)
+    assert ref.status is Status.OPTIMAL
+    assert res.status is Status.OPTIMAL_INACCURATE and res.x is not None
+    assert res.objective == pytest.approx(ref.objective, rel=1e-6)
+    assert "kept: the answer of the re-solve without eliminating the fixed columns; the first solve ended error " \
+           "without a point (Unsolved)" in res.message
+
+
+def test_a_better_status_from_the_tighter_re_solve_beats_an_unknown_first_point(clarabel_stub):
+    """The first answer is "Solved" with multipliers 50 % off: the certificate refutes it
+    (``UNKNOWN``, a point kept). The re-solve at RETRY_TOLERANCE ends ``AlmostSolved`` at the true
+    optimum (``OPTIMAL_INACCURATE``): the better status wins, though it is not the fallback at
+    Clarabel's own tolerance (which alone could replace the first point), and the message names
+    the first answer's status."""
+    stub = clarabel_stub
+    stub.answer("Solved", z=list(np.asarray(stub.real.z) * 1.5))
+    real_make = stub.session._make
+    stub.session._make = lambda data, prep, settings: types.SimpleNamespace(
+        solve=lambda: _fake_solution("AlmostSolved", real_make(data, prep, settings).solve()))
+    res = stub.session.solve(stub.data)
+    assert stub.made == [1e-11]
+    assert res.status is Status.OPTIMAL_INACCURATE and res.certificate.ok(1e-6)
+    assert res.objective == pytest.approx(stub.good.objective, rel=1e-7)
+    assert "kept: the answer of the re-solve at tolerance 1e-11; the first solve ended unknown with a point" \
+        in res.message
+
+
+@pytest.mark.parametrize("status", ["MaxTime", "MaxIterations"])
+def test_no_re_solve_after_a_stop_at_the_users_limit(small_socp, status):
+    """A first solve that stopped at the user's ``time_limit`` or ``max_iter`` is the user's cap:
+    no re-solve runs, not even that of the whole problem after an elimination (it ran)."""
+    data = _with_a_fixed_column(small_socp)
+    stub = _clarabel_stub(data)
+    assert stub.session._prep.elim is not None
+    stub.answer(status, solve_time=5.0)
+    res = stub.session.solve(data)
+    expected = {"MaxTime": Status.TIME_LIMIT, "MaxIterations": Status.ITERATION_LIMIT}[status]
+    assert stub.made == [] and res.status is expected
+    assert "re-solved" not in res.message
+
+
+def test_a_re_solve_gets_what_is_left_of_the_time_limit(small_socp, monkeypatch):
+    """With ``time_limit=10``: a first solve that stalls after 4 s (a stub clock) leaves each
+    re-solve what is left of the 10 s since the first solve began (6 s, then 6 - 1.5 s); once
+    the time is spent no re-solve starts and the message says so."""
+    import fsframe.backends.clarabel as clarabel_module
+
+    now = [0.0]
+    monkeypatch.setattr(clarabel_module, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    data = _with_a_fixed_column(small_socp)
+    session = ClarabelBackend().open(data, SolveOptions(time_limit=10.0))
+    session.solve(data)
+    real = session._solver.solve()
+    fake = _fake_solution("InsufficientProgress", real, solve_time=4.0)
+
+    def stall():
+        now[0] += 4.0
+        return fake
+
+    session._solver = types.SimpleNamespace(solve=stall, is_data_update_allowed=lambda: True, update=lambda **k: None)
+    given = []
+
+    def make(data, prep, settings):
+        given.append(settings.time_limit)
+        now[0] += 1.5
+        return types.SimpleNamespace(solve=lambda: fake)  # stalls again: every re-solve runs
+
+    session._make = make
+    res = session.solve(data)
+    assert given == [pytest.approx(6.0), pytest.approx(4.5)]
+    assert res.status is Status.NUMERICAL_ERROR and "not started" not in res.message
+    fake.solve_time = 0.5  # the set-up took the time: not the solver's stop at the limit
+    now[0] = 0.0
+
+    def slow_stall():
+        now[0] += 11.0
+        return fake
+
+    session._solver = types.SimpleNamespace(solve=slow_stall, is_data_update_allowed=lambda: True,
+                                            update=lambda **k: None)
+    given.clear()
+    res = session.solve(data)
+    assert given == []
+    assert ("the re-solve at Clarabel's default tolerance and any after it not started: the time limit of 10 s "
+            "was spent") in res.message
+
+
+@pytest.mark.parametrize("error", ["SolveFailure", "ValueError"])
+def test_a_failing_preparation_of_the_whole_problem_is_one_failed_candidate(small_socp, monkeypatch, error):
+    """The re-solve of the whole problem prepares it (``prepare(data, reduce=False)``) inside its
+    candidate: when that preparation fails (a SolveFailure, or any other exception), the re-solve
+    at RETRY_TOLERANCE after it still runs and its answer (the optimum, certified) is returned
+    (the failure once ended every retry after it)."""
+    import fsframe.backends.clarabel as clarabel_module
+    from fsframe.backends.base import SolveFailure
+
+    data = _with_a_fixed_column(small_socp)
+    stub = _clarabel_stub(data)
+    assert stub.session._prep.elim is not None
+    stub.answer("Solved", z=list(np.asarray(stub.real.z) * (1 + 1e-3)))  # fails the certificate
+    real_prepare = clarabel_module.prepare
+
+    def prepare(data, reduce=True):
+        if not reduce:
+            raise SolveFailure(Status.ERROR, "stub refusal") if error == "SolveFailure" else ValueError("stub refusal")
+        return real_prepare(data, reduce=reduce)
+
+    monkeypatch.setattr(clarabel_module, "prepare", prepare)
+    res = stub.session.solve(data)
+    assert stub.made == [1e-11] and res.status is Status.OPTIMAL and res.certificate.ok(1e-6)
+    assert res.objective == pytest.approx(EcosBackend().solve(data).objective, rel=1e-6)
+    assert "re-solved at tolerance 1e-11 after the certificate failed" in res.message

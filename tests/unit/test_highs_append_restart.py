@@ -179,8 +179,11 @@ def test_a_failed_append_plans_no_cold_restart_for_the_reloaded_model(appends, m
             return getattr(real, name)
 
     session.h._h = Refusing()
+    before = list(session.appends)
     res = session.solve(grown)
     assert res.status.value == "error" and "rejected the appended columns" in res.message
+    # the refused batch is neither planned (a cold restart set before addCols) nor recorded
+    assert session._cold_next is False and session.appends == before
     session.h._h = real
     fresh = HighsBackend().solve(grown)
     runs.clear()
@@ -188,3 +191,25 @@ def test_a_failed_append_plans_no_cold_restart_for_the_reloaded_model(appends, m
     assert res.status.value == "optimal" and res.objective == pytest.approx(fresh.objective, rel=1e-12)
     ((cold, dropped, strategy),) = runs
     assert not cold and not dropped and strategy == 1  # HiGHS's own (dual) simplex on the new model
+
+
+def test_a_reloaded_model_drops_the_restart_planned_for_the_old_one(appends, monkeypatch):
+    """A reload (``_load``) starts a new model: a cold restart still planned for the old model's
+    appended columns is dropped, and the solver's own simplex strategy is restored (the primal
+    simplex continued the old model's basis). Guards ``_load``'s reset apart from the ordering
+    in ``_append`` (a failed append plans nothing in the first place)."""
+    monkeypatch.setattr(highs, "COLD_MIN_ROWS", 10)
+    small, grown = _grown_lp()
+    session = HighsBackend().open(small)
+    session.solve(small)
+    assert session.solve(grown).status.value == "optimal" and session.appends  # an append: strategy 4 left set
+    sessions, runs = appends
+    assert session.h.getOptionValue("simplex_strategy")[1] == 4
+    fresh = HighsBackend().solve(grown)
+    session._cold_next = True  # a restart planned for the old model
+    session._loaded = None  # the next solve reloads (as after a failure)
+    runs.clear()
+    res = session.solve(grown)
+    assert res.status.value == "optimal" and res.objective == pytest.approx(fresh.objective, rel=1e-12)
+    ((cold, dropped, strategy),) = runs
+    assert not cold and not dropped and strategy == 1
