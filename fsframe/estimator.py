@@ -197,7 +197,7 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
             who = type(self).__name__
             raise errors.InvalidOptionError(
                 f"{who} selects for a classifier; {self.method or self.formulation!r} fits a real target: use FSRegressor "
-                "(tune it with scikit-learn's GridSearchCV over a grid of its parameters)")
+                "(FSRegressorCV to tune it)")
 
     def _training_data(self, X, y) -> tuple:
         """``(X, classes, class codes of y)``, checked as scikit-learn and fsframe check them
@@ -332,7 +332,7 @@ class FSRegressor(RegressorMixin, FSSelector):
         if not is_regression(res.formulation):
             raise errors.InvalidOptionError(
                 f"{who} needs a regression method; {res.method or res.formulation.name!r} fits class labels "
-                "(use FSSelector)")
+                f"(use {'FSSelectorCV' if who.endswith('CV') else 'FSSelector'})")
         return X, y
 
     def predict(self, X):

@@ -105,7 +105,7 @@ def _score(point, name: str) -> float:
     scikit-learn's ``r2_score`` default (``force_finite``): 1 for exact predictions, else 0 — the
     score ``GridSearchCV`` would give that fold."""
     v = getattr(point, name)
-    if v is None and name == "r2":
+    if v is None and name == "r2" and point.mse is not None:
         return 1.0 if point.mse == 0.0 else 0.0
     return np.nan if v is None else float(v)
 
@@ -403,6 +403,10 @@ class FSRegressorCV(FSRegressor, FSSelectorCV):
             if part.size < 2 or np.all(part == part[0]):
                 raise errors.DataError(
                     f"FSRegressorCV: the training part of fold {s.fold} has a constant target ({part.size} samples); "
+                    "use fewer folds (cv=...) or more samples")
+            if s.test.size < 2:  # R² of one test sample is undefined (scikit-learn's r2_score gives NaN)
+                raise errors.DataError(
+                    f"FSRegressorCV: the test part of fold {s.fold} has {s.test.size} sample(s); R² needs at least 2: "
                     "use fewer folds (cv=...) or more samples")
         return X, y, splits
 

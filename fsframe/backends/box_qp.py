@@ -256,7 +256,12 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         raise ImportError("solve_box_qp(compiled=True) needs numba: pip install 'fsframe[fast]'")
     with np.errstate(divide="ignore", invalid="ignore"):
         if compiled:
-            return _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter)
+            try:
+                return _active_set_compiled(F, f, E, lo, hi, lam.copy(), free.copy(), warm, max_iter)
+            except Exception as exc:  # numba failing to compile on the first call: Python from now on
+                if not box_qp_jit.is_compile_error(exc):
+                    raise
+                box_qp_jit.disable(exc)
         return _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter)
 
 

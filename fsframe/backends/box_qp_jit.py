@@ -22,6 +22,7 @@ compiled code is cached on disk (numba's ``cache=True``, beside this file), so t
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy as np
 
@@ -44,13 +45,52 @@ def compiled():
                 import numba
             except ImportError:
                 _BUILT.append(None)
+            except Exception as exc:  # a broken numba (e.g. built against another numpy)
+                _unusable(exc)
             else:
-                jit = numba.njit(cache=True, nogil=True)
-                names = globals()
-                for name in ("_lu", "_lu_solve", "_kkt", "_gradient"):
-                    names[name] = jit(names[name])
-                _BUILT.append(jit(_active_set))
+                try:
+                    _BUILT.append(_compile(numba))
+                except Exception as exc:  # e.g. no writable cache folder and numba refusing cache=True
+                    _unusable(exc)
     return _BUILT[0]
+
+
+def _compile(numba):
+    """Compile the helpers and the loop, writing them into this module only once all compiled;
+    without a writable cache folder (numba's "no locator available") compile without a cache."""
+    names = globals()
+    helpers = ("_lu", "_lu_solve", "_kkt", "_gradient")
+    for cache in (True, False):
+        jit = numba.njit(cache=cache, nogil=True)
+        try:
+            built = {name: jit(names[name]) for name in helpers}
+            loop = jit(_active_set)
+        except RuntimeError:
+            if not cache:
+                raise
+            continue
+        names.update(built)
+        return loop
+    return None  # unreachable: the second pass returns or raises
+
+
+def is_compile_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is numba's (a typing or lowering error of the first call's compilation)."""
+    return type(exc).__module__.startswith("numba")
+
+
+def disable(exc: BaseException) -> None:
+    """Stop using the compiled loop after ``exc`` (warned once): the Python pivots from now on."""
+    with _LOCK:
+        if _BUILT and _BUILT[0] is not None:
+            _BUILT[:] = []
+            _unusable(exc)
+
+
+def _unusable(exc: BaseException) -> None:
+    warnings.warn(f"numba is installed but unusable ({type(exc).__name__}: {exc}); box_qp's pivots run in "
+                  "Python (slower, the same answers)", RuntimeWarning, stacklevel=3)
+    _BUILT.append(None)
 
 
 def _lu(K):

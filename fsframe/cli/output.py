@@ -36,6 +36,15 @@ class WarningPrinter:
         print(f"{PROG}: warning: {category.__name__}: {message}", file=self.stream)
 
 
+def _score_text(r) -> str:
+    """A finished fit's score for the progress line: accuracy for classes, R² for a real target
+    (``-`` where it is undefined, e.g. a constant test target)."""
+    if r.accuracy is not None:
+        return f"acc {100 * r.accuracy:.1f}%"
+    r2 = getattr(r, "r2", None)
+    return "R² -" if r2 is None else f"R² {r2:.3f}"
+
+
 class ProgressPrinter:
     """Progress of long runs on stderr: one rewritten line on a terminal, one line per fit with
     ``--progress`` elsewhere."""
@@ -52,7 +61,7 @@ class ProgressPrinter:
         if not self.enabled:
             return
         r = p.record
-        what = (f"acc {100 * r.accuracy:.1f}%, {r.n_selected} features, {r.seconds:.2f} s" if r.ok
+        what = (f"{_score_text(r)}, {r.n_selected} features, {r.seconds:.2f} s" if r.ok
                 else f"FAILED: {r.error_type}")
         eta = getattr(p, "eta", None)
         extra = f", ETA {_duration(eta)}" if eta is not None and p.done < p.total else ""

@@ -117,9 +117,10 @@ def _add_eval_args(p, *, default_cv: str, sweep: bool = False) -> None:
     g.add_argument("--scale", choices=("standard", "minmax", "maxabs", "none"), default="standard",
                    help="feature scaling, fitted on each training part (default: standard; sparse data: maxabs "
                         "or none, which keep it sparse)")
-    g.add_argument("--retrain", choices=("svm", "linear-svc"),
-                   help="evaluate a classifier retrained on the selected features (paper 002: svm = "
-                        "SVC(kernel='linear'))")
+    g.add_argument("--retrain", choices=("svm", "linear-svc", "ls"),
+                   help="evaluate a model retrained on the selected features: a classifier (paper 002: svm = "
+                        "SVC(kernel='linear'); linear-svc) or, on a real target, ls (least squares with an "
+                        "intercept)")
     g.add_argument("--retrain-C", type=_positive_float, default=1.0, metavar="C",
                    help="C of the retrained classifier (default 1)")
     g.add_argument("--jobs", type=_jobs, default="auto", metavar="J",

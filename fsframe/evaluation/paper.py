@@ -52,6 +52,11 @@ def digest(result: StudyResult) -> dict:
     env = m.get("environment", {})
     tables = []
     for t in result.tables:
+        if t.protocol.get("task") == "regression":
+            raise InvalidOptionError(
+                f"the paper report renders a classification study's tables (accuracy, MCC, the papers' numbers); "
+                f"the data set {t.dataset.get('name')!r} of this study has a real target: use 'fsframe report' "
+                "without --paper")
         ds = {k: t.dataset.get(k) for k in ("name", "n_samples", "n_features", "classes", "class_counts", "note")}
         rows = []
         for r in t.results:

@@ -233,3 +233,43 @@ def test_dense_form_failure_falls_back_to_highs_dual(monkeypatch):
     res = HighsBackend().solve(data, SolveOptions(backend_options={"qp_form": "dense"}))
     assert res.status is Status.OPTIMAL
     assert "dense dual QP failed (iteration_limit" in res.message and "solved the dual QP" in res.message
+
+
+def test_a_broken_numba_falls_back_to_the_python_pivots(monkeypatch):
+    """numba installed but unusable (an import that fails with another error, or a compile error
+    on the first call): one RuntimeWarning, then the Python loop with the same answer — not an
+    exception on every solve."""
+    ref = solve_box_qp(*_problem(0), compiled=False)
+    jit = box_qp.box_qp_jit
+    monkeypatch.delenv("FSFRAME_NO_JIT", raising=False)
+    # an import that raises something other than ImportError
+    monkeypatch.setattr(jit, "_BUILT", [])
+    import builtins
+    real_import = builtins.__import__
+
+    def broken(name, *a, **k):
+        if name == "numba":
+            raise AttributeError("numpy has no attribute 'long'")
+        return real_import(name, *a, **k)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(builtins, "__import__", broken)
+        with pytest.warns(RuntimeWarning, match="numba is installed but unusable"):
+            assert not box_qp.compiled_available()
+    res = solve_box_qp(*_problem(0))
+    assert res.status == "optimal" and np.allclose(res.lam, ref.lam, atol=1e-10)
+
+    # a compile error on the first call of the compiled loop
+    class FakeNumbaError(Exception):
+        pass
+
+    FakeNumbaError.__module__ = "numba.core.errors"
+
+    def failing(*a, **k):
+        raise FakeNumbaError("lowering failed")
+
+    monkeypatch.setattr(jit, "_BUILT", [failing])
+    with pytest.warns(RuntimeWarning, match="unusable.*lowering failed"):
+        res = solve_box_qp(*_problem(0))
+    assert res.status == "optimal" and np.allclose(res.lam, ref.lam, atol=1e-10)
+    assert jit._BUILT == [None]

@@ -62,6 +62,18 @@ def test_dca_on_working_sets_equals_the_full_problem():
     assert np.allclose(auto.coef, full.coef, atol=1e-6 * np.abs(full.coef).max())
 
 
+def test_tall_least_squares_stays_on_the_full_problem():
+    """Each round keeps every residual row: with more samples than features (n >= min_groups)
+    the rule stays off (a working set was measured slower there); forced on, the same answer."""
+    X, y = _data(m=450, n=300, seed=2)
+    C = 5.0 / LeastSquaresFormulation().empty_model_threshold(X, y)
+    auto = fsframe.fit(X, y, method="l1-ls", C=C)
+    forced = fsframe.fit(X, y, method="l1-ls", C=C, working_set=True)
+    assert auto.certificate["working_set"] is None
+    assert forced.certificate["working_set"] is not None
+    assert auto.objective == pytest.approx(forced.objective, rel=1e-9)
+
+
 def test_hinge_rows_still_count():
     """The margin rows of ``l1-svm`` define no column: at the same shape the rule stays off."""
     X, y = _data()

@@ -278,3 +278,34 @@ def test_fsregressorcv_check_estimator():
     failed = [(r["check_name"], str(r["exception"])[:300]) for r in results if r["status"] == "failed"]
     assert failed == []
     assert sum(r["status"] == "passed" for r in results) >= 40
+
+
+def test_the_paper_report_refuses_a_regression_study(study, tmp_path):
+    """``fsframe report --paper`` renders the papers' accuracy tables: a real target is a typed
+    refusal naming the data set, not an internal TypeError."""
+    from fsframe.evaluation.paper import digest
+
+    _, again, _ = study
+    with pytest.raises(InvalidOptionError, match="diabetes.*real target.*without --paper"):
+        digest(again)
+
+
+def test_progress_lines_show_r2_for_a_real_target(diabetes, capsys):
+    """The CLI's progress line (on by default on a terminal and for ``fsframe run``) prints R² for
+    a regression fit (it multiplied the missing accuracy before)."""
+    from fsframe.cli.__init__ import main
+
+    assert main(["select", "diabetes", "--method", "l1-ls", "--set", "C=0.002", "--cv", "3", "--progress",
+                 "--retrain", "ls"]) == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "fold" in ln]
+    assert len(lines) == 3 and all(" R² 0." in ln for ln in lines), err
+
+
+def test_one_sample_test_folds_are_refused_by_fsregressorcv():
+    """R² of one test sample is undefined (scikit-learn's ``r2_score`` gives NaN): no score of 0
+    is made up for it; a typed error names the fold."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(6, 3)), rng.normal(size=6)
+    with pytest.raises(DataError, match="test part of fold .* 1 sample"):
+        FSRegressorCV("l1-ls", cv=6).fit(X, y)
