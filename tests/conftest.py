@@ -41,6 +41,23 @@ def update_golden(request) -> bool:
     return bool(request.config.getoption("--update-golden"))
 
 
+@pytest.fixture(scope="session")
+def load_script():
+    """Import a repository script that is not a package module (``benchmarks/...``, ``docs/...``):
+    ``load_script("benchmarks/competitors.py")`` returns the module (named ``name``, default
+    the file's stem)."""
+    import importlib.util
+
+    def load(rel: str, name: str | None = None):
+        path = ROOT / rel
+        spec = importlib.util.spec_from_file_location(name or path.stem, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    return load
+
+
 def shared_data_dir() -> Path:
     """``$FSFRAME_SHARED_DATA``, else ``<repo>/../shared/data``."""
     env = os.environ.get("FSFRAME_SHARED_DATA")

@@ -5,24 +5,17 @@ them instead of fitting again."""
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
-from pathlib import Path
 
 import pytest
 
 from fsframe.evaluation.experiment import run_study
 from fsframe.evaluation.study import study_from_dict
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
-def cost():
-    spec = importlib.util.spec_from_file_location("paper_study_cost", ROOT / "benchmarks" / "paper_study_cost.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def cost(load_script):
+    return load_script("benchmarks/paper_study_cost.py")
 
 
 def _study():

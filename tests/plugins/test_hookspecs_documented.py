@@ -3,7 +3,6 @@ docstrings by docs/gen_hooks.py (so it cannot drift from fsframe/hookspecs.py)."
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 from pathlib import Path
 
@@ -16,11 +15,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 @pytest.fixture(scope="module")
-def gen_hooks():
-    spec = importlib.util.spec_from_file_location("gen_hooks", DOCS / "gen_hooks.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def gen_hooks(load_script):
+    return load_script("docs/gen_hooks.py")
 
 
 def _specs():

@@ -7,21 +7,13 @@ being rewritten in place from the results.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
-def comp():
-    spec = importlib.util.spec_from_file_location("bench_competitors", ROOT / "benchmarks" / "competitors.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def comp(load_script):
+    return load_script("benchmarks/competitors.py", "bench_competitors")
 
 
 def test_bisection_hits_r_exactly(comp):
