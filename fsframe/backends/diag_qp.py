@@ -133,22 +133,27 @@ class _Reduction:
     KQ: object = None  # K[:, Q] (dense array or sparse), for the recovery of x_Q
 
 
-_BLAS = []  # the threadpoolctl controller, made on first use
+_BLAS = []  # the threadpoolctl controller of the BLAS libraries, made on first use
 
 
 def _one_blas_thread():
     """A context in which BLAS runs on one thread (threadpoolctl, a scikit-learn dependency; a
     no-op without it). The dual's dense products are small (m x m output); OpenBLAS's threads
     made them much slower on a busy machine, and parallel fits (fsframe's evaluation with n_jobs)
-    would oversubscribe the cores (docs/performance.md)."""
+    would oversubscribe the cores (docs/performance.md). When every BLAS library already runs on
+    one thread (a context around this one, ``OMP_NUM_THREADS=1``) nothing is changed: asking
+    each library its thread count is ~1 µs, a limit and its restore ~30 µs, twice per EM step."""
     if not _BLAS:
         try:
             from threadpoolctl import ThreadpoolController
 
-            _BLAS.append(ThreadpoolController())
+            _BLAS.append(ThreadpoolController().select(user_api="blas"))
         except Exception:  # pragma: no cover - threadpoolctl missing or failing
             _BLAS.append(None)
-    return contextlib.nullcontext() if _BLAS[0] is None else _BLAS[0].limit(limits=1, user_api="blas")
+    blas = _BLAS[0]
+    if blas is None or all(lib.num_threads == 1 for lib in blas.lib_controllers):
+        return contextlib.nullcontext()
+    return blas.limit(limits=1)
 
 
 class _Rows:
@@ -549,14 +554,14 @@ class DualQPSession(_StableFormSession):
                 np.asarray((pc["KQ"] @ sp.diags(1.0 / np.sqrt(pc["dq"]))).toarray())
             start = self._warm if self._warm is not None and self._warm.shape == (m,) else None
             res = solve_box_qp(F, pc["f"], box.E, pc["b"], lo, hi, start=start)
-        if res.status != "optimal":
-            # an unbounded dual (an infeasible primal) is confirmed by HiGHS's dual, the next form
-            self._warm = None
-            status = Status.ITERATION_LIMIT if res.status == "iteration_limit" else Status.NUMERICAL_ERROR
-            return RawSolution(status=status, iterations=res.iterations,
-                               message=f"dense dual QP: {res.status.replace('_', ' ')}")
-        zd = box.row_multipliers(res.r, res.lam, lo, hi, pc["h"], pc["lb"])
-        x = self._recover(data, pc, res.lam, res.nu, zd)
+            if res.status != "optimal":
+                # an unbounded dual (an infeasible primal) is confirmed by HiGHS's dual, the next form
+                self._warm = None
+                status = Status.ITERATION_LIMIT if res.status == "iteration_limit" else Status.NUMERICAL_ERROR
+                return RawSolution(status=status, iterations=res.iterations,
+                                   message=f"dense dual QP: {res.status.replace('_', ' ')}")
+            zd = box.row_multipliers(res.r, res.lam, lo, hi, pc["h"], pc["lb"])
+            x = self._recover(data, pc, res.lam, res.nu, zd)  # its BLAS context: nothing to change here
         viol = data.max_violation(x)  # checked with or without the certificate, as for HiGHS's dual
         if not np.isfinite(viol) or viol > 10 * self.options.cert_tol:
             self._warm = None
