@@ -148,3 +148,43 @@ def test_settle_rule_follows_a_new_quadratic_pattern_alone():
         np.testing.assert_array_equal(kept.cols, fresh.cols, err_msg=f"step {i}")
         cols.append(kept.cols.size)
     assert cols[2] == cols[0] - 1 and cols[3] == cols[0]  # the pattern changed the rule, and back
+
+
+# selections and EM iterations of `em-l0` with n_features before the reuse above (commit 6ff69c7): on
+# generated instances (benchmarks/bench_em_early_stop.py's make_generated, r = 5) and Sonar's bench
+# splits (benchmarks/bench_issue19.py, part (a)); the reuse must change neither
+GENERATED = {0: ((8, 14, 17, 19, 30), 15), 14: ((1, 5, 12, 28, 41), 7), 21: ((2, 20, 38, 39, 65), 9),
+             35: ((0, 23, 28, 35, 36), 14), 49: ((2, 12, 16, 17, 18), 7)}
+SONAR = {(0, 5): ((10, 15, 23, 35, 38), 27), (0, 10): ((10, 11, 15, 23, 30, 35, 38, 44, 51, 57), 16),
+         (2, 5): ((11, 29, 30, 44, 48), 14)}
+
+
+def _em(X, y, r):
+    import warnings
+
+    import fsframe
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, method="em-l0", n_features=r)
+    return tuple(int(j) for j in res.selected), res.n_iter
+
+
+@pytest.mark.parametrize("seed", sorted(GENERATED))
+def test_em_selections_as_before_on_generated_instances(load_script, seed):
+    make = load_script("benchmarks/bench_em_early_stop.py").make_generated
+    assert _em(*make(seed), 5) == GENERATED[seed]
+
+
+@pytest.mark.shared_data
+def test_em_selections_as_before_on_sonar_bench_splits(load_script, shared_file):
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    import fsframe
+
+    ds = fsframe.load_dataset(shared_file("sonar.csv"))
+    X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y)
+    for (split, r), want in SONAR.items():
+        Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.2, random_state=split, stratify=y)
+        assert _em(StandardScaler().fit(Xtr).transform(Xtr), ytr, r) == want, (split, r)
