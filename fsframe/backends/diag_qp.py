@@ -185,7 +185,26 @@ class _Rows:
             self.dual_G = sp.vstack([-Kt_lb, Kt_ub], format="csr")
             self.r_key = key
             self._box = _UNSET
+            self._bound_terms = None
         return self
+
+    def bound_terms(self, lbR: np.ndarray, ubR: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(K_lb lb_R, K_ub ub_R)``, the bounds' share of the dual's linear term: kept while the
+        bounds of the linear columns keep their values (EM changes only the coefficients' bounds:
+        two sparse products saved per step). Never changed in place by the caller."""
+        last = self._bound_terms
+        if last is None or not (np.array_equal(last[0], lbR) and np.array_equal(last[1], ubR)):
+            last = self._bound_terms = (lbR.copy(), ubR.copy(), self.K_lb @ lbR, self.K_ub @ ubR)
+        return last[2], last[3]
+
+    def sign_bounds(self, p: int) -> np.ndarray:
+        """The dual's sign bounds: ``-inf`` on the ``p`` equality multipliers, 0 on the rest (read-only)."""
+        m = self.K.shape[0]
+        if getattr(self, "_sign_bounds", None) is None or self._sign_bounds.shape != (m,) or self._sign_p != p:
+            lb = np.concatenate([np.full(p, -np.inf), np.zeros(m - p)])
+            lb.flags.writeable = False
+            self._sign_bounds, self._sign_p = lb, p
+        return self._sign_bounds
 
     def box(self) -> "_BoxRows | None":
         """The dual's inequality rows as bounds on single multipliers (:class:`_BoxRows`), or
@@ -480,15 +499,15 @@ class DualQPSession(_StableFormSession):
         KQ = rows.Kd[:, Q] if dense else K[:, Q]
         cq = c[Q]
         f = (KQ @ (cq / dq) if Q.size else np.zeros(K.shape[0])) + rhs
-        f -= rows.K_lb @ data.lb[R_lb]
-        f -= rows.K_ub @ data.ub[R_ub]
-        dual_const = 0.5 * float(np.sum(cq * cq / dq)) - float(data.lb[R_lb] @ c[R_lb]) \
-            - float(data.ub[R_ub] @ c[R_ub]) - const
+        lbR, ubR = data.lb[R_lb], data.ub[R_ub]
+        K_lb_lb, K_ub_ub = rows.bound_terms(lbR, ubR)
+        f -= K_lb_lb
+        f -= K_ub_ub
+        dual_const = 0.5 * float(np.sum(cq * cq / dq)) - float(lbR @ c[R_lb]) - float(ubR @ c[R_ub]) - const
         p = data.A.shape[0]
         m = K.shape[0]
         out = dict(Q=Q, R_lb=R_lb, R_ub=R_ub, R_free=R_free, Fx=Fx, rows=rows, c=c, dq=dq, KQ=KQ, f=f,
-                   dual_const=dual_const, p=p, m=m, dense=dense,
-                   lb=np.concatenate([np.full(p, -np.inf), np.zeros(m - p)]),
+                   dual_const=dual_const, p=p, m=m, dense=dense, lb=rows.sign_bounds(p),
                    h=np.concatenate([c[R_lb], -c[R_ub]]), b=-c[R_free])
         self._pieces_key = (data, out)
         return out
