@@ -11,6 +11,15 @@ measures what ``early_stop`` would return without a second run per rule. Also: w
 cost (CPU) and how many EM iterations each rule saves.
 
     FSFRAME_SHARED_DATA=/path/to/shared/data python benchmarks/bench_em_early_stop.py
+    python benchmarks/bench_em_early_stop.py --plan generated   # 60 generated instances + breast cancer
+
+``--plan generated`` records 60 seeded instances of generated data (``make_generated``: 100-200
+samples, 20-80 features of which 3-8 informative, seeds 0-59, ``r`` in {2, 5, 10}) and the
+README's breast-cancer set (90 % parts, 5 seeds, ``r`` in {2, 5, 10}), written to
+``benchmarks/results/em_early_stop_generated.json``. Both plans also evaluate the rule issue 19
+names, "support unchanged ``K`` iterates and the weights' change below a tolerance"
+(``rule: "step"``): the ``r`` largest groups the same at ``K + 1`` iterates and the relative change
+of the group norms ``||t_k - t_(k-1)|| / ||t_k||`` at most ``tol``.
 
 Writes ``benchmarks/results/em_early_stop.json`` and prints the Markdown table of
 docs/performance.md, section "EM iterations" (under "Issue 19 at a glance").
@@ -34,14 +43,62 @@ sys.path.insert(0, str(HERE))
 import competitors  # noqa: E402  (the data location, one definition)
 
 OUT = HERE / "results" / "em_early_stop.json"
+OUT_GENERATED = HERE / "results" / "em_early_stop_generated.json"
 PLAN = [("sonar", "sonar.csv", 20), ("ionosphere", "ionosphere.data", 20), ("colon", "colon.mat", 10)]
 KS = (1, 2, 3, 4, 6, 8)
 RATIOS = (1.0, 2.0, 5.0, 10.0)
+STEP_TOLS = (1e-1, 1e-2, 1e-3)
 
 
 class _It:
     def __init__(self, t):
         self.t = t
+
+
+def _record_one(X, y, r, tag: dict) -> dict:
+    import fsframe
+
+    norms = []
+    c0 = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, method="em-l0", n_features=r,
+                          callback=lambda rec, it: norms.append(np.array(it.t, dtype=float)))
+    return {**tag, "r": r, "norms": norms, "cpu": time.process_time() - c0,
+            "selected": sorted(int(j) for j in res.selected)}
+
+
+def make_generated(seed: int):
+    """One seeded generated instance: ``(X, y)`` standardised, sizes drawn from the seed."""
+    rng = np.random.default_rng(seed)
+    m, n, k = int(rng.integers(100, 201)), int(rng.integers(20, 81)), int(rng.integers(3, 9))
+    X = rng.normal(size=(m, n))
+    X[:, 1::3] += 0.5 * X[:, ::3][:, : X[:, 1::3].shape[1]]  # correlated columns
+    w = np.zeros(n)
+    w[rng.choice(n, k, replace=False)] = rng.normal(size=k) + np.sign(rng.normal(size=k))
+    y = np.where(X @ w + 0.5 * rng.normal(size=m) > 0, 1, -1)
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def record_generated() -> list:
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    out = []
+    for seed in range(60):
+        X, y = make_generated(seed)
+        for r in (2, 5, 10):
+            out.append(_record_one(X, y, r, {"data": "generated", "split": seed}))
+    print("generated: recorded", flush=True)
+    Xb, yb = load_breast_cancer(return_X_y=True)
+    for s in range(5):
+        Xtr, _, ytr, _ = train_test_split(Xb, yb, test_size=0.1, random_state=s, stratify=yb)
+        Xtr = StandardScaler().fit(Xtr).transform(Xtr)
+        for r in (2, 5, 10):
+            out.append(_record_one(Xtr, ytr, r, {"data": "breast_cancer", "split": s}))
+    print("breast_cancer: recorded", flush=True)
+    return out
 
 
 def record() -> list:
@@ -72,50 +129,74 @@ def record() -> list:
     return out
 
 
+def step_settled(norms: list, r: int, K: int, tol: float) -> bool:
+    """Issue 19's rule: the ``r`` largest groups the same at the last ``K + 1`` iterates (ratio 1
+    of :func:`top_settled`) and the relative change of the norms at the last iterate below ``tol``."""
+    from fsframe.loops.em import top_settled
+
+    if not top_settled(norms, r, K, 1.0):
+        return False
+    a, b = np.asarray(norms[-1], dtype=float), np.asarray(norms[-2], dtype=float)
+    return bool(np.linalg.norm(a - b) <= tol * np.linalg.norm(a))
+
+
 def evaluate(runs: list) -> list:
     from fsframe.loops.em import top_settled
     from fsframe.loops.selection import select_exactly
 
+    rules = [("ratio", K, rho, lambda n, r, K=K, rho=rho: top_settled(n, r, K, rho)) for K in KS for rho in RATIOS]
+    rules += [("step", K, tol, lambda n, r, K=K, tol=tol: step_settled(n, r, K, tol)) for K in KS for tol in STEP_TOLS]
     rows = []
-    for K in KS:
-        for rho in RATIOS:
-            changed, early, saved, total, which = 0, 0, 0, 0, []
-            for run in runs:
-                norms, r = run["norms"], run["r"]
-                total += len(norms)
-                full = select_exactly([_It(t) for t in norms], r, 1e-6).mask
-                k = next((k for k in range(1, len(norms)) if top_settled(norms[: k + 1], r, K, rho)), None)
-                if k is None or k == len(norms) - 1:
-                    continue
-                early += 1
-                saved += len(norms) - k - 1
-                got = select_exactly([_It(t) for t in norms[: k + 1]], r, 1e-6).mask
-                if not np.array_equal(got, full):
-                    changed += 1
-                    which.append(f"{run['data']}-{run['split']}-r{run['r']}")
-            rows.append({"K": K, "ratio": rho, "changed": changed, "stopped_early": early,
-                         "iterations_saved": saved, "iterations": total, "changed_instances": which[:5]})
+    for kind, K, rho, holds in rules:
+        changed, early, saved, total, which = 0, 0, 0, 0, []
+        for run in runs:
+            norms, r = run["norms"], run["r"]
+            total += len(norms)
+            full = select_exactly([_It(t) for t in norms], r, 1e-6).mask
+            k = next((k for k in range(1, len(norms)) if holds(norms[: k + 1], r)), None)
+            if k is None or k == len(norms) - 1:
+                continue
+            early += 1
+            saved += len(norms) - k - 1
+            got = select_exactly([_It(t) for t in norms[: k + 1]], r, 1e-6).mask
+            if not np.array_equal(got, full):
+                changed += 1
+                which.append(f"{run['data']}-{run['split']}-r{run['r']}")
+        rows.append({"rule": kind, "K": K, ("ratio" if kind == "ratio" else "tol"): rho, "changed": changed, "stopped_early": early,
+                     "iterations_saved": saved, "iterations": total, "changed_instances": which[:5]})
     return rows
 
 
 def markdown(res: dict) -> str:
     n = len(res["instances"])
-    lines = [f"| `early_stop` K | ratio | selections changed (of {n}) | runs stopped early | EM iterations saved |",
-             "|--:|--:|--:|--:|--:|"]
+    lines = [f"| rule | K | ratio / tol | selections changed (of {n}) | runs stopped early | EM iterations saved |",
+             "|---|--:|--:|--:|--:|--:|"]
     for row in res["rules"]:
-        lines.append(f"| {row['K']} | {row['ratio']:g} | {row['changed']} | {row['stopped_early']} | "
+        kind = row.get("rule", "ratio")
+        lines.append(f"| {kind} | {row['K']} | {row.get('ratio', row.get('tol')):g} | {row['changed']} | {row['stopped_early']} | "
                      f"{row['iterations_saved']} of {row['iterations']} ({100 * row['iterations_saved'] / row['iterations']:.1f} %) |")
     return "\n".join(lines)
 
 
 def main() -> int:
+    import argparse
+
     from threadpoolctl import threadpool_limits
 
-    if not all((competitors.DATA / f).exists() for _, f, _ in PLAN):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--plan", choices=("shared", "generated"), default="shared")
+    args = ap.parse_args()
+    out = OUT
+    if args.plan == "generated":
+        out = OUT_GENERATED
+        with threadpool_limits(limits=1):
+            runs = record_generated()
+    elif not all((competitors.DATA / f).exists() for _, f, _ in PLAN):
         print(f"needs {[f for _, f, _ in PLAN]} in {competitors.DATA} (set FSFRAME_SHARED_DATA)")
         return 2
-    with threadpool_limits(limits=1):
-        runs = record()
+    else:
+        with threadpool_limits(limits=1):
+            runs = record()
     res = {"meta": {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                     "load_average": os.getloadavg()[0],
                     "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -123,8 +204,8 @@ def main() -> int:
                     "cpu_seconds_full_runs": float(sum(r["cpu"] for r in runs))},
            "instances": [{k: v for k, v in r.items() if k != "norms"} | {"iterations": len(r["norms"])} for r in runs],
            "rules": evaluate(runs)}
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps(res, indent=1))
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(res, indent=1))
     print(markdown(res))
     return 0
 

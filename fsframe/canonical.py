@@ -179,7 +179,7 @@ class Auxiliaries:
     rule above then settles the rest. A column a definition sets is never one of the rule's.
 
     The columns' entries are read once per constraint matrices ``G``, ``A`` and which columns
-    settle once per ``c``, ``lb``, ``ub``, ``P`` (compared by identity: a problem's arrays are
+    settle once per ``c``, ``lb``, ``ub``, ``P`` (``P``'s column pointers when it is CSC; compared by identity: a problem's arrays are
     read-only, new values come in new arrays; new arrays with the same values on the candidates,
     and candidates with the same quadratic pattern, keep the rule). A problem carries its auxiliaries in
     :attr:`ProblemData.auxiliaries`, so that a backend's answer is certified at its settled point
@@ -268,7 +268,10 @@ class Auxiliaries:
         if len(self._pattern_of) != 2 or any(a is not b for a, b in zip(src, self._pattern_of)):
             self._pattern(data)
             self._pattern_of, self._rule_of, self._rule_key = src, (), None
-        rule = (data.c, data.lb, data.ub, data.P)
+        # P enters the rule only through its column pointers (which candidates have a quadratic
+        # term): an EM step's new P on the same pattern shares them, and keeps the rule unread
+        P = data.P
+        rule = (data.c, data.lb, data.ub, P.indptr if P is not None and P.format == "csc" else P)
         if len(self._rule_of) != 4 or any(a is not b for a, b in zip(rule, self._rule_of)):
             key = self._key_of(data)
             old = self._rule_key

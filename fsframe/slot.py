@@ -207,10 +207,20 @@ def weighted_problem(base: ProblemData, slot: SlotMaps, weights: SlotWeights) ->
                 f"an infinite slot weight fixes a group at zero, but column {int(outside[0])} has bounds "
                 f"[{lb[outside[0]]:g}, {ub[outside[0]]:g}] (fixed or bounded away from zero) in the model; "
                 "give such groups a finite weight or bounds that contain zero")
-        lb, ub = lb.copy(), ub.copy()
-        lb[cols] = 0.0
-        ub[cols] = 0.0
-    c = base.c.copy()
+        key = weights.fixed_groups.tobytes()
+        last = slot._cache.get("fixed_bounds")
+        if last is not None and last[0] is base.lb and last[1] is base.ub and last[2] == key:
+            lb, ub = last[3], last[4]  # the same groups fixed as in the last call: the same arrays
+        else:
+            lb, ub = lb.copy(), ub.copy()
+            lb[cols] = 0.0
+            ub[cols] = 0.0
+            slot._cache["fixed_bounds"] = (base.lb, base.ub, key, lb, ub)
+    # c changes only with linear weights; otherwise base.c itself (a ProblemData's arrays are never
+    # changed in place), so what is cached by identity downstream (the slacks' settle rule) holds
+    c = base.c
+    if weights.lin is not None or weights.lin_w is not None:
+        c = base.c.copy()
     if weights.lin is not None:
         c += slot.S.T @ weights.lin
     if weights.lin_w is not None:
@@ -224,9 +234,16 @@ def weighted_problem(base: ProblemData, slot: SlotMaps, weights: SlotWeights) ->
             vals = 2.0 * weights.quad[slot.groups[order]] * w2
             if not vals.all():  # as the product: no stored zeros (a zero P is no QP); the plan's arrays stay
                 keep = vals != 0
-                indptr = np.zeros(n + 1, dtype=np.int32)
-                np.cumsum(np.bincount(indices[keep], minlength=n), out=indptr[1:])
-                vals, indices = vals[keep], indices[keep]
+                key = keep.tobytes()
+                last = slot._cache.get("quad_pattern")
+                if last is not None and last[0] == key:  # the same zeros as in the last call: the same arrays
+                    indptr, kept = last[1], last[2]
+                else:
+                    indptr = np.zeros(n + 1, dtype=np.int32)
+                    np.cumsum(np.bincount(indices[keep], minlength=n), out=indptr[1:])
+                    kept = indices[keep]
+                    slot._cache["quad_pattern"] = (key, indptr, kept)
+                vals, indices = vals[keep], kept
             Pq = sp.csc_matrix((vals, indices, indptr), shape=(n, n))
         else:
             Pq = (slot.W.T @ sp.diags(2.0 * weights.quad[slot.groups]) @ slot.W).tocsc()

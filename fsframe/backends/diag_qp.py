@@ -133,22 +133,27 @@ class _Reduction:
     KQ: object = None  # K[:, Q] (dense array or sparse), for the recovery of x_Q
 
 
-_BLAS = []  # the threadpoolctl controller, made on first use
+_BLAS = []  # the threadpoolctl controller of the BLAS libraries, made on first use
 
 
 def _one_blas_thread():
     """A context in which BLAS runs on one thread (threadpoolctl, a scikit-learn dependency; a
     no-op without it). The dual's dense products are small (m x m output); OpenBLAS's threads
     made them much slower on a busy machine, and parallel fits (fsframe's evaluation with n_jobs)
-    would oversubscribe the cores (docs/performance.md)."""
+    would oversubscribe the cores (docs/performance.md). When every BLAS library already runs on
+    one thread (a context around this one, ``OMP_NUM_THREADS=1``) nothing is changed: asking
+    each library its thread count is ~1 µs, a limit and its restore ~30 µs, twice per EM step."""
     if not _BLAS:
         try:
             from threadpoolctl import ThreadpoolController
 
-            _BLAS.append(ThreadpoolController())
+            _BLAS.append(ThreadpoolController().select(user_api="blas"))
         except Exception:  # pragma: no cover - threadpoolctl missing or failing
             _BLAS.append(None)
-    return contextlib.nullcontext() if _BLAS[0] is None else _BLAS[0].limit(limits=1, user_api="blas")
+    blas = _BLAS[0]
+    if blas is None or all(lib.num_threads == 1 for lib in blas.lib_controllers):
+        return contextlib.nullcontext()
+    return blas.limit(limits=1)
 
 
 class _Rows:
@@ -180,7 +185,26 @@ class _Rows:
             self.dual_G = sp.vstack([-Kt_lb, Kt_ub], format="csr")
             self.r_key = key
             self._box = _UNSET
+            self._bound_terms = None
         return self
+
+    def bound_terms(self, lbR: np.ndarray, ubR: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(K_lb lb_R, K_ub ub_R)``, the bounds' share of the dual's linear term: kept while the
+        bounds of the linear columns keep their values (EM changes only the coefficients' bounds:
+        two sparse products saved per step). Never changed in place by the caller."""
+        last = self._bound_terms
+        if last is None or not (np.array_equal(last[0], lbR) and np.array_equal(last[1], ubR)):
+            last = self._bound_terms = (lbR.copy(), ubR.copy(), self.K_lb @ lbR, self.K_ub @ ubR)
+        return last[2], last[3]
+
+    def sign_bounds(self, p: int) -> np.ndarray:
+        """The dual's sign bounds: ``-inf`` on the ``p`` equality multipliers, 0 on the rest (read-only)."""
+        m = self.K.shape[0]
+        if getattr(self, "_sign_bounds", None) is None or self._sign_bounds.shape != (m,) or self._sign_p != p:
+            lb = np.concatenate([np.full(p, -np.inf), np.zeros(m - p)])
+            lb.flags.writeable = False
+            self._sign_bounds, self._sign_p = lb, p
+        return self._sign_bounds
 
     def box(self) -> "_BoxRows | None":
         """The dual's inequality rows as bounds on single multipliers (:class:`_BoxRows`), or
@@ -475,15 +499,15 @@ class DualQPSession(_StableFormSession):
         KQ = rows.Kd[:, Q] if dense else K[:, Q]
         cq = c[Q]
         f = (KQ @ (cq / dq) if Q.size else np.zeros(K.shape[0])) + rhs
-        f -= rows.K_lb @ data.lb[R_lb]
-        f -= rows.K_ub @ data.ub[R_ub]
-        dual_const = 0.5 * float(np.sum(cq * cq / dq)) - float(data.lb[R_lb] @ c[R_lb]) \
-            - float(data.ub[R_ub] @ c[R_ub]) - const
+        lbR, ubR = data.lb[R_lb], data.ub[R_ub]
+        K_lb_lb, K_ub_ub = rows.bound_terms(lbR, ubR)
+        f -= K_lb_lb
+        f -= K_ub_ub
+        dual_const = 0.5 * float(np.sum(cq * cq / dq)) - float(lbR @ c[R_lb]) - float(ubR @ c[R_ub]) - const
         p = data.A.shape[0]
         m = K.shape[0]
         out = dict(Q=Q, R_lb=R_lb, R_ub=R_ub, R_free=R_free, Fx=Fx, rows=rows, c=c, dq=dq, KQ=KQ, f=f,
-                   dual_const=dual_const, p=p, m=m, dense=dense,
-                   lb=np.concatenate([np.full(p, -np.inf), np.zeros(m - p)]),
+                   dual_const=dual_const, p=p, m=m, dense=dense, lb=rows.sign_bounds(p),
                    h=np.concatenate([c[R_lb], -c[R_ub]]), b=-c[R_free])
         self._pieces_key = (data, out)
         return out
@@ -549,14 +573,14 @@ class DualQPSession(_StableFormSession):
                 np.asarray((pc["KQ"] @ sp.diags(1.0 / np.sqrt(pc["dq"]))).toarray())
             start = self._warm if self._warm is not None and self._warm.shape == (m,) else None
             res = solve_box_qp(F, pc["f"], box.E, pc["b"], lo, hi, start=start)
-        if res.status != "optimal":
-            # an unbounded dual (an infeasible primal) is confirmed by HiGHS's dual, the next form
-            self._warm = None
-            status = Status.ITERATION_LIMIT if res.status == "iteration_limit" else Status.NUMERICAL_ERROR
-            return RawSolution(status=status, iterations=res.iterations,
-                               message=f"dense dual QP: {res.status.replace('_', ' ')}")
-        zd = box.row_multipliers(res.r, res.lam, lo, hi, pc["h"], pc["lb"])
-        x = self._recover(data, pc, res.lam, res.nu, zd)
+            if res.status != "optimal":
+                # an unbounded dual (an infeasible primal) is confirmed by HiGHS's dual, the next form
+                self._warm = None
+                status = Status.ITERATION_LIMIT if res.status == "iteration_limit" else Status.NUMERICAL_ERROR
+                return RawSolution(status=status, iterations=res.iterations,
+                                   message=f"dense dual QP: {res.status.replace('_', ' ')}")
+            zd = box.row_multipliers(res.r, res.lam, lo, hi, pc["h"], pc["lb"])
+            x = self._recover(data, pc, res.lam, res.nu, zd)  # its BLAS context: nothing to change here
         viol = data.max_violation(x)  # checked with or without the certificate, as for HiGHS's dual
         if not np.isfinite(viol) or viol > 10 * self.options.cert_tol:
             self._warm = None

@@ -7,7 +7,7 @@ from numpy.typing import NDArray
 
 from ..canonical import ProblemData
 from ..pyomo_ext import LinearMap, SparsitySlot, materialize
-from ..slot import ModelWeights, SlotMaps, slot_weights, weighted_problem
+from ..slot import ModelWeights, SlotMaps, SlotWeights, slot_weights, weighted_problem
 
 __all__ = ["CompiledModel"]
 
@@ -35,6 +35,8 @@ class CompiledModel:
     paths : dict
         How many rows each reading path produced (``recorded``, ``direct``, ``general``) and
         how many cones (``cones``, ``exp_cones``).
+    last_slot_weights : fsframe.slot.SlotWeights or None
+        The validated slot weights of :attr:`data` (set by :meth:`with_weights`).
     definitions : tuple of fsframe.canonical.Definition
         The model's recorded definitions of auxiliary variables (a log-sum-exp epigraph, a
         residual) in columns: how an answer's auxiliaries are read exactly
@@ -52,6 +54,7 @@ class CompiledModel:
         self.paths = paths
         self.definitions = tuple(definitions)
         self._model_weights = None if slot is None else ModelWeights(slot_record, slot, columns)
+        self.last_slot_weights: SlotWeights | None = None  # the validated weights of data (with_weights)
 
     # -- the Pyomo model, brought up to date on request ---------------------------------------
     @property
@@ -124,4 +127,5 @@ class CompiledModel:
         if sync:
             self._model_weights.set(weights)
             self.data = data
+            self.last_slot_weights = weights  # the validated weights of data (Subproblem.solve's penalty)
         return data

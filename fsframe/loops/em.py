@@ -110,9 +110,9 @@ class EM(OuterLoop):
     from shrinking later — under the zero-norm's weights (002 eq. 9) a step gives ``w_j`` proportional
     to ``t_j^2 g_j`` with ``g = X'Y lam`` (``lam`` the step's dual), so the ratio of two groups'
     norms becomes ``(t_a / t_b)^2 |g_a / g_b|``, and ``|g_a|`` has no lower bound — so the rule is a
-    heuristic, measured, not proven: on 200 seeded instances (docs/performance.md, "Issue 19 at a
-    glance") ratio 5 changed no selection at any ``K`` from 1 to 8, and ratio 2 changed one. That
-    is why it is opt-in.
+    heuristic, measured, not proven: on 200 seeded instances of Sonar, Ionosphere and Colon and 195
+    generated and breast-cancer ones (docs/performance.md, "Issue 19 at a glance") ratio 5 changed no
+    selection at any ``K`` from 1 to 8, and ratio 2 changed one. That is why it is opt-in.
 
     **Zeros.** Let ``c = zero_tol * T`` (``T`` the largest group norm seen in the run so far: the
     L2 start's, typically; a floor that followed a collapsing iterate down would let the weights
