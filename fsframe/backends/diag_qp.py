@@ -61,7 +61,7 @@ from ..canonical import ProblemData
 from ..enums import Status
 from ..linalg import check_psd
 from .base import BackendSession, RawSolution, SolveFailure, SolveOptions, SolveResult
-from .certificate import check_infeasibility, check_unboundedness
+from .certificate import check_infeasibility
 from .box_qp import solve_box_qp
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
@@ -664,7 +664,8 @@ class DualQPSession(_StableFormSession):
         itself, ``(y, z) = (dlam[:p], dlam[p:])``: its reduced costs ``K'dlam`` vanish on the
         quadratic and free columns and have the sign their finite bound excuses on the others,
         and its margin is ``-f'dlam`` (:func:`~fsframe.backends.certificate.check_infeasibility`).
-        Found by the LP ``min f'dlam`` over those constraints with ``dlam`` in ``[-1, 1]``."""
+        Found by the LP ``min f'dlam`` over those constraints with ``dlam`` in ``[-1, 1]`` (``dlam_z``
+        in ``[0, 1]``)."""
         pc = self._pieces(data)
         rows, p, m = pc["rows"], pc["p"], pc["m"]
         KQt = sp.csr_matrix(pc["KQ"].T) if pc["Q"].size else sp.csr_matrix((0, m))
@@ -688,7 +689,7 @@ class DualQPSession(_StableFormSession):
         quadratic and fixed ones) has ``[A; G] dx = -r``: ``A dx = 0``, ``G dx <= 0``, within its
         bounds' directions, ``P dx = 0``, and ``c'dx = b_d'y_d + h_d'z_d < 0``
         (:func:`~fsframe.backends.certificate.check_unboundedness`). Found by the LP
-        ``min b_d'y_d + h_d'z_d`` over those conditions with ``(y_d, z_d)`` in ``[-1, 1]``."""
+        ``min b_d'y_d + h_d'z_d`` over those conditions with ``y_d`` in ``[-1, 1]``, ``z_d`` in ``[0, 1]``."""
         pc = self._pieces(data)
         rows, p = pc["rows"], pc["p"]
         R_lb, R_ub, R_free = pc["R_lb"], pc["R_ub"], pc["R_free"]
