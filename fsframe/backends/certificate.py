@@ -40,8 +40,10 @@ of that size, not to a relative precision no arithmetic has."""
 class Certificate:
     """fsframe's independent check of an optimal answer (KKT residuals by weak duality).
 
-    ``primal_residual``: largest constraint or bound violation of ``x``, relative to
-    ``max(1, |b|, |h|, |Ax|, |Gx|)`` (infinity norms); ``dual_residual``: the larger of the
+    ``primal_residual``: largest constraint or bound violation of ``x``, each relative to its own
+    size (:func:`relative_violation`: a row's against its right-hand side and its own terms
+    ``sum_j |a_ij x_j|``, ``max_j |a_ij| max(1, |x_j|)`` over its own columns; a bound's against
+    ``max(1, |bound|)``); ``dual_residual``: the larger of the
     largest reduced cost with the wrong sign for its bound and the part of ``G'z`` carried by ``z``
     outside its cone (both relative to the largest of ``|∇f(x)|``, ``|A'y|``, ``|G'z|``); ``dual_bound``: the Lagrangian lower bound from the multipliers (the reduced costs that
     no bound excuses charged at ``x``); ``gap``: ``(objective - dual value) / scale``, the dual value
@@ -90,6 +92,7 @@ def _project_dual_cone(data: ProblemData, z: NDArray) -> NDArray:
 
 _ABS: list = []  # (weak reference to a matrix, |matrix|) of the last few matrices seen
 _TRANSPOSED: list = []  # (weak reference to a matrix, its transpose) of the last few matrices seen
+_ROW_MAX: list = []  # (weak reference to a matrix, the largest |entry| of each row)
 
 
 def _cached(cache: list, M, make):
@@ -136,6 +139,16 @@ def _abs_rmatvec(M, v: NDArray) -> NDArray:
         blk = M[i:i + step]
         blk.data = np.abs(blk.data)  # the slice is a copy: M is untouched
         out += blk.T @ v[i:i + step]
+    return out
+
+
+def _row_max(M) -> NDArray:
+    """The largest ``|M_ij|`` of each row (0 for a row without entries)."""
+    M = M.tocsr()
+    out = np.zeros(M.shape[0])
+    filled = np.flatnonzero(np.diff(M.indptr))
+    if filled.size:
+        out[filled] = np.maximum.reduceat(np.abs(M.data), M.indptr[filled])
     return out
 
 
@@ -239,12 +252,12 @@ def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> Certificat
                 LAGRANGIAN_RTOL * size, GAP_FLOOR)
     # reduced costs the bounds do not excuse, and the part of G'z carried by z outside its cone
     dual_res = max(_inf(r[bad]), _inf(Gtz_raw - Gtz)) / grad_scale
-    row_scale = max(1.0, _inf(data.b), _inf(data.h), _inf(data.A @ x) if data.A.shape[0] else 0.0,
-                    _inf(data.G @ x) if data.G.shape[0] else 0.0)
     # the gap compares the objective with the dual value; the charge of the reduced costs the
     # bounds do not excuse (t_bad) is what the dual residual measures, so it is left out here
     gap = (obj - (bound - t_bad)) / scale
-    return Certificate(primal_residual=data.max_violation(x) / row_scale, dual_residual=float(dual_res),
+    # each row's violation against its own size (relative_violation): one scale for all rows
+    # would let a row of size 1e4 hide the violation of one of size 1e-4
+    return Certificate(primal_residual=relative_violation(data, x), dual_residual=float(dual_res),
                        dual_bound=float(bound), gap=float(gap))
 
 
@@ -309,14 +322,13 @@ def _row_sizes(M, rhs: NDArray, x: NDArray) -> NDArray:
     far from zero elsewhere (a bound excluding 0, a column fixed at 1e6, a residual of size ``y``)
     does not loosen a row it is not in. Invariant to scaling the row: a row ``1e-4 x <= -1e-6`` is
     ``x <= -0.01``."""
-    M = M.tocsr()
-    rows = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
-    a = np.abs(M.data)
-    xa = np.abs(x)[M.indices]
-    big = np.zeros(M.shape[0])
-    np.maximum.at(big, rows, a * np.maximum(1.0, xa))
-    terms = np.bincount(rows, weights=a * xa, minlength=M.shape[0])
-    return np.maximum.reduce([np.abs(rhs), terms, big, np.full(M.shape[0], GAP_FLOOR)])
+    # max_j |M_ij| max(1, |x_j|) is the larger of the row's largest coefficient and its largest
+    # term, which the sum of its terms bounds: the row's largest coefficient stands for it
+    # (a property of the matrix, cached), so no per-entry work is done at each point
+    xa = np.abs(x)
+    terms = _abs(M) @ xa if M.nnz <= ABS_CACHE_LIMIT else abs(M) @ xa  # a large |M| is not kept
+    big = _cached(_ROW_MAX, M, _row_max)
+    return np.maximum(np.maximum(np.abs(rhs), terms), np.maximum(big, GAP_FLOOR))
 
 
 def relative_violation(data: ProblemData, x: NDArray) -> float:

@@ -41,9 +41,10 @@ def test_every_qp_form_solves_every_standard_problem(form):
 def test_qp_without_rows_in_dual_form(form):
     """Regression: the dual of a QP without constraint rows has no variables; HiGHS calls that
     model "empty" (mapped to OPTIMAL) and fsframe returned OPTIMAL with ``x=None`` for an
-    unbounded primal (the dual is infeasible)."""
+    unbounded primal (the dual is infeasible). The dual's Farkas certificate, mapped to the primal,
+    is a direction of descent, and the zero model is feasible: verified ``UNBOUNDED``."""
     res = HighsBackend().solve(StandardProblems.unbounded_qp().data, _opts(form))
-    assert res.status is Status.INFEASIBLE_OR_UNBOUNDED and res.x is None
+    assert res.status is Status.UNBOUNDED and res.x is None and res.claim.verified, res.message
     bounded = StandardProblems.qp_no_rows()
     res = HighsBackend().solve(bounded.data, _opts(form))
     bounded.check(res)

@@ -1,0 +1,77 @@
+"""The certificate's primal residual measures each row against its own size
+(:func:`fsframe.backends.certificate.relative_violation`), not every row against the largest one:
+on a problem whose columns and rows span 1e-4 to 1e4, a violation that is 1 % of a small row is
+caught, and every backend's correct answer passes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from fsframe import Status
+from fsframe.backends import ClarabelBackend, EcosBackend, HighsBackend, ProblemData, SolveOptions
+from fsframe.backends.certificate import certify, judge_certificate
+
+TOL = SolveOptions().cert_tol
+
+
+def mixed_scales() -> ProblemData:
+    """``min -(1.5 x1 + 3 x2 + x3)`` over ``x >= 0`` with
+
+    * the small row ``1e-4 x0 + 1e-4 x1 <= 1e-4`` (column scale 1e-4: ``x0 + x1 <= 1``),
+    * the large row ``1e4 x2 + 1e4 x3 <= 2e4`` (column scale 1e4: ``x2 + x3 <= 2``),
+    * ``x1 + x2 <= 1.5``.
+
+    ``x0`` costs nothing: any ``x0`` in ``[0, 1 - x1]`` is optimal, so moving it past the small row
+    changes neither the objective nor the dual value, and only the primal residual can see it.
+    The optimum is ``-5`` at ``x1 = 0, x2 = 1.5, x3 = 0.5``.
+    """
+    G = sp.csr_matrix([[1e-4, 1e-4, 0.0, 0.0],
+                       [0.0, 0.0, 1e4, 1e4],
+                       [0.0, 1.0, 1.0, 0.0]])
+    return ProblemData(c=np.array([0.0, -1.5, -3.0, -1.0]), A=sp.csr_matrix((0, 4)), b=np.zeros(0), G=G,
+                       h=np.array([1e-4, 2e4, 1.5]), l=3, lb=np.zeros(4), ub=np.full(4, np.inf))
+
+
+def _linprog(data: ProblemData):
+    from scipy.optimize import linprog
+
+    res = linprog(data.c, A_ub=data.G.toarray(), b_ub=data.h, bounds=[(0, None)] * data.n, method="highs-ipm")
+    assert res.status == 0
+    return res
+
+
+@pytest.mark.parametrize("backend", [HighsBackend, EcosBackend, ClarabelBackend])
+def test_a_correct_answer_passes_and_a_violation_of_the_small_row_is_caught(backend):
+    data = mixed_scales()
+    ref = _linprog(data)
+    res = backend().solve(data)
+    assert res.status is Status.OPTIMAL, res.message
+    assert res.objective == pytest.approx(ref.fun, rel=1e-7) and ref.fun == pytest.approx(-5.0, rel=1e-9)
+    np.testing.assert_allclose(res.x[1:], ref.x[1:], atol=1e-6)
+    y, z = res.duals["y"], res.duals["z"]
+    cert = certify(data, res.x, y, z)
+    assert cert.ok(TOL) and cert.primal_residual <= 10 * TOL
+    # the small row violated by 1 % of its size (1e-6): the objective and the dual value are the
+    # same, the row's own size (1e-4) shows the violation; one scale for all rows (the large row's
+    # 2e4) made it 5e-11 and certified the point
+    bad = res.x.copy()
+    bad[0] = 1.01 - bad[1]
+    assert data.max_violation(bad) == pytest.approx(1e-6, rel=1e-3)
+    planted = certify(data, bad, y, z)
+    assert planted.primal_residual == pytest.approx(1e-2, rel=2e-2)
+    assert abs(planted.gap - cert.gap) <= 1e-9 and planted.dual_residual == cert.dual_residual
+    status, message = judge_certificate(planted, TOL)
+    assert status is Status.UNKNOWN and "primal residual 9.9" in message
+
+
+def test_rounding_of_the_large_row_passes():
+    """The large row missed by a relative 1e-9 (an absolute 2e-5, beyond ``10 * tol`` as an absolute
+    measure): against its own size (2e4) rounding, and the small row's size does not tighten it."""
+    data = mixed_scales()
+    x = np.array([0.5, 0.0, 1.5, 0.5 * (1 + 4e-9)])
+    assert data.max_violation(x) == pytest.approx(2e-5, rel=1e-3)
+    z = np.array([0.0, 1e-4, 2.0])  # the optimum's multipliers: r = (0, 0, 0, 0) + bounds
+    cert = certify(data, x, np.zeros(0), z)
+    assert cert.primal_residual == pytest.approx(1e-9, rel=1e-3) and cert.ok(TOL)
