@@ -65,6 +65,7 @@ class _State:
     statuses: list = attrs.field(factory=list)
     last: SolveResult | None = None
     monotone: bool = True
+    active: dict = attrs.field(factory=dict)  # per class column, the margins active in the last LDP step
 
 
 @attrs.frozen
@@ -226,13 +227,14 @@ class DSOLoop(OuterLoop):
         return W[:n], np.repeat(np.arange(n), W.shape[1]).reshape(n, W.shape[1])
 
     # -- Algorithm 1 -------------------------------------------------------------------------------
-    def _e_step(self, aux, ns, H, Y, V, p, hard, Xt, U):
+    def _e_step(self, aux, ns, H, Y, V, p, hard, Xt, U, active: dict):
         """``(E, result, fell_back)``; ``E`` is None when no solution was found. BVLS has no
-        equality rows, so the hard margin with ``m > rank`` takes the LDP or the QP."""
+        equality rows, so the hard margin with ``m > rank`` takes the LDP or the QP. ``active``:
+        the LDP's working sets across iterations (:func:`~.nullspace.e_update_ldp`)."""
         ranged = hard and not ns.consistent
         if hard and (self.e_solver == "auto" or self.e_solver == "ldp" or (self.e_solver == "bvls" and ranged)):
             t0 = time.perf_counter()
-            E = e_update_ldp(ns, Xt, U, Y, V, p)
+            E = e_update_ldp(ns, Xt, U, Y, V, p, active)
             if E is not None:
                 return E, SolveResult(Status.OPTIMAL, None, None, "scipy-nnls", time.perf_counter() - t0), False
         if self.e_solver != "bvls" or ranged:
@@ -249,14 +251,14 @@ class DSOLoop(OuterLoop):
         return (E if ok else None), SolveResult(Status.OPTIMAL if ok else Status.ERROR, None, None, "scipy-bvls",
                                                 time.perf_counter() - t0), self.e_solver != "bvls"
 
-    def _e_start(self, aux, ns, Y, p, hard, Xt):
+    def _e_start(self, aux, ns, Y, p, hard, Xt, active: dict):
         """``E^0``: 0 as in Algorithm 1 where ``Y`` is in the range of ``[X, 1]`` (or for the
         substitute); for the hard margin with ``m > rank``, the ``E`` step at ``U = 0`` with unit
         weights (the feasible ``E`` whose ``W1 = L (Y + E)`` is smallest)."""
         if not hard or ns.consistent:
             return np.zeros_like(Y), None
         E, res, _ = self._e_step(aux, ns, ns.N, Y, np.ones((ns.m0, Y.shape[1])), p, hard, Xt,
-                                 np.zeros((ns.n0, Y.shape[1])))
+                                 np.zeros((ns.n0, Y.shape[1])), active)
         if E is None:
             raise SolverFailedError.of(f"dso: the feasible start E^0 of the hard margin (m > rank [X, 1]) ended with "
                                        f"status {res.status.value} ({res.message}) on backend {res.backend}; "
@@ -270,7 +272,7 @@ class DSOLoop(OuterLoop):
         iterate exists: then Algorithm 1 stops at the last iterate, with a warning, and the finish
         and the certificate go on from it."""
         n = ns.m0 + ns.n0 - 1
-        E, res0 = self._e_start(aux, ns, Y, p, hard, Xt)
+        E, res0 = self._e_start(aux, ns, Y, p, hard, Xt, state.active)
         if res0 is not None:
             aux.record((self.name, "E^0"), (res0.status,))
         t_piv = np.ones(n + 1)  # Sigma^0 = I (row norms 1), in pivot order
@@ -280,7 +282,7 @@ class DSOLoop(OuterLoop):
             U = u_update(ns, ns.N + ns.L @ E, t_piv, p)
             H = ns.N - ns.M @ U
             V = H + ns.L @ E  # the pivot rows of V^k
-            E_new, result, fell_back = self._e_step(aux, ns, H, Y, V, p, hard, Xt, U)
+            E_new, result, fell_back = self._e_step(aux, ns, H, Y, V, p, hard, Xt, U, state.active)
             state.fallbacks += fell_back
             if E_new is None:
                 if W is None or self.raise_on_failure:  # OuterLoop.run raises at this step, never resumes
