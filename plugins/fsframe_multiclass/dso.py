@@ -185,15 +185,15 @@ class DSOLoop(OuterLoop):
         return miss
 
     # -- the model ---------------------------------------------------------------------------------
-    def _hard_model(self, X, Y, ns: NullSpace) -> tuple[bool, list]:
+    def _hard_model(self, X, Y, ns: NullSpace, active: dict) -> tuple[bool, list]:
         """``(hard, bad_columns)``: whether Algorithm 1 runs on the hard margin (True wherever
         ``[X, 1]`` has full row rank; for ``m > rank`` per ``margin``, feasibility by an LP per
-        class column, :func:`~.margin.separable_columns`)."""
+        class column, :func:`~.margin.separable_columns`, whose active samples start ``active``)."""
         if ns.consistent:
             return True, []
         if self.margin == "least-squares":
             return False, []
-        ok = separable_columns(X, Y)
+        ok = separable_columns(X, Y, active=active)
         bad = np.flatnonzero(~ok).tolist()
         if not bad:
             return True, []
@@ -434,7 +434,8 @@ class DSOLoop(OuterLoop):
         t_start = time.perf_counter()
         Xt = np.hstack([X, np.ones((m, 1))])
         ns = NullSpace.of(Xt, Y)
-        hard, bad = self._hard_model(X, Y, ns)
+        state = _State()
+        hard, bad = self._hard_model(X, Y, ns, state.active)
         run.info["rank"] = ns.m0
         if bad:
             run.info["inseparable_columns"] = bad
@@ -443,7 +444,6 @@ class DSOLoop(OuterLoop):
         def solve(data):
             return aux.solve(data, backend=finish_be)
 
-        state = _State()
         W, E, converged, reason = yield from self._algorithm1(aux, ns, Xt, Y, p, hard, state)
         run.info.update(algorithm1_iterations=state.a1_steps, algorithm1_l2p=state.a1_l2p, algorithm1_stop=reason)
         model = RowModel(Xt, Y, None if hard else ns.Q1.T)

@@ -45,16 +45,18 @@ def label_matrix(y) -> np.ndarray:
 _SEPARABLE: list = []  # (digest of X, Y, tol; answer) of the last few calls
 
 
-def separable_columns(X, Y, *, tol: float = 1e-7) -> np.ndarray:
+def separable_columns(X, Y, *, tol: float = 1e-7, active: dict | None = None) -> np.ndarray:
     """Per column ``k`` of ``Y``, whether some ``(w, b)`` has ``Y_ik (x_i w + b) >= 1`` for all ``i``.
 
     When ``[X, 1]`` has full row rank every column is (``X w + b = Y_k`` is solvable); otherwise
     one LP per column, ``min sum xi s.t. Y_ik (x_i w + b) + xi_i >= 1, xi >= 0`` (HiGHS through
     scipy), is separable iff its optimum is 0 (to ``tol m``). On dense ``X`` the hard-margin SVM
     (a least distance program, NNLS) is tried first: a point of it meeting that test proves the
-    column separable, and only the columns it does not prove go to the LP. The answers of the last few data are kept (by a
-    digest of ``X``, ``Y`` and ``tol``): a fit asks twice (the formulation's ``validate`` and
-    DSO-FS's choice of model), and on ISOLET's size the LPs take minutes.
+    column separable, and only the columns it does not prove go to the LP. The answers of the last
+    few data are kept (by a digest of ``X``, ``Y`` and ``tol``): a fit asks twice (the formulation's
+    ``validate`` and DSO-FS's choice of model), and on ISOLET's size the LPs took minutes.
+    ``active`` (a dict): receives, per column the SVM proved, its active samples — a start for
+    DSO-FS's first ``E`` step, the same program with other weights.
     """
     import hashlib
 
@@ -72,16 +74,21 @@ def separable_columns(X, Y, *, tol: float = 1e-7) -> np.ndarray:
     h.update(np.ascontiguousarray(Y).tobytes())
     h.update(repr((X.shape, Y.shape, tol, is_sparse(X))).encode())
     key = h.hexdigest()
-    for k, ans in _SEPARABLE:
+    for k, ans, rows in _SEPARABLE:
         if k == key:
+            if active is not None:
+                active.update(rows)
             return ans.copy()
-    ans = _separable_columns(X, Y, tol)
-    _SEPARABLE.insert(0, (key, ans))
+    rows: dict = {}
+    ans = _separable_columns(X, Y, tol, rows)
+    _SEPARABLE.insert(0, (key, ans, rows))
     del _SEPARABLE[4:]
+    if active is not None:
+        active.update(rows)
     return ans.copy()
 
 
-def _separable_columns(X, Y, tol: float) -> np.ndarray:
+def _separable_columns(X, Y, tol: float, active: dict) -> np.ndarray:
     import scipy.sparse as sp
     from scipy.optimize import linprog
 
@@ -97,8 +104,9 @@ def _separable_columns(X, Y, tol: float) -> np.ndarray:
     cost = np.concatenate([np.zeros(n + 1), np.ones(m)])
     bounds = [(None, None)] * (n + 1) + [(0, None)] * m
     for k in range(Y.shape[1]):
-        if not sparse and _separable_by_ldp(Xt, Y[:, k], tol):
-            out[k] = True
+        rows = None if sparse else _separable_by_ldp(Xt, Y[:, k], tol)
+        if rows is not None:
+            out[k], active[k] = True, rows
             continue
         if sparse:
             A = -sp.hstack([sp.diags(Y[:, k]) @ Xt, sp.identity(m)], format="csr")
@@ -109,20 +117,20 @@ def _separable_columns(X, Y, tol: float) -> np.ndarray:
     return out
 
 
-def _separable_by_ldp(Xt: np.ndarray, y: np.ndarray, tol: float) -> bool:
+def _separable_by_ldp(Xt: np.ndarray, y: np.ndarray, tol: float) -> np.ndarray | None:
     """Whether the hard-margin SVM ``min ||w|| s.t. y ⊙ (Xt w) >= 1`` (a least distance program,
     NNLS on a working set of samples: :func:`~.nullspace.ldp_rows`) finds a ``w`` whose shortfalls
     ``max(0, 1 - y_i x_i w)`` sum to at most ``tol m`` — the LP's own test, met by a point the LP
-    could have returned. True proves the column separable; False decides nothing (no point: the
-    LP decides). On ISOLET's training part (936 x 617, 26 columns) 26 LPs took minutes, these
+    could have returned. Its active samples prove the column separable; None decides nothing (no
+    point: the LP decides). On ISOLET's training part (936 x 617, 26 columns) 26 LPs took minutes, these
     NNLS seconds (docs/multiclass.md)."""
     from .nullspace import ldp_rows
 
     out = ldp_rows(y[:, None] * Xt, np.ones(y.size))
     if out is None:
-        return False
+        return None
     short = np.maximum(0.0, 1.0 - y * (Xt @ out[0]))
-    return bool(np.isfinite(short).all() and short.sum() <= tol * y.size)
+    return np.flatnonzero(out[1] > 0) if np.isfinite(short).all() and short.sum() <= tol * y.size else None
 
 
 def add_row_norm_epigraph(model, wvars: list, n: int, c: int) -> LinearMap:

@@ -288,7 +288,9 @@ def ldp_rows(G: NDArray, h: NDArray, hint: NDArray | None = None, *,
     """:func:`ldp` solved on a working set of its rows: ``argmin ||v|| s.t. G_S v >= h_S`` for
     rows ``S`` (the rows of ``hint``, e.g. the previous solution's active rows, and the
     :data:`LDP_START` share of the rows of least slack at ``v = 0``), then every row checked at that
-    ``v``; the rows it violates join (the most violated first) until none does. The rows left out
+    ``v``; the rows it violates join (the most violated first) until none does. A hint, and after
+    each round its active rows with the most violated, are first tried as the active set itself
+    (:func:`_ldp_guess`: one QR, kept only when the KKT conditions hold on all rows). The rows left out
     are a relaxation of the problem, so a ``v`` of ``S`` that meets every row is the unique optimum
     of all rows (``||v||²`` is strictly convex); its multipliers are ``S``'s, 0 on the others.
     Each NNLS then sees ``|S|`` of the ``q`` rows, fewer as Algorithm 1's margins settle. Returns
@@ -319,7 +321,11 @@ def ldp_rows(G: NDArray, h: NDArray, hint: NDArray | None = None, *,
             mu = np.zeros(q)
             mu[idx] = mu_s
             return v, mu
-        inside[bad[np.argsort(-short[bad], kind="stable")[:max(idx.size, 10)]]] = True
+        join = bad[np.argsort(-short[bad], kind="stable")[:max(idx.size, 10)]]
+        guess = _ldp_guess(G, h, np.concatenate([idx[mu_s > 0], join[:max(10, join.size // 10)]]), tol)
+        if guess is not None:  # this round's active rows and the most violated ones: certified
+            return guess
+        inside[join] = True
     return ldp(G, h)
 
 

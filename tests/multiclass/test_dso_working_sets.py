@@ -74,9 +74,9 @@ def test_separability_by_ldp_decides_as_the_lp(monkeypatch, seed, m, n, c, shift
     the LPs' alone."""
     X, y = _labelled(seed, m, n, c, shift)
     Y = label_matrix(y)
-    got = margin_mod._separable_columns(X, Y, 1e-7)
-    monkeypatch.setattr(margin_mod, "_separable_by_ldp", lambda *a: False)
-    want = margin_mod._separable_columns(X, Y, 1e-7)
+    got = margin_mod._separable_columns(X, Y, 1e-7, {})
+    monkeypatch.setattr(margin_mod, "_separable_by_ldp", lambda *a: None)
+    want = margin_mod._separable_columns(X, Y, 1e-7, {})
     np.testing.assert_array_equal(got, want)
 
 
