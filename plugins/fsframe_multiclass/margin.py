@@ -42,7 +42,12 @@ def label_matrix(y) -> np.ndarray:
     return Y
 
 
-_SEPARABLE: list = []  # (digest of X, Y, tol; answer) of the last few calls
+_SEPARABLE: list = []  # (digest of X, Y, tol; answer; active samples) of the last few calls
+
+SEPARABLE_KEPT = 16
+"""How many answers :func:`separable_columns` keeps: a study's tuning fits every grid point on
+each inner fold in turn (paper004: 6 values of ``p`` x 8 folds), so a fold's answer is asked for
+again 8 fits later; 16 keeps it (an answer is a few hundred integers per class)."""
 
 
 def separable_columns(X, Y, *, tol: float = 1e-7, active: dict | None = None) -> np.ndarray:
@@ -53,8 +58,9 @@ def separable_columns(X, Y, *, tol: float = 1e-7, active: dict | None = None) ->
     scipy), is separable iff its optimum is 0 (to ``tol m``). On dense ``X`` the hard-margin SVM
     (a least distance program, NNLS) is tried first: a point of it meeting that test proves the
     column separable, and only the columns it does not prove go to the LP. The answers of the last
-    few data are kept (by a digest of ``X``, ``Y`` and ``tol``): a fit asks twice (the formulation's
-    ``validate`` and DSO-FS's choice of model), and on ISOLET's size the LPs took minutes.
+    few data are kept (:data:`SEPARABLE_KEPT`, by a digest of ``X``, ``Y`` and ``tol``): a fit asks
+    twice (the formulation's ``validate`` and DSO-FS's choice of model), a tuning grid once per
+    point and fold, and on ISOLET's size the LPs took minutes.
     ``active`` (a dict): receives, per column the SVM proved, its active samples — a start for
     DSO-FS's first ``E`` step, the same program with other weights.
     """
@@ -82,7 +88,7 @@ def separable_columns(X, Y, *, tol: float = 1e-7, active: dict | None = None) ->
     rows: dict = {}
     ans = _separable_columns(X, Y, tol, rows)
     _SEPARABLE.insert(0, (key, ans, rows))
-    del _SEPARABLE[4:]
+    del _SEPARABLE[SEPARABLE_KEPT:]
     if active is not None:
         active.update(rows)
     return ans.copy()

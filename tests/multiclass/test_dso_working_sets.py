@@ -134,3 +134,19 @@ def test_fit_equals_the_path_without_working_sets(monkeypatch, X, y, p, finish):
     np.testing.assert_array_equal(fast.support, slow.support)
     assert fast.objective == pytest.approx(slow.objective, rel=1e-5)
     assert fast.certificate["status"] == slow.certificate["status"]
+
+
+def test_separability_is_kept_across_a_tuning_grid(monkeypatch):
+    """A tuning grid fits every point on each of 8 inner folds in turn: the first fold's answer
+    (and its active samples) is still kept when the next grid point comes back to it."""
+    calls = []
+    real = margin_mod._separable_columns
+    monkeypatch.setattr(margin_mod, "_separable_columns", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(margin_mod, "_SEPARABLE", [])
+    folds = [_labelled(10 + i, 30, 4, 3, 10.0) for i in range(8)]
+    for point in range(2):
+        for X, y in folds:
+            rows: dict = {}
+            assert separable_columns(X, label_matrix(y), active=rows).all()
+            assert sorted(rows) == [0, 1, 2]  # every column proved by the SVM, its active samples kept
+    assert len(calls) == 8
