@@ -187,8 +187,9 @@ class DSOLoop(OuterLoop):
     # -- the model ---------------------------------------------------------------------------------
     def _hard_model(self, X, Y, ns: NullSpace, active: dict) -> tuple[bool, list]:
         """``(hard, bad_columns)``: whether Algorithm 1 runs on the hard margin (True wherever
-        ``[X, 1]`` has full row rank; for ``m > rank`` per ``margin``, feasibility by an LP per
-        class column, :func:`~.margin.separable_columns`, whose active samples start ``active``)."""
+        ``[X, 1]`` has full row rank; for ``m > rank`` per ``margin``, feasibility per class column
+        by the hard-margin SVM or an LP, :func:`~.margin.separable_columns`, whose active samples
+        start ``active``)."""
         if ns.consistent:
             return True, []
         if self.margin == "least-squares":

@@ -128,8 +128,8 @@ def _separable_by_ldp(Xt: np.ndarray, y: np.ndarray, tol: float) -> np.ndarray |
     NNLS on a working set of samples: :func:`~.nullspace.ldp_rows`) finds a ``w`` whose shortfalls
     ``max(0, 1 - y_i x_i w)`` sum to at most ``tol m`` — the LP's own test, met by a point the LP
     could have returned. Its active samples prove the column separable; None decides nothing (no
-    point: the LP decides). On ISOLET's training part (936 x 617, 26 columns) 26 LPs took minutes, these
-    NNLS seconds (docs/multiclass.md)."""
+    point: the LP decides). On ISOLET's training part (936 x 617, 26 columns) the 26 LPs took
+    minutes, these NNLS seconds (docs/multiclass.md)."""
     from .nullspace import ldp_rows
 
     out = ldp_rows(y[:, None] * Xt, np.ones(y.size))
