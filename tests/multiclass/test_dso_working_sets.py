@@ -82,8 +82,8 @@ def test_separability_by_ldp_decides_as_the_lp(monkeypatch, seed, m, n, c, shift
 
 def test_separability_instances_cover_both_answers():
     """The instances above include separable and inseparable columns (the test can fail)."""
-    answers = np.concatenate([separable_columns(*(lambda X, y: (X, label_matrix(y)))(*_labelled(*a)))
-                              for a in [(0, 60, 8, 3, 3.0), (1, 80, 5, 4, 0.5), (3, 40, 3, 2, 0.2)]])
+    data = [_labelled(*a) for a in [(0, 60, 8, 3, 3.0), (1, 80, 5, 4, 0.5), (3, 40, 3, 2, 0.2)]]
+    answers = np.concatenate([separable_columns(X, label_matrix(y)) for X, y in data])
     assert answers.any() and not answers.all()
 
 
