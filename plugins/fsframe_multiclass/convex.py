@@ -288,11 +288,11 @@ def polish(model: RowModel, sol: Solved, solve, zero_tol: float) -> Solved:
 def reweighted_l2(model: RowModel, W: NDArray, omega: NDArray) -> Solved:
     """One reweighted-l2 step at ``W`` for the hard margin: ``min sum_j (omega_j / ||W_j||) ||V_j||²
     s.t. Y ⊙ (Xt V) >= 1`` over the rows where ``W`` is non-zero (and the weight finite), class by
-    class a least distance program (:func:`~.nullspace.ldp`, NNLS) — no SOCP. Its multipliers ``D``
+    class a least distance program (:func:`~.nullspace.ldp_rows`, NNLS) — no SOCP. Its multipliers ``D``
     satisfy ``(Xtᵀ D)_j = omega_j V_j / ||W_j||``: at a KKT point of ``min sum_j omega_j ||W_j||``
     the step returns ``W`` and ``D`` certifies it; elsewhere they give a valid dual bound (after the
     scaling of :func:`kkt_certificate`). Cheap where the SOCP is not (``m c`` margins large)."""
-    from .nullspace import ldp
+    from .nullspace import ldp_rows
 
     t0 = time.perf_counter()
     if not model.hard:
@@ -304,7 +304,7 @@ def reweighted_l2(model: RowModel, W: NDArray, omega: NDArray) -> Solved:
     V, D = np.zeros((n1, c)), np.zeros((m, c))
     XS = model.Xt[:, rows] * scale
     for k in range(c):
-        out = ldp(model.Y[:, k:k + 1] * XS, np.ones(m))
+        out = ldp_rows(model.Y[:, k:k + 1] * XS, np.ones(m))
         if out is None:
             res = SolveResult(Status.ERROR, None, None, "scipy-nnls", time.perf_counter() - t0,
                               message=f"the reweighted-l2 step on W's rows has no solution for class column {k} "

@@ -65,6 +65,7 @@ class _State:
     statuses: list = attrs.field(factory=list)
     last: SolveResult | None = None
     monotone: bool = True
+    active: dict = attrs.field(factory=dict)  # per class column, the margins active in the last LDP step
 
 
 @attrs.frozen
@@ -184,15 +185,16 @@ class DSOLoop(OuterLoop):
         return miss
 
     # -- the model ---------------------------------------------------------------------------------
-    def _hard_model(self, X, Y, ns: NullSpace) -> tuple[bool, list]:
+    def _hard_model(self, X, Y, ns: NullSpace, active: dict) -> tuple[bool, list]:
         """``(hard, bad_columns)``: whether Algorithm 1 runs on the hard margin (True wherever
-        ``[X, 1]`` has full row rank; for ``m > rank`` per ``margin``, feasibility by an LP per
-        class column, :func:`~.margin.separable_columns`)."""
+        ``[X, 1]`` has full row rank; for ``m > rank`` per ``margin``, feasibility per class column
+        by the hard-margin SVM or an LP, :func:`~.margin.separable_columns`, whose active samples
+        start ``active``)."""
         if ns.consistent:
             return True, []
         if self.margin == "least-squares":
             return False, []
-        ok = separable_columns(X, Y)
+        ok = separable_columns(X, Y, active=active)
         bad = np.flatnonzero(~ok).tolist()
         if not bad:
             return True, []
@@ -226,13 +228,14 @@ class DSOLoop(OuterLoop):
         return W[:n], np.repeat(np.arange(n), W.shape[1]).reshape(n, W.shape[1])
 
     # -- Algorithm 1 -------------------------------------------------------------------------------
-    def _e_step(self, aux, ns, H, Y, V, p, hard, Xt, U):
+    def _e_step(self, aux, ns, H, Y, V, p, hard, Xt, U, active: dict):
         """``(E, result, fell_back)``; ``E`` is None when no solution was found. BVLS has no
-        equality rows, so the hard margin with ``m > rank`` takes the LDP or the QP."""
+        equality rows, so the hard margin with ``m > rank`` takes the LDP or the QP. ``active``:
+        the LDP's working sets across iterations (:func:`~.nullspace.e_update_ldp`)."""
         ranged = hard and not ns.consistent
         if hard and (self.e_solver == "auto" or self.e_solver == "ldp" or (self.e_solver == "bvls" and ranged)):
             t0 = time.perf_counter()
-            E = e_update_ldp(ns, Xt, U, Y, V, p)
+            E = e_update_ldp(ns, Xt, U, Y, V, p, active)
             if E is not None:
                 return E, SolveResult(Status.OPTIMAL, None, None, "scipy-nnls", time.perf_counter() - t0), False
         if self.e_solver != "bvls" or ranged:
@@ -249,14 +252,14 @@ class DSOLoop(OuterLoop):
         return (E if ok else None), SolveResult(Status.OPTIMAL if ok else Status.ERROR, None, None, "scipy-bvls",
                                                 time.perf_counter() - t0), self.e_solver != "bvls"
 
-    def _e_start(self, aux, ns, Y, p, hard, Xt):
+    def _e_start(self, aux, ns, Y, p, hard, Xt, active: dict):
         """``E^0``: 0 as in Algorithm 1 where ``Y`` is in the range of ``[X, 1]`` (or for the
         substitute); for the hard margin with ``m > rank``, the ``E`` step at ``U = 0`` with unit
         weights (the feasible ``E`` whose ``W1 = L (Y + E)`` is smallest)."""
         if not hard or ns.consistent:
             return np.zeros_like(Y), None
         E, res, _ = self._e_step(aux, ns, ns.N, Y, np.ones((ns.m0, Y.shape[1])), p, hard, Xt,
-                                 np.zeros((ns.n0, Y.shape[1])))
+                                 np.zeros((ns.n0, Y.shape[1])), active)
         if E is None:
             raise SolverFailedError.of(f"dso: the feasible start E^0 of the hard margin (m > rank [X, 1]) ended with "
                                        f"status {res.status.value} ({res.message}) on backend {res.backend}; "
@@ -270,7 +273,7 @@ class DSOLoop(OuterLoop):
         iterate exists: then Algorithm 1 stops at the last iterate, with a warning, and the finish
         and the certificate go on from it."""
         n = ns.m0 + ns.n0 - 1
-        E, res0 = self._e_start(aux, ns, Y, p, hard, Xt)
+        E, res0 = self._e_start(aux, ns, Y, p, hard, Xt, state.active)
         if res0 is not None:
             aux.record((self.name, "E^0"), (res0.status,))
         t_piv = np.ones(n + 1)  # Sigma^0 = I (row norms 1), in pivot order
@@ -280,7 +283,7 @@ class DSOLoop(OuterLoop):
             U = u_update(ns, ns.N + ns.L @ E, t_piv, p)
             H = ns.N - ns.M @ U
             V = H + ns.L @ E  # the pivot rows of V^k
-            E_new, result, fell_back = self._e_step(aux, ns, H, Y, V, p, hard, Xt, U)
+            E_new, result, fell_back = self._e_step(aux, ns, H, Y, V, p, hard, Xt, U, state.active)
             state.fallbacks += fell_back
             if E_new is None:
                 if W is None or self.raise_on_failure:  # OuterLoop.run raises at this step, never resumes
@@ -432,7 +435,8 @@ class DSOLoop(OuterLoop):
         t_start = time.perf_counter()
         Xt = np.hstack([X, np.ones((m, 1))])
         ns = NullSpace.of(Xt, Y)
-        hard, bad = self._hard_model(X, Y, ns)
+        state = _State()
+        hard, bad = self._hard_model(X, Y, ns, state.active)
         run.info["rank"] = ns.m0
         if bad:
             run.info["inseparable_columns"] = bad
@@ -441,7 +445,6 @@ class DSOLoop(OuterLoop):
         def solve(data):
             return aux.solve(data, backend=finish_be)
 
-        state = _State()
         W, E, converged, reason = yield from self._algorithm1(aux, ns, Xt, Y, p, hard, state)
         run.info.update(algorithm1_iterations=state.a1_steps, algorithm1_l2p=state.a1_l2p, algorithm1_stop=reason)
         model = RowModel(Xt, Y, None if hard else ns.Q1.T)

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from fsframe.canonical import ProblemData
 
 __all__ = ["NullSpace", "row_norms", "l2p", "u_update", "e_update_problem", "e_update_bvls", "e_update_ldp", "ldp",
-           "ROW_FLOOR", "E_FLOOR"]
+           "ldp_rows", "LDP_START", "ROW_FLOOR", "E_FLOOR"]
 
 ROW_FLOOR = 1e-10
 """A row of ``W`` whose norm is below ``ROW_FLOOR`` times the largest is zero: its weight
@@ -133,6 +133,8 @@ def u_update(ns: NullSpace, K: NDArray, t: NDArray, p: float) -> NDArray:
     """
     import scipy.linalg as sla
 
+    if ns.n0 == 0:  # [X, 1] has full column rank: no null space, W = W1 (eq. 8 without U)
+        return np.zeros((0, K.shape[1]))
     scale = float(np.max(t, initial=0.0))
     pi2 = _pi2(t, p, scale)
     pi1, pi2u = pi2[:ns.m0], pi2[ns.m0:]
@@ -240,7 +242,95 @@ def ldp(G: NDArray, h: NDArray) -> tuple[NDArray, NDArray] | None:
     return -r[:-1] / r[-1], u / -r[-1]
 
 
-def e_update_ldp(ns: NullSpace, Xt: NDArray, U: NDArray, Y: NDArray, V: NDArray, p: float) -> NDArray | None:
+LDP_START = 0.25
+""":func:`ldp_rows` starts from the rows of a hint and at least this share of all rows (the
+smallest slack first)."""
+
+
+def _ldp_guess(G: NDArray, h: NDArray, rows: NDArray, tol: float, *, tries: int = 4):
+    """The LDP's optimum from a guess of its active rows, or None: with the rows ``S`` active,
+    ``v = G_Sᵀ mu_S`` and ``G_S G_Sᵀ mu_S = h_S`` (one QR of ``G_Sᵀ``); when ``mu_S >= 0`` and ``G v
+    >= h`` on every row (to ``tol``), ``(v, mu)`` meets the KKT conditions of ``min ½||v||² s.t. G v
+    >= h`` — the unique optimum, certified. Otherwise the rows of negative ``mu`` leave, the
+    violated rows join, and it tries again (``tries`` times at most; the caller then runs NNLS). A
+    guess from the previous Algorithm 1 step is mostly right: one QR instead of an NNLS run. The
+    active rows must hold as equalities to ``tol`` (the solve squares ``G_S``'s condition number):
+    where they do not, None."""
+    import scipy.linalg as sla
+
+    q = G.shape[0]
+    S = np.unique(rows)
+    for _ in range(tries):
+        if S.size == 0 or S.size > G.shape[1]:
+            return None
+        R = sla.qr(G[S].T, mode="r")[0][:S.size]
+        d = np.abs(np.diag(R))
+        if not d.size or d.min() <= 1e-10 * d.max():  # dependent rows: mu is not unique, NNLS decides
+            return None
+        mu_s = sla.solve_triangular(R, sla.solve_triangular(R, h[S], trans="T"))
+        v = G[S].T @ mu_s
+        short = h - G @ v
+        if np.max(np.abs(short[S])) > tol:  # the active rows not met to tol: too ill-conditioned here
+            return None
+        short[S] = 0.0
+        neg = mu_s < 0
+        bad = np.flatnonzero(short > tol)
+        if not neg.any() and bad.size == 0:
+            mu = np.zeros(q)
+            mu[S] = mu_s
+            return v, mu
+        S = np.union1d(S[~neg], bad[np.argsort(-short[bad], kind="stable")[:max(10, S.size // 10)]])
+    return None
+
+
+def ldp_rows(G: NDArray, h: NDArray, hint: NDArray | None = None, *,
+             max_rounds: int = 50) -> tuple[NDArray, NDArray] | None:
+    """:func:`ldp` solved on a working set of its rows: ``argmin ||v|| s.t. G_S v >= h_S`` for
+    rows ``S`` (the rows of ``hint``, e.g. the previous solution's active rows, and the
+    :data:`LDP_START` share of the rows of least slack at ``v = 0``), then every row checked at that
+    ``v``; the rows it violates join (the most violated first) until none does. A hint, and after
+    each round its active rows with the most violated, are first tried as the active set itself
+    (:func:`_ldp_guess`: one QR, kept only when the KKT conditions hold on all rows). The rows left out
+    are a relaxation of the problem, so a ``v`` of ``S`` that meets every row is the unique optimum
+    of all rows (``||v||²`` is strictly convex); its multipliers are ``S``'s, 0 on the others.
+    Each NNLS then sees ``|S|`` of the ``q`` rows, fewer as Algorithm 1's margins settle. Returns
+    what :func:`ldp` returns on all rows (None: infeasible, or NNLS out of iterations)."""
+    q = G.shape[0]
+    tol = 1e-9 * max(1.0, float(np.max(np.abs(h), initial=0.0)))
+    if hint is not None and len(hint):
+        out = _ldp_guess(G, h, np.asarray(hint), tol)
+        if out is not None:
+            return out
+    inside = np.zeros(q, dtype=bool)
+    if hint is not None:
+        inside[hint] = True
+    k = min(q, max(int(LDP_START * q), 1))
+    inside[np.argsort(-h, kind="stable")[:k]] = True  # slack at v = 0 is -h
+    for _ in range(max_rounds):
+        if inside.all():
+            break
+        idx = np.flatnonzero(inside)
+        out = ldp(G[idx], h[idx])
+        if out is None:  # a relaxation of a feasible problem is feasible: numerical; take all rows
+            break
+        v, mu_s = out
+        short = h - G @ v
+        short[idx] = 0.0
+        bad = np.flatnonzero(short > tol)
+        if bad.size == 0:
+            mu = np.zeros(q)
+            mu[idx] = mu_s
+            return v, mu
+        join = bad[np.argsort(-short[bad], kind="stable")[:max(idx.size, 10)]]
+        guess = _ldp_guess(G, h, np.concatenate([idx[mu_s > 0], join[:max(10, join.size // 10)]]), tol)
+        if guess is not None:  # this round's active rows and the most violated ones: certified
+            return guess
+        inside[join] = True
+    return ldp(G, h)
+
+
+def e_update_ldp(ns: NullSpace, Xt: NDArray, U: NDArray, Y: NDArray, V: NDArray, p: float,
+                 active: dict | None = None) -> NDArray | None:
     """The ``E`` step of Algorithm 1 for the hard margin, exactly: with ``U`` fixed, ``E = Xt W - Y``
     is a function of the pivot rows ``W1`` (``Xt W = X1 W1 + X2 U``), so ``min ||Lambda (L E +
     H)||_F^2 s.t. Y ⊙ E >= 0`` is, column by column, ``min sum_i Lambda_ii^2 w_i^2 s.t. Y_k ⊙
@@ -248,7 +338,11 @@ def e_update_ldp(ns: NullSpace, Xt: NDArray, U: NDArray, Y: NDArray, V: NDArray,
     ``Y + E`` in the range of ``Xt`` whatever its rank (the hard margin, never the substitute).
     ``Lambda_ii^2 = ||v_i||^(p-2)``; rows of ``V`` at most :data:`ROW_FLOOR` times the largest keep
     their value (``E^k`` stays feasible, so Lemma 2 holds). Returns ``E`` (m, c), or None when a
-    column has no feasible ``w`` (rounding)."""
+    column has no feasible ``w`` (rounding).
+
+    ``active`` (a dict kept by the caller across Algorithm 1's iterations): each column's LDP is
+    solved on a working set of margins (:func:`ldp_rows`, the same optimum) started from the
+    margins active in the previous step, ``active[k]``, which is then replaced by this step's."""
     m0 = ns.m0
     X1, X2 = Xt[:, ns.perm[:m0]], Xt[:, ns.perm[m0:]]
     vn = row_norms(V)
@@ -257,9 +351,12 @@ def e_update_ldp(ns: NullSpace, Xt: NDArray, U: NDArray, Y: NDArray, V: NDArray,
     XL, XF = X1[:, live] * s, X1[:, ~live]
     W1 = V.copy()  # rows below the floor keep their value (their weight is beyond any arithmetic)
     for k in range(Y.shape[1]):
-        out = ldp(Y[:, k:k + 1] * XL, 1.0 - Y[:, k] * (X2 @ U[:, k] + XF @ V[~live, k]))
+        G, h = Y[:, k:k + 1] * XL, 1.0 - Y[:, k] * (X2 @ U[:, k] + XF @ V[~live, k])
+        out = ldp(G, h) if active is None else ldp_rows(G, h, active.get(k))
         if out is None:
             return None
         W1[live, k] = s * out[0]
+        if active is not None:
+            active[k] = np.flatnonzero(out[1] > 0)
     E = X1 @ W1 + X2 @ U - Y
     return np.where(Y > 0, np.maximum(E, 0.0), np.minimum(E, 0.0))

@@ -1,0 +1,152 @@
+"""DSO-FS's shortcuts give the answer of the path without them (docs/multiclass.md, "Cost"): the
+least distance programs on a working set of margins (:func:`~fsframe_multiclass.nullspace.ldp_rows`)
+equal NNLS on all margins and CVXPY; the separability test by the hard-margin SVM decides as the LP
+does; and a whole fit with the working sets and the ``U`` step skipped for ``n0 = 0`` has the
+iterates, selection and objective of the fit without them."""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import fsframe
+import fsframe_multiclass.margin as margin_mod
+import fsframe_multiclass.nullspace as ns_mod
+from fsframe.errors import ConvergenceWarning, DataWarning
+from fsframe_multiclass.margin import label_matrix, separable_columns
+from fsframe_multiclass.nullspace import ldp, ldp_rows
+
+
+def _ldp_instance(seed: int, q: int, d: int):
+    """``G v >= h`` with ``q`` rows in ``d`` unknowns, feasible (``h`` below ``G v0``), far more rows
+    than a working set starts with."""
+    rng = np.random.default_rng(seed)
+    G = rng.normal(size=(q, d)) * rng.uniform(0.1, 5.0, size=d)
+    v0 = rng.normal(size=d)
+    h = G @ v0 - rng.exponential(size=q)
+    return G, h
+
+
+@pytest.mark.parametrize("seed, q, d", [(0, 200, 30), (1, 400, 12), (2, 120, 60), (3, 50, 80)])
+def test_ldp_rows_equals_ldp_and_cvxpy(seed, q, d):
+    G, h = _ldp_instance(seed, q, d)
+    v_all, mu_all = ldp(G, h)
+    v, mu = ldp_rows(G, h)
+    np.testing.assert_allclose(v, v_all, atol=1e-9 * max(1.0, np.abs(v_all).max()))
+    # its own KKT point on every row: v = Gᵀ mu, mu >= 0, feasible, complementary
+    np.testing.assert_allclose(G.T @ mu, v, atol=1e-8 * max(1.0, np.abs(v).max()))
+    assert np.all(mu >= 0) and np.min(G @ v - h) >= -1e-8
+    assert np.max(mu * np.abs(G @ v - h)) <= 1e-7
+    x = cp.Variable(d)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x)), [G @ x >= h])
+    prob.solve(solver=cp.CLARABEL)
+    assert float(v @ v) == pytest.approx(prob.value, rel=1e-6)
+    # a hint (the active rows, half of them, or rows that are not active) changes where it
+    # starts, not the answer
+    active = np.flatnonzero(mu_all > 0)
+    for hint in (active, active[::2], np.setdiff1d(np.arange(q), active)[:d // 2]):
+        v2, mu2 = ldp_rows(G, h, hint)
+        np.testing.assert_allclose(v2, v_all, atol=1e-9 * max(1.0, np.abs(v_all).max()))
+        np.testing.assert_allclose(G.T @ mu2, v2, atol=1e-8 * max(1.0, np.abs(v2).max()))
+        assert np.all(mu2 >= 0)
+
+
+def test_ldp_rows_infeasible_is_none():
+    G = np.vstack([np.eye(3), -np.eye(3)])
+    h = np.ones(6)  # v >= 1 and -v >= 1
+    assert ldp_rows(G, h) is None and ldp(G, h) is None
+
+
+def _labelled(seed: int, m: int, n: int, c: int, shift: float):
+    rng = np.random.default_rng(seed)
+    y = np.arange(m) % c
+    X = rng.normal(scale=shift, size=(c, n))[y] + rng.normal(size=(m, n))
+    return X, y
+
+
+@pytest.mark.parametrize("seed, m, n, c, shift", [(0, 60, 8, 3, 3.0), (1, 80, 5, 4, 0.5), (2, 90, 6, 5, 1.5),
+                                                   (3, 40, 3, 2, 0.2), (4, 120, 10, 6, 1.0)])
+def test_separability_by_ldp_decides_as_the_lp(monkeypatch, seed, m, n, c, shift):
+    """Mixed instances (some columns separable, some not): the answer with the LDP first equals
+    the LPs' alone."""
+    X, y = _labelled(seed, m, n, c, shift)
+    Y = label_matrix(y)
+    got = margin_mod._separable_columns(X, Y, 1e-7, {})
+    monkeypatch.setattr(margin_mod, "_separable_by_ldp", lambda *a: None)
+    want = margin_mod._separable_columns(X, Y, 1e-7, {})
+    np.testing.assert_array_equal(got, want)
+
+
+def test_separability_instances_cover_both_answers():
+    """The instances above include separable and inseparable columns (the test can fail)."""
+    data = [_labelled(*a) for a in [(0, 60, 8, 3, 3.0), (1, 80, 5, 4, 0.5), (3, 40, 3, 2, 0.2)]]
+    answers = np.concatenate([separable_columns(X, label_matrix(y)) for X, y in data])
+    assert answers.any() and not answers.all()
+
+
+def _fit(X, y, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", DataWarning)
+        return fsframe.fit(X, y, method="dso-fs", **kw)
+
+
+def _instances():
+    """m > rank [X, 1] (no null space, ``n0 = 0``: the ``U`` step is skipped) and wide ``n + 1 > m``."""
+    tall = _labelled(5, 90, 12, 4, 2.0)
+    rng = np.random.default_rng(6)
+    wide = (rng.normal(size=(24, 40)) * rng.uniform(0.1, 3.0, size=40), np.arange(24) % 3)
+    return [pytest.param(*tall, id="tall"), pytest.param(*wide, id="wide")]
+
+
+@pytest.mark.parametrize("X, y", _instances())
+@pytest.mark.parametrize("p, finish", [(0.5, "none"), (0.5, "convex"), (1.0, "convex")])
+def test_fit_equals_the_path_without_working_sets(monkeypatch, X, y, p, finish):
+    fast = _fit(X, y, p=p, finish=finish, max_iter=40)
+
+    def u_full(ns, K, t, pp):  # the U step of eq. 14 without the n0 = 0 shortcut
+        import scipy.linalg as sla
+
+        pi2 = ns_mod._pi2(t, pp, float(np.max(t, initial=0.0)))
+        MT = ns.M * pi2[ns.m0:]
+        A = MT @ ns.M.T
+        A[np.diag_indices_from(A)] += pi2[:ns.m0]
+        try:
+            C = sla.solve(A, K, assume_a="pos")
+        except (sla.LinAlgError, ValueError):
+            C = np.linalg.lstsq(A, K, rcond=None)[0]
+        return MT.T @ C
+
+    import fsframe_multiclass.dso as dso_mod
+
+    monkeypatch.setattr(ns_mod, "ldp_rows", lambda G, h, hint=None: ldp(G, h))  # every caller imports it from there
+    monkeypatch.setattr(dso_mod, "u_update", u_full)
+    slow = _fit(X, y, p=p, finish=finish, max_iter=40)
+    assert fast.info["algorithm1_iterations"] == slow.info["algorithm1_iterations"]
+    f_fast = np.array([h.objective for h in fast.history])
+    f_slow = np.array([h.objective for h in slow.history])
+    # the same steps to rounding: at p = 0.5 the U step's system reaches rcond 1e-18 on the wide
+    # instance, which turns NNLS's last digits into relative differences of 1e-6 after 20 steps
+    np.testing.assert_allclose(f_fast, f_slow, rtol=1e-5)
+    np.testing.assert_array_equal(fast.support, slow.support)
+    assert fast.objective == pytest.approx(slow.objective, rel=1e-5)
+    assert fast.certificate["status"] == slow.certificate["status"]
+
+
+def test_separability_is_kept_across_a_tuning_grid(monkeypatch):
+    """A tuning grid fits every point on each of 8 inner folds in turn: the first fold's answer
+    (and its active samples) is still kept when the next grid point comes back to it."""
+    calls = []
+    real = margin_mod._separable_columns
+    monkeypatch.setattr(margin_mod, "_separable_columns", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(margin_mod, "_SEPARABLE", [])
+    folds = [_labelled(10 + i, 30, 4, 3, 10.0) for i in range(8)]
+    for point in range(2):
+        for X, y in folds:
+            rows: dict = {}
+            assert separable_columns(X, label_matrix(y), active=rows).all()
+            assert sorted(rows) == [0, 1, 2]  # every column proved by the SVM, its active samples kept
+    assert len(calls) == 8
