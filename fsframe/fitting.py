@@ -436,7 +436,8 @@ def fit(
     flags = check_fit_options(fast=fast, keep_model=keep_model, cone_form=cone_form, verbose=verbose)
     fast, keep_model, verbose = flags["fast"], flags["keep_model"], flags["verbose"]
     res = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **params)
-    Xa, ya, names = training_data(X, y, regression=is_regression(res.formulation))
+    Xa, ya, names = training_data(X, y, regression=is_regression(res.formulation),
+                                  method=method or res.formulation.name)
     check_n_features(n_features, res, Xa)
     ws = working_set_options(working_set)
     options = make_options(time_limit=time_limit, verbose=verbose, backend_options=backend_options)
@@ -473,18 +474,40 @@ def is_regression(formulation) -> bool:
     return getattr(formulation, "task", "classification") == "regression"
 
 
-def training_data(X, y, *, regression: bool = False) -> tuple:
+def training_data(X, y, *, regression: bool = False, method: str | None = None) -> tuple:
     """``(X, y, feature_names)`` of :func:`fit`'s ``X``/``y`` (or a Dataset), checked and copied;
-    with ``regression`` the target is a real vector (:func:`fsframe.dataset.check_regression_Xy`)."""
+    with ``regression`` the target is a real vector (:func:`fsframe.dataset.check_regression_Xy`).
+    ``method`` (its name) is named in the message of a task mismatch."""
     if isinstance(X, Dataset):
         if y is not None:
             raise InvalidOptionError("pass either a Dataset or X and y, not both")
         if X.is_regression != regression:
-            raise InvalidOptionError(task_mismatch(None, regression, X))
+            raise InvalidOptionError(task_mismatch(method, regression, X))
         return (X.X.copy() if X.is_sparse else np.array(X.X)), np.array(X.y), X.feature_names
     names = _column_names(X)
-    Xa, ya = check_regression_Xy(X, y, warn=True) if regression else check_Xy(X, y, warn=True)
+    if regression:
+        Xa, ya = check_regression_Xy(X, y, warn=True)
+        return Xa, ya, names
+    try:
+        Xa, ya = check_Xy(X, y, warn=True)
+    except DataError as exc:  # a real target given to a classification method: say that, not "classes"
+        yv = np.asarray(y) if y is not None else None
+        if yv is None or yv.dtype.kind not in "fiu" or yv.ndim != 1 or np.unique(yv).size <= 2:
+            raise
+        who = "the method" if method is None else repr(method)
+        lead = "" if "real target" in str(exc) else f"if y is a real target ({np.unique(yv).size} distinct numbers), "
+        raise DataError(f"{exc}. {lead[:1].upper() + lead[1:]}{who} is a classification method; the methods that "
+                        f"take a real target: {', '.join(task_methods(True))}") from exc
     return Xa, ya, names
+
+
+def task_methods(regression: bool) -> list[str]:
+    """The registered methods whose formulation fits a real target (``regression``) or class labels."""
+    from .method import list_methods
+
+    reg = get_registry()
+    return [m.name for m in list_methods()
+            if is_regression(reg.get("formulation", m.formulation)) == regression]
 
 
 def task_mismatch(labels, regression: bool, data=None, *, name: str = "data", n_classes: int = 0) -> str:
@@ -503,8 +526,8 @@ def task_mismatch(labels, regression: bool, data=None, *, name: str = "data", n_
                 "(Dataset(..., task='regression'); command line --task regression)")
     kind = "classification method" + ("s" if many else "")
     return (f"{who} {'' if many else 'a '}{kind} and data set {name!r} holds a real target "
-            "(task='regression'): choose a regression method (l1-ls, l0-ls, em-ls, ...: fsframe methods), or load "
-            "class labels")
+            f"(task='regression'): choose a method that takes a real target ({', '.join(task_methods(True))}), "
+            "or load class labels")
 
 
 def check_task(res: Resolved, data) -> None:

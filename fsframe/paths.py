@@ -408,8 +408,9 @@ def path(X, y=None, method: str | None = None, *, formulation: str | None = None
     t_start = time.perf_counter()
     flags = check_fit_options(fast=fast, cone_form=cone_form, verbose=verbose)
     name, grid = _grid(params, n_features, method)
-    regression = is_regression(resolve(method, formulation=formulation, surrogate=surrogate, loop=loop).formulation)
-    Xa, ya, names = training_data(X, y, regression=regression)
+    form = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop).formulation
+    regression = is_regression(form)
+    Xa, ya, names = training_data(X, y, regression=regression, method=method or form.name)
     if validation is None:
         Xv, yv = None, None
     else:

@@ -133,6 +133,30 @@ def test_cross_validate_and_compare_a_regression_dataset(diabetes):
         cross_validate(load_dataset("wine"), method="l1-ls", cv=3)
 
 
+def test_a_classification_method_on_a_real_target_is_named_with_the_methods_that_take_one(diabetes):
+    """``fit(regression_dataset, method="fsv")`` names 'fsv' (it said "the method") and lists
+    every registered method whose formulation fits a real target; a real ``y`` given as an array
+    to a classification method keeps the data's reason and adds the same."""
+    from fsframe.fitting import is_regression
+    from fsframe.method import list_methods, resolve
+
+    takes = sorted(m.name for m in list_methods() if is_regression(resolve(m.name).formulation))
+    assert {"l1-ls", "l0-ls", "em-ls", "log-ls"} <= set(takes) and "fsv" not in takes
+    listed = f"({', '.join(takes)})"
+    with pytest.raises(InvalidOptionError, match=r"^'fsv' is a classification method and data set 'diabetes'") as e:
+        fsframe.fit(load_dataset("diabetes"), method="fsv")
+    assert listed in str(e.value)
+    with pytest.raises(InvalidOptionError, match=r"^'hinge' is a classification method"):
+        fsframe.path(load_dataset("diabetes"), formulation="hinge", surrogate="l1", loop="single", C=[1.0])
+    X, y = diabetes  # integer-valued real target: the data's reason, then the method and the list
+    with pytest.raises(DataError, match=r"classes have fewer than 2 samples.*If y is a real target \(214 distinct "
+                                        r"numbers\), 'fsv' is a classification method") as e:
+        fsframe.fit(X, y, method="fsv")
+    assert str(e.value).endswith(f"take a real target: {listed[1:-1]}")
+    with pytest.raises(DataError, match=r"y looks continuous.*'l1-svm' is a classification method; the methods"):
+        fsframe.fit(X, y + 0.25, method="l1-svm")
+
+
 # ---------------------------------------------------------------------------------- studies
 STUDY = """
 [study]
