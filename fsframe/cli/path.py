@@ -63,8 +63,12 @@ def _check_parts(tr, va, y, fraction: float, regression: bool) -> None:
     n = len(y)
     sizes = [n] if regression else np.unique(y, return_counts=True)[1].tolist()
     how = "of the samples" if regression else "of each class (rounded per class)"
+    if regression and va.size == 1:
+        raise UsageError(f"--validation {fraction:g} holds out one of the {n} samples, where R² is undefined; "
+                         f"give a larger fraction (above {1.5 / n:.3g})")
     if va.size == 0:
-        low = 0.5 / max(sizes)  # the fraction whose rounding puts one sample of the largest group aside
+        # the fraction whose rounding puts aside one sample of the largest class, or two of a real target
+        low = 1.5 / n if regression else 0.5 / max(sizes)
         raise UsageError(f"--validation {fraction:g} holds out {fraction:g} {how}: 0 of the {n} samples, so no point "
                          f"could be scored; give a larger fraction (above {low:.3g}) or drop --validation")
     missing = [] if regression else sorted(set(np.unique(y).tolist()) - set(np.unique(y[tr]).tolist()))
