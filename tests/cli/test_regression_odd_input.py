@@ -61,3 +61,21 @@ def test_one_sample_test_parts_of_a_real_target_warn_that_r2_is_undefined():
         warnings.simplefilter("error")
         make_splits(y, 2, regression=True)
         make_splits(np.arange(6.0), 3, regression=True)
+
+
+@pytest.mark.parametrize("name", ["FSSelector", "FSSelectorCV"])
+def test_a_selector_for_a_classifier_on_a_real_target_names_the_method_and_the_way_out(name):
+    """It said scikit-learn's "Unknown label type: continuous"; now the method and FSRegressor
+    with the methods that take a real target."""
+    import fsframe
+    from fsframe.errors import DataError
+    from fsframe.fitting import task_methods
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 5))
+    y = 2 * X[:, 0] + 0.1 * rng.standard_normal(30)
+    with pytest.raises(DataError, match=rf"^{name}: y is a real target .*'l1-svm' is a classification method: "
+                                        r"select for a real target with FSRegressor") as e:
+        getattr(fsframe, name)("l1-svm").fit(X, y)
+    assert str(e.value).endswith(f"({', '.join(task_methods(True))})") and "l1-ls" in task_methods(True)
+    assert fsframe.FSSelector("l1-svm").fit(X, (y > 0).astype(int)).n_features_in_ == 5  # labels: fitted
