@@ -79,3 +79,17 @@ def test_a_selector_for_a_classifier_on_a_real_target_names_the_method_and_the_w
         getattr(fsframe, name)("l1-svm").fit(X, y)
     assert str(e.value).endswith(f"({', '.join(task_methods(True))})") and "l1-ls" in task_methods(True)
     assert fsframe.FSSelector("l1-svm").fit(X, (y > 0).astype(int)).n_features_in_ == 5  # labels: fitted
+
+
+def test_methods_says_which_target_each_method_takes(cli):
+    import json
+
+    from fsframe.fitting import task_methods
+
+    r = cli("methods", "l1-ls")
+    assert "  target: a real target (regression; a data file needs --task regression)" in r.out
+    assert "  target: class labels" in cli("methods", "fsv").out
+    r = cli("methods", "--json")
+    tasks = {m["name"]: m["task"] for m in json.loads(r.out)["methods"]}
+    assert sorted(k for k, t in tasks.items() if t == "regression") == sorted(task_methods(True))
+    assert tasks["fsv"] == "classification"
