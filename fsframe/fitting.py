@@ -17,7 +17,8 @@ from numpy.typing import ArrayLike
 from .backends.base import Backend, SolveOptions
 from .compiler.cones import CONE_FORMS
 from .dataset import Dataset, check_regression_Xy, check_Xy, is_sparse
-from .errors import (BackendUnavailableError, DataError, DataWarning, IncompatibleComponentsError, InvalidOptionError,
+from .errors import (BackendUnavailableError, DataError, DataWarning, FsframeError, IncompatibleComponentsError,
+                     InvalidOptionError,
                      SolverWarning, UnknownComponentError, UnsupportedProblemError)
 from .auxiliary import AuxSolver
 from .enums import Status
@@ -506,8 +507,15 @@ def task_methods(regression: bool) -> list[str]:
     from .method import list_methods
 
     reg = get_registry()
-    return [m.name for m in list_methods()
-            if is_regression(reg.get("formulation", m.formulation)) == regression]
+    out = []
+    for m in list_methods():
+        try:
+            form = reg.get("formulation", m.formulation)
+        except FsframeError:  # a method naming a missing or conflicting formulation: unusable either way
+            continue
+        if is_regression(form) == regression:
+            out.append(m.name)
+    return out
 
 
 def task_mismatch(labels, regression: bool, data=None, *, name: str = "data", n_classes: int = 0) -> str:

@@ -165,7 +165,7 @@ class Extras:
         if self.top_k:
             return self.top_k_record(rec, ranking(res), int(res.n_selected), Xtr, ytr, Xte, yte)
         regression = self.evaluator.regression
-        # a regression's baseline rows average every fit (docs/studies.md): at k = 0 or k = n
+        # a regression's baseline rows average every fit (docs/glm.md): at k = 0 or k = n
         # every draw is the same subset (none or all), one is computed; a classification study
         # compares only the fits that left some feature out
         if self.random_k and cfg.groups == "features" and (0 <= rec.n_selected <= n if regression else
