@@ -18,8 +18,7 @@ from .backends.base import Backend, SolveOptions
 from .compiler.cones import CONE_FORMS
 from .dataset import Dataset, check_regression_Xy, check_Xy, is_sparse
 from .errors import (BackendUnavailableError, DataError, DataWarning, FsframeError, IncompatibleComponentsError,
-                     InvalidOptionError,
-                     SolverWarning, UnknownComponentError, UnsupportedProblemError)
+                     InvalidOptionError, SolverWarning, UnknownComponentError, UnsupportedProblemError)
 from .auxiliary import AuxSolver
 from .enums import Status
 from .errors import SolverFailedError
