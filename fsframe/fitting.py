@@ -492,12 +492,15 @@ def training_data(X, y, *, regression: bool = False, method: str | None = None) 
         Xa, ya = check_Xy(X, y, warn=True)
     except DataError as exc:  # a real target given to a classification method: say that, not "classes"
         yv = np.asarray(y) if y is not None else None
-        if yv is None or yv.dtype.kind not in "fiu" or yv.ndim != 1 or np.unique(yv).size <= 2:
+        # a float y of many values (diabetes' integer-valued target) may be a real target; integer codes
+        # are class labels, and the continuous-y message already points to least squares
+        if (yv is None or yv.dtype.kind != "f" or yv.ndim != 1 or np.unique(yv).size <= 2
+                or "real target" in str(exc)):
             raise
         who = "the method" if method is None else repr(method)
-        lead = "" if "real target" in str(exc) else f"if y is a real target ({np.unique(yv).size} distinct numbers), "
-        raise DataError(f"{exc}. {lead[:1].upper() + lead[1:]}{who} is a classification method; the methods that "
-                        f"take a real target: {', '.join(task_methods(True))}") from exc
+        raise DataError(f"{exc}. If y is a real target ({np.unique(yv).size} distinct numbers), {who} is a "
+                        f"classification method; the methods that take a real target: "
+                        f"{', '.join(task_methods(True))}") from exc
     return Xa, ya, names
 
 
