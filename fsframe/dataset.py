@@ -332,6 +332,12 @@ def check_regression_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn:
         raise DataError(f"{name}: y contains NaN or inf values; impute or drop those samples")
     if ya.shape[0] < 2 or np.all(ya == ya[0]):
         raise DataError(f"{name}: y is constant ({float(ya[0])!r} in all {ya.shape[0]} samples); nothing to regress on")
+    values = np.unique(ya)
+    if values.size == 2:  # legal (a linear probability model), but more often class labels given as a real target
+        warnings.warn(f"{name}: the real target holds only two values ({values[0]:g} and {values[1]:g}); if they "
+                      "are class labels, fit a classification method on them (task='classification'; command "
+                      "line: without --task regression): least squares regresses on the two codes",
+                      DataWarning, stacklevel=3)
     if warn:
         _warn_awkward(Xa, None, name)
     return Xa, ya

@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import NotFittedError as _SkNotFittedError
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import errors
@@ -206,6 +206,14 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         X, y = check_no_silent_cast(X, "X", name=who), check_no_silent_cast(y, "y", name=who)
         with _typed_data_errors(who):
             X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse="csr")
+        if type_of_target(y) == "continuous":  # a real target: name the method and those that take one
+            from .fitting import task_methods
+
+            raise errors.DataError(
+                f"{who}: y is a real target (continuous values, not class labels); "
+                f"{self.method or self.formulation!r} is a classification method: select for a real target with "
+                f"FSRegressor and a method that takes one ({', '.join(task_methods(True))})")
+        with _typed_data_errors(who):
             check_classification_targets(y)
         classes, y_idx = np.unique(y, return_inverse=True)
         if classes.size < 2:

@@ -17,8 +17,8 @@ from numpy.typing import ArrayLike
 from .backends.base import Backend, SolveOptions
 from .compiler.cones import CONE_FORMS
 from .dataset import Dataset, check_regression_Xy, check_Xy, is_sparse
-from .errors import (BackendUnavailableError, DataError, DataWarning, IncompatibleComponentsError, InvalidOptionError,
-                     SolverWarning, UnknownComponentError, UnsupportedProblemError)
+from .errors import (BackendUnavailableError, DataError, DataWarning, FsframeError, IncompatibleComponentsError,
+                     InvalidOptionError, SolverWarning, UnknownComponentError, UnsupportedProblemError)
 from .auxiliary import AuxSolver
 from .enums import Status
 from .errors import SolverFailedError
@@ -436,7 +436,8 @@ def fit(
     flags = check_fit_options(fast=fast, keep_model=keep_model, cone_form=cone_form, verbose=verbose)
     fast, keep_model, verbose = flags["fast"], flags["keep_model"], flags["verbose"]
     res = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop, **params)
-    Xa, ya, names = training_data(X, y, regression=is_regression(res.formulation))
+    Xa, ya, names = training_data(X, y, regression=is_regression(res.formulation),
+                                  method=method or res.formulation.name)
     check_n_features(n_features, res, Xa)
     ws = working_set_options(working_set)
     options = make_options(time_limit=time_limit, verbose=verbose, backend_options=backend_options)
@@ -473,18 +474,50 @@ def is_regression(formulation) -> bool:
     return getattr(formulation, "task", "classification") == "regression"
 
 
-def training_data(X, y, *, regression: bool = False) -> tuple:
+def training_data(X, y, *, regression: bool = False, method: str | None = None) -> tuple:
     """``(X, y, feature_names)`` of :func:`fit`'s ``X``/``y`` (or a Dataset), checked and copied;
-    with ``regression`` the target is a real vector (:func:`fsframe.dataset.check_regression_Xy`)."""
+    with ``regression`` the target is a real vector (:func:`fsframe.dataset.check_regression_Xy`).
+    ``method`` (its name) is named in the message of a task mismatch."""
     if isinstance(X, Dataset):
         if y is not None:
             raise InvalidOptionError("pass either a Dataset or X and y, not both")
         if X.is_regression != regression:
-            raise InvalidOptionError(task_mismatch(None, regression, X))
+            raise InvalidOptionError(task_mismatch(method, regression, X))
         return (X.X.copy() if X.is_sparse else np.array(X.X)), np.array(X.y), X.feature_names
     names = _column_names(X)
-    Xa, ya = check_regression_Xy(X, y, warn=True) if regression else check_Xy(X, y, warn=True)
+    if regression:
+        Xa, ya = check_regression_Xy(X, y, warn=True)
+        return Xa, ya, names
+    try:
+        Xa, ya = check_Xy(X, y, warn=True)
+    except DataError as exc:  # a real target given to a classification method: say that, not "classes"
+        yv = np.asarray(y) if y is not None else None
+        # a float y of many values (diabetes' integer-valued target) may be a real target; integer codes
+        # are class labels, and the continuous-y message already points to least squares
+        if (yv is None or yv.dtype.kind != "f" or yv.ndim != 1 or np.unique(yv).size <= 2
+                or "real target" in str(exc)):
+            raise
+        who = "the method" if method is None else repr(method)
+        raise DataError(f"{exc}. If y is a real target ({np.unique(yv).size} distinct numbers), {who} is a "
+                        f"classification method; the methods that take a real target: "
+                        f"{', '.join(task_methods(True))}") from exc
     return Xa, ya, names
+
+
+def task_methods(regression: bool) -> list[str]:
+    """The registered methods whose formulation fits a real target (``regression``) or class labels."""
+    from .method import list_methods
+
+    reg = get_registry()
+    out = []
+    for m in list_methods():
+        try:
+            form = reg.get("formulation", m.formulation)
+        except FsframeError:  # a method naming a missing or conflicting formulation: unusable either way
+            continue
+        if is_regression(form) == regression:
+            out.append(m.name)
+    return out
 
 
 def task_mismatch(labels, regression: bool, data=None, *, name: str = "data", n_classes: int = 0) -> str:
@@ -503,8 +536,8 @@ def task_mismatch(labels, regression: bool, data=None, *, name: str = "data", n_
                 "(Dataset(..., task='regression'); command line --task regression)")
     kind = "classification method" + ("s" if many else "")
     return (f"{who} {'' if many else 'a '}{kind} and data set {name!r} holds a real target "
-            "(task='regression'): choose a regression method (l1-ls, l0-ls, em-ls, ...: fsframe methods), or load "
-            "class labels")
+            f"(task='regression'): choose a method that takes a real target ({', '.join(task_methods(True))}), "
+            "or load class labels")
 
 
 def check_task(res: Resolved, data) -> None:

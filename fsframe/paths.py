@@ -155,11 +155,12 @@ class PathResult:
 
     def sweep_data(self) -> dict:
         """The input of the sweep picture (:func:`fsframe.evaluation.plots.plot_path`):
-        ``{"parameter", "method", "value", "n_selected", "objective", "accuracy"}`` (accuracy in %,
-        ``None`` entries without validation data)."""
+        ``{"parameter", "method", "value", "n_selected", "objective", "accuracy", "r2"}`` (accuracy
+        in %, a regression's validation R² in ``r2``; ``None`` entries without validation data)."""
         return {"parameter": self.parameter, "method": self.method, "value": self.values,
                 "n_selected": self.n_selected, "objective": self.objectives,
-                "accuracy": [None if a is None else 100.0 * a for a in self.accuracies]}
+                "accuracy": [None if a is None else 100.0 * a for a in self.accuracies],
+                "r2": [p.r2 for p in self.points]}
 
     def as_table(self) -> str:
         """A Markdown table, one row per point."""
@@ -407,8 +408,9 @@ def path(X, y=None, method: str | None = None, *, formulation: str | None = None
     t_start = time.perf_counter()
     flags = check_fit_options(fast=fast, cone_form=cone_form, verbose=verbose)
     name, grid = _grid(params, n_features, method)
-    regression = is_regression(resolve(method, formulation=formulation, surrogate=surrogate, loop=loop).formulation)
-    Xa, ya, names = training_data(X, y, regression=regression)
+    form = resolve(method, formulation=formulation, surrogate=surrogate, loop=loop).formulation
+    regression = is_regression(form)
+    Xa, ya, names = training_data(X, y, regression=regression, method=method or form.name)
     if validation is None:
         Xv, yv = None, None
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..errors import DataError, FsframeError
 from ..io import load_dataset
 from ..evaluation import EvaluationInterrupted
 from .common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, KEY, PROG, UsageError, label_column, parse_assignment, parse_value
@@ -13,7 +14,37 @@ from .output import ProgressPrinter, meta, write_csv, write_json
 
 
 def load_data(args):
-    return load_dataset(args.data, **loader_options(args))
+    """The data set of ``args.data``; a file whose label column cannot be class labels (a real
+    target) read without ``--task`` for a method that takes a real target says to add it."""
+    try:
+        return load_dataset(args.data, **loader_options(args))
+    except DataError as exc:
+        who = _regression_methods(args)
+        if getattr(args, "task", None) is not None or "looks continuous" not in str(exc) or not who:
+            raise
+        raise DataError(f"{exc}. {who} take{'s' if ',' not in who else ''} a real target: add --task regression "
+                        "(without it the label column is read as class labels)") from exc
+
+
+def _regression_methods(args) -> str:
+    """The command's methods (``--method`` or its components; ``compare --methods``) quoted, when
+    every one fits a real target; else ``""``."""
+    from ..fitting import is_regression
+    from ..method import resolve
+
+    if getattr(args, "methods", None):
+        specs = [dict(method=m.strip()) for m in args.methods.split(",") if m.strip()]
+    elif getattr(args, "method", None) or getattr(args, "formulation", None):
+        specs = [dict(method=args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop)]
+    else:
+        return ""
+    try:
+        forms = [resolve(**spec).formulation for spec in specs]
+    except FsframeError:
+        return ""
+    if not all(is_regression(f) for f in forms):
+        return ""
+    return ", ".join(repr(spec.get("method") or f.name) for spec, f in zip(specs, forms))
 
 
 def loader_options(args) -> dict:

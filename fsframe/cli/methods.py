@@ -29,7 +29,7 @@ def _methods_data() -> dict:
             params, problem = None, str(exc)
         methods.append({"name": s.name, "formulation": s.formulation, "surrogate": s.surrogate, "loop": s.loop,
                         "defaults": dict(s.defaults), "reference": s.reference, "description": s.description,
-                        "sparsity": s.sparsity, "sparsity_grid": _sparsity_grid(reg, s),
+                        "sparsity": s.sparsity, "sparsity_grid": _sparsity_grid(reg, s), "task": _task(reg, s),
                         "plugin": e.plugin, "distribution": e.distribution, "version": e.version,
                         "parameters": params, "problem": problem})
     conflicts = [{"kind": k, "name": n, "providers": [{"plugin": e.plugin, "distribution": e.distribution,
@@ -37,6 +37,15 @@ def _methods_data() -> dict:
                  for (k, n), es in sorted(reg.conflicts.items())]
     broken = [{"plugin": b.plugin, "distribution": b.distribution, "error": b.error} for b in reg.broken]
     return {"methods": methods, "conflicts": conflicts, "broken": broken}
+
+
+def _task(reg, spec) -> str | None:
+    """``"regression"`` (its formulation fits a real target) or ``"classification"``; ``None``
+    when the formulation is missing."""
+    try:
+        return getattr(reg.get("formulation", spec.formulation), "task", "classification")
+    except errors.FsframeError:
+        return None
 
 
 def _sparsity_grid(reg, spec) -> str | None:
@@ -131,6 +140,9 @@ def _method_detail(m: dict) -> str:
              f"  provided by plugin {m['plugin']} ({m['distribution'] or 'runtime'}"
              f"{' ' + m['version'] if m['version'] else ''})",
              f"  method defaults: {_fmt_defaults(m['defaults'])}"]
+    if m.get("task"):
+        lines.append("  target: a real target (regression; a data file needs --task regression)"
+                     if m["task"] == "regression" else "  target: class labels")
     if m.get("sparsity"):
         lines += textwrap.wrap(f"sparsity parameter: {m['sparsity']} — automatic grid (fsframe path DATA --method "
                                f"{m['name']}; fsframe select DATA --method {m['name']} --tune): "

@@ -171,7 +171,8 @@ def _add_path_parser(sub, common) -> None:
     p = sub.add_parser("path", parents=[common], help="fit one method over a grid of one parameter (warm-started)",
                        description="Fit at every value of one parameter, in order, each point starting from the "
                                    "previous one (same answer as separate fits, faster); print support size, "
-                                   "objective, iterations, seconds and (with --validation) accuracy per point.",
+                                   "objective, iterations, seconds and (with --validation) accuracy, or R² and MSE "
+                                   "for a real target, per point.",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples:\n"
                               "  fsframe path breast_cancer --method l1-svm   (the automatic grid of C)\n"
@@ -194,7 +195,8 @@ def _add_path_parser(sub, common) -> None:
     _add_solver_args(p)
     g = p.add_argument_group("evaluation and output")
     g.add_argument("--validation", type=_fraction, metavar="FRACTION",
-                   help="hold out this stratified fraction and report accuracy on it per point")
+                   help="hold out this fraction (of each class; of all samples for a real target) and "
+                   "report accuracy (R² and MSE for a real target) on it per point")
     g.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of the validation split (default 0)")
     g.add_argument("--scale", choices=("standard", "minmax", "maxabs", "none"), default="standard",
                    help="feature scaling, fitted on the training part (default: standard; sparse data: maxabs "

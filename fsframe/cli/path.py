@@ -57,6 +57,28 @@ def _split(y, fraction: float, seed: int, *, regression: bool = False):
     return np.flatnonzero(~mask), np.flatnonzero(mask)
 
 
+def _check_parts(tr, va, y, fraction: float, regression: bool) -> None:
+    """Refuse a validation split with an empty part (or, for class labels, a training part short
+    of a class), naming the sizes and the fraction that would work."""
+    n = len(y)
+    sizes = [n] if regression else np.unique(y, return_counts=True)[1].tolist()
+    how = "of the samples" if regression else "of each class (rounded per class)"
+    if regression and va.size == 1:
+        raise UsageError(f"--validation {fraction:g} holds out one of the {n} samples, where R² is undefined; "
+                         f"give a larger fraction (above {1.5 / n:.3g})")
+    if va.size == 0:
+        # the fraction whose rounding puts aside one sample of the largest class, or two of a real target
+        low = 1.5 / n if regression else 0.5 / max(sizes)
+        raise UsageError(f"--validation {fraction:g} holds out {fraction:g} {how}: 0 of the {n} samples, so no point "
+                         f"could be scored; give a larger fraction (above {low:.3g}) or drop --validation")
+    missing = [] if regression else sorted(set(np.unique(y).tolist()) - set(np.unique(y[tr]).tolist()))
+    if tr.size < 2 or missing:
+        what = (f"only {tr.size} training sample(s)" if tr.size < 2 else
+                f"no training sample of class(es) {missing}")
+        raise UsageError(f"--validation {fraction:g} holds out {fraction:g} {how} and leaves {what} of the {n}; "
+                         "give a smaller fraction")
+
+
 def cmd_path(args, argv) -> int:
     from ..evaluation.preprocess import _scale
     from ..paths import path
@@ -79,6 +101,7 @@ def cmd_path(args, argv) -> int:
     validation = None
     if args.validation is not None:
         tr, va = _split(y, args.validation, args.seed, regression=data.is_regression)
+        _check_parts(tr, va, y, args.validation, data.is_regression)
         Xtr, Xva = _scale(X[tr], X[va], args.scale)
         X, validation = Xtr, (Xva, y[va])
         y = y[tr]

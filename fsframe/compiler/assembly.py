@@ -10,7 +10,7 @@ from ..canonical import Definition, ProblemData
 from ..errors import UnsupportedProblemError
 from ..pyomo_ext import LinearBlock, LinearMap
 
-__all__ = ["ProblemBuilder", "assemble", "definitions"]
+__all__ = ["ProblemBuilder", "assemble", "definitions", "remap_columns"]
 
 
 class ProblemBuilder:
@@ -233,9 +233,25 @@ def definitions(records, bld: ProblemBuilder) -> tuple:
         cols = [bld.col_index.get(id(v)) for v in rec.targets]
         if None in cols:
             continue
-        M = rec.lmap.matrix.tocoo()
-        where = np.array([bld.col_index.get(id(v), -1) for v in rec.lmap.vars], dtype=np.int64)
-        known = where[M.col] >= 0 if M.nnz else np.zeros(0, dtype=bool)
-        mat = sp.csr_matrix((M.data[known], (M.row[known], where[M.col][known])), shape=(M.shape[0], n))
-        out.append(Definition(cols=cols, matrix=mat, const=rec.lmap.const, kind=rec.kind))
+        lmap = rec.lmap
+        where = np.array([bld.col_index.get(id(v), -1) for v in lmap.vars], dtype=np.int64)
+        out.append(Definition(cols=cols, matrix=remap_columns(lmap.matrix, where, n), const=lmap.const, kind=rec.kind))
     return tuple(out)
+
+
+def remap_columns(A, where: NDArray, n: int) -> sp.csr_matrix:
+    """``A`` (CSR) with column ``j`` moved to column ``where[j]`` of ``n`` (``-1``: dropped), in
+    canonical form (sorted, duplicates summed): the CSR arrays remapped in place of a round trip
+    through COO (least squares' residual rows at p = 5 000 hold 2.5 million entries)."""
+    A = sp.csr_matrix(A)
+    new = where[A.indices]
+    keep = new >= 0
+    if keep.all():
+        data, indices, indptr = A.data.copy(), new, A.indptr.copy()  # copies: the record keeps its own arrays
+    else:
+        rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+        counts = np.bincount(rows[keep], minlength=A.shape[0])
+        data, indices, indptr = A.data[keep], new[keep], np.concatenate([[0], np.cumsum(counts)])
+    mat = sp.csr_matrix((data, indices, indptr), shape=(A.shape[0], n))
+    mat.sum_duplicates()  # sorts the indices too; a no-op when the map keeps the column order
+    return mat

@@ -73,7 +73,7 @@ class CompareResult:
             head.insert(len(scores) + 1, "selector R²" if regression else "selector acc. (%)")
         if any(r.n_failed for r in self.results):
             head.append("failed")
-        if not self._same_fits():
+        if not self._same_fits() or (regression and self._baselines_differ()):
             head.append("fits")
         body = []
         for r in self.results:
@@ -107,6 +107,13 @@ class CompareResult:
 
         return "\n".join([line(head), "  ".join("-" * x for x in w)] + [line(row) for row in body])
 
+    def _baselines_differ(self) -> bool:
+        """Whether a regression baseline row below a method (:func:`_random_rows`) averages fewer
+        fits than the method's row (a record written before every fit got them, or a
+        configuration of other groups than features): the table then says each row's count."""
+        return any(len(r.ok_folds) != sum(f.random_r2 is not None for f in r.ok_folds)
+                   for r in self.results if any(f.random_r2 is not None for f in r.ok_folds))
+
     def _same_fits(self) -> bool:
         """Whether every row averages the successful fits of the same splits (a failed or missing
         fit, e.g. an interrupted run, makes the rows differ)."""
@@ -120,6 +127,8 @@ class CompareResult:
         undefined = [r.label for r in self.results if r.stability().get("nogueira") is None]
         over = (f"mean ± std over {len(self.results[0].ok_folds)} fits on the same splits" if self._same_fits() else
                 "mean ± std over each row's successful fits (column 'fits'), not all on the same splits")
+        if self._same_fits() and self.protocol.get("task") == "regression" and self._baselines_differ():
+            over += " (a least-squares row below a method: over the fits of column 'fits')"
         scores = ("R², MSE, MAE of the test predictions" if self.protocol.get("task") == "regression" else
                   "MCC: paper 000 eq. 60" + (" (multi-class: Gorodkin R_K)" if len(ds["classes"]) > 2 else ""))
         foot = (f"{over}; {scores}; stability: Nogueira et al. 2018"

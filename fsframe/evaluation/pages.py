@@ -25,7 +25,10 @@ def _caption(kind: str, table) -> str:
 
 
 def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:]  # "Test R²" -> "test R²" (str.lower would write r²)
+    """``text`` with its first letter lower-cased unless its first word is a symbol or acronym:
+    "Test R²" -> "test R²", "R² and support size" stays (``str.lower`` would write r²)."""
+    first = text.split(" ", 1)[0]
+    return text if len(first) > 1 and not first[1:].islower() else text[:1].lower() + text[1:]
 
 
 def write_report(result, *, fmt: str = "md", plots: bool = True) -> Path:

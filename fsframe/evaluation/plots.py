@@ -168,17 +168,18 @@ def trace_data(result) -> dict:
 
 
 def path_data(result) -> dict:
-    """``{"parameter", "method", "value", "n_selected", "objective", "accuracy"}`` of a
+    """``{"parameter", "method", "value", "n_selected", "objective", "accuracy", "r2"}`` of a
     :class:`~fsframe.paths.PathResult` (its :meth:`~fsframe.paths.PathResult.sweep_data`; accuracy in
-    %, ``None`` without validation data), points sorted by value."""
+    %, a regression's validation R² in ``r2``, ``None`` without validation data), points sorted by value."""
     d = result.sweep_data()
     order = np.argsort(d["value"], kind="stable")
-    return {**d, **{k: [d[k][i] for i in order] for k in ("value", "n_selected", "objective", "accuracy")}}
+    return {**d, **{k: [d[k][i] for i in order] for k in ("value", "n_selected", "objective", "accuracy", "r2")}}
 
 
 def plot_path(result, stem, *, title: str = "") -> list[Path]:
     """Draw a parameter path (:func:`fsframe.path`) as ``stem.png`` and ``stem.svg``: support size,
-    objective and, when the path had validation data, accuracy against the swept parameter."""
+    objective and, when the path had validation data, accuracy (a real target: R²) against the
+    swept parameter."""
     return draw("path", path_data(result), stem, title=title)
 
 
@@ -348,6 +349,8 @@ def figure(kind: str, data: dict, *, title: str = ""):
         panels = [("n_selected", "selected features"), ("objective", "objective")]
         if any(a is not None for a in data["accuracy"]):
             panels.append(("accuracy", "validation accuracy (%)"))
+        if any(a is not None for a in data.get("r2", ())):  # a real target: R² of the fitted values
+            panels.append(("r2", "validation R²"))
         fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.6), squeeze=False,
                                  layout="constrained")
         x = np.asarray(data["value"], dtype=float)

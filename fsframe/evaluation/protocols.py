@@ -164,13 +164,18 @@ class Extras:
         n = Xtr.shape[1]
         if self.top_k:
             return self.top_k_record(rec, ranking(res), int(res.n_selected), Xtr, ytr, Xte, yte)
-        if self.random_k and cfg.groups == "features" and 0 < rec.n_selected < n:
+        regression = self.evaluator.regression
+        # a regression's baseline rows average every fit (docs/glm.md): at k = 0 or k = n
+        # every draw is the same subset (none or all), one is computed; a classification study
+        # compares only the fits that left some feature out
+        if self.random_k and cfg.groups == "features" and (0 <= rec.n_selected <= n if regression else
+                                                           0 < rec.n_selected < n):
             cols = np.asarray(rec.selected, dtype=np.intp)
-            regression = self.evaluator.regression
             own = (rec.r2 if regression else rec.accuracy) if cfg.retrain is not None else \
                 self.evaluator.accuracy(Xtr, ytr, Xte, yte, cols)
+            draws = 1 if rec.n_selected in (0, n) else self.random_draws
             rnd = float(np.mean([self.evaluator.accuracy(Xtr, ytr, Xte, yte, c)
-                                 for c in _random_subsets(n, rec.n_selected, self.random_draws, self.seed, split)]))
+                                 for c in _random_subsets(n, rec.n_selected, draws, self.seed, split)]))
             if regression:
                 return attrs.evolve(rec, reference_r2=own, random_r2=rnd)
             return attrs.evolve(rec, reference_accuracy=own, random_accuracy=rnd)

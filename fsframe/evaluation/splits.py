@@ -152,6 +152,8 @@ def _regression_splits(n: int, cv, repeats: int, random_state) -> tuple[list[Spl
         from sklearn.model_selection import RepeatedKFold
 
         pairs = list(RepeatedKFold(n_splits=k, n_repeats=repeats, random_state=random_state).split(np.zeros((n, 1))))
+        _warn_one_sample_tests(sum(te.size < 2 for _, te in pairs), len(pairs), f"cv={k} folds of {n} samples",
+                               f"use at most {n // 2} folds")
         return ([Split(i // k, i % k, tr, te) for i, (tr, te) in enumerate(pairs)],
                 {"kind": "k-fold", "stratified": False, "n_splits": k, "repeats": repeats, "test_size": None,
                  "random_state": random_state})
@@ -162,12 +164,23 @@ def _regression_splits(n: int, cv, repeats: int, random_state) -> tuple[list[Spl
     if n_test < 1 or n - n_test < 2:
         raise DataError(f"cv={frac}: {n_test} test and {n - n_test} training samples; a regression needs at least "
                         "two training samples and one test sample")
+    _warn_one_sample_tests(repeats if n_test < 2 else 0, repeats, f"cv={frac} of {n} samples",
+                           f"give a test fraction above {1 / n:.3g}")
     from sklearn.model_selection import ShuffleSplit
 
     pairs = list(ShuffleSplit(n_splits=repeats, test_size=frac, random_state=random_state).split(np.zeros((n, 1))))
     return ([Split(i, 0, tr, te) for i, (tr, te) in enumerate(pairs)],
             {"kind": "holdout", "stratified": False, "n_splits": 1, "repeats": repeats, "test_size": frac,
              "random_state": random_state})
+
+
+def _warn_one_sample_tests(n_one: int, n_splits: int, what: str, fix: str) -> None:
+    """A :class:`~fsframe.errors.DataWarning` when ``n_one`` of the splits of a real target test on
+    one sample: their R² is undefined (``1 - SS_res / SS_tot`` with ``SS_tot = 0``)."""
+    if n_one:
+        warnings.warn(f"{what}: {n_one} of {n_splits} test parts hold one sample, where R² is undefined "
+                      f"(shown as -, left out of its mean; MSE and MAE are scored); {fix} for an R² in every split",
+                      DataWarning, stacklevel=4)
 
 
 def _check_indices(idx, n: int, i: int, what: str) -> NDArray:

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 import fsframe
 from fsframe.evaluation.preprocess import scale_fit_transform
@@ -46,3 +47,63 @@ def test_path_command_usage_errors(cli, small_csv):
     assert r.code == 2 and "both swept and set" in r.err
     r = cli("path", small_csv, "--method", "fsv", "--grid", "alpah=1,2")
     assert r.code == 2 and "alpah" in r.err
+
+
+def test_path_plot_of_a_real_target_has_a_validation_r2_panel(cli, tmp_path):
+    """``--plot`` with ``--validation`` on a regression: a third panel, the validation R² of each
+    point, equal to scikit-learn's R² of that point's fit on the same split."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sklearn.metrics import r2_score
+
+    from fsframe.cli.path import _split
+    from fsframe.evaluation.plots import figure, path_data
+    from fsframe.evaluation.preprocess import _scale
+
+    out, stem = tmp_path / "p.json", tmp_path / "p"
+    r = cli("path", "diabetes", "--method", "l1-ls", "--C", "0.001,0.01", "--validation", "0.3", "--json", out,
+            "--plot", stem)
+    assert r.code == 0, r.err
+    assert (tmp_path / "p.png").exists() and (tmp_path / "p.svg").exists()
+    d = load_dataset("diabetes")
+    tr, va = _split(d.y, 0.3, 0, regression=True)
+    Xtr, Xva = _scale(d.X[tr], d.X[va], "standard")
+    points = json.loads(out.read_text())["points"]
+    for p in points:
+        fit = fsframe.fit(Xtr, d.y[tr], method="l1-ls", C=p["value"])
+        assert p["r2"] == pytest.approx(r2_score(d.y[va], fit.predict(Xva)), rel=1e-6)
+    res = fsframe.path(Xtr, d.y[tr], method="l1-ls", C=[0.001, 0.01], validation=(Xva, d.y[va]), progress=False)
+    data = path_data(res)
+    assert data["r2"] == pytest.approx([p["r2"] for p in points], rel=1e-9)
+    fig = figure("path", data)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["selected features", "objective", "validation R²"]
+    np.testing.assert_allclose(fig.axes[2].lines[0].get_ydata(), data["r2"], rtol=1e-12)
+
+
+def test_path_validation_part_without_samples_is_a_usage_error_naming_the_fix(cli, small_csv):
+    r = cli("path", "diabetes", "--method", "l1-ls", "--C", "0.01", "--validation", "0.001")
+    assert r.code == 2 and "--validation 0.001" in r.err and "0 of the 442 samples" in r.err
+    assert "give a larger fraction (above 0.00339)" in r.err and "Traceback" not in r.err
+    r = cli("path", "diabetes", "--method", "l1-ls", "--C", "0.01", "--validation", "0.003")
+    assert r.code == 2 and "holds out one of the 442 samples, where R² is undefined" in r.err
+    assert "above 0.00339" in r.err
+    r = cli("path", small_csv, "--drop-columns", "id", "--method", "fsv", "--alpha", "2", "--validation", "0.001")
+    assert r.code == 2 and "of each class (rounded per class): 0 of the 60 samples" in r.err
+    r = cli("path", "diabetes", "--method", "l1-ls", "--C", "0.01", "--validation", "0.999")
+    assert r.code == 2 and "only 0 training sample(s) of the 442; give a smaller fraction" in r.err
+    r = cli("path", "wine", "--method", "fsv", "--alpha", "1", "--validation", "0.99")
+    assert r.code == 2 and "no training sample of class(es) [2]" in r.err
+
+
+def test_a_regression_sweep_picture_title_keeps_r2_upper_case():
+    """The report's picture titles lower-case the caption's first letter ("Test R²" -> "test R²")
+    but not a leading symbol: the sweep of a real target is "R² and support size ..." (was "r²")."""
+    from types import SimpleNamespace
+
+    from fsframe.evaluation.pages import _caption, _lower_first
+
+    reg = SimpleNamespace(protocol={"task": "regression"})
+    assert _lower_first(_caption("sweep", reg).split(" (")[0]) == "R² and support size against the swept parameter"
+    assert _lower_first(_caption("accuracy_vs_features", reg)).startswith("test R² against")
+    assert _lower_first(_caption("sweep", SimpleNamespace(protocol={}))).startswith("accuracy and support size")

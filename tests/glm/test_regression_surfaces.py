@@ -133,6 +133,31 @@ def test_cross_validate_and_compare_a_regression_dataset(diabetes):
         cross_validate(load_dataset("wine"), method="l1-ls", cv=3)
 
 
+def test_a_classification_method_on_a_real_target_is_named_with_the_methods_that_take_one(diabetes):
+    """``fit(regression_dataset, method="fsv")`` names 'fsv' (it said "the method") and lists
+    every registered method whose formulation fits a real target; a real ``y`` given as an array
+    to a classification method keeps the data's reason and adds the same."""
+    from fsframe.fitting import is_regression
+    from fsframe.method import list_methods, resolve
+
+    takes = sorted(m.name for m in list_methods() if is_regression(resolve(m.name).formulation))
+    assert {"l1-ls", "l0-ls", "em-ls", "log-ls"} <= set(takes) and "fsv" not in takes
+    listed = f"({', '.join(takes)})"
+    with pytest.raises(InvalidOptionError, match=r"^'fsv' is a classification method and data set 'diabetes'") as e:
+        fsframe.fit(load_dataset("diabetes"), method="fsv")
+    assert listed in str(e.value)
+    with pytest.raises(InvalidOptionError, match=r"^'hinge' is a classification method"):
+        fsframe.path(load_dataset("diabetes"), formulation="hinge", surrogate="l1", loop="single", C=[1.0])
+    X, y = diabetes  # integer-valued real target: the data's reason, then the method and the list
+    with pytest.raises(DataError, match=r"classes have fewer than 2 samples.*If y is a real target \(214 distinct "
+                                        r"numbers\), 'fsv' is a classification method") as e:
+        fsframe.fit(X, y, method="fsv")
+    assert str(e.value).endswith(f"take a real target: {listed[1:-1]}")
+    with pytest.raises(DataError, match=r"y looks continuous.*least-squares method as a real target") as e:
+        fsframe.fit(X, y + 0.25, method="l1-svm")  # non-integer values: the loader's own advice, kept short
+    assert "'l1-svm'" not in str(e.value)
+
+
 # ---------------------------------------------------------------------------------- studies
 STUDY = """
 [study]
@@ -189,10 +214,8 @@ def test_a_study_over_a_regression_dataset_runs_resumes_and_reports(study, diabe
         alone = fsframe.fit(X[tr], y[tr], method=c["label"], **params)
         assert rec["selected"] == alone.selected.tolist()
         assert rec["r2"] == pytest.approx(r2_score(y[te], alone.predict(X[te])), rel=1e-6)
-        if not 0 < len(rec["selected"]) < X.shape[1]:
-            assert rec["random_r2"] is None
-            continue
-        # least squares on the k selected and on k random features (the draws the study made)
+        # least squares on the k selected and on k random features (the draws the study made);
+        # every fit has them, one that kept all features too (its one draw is every feature)
         own = LinearRegression().fit(X[tr][:, rec["selected"]], y[tr]).predict(X[te][:, rec["selected"]])
         assert rec["reference_r2"] == pytest.approx(r2_score(y[te], own), rel=1e-9)
         split = type("S", (), {"repeat": rec["repeat"], "fold": rec["fold"]})
@@ -201,6 +224,52 @@ def test_a_study_over_a_regression_dataset_runs_resumes_and_reports(study, diabe
         assert rec["random_r2"] == pytest.approx(np.mean(rnd), rel=1e-9)
     assert "l1-ls: least squares on k random features" in text and "l1-ls: least squares on its k features" in text
     assert "\n| all features |" in text
+
+
+def test_every_baseline_row_averages_the_fits_its_footer_counts_when_a_method_keeps_every_feature(tmp_path, diabetes):
+    """``l1-ls`` with a large ``C`` keeps all 10 features in every fold: least squares on its k
+    features and on k random features are then least squares on every feature, so both rows
+    equal the all-features row over the same 3 fits the footer names (they used to average
+    none of them, and a method keeping all features in some folds only averaged the others)."""
+    X, y = diabetes
+    text = STUDY.split("[[methods]]")[0] + '[[methods]]\nmethod = "l1-ls"\nC = 10.0\n'
+    (tmp_path / "s.toml").write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = run_study(load_study(tmp_path / "s.toml"), tmp_path / "out")
+    (table,) = res.tables
+    row = next(r for r in table.results if r.label == "l1-ls")
+    assert [f.n_selected for f in row.ok_folds] == [10, 10, 10]
+    full = [r2_score(y[f.test], LinearRegression().fit(X[f.train], y[f.train]).predict(X[f.test])) for f in row.ok_folds]
+    assert [f.random_r2 for f in row.ok_folds] == pytest.approx(full, rel=1e-9)
+    assert [f.reference_r2 for f in row.ok_folds] == pytest.approx(full, rel=1e-9)
+    report = table.report(markdown=True)
+    assert "mean ± std over 3 fits on the same splits" in report and "| fits |" not in report
+    from fsframe.evaluation.report import fmt
+
+    mean = fmt(float(np.mean(full)), "r2") + " ± "
+    for label in ("all features", "l1-ls: least squares on its k features", "l1-ls: least squares on k random features"):
+        line = next(x for x in report.splitlines() if x.startswith(f"| {label} |"))
+        assert line.split(" | ")[1].startswith(mean), line
+
+
+def test_a_baseline_row_over_fewer_fits_says_how_many(study):
+    """Records without the baseline R² in some fits (written by an older fsframe, say) make the
+    table show each row's count in a column 'fits' and the footer say so."""
+    import attrs
+
+    (table,) = study[1].tables
+    row = next(r for r in table.results if r.label == "em-ls")
+    folds = list(row.folds)
+    folds[0] = attrs.evolve(folds[0], random_r2=None, reference_r2=None)
+    results = [attrs.evolve(r, folds=tuple(folds)) if r is row else r for r in table.results]
+    report = attrs.evolve(table, results=tuple(results)).report(markdown=True)
+    head = next(x for x in report.splitlines() if x.startswith("| method |")).split(" | ")
+    assert head[-1].rstrip(" |") == "fits"
+    lines = {x.split(" | ")[0][2:]: x for x in report.splitlines() if x.startswith("| ")}
+    assert lines["em-ls: least squares on k random features"].rstrip(" |").endswith("| 2")
+    assert lines["em-ls"].rstrip(" |").endswith("| 3") and lines["all features"].rstrip(" |").endswith("| 3")
+    assert "(a least-squares row below a method: over the fits of column 'fits')" in report
 
 
 def test_a_regression_study_over_a_fixed_k_reports_random_features_and_draws_r2(tmp_path, diabetes):
