@@ -138,6 +138,9 @@ def test_certificate_refutes_wrong_answers():
     pi = res.duals.copy()
     pi[np.argmax(pi)] = 0.0
     assert hinge_certificate(*args, res.coef, res.intercept, res.slack, pi)["dual_residual"] > 1e-6
+    # weights halved on the features with w_j < 0 only (there g_j = -1): a column test of both signs
+    a = np.where(res.coef < 0, 0.5, 1.0)
+    assert hinge_certificate(X, y, 1.0, a, res.coef, res.intercept, res.slack, res.duals)["max_violation"] > 0.4
     # the intercept moved with the slacks kept: the negative samples on their margin violate it
     assert hinge_certificate(*args, res.coef, res.intercept + 0.5, res.slack, res.duals)["primal_residual"] > 0.1
 
