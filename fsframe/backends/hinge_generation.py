@@ -55,8 +55,9 @@ class HingeLPResult:
     ``objective`` (the primal objective at the returned point), ``certificate`` (from
     :func:`hinge_certificate`, plus ``status``), ``features`` and ``samples`` (the final LP's,
     sorted) and ``rounds`` (one dict per restricted solve: its features and samples, the features
-    and samples pricing added after it, the samples among those that had been dropped before
-    (``returned_samples``), the samples dropped, LP and pricing CPU seconds, HiGHS iterations)."""
+    and samples pricing added after it, those among them that had been dropped before
+    (``returned_features``, ``returned_samples``), the features and samples dropped, LP and
+    pricing CPU seconds, HiGHS iterations)."""
 
     coef: np.ndarray
     intercept: float
@@ -231,6 +232,15 @@ class _LiveLP:
         self.rows = np.delete(self.rows, where)
         self.codes = np.delete(self.codes, cols)
 
+    def drop_features(self, J):
+        """Remove the columns ``u_j``, ``v_j`` of features ``J`` (at zero, non-basic)."""
+        if J.size == 0:
+            return
+        cols = np.flatnonzero(np.isin(self.codes, np.concatenate([2 * J, 2 * J + 1])))
+        self._ok(self.h.deleteCols(cols.size, cols.astype(np.int32)), "deleteCols")
+        self.codes = np.delete(self.codes, cols)
+        self.feats = self.feats[~np.isin(self.feats, J)]
+
     def positions(self) -> dict:
         c = self.codes
         nonneg = c >= 0
@@ -266,7 +276,8 @@ class _LiveLP:
 
 def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = None, batch: int | None = None,
                    row_drop: float | None = 0.5, tol: float = 1e-9, max_rounds: int = 200,
-                   solver: str = "simplex", highs_options: dict | None = None) -> HingeLPResult:
+                   col_drop: float | None = None, solver: str = "simplex", restart: str = "warm",
+                   highs_options: dict | None = None) -> HingeLPResult:
     """Solve ``min sum_j a_j |w_j| + C sum_i (1 - y_i (x_i . w + b))_+`` (``a = weights``, default
     1: the L1-SVM) by column and row generation from ``X`` (module docstring).
 
@@ -286,6 +297,10 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
     row_drop : float or None
         A sample in the LP with margin above ``1 + row_drop`` and multiplier 0 leaves it (at most
         once per solve); ``None`` keeps every sample (columns only).
+    col_drop : float in [0, 1) or None
+        A feature in the LP at zero with ``|g_j| < (1 - col_drop) a_j`` (far from entering) leaves
+        it (at most once per solve; its columns are non-basic, so the basis stays valid); ``None``
+        keeps every feature that entered.
     tol : float >= 0
         Relative pricing tolerance: a feature violates when ``|g_j| > a_j (1 + tol)``, a sample
         when its margin is below ``1 - tol max(1, |x_i . w|, |b|)``.
@@ -294,6 +309,10 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         partial answer).
     solver : ``"simplex"`` (default; each round warm from the last basis), ``"ipm"`` or ``"pdlp"``
         HiGHS's method for the restricted LPs.
+    restart : ``"warm"`` (default) or ``"cold"``
+        After a round that appends at least a fifth of the LP's features to an LP of at least
+        500 samples, ``"cold"`` solves the next LP from no basis (presolve, dual simplex);
+        ``"warm"`` always continues from the last basis.
     highs_options : dict, optional
         Further HiGHS options (e.g. ``{"threads": 1}``).
 
@@ -307,10 +326,14 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
     X, y, C, a = _check(X, y, C, weights)
     if solver not in _SOLVERS:
         raise InvalidOptionError(f"solve_l1_hinge: solver must be one of {_SOLVERS}, got {solver!r}")
+    if restart not in ("warm", "cold"):
+        raise InvalidOptionError(f"solve_l1_hinge: restart must be 'warm' or 'cold', got {restart!r}")
     if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
         raise InvalidOptionError(f"solve_l1_hinge: tol must be a finite number >= 0, got {tol!r}")
     if row_drop is not None and not (np.isfinite(row_drop) and row_drop >= 0):
         raise InvalidOptionError(f"solve_l1_hinge: row_drop must be >= 0 or None, got {row_drop!r}")
+    if col_drop is not None and not (np.isfinite(col_drop) and 0 <= col_drop < 1):
+        raise InvalidOptionError(f"solve_l1_hinge: col_drop must be in [0, 1) or None, got {col_drop!r}")
     for name, val in (("initial", initial), ("batch", batch), ("max_rounds", max_rounds)):
         if val is not None and (isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1):
             raise InvalidOptionError(f"solve_l1_hinge: {name} must be an integer >= 1, got {val!r}")
@@ -328,6 +351,7 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
     lp.add_samples(np.arange(m))
     lp.add_features(first)
     dropped_once = np.zeros(m, dtype=bool)
+    dropped_feat = np.zeros(n, dtype=bool)
     rounds = []
     for _ in range(max_rounds):
         t0 = time.process_time()
@@ -351,13 +375,15 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         info = {"features": int(lp.feats.size), "samples": int(lp.rows.size), "lp_seconds": t1 - t0,
                 "pricing_seconds": t2 - t1, "simplex_iterations": it_s, "ipm_iterations": it_i,
                 "added_features": 0, "added_samples": int(add_rows.size),
-                "returned_samples": int(dropped_once[add_rows].sum()), "dropped_samples": 0}
+                "returned_samples": int(dropped_once[add_rows].sum()), "dropped_samples": 0,
+                "returned_features": 0, "dropped_features": 0}
         if viol.size == 0 and add_rows.size == 0:
             rounds.append(info)
             break
         k = max(100, lp.feats.size // 2) if batch is None else int(batch)
         take = viol[np.argsort(-ratio[viol], kind="stable")[:k]]
         info["added_features"] = int(take.size)
+        info["returned_features"] = int(dropped_feat[take].sum())
         drop = np.zeros(0, dtype=np.int64)
         if row_drop is not None:
             inside = np.zeros(m, dtype=bool)
@@ -365,9 +391,18 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
             drop = np.flatnonzero(inside & ~dropped_once & (margin > 1.0 + row_drop) & (pi == 0.0))
             dropped_once[drop] = True
         info["dropped_samples"] = int(drop.size)
+        if col_drop is not None:
+            inlp = np.zeros(n, dtype=bool)
+            inlp[lp.feats] = True
+            fdrop = np.flatnonzero(inlp & priced & ~dropped_feat & (w == 0.0) & (np.abs(g) < (1.0 - col_drop) * a))
+            dropped_feat[fdrop] = True
+            lp.drop_features(fdrop)
+            info["dropped_features"] = int(fdrop.size)
         lp.drop_samples(drop)
         lp.add_samples(add_rows)
         lp.add_features(np.sort(take))
+        if restart == "cold" and lp.rows.size >= 500 and take.size >= 0.2 * (lp.feats.size - take.size):
+            lp.h.clearSolver()  # no basis: the next run presolves and starts cold
         rounds.append(info)
     else:
         raise SolverFailedError(f"solve_l1_hinge: {max_rounds} rounds without an optimum of the full LP "

@@ -74,6 +74,19 @@ def test_pricing_brings_back_features_and_samples():
     assert np.all(res.duals[out] == 0.0) and np.all(res.slack[out] == 0.0)
 
 
+@pytest.mark.parametrize("seed", [12, 13])
+def test_dropped_features_are_priced_back(seed):
+    """``col_drop``: features at zero far from entering leave the LP; a feature that must come back
+    after the multipliers moved is priced back, and the optimum is the full LP's."""
+    X, y = _data(seed, 80, 400)
+    res = solve_l1_hinge(X, y, 1.0, initial=40, batch=20, col_drop=0.0, row_drop=0.0)
+    assert sum(r["dropped_features"] for r in res.rounds) > 0
+    assert sum(r["returned_features"] for r in res.rounds) > 0
+    f, w = _full_lp(X, y, 1.0, np.ones(400))
+    assert res.objective == pytest.approx(f, rel=1e-9)
+    np.testing.assert_allclose(res.coef, w, atol=1e-7)
+
+
 def test_tall_data_ends_with_fewer_rows():
     """More samples than features: after the first round the samples inside the margin leave,
     and the LP ends with a fraction of the rows."""
@@ -154,6 +167,8 @@ def test_certificate_refutes_wrong_answers():
     ({"solver": "barrier"}, InvalidOptionError),
     ({"batch": 0}, InvalidOptionError),
     ({"row_drop": -1.0}, InvalidOptionError),
+    ({"col_drop": 1.0}, InvalidOptionError),
+    ({"restart": "hot"}, InvalidOptionError),
     ({"tol": float("nan")}, InvalidOptionError),
 ])
 def test_bad_input_is_a_typed_error(kwargs, error):
