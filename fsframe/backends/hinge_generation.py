@@ -277,7 +277,7 @@ class _LiveLP:
 def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = None, batch: int | None = None,
                    row_drop: float | None = 0.5, tol: float = 1e-9, max_rounds: int = 200,
                    col_drop: float | None = None, solver: str = "simplex", restart: str = "warm",
-                   highs_options: dict | None = None) -> HingeLPResult:
+                   highs_options: dict | None = None, on_round=None) -> HingeLPResult:
     """Solve ``min sum_j a_j |w_j| + C sum_i (1 - y_i (x_i . w + b))_+`` (``a = weights``, default
     1: the L1-SVM) by column and row generation from ``X`` (module docstring).
 
@@ -315,6 +315,9 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         ``"warm"`` always continues from the last basis.
     highs_options : dict, optional
         Further HiGHS options (e.g. ``{"threads": 1}``).
+    on_round : callable, optional
+        Called with each round's dict (``HingeLPResult.rounds``) as soon as the round is priced:
+        progress of a long solve.
 
     Returns
     -------
@@ -379,6 +382,8 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
                 "returned_features": 0, "dropped_features": 0}
         if viol.size == 0 and add_rows.size == 0:
             rounds.append(info)
+            if on_round is not None:
+                on_round(dict(info))
             break
         k = max(100, lp.feats.size // 2) if batch is None else int(batch)
         take = viol[np.argsort(-ratio[viol], kind="stable")[:k]]
@@ -404,6 +409,8 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         if restart == "cold" and lp.rows.size >= 500 and take.size >= 0.2 * (lp.feats.size - take.size):
             lp.h.clearSolver()  # no basis: the next run presolves and starts cold
         rounds.append(info)
+        if on_round is not None:
+            on_round(dict(info))
     else:
         raise SolverFailedError(f"solve_l1_hinge: {max_rounds} rounds without an optimum of the full LP "
                                 f"({lp.feats.size} features, {lp.rows.size} samples in the last LP)")
