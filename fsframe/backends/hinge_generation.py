@@ -18,7 +18,8 @@ few samples (a margin row and its ``xi_i``), and never forms the constraint matr
 * **rows** are priced by their margin, one product ``X w``: a sample outside violates when
   ``y_i (x_i . w + b) < 1`` (with ``xi_i = 0`` and ``pi_i = 0`` it is feasible and complementary
   otherwise). Samples well inside the margin (``> 1 + row_drop``, multiplier 0) leave the LP, each
-  at most once per solve (one that comes back stays), so the LP keeps about the rows that bind.
+  at most once per solve (one that comes back stays), so the LP keeps about the rows that bind;
+  features at zero far from entering (``|g_j| < (1 - col_drop) a_j``) leave it the same way.
 
 When no feature and no sample violates, the extended point ``(w, b, xi)`` with the extended
 multipliers ``pi`` is optimal in the full LP: :func:`hinge_certificate` judges it from products with
@@ -276,7 +277,7 @@ class _LiveLP:
 
 def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = None, batch: int | None = None,
                    row_drop: float | None = 0.5, tol: float = 1e-9, max_rounds: int = 200,
-                   col_drop: float | None = None, solver: str = "simplex", restart: str = "warm",
+                   col_drop: float | None = 0.5, solver: str = "simplex", restart: str = "warm",
                    highs_options: dict | None = None, on_round=None) -> HingeLPResult:
     """Solve ``min sum_j a_j |w_j| + C sum_i (1 - y_i (x_i . w + b))_+`` (``a = weights``, default
     1: the L1-SVM) by column and row generation from ``X`` (module docstring).
@@ -300,7 +301,8 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
     col_drop : float in [0, 1) or None
         A feature in the LP at zero with ``|g_j| < (1 - col_drop) a_j`` (far from entering) leaves
         it (at most once per solve; its columns are non-basic, so the basis stays valid); ``None``
-        keeps every feature that entered.
+        keeps every feature that entered. The default 0.5 measured 0.80x the CPU of ``None`` at
+        1 000 x 10 000 (docs/performance.md).
     tol : float >= 0
         Relative pricing tolerance: a feature violates when ``|g_j| > a_j (1 + tol)``, a sample
         when its margin is below ``1 - tol max(1, |x_i . w|, |b|)``.
