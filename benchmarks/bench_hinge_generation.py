@@ -110,7 +110,10 @@ def main(argv=None) -> None:
             out = child_reference(int(m), int(n), rest[0])
         print(json.dumps(out))
         return
-    res = json.loads(OUT.read_text()) if OUT.exists() else {"runs": [], "references": []}
+
+    def load() -> dict:  # read again before each write: another run may have written meanwhile
+        return json.loads(OUT.read_text()) if OUT.exists() else {"runs": [], "references": []}
+
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     stamp = {"commit": commit, "date": _dt.datetime.now().isoformat(timespec="seconds")}
     for size in filter(None, a.sizes.split(",")):
@@ -120,17 +123,21 @@ def main(argv=None) -> None:
                 r = {"m": m, "n": n, "solver": solver, "row_drop": rd, "col_drop": cd, **stamp,
                      **_child(["gen", str(m), str(n), solver, rd, cd])}
                 key = (m, n, solver, rd, cd)
+                print(json.dumps(r), file=sys.stderr, flush=True)
+                res = load()
                 res["runs"] = [x for x in res["runs"]
                                if (x["m"], x["n"], x["solver"], x["row_drop"], x.get("col_drop")) != key]
                 res["runs"].append(r)
                 OUT.write_text(json.dumps(res, indent=1))
-                print(r.get("cpu_s", r.get("error")), file=sys.stderr)
     for size in filter(None, a.reference.split(",")):
         m, n = _size(size)
         r = {"m": m, "n": n, **stamp, **_child(["ref", str(m), str(n), a.ref_solver])}
+        print(json.dumps(r), file=sys.stderr, flush=True)
+        res = load()
         res["references"] = [x for x in res["references"] if (x["m"], x["n"]) != (m, n)]
         res["references"].append(r)
         OUT.write_text(json.dumps(res, indent=1))
+    res = load()
     OUT.with_suffix(".md").write_text(markdown(res) + "\n")
     print(markdown(res))
 
