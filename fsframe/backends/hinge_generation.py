@@ -277,7 +277,7 @@ class _LiveLP:
 
 def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = None, batch: int | None = None,
                    row_drop: float | None = 0.5, tol: float = 1e-9, max_rounds: int = 200,
-                   col_drop: float | None = 0.5, solver: str = "simplex", restart: str = "warm",
+                   col_drop: float | None = 0.5, solver: str = "simplex",
                    highs_options: dict | None = None, on_round=None) -> HingeLPResult:
     """Solve ``min sum_j a_j |w_j| + C sum_i (1 - y_i (x_i . w + b))_+`` (``a = weights``, default
     1: the L1-SVM) by column and row generation from ``X`` (module docstring).
@@ -311,10 +311,6 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         partial answer).
     solver : ``"simplex"`` (default; each round warm from the last basis), ``"ipm"`` or ``"pdlp"``
         HiGHS's method for the restricted LPs.
-    restart : ``"warm"`` (default) or ``"cold"``
-        After a round that appends at least a fifth of the LP's features to an LP of at least
-        500 samples, ``"cold"`` solves the next LP from no basis (presolve, dual simplex);
-        ``"warm"`` always continues from the last basis.
     highs_options : dict, optional
         Further HiGHS options (e.g. ``{"threads": 1}``).
     on_round : callable, optional
@@ -331,8 +327,6 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
     X, y, C, a = _check(X, y, C, weights)
     if solver not in _SOLVERS:
         raise InvalidOptionError(f"solve_l1_hinge: solver must be one of {_SOLVERS}, got {solver!r}")
-    if restart not in ("warm", "cold"):
-        raise InvalidOptionError(f"solve_l1_hinge: restart must be 'warm' or 'cold', got {restart!r}")
     if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
         raise InvalidOptionError(f"solve_l1_hinge: tol must be a finite number >= 0, got {tol!r}")
     if row_drop is not None and not (np.isfinite(row_drop) and row_drop >= 0):
@@ -408,8 +402,6 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         lp.drop_samples(drop)
         lp.add_samples(add_rows)
         lp.add_features(np.sort(take))
-        if restart == "cold" and lp.rows.size >= 500 and take.size >= 0.2 * (lp.feats.size - take.size):
-            lp.h.clearSolver()  # no basis: the next run presolves and starts cold
         rounds.append(info)
         if on_round is not None:
             on_round(dict(info))

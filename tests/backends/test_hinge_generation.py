@@ -168,7 +168,6 @@ def test_certificate_refutes_wrong_answers():
     ({"batch": 0}, InvalidOptionError),
     ({"row_drop": -1.0}, InvalidOptionError),
     ({"col_drop": 1.0}, InvalidOptionError),
-    ({"restart": "hot"}, InvalidOptionError),
     ({"tol": float("nan")}, InvalidOptionError),
 ])
 def test_bad_input_is_a_typed_error(kwargs, error):
