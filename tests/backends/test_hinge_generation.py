@@ -1,0 +1,184 @@
+"""Column and row generation for the weighted L1 hinge LP from ``X``
+(``fsframe.backends.hinge_generation``) against the full LP solved by SciPy's ``linprog`` and by
+CVXPY, and its certificate against planted wrong answers."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from fsframe.backends.hinge_generation import hinge_certificate, solve_l1_hinge
+from fsframe.errors import DataError, InvalidOptionError
+
+
+def _data(seed, m, n, k=5, noise=0.5):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, n))
+    y = np.where(X[:, :k].sum(axis=1) + noise * rng.standard_normal(m) > 0, 1.0, -1.0)
+    return X, y
+
+
+def _full_lp(X, y, C, a):
+    """The full LP ``min a'(u + v) + C 1'xi`` s.t. ``y_i (x_i (u - v) + b) + xi_i >= 1``, by
+    SciPy's HiGHS from the dense matrix (infinite weights: the feature's columns fixed at 0)."""
+    m, n = X.shape
+    YX = y[:, None] * X
+    A = np.hstack([YX, -YX, y[:, None], np.eye(m)])
+    fixed = ~np.isfinite(a)
+    cost = np.r_[np.where(fixed, 0.0, a), np.where(fixed, 0.0, a), 0.0, np.full(m, C)]
+    ub = [0.0 if f else None for f in fixed] * 2
+    bounds = [(0.0, u) for u in ub] + [(None, None)] + [(0.0, None)] * m
+    r = linprog(cost, A_ub=-A, b_ub=-np.ones(m), bounds=bounds, method="highs")
+    assert r.status == 0
+    return r.fun, r.x[:n] - r.x[n:2 * n]
+
+
+@pytest.mark.parametrize("seed, m, n, C", [(0, 60, 300, 0.1), (1, 60, 300, 1.0), (2, 120, 600, 10.0),
+                                           (3, 150, 80, 1.0)])
+def test_same_optimum_as_full_lp(seed, m, n, C):
+    X, y = _data(seed, m, n)
+    res = solve_l1_hinge(X, y, C, initial=5, batch=3)
+    f, w = _full_lp(X, y, C, np.ones(n))
+    assert res.objective == pytest.approx(f, rel=1e-9)
+    assert res.certificate["status"] == "optimal"
+    assert abs(res.certificate["gap"]) < 1e-9 and res.certificate["max_violation"] < 1e-9
+    # generic data: the optimum is unique, so the support and the weights agree too
+    np.testing.assert_array_equal(np.abs(res.coef) > 1e-8, np.abs(w) > 1e-8)
+    np.testing.assert_allclose(res.coef, w, atol=1e-7)
+    # the returned slacks are the hinge losses at the returned model
+    hinge = np.maximum(0.0, 1.0 - y * (X @ res.coef + res.intercept))
+    np.testing.assert_allclose(res.slack, hinge, atol=1e-9)
+
+
+def test_pricing_brings_back_features_and_samples():
+    """One feature at the start: pricing must bring in every other feature of the support, and a
+    sample dropped inside the margin after the first round must come back when the margin moves."""
+    X, y = _data(4, 80, 400)
+    res = solve_l1_hinge(X, y, 1.0, initial=1, batch=2, row_drop=0.0)
+    first = np.argsort(-np.abs(X.T @ y), kind="stable")[:1]
+    support = np.flatnonzero(np.abs(res.coef) > 1e-9)
+    assert np.setdiff1d(support, first).size >= 10
+    assert sum(r["added_features"] for r in res.rounds) >= 10
+    assert sum(r["dropped_samples"] for r in res.rounds) > 0
+    assert sum(r["returned_samples"] for r in res.rounds) > 0
+    f, _ = _full_lp(X, y, 1.0, np.ones(400))
+    assert res.objective == pytest.approx(f, rel=1e-9)
+    # the samples left out at the end lie outside the margin: with xi = 0 and pi = 0 they are
+    # feasible and complementary
+    out = np.setdiff1d(np.arange(80), res.samples)
+    assert out.size > 0
+    assert np.all(y[out] * (X[out] @ res.coef + res.intercept) >= 1 - 1e-9)
+    assert np.all(res.duals[out] == 0.0) and np.all(res.slack[out] == 0.0)
+
+
+@pytest.mark.parametrize("seed", [12, 13])
+def test_dropped_features_are_priced_back(seed):
+    """``col_drop``: features at zero far from entering leave the LP; a feature that must come back
+    after the multipliers moved is priced back, and the optimum is the full LP's."""
+    X, y = _data(seed, 80, 400)
+    res = solve_l1_hinge(X, y, 1.0, initial=40, batch=20, col_drop=0.0, row_drop=0.0)
+    assert sum(r["dropped_features"] for r in res.rounds) > 0
+    assert sum(r["returned_features"] for r in res.rounds) > 0
+    f, w = _full_lp(X, y, 1.0, np.ones(400))
+    assert res.objective == pytest.approx(f, rel=1e-9)
+    np.testing.assert_allclose(res.coef, w, atol=1e-7)
+
+
+def test_tall_data_ends_with_fewer_rows():
+    """More samples than features: after the first round the samples inside the margin leave,
+    and the LP ends with a fraction of the rows."""
+    X, y = _data(5, 300, 20, k=3, noise=0.2)
+    res = solve_l1_hinge(X, y, 1.0, initial=2, batch=2, row_drop=0.0)
+    assert len(res.rounds) > 1 and res.samples.size < 200
+    f, w = _full_lp(X, y, 1.0, np.ones(20))
+    assert res.objective == pytest.approx(f, rel=1e-9)
+    np.testing.assert_allclose(res.coef, w, atol=1e-7)
+
+
+def test_weights_zero_and_infinite_against_cvxpy():
+    X, y = _data(6, 50, 200)
+    a = np.linspace(0.5, 2.0, 200)
+    a[3] = 0.0  # unpenalised: starts in the LP
+    a[0] = np.inf  # fixed at zero, never priced
+    res = solve_l1_hinge(X, y, 2.0, a, initial=4, batch=5)
+    w, b = cp.Variable(200), cp.Variable()
+    keep = np.isfinite(a)
+    obj = cp.sum(cp.multiply(a[keep], cp.abs(w[keep]))) + 2.0 * cp.sum(cp.pos(1 - cp.multiply(y, X @ w + b)))
+    prob = cp.Problem(cp.Minimize(obj), [w[~keep] == 0])
+    prob.solve(solver=cp.CLARABEL)
+    assert res.coef[0] == 0.0 and 3 in res.features
+    assert res.objective == pytest.approx(prob.value, rel=1e-6)
+    f, _ = _full_lp(X, y, 2.0, a)
+    assert res.objective == pytest.approx(f, rel=1e-9)
+
+
+@pytest.mark.parametrize("solver", ["ipm", "simplex"])
+def test_sparse_x_and_solvers_agree(solver):
+    X, y = _data(7, 70, 350)
+    X[np.abs(X) < 0.8] = 0.0
+    dense = solve_l1_hinge(X, y, 1.0, initial=10, solver=solver)
+    sparse = solve_l1_hinge(sp.csr_matrix(X), y, 1.0, initial=10, solver=solver)
+    f, _ = _full_lp(X, y, 1.0, np.ones(350))
+    assert dense.objective == pytest.approx(f, rel=1e-8)
+    assert sparse.objective == pytest.approx(f, rel=1e-8)
+
+
+def test_input_is_read_in_place_and_not_mutated():
+    X, y = _data(8, 40, 120)
+    X0, y0 = X.copy(), y.copy()
+    solve_l1_hinge(X, y, 1.0, initial=3, row_drop=0.0)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    from fsframe.backends import hinge_generation as hg
+
+    assert hg._check(X, y, 1.0, None)[0] is X  # float64: no copy of X
+
+
+def test_certificate_refutes_wrong_answers():
+    X, y = _data(9, 60, 300)
+    res = solve_l1_hinge(X, y, 1.0)
+    args = (X, y, 1.0, None)
+    w = res.coef.copy()
+    j = int(np.flatnonzero(w)[0])
+    w[j] *= 1.1  # a feasible point (slacks recomputed) above the optimum: the gap shows it
+    xi = np.maximum(0.0, 1 - y * (X @ w + res.intercept))
+    bad = hinge_certificate(*args, w, res.intercept, xi, res.duals)
+    assert bad["gap"] > 1e-6
+    # the slacks of the optimum with the multipliers dropped on a binding sample: dual residual
+    pi = res.duals.copy()
+    pi[np.argmax(pi)] = 0.0
+    assert hinge_certificate(*args, res.coef, res.intercept, res.slack, pi)["dual_residual"] > 1e-6
+    # weights halved on the features with w_j < 0 only (there g_j = -1): a column test of both signs
+    a = np.where(res.coef < 0, 0.5, 1.0)
+    assert hinge_certificate(X, y, 1.0, a, res.coef, res.intercept, res.slack, res.duals)["max_violation"] > 0.4
+    # the intercept moved with the slacks kept: the negative samples on their margin violate it
+    assert hinge_certificate(*args, res.coef, res.intercept + 0.5, res.slack, res.duals)["primal_residual"] > 0.1
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"y": np.ones(30)}, DataError),
+    ({"y": np.r_[np.ones(15), np.zeros(15)]}, DataError),
+    ({"C": 0.0}, InvalidOptionError),
+    ({"weights": -np.ones(50)}, InvalidOptionError),
+    ({"weights": np.ones(49)}, InvalidOptionError),
+    ({"solver": "barrier"}, InvalidOptionError),
+    ({"batch": 0}, InvalidOptionError),
+    ({"row_drop": -1.0}, InvalidOptionError),
+    ({"col_drop": 1.0}, InvalidOptionError),
+    ({"tol": float("nan")}, InvalidOptionError),
+])
+def test_bad_input_is_a_typed_error(kwargs, error):
+    X, y = _data(10, 30, 50)
+    args = {"y": y, "C": 1.0, **kwargs}
+    with pytest.raises(error):
+        solve_l1_hinge(X, args.pop("y"), args.pop("C"), **args)
+
+
+def test_nan_in_x_is_a_data_error():
+    X, y = _data(11, 30, 50)
+    X[3, 4] = np.nan
+    with pytest.raises(DataError, match="NaN"):
+        solve_l1_hinge(X, y)
