@@ -90,6 +90,9 @@ def monitored_series(loop, surrogate, history) -> tuple[list, str] | None:
     return None
 
 
+SEPARATION_STOP = "separated classes, saturated surrogate"  # the stop reason of the separation stop
+
+
 @attrs.frozen
 class OuterLoop(abc.ABC):
     """Base class of outer loops.
@@ -242,7 +245,7 @@ class OuterLoop(abc.ABC):
             why = self.separated(it, surrogate, sub)
             if why is not None:
                 warnings.warn(f"{self.name}: stopped before iteration {k}: {why}", SeparationWarning, stacklevel=3)
-                return False, f"separated classes, saturated surrogate: {why}"
+                return False, f"{SEPARATION_STOP}: {why}"
             at, tilt = ties.point(it)
             new = advance(at)
             if not new.ok or new.status is Status.OPTIMAL_INACCURATE:
@@ -351,7 +354,7 @@ class OuterLoop(abc.ABC):
         return pen <= self.tol * abs(it.loss + pen)
 
     def _settle(self, sub: Subproblem, surrogate, it: Iterate, mask: NDArray, objective, *, selecting: bool,
-                first: Iterate | None = None):
+                first: Iterate | None = None, separated: bool = False):
         """Make the support come from a step that keeps optimality, and the objective that of
         the coefficients returned.
 
@@ -365,8 +368,20 @@ class OuterLoop(abc.ABC):
         after a collapse — that their model predicts one class), and is taken; otherwise
         it is taken only if its optimum is within tolerance of the uncut one (``tol`` relative,
         and 1e-9 absolute). If it is not, the uncut point is kept with the groups above 1e-12 of
-        the largest norm. Returns ``(iterate, mask, objective, info)``."""
+        the largest norm. Returns ``(iterate, mask, objective, info)``.
+
+        After the separation stop (``separated``, without ``n_features``) there is no verification:
+        the subproblem at that iterate is the one :meth:`separated` found out of the solvers' reach
+        (its re-solve ends ``optimal_inaccurate`` or fails), and on separated classes the small
+        groups only shrink the margins, whose scale is arbitrary. The iterate is cut at ``mask``
+        and the objective is that of the cut coefficients
+        (``info["zero_tol_cut_verified"] = False``, ``info["zero_tol_cut_separated"] = True``)."""
         cut = mask.copy()
+        if separated and not selecting:
+            dropped = ~cut & (it.t > 0)
+            info = {"zero_tol_cut": int(dropped.sum()), "zero_tol_cut_verified": False,
+                    "zero_tol_cut_separated": True} if dropped.any() else {}
+            return it, cut, self.objective_of(sub, it, surrogate, cut), info
         base = it.objective
         probe: dict = {}
         if not selecting and cut.any() and getattr(sub.formulation, "sparse", True) \
@@ -490,7 +505,8 @@ class OuterLoop(abc.ABC):
             warnings.warn(f"{self.name}: stopped at max_iter={self.max_iter} before its stopping rule held",
                           ConvergenceWarning, stacklevel=2)
         monotone = monotone and finish.monotone  # a rise the loop found where its steps could not show it
-        out = self._answer(sub, surrogate, good, finish.choice, rule)
+        out = self._answer(sub, surrogate, good, finish.choice, rule,
+                           separated=finish.reason.startswith(SEPARATION_STOP))
         chosen, mask, objective, info, transform = out
         statuses.extend(info.pop("statuses", ()))
         coef = np.array(chosen.coef, dtype=float)
@@ -517,13 +533,15 @@ class OuterLoop(abc.ABC):
         warnings.warn(msg + "; returning the last good iterate", ConvergenceWarning, stacklevel=4)
         return Finish(False, f"subproblem failed: {it.status.value}")
 
-    def _answer(self, sub: Subproblem, surrogate, good: list, choice: Choice | None, rule):
+    def _answer(self, sub: Subproblem, surrogate, good: list, choice: Choice | None, rule, *,
+                separated: bool = False):
         """``(iterate, support, objective, info, transform)``: the loop's :class:`Choice`; or the
         last step with the support the loop chose; or the base's choice (the ``n_features`` rule or
         the last iterate) with its verified ``zero_tol`` cut. A solved answer ``optimal_inaccurate``
         is warned about (:class:`~fsframe.errors.SolverWarning`); a :class:`Choice` the loop computed
         itself (no solver point: DSO-FS's ``W`` with its certificate's verdict) is the loop's to
-        report."""
+        report. After the separation stop (``separated``) the last iterate is cut at ``zero_tol``
+        as the :class:`~fsframe.errors.SeparationWarning` names it, unverified (see :meth:`_settle`)."""
         if choice is not None:
             if choice.iterate.x is not None:
                 self._warn_inaccurate([choice.iterate])
@@ -544,11 +562,15 @@ class OuterLoop(abc.ABC):
             idx, mask = sel.index, sel.mask
             selection = {"n_features_iterate": idx, "n_features_dropped": int(sel.counts[idx] - mask.sum())}
             self._warn_selection(sel, rule)
+        elif separated:  # the support the SeparationWarning names (separated(): the iterate's own scale)
+            idx = len(iterates) - 1
+            mask = support_of(iterates[idx].t, self.zero_tol)
         else:
             idx = len(iterates) - 1
             mask = support_of(iterates[idx].t, self.zero_tol, reference_scale(iterates))
         chosen, mask, objective, cut = self._settle(sub, surrogate, iterates[idx], mask, good[idx].objective,
-                                                    selecting=rule is not None, first=iterates[0])
+                                                    selecting=rule is not None, first=iterates[0],
+                                                    separated=separated)
         if chosen is not iterates[idx] and chosen.status is Status.OPTIMAL_INACCURATE:
             warnings.warn(
                 f"{self.name}: the re-solve that gives the returned model (on its {int(mask.sum())} selected "
