@@ -63,6 +63,7 @@ FORMULATION_NEEDS = {
     "empty_model_threshold": "where the empty model stops being optimal (empty_model_threshold)",
     "auto_values": "an automatic grid of its own (auto_values)",
     "separating_loss": "a loss value below which the iterate separates the classes (separating_loss)",
+    "margins": "the per-sample margins of a model (margins), all positive when it separates the classes",
     **TRAITS,
 }
 """How a refusal names each formulation capability (:data:`fsframe.formulation.PROTOCOLS`,
@@ -249,11 +250,11 @@ class OuterLoop(abc.ABC):
             at, tilt = ties.point(it)
             new = advance(at)
             if not new.ok or new.status is Status.OPTIMAL_INACCURATE:
-                limit = self._separating(it, sub)
-                if limit is not None:
+                evidence = self._separating(it, sub)
+                if evidence is not None:
                     warnings.warn(
                         f"{self.name}: subproblem {k} ended {new.status.value} after an iterate that separates the "
-                        f"training classes (loss {it.loss:.3g} < {limit:.3g}: every margin positive). On separated "
+                        f"training classes ({evidence}). On separated "
                         "classes the loss vanishes only at infinity and the iterates grow without bound; the "
                         "exponential cones' entries exp(-margin) then leave what the solvers resolve. The classes "
                         "are (nearly) separable at this C: lower C (or the surrogate's alpha), or use an EM or "
@@ -283,31 +284,41 @@ class OuterLoop(abc.ABC):
         double precision (exp: ``alpha t_j > 36`` on every selected group) there is none: solvers
         stall (``optimal_inaccurate``, or a failure). Paper 000's convergence result assumes
         bounded iterates; on separated classes they are not."""
-        limit = self._separating(it, sub)
+        evidence = self._separating(it, sub)
         support = support_of(it.t, self.zero_tol)
-        if limit is None or not support.any() or "derivative" not in surrogate.provides(("derivative",)):
+        if evidence is None or not support.any() or "derivative" not in surrogate.provides(("derivative",)):
             return None
         t = it.t[support]
         rho = float(np.sum(np.asarray(surrogate.derivative(t), dtype=float) * t))
         f = self.surrogate_objective(it, surrogate, raw=True)
         if not rho <= self.tol * max(1.0, abs(f)):
             return None
-        return (f"the iterate separates the training classes (loss {it.loss:.3g} < {limit:.3g}: every margin "
-                f"positive) and the penalty no longer holds the scale of its {int(support.sum())} selected groups "
+        return (f"the iterate separates the training classes ({evidence}) and the penalty no longer holds the scale of its {int(support.sum())} selected groups "
                 f"(sum_j phi'(t_j) t_j = {rho:.3g} <= tol * f): the next subproblem's loss vanishes only at "
                 "infinity, so its minimiser is out of the solvers' reach or does not exist. The support is this "
                 "iterate's; the coefficients' scale is arbitrary. The classes are (nearly) separable at this C: "
                 "for a bounded model lower C (or the surrogate's alpha), or use an EM or log method")
 
     @staticmethod
-    def _separating(it: Iterate, sub: Subproblem | None) -> float | None:
-        """The formulation's ``separating_loss()`` when ``it``'s loss is below it (``it``
-        separates the training classes), else ``None`` (also without the protocol)."""
-        bound = getattr(getattr(sub, "formulation", None), "separating_loss", None)
+    def _separating(it: Iterate, sub: Subproblem | None) -> str | None:
+        """Why ``it`` separates the training classes (every margin positive), or ``None`` (also
+        without the protocols): its loss below the formulation's ``separating_loss()`` (every
+        margin positive then), or else the formulation's ``margins(X, y, coef, intercept)`` all
+        positive — a loss above ``C log 2`` can still separate (many small positive margins)."""
+        form = getattr(sub, "formulation", None)
+        bound = getattr(form, "separating_loss", None)
         if bound is None or it.loss is None:
             return None
         limit = float(bound())
-        return limit if it.loss < limit else None
+        if it.loss < limit:
+            return f"loss {it.loss:.3g} < {limit:.3g}: every margin positive"
+        margins = getattr(form, "margins", None)
+        if margins is None or it.coef is None:
+            return None
+        m = np.asarray(margins(sub.X, sub.y, it.coef, it.intercept), dtype=float)
+        if m.size and np.all(m > 0):
+            return f"every margin positive, the smallest {float(m.min()):.3g}; loss {it.loss:.3g}"
+        return None
 
     def objective_of(self, sub: Subproblem, it: Iterate, surrogate: Surrogate | None, mask: NDArray) -> float:
         """The objective the loop reports for the coefficients returned: those of ``it`` with the
