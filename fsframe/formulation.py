@@ -72,7 +72,8 @@ states each one's signature and contract:
   zero only at infinity; DCA and IRL1 stop where the next subproblem would have no minimiser
   (:class:`fsframe.errors.SeparationWarning`).
 * ``margins`` — ``margins(X, y, coef, intercept) -> ndarray``: each training sample's margin under
-  the model ``(coef, intercept)`` (``y`` as the formulation's ``build`` receives it), all positive
+  the model ``(coef, intercept)`` (``coef`` in the built model's ``coef_shape``: ``(n, K)`` for
+  ``multinomial``; ``y`` as the formulation's ``build`` receives it), all positive
   exactly when the model separates the classes; with ``separating_loss``, it tells DCA and IRL1 an
   iterate separates the classes when its loss is above ``separating_loss()`` (many small margins).
 """

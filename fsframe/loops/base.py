@@ -293,7 +293,8 @@ class OuterLoop(abc.ABC):
         f = self.surrogate_objective(it, surrogate, raw=True)
         if not rho <= self.tol * max(1.0, abs(f)):
             return None
-        return (f"the iterate separates the training classes ({evidence}) and the penalty no longer holds the scale of its {int(support.sum())} selected groups "
+        return (f"the iterate separates the training classes ({evidence}) and the penalty no longer holds the "
+                f"scale of its {int(support.sum())} selected groups "
                 f"(sum_j phi'(t_j) t_j = {rho:.3g} <= tol * f): the next subproblem's loss vanishes only at "
                 "infinity, so its minimiser is out of the solvers' reach or does not exist. The support is this "
                 "iterate's; the coefficients' scale is arbitrary. The classes are (nearly) separable at this C: "
@@ -315,7 +316,10 @@ class OuterLoop(abc.ABC):
         margins = getattr(form, "margins", None)
         if margins is None or it.coef is None:
             return None
-        m = np.asarray(margins(sub.X, sub.y, it.coef, it.intercept), dtype=float)
+        coef = np.asarray(it.coef, dtype=float)
+        if sub.is_built:  # the model's shape (BuiltModel.coef_shape: a row per class for multinomial)
+            coef = coef.reshape(sub.built.coef_shape)
+        m = np.asarray(margins(sub.X, sub.y, coef, it.intercept), dtype=float)
         if m.size and np.all(m > 0):
             return f"every margin positive, the smallest {float(m.min()):.3g}; loss {it.loss:.3g}"
         return None

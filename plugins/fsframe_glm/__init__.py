@@ -237,14 +237,14 @@ class MultinomialFormulation(Formulation):
 
     def margins(self, X, y, coef, intercept) -> np.ndarray:
         """Per training sample, its own class's score minus the largest other class's (``u_ik``
-        of the loss, ``scores = X W^T + b``): all positive, every sample is classified correctly
+        of the loss, ``scores = X W + b``, ``W`` of the built model's ``coef_shape`` ``(n, K)``): all positive, every sample is classified correctly
         and scaling ``(W, b)`` up drives the loss to 0. Two classes: the logistic margins."""
         codes = _class_codes(y)
         coef = np.asarray(coef, dtype=float)
         if coef.ndim == 1:  # two classes: the logistic model (build delegates to it)
             return LogisticFormulation(C=self.C).margins(X, np.where(codes == 1, 1.0, -1.0), coef, intercept)
-        b = np.zeros(coef.shape[0]) if intercept is None else np.ravel(np.asarray(intercept, dtype=float))
-        S = np.asarray(X @ coef.T) + b
+        b = np.zeros(coef.shape[1]) if intercept is None else np.ravel(np.asarray(intercept, dtype=float))
+        S = np.asarray(X @ coef) + b
         rows = np.arange(codes.size)
         own = S[rows, codes]
         S[rows, codes] = -np.inf

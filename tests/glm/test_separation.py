@@ -233,7 +233,7 @@ def test_margins_protocol_equals_the_decision_values():
     form = resolve("l1-multinomial", C=0.5).formulation
     D = res.decision_function(X)
     other = np.where(np.arange(3) == y[:, None], -np.inf, D).max(axis=1)
-    got = form.margins(X, y, res.coef, res.intercept)
+    got = form.margins(X, y, res.coef.T, res.intercept)  # the built model's coef_shape (n, K)
     np.testing.assert_allclose(got, D[np.arange(y.size), y] - other, rtol=1e-12, atol=1e-12)
     yb = np.where(y == 0, 1, -1)
     rb = fsframe.fit(X, yb, "l1-logistic", C=0.5)
