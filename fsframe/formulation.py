@@ -44,6 +44,7 @@ PROTOCOLS: dict[str, tuple[str, ...]] = {
     "empty_model_threshold": ("empty_model_threshold",),
     "auto_values": ("auto_values",),
     "separating_loss": ("separating_loss",),
+    "margins": ("margins",),
 }
 """The optional protocols a formulation opts into by defining their attributes (none is a method of
 the base class); :meth:`Formulation.provides` names those a formulation has. ``docs/plugins.md``
@@ -70,6 +71,11 @@ states each one's signature and contract:
   training sample has a positive margin (logistic: ``C log 2``), declared by a loss that reaches
   zero only at infinity; DCA and IRL1 stop where the next subproblem would have no minimiser
   (:class:`fsframe.errors.SeparationWarning`).
+* ``margins`` — ``margins(X, y, coef, intercept) -> ndarray``: each training sample's margin under
+  the model ``(coef, intercept)`` (``coef`` in the built model's ``coef_shape``: ``(n, K)`` for
+  ``multinomial``; ``y`` as the formulation's ``build`` receives it), all positive
+  exactly when the model separates the classes; with ``separating_loss``, it tells DCA and IRL1 an
+  iterate separates the classes when its loss is above ``separating_loss()`` (many small margins).
 """
 
 TRAITS: dict[str, str] = {

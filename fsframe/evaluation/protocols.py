@@ -42,7 +42,7 @@ import attrs
 import numpy as np
 
 from ..errors import DataWarning, FsframeError, InvalidOptionError
-from ..fitting import fit
+from ..fitting import default_n_features, fit
 from ..method import resolve
 from .config import _make_config
 from .metrics import accuracy_score, mae_score, mcc_score, mse_score, r2_score
@@ -329,7 +329,8 @@ def _ranking_cell(X, y, split, cfg, raise_errors: bool) -> FoldRecord:
         classes = np.unique(ytr)
         codes = np.where(ytr == classes[1], 1.0, -1.0) if classes.size == 2 else np.searchsorted(classes, ytr)
         n = Xtr.shape[1]
-        n_keep = n if cfg.n_features is None else min(int(cfg.n_features), n)
+        # the count fit() keeps when none is given (default_n_features), so the two agree
+        n_keep = min(int(cfg.n_features if cfg.n_features is not None else default_n_features(res, n) or n), n)
         own = [int(j) for j in res.loop.ranking(Xtr, codes, n_keep)[0]]
         seen = set(own)  # as ranking(): the features the filter left unranked follow in index order
         order = np.asarray(own + [j for j in range(n) if j not in seen], dtype=np.intp)

@@ -166,6 +166,11 @@ def solver_of(folds: Sequence[FoldRecord], configured: str | None) -> str | None
     return ", ".join(labels) or None
 
 
+def _is_flag(value) -> bool:
+    """Whether a fact is a yes/no flag (``bool``, NumPy's too) rather than a number."""
+    return isinstance(value, (bool, np.bool_))
+
+
 def _stats(values: Sequence[float]) -> dict:
     a = np.asarray([v for v in values if v is not None], dtype=np.float64)
     if a.size == 0:
@@ -289,10 +294,17 @@ class CVResult:
         return out
 
     def facts(self) -> dict:
-        """``{name: {mean, std, min, max, n}}`` of what the fits derived from their training parts
-        (``FoldRecord.facts``, e.g. MPM's ``delta`` and ``delta_max``), over the successful folds."""
-        names = list(dict.fromkeys(k for f in self.ok_folds for k in f.facts))
+        """``{name: {mean, std, min, max, n}}`` of the numbers the fits derived from their training
+        parts (``FoldRecord.facts``, e.g. MPM's ``delta`` and ``delta_max``), over the successful
+        folds. Yes/no facts (e.g. ``ranking_only``) are no numbers: :meth:`flags` counts them."""
+        names = list(dict.fromkeys(k for f in self.ok_folds for k in f.facts if not _is_flag(f.facts[k])))
         return {k: _stats([f.facts.get(k) for f in self.ok_folds]) for k in names}
+
+    def flags(self) -> dict:
+        """``{name: number of successful folds where it holds}`` of the yes/no facts of the folds
+        (e.g. ``ranking_only``: the cell asked the method for its ranking alone)."""
+        names = list(dict.fromkeys(k for f in self.ok_folds for k in f.facts if _is_flag(f.facts[k])))
+        return {k: sum(bool(f.facts.get(k)) for f in self.ok_folds) for k in names}
 
     def resolved_parameters(self) -> dict:
         """Values used for component parameters left to the data (``None``, e.g. MPM's ``delta``):
@@ -352,7 +364,7 @@ class CVResult:
             "dataset": self.dataset, "versions": self.versions, "seconds": self.seconds,
             "n_folds": self.n_folds, "n_failed": self.n_failed, "n_planned": self.n_planned,
             "interrupted": self.interrupted, "summary": self.summary(),
-            "stability": self.stability(), "facts": self.facts(),
+            "stability": self.stability(), "facts": self.facts(), "flags": self.flags(),
             "frequency": None if freq is None else {str(names[j]) if names else str(j): float(freq[j])
                                                    for j in range(freq.size)},
             "warnings": [{"category": w["category"].__name__, "message": w["message"], "folds": w["folds"]}
@@ -398,6 +410,10 @@ class CVResult:
         facts = facts_text(self.facts(), self.components)
         if facts:
             lines += wrap(f"from the data, per training part: {facts}", 110)
+        n_ok = len(self.ok_folds)
+        flags = ", ".join(f"{k.replace('_', ' ')} in {n} of {n_ok} folds" for k, n in self.flags().items() if n)
+        if flags:
+            lines += wrap(f"cells: {flags}", 110)
         lines.append("")
         lines.extend(summary_table(self))
         lines.append("")

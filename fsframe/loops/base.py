@@ -63,6 +63,7 @@ FORMULATION_NEEDS = {
     "empty_model_threshold": "where the empty model stops being optimal (empty_model_threshold)",
     "auto_values": "an automatic grid of its own (auto_values)",
     "separating_loss": "a loss value below which the iterate separates the classes (separating_loss)",
+    "margins": "the per-sample margins of a model (margins), all positive when it separates the classes",
     **TRAITS,
 }
 """How a refusal names each formulation capability (:data:`fsframe.formulation.PROTOCOLS`,
@@ -88,6 +89,9 @@ def monitored_series(loop, surrogate, history) -> tuple[list, str] | None:
     if getattr(type(loop), "monotone", False) and type(loop).run is not OuterLoop.run:
         return [h.objective for h in history], "the objective it reports (its own driver checks its descent)"
     return None
+
+
+SEPARATION_STOP = "separated classes, saturated surrogate"  # the stop reason of the separation stop
 
 
 @attrs.frozen
@@ -242,15 +246,15 @@ class OuterLoop(abc.ABC):
             why = self.separated(it, surrogate, sub)
             if why is not None:
                 warnings.warn(f"{self.name}: stopped before iteration {k}: {why}", SeparationWarning, stacklevel=3)
-                return False, f"separated classes, saturated surrogate: {why}"
+                return False, f"{SEPARATION_STOP}: {why}"
             at, tilt = ties.point(it)
             new = advance(at)
             if not new.ok or new.status is Status.OPTIMAL_INACCURATE:
-                limit = self._separating(it, sub)
-                if limit is not None:
+                evidence = self._separating(it, sub)
+                if evidence is not None:
                     warnings.warn(
                         f"{self.name}: subproblem {k} ended {new.status.value} after an iterate that separates the "
-                        f"training classes (loss {it.loss:.3g} < {limit:.3g}: every margin positive). On separated "
+                        f"training classes ({evidence}). On separated "
                         "classes the loss vanishes only at infinity and the iterates grow without bound; the "
                         "exponential cones' entries exp(-margin) then leave what the solvers resolve. The classes "
                         "are (nearly) separable at this C: lower C (or the surrogate's alpha), or use an EM or "
@@ -280,31 +284,45 @@ class OuterLoop(abc.ABC):
         double precision (exp: ``alpha t_j > 36`` on every selected group) there is none: solvers
         stall (``optimal_inaccurate``, or a failure). Paper 000's convergence result assumes
         bounded iterates; on separated classes they are not."""
-        limit = self._separating(it, sub)
+        evidence = self._separating(it, sub)
         support = support_of(it.t, self.zero_tol)
-        if limit is None or not support.any() or "derivative" not in surrogate.provides(("derivative",)):
+        if evidence is None or not support.any() or "derivative" not in surrogate.provides(("derivative",)):
             return None
         t = it.t[support]
         rho = float(np.sum(np.asarray(surrogate.derivative(t), dtype=float) * t))
         f = self.surrogate_objective(it, surrogate, raw=True)
         if not rho <= self.tol * max(1.0, abs(f)):
             return None
-        return (f"the iterate separates the training classes (loss {it.loss:.3g} < {limit:.3g}: every margin "
-                f"positive) and the penalty no longer holds the scale of its {int(support.sum())} selected groups "
+        return (f"the iterate separates the training classes ({evidence}) and the penalty no longer holds the "
+                f"scale of its {int(support.sum())} selected groups "
                 f"(sum_j phi'(t_j) t_j = {rho:.3g} <= tol * f): the next subproblem's loss vanishes only at "
                 "infinity, so its minimiser is out of the solvers' reach or does not exist. The support is this "
                 "iterate's; the coefficients' scale is arbitrary. The classes are (nearly) separable at this C: "
                 "for a bounded model lower C (or the surrogate's alpha), or use an EM or log method")
 
     @staticmethod
-    def _separating(it: Iterate, sub: Subproblem | None) -> float | None:
-        """The formulation's ``separating_loss()`` when ``it``'s loss is below it (``it``
-        separates the training classes), else ``None`` (also without the protocol)."""
-        bound = getattr(getattr(sub, "formulation", None), "separating_loss", None)
+    def _separating(it: Iterate, sub: Subproblem | None) -> str | None:
+        """Why ``it`` separates the training classes (every margin positive), or ``None`` (also
+        without the protocols): its loss below the formulation's ``separating_loss()`` (every
+        margin positive then), or else the formulation's ``margins(X, y, coef, intercept)`` all
+        positive — a loss above ``C log 2`` can still separate (many small positive margins)."""
+        form = getattr(sub, "formulation", None)
+        bound = getattr(form, "separating_loss", None)
         if bound is None or it.loss is None:
             return None
         limit = float(bound())
-        return limit if it.loss < limit else None
+        if it.loss < limit:
+            return f"loss {it.loss:.3g} < {limit:.3g}: every margin positive"
+        margins = getattr(form, "margins", None)
+        if margins is None or it.coef is None:
+            return None
+        coef = np.asarray(it.coef, dtype=float)
+        if sub.is_built:  # the model's shape (BuiltModel.coef_shape: a row per class for multinomial)
+            coef = coef.reshape(sub.built.coef_shape)
+        m = np.asarray(margins(sub.X, sub.y, coef, it.intercept), dtype=float)
+        if m.size and np.all(m > 0):
+            return f"every margin positive, the smallest {float(m.min()):.3g}; loss {it.loss:.3g}"
+        return None
 
     def objective_of(self, sub: Subproblem, it: Iterate, surrogate: Surrogate | None, mask: NDArray) -> float:
         """The objective the loop reports for the coefficients returned: those of ``it`` with the
@@ -351,7 +369,7 @@ class OuterLoop(abc.ABC):
         return pen <= self.tol * abs(it.loss + pen)
 
     def _settle(self, sub: Subproblem, surrogate, it: Iterate, mask: NDArray, objective, *, selecting: bool,
-                first: Iterate | None = None):
+                first: Iterate | None = None, separated: bool = False):
         """Make the support come from a step that keeps optimality, and the objective that of
         the coefficients returned.
 
@@ -365,8 +383,20 @@ class OuterLoop(abc.ABC):
         after a collapse — that their model predicts one class), and is taken; otherwise
         it is taken only if its optimum is within tolerance of the uncut one (``tol`` relative,
         and 1e-9 absolute). If it is not, the uncut point is kept with the groups above 1e-12 of
-        the largest norm. Returns ``(iterate, mask, objective, info)``."""
+        the largest norm. Returns ``(iterate, mask, objective, info)``.
+
+        After the separation stop (``separated``, without ``n_features``) there is no verification:
+        the subproblem at that iterate is the one :meth:`separated` found out of the solvers' reach
+        (its re-solve ends ``optimal_inaccurate`` or fails), and on separated classes the small
+        groups only shrink the margins, whose scale is arbitrary. The iterate is cut at ``mask``
+        and the objective is that of the cut coefficients
+        (``info["zero_tol_cut_verified"] = False``, ``info["zero_tol_cut_separated"] = True``)."""
         cut = mask.copy()
+        if separated and not selecting:
+            dropped = ~cut & (it.t > 0)
+            info = {"zero_tol_cut": int(dropped.sum()), "zero_tol_cut_verified": False,
+                    "zero_tol_cut_separated": True} if dropped.any() else {}
+            return it, cut, self.objective_of(sub, it, surrogate, cut), info
         base = it.objective
         probe: dict = {}
         if not selecting and cut.any() and getattr(sub.formulation, "sparse", True) \
@@ -490,7 +520,8 @@ class OuterLoop(abc.ABC):
             warnings.warn(f"{self.name}: stopped at max_iter={self.max_iter} before its stopping rule held",
                           ConvergenceWarning, stacklevel=2)
         monotone = monotone and finish.monotone  # a rise the loop found where its steps could not show it
-        out = self._answer(sub, surrogate, good, finish.choice, rule)
+        out = self._answer(sub, surrogate, good, finish.choice, rule,
+                           separated=finish.reason.startswith(SEPARATION_STOP))
         chosen, mask, objective, info, transform = out
         statuses.extend(info.pop("statuses", ()))
         coef = np.array(chosen.coef, dtype=float)
@@ -517,13 +548,15 @@ class OuterLoop(abc.ABC):
         warnings.warn(msg + "; returning the last good iterate", ConvergenceWarning, stacklevel=4)
         return Finish(False, f"subproblem failed: {it.status.value}")
 
-    def _answer(self, sub: Subproblem, surrogate, good: list, choice: Choice | None, rule):
+    def _answer(self, sub: Subproblem, surrogate, good: list, choice: Choice | None, rule, *,
+                separated: bool = False):
         """``(iterate, support, objective, info, transform)``: the loop's :class:`Choice`; or the
         last step with the support the loop chose; or the base's choice (the ``n_features`` rule or
         the last iterate) with its verified ``zero_tol`` cut. A solved answer ``optimal_inaccurate``
         is warned about (:class:`~fsframe.errors.SolverWarning`); a :class:`Choice` the loop computed
         itself (no solver point: DSO-FS's ``W`` with its certificate's verdict) is the loop's to
-        report."""
+        report. After the separation stop (``separated``) the last iterate is cut at ``zero_tol``
+        as the :class:`~fsframe.errors.SeparationWarning` names it, unverified (see :meth:`_settle`)."""
         if choice is not None:
             if choice.iterate.x is not None:
                 self._warn_inaccurate([choice.iterate])
@@ -544,11 +577,15 @@ class OuterLoop(abc.ABC):
             idx, mask = sel.index, sel.mask
             selection = {"n_features_iterate": idx, "n_features_dropped": int(sel.counts[idx] - mask.sum())}
             self._warn_selection(sel, rule)
+        elif separated:  # the support the SeparationWarning names (separated(): the iterate's own scale)
+            idx = len(iterates) - 1
+            mask = support_of(iterates[idx].t, self.zero_tol)
         else:
             idx = len(iterates) - 1
             mask = support_of(iterates[idx].t, self.zero_tol, reference_scale(iterates))
         chosen, mask, objective, cut = self._settle(sub, surrogate, iterates[idx], mask, good[idx].objective,
-                                                    selecting=rule is not None, first=iterates[0])
+                                                    selecting=rule is not None, first=iterates[0],
+                                                    separated=separated)
         if chosen is not iterates[idx] and chosen.status is Status.OPTIMAL_INACCURATE:
             warnings.warn(
                 f"{self.name}: the re-solve that gives the returned model (on its {int(mask.sum())} selected "

@@ -148,6 +148,12 @@ class LogisticFormulation(Formulation):
         (:meth:`fsframe.loops.OuterLoop.separated`)."""
         return self.C * float(np.log(2.0))
 
+    def margins(self, X, y, coef, intercept) -> np.ndarray:
+        """``y_i (x_i w + b)`` per training sample (``y`` in ``{-1, +1}``): all positive, the
+        classes are separated by ``(w, b)`` whatever the loss (:meth:`fsframe.loops.OuterLoop.separated`)."""
+        b = 0.0 if intercept is None else float(np.ravel(intercept)[0])
+        return np.asarray(y, dtype=float) * (np.ravel(X @ np.ravel(coef)) + b)
+
     def build(self, X, y, terms):
         import scipy.sparse as sp
         from pyomo.core.expr.numeric_expr import LinearExpression
@@ -228,6 +234,21 @@ class MultinomialFormulation(Formulation):
         """``C log 2``: a sample whose own score does not exceed every other class's by a positive
         margin has ``log sum_k exp(u_ik) >= log 2`` (:meth:`LogisticFormulation.separating_loss`)."""
         return self.C * float(np.log(2.0))
+
+    def margins(self, X, y, coef, intercept) -> np.ndarray:
+        """Per training sample, its own class's score minus the largest other class's (``u_ik``
+        of the loss, ``scores = X W + b``, ``W`` of the built model's ``coef_shape`` ``(n, K)``): all positive, every sample is classified correctly
+        and scaling ``(W, b)`` up drives the loss to 0. Two classes: the logistic margins."""
+        codes = _class_codes(y)
+        coef = np.asarray(coef, dtype=float)
+        if coef.ndim == 1:  # two classes: the logistic model (build delegates to it)
+            return LogisticFormulation(C=self.C).margins(X, np.where(codes == 1, 1.0, -1.0), coef, intercept)
+        b = np.zeros(coef.shape[1]) if intercept is None else np.ravel(np.asarray(intercept, dtype=float))
+        S = np.asarray(X @ coef) + b
+        rows = np.arange(codes.size)
+        own = S[rows, codes]
+        S[rows, codes] = -np.inf
+        return own - S.max(axis=1)
 
     def build(self, X, y, terms):
         import pyomo.environ as pyo

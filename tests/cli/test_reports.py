@@ -121,3 +121,21 @@ def test_summary_names_the_selected_features_and_caps_the_list():
     s = r.summary(top=3)
     first = ", ".join(f"g{j}" for j in r.selected[:3])
     assert f"selected {r.n_selected} of 30 features: {first}, ... ({r.n_selected - 3} more)" in s
+
+
+def test_yes_no_facts_are_counted_not_averaged(mpm_data):
+    """A yes/no fact (a top-k cell's ``ranking_only``) is no number: ``facts()`` leaves it out (it
+    was averaged to ``ranking_only 1``), ``flags()`` counts the folds where it holds, and the
+    report says so in words."""
+    import attrs
+
+    X, y = mpm_data
+    res = ev.cross_validate(X, y, method="l1-mpm", cv=4)
+    folds = [attrs.evolve(f, facts={**f.facts, "ranking_only": i < 3}) for i, f in enumerate(res.folds)]
+    res = attrs.evolve(res, folds=tuple(folds))
+    assert "ranking_only" not in res.facts() and "delta" in res.facts()
+    assert res.flags() == {"ranking_only": 3}
+    text = res.report()
+    assert "ranking only in 3 of 4 folds" in text and "ranking_only 1" not in text
+    d = res.to_dict()
+    assert d["flags"] == {"ranking_only": 3} and "ranking_only" not in d["facts"]

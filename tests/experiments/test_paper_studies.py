@@ -448,3 +448,26 @@ def test_top_k_cell_trains_no_classifier_on_the_selected_features(monkeypatch):
     assert got.curve == want.curve and got.selected == want.selected and got.accuracy == want.accuracy
     with pytest.raises(AssertionError, match="was trained"):
         study_cell(X, y, split, attrs.evolve(cfg, extras=attrs.evolve(extras, top_k=())), raise_errors=True)
+
+
+@pytest.mark.parametrize("method", ["mrmr", "relieff"])
+def test_ranking_only_cell_keeps_what_fit_keeps_without_n_features(method):
+    """Without ``n_features`` the ranking-only cell keeps the count :func:`fsframe.fit` keeps for a
+    ranking method (``default_n_features``: half the features, 13 // 2 = 6 on wine), as the cell
+    that fits the model does; it kept all 13."""
+    import attrs
+
+    from fsframe.evaluation.config import _make_config
+    from fsframe.evaluation.protocols import Evaluator, Extras, study_cell
+
+    data = fsframe.load_dataset("wine")
+    X, y = np.asarray(data.X, float), np.asarray(data.y)
+    split = make_splits(y, 0.4, repeats=1, random_state=1)[0][0]
+    cfg = _make_config(method, {"method": method}, n_features=None, scale="standard", retrain=None, retrain_C=1.0,
+                       n_columns=X.shape[1], n_samples=X.shape[0], n_classes=3)
+    extras = Extras(evaluator=Evaluator(clf="linear-svc"), top_k=(2, 4), ranking_only=True)
+    alone = study_cell(X, y, split, attrs.evolve(cfg, extras=extras), raise_errors=True)
+    fitted = study_cell(X, y, split, attrs.evolve(cfg, extras=attrs.evolve(extras, ranking_only=False)),
+                        raise_errors=True)
+    assert fitted.facts["support"] == alone.facts["support"] == 6
+    assert alone.curve == fitted.curve and alone.selected == fitted.selected

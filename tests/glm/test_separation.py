@@ -158,3 +158,88 @@ def test_a_subproblem_lost_after_separation_is_explained(backend):
     assert failed or SolverWarning in kinds
     sep = [str(w.message) for w in caught if w.category is SeparationWarning]
     assert sep and all("after an iterate that separates the training classes" in m and "lower C" in m for m in sep)
+
+
+@pytest.mark.parametrize("backend", ["clarabel", "ecos"])
+def test_multinomial_separation_stop_returns_the_support_its_warning_names(backend):
+    """Wine, three classes, ``l0-multinomial``: DCA stops at separation on an iterate with 7 groups
+    above ``zero_tol`` (and 5 at ~1e-10). The cut's verification would re-solve the very
+    subproblem the stop found out of reach (it ends ``optimal_inaccurate`` and rejects the cut,
+    returning 12 groups); after the stop the iterate is cut as the warning names it. The returned
+    coefficients are zero outside the 7 groups and the objective is theirs: the multinomial loss
+    computed here from the decision values plus the exp surrogate of the group norms. Both
+    backends that take the formulation return the same 7 groups (Clarabel's ~1e-10 norms were
+    reported as selected)."""
+    import re
+
+    from scipy.special import logsumexp
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = fsframe.fit(X, y, "l0-multinomial", backend=backend)
+    stop = [str(w.message) for w in caught if w.category is SeparationWarning and "stopped before" in str(w.message)]
+    assert len(stop) == 1 and "separated" in res.info["stop_reason"]
+    named = int(re.search(r"scale of its (\d+) selected groups", stop[0]).group(1))
+    norms = np.linalg.norm(res.coef, axis=0)
+    assert named == 7 and len(res.selected) == named and np.count_nonzero(norms) == named
+    assert res.selected.tolist() == np.flatnonzero(norms).tolist() == [0, 2, 3, 6, 9, 10, 12]
+    D = res.decision_function(X)
+    loss = float(np.sum(logsumexp(D, axis=1) - D[np.arange(y.size), y]))
+    assert res.objective == pytest.approx(loss + np.sum(-np.expm1(-ALPHA * norms)), rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["clarabel", "ecos"])
+def test_separation_with_a_loss_above_c_log_2_is_named(backend):
+    """Iris, setosa against the rest: the L1 start separates the classes (every margin positive,
+    checked here from the L1 fit's decision values) but its loss is above ``C log 2``, so the loss
+    test alone misses it. The next subproblem is lost, and the user is told why: the margins
+    themselves (protocol ``margins``) give the SeparationWarning, with what to do."""
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    from fsframe.errors import SolverFailedError
+
+    X, y = load_iris(return_X_y=True)
+    X, y = StandardScaler().fit_transform(X), np.where(y == 0, 1, -1)
+    start = fsframe.fit(X, y, "l1-logistic", C=1.0, backend=backend)
+    margins = y * start.decision_function(X)
+    assert margins.min() > 0 and np.logaddexp(0, -margins).sum() > np.log(2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            res = fsframe.fit(X, y, "l0-logistic", backend=backend)
+        except SolverFailedError:
+            res = None
+    sep = [str(w.message) for w in caught if w.category is SeparationWarning]
+    assert sep and all("every margin positive" in m and "lower C" in m for m in sep)
+    if res is not None:
+        assert (y * res.decision_function(X)).min() > 0
+
+
+def test_margins_protocol_equals_the_decision_values():
+    """``margins`` of the logistic and multinomial formulations against numpy on a fitted model's
+    decision values: ``y f(x)``, and the own class's score minus the best other class's."""
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    from fsframe.method import resolve
+
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    with warnings.catch_warnings():  # the protocol's arithmetic is checked, not the solve's accuracy
+        warnings.simplefilter("ignore", SolverWarning)
+        res = fsframe.fit(X, y, "l1-multinomial", C=0.5)
+    form = resolve("l1-multinomial", C=0.5).formulation
+    D = res.decision_function(X)
+    other = np.where(np.arange(3) == y[:, None], -np.inf, D).max(axis=1)
+    got = form.margins(X, y, res.coef.T, res.intercept)  # the built model's coef_shape (n, K)
+    np.testing.assert_allclose(got, D[np.arange(y.size), y] - other, rtol=1e-12, atol=1e-12)
+    yb = np.where(y == 0, 1, -1)
+    rb = fsframe.fit(X, yb, "l1-logistic", C=0.5)
+    lform = resolve("l1-logistic", C=0.5).formulation
+    np.testing.assert_allclose(lform.margins(X, yb.astype(float), rb.coef, rb.intercept),
+                               yb * rb.decision_function(X), rtol=1e-12, atol=1e-12)
