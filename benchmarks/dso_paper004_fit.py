@@ -15,6 +15,7 @@ cells run). The estimate per split is the study's tuning (grid x inner folds, ea
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import time
@@ -52,25 +53,12 @@ def _without_shortcuts():
     import fsframe_multiclass.margin as margin_mod
     import fsframe_multiclass.nullspace as ns_mod
 
-    def u_full(ns, K, t, p):
-        import scipy.linalg as sla
-
-        pi2 = ns_mod._pi2(t, p, float(np.max(t, initial=0.0)))
-        MT = ns.M * pi2[ns.m0:]
-        A = MT @ ns.M.T
-        A[np.diag_indices_from(A)] += pi2[:ns.m0]
-        try:
-            C = sla.solve(A, K, assume_a="pos")
-        except (sla.LinAlgError, ValueError):
-            C = np.linalg.lstsq(A, K, rcond=None)[0]
-        return MT.T @ C
-
     @contextlib.contextmanager
     def ctx():
         saved = ns_mod.ldp_rows, margin_mod._separable_by_ldp, dso_mod.u_update
         ns_mod.ldp_rows = lambda G, h, hint=None: ns_mod.ldp(G, h)
         margin_mod._separable_by_ldp = lambda *a: None
-        dso_mod.u_update = u_full
+        dso_mod.u_update = functools.partial(ns_mod.u_update, skip_empty=False)  # no n0 = 0 shortcut
         margin_mod._SEPARABLE.clear()
         try:
             yield

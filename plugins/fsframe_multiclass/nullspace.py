@@ -121,7 +121,7 @@ def _pi2(t: NDArray, p: float, scale: float) -> NDArray:
     return out
 
 
-def u_update(ns: NullSpace, K: NDArray, t: NDArray, p: float) -> NDArray:
+def u_update(ns: NullSpace, K: NDArray, t: NDArray, p: float, *, skip_empty: bool = True) -> NDArray:
     """``U = argmin_U ||Sigma (P U + G)||_F^2`` with ``Sigma_ii = ||w_i||^(p/2-1)`` (Algorithm 1).
 
     Eq. 12 gives ``U = (Mᵀ S1 M + S2)⁻¹ Mᵀ S1 K`` (``S = Sigma²``, ``K = N + L E``); eq. 13 its
@@ -130,10 +130,12 @@ def u_update(ns: NullSpace, K: NDArray, t: NDArray, p: float) -> NDArray:
     ``U = Pi2² Mᵀ C'`` with ``Pi² = S⁻¹ = diag(||w_i||^(2-p))`` — the same ``U`` whenever eq. 13
     is defined, a symmetric positive semi-definite system, and finite when rows of ``W`` vanish
     (their ``Pi`` is 0: a zero row stays zero). ``t`` are the row norms of ``W^k`` in pivot order.
+    Without a null space (``n0 = 0``) ``U`` is empty and the solve is skipped; ``skip_empty=False``
+    solves it all the same (the path without the shortcut, which tests and benchmarks compare).
     """
     import scipy.linalg as sla
 
-    if ns.n0 == 0:  # [X, 1] has full column rank: no null space, W = W1 (eq. 8 without U)
+    if skip_empty and ns.n0 == 0:  # [X, 1] has full column rank: no null space, W = W1 (eq. 8 without U)
         return np.zeros((0, K.shape[1]))
     scale = float(np.max(t, initial=0.0))
     pi2 = _pi2(t, p, scale)
