@@ -60,6 +60,21 @@ class _Config:
     backend: str
     extras: Any = None  # a study protocol's additions (fsframe.evaluation.protocols.Extras)
     task: str = "classification"  # or "regression": the formulation fits a real target (Formulation.task)
+    cell_versions: dict = attrs.field(factory=dict)  # {role: cell_version} of the components above 0
+
+
+def cell_versions(*components) -> dict:
+    """``{role: version}`` of the components (formulation, surrogate, loop, kernel, in that order)
+    whose class sets ``cell_version`` above 0: a plugin bumps it when a change of its code changes
+    its results, so that study cells computed before the change get new keys and are recomputed
+    (docs/experiments.md). Components at 0 add nothing, so their keys are as before."""
+    roles = ("formulation", "surrogate", "loop", "kernel")
+    out = {}
+    for role, comp in zip(roles, components):
+        version = int(getattr(comp, "cell_version", 0) or 0) if comp is not None else 0
+        if version:
+            out[role] = version
+    return out
 
 
 def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, retrain_C, n_columns, n_samples,
@@ -105,7 +120,8 @@ def _make_config(label, spec: Mapping[str, Any], *, n_features, scale, retrain, 
     return _Config(label=label, method=method, formulation=formulation, surrogate=surrogate, loop=loop, params=spec,
                    fit_options=fit_options, n_features=n_features, scale=scale, retrain=retrain,
                    retrain_C=retrain_C, groups=groups, resolved_params=dict(res.params), components=components,
-                   backend=backend.name, task="regression" if is_regression(res.formulation) else "classification")
+                   backend=backend.name, task="regression" if is_regression(res.formulation) else "classification",
+                   cell_versions=cell_versions(res.formulation, res.surrogate, res.loop, res.kernel))
 
 
 def component_dict(obj) -> dict | None:

@@ -70,6 +70,8 @@ def _config_dict(cfg) -> dict:
            "fit_options": cfg.fit_options, "n_features": cfg.n_features, "backend": cfg.backend}
     if cfg.extras is not None:  # only then: the keys of studies without protocol extras are unchanged
         out["extras"] = cfg.extras.key()
+    if cfg.cell_versions:  # only then: components at cell_version 0 keep their keys
+        out["cell_versions"] = cfg.cell_versions
     return out
 
 

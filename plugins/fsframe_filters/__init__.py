@@ -66,6 +66,9 @@ class ReliefFLoop(FilterLoop):
     """ReliefF (Kononenko 1994) by skrebate, ``n_neighbors`` nearest hits and misses per class."""
 
     name = "relieff"
+    # 1: skrebate told the labels are classes (label_type); before, more than 10 classes were scored
+    # as a regression target, so study cells computed then are recomputed (docs/experiments.md)
+    cell_version = 1
     reference = "Kira & Rendell 1992; Kononenko 1994; skrebate (Urbanowicz et al. 2018); paper 004 §5"
     n_neighbors: int = attrs.field(default=10, converter=as_int, validator=positive_int)
 

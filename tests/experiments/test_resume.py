@@ -246,3 +246,34 @@ def test_every_seed_gets_its_own_splits(tmp_path, cells):
         splits, _ = make_splits(y, 3, random_state=seed)
         for f, s in zip(sorted(folds, key=lambda f: f.fold), splits):
             np.testing.assert_array_equal(np.sort(f.train), np.sort(s.train))
+
+
+def test_a_bumped_cell_version_recomputes_that_components_cells_only(tmp_path, monkeypatch, small_spec):
+    """A component class's ``cell_version`` (a plugin bumps it when a fix changes its results) is
+    part of the keys of the cells that use it: the rerun recomputes exactly those; at 0 it adds
+    nothing, so the keys computed before the attribute existed still match."""
+    from fsframe.method import resolve
+
+    calls = []
+    real = runner.fit
+    monkeypatch.setattr(runner, "fit", lambda *a, **k: calls.append(k.get("method")) or real(*a, **k))
+    first = run_study(study_from_dict(small_spec), tmp_path)
+    assert first.n_computed == 9
+    fsv_loop = type(resolve("fsv").loop)
+    monkeypatch.setattr(fsv_loop, "cell_version", 1, raising=False)
+    bumped = run_study(study_from_dict(small_spec), tmp_path)
+    assert (bumped.n_skipped, bumped.n_computed) == (3, 6) and calls[9:] == ["fsv"] * 6
+    monkeypatch.setattr(fsv_loop, "cell_version", 0)
+    back = run_study(study_from_dict(small_spec), tmp_path)
+    assert back.n_computed == 0  # the cells computed at version 0 are found again
+
+
+def test_relieff_cells_carry_its_cell_version():
+    from fsframe.evaluation.config import _make_config
+    from fsframe.evaluation.experiment import _config_dict
+
+    common = dict(n_features=5, scale="standard", retrain=None, retrain_C=1.0, n_columns=13, n_samples=178,
+                  n_classes=3)
+    relieff = _config_dict(_make_config("relieff", {"method": "relieff"}, **common))
+    mrmr = _config_dict(_make_config("mrmr", {"method": "mrmr"}, **common))
+    assert relieff["cell_versions"] == {"loop": 1} and "cell_versions" not in mrmr
