@@ -186,6 +186,15 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
                 + ") or set n_features", errors.FsframeWarning, stacklevel=2)
         return self
 
+    def _named(self) -> str:
+        """The method as the user chose it: ``'fsv'``, or with the components given beside (or
+        instead of) it, ``'fsv' with formulation='hinge'``."""
+        over = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("formulation", "surrogate", "loop")
+                         if getattr(self, k) is not None)
+        if not over:
+            return repr(self.method)
+        return f"{self.method!r} with {over}" if self.method else over
+
     def _refuse_regression(self) -> None:
         """A method that fits a real target (``Formulation.task == "regression"``) is refused,
         typed, before ``y`` is read as class labels."""
@@ -196,7 +205,7 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
                                  loop=self.loop).formulation):
             who = type(self).__name__
             raise errors.InvalidOptionError(
-                f"{who} selects for a classifier; {self.method or self.formulation!r} fits a real target: use FSRegressor "
+                f"{who} selects for a classifier; {self._named()} fits a real target: use FSRegressor "
                 "(FSRegressorCV to tune it)")
 
     def _training_data(self, X, y) -> tuple:
@@ -211,7 +220,7 @@ class FSSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
 
             raise errors.DataError(
                 f"{who}: y is a real target (continuous values, not class labels); "
-                f"{self.method or self.formulation!r} is a classification method: select for a real target with "
+                f"{self._named()} is a classification method: select for a real target with "
                 f"FSRegressor and a method that takes one ({', '.join(task_methods(True))})")
         with _typed_data_errors(who):
             check_classification_targets(y)

@@ -165,7 +165,7 @@ class PathResult:
     def as_table(self) -> str:
         """A Markdown table, one row per point."""
         acc = any(p.accuracy is not None for p in self.points)
-        reg = any(p.r2 is not None for p in self.points)
+        reg = any(p.mse is not None for p in self.points)  # R² is undefined on a constant target: "-"
         head = [self.parameter, "selected", "objective", "iterations", "seconds", "working set", "warm"]
         if acc:
             head.insert(2, "accuracy")

@@ -71,10 +71,16 @@ def _check_parts(tr, va, y, fraction: float, regression: bool) -> None:
         low = 1.5 / n if regression else 0.5 / max(sizes)
         raise UsageError(f"--validation {fraction:g} holds out {fraction:g} {how}: 0 of the {n} samples, so no point "
                          f"could be scored; give a larger fraction (above {low:.3g}) or drop --validation")
-    missing = [] if regression else sorted(set(np.unique(y).tolist()) - set(np.unique(y[tr]).tolist()))
-    if tr.size < 2 or missing:
+    if regression and np.ptp(y[va]) == 0:
+        raise UsageError(f"--validation {fraction:g} holds out {va.size} samples whose target is constant "
+                         f"({float(y[va][0]):g}), where R² is undefined; give another --seed or a larger fraction")
+    labels, counts = (None, None) if regression else np.unique(y[tr], return_counts=True)
+    missing = [] if regression else sorted(set(np.unique(y).tolist()) - set(labels.tolist()))
+    short = [] if regression else sorted(labels[counts < 2].tolist())
+    if tr.size < 2 or missing or short:
         what = (f"only {tr.size} training sample(s)" if tr.size < 2 else
-                f"no training sample of class(es) {missing}")
+                f"no training sample of class(es) {missing}" if missing else
+                f"one training sample of class(es) {short}")
         raise UsageError(f"--validation {fraction:g} holds out {fraction:g} {how} and leaves {what} of the {n}; "
                          "give a smaller fraction")
 

@@ -96,6 +96,25 @@ def test_path_validation_part_without_samples_is_a_usage_error_naming_the_fix(cl
     assert r.code == 2 and "no training sample of class(es) [2]" in r.err
 
 
+def test_path_validation_part_of_a_constant_target_or_a_lone_training_sample_is_a_usage_error(cli, tmp_path):
+    """A validation part whose real target is constant (R² undefined there: the R² and MSE columns
+    used to vanish without a word), and a class left with one training sample (the error came from
+    fit and blamed the data, not --validation)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(12, 3))
+    ties = tmp_path / "ties.csv"
+    np.savetxt(ties, np.c_[X, np.r_[[1.0] * 10, 2.0, 3.0]], delimiter=",", header="a,b,c,t", comments="")
+    r = cli("path", str(ties), "--task", "regression", "--method", "l1-ls", "--validation", "0.2", "--seed", "0")
+    assert r.code == 2 and "target is constant (1)" in r.err and "R² is undefined" in r.err
+    assert "another --seed" in r.err and "Traceback" not in r.err
+    cls = tmp_path / "cls.csv"
+    X = rng.normal(size=(20, 3))
+    np.savetxt(cls, np.c_[X, np.r_[[0] * 18, [1] * 2]], delimiter=",", header="a,b,c,label", comments="")
+    r = cli("path", str(cls), "--method", "l1-svm", "--validation", "0.5")
+    assert r.code == 2 and "leaves one training sample of class(es) [1]" in r.err
+    assert "give a smaller fraction" in r.err
+
+
 def test_a_regression_sweep_picture_title_keeps_r2_upper_case():
     """The report's picture titles lower-case the caption's first letter ("Test R²" -> "test R²")
     but not a leading symbol: the sweep of a real target is "R² and support size ..." (was "r²")."""

@@ -79,6 +79,9 @@ def test_a_selector_for_a_classifier_on_a_real_target_names_the_method_and_the_w
         getattr(fsframe, name)("l1-svm").fit(X, y)
     assert str(e.value).endswith(f"({', '.join(task_methods(True))})") and "l1-ls" in task_methods(True)
     assert fsframe.FSSelector("l1-svm").fit(X, (y > 0).astype(int)).n_features_in_ == 5  # labels: fitted
+    with pytest.raises(DataError, match=r"'[a-z0-9-]+' with formulation='hinge', surrogate='l1', loop='single' is a "
+                                        r"classification method"):  # the components as given, not the default 'fsv'
+        getattr(fsframe, name)(formulation="hinge", surrogate="l1", loop="single").fit(X, y)
 
 
 def test_methods_says_which_target_each_method_takes(cli):
