@@ -15,6 +15,7 @@ import weakref
 
 import attrs
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .. import exp_cone
@@ -314,20 +315,36 @@ def _zero_model(data: ProblemData) -> NDArray:
     return data.settled(np.clip(np.zeros(data.n), data.lb, data.ub))
 
 
-def _row_sizes(M, rhs: NDArray, x: NDArray) -> NDArray:
+def _row_sizes(M, rhs: NDArray, x: NDArray, need: NDArray, lb: NDArray, ub: NDArray) -> NDArray:
     """Per row of ``M x`` against ``rhs``, the size its violation at ``x`` is measured against: the
     largest of ``|rhs_i|``, the row's terms ``sum_j |M_ij x_j|`` and its largest
-    ``|M_ij| max(1, |x_j|)`` (what the row's left side moves by when its columns move by one unit,
-    or by their own size), at least :data:`GAP_FLOOR`. Only the row's own columns count: a column
-    far from zero elsewhere (a bound excluding 0, a column fixed at 1e6, a residual of size ``y``)
-    does not loosen a row it is not in. Invariant to scaling the row: a row ``1e-4 x <= -1e-6`` is
-    ``x <= -0.01``."""
-    # max_j |M_ij| max(1, |x_j|) is the larger of the row's largest coefficient and its largest
-    # term, which the sum of its terms bounds: the row's largest coefficient stands for it
-    # (a property of the matrix, cached), so no per-entry work is done at each point
+    ``|M_ij| max(1, |x_j|)`` over the columns that can move the row towards feasibility (what the
+    row's left side moves by when such a column moves by one unit, or by its own size), at least
+    :data:`GAP_FLOOR`. ``need`` says per row which way: ``+1`` the row's ``M_i x`` must decrease,
+    ``-1`` increase, ``0`` unknown (a cone's rows, a row that is not violated): then every column
+    counts, its coefficient capped by the problem's scale ``max(1, |rhs|, |M x|)``.
+
+    A column at a bound that it would have to cross does not count: at ``x0 = 0 <= x0`` the row
+    ``1e6 x0 + x1 <= 1`` has size 2 at ``x1 = 2`` (not 1e6, which hid a 100 % violation), and
+    ``1e6 x0 + x1 <= -1e-7`` is not "satisfied to rounding" by the zero model (it is infeasible).
+    Only the row's own columns count: a column far from zero elsewhere (a bound excluding 0, a
+    column fixed at 1e6, a residual of size ``y``) does not loosen a row it is not in. Invariant
+    to scaling the row: a row ``1e-4 x <= -1e-6`` is ``x <= -0.01``."""
     xa = np.abs(x)
     terms = _abs(M) @ xa if M.nnz <= ABS_CACHE_LIMIT else abs(M) @ xa  # a large |M| is not kept
-    big = _cached(_ROW_MAX, M, _row_max)
+    # unknown direction: the row's largest coefficient (cached), capped by the problem's scale
+    big = np.minimum(_cached(_ROW_MAX, M, _row_max), max(1.0, _inf(rhs), _inf(M @ x)))
+    rows = np.flatnonzero(need)
+    if rows.size:  # violated rows (few at a solver's answer): only the columns that can help
+        R = M.tocsr()[rows]
+        cols = R.indices
+        v = R.data
+        down = np.repeat(need[rows] > 0, np.diff(R.indptr))  # the row's M_i x must decrease
+        can_dec, can_inc = x[cols] > lb[cols], x[cols] < ub[cols]
+        helps = np.where(down, ((v > 0) & can_dec) | ((v < 0) & can_inc), ((v < 0) & can_dec) | ((v > 0) & can_inc))
+        W = sp.csr_matrix((np.where(helps, np.abs(v) * np.maximum(1.0, xa[cols]), 0.0), cols, R.indptr),
+                          shape=R.shape)
+        big[rows] = _row_max(W)
     return np.maximum(np.maximum(np.abs(rhs), terms), np.maximum(big, GAP_FLOOR))
 
 
@@ -340,10 +357,13 @@ def relative_violation(data: ProblemData, x: NDArray) -> float:
     infeasibility claim on such a problem would be refuted by a point that violates it."""
     ratios = [0.0]
     if data.A.shape[0]:
-        ratios.append(_inf((data.A @ x - data.b) / _row_sizes(data.A, data.b, x)))
+        r = data.A @ x - data.b
+        ratios.append(_inf(r / _row_sizes(data.A, data.b, x, np.sign(r), data.lb, data.ub)))
     if data.G.shape[0]:
         s = data.h - data.G @ x
-        size = _row_sizes(data.G, data.h, x)
+        need = np.zeros(s.size)  # the R_+ rows violated (s < 0) must decrease G x; cone rows: unknown
+        need[: data.l] = (s[: data.l] < 0).astype(float)
+        size = _row_sizes(data.G, data.h, x, need, data.lb, data.ub)
         if data.l:
             ratios.append(float(np.max(-s[: data.l] / size[: data.l], initial=0.0)))
         k = data.l

@@ -319,12 +319,13 @@ def test_a_far_column_does_not_loosen_the_rows_it_is_not_in(fixed):
     """A column at 1e6 once counted in every row's size (``max|x|`` over the whole point): the
     row ``1e-4 x1 <= -1e-6``, missed by 1e-6 at the zero model, looked feasible to 1e-8, and the
     infeasible problem was "verified UNBOUNDED" on Clarabel and ECOS. Each row's size counts its
-    own columns: the violation is 1e-2, no backend calls the problem unbounded, and HiGHS's
-    Farkas certificate proves it infeasible."""
+    own columns, and only those that can move it towards feasibility (``x1`` is at 0 and would have
+    to decrease): the violation is 1 (the right-hand side's size), no backend calls the problem
+    unbounded, and HiGHS's Farkas certificate proves it infeasible."""
     data = _far_column(fixed)
     assert _linprog_status(data) == 2  # infeasible
     x0, viol = feasible_point(data)
-    assert x0 is None and viol == pytest.approx(1e-2, rel=1e-9)
+    assert x0 is None and viol == pytest.approx(1.0, rel=1e-9)
     status, _, check = judge_claim(data, Status.UNBOUNDED, {"dx": np.array([0.0, 0.0, 1.0])}, TOL)
     assert status is Status.INFEASIBLE_OR_UNBOUNDED and check.verified
     for backend in (HighsBackend, ClarabelBackend, EcosBackend):
@@ -349,14 +350,18 @@ def test_a_zero_model_within_the_tolerance_but_not_feasible_proves_nothing(free_
     data = _lp(c, G, [-5e-6], lb)
     assert _linprog_status(data) == 2  # infeasible
     x0, viol = feasible_point(data)
-    assert x0 is None and viol == pytest.approx(5e-6, rel=1e-9) and viol < 10 * TOL
+    # no column can decrease the row (both at their lower bound 0): it is sized by its right-hand side
+    assert x0 is None and viol == pytest.approx(1.0, rel=1e-9)
     status, message, check = judge_claim(data, Status.INFEASIBLE, None, TOL)
     assert status is Status.INFEASIBLE and not check.refuted and not check.verified, message
-    assert "the zero model violates a constraint by 5.0e-06 (relative), too much to refute the claim" in message
+    assert "not verified by fsframe: no Farkas certificate was returned" in message
     if free_column:
         status, message, check = judge_claim(data, Status.UNBOUNDED, {"dx": np.array([0.0, 0.0, 1.0])}, TOL)
         assert status is Status.INFEASIBLE_OR_UNBOUNDED and check.verified, message
         assert "no feasible point is known" in message
-    # rounding-level violations still refute: the same row at -5e-14 is feasible to rounding
+    # infeasible by 5e-14 with every column stuck at its bound: still infeasible, the claim stands;
+    # with x1 free (it can decrease) the same miss is rounding for a row of size 1: refuted
     data = _lp(c, G, [-5e-14], lb)
+    assert judge_claim(data, Status.INFEASIBLE, None, TOL)[0] is Status.INFEASIBLE
+    data = _lp(c, G, [-5e-14], [-np.inf] + lb[1:])
     assert judge_claim(data, Status.INFEASIBLE, None, TOL)[0] is Status.NUMERICAL_ERROR

@@ -75,3 +75,36 @@ def test_rounding_of_the_large_row_passes():
     z = np.array([0.0, 1e-4, 2.0])  # the optimum's multipliers: r = (0, 0, 0, 0) + bounds
     cert = certify(data, x, np.zeros(0), z)
     assert cert.primal_residual == pytest.approx(1e-9, rel=1e-3) and cert.ok(TOL)
+
+
+@pytest.mark.parametrize("coef", [1.0, 1e4, 1e6])
+def test_a_large_coefficient_on_a_column_at_zero_does_not_hide_the_rows_other_terms(coef):
+    """``min -x2`` with ``coef x0 + x1 <= 1``, ``x2 <= 1``, ``x >= 0``: at ``x0 = 0`` the row's size
+    is not ``coef`` (a unit move of ``x0``), so ``x1 = 1.01`` (1 %) and ``x1 = 2`` (100 %) are
+    refused; with the row's largest coefficient uncapped, ``coef = 1e6`` certified both."""
+    G = sp.csr_matrix([[coef, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    data = ProblemData(c=np.array([0.0, 0.0, -1.0]), A=sp.csr_matrix((0, 3)), b=np.zeros(0), G=G,
+                       h=np.array([1.0, 1.0]), l=2, lb=np.zeros(3), ub=np.full(3, np.inf))
+    z = np.array([0.0, 1.0])
+    assert judge_certificate(certify(data, np.array([0.0, 1.0, 1.0]), np.zeros(0), z), TOL)[0] is Status.OPTIMAL
+    for x1, residual in ((1.01, 0.01 / 1.01), (2.0, 0.5)):
+        cert = certify(data, np.array([0.0, x1, 1.0]), np.zeros(0), z)
+        assert cert.primal_residual == pytest.approx(residual, rel=1e-9)
+        assert judge_certificate(cert, TOL)[0] is Status.UNKNOWN
+
+
+@pytest.mark.parametrize("coef", [1e6, 1e8])
+def test_a_column_at_the_bound_it_would_cross_does_not_make_the_zero_model_feasible(coef):
+    """``coef x0 + x1 <= -1e-7`` with ``x >= 0`` is infeasible; the zero model misses it by 1e-7,
+    which the row's largest coefficient made "rounding" (1e-13 of 1e6), so a true infeasibility
+    claim would have been refuted. ``x0`` cannot decrease below 0: only ``|rhs|`` sizes the row."""
+    from fsframe.backends.certificate import feasible_point
+
+    data = ProblemData(c=np.array([0.0, -1.0]), A=sp.csr_matrix((0, 2)), b=np.zeros(0),
+                       G=sp.csr_matrix([[coef, 1.0]]), h=np.array([-1e-7]), l=1, lb=np.zeros(2),
+                       ub=np.full(2, np.inf))
+    x, violation = feasible_point(data)
+    assert x is None and violation == pytest.approx(1.0)
+    free = ProblemData(c=data.c, A=data.A, b=data.b, G=data.G, h=data.h, l=1, lb=np.array([-np.inf, 0.0]),
+                       ub=data.ub)  # x0 free: a move of 1e-7 / coef fixes the row, rounding
+    assert feasible_point(free)[0] is not None
