@@ -385,18 +385,33 @@ class OuterLoop(abc.ABC):
         and 1e-9 absolute). If it is not, the uncut point is kept with the groups above 1e-12 of
         the largest norm. Returns ``(iterate, mask, objective, info)``.
 
-        After the separation stop (``separated``, without ``n_features``) there is no verification:
+        After the separation stop (``separated``, without ``n_features``) there is no re-solve:
         the subproblem at that iterate is the one :meth:`separated` found out of the solvers' reach
-        (its re-solve ends ``optimal_inaccurate`` or fails), and on separated classes the small
-        groups only shrink the margins, whose scale is arbitrary. The iterate is cut at ``mask``
-        and the objective is that of the cut coefficients
+        (its re-solve ends ``optimal_inaccurate`` or fails). The cut is checked at the iterate
+        itself instead: it is taken when the objective of the cut coefficients is within ``tol``
+        of the uncut ones' (the dropped groups are noise, e.g. 1e-10 norms), else (a large
+        ``zero_tol`` dropping a group the margins need) the uncut point is kept with the groups
+        above 1e-12 of the largest norm, with a ConvergenceWarning, as when a verification fails
         (``info["zero_tol_cut_verified"] = False``, ``info["zero_tol_cut_separated"] = True``)."""
         cut = mask.copy()
         if separated and not selecting:
             dropped = ~cut & (it.t > 0)
+            objective = self.objective_of(sub, it, surrogate, cut)
+            if not dropped.any():
+                return it, cut, objective, {}
             info = {"zero_tol_cut": int(dropped.sum()), "zero_tol_cut_verified": False,
-                    "zero_tol_cut_separated": True} if dropped.any() else {}
-            return it, cut, self.objective_of(sub, it, surrogate, cut), info
+                    "zero_tol_cut_separated": True}
+            keep = support_of(it.t, 1e-12)
+            whole = self.objective_of(sub, it, surrogate, keep)
+            if objective <= whole + self.tol * abs(whole) + 1e-9 * (1.0 + abs(whole)):
+                return it, cut, objective, info
+            warnings.warn(
+                f"{self.name}: cutting {int(dropped.sum())} groups (zero_tol={self.zero_tol:g}) after the "
+                f"separation stop raises the objective from {whole:.6g} to {objective:.6g}; returning the "
+                f"uncut iterate's {int(keep.sum())} groups (a smaller zero_tol keeps the cut)",
+                ConvergenceWarning, stacklevel=4)
+            info["zero_tol_cut"] = 0
+            return it, keep, whole, info
         base = it.objective
         probe: dict = {}
         if not selecting and cut.any() and getattr(sub.formulation, "sparse", True) \
