@@ -73,6 +73,13 @@ def test_pricing_brings_back_what_the_start_missed():
     assert cert["max_violation"] <= 1e-9
     assert on.objective == pytest.approx(off.objective, rel=1e-8)
     assert on.selected.tolist() == off.selected.tolist()
+    # the optimality conditions in closed form: the loss's gradient C Xᵀ(y σ(-y f)) is at most the
+    # L1 weight 1 on every feature left at zero, and equal to it on the support
+    f = X @ on.coef + float(np.ravel(on.intercept)[0])
+    grad = C * np.abs(X.T @ (y / (1.0 + np.exp(y * f))))
+    zero = np.abs(on.coef) <= 1e-6 * np.abs(on.coef).max()
+    assert grad[zero].max() <= 1.0 + 1e-5
+    assert np.allclose(grad[~zero], 1.0, atol=1e-5)
 
 
 def test_ecos_agrees():
