@@ -102,9 +102,10 @@ class WorkingSetOptions:
         whenever the formulation allows it and some group can be priced; False: always the full
         problem.
     initial : int, optional
-        Groups in the first working set (default ``max(100, rows // 2)``, ``rows`` not counting the
-        rows a group owns alone), chosen by the size of
-        their reduced costs at uniform multipliers.
+        Groups in the first working set (default ``max(100, rows // 2)``, ``rows`` the rows that
+        hold some group's column, not counting the rows a group owns alone, the rows that define
+        an auxiliary, nor the rows of auxiliaries alone such as a logistic loss's cone rows in
+        ``t_i`` and ``v_i``), chosen by the size of their reduced costs at uniform multipliers.
     batch : int, optional
         Most violating groups added per round (default: the larger of 100 and half the working set).
     tol : float
@@ -296,10 +297,21 @@ class WorkingSet:
         self._defs = (key, out)
         return out
 
-    def _shared_rows(self, M) -> int:
+    def _feature_rows(self, data: ProblemData) -> int:
+        """Shared rows (:meth:`_shared_rows`) that hold a column of some group, less the defining
+        rows (:meth:`_definitions`): the distinct linear functions of the features the problem
+        sees, which bound how many groups an optimum needs. A row in auxiliaries alone does not
+        count: the logistic loss's epigraph has five rows per sample (two exponential cones of
+        three rows, the sum ``v_1 + v_2 <= 1``) of which only the margin row ``-y_i (x_i w + b) -
+        t_i`` holds features, so a sample counts once, not five times (issue 23)."""
+        rows = self._shared_rows(data.A, touching=True) + self._shared_rows(data.G, touching=True)
+        return max(rows - int(self._definitions(data)[0].size), 0)
+
+    def _shared_rows(self, M, touching: bool = False) -> int:
         """Rows of ``M`` that are not one group's own (entries in several groups, or in a column
         of none): the rows a restricted problem keeps whatever the working set. A group's own rows
-        (an MPM ridge row, its split ``w_j = u_j - v_j``) leave with the group."""
+        (an MPM ridge row, its split ``w_j = u_j - v_j``) leave with the group. ``touching``:
+        only those with an entry in some group's column."""
         M = M.tocsr()
         counts = np.diff(M.indptr)
         starts = M.indptr[:-1][counts > 0]
@@ -307,7 +319,10 @@ class WorkingSet:
             return 0
         g = self._col_group[M.indices]
         lo, hi = np.minimum.reduceat(g, starts), np.maximum.reduceat(g, starts)
-        return int(np.count_nonzero((lo != hi) | (lo < 0)))
+        shared = (lo != hi) | (lo < 0)
+        if touching:
+            shared &= hi >= 0
+        return int(np.count_nonzero(shared))
 
     @staticmethod
     def possible(slot: SlotMaps | None, pricing, options: WorkingSetOptions) -> bool:
@@ -345,7 +360,7 @@ class WorkingSet:
         whose reduced costs at uniform multipliers (``y = 1``, ``z = 1``) most favour entering."""
         live = self.priceable & ~fixed
         active = ~self.priceable & ~fixed
-        k = self.options.initial or max(100, self._bounding_rows(data) // 2)
+        k = self.options.initial or max(100, self._feature_rows(data) // 2)
         if live.sum() <= k:
             return active | live
         top = self._best(data, live, k)
