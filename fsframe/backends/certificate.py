@@ -15,7 +15,6 @@ import weakref
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .. import exp_cone
@@ -336,6 +335,8 @@ def _row_sizes(M, rhs: NDArray, x: NDArray, need: NDArray, lb: NDArray, ub: NDAr
     big = np.minimum(_cached(_ROW_MAX, M, _row_max), max(1.0, _inf(rhs), _inf(M @ x)))
     rows = np.flatnonzero(need)
     if rows.size:  # violated rows (few at a solver's answer): only the columns that can help
+        import scipy.sparse as sp  # not at import: `fsframe methods` loads the backends without scipy
+
         R = M.tocsr()[rows]
         cols = R.indices
         v = R.data
