@@ -121,10 +121,13 @@ def hinge_certificate(X, y, C, weights, coef, intercept, slack, duals) -> dict:
     * ``dual_residual``: the largest of ``(|g_j| - a_j)_+ / max(a_j, |g_j|)`` (``g = X'(pi * y)``;
       for ``a_j = 0`` relative to ``sum_i |pi_i x_ij|``),
       ``|sum_i pi_i y_i| / sum_i pi_i`` and ``pi``'s distance outside ``[0, C]`` relative to ``C``;
-    * ``gap``: ``(primal - dual) / max(1, |primal|)`` with ``primal = sum_j a_j |w_j| + C sum_i
-      xi_i`` and ``dual = sum_i pi_i`` (weak duality makes it >= 0 up to the residuals).
+    * ``gap``: ``(primal - dual) / max(|primal|, |dual|)`` with ``primal = sum_j a_j |w_j| + C
+      sum_i xi_i`` and ``dual = sum_i pi_i`` (weak duality makes it >= 0 up to the residuals);
+      relative, not to ``max(1, |primal|)``: an optimum of 4e-6 (``X`` scaled by 1e6) stopped 17 %
+      above by the solver's absolute tolerances is a gap of 0.15, not 7e-7.
 
-    ``max_violation`` is the dual residual of the columns alone (the features' pricing test).
+    ``max_violation`` is the dual residual of the columns alone (the features' pricing test);
+    ``balance`` and ``box`` its parts from ``sum_i pi_i y_i`` and from ``pi`` outside ``[0, C]``.
     """
     X, y, C, a = _check(X, y, C, weights)
     w = np.asarray(coef, dtype=float)
@@ -152,8 +155,8 @@ def hinge_certificate(X, y, C, weights, coef, intercept, slack, duals) -> dict:
         raise DataError("hinge_certificate: a feature with an infinite weight is non-zero")
     primal = float(np.sum(a[support] * np.abs(w[support])) + C * np.sum(xi))
     dual = float(np.sum(pi))
-    return {"gap": (primal - dual) / max(1.0, abs(primal)), "primal_residual": primal_res,
-            "dual_residual": float(dual_res), "max_violation": max_violation,
+    return {"gap": (primal - dual) / max(abs(primal), abs(dual), 1e-300), "primal_residual": primal_res,
+            "dual_residual": float(dual_res), "max_violation": max_violation, "balance": balance, "box": box,
             "primal_objective": primal, "dual_objective": dual}
 
 

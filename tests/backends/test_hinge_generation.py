@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from fsframe.backends.hinge_generation import hinge_certificate, solve_l1_hinge
-from fsframe.errors import DataError, InvalidOptionError
+from fsframe.errors import DataError, InvalidOptionError, SolverWarning
 
 
 def _data(seed, m, n, k=5, noise=0.5):
@@ -156,6 +156,30 @@ def test_certificate_refutes_wrong_answers():
     assert hinge_certificate(X, y, 1.0, a, res.coef, res.intercept, res.slack, res.duals)["max_violation"] > 0.4
     # the intercept moved with the slacks kept: the negative samples on their margin violate it
     assert hinge_certificate(*args, res.coef, res.intercept + 0.5, res.slack, res.duals)["primal_residual"] > 0.1
+    # multipliers off the dual's equality sum_i pi_i y_i = 0, and outside its box [0, C]
+    pi = res.duals.copy()
+    pi[np.flatnonzero(y > 0)[0]] += 0.5
+    cert = hinge_certificate(*args, res.coef, res.intercept, res.slack, pi)
+    assert cert["balance"] == pytest.approx(0.5 / pi.sum()) and cert["dual_residual"] >= cert["balance"]
+    pi = res.duals.copy()
+    i, k = np.flatnonzero(y > 0)[:2]
+    pi[i], pi[k] = 1.5, pi[i] + pi[k] - 1.5  # the same sum over the class, one above C = 1
+    cert = hinge_certificate(*args, res.coef, res.intercept, res.slack, pi)
+    assert cert["box"] == pytest.approx(max(0.5, -pi[k])) and cert["dual_residual"] >= cert["box"]
+
+
+def test_a_tiny_optimum_is_judged_relative_to_its_own_size():
+    """``X`` scaled by 1e6: the optimum is about 4e-6, and HiGHS's absolute tolerances stop the
+    restricted LP 17 % above it. The gap was relative to ``max(1, |primal|)`` (7e-7: "optimal");
+    relative to the objectives themselves it is 0.15, and the answer is not called optimal."""
+    X, y = _data(17, 60, 300)
+    X = X * 1e6
+    with pytest.warns(SolverWarning):
+        res = solve_l1_hinge(X, y, 1.0, initial=3)
+    ref = _full_lp(X, y, 1.0, np.ones(X.shape[1]))
+    assert res.certificate["status"] != "optimal" or res.objective <= ref[0] * (1 + 1e-6)
+    assert res.certificate["gap"] == pytest.approx(
+        (res.certificate["primal_objective"] - res.certificate["dual_objective"]) / res.certificate["primal_objective"])
 
 
 @pytest.mark.parametrize("kwargs, error", [
