@@ -106,3 +106,18 @@ def test_the_evidence_maps_to_the_primal():
     dx = session._primal_ray(data)["dx"]
     session.close()
     np.testing.assert_allclose(dx / np.abs(dx).max(), [0.0, 1.0, 0.0, 1.0, 0.0], atol=1e-12)
+
+
+@pytest.mark.parametrize("form", ["auto", "dual"])
+def test_descent_along_an_upper_bounded_column_is_verified(form):
+    """``min x0^2 / 2 + x1 + x2`` with ``x2 <= 0`` (an upper-bounded linear column), ``x0 + x1 <= 1``,
+    ``x0 <= 5``, ``x1 >= 0``: unbounded along ``-e2``. The dual's certificate maps to ``dx`` with the
+    upper-bounded column's entry negated (``dx[R_ub] = -z``); with the sign flipped the direction
+    would climb and the claim stay unverified. CVXPY's status is the independent reading."""
+    data = ProblemData(c=np.array([0.0, 1.0, 1.0]), P=sp.diags([1.0, 0.0, 0.0]).tocsc(), A=sp.csr_matrix((0, 3)),
+                       b=np.zeros(0), G=sp.csr_matrix([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]), h=np.array([1.0, 5.0]),
+                       l=2, lb=np.array([-np.inf, 0.0, -np.inf]), ub=np.array([np.inf, np.inf, 0.0]))
+    assert _cvxpy_status(data) == "unbounded"
+    res = HighsBackend().solve(data, SolveOptions(backend_options={"qp_form": form}))
+    assert res.status is Status.UNBOUNDED and res.claim.verified, res.message
+    assert "descent c'dx -1" in res.message

@@ -138,3 +138,15 @@ def test_separability_is_kept_across_a_tuning_grid(monkeypatch):
             assert separable_columns(X, label_matrix(y), active=rows).all()
             assert sorted(rows) == [0, 1, 2]  # every column proved by the SVM, its active samples kept
     assert len(calls) == 8
+
+
+def test_the_separability_cache_tells_labels_apart(monkeypatch):
+    """The same ``X`` with other labels is another question: one labelling separable, a shuffled
+    one not; the second call must not get the first one's cached answer."""
+    monkeypatch.setattr(margin_mod, "_SEPARABLE", [])
+    X, y = _labelled(0, 60, 3, 2, 20.0)
+    Y = label_matrix(y)
+    assert separable_columns(X, Y).all()
+    shuffled = label_matrix(np.random.default_rng(1).permutation(y))
+    assert not separable_columns(X, shuffled).any()
+    assert separable_columns(X, Y).all()
