@@ -249,14 +249,25 @@ LDP_START = 0.25
 smallest slack first)."""
 
 
-def _ldp_guess(G: NDArray, h: NDArray, rows: NDArray, tol: float, *, tries: int = 4):
+LDP_RTOL = 1e-9
+"""Each row of ``G v >= h`` is met when its shortfall is at most this share of its own size,
+``max(1, |h_i|, |G_i| |v|)`` (:func:`_row_tol`): one tolerance for all rows, scaled by the
+largest ``|h|``, let a row of size 1e-4 be missed by 1 % of it next to rows of size 1e4."""
+
+
+def _row_tol(G: NDArray, h: NDArray, v: NDArray) -> NDArray:
+    """Per row, the shortfall :func:`ldp_rows` and :func:`_ldp_guess` accept (:data:`LDP_RTOL`)."""
+    return LDP_RTOL * np.maximum(np.maximum(1.0, np.abs(h)), np.abs(G) @ np.abs(v))
+
+
+def _ldp_guess(G: NDArray, h: NDArray, rows: NDArray, *, tries: int = 4):
     """The LDP's optimum from a guess of its active rows, or None: with the rows ``S`` active,
     ``v = G_Sᵀ mu_S`` and ``G_S G_Sᵀ mu_S = h_S`` (one QR of ``G_Sᵀ``); when ``mu_S >= 0`` and ``G v
-    >= h`` on every row (to ``tol``), ``(v, mu)`` meets the KKT conditions of ``min ½||v||² s.t. G v
+    >= h`` on every row (to :func:`_row_tol`), ``(v, mu)`` meets the KKT conditions of ``min ½||v||² s.t. G v
     >= h`` — the unique optimum, certified. Otherwise the rows of negative ``mu`` leave, the
     violated rows join, and it tries again (``tries`` times at most; the caller then runs NNLS). A
     guess from the previous Algorithm 1 step is mostly right: one QR instead of an NNLS run. The
-    active rows must hold as equalities to ``tol`` (the solve squares ``G_S``'s condition number):
+    active rows must hold as equalities to the same tolerance (the solve squares ``G_S``'s condition number):
     where they do not, None."""
     import scipy.linalg as sla
 
@@ -272,7 +283,8 @@ def _ldp_guess(G: NDArray, h: NDArray, rows: NDArray, tol: float, *, tries: int 
         mu_s = sla.solve_triangular(R, sla.solve_triangular(R, h[S], trans="T"))
         v = G[S].T @ mu_s
         short = h - G @ v
-        if np.max(np.abs(short[S])) > tol:  # the active rows not met to tol: too ill-conditioned here
+        tol = _row_tol(G, h, v)
+        if np.any(np.abs(short[S]) > tol[S]):  # the active rows not met to tol: too ill-conditioned here
             return None
         short[S] = 0.0
         neg = mu_s < 0
@@ -298,9 +310,8 @@ def ldp_rows(G: NDArray, h: NDArray, hint: NDArray | None = None, *,
     Each NNLS then sees ``|S|`` of the ``q`` rows, fewer as Algorithm 1's margins settle. Returns
     what :func:`ldp` returns on all rows (None: infeasible, or NNLS out of iterations)."""
     q = G.shape[0]
-    tol = 1e-9 * max(1.0, float(np.max(np.abs(h), initial=0.0)))
     if hint is not None and len(hint):
-        out = _ldp_guess(G, h, np.asarray(hint), tol)
+        out = _ldp_guess(G, h, np.asarray(hint))
         if out is not None:
             return out
     inside = np.zeros(q, dtype=bool)
@@ -318,13 +329,13 @@ def ldp_rows(G: NDArray, h: NDArray, hint: NDArray | None = None, *,
         v, mu_s = out
         short = h - G @ v
         short[idx] = 0.0
-        bad = np.flatnonzero(short > tol)
+        bad = np.flatnonzero(short > _row_tol(G, h, v))
         if bad.size == 0:
             mu = np.zeros(q)
             mu[idx] = mu_s
             return v, mu
         join = bad[np.argsort(-short[bad], kind="stable")[:max(idx.size, 10)]]
-        guess = _ldp_guess(G, h, np.concatenate([idx[mu_s > 0], join[:max(10, join.size // 10)]]), tol)
+        guess = _ldp_guess(G, h, np.concatenate([idx[mu_s > 0], join[:max(10, join.size // 10)]]))
         if guess is not None:  # this round's active rows and the most violated ones: certified
             return guess
         inside[join] = True

@@ -150,3 +150,19 @@ def test_the_separability_cache_tells_labels_apart(monkeypatch):
     shuffled = label_matrix(np.random.default_rng(1).permutation(y))
     assert not separable_columns(X, shuffled).any()
     assert separable_columns(X, Y).all()
+
+
+def test_ldp_rows_meets_every_row_to_its_own_size():
+    """The same constraints with rows rescaled by 1e-4 ... 1e4: one tolerance for all rows (scaled
+    by the largest ``|h|``) let ``ldp_rows`` stop with a row of size 2e-4 missed by 0.7 % of it and
+    ``||v||²`` below the optimum. Per row, the answer is :func:`ldp`'s."""
+    rng = np.random.default_rng(0)
+    q, d = 300, 20
+    G = rng.normal(size=(q, d))
+    h = G @ rng.normal(size=d) - rng.exponential(size=q)
+    scale = 10.0 ** rng.uniform(-4, 4, q)
+    G, h = G * scale[:, None], h * scale
+    v_all, v_rows = ldp(G, h)[0], ldp_rows(G, h)[0]
+    assert v_rows @ v_rows == pytest.approx(v_all @ v_all, rel=1e-9)
+    short = (h - G @ v_rows) / np.maximum(np.abs(h), np.abs(G) @ np.abs(v_rows))
+    assert short.max() <= 1e-8
