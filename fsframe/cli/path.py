@@ -60,17 +60,19 @@ def _split(y, fraction: float, seed: int, *, regression: bool = False):
 def _check_parts(tr, va, y, fraction: float, regression: bool) -> None:
     """Refuse a validation split with an empty part (or, for class labels, a training part short
     of a class), naming the sizes and the fraction that would work."""
+    from ..evaluation.splits import round_up
+
     n = len(y)
     sizes = [n] if regression else np.unique(y, return_counts=True)[1].tolist()
     how = "of the samples" if regression else "of each class (rounded per class)"
     if regression and va.size == 1:
         raise UsageError(f"--validation {fraction:g} holds out one of the {n} samples, where R² is undefined; "
-                         f"give a larger fraction (above {1.5 / n:.3g})")
+                         f"give a larger fraction (above {round_up(1.5 / n)})")
     if va.size == 0:
         # the fraction whose rounding puts aside one sample of the largest class, or two of a real target
         low = 1.5 / n if regression else 0.5 / max(sizes)
         raise UsageError(f"--validation {fraction:g} holds out {fraction:g} {how}: 0 of the {n} samples, so no point "
-                         f"could be scored; give a larger fraction (above {low:.3g}) or drop --validation")
+                         f"could be scored; give a larger fraction (above {round_up(low)}) or drop --validation")
     if regression and np.ptp(y[va]) == 0:
         raise UsageError(f"--validation {fraction:g} holds out {va.size} samples whose target is constant "
                          f"({float(y[va][0]):g}), where R² is undefined; give another --seed or a larger fraction")

@@ -153,7 +153,8 @@ def _regression_splits(n: int, cv, repeats: int, random_state) -> tuple[list[Spl
 
         pairs = list(RepeatedKFold(n_splits=k, n_repeats=repeats, random_state=random_state).split(np.zeros((n, 1))))
         _warn_one_sample_tests(sum(te.size < 2 for _, te in pairs), len(pairs), f"cv={k} folds of {n} samples",
-                               f"use at most {n // 2} folds")
+                               f"use at most {n // 2} folds" if n // 2 >= 2 else
+                               "use more samples (every test fold needs two, and k-fold at least two folds)")
         return ([Split(i // k, i % k, tr, te) for i, (tr, te) in enumerate(pairs)],
                 {"kind": "k-fold", "stratified": False, "n_splits": k, "repeats": repeats, "test_size": None,
                  "random_state": random_state})
@@ -165,13 +166,22 @@ def _regression_splits(n: int, cv, repeats: int, random_state) -> tuple[list[Spl
         raise DataError(f"cv={frac}: {n_test} test and {n - n_test} training samples; a regression needs at least "
                         "two training samples and one test sample")
     _warn_one_sample_tests(repeats if n_test < 2 else 0, repeats, f"cv={frac} of {n} samples",
-                           f"give a test fraction above {1 / n:.3g}")
+                           f"give a test fraction above {round_up(1 / n)}")
     from sklearn.model_selection import ShuffleSplit
 
     pairs = list(ShuffleSplit(n_splits=repeats, test_size=frac, random_state=random_state).split(np.zeros((n, 1))))
     return ([Split(i, 0, tr, te) for i, (tr, te) in enumerate(pairs)],
             {"kind": "holdout", "stratified": False, "n_splits": 1, "repeats": repeats, "test_size": frac,
              "random_state": random_state})
+
+
+def round_up(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant digits, rounded up (a bound that advice says to exceed:
+    "above 0.111" for 1/9 would still hold out one sample of nine; this says 0.112)."""
+    if not x > 0:
+        return f"{x:g}"
+    scale = 10.0 ** (digits - 1 - math.floor(math.log10(x)))
+    return f"{math.ceil(x * scale - 1e-9) / scale:g}"
 
 
 def _warn_one_sample_tests(n_one: int, n_splits: int, what: str, fix: str) -> None:

@@ -84,10 +84,10 @@ def test_path_plot_of_a_real_target_has_a_validation_r2_panel(cli, tmp_path):
 def test_path_validation_part_without_samples_is_a_usage_error_naming_the_fix(cli, small_csv):
     r = cli("path", "diabetes", "--method", "l1-ls", "--C", "0.01", "--validation", "0.001")
     assert r.code == 2 and "--validation 0.001" in r.err and "0 of the 442 samples" in r.err
-    assert "give a larger fraction (above 0.00339)" in r.err and "Traceback" not in r.err
+    assert "give a larger fraction (above 0.0034)" in r.err and "Traceback" not in r.err
     r = cli("path", "diabetes", "--method", "l1-ls", "--C", "0.01", "--validation", "0.003")
     assert r.code == 2 and "holds out one of the 442 samples, where R² is undefined" in r.err
-    assert "above 0.00339" in r.err
+    assert "above 0.0034" in r.err
     r = cli("path", small_csv, "--drop-columns", "id", "--method", "fsv", "--alpha", "2", "--validation", "0.001")
     assert r.code == 2 and "of each class (rounded per class): 0 of the 60 samples" in r.err
     r = cli("path", "diabetes", "--method", "l1-ls", "--C", "0.01", "--validation", "0.999")

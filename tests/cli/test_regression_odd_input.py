@@ -96,3 +96,11 @@ def test_methods_says_which_target_each_method_takes(cli):
     tasks = {m["name"]: m["task"] for m in json.loads(r.out)["methods"]}
     assert sorted(k for k, t in tasks.items() if t == "regression") == sorted(task_methods(True))
     assert tasks["fsv"] == "classification"
+
+
+
+def test_bounds_in_advice_are_rounded_up():
+    """Advice says "above x": x rounded down (1/9 as 0.111) would still hold out one sample."""
+    from fsframe.evaluation.splits import round_up
+
+    assert round_up(1 / 9) == "0.112" and round_up(1.5 / 442) == "0.0034" and round_up(0.5) == "0.5"
