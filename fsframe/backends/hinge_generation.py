@@ -24,8 +24,9 @@ few samples (a margin row and its ``xi_i``), and never forms the constraint matr
 When no feature and no sample violates, the extended point ``(w, b, xi)`` with the extended
 multipliers ``pi`` is optimal in the full LP: :func:`hinge_certificate` judges it from products with
 ``X`` (primal and dual residuals, duality gap), without any matrix of the full problem. Only
-``|rows| x |new columns|`` and ``|new rows| x |columns|`` blocks of ``X`` are ever copied; ``X``
-itself is read in place (float64, any order). Measurements: docs/performance.md ("Column and row
+``|rows| x |new columns|`` and ``|new rows| x |columns|`` blocks of ``X`` are ever copied, and
+for the certificate the ``m x |unpenalised|`` block of the features with weight 0; ``X`` itself is
+read in place (float64, any order). Measurements: docs/performance.md ("Column and row
 generation from X").
 """
 
@@ -85,23 +86,39 @@ def _check(X, y, C, weights):
     if not np.all(np.isfinite(data)):
         raise DataError("solve_l1_hinge: X has NaN or infinite entries")
     m, n = X.shape
-    y = np.asarray(y, dtype=float).ravel()
+    try:
+        y = np.asarray(y, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise DataError("solve_l1_hinge: y must hold the labels -1 and +1 as numbers") from None
     if y.shape != (m,):
         raise DataError(f"solve_l1_hinge: y has {y.size} labels for {m} samples")
     if not np.all((y == 1.0) | (y == -1.0)):
         raise DataError("solve_l1_hinge: y must hold the labels -1 and +1")
     if (y > 0).all() or (y < 0).all():
         raise DataError("solve_l1_hinge: y holds one class only")
-    C = float(C)
+    C = _number("C", C)
     if not (np.isfinite(C) and C > 0):
         raise InvalidOptionError(f"solve_l1_hinge: C must be a finite number > 0, got {C!r}")
-    a = np.ones(n) if weights is None else np.array(weights, dtype=float).ravel()
+    try:
+        a = np.ones(n) if weights is None else np.array(weights, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise InvalidOptionError("solve_l1_hinge: weights must be numbers >= 0 (inf fixes a feature at zero)") from None
     if a.shape != (n,):
         raise InvalidOptionError(f"solve_l1_hinge: weights has {a.size} entries for {n} features")
     if np.isnan(a).any() or (a < 0).any():
         raise InvalidOptionError("solve_l1_hinge: weights must be >= 0 (inf fixes a feature at zero), "
                                  "without NaN")
     return X, y, C, a
+
+
+def _number(name: str, val) -> float:
+    """``val`` as a float, or an InvalidOptionError naming ``name`` (not a bare TypeError)."""
+    if isinstance(val, bool):
+        raise InvalidOptionError(f"solve_l1_hinge: {name} must be a number, got {val!r}")
+    try:
+        return float(val)
+    except (TypeError, ValueError):
+        raise InvalidOptionError(f"solve_l1_hinge: {name} must be a number, got {val!r}") from None
 
 
 def _block(X, rows, cols) -> np.ndarray:
@@ -130,9 +147,13 @@ def hinge_certificate(X, y, C, weights, coef, intercept, slack, duals) -> dict:
     ``balance`` and ``box`` its parts from ``sum_i pi_i y_i`` and from ``pi`` outside ``[0, C]``.
     """
     X, y, C, a = _check(X, y, C, weights)
-    w = np.asarray(coef, dtype=float)
-    xi = np.asarray(slack, dtype=float)
-    pi = np.asarray(duals, dtype=float)
+    w = np.asarray(coef, dtype=float).ravel()
+    xi = np.asarray(slack, dtype=float).ravel()
+    pi = np.asarray(duals, dtype=float).ravel()
+    m, n = X.shape
+    for name, v, size in (("coef", w, n), ("slack", xi, m), ("duals", pi, m)):
+        if v.shape != (size,):
+            raise DataError(f"hinge_certificate: {name} has {v.size} entries for {size}")
     xw = X @ w
     margin = y * (xw + intercept)
     scale = np.maximum.reduce([np.ones_like(margin), np.abs(xw), np.full_like(margin, abs(intercept)), np.abs(xi)])
@@ -330,14 +351,15 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
     X, y, C, a = _check(X, y, C, weights)
     if solver not in _SOLVERS:
         raise InvalidOptionError(f"solve_l1_hinge: solver must be one of {_SOLVERS}, got {solver!r}")
-    if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
+    if not (np.isfinite(_number("tol", tol)) and tol >= 0):
         raise InvalidOptionError(f"solve_l1_hinge: tol must be a finite number >= 0, got {tol!r}")
-    if row_drop is not None and not (np.isfinite(row_drop) and row_drop >= 0):
+    if row_drop is not None and not (np.isfinite(_number("row_drop", row_drop)) and row_drop >= 0):
         raise InvalidOptionError(f"solve_l1_hinge: row_drop must be >= 0 or None, got {row_drop!r}")
-    if col_drop is not None and not (np.isfinite(col_drop) and 0 <= col_drop < 1):
+    if col_drop is not None and not (np.isfinite(_number("col_drop", col_drop)) and 0 <= col_drop < 1):
         raise InvalidOptionError(f"solve_l1_hinge: col_drop must be in [0, 1) or None, got {col_drop!r}")
     for name, val in (("initial", initial), ("batch", batch), ("max_rounds", max_rounds)):
-        if val is not None and (isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1):
+        if (val is not None or name == "max_rounds") and (isinstance(val, bool) or not isinstance(val, (int, np.integer))
+                                                          or val < 1):
             raise InvalidOptionError(f"solve_l1_hinge: {name} must be an integer >= 1, got {val!r}")
     m, n = X.shape
     finite = np.isfinite(a)

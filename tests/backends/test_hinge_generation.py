@@ -192,6 +192,11 @@ def test_a_tiny_optimum_is_judged_relative_to_its_own_size():
     ({"batch": 0}, InvalidOptionError),
     ({"row_drop": -1.0}, InvalidOptionError),
     ({"col_drop": 1.0}, InvalidOptionError),
+    ({"max_rounds": None}, InvalidOptionError),
+    ({"row_drop": "x"}, InvalidOptionError),
+    ({"C": "abc"}, InvalidOptionError),
+    ({"y": np.array(["a", "b"] * 15)}, DataError),
+    ({"weights": np.array(["w"] * 50)}, InvalidOptionError),
     ({"tol": float("nan")}, InvalidOptionError),
 ])
 def test_bad_input_is_a_typed_error(kwargs, error):
@@ -206,3 +211,11 @@ def test_nan_in_x_is_a_data_error():
     X[3, 4] = np.nan
     with pytest.raises(DataError, match="NaN"):
         solve_l1_hinge(X, y)
+
+
+def test_certificate_of_misshapen_input_and_a_float32_tol():
+    X, y = _data(12, 30, 50)
+    res = solve_l1_hinge(X, y, 1.0, tol=np.float32(1e-9))  # numpy scalars are numbers too
+    assert res.certificate["status"] == "optimal"
+    with pytest.raises(DataError, match="coef has 49 entries for 50"):
+        hinge_certificate(X, y, 1.0, None, res.coef[:-1], res.intercept, res.slack, res.duals)
