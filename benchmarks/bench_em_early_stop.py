@@ -117,14 +117,7 @@ def record() -> list:
             Xtr, _, ytr, _ = train_test_split(X0, y0, test_size=0.2, random_state=s, stratify=y0)
             Xtr = StandardScaler().fit(Xtr).transform(Xtr)
             for r in (2, 5, 10, 20):
-                norms = []
-                c0 = time.process_time()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    res = fsframe.fit(Xtr, ytr, method="em-l0", n_features=r,
-                                      callback=lambda rec, it: norms.append(np.array(it.t, dtype=float)))
-                out.append({"data": name, "split": s, "r": r, "norms": norms, "cpu": time.process_time() - c0,
-                            "selected": sorted(int(j) for j in res.selected)})
+                out.append(_record_one(Xtr, ytr, r, {"data": name, "split": s}))
         print(f"{name}: recorded", flush=True)
     return out
 
