@@ -317,8 +317,9 @@ def _zero_model(data: ProblemData) -> NDArray:
 def _row_sizes(M, rhs: NDArray, x: NDArray, need: NDArray, lb: NDArray, ub: NDArray) -> NDArray:
     """Per row of ``M x`` against ``rhs``, the size its violation at ``x`` is measured against: the
     largest of ``|rhs_i|``, the row's terms ``sum_j |M_ij x_j|`` and its largest
-    ``|M_ij| max(1, |x_j|)`` over the columns that can move the row towards feasibility (what the
-    row's left side moves by when such a column moves by one unit, or by its own size), at least
+    ``|M_ij| min(max(1, |x_j|), room_j)`` over the columns that can move the row towards
+    feasibility (what the row's left side moves by when such a column moves by one unit, or by its
+    own size, but no further than its bound in that direction: ``room_j``), at least
     :data:`GAP_FLOOR`. ``need`` says per row which way: ``+1`` the row's ``M_i x`` must decrease,
     ``-1`` increase, ``0`` unknown (a cone's rows, a row that is not violated): then every column
     counts, its coefficient capped by the problem's scale ``max(1, |rhs|, |M x|)``.
@@ -341,10 +342,11 @@ def _row_sizes(M, rhs: NDArray, x: NDArray, need: NDArray, lb: NDArray, ub: NDAr
         cols = R.indices
         v = R.data
         down = np.repeat(need[rows] > 0, np.diff(R.indptr))  # the row's M_i x must decrease
-        can_dec, can_inc = x[cols] > lb[cols], x[cols] < ub[cols]
-        helps = np.where(down, ((v > 0) & can_dec) | ((v < 0) & can_inc), ((v < 0) & can_dec) | ((v > 0) & can_inc))
-        W = sp.csr_matrix((np.where(helps, np.abs(v) * np.maximum(1.0, xa[cols]), 0.0), cols, R.indptr),
-                          shape=R.shape)
+        # the column moves down when (down, a_ij > 0) or (up, a_ij < 0), else up; by at most its room
+        # to the bound that way (x0 = 1e-10 >= 0 lowers 1e6 x0 by 1e-4, not by 1e6)
+        room = np.where(down == (v > 0), x[cols] - lb[cols], ub[cols] - x[cols])
+        move = np.minimum(np.maximum(1.0, xa[cols]), np.maximum(room, 0.0))
+        W = sp.csr_matrix((np.abs(v) * move, cols, R.indptr), shape=R.shape)
         big[rows] = _row_max(W)
     return np.maximum(np.maximum(np.abs(rhs), terms), np.maximum(big, GAP_FLOOR))
 

@@ -91,6 +91,9 @@ def test_a_large_coefficient_on_a_column_at_zero_does_not_hide_the_rows_other_te
         cert = certify(data, np.array([0.0, x1, 1.0]), np.zeros(0), z)
         assert cert.primal_residual == pytest.approx(residual, rel=1e-9)
         assert judge_certificate(cert, TOL)[0] is Status.UNKNOWN
+    # x0 a hair above its bound moves the row by at most coef * 1e-10, not by coef
+    cert = certify(data, np.array([1e-10, 1.5, 1.0]), np.zeros(0), z)
+    assert cert.primal_residual > 0.3 and judge_certificate(cert, TOL)[0] is Status.UNKNOWN
 
 
 @pytest.mark.parametrize("coef", [1e6, 1e8])
