@@ -314,13 +314,13 @@ def _zero_model(data: ProblemData) -> NDArray:
     return data.settled(np.clip(np.zeros(data.n), data.lb, data.ub))
 
 
-def _row_sizes(M, rhs: NDArray, x: NDArray, need: NDArray, lb: NDArray, ub: NDArray) -> NDArray:
+def _row_sizes(M, rhs: NDArray, x: NDArray, Mx: NDArray, need: NDArray, lb: NDArray, ub: NDArray) -> NDArray:
     """Per row of ``M x`` against ``rhs``, the size its violation at ``x`` is measured against: the
     largest of ``|rhs_i|``, the row's terms ``sum_j |M_ij x_j|`` and its largest
     ``|M_ij| min(max(1, |x_j|), room_j)`` over the columns that can move the row towards
     feasibility (what the row's left side moves by when such a column moves by one unit, or by its
     own size, but no further than its bound in that direction: ``room_j``), at least
-    :data:`GAP_FLOOR`. ``need`` says per row which way: ``+1`` the row's ``M_i x`` must decrease,
+    :data:`GAP_FLOOR`. ``Mx`` is ``M x`` (the caller has it). ``need`` says per row which way: ``+1`` the row's ``M_i x`` must decrease,
     ``-1`` increase, ``0`` unknown (a cone's rows, a row that is not violated): then every column
     counts, its coefficient capped by the problem's scale ``max(1, |rhs|, |M x|)``.
 
@@ -333,7 +333,7 @@ def _row_sizes(M, rhs: NDArray, x: NDArray, need: NDArray, lb: NDArray, ub: NDAr
     xa = np.abs(x)
     terms = _abs(M) @ xa if M.nnz <= ABS_CACHE_LIMIT else abs(M) @ xa  # a large |M| is not kept
     # unknown direction: the row's largest coefficient (cached), capped by the problem's scale
-    big = np.minimum(_cached(_ROW_MAX, M, _row_max), max(1.0, _inf(rhs), _inf(M @ x)))
+    big = np.minimum(_cached(_ROW_MAX, M, _row_max), max(1.0, _inf(rhs), _inf(Mx)))
     rows = np.flatnonzero(need)
     if rows.size:  # violated rows (few at a solver's answer): only the columns that can help
         import scipy.sparse as sp  # not at import: `fsframe methods` loads the backends without scipy
@@ -360,13 +360,15 @@ def relative_violation(data: ProblemData, x: NDArray) -> float:
     infeasibility claim on such a problem would be refuted by a point that violates it."""
     ratios = [0.0]
     if data.A.shape[0]:
-        r = data.A @ x - data.b
-        ratios.append(_inf(r / _row_sizes(data.A, data.b, x, np.sign(r), data.lb, data.ub)))
+        Ax = data.A @ x
+        r = Ax - data.b
+        ratios.append(_inf(r / _row_sizes(data.A, data.b, x, Ax, np.sign(r), data.lb, data.ub)))
     if data.G.shape[0]:
-        s = data.h - data.G @ x
+        Gx = data.G @ x
+        s = data.h - Gx
         need = np.zeros(s.size)  # the R_+ rows violated (s < 0) must decrease G x; cone rows: unknown
         need[: data.l] = (s[: data.l] < 0).astype(float)
-        size = _row_sizes(data.G, data.h, x, need, data.lb, data.ub)
+        size = _row_sizes(data.G, data.h, x, Gx, need, data.lb, data.ub)
         if data.l:
             ratios.append(float(np.max(-s[: data.l] / size[: data.l], initial=0.0)))
         k = data.l
