@@ -357,9 +357,9 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         raise InvalidOptionError(f"solve_l1_hinge: row_drop must be >= 0 or None, got {row_drop!r}")
     if col_drop is not None and not (np.isfinite(_number("col_drop", col_drop)) and 0 <= col_drop < 1):
         raise InvalidOptionError(f"solve_l1_hinge: col_drop must be in [0, 1) or None, got {col_drop!r}")
-    for name, val in (("initial", initial), ("batch", batch), ("max_rounds", max_rounds)):
-        if (val is not None or name == "max_rounds") and (isinstance(val, bool) or not isinstance(val, (int, np.integer))
-                                                          or val < 1):
+    for name, val, optional in (("initial", initial, True), ("batch", batch, True), ("max_rounds", max_rounds, False)):
+        if (val is not None or not optional) and (isinstance(val, bool) or not isinstance(val, (int, np.integer))
+                                                  or val < 1):
             raise InvalidOptionError(f"solve_l1_hinge: {name} must be an integer >= 1, got {val!r}")
     m, n = X.shape
     finite = np.isfinite(a)
