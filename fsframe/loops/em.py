@@ -13,6 +13,8 @@ from ..errors import ConvergenceWarning, InvalidOptionError
 from ..surrogates.base import PROVIDES
 from ..validators import as_int, finite, not_bool, positive_int, to_float
 from .base import OuterLoop, Step
+from .selection import support_of
+from .ties import Tiebreak
 
 
 MAX_WEIGHT = 1e12
@@ -242,6 +244,44 @@ class EM(OuterLoop):
         return self._capped(w, fixed, magnitudes)
 
     def steps(self, sub, surrogate, run):
+        """:meth:`_steps`, and a :class:`~fsframe.errors.ConvergenceWarning` when the run ends on the
+        empty model without ``n_features`` (:meth:`_warn_empty`)."""
+        counts: list[int] = []
+        scale = 0.0
+        gen = self._steps(sub, surrogate, run)
+        try:
+            while True:
+                try:
+                    step = next(gen)
+                except StopIteration as stop:
+                    finish = stop.value
+                    break
+                it = step.iterate
+                if it.ok and it.t is not None:
+                    scale = max(scale, float(np.max(it.t, initial=0.0)))
+                    counts.append(int(support_of(it.t, self.zero_tol, scale).sum()))
+                yield step
+        finally:
+            gen.close()  # the base closes this generator when n_features is reached: close the inner one
+        self._warn_empty(counts, getattr(run, "n_features", None))
+        return finish
+
+    def _warn_empty(self, counts: list[int], n_features) -> None:
+        """Without ``n_features``, say so when the last iterate has no meaningful non-zero while an
+        earlier one had some: the weights ``q`` of every group grew until all of them fell to zero
+        (002's ``1/t^2`` does this when the loss of a few samples cannot hold any feature, e.g. a
+        class of 3 samples among 15), and the answer is the empty model, which predicts by its
+        intercept alone. (With ``n_features`` the base takes the last iterate that had ``r`` and
+        warns of the collapse itself.)"""
+        if n_features is not None or len(counts) < 2 or counts[-1] > 0 or max(counts) == 0:
+            return
+        warnings.warn(
+            f"{self.name}: the iterates collapsed to the empty model (meaningful non-zeros per iterate {counts}): "
+            "every feature's weight fell to zero and the model predicts by its intercept alone. The sparsity "
+            "pressure outweighs the loss at this C (e.g. a very small class): a larger C, or n_features=r "
+            "(the r largest groups of the last iterate that still has r)", ConvergenceWarning, stacklevel=4)
+
+    def _steps(self, sub, surrogate, run):
         r = getattr(run, "n_features", None) if self.early_stop else None  # only early_stop reads the run
         if self.early_stop and r is None:
             raise InvalidOptionError(f"{self.name}: early_stop={self.early_stop} ends the run when the n_features "
@@ -251,6 +291,7 @@ class EM(OuterLoop):
         yield Step(it, f, monitored=None)  # the L2 start is not a descent step
         norms = [it.t] if self.early_stop else None  # the regular iterates' group norms, for early_stop
         q, revivable = self.rule(surrogate)
+        ties = Tiebreak(self, sub)  # identical features: the even split tilted once (fsframe.loops.ties)
         fixed = np.zeros(sub.n_groups, dtype=bool)
         magnitudes = group_magnitudes(sub)
         scale = float(np.max(it.t, initial=0.0))
@@ -258,12 +299,13 @@ class EM(OuterLoop):
         solves = 1
         while solves < self.max_iter:
             cut = max(self.zero_tol * max(float(np.max(it.t, initial=0.0)), scale), 1e-12)
-            new = sub.solve(quad=self._weights(it, q, cut, fixed, magnitudes))
+            at, tilt = ties.point(it)
+            new = sub.solve(quad=self._weights(at, q, cut, fixed, magnitudes))
             solves += 1
             ok = new.ok
             yield Step(new, self.surrogate_objective(new, surrogate) if ok else None,
-                       monitored=self._potential(new, surrogate) if ok else None)
-            small, _ = self.small_step(new, it)
+                       monitored=self._potential(new, surrogate) if ok and not tilt else None)
+            small = self.small_step(new, it)[0] and not tilt  # the step from a tilted point stops nothing
             it = new
             scale = max(scale, float(np.max(it.t, initial=0.0)))
             if norms is not None and ok:  # resumed: the base counted more than r meaningful non-zeros
