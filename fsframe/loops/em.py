@@ -145,6 +145,16 @@ class EM(OuterLoop):
     of rows), ``1/q`` enters as the scaling ``diag(t^2)`` of the kernel: Weston's multiplicative
     update ``w = |w^k| ⊙ v``.
 
+    **Identical features.** Two identical columns get the same weight ``q`` from an even split, and
+    the split then stays even for ever (``em-l0`` kept both copies, one of ``n_features`` wasted). The
+    first time a class of identical groups is split evenly, the weights are those of the point
+    tilted towards its member of lowest index (:class:`~fsframe.loops.ties.Tiebreak`, as DCA and
+    ``reweighted-l1`` do); the step from it is not monitored and does not stop the loop.
+
+    **The empty model.** Without ``n_features``, a run whose last iterate has no meaningful non-zero
+    after one that had some (every weight driven to zero, e.g. a class of 3 samples among 15) ends
+    with a :class:`~fsframe.errors.ConvergenceWarning` naming the counts per iterate.
+
     The first subproblem uses ``q = 1`` (the standard L2 SVM), as 002 and AROM start. Stops when
     the step ``||(w,b)^{t+1} - (w,b)^t||`` falls below ``tol`` (relative). **Monitored** (must not
     rise; checked): ``loss + kappa sum_j phi(t_j)``, the majorise-minimise potential, with
