@@ -102,3 +102,40 @@ def test_no_empty_model_warning_when_features_survive():
         warnings.simplefilter("error", ConvergenceWarning)
         res = fsframe.fit(X, y, method="em-l0")
     assert res.support.any()
+
+
+class _Data:
+    def __init__(self, X):
+        self.X, self.n_groups = X, X.shape[1]
+
+
+def _brute_force(X):
+    _, inverse, counts = np.unique(X.T, axis=0, return_inverse=True, return_counts=True)
+    inverse = np.ravel(inverse)
+    return sorted(tuple(np.flatnonzero(inverse == c).tolist()) for c in np.flatnonzero(counts > 1))
+
+
+def test_identical_groups_prefilter_misses_no_pair():
+    """The dense pre-filter (``fsframe.loops.ties._candidates``: two sums per column, chains of near
+    keys) must keep every column with a twin: against ``np.unique`` over all columns on 0/1 data
+    with many ties, on data with near twins (one entry off by 1e-12: not identical) and with
+    non-finite entries."""
+    from fsframe.loops.ties import identical_groups
+
+    for seed in range(100):
+        X = np.random.default_rng(seed).integers(0, 2, size=(6, 30)).astype(float)
+        got = sorted(tuple(c.tolist()) for c in identical_groups(_Data(X)))
+        assert got == _brute_force(X), seed
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((50, 40))
+    X[:, 5] = X[:, 7] = X[:, 2]
+    X[:, 9] = X[:, 11] = 0.0
+    X[:, 30] = X[:, 31]
+    X[:, 20] = X[:, 21]
+    X[0, 21] += 1e-12  # a near twin is no twin
+    X[:, 33] = 1e300 * np.sign(X[:, 33])  # large entries: the keys' tolerance scales with them
+    X[:, 34] = X[:, 33]
+    got = sorted(tuple(c.tolist()) for c in identical_groups(_Data(X)))
+    assert got == _brute_force(X) == [(2, 5, 7), (9, 11), (30, 31), (33, 34)]
+    X[3, 0] = X[3, 1] = np.nan  # nan: compared exactly (np.unique treats equal nans alike per row)
+    assert sorted(tuple(c.tolist()) for c in identical_groups(_Data(X))) == _brute_force(X)
