@@ -137,5 +137,8 @@ def test_identical_groups_prefilter_misses_no_pair():
     X[:, 34] = X[:, 33]
     got = sorted(tuple(c.tolist()) for c in identical_groups(_Data(X)))
     assert got == _brute_force(X) == [(2, 5, 7), (9, 11), (30, 31), (33, 34)]
+    big = X.copy()
+    big[:, 36] = big[:, 37] = 1e308  # finite entries whose sums overflow
+    assert sorted(tuple(c.tolist()) for c in identical_groups(_Data(big))) == _brute_force(big)
     X[3, 0] = X[3, 1] = np.nan  # nan: compared exactly (np.unique treats equal nans alike per row)
     assert sorted(tuple(c.tolist()) for c in identical_groups(_Data(X))) == _brute_force(X)
