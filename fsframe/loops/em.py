@@ -13,6 +13,8 @@ from ..errors import ConvergenceWarning, InvalidOptionError
 from ..surrogates.base import PROVIDES
 from ..validators import as_int, finite, not_bool, positive_int, to_float
 from .base import OuterLoop, Step
+from .selection import support_of
+from .ties import Tiebreak
 
 
 MAX_WEIGHT = 1e12
@@ -143,6 +145,16 @@ class EM(OuterLoop):
     of rows), ``1/q`` enters as the scaling ``diag(t^2)`` of the kernel: Weston's multiplicative
     update ``w = |w^k| ⊙ v``.
 
+    **Identical features.** Two identical columns get the same weight ``q`` from an even split, and
+    the split then stays even for ever (``em-l0`` kept both copies, one of ``n_features`` wasted). The
+    first time a class of identical groups is split evenly, the weights are those of the point
+    tilted towards its member of lowest index (:class:`~fsframe.loops.ties.Tiebreak`, as DCA and
+    ``reweighted-l1`` do); the step from it is not monitored and does not stop the loop.
+
+    **The empty model.** Without ``n_features``, a run whose last iterate has no meaningful non-zero
+    after one that had some (every weight driven to zero, e.g. a class of 3 samples among 15) ends
+    with a :class:`~fsframe.errors.ConvergenceWarning` naming the counts per iterate.
+
     The first subproblem uses ``q = 1`` (the standard L2 SVM), as 002 and AROM start. Stops when
     the step ``||(w,b)^{t+1} - (w,b)^t||`` falls below ``tol`` (relative). **Monitored** (must not
     rise; checked): ``loss + kappa sum_j phi(t_j)``, the majorise-minimise potential, with
@@ -242,6 +254,44 @@ class EM(OuterLoop):
         return self._capped(w, fixed, magnitudes)
 
     def steps(self, sub, surrogate, run):
+        """:meth:`_steps`, and a :class:`~fsframe.errors.ConvergenceWarning` when the run ends on the
+        empty model without ``n_features`` (:meth:`_warn_empty`)."""
+        counts: list[int] = []
+        scale = 0.0
+        gen = self._steps(sub, surrogate, run)
+        try:
+            while True:
+                try:
+                    step = next(gen)
+                except StopIteration as stop:
+                    finish = stop.value
+                    break
+                it = step.iterate
+                if it.ok and it.t is not None:
+                    scale = max(scale, float(np.max(it.t, initial=0.0)))
+                    counts.append(int(support_of(it.t, self.zero_tol, scale).sum()))
+                yield step
+        finally:
+            gen.close()  # the base closes this generator when n_features is reached: close the inner one
+        self._warn_empty(counts, getattr(run, "n_features", None))
+        return finish
+
+    def _warn_empty(self, counts: list[int], n_features) -> None:
+        """Without ``n_features``, say so when the last iterate has no meaningful non-zero while an
+        earlier one had some: the weights ``q`` of every group grew until all of them fell to zero
+        (002's ``1/t^2`` does this when the loss of a few samples cannot hold any feature, e.g. a
+        class of 3 samples among 15), and the answer is the empty model, which predicts by its
+        intercept alone. (With ``n_features`` the base takes the last iterate that had ``r`` and
+        warns of the collapse itself.)"""
+        if n_features is not None or len(counts) < 2 or counts[-1] > 0 or max(counts) == 0:
+            return
+        warnings.warn(
+            f"{self.name}: the iterates collapsed to the empty model (meaningful non-zeros per iterate {counts}): "
+            "every feature's weight fell to zero and the model predicts by its intercept alone. The sparsity "
+            "pressure outweighs the loss at this C (e.g. a very small class): a larger C, or n_features=r "
+            "(the r largest groups of the last iterate that still has r)", ConvergenceWarning, stacklevel=4)
+
+    def _steps(self, sub, surrogate, run):
         r = getattr(run, "n_features", None) if self.early_stop else None  # only early_stop reads the run
         if self.early_stop and r is None:
             raise InvalidOptionError(f"{self.name}: early_stop={self.early_stop} ends the run when the n_features "
@@ -251,6 +301,7 @@ class EM(OuterLoop):
         yield Step(it, f, monitored=None)  # the L2 start is not a descent step
         norms = [it.t] if self.early_stop else None  # the regular iterates' group norms, for early_stop
         q, revivable = self.rule(surrogate)
+        ties = Tiebreak(self, sub)  # identical features: the even split tilted once (fsframe.loops.ties)
         fixed = np.zeros(sub.n_groups, dtype=bool)
         magnitudes = group_magnitudes(sub)
         scale = float(np.max(it.t, initial=0.0))
@@ -258,12 +309,13 @@ class EM(OuterLoop):
         solves = 1
         while solves < self.max_iter:
             cut = max(self.zero_tol * max(float(np.max(it.t, initial=0.0)), scale), 1e-12)
-            new = sub.solve(quad=self._weights(it, q, cut, fixed, magnitudes))
+            at, tilt = ties.point(it)
+            new = sub.solve(quad=self._weights(at, q, cut, fixed, magnitudes))
             solves += 1
             ok = new.ok
             yield Step(new, self.surrogate_objective(new, surrogate) if ok else None,
-                       monitored=self._potential(new, surrogate) if ok else None)
-            small, _ = self.small_step(new, it)
+                       monitored=self._potential(new, surrogate) if ok and not tilt else None)
+            small = self.small_step(new, it)[0] and not tilt  # the step from a tilted point stops nothing
             it = new
             scale = max(scale, float(np.max(it.t, initial=0.0)))
             if norms is not None and ok:  # resumed: the base counted more than r meaningful non-zeros

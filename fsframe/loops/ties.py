@@ -45,9 +45,41 @@ def identical_groups(sub) -> list[NDArray]:
         return []
     if sp.issparse(X):
         return _identical_sparse_columns(X)
-    _, inverse, counts = np.unique(np.asarray(X).T, axis=0, return_inverse=True, return_counts=True)
+    X = np.asarray(X)
+    cand = _candidates(X)
+    if cand.size < 2:
+        return []
+    _, inverse, counts = np.unique(X[:, cand].T, axis=0, return_inverse=True, return_counts=True)
     inverse = np.ravel(inverse)
-    return [np.flatnonzero(inverse == c) for c in np.flatnonzero(counts > 1)]
+    return [cand[np.flatnonzero(inverse == c)] for c in np.flatnonzero(counts > 1)]
+
+
+def _candidates(X: NDArray) -> NDArray:
+    """The columns of a dense ``X`` that may have an identical twin, a superset of those that have
+    one. Two keys per column, its sum and its product with a fixed positive vector ``u``; a column
+    is a candidate when, in the order of each key, a neighbour's key lies within the rounding bound
+    ``tol`` of its own (the larger of the two columns' bounds). Two identical columns' keys differ
+    by at most the rounding of their sums (below ``tol``, the same for both), and a column's
+    neighbour on the side of its twin is no farther than the twin: so a column with a twin is
+    always a candidate. The exact comparison (``np.unique`` over rows: ~1 ms on 166 x 60, ~2 ms
+    on 455 x 30, per fit) then runs on the candidates only — usually none."""
+    m, n = X.shape
+    if not np.all(np.isfinite(X)):  # nan never equals itself, inf has no rounding bound: compare exactly
+        return np.arange(n)
+    u = 1.0 + np.arange(m, dtype=float) / max(m, 1)  # in [1, 2): fixed, no randomness
+    scale = 2.0 * np.abs(X).sum(axis=0)  # bounds |sum| and |u'x| of each column
+    tol = max(1e-9, 8.0 * m * np.finfo(float).eps) * scale  # above either sum's rounding error
+    keys = (X.sum(axis=0), u @ X)
+    if not (np.all(np.isfinite(scale)) and all(np.all(np.isfinite(k)) for k in keys)):
+        return np.arange(n)  # sums that overflow bound nothing: compare exactly
+    near = np.ones(n, dtype=bool)
+    for key in keys:
+        o = np.argsort(key, kind="stable")
+        link = np.abs(np.diff(key[o])) <= np.maximum(tol[o[:-1]], tol[o[1:]])
+        chained = np.zeros(n, dtype=bool)
+        chained[o[:-1][link]] = chained[o[1:][link]] = True
+        near &= chained
+    return np.flatnonzero(near)
 
 
 def _identical_sparse_columns(X) -> list[NDArray]:
