@@ -62,6 +62,7 @@ from ..enums import Status
 from ..linalg import check_psd
 from .base import BackendSession, RawSolution, SolveFailure, SolveOptions, SolveResult
 from .box_qp import solve_box_qp
+from .certificate import relative_violation
 from .dual_rays import DualRays
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
@@ -373,17 +374,42 @@ class _StableFormSession(BackendSession):
         return None
 
     def _retries(self, data: ProblemData, tried: list[SolveResult]):
-        while tried[-1].status in _FAILED:
-            self.failed.add(self._current)
-            if self._current == "dual":
-                self._drop_inner()  # do not warm-start from a failed state
+        while tried[-1].status in _FAILED or self._inexact(tried[-1]):
+            failed = tried[-1].status in _FAILED
+            if failed:
+                self.failed.add(self._current)
+                if self._current == "dual":
+                    self._drop_inner()  # do not warm-start from a failed state
             message = tried[-1].message
             message = message[len(self._prefix):] if message.startswith(self._prefix) else message
-            self._why.append(f"{_LABEL[self._current]} failed ({tried[-1].status.value}: {message})")
+            verb = "failed" if failed else "was inexact"
+            self._why.append(f"{_LABEL[self._current]} {verb} ({tried[-1].status.value}: {message})")
             form = self._take(data)
             if form is None:
                 return
             yield self._run(form, data)
+
+    def _inexact(self, res: SolveResult) -> bool:
+        """Whether ``res`` is a dual form's answer that failed its certificate (``OPTIMAL_INACCURATE``):
+        the primal point recovered from a dual (``x_Q = -(c_Q + K_Q'lam) / d``) carries the dual's
+        error magnified by ``1 / d``, and a primal form may do better (an EM subproblem with
+        weights 1e-8..1e8 and columns 1e-4..1e4: the dual's answer 0.8 % above the optimum, the
+        scaled primal's certified). The next form is tried, the dual form is not skipped after
+        (HiGHS did not fail on it), and :meth:`_choose` keeps the better answer."""
+        return res.status is Status.OPTIMAL_INACCURATE and self._current in ("dense", "dual")
+
+    def _choose(self, tried: list[SolveResult]) -> SolveResult:
+        """No candidate ``OPTIMAL``: the ``OPTIMAL_INACCURATE`` one whose certificate's largest
+        measure is smallest (the earlier on a tie), else the last; its message says what the
+        others ended."""
+        usable = [r for r in tried if r.status is Status.OPTIMAL_INACCURATE and r.x is not None]
+        if not usable:
+            return tried[-1]
+        best = min(usable, key=_worst_measure)
+        if best is tried[-1]:
+            return best
+        others = "; ".join(f"{_form_of(r)} ended {r.status.value}" for r in tried if r is not best)
+        return attrs.evolve(best, message=f"{best.message}; kept: this answer, the best certified ({others})")
 
     def _run(self, form: str, data: ProblemData) -> RawSolution:
         self._current = form
@@ -442,6 +468,21 @@ class _StableFormSession(BackendSession):
         for s in (self.inner, self.primal):
             if s is not None:
                 s.close()
+
+
+def _worst_measure(res: SolveResult) -> float:
+    """The largest measure of ``res``'s certificate (infinite without one)."""
+    c = res.certificate
+    if c is None:
+        return float("inf")
+    return max(float(c.primal_residual), float(c.dual_residual), abs(float(c.gap)))
+
+
+def _form_of(res: SolveResult) -> str:
+    """Which form answered ``res``, from the ``solved the ...:`` its message starts with."""
+    m = res.message
+    k = m.rfind("solved the ")
+    return m[k + len("solved the "):].split(":", 1)[0] if k >= 0 else m.split(":", 1)[0]
 
 
 def _raw(res: SolveResult) -> RawSolution:
@@ -593,11 +634,14 @@ class DualQPSession(DualRays, _StableFormSession):
                                    message=f"dense dual QP: {res.status.replace('_', ' ')}")
             zd = box.row_multipliers(res.r, res.lam, lo, hi, pc["h"], pc["lb"])
             x = self._recover(data, pc, res.lam, res.nu, zd)  # its BLAS context: nothing to change here
-        viol = data.max_violation(x)  # checked with or without the certificate, as for HiGHS's dual
+        # checked with or without the certificate, as for HiGHS's dual; each row against its own
+        # size (relative_violation): an absolute residual refused answers on columns of scale 1e4
+        # and let a row of scale 1e-4 be missed by 1 %
+        viol = relative_violation(data, x)
         if not np.isfinite(viol) or viol > 10 * self.options.cert_tol:
             self._warm = None
             return RawSolution(status=Status.NUMERICAL_ERROR, iterations=res.iterations,
-                               message=f"dense dual QP point infeasible (residual {viol:.2e})")
+                               message=f"dense dual QP point infeasible (relative residual {viol:.2e})")
         self._warm = res.lam
         p = pc["p"]
         return RawSolution(status=Status.OPTIMAL, x=x, duals={"y": res.lam[:p], "z": res.lam[p:]},
@@ -649,9 +693,9 @@ class DualQPSession(DualRays, _StableFormSession):
             # checked with or without the certificate: HiGHS's QP solver can stop at a huge finite
             # point of an unbounded dual (the primal is infeasible) and call it optimal; the
             # recovered x then violates the primal. The scaled primal form reports the status.
-            viol = data.max_violation(x)
+            viol = relative_violation(data, x)  # each row against its own size, as the dense form
             if not np.isfinite(viol) or viol > 10 * self.options.cert_tol:
-                what = f"dual QP point infeasible (residual {viol:.2e})"
+                what = f"dual QP point infeasible (relative residual {viol:.2e})"
                 claim = self._infeasible_claim(data, what + ": HiGHS stopped on an unbounded dual", res.iterations)
                 if claim is not None:
                     return attrs.evolve(claim, raw={"dual": res})
