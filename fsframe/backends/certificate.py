@@ -452,9 +452,9 @@ def _column_counts(data: ProblemData) -> NDArray:
 def _polish_farkas(data: ProblemData, y: NDArray, z: NDArray, bad: NDArray, r: NDArray):
     """``(y, z)`` corrected by the least-norm ``(dy, dz)`` with ``(A'dy + G'dz)_k = -r_k`` on the
     columns ``bad`` (the unexcused ones and the free ones; a dense least-squares solve, or LSQR on
-    a large matrix), ``z`` projected back
-    onto the dual cone; ``None`` on any trouble. Whatever it returns is checked afresh: a corrected
-    certificate that proves infeasibility is a proof, however it was found."""
+    a large matrix), ``z`` projected back onto the dual cone; ``None`` on any trouble. Whatever it
+    returns is checked afresh: a corrected certificate that proves infeasibility is a proof,
+    however it was found."""
     import scipy.sparse as sp  # not at import: `fsframe methods` loads the backends without scipy
 
     M = sp.vstack([data.A, data.G], format="csc")[:, np.flatnonzero(bad)]

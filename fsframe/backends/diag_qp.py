@@ -409,7 +409,7 @@ class _StableFormSession(BackendSession):
         if best is tried[-1]:
             return best
         others = "; ".join(f"{_form_of(r)} ended {r.status.value}" for r in tried if r is not best)
-        return attrs.evolve(best, message=f"{best.message}; kept: this answer, the best certified ({others})")
+        return attrs.evolve(best, message=f"{best.message}; kept: this answer, the closest to certified ({others})")
 
     def _run(self, form: str, data: ProblemData) -> RawSolution:
         self._current = form
