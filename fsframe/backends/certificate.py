@@ -450,23 +450,31 @@ def _column_counts(data: ProblemData) -> NDArray:
 
 
 def _polish_farkas(data: ProblemData, y: NDArray, z: NDArray, bad: NDArray, r: NDArray):
-    """``(y, z)`` corrected by the least-norm ``(dy, dz)`` with ``(A'dy + G'dz)_k = -r_k`` on the
-    columns ``bad`` (the unexcused ones and the free ones; a dense least-squares solve, or LSQR on
-    a large matrix), ``z`` projected back onto the dual cone; ``None`` on any trouble. Whatever it
-    returns is checked afresh: a corrected certificate that proves infeasibility is a proof,
-    however it was found."""
+    """``(y, z)`` corrected by ``(dy, dz)`` with ``(A'dy + G'dz)_k = -r_k`` on the columns ``bad``
+    (the unexcused ones and the free ones), ``z`` projected back onto the dual cone; ``None`` on
+    any trouble. The correction is the least-norm one in relative terms: each multiplier moves in
+    proportion to its size (one at zero stays there, so ``z`` stays in its cone) and each column's
+    equation is taken relative to its terms (on columns of scale 1e-4..1e4 the plain least-norm
+    correction left the small columns' reduced costs above their rounding, and ECOS's true claim
+    local). A dense least-squares solve, or LSQR on a large matrix. Whatever it returns is checked
+    afresh: a corrected certificate that proves infeasibility is a proof, however it was found."""
     import scipy.sparse as sp  # not at import: `fsframe methods` loads the backends without scipy
 
     M = sp.vstack([data.A, data.G], format="csc")[:, np.flatnonzero(bad)]
+    w = np.abs(np.concatenate([y, z]))
+    size = np.maximum(np.asarray(abs(M).T @ w).ravel(), np.finfo(float).tiny)  # each column's terms
+    W = (sp.diags(w) @ M @ sp.diags(1.0 / size)).T  # in u = dv / w, per unit of each column's terms
+    rhs = -r[bad] / size
     try:
-        if M.shape[0] * M.shape[1] <= 4_000_000:
-            v = np.linalg.lstsq(M.T.toarray(), -r[bad], rcond=None)[0]
+        if W.shape[0] * W.shape[1] <= 4_000_000:
+            u = np.linalg.lstsq(W.toarray(), rhs, rcond=None)[0]
         else:
             from scipy.sparse.linalg import lsqr
 
-            v = lsqr(M.T.tocsr(), -r[bad], atol=1e-15, btol=1e-15, iter_lim=20 * M.shape[1])[0]
+            u = lsqr(W.tocsr(), rhs, atol=1e-15, btol=1e-15, iter_lim=20 * W.shape[0])[0]
     except (np.linalg.LinAlgError, ValueError):  # pragma: no cover - a failed solve is no evidence
         return None
+    v = w * u
     if not np.all(np.isfinite(v)):
         return None
     p = data.A.shape[0]

@@ -425,3 +425,38 @@ def test_a_certificate_off_by_its_solvers_tolerance_is_corrected(noise):
     # a certificate far from one (the reduced cost 1e-2 of its terms) is not corrected into one
     ok, why = check_infeasibility(data, np.zeros(0), np.array([1.0, 1.02]), TOL)
     assert not ok and "correction" not in why and "a local proof only" in why
+
+
+def _contradicted_rows(seed: int, margin: float) -> tuple[ProblemData, list]:
+    """Random rows ``G x <= h`` (columns scaled over 1e-4..1e4, half of them free, the others
+    bounded below) feasible at a point ``x0``, plus the negated sum of two of them (weights in
+    ``[0.5, 2]``) tightened by ``margin`` of its right-hand side's terms: infeasible. Returns the
+    problem and SciPy's bounds for it."""
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(4, 15)), int(rng.integers(3, 12))
+    G = rng.standard_normal((m, n)) * 10.0 ** rng.uniform(-4, 4, n)
+    x0 = rng.standard_normal(n) / 10.0 ** rng.uniform(-4, 4, n)
+    h = G @ x0 + rng.uniform(0, 1, m)
+    k, w = rng.choice(m, 2, replace=False), rng.uniform(0.5, 2, 2)
+    row = -(w[0] * G[k[0]] + w[1] * G[k[1]])
+    h_row = -(w[0] * h[k[0]] + w[1] * h[k[1]]) - margin * (abs(w[0] * h[k[0]]) + abs(w[1] * h[k[1]]))
+    free = rng.random(n) < 0.5
+    lb = np.where(free, -np.inf, np.minimum(x0, 0) - 1.0 / 10.0 ** rng.uniform(-4, 4, n))
+    data = ProblemData(c=rng.standard_normal(n), A=sp.csr_matrix((0, n)), b=np.zeros(0),
+                       G=sp.csr_matrix(np.vstack([G, row])), h=np.append(h, h_row), l=m + 1, lb=lb,
+                       ub=np.full(n, np.inf))
+    return data, [(None if f else lo, None) for f, lo in zip(free, lb)]
+
+
+def test_the_correction_is_relative_to_each_column_and_multiplier():
+    """ECOS's certificate of a problem infeasible by 1e-3 (columns 1e-4..1e4, 3 free) leaves
+    reduced costs of 1.4e-9 on the free columns. The plain least-norm correction left the small
+    columns above their rounding (a local proof, radius 6.8e7, the true claim unverified); the
+    correction relative to each multiplier and each column's terms proves it."""
+    from scipy.optimize import linprog
+
+    data, bounds = _contradicted_rows(5, 1e-3)
+    assert linprog(np.zeros(data.n), A_ub=data.G.toarray(), b_ub=data.h, bounds=bounds, method="highs").status == 2
+    res = EcosBackend().solve(data)
+    assert res.status is Status.INFEASIBLE and res.claim.verified, res.message
+    assert "least-norm correction" in res.message and "(they were 1.37e-09)" in res.message
