@@ -23,7 +23,7 @@ from ..enums import Status
 
 __all__ = ["Certificate", "certify", "judge_certificate", "reduced_costs", "unexcused_at", "reduced_cost_violations",
            "GAP_FLOOR", "LAGRANGIAN_RTOL", "CLAIMS", "ClaimCheck", "check_infeasibility", "check_unboundedness",
-           "feasible_point", "FEASIBLE_VIOLATION", "relative_violation", "judge_claim"]
+           "feasible_point", "FEASIBLE_VIOLATION", "relative_violation", "judge_claim", "FARKAS_POLISH_ROUNDS"]
 
 GAP_FLOOR = 1e-12
 """Smallest normaliser of the gap and the residuals (they are relative to the sizes of the terms
@@ -329,11 +329,14 @@ def _row_sizes(M, rhs: NDArray, x: NDArray, Mx: NDArray, need: NDArray, lb: NDAr
     ``1e6 x0 + x1 <= -1e-7`` is not "satisfied to rounding" by the zero model (it is infeasible).
     Only the row's own columns count: a column far from zero elsewhere (a bound excluding 0, a
     column fixed at 1e6, a residual of size ``y``) does not loosen a row it is not in. Invariant
-    to scaling the row: a row ``1e-4 x <= -1e-6`` is ``x <= -0.01``."""
+    to scaling the row: a row ``1e-4 x <= -1e-6`` is ``x <= -0.01``. A row without entries (or
+    with zero coefficients only) is the constant ``0`` against ``rhs_i``: it is sized like a bound,
+    ``max(1, |rhs_i|)``, so ``0 <= -1e-13`` is rounding and ``0 <= -1`` a violation of 1."""
     xa = np.abs(x)
     terms = _abs(M) @ xa if M.nnz <= ABS_CACHE_LIMIT else abs(M) @ xa  # a large |M| is not kept
     # unknown direction: the row's largest coefficient (cached), capped by the problem's scale
-    big = np.minimum(_cached(_ROW_MAX, M, _row_max), max(1.0, _inf(rhs), _inf(Mx)))
+    row_max = _cached(_ROW_MAX, M, _row_max)
+    big = np.minimum(row_max, max(1.0, _inf(rhs), _inf(Mx)))
     rows = np.flatnonzero(need)
     if rows.size:  # violated rows (few at a solver's answer): only the columns that can help
         import scipy.sparse as sp  # not at import: `fsframe methods` loads the backends without scipy
@@ -348,6 +351,9 @@ def _row_sizes(M, rhs: NDArray, x: NDArray, Mx: NDArray, need: NDArray, lb: NDAr
         move = np.minimum(np.maximum(1.0, xa[cols]), np.maximum(room, 0.0))
         W = sp.csr_matrix((np.abs(v) * move, cols, R.indptr), shape=R.shape)
         big[rows] = _row_max(W)
+    # a row without entries (a constant, 0 against its right-hand side) is sized like a bound,
+    # by max(1, |rhs|): 0 <= -1e-13 is rounding, not a violation of 10 % of GAP_FLOOR
+    big[row_max == 0] = 1.0
     return np.maximum(np.maximum(np.abs(rhs), terms), np.maximum(big, GAP_FLOOR))
 
 
@@ -405,42 +411,132 @@ def feasible_point(data: ProblemData) -> tuple[NDArray | None, float]:
     return (x if viol <= FEASIBLE_VIOLATION else None), float(viol)
 
 
+FARKAS_POLISH_ROUNDS = 3
+"""Rounds of the least-norm correction :func:`check_infeasibility` applies to a Farkas certificate
+whose unexcused reduced costs are above rounding (an interior-point solver's certificate holds
+``A'y + G'z = 0`` on its free columns only to its tolerance)."""
+
+
+def _farkas(data: ProblemData, y: NDArray, z: NDArray) -> dict:
+    """The measures of a Farkas certificate ``(y, z)`` (``z`` already in the dual cone): its
+    reduced costs ``r = A'y + G'z``, the size of their terms per column, the columns no finite
+    bound excuses (``bad``), those of them above the rounding of their own sums, the margin
+    ``d`` and the size ``S`` of its terms."""
+    r = (_rmatvec(data.A, y) if data.A.shape[0] else np.zeros(data.n)) \
+        + (_rmatvec(data.G, z) if data.G.shape[0] else 0.0)
+    col = (_abs_rmatvec(data.A, np.abs(y)) if data.A.shape[0] else 0.0) \
+        + (_abs_rmatvec(data.G, np.abs(z)) if data.G.shape[0] else 0.0)
+    col = np.broadcast_to(np.asarray(col, dtype=float), (data.n,))
+    bad = _unexcused(data, r)
+    # a sum of k products is known to k * eps of the size of its terms: below that, a reduced cost
+    # is zero as far as the arithmetic that formed it can tell
+    terms = _column_counts(data)
+    above = bad & (np.abs(r) > (terms + 2) * np.finfo(float).eps * col)
+    lo, hi = (r > 0) & ~bad, (r < 0) & ~bad
+    L = float(r[lo] @ data.lb[lo]) + float(r[hi] @ data.ub[hi])
+    by, hz = float(data.b @ y), float(data.h @ z)
+    S = float(np.abs(data.b) @ np.abs(y)) + float(np.abs(data.h) @ np.abs(z)) \
+        + float(col[lo] @ np.abs(data.lb[lo])) + float(col[hi] @ np.abs(data.ub[hi]))
+    return dict(r=r, col=col, bad=bad, above=above, d=L - by - hz, S=max(S, GAP_FLOOR))
+
+
+def _column_counts(data: ProblemData) -> NDArray:
+    """The number of entries of each column of ``A`` and ``G`` together."""
+    out = np.zeros(data.n)
+    for M in (data.A, data.G):
+        if M.shape[0]:
+            out += np.bincount(M.tocsr().indices, minlength=data.n)[: data.n]
+    return out
+
+
+def _polish_farkas(data: ProblemData, y: NDArray, z: NDArray, bad: NDArray, r: NDArray):
+    """``(y, z)`` corrected by ``(dy, dz)`` with ``(A'dy + G'dz)_k = -r_k`` on the columns ``bad``
+    (the unexcused ones and the free ones), ``z`` projected back onto the dual cone; ``None`` on
+    any trouble. The correction is the least-norm one in relative terms: each multiplier moves in
+    proportion to its size (one at zero stays there, so ``z`` stays in its cone) and each column's
+    equation is taken relative to its terms (on columns of scale 1e-4..1e4 the plain least-norm
+    correction left the small columns' reduced costs above their rounding, and ECOS's true claim
+    local). A dense least-squares solve, or LSQR on a large matrix. Whatever it returns is checked
+    afresh: a corrected certificate that proves infeasibility is a proof, however it was found."""
+    import scipy.sparse as sp  # not at import: `fsframe methods` loads the backends without scipy
+
+    M = sp.vstack([data.A, data.G], format="csc")[:, np.flatnonzero(bad)]
+    w = np.abs(np.concatenate([y, z]))
+    size = np.maximum(np.asarray(abs(M).T @ w).ravel(), np.finfo(float).tiny)  # each column's terms
+    W = (sp.diags(w) @ M @ sp.diags(1.0 / size)).T  # in u = dv / w, per unit of each column's terms
+    rhs = -r[bad] / size
+    try:
+        if W.shape[0] * W.shape[1] <= 4_000_000:
+            u = np.linalg.lstsq(W.toarray(), rhs, rcond=None)[0]
+        else:
+            from scipy.sparse.linalg import lsqr
+
+            u = lsqr(W.tocsr(), rhs, atol=1e-15, btol=1e-15, iter_lim=20 * W.shape[0])[0]
+    except (np.linalg.LinAlgError, ValueError):  # pragma: no cover - a failed solve is no evidence
+        return None
+    v = w * u
+    if not np.all(np.isfinite(v)):
+        return None
+    p = data.A.shape[0]
+    return y + v[:p], _project_dual_cone(data, z + v[p:])
+
+
 def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float) -> tuple[bool, str]:
     """Whether ``(y, z)`` is a Farkas certificate that ``A x = b, G x <=_K h, lb <= x <= ub`` has
     no solution, and what was measured.
 
     With ``z`` projected onto the dual cone ``K*`` (so ``z'(h - Gx) >= 0`` on every feasible
     ``x``), every feasible ``x`` has ``r'x <= b'y + h'z`` for ``r = A'y + G'z``, while the box
-    gives ``r'x >= L = sum_{r_k>0} r_k lb_k + sum_{r_k<0} r_k ub_k``. The claim is verified when
-    the margin ``d = L - b'y - h'z`` is positive beyond rounding (``d > 10 tol S``, ``S`` the
-    size of the terms that make it up) and the reduced costs no finite bound excuses are rounding
-    noise (at most ``10 tol`` of the largest column of ``|A|'|y| + |G|'|z|``): a feasible point
-    would then need a coordinate of size ``d / ||r_unexcused||_1`` at least."""
+    gives ``r'x >= L = sum_{r_k>0} r_k lb_k + sum_{r_k<0} r_k ub_k`` over the columns whose bound
+    on that side is finite. The claim is verified when the margin ``d = L - b'y - h'z`` is
+    positive beyond rounding (``d > 10 tol S``, ``S`` the size of the terms that make it up) and
+    every reduced cost that no finite bound excuses is zero to the rounding of its own sum
+    (``(k + 2) eps`` of its terms ``(|A|'|y| + |G|'|z|)_k``, ``k`` the column's entries): the
+    proof then holds for every ``x`` the bounds allow.
+
+    A larger unexcused reduced cost makes the proof local: it excludes only the points with
+    ``max_k |x_k| < d / sum_k |r_k|`` on those columns (the radius), however large that is. Such
+    a certificate (an interior-point solver's holds ``A'y + G'z = 0`` only to its tolerance) is
+    first corrected when those reduced costs are within ``10 tol`` of the largest column's terms
+    (:func:`_polish_farkas`, up to :data:`FARKAS_POLISH_ROUNDS` rounds) and the corrected one
+    checked afresh; if it stays local the claim is not verified, and the message says the radius
+    it does prove."""
     y = np.asarray(y, dtype=float)
     z = _project_dual_cone(data, np.asarray(z, dtype=float))
     if y.shape != (data.A.shape[0],) or z.shape != (data.G.shape[0],) or not (np.all(np.isfinite(y))
                                                                               and np.all(np.isfinite(z))):
         return False, "the certificate is misshapen or not finite"
-    r = (data.A.T @ y if data.A.shape[0] else np.zeros(data.n)) + (data.G.T @ z if data.G.shape[0] else 0.0)
-    col = (_abs_rmatvec(data.A, np.abs(y)) if data.A.shape[0] else 0.0) \
-        + (_abs_rmatvec(data.G, np.abs(z)) if data.G.shape[0] else 0.0)
-    col = np.broadcast_to(np.asarray(col, dtype=float), (data.n,))
-    bad = _unexcused(data, r)
-    lo, hi = (r > 0) & ~bad, (r < 0) & ~bad
-    L = float(r[lo] @ data.lb[lo]) + float(r[hi] @ data.ub[hi])
-    by, hz = float(data.b @ y), float(data.h @ z)
-    d = L - by - hz
-    S = float(np.abs(data.b) @ np.abs(y)) + float(np.abs(data.h) @ np.abs(z)) \
-        + float(col[lo] @ np.abs(data.lb[lo])) + float(col[hi] @ np.abs(data.ub[hi]))
-    S = max(S, GAP_FLOOR)
-    noise = max(_inf(col), GAP_FLOOR)
-    res = _inf(r[bad]) / noise
+    f = first = _farkas(data, y, z)
+    seen = [f]  # the certificate and its corrections, each checked on its own
+    # only a certificate within its solver's tolerance is corrected (one far from it is not one)
+    near = _inf(f["r"][f["bad"]]) <= 10 * tol * max(_inf(f["col"]), GAP_FLOOR)
+    free = ~np.isfinite(data.lb) & ~np.isfinite(data.ub)
+    while near and f["above"].any() and len(seen) <= FARKAS_POLISH_ROUNDS:
+        # the free columns' reduced costs are held at zero too: a correction must not move them
+        better = _polish_farkas(data, y, z, f["bad"] | free, f["r"])
+        if better is None:
+            break
+        y, z = better
+        f = _farkas(data, y, z)
+        seen.append(f)
+    margin = [g for g in seen if g["d"] > 10 * tol * g["S"]]
+    proof = next((g for g in margin if not g["above"].any()), None)
+    # not proved: the largest radius any of them proves (each is a true statement)
+    radius = {id(g): g["d"] / float(np.abs(g["r"][g["above"]]).sum()) for g in margin if proof is None}
+    f = proof or (max(margin, key=lambda g: radius[id(g)]) if margin else first)
+    d, S, r = f["d"], f["S"], f["r"]
+    res = _inf(r[f["bad"]]) / max(_inf(f["col"]), GAP_FLOOR)
     what = f"Farkas margin {d / S:.2e} (relative), unexcused reduced costs {res:.2e} (relative)"
-    if d <= 10 * tol * S:
+    k = next(i for i, g in enumerate(seen) if g is f)
+    if k:
+        what += (f" after {k} least-norm correction{'s' if k > 1 else ''} of the certificate "
+                 f"(they were {_inf(first['r'][first['bad']]) / max(_inf(first['col']), GAP_FLOOR):.2e})")
+    if not margin:
         return False, f"{what}: the margin is not positive beyond rounding"
-    radius = d / max(float(np.abs(r[bad]).sum()), GAP_FLOOR)
-    if res > 10 * tol or radius < 1 / (10 * tol):
-        return False, f"{what}: the reduced costs leave room for feasible points of size {radius:.3g} and more"
+    if proof is None:
+        return False, (f"{what}: a local proof only, no feasible point with |x_k| < {radius[id(f)]:.3g} on the "
+                       f"{int(f['above'].sum())} column(s) whose reduced cost no finite bound excuses; beyond that "
+                       "radius it proves nothing")
     return True, what
 
 

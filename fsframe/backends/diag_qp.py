@@ -35,10 +35,10 @@ primal violation is checked even with ``certify=False``.
 
 Claims: an unbounded dual proves the primal infeasible, an infeasible dual the primal unbounded
 (or infeasible). Neither HiGHS's QP solver nor the dense method returns a ray, so the session finds
-the evidence by a small LP over the dual's rows (:meth:`DualQPSession._dual_ray`, the dual's
-direction of descent, which is the primal's Farkas certificate; :meth:`DualQPSession._primal_ray`,
-the dual's Farkas certificate mapped to a primal direction of descent) and the base checks it
-like any backend's (docs/backends.md, "Claims through the dual").
+the evidence by a small LP over the dual's rows (:mod:`fsframe.backends.dual_rays`: the dual's
+direction of descent, which is the primal's Farkas certificate, and the dual's Farkas
+certificate mapped to a primal direction of descent) and the base checks it like any backend's
+(docs/backends.md, "Claims through the dual").
 
 Re-solves: whether a form applies (:func:`dual_applies`, :func:`scaled_applies`) is checked on
 every solve, since a new ``ProblemData`` may bring bounds or Hessian entries the form cannot take;
@@ -61,8 +61,9 @@ from ..canonical import ProblemData
 from ..enums import Status
 from ..linalg import check_psd
 from .base import BackendSession, RawSolution, SolveFailure, SolveOptions, SolveResult
-from .certificate import check_infeasibility
 from .box_qp import solve_box_qp
+from .certificate import relative_violation
+from .dual_rays import DualRays
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
@@ -373,17 +374,42 @@ class _StableFormSession(BackendSession):
         return None
 
     def _retries(self, data: ProblemData, tried: list[SolveResult]):
-        while tried[-1].status in _FAILED:
-            self.failed.add(self._current)
-            if self._current == "dual":
-                self._drop_inner()  # do not warm-start from a failed state
+        while tried[-1].status in _FAILED or self._inexact(tried[-1]):
+            failed = tried[-1].status in _FAILED
+            if failed:
+                self.failed.add(self._current)
+                if self._current == "dual":
+                    self._drop_inner()  # do not warm-start from a failed state
             message = tried[-1].message
             message = message[len(self._prefix):] if message.startswith(self._prefix) else message
-            self._why.append(f"{_LABEL[self._current]} failed ({tried[-1].status.value}: {message})")
+            verb = "failed" if failed else "was inexact"
+            self._why.append(f"{_LABEL[self._current]} {verb} ({tried[-1].status.value}: {message})")
             form = self._take(data)
             if form is None:
                 return
             yield self._run(form, data)
+
+    def _inexact(self, res: SolveResult) -> bool:
+        """Whether ``res`` is a dual form's answer that failed its certificate (``OPTIMAL_INACCURATE``):
+        the primal point recovered from a dual (``x_Q = -(c_Q + K_Q'lam) / d``) carries the dual's
+        error magnified by ``1 / d``, and a primal form may do better (an EM subproblem with
+        weights 1e-8..1e8 and columns 1e-4..1e4: the dual's answer 0.8 % above the optimum, the
+        scaled primal's certified). The next form is tried, the dual form is not skipped after
+        (HiGHS did not fail on it), and :meth:`_choose` keeps the better answer."""
+        return res.status is Status.OPTIMAL_INACCURATE and self._current in ("dense", "dual")
+
+    def _choose(self, tried: list[SolveResult]) -> SolveResult:
+        """No candidate ``OPTIMAL``: the ``OPTIMAL_INACCURATE`` one whose certificate's largest
+        measure is smallest (the earlier on a tie), else the last; its message says what the
+        others ended."""
+        usable = [r for r in tried if r.status is Status.OPTIMAL_INACCURATE and r.x is not None]
+        if not usable:
+            return tried[-1]
+        best = min(usable, key=_worst_measure)
+        if best is tried[-1]:
+            return best
+        others = "; ".join(f"{_form_of(r)} ended {r.status.value}" for r in tried if r is not best)
+        return attrs.evolve(best, message=f"{best.message}; kept: this answer, the closest to certified ({others})")
 
     def _run(self, form: str, data: ProblemData) -> RawSolution:
         self._current = form
@@ -444,6 +470,21 @@ class _StableFormSession(BackendSession):
                 s.close()
 
 
+def _worst_measure(res: SolveResult) -> float:
+    """The largest measure of ``res``'s certificate (infinite without one)."""
+    c = res.certificate
+    if c is None:
+        return float("inf")
+    return max(float(c.primal_residual), float(c.dual_residual), abs(float(c.gap)))
+
+
+def _form_of(res: SolveResult) -> str:
+    """Which form answered ``res``, from the ``solved the ...:`` its message starts with."""
+    m = res.message
+    k = m.rfind("solved the ")
+    return m[k + len("solved the "):].split(":", 1)[0] if k >= 0 else m.split(":", 1)[0]
+
+
 def _raw(res: SolveResult) -> RawSolution:
     """An inner session's result as a candidate of the outer one (judged again, on its data)."""
     return RawSolution(status=res.status, x=res.x, duals=res.duals, objective=res.objective,
@@ -455,7 +496,7 @@ _LABEL = {"dense": "dense dual QP", "dual": "dual QP", "scaled": "scaled QP", "p
 _SOLVED = {"dense": "dense dual QP", "dual": "dual QP", "scaled": "scaled primal", "primal": "primal QP"}
 
 
-class DualQPSession(_StableFormSession):
+class DualQPSession(DualRays, _StableFormSession):
     """Solve the dual and invert to the primal: by the dense active-set method of
     :mod:`~fsframe.backends.box_qp` when the dual is box-shaped (``dense=True``, the default), else
     or when it fails by HiGHS; then the scaled primal, then the primal as given, when HiGHS fails
@@ -593,11 +634,14 @@ class DualQPSession(_StableFormSession):
                                    message=f"dense dual QP: {res.status.replace('_', ' ')}")
             zd = box.row_multipliers(res.r, res.lam, lo, hi, pc["h"], pc["lb"])
             x = self._recover(data, pc, res.lam, res.nu, zd)  # its BLAS context: nothing to change here
-        viol = data.max_violation(x)  # checked with or without the certificate, as for HiGHS's dual
+        # checked with or without the certificate, as for HiGHS's dual; each row against its own
+        # size (relative_violation): an absolute residual refused answers on columns of scale 1e4
+        # and let a row of scale 1e-4 be missed by 1 %
+        viol = relative_violation(data, x)
         if not np.isfinite(viol) or viol > 10 * self.options.cert_tol:
             self._warm = None
             return RawSolution(status=Status.NUMERICAL_ERROR, iterations=res.iterations,
-                               message=f"dense dual QP point infeasible (residual {viol:.2e})")
+                               message=f"dense dual QP point infeasible (relative residual {viol:.2e})")
         self._warm = res.lam
         p = pc["p"]
         return RawSolution(status=Status.OPTIMAL, x=x, duals={"y": res.lam[:p], "z": res.lam[p:]},
@@ -649,9 +693,9 @@ class DualQPSession(_StableFormSession):
             # checked with or without the certificate: HiGHS's QP solver can stop at a huge finite
             # point of an unbounded dual (the primal is infeasible) and call it optimal; the
             # recovered x then violates the primal. The scaled primal form reports the status.
-            viol = data.max_violation(x)
+            viol = relative_violation(data, x)  # each row against its own size, as the dense form
             if not np.isfinite(viol) or viol > 10 * self.options.cert_tol:
-                what = f"dual QP point infeasible (residual {viol:.2e})"
+                what = f"dual QP point infeasible (relative residual {viol:.2e})"
                 claim = self._infeasible_claim(data, what + ": HiGHS stopped on an unbounded dual", res.iterations)
                 if claim is not None:
                     return attrs.evolve(claim, raw={"dual": res})
@@ -659,89 +703,6 @@ class DualQPSession(_StableFormSession):
                                    message=what, raw={"dual": res})
         return RawSolution(status=res.status, x=x, duals={"y": lam[: red.p], "z": lam[red.p :]},
                            iterations=res.iterations, message=f"dual QP: {res.message}", raw={"dual": res})
-
-    # -- evidence of a claim, from the dual -------------------------------------------------------
-    def _ray_lp(self, lp: ProblemData) -> np.ndarray | None:
-        """The solution of ``lp`` (a small LP over the dual's rows, its variables in ``[-1, 1]``) by
-        the inner solver, when it has a negative objective; ``None`` otherwise or on any trouble
-        (the evidence is optional: the claim then stands unverified, as before)."""
-        try:
-            session = self.make_inner(self.backend, lp, self.inner_opts, check_convex=False)
-            try:
-                res = session.solve(lp)
-            finally:
-                session.close()
-        except Exception:  # noqa: BLE001 - no evidence is no failed solve
-            return None
-        if res.status is not Status.OPTIMAL or res.x is None or not np.all(np.isfinite(res.x)):
-            return None
-        return res.x if float(lp.c @ res.x) < 0 else None
-
-    def _dual_ray(self, data: ProblemData) -> dict | None:
-        """A direction along which the dual decreases without bound, as the primal's Farkas
-        certificate ``{"y", "z"}``; ``None`` if none is found.
-
-        Along ``dlam`` the dual's objective is ``1/2 dlam'H dlam t^2 + f'dlam t``: it falls without
-        end when ``H dlam = 0`` (``K_Q' dlam = 0``, ``H = K_Q D^-1 K_Q'``) and ``f'dlam < 0``, and
-        ``dlam`` is a recession direction of the dual's constraints (``Kt_free dlam = 0``,
-        ``G_d dlam <= 0``, ``dlam_z >= 0``). Such a ``dlam`` is the primal's Farkas certificate
-        itself, ``(y, z) = (dlam[:p], dlam[p:])``: its reduced costs ``K'dlam`` vanish on the
-        quadratic and free columns and have the sign their finite bound excuses on the others,
-        and its margin is ``-f'dlam`` (:func:`~fsframe.backends.certificate.check_infeasibility`).
-        Found by the LP ``min f'dlam`` over those constraints with ``dlam`` in ``[-1, 1]`` (``dlam_z``
-        in ``[0, 1]``)."""
-        pc = self._pieces(data)
-        rows, p, m = pc["rows"], pc["p"], pc["m"]
-        KQt = sp.csr_matrix(pc["KQ"].T) if pc["Q"].size else sp.csr_matrix((0, m))
-        lp = ProblemData(c=pc["f"], A=sp.vstack([KQt, rows.Kt_free], format="csr"),
-                         b=np.zeros(KQt.shape[0] + rows.Kt_free.shape[0]), G=rows.dual_G,
-                         h=np.zeros(rows.dual_G.shape[0]), l=rows.dual_G.shape[0],
-                         lb=np.concatenate([np.full(p, -1.0), np.zeros(m - p)]), ub=np.ones(m))
-        dlam = self._ray_lp(lp)
-        return None if dlam is None else {"y": dlam[:p], "z": dlam[p:]}
-
-    def _primal_ray(self, data: ProblemData) -> dict | None:
-        """The dual's Farkas certificate (its constraints have no solution), mapped to a direction
-        of unbounded descent of the primal ``{"dx"}``; ``None`` if none is found.
-
-        The dual's constraints are ``Kt_free lam = -c_free``, ``G_d lam <= h_d`` (``G_d = [-K_lb';
-        K_ub']``, ``h_d = (c_lb, -c_ub)``), ``lam_z >= 0``. A Farkas certificate ``(y_d, z_d >= 0)``
-        has reduced costs ``r = Kt_free' y_d + G_d' z_d`` that vanish on the free ``lam_y`` and are
-        non-negative on ``lam_z`` (excused by ``lam_z >= 0``), and a margin ``-(b_d'y_d + h_d'z_d)
-        > 0``. Mapped as the point is (:meth:`_recover`: ``x_free = -y_d``, ``x_lb = lb + z_d``,
-        ``x_ub = ub - z_d``), ``dx = (-y_d, z_d^lb, -z_d^ub)`` on the linear columns (0 on the
-        quadratic and fixed ones) has ``[A; G] dx = -r``: ``A dx = 0``, ``G dx <= 0``, within its
-        bounds' directions, ``P dx = 0``, and ``c'dx = b_d'y_d + h_d'z_d < 0``
-        (:func:`~fsframe.backends.certificate.check_unboundedness`). Found by the LP
-        ``min b_d'y_d + h_d'z_d`` over those conditions with ``y_d`` in ``[-1, 1]``, ``z_d`` in ``[0, 1]``."""
-        pc = self._pieces(data)
-        rows, p = pc["rows"], pc["p"]
-        R_lb, R_ub, R_free = pc["R_lb"], pc["R_ub"], pc["R_free"]
-        nf, ni = R_free.size, R_lb.size + R_ub.size
-        if nf + ni == 0:
-            return None
-        Rt = sp.hstack([rows.Kt_free.T, rows.dual_G.T], format="csr")  # r = Rt (y_d, z_d)
-        lp = ProblemData(c=np.concatenate([pc["b"], pc["h"]]), A=Rt[:p], b=np.zeros(p), G=-Rt[p:],
-                         h=np.zeros(Rt.shape[0] - p), l=Rt.shape[0] - p,
-                         lb=np.concatenate([np.full(nf, -1.0), np.zeros(ni)]), ub=np.ones(nf + ni))
-        v = self._ray_lp(lp)
-        if v is None:
-            return None
-        dx = np.zeros(data.n)
-        dx[R_free] = -v[:nf]
-        dx[R_lb] = v[nf:nf + R_lb.size]
-        dx[R_ub] = -v[nf + R_lb.size:]
-        return {"dx": dx}
-
-    def _infeasible_claim(self, data: ProblemData, what: str, iterations) -> RawSolution | None:
-        """An ``INFEASIBLE`` candidate with the dual's ray (:meth:`_dual_ray`) when a form's answer
-        says the dual is unbounded and the ray proves it (checked here so that a form whose answer
-        the ray does not bear out goes on to the next form; the base checks it again)."""
-        ray = self._dual_ray(data)
-        if ray is None or not check_infeasibility(data, ray["y"], ray["z"], self.options.cert_tol)[0]:
-            return None
-        return RawSolution(status=Status.INFEASIBLE, iterations=iterations, ray=ray,
-                           message=f"{what}; the primal is infeasible (the dual's ray)")
 
 
 MAX_DENSE_DUAL = 5000

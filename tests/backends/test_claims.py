@@ -70,7 +70,7 @@ def test_a_farkas_certificate_is_checked_not_trusted():
     assert check_infeasibility(data, np.zeros(0), 3 * np.array([1.0, 1.0]), TOL)[0]  # any positive multiple
     # wrong weights leave a reduced cost on the free x: the sum of the rows does not cancel it
     ok, why = check_infeasibility(data, np.zeros(0), np.array([1.0, 0.5]), TOL)
-    assert not ok and "room for feasible points" in why
+    assert not ok and "a local proof only, no feasible point with |x_k| < 2 on the 1 column" in why
     # a sign flipped (outside the dual cone, projected away): no margin left
     assert not check_infeasibility(data, np.zeros(0), np.array([-1.0, -1.0]), TOL)[0]
     # the bounds count in closed form: x >= 0 and x + y <= -1 with y >= 0, certificate z = 1
@@ -365,3 +365,98 @@ def test_a_zero_model_within_the_tolerance_but_not_feasible_proves_nothing(free_
     assert judge_claim(data, Status.INFEASIBLE, None, TOL)[0] is Status.INFEASIBLE
     data = _lp(c, G, [-5e-14], [-np.inf] + lb[1:])
     assert judge_claim(data, Status.INFEASIBLE, None, TOL)[0] is Status.NUMERICAL_ERROR
+
+
+def near_parallel(e: float, bound: float = np.inf) -> ProblemData:
+    """``x1 + x2 <= -1`` and ``-x1 - (1 - e) x2 <= 0`` (``x`` free, or ``|x2| <= bound``): their sum
+    is ``e x2 <= -1``, so the problem is feasible, but only with ``x2 <= -1/e``. The certificate
+    ``z = (1, 1)`` leaves the reduced cost ``e`` on the free ``x2``: it proves only that no point
+    has ``|x2| < 1/e``."""
+    G = sp.csr_matrix([[1.0, 1.0], [-1.0, -(1.0 - e)]])
+    return ProblemData(c=np.zeros(2), A=sp.csr_matrix((0, 2)), b=np.zeros(0), G=G, h=np.array([-1.0, 0.0]), l=2,
+                       lb=np.array([-np.inf, -bound]), ub=np.array([np.inf, bound]))
+
+
+@pytest.mark.parametrize("e", [1e-9, 1e-7])
+def test_a_local_farkas_proof_is_not_a_verification(e):
+    """The unexcused reduced cost ``e`` is within ``10 tol`` of the terms and the radius ``1/e``
+    beyond ``1 / (10 tol)``: the certificate was "verified" although the problem is feasible
+    (at ``e = 1e-7`` ECOS claims it infeasible, HiGHS and SciPy's linprog find a point). It proves
+    no point within the radius, which the message says; the claim is not verified."""
+    data = near_parallel(e)
+    ok, why = check_infeasibility(data, np.zeros(0), np.ones(2), TOL)
+    assert not ok and f"a local proof only, no feasible point with |x_k| < {1 / e:.3g} on the 1 column" in why
+    status, message, check = judge_claim(data, Status.INFEASIBLE, {"y": np.zeros(0), "z": np.ones(2)}, TOL)
+    assert status is Status.INFEASIBLE and not check.verified and not check.refuted
+    assert "not verified by fsframe" in message and "beyond that radius it proves nothing" in message
+    if e == 1e-7:
+        from scipy.optimize import linprog
+
+        ref = linprog(np.zeros(2), A_ub=data.G.toarray(), b_ub=data.h, bounds=[(None, None)] * 2, method="highs")
+        assert ref.status == 0 and ref.x[1] <= -1 / e * (1 - 1e-6)  # feasible, beyond the radius
+        assert np.all(data.G @ ref.x - data.h <= 1e-6)
+        res = EcosBackend().solve(data)
+        assert res.status is Status.INFEASIBLE and not res.claim.verified, res.message
+        assert "a local proof only" in res.message
+        assert HighsBackend().solve(data).status is Status.OPTIMAL
+
+
+def test_finite_bounds_make_the_proof_global():
+    """With ``|x2| <= 1e3`` the reduced cost ``1e-7`` on ``x2`` is excused by its bound: the box
+    gives ``r'x >= -1e-4``, the margin ``1 - 1e-4`` (``5e-4`` of its terms, ``|h|'z + 2e3``), and
+    the proof holds for every ``x`` the bounds allow."""
+    data = near_parallel(1e-7, bound=1e3)
+    ok, why = check_infeasibility(data, np.zeros(0), np.ones(2), TOL)
+    assert ok and why.startswith("Farkas margin 5.00e-04 (relative), unexcused reduced costs 0.00e+00"), why
+    from scipy.optimize import linprog
+
+    ref = linprog(np.zeros(2), A_ub=data.G.toarray(), b_ub=data.h, bounds=[(None, None), (-1e3, 1e3)], method="highs")
+    assert ref.status == 2  # infeasible
+
+
+@pytest.mark.parametrize("noise", [1e-8, 1e-11])
+def test_a_certificate_off_by_its_solvers_tolerance_is_corrected(noise):
+    """``x >= 1`` and ``x <= 0`` (x free) with ``z = (1, 1 + noise)``, as an interior-point solver
+    returns it: the reduced cost ``noise`` on the free ``x`` is above rounding, so the proof alone
+    is local; its least-norm correction cancels it and proves infeasibility for every ``x``."""
+    data = StandardProblems.infeasible_lp().data
+    ok, why = check_infeasibility(data, np.zeros(0), np.array([1.0, 1.0 + noise]), TOL)
+    assert ok and "after 1 least-norm correction of the certificate" in why and "unexcused reduced costs 0.00e+00" in why
+    # a certificate far from one (the reduced cost 1e-2 of its terms) is not corrected into one
+    ok, why = check_infeasibility(data, np.zeros(0), np.array([1.0, 1.02]), TOL)
+    assert not ok and "correction" not in why and "a local proof only" in why
+
+
+def _contradicted_rows(seed: int, margin: float) -> tuple[ProblemData, list]:
+    """Random rows ``G x <= h`` (columns scaled over 1e-4..1e4, half of them free, the others
+    bounded below) feasible at a point ``x0``, plus the negated sum of two of them (weights in
+    ``[0.5, 2]``) tightened by ``margin`` of its right-hand side's terms: infeasible. Returns the
+    problem and SciPy's bounds for it."""
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(4, 15)), int(rng.integers(3, 12))
+    G = rng.standard_normal((m, n)) * 10.0 ** rng.uniform(-4, 4, n)
+    x0 = rng.standard_normal(n) / 10.0 ** rng.uniform(-4, 4, n)
+    h = G @ x0 + rng.uniform(0, 1, m)
+    k, w = rng.choice(m, 2, replace=False), rng.uniform(0.5, 2, 2)
+    row = -(w[0] * G[k[0]] + w[1] * G[k[1]])
+    h_row = -(w[0] * h[k[0]] + w[1] * h[k[1]]) - margin * (abs(w[0] * h[k[0]]) + abs(w[1] * h[k[1]]))
+    free = rng.random(n) < 0.5
+    lb = np.where(free, -np.inf, np.minimum(x0, 0) - 1.0 / 10.0 ** rng.uniform(-4, 4, n))
+    data = ProblemData(c=rng.standard_normal(n), A=sp.csr_matrix((0, n)), b=np.zeros(0),
+                       G=sp.csr_matrix(np.vstack([G, row])), h=np.append(h, h_row), l=m + 1, lb=lb,
+                       ub=np.full(n, np.inf))
+    return data, [(None if f else lo, None) for f, lo in zip(free, lb)]
+
+
+def test_the_correction_is_relative_to_each_column_and_multiplier():
+    """ECOS's certificate of a problem infeasible by 1e-3 (columns 1e-4..1e4, 3 free) leaves
+    reduced costs of 1.4e-9 on the free columns. The plain least-norm correction left the small
+    columns above their rounding (a local proof, radius 6.8e7, the true claim unverified); the
+    correction relative to each multiplier and each column's terms proves it."""
+    from scipy.optimize import linprog
+
+    data, bounds = _contradicted_rows(5, 1e-3)
+    assert linprog(np.zeros(data.n), A_ub=data.G.toarray(), b_ub=data.h, bounds=bounds, method="highs").status == 2
+    res = EcosBackend().solve(data)
+    assert res.status is Status.INFEASIBLE and res.claim.verified, res.message
+    assert "least-norm correction" in res.message and "(they were 1.37e-09)" in res.message

@@ -111,3 +111,35 @@ def test_a_column_at_the_bound_it_would_cross_does_not_make_the_zero_model_feasi
     free = ProblemData(c=data.c, A=data.A, b=data.b, G=data.G, h=data.h, l=1, lb=np.array([-np.inf, 0.0]),
                        ub=data.ub)  # x0 free: a move of 1e-7 / coef fixes the row, rounding
     assert feasible_point(free)[0] is not None
+
+
+def _with_empty_rows(h_empty: float, b_empty: float | None = None) -> ProblemData:
+    """``min x0 + 2 x1`` over ``x >= 0`` with ``x0 + x1 >= 1`` and a row without entries,
+    ``0 <= h_empty`` (and, with ``b_empty``, the equality ``0 = b_empty``). The optimum is
+    ``x = (1, 0)``, objective 1."""
+    G = sp.csr_matrix(np.array([[-1.0, -1.0], [0.0, 0.0]]))
+    A, b = (sp.csr_matrix((0, 2)), np.zeros(0)) if b_empty is None else (sp.csr_matrix((1, 2)), np.array([b_empty]))
+    return ProblemData(c=np.array([1.0, 2.0]), A=A, b=b, G=G, h=np.array([-1.0, h_empty]), l=2, lb=np.zeros(2),
+                       ub=np.full(2, np.inf))
+
+
+@pytest.mark.parametrize("backend, b_empty", [(HighsBackend, None), (EcosBackend, None), (ClarabelBackend, None),
+                                              (HighsBackend, 1e-13), (ClarabelBackend, -1e-13)])
+def test_an_empty_row_within_rounding_of_feasible_does_not_make_the_answer_unknown(backend, b_empty):
+    """A row without entries and a right-hand side of ``-1e-13`` (rounding left in a constant row)
+    was sized by ``GAP_FLOOR`` (1e-12): a violation of 10 %, so every backend's optimum was judged
+    ``UNKNOWN``. It is sized like a bound, by ``max(1, |rhs|)``; ``0 <= -1`` stays a violation of 1.
+    (ECOS rejects an equality row without entries: not asked with ``b_empty``.)"""
+    data = _with_empty_rows(-1e-13, b_empty)
+    res = backend().solve(data)
+    assert res.status is Status.OPTIMAL, res.message
+    np.testing.assert_allclose(res.x, [1.0, 0.0], atol=1e-7)
+    assert res.objective == pytest.approx(1.0, rel=1e-7)
+    cert = certify(data, np.array([1.0, 0.0]), np.zeros(data.A.shape[0]), np.array([1.0, 0.0]))
+    assert cert.primal_residual == pytest.approx(1e-13, rel=1e-9) and cert.ok(TOL)
+    bad = certify(_with_empty_rows(-1.0, b_empty), np.array([1.0, 0.0]), np.zeros(data.A.shape[0]),
+                  np.array([1.0, 0.0]))
+    assert bad.primal_residual == pytest.approx(1.0) and judge_certificate(bad, TOL)[0] is Status.UNKNOWN
+    big = certify(_with_empty_rows(-1e6, b_empty), np.array([1.0, 0.0]), np.zeros(data.A.shape[0]),
+                  np.array([1.0, 0.0]))
+    assert big.primal_residual == pytest.approx(1.0)  # against |rhs|: 0 <= -1e6 is missed by all of it
