@@ -11,6 +11,7 @@ formulation of the plugin keeps). A CVXPY + Clarabel solve of the same problem i
 objective and the raw-solver contender (``cp.logistic``; its iterations and solve time).
 
     nice python benchmarks/bench_logistic_free_w.py [--p 1000] [--p 5000] [--reps 1] [--backend clarabel]
+    nice python benchmarks/bench_logistic_free_w.py --multinomial   # l1-multinomial, working set or not
 
 Writes ``benchmarks/results/logistic_free_w.json`` (each finished block at once) and the section
 between ``<!-- logistic_free_w:begin -->`` and ``<!-- logistic_free_w:end -->`` of
@@ -148,6 +149,42 @@ def run(ps, reps, backends, res):
     return res
 
 
+def _multinomial_data(m=200, n=1000, K=3, seed=0):
+    """``K`` classes from 6 true features (scores ``X[:, :6] B + Gumbel noise``), the rest noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, n))
+    B = rng.choice([-1.5, 1.5], size=(6, K))
+    y = np.argmax(X[:, :6] @ B + rng.gumbel(size=(m, K)), axis=1)
+    return X, y
+
+
+def run_multinomial(res, m, n, K=3):
+    """``l1-multinomial`` (the group lasso) on a working set (``True``) against the full problem
+    (``False``), Clarabel, interleaved; ``C`` five times the entry threshold."""
+    import fsframe
+    from fsframe_glm import MultinomialFormulation
+
+    key = f"multinomial|{m}|{n}|{K}"
+    if key in res["blocks"]:
+        return res
+    X, y = _multinomial_data(m, n, K)
+    C = LAMBDA_FRACTION / MultinomialFormulation().empty_model_threshold(X, y)
+    out = {}
+    for ws in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            c0, w0 = time.process_time(), time.perf_counter()
+            r = fsframe.fit(X, y, method="l1-multinomial", C=C, working_set=ws)
+            cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+        out[str(ws)] = {"cpu": cpu, "wall": wall, "objective": float(r.objective),
+                        "selected": np.asarray(r.selected).tolist(), "working_set": r.certificate.get("working_set"),
+                        "rounds": r.certificate.get("rounds"), "gap": r.certificate.get("gap")}
+        print(key, ws, cpu, r.objective, flush=True)
+    res["blocks"][key] = {"C": C, "runs": out, "load": os.getloadavg(), "commit": _commit()}
+    OUT.write_text(json.dumps(res, indent=1, sort_keys=True))
+    return res
+
+
 def _commit() -> str:
     return head_commit(ROOT)
 
@@ -161,7 +198,8 @@ def render(res) -> str:
              "| p | backend | form | CPU s (fit) | wall s | solver CPU s | solver iterations | solves | "
              "CPU s per iteration | working set | objective rel. | same support | load | commit |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for key, block in sorted(res["blocks"].items(), key=lambda kv: (int(kv[0].split("|")[0]), kv[0])):
+    fits = {k: v for k, v in res["blocks"].items() if not k.startswith("multinomial|")}
+    for key, block in sorted(fits.items(), key=lambda kv: (int(kv[0].split("|")[0]), kv[0])):
         p, backend = key.split("|")
         if backend == "cvxpy":
             continue
@@ -184,6 +222,21 @@ def render(res) -> str:
             lines.append(f"| {key.split('|')[0]} | cvxpy+clarabel | free (CVXPY's) | {c['cpu']:.2f} | {c['wall']:.2f} | "
                          f"{c['solver_cpu']:.2f} | {c['solver_iters']} | {c['solves']} | "
                          f"{c['solver_cpu'] / max(c['solver_iters'], 1):.3f} | - | 0 | yes | - | - |")
+    multi = {k: v for k, v in res["blocks"].items() if k.startswith("multinomial|")}
+    if multi:
+        lines += ["", "`l1-multinomial` (group lasso, Clarabel) on a working set against the full problem: `K` classes "
+                  "from 6 true features, `C` = 5 / the entry threshold, one fit each, interleaved.", "",
+                  "| m | p | K | working set | CPU s | wall s | groups in the final set | rounds | objective rel. "
+                  "| same support | load | commit |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for key, block in sorted(multi.items()):
+            _, m, n, K = key.split("|")
+            full = block["runs"]["False"]
+            for ws in ("True", "False"):
+                r = block["runs"][ws]
+                rel = (r["objective"] - full["objective"]) / abs(full["objective"])
+                lines.append(f"| {m} | {n} | {K} | {ws} | {r['cpu']:.2f} | {r['wall']:.2f} | {r['working_set']} | "
+                             f"{r['rounds']} | {rel:.1e} | {'yes' if r['selected'] == full['selected'] else 'no'} | "
+                             f"{block['load'][0]:.1f} | `{block['commit']}` |")
     return "\n".join(lines)
 
 
@@ -192,11 +245,14 @@ def main(argv=None) -> int:
     ap.add_argument("--p", type=int, action="append")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--backend", action="append", choices=("clarabel", "ecos"))
+    ap.add_argument("--multinomial", action="store_true", help="the multinomial block (m = 200, p = 1000, K = 3)")
     ap.add_argument("--render", action="store_true")
     args = ap.parse_args(argv)
     res = json.loads(OUT.read_text()) if OUT.exists() else {"meta": {}, "blocks": {}}
     res["meta"] = {"python": platform.python_version(), "machine": platform.machine()}
-    if not args.render:
+    if args.multinomial:
+        res = run_multinomial(res, 200, 1000)
+    elif not args.render:
         res = run(args.p or [1000], args.reps, args.backend or ["clarabel", "ecos"], res)
     write_section(DOC, BEGIN, END, render(res), heading="### Logistic: free w against the split (issue 23)")
     return 0
