@@ -29,7 +29,7 @@ def _linear_model(name: str, n: int, terms: frozenset, epigraph: bool = False):
     group magnitude ``u + v``), else a free ``w``; and the intercept ``b``. With ``epigraph`` and
     the ``lin`` term, a free ``w`` and magnitudes ``s >= 0`` bound by the two rows ``w_j - s_j <= 0``,
     ``-w_j - s_j <= 0`` (``s_j >= |w_j|``) instead of the split: ``w`` enters the loss's rows
-    once, not twice (the logistic formulation; docs/performance.md, "Logistic: free w").
+    once, not twice (the logistic formulation; docs/performance.md, "Logistic: free w against the split").
     Returns ``(model, w, coef, magnitude)``."""
     import pyomo.environ as pyo
     import scipy.sparse as sp
@@ -125,7 +125,8 @@ class LogisticFormulation(Formulation):
 
     each loss term the epigraph ``t_i >= log(exp(0) + exp(-y_i (x_i w + b)))`` of
     :func:`fsframe.pyomo_ext.add_log_sum_exp` (two exponential cones and one row per sample).
-    With ``l1`` it is scikit-learn's ``LogisticRegression(penalty="l1", C=C)`` objective (the
+    The penalty's magnitudes are ``s_j >= |w_j|`` (two rows per feature, ``w`` free; docs/glm.md,
+    "Working sets"). With ``l1`` it is scikit-learn's ``LogisticRegression(penalty="l1", C=C)`` objective (the
     intercept unpenalised there as here). Several classes run one-vs-rest.
 
     Parameters
