@@ -20,3 +20,14 @@ def write_section(doc: Path, begin: str, end: str, text: str, *, heading: str | 
     head, rest = body.split(begin, 1)
     tail = rest.split(end, 1)[1]
     doc.write_text(f"{head}{begin}\n{text.strip(chr(10))}\n{end}{tail}")
+
+
+def head_commit(root: Path) -> str:
+    """The short hash of ``HEAD`` of the repository at ``root`` (``"unknown"`` outside git)."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"

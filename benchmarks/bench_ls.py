@@ -40,7 +40,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import write_section  # noqa: E402
+from _common import head_commit, write_section  # noqa: E402
 from support_recovery import K, N, make_data  # noqa: E402  (the same data as the support-recovery run)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,13 +139,7 @@ def run(ps, rhos, reps) -> dict:
 
 
 def _commit() -> str:
-    import subprocess
-
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    return head_commit(ROOT)
 
 
 def markdown(res: dict) -> str:

@@ -480,7 +480,8 @@ class Subproblem:
         old, self.compiled.base = self.compiled.base, self._with_auxiliaries(base)
         base = self.compiled.base
         ws = self.working_set
-        if ws is not None and (base.A is not old.A or base.lb is not old.lb or base.ub is not old.ub):
+        if ws is not None and (base.A is not old.A or base.lb is not old.lb or base.ub is not old.ub
+                               or base.G is not old.G or base.h is not old.h):  # G, h: the epigraph rows
             ws.read_pricing(base)
 
     def seed_working_set(self, groups) -> bool:

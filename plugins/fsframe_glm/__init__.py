@@ -23,11 +23,14 @@ from fsframe.validators import real, to_float
 __all__ = ["LeastSquaresFormulation", "LogisticFormulation", "MultinomialFormulation"]
 
 
-def _linear_model(name: str, n: int, terms: frozenset):
+def _linear_model(name: str, n: int, terms: frozenset, epigraph: bool = False):
     """A Pyomo model holding a linear model's coefficients, as the hinge formulation states them:
     with a linear slot term the split ``w = u - v`` (``u, v >= 0``, named expressions ``w``, the
-    group magnitude ``u + v``), else a free ``w``; and the intercept ``b``. Returns ``(model, w,
-    coef, magnitude)``."""
+    group magnitude ``u + v``), else a free ``w``; and the intercept ``b``. With ``epigraph`` and
+    the ``lin`` term, a free ``w`` and magnitudes ``s >= 0`` bound by the two rows ``w_j - s_j <= 0``,
+    ``-w_j - s_j <= 0`` (``s_j >= |w_j|``) instead of the split: ``w`` enters the loss's rows
+    once, not twice (the logistic formulation; docs/performance.md, "Logistic: free w against the split").
+    Returns ``(model, w, coef, magnitude)``."""
     import pyomo.environ as pyo
     import scipy.sparse as sp
     from pyomo.common.gc_manager import PauseGC
@@ -35,6 +38,16 @@ def _linear_model(name: str, n: int, terms: frozenset):
     model = pyo.ConcreteModel(name=name)
     with PauseGC():
         model.b = pyo.Var()
+        if epigraph and "lin" in terms:
+            model.w = pyo.Var(range(n))
+            # s >= 0 is implied by the rows, but stated: without it Clarabel ended a DCA step of
+            # l0-logistic (signed weights on w) AlmostSolved where the split solved (tests/glm)
+            model.s = pyo.Var(range(n), bounds=(0, None))
+            w, s = var_list(model.w), var_list(model.s)
+            eye = sp.identity(n, format="csr")
+            add_linear_constraints(model, "abs", LinearMap(sp.vstack([sp.hstack([eye, -eye]), sp.hstack([-eye, -eye])],
+                                                                     format="csr"), w + s), upper=0.0, defer=True)
+            return model, w, LinearMap.identity(w), LinearMap.identity(s)
         if terms & {"lin", "lin_w"}:
             model.u = pyo.Var(range(n), bounds=(0, None))
             model.v = pyo.Var(range(n), bounds=(0, None))
@@ -112,7 +125,8 @@ class LogisticFormulation(Formulation):
 
     each loss term the epigraph ``t_i >= log(exp(0) + exp(-y_i (x_i w + b)))`` of
     :func:`fsframe.pyomo_ext.add_log_sum_exp` (two exponential cones and one row per sample).
-    With ``l1`` it is scikit-learn's ``LogisticRegression(penalty="l1", C=C)`` objective (the
+    The penalty's magnitudes are ``s_j >= |w_j|`` (two rows per feature, ``w`` free; docs/glm.md,
+    "Working sets"). With ``l1`` it is scikit-learn's ``LogisticRegression(penalty="l1", C=C)`` objective (the
     intercept unpenalised there as here). Several classes run one-vs-rest.
 
     Parameters
@@ -159,7 +173,7 @@ class LogisticFormulation(Formulation):
         from pyomo.core.expr.numeric_expr import LinearExpression
 
         m, n = X.shape
-        model, w, coef, magnitude = _linear_model(f"logistic(C={self.C})", n, terms)
+        model, w, coef, magnitude = _linear_model(f"logistic(C={self.C})", n, terms, epigraph=True)
         y = np.asarray(y, dtype=float)
         minus_margin = LinearMap(sp.csr_matrix(np.column_stack([-y[:, None] * X, -y])), w + [model.b])
         t = add_log_sum_exp(model, "loss", [None, minus_margin], defer=True)

@@ -55,6 +55,7 @@ SECTIONS = {
     "sparse": ("performance.md", "bench_sparse", lambda m, _: m.render(_json("sparse.json"))),
     "tuning": ("performance.md", "bench_tuning", lambda m, _: m.render(_json("tuning.json"))),
     "ls_speed": ("performance.md", "bench_ls", lambda m, _: m.markdown(_json("ls.json"))),
+    "logistic_free_w": ("performance.md", "bench_logistic_free_w", lambda m, _: m.render(_json("logistic_free_w.json"))),
 }
 
 NOT_REGENERABLE = {

@@ -41,9 +41,11 @@ ALL_COMBOS = [(f, loop, sur) for f in ("hinge", "mpm", "mempm", "mpm-equal", "ma
 
 
 def _priced(formulation, loop):
-    """Groups at a bound at zero can be priced; groups free around zero cannot: a quadratic
-    penalty (EM) or the multi-class epigraph cones (margin, l21-regression)."""
-    return formulation in ("hinge", "mpm", "mempm", "mpm-equal", "twsvm") and loop != "em"
+    """Groups at a bound at zero can be priced, and so can groups whose free coefficients are
+    bound only by an epigraph of their own (the multi-class row cones ``s_j >= ||W_j||``: margin,
+    l21-regression; docs/working-sets.md); groups free around zero otherwise cannot: a quadratic
+    penalty (EM)."""
+    return formulation in ("hinge", "mpm", "mempm", "mpm-equal", "twsvm", "margin", "l21-regression") and loop != "em"
 
 
 COMBOS = [c for c in ALL_COMBOS if _priced(c[0], c[1])]
@@ -74,7 +76,13 @@ def test_working_set_fit_equals_full_fit(formulation, loop, surrogate):
         full = fsframe.fit(X, y, working_set=False, **kw)
         ws = fsframe.fit(X, y, working_set=WorkingSetOptions(mode=True, initial=10, batch=10), **kw)
     assert full.certificate["working_set"] is None
-    assert np.array_equal(full.support, ws.support)
+    if rel == 1e-6:
+        # on the SOCPs a loop's last step may leave a coefficient at 1e-6 of the largest on one
+        # path and 0 on the other (l21-regression by DCA: 1.3e-6 against 0.40, the full path's step
+        # optimal_inaccurate on ECOS): the supports are compared on the scale of the answer
+        assert np.array_equal(_meaningful(full.coef, 1e-5), _meaningful(ws.coef, 1e-5))
+    else:
+        assert np.array_equal(full.support, ws.support)
     assert ws.objective == pytest.approx(full.objective, rel=rel, abs=1e-9)
     np.testing.assert_allclose(np.asarray(ws.coef, float), np.asarray(full.coef, float), atol=1e-5)
     cert = ws.certificate
@@ -87,8 +95,8 @@ def test_working_set_fit_equals_full_fit(formulation, loop, surrogate):
 
 @pytest.mark.parametrize("formulation,loop,surrogate", UNPRICED, ids=_ids(UNPRICED))
 def test_groups_free_around_zero_are_solved_in_full(formulation, loop, surrogate):
-    """No group of these subproblems can be priced (a quadratic penalty; the multi-class
-    epigraph cones): even with ``mode=True`` each is solved in full, and the certificate says so."""
+    """No group of these subproblems can be priced (a quadratic penalty): even with ``mode=True``
+    each is solved in full, and the certificate says so."""
     X, y = _data(seed=[c[0] for c in ALL_COMBOS].index(formulation))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
