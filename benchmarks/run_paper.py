@@ -3,8 +3,12 @@ and regenerate its page under ``docs/`` from that digest (docs/papers.md).
 
     python benchmarks/run_paper.py paper002 --data-dir DIR --jobs 2       # the paper's protocol
     python benchmarks/run_paper.py paper004 --reduced                     # the small version
+    python benchmarks/run_paper.py paper004 --data-dir DIR --datasets semeion isolet   # these first
 
-The run goes to ``results/<study>`` (``--out``); interrupted, the same command resumes it. The
+``--datasets`` runs only those data sets' cells, in that order and split by split (every row of
+split 0, then split 1, ...); the digest and the page still count every planned cell, so they say
+how far the run got. The run goes to ``results/<study>`` (``--out``); interrupted, the same
+command resumes it. The
 page is the study's ``docs/`` page (:data:`PAGES`); only the part between its ``paper-report``
 markers is rewritten, the hand-written reading around it stays. ``tests/experiments`` checks that
 every committed page equals what its committed digest renders.
@@ -34,10 +38,12 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="joblib processes (the machine's cores at most)")
     ap.add_argument("--out", type=Path, help="results folder (default: results/<study>[-reduced])")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--datasets", nargs="+", metavar="NAME",
+                    help="run only these data sets' cells, in this order, split by split (the page counts all)")
     args = ap.parse_args(argv)
     study = load_study(args.study, data_dir=args.data_dir, reduced=args.reduced)
     out = args.out or ROOT / "results" / study.name
-    res = run_study(study, str(out), n_jobs=args.jobs, progress=lambda p: print(
+    res = run_study(study, str(out), n_jobs=args.jobs, datasets=args.datasets, progress=lambda p: print(
         f"{p.done}/{p.total} {p.record.label} {p.record.total_seconds:.1f} s", file=sys.stderr, flush=True))
     page, _ = write_paper_report(out, ROOT / PAGES[args.study], plots=not args.no_plots)
     digest = ROOT / "benchmarks" / "results" / f"{args.study}.json"
