@@ -29,6 +29,7 @@ PAGES = {"paper000": "docs/paper000-table3.md", "paper001": "docs/paper001.md", 
 def main(argv=None) -> int:
     from fsframe.evaluation.experiment import run_study
     from fsframe.evaluation.paper import write_paper_report
+    from fsframe.evaluation.protocols import fit_memo_info
     from fsframe.evaluation.study import load_study
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -43,8 +44,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     study = load_study(args.study, data_dir=args.data_dir, reduced=args.reduced)
     out = args.out or ROOT / "results" / study.name
-    res = run_study(study, str(out), n_jobs=args.jobs, datasets=args.datasets, progress=lambda p: print(
-        f"{p.done}/{p.total} {p.record.label} {p.record.total_seconds:.1f} s", file=sys.stderr, flush=True))
+    def progress(p):
+        memo = fit_memo_info()  # this process's: a serial run's (--jobs 1) shared classifier fits
+        shared = f"; classifier fits {memo['misses']}, shared {memo['hits']}" if args.jobs == 1 else ""
+        print(f"{p.done}/{p.total} {p.record.label} split {p.record.repeat}.{p.record.fold} "
+              f"{p.record.total_seconds:.1f} s{shared}", file=sys.stderr, flush=True)
+
+    res = run_study(study, str(out), n_jobs=args.jobs, datasets=args.datasets, progress=progress)
     page, _ = write_paper_report(out, ROOT / PAGES[args.study], plots=not args.no_plots)
     digest = ROOT / "benchmarks" / "results" / f"{args.study}.json"
     shutil.copyfile(Path(out) / "digest.json", digest)
