@@ -330,6 +330,26 @@ def test_report_beside_the_paper_and_random_verdicts():
     assert "**Loses to k random features**" in text and "m at its own k: -10.0" in text
 
 
+def test_partial_run_says_which_rows_have_not_run():
+    """A run stopped early (or restricted to other data sets) shows a planned row none of whose
+    cells has finished as "not run yet", not as a failure, and its data-set table counts the
+    splits run per row; a finished run's page has no such column."""
+    numbers = {"paper": "P", "tables": [{"name": "T", "caption": "c", "headers": ["A", "B"], "labels": ["a", "b"],
+                                         "rows": [{"row": "r", "dataset": "d", "metric": "accuracy",
+                                                   "values": [80.0, 70.0]}]}]}
+    full = render(_digest([("a", [0.7, 0.9], {}), ("b", [0.6, 0.8], {})]), numbers=numbers)
+    assert "splits run" not in full and "not run yet" not in full
+    d = _digest([("a", [0.7, 0.9], {}), ("b", [], {})])
+    d["tables"][0]["rows"][0]["n_planned"] = d["tables"][0]["rows"][1]["n_planned"] = 3
+    text = render(d, numbers=numbers)
+    assert "| r | B | 70.0 | not run yet (0 of 3 splits) | | |" in text
+    assert "| a | 80.00 ± 14.14 |" in text and text.count("| splits run |") == 1
+    assert "| 0/2 | 2 of 3 |" in text and "| 0/0 | 0 of 3 |" in text
+    d["tables"][0]["rows"][1]["folds"] = [dict(d["tables"][0]["rows"][0]["folds"][0], ok=False, accuracy=None,
+                                               error_type="SolverFailedError")]
+    assert "| r | B | 70.0 | no successful split | | |" in render(d, numbers=numbers)
+
+
 def test_repeated_cv_interval_uses_repeat_means():
     d = _digest([("a", [0.7, 0.9, 0.8, 0.8], {})], kind="k-fold", repeats=2)  # repeats: (0.7, 0.9), (0.8, 0.8)
     numbers = {"paper": "P", "tables": [{"name": "T", "caption": "c", "headers": ["A"], "labels": ["a"],
