@@ -236,7 +236,7 @@ def _dataset_order(study: Study, datasets) -> dict | None:
     the study does not define is an :class:`~fsframe.errors.InvalidOptionError`."""
     if datasets is None:
         return None
-    if isinstance(datasets, str) or not all(isinstance(d, str) for d in datasets) or not len(datasets):
+    if not isinstance(datasets, (list, tuple)) or not datasets or not all(isinstance(d, str) for d in datasets):
         raise InvalidOptionError(f"datasets must be a non-empty list of data set names, got {datasets!r}")
     names = [d.name for d in study.datasets]
     unknown = [d for d in datasets if d not in names]

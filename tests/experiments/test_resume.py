@@ -309,3 +309,5 @@ def test_datasets_restrict_the_run_split_by_split_and_the_rest_follows(tmp_path,
         run_study(study_from_dict(two), tmp_path / "bad", datasets=["iris"])
     with pytest.raises(InvalidOptionError, match="non-empty list"):
         run_study(study_from_dict(two), tmp_path / "bad", datasets="wine")
+    with pytest.raises(InvalidOptionError, match="non-empty list"):
+        run_study(study_from_dict(two), tmp_path / "bad", datasets=3)
