@@ -96,18 +96,26 @@ class Evaluator:
 
             est = clone(est.estimator)
         key = _fit_key(est, Xtr, ytr, Xte)
-        if key is not None and key in _FITS:
+        if key is None:
+            est.fit(Xtr, ytr)
+            return np.asarray(est.predict(Xte))
+        if key in _FITS:
             _FITS_COUNT["hits"] += 1
             _FITS.move_to_end(key)
-            return _FITS[key].copy()
-        est.fit(Xtr, ytr)
-        y_pred = np.asarray(est.predict(Xte))
-        if key is not None:
+            y_pred, said = _FITS[key]
+        else:
+            with warnings.catch_warnings(record=True) as caught:  # kept with the prediction, said again
+                warnings.simplefilter("always")
+                est.fit(Xtr, ytr)
+                y_pred = np.asarray(est.predict(Xte))
+            said = tuple((w.category, str(w.message)) for w in caught)
             _FITS_COUNT["misses"] += 1
-            _FITS[key] = y_pred.copy()
+            _FITS[key] = (y_pred.copy(), said)
             while len(_FITS) > FIT_MEMO_SIZE:
                 _FITS.popitem(last=False)
-        return y_pred
+        for category, message in said:  # a shared fit's warnings (ConvergenceWarning) reach every cell
+            warnings.warn(message, category, stacklevel=2)
+        return y_pred.copy()
 
     def accuracy(self, Xtr, ytr, Xte, yte, cols, **kw) -> float:
         """The test score of the model trained on the columns ``cols``: accuracy, or R² for a
@@ -130,9 +138,10 @@ class Evaluator:
 
 FIT_MEMO_SIZE = 4096
 """How many predictions of the evaluated classifier :meth:`Evaluator.fit_predict` keeps in a
-process (least recently used dropped first; a prediction is ``n_test`` labels)."""
+process (least recently used dropped first; a prediction is ``n_test`` labels), each with the
+warnings its fit emitted, which a shared fit emits again (a cell records the same warnings)."""
 
-_FITS: "OrderedDict[bytes, np.ndarray]" = OrderedDict()
+_FITS: "OrderedDict[bytes, tuple]" = OrderedDict()  # key: (prediction, the fit's warnings)
 _FITS_COUNT = {"hits": 0, "misses": 0}
 
 

@@ -548,4 +548,18 @@ def test_shared_fits_of_the_curve_change_no_answer():
     np.testing.assert_array_equal(ev.fit_predict(Xtr[:, cols], y[split.train], Xte[:, cols]), base)
     want = GridSearchCV(LinearSVC(), {"C": [1e-2, 1.0, 100.0]}, cv=3).fit(Xtr[:, cols], y[split.train])
     np.testing.assert_array_equal(base, want.predict(Xte[:, cols]))
+    # a shared fit says its fit's warnings again: a cell records the same ConvergenceWarning
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    short = Evaluator(clf=LinearSVC(C=100.0, max_iter=2))
+    said = []
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            short.fit_predict(Xtr, y[split.train], Xte)
+        said.append([(w.category, str(w.message)) for w in caught])
+    assert fit_memo_info()["hits"] == 3
+    assert said[0] == said[1] and said[0] and said[0][0][0] is ConvergenceWarning
     clear_fit_memo()
