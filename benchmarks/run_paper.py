@@ -3,8 +3,12 @@ and regenerate its page under ``docs/`` from that digest (docs/papers.md).
 
     python benchmarks/run_paper.py paper002 --data-dir DIR --jobs 2       # the paper's protocol
     python benchmarks/run_paper.py paper004 --reduced                     # the small version
+    python benchmarks/run_paper.py paper004 --data-dir DIR --datasets semeion isolet   # these first
 
-The run goes to ``results/<study>`` (``--out``); interrupted, the same command resumes it. The
+``--datasets`` runs only those data sets' cells, in that order and split by split (every row of
+split 0, then split 1, ...); the digest and the page still count every planned cell, so they say
+how far the run got. The run goes to ``results/<study>`` (``--out``); interrupted, the same
+command resumes it. The
 page is the study's ``docs/`` page (:data:`PAGES`); only the part between its ``paper-report``
 markers is rewritten, the hand-written reading around it stays. ``tests/experiments`` checks that
 every committed page equals what its committed digest renders.
@@ -25,6 +29,7 @@ PAGES = {"paper000": "docs/paper000-table3.md", "paper001": "docs/paper001.md", 
 def main(argv=None) -> int:
     from fsframe.evaluation.experiment import run_study
     from fsframe.evaluation.paper import write_paper_report
+    from fsframe.evaluation.protocols import fit_memo_info
     from fsframe.evaluation.study import load_study
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -34,11 +39,18 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="joblib processes (the machine's cores at most)")
     ap.add_argument("--out", type=Path, help="results folder (default: results/<study>[-reduced])")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--datasets", nargs="+", metavar="NAME",
+                    help="run only these data sets' cells, in this order, split by split (the page counts all)")
     args = ap.parse_args(argv)
     study = load_study(args.study, data_dir=args.data_dir, reduced=args.reduced)
     out = args.out or ROOT / "results" / study.name
-    res = run_study(study, str(out), n_jobs=args.jobs, progress=lambda p: print(
-        f"{p.done}/{p.total} {p.record.label} {p.record.total_seconds:.1f} s", file=sys.stderr, flush=True))
+    def progress(p):
+        memo = fit_memo_info()  # this process's: a serial run's (--jobs 1) shared classifier fits
+        shared = f"; classifier fits {memo['misses']}, shared {memo['hits']}" if args.jobs == 1 else ""
+        print(f"{p.done}/{p.total} {p.record.label} split {p.record.repeat}.{p.record.fold} "
+              f"{p.record.total_seconds:.1f} s{shared}", file=sys.stderr, flush=True)
+
+    res = run_study(study, str(out), n_jobs=args.jobs, datasets=args.datasets, progress=progress)
     page, _ = write_paper_report(out, ROOT / PAGES[args.study], plots=not args.no_plots)
     digest = ROOT / "benchmarks" / "results" / f"{args.study}.json"
     shutil.copyfile(Path(out) / "digest.json", digest)

@@ -149,9 +149,16 @@ def _plan(study: Study):
 
 
 def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: Any = None,
-              progress: Callable[[Progress], None] | None = None, retry_failed: bool = True) -> StudyResult:
+              progress: Callable[[Progress], None] | None = None, retry_failed: bool = True,
+              datasets: tuple | list | None = None) -> StudyResult:
     """Run every cell of ``study`` not already finished in the results folder ``out`` (default:
     the study's ``output``), writing each cell as it ends, and return the rebuilt tables.
+
+    ``datasets`` (names of the study's data sets): run only their cells, in that order of data
+    sets and split by split (every row of a data set's first split, then its second, ...), so that
+    a run stopped early leaves whole splits. The manifest still plans every cell of the study: the
+    tables and a report say how many of the planned cells have finished, and a later run without
+    ``datasets`` (or with others) computes the rest. A cell's key does not depend on it.
 
     ``n_jobs`` joblib processes (1: serial, -1: every core) or the Dask cluster ``dask``
     (``"local"`` or a scheduler address). Failed cells are recomputed on a rerun unless
@@ -164,6 +171,7 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     if n_jobs == 0 or isinstance(n_jobs, bool) or not isinstance(n_jobs, int):
         raise InvalidOptionError(f"n_jobs must be a non-zero integer (-1: all cores), got {n_jobs!r}")
     t0 = time.perf_counter()
+    order = _dataset_order(study, datasets)
     data, tasks, metas, groups = _plan(study)
     store = CellStore(root)
     store.clean_temporary()
@@ -173,6 +181,11 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
         raise DataFileError(f"cannot write {root / 'study.toml'}: {exc.strerror or exc}") from exc
     done_before = store.finished([m["key"] for m in metas], retry_failed=retry_failed)
     todo = [i for i, m in enumerate(metas) if m["key"] not in done_before]
+    skipped = len(metas) - len(todo)
+    if order is not None:
+        todo = sorted((i for i in todo if metas[i]["dataset"] in order),
+                      key=lambda i: (order[metas[i]["dataset"]], metas[i]["seed"], metas[i]["repeat"],
+                                     metas[i]["fold"], i))
     engine = "serial" if n_jobs == 1 and dask is None else (f"dask {dask if isinstance(dask, str) else 'client'}"
                                                              if dask is not None else f"joblib n_jobs={n_jobs}")
     commits = _earlier_commits(root) + [c for c in (source_commit(),) if c]
@@ -180,7 +193,8 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
                 "title": study.title, "reduced": study.reduced, "commits": list(dict.fromkeys(commits)),
                 "protocol": study.protocol.as_dict(), "seeds": list(study.seeds), "environment": environment(),
                 "engine": engine, "started": now(), "finished": None, "interrupted": None,
-                "n_cells": len(metas), "n_skipped": len(metas) - len(todo), "groups": groups,
+                "n_cells": len(metas), "n_skipped": skipped, "groups": groups,
+                "run_datasets": None if order is None else list(order),
                 "cells": {m["key"]: {k: m[k] for k in ("dataset", "seed", "label", "repeat", "fold", "backend")}
                           for m in metas}}
     write_manifest(root, manifest)
@@ -191,7 +205,6 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
         warnings.warn("plugins registered at run time are not available to worker processes; running serially",
                       RuntimeWarning, stacklevel=2)
         n_jobs, dask = 1, None
-    skipped = len(metas) - len(todo)
     computed = 0
 
     def on_done(j, rec, clock):
@@ -216,6 +229,20 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     write_manifest(root, manifest)
     _emit_warnings([r for t in res.tables for r in t.results])
     return attrs.evolve(res, n_skipped=skipped, n_computed=computed, interrupted=interrupted, manifest=manifest)
+
+
+def _dataset_order(study: Study, datasets) -> dict | None:
+    """``{name: position}`` of the data sets a run is restricted to (``None``: every one); a name
+    the study does not define is an :class:`~fsframe.errors.InvalidOptionError`."""
+    if datasets is None:
+        return None
+    if not isinstance(datasets, (list, tuple)) or not datasets or not all(isinstance(d, str) for d in datasets):
+        raise InvalidOptionError(f"datasets must be a non-empty list of data set names, got {datasets!r}")
+    names = [d.name for d in study.datasets]
+    unknown = [d for d in datasets if d not in names]
+    if unknown:
+        raise InvalidOptionError(f"{study.name}: datasets {unknown} are not data sets of this study; it has {names}")
+    return {d: i for i, d in enumerate(dict.fromkeys(datasets))}
 
 
 def _earlier_commits(root: Path) -> list:

@@ -239,8 +239,10 @@ def _beside(d: dict, numbers: dict) -> list[str]:
                     continue
                 vals = _row_values(table, found, row["metric"])
                 mean, half, n = interval(vals)
-                if mean is None:
-                    out.append(f"| {row['row']} | {head}{how} | {pv} | no successful split | | |")
+                if mean is None:  # a planned row none of whose cells has finished is not run yet, not failed
+                    why = "no successful split" if found.get("folds") else \
+                        f"not run yet (0 of {found.get('n_planned') or 0} splits)"
+                    out.append(f"| {row['row']} | {head}{how} | {pv} | {why} | | |")
                     continue
                 ours = f"{mean:.2f}" + (f" [{mean - half:.2f}, {mean + half:.2f}]" if half is not None else "")
                 diff = _difference(vals, value, sd, n_paper)
@@ -275,6 +277,11 @@ def _dataset_section(d: dict, table: dict, images: str | None) -> list[str]:
     if varying:
         head.append("reference on own − on k random features (points)")
     head.append("failed")
+    # a run that has not finished every planned cell (stopped, or restricted to other data sets)
+    # says per row how many of its splits have: a row of dashes is "not run yet", not a failure
+    partial = any(len(r["folds"]) < (r.get("n_planned") or 0) for r in table["rows"])
+    if partial:
+        head.append("splits run")
     out += ["| " + " | ".join(head) + " |", "|---|" + "--:|" * (len(head) - 1)]
     findings: dict[str, list] = {"loses": [], "tie": []}
     for r in table["rows"]:
@@ -291,6 +298,8 @@ def _dataset_section(d: dict, table: dict, images: str | None) -> list[str]:
         failed = len(r["folds"]) - len(ok)
         cells.append(f"{failed}/{len(r['folds'])}" + (f" ({r['folds'][[f['ok'] for f in r['folds']].index(False)]['error_type']})"
                                                       if failed else ""))
+        if partial:
+            cells.append(f"{len(r['folds'])} of {r.get('n_planned') or 0}")
         out.append("| " + " | ".join(cells) + " |")
         ks = [k for k in pairs if k != "own"]
         for k in ks:  # a loss at any k; a tie at the largest k only (the paper's table)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import OrderedDict
 import traceback
 import warnings
 from typing import Any, ClassVar
@@ -52,7 +53,7 @@ from .runner import _run_fold
 from .study import RETRAINS, Protocol, folds_for
 
 __all__ = ["Evaluator", "Extras", "BaselineConfig", "study_cell", "ranking", "ranks_alone", "TuningError",
-           "ALL_FEATURES", "plan_configs"]
+           "ALL_FEATURES", "plan_configs", "fit_memo_info", "clear_fit_memo"]
 
 ALL_FEATURES = "all features"
 """Label of the baseline row: the evaluated classifier on every feature."""
@@ -94,8 +95,27 @@ class Evaluator:
             from sklearn.base import clone
 
             est = clone(est.estimator)
-        est.fit(Xtr, ytr)
-        return np.asarray(est.predict(Xte))
+        key = _fit_key(est, Xtr, ytr, Xte)
+        if key is None:
+            est.fit(Xtr, ytr)
+            return np.asarray(est.predict(Xte))
+        if key in _FITS:
+            _FITS_COUNT["hits"] += 1
+            _FITS.move_to_end(key)
+            y_pred, said = _FITS[key]
+        else:
+            with warnings.catch_warnings(record=True) as caught:  # kept with the prediction, said again
+                warnings.simplefilter("always")
+                est.fit(Xtr, ytr)
+                y_pred = np.asarray(est.predict(Xte))
+            said = tuple((w.category, str(w.message)) for w in caught)
+            _FITS_COUNT["misses"] += 1
+            _FITS[key] = (y_pred.copy(), said)
+            while len(_FITS) > FIT_MEMO_SIZE:
+                _FITS.popitem(last=False)
+        for category, message in said:  # a shared fit's warnings (ConvergenceWarning) reach every cell
+            warnings.warn(message, category, stacklevel=2)
+        return y_pred.copy()
 
     def accuracy(self, Xtr, ytr, Xte, yte, cols, **kw) -> float:
         """The test score of the model trained on the columns ``cols``: accuracy, or R² for a
@@ -114,6 +134,63 @@ class Evaluator:
         if self.regression:
             return {"r2": r2_score(y_true, y_pred), "mse": mse_score(y_true, y_pred), "mae": mae_score(y_true, y_pred)}
         return {"accuracy": accuracy_score(y_true, y_pred), "mcc": mcc_score(y_true, y_pred)}
+
+
+FIT_MEMO_SIZE = 4096
+"""How many predictions of the evaluated classifier :meth:`Evaluator.fit_predict` keeps in a
+process (least recently used dropped first; a prediction is ``n_test`` labels), each with the
+warnings its fit emitted, which a shared fit emits again (a cell records the same warnings)."""
+
+_FITS: "OrderedDict[bytes, tuple]" = OrderedDict()  # key: (prediction, the fit's warnings)
+_FITS_COUNT = {"hits": 0, "misses": 0}
+
+
+def _fit_key(est, Xtr, ytr, Xte) -> bytes | None:
+    """What determines the predictions of a scikit-learn estimator trained on ``(Xtr, ytr)`` and
+    applied to ``Xte``, exactly: its class and every parameter (``get_params(deep=True)``: a
+    ``GridSearchCV``'s grid, folds and inner estimator with its ``C``), and the three arrays'
+    contents, shapes and types — so two cells of one split whose top ``k`` are the same columns
+    in the same order (the same numbers after scaling) share one fit, and nothing coarser (the
+    set of columns without their order, the column indices without the data) ever does.
+    ``None`` (not kept) for an input that is not a dense numeric array, or an estimator that
+    draws from a generator object (a ``random_state`` that is neither ``None`` nor an ``int``:
+    its state is not part of the key). With ``random_state=None`` LinearSVC draws liblinear's
+    seed from numpy's global generator; the primal solver it uses with more samples than
+    features (every curve of 004's protocol) does not use it, and the dual one (more features
+    than samples) only orders its coordinates, which a converged fit of this strictly convex
+    problem does not depend on."""
+    import hashlib
+
+    arrays = (Xtr, ytr, Xte)
+    if not all(isinstance(a, np.ndarray) and a.dtype.kind in "biuf" for a in arrays):
+        return None
+    try:
+        params = est.get_params(deep=True)
+    except Exception:  # not a scikit-learn estimator: not kept
+        return None
+    if any(k.endswith("random_state") and not (v is None or isinstance(v, (int, np.integer)))
+           for k, v in params.items()):
+        return None
+    h = hashlib.sha256()
+    h.update(f"{type(est).__module__}.{type(est).__qualname__}|".encode())
+    h.update(repr(sorted((k, repr(v)) for k, v in params.items())).encode())
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"|{a.dtype.str}{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.digest()
+
+
+def fit_memo_info() -> dict:
+    """``{"hits", "misses", "size"}`` of this process's memo of the evaluated classifier's fits
+    (:meth:`Evaluator.fit_predict`): how many fits a run shared between the cells of a split."""
+    return {**_FITS_COUNT, "size": len(_FITS)}
+
+
+def clear_fit_memo() -> None:
+    """Forget every kept prediction and reset the counts."""
+    _FITS.clear()
+    _FITS_COUNT.update(hits=0, misses=0)
 
 
 def ranking(res) -> np.ndarray:

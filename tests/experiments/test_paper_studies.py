@@ -330,6 +330,26 @@ def test_report_beside_the_paper_and_random_verdicts():
     assert "**Loses to k random features**" in text and "m at its own k: -10.0" in text
 
 
+def test_partial_run_says_which_rows_have_not_run():
+    """A run stopped early (or restricted to other data sets) shows a planned row none of whose
+    cells has finished as "not run yet", not as a failure, and its data-set table counts the
+    splits run per row; a finished run's page has no such column."""
+    numbers = {"paper": "P", "tables": [{"name": "T", "caption": "c", "headers": ["A", "B"], "labels": ["a", "b"],
+                                         "rows": [{"row": "r", "dataset": "d", "metric": "accuracy",
+                                                   "values": [80.0, 70.0]}]}]}
+    full = render(_digest([("a", [0.7, 0.9], {}), ("b", [0.6, 0.8], {})]), numbers=numbers)
+    assert "splits run" not in full and "not run yet" not in full
+    d = _digest([("a", [0.7, 0.9], {}), ("b", [], {})])
+    d["tables"][0]["rows"][0]["n_planned"] = d["tables"][0]["rows"][1]["n_planned"] = 3
+    text = render(d, numbers=numbers)
+    assert "| r | B | 70.0 | not run yet (0 of 3 splits) | | |" in text
+    assert "| a | 80.00 ± 14.14 |" in text and text.count("| splits run |") == 1
+    assert "| 0/2 | 2 of 3 |" in text and "| 0/0 | 0 of 3 |" in text
+    d["tables"][0]["rows"][1]["folds"] = [dict(d["tables"][0]["rows"][0]["folds"][0], ok=False, accuracy=None,
+                                               error_type="SolverFailedError")]
+    assert "| r | B | 70.0 | no successful split | | |" in render(d, numbers=numbers)
+
+
 def test_repeated_cv_interval_uses_repeat_means():
     d = _digest([("a", [0.7, 0.9, 0.8, 0.8], {})], kind="k-fold", repeats=2)  # repeats: (0.7, 0.9), (0.8, 0.8)
     numbers = {"paper": "P", "tables": [{"name": "T", "caption": "c", "headers": ["A"], "labels": ["a"],
@@ -471,3 +491,75 @@ def test_ranking_only_cell_keeps_what_fit_keeps_without_n_features(method):
                         raise_errors=True)
     assert fitted.facts["support"] == alone.facts["support"] == 6
     assert alone.curve == fitted.curve and alone.selected == fitted.selected
+
+
+def test_shared_fits_of_the_curve_change_no_answer():
+    """The evaluated classifier's fits are kept per process (``fit_memo_info``): the cells of one
+    split whose top ``k`` are the same columns in the same order share a fit, and their records
+    equal those computed with nothing kept, bit for bit (curve, predictions, accuracy); the key
+    is the data, not the column indices: the same columns in another order, another test part
+    or another ``C`` grid are fitted anew."""
+    import attrs
+
+    from fsframe.evaluation.config import _make_config
+    from fsframe.evaluation.protocols import Evaluator, Extras, clear_fit_memo, fit_memo_info, study_cell
+
+    data = fsframe.load_dataset("wine")
+    X, y = np.asarray(data.X, float), np.asarray(data.y)
+    split = make_splits(y, 0.4, repeats=1, random_state=1)[0][0]
+    tuned = GridSearchCV(LinearSVC(), {"C": [1e-2, 1.0, 100.0]}, cv=3)
+    extras = Extras(evaluator=Evaluator(clf=tuned), top_k=(2, 4, 6), ranking_only=True)
+
+    def cell(method):
+        cfg = _make_config(method, {"method": method}, n_features=6, scale="standard", retrain=None,
+                           retrain_C=1.0, n_columns=X.shape[1], n_samples=X.shape[0], n_classes=3)
+        return study_cell(X, y, split, attrs.evolve(cfg, extras=extras), raise_errors=True)
+
+    clear_fit_memo()
+    first = cell("mrmr")
+    assert fit_memo_info() == {"hits": 0, "misses": 3, "size": 3}
+    again = cell("mrmr")  # the same ranking: every k is shared
+    assert fit_memo_info()["hits"] == 3
+    other = cell("relieff")  # another ranking: only identical ordered prefixes would be shared
+    info = fit_memo_info()
+    assert info["hits"] + info["misses"] == 9
+    clear_fit_memo()
+    fresh = [cell("mrmr"), cell("relieff")]  # nothing kept between the two
+    clear_fit_memo()
+    fresh_other = cell("relieff")
+    for got, want in ((first, fresh[0]), (again, fresh[0]), (other, fresh_other)):
+        assert got.curve == want.curve and got.accuracy == want.accuracy and got.selected == want.selected
+        np.testing.assert_array_equal(got.y_pred, want.y_pred)
+    Xtr, Xte = _scaled(X, split)
+    ev = Evaluator(clf=tuned)
+    clear_fit_memo()
+    cols = np.array([0, 3, 5])
+    base = ev.fit_predict(Xtr[:, cols], y[split.train], Xte[:, cols])
+    ev.fit_predict(Xtr[:, cols[::-1]], y[split.train], Xte[:, cols[::-1]])  # another order
+    ev.fit_predict(Xtr[:, cols], y[split.train], Xte[:5, cols])  # another test part
+    Evaluator(clf=GridSearchCV(LinearSVC(), {"C": [1.0]}, cv=3)).fit_predict(Xtr[:, cols], y[split.train],
+                                                                             Xte[:, cols])  # another grid
+    ev.fit_predict(Xtr[:, cols], y[split.train], Xte[:, cols], untuned=True)  # LinearSVC(C=1), not the grid
+    assert fit_memo_info()["hits"] == 0 and fit_memo_info()["misses"] == 5
+    again = ev.fit_predict(Xtr[:, cols], y[split.train], Xte[:, cols])
+    assert fit_memo_info()["hits"] == 1
+    np.testing.assert_array_equal(again, base)
+    again[:] = -1  # the caller's copy: the kept prediction is not changed through it
+    np.testing.assert_array_equal(ev.fit_predict(Xtr[:, cols], y[split.train], Xte[:, cols]), base)
+    want = GridSearchCV(LinearSVC(), {"C": [1e-2, 1.0, 100.0]}, cv=3).fit(Xtr[:, cols], y[split.train])
+    np.testing.assert_array_equal(base, want.predict(Xte[:, cols]))
+    # a shared fit says its fit's warnings again: a cell records the same ConvergenceWarning
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    short = Evaluator(clf=LinearSVC(C=100.0, max_iter=2))
+    said = []
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            short.fit_predict(Xtr, y[split.train], Xte)
+        said.append([(w.category, str(w.message)) for w in caught])
+    assert fit_memo_info()["hits"] == 3
+    assert said[0] == said[1] and said[0] and said[0][0][0] is ConvergenceWarning
+    clear_fit_memo()

@@ -277,3 +277,37 @@ def test_relieff_cells_carry_its_cell_version():
     relieff = _config_dict(_make_config("relieff", {"method": "relieff"}, **common))
     mrmr = _config_dict(_make_config("mrmr", {"method": "mrmr"}, **common))
     assert relieff["cell_versions"] == {"loop": 1} and "cell_versions" not in mrmr
+
+
+def test_datasets_restrict_the_run_split_by_split_and_the_rest_follows(tmp_path, monkeypatch, small_spec):
+    """``run_study(datasets=...)`` computes only those data sets' cells, split by split (every row
+    of split 0 before any row of split 1), keeps the whole plan in the manifest, and a later run
+    without it computes exactly the rest; the finished study equals an unrestricted run's."""
+    from fsframe.errors import InvalidOptionError
+
+    two = {**small_spec, "datasets": [{"name": "wine"}, {"name": "breast_cancer"}]}
+    order = []
+    real = runner.fit
+    monkeypatch.setattr(runner, "fit", lambda *a, **k: order.append((a[0].shape, k.get("method"), k.get("alpha")))
+                        or real(*a, **k))
+    first = run_study(study_from_dict(two), tmp_path / "run", datasets=["breast_cancer"])
+    assert (first.n_cells, first.n_computed, first.n_finished) == (18, 9, 9)
+    assert first.manifest["run_datasets"] == ["breast_cancer"] and len(first.manifest["cells"]) == 18
+    assert {shape[1] for shape, *_ in order} == {30}  # breast_cancer's 30 features, never wine's 13
+    # split by split: the three rows (l1-svm, fsv 0.5, fsv 5) of one split, then the next split's
+    rows = [(m, a) for _, m, a in order]
+    assert rows == [("l1-svm", None), ("fsv", 0.5), ("fsv", 5)] * 3
+    sizes = [shape[0] for shape, *_ in order]
+    assert sizes[0] == sizes[1] == sizes[2]  # one split's training part for the three rows
+    rest = run_study(study_from_dict(two), tmp_path / "run")
+    assert (rest.n_skipped, rest.n_computed) == (9, 9)
+    assert rest.manifest["run_datasets"] is None
+    monkeypatch.undo()
+    fresh = run_study(study_from_dict(two), tmp_path / "fresh")
+    assert _rows(rest) == _rows(fresh)
+    with pytest.raises(InvalidOptionError, match=r"\['iris'\] are not data sets of this study"):
+        run_study(study_from_dict(two), tmp_path / "bad", datasets=["iris"])
+    with pytest.raises(InvalidOptionError, match="non-empty list"):
+        run_study(study_from_dict(two), tmp_path / "bad", datasets="wine")
+    with pytest.raises(InvalidOptionError, match="non-empty list"):
+        run_study(study_from_dict(two), tmp_path / "bad", datasets=3)
