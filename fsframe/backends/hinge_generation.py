@@ -58,8 +58,9 @@ class HingeLPResult:
     :func:`hinge_certificate`, plus ``status``), ``features`` and ``samples`` (the final LP's,
     sorted) and ``rounds`` (one dict per restricted solve: its features and samples, the features
     and samples pricing added after it, those among them that had been dropped before
-    (``returned_features``, ``returned_samples``), the features and samples dropped, LP and
-    pricing CPU seconds, HiGHS iterations)."""
+    (``returned_features``, ``returned_samples``), the features and samples dropped, LP, pricing
+    and LP-update (drops and appends, ``update_seconds``; absent in the last round) CPU seconds,
+    HiGHS iterations)."""
 
     coef: np.ndarray
     intercept: float
@@ -427,6 +428,7 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         lp.drop_samples(drop)
         lp.add_samples(add_rows)
         lp.add_features(np.sort(take))
+        info["update_seconds"] = time.process_time() - t2
         rounds.append(info)
         if on_round is not None:
             on_round(dict(info))
