@@ -40,6 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import DataError, InvalidOptionError, SolverFailedError, SolverWarning
+from .highs import _new_highs
 
 __all__ = ["HingeLPResult", "solve_l1_hinge", "hinge_certificate", "CERTIFY_TOL"]
 
@@ -191,8 +192,7 @@ class _LiveLP:
 
         self.highspy = highspy
         self.X, self.y, self.C, self.a = X, y, C, a
-        self.h = highspy.Highs()
-        self.h.setOptionValue("output_flag", False)
+        self.h = _new_highs(False)  # no banner on standard output (a command's JSON may go there)
         self.h.setOptionValue("solver", solver)
         for key, val in (options or {}).items():
             if self.h.setOptionValue(key, val) == highspy.HighsStatus.kError:

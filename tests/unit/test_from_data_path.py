@@ -112,6 +112,33 @@ def test_auto_takes_the_path_only_at_size(monkeypatch, rounds_seen):
     assert len(rounds_seen) == 1
 
 
+def test_a_negligible_weight_is_cut_and_the_cut_point_certified(monkeypatch):
+    """A weight of 1e-12 on a feature at zero (below the loop's zero_tol): cut from the support,
+    the cut point judged again on the full LP (certified: the duals still prove it), the objective
+    the cut point's."""
+    X, y = instance()
+    real = hinge_generation.solve_l1_hinge
+    zero = []
+
+    def tiny_weight(*args, **kw):
+        res = real(*args, **kw)
+        w = res.coef.copy()
+        zero.append(int(np.flatnonzero(w == 0)[0]))
+        w[zero[0]] = 1e-12 * np.abs(w).max()
+        return attrs.evolve(res, coef=w)
+
+    monkeypatch.setattr(hinge_generation, "solve_l1_hinge", tiny_weight)
+    r = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    monkeypatch.undo()
+    clean = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    assert r.info["zero_tol_cut"] == 1 and not r.support[zero[0]] and r.coef[zero[0]] == 0.0
+    assert r.certificate["status"] == "optimal" and r.certificate["certifies_returned"]
+    np.testing.assert_array_equal(r.support, clean.support)
+    assert r.objective == pytest.approx(clean.objective, rel=1e-12)
+    check_fit_result(r, X, y)
+
+
+@pytest.mark.filterwarnings("ignore::fsframe.errors.DataWarning")
 @pytest.mark.parametrize("kw, match", [
     (dict(method="l1-svm", n_features=3), "n_features"),
     (dict(method="l1-svm", keep_model=True), "keep_model"),
@@ -145,3 +172,13 @@ def test_forced_path_one_vs_rest_and_sparse_input():
     s_direct = fsframe.fit(Xs, y, "l1-svm", working_set=FORCED)
     s_dense = fsframe.fit(Xs.toarray(), y, "l1-svm", working_set=FORCED)
     np.testing.assert_allclose(s_direct.coef, s_dense.coef, atol=1e-9)
+
+
+def test_the_path_prints_nothing(capfd):
+    """HiGHS's banner goes to file descriptor 1 when its model is made: a fit from X (the command
+    line's ``--json -`` writes there) keeps it quiet, as the backend does."""
+    X, y = instance(m=30, n=60)
+    capfd.readouterr()
+    fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    out, _ = capfd.readouterr()
+    assert out == ""
