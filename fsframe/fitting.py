@@ -21,7 +21,8 @@ from .errors import (BackendUnavailableError, DataError, DataWarning, FsframeErr
                      InvalidOptionError, SolverWarning, UnknownComponentError, UnsupportedProblemError)
 from .auxiliary import AuxSolver
 from .enums import Status
-from .errors import SolverFailedError
+from .errors import PluginError, SolverFailedError
+from .formulation import FromDataSolution
 from .method import Resolved, _reason, resolve, select_backend
 from .plugins import get_registry
 from .problem import Iterate, Subproblem
@@ -295,8 +296,14 @@ def _from_data(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, 
         if forced:
             raise UnsupportedProblemError(f"working_set=WorkingSetOptions(from_data=True): {why}; use from_data='auto'")
         return None
-    return res.formulation.solve_from_data(X, y_pm, res.terms, weights, backend=backend.name, options=options,
-                                           force=forced), weights
+    sol = res.formulation.solve_from_data(X, y_pm, res.terms, weights, backend=backend.name, options=options,
+                                          force=forced)
+    if sol is not None and not isinstance(sol, FromDataSolution):
+        raise PluginError(f"formulation {name!r}: solve_from_data returned {type(sol).__name__}, not a "
+                          "fsframe.formulation.FromDataSolution or None")
+    if sol is None and forced:
+        raise PluginError(f"formulation {name!r}: solve_from_data declined with force=True (it must solve or raise)")
+    return None if sol is None else (sol, weights)
 
 
 def _from_data_parts(res: Resolved, sol, weights: dict, backend: Backend, info: dict, aux: AuxSolver, callback,
@@ -360,7 +367,7 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     info = validate_formulation(res.formulation, X, y_pm, aux)
     t0 = time.perf_counter()
     direct = _from_data(res, X, y_pm, backend, options, n_features, ws, keep_model, verify)
-    if direct is not None and direct[0] is not None:
+    if direct is not None:
         return _from_data_parts(res, direct[0], direct[1], backend, info, aux, callback, time.perf_counter() - t0)
 
     def make() -> Subproblem:

@@ -182,3 +182,14 @@ def test_the_path_prints_nothing(capfd):
     fsframe.fit(X, y, "l1-svm", working_set=FORCED)
     out, _ = capfd.readouterr()
     assert out == ""
+
+
+@pytest.mark.parametrize("answer, match", [(None, "declined with force=True"), ({"coef": 0}, "returned dict")])
+def test_a_formulation_breaking_the_protocol_is_a_plugin_error(monkeypatch, answer, match):
+    """A third-party ``solve_from_data`` must return a FromDataSolution (or None when not forced)."""
+    monkeypatch.setattr(HingeFormulation, "solve_from_data", lambda self, *a, **kw: answer)
+    X, y = instance(m=30, n=60)
+    with pytest.raises(fsframe.errors.PluginError, match=match):
+        fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    if answer is None:  # not forced: a decline is the compiled path
+        assert "solver_path" not in fsframe.fit(X, y, "l1-svm").info
