@@ -194,3 +194,10 @@ def test_a_formulation_breaking_the_protocol_is_a_plugin_error(monkeypatch, answ
         fsframe.fit(X, y, "l1-svm", working_set=FORCED)
     if answer is None:  # not forced: a decline is the compiled path
         assert "solver_path" not in fsframe.fit(X, y, "l1-svm").info
+
+
+@pytest.mark.parametrize("value", [1, 0, "yes", None, 1.0])
+def test_from_data_takes_auto_true_or_false_only(value):
+    with pytest.raises(fsframe.errors.InvalidOptionError, match="from_data"):
+        WorkingSetOptions(from_data=value)
+    assert WorkingSetOptions(from_data=np.bool_(True)).from_data is True
