@@ -6,6 +6,10 @@ issue 19) against the full LP in raw HiGHS, each in a fresh process: CPU time an
                  beyond the data (``ru_maxrss`` after the solve minus before it, ``X`` and ``y``
                  already held), objective, support, the certificate of the full LP and every round
                  (features, samples, LP and pricing CPU seconds, iterations);
+* ``fit``        ``fsframe.fit(X, y, "l1-svm", C=1.0, working_set=WorkingSetOptions(from_data=F))``
+                 (``--fit from_data,compiled``): the whole fit, from ``X`` (the ``from_data`` path,
+                 the same generation) or compiled (Pyomo + working sets); same measures, the fit's
+                 path and, from ``X``, every round as it ends;
 * ``reference``  ``bench_l1svm_rows.child_reference``: the full LP (u/v split) from numpy in HiGHS
                  (``--ref-solver``: ``ipm`` with crossover, or ``simplex``).
 
@@ -13,7 +17,7 @@ Usage::
 
     python benchmarks/bench_hinge_generation.py --sizes 500x5000,1000x10000 [--solvers simplex,ipm]
                                                 [--row-drop 0.5,none] [--col-drop none,0.5]
-                                                [--reference 1000x10000]
+                                                [--reference 1000x10000] [--fit from_data,compiled]
 
 Run it under ``nice -n 10`` on a shared machine. Writes ``benchmarks/results/hinge_generation.json``
 (cases accumulate across calls; a case run again replaces its entry) and prints a Markdown table.
@@ -63,6 +67,39 @@ def child_gen(m: int, n: int, solver: str, row_drop: float | None, col_drop: flo
             "rounds": list(r.rounds)}
 
 
+def child_fit(m: int, n: int, path: str) -> dict:
+    import warnings
+
+    import fsframe
+    from fsframe.backends import hinge_generation
+    from fsframe.working_set import WorkingSetOptions
+
+    X, y = make_data(m, n)
+    base = _peak_mb()
+    c0, w0 = time.process_time(), time.perf_counter()
+    real = hinge_generation.solve_l1_hinge
+
+    def progress(info):  # each round on stderr as it ends: a run stopped by hand keeps its rounds
+        print(json.dumps({"cpu_s": time.process_time() - c0, "peak_beyond_data_mb": _peak_mb() - base, **info}),
+              file=sys.stderr, flush=True)
+
+    def solve(*args, **kw):
+        return real(*args, **{**kw, "on_round": progress})
+
+    hinge_generation.solve_l1_hinge = solve
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fsframe.errors.DataWarning)  # n >> m
+        r = fsframe.fit(X, y, "l1-svm", C=1.0, working_set=WorkingSetOptions(from_data=path == "from_data"),
+                        progress=False)
+    cert = r.certificate
+    return {"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - w0,
+            "peak_beyond_data_mb": _peak_mb() - base, "objective": float(r.objective), "support": int(r.n_selected),
+            "solver_path": r.info.get("solver_path", "compiled"),
+            "certificate": {k: cert.get(k) for k in ("status", "gap", "primal_residual", "dual_residual",
+                                                     "max_violation", "working_set", "rounds")},
+            "rounds": list(r.info.get("from_data_rounds", ()))}
+
+
 def _child(args: list[str]) -> dict:
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", *args], cwd=ROOT,
                           stdout=subprocess.PIPE, text=True)  # the child's rounds go to our stderr
@@ -89,6 +126,17 @@ def markdown(res: dict) -> str:
         lines.append(f"| {r['m']} × {r['n']} | {r['solver']} | {r['row_drop']} / {r.get('col_drop')} | {r['cpu_s']:.1f} s | {lp:.1f} / {pr:.1f} s "
                      f"| {r['peak_beyond_data_mb']:.0f} MB | {r['objective']:.10f} | {rel} | {rcpu} | {r['support']} "
                      f"| {r['features']} × {r['samples']} / {len(r['rounds'])} | {r['certificate']['gap']:.1e} |")
+    fits = res.get("fits", [])
+    if fits:
+        lines += ["", "| m × n | fit path | CPU | wall | peak beyond data | objective | support | certificate gap "
+                  "| rounds |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in fits:
+            if "error" in r:
+                lines.append(f"| {r['m']} × {r['n']} | {r['path']} | error: {r['error']} |" + " |" * 6)
+                continue
+            lines.append(f"| {r['m']} × {r['n']} | {r['solver_path']} | {r['cpu_s']:.1f} s | {r['wall_s']:.1f} s "
+                         f"| {r['peak_beyond_data_mb']:.0f} MB | {r['objective']:.10f} | {r['support']} "
+                         f"| {r['certificate']['gap']:.1e} | {r['certificate']['rounds']} |")
     return "\n".join(lines)
 
 
@@ -101,11 +149,14 @@ def main(argv=None) -> None:
     p.add_argument("--col-drop", default="none")
     p.add_argument("--reference", default="")
     p.add_argument("--ref-solver", default="ipm")
+    p.add_argument("--fit", default="", help="comma-separated fit paths to run at --sizes: from_data, compiled")
     a = p.parse_args(argv)
     if a.child:
         kind, m, n, *rest = a.child
         if kind == "gen":
             out = child_gen(int(m), int(n), rest[0], *(None if v == "none" else float(v) for v in rest[1:3]))
+        elif kind == "fit":
+            out = child_fit(int(m), int(n), rest[0])
         else:
             out = child_reference(int(m), int(n), rest[0])
         print(json.dumps(out))
@@ -118,6 +169,15 @@ def main(argv=None) -> None:
     stamp = {"commit": commit, "date": _dt.datetime.now().isoformat(timespec="seconds")}
     for size in filter(None, a.sizes.split(",")):
         m, n = _size(size)
+        for path in filter(None, a.fit.split(",")):
+            r = {"m": m, "n": n, "path": path, **stamp, **_child(["fit", str(m), str(n), path])}
+            print(json.dumps(r), file=sys.stderr, flush=True)
+            res = load()
+            res["fits"] = [x for x in res.get("fits", []) if (x["m"], x["n"], x["path"]) != (m, n, path)]
+            res["fits"].append(r)
+            OUT.write_text(json.dumps(res, indent=1))
+        if a.fit:
+            continue
         for solver in a.solvers.split(","):
             for rd, cd in ((rd, cd) for rd in a.row_drop.split(",") for cd in a.col_drop.split(",")):
                 r = {"m": m, "n": n, "solver": solver, "row_drop": rd, "col_drop": cd, **stamp,

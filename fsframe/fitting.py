@@ -21,7 +21,8 @@ from .errors import (BackendUnavailableError, DataError, DataWarning, FsframeErr
                      InvalidOptionError, SolverWarning, UnknownComponentError, UnsupportedProblemError)
 from .auxiliary import AuxSolver
 from .enums import Status
-from .errors import SolverFailedError
+from .errors import PluginError, SolverFailedError
+from .formulation import FromDataSolution
 from .method import Resolved, _reason, resolve, select_backend
 from .plugins import get_registry
 from .problem import Iterate, Subproblem
@@ -267,11 +268,107 @@ def _run_loop(res: Resolved, sub: Subproblem, X, y, aux: AuxSolver, n_features, 
         raise
 
 
+def _from_data(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, ws: WorkingSetOptions,
+               keep_model, verify):
+    """The subproblem solved straight from ``X`` (the formulation's ``from_data`` protocol), or
+    ``None`` for the compiled path: when ``ws.from_data`` allows it, the loop is one convex solve
+    (its ``convex_weights``), and nothing asks for what only the compiled path has. Forced
+    (``from_data=True``), every obstacle is an :class:`~fsframe.errors.UnsupportedProblemError`
+    naming it."""
+    forced = ws.from_data is True
+    if ws.from_data is False or (ws.mode is False and not forced):
+        return None
+    weights_of = getattr(res.loop, "convex_weights", None)
+    weights = weights_of(res.surrogate, X.shape[1]) if weights_of is not None else None
+    name = res.formulation.name
+    why = None
+    if "from_data" not in res.formulation.provides():
+        why = f"formulation {name!r} does not solve its subproblem from X (the from_data protocol)"
+    elif weights is None:
+        why = f"loop {res.loop.name!r} is not one convex solve with an L1 penalty (single, penalty='l1')"
+    elif n_features is not None:
+        why = "n_features asks for the exactly-r rule, whose re-solve needs the compiled problem"
+    elif keep_model:
+        why = "keep_model asks for the Pyomo model, which this path never builds"
+    elif verify is not None:
+        why = "verify= re-solves the compiled subproblem on a second backend"
+    if why is not None:
+        if forced:
+            raise UnsupportedProblemError(f"working_set=WorkingSetOptions(from_data=True): {why}; use from_data='auto'")
+        return None
+    sol = res.formulation.solve_from_data(X, y_pm, res.terms, weights, backend=backend.name, options=options,
+                                          force=forced)
+    if sol is not None and not isinstance(sol, FromDataSolution):
+        raise PluginError(f"formulation {name!r}: solve_from_data returned {type(sol).__name__}, not a "
+                          "fsframe.formulation.FromDataSolution or None")
+    if sol is None and forced:
+        raise PluginError(f"formulation {name!r}: solve_from_data declined with force=True (it must solve or raise)")
+    return None if sol is None else (sol, weights)
+
+
+def _from_data_parts(res: Resolved, sol, weights: dict, backend: Backend, info: dict, aux: AuxSolver, callback,
+                     seconds: float) -> dict:
+    """:func:`_binary_fit`'s parts from a :class:`~fsframe.formulation.FromDataSolution`: the
+    loop's ``zero_tol`` cut (the cut point certified again by ``sol.recertify``), one history
+    record, the certificate with ``path = "from_data"``."""
+    from .loops.records import IterRecord
+    from .loops.selection import support_of
+
+    coef = np.asarray(sol.coef, dtype=float)
+    t = np.abs(coef) if coef.ndim == 1 else np.sqrt((coef.reshape(-1, coef.shape[-1]) ** 2).sum(axis=0))
+    support = support_of(t, getattr(res.loop, "zero_tol", 1e-6))
+    objective, cert = sol.objective, dict(sol.certificate)
+    status = sol.status
+    cut = int(np.count_nonzero((t > 0) & ~support))
+    certified = coef
+    if cut:
+        coef = coef * support  # the last axis indexes the groups
+        if sol.recertify is not None:
+            objective, cert = sol.recertify(coef)
+            cert = dict(cert)
+            certified = coef
+            status = Status.OPTIMAL if cert.get("status") == "optimal" else Status.OPTIMAL_INACCURATE
+        info["zero_tol_cut"] = cut
+    lin = np.asarray(weights["lin"], dtype=float)
+    loss = None if objective is None else float(objective - np.sum(lin[support] * t[support]))
+    record = IterRecord(0, objective, int(support.sum()), status, seconds, None, loss)
+    if callback is not None:
+        callback(record, None)
+    rounds = tuple(dict(r) for r in sol.rounds)
+    certificate = {"status": status.value, "backend": sol.backend,
+                   "gap": float(cert.get("gap", np.nan)), "primal_residual": float(cert.get("primal_residual", np.nan)),
+                   "dual_residual": float(cert.get("dual_residual", np.nan)), "path": "from_data",
+                   "working_set": sol.groups, "n_groups": int(t.size), "rounds": len(rounds),
+                   "added": int(sum(r.get("added_features", 0) for r in rounds)),
+                   "max_violation": float(cert.get("max_violation", 0.0))}
+    certificate.update({k: v for k, v in cert.items() if k not in certificate and k != "status"})
+    _returned_vs_certified(certificate, coef, certified, objective)
+    if status is not Status.OPTIMAL:
+        warnings.warn(f"{res.formulation.name}: the subproblem solved from X is certified only to "
+                      f"gap {certificate['gap']:.1e}, residuals {certificate['primal_residual']:.1e} / "
+                      f"{certificate['dual_residual']:.1e}", SolverWarning, stacklevel=5)
+    info.update(sol.info, build_seconds=0.0, compile_seconds=0.0, solve_seconds=seconds, stop_reason="single solve",
+                backend_version=sol.backend_version or backend.version(), solver_path="from_data",
+                from_data_rounds=rounds)
+    if objective is not None:
+        info["penalty_weights"] = {"lin": lin, "lin_w": None, "quad": None, "groups": np.arange(t.size)}
+    intercept = np.asarray(sol.intercept, dtype=float)
+    intercept = float(intercept.ravel()[0]) if intercept.size == 1 else intercept
+    return dict(coef=coef, intercept=intercept, support=support, transform=None, objective=objective,
+                backend=_solved_by(sol), n_iter=1, converged=True, history=(record,),
+                statuses=aux.statuses + (status,), monotone=True, info=info, certificate=certificate,
+                certified_coef=certified, groups=None, outcome=None)
+
+
 def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
                 keep_model, callback=None, ws: WorkingSetOptions = WorkingSetOptions(), verify=None,
                 reuse=None, key=None) -> dict:
     aux = AuxSolver(backend, options)  # every solve besides the subproblem's goes through it
     info = validate_formulation(res.formulation, X, y_pm, aux)
+    t0 = time.perf_counter()
+    direct = _from_data(res, X, y_pm, backend, options, n_features, ws, keep_model, verify)
+    if direct is not None:
+        return _from_data_parts(res, direct[0], direct[1], backend, info, aux, callback, time.perf_counter() - t0)
 
     def make() -> Subproblem:
         return Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form,
@@ -406,6 +503,10 @@ def fit(
         multipliers (:mod:`fsframe.working_set`; same answer, certified on the full problem).
         ``"auto"`` (default) does so when the formulation can price its groups and they
         outnumber the constraint rows four times (and are at least 200); ``result.certificate`` reports it.
+        A loop that is one convex solve (``l1-svm``) may instead solve it straight from ``X``, when
+        the formulation offers it (the ``from_data`` protocol; the hinge's column and row
+        generation from 500 samples on): ``WorkingSetOptions(from_data=True)`` forces that,
+        ``from_data=False`` (or ``working_set=False``) never (docs/working-sets.md, "Many rows").
     progress : None, bool or callable
         Progress of the fit, one step per convex subproblem, through the loop's callback
         (:func:`fsframe.progress.progress_bar`): None shows it in an interactive session (a

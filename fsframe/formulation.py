@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from .enums import ProblemClass
 from .pyomo_ext import SLOT_TERMS, LinearMap, SparsitySlot
 
-__all__ = ["Formulation", "BuiltModel", "PROTOCOLS", "TRAITS"]
+__all__ = ["Formulation", "BuiltModel", "FromDataSolution", "PROTOCOLS", "TRAITS"]
 
 PROTOCOLS: dict[str, tuple[str, ...]] = {
     "bounds": ("bound_params", "with_bounds"),
@@ -45,6 +45,7 @@ PROTOCOLS: dict[str, tuple[str, ...]] = {
     "auto_values": ("auto_values",),
     "separating_loss": ("separating_loss",),
     "margins": ("margins",),
+    "from_data": ("solve_from_data",),
 }
 """The optional protocols a formulation opts into by defining their attributes (none is a method of
 the base class); :meth:`Formulation.provides` names those a formulation has. ``docs/plugins.md``
@@ -115,6 +116,51 @@ class BuiltModel:
     coef_shape: tuple
     info: dict = attrs.field(factory=dict)
     transform: Any = None
+
+
+@attrs.frozen(eq=False)
+class FromDataSolution:
+    """What ``Formulation.solve_from_data`` (the ``from_data`` protocol) returns: the subproblem's
+    answer computed without a Pyomo model.
+
+    Attributes
+    ----------
+    coef : array of shape ``coef_shape``
+    intercept : float or array
+    objective : float
+        The subproblem's objective attained by ``(coef, intercept)`` (the loss at its least
+        slacks plus the slot penalty).
+    status : Status
+        ``OPTIMAL`` when ``certificate`` holds within its tolerance, else ``OPTIMAL_INACCURATE``.
+    certificate : dict
+        KKT certificate on the *full* subproblem: ``gap``, ``primal_residual``, ``dual_residual``
+        (as :class:`~fsframe.backends.certificate.Certificate`'s), plus what the method reports
+        (``FitResult.certificate`` keeps every key).
+    backend : str
+        The backend whose solver solved it (its registered name).
+    backend_version : str or None
+    rounds : tuple of dict
+        One entry per restricted solve (``FitResult.info["from_data_rounds"]``).
+    groups : int
+        Groups of the final restricted problem (``FitResult.certificate["working_set"]``).
+    recertify : callable, optional
+        ``recertify(coef) -> (objective, certificate)``: the same for ``coef`` cut to a support
+        (``intercept`` kept), which the fit calls when its loop's ``zero_tol`` cuts groups.
+    info : dict
+        Reported in ``FitResult.info``.
+    """
+
+    coef: Any
+    intercept: Any
+    objective: float
+    status: Any
+    certificate: dict
+    backend: str
+    backend_version: str | None = None
+    rounds: tuple = ()
+    groups: int = 0
+    recertify: Any = None
+    info: dict = attrs.field(factory=dict)
 
 
 @attrs.frozen

@@ -89,6 +89,13 @@ def _typed(*validators):
     return check
 
 
+def _bool_or_auto(instance, attribute, value):
+    """``"auto"``, True or False, nothing else (``1 in ("auto", True, False)`` holds: 1 would pass
+    ``in_`` and then mean neither)."""
+    if not (value is True or value is False or (isinstance(value, str) and value == "auto")):
+        raise ValueError(f"must be 'auto', True or False, got {value!r}")
+
+
 @attrs.frozen
 class WorkingSetOptions:
     """How the core solves subproblems on working sets (``fit(..., working_set=...)``).
@@ -118,6 +125,12 @@ class WorkingSetOptions:
     min_groups, min_ratio : int, float
         The ``"auto"`` rule's thresholds (200 groups, 4 times the rows: at m = 200 the working set
         wins from n = 1 000 on, 0.41 s against 0.63 s in full; docs/performance.md).
+    from_data : ``"auto"``, True or False
+        Whether a fit whose loop is one convex solve (``single``, ``penalty="l1"``) solves it
+        straight from ``X`` when the formulation offers it (the ``from_data`` protocol: the hinge's
+        column and row generation, docs/working-sets.md "Many rows"): ``"auto"`` when the
+        formulation expects it to win on these data (and ``mode`` is not False); True always (an
+        :class:`~fsframe.errors.UnsupportedProblemError` naming why when it cannot); False never.
     """
 
     mode: object = attrs.field(default="auto", converter=_mode, validator=_typed(in_(("auto", True, False))))
@@ -127,6 +140,7 @@ class WorkingSetOptions:
     max_rounds: int = attrs.field(default=60, converter=as_int, validator=_typed(positive_int))
     min_groups: int = attrs.field(default=200, converter=as_int, validator=_typed(not_bool, instance_of(int), ge(0)))
     min_ratio: float = attrs.field(default=4.0, converter=to_float, validator=_typed(instance_of(float), ge(0), finite))
+    from_data: object = attrs.field(default="auto", converter=_mode, validator=_typed(_bool_or_auto))
 
 
 @attrs.frozen

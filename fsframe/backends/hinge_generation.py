@@ -40,6 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import DataError, InvalidOptionError, SolverFailedError, SolverWarning
+from .highs import _new_highs
 
 __all__ = ["HingeLPResult", "solve_l1_hinge", "hinge_certificate", "CERTIFY_TOL"]
 
@@ -58,8 +59,9 @@ class HingeLPResult:
     :func:`hinge_certificate`, plus ``status``), ``features`` and ``samples`` (the final LP's,
     sorted) and ``rounds`` (one dict per restricted solve: its features and samples, the features
     and samples pricing added after it, those among them that had been dropped before
-    (``returned_features``, ``returned_samples``), the features and samples dropped, LP and
-    pricing CPU seconds, HiGHS iterations)."""
+    (``returned_features``, ``returned_samples``), the features and samples dropped, LP, pricing
+    and LP-update (drops and appends, ``update_seconds``; absent in the last round) CPU seconds,
+    HiGHS iterations)."""
 
     coef: np.ndarray
     intercept: float
@@ -190,8 +192,7 @@ class _LiveLP:
 
         self.highspy = highspy
         self.X, self.y, self.C, self.a = X, y, C, a
-        self.h = highspy.Highs()
-        self.h.setOptionValue("output_flag", False)
+        self.h = _new_highs(False)  # no banner on standard output (a command's JSON may go there)
         self.h.setOptionValue("solver", solver)
         for key, val in (options or {}).items():
             if self.h.setOptionValue(key, val) == highspy.HighsStatus.kError:
@@ -302,7 +303,8 @@ class _LiveLP:
 def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = None, batch: int | None = None,
                    row_drop: float | None = 0.5, tol: float = 1e-9, max_rounds: int = 200,
                    col_drop: float | None = 0.5, solver: str = "simplex",
-                   highs_options: dict | None = None, on_round=None) -> HingeLPResult:
+                   highs_options: dict | None = None, on_round=None,
+                   cold_fraction: float | None = None) -> HingeLPResult:
     """Solve ``min sum_j a_j |w_j| + C sum_i (1 - y_i (x_i . w + b))_+`` (``a = weights``, default
     1: the L1-SVM) by column and row generation from ``X`` (module docstring).
 
@@ -340,6 +342,11 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
     on_round : callable, optional
         Called with each round's dict (``HingeLPResult.rounds``) as soon as the round is priced:
         progress of a long solve.
+    cold_fraction : float > 0 or None
+        A round whose appended features reach this fraction of the LP's features, or whose
+        appended samples reach it of the LP's samples, is solved cold (HiGHS's basis dropped,
+        presolve on: ``cold`` in that round's dict); ``None`` (default) keeps every round warm
+        from the last basis (docs/performance.md, "Column and row generation from X").
 
     Returns
     -------
@@ -357,6 +364,8 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         raise InvalidOptionError(f"solve_l1_hinge: row_drop must be >= 0 or None, got {row_drop!r}")
     if col_drop is not None and not (np.isfinite(_number("col_drop", col_drop)) and 0 <= col_drop < 1):
         raise InvalidOptionError(f"solve_l1_hinge: col_drop must be in [0, 1) or None, got {col_drop!r}")
+    if cold_fraction is not None and not (np.isfinite(_number("cold_fraction", cold_fraction)) and cold_fraction > 0):
+        raise InvalidOptionError(f"solve_l1_hinge: cold_fraction must be a number > 0 or None, got {cold_fraction!r}")
     for name, val, optional in (("initial", initial, True), ("batch", batch, True), ("max_rounds", max_rounds, False)):
         if (val is not None or not optional) and (isinstance(val, bool) or not isinstance(val, (int, np.integer))
                                                   or val < 1):
@@ -377,8 +386,11 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
     dropped_once = np.zeros(m, dtype=bool)
     dropped_feat = np.zeros(n, dtype=bool)
     rounds = []
+    cold = False
     for _ in range(max_rounds):
         t0 = time.process_time()
+        if cold:
+            lp.h.clearSolver()  # the model stays; its basis goes, presolve runs again
         w, b, xi, pi, it_s, it_i = lp.solve()
         t1 = time.process_time()
         # rows: margins of every sample (one product X w)
@@ -400,7 +412,7 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
                 "pricing_seconds": t2 - t1, "simplex_iterations": it_s, "ipm_iterations": it_i,
                 "added_features": 0, "added_samples": int(add_rows.size),
                 "returned_samples": int(dropped_once[add_rows].sum()), "dropped_samples": 0,
-                "returned_features": 0, "dropped_features": 0}
+                "returned_features": 0, "dropped_features": 0, "cold": cold}
         if viol.size == 0 and add_rows.size == 0:
             rounds.append(info)
             if on_round is not None:
@@ -425,8 +437,11 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
             lp.drop_features(fdrop)
             info["dropped_features"] = int(fdrop.size)
         lp.drop_samples(drop)
+        cold = cold_fraction is not None and (take.size >= cold_fraction * max(1, lp.feats.size)
+                                              or add_rows.size >= cold_fraction * max(1, lp.rows.size))
         lp.add_samples(add_rows)
         lp.add_features(np.sort(take))
+        info["update_seconds"] = time.process_time() - t2
         rounds.append(info)
         if on_round is not None:
             on_round(dict(info))

@@ -40,10 +40,19 @@ class SingleSolve(OuterLoop):
     def terms(self, surrogate):
         return frozenset({"lin"}) if self.penalty == "l1" else frozenset({"quad"})
 
+    def convex_weights(self, surrogate, n_groups: int) -> dict | None:
+        """The slot weights of the one convex subproblem this loop solves with ``penalty="l1"``
+        (``{"lin": phi'(0)}`` on every group), for a fit that solves it without a Pyomo model
+        (the formulation's ``from_data`` protocol, :func:`fsframe.fit`); ``None`` for ``"l2"``."""
+        if self.penalty != "l1":
+            return None
+        w0 = 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0])
+        return {"lin": np.full(n_groups, w0)}
+
     def steps(self, sub, surrogate, run):
-        if self.penalty == "l1":
-            w0 = 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0])
-            it = sub.solve(lin=np.full(sub.n_groups, w0))
+        weights = self.convex_weights(surrogate, sub.n_groups)
+        if weights is not None:
+            it = sub.solve(**weights)
         else:
             it = sub.solve(quad=np.ones(sub.n_groups))
         yield Step(it, it.objective, monitored=None)

@@ -198,6 +198,8 @@ def test_a_tiny_optimum_is_judged_relative_to_its_own_size():
     ({"y": np.array(["a", "b"] * 15)}, DataError),
     ({"weights": np.array(["w"] * 50)}, InvalidOptionError),
     ({"tol": float("nan")}, InvalidOptionError),
+    ({"cold_fraction": 0.0}, InvalidOptionError),
+    ({"cold_fraction": "x"}, InvalidOptionError),
 ])
 def test_bad_input_is_a_typed_error(kwargs, error):
     X, y = _data(10, 30, 50)
@@ -219,3 +221,16 @@ def test_certificate_of_misshapen_input_and_a_float32_tol():
     assert res.certificate["status"] == "optimal"
     with pytest.raises(DataError, match="coef has 49 entries for 50"):
         hinge_certificate(X, y, 1.0, None, res.coef[:-1], res.intercept, res.slack, res.duals)
+
+
+def test_cold_rounds_reach_the_same_optimum():
+    """``cold_fraction``: a round after a large append is solved with HiGHS's basis dropped; every
+    round cold (a tiny fraction) or none, the same optimum as the full LP."""
+    X, y = _data(13, 80, 400)
+    f, _ = _full_lp(X, y, 1.0, np.ones(400))
+    warm = solve_l1_hinge(X, y, 1.0, initial=5, batch=10)
+    cold = solve_l1_hinge(X, y, 1.0, initial=5, batch=10, cold_fraction=1e-9)
+    assert not any(r["cold"] for r in warm.rounds)
+    assert not cold.rounds[0]["cold"] and all(r["cold"] for r in cold.rounds[1:]) and len(cold.rounds) > 2
+    for res in (warm, cold):
+        assert res.objective == pytest.approx(f, rel=1e-9) and res.certificate["status"] == "optimal"

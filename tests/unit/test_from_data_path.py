@@ -1,0 +1,203 @@
+"""``fit`` solving the L1-SVM straight from ``X`` (the formulation's ``from_data`` protocol: the
+hinge's column and row generation, ``fsframe.backends.hinge_generation``) against the compiled
+Pyomo path on the same data, the certificate refusing a planted bad answer, and the choice of path
+(``WorkingSetOptions.from_data``, the size rule, the options only the compiled path has)."""
+
+from __future__ import annotations
+
+import warnings
+
+import attrs
+import numpy as np
+import pytest
+
+import fsframe
+from fsframe.working_set import WorkingSetOptions
+from fsframe.backends import hinge_generation
+from fsframe.errors import SolverWarning, UnsupportedProblemError
+from fsframe.testing import check_fit_result
+from fsframe_svm import HingeFormulation
+
+FORCED = WorkingSetOptions(from_data=True)
+COMPILED = WorkingSetOptions(from_data=False)
+
+
+def instance(m=80, n=400, seed=3):
+    """Features 0-4 carry the label (noise 0.5); ``n > 100`` so that the first LP holds a part of
+    them, and the margins leave room for samples to leave the LP and come back."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, n))
+    y = np.where(X[:, :5].sum(axis=1) + 0.5 * rng.standard_normal(m) > 0, 1.0, -1.0)
+    return X, y
+
+
+@pytest.fixture
+def rounds_seen(monkeypatch):
+    """The rounds of every ``solve_l1_hinge`` the fits below run."""
+    seen = []
+    real = hinge_generation.solve_l1_hinge
+
+    def spy(*args, **kw):
+        res = real(*args, **kw)
+        seen.append(res.rounds)
+        return res
+
+    monkeypatch.setattr(hinge_generation, "solve_l1_hinge", spy)
+    return seen
+
+
+def test_from_data_equals_the_compiled_path_with_a_column_and_a_sample_brought_back(rounds_seen):
+    X, y = instance()
+    X0, y0 = X.copy(), y.copy()
+    direct = fsframe.fit(X, y, "l1-svm", C=1.0, working_set=FORCED)
+    compiled = fsframe.fit(X, y, "l1-svm", C=1.0, working_set=COMPILED)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    (rounds,) = rounds_seen
+    # the premise: pricing brought back a feature and a sample that had left the LP
+    assert sum(r["returned_features"] for r in rounds) > 0
+    assert sum(r["returned_samples"] for r in rounds) > 0
+    assert direct.info["solver_path"] == "from_data" and direct.certificate["path"] == "from_data"
+    assert "solver_path" not in compiled.info
+    assert direct.certificate["status"] == "optimal" and direct.certificate["certifies_returned"]
+    assert abs(direct.certificate["gap"]) < 1e-9
+    assert direct.objective == pytest.approx(compiled.objective, rel=1e-8)
+    np.testing.assert_array_equal(direct.support, compiled.support)
+    np.testing.assert_allclose(direct.coef, compiled.coef, atol=1e-7)
+    # the objective recomputed in numpy from the coefficients (the kit), and the history
+    check_fit_result(direct, X, y)
+    (rec,) = direct.history
+    assert rec.objective == direct.objective and rec.n_nonzero == direct.n_selected
+    hinge = np.maximum(0.0, 1.0 - y * (X @ direct.coef + direct.intercept)).sum()
+    assert rec.loss == pytest.approx(hinge, rel=1e-9)
+    assert direct.info["from_data_rounds"] == rounds
+
+
+def test_a_perturbed_weight_is_refused_by_the_certificate(monkeypatch):
+    """Plant a bad answer: one non-zero weight of the generation's result moved by 1 %; the fit's
+    certificate (from products with X on the full LP) must not call it optimal."""
+    X, y = instance()
+    real = hinge_generation.solve_l1_hinge
+
+    def planted(*args, **kw):
+        res = real(*args, **kw)
+        w = res.coef.copy()
+        j = int(np.flatnonzero(w)[0])
+        w[j] *= 1.01
+        return attrs.evolve(res, coef=w)
+
+    monkeypatch.setattr(hinge_generation, "solve_l1_hinge", planted)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    said = [str(w.message) for w in caught if issubclass(w.category, SolverWarning)]
+    assert len(said) == 1 and "solved from X is certified only" in said[0]  # once, by the fit
+    assert r.certificate["status"] == "optimal_inaccurate"
+    assert r.statuses[-1].value == "optimal_inaccurate"
+    assert max(abs(r.certificate["gap"]), r.certificate["primal_residual"], r.certificate["dual_residual"]) > 1e-6
+
+
+def test_auto_takes_the_path_only_at_size(monkeypatch, rounds_seen):
+    X, y = instance(m=40, n=200)
+    small = fsframe.fit(X, y, "l1-svm")
+    assert "solver_path" not in small.info and not rounds_seen  # below from_data_min_rows: compiled
+    monkeypatch.setattr(HingeFormulation, "from_data_min_rows", 40)
+    at = fsframe.fit(X, y, "l1-svm")
+    assert at.info["solver_path"] == "from_data" and len(rounds_seen) == 1
+    assert at.objective == pytest.approx(small.objective, rel=1e-8)
+    assert "solver_path" not in fsframe.fit(X, y, "l1-svm", working_set=False).info  # the full problem
+    assert "solver_path" not in fsframe.fit(X, y, "l1-svm", working_set=COMPILED).info
+    assert "solver_path" not in fsframe.fit(X, y, "l1-svm", time_limit=100.0).info  # a time limit: compiled
+    assert "solver_path" not in fsframe.fit(X, y, "l1-svm", n_features=3).info
+    assert "solver_path" not in fsframe.fit(X, y, "fsv").info  # an outer loop of several solves
+    assert len(rounds_seen) == 1
+
+
+def test_a_negligible_weight_is_cut_and_the_cut_point_certified(monkeypatch):
+    """A weight of 1e-12 on a feature at zero (below the loop's zero_tol): cut from the support,
+    the cut point judged again on the full LP (certified: the duals still prove it), the objective
+    the cut point's."""
+    X, y = instance()
+    real = hinge_generation.solve_l1_hinge
+    zero = []
+
+    def tiny_weight(*args, **kw):
+        res = real(*args, **kw)
+        w = res.coef.copy()
+        zero.append(int(np.flatnonzero(w == 0)[0]))
+        w[zero[0]] = 1e-12 * np.abs(w).max()
+        return attrs.evolve(res, coef=w)
+
+    monkeypatch.setattr(hinge_generation, "solve_l1_hinge", tiny_weight)
+    r = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    monkeypatch.undo()
+    clean = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    assert r.info["zero_tol_cut"] == 1 and not r.support[zero[0]] and r.coef[zero[0]] == 0.0
+    assert r.certificate["status"] == "optimal" and r.certificate["certifies_returned"]
+    np.testing.assert_array_equal(r.support, clean.support)
+    assert r.objective == pytest.approx(clean.objective, rel=1e-12)
+    check_fit_result(r, X, y)
+
+
+@pytest.mark.filterwarnings("ignore::fsframe.errors.DataWarning")
+@pytest.mark.parametrize("kw, match", [
+    (dict(method="l1-svm", n_features=3), "n_features"),
+    (dict(method="l1-svm", keep_model=True), "keep_model"),
+    (dict(method="l1-svm", verify="clarabel"), "verify"),
+    (dict(method="l1-svm", backend="clarabel"), "HiGHS"),
+    (dict(method="fsv"), "one convex solve"),
+    (dict(method="svm-weights"), "one convex solve"),
+    (dict(method="l1-mpm"), "from_data protocol"),
+])
+def test_forced_path_names_what_it_cannot_do(kw, match):
+    X, y = instance(m=30, n=40)
+    with pytest.raises(UnsupportedProblemError, match=match):
+        fsframe.fit(X, y, working_set=FORCED, **kw)
+
+
+def test_forced_path_one_vs_rest_and_sparse_input():
+    """Three classes run one-vs-rest, each class from X; a CSR X gives the same answer as dense."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((60, 150))
+    y = np.argmax(X[:, :3] + 0.3 * rng.standard_normal((60, 3)), axis=1)
+    direct = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    compiled = fsframe.fit(X, y, "l1-svm", working_set=COMPILED)
+    assert all(p.info["solver_path"] == "from_data" for p in direct.per_class)
+    for a, b in zip(direct.per_class, compiled.per_class):
+        assert a.objective == pytest.approx(b.objective, rel=1e-8)
+        np.testing.assert_array_equal(a.support, b.support)
+    check_fit_result(direct, X, y)
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))
+    s_direct = fsframe.fit(Xs, y, "l1-svm", working_set=FORCED)
+    s_dense = fsframe.fit(Xs.toarray(), y, "l1-svm", working_set=FORCED)
+    np.testing.assert_allclose(s_direct.coef, s_dense.coef, atol=1e-9)
+
+
+def test_the_path_prints_nothing(capfd):
+    """HiGHS's banner goes to file descriptor 1 when its model is made: a fit from X (the command
+    line's ``--json -`` writes there) keeps it quiet, as the backend does."""
+    X, y = instance(m=30, n=60)
+    capfd.readouterr()
+    fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    out, _ = capfd.readouterr()
+    assert out == ""
+
+
+@pytest.mark.parametrize("answer, match", [(None, "declined with force=True"), ({"coef": 0}, "returned dict")])
+def test_a_formulation_breaking_the_protocol_is_a_plugin_error(monkeypatch, answer, match):
+    """A third-party ``solve_from_data`` must return a FromDataSolution (or None when not forced)."""
+    monkeypatch.setattr(HingeFormulation, "solve_from_data", lambda self, *a, **kw: answer)
+    X, y = instance(m=30, n=60)
+    with pytest.raises(fsframe.errors.PluginError, match=match):
+        fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    if answer is None:  # not forced: a decline is the compiled path
+        assert "solver_path" not in fsframe.fit(X, y, "l1-svm").info
+
+
+@pytest.mark.parametrize("value", [1, 0, "yes", None, 1.0])
+def test_from_data_takes_auto_true_or_false_only(value):
+    with pytest.raises(fsframe.errors.InvalidOptionError, match="from_data"):
+        WorkingSetOptions(from_data=value)
+    assert WorkingSetOptions(from_data=np.bool_(True)).from_data is True
