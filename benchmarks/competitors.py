@@ -26,11 +26,17 @@ first use: seconds, once per process).
     python benchmarks/competitors.py [--quick] [--splits 10] [--datasets sonar colon] [--render]
     python benchmarks/competitors.py --profile     # where one em-l0 fit on Sonar (r = 5) spends its time
 
-Writes ``benchmarks/results/competitors.json`` (``competitors_quick.json`` with ``--quick``) after
-every round of splits (split ``s`` of every data set), so a run stopped early (at a deadline) keeps
-its finished rounds and ``--render`` shows them with the size they reached; at the end it prints
-the Markdown section and, on a full run, rewrites the section "Against other libraries" of
-``docs/performance.md`` between its markers (``--render`` only re-renders it from the JSON).
+Resumable: ``benchmarks/results/competitors.json`` (``competitors_quick.json`` with ``--quick``) is a
+store of cells, one per (data set, split, selector) with every ``r`` of the grid, written as each
+cell finishes. A cell is stamped with everything that determines it — the data file's digest, the
+grid, the protocol (the split, the scaling and the evaluation classifier, by their source and
+scikit-learn's version) and the selector's version (its source, settings and packages; for
+fsframe's methods a digest of fsframe's and the plugins' source) — and a run with the same command
+keeps every cell whose stamp matches and runs the others (a stale cell is run again). The data sets
+run smallest first, each over all its splits before the next. At the end (or with ``--render``, any
+time) the Markdown section shows, per data set, the splits every selector finished, and says which,
+when and at what commit; a full run rewrites the section "Against other libraries" of
+``docs/performance.md`` between its markers.
 Needs ``../shared/data`` (exits with status 2 without it); a data set whose file is absent is
 skipped and listed as such; abess and skglm come with the ``bench`` extra (``pip install -e .[bench]``),
 a selector whose package is missing is skipped and listed.
@@ -242,101 +248,264 @@ def find_data(name):
     return None
 
 
-def _prepare(name, path, methods, grid):
-    """A data set's run before its first split: the data and empty tables."""
+STORE_FORMAT = 2
+PROTOCOL = "paper002: stratified 80/20 split (random_state = split), standardised on the training part"
+ALL = "_all"  # the cell of a split's all-features error
+
+
+def _digest(*parts) -> str:
+    import hashlib
+
+    h = hashlib.sha1()
+    for part in parts:
+        h.update(repr(part).encode() if not isinstance(part, bytes) else part)
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+_CODE: dict = {}
+
+
+def fsframe_code() -> str:
+    """A digest of fsframe's and its bundled plugins' source as it is on disk (edits not yet
+    committed included): an fsframe selector's cells are reused only by the same code."""
+    if "fsframe" not in _CODE:
+        files = sorted(p for d in ("fsframe", "plugins") for p in (ROOT / d).rglob("*.py"))
+        _CODE["fsframe"] = _digest(*[(str(f.relative_to(ROOT)), f.read_bytes()) for f in files])
+    return _CODE["fsframe"]
+
+
+def _version_of(pkg):
+    import importlib.metadata as md
+
+    try:
+        return md.version(pkg)
+    except md.PackageNotFoundError:
+        return None
+
+
+def selector_version(method) -> str:
+    """What determines a selector's cell besides its data, split and grid: the source of the
+    selector and of the helpers it runs, its settings, and the packages it calls (for fsframe's
+    methods, fsframe's whole source and HiGHS's version). A stored cell whose version differs is
+    stale and is run again."""
+    import inspect
+
+    fn = SELECTORS[method]
+    own = fn if method not in FSFRAME else sel_fsframe
+    parts = [method, inspect.getsource(own), _version_of("numpy"), _version_of("scipy")]
+    if method in FSFRAME:
+        parts += [fsframe_code(), _version_of("highspy")]
+    elif fn.__module__ == __name__:  # this script's selectors: their helpers and settings
+        parts += [inspect.getsource(f) for f in (bisect_to_r, _nnz, _top, _svc, _fit_coef)]
+        parts += [MAX_FITS, _version_of("scikit-learn"), _version_of(NEEDS.get(method, "scikit-learn"))]
+    return _digest(*parts)
+
+
+def protocol_version() -> str:
+    """What every cell of a split shares: the split, the scaling and the evaluation classifier."""
+    import inspect
+
+    return _digest(PROTOCOL, inspect.getsource(split_data), inspect.getsource(retrain_error),
+                   _version_of("scikit-learn"))
+
+
+def split_data(X, y, s):
+    """Split ``s`` of paper 002's protocol: stratified 80/20, standardised on the training part."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=s, stratify=y)
+    sc = StandardScaler().fit(Xtr)
+    return sc.transform(Xtr), sc.transform(Xte), ytr, yte
+
+
+def new_store(splits_planned, quick=False) -> dict:
+    """An empty cell store: ``cells`` maps ``"dataset/split/method"`` to one finished cell."""
+    return {"format": STORE_FORMAT, "quick": quick, "splits_planned": splits_planned, "cells": {},
+            "datasets": {}, "skipped_datasets": {}, "skipped_methods": {}, "env": {}}
+
+
+def load_store(path: Path, splits_planned, quick=False) -> dict:
+    """The store at ``path`` to resume (a store of the old one-summary format is not resumable:
+    a new store replaces it)."""
+    if path.exists():
+        store = json.loads(path.read_text())
+        if store.get("format") == STORE_FORMAT:
+            store["splits_planned"] = max(int(store.get("splits_planned", 0)), splits_planned)
+            return store
+    return new_store(splits_planned, quick)
+
+
+def save_store(store: dict, path: Path) -> None:
+    """Written whole to a temporary file, then renamed: a run killed while saving keeps the last store."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(store, indent=1))
+    os.replace(tmp, path)
+
+
+def _cell_key(name, s, method) -> str:
+    return f"{name}/{s}/{method}"
+
+
+def _fresh(cell, stamp) -> bool:
+    return cell is not None and all(cell.get(k) == v for k, v in stamp.items())
+
+
+def _run_cell(method, Xtr, ytr, Xte, yte, grid, s) -> dict:
+    """Every ``r`` of the grid for one selector on one split (its first-call warm-up is the caller's)."""
+    out = {t: {} for t in ("err", "secs", "wall", "fits", "size")}
+    for r in grid:
+        t0, c0 = time.perf_counter(), time.process_time()
+        sel, n_fits = SELECTORS[method](Xtr, ytr, r)
+        out["secs"][str(r)] = time.process_time() - c0
+        out["wall"][str(r)] = time.perf_counter() - t0
+        out["fits"][str(r)] = int(n_fits)
+        out["size"][str(r)] = int(len(sel))
+        out["err"][str(r)] = retrain_error(Xtr[:, sel], ytr, Xte[:, sel], yte, s) if len(sel) else 0.5
+    return out
+
+
+def run_dataset_cells(store, name, path, methods, grid, splits, save=None) -> int:
+    """Paper 002's protocol on one data set, cell by cell (split ``s``, selector): a cell already in
+    ``store`` with the same stamp (data, grid, protocol and selector version) is kept, every other
+    one is run and stored, then ``save(store)`` is called. A selector is warmed up (one untimed
+    call) before its first timed cell in this process; one that raises is recorded as failed for
+    the data set and left out. Returns the number of cells run."""
     import fsframe
 
     ds = fsframe.load_dataset(path)
     X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y)
-    return {"name": name, "path": path, "X": X, "y": y, "grid": grid, "methods": list(methods), "failed": {},
-            "full": [], **{t: {m: {r: [] for r in grid} for m in methods}
-                           for t in ("err", "secs", "wall", "fits", "size")}}
+    data = _digest(Path(path).read_bytes())
+    proto = protocol_version()
+    store["datasets"][name] = {"file": Path(path).name, "shape": list(X.shape), "grid": list(grid)}
+    base = {"data": data, "grid": list(grid), "protocol": proto}
+    stamps = {m: {**base, "version": selector_version(m)} for m in methods}
+    stamps[ALL] = base
+    warmed, ran = set(), 0
+    for s in range(splits):
+        todo = [m for m in [ALL, *methods] if not _fresh(store["cells"].get(_cell_key(name, s, m)), stamps[m])]
+        failed = {m for m in methods if any(_fresh(c, stamps[m]) and "failed" in c
+                                            for k, c in store["cells"].items() if k.startswith(f"{name}/")
+                                            and k.endswith(f"/{m}"))}
+        todo = [m for m in todo if m not in failed]
+        if not todo:
+            continue
+        Xtr, Xte, ytr, yte = split_data(X, y, s)
+        for m in todo:
+            info = {**stamps[m], "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M"),
+                    "loadavg": round(os.getloadavg()[0], 1)}
+            if m == ALL:
+                cell = {**info, "err": retrain_error(Xtr, ytr, Xte, yte, s)}
+            else:
+                try:
+                    if m not in warmed:  # untimed warm-up: imports, numba compilation, first-call caches
+                        SELECTORS[m](Xtr, ytr, grid[0])
+                        warmed.add(m)
+                    cell = {**info, **_run_cell(m, Xtr, ytr, Xte, yte, grid, s)}
+                except Exception as exc:  # noqa: BLE001 - reported in the table, not hidden
+                    cell = {**info, "failed": f"{type(exc).__name__}: {exc}"[:300]}
+                    print(f"{name}: {m} failed on split {s}, left out: {cell['failed']}", file=sys.stderr)
+            store["cells"][_cell_key(name, s, m)] = cell
+            ran += 1
+            if save is not None:
+                save(store)
+        print(f"{name}: split {s + 1} done", file=sys.stderr, flush=True)
+    return ran
 
 
-def _run_split(st, s):
-    """Split ``s`` of the data set run ``st`` (from :func:`_prepare`): every selector at every ``r``."""
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
+def summarize(store: dict) -> dict:
+    """The tables' input from a cell store: per data set, the splits every selector finished (a
+    selector run at several versions shows its newest only; a failed one is listed, not shown)."""
+    out = {k: store.get(k) for k in ("quick", "skipped_datasets", "skipped_methods", "env", "profile")}
+    out["splits_planned"] = store.get("splits_planned", 0)
+    out["datasets"] = {}
+    for name, meta in store.get("datasets", {}).items():
+        cells = {}
+        for key, cell in store["cells"].items():
+            ds, s, m = key.rsplit("/", 2)
+            if ds == name:
+                cells.setdefault(m, {})[int(s)] = cell
+        if ALL not in cells:
+            continue
+        failed, by_method = {}, {}
+        for m, per in cells.items():
+            if m == ALL:
+                continue
+            newest = max(per.values(), key=lambda c: c["date"])["version"]
+            per = {s: c for s, c in per.items() if c["version"] == newest}
+            bad = [c["failed"] for c in per.values() if "failed" in c]
+            if bad:
+                failed[m] = bad[0]
+            else:
+                by_method[m] = per
+        methods = [m for m in FSFRAME + OTHERS if m in by_method] + sorted(set(by_method) - set(FSFRAME + OTHERS))
+        done = sorted(set(cells[ALL]).intersection(*(set(per) for per in by_method.values())))
+        partial = sorted(set().union(*(set(per) for per in by_method.values()), set(cells[ALL])) - set(done))
+        if not done:
+            continue
+        grid = meta["grid"]
+        used = [cells[ALL][s] for s in done] + [by_method[m][s] for m in methods for s in done]
 
-    name, grid = st["name"], st["grid"]
-    Xtr, Xte, ytr, yte = train_test_split(st["X"], st["y"], test_size=0.2, random_state=s, stratify=st["y"])
-    sc = StandardScaler().fit(Xtr)
-    Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
-    if s == 0:  # untimed warm-up: imports, numba compilation, first-call caches
-        for m in list(st["methods"]):
-            try:
-                SELECTORS[m](Xtr, ytr, grid[0])
-            except Exception as exc:  # noqa: BLE001 - reported in the table, not hidden
-                st["failed"][m] = f"{type(exc).__name__}: {exc}"[:300]
-                print(f"{name}: {m} failed on its warm-up, left out: {st['failed'][m]}", file=sys.stderr)
-        st["methods"] = [m for m in st["methods"] if m not in st["failed"]]
-    st["full"].append(retrain_error(Xtr, ytr, Xte, yte, s))
-    for m in st["methods"]:
-        for r in grid:
-            t0, c0 = time.perf_counter(), time.process_time()
-            sel, n_fits = SELECTORS[m](Xtr, ytr, r)
-            st["secs"][m][r].append(time.process_time() - c0)
-            st["wall"][m][r].append(time.perf_counter() - t0)
-            st["fits"][m][r].append(n_fits)
-            st["size"][m][r].append(int(len(sel)))
-            st["err"][m][r].append(retrain_error(Xtr[:, sel], ytr, Xte[:, sel], yte, s) if len(sel) else 0.5)
-    print(f"{name}: split {s + 1} done", file=sys.stderr, flush=True)
-
-
-def _summary(st):
-    """The JSON entry of a data set run over the splits it has done."""
-    methods = st["methods"]
-
-    def per_r(table, fn):
-        return {m: {str(r): fn(v) for r, v in st[table][m].items()} for m in methods}
-    return {
-        "file": st["path"].name, "shape": list(st["X"].shape), "grid": st["grid"],
-        "full_error": [float(np.mean(st["full"])), float(np.std(st["full"]))],
-        "error": per_r("err", lambda v: [float(np.mean(v)), float(np.std(v))]),
-        "seconds_median": per_r("secs", lambda v: float(np.median(v))),
-        "seconds": per_r("secs", lambda v: [float(x) for x in v]),
-        "wall_seconds_median": per_r("wall", lambda v: float(np.median(v))),
-        "clock": "cpu",
-        "fits_median": per_r("fits", lambda v: float(np.median(v))),
-        "selected_min": per_r("size", lambda v: int(min(v))),
-        "failed": st["failed"],
-    }
+        def per_r(table, fn):
+            return {m: {str(r): fn([by_method[m][s][table][str(r)] for s in done]) for r in grid} for m in methods}
+        full = [cells[ALL][s]["err"] for s in done]
+        out["datasets"][name] = {
+            "file": meta["file"], "shape": meta["shape"], "grid": grid, "splits": done, "partial_splits": partial,
+            "full_error": [float(np.mean(full)), float(np.std(full))],
+            "error": per_r("err", lambda v: [float(np.mean(v)), float(np.std(v))]),
+            "seconds_median": per_r("secs", lambda v: float(np.median(v))),
+            "seconds": per_r("secs", lambda v: [float(x) for x in v]),
+            "wall_seconds_median": per_r("wall", lambda v: float(np.median(v))),
+            "clock": "cpu",
+            "fits_median": per_r("fits", lambda v: float(np.median(v))),
+            "selected_min": per_r("size", lambda v: int(min(v))),
+            "failed": failed,
+            "commits": sorted({c["commit"] for c in used}),
+            "dates": [min(c["date"] for c in used), max(c["date"] for c in used)],
+            "loadavg": [min(c["loadavg"] for c in used), max(c["loadavg"] for c in used)],
+        }
+    done = [len(d["splits"]) for d in out["datasets"].values()]
+    out["splits"] = min(done) if done else 0
+    return out
 
 
 def run_dataset(name, path, methods, grid, splits):
-    """Paper 002's protocol on one data set: ``splits`` splits, every selector at every ``r``."""
-    st = _prepare(name, path, methods, grid)
-    for s in range(splits):
-        _run_split(st, s)
-    return _summary(st)
+    """Paper 002's protocol on one data set in a fresh store: its summary (see :func:`summarize`)."""
+    store = new_store(splits)
+    run_dataset_cells(store, name, path, methods, grid, splits)
+    return summarize(store)["datasets"][name]
 
 
-def run(datasets, methods, splits, quick, on_round=None):
-    """The protocol on every data set present, split by split across the data sets: after each
-    round (split ``s`` of every data set) ``on_round(out)`` gets the results so far, every data
-    set over the same ``out["splits"]`` splits of the ``out["splits_planned"]`` — a run stopped
-    early keeps its last round."""
+def dataset_order(datasets):
+    """The data sets present, smallest (samples x features) first, and the absent ones with why."""
+    present, skipped = [], {}
+    for name in datasets:
+        path = find_data(name)
+        if path is None:
+            skipped[name] = f"none of {DATASETS[name]} in the data folder"
+            print(f"{name}: skipped (no file)", file=sys.stderr)
+            continue
+        import fsframe
+
+        shape = fsframe.load_dataset(path).X.shape
+        present.append((shape[0] * shape[1], name, path))
+    return [(name, path) for _, name, path in sorted(present)], skipped
+
+
+def run(store, datasets, methods, splits, quick, save=None):
+    """The protocol on every data set present, smallest first, each over its ``splits`` splits
+    before the next, resuming ``store`` (:func:`run_dataset_cells`). Returns the cells run."""
     from threadpoolctl import threadpool_limits
 
-    out = {"splits": 0, "splits_planned": splits, "quick": quick, "methods": methods, "datasets": {},
-           "skipped_datasets": {}}
+    order, skipped = dataset_order(datasets)
+    store["skipped_datasets"] = skipped
+    ran = 0
     with threadpool_limits(limits=1):
-        runs = {}
-        for name in datasets:
-            path = find_data(name)
-            if path is None:
-                out["skipped_datasets"][name] = f"none of {DATASETS[name]} in the data folder"
-                print(f"{name}: skipped (no file)", file=sys.stderr)
-                continue
-            runs[name] = _prepare(name, path, methods, QUICK_GRID[name] if quick else GRID[name])
-        for s in range(splits):
-            for st in runs.values():
-                _run_split(st, s)
-            out["datasets"] = {name: _summary(st) for name, st in runs.items()}
-            out["splits"] = s + 1
-            if on_round is not None:
-                on_round(out)
-    return out
+        for name, path in order:
+            ran += run_dataset_cells(store, name, path, methods, QUICK_GRID[name] if quick else GRID[name],
+                                     splits, save=save)
+    return ran
 
 
 # --------------------------------------------------------------------------- profile
@@ -420,12 +589,36 @@ def _clock(res: dict) -> str:
 def _size(res: dict) -> str:
     """How many splits the results hold, and of how many planned when the run stopped early."""
     done, planned = res["splits"], res.get("splits_planned", res["splits"])
+    per = {name: len(d["splits"]) for name, d in res.get("datasets", {}).items() if "splits" in d}
+    if per:  # a cell store: each data set over the splits it finished
+        if min(per.values()) >= planned:
+            return f"{planned} random stratified 80/20 splits"
+        return (f"{planned} random stratified 80/20 splits, of which each data set shows those every selector "
+                "finished (" + ", ".join(f"{name}: {k}" for name, k in per.items()) + "; the run is resumable "
+                "and was stopped to end in time)")
     text = f"{done} random stratified 80/20 split{'s' if done != 1 else ''}"
     return text if done >= planned else (f"{text} (of the protocol's {planned}: the run was stopped after "
                                          f"{done} to end in time; every data set has the same {done})")
 
 
+def _splits_line(d: dict, planned: int) -> list:
+    """Under a data set's heading: which splits its tables average, when and at what commit they ran."""
+    if "splits" not in d:
+        return []
+    k = len(d["splits"])
+    text = (f"Splits {', '.join(str(s) for s in d['splits'])} ({k} of {planned}"
+            + (f"; split(s) {', '.join(str(s) for s in d['partial_splits'])} partly run, not shown" if d["partial_splits"]
+               else "") + f"), run {d['dates'][0]}"
+            + (f" to {d['dates'][1]}" if d["dates"][1] != d["dates"][0] else "")
+            + f" at commit{'s' if len(d['commits']) > 1 else ''} " + ", ".join(f"`{c}`" for c in d["commits"])
+            + f", load average {d['loadavg'][0]:g}" + (f"-{d['loadavg'][1]:g}" if d["loadavg"][1] != d["loadavg"][0] else "")
+            + " (one run's selectors take turns split by split, so a ratio compares cells run minutes apart).")
+    return [text, ""]
+
+
 def markdown(res: dict) -> str:
+    if "cells" in res:  # a cell store (this script's JSON): its finished splits
+        res = summarize(res)
     cmd = "python benchmarks/competitors.py" + (" --quick" if res.get("quick") else "")
     lines = [f"Generated by `{cmd}` (do not edit by hand; `--render` rewrites it from "
              "`benchmarks/results/competitors.json`). Paper 002's protocol: "
@@ -453,6 +646,7 @@ def markdown(res: dict) -> str:
         rule = "|---|" + "---|" * len(grid)
         lines += [f"#### {name} ({d['shape'][0]} x {d['shape'][1]}; all features: "
                   f"{100 * d['full_error'][0]:.1f} ± {100 * d['full_error'][1]:.1f} % error)", ""]
+        lines += _splits_line(d, res.get("splits_planned", res.get("splits", 0)))
         lines += [f"* **`{m}` failed** (left out): {why}" for m, why in d.get("failed", {}).items()]
         lines += ["Test error (%):", "", head, rule] if not d.get("failed") else ["", "Test error (%):", "", head, rule]
         short = False
@@ -511,31 +705,36 @@ def markdown(res: dict) -> str:
                   "(`backend`, of which the solver's own time is `solver`), read-back.)", ""]
     env = res.get("env", {})
     if env:
-        lines += [f"Run on {env.get('date', '?')} at commit `{env.get('commit', '?')}`: Python {env.get('python')}, "
+        lines += [f"{'Last run' if 'cells' in res or any('splits' in d for d in res['datasets'].values()) else 'Run'} "
+                  f"on {env.get('date', '?')} at commit `{env.get('commit', '?')}`: Python {env.get('python')}, "
                   f"fsframe {env.get('fsframe')}, " + ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items())
                   + f"; {env.get('cores')} cores shared, load average {env.get('loadavg', [0])[0]:.1f} at start.", ""]
     return "\n".join(lines)
 
 
-def _env():
-    import importlib.metadata as md
+def _commit() -> str:
+    """The short commit the work tree is at (``"?"`` outside git), with ``+`` when fsframe's or the
+    plugins' source differs from it."""
     import subprocess
 
+    if "commit" not in _CODE:
+        try:
+            head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                  text=True, check=True).stdout.strip()
+            dirty = subprocess.run(["git", "status", "--porcelain", "--", "fsframe", "plugins", "benchmarks/competitors.py"],
+                                   cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+            _CODE["commit"] = head + ("+" if dirty else "")
+        except (OSError, subprocess.CalledProcessError):
+            _CODE["commit"] = "?"
+    return _CODE["commit"]
+
+
+def _env():
     import fsframe
 
-    versions = {}
-    for pkg in ("scikit-learn", "abess", "skglm", "highspy"):
-        try:
-            versions[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            pass
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "?"
+    versions = {pkg: v for pkg in ("scikit-learn", "abess", "skglm", "highspy") if (v := _version_of(pkg)) is not None}
     return {"python": platform.python_version(), "fsframe": fsframe.__version__, "versions": versions,
-            "date": time.strftime("%Y-%m-%d"), "commit": commit, "cores": os.cpu_count(),
+            "date": time.strftime("%Y-%m-%d"), "commit": _commit(), "cores": os.cpu_count(),
             "loadavg": list(os.getloadavg())}
 
 
@@ -559,14 +758,16 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     ap.add_argument("--methods", nargs="+", default=FSFRAME + OTHERS, choices=FSFRAME + OTHERS)
     ap.add_argument("--profile", action="store_true", help="only profile one em-l0 fit on Sonar (r = 5)")
-    ap.add_argument("--render", action="store_true", help="only rewrite the doc section from the JSON")
+    ap.add_argument("--render", action="store_true",
+                    help="only rewrite the doc section from the JSON (the cells finished so far)")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/competitors.json)")
     args = ap.parse_args(argv)
     results = ROOT / "benchmarks" / "results"
     out = args.out or results / ("competitors_quick.json" if args.quick else "competitors.json")
     if args.render:
         text = markdown(json.loads(out.read_text()))
-        write_section(DOC, BEGIN, END, text, heading=HEADING)
+        if not args.quick and args.out is None:
+            write_section(DOC, BEGIN, END, text, heading=HEADING)
         print(text)
         return 0
     if not DATA.exists():
@@ -581,23 +782,20 @@ def main(argv=None) -> int:
         if out.exists():  # attach to the last run's results so the doc section shows it
             res = json.loads(out.read_text())
             res["profile"] = prof
-            out.write_text(json.dumps(res, indent=2))
+            save_store(res, out)
         return 0
     methods, missing = available(args.methods)
-    env = _env()
     splits = 2 if args.quick else args.splits
     out.parent.mkdir(parents=True, exist_ok=True)
-
-    def save(partial):  # after every round of splits: a run stopped early keeps what it finished
-        out.write_text(json.dumps({**partial, "skipped_methods": missing, "env": env}, indent=2))
-
-    res = run(args.datasets, methods, splits, args.quick, on_round=save)
-    res["skipped_methods"] = missing
-    res["env"] = env
-    out.write_text(json.dumps(res, indent=2))  # saved before the profile, which reads fsframe's internals
-    res["profile"] = _safe_profile() if find_data("sonar") is not None else None
-    out.write_text(json.dumps(res, indent=2))
-    text = markdown(res)
+    store = load_store(out, splits, args.quick)
+    store["skipped_methods"] = missing
+    store["env"] = _env()
+    ran = run(store, args.datasets, methods, splits, args.quick, save=lambda st: save_store(st, out))
+    print(f"{ran} cell(s) run, the others kept from {out}", file=sys.stderr)
+    if ran or not store.get("profile"):
+        store["profile"] = _safe_profile() if find_data("sonar") is not None else None
+    save_store(store, out)
+    text = markdown(store)
     if not args.quick and args.out is None:
         write_section(DOC, BEGIN, END, text, heading=HEADING)
     print(text)

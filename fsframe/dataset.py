@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import numbers
 import warnings
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import attrs
 import numpy as np
@@ -313,6 +315,29 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = Fal
     return Xa, ya
 
 
+_TARGET_WARNED: contextvars.ContextVar = contextvars.ContextVar("fsframe_target_warned", default=None)
+"""Inside :func:`target_warning_once`: whether this call's data checks gave the two-valued target
+warning already (a one-item list); ``None`` outside."""
+
+
+@contextlib.contextmanager
+def target_warning_once(*, given: bool = False) -> Iterator[None]:
+    """Within it, :func:`check_regression_Xy` says "the real target holds only two values" once,
+    at the first check, however many fits check the same target again (a cross-validation's folds,
+    a tuning grid's paths, the refit). ``given``: the caller has warned already (or checked the
+    whole target, of which a fold's is a part, or will: the refit), so no check inside warns,
+    whatever the enclosing state. Nested uses without ``given`` share the outermost one's state; a
+    worker process starts without it (a fold's runner passes ``given``)."""
+    if _TARGET_WARNED.get() is not None and not given:
+        yield
+        return
+    token = _TARGET_WARNED.set([given])
+    try:
+        yield
+    finally:
+        _TARGET_WARNED.reset(token)
+
+
 def check_regression_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = False) -> tuple[NDArray, NDArray]:
     """:func:`check_Xy` for a regression target: ``y`` real (float64), finite and not constant
     (booleans, strings and other labels are refused). Returns fresh copies; with ``warn``, the
@@ -333,7 +358,11 @@ def check_regression_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn:
     if ya.shape[0] < 2 or np.all(ya == ya[0]):
         raise DataError(f"{name}: y is constant ({float(ya[0])!r} in all {ya.shape[0]} samples); nothing to regress on")
     values = np.unique(ya)
-    if values.size == 2:  # legal (a linear probability model), but more often class labels given as a real target
+    once = _TARGET_WARNED.get()
+    if values.size == 2 and not (once is not None and once[0]):
+        # legal (a linear probability model), but more often class labels given as a real target
+        if once is not None:
+            once[0] = True
         warnings.warn(f"{name}: the real target holds only two values ({values[0]:g} and {values[1]:g}); if they "
                       "are class labels, fit a classification method on them (task='classification'; command "
                       "line: without --task regression): least squares regresses on the two codes",

@@ -35,6 +35,7 @@ from typing import Any, Mapping
 import attrs
 import numpy as np
 from . import errors
+from .dataset import target_warning_once
 from .estimator import FSRegressor, FSSelector
 from .evaluation.engine import Task, execute
 from .evaluation.splits import make_splits
@@ -72,6 +73,12 @@ def _fold_scores(X, y, split, cell: _Cell, raise_errors: bool) -> dict:
     A point whose fit fails with a :class:`~fsframe.errors.SolverFailedError` stops the path; with
     a numeric ``cell.error_score`` the points are then fitted one by one and a failing one scores
     ``error_score`` (its selected count and time are NaN, its error is kept)."""
+    with target_warning_once(given=True):  # the refit on the whole target warns, once
+        return _fold_path_scores(X, y, split, cell)
+
+
+def _fold_path_scores(X, y, split, cell: _Cell) -> dict:
+    """:func:`_fold_scores`' work."""
     Xtr, ytr, Xte, yte = X[split.train], y[split.train], X[split.test], y[split.test]
     scores, n_sel, seconds, failed = [], [], [], []
     for r in cell.outer_values:
@@ -265,6 +272,11 @@ class FSSelectorCV(FSSelector):
         -------
         self
         """
+        with target_warning_once():  # a two-valued real target: one warning, not one per fold and refit
+            return self._fit_cv(X, y)
+
+    def _fit_cv(self, X, y):
+        """:meth:`fit`'s work."""
         X, y_idx, splits = self._cv_data(X, y)
         tuned = self._tuned()
         fixed = self._fixed(tuned)

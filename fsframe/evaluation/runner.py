@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import plugins as _plugins
-from ..dataset import Dataset, check_regression_Xy, check_Xy
+from ..dataset import Dataset, check_regression_Xy, check_Xy, target_warning_once
 from ..errors import DataWarning, InvalidOptionError, SolverFailedError
 from ..fitting import fit, is_regression, task_mismatch
 from ..method import resolve
@@ -37,7 +37,8 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
     t0 = time.perf_counter()
     base = dict(label=cfg.label, repeat=split.repeat, fold=split.fold, n_train=int(split.train.size),
                 n_test=int(split.test.size), train=split.train, test=split.test)
-    with warnings.catch_warnings(record=True) as caught:
+    # the whole target was checked (and a two-valued one warned about) once, before any fold
+    with warnings.catch_warnings(record=True) as caught, target_warning_once(given=True):
         warnings.simplefilter("always")
         try:
             Xtr, Xte = _scale(X[split.train], X[split.test], cfg.scale)

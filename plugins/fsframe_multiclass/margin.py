@@ -110,7 +110,9 @@ def _separable_columns(X, Y, tol: float, active: dict) -> np.ndarray:
     cost = np.concatenate([np.zeros(n + 1), np.ones(m)])
     bounds = [(None, None)] * (n + 1) + [(0, None)] * m
     for k in range(Y.shape[1]):
-        rows = None if sparse else _separable_by_ldp(Xt, Y[:, k], tol)
+        # the SVM stops at its first rows that no hard margin meets (an inseparable column) rather
+        # than solve on all rows, which decides nothing the LP does not: the LP decides
+        rows = None if sparse else _separable_by_ldp(Xt, Y[:, k], tol, [])
         if rows is not None:
             out[k], active[k] = True, rows
             continue
@@ -123,16 +125,18 @@ def _separable_columns(X, Y, tol: float, active: dict) -> np.ndarray:
     return out
 
 
-def _separable_by_ldp(Xt: np.ndarray, y: np.ndarray, tol: float) -> np.ndarray | None:
+def _separable_by_ldp(Xt: np.ndarray, y: np.ndarray, tol: float, stuck: list | None = None) -> np.ndarray | None:
     """Whether the hard-margin SVM ``min ||w|| s.t. y ⊙ (Xt w) >= 1`` (a least distance program,
     NNLS on a working set of samples: :func:`~.nullspace.ldp_rows`) finds a ``w`` whose shortfalls
     ``max(0, 1 - y_i x_i w)`` sum to at most ``tol m`` — the LP's own test, met by a point the LP
     could have returned. Its active samples prove the column separable; None decides nothing (no
     point: the LP decides). On ISOLET's training part (936 x 617, 26 columns) the 26 LPs took
-    minutes, these NNLS seconds (docs/multiclass.md)."""
+    minutes, these NNLS seconds (docs/multiclass.md). ``stuck``: the SVM stops at the first rows
+    ``S`` of its working set that no hard margin meets (:func:`~.nullspace.ldp_rows`), appended
+    there, rather than solve on all rows."""
     from .nullspace import ldp_rows
 
-    out = ldp_rows(y[:, None] * Xt, np.ones(y.size))
+    out = ldp_rows(y[:, None] * Xt, np.ones(y.size), stuck=stuck)
     if out is None:
         return None
     short = np.maximum(0.0, 1.0 - y * (Xt @ out[0]))

@@ -298,7 +298,7 @@ def _ldp_guess(G: NDArray, h: NDArray, rows: NDArray, *, tries: int = 4):
 
 
 def ldp_rows(G: NDArray, h: NDArray, hint: NDArray | None = None, *,
-             max_rounds: int = 50) -> tuple[NDArray, NDArray] | None:
+             max_rounds: int = 50, stuck: list | None = None) -> tuple[NDArray, NDArray] | None:
     """:func:`ldp` solved on a working set of its rows: ``argmin ||v|| s.t. G_S v >= h_S`` for
     rows ``S`` (the rows of ``hint``, e.g. the previous solution's active rows, and the
     :data:`LDP_START` share of the rows of least slack at ``v = 0``), then every row checked at that
@@ -308,7 +308,12 @@ def ldp_rows(G: NDArray, h: NDArray, hint: NDArray | None = None, *,
     are a relaxation of the problem, so a ``v`` of ``S`` that meets every row is the unique optimum
     of all rows (``||v||²`` is strictly convex); its multipliers are ``S``'s, 0 on the others.
     Each NNLS then sees ``|S|`` of the ``q`` rows, fewer as Algorithm 1's margins settle. Returns
-    what :func:`ldp` returns on all rows (None: infeasible, or NNLS out of iterations)."""
+    what :func:`ldp` returns on all rows (None: infeasible, or NNLS out of iterations).
+
+    ``stuck`` (a list): stop early instead of solving on all rows — when the rows ``S`` have no
+    solution (which proves that all rows have none, up to NNLS's rounding), ``S`` is appended to
+    ``stuck`` and None returned at once; when the rounds run out, None (``stuck`` unchanged). For a
+    caller with an exact test of its own to fall back on (:func:`~.margin.separable_columns`)."""
     q = G.shape[0]
     if hint is not None and len(hint):
         out = _ldp_guess(G, h, np.asarray(hint))
@@ -325,6 +330,9 @@ def ldp_rows(G: NDArray, h: NDArray, hint: NDArray | None = None, *,
         idx = np.flatnonzero(inside)
         out = ldp(G[idx], h[idx])
         if out is None:  # a relaxation of a feasible problem is feasible: numerical; take all rows
+            if stuck is not None:
+                stuck.append(idx)
+                return None
             break
         v, mu_s = out
         short = h - G @ v
@@ -339,6 +347,8 @@ def ldp_rows(G: NDArray, h: NDArray, hint: NDArray | None = None, *,
         if guess is not None:  # this round's active rows and the most violated ones: certified
             return guess
         inside[join] = True
+    if stuck is not None and not inside.all():
+        return None
     return ldp(G, h)
 
 

@@ -50,6 +50,35 @@ def test_class_labels_given_as_a_real_target_warn():
         Dataset(X=X, y=np.arange(12) % 3, task="regression")  # three values: no warning
 
 
+def _two_value_warnings(run) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    return [str(w.message) for w in caught if "holds only two values" in str(w.message)]
+
+
+@pytest.mark.parametrize("how", ["cross_validate", "cross_validate n_jobs=2", "compare", "FSRegressorCV",
+                                 "FSRegressorCV n_jobs=2"])
+def test_a_two_valued_real_target_warns_once_per_call_not_per_fold(how):
+    """It warned once more per fold (cross_validate and compare: the data check, then every fold's
+    fit, re-issued as one "[in 3 of 3 fits]"; FSRegressorCV: the grid, each fold's path and the
+    refit, five times): the user sees the one warning that names the problem, each call."""
+    import fsframe
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    y = (X[:, 0] > 0).astype(float)
+    jobs = 2 if how.endswith("n_jobs=2") else 1
+    run = {"cross_validate": lambda: fsframe.cross_validate(X, y, method="l1-ls", cv=3, n_jobs=jobs),
+           "compare": lambda: fsframe.compare(X, y, methods=["l1-ls", "l0-ls"], cv=3),
+           "FSRegressorCV": lambda: fsframe.FSRegressorCV("l1-ls", cv=3, n_jobs=jobs).fit(X, y)}[how.split()[0]]
+    for _ in range(2):  # and again on the next call
+        assert _two_value_warnings(run) == [
+            "data: the real target holds only two values (0 and 1); if they are class labels, fit a classification "
+            "method on them (task='classification'; command line: without --task regression): least squares "
+            "regresses on the two codes"]
+
+
 def test_one_sample_test_parts_of_a_real_target_warn_that_r2_is_undefined():
     y = np.arange(5.0)
     with pytest.warns(DataWarning, match=r"cv=5 folds of 5 samples: 5 of 5 test parts hold one sample, where R² "

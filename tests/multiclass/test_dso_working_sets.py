@@ -88,6 +88,48 @@ def test_separability_instances_cover_both_answers():
     assert answers.any() and not answers.all()
 
 
+def test_separability_of_an_inseparable_column_stops_the_svm_at_its_first_infeasible_rows(monkeypatch):
+    """On a seeded inseparable column (m > rank, noisy labels) the SVM's working set meets rows
+    with no hard margin: it stops there (no NNLS on all rows, which proves nothing the LP does
+    not decide anyway), and the LP alone decides, as without the SVM."""
+    rng = np.random.default_rng(0)
+    m, n = 300, 40
+    X = rng.normal(size=(m, n))
+    y = np.sign(X @ rng.normal(size=n) + 0.01)
+    flip = rng.random(m) < 0.2
+    y[flip] = -y[flip]
+    Y = y[:, None]
+    sizes = []
+    real_ldp = ns_mod.ldp
+
+    def counted(G, h):
+        sizes.append(G.shape[0])
+        return real_ldp(G, h)
+
+    monkeypatch.setattr(ns_mod, "ldp", counted)
+    got = margin_mod._separable_columns(X, Y, 1e-7, {})
+    assert not got[0] and sizes and max(sizes) < m  # stopped on a part of the rows, never all of them
+    stuck: list = []
+    Xt = np.hstack([X, np.ones((m, 1))])
+    assert margin_mod._separable_by_ldp(Xt, y, 1e-7, stuck) is None and len(stuck) == 1
+    assert real_ldp((y[:, None] * Xt)[stuck[0]], np.ones(stuck[0].size)) is None  # those rows: no hard margin
+    monkeypatch.setattr(margin_mod, "_separable_by_ldp", lambda *a: None)
+    np.testing.assert_array_equal(got, margin_mod._separable_columns(X, Y, 1e-7, {}))
+
+
+def test_ldp_rows_without_stuck_still_solves_on_all_rows(monkeypatch):
+    """ldp_rows' other callers (DSO-FS's E step, the convex finish) keep the all-rows NNLS."""
+    G = np.vstack([np.eye(3), -np.eye(3), np.ones((30, 3))])
+    h = np.concatenate([np.ones(6), np.zeros(30)])  # v >= 1 and -v >= 1: no v
+    sizes = []
+    real_ldp = ns_mod.ldp
+    monkeypatch.setattr(ns_mod, "ldp", lambda G, h: sizes.append(G.shape[0]) or real_ldp(G, h))
+    assert ldp_rows(G, h) is None and sizes[-1] == 36
+    sizes.clear()
+    stuck: list = []
+    assert ldp_rows(G, h, stuck=stuck) is None and max(sizes) < 36 and len(stuck) == 1
+
+
 def _fit(X, y, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

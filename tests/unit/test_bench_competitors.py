@@ -120,39 +120,119 @@ def test_failing_selector_is_left_out_and_reported(comp, tmp_path, monkeypatch):
     assert "**`bad` failed** (left out): RuntimeError: solver exploded" in text
 
 
-def test_run_saves_every_round_with_equal_splits(comp, tmp_path, monkeypatch):
-    """A run stopped early keeps its finished rounds: after each round every data set holds the
-    same number of splits, and the rendered section says how many of the planned ones."""
-    import copy
-    import json
-    import time
-
+def _two_datasets(comp, tmp_path, monkeypatch):
     from sklearn.datasets import load_breast_cancer
 
     X, y = load_breast_cancer(return_X_y=True)
-    for name, rows in (("a", slice(0, 120)), ("b", slice(200, 320))):
-        np.savetxt(tmp_path / f"{name}.csv", np.column_stack([X[rows, :6], y[rows]]), delimiter=",")
+    # "b" (120 x 8) is larger than "a" (120 x 6): "a" runs first
+    for name, rows, cols in (("b", slice(200, 320), 8), ("a", slice(0, 120), 6)):
+        np.savetxt(tmp_path / f"{name}.csv", np.column_stack([X[rows, :cols], y[rows]]), delimiter=",")
     monkeypatch.setattr(comp, "DATA", tmp_path)
-    monkeypatch.setattr(comp, "DATASETS", {"a": ["a.csv"], "b": ["b.csv"], "c": ["absent.csv"]})
+    monkeypatch.setattr(comp, "DATASETS", {"b": ["b.csv"], "a": ["a.csv"], "c": ["absent.csv"]})
     monkeypatch.setattr(comp, "GRID", {"a": [2, 3], "b": [2]})
+
+
+def test_run_resumes_from_its_cells(comp, tmp_path, monkeypatch):
+    """Every (data set, split, selector) cell is saved as it finishes; a run stopped part-way and
+    started again runs only the cells it lacks, and the table shows per data set the splits every
+    selector finished."""
+    import json
+    import time
+
+    _two_datasets(comp, tmp_path, monkeypatch)
+    calls = []
+
     def first(X, y, r):  # sleeps: no CPU time, some wall time
+        calls.append(("first", X.shape, r))
         time.sleep(0.05)
         return np.arange(r), 1
 
+    def last(X, y, r):
+        calls.append(("last", X.shape, r))
+        if stop["now"] and X.shape[1] == 8 and len(calls) > stop["after"]:
+            raise KeyboardInterrupt
+        return np.arange(X.shape[1] - r, X.shape[1]), 1
+
     monkeypatch.setitem(comp.SELECTORS, "first", first)
-    rounds = []
-    out = comp.run(["a", "b", "c"], ["first"], 3, False, on_round=lambda res: rounds.append(copy.deepcopy(res)))
-    assert [r["splits"] for r in rounds] == [1, 2, 3] and out["splits"] == 3
-    for k, res in enumerate(rounds, start=1):
-        assert res["splits_planned"] == 3 and sorted(res["datasets"]) == ["a", "b"]
-        assert {len(d["seconds"]["first"]["2"]) for d in res["datasets"].values()} == {k}
-        json.dumps(res)  # what main() writes after the round
-    assert "c" in rounds[0]["skipped_datasets"]
-    partial = comp.markdown(rounds[0])
-    assert "1 random stratified 80/20 split (of the protocol's 3: the run was stopped after 1" in partial
-    assert "of the protocol's" not in comp.markdown(out)
-    # the selection time is CPU time (the fairer clock on a shared machine); the wall time is kept beside it
-    d = out["datasets"]["a"]
+    monkeypatch.setitem(comp.SELECTORS, "last", last)
+    out = tmp_path / "store.json"
+    saves = []
+
+    def save(st):
+        comp.save_store(st, out)
+        saves.append(sum(1 for _ in st["cells"]))
+
+    # the first run is stopped (Ctrl-C) in data set b, after a's 3 splits and part of b's
+    stop = {"now": True, "after": 0}
+    store = comp.load_store(out, 3)
+    # calls: a's 2 warm-ups and 3 splits x 2 selectors x 2 r (14), b's 2 warm-ups, split 0 (2) and split 1's
+    # "first" (19): the 20th, b's split 1 "last", is interrupted
+    stop["after"] = 19
+    with pytest.raises(KeyboardInterrupt):
+        comp.run(store, ["b", "a", "c"], ["first", "last"], 3, False, save=save)
+    assert saves == list(range(1, len(saves) + 1))  # saved after every cell
+    kept = json.loads(out.read_text())
+    assert sorted(k for k in kept["cells"] if k.startswith("a/")) == sorted(
+        f"a/{s}/{m}" for s in range(3) for m in ("_all", "first", "last"))
+    assert sorted(k for k in kept["cells"] if k.startswith("b/")) == ["b/0/_all", "b/0/first", "b/0/last", "b/1/_all",
+                                                                    "b/1/first"]
+    assert kept["skipped_datasets"] == {"c": "none of ['absent.csv'] in the data folder"}
+    partial = comp.markdown(kept)
+    assert "(a: 3, b: 1; the run is resumable" in partial and "Splits 0 (1 of 3; split(s) 1 partly run, not shown)" in partial
+    assert "Splits 0, 1, 2 (3 of 3)" in partial
+    d = comp.summarize(kept)["datasets"]["a"]
     assert d["clock"] == "cpu" and all(t < 0.04 for t in d["seconds"]["first"]["2"])
-    assert d["wall_seconds_median"]["first"]["2"] >= 0.05
-    assert "selection time in CPU seconds" in comp.markdown(out)
+    assert d["wall_seconds_median"]["first"]["2"] >= 0.05 and len(d["seconds"]["first"]["2"]) == 3
+    assert d["selected_min"] == {"first": {"2": 2, "3": 3}, "last": {"2": 2, "3": 3}}
+
+    # resumed: only b's missing cells run (b/1/last and split 2), each selector warmed up once first
+    stop["now"] = False
+    calls.clear()
+    ran = comp.run(comp.load_store(out, 3), ["b", "a", "c"], ["first", "last"], 3, False, save=save)
+    assert ran == 4  # b/1/last, b/2/_all, b/2/first, b/2/last
+    assert [c[0] for c in calls] == ["last", "last", "first", "first", "last"]  # warm-up, then timed
+    assert all(c[1][1] == 8 for c in calls)  # data set b only
+    full = json.loads(out.read_text())
+    text = comp.markdown(full)
+    assert "a: 3" not in text and "3 random stratified 80/20 splits, standardised" in text
+    assert "partly run" not in text
+
+    # a selector whose version changed is stale: its cells run again, the others are kept
+    calls.clear()
+    version = comp.selector_version
+    monkeypatch.setattr(comp, "selector_version", lambda m: version(m) + ("-new" if m == "last" else ""))
+    ran = comp.run(comp.load_store(out, 3), ["a"], ["first", "last"], 3, False, save=save)
+    assert ran == 3 and {c[0] for c in calls} == {"last"}
+    # and so is every cell of a data set whose file changed
+    calls.clear()
+    np.savetxt(tmp_path / "a.csv", np.loadtxt(tmp_path / "a.csv", delimiter=",")[::-1], delimiter=",")
+    ran = comp.run(comp.load_store(out, 3), ["a"], ["first", "last"], 3, False, save=save)
+    assert ran == 9
+
+
+def test_selector_version_follows_code_and_settings(comp, monkeypatch):
+    v = {m: comp.selector_version(m) for m in ("em-l0", "fsv", "sk-svc-bisect", "abess")}
+    assert len(set(v.values())) == 4
+    monkeypatch.setitem(comp._CODE, "fsframe", "other source")  # fsframe's code as read from disk
+    assert comp.selector_version("em-l0") != v["em-l0"] and comp.selector_version("abess") == v["abess"]
+    monkeypatch.setattr(comp, "MAX_FITS", comp.MAX_FITS + 1)  # a setting of the bisections
+    assert comp.selector_version("sk-svc-bisect") != v["sk-svc-bisect"]
+
+
+def test_a_failing_selector_is_recorded_once_per_data_set(comp, tmp_path, monkeypatch):
+    _two_datasets(comp, tmp_path, monkeypatch)
+    calls = []
+
+    def bad(X, y, r):
+        calls.append(r)
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setitem(comp.SELECTORS, "bad", bad)
+    monkeypatch.setitem(comp.SELECTORS, "first", lambda X, y, r: (np.arange(r), 1))
+    store = comp.new_store(2)
+    comp.run(store, ["a"], ["bad", "first"], 2, False)
+    assert calls == [2] and "solver exploded" in store["cells"]["a/0/bad"]["failed"]
+    assert "a/1/bad" not in store["cells"]
+    assert comp.run(store, ["a"], ["bad", "first"], 2, False) == 0  # a failure is kept like a result
+    text = comp.markdown(store)
+    assert "**`bad` failed** (left out): RuntimeError: solver exploded" in text and "2 of 2" in text
