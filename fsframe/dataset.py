@@ -472,8 +472,9 @@ def _warn_awkward(X: NDArray, y: NDArray, name: str, feature_names: Sequence[str
     if diag["duplicate_pairs"]:
         warnings.warn(
             f"{name}: {len(diag['duplicate_pairs'])} pair(s) of identical features "
-            f"{diag['duplicate_pairs'][:5]}: sparse methods keep an arbitrary one of each pair, "
-            "so the selected index may change between solvers",
+            f"{diag['duplicate_pairs'][:5]}: DCA, EM and reweighted-l1 keep the lowest index of each "
+            "(with n_features always, else when the pair's weight was split); other sparse methods may keep "
+            "either or both, so the selected index may change between solvers: drop the copies",
             DataWarning,
             stacklevel=4,
         )

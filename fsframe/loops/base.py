@@ -17,7 +17,9 @@ loop alike:
   :class:`~fsframe.errors.SolverFailedError` with the partial result, or with
   ``raise_on_failure=False`` keeps the last good iterate and says so;
 * applies the "exactly ``r`` features" rule of 002 §3.1 (see :func:`select_exactly`), unless the
-  loop chooses its answer itself (:attr:`OuterLoop.chooses`);
+  loop chooses its answer itself (:attr:`OuterLoop.chooses`), counting and ranking the group norms
+  with each class of identical data columns merged onto its lowest index
+  (:meth:`~fsframe.loops.ties.Tiebreak.distinct`: a copy takes none of the ``r`` slots);
 * verifies the ``zero_tol`` cut — by the certificate of the cut point when it passes
   (:meth:`~fsframe.problem.Subproblem.certified_cut`), else by a restricted re-solve — so that
   the support comes from a step that keeps optimality and the objective reported is that of the
@@ -488,6 +490,7 @@ class OuterLoop(abc.ABC):
         finish = Finish(False, "max_iter reached")
         prev_obj = prev_point = None
         scale = 0.0
+        ties, distinct, dscale = None, [], 0.0  # n_features counts and ranks distinct columns (loops.ties)
         while True:
             t0 = time.perf_counter()
             try:
@@ -525,6 +528,14 @@ class OuterLoop(abc.ABC):
             prev_obj, prev_point = mon, it.point
             if callback is not None:
                 callback(history[-1], it)
+            if rule is not None:  # identical columns merged onto their lowest index: a copy takes no slot
+                if ties is None:  # once the model is built (a loop that never builds it has no classes)
+                    ties = Tiebreak(self, sub if getattr(sub, "is_built", False) else None)
+                distinct.append(ties.distinct(it))
+                if distinct[-1] is not it.t:
+                    dscale = max(dscale, float(np.max(distinct[-1], initial=0.0)))
+                    nnz = int(support_of(distinct[-1], self.zero_tol,
+                                         dscale if self.support_scale == "run" else 0.0).sum())
             if rule is not None and nnz <= rule:
                 gen.close()
                 finish = Finish(True, f"reached n_features={rule} non-zero groups")
@@ -537,7 +548,7 @@ class OuterLoop(abc.ABC):
                           ConvergenceWarning, stacklevel=2)
         monotone = monotone and finish.monotone  # a rise the loop found where its steps could not show it
         out = self._answer(sub, surrogate, good, finish.choice, rule,
-                           separated=finish.reason.startswith(SEPARATION_STOP))
+                           separated=finish.reason.startswith(SEPARATION_STOP), distinct=distinct)
         chosen, mask, objective, info, transform = out
         statuses.extend(info.pop("statuses", ()))
         coef = np.array(chosen.coef, dtype=float)
@@ -565,7 +576,7 @@ class OuterLoop(abc.ABC):
         return Finish(False, f"subproblem failed: {it.status.value}")
 
     def _answer(self, sub: Subproblem, surrogate, good: list, choice: Choice | None, rule, *,
-                separated: bool = False):
+                separated: bool = False, distinct: list | None = None):
         """``(iterate, support, objective, info, transform)``: the loop's :class:`Choice`; or the
         last step with the support the loop chose; or the base's choice (the ``n_features`` rule or
         the last iterate) with its verified ``zero_tol`` cut. A solved answer ``optimal_inaccurate``
@@ -589,7 +600,10 @@ class OuterLoop(abc.ABC):
         self._warn_inaccurate(iterates)
         selection = {}
         if rule is not None:
-            sel = select_exactly(iterates, rule, self.zero_tol)
+            # ranked on ``distinct`` (per iterate, the norms with identical columns merged: loops.ties)
+            ranked = iterates if not distinct else [
+                it if d is it.t else attrs.evolve(it, t=d) for it, d in zip(iterates, distinct)]
+            sel = select_exactly(ranked, rule, self.zero_tol)
             idx, mask = sel.index, sel.mask
             selection = {"n_features_iterate": idx, "n_features_dropped": int(sel.counts[idx] - mask.sum())}
             self._warn_selection(sel, rule)

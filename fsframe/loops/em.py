@@ -149,7 +149,9 @@ class EM(OuterLoop):
     the split then stays even for ever (``em-l0`` kept both copies, one of ``n_features`` wasted). The
     first time a class of identical groups is split evenly, the weights are those of the point
     tilted towards its member of lowest index (:class:`~fsframe.loops.ties.Tiebreak`, as DCA and
-    ``reweighted-l1`` do); the step from it is not monitored and does not stop the loop.
+    ``reweighted-l1`` do); the step from it is not monitored and does not stop the loop. With
+    ``n_features`` the base (and ``early_stop``) count and rank the norms with each class merged
+    onto its lowest index, so a copy that still holds weight when ``r`` is reached takes no slot.
 
     **The empty model.** Without ``n_features``, a run whose last iterate has no meaningful non-zero
     after one that had some (every weight driven to zero, e.g. a class of 3 samples among 15) ends
@@ -299,9 +301,10 @@ class EM(OuterLoop):
         it = sub.solve(quad=np.ones(sub.n_groups))
         f = self.surrogate_objective(it, surrogate) if it.ok else None
         yield Step(it, f, monitored=None)  # the L2 start is not a descent step
-        norms = [it.t] if self.early_stop else None  # the regular iterates' group norms, for early_stop
-        q, revivable = self.rule(surrogate)
         ties = Tiebreak(self, sub)  # identical features: the even split tilted once (fsframe.loops.ties)
+        # the regular iterates' group norms for early_stop, identical columns merged as n_features ranks them
+        norms = [ties.distinct(it)] if self.early_stop else None
+        q, revivable = self.rule(surrogate)
         fixed = np.zeros(sub.n_groups, dtype=bool)
         magnitudes = group_magnitudes(sub)
         scale = float(np.max(it.t, initial=0.0))
@@ -319,7 +322,7 @@ class EM(OuterLoop):
             it = new
             scale = max(scale, float(np.max(it.t, initial=0.0)))
             if norms is not None and ok:  # resumed: the base counted more than r meaningful non-zeros
-                norms.append(it.t)
+                norms.append(ties.distinct(it))
                 if top_settled(norms, r, self.early_stop, self.early_stop_ratio):
                     return True, (f"early_stop: the {r} largest groups the same at {self.early_stop + 1} iterates, "
                                   f"the {r}-th at least {self.early_stop_ratio:g} times the next")
@@ -346,7 +349,7 @@ class EM(OuterLoop):
             revived = held & (check.t > cut)
             it = check
             if norms is not None:
-                norms.append(it.t)
+                norms.append(ties.distinct(it))
             scale = max(scale, float(np.max(it.t, initial=0.0)))
             if not revived.any():  # one more step, the held groups back at zero: the answer has exact zeros
                 cut = max(self.zero_tol * scale, 1e-12)

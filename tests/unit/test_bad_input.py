@@ -259,7 +259,8 @@ def test_duplicate_column_warns_and_keeps_the_optimum(Xy):
     of the two copies sum to the original weight."""
     X, y = Xy
     Xd = np.c_[X, X[:, 0]]
-    with pytest.warns(DataWarning, match=r"1 pair\(s\) of identical features \[\(0, 6\)\]"):
+    with pytest.warns(DataWarning, match=r"1 pair\(s\) of identical features \[\(0, 6\)\]: DCA, EM and "
+                      r"reweighted-l1 keep the lowest index of each \(with n_features always"):
         dup = fsframe.fit(Xd, y, method="l1-svm")
     plain = fsframe.fit(X, y, method="l1-svm")
     assert dup.objective == pytest.approx(plain.objective, rel=1e-9)
