@@ -425,6 +425,26 @@ def test_a_reduced_cost_at_rounding_must_still_leave_no_room_near_zero():
     assert ok and "unexcused reduced costs 5.00e-16" in why, why
 
 
+@pytest.mark.parametrize("seed", [49, 56])
+def test_the_corrections_keep_a_cancelled_reduced_cost_at_zero(seed):
+    """ECOS's certificates of two of the random infeasible rows (margin 1): a correction cancels
+    the unexcused reduced costs, but moves an excused one at rounding across zero, unexcused; the
+    next correction cancels that and brings back the first ones (seed 49: column 3, then 5, then
+    3 ...). Three rounds left both local (radius 3e11, 1e11), the true claims unverified. Each
+    round now also cancels the reduced costs of the columns unexcused in an earlier round: the
+    claims are verified within three rounds."""
+    import re
+
+    from scipy.optimize import linprog
+
+    data, bounds = _contradicted_rows(seed, 1.0)
+    assert linprog(np.zeros(data.n), A_ub=data.G.toarray(), b_ub=data.h, bounds=bounds, method="highs").status == 2
+    res = EcosBackend().solve(data)
+    assert res.status is Status.INFEASIBLE and res.claim.verified, res.message
+    rounds = re.search(r"after (\d+) least-norm correction", res.message)
+    assert rounds is not None and int(rounds.group(1)) <= 3, res.message
+
+
 def test_finite_bounds_make_the_proof_global():
     """With ``|x2| <= 1e3`` the reduced cost ``1e-7`` on ``x2`` is excused by its bound: the box
     gives ``r'x >= -1e-4``, the margin ``1 - 1e-4`` (``5e-4`` of its terms, ``|h|'z + 2e3``), and
