@@ -439,7 +439,7 @@ def _farkas(data: ProblemData, y: NDArray, z: NDArray) -> dict:
     lo, hi = (r > 0) & ~bad, (r < 0) & ~bad
     L = float(r[lo] @ data.lb[lo]) + float(r[hi] @ data.ub[hi])
     by, hz = float(data.b @ y), float(data.h @ z)
-    S = float(np.abs(data.b) @ np.abs(y)) + float(np.abs(data.h) @ np.abs(z)) \
+    S = float(_rhs_sizes(data.A, data.b) @ np.abs(y)) + float(_rhs_sizes(data.G, data.h) @ np.abs(z)) \
         + float(col[lo] @ np.abs(data.lb[lo])) + float(col[hi] @ np.abs(data.ub[hi]))
     d = L - by - hz
     # the radius the certificate proves: d / sum |r_k| over every unexcused column, those at
@@ -447,6 +447,18 @@ def _farkas(data: ProblemData, y: NDArray, z: NDArray) -> dict:
     loose = float(np.abs(r[bad]).sum())
     radius = d / loose if loose > 0 else np.inf
     return dict(r=r, col=col, bad=bad, above=above, d=d, S=max(S, GAP_FLOOR), radius=radius)
+
+
+def _rhs_sizes(M, rhs: NDArray) -> NDArray:
+    """Per row of ``M x`` against ``rhs``, the size of its right-hand side in a Farkas margin:
+    ``|rhs_i|``, but ``max(1, |rhs_i|)`` for a row without entries (the constant ``0`` against
+    ``rhs_i``), as :func:`_row_sizes` sizes it when judging a point: ``0 <= -1e-13`` is rounding
+    there, so it must not prove infeasibility here (one problem both certified feasible and
+    verified infeasible)."""
+    out = np.abs(rhs)
+    if M.shape[0]:
+        out = np.where(_cached(_ROW_MAX, M, _row_max) == 0, np.maximum(out, 1.0), out)
+    return out
 
 
 def _column_counts(data: ProblemData) -> NDArray:
@@ -498,11 +510,11 @@ def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float) -
     ``x``), every feasible ``x`` has ``r'x <= b'y + h'z`` for ``r = A'y + G'z``, while the box
     gives ``r'x >= L = sum_{r_k>0} r_k lb_k + sum_{r_k<0} r_k ub_k`` over the columns whose bound
     on that side is finite. The claim is verified when the margin ``d = L - b'y - h'z`` is
-    positive beyond rounding (``d > 10 tol S``, ``S`` the size of the terms that make it up) and
-    every reduced cost that no finite bound excuses is zero to the rounding of its own sum
-    (``(k + 2) eps`` of its terms ``(|A|'|y| + |G|'|z|)_k``, ``k`` the column's entries), and even
-    those leave no room closer than ``1 / (10 tol)``: the proof then holds for every ``x`` the
-    bounds allow.
+    positive beyond rounding (``d > 10 tol S``, ``S`` the size of the terms that make it up, a
+    row without entries counting ``max(1, |rhs_i|)`` as when a point is judged) and every reduced
+    cost that no finite bound excuses is zero to the rounding of its own sum (``(k + 2) eps`` of
+    its terms ``(|A|'|y| + |G|'|z|)_k``, ``k`` the column's entries), and even those leave no
+    room closer than ``1 / (10 tol)``: the proof then holds for every ``x`` the bounds allow.
 
     Any unexcused reduced cost makes the proof local: it excludes only the points with
     ``max_k |x_k| < d / sum_k |r_k|`` on those columns (the radius), however large that is. A
