@@ -367,13 +367,13 @@ def test_a_zero_model_within_the_tolerance_but_not_feasible_proves_nothing(free_
     assert judge_claim(data, Status.INFEASIBLE, None, TOL)[0] is Status.NUMERICAL_ERROR
 
 
-def near_parallel(e: float, bound: float = np.inf) -> ProblemData:
-    """``x1 + x2 <= -1`` and ``-x1 - (1 - e) x2 <= 0`` (``x`` free, or ``|x2| <= bound``): their sum
-    is ``e x2 <= -1``, so the problem is feasible, but only with ``x2 <= -1/e``. The certificate
-    ``z = (1, 1)`` leaves the reduced cost ``e`` on the free ``x2``: it proves only that no point
-    has ``|x2| < 1/e``."""
+def near_parallel(e: float, bound: float = np.inf, h0: float = -1.0) -> ProblemData:
+    """``x1 + x2 <= h0`` and ``-x1 - (1 - e) x2 <= 0`` (``x`` free, or ``|x2| <= bound``; ``h0 < 0``):
+    their sum is ``e x2 <= h0``, so the problem is feasible, but only with ``x2 <= h0/e``. The
+    certificate ``z = (1, 1)`` leaves the reduced cost ``e`` on the free ``x2``: it proves only
+    that no point has ``|x2| < |h0|/e``."""
     G = sp.csr_matrix([[1.0, 1.0], [-1.0, -(1.0 - e)]])
-    return ProblemData(c=np.zeros(2), A=sp.csr_matrix((0, 2)), b=np.zeros(0), G=G, h=np.array([-1.0, 0.0]), l=2,
+    return ProblemData(c=np.zeros(2), A=sp.csr_matrix((0, 2)), b=np.zeros(0), G=G, h=np.array([h0, 0.0]), l=2,
                        lb=np.array([-np.inf, -bound]), ub=np.array([np.inf, bound]))
 
 
@@ -399,6 +399,50 @@ def test_a_local_farkas_proof_is_not_a_verification(e):
         assert res.status is Status.INFEASIBLE and not res.claim.verified, res.message
         assert "a local proof only" in res.message
         assert HighsBackend().solve(data).status is Status.OPTIMAL
+
+
+def test_a_reduced_cost_at_rounding_must_still_leave_no_room_near_zero():
+    """``z = (1, 1)`` on ``x1 + x2 <= -1e-12``, ``-x1 - (1 - 1e-15) x2 <= 0`` leaves the reduced
+    cost ``1.1e-15`` on ``x2``, below the rounding of its sum (``4 eps`` of 2), so it counted as
+    zero and the proof as global: but the margin is ``1e-12``, the radius ``1e3``, and
+    ``x = (2048 - 1.6e-12, -2048)`` is feasible in exact arithmetic. Written times ``1e12``, ECOS
+    claims the problem infeasible and that claim was verified; HiGHS solves the rows unscaled. A radius
+    short of ``1 / (10 tol)`` is a local proof whatever the reduced costs' size; with the margin
+    1 (``h0 = -1``) the same reduced cost leaves a radius of ``9e14`` and the proof stands."""
+    from fractions import Fraction
+
+    data = near_parallel(1e-15, h0=-1e-12)
+    ok, why = check_infeasibility(data, np.zeros(0), np.ones(2), TOL)
+    assert not ok and "a local proof only, no feasible point with |x_k| < 1e+03 on the 1 column" in why, why
+    x = [Fraction(v) for v in (2047.9999999999984, -2048.0)]
+    G = [[Fraction(v) for v in row] for row in data.G.toarray()]
+    assert all(sum(g * v for g, v in zip(row, x)) <= Fraction(h) for row, h in zip(G, data.h))  # exactly feasible
+    scaled = data.evolve(G=data.G * 1e12, h=np.array([-1.0, 0.0]))
+    res = EcosBackend().solve(scaled)
+    assert res.status is not Status.OPTIMAL and res.claim is not None and not res.claim.verified, res.message
+    assert HighsBackend().solve(data).status is Status.OPTIMAL  # the rows as first written
+    ok, why = check_infeasibility(near_parallel(1e-15), np.zeros(0), np.ones(2), TOL)
+    assert ok and "unexcused reduced costs 5.00e-16" in why, why
+
+
+@pytest.mark.parametrize("seed", [49, 56])
+def test_the_corrections_keep_a_cancelled_reduced_cost_at_zero(seed):
+    """ECOS's certificates of two of the random infeasible rows (margin 1): a correction cancels
+    the unexcused reduced costs, but moves an excused one at rounding across zero, unexcused; the
+    next correction cancels that and brings back the first ones (seed 49: column 3, then 5, then
+    3 ...). Three rounds left both local (radius 3e11, 1e11), the true claims unverified. Each
+    round now also cancels the reduced costs of the columns unexcused in an earlier round: the
+    claims are verified within three rounds."""
+    import re
+
+    from scipy.optimize import linprog
+
+    data, bounds = _contradicted_rows(seed, 1.0)
+    assert linprog(np.zeros(data.n), A_ub=data.G.toarray(), b_ub=data.h, bounds=bounds, method="highs").status == 2
+    res = EcosBackend().solve(data)
+    assert res.status is Status.INFEASIBLE and res.claim.verified, res.message
+    rounds = re.search(r"after (\d+) least-norm correction", res.message)
+    assert rounds is not None and int(rounds.group(1)) <= 3, res.message
 
 
 def test_finite_bounds_make_the_proof_global():

@@ -84,3 +84,42 @@ def test_the_best_of_the_forms_answers_is_kept():
         res = HighsBackend().solve(data)
     assert res.status is Status.OPTIMAL_INACCURATE and res.x is not None, res.message
     assert data.objective(res.x) == pytest.approx(cvxpy_optimum(data), rel=1e-4)
+
+
+def test_of_two_inexact_answers_the_closer_to_certified_is_kept(monkeypatch):
+    """No form certified: the dual's answer is inexact (its ``z`` 1e-4 off the optimum's), so the
+    scaled primal is tried, and its answer is inexact too but further off (``z`` 4e-4 off).
+    ``_choose`` keeps the one whose certificate's largest measure is smallest, the earlier one
+    here, and says what the other ended; taking the last inexact answer would keep the worse."""
+    from fsframe.backends import SolveOptions
+    from fsframe.backends.base import RawSolution
+    from fsframe.backends.certificate import certify
+    from fsframe.backends.diag_qp import DualQPSession
+    from fsframe.testing import StandardProblems
+
+    data = StandardProblems.em_qp().data
+    ref = HighsBackend().solve(data, SolveOptions(backend_options={"qp_form": "primal"}))
+    assert ref.status is Status.OPTIMAL, ref.message
+    y, z = ref.duals["y"], ref.duals["z"]
+
+    def off_by(factor, form):
+        def solve(self, data):
+            return RawSolution(status=Status.OPTIMAL, x=ref.x, duals={"y": y, "z": z * factor},
+                               message=f"{form}: stub")
+        return solve
+
+    def not_reached(self, data):
+        raise AssertionError("an inexact scaled primal answer is final: the primal form is not tried")
+
+    monkeypatch.setattr(DualQPSession, "_solve_dual", off_by(1 + 1e-4, "dual QP"))
+    monkeypatch.setattr(DualQPSession, "_solve_scaled", off_by(1 + 4e-4, "scaled primal"))
+    monkeypatch.setattr(DualQPSession, "_solve_primal", not_reached)
+    near, far = (certify(data, ref.x, y, z * f) for f in (1 + 1e-4, 1 + 4e-4))
+    assert 1e-5 < max(near.dual_residual, abs(near.gap)) < max(far.dual_residual, abs(far.gap)) < 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = HighsBackend().solve(data, SolveOptions(backend_options={"qp_form": "dual"}))
+    assert res.status is Status.OPTIMAL_INACCURATE, res.message
+    np.testing.assert_array_equal(res.duals["z"], z * (1 + 1e-4))
+    assert res.certificate == near
+    assert res.message.endswith("kept: this answer, the closest to certified (scaled primal ended optimal_inaccurate)")

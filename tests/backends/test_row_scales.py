@@ -143,3 +143,42 @@ def test_an_empty_row_within_rounding_of_feasible_does_not_make_the_answer_unkno
     big = certify(_with_empty_rows(-1e6, b_empty), np.array([1.0, 0.0]), np.zeros(data.A.shape[0]),
                   np.array([1.0, 0.0]))
     assert big.primal_residual == pytest.approx(1.0)  # against |rhs|: 0 <= -1e6 is missed by all of it
+
+
+@pytest.mark.parametrize("h_empty, b_empty, y, z", [(-1e-13, None, [], [0.0, 1.0]), (-1e-9, None, [], [0.0, 1.0]),
+                                                    (-1e-7, None, [], [0.0, 1.0]), (0.0, 1e-9, [-1.0], [0.0, 0.0])])
+def test_an_empty_row_is_sized_alike_for_a_point_and_for_a_farkas_margin(h_empty, b_empty, y, z):
+    """``0 <= -1e-13`` (or ``0 = 1e-9``) is rounding when a point is judged (sized ``max(1, |rhs|)``:
+    the optimum is certified ``OPTIMAL``), but the Farkas margin sized it by ``|h_i| z_i`` alone,
+    so ``z`` on that row alone (margin ``1e-13`` of terms ``1e-13``) verified the same problem
+    infeasible, for ``h = -1e-13, -1e-9, -1e-7``. The margin sizes it as the point does: one
+    problem is never both; ``0 <= -1`` is still proved infeasible, and its point refused."""
+    from fsframe.backends.certificate import check_infeasibility
+
+    data = _with_empty_rows(h_empty, b_empty)
+    y, z = np.array(y), np.array(z)
+    cert = certify(data, np.array([1.0, 0.0]), np.zeros(data.A.shape[0]), np.array([1.0, 0.0]))
+    assert judge_certificate(cert, TOL)[0] is Status.OPTIMAL
+    ok, why = check_infeasibility(data, y, z, TOL)
+    assert not ok and why.endswith("the margin is not positive beyond rounding"), why
+    if b_empty is None:
+        res = HighsBackend().solve(data)
+        assert res.status is Status.OPTIMAL and res.objective == pytest.approx(1.0, rel=1e-7), res.message
+    # the other side: a miss of 1 in the same row proves infeasibility, and no point is certified
+    far = _with_empty_rows(-1.0 if b_empty is None else 0.0, None if b_empty is None else 1.0)
+    ok, why = check_infeasibility(far, y, z, TOL)
+    assert ok and why.startswith("Farkas margin 1.00e+00"), why
+    cert = certify(far, np.array([1.0, 0.0]), np.zeros(far.A.shape[0]), np.array([1.0, 0.0]))
+    assert judge_certificate(cert, TOL)[0] is Status.UNKNOWN
+
+
+def test_no_problem_with_an_empty_row_is_both_certified_feasible_and_verified_infeasible():
+    """Over ``0 <= h`` for ``h`` from ``-1e-14`` to ``-1``: the point ``(1, 0)`` certified and the
+    certificate ``z = (0, 1)`` verified never both, and one of them always (they meet at ``10 tol``)."""
+    from fsframe.backends.certificate import check_infeasibility
+
+    for h in -np.logspace(-14, 0, 57):
+        data = _with_empty_rows(float(h))
+        feasible = certify(data, np.array([1.0, 0.0]), np.zeros(0), np.array([1.0, 0.0])).ok(TOL)
+        infeasible = check_infeasibility(data, np.zeros(0), np.array([0.0, 1.0]), TOL)[0]
+        assert feasible != infeasible, (h, feasible, infeasible)
