@@ -322,12 +322,13 @@ def _settle_cut(res: Resolved, sol, coef, t, support, lin, info: dict):
     then the cut point is taken when ``sol.recertify`` certifies it; else the subproblem is solved
     again with the cut groups fixed at zero (``sol.restricted``) and taken when its objective rises
     by at most ``tol`` (relative, and 1e-9 absolute). Returns ``(coef, intercept, support,
-    objective, certificate, status)`` of the point taken, or ``None`` (with a ConvergenceWarning)
-    for the uncut solution."""
+    objective, certificate, status)`` of the point taken, or ``None`` for the solution as it is
+    (with a ConvergenceWarning when a cut was refused)."""
     tol = float(getattr(res.loop, "tol", 1e-5))
     base = sol.objective
     dropped = int(np.count_nonzero((t > 0) & ~support))
-    info["zero_tol_cut"] = dropped
+    if dropped:
+        info["zero_tol_cut"] = dropped
 
     def within(new) -> bool:
         return new.objective is not None and base is not None \
@@ -340,8 +341,8 @@ def _settle_cut(res: Resolved, sol, coef, t, support, lin, info: dict):
         return (new_coef, new.intercept, keep, new.objective, dict(new.certificate), new.status)
 
     penalty = float(np.sum(lin * t))
-    if sol.restricted is not None and getattr(res.formulation, "sparse", True) and base is not None \
-            and penalty <= tol * abs(base):
+    if support.any() and sol.restricted is not None and getattr(res.formulation, "sparse", True) \
+            and base is not None and penalty <= tol * abs(base):
         # the whole penalty is solver noise (an L1-SVM whose C is so small that w = 0 is optimal):
         # the relative rule cannot tell noise from signal, so propose the empty support
         empty = np.zeros_like(support)
@@ -350,6 +351,8 @@ def _settle_cut(res: Resolved, sol, coef, t, support, lin, info: dict):
             info["zero_tol_cut"] = int(np.count_nonzero(t > 0))
             return taken(re, empty)
         info["zero_support_probe"] = re.status.value
+    if not dropped:  # nothing to cut: the solution as it is
+        return None
     if sol.recertify is not None:
         cut_coef = coef * support
         objective, cert = sol.recertify(cut_coef)
@@ -386,7 +389,7 @@ def _from_data_parts(res: Resolved, sol, weights: dict, backend: Backend, info: 
     lin = np.asarray(weights["lin"], dtype=float)
     status, certified = sol.status, coef
     objective, cert, intercept = sol.objective, dict(sol.certificate), sol.intercept
-    if (cut := int(np.count_nonzero((t > 0) & ~support))):
+    if support.any() or ((t > 0) & ~support).any():  # the empty support proposed, or a cut
         took = _settle_cut(res, sol, coef, t, support, lin, info)
         if took is None:  # the uncut solution, with the groups above 1e-12 of the largest norm
             support = support_of(t, 1e-12)

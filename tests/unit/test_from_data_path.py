@@ -306,3 +306,30 @@ def test_a_callback_keeps_auto_on_the_compiled_path(monkeypatch):
     assert "solver_path" not in r.info and len(seen) == 1
     np.testing.assert_allclose(seen[0], r.coef, atol=1e-9)
     assert fsframe.fit(X, y, "l1-svm", progress=True).info["solver_path"] == "from_data"
+
+
+def test_a_penalty_of_solver_noise_is_proposed_the_empty_support(monkeypatch):
+    """Balanced classes, C = 1e-3: ``w = 0`` is optimal (objective ``20 C``). Weights of 1e-9
+    planted on three features are all "large" to the relative ``zero_tol`` rule, but their whole
+    penalty is within ``tol`` of the objective: the empty support is proposed, solved again from
+    X, and taken, as the compiled loop does."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 30))
+    y = np.r_[np.ones(10), -np.ones(10)]
+    real = hinge_generation.solve_l1_hinge
+    calls = []
+
+    def noisy(*args, **kw):
+        res = real(*args, **kw)
+        calls.append(res)
+        if len(calls) > 1:
+            return res
+        w = res.coef.copy()
+        w[:3] = 1e-9
+        return attrs.evolve(res, coef=w)
+
+    monkeypatch.setattr(hinge_generation, "solve_l1_hinge", noisy)
+    r = fsframe.fit(X, y, "l1-svm", C=1e-3, working_set=FORCED)
+    assert len(calls) == 2 and r.n_selected == 0 and not r.coef.any()
+    assert r.info["zero_tol_cut"] == 3 and r.info["zero_tol_cut_verified"]
+    assert r.objective == pytest.approx(20e-3, rel=1e-9) and r.certificate["status"] == "optimal"
