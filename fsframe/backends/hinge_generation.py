@@ -42,16 +42,16 @@ import scipy.sparse as sp
 from ..errors import DataError, InvalidOptionError, SolverFailedError, SolverWarning
 from .highs import _new_highs
 
-__all__ = ["HingeLPResult", "solve_l1_hinge", "hinge_certificate", "CERTIFY_TOL"]
+__all__ = ["HingeLPResult", "solve_l1_hinge", "hinge_certificate", "CERTIFY_TOL", "COST_SCALE_BELOW"]
 
 CERTIFY_TOL = 1e-6
+"""Relative gap and residuals above which :func:`solve_l1_hinge` warns (``SolverWarning``) that the
+answer is only approximately optimal (HiGHS's own feasibility tolerances are 1e-7)."""
 COST_SCALE_BELOW = 0.1
 """Below this ``C`` the restricted LPs are solved with their costs divided by ``C`` (the same
 optimum; the multipliers come back multiplied by ``C``): HiGHS's absolute dual feasibility
 tolerance, 1e-7, would otherwise leave ``pi`` outside ``[0, C]`` by more than ``CERTIFY_TOL``
 times ``C``."""
-"""Relative gap and residuals above which :func:`solve_l1_hinge` warns (``SolverWarning``) that the
-answer is only approximately optimal (HiGHS's own feasibility tolerances are 1e-7)."""
 
 _SOLVERS = ("simplex", "ipm", "pdlp")
 
