@@ -146,6 +146,11 @@ class FromDataSolution:
     recertify : callable, optional
         ``recertify(coef) -> (objective, certificate)``: the same for ``coef`` cut to a support
         (``intercept`` kept), which the fit calls when its loop's ``zero_tol`` cuts groups.
+    restricted : callable, optional
+        ``restricted(keep) -> FromDataSolution``: the subproblem solved again with the groups
+        outside the boolean mask ``keep`` fixed at zero. The fit calls it when ``recertify`` does
+        not certify the cut point, and takes its answer only if the objective rises by at most the
+        loop's ``tol`` (else it returns the uncut solution, as the compiled path does).
     info : dict
         Reported in ``FitResult.info``.
     """
@@ -160,6 +165,7 @@ class FromDataSolution:
     rounds: tuple = ()
     groups: int = 0
     recertify: Any = None
+    restricted: Any = None
     info: dict = attrs.field(factory=dict)
 
 

@@ -42,7 +42,7 @@ from .diag_qp import DualQPSession, ScaledQPSession, dual_applies, prefer_dual, 
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
-__all__ = ["HighsBackend"]
+__all__ = ["HighsBackend", "FSFRAME_OPTIONS"]
 
 
 @contextlib.contextmanager
@@ -75,7 +75,10 @@ def _new_highs(verbose: bool):
     return h
 
 
-_FSFRAME_OPTIONS = {"qp_form", "append_restart"}
+FSFRAME_OPTIONS = frozenset({"qp_form", "append_restart"})
+"""The backend options that steer fsframe's HiGHS backend, not HiGHS (which does not know them):
+a caller handing ``backend_options`` to HiGHS itself drops these."""
+_FSFRAME_OPTIONS = FSFRAME_OPTIONS
 
 COLD_APPEND_FRACTION = 0.2
 COLD_MIN_ROWS = 500

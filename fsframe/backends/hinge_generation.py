@@ -42,11 +42,16 @@ import scipy.sparse as sp
 from ..errors import DataError, InvalidOptionError, SolverFailedError, SolverWarning
 from .highs import _new_highs
 
-__all__ = ["HingeLPResult", "solve_l1_hinge", "hinge_certificate", "CERTIFY_TOL"]
+__all__ = ["HingeLPResult", "solve_l1_hinge", "hinge_certificate", "CERTIFY_TOL", "COST_SCALE_BELOW"]
 
 CERTIFY_TOL = 1e-6
 """Relative gap and residuals above which :func:`solve_l1_hinge` warns (``SolverWarning``) that the
 answer is only approximately optimal (HiGHS's own feasibility tolerances are 1e-7)."""
+COST_SCALE_BELOW = 0.1
+"""Below this ``C`` the restricted LPs are solved with their costs divided by ``C`` (the same
+optimum; the multipliers come back multiplied by ``C``): HiGHS's absolute dual feasibility
+tolerance, 1e-7, would otherwise leave ``pi`` outside ``[0, C]`` by more than ``CERTIFY_TOL``
+times ``C``."""
 
 _SOLVERS = ("simplex", "ipm", "pdlp")
 
@@ -192,6 +197,10 @@ class _LiveLP:
 
         self.highspy = highspy
         self.X, self.y, self.C, self.a = X, y, C, a
+        # costs in units of C below COST_SCALE_BELOW: HiGHS's absolute dual feasibility tolerance
+        # (1e-7) then bounds the multipliers' distance outside [0, C] relative to C, as the
+        # certificate judges it (at C = 1e-9 the unscaled duals sit 1e-9 = C above the box)
+        self.scale = 1.0 / C if C < COST_SCALE_BELOW else 1.0
         self.h = _new_highs(False)  # no banner on standard output (a command's JSON may go there)
         self.h.setOptionValue("solver", solver)
         for key, val in (options or {}).items():
@@ -215,7 +224,7 @@ class _LiveLP:
         M = sp.csc_matrix(np.concatenate([B, -B], axis=1))
         M.eliminate_zeros()
         k = 2 * J.size
-        cost = np.concatenate([self.a[J], self.a[J]])
+        cost = np.concatenate([self.a[J], self.a[J]]) * self.scale
         self._ok(self.h.addCols(k, cost, np.zeros(k), np.full(k, np.inf), M.nnz, M.indptr.astype(np.int32),
                                 M.indices.astype(np.int32), M.data), "addCols")
         self.codes = np.concatenate([self.codes, 2 * J, 2 * J + 1])
@@ -225,7 +234,7 @@ class _LiveLP:
         if I.size == 0:
             return
         k = I.size
-        self._ok(self.h.addCols(k, np.full(k, self.C), np.zeros(k), np.full(k, np.inf), 0,
+        self._ok(self.h.addCols(k, np.full(k, self.C * self.scale), np.zeros(k), np.full(k, np.inf), 0,
                                 np.zeros(k, np.int32), np.zeros(0, np.int32), np.zeros(0)), "addCols")
         xi_pos = self.codes.size + np.arange(k)
         self.codes = np.concatenate([self.codes, -(2 + I)])
@@ -295,7 +304,7 @@ class _LiveLP:
         s = np.flatnonzero(c <= -2)
         xi[-c[s] - 2] = x[s]
         pi = np.zeros(m)
-        pi[self.rows] = pi_rows
+        pi[self.rows] = pi_rows / self.scale
         info = self.h.getInfo()
         return w, b, xi, pi, int(info.simplex_iteration_count), int(info.ipm_iteration_count)
 

@@ -231,38 +231,47 @@ class HingeFormulation(Formulation):
                           or options.time_limit is not None):
             return None
         from fsframe.backends.hinge_generation import CERTIFY_TOL, hinge_certificate, solve_l1_hinge
+        from fsframe.backends.highs import FSFRAME_OPTIONS
         from fsframe.enums import Status
 
-        highs_options = dict(options.backend_options)
+        # fsframe's own keys among the backend's options (``qp_form``, ``append_restart``) steer the
+        # compiled path's HiGHS backend; HiGHS itself does not know them
+        highs_options = {k: v for k, v in options.backend_options.items() if k not in FSFRAME_OPTIONS}
         if options.time_limit is not None:
             highs_options.setdefault("time_limit", float(options.time_limit))  # per restricted LP
         if options.verbose:
             highs_options.setdefault("output_flag", True)
-        a = np.asarray(weights["lin"], dtype=float)
-        with warnings.catch_warnings():  # its certificate's warning: judged again below, warned by the fit
-            warnings.simplefilter("ignore", SolverWarning)
-            res = solve_l1_hinge(X, y, self.C, a, highs_options=highs_options)
         C = self.C
 
-        def judged(coef, intercept, duals):
-            xw = np.asarray(X @ coef, dtype=float).ravel()
-            slack = np.maximum(0.0, 1.0 - y * (xw + intercept))
-            cert = hinge_certificate(X, y, C, a, coef, intercept, slack, duals)
-            worst = max(abs(cert["gap"]), cert["primal_residual"], cert["dual_residual"])
-            cert["status"] = "optimal" if worst <= CERTIFY_TOL else "optimal_inaccurate"
-            return cert["primal_objective"], cert
+        def solved(a):
+            with warnings.catch_warnings():  # its certificate's warning: judged again below, warned by the fit
+                warnings.simplefilter("ignore", SolverWarning)
+                res = solve_l1_hinge(X, y, C, a, highs_options=highs_options)
 
-        objective, cert = judged(res.coef, res.intercept, res.duals)
+            def judged(coef, intercept, duals):
+                xw = np.asarray(X @ coef, dtype=float).ravel()
+                slack = np.maximum(0.0, 1.0 - y * (xw + intercept))
+                cert = hinge_certificate(X, y, C, a, coef, intercept, slack, duals)
+                worst = max(abs(cert["gap"]), cert["primal_residual"], cert["dual_residual"])
+                cert["status"] = "optimal" if worst <= CERTIFY_TOL else "optimal_inaccurate"
+                return cert["primal_objective"], cert
 
-        def recertify(coef):
-            return judged(np.asarray(coef, dtype=float).ravel(), res.intercept, res.duals)
+            objective, cert = judged(res.coef, res.intercept, res.duals)
 
-        status = Status.OPTIMAL if cert["status"] == "optimal" else Status.OPTIMAL_INACCURATE
-        return FromDataSolution(
-            coef=res.coef, intercept=res.intercept, objective=objective, status=status, certificate=cert,
-            backend="highs", rounds=res.rounds,
-            groups=int(res.features.size), recertify=recertify,
-            info={"from_data_samples": int(res.samples.size)})
+            def recertify(coef):
+                return judged(np.asarray(coef, dtype=float).ravel(), res.intercept, res.duals)
+
+            def restricted(keep):  # the features outside keep fixed at zero: weight inf
+                return solved(np.where(np.asarray(keep, dtype=bool), a, np.inf))
+
+            status = Status.OPTIMAL if cert["status"] == "optimal" else Status.OPTIMAL_INACCURATE
+            return FromDataSolution(
+                coef=res.coef, intercept=res.intercept, objective=objective, status=status, certificate=cert,
+                backend="highs", rounds=res.rounds,
+                groups=int(res.features.size), recertify=recertify, restricted=restricted,
+                info={"from_data_samples": int(res.samples.size)})
+
+        return solved(np.asarray(weights["lin"], dtype=float))
 
     restatable_params = ("C",)
 

@@ -182,6 +182,25 @@ def test_a_tiny_optimum_is_judged_relative_to_its_own_size():
         (res.certificate["primal_objective"] - res.certificate["dual_objective"]) / res.certificate["primal_objective"])
 
 
+def test_a_c_below_the_dual_tolerance_is_certified():
+    """Balanced classes, C = 1e-9: ``w = 0`` and any ``b`` in [-1, 1] are optimal, objective
+    ``20 C`` (closed form). HiGHS's absolute dual tolerance (1e-7) left multipliers 2e-9 = 2C,
+    outside the box [0, C] by C itself, and the answer was called inaccurate; the costs scaled
+    by 1/C keep the multipliers within [0, C] and the certificate holds."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 30))
+    y = np.r_[np.ones(10), -np.ones(10)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SolverWarning)
+        res = solve_l1_hinge(X, y, 1e-9)
+    assert res.objective == pytest.approx(20e-9, rel=1e-12) and not res.coef.any()
+    assert res.certificate["status"] == "optimal" and res.certificate["box"] <= 1e-6
+    assert np.all(res.duals >= 0) and np.all(res.duals <= 1e-9 * (1 + 1e-6))
+    assert res.certificate["dual_objective"] == pytest.approx(20e-9, rel=1e-6)
+
+
 @pytest.mark.parametrize("kwargs, error", [
     ({"y": np.ones(30)}, DataError),
     ({"y": np.r_[np.ones(15), np.zeros(15)]}, DataError),

@@ -14,7 +14,8 @@ import pytest
 import fsframe
 from fsframe.working_set import WorkingSetOptions
 from fsframe.backends import hinge_generation
-from fsframe.errors import SolverWarning, UnsupportedProblemError
+from fsframe.errors import ConvergenceWarning, SolverWarning, UnsupportedProblemError
+from fsframe.loops.single import SingleSolve
 from fsframe.testing import check_fit_result
 from fsframe_svm import HingeFormulation
 
@@ -148,6 +149,7 @@ def test_a_negligible_weight_is_cut_and_the_cut_point_certified(monkeypatch):
     (dict(method="fsv"), "one convex solve"),
     (dict(method="svm-weights"), "one convex solve"),
     (dict(method="l1-mpm"), "from_data protocol"),
+    (dict(method="l1-svm", callback=lambda record, iterate: None), "callback"),
 ])
 def test_forced_path_names_what_it_cannot_do(kw, match):
     X, y = instance(m=30, n=40)
@@ -201,3 +203,133 @@ def test_from_data_takes_auto_true_or_false_only(value):
     with pytest.raises(fsframe.errors.InvalidOptionError, match="from_data"):
         WorkingSetOptions(from_data=value)
     assert WorkingSetOptions(from_data=np.bool_(True)).from_data is True
+
+
+def _uneven(self, surrogate, n_groups):
+    """Slot weights 0.5 .. 2 over the features (a reweighting's weights): the same on both paths."""
+    return {"lin": np.linspace(0.5, 2.0, n_groups)}
+
+
+@pytest.mark.parametrize("case", ["exp", "uneven"])
+def test_from_data_solves_the_loops_weights(monkeypatch, case):
+    """The weights reach the LP: ``surrogate="exp"`` (``phi'(0) = alpha``, not 1) and weights that
+    differ by feature give the compiled path's answer (a path that solved with weight 1 would not)."""
+    X, y = instance()
+    kw = dict(surrogate="exp", alpha=3.0) if case == "exp" else {}
+    if case == "uneven":
+        monkeypatch.setattr(SingleSolve, "convex_weights", _uneven)
+    direct = fsframe.fit(X, y, "l1-svm", working_set=FORCED, **kw)
+    compiled = fsframe.fit(X, y, "l1-svm", working_set=COMPILED, **kw)
+    assert direct.info["solver_path"] == "from_data" and direct.certificate["status"] == "optimal"
+    assert direct.objective == pytest.approx(compiled.objective, rel=1e-8)
+    np.testing.assert_array_equal(direct.support, compiled.support)
+    np.testing.assert_allclose(direct.coef, compiled.coef, atol=1e-7)
+    lin = direct.info["penalty_weights"]["lin"]
+    hinge = np.maximum(0.0, 1.0 - y * (X @ direct.coef + direct.intercept)).sum()
+    assert direct.objective == pytest.approx(np.sum(lin * np.abs(direct.coef)) + hinge, rel=1e-9)
+    assert not np.allclose(lin, 1.0)
+
+
+def test_a_cut_the_duals_do_not_prove_is_settled_as_the_compiled_path_does():
+    """One column in raw units (x 1e7): its weight (~1e-7) is below zero_tol of the largest, but
+    the model needs it. The cut point is not certified, the re-solve without it is far worse, so
+    the fit keeps the uncut solution with the compiled path's ConvergenceWarning: both paths
+    return the same objective, support and status."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 300))
+    y = np.where(X[:, :3].sum(axis=1) + 0.3 * rng.standard_normal(80) > 0, 1.0, -1.0)
+    X[:, 0] *= 1e7
+    fits = []
+    for ws in (FORCED, COMPILED):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fits.append(fsframe.fit(X, y, "l1-svm", working_set=ws))
+        said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+        assert len(said) == 1 and "returning the uncut solution" in said[0]
+    direct, compiled = fits
+    assert direct.info["solver_path"] == "from_data"
+    assert direct.support[0] and compiled.support[0]
+    assert direct.objective == pytest.approx(compiled.objective, rel=1e-8)
+    np.testing.assert_array_equal(direct.support, compiled.support)
+    assert direct.certificate["status"] == compiled.certificate["status"] == "optimal"
+    assert direct.info["zero_tol_cut_verified"] is False and direct.info["zero_tol_cut_rise"] > 1.0
+    assert (direct.predict(X) == y).mean() == (compiled.predict(X) == y).mean()
+    check_fit_result(direct, X, y)
+
+
+def test_a_cut_taken_after_the_re_solve(monkeypatch):
+    """A weight of 1e-12 planted on a feature at zero, with the duals perturbed so that the cut
+    point is not certified: the re-solve with the feature fixed at zero (``restricted``) has the
+    clean optimum, and is taken."""
+    X, y = instance()
+    real = hinge_generation.solve_l1_hinge
+    calls = []
+
+    def planted(*args, **kw):
+        res = real(*args, **kw)
+        calls.append(res)
+        if len(calls) > 1:  # the re-solve: as it is
+            return res
+        w = res.coef.copy()
+        w[int(np.flatnonzero(w == 0)[0])] = 1e-12 * np.abs(w).max()
+        return attrs.evolve(res, coef=w, duals=res.duals * 0.5)
+
+    monkeypatch.setattr(hinge_generation, "solve_l1_hinge", planted)
+    r = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    monkeypatch.undo()
+    clean = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    assert len(calls) == 2 and r.info["zero_tol_cut_resolved"] and r.info["zero_tol_cut_verified"]
+    assert r.certificate["status"] == "optimal"
+    np.testing.assert_array_equal(r.support, clean.support)
+    assert r.objective == pytest.approx(clean.objective, rel=1e-9)
+    check_fit_result(r, X, y)
+
+
+@pytest.mark.parametrize("options", [{"append_restart": "cold"}, {"qp_form": "auto"}])
+def test_fsframes_own_backend_options_stay_out_of_highs(options):
+    """``qp_form`` and ``append_restart`` steer fsframe's HiGHS backend; the path from X drops
+    them instead of handing HiGHS an option it does not know."""
+    X, y = instance()
+    direct = fsframe.fit(X, y, "l1-svm", working_set=FORCED, backend_options=options)
+    compiled = fsframe.fit(X, y, "l1-svm", working_set=COMPILED, backend_options=options)
+    assert direct.info["solver_path"] == "from_data"
+    assert direct.objective == pytest.approx(compiled.objective, rel=1e-8)
+
+
+def test_a_callback_keeps_auto_on_the_compiled_path(monkeypatch):
+    """A user's callback takes the loop's iterate: under ``"auto"`` the fit stays compiled at any
+    size (the callback sees the coefficients); a progress bar alone does not stop the path."""
+    X, y = instance(m=40, n=200)
+    monkeypatch.setattr(HingeFormulation, "from_data_min_rows", 40)
+    seen = []
+    r = fsframe.fit(X, y, "l1-svm", callback=lambda record, it: seen.append(np.array(it.coef)))
+    assert "solver_path" not in r.info and len(seen) == 1
+    np.testing.assert_allclose(seen[0], r.coef, atol=1e-9)
+    assert fsframe.fit(X, y, "l1-svm", progress=True).info["solver_path"] == "from_data"
+
+
+def test_a_penalty_of_solver_noise_is_proposed_the_empty_support(monkeypatch):
+    """Balanced classes, C = 1e-3: ``w = 0`` is optimal (objective ``20 C``). Weights of 1e-9
+    planted on three features are all "large" to the relative ``zero_tol`` rule, but their whole
+    penalty is within ``tol`` of the objective: the empty support is proposed, solved again from
+    X, and taken, as the compiled loop does."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 30))
+    y = np.r_[np.ones(10), -np.ones(10)]
+    real = hinge_generation.solve_l1_hinge
+    calls = []
+
+    def noisy(*args, **kw):
+        res = real(*args, **kw)
+        calls.append(res)
+        if len(calls) > 1:
+            return res
+        w = res.coef.copy()
+        w[:3] = 1e-9
+        return attrs.evolve(res, coef=w)
+
+    monkeypatch.setattr(hinge_generation, "solve_l1_hinge", noisy)
+    r = fsframe.fit(X, y, "l1-svm", C=1e-3, working_set=FORCED)
+    assert len(calls) == 2 and r.n_selected == 0 and not r.coef.any()
+    assert r.info["zero_tol_cut"] == 3 and r.info["zero_tol_cut_verified"]
+    assert r.objective == pytest.approx(20e-3, rel=1e-9) and r.certificate["status"] == "optimal"
