@@ -23,6 +23,7 @@ import fsframe
 from fsframe.errors import InvalidOptionError
 from fsframe.loops.em import top_settled
 from fsframe.loops.selection import select_exactly
+from fsframe.loops.ties import merged
 
 
 def _shared() -> Path:
@@ -109,10 +110,20 @@ def study():
     out = []
     for name, X, y, r in _instances():
         norms = []
+        # n_features counts and ranks the norms with identical columns merged onto their lowest
+        # index (fsframe.loops.ties; Colon has copies): rebuild them from each iterate's coefficients
+        _, first, inverse = np.unique(X, axis=1, return_index=True, return_inverse=True)
+        classes = [np.sort(np.flatnonzero(inverse.ravel() == k)) for k in range(len(first))]
+        classes = [c for c in classes if len(c) > 1]
+        groups = np.arange(X.shape[1])
+
+        def keep(rec, it, norms=norms, classes=classes, groups=groups):
+            norms.append(np.abs(merged(np.asarray(it.coef, dtype=float), groups, classes)) if classes
+                         else np.array(it.t, dtype=float))
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = fsframe.fit(X, y, method="em-l0", n_features=r,
-                              callback=lambda rec, it: norms.append(np.array(it.t, dtype=float)))
+            res = fsframe.fit(X, y, method="em-l0", n_features=r, callback=keep)
         mask = np.zeros(X.shape[1], dtype=bool)
         mask[np.asarray(res.selected)] = True
         out.append(dict(name=name, X=X, y=y, r=r, norms=norms, mask=mask, res=res))
