@@ -467,3 +467,66 @@ def test_an_empty_row_that_zero_violates_brings_in_its_largest_entry():
     np.testing.assert_allclose(res.x, [0.0, 0.2, 0.0, 0.0], atol=1e-12)
     assert res.objective == pytest.approx(0.2, rel=1e-12)
     np.testing.assert_allclose(res.duals["y"], [-0.2], rtol=1e-9)  # reduced costs c + A'y: 1 - 5 (0.2) = 0
+
+
+def _badly_scaled_l21(seed=1, m=40, n=200):
+    """Columns scaled over 1e-4..1e4, three classes driven by features 0-3 (l21-regression's
+    one-hot targets): ECOS's interior point leaves ~45 groups at 1e-12..3e-11 of the largest."""
+    rng = np.random.default_rng(seed)
+    scale = np.logspace(-4, 4, n)[rng.permutation(n)]
+    X = rng.normal(size=(m, n)) * scale
+    Z = X[:, :4] / np.abs(X[:, :4]).mean(0)
+    rng.normal(size=(4, 3)), rng.normal(size=(m, 3))  # the draws of the reviewer's regression targets
+    y = np.argmax(Z @ rng.normal(size=(4, 3)) + rng.gumbel(size=(m, 3)), axis=1)
+    return X, y
+
+
+def test_an_inaccurate_working_set_re_solve_does_not_keep_the_cut_groups():
+    """The zero_tol cut's re-solve on the working set ends ``optimal_inaccurate`` on ECOS (a rise
+    of 8e-7, beyond tol): that says nothing about the cut, so it is re-solved once on the full
+    problem, certified optimal there with the rise within tol, and taken. It used to keep the
+    uncut point's 91 groups (45 of them at 1e-12..3e-11) with a warning that they were part of
+    the optimum, while the full problem selects 46."""
+    X, y = _badly_scaled_l21()
+    kw = dict(formulation="l21-regression", loop="single", backend="ecos")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = fsframe.fit(X, y, working_set=False, **kw)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ws = fsframe.fit(X, y, working_set=True, **kw)
+    assert not [w for w in caught if "part of the optimum" in str(w.message)]
+    W = np.asarray(full.formulation_coef()).reshape(X.shape[1], -1)
+    norms = np.linalg.norm(W, axis=1)
+    assert len(full.selected) == int((norms > 1e-8 * norms.max()).sum()) == 46
+    assert ws.selected.tolist() == full.selected.tolist()
+    assert ws.objective == pytest.approx(full.objective, rel=1e-6)
+    # the working set's re-solve was inaccurate; the full re-solve certified the cut
+    assert ws.statuses[1:] == (Status.OPTIMAL_INACCURATE, Status.OPTIMAL)
+    assert ws.info["zero_tol_cut_full_resolve"] == "optimal"
+    assert ws.info["zero_tol_cut_verified"] is True
+    assert ws.certificate["status"] == "optimal" and ws.certificate["fallback"] == "asked for the full problem"
+
+
+def test_an_unverifiable_cut_keeps_the_uncut_iterate_and_names_the_status(monkeypatch):
+    """When the full re-solve cannot certify the cut either, the uncut iterate is kept, and the
+    warning names the re-solve's status instead of calling the small weights part of the optimum."""
+    X, y = _badly_scaled_l21()
+    real = Subproblem.restricted
+
+    def failing(self, it, keep, *, full=False):
+        re = real(self, it, keep, full=full)
+        if not full:
+            return re
+        res = re.result.__class__(Status.NUMERICAL_ERROR, None, None, "ecos", 0.0, message="planted")
+        return re.__class__(res.status, None, None, None, None, None, None, 0.0, res, re.weights)
+
+    monkeypatch.setattr(Subproblem, "restricted", failing)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ws = fsframe.fit(X, y, formulation="l21-regression", loop="single", backend="ecos", working_set=True)
+    msgs = [str(w.message) for w in caught if "re-solve without" in str(w.message)]
+    assert len(msgs) == 1 and "numerical_error (planted)" in msgs[0] and "part of the optimum" not in msgs[0]
+    assert ws.info["zero_tol_cut_verified"] is False
+    assert ws.info["zero_tol_cut_full_resolve"] == "numerical_error"
+    assert len(ws.selected) > 46  # the uncut iterate's groups above 1e-12 of the largest, not a silent cut
