@@ -530,3 +530,62 @@ def test_an_unverifiable_cut_keeps_the_uncut_iterate_and_names_the_status(monkey
     assert ws.info["zero_tol_cut_verified"] is False
     assert ws.info["zero_tol_cut_full_resolve"] == "numerical_error"
     assert len(ws.selected) > 46  # the uncut iterate's groups above 1e-12 of the largest, not a silent cut
+
+
+def _relaxed_l21(k):
+    """l21-regression with a restatable ``relax``: group ``k``'s row cone becomes
+    ``s_k + relax >= ||W_k||`` (the head row's ``h``), no longer an epigraph of its own at
+    ``relax > 0`` (``W_k`` moves freely inside a ball of radius ``relax`` at ``s_k = 0``)."""
+    import attrs
+
+    from fsframe_multiclass import L21RegressionFormulation
+
+    @attrs.frozen
+    class RelaxedL21(L21RegressionFormulation):
+        name = "relaxed-l21-regression"
+        restatable_params = ("relax",)
+
+        def restate(self, built, base, compiled, params):
+            s = compiled.cols([built.model.s[k]])[0]
+            head = base.G.tocsc()[:, s].indices  # s_k's only row: its cone's head (coefficient -1)
+            assert head.size == 1
+            h = np.array(base.h, dtype=float)
+            h[head] = float(params["relax"])
+            return base.evolve(h=h)
+
+    return RelaxedL21()
+
+
+def test_a_restated_cone_that_is_no_longer_an_epigraph_is_not_priced():
+    """``restate`` changing ``h`` (not ``A`` or the bounds) must make the working set re-read its
+    epigraphs: group ``k``, left out and priced as ``s_k >= ||W_k||`` before, is
+    ``s_k + 0.5 >= ||W_k||`` after, which the epigraph pricing cannot price (its ``W_k`` is
+    nonzero at no cost), so it joins every working set and the answer is the full problem's."""
+    from fsframe.backends import ClarabelBackend
+
+    X, y = _data(m=30, n=60, seed=4)
+    n = X.shape[1]
+    probe = Subproblem(_relaxed_l21(0), X, y, frozenset({"lin"}), ClarabelBackend(),
+                       working_set=WorkingSetOptions(mode=True, initial=3, batch=2))
+    probe.solve(lin=np.full(n, 2.0))
+    assert probe.working_set is not None
+    k = int(np.flatnonzero(probe.working_set.priceable & ~probe.working_set.active)[0])
+    probe.close()
+
+    def solve(mode):
+        sub = Subproblem(_relaxed_l21(k), X, y, frozenset({"lin"}), ClarabelBackend(),
+                         working_set=WorkingSetOptions(mode=mode, initial=3, batch=2))
+        sub.solve(lin=np.full(n, 2.0))
+        sub.restate(relax=0.5)
+        it = sub.solve(lin=np.full(n, 2.0))
+        sub.close()
+        return sub, it
+
+    _, full = solve(False)
+    sub, part = solve(True)
+    assert not sub.working_set.priceable[k] and sub.working_set.active[k]
+    assert full.status is part.status is Status.OPTIMAL
+    W = np.asarray(full.coef).reshape(n, -1)
+    assert np.linalg.norm(W[k]) > 0.05  # the relaxed group is used: leaving it at zero is wrong
+    assert part.objective == pytest.approx(full.objective, rel=1e-6)
+    np.testing.assert_allclose(part.coef, full.coef, atol=1e-5)
