@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 import fsframe
-from fsframe.backends.certificate import reduced_cost_violations
+from fsframe.backends.certificate import reduced_cost_violations, reduced_costs
 from fsframe.backends.highs import HighsBackend, HighsSession
 from fsframe.canonical import ProblemData
 from fsframe.enums import ProblemClass, Status
@@ -589,3 +589,124 @@ def test_a_restated_cone_that_is_no_longer_an_epigraph_is_not_priced():
     assert np.linalg.norm(W[k]) > 0.05  # the relaxed group is used: leaving it at zero is wrong
     assert part.objective == pytest.approx(full.objective, rel=1e-6)
     np.testing.assert_allclose(part.coef, full.coef, atol=1e-5)
+
+
+def _epigraph_group_lasso(m=12, n_soc=6, n_pair=6, seed=5):
+    """``min r + sum_j lam_j s_j  s.t.  ||M w - y|| <= r`` with epigraph rows of non-unit
+    coefficients: per SOC group ``||(3 w_j1, -0.5 w_j2)|| <= 2 s_j`` (G rows ``-2 s``, ``-3 w``,
+    ``0.5 w``), per pair group ``3 w_j - 2 s_j <= 0`` and ``-0.8 w_j - 1.5 s_j <= 0``. Columns: the SOC
+    groups' ``(w_j1, w_j2, s_j)``, the pair groups' ``(w_j, s_j)``, then ``r``. Returns the data,
+    its slot maps and ``(M, y, lam)``."""
+    from fsframe.slot import SlotMaps
+
+    rng = np.random.default_rng(seed)
+    w_cols, s_cols, groups, col = [], [], [], 0
+    for j in range(n_soc + n_pair):
+        k = 2 if j < n_soc else 1
+        w_cols += list(range(col, col + k))
+        groups += [j] * k
+        s_cols.append(col + k)
+        col += k + 1
+    n, r = col + 1, col
+    n_w, n_g = len(w_cols), n_soc + n_pair
+    M = rng.normal(size=(m, n_w))
+    y = M[:, :2] @ np.array([1.0, -1.0]) + M[:, 12:14] @ np.array([0.8, 0.5]) + 0.05 * rng.normal(size=m)
+    lam = np.linspace(0.6, 1.4, n_g) * 0.6 * np.linalg.norm(M.T @ y) / np.linalg.norm(y) / np.sqrt(n_g)
+    rows, cols, vals, h = [], [], [], []
+
+    def row(entries, rhs=0.0):
+        for c, v in entries:
+            rows.append(len(h)), cols.append(c), vals.append(v)
+        h.append(rhs)
+
+    for j in range(n_soc, n_g):  # the linear pairs (the R_+ block comes first)
+        w, s = w_cols[n_soc * 2 + j - n_soc], s_cols[j]
+        row([(w, 3.0), (s, -2.0)])
+        row([(w, -0.8), (s, -1.5)])
+    l = len(h)
+    row([(r, -1.0)])  # the residual cone: r >= ||M w - y||
+    for i in range(m):
+        row([(w_cols[e], -M[i, e]) for e in range(n_w)], -y[i])
+    for j in range(n_soc):  # the group cones: 2 s_j >= ||(3 w_j1, -0.5 w_j2)||
+        row([(s_cols[j], -2.0)])
+        row([(w_cols[2 * j], -3.0)])
+        row([(w_cols[2 * j + 1], 0.5)])
+    c = np.zeros(n)
+    c[r] = 1.0
+    c[s_cols] = lam
+    lb = np.full(n, -np.inf)
+    lb[s_cols] = 0.0
+    data = ProblemData(c=c, A=sp.csr_matrix((0, n)), b=np.zeros(0),
+                       G=sp.csr_matrix((vals, (rows, cols)), shape=(len(h), n)), h=np.array(h), lb=lb,
+                       ub=np.full(n, np.inf), l=l, cones=(1 + m,) + (3,) * n_soc)
+    W = sp.csr_matrix((np.ones(n_w), (np.arange(n_w), w_cols)), shape=(n_w, n))
+    S = sp.csr_matrix((np.ones(n_g), (np.arange(n_g), s_cols)), shape=(n_g, n))
+    gcols = tuple(np.array([c for c, g in zip(w_cols, groups) if g == j]) for j in range(n_g))
+    slot = SlotMaps(W=W, S=S, groups=np.array(groups), n_groups=n_g, terms=frozenset({"lin"}),
+                    group_cols=gcols, exclusive=True)
+    return data, slot, (M, y, lam, np.array(w_cols), np.array(groups))
+
+
+def test_epigraph_rows_with_non_unit_coefficients_are_priced_to_the_full_optimum():
+    """The epigraph pricing divides by each entry's coefficient and pays the head's: on rows
+    ``-2 s``, ``-3 w``, ``0.5 w`` (cones) and ``3 w - 2 s``, ``-0.8 w - 1.5 s`` (pairs) a working set
+    started from two groups prices the others in to the full problem's optimum (Clarabel, and
+    CVXPY on the same problem), certified on the full problem."""
+    import cvxpy as cp
+
+    from fsframe.backends import ClarabelBackend, SolveOptions
+
+    data, slot, (M, y, lam, w_cols, groups) = _epigraph_group_lasso()
+    be = ClarabelBackend()
+    full = be.solve(data, SolveOptions())
+    ws = WorkingSet(data, slot, grows=False, options=WorkingSetOptions(mode=True, initial=2, batch=1))
+    assert ws.priceable.all()  # every group read as an epigraph of its own, whatever its coefficients
+    ws.seed([0, 11])
+    ws.begin(data, np.zeros(0, dtype=np.int64))
+    res = AGAIN
+    while res is AGAIN:
+        res = ws.invert(data, be.solve(ws.apply(data), SolveOptions(certify=False)))
+    assert full.status is res.status is Status.OPTIMAL
+    assert ws.report.used and ws.report.rounds >= 2 and ws.report.added >= 1
+    assert ws.report.max_violation <= 1e-9 and ws.report.size < slot.n_groups
+    cert = res.certificate
+    assert abs(cert.gap) <= 1e-7 and cert.dual_residual <= 1e-7
+
+    def norms(x):
+        return np.sqrt(np.bincount(groups, weights=x[w_cols] ** 2, minlength=slot.n_groups))
+
+    t_full, t_ws = norms(full.x), norms(res.x)
+    assert np.array_equal(t_full > 1e-6 * t_full.max(), t_ws > 1e-6 * t_ws.max())
+    assert 2 <= int((t_ws > 1e-6 * t_ws.max()).sum()) < slot.n_groups - 2
+    assert res.objective == pytest.approx(full.objective, rel=1e-7)
+    # CVXPY on the same problem, written from the rows' meaning
+    w = cp.Variable(M.shape[1])
+    pen = []
+    for j in range(slot.n_groups):
+        e = np.flatnonzero(groups == j)
+        if e.size == 2:
+            pen.append(lam[j] * cp.norm(cp.hstack([3 * w[e[0]], -0.5 * w[e[1]]])) / 2)
+        else:  # s_j >= max(1.5 w, -0.8 w / 1.5)
+            pen.append(lam[j] * cp.maximum(1.5 * w[e[0]], -0.8 * w[e[0]] / 1.5))
+    prob = cp.Problem(cp.Minimize(cp.norm(M @ w - y) + sum(pen)))
+    prob.solve(solver=cp.CLARABEL)
+    assert res.objective == pytest.approx(prob.value, rel=1e-6)
+    # the pricing itself at the full optimum: with the zero groups' own multipliers removed, it
+    # must restore the cone entries' (unique by stationarity, z_e = -r_w / a_e, a_e = -3 or 0.5)
+    # and leave every such group's reduced costs settled (r_w = 0, r_s >= 0)
+    zero = t_full <= 1e-6 * t_full.max()
+    epi = ws._epi
+    soc_zero = np.flatnonzero(zero[: slot.n_groups // 2])
+    assert soc_zero.size and zero[slot.n_groups // 2:].any()  # both kinds left out at zero
+    out = zero[epi.groups]  # per epigraph: its group is at zero
+    own = np.concatenate([epi.head_rows[out & (epi.head_rows >= 0)], epi.ent_rows[out[epi.ent_cone]],
+                          epi.pair_rows[out[epi.pair_idx]].ravel()])
+    z0 = np.array(full.duals["z"], dtype=float)
+    z0[own] = 0.0
+    r, _ = reduced_costs(data, full.x, full.duals["y"], z0)
+    z1, _ = epi.price(data, r, z0, zero)
+    ent = np.isin(epi.groups[epi.ent_cone], soc_zero)
+    np.testing.assert_allclose(z1[epi.ent_rows[ent]], np.asarray(full.duals["z"])[epi.ent_rows[ent]], atol=1e-7)
+    zcols = np.concatenate([slot.group_cols[j] for j in np.flatnonzero(zero)])
+    np.testing.assert_allclose(r[zcols], 0.0, atol=1e-12)
+    assert r[epi.s_cols[np.isin(epi.groups, np.flatnonzero(zero))]].min() >= -1e-8
