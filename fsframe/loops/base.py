@@ -466,7 +466,7 @@ class OuterLoop(abc.ABC):
                     cut &= full.t > 0
                     info["zero_tol_cut_verified"] = True
                     return full, cut, self.objective_of(sub, full, surrogate, cut), info
-            re = full if full.status is not Status.OPTIMAL else re
+            re = full  # the warning below speaks of the full re-solve: a rise, or its status
         info["zero_tol_cut_verified"] = False
         if selecting:
             msg = (f"{self.name}: the re-solve on the {int(cut.sum())} selected features ended with status "

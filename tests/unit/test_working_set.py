@@ -508,27 +508,39 @@ def test_an_inaccurate_working_set_re_solve_does_not_keep_the_cut_groups():
     assert ws.certificate["status"] == "optimal" and ws.certificate["fallback"] == "asked for the full problem"
 
 
-def test_an_unverifiable_cut_keeps_the_uncut_iterate_and_names_the_status(monkeypatch):
-    """When the full re-solve cannot certify the cut either, the uncut iterate is kept, and the
-    warning names the re-solve's status instead of calling the small weights part of the optimum."""
+@pytest.mark.parametrize("planted", ["numerical_error", "rise"])
+def test_an_unverifiable_cut_keeps_the_uncut_iterate_and_names_the_status(monkeypatch, planted):
+    """When the full re-solve cannot certify the cut either, the uncut iterate is kept: a full
+    re-solve that fails is named by its status (not "part of the optimum"); one certified optimal
+    whose optimum rises beyond tol keeps the old wording, which is then true."""
+    import attrs
+
     X, y = _badly_scaled_l21()
     real = Subproblem.restricted
 
-    def failing(self, it, keep, *, full=False):
+    def planted_full(self, it, keep, *, full=False):
         re = real(self, it, keep, full=full)
         if not full:
             return re
+        if planted == "rise":
+            return attrs.evolve(re, objective=re.objective * 1.01)
         res = re.result.__class__(Status.NUMERICAL_ERROR, None, None, "ecos", 0.0, message="planted")
         return re.__class__(res.status, None, None, None, None, None, None, 0.0, res, re.weights)
 
-    monkeypatch.setattr(Subproblem, "restricted", failing)
+    monkeypatch.setattr(Subproblem, "restricted", planted_full)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ws = fsframe.fit(X, y, formulation="l21-regression", loop="single", backend="ecos", working_set=True)
-    msgs = [str(w.message) for w in caught if "re-solve without" in str(w.message)]
-    assert len(msgs) == 1 and "numerical_error (planted)" in msgs[0] and "part of the optimum" not in msgs[0]
+    msgs = [str(w.message) for w in caught if "zero_tol=" in str(w.message)]
+    assert len(msgs) == 1
+    if planted == "rise":
+        assert "part of the optimum" in msgs[0] and "unverified" not in msgs[0]
+        assert ws.info["zero_tol_cut_full_resolve"] == "optimal"
+        assert ws.info["zero_tol_cut_rise"] > 1e-3 * ws.objective
+    else:
+        assert "numerical_error (planted)" in msgs[0] and "part of the optimum" not in msgs[0]
+        assert ws.info["zero_tol_cut_full_resolve"] == "numerical_error"
     assert ws.info["zero_tol_cut_verified"] is False
-    assert ws.info["zero_tol_cut_full_resolve"] == "numerical_error"
     assert len(ws.selected) > 46  # the uncut iterate's groups above 1e-12 of the largest, not a silent cut
 
 
