@@ -170,8 +170,10 @@ class Subproblem:
         """``t_j``, in the formulation's declared group norm (:attr:`Formulation.group_norm`)."""
         return self.compiled.group_norms(coef, getattr(self.formulation, "group_norm", "l2"))
 
-    def solve(self, *, lin=None, lin_w=None, quad=None) -> Iterate:
-        """Set the slot weights (see :meth:`CompiledModel.with_weights`) and solve."""
+    def solve(self, *, lin=None, lin_w=None, quad=None, full: bool = False) -> Iterate:
+        """Set the slot weights (see :meth:`CompiledModel.with_weights`) and solve. ``full``
+        solves the full problem even when the subproblem has a working set (in a session of its
+        own; the working set is left as it was)."""
         t0 = time.perf_counter()
         weights = {k: v for k, v in (("lin", lin), ("lin_w", lin_w), ("quad", quad)) if v is not None}
         try:
@@ -181,7 +183,9 @@ class Subproblem:
                               message=f"slot weights rejected: {exc}")
             return Iterate(res.status, None, None, None, None, None, None, time.perf_counter() - t0, res, weights)
         t1 = time.perf_counter()
-        ws = self._working_set()
+        ws = self._working_set()  # decided first: a working set's sessions are set up by then
+        if full:
+            ws = None
         t2 = time.perf_counter()
         res = None
         if ws is not None:  # the reduction's rounds: restrict, solve here, read back (or round again)
@@ -193,7 +197,8 @@ class Subproblem:
         if res is None:  # no working set, or it fell back to the full problem
             res = self._solve_full(data)
             if ws is None:
-                self.last_report = WorkingSetReport(False, self.n_groups, self.n_groups)
+                self.last_report = WorkingSetReport(False, self.n_groups, self.n_groups,
+                                                    fallback="asked for the full problem" if full else "")
         self.n_solves += 1
         t3 = time.perf_counter()
         seconds = t3 - t0
@@ -493,10 +498,11 @@ class Subproblem:
             ws.seed(groups)
         return ws is not None
 
-    def restricted(self, it: Iterate, keep: NDArray) -> Iterate:
+    def restricted(self, it: Iterate, keep: NDArray, *, full: bool = False) -> Iterate:
         """Re-solve the subproblem of ``it`` (its slot weights) with the groups outside ``keep``
         fixed at zero (an infinite ``lin`` or ``quad`` weight; see
-        :meth:`CompiledModel.with_weights`); warm, in the same session."""
+        :meth:`CompiledModel.with_weights`); warm, in the same session. ``full``: on the full
+        problem, bypassing the working set (:meth:`solve`)."""
         keep = np.asarray(keep, dtype=bool)
         weights = {k: np.array(np.broadcast_to(np.asarray(v, dtype=float), np.shape(v) or (self.n_groups,)))
                    for k, v in it.weights.items()}
@@ -507,7 +513,7 @@ class Subproblem:
         w = np.array(np.broadcast_to(weights[key], (self.n_groups,)))
         w[~keep] = np.inf
         weights[key] = w
-        return self.solve(**weights)
+        return self.solve(**weights, full=full)
 
     def close(self) -> None:
         for name in ("session", "_full_session"):

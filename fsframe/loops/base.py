@@ -386,7 +386,11 @@ class OuterLoop(abc.ABC):
         after a collapse — that their model predicts one class), and is taken; otherwise
         it is taken only if its optimum is within tolerance of the uncut one (``tol`` relative,
         and 1e-9 absolute). If it is not, the uncut point is kept with the groups above 1e-12 of
-        the largest norm. Returns ``(iterate, mask, objective, info)``.
+        the largest norm. A re-solve on a working set that ends short of ``OPTIMAL`` (e.g. ECOS's
+        ``optimal_inaccurate`` on the restricted rows) is repeated once on the full problem
+        (``info["zero_tol_cut_full_resolve"]``, its status), taken only certified ``OPTIMAL`` with the
+        rise within tol; a cut no re-solve could judge keeps the uncut point with a warning that
+        names the status. Returns ``(iterate, mask, objective, info)``.
 
         After the separation stop (``separated``, without ``n_features``) there is no re-solve:
         the subproblem at that iterate is the one :meth:`separated` found out of the solvers' reach
@@ -442,14 +446,29 @@ class OuterLoop(abc.ABC):
         if re is None:
             re = sub.restricted(first if selecting and base_model else it, cut)
         info["statuses"] = (re.status,)
+        within = (lambda r: r.objective - base <= self.tol * abs(base) + 1e-9 * (1.0 + abs(base)))
         if re.ok and re.objective is not None and base is not None:
-            gap = re.objective - base
-            info["zero_tol_cut_rise"] = float(gap)
-            if selecting or gap <= self.tol * abs(base) + 1e-9 * (1.0 + abs(base)):
+            info["zero_tol_cut_rise"] = float(re.objective - base)
+            if selecting or within(re):
                 if not selecting:
                     cut &= re.t > 0
                 info["zero_tol_cut_verified"] = True
                 return re, cut, self.objective_of(sub, re, surrogate, cut), info
+        if not selecting and re.status is not Status.OPTIMAL and sub.working_set is not None \
+                and base is not None:
+            # a working set's re-solve that ended short of a certified optimum (ECOS's
+            # optimal_inaccurate on the restricted rows) says nothing about the cut: re-solve it once
+            # on the full problem, and take it only certified optimal with the rise within tol
+            full = sub.restricted(it, cut, full=True)
+            info["statuses"] += (full.status,)
+            info["zero_tol_cut_full_resolve"] = full.status.value
+            if full.status is Status.OPTIMAL and full.objective is not None:
+                info["zero_tol_cut_rise"] = float(full.objective - base)
+                if within(full):
+                    cut &= full.t > 0
+                    info["zero_tol_cut_verified"] = True
+                    return full, cut, self.objective_of(sub, full, surrogate, cut), info
+            re = full  # the warning below speaks of the full re-solve: a rise, or its status
         info["zero_tol_cut_verified"] = False
         if selecting:
             msg = (f"{self.name}: the re-solve on the {int(cut.sum())} selected features ended with status "
@@ -467,11 +486,19 @@ class OuterLoop(abc.ABC):
             warnings.warn(msg + "; the coefficients are the chosen iterate's, cut, and no objective is "
                           "reported", ConvergenceWarning, stacklevel=4)
             return it, cut, None, info
-        warnings.warn(
-            f"{self.name}: cutting {int(dropped.sum())} small groups (zero_tol={self.zero_tol:g}) raises the "
-            "subproblem's optimum beyond tol; returning the uncut solution, whose small weights are part of "
-            "the optimum (a smaller zero_tol or a simplex backend gives a cleaner support)",
-            ConvergenceWarning, stacklevel=4)
+        if re.status is not Status.OPTIMAL:
+            # the cut could not be judged: nothing says the small weights are part of the optimum
+            warnings.warn(
+                f"{self.name}: the re-solve without {int(dropped.sum())} small groups (zero_tol={self.zero_tol:g}) "
+                f"ended with status {re.status.value} ({re.result.message}), so the cut is unverified; returning "
+                "the uncut solution with its groups above 1e-12 of the largest norm (another backend, e.g. "
+                "Clarabel, may settle the cut)", ConvergenceWarning, stacklevel=4)
+        else:
+            warnings.warn(
+                f"{self.name}: cutting {int(dropped.sum())} small groups (zero_tol={self.zero_tol:g}) raises the "
+                "subproblem's optimum beyond tol; returning the uncut solution, whose small weights are part of "
+                "the optimum (a smaller zero_tol or a simplex backend gives a cleaner support)",
+                ConvergenceWarning, stacklevel=4)
         keep = support_of(it.t, 1e-12)
         return it, keep, self.objective_of(sub, it, surrogate, keep), info
 

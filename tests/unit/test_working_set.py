@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 import fsframe
-from fsframe.backends.certificate import reduced_cost_violations
+from fsframe.backends.certificate import reduced_cost_violations, reduced_costs
 from fsframe.backends.highs import HighsBackend, HighsSession
 from fsframe.canonical import ProblemData
 from fsframe.enums import ProblemClass, Status
@@ -76,14 +76,14 @@ def test_working_set_fit_equals_full_fit(formulation, loop, surrogate):
         full = fsframe.fit(X, y, working_set=False, **kw)
         ws = fsframe.fit(X, y, working_set=WorkingSetOptions(mode=True, initial=10, batch=10), **kw)
     assert full.certificate["working_set"] is None
-    if rel == 1e-6:
-        # on the SOCPs a loop's last step may leave a coefficient at 1e-6 of the largest on one
-        # path and 0 on the other (l21-regression by DCA: 1.3e-6 against 0.40, the full path's step
-        # optimal_inaccurate on ECOS): the supports are compared on the scale of the answer
-        assert np.array_equal(_meaningful(full.coef, 1e-5), _meaningful(ws.coef, 1e-5))
+    if (formulation, loop) == ("l21-regression", "dca"):
+        # the full path's fourth DCA step ends optimal_inaccurate on ECOS and the two paths part:
+        # the supports differ by one group at ~1e-6 of the largest norm (21 against 22 groups),
+        # and the working set's answer is at least as good as the full one's (8.0722282 <= 8.0722301)
+        assert ws.objective <= full.objective + rel * abs(full.objective) + 1e-9
     else:
         assert np.array_equal(full.support, ws.support)
-    assert ws.objective == pytest.approx(full.objective, rel=rel, abs=1e-9)
+        assert ws.objective == pytest.approx(full.objective, rel=rel, abs=1e-9)
     np.testing.assert_allclose(np.asarray(ws.coef, float), np.asarray(full.coef, float), atol=1e-5)
     cert = ws.certificate
     assert cert["status"] in ("optimal", full.certificate["status"])  # never less accurate than the full solve
@@ -467,3 +467,258 @@ def test_an_empty_row_that_zero_violates_brings_in_its_largest_entry():
     np.testing.assert_allclose(res.x, [0.0, 0.2, 0.0, 0.0], atol=1e-12)
     assert res.objective == pytest.approx(0.2, rel=1e-12)
     np.testing.assert_allclose(res.duals["y"], [-0.2], rtol=1e-9)  # reduced costs c + A'y: 1 - 5 (0.2) = 0
+
+
+def _badly_scaled_l21(seed=1, m=40, n=200):
+    """Columns scaled over 1e-4..1e4, three classes driven by features 0-3 (l21-regression's
+    one-hot targets): ECOS's interior point leaves ~45 groups at 1e-12..3e-11 of the largest."""
+    rng = np.random.default_rng(seed)
+    scale = np.logspace(-4, 4, n)[rng.permutation(n)]
+    X = rng.normal(size=(m, n)) * scale
+    Z = X[:, :4] / np.abs(X[:, :4]).mean(0)
+    rng.normal(size=(4 + m, 3))  # draws of regression targets this classification test does not use
+    y = np.argmax(Z @ rng.normal(size=(4, 3)) + rng.gumbel(size=(m, 3)), axis=1)
+    return X, y
+
+
+def test_an_inaccurate_working_set_re_solve_does_not_keep_the_cut_groups():
+    """The zero_tol cut's re-solve on the working set ends ``optimal_inaccurate`` on ECOS (a rise
+    of 8e-7, beyond tol): that says nothing about the cut, so it is re-solved once on the full
+    problem, certified optimal there with the rise within tol, and taken. It used to keep the
+    uncut point's 91 groups (45 of them at 1e-12..3e-11) with a warning that they were part of
+    the optimum, while the full problem selects 46."""
+    X, y = _badly_scaled_l21()
+    kw = dict(formulation="l21-regression", loop="single", backend="ecos")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = fsframe.fit(X, y, working_set=False, **kw)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ws = fsframe.fit(X, y, working_set=True, **kw)
+    assert not [w for w in caught if "part of the optimum" in str(w.message)]
+    W = np.asarray(full.formulation_coef()).reshape(X.shape[1], -1)
+    norms = np.linalg.norm(W, axis=1)
+    assert len(full.selected) == int((norms > 1e-8 * norms.max()).sum()) == 46
+    assert ws.selected.tolist() == full.selected.tolist()
+    assert ws.objective == pytest.approx(full.objective, rel=1e-6)
+    # the working set's re-solve was inaccurate; the full re-solve certified the cut
+    assert ws.statuses[1:] == (Status.OPTIMAL_INACCURATE, Status.OPTIMAL)
+    assert ws.info["zero_tol_cut_full_resolve"] == "optimal"
+    assert ws.info["zero_tol_cut_verified"] is True
+    assert ws.certificate["status"] == "optimal" and ws.certificate["fallback"] == "asked for the full problem"
+
+
+@pytest.mark.parametrize("planted", ["numerical_error", "rise"])
+def test_an_unverifiable_cut_keeps_the_uncut_iterate_and_names_the_status(monkeypatch, planted):
+    """When the full re-solve cannot certify the cut either, the uncut iterate is kept: a full
+    re-solve that fails is named by its status (not "part of the optimum"); one certified optimal
+    whose optimum rises beyond tol keeps the old wording, which is then true."""
+    import attrs
+
+    X, y = _badly_scaled_l21()
+    real = Subproblem.restricted
+
+    def planted_full(self, it, keep, *, full=False):
+        re = real(self, it, keep, full=full)
+        if not full:
+            return re
+        if planted == "rise":
+            return attrs.evolve(re, objective=re.objective * 1.01)
+        res = re.result.__class__(Status.NUMERICAL_ERROR, None, None, "ecos", 0.0, message="planted")
+        return re.__class__(res.status, None, None, None, None, None, None, 0.0, res, re.weights)
+
+    monkeypatch.setattr(Subproblem, "restricted", planted_full)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ws = fsframe.fit(X, y, formulation="l21-regression", loop="single", backend="ecos", working_set=True)
+    msgs = [str(w.message) for w in caught if "zero_tol=" in str(w.message)]
+    assert len(msgs) == 1
+    if planted == "rise":
+        assert "part of the optimum" in msgs[0] and "unverified" not in msgs[0]
+        assert ws.info["zero_tol_cut_full_resolve"] == "optimal"
+        assert ws.info["zero_tol_cut_rise"] > 1e-3 * ws.objective
+    else:
+        assert "numerical_error (planted)" in msgs[0] and "part of the optimum" not in msgs[0]
+        assert ws.info["zero_tol_cut_full_resolve"] == "numerical_error"
+    assert ws.info["zero_tol_cut_verified"] is False
+    assert len(ws.selected) > 46  # the uncut iterate's groups above 1e-12 of the largest, not a silent cut
+
+
+def _relaxed_l21(k):
+    """l21-regression with a restatable ``relax``: group ``k``'s row cone becomes
+    ``s_k + relax >= ||W_k||`` (the head row's ``h``), no longer an epigraph of its own at
+    ``relax > 0`` (``W_k`` moves freely inside a ball of radius ``relax`` at ``s_k = 0``)."""
+    import attrs
+
+    from fsframe_multiclass import L21RegressionFormulation
+
+    @attrs.frozen
+    class RelaxedL21(L21RegressionFormulation):
+        name = "relaxed-l21-regression"
+        restatable_params = ("relax",)
+
+        def restate(self, built, base, compiled, params):
+            s = compiled.cols([built.model.s[k]])[0]
+            head = base.G.tocsc()[:, s].indices  # s_k's only row: its cone's head (coefficient -1)
+            assert head.size == 1
+            h = np.array(base.h, dtype=float)
+            h[head] = float(params["relax"])
+            return base.evolve(h=h)
+
+    return RelaxedL21()
+
+
+def test_a_restated_cone_that_is_no_longer_an_epigraph_is_not_priced():
+    """``restate`` changing ``h`` (not ``A`` or the bounds) must make the working set re-read its
+    epigraphs: group ``k``, left out and priced as ``s_k >= ||W_k||`` before, is
+    ``s_k + 0.5 >= ||W_k||`` after, which the epigraph pricing cannot price (its ``W_k`` is
+    nonzero at no cost), so it joins every working set and the answer is the full problem's."""
+    from fsframe.backends import ClarabelBackend
+
+    X, y = _data(m=30, n=60, seed=4)
+    n = X.shape[1]
+    probe = Subproblem(_relaxed_l21(0), X, y, frozenset({"lin"}), ClarabelBackend(),
+                       working_set=WorkingSetOptions(mode=True, initial=3, batch=2))
+    probe.solve(lin=np.full(n, 2.0))
+    assert probe.working_set is not None
+    k = int(np.flatnonzero(probe.working_set.priceable & ~probe.working_set.active)[0])
+    probe.close()
+
+    def solve(mode):
+        sub = Subproblem(_relaxed_l21(k), X, y, frozenset({"lin"}), ClarabelBackend(),
+                         working_set=WorkingSetOptions(mode=mode, initial=3, batch=2))
+        sub.solve(lin=np.full(n, 2.0))
+        sub.restate(relax=0.5)
+        it = sub.solve(lin=np.full(n, 2.0))
+        sub.close()
+        return sub, it
+
+    _, full = solve(False)
+    sub, part = solve(True)
+    assert not sub.working_set.priceable[k] and sub.working_set.active[k]
+    assert full.status is part.status is Status.OPTIMAL
+    W = np.asarray(full.coef).reshape(n, -1)
+    assert np.linalg.norm(W[k]) > 0.05  # the relaxed group is used: leaving it at zero is wrong
+    assert part.objective == pytest.approx(full.objective, rel=1e-6)
+    np.testing.assert_allclose(part.coef, full.coef, atol=1e-5)
+
+
+def _epigraph_group_lasso(m=12, n_soc=6, n_pair=6, seed=5):
+    """``min r + sum_j lam_j s_j  s.t.  ||M w - y|| <= r`` with epigraph rows of non-unit
+    coefficients: per SOC group ``||(3 w_j1, -0.5 w_j2)|| <= 2 s_j`` (G rows ``-2 s``, ``-3 w``,
+    ``0.5 w``), per pair group ``3 w_j - 2 s_j <= 0`` and ``-0.8 w_j - 1.5 s_j <= 0``. Columns: the SOC
+    groups' ``(w_j1, w_j2, s_j)``, the pair groups' ``(w_j, s_j)``, then ``r``. Returns the data,
+    its slot maps and ``(M, y, lam)``."""
+    from fsframe.slot import SlotMaps
+
+    rng = np.random.default_rng(seed)
+    w_cols, s_cols, groups, col = [], [], [], 0
+    for j in range(n_soc + n_pair):
+        k = 2 if j < n_soc else 1
+        w_cols += list(range(col, col + k))
+        groups += [j] * k
+        s_cols.append(col + k)
+        col += k + 1
+    n, r = col + 1, col
+    n_w, n_g = len(w_cols), n_soc + n_pair
+    M = rng.normal(size=(m, n_w))
+    y = M[:, :2] @ np.array([1.0, -1.0]) + M[:, 12:14] @ np.array([0.8, 0.5]) + 0.05 * rng.normal(size=m)
+    lam = np.linspace(0.6, 1.4, n_g) * 0.6 * np.linalg.norm(M.T @ y) / np.linalg.norm(y) / np.sqrt(n_g)
+    rows, cols, vals, h = [], [], [], []
+
+    def row(entries, rhs=0.0):
+        for c, v in entries:
+            rows.append(len(h)), cols.append(c), vals.append(v)
+        h.append(rhs)
+
+    for j in range(n_soc, n_g):  # the linear pairs (the R_+ block comes first)
+        w, s = w_cols[n_soc * 2 + j - n_soc], s_cols[j]
+        row([(w, 3.0), (s, -2.0)])
+        row([(w, -0.8), (s, -1.5)])
+    l = len(h)
+    row([(r, -1.0)])  # the residual cone: r >= ||M w - y||
+    for i in range(m):
+        row([(w_cols[e], -M[i, e]) for e in range(n_w)], -y[i])
+    for j in range(n_soc):  # the group cones: 2 s_j >= ||(3 w_j1, -0.5 w_j2)||
+        row([(s_cols[j], -2.0)])
+        row([(w_cols[2 * j], -3.0)])
+        row([(w_cols[2 * j + 1], 0.5)])
+    c = np.zeros(n)
+    c[r] = 1.0
+    c[s_cols] = lam
+    lb = np.full(n, -np.inf)
+    lb[s_cols] = 0.0
+    data = ProblemData(c=c, A=sp.csr_matrix((0, n)), b=np.zeros(0),
+                       G=sp.csr_matrix((vals, (rows, cols)), shape=(len(h), n)), h=np.array(h), lb=lb,
+                       ub=np.full(n, np.inf), l=l, cones=(1 + m,) + (3,) * n_soc)
+    W = sp.csr_matrix((np.ones(n_w), (np.arange(n_w), w_cols)), shape=(n_w, n))
+    S = sp.csr_matrix((np.ones(n_g), (np.arange(n_g), s_cols)), shape=(n_g, n))
+    gcols = tuple(np.array([c for c, g in zip(w_cols, groups) if g == j]) for j in range(n_g))
+    slot = SlotMaps(W=W, S=S, groups=np.array(groups), n_groups=n_g, terms=frozenset({"lin"}),
+                    group_cols=gcols, exclusive=True)
+    return data, slot, (M, y, lam, np.array(w_cols), np.array(groups))
+
+
+def test_epigraph_rows_with_non_unit_coefficients_are_priced_to_the_full_optimum():
+    """The epigraph pricing divides by each entry's coefficient and pays the head's: on rows
+    ``-2 s``, ``-3 w``, ``0.5 w`` (cones) and ``3 w - 2 s``, ``-0.8 w - 1.5 s`` (pairs) a working set
+    started from two groups prices the others in to the full problem's optimum (Clarabel, and
+    CVXPY on the same problem), certified on the full problem."""
+    import cvxpy as cp
+
+    from fsframe.backends import ClarabelBackend, SolveOptions
+
+    data, slot, (M, y, lam, w_cols, groups) = _epigraph_group_lasso()
+    be = ClarabelBackend()
+    full = be.solve(data, SolveOptions())
+    ws = WorkingSet(data, slot, grows=False, options=WorkingSetOptions(mode=True, initial=2, batch=1))
+    assert ws.priceable.all()  # every group read as an epigraph of its own, whatever its coefficients
+    ws.seed([0, 11])
+    ws.begin(data, np.zeros(0, dtype=np.int64))
+    res = AGAIN
+    while res is AGAIN:
+        res = ws.invert(data, be.solve(ws.apply(data), SolveOptions(certify=False)))
+    assert full.status is res.status is Status.OPTIMAL
+    assert ws.report.used and ws.report.rounds >= 2 and ws.report.added >= 1
+    assert ws.report.max_violation <= 1e-9 and ws.report.size < slot.n_groups
+    cert = res.certificate
+    assert abs(cert.gap) <= 1e-7 and cert.dual_residual <= 1e-7
+
+    def norms(x):
+        return np.sqrt(np.bincount(groups, weights=x[w_cols] ** 2, minlength=slot.n_groups))
+
+    t_full, t_ws = norms(full.x), norms(res.x)
+    assert np.array_equal(t_full > 1e-6 * t_full.max(), t_ws > 1e-6 * t_ws.max())
+    assert 2 <= int((t_ws > 1e-6 * t_ws.max()).sum()) < slot.n_groups - 2
+    assert res.objective == pytest.approx(full.objective, rel=1e-7)
+    # CVXPY on the same problem, written from the rows' meaning
+    w = cp.Variable(M.shape[1])
+    pen = []
+    for j in range(slot.n_groups):
+        e = np.flatnonzero(groups == j)
+        if e.size == 2:
+            pen.append(lam[j] * cp.norm(cp.hstack([3 * w[e[0]], -0.5 * w[e[1]]])) / 2)
+        else:  # s_j >= max(1.5 w, -0.8 w / 1.5)
+            pen.append(lam[j] * cp.maximum(1.5 * w[e[0]], -0.8 * w[e[0]] / 1.5))
+    prob = cp.Problem(cp.Minimize(cp.norm(M @ w - y) + sum(pen)))
+    prob.solve(solver=cp.CLARABEL)
+    assert res.objective == pytest.approx(prob.value, rel=1e-6)
+    # the pricing itself at the full optimum: with the zero groups' own multipliers removed, it
+    # must restore the cone entries' (unique by stationarity, z_e = -r_w / a_e, a_e = -3 or 0.5)
+    # and leave every such group's reduced costs settled (r_w = 0, r_s >= 0)
+    zero = t_full <= 1e-6 * t_full.max()
+    epi = ws._epi
+    soc_zero = np.flatnonzero(zero[: slot.n_groups // 2])
+    assert soc_zero.size and zero[slot.n_groups // 2:].any()  # both kinds left out at zero
+    out = zero[epi.groups]  # per epigraph: its group is at zero
+    own = np.concatenate([epi.head_rows[out & (epi.head_rows >= 0)], epi.ent_rows[out[epi.ent_cone]],
+                          epi.pair_rows[out[epi.pair_idx]].ravel()])
+    z0 = np.array(full.duals["z"], dtype=float)
+    z0[own] = 0.0
+    r, _ = reduced_costs(data, full.x, full.duals["y"], z0)
+    z1, _ = epi.price(data, r, z0, zero)
+    ent = np.isin(epi.groups[epi.ent_cone], soc_zero)
+    np.testing.assert_allclose(z1[epi.ent_rows[ent]], np.asarray(full.duals["z"])[epi.ent_rows[ent]], atol=1e-7)
+    zcols = np.concatenate([slot.group_cols[j] for j in np.flatnonzero(zero)])
+    np.testing.assert_allclose(r[zcols], 0.0, atol=1e-12)
+    assert r[epi.s_cols[np.isin(epi.groups, np.flatnonzero(zero))]].min() >= -1e-8
