@@ -296,9 +296,8 @@ def test_datasets_restrict_the_run_split_by_split_and_the_rest_follows(tmp_path,
     assert (first.n_cells, first.n_computed, first.n_finished) == (18, 9, 9)
     assert seen == [(j, 18, j, 9) for j in range(1, 10)]  # of the plan's 18, and this run's j of 9
     assert first.manifest["run_datasets"] == ["breast_cancer"] and len(first.manifest["cells"]) == 18
-    from fsframe.evaluation.paper import digest, run_status
-
     from fsframe.evaluation.pages import write_report
+    from fsframe.evaluation.paper import digest, run_status
 
     said = "partial: 9 of 18 cells; the last run (data sets breast_cancer) ended "
     assert run_status(digest(first)).startswith(said)
