@@ -63,16 +63,19 @@ class ProgressPrinter:
         r = p.record
         what = (f"{_score_text(r)}, {r.n_selected} features, {r.seconds:.2f} s" if r.ok
                 else f"FAILED: {r.error_type}")
+        run_done, run_total = getattr(p, "run_done", None), getattr(p, "run_total", None)
+        more = run_done < run_total if run_total is not None else p.done < p.total  # this run has fits left
         eta = getattr(p, "eta", None)
-        extra = f", ETA {_duration(eta)}" if eta is not None and p.done < p.total else ""
+        extra = f", ETA {_duration(eta)}" if eta is not None and more else ""
         slowest = getattr(p, "slowest", None)
-        if slowest is not None and p.done < p.total:
+        if slowest is not None and more:
             extra += f"; slowest running: {slowest[0]} ({slowest[1]:.0f} s)"
         skipped = getattr(p, "skipped", 0)
         if skipped:
             extra += f"; {skipped} finished earlier"
-        self._emit(f"[{p.done:>{len(str(p.total))}}/{p.total}] {r.label} repeat {r.repeat} fold {r.fold}: {what} "
-                   f"({time.perf_counter() - self.t0:.0f} s elapsed{extra})")
+        run = f" (this run: {run_done} of {run_total})" if run_total is not None else ""
+        self._emit(f"[{p.done:>{len(str(p.total))}}/{p.total}]{run} {r.label} repeat {r.repeat} fold {r.fold}: "
+                   f"{what} ({time.perf_counter() - self.t0:.0f} s elapsed{extra})")
 
     def _emit(self, text: str) -> None:
         if self.inline:

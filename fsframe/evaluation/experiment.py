@@ -216,8 +216,9 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
         store.write(meta["key"], record_to_json(rec, meta))
         computed += 1
         if progress is not None:
+            part = {} if skipped + len(todo) == len(metas) else {"run_done": computed, "run_total": len(todo)}
             progress(Progress(skipped + computed, len(metas), rec, eta=clock.eta(), slowest=clock.slowest(),
-                              skipped=skipped))
+                              skipped=skipped, **part))
 
     interrupted = execute(study_cell, data, [tasks[i] for i in todo], n_jobs=n_jobs, dask=dask, on_done=on_done)
     manifest.update(finished=now(), interrupted=interrupted, wall_seconds=time.perf_counter() - t0,

@@ -7,6 +7,7 @@ import html
 from pathlib import Path
 
 from ..errors import DataFileError
+from .paper import run_status
 from .plots import draw, figures_for, slug
 
 __all__ = ["write_report"]
@@ -48,8 +49,9 @@ def write_report(result, *, fmt: str = "md", plots: bool = True) -> Path:
                 draw(kind, data, stem, title=f"{name}: {_lower_first(_caption(kind, t).split(' (')[0])}")
                 images.append((_caption(kind, t), f"img/{stem.name}.png"))
         sections.append((name, t, images))
+    status = run_status({**m, "n_finished": result.n_finished, "n_cells": result.n_cells})
     head = (f"study {m.get('study')}: {m.get('n_cells')} cells, engine {m.get('engine')}, started {m.get('started')}, "
-            f"finished {m.get('finished') or 'NOT (interrupted or running)'}; fsframe "
+            f"{status}; fsframe "
             f"{env.get('versions', {}).get('fsframe', '?')}, Python {env.get('python', '?')}, {env.get('platform', '?')}")
     missing = result.n_cells - result.n_finished
     if missing:

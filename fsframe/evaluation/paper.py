@@ -31,8 +31,8 @@ from .protocols import ALL_FEATURES
 from .report import describe_protocol
 from .study import _toml
 
-__all__ = ["digest", "read_digest", "load_numbers", "render", "write_paper_report", "DIGEST_FORMAT", "BEGIN", "END",
-           "interval"]
+__all__ = ["digest", "read_digest", "load_numbers", "render", "run_status", "write_paper_report", "DIGEST_FORMAT",
+           "BEGIN", "END", "interval"]
 
 DIGEST_FORMAT = "fsframe-study-digest/1"
 BEGIN, END = "<!-- paper-report:begin -->", "<!-- paper-report:end -->"
@@ -76,7 +76,8 @@ def digest(result: StudyResult) -> dict:
     return {"format": DIGEST_FORMAT, "study": m.get("study"), "paper": m.get("paper"), "title": m.get("title"),
             "reduced": bool(m.get("reduced")), "commits": m.get("commits") or [],
             "fsframe": env.get("versions", {}).get("fsframe"), "python": env.get("python"),
-            "started": m.get("started"), "finished": m.get("finished"), "engine": m.get("engine"),
+            "started": m.get("started"), "finished": m.get("finished"), "interrupted": m.get("interrupted"),
+            "run_datasets": m.get("run_datasets"), "engine": m.get("engine"),
             "wall_seconds": m.get("wall_seconds"), "n_cells": result.n_cells, "n_finished": result.n_finished,
             "n_failed": result.n_failed, "protocol": m.get("protocol"), "tables": tables}
 
@@ -370,6 +371,29 @@ def _retrain_words(d: dict, table: dict) -> str | None:
     return table["protocol"].get("retrain")
 
 
+def run_status(d: dict, *, count: bool = True) -> str:
+    """What a digest (or a manifest with ``n_finished``) knows of its runs: ``finished <time>`` when
+    the last run ended with every planned cell; else ``partial: N of M cells`` and how the last run
+    ended — interrupted (Ctrl-C) at a time, ended (restricted to some data sets, or with cells
+    that failed to load) at a time, or not at all: no end time is written until a run ends, so it
+    was stopped (killed) or is still going. ``count=False`` leaves out ``N of M cells`` (a page
+    that says it already)."""
+    n, total = d.get("n_finished"), d.get("n_cells")
+    end, started = d.get("finished"), d.get("started") or "?"
+    if end and not d.get("interrupted") and n == total:
+        return f"finished {end}"
+    parts = [] if n == total else [f"partial: {n} of {total} cells" if count else "partial"]
+    sets = d.get("run_datasets")
+    run = "the last run" + (f" (data sets {', '.join(sets)})" if sets else "")
+    if not end:
+        parts.append(f"{run}, started {started}, has not ended (stopped, or still running)")
+    elif d.get("interrupted"):
+        parts.append(f"{run} was interrupted at {end}")
+    else:
+        parts.append(f"{run} ended {end}")
+    return "; ".join(parts)
+
+
 def render(d: dict, *, numbers: dict | None = None, images: str | None = None) -> str:
     """The Markdown report of a digest: what ran, the paper's numbers beside ours, and per data set
     our table, the accuracy-against-k table (and its picture, ``images/<study>-<data set>-accuracy.png``,
@@ -383,7 +407,7 @@ def render(d: dict, *, numbers: dict | None = None, images: str | None = None) -
     out = [f"## {d.get('title') or d.get('study')}: {kind}", "",
            f"Study `{d.get('study')}`; {prot}. {d['n_finished']} of {d['n_cells']} cells finished, "
            f"{d['n_failed']} failed; fsframe {d.get('fsframe')} at commit {commits}, Python {d.get('python')}; "
-           f"finished {d.get('finished') or 'not (interrupted)'}"
+           f"{run_status(d, count=False)}"
            + (f", {d['wall_seconds']:.0f} s of wall time in the last run ({d.get('engine')})"
               if d.get("wall_seconds") else "") + ".", ""]
     if numbers:

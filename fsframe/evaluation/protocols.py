@@ -148,17 +148,18 @@ _FITS_COUNT = {"hits": 0, "misses": 0}
 def _fit_key(est, Xtr, ytr, Xte) -> bytes | None:
     """What determines the predictions of a scikit-learn estimator trained on ``(Xtr, ytr)`` and
     applied to ``Xte``, exactly: its class and every parameter (``get_params(deep=True)``: a
-    ``GridSearchCV``'s grid, folds and inner estimator with its ``C``), and the three arrays'
-    contents, shapes and types — so two cells of one split whose top ``k`` are the same columns
-    in the same order (the same numbers after scaling) share one fit, and nothing coarser (the
-    set of columns without their order, the column indices without the data) ever does.
-    ``None`` (not kept) for an input that is not a dense numeric array, or an estimator that
-    draws from a generator object (a ``random_state`` that is neither ``None`` nor an ``int``:
-    its state is not part of the key). With ``random_state=None`` LinearSVC draws liblinear's
-    seed from numpy's global generator; the primal solver it uses with more samples than
-    features (every curve of 004's protocol) does not use it, and the dual one (more features
-    than samples) only orders its coordinates, which a converged fit of this strictly convex
-    problem does not depend on."""
+    ``GridSearchCV``'s grid, folds and inner estimator with its ``C``), each by value, and the
+    three arrays' contents, shapes and types — so two cells of one split whose top ``k`` are the
+    same columns in the same order (the same numbers after scaling) share one fit, and nothing
+    coarser (the set of columns without their order, the column indices without the data) ever
+    does. ``None`` (not kept) for an input that is not a dense numeric array, or an estimator with
+    a parameter that has no value to compare (:func:`_param_bytes`): a function (a callable
+    kernel, a ``FunctionTransformer``'s ``func``, a scorer), a generator object as
+    ``random_state`` (its state is not part of the key), any other object. With
+    ``random_state=None`` LinearSVC draws liblinear's seed from numpy's global generator; the
+    primal solver it uses with more samples than features (every curve of 004's protocol) does not
+    use it, and the dual one (more features than samples) only orders its coordinates, which a
+    converged fit of this strictly convex problem does not depend on."""
     import hashlib
 
     arrays = (Xtr, ytr, Xte)
@@ -168,17 +169,52 @@ def _fit_key(est, Xtr, ytr, Xte) -> bytes | None:
         params = est.get_params(deep=True)
     except Exception:  # not a scikit-learn estimator: not kept
         return None
-    if any(k.endswith("random_state") and not (v is None or isinstance(v, (int, np.integer)))
-           for k, v in params.items()):
-        return None
     h = hashlib.sha256()
     h.update(f"{type(est).__module__}.{type(est).__qualname__}|".encode())
-    h.update(repr(sorted((k, repr(v)) for k, v in params.items())).encode())
+    for k in sorted(params):
+        value = _param_bytes(params[k])
+        if value is None:
+            return None
+        h.update(f"|{k}=".encode() + value)
     for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(f"|{a.dtype.str}{a.shape}|".encode())
-        h.update(a.tobytes())
+        h.update(_array_bytes(a))
     return h.digest()
+
+
+def _array_bytes(a: np.ndarray) -> bytes:
+    """A numeric array by value: type, shape and every element (not numpy's repr, which elides the
+    middle of a large array)."""
+    a = np.ascontiguousarray(a)
+    return f"|{a.dtype.str}{a.shape}|".encode() + a.tobytes()
+
+
+def _param_bytes(v) -> bytes | None:
+    """An estimator parameter by value, tagged with its type (``1``, ``1.0`` and ``True`` differ),
+    or ``None`` when it has none to compare: a function or any other object whose ``repr`` is not
+    its value (a closure's is its address, reused once it is freed). A nested estimator (a
+    pipeline's step, a grid search's ``estimator``) stands for its class: its parameters are
+    entries of ``get_params(deep=True)`` of their own."""
+    if v is None or isinstance(v, (bool, int, float, str, np.bool_, np.integer, np.floating)):
+        return f"{type(v).__name__}:{v!r}".encode()
+    if isinstance(v, np.ndarray):
+        return _array_bytes(v) if v.dtype.kind in "biufc" else None
+    if isinstance(v, (list, tuple, set, frozenset)):
+        parts = [_param_bytes(x) for x in v]
+        if any(p is None for p in parts):
+            return None
+        if isinstance(v, (set, frozenset)):
+            parts.sort()
+        return f"{type(v).__name__}[{len(parts)}](".encode() + b",".join(len(p).to_bytes(8, "little") + p
+                                                                      for p in parts) + b")"
+    if isinstance(v, dict):
+        items = [(_param_bytes(k), _param_bytes(x)) for k, x in v.items()]
+        if any(k is None or x is None for k, x in items):
+            return None
+        return f"dict[{len(items)}](".encode() + b",".join(
+            len(k).to_bytes(8, "little") + k + len(x).to_bytes(8, "little") + x for k, x in sorted(items)) + b")"
+    if hasattr(v, "get_params") and not isinstance(v, type):
+        return f"estimator:{type(v).__module__}.{type(v).__qualname__}".encode()
+    return None
 
 
 def fit_memo_info() -> dict:

@@ -143,7 +143,8 @@ class Progress:
     """Passed to the ``progress`` callback after each fit: ``done`` of ``total`` fits finished;
     ``record`` is the fold just finished; ``eta`` the estimated seconds left; ``slowest`` the
     ``(name, seconds running)`` of the longest-running unfinished fit; ``skipped`` the fits a
-    resumed study found already finished."""
+    resumed study found already finished; ``run_done`` of ``run_total`` the fits of this run
+    (``None`` unless a study's run covers fewer than all it has left: ``run_study(datasets=...)``)."""
 
     done: int
     total: int
@@ -151,6 +152,8 @@ class Progress:
     eta: float | None = None
     slowest: tuple | None = None
     skipped: int = 0
+    run_done: int | None = None
+    run_total: int | None = None
 
 
 

@@ -350,6 +350,31 @@ def test_partial_run_says_which_rows_have_not_run():
     assert "| r | B | 70.0 | no successful split | | |" in render(d, numbers=numbers)
 
 
+def test_page_header_says_how_the_runs_ended():
+    """The header says what the digest knows: a finished run its end time; otherwise "partial"
+    and how the last run ended — no end time (a run writes one only when it ends: stopped, or
+    still going), interrupted (Ctrl-C) at a time, or ended, restricted to some data sets."""
+    from fsframe.evaluation.paper import run_status
+
+    d = dict(_digest([("a", [0.7, 0.9], {})]), started="T0", finished="T1", interrupted=False, wall_seconds=9.0,
+             engine="serial")
+    assert "1 of 1 cells finished, 0 failed; fsframe None at commit unknown, Python None; finished T1, 9 s of wall " \
+           "time in the last run (serial)." in render(d)
+    d.update(n_cells=4, finished=None, interrupted=None, wall_seconds=None)
+    head = render(d).splitlines()[2]
+    assert head.endswith("1 of 4 cells finished, 0 failed; fsframe None at commit unknown, Python None; partial; "
+                         "the last run, started T0, has not ended (stopped, or still running).")
+    assert "finished not" not in head and "interrupted" not in head
+    d.update(finished="T2", interrupted=True)
+    assert render(d).splitlines()[2].endswith("; partial; the last run was interrupted at T2.")
+    d.update(interrupted=False, run_datasets=["semeion", "isolet"])
+    assert render(d).splitlines()[2].endswith("; partial; the last run (data sets semeion, isolet) ended T2.")
+    assert run_status(d) == "partial: 1 of 4 cells; the last run (data sets semeion, isolet) ended T2"
+    # every cell on disk, but the last run (a rerun, say) never wrote its end: it says so, not "finished"
+    d.update(n_cells=1, finished=None, run_datasets=None)
+    assert run_status(d) == "the last run, started T0, has not ended (stopped, or still running)"
+
+
 def test_repeated_cv_interval_uses_repeat_means():
     d = _digest([("a", [0.7, 0.9, 0.8, 0.8], {})], kind="k-fold", repeats=2)  # repeats: (0.7, 0.9), (0.8, 0.8)
     numbers = {"paper": "P", "tables": [{"name": "T", "caption": "c", "headers": ["A"], "labels": ["a"],

@@ -290,17 +290,28 @@ def test_datasets_restrict_the_run_split_by_split_and_the_rest_follows(tmp_path,
     real = runner.fit
     monkeypatch.setattr(runner, "fit", lambda *a, **k: order.append((a[0].shape, k.get("method"), k.get("alpha")))
                         or real(*a, **k))
-    first = run_study(study_from_dict(two), tmp_path / "run", datasets=["breast_cancer"])
+    seen = []
+    first = run_study(study_from_dict(two), tmp_path / "run", datasets=["breast_cancer"],
+                      progress=lambda p: seen.append((p.done, p.total, p.run_done, p.run_total)))
     assert (first.n_cells, first.n_computed, first.n_finished) == (18, 9, 9)
+    assert seen == [(j, 18, j, 9) for j in range(1, 10)]  # of the plan's 18, and this run's j of 9
     assert first.manifest["run_datasets"] == ["breast_cancer"] and len(first.manifest["cells"]) == 18
+    from fsframe.evaluation.pages import write_report
+    from fsframe.evaluation.paper import digest, run_status
+
+    said = "partial: 9 of 18 cells; the last run (data sets breast_cancer) ended "
+    assert run_status(digest(first)).startswith(said)
+    assert said in write_report(first, plots=False).read_text()  # fsframe report's page says the same
     assert {shape[1] for shape, *_ in order} == {30}  # breast_cancer's 30 features, never wine's 13
     # split by split: the three rows (l1-svm, fsv 0.5, fsv 5) of one split, then the next split's
     rows = [(m, a) for _, m, a in order]
     assert rows == [("l1-svm", None), ("fsv", 0.5), ("fsv", 5)] * 3
     sizes = [shape[0] for shape, *_ in order]
     assert sizes[0] == sizes[1] == sizes[2]  # one split's training part for the three rows
-    rest = run_study(study_from_dict(two), tmp_path / "run")
+    seen.clear()
+    rest = run_study(study_from_dict(two), tmp_path / "run", progress=lambda p: seen.append((p.done, p.run_total)))
     assert (rest.n_skipped, rest.n_computed) == (9, 9)
+    assert seen == [(j, None) for j in range(10, 19)]  # this run covers all that was left: no second count
     assert rest.manifest["run_datasets"] is None
     monkeypatch.undo()
     fresh = run_study(study_from_dict(two), tmp_path / "fresh")

@@ -144,7 +144,14 @@ def test_progress_line_has_eta_and_slowest():
     p(Progress(3, 10, rec, eta=75.0, slowest=("wine / fsv / seed 0 split 0.4", 12.0), skipped=2))
     line = buf.getvalue()
     assert "[ 3/10]" in line and "ETA 1m15s" in line and "slowest running: wine / fsv" in line
-    assert "2 finished earlier" in line
+    assert "2 finished earlier" in line and "this run" not in line
+    # a run of some data sets: the plan's count and this run's; no ETA once this run's last cell is done
+    for run_done, eta in ((2, True), (9, False)):
+        buf = io.StringIO()
+        ProgressPrinter(buf, "on")(Progress(50 + run_done, 360, rec, eta=75.0, skipped=50, run_done=run_done,
+                                            run_total=9))
+        line = buf.getvalue()
+        assert f"[{50 + run_done:>3}/360] (this run: {run_done} of 9) fsv" in line and ("ETA" in line) is eta
 
 
 def test_plot_extra_missing_message(hide_module):
