@@ -447,9 +447,12 @@ class OuterLoop(abc.ABC):
             re = sub.restricted(first if selecting and base_model else it, cut)
         info["statuses"] = (re.status,)
         within = (lambda r: r.objective - base <= self.tol * abs(base) + 1e-9 * (1.0 + abs(base)))
+        # on a working set only a certified OPTIMAL re-solve settles the cut here; an inexact one
+        # (within tol or not) goes to the full re-solve below
+        judged = selecting or re.status is Status.OPTIMAL or sub.working_set is None
         if re.ok and re.objective is not None and base is not None:
             info["zero_tol_cut_rise"] = float(re.objective - base)
-            if selecting or within(re):
+            if selecting or (judged and within(re)):
                 if not selecting:
                     cut &= re.t > 0
                 info["zero_tol_cut_verified"] = True

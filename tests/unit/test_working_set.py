@@ -508,11 +508,12 @@ def test_an_inaccurate_working_set_re_solve_does_not_keep_the_cut_groups():
     assert ws.certificate["status"] == "optimal" and ws.certificate["fallback"] == "asked for the full problem"
 
 
-@pytest.mark.parametrize("planted", ["numerical_error", "rise"])
+@pytest.mark.parametrize("planted", ["numerical_error", "rise", "inaccurate"])
 def test_an_unverifiable_cut_keeps_the_uncut_iterate_and_names_the_status(monkeypatch, planted):
     """When the full re-solve cannot certify the cut either, the uncut iterate is kept: a full
-    re-solve that fails is named by its status (not "part of the optimum"); one certified optimal
-    whose optimum rises beyond tol keeps the old wording, which is then true."""
+    re-solve that fails, or ends ``optimal_inaccurate`` even with its optimum within tol, is named
+    by its status (not "part of the optimum"); one certified optimal whose optimum rises beyond tol
+    keeps the old wording, which is then true."""
     import attrs
 
     X, y = _badly_scaled_l21()
@@ -524,6 +525,9 @@ def test_an_unverifiable_cut_keeps_the_uncut_iterate_and_names_the_status(monkey
             return re
         if planted == "rise":
             return attrs.evolve(re, objective=re.objective * 1.01)
+        if planted == "inaccurate":  # the full re-solve's point, its optimum within tol, but not certified
+            return attrs.evolve(re, status=Status.OPTIMAL_INACCURATE,
+                                result=attrs.evolve(re.result, status=Status.OPTIMAL_INACCURATE, message="planted"))
         res = re.result.__class__(Status.NUMERICAL_ERROR, None, None, "ecos", 0.0, message="planted")
         return re.__class__(res.status, None, None, None, None, None, None, 0.0, res, re.weights)
 
@@ -537,11 +541,39 @@ def test_an_unverifiable_cut_keeps_the_uncut_iterate_and_names_the_status(monkey
         assert "part of the optimum" in msgs[0] and "unverified" not in msgs[0]
         assert ws.info["zero_tol_cut_full_resolve"] == "optimal"
         assert ws.info["zero_tol_cut_rise"] > 1e-3 * ws.objective
+    elif planted == "inaccurate":
+        assert "optimal_inaccurate (planted)" in msgs[0] and "part of the optimum" not in msgs[0]
+        assert ws.info["zero_tol_cut_full_resolve"] == "optimal_inaccurate"
     else:
         assert "numerical_error (planted)" in msgs[0] and "part of the optimum" not in msgs[0]
         assert ws.info["zero_tol_cut_full_resolve"] == "numerical_error"
     assert ws.info["zero_tol_cut_verified"] is False
     assert len(ws.selected) > 46  # the uncut iterate's groups above 1e-12 of the largest, not a silent cut
+
+
+def test_an_inexact_working_set_re_solve_within_tol_still_goes_to_the_full_problem(monkeypatch):
+    """A working set's re-solve of the cut that ends ``optimal_inaccurate`` does not settle the cut
+    even when its optimum is within tol (an inexact point of a constrained problem may break its
+    rows): it is re-solved on the full problem, which certifies it here."""
+    import attrs
+
+    X, y = _badly_scaled_l21()
+    real = Subproblem.restricted
+
+    def planted_ws(self, it, keep, *, full=False):
+        re = real(self, it, keep, full=full)
+        if full:
+            return re
+        return attrs.evolve(re, status=Status.OPTIMAL_INACCURATE, objective=it.objective,
+                            result=attrs.evolve(re.result, status=Status.OPTIMAL_INACCURATE, message="planted"))
+
+    monkeypatch.setattr(Subproblem, "restricted", planted_ws)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ws = fsframe.fit(X, y, formulation="l21-regression", loop="single", backend="ecos", working_set=True)
+    assert ws.info["zero_tol_cut_full_resolve"] == "optimal"
+    assert ws.info["zero_tol_cut_verified"] is True
+    assert len(ws.selected) == 46
 
 
 def _relaxed_l21(k):
