@@ -60,10 +60,10 @@ def _run_loop(loop, surrogate, formulation, X, y, backend, **kw):
     calls: list[dict] = []
     solve = sub.solve
 
-    def spy(*, lin=None, lin_w=None, quad=None):
+    def spy(*, lin=None, lin_w=None, quad=None, full=False):
         calls.append({k: None if v is None else np.array(v, dtype=float)
                       for k, v in (("lin", lin), ("lin_w", lin_w), ("quad", quad))})
-        return solve(lin=lin, lin_w=lin_w, quad=quad)
+        return solve(lin=lin, lin_w=lin_w, quad=quad, full=full)
 
     sub.solve = spy
     seen = []
