@@ -219,7 +219,11 @@ class HingeFormulation(Formulation):
 
         m, n = X.shape
         why = None
-        if set(terms) != {"lin"} or set(weights) != {"lin"}:
+        if type(self) is not HingeFormulation:
+            # a subclass may change the model (its build, bounds, restatements): the LP below is the
+            # plain L1 hinge only, so a subclass opts in by defining solve_from_data itself
+            why = f"{type(self).__name__} is a subclass of HingeFormulation; this LP is the plain L1 hinge's"
+        elif set(terms) != {"lin"} or set(weights) != {"lin"}:
             why = f"it solves the L1 penalty (slot term lin) only, not {sorted(terms)}"
         elif backend != "highs":
             why = f"it runs on HiGHS (backend 'highs'), not {backend!r}"

@@ -333,3 +333,29 @@ def test_a_penalty_of_solver_noise_is_proposed_the_empty_support(monkeypatch):
     assert len(calls) == 2 and r.n_selected == 0 and not r.coef.any()
     assert r.info["zero_tol_cut"] == 3 and r.info["zero_tol_cut_verified"]
     assert r.objective == pytest.approx(20e-3, rel=1e-9) and r.certificate["status"] == "optimal"
+
+
+def test_a_subclass_is_never_solved_as_the_plain_hinge():
+    """A subclass of HingeFormulation may change the model (here: feature 0's weight held at or
+    below zero through its build); the from-X LP is the plain hinge's, so the inherited
+    ``solve_from_data`` declines for a subclass (``fit`` then builds the subclass's model) and,
+    forced, refuses naming why; the plain hinge's own call solves."""
+    from fsframe.backends.base import SolveOptions
+
+    @attrs.frozen
+    class NonPositiveFirst(HingeFormulation):
+        name = "non-positive-first-hinge"
+
+        def build(self, X, y, terms):
+            built = super().build(X, y, terms)
+            built.model.u[0].setub(0.0)  # w_0 = u_0 - v_0 <= 0
+            return built
+
+    X, y = instance(m=40, n=120)
+    args = (X, np.where(y > 0, 1.0, -1.0), frozenset({"lin"}), {"lin": np.ones(X.shape[1])})
+    kw = dict(backend="highs", options=SolveOptions())
+    assert NonPositiveFirst(C=10.0).solve_from_data(*args, **kw) is None
+    assert NonPositiveFirst(C=10.0).solve_from_data(*args, **kw, force=False) is None
+    with pytest.raises(UnsupportedProblemError, match="subclass of HingeFormulation"):
+        NonPositiveFirst(C=10.0).solve_from_data(*args, **kw, force=True)
+    assert HingeFormulation(C=10.0).solve_from_data(*args, **kw, force=True) is not None
