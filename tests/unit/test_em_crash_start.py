@@ -59,7 +59,7 @@ def _run_crash(F, f, E, lo, hi, lam, steps):
 
 
 def _cvxpy_dual(F, f, E, e, lo, hi):
-    cp = pytest.importorskip("cvxpy")
+    import cvxpy as cp
     lam = cp.Variable(F.shape[0])
     cons = [lam >= lo, lam <= hi] + ([E @ lam == e] if E.shape[0] else [])
     prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(F.T @ lam) + f @ lam), cons)
