@@ -164,3 +164,25 @@ def test_sonar_fits_with_the_crash_equal_those_without(split, r, shared_file, mo
     Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.2, random_state=split, stratify=y)
     p0, p1 = _same_fits(StandardScaler().fit(Xtr).transform(Xtr), ytr, r, monkeypatch)
     assert p1[0] < p0[0] / 2  # the cold L2 start: the crash taken (~165 pivots -> 1-30)
+
+
+@pytest.mark.parametrize("rule", ["rows", "ratio"])
+def test_the_dense_form_crashes_only_where_it_was_measured_to_pay(rule, monkeypatch):
+    """The dense form passes ``crash`` on a cold dual only with at least ``CRASH_MIN_RATIO``
+    features alive per sample and at most ``CRASH_MAX_ROWS`` samples; the warm duals never."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(80, 40))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=80) > 0, 1, -1)
+    asked = []
+    inner = diag_qp.solve_box_qp
+    monkeypatch.setattr(diag_qp, "solve_box_qp", lambda *a, **k: asked.append(k.get("crash", 0)) or inner(*a, **k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fsframe.fit(X, y, method="em-l0", n_features=5)
+    assert asked[0] == diag_qp.CRASH_SWEEPS and not any(asked[1:])  # 40 features per 80 samples
+    asked.clear()
+    monkeypatch.setattr(diag_qp, *(("CRASH_MAX_ROWS", 79) if rule == "rows" else ("CRASH_MIN_RATIO", 0.51)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fsframe.fit(X, y, method="em-l0", n_features=5)
+    assert not any(asked)
