@@ -209,7 +209,7 @@ def compiled_available() -> bool:
 
 def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi: NDArray,
                  start: NDArray | None = None, *, max_iter: int | None = None,
-                 compiled: bool | None = None) -> BoxQPResult:
+                 compiled: bool | None = None, crash: float = 0) -> BoxQPResult:
     """Solve ``min 1/2 ||F' lam||^2 + f' lam  s.t.  E lam = e, lo <= lam <= hi``.
 
     Parameters
@@ -232,6 +232,13 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         Python. ``None`` (default): compiled when :func:`compiled_available` (numba installed,
         ``pip install "fsframe[fast]"``, and ``FSFRAME_NO_JIT`` not set). ``True`` without numba
         raises ``ImportError``.
+    crash : float
+        Sweeps of dual coordinate descent (:func:`~fsframe.backends.box_qp_jit.crash`: at most
+        ``crash * m`` steps) from the start before the active-set method, which then starts from
+        the free set of that point and polishes it to the exact optimum: fewer pivots from a cold
+        start. Taken only with the compiled pivots and at most one equality row with no zero
+        entry (the hinge dual's ``y' lam = 0``); 0 (default): none. ``iterations`` counts the
+        pivots only.
     """
     m = F.shape[0]
     max_iter = 10 * m + 100 if max_iter is None else max_iter
@@ -247,13 +254,23 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         lam = np.clip(np.zeros(m), lo, hi)
         if pe and np.max(np.abs(E @ lam - e), initial=0.0) > 1e-3 * e_tol:
             return BoxQPResult("infeasible_start")
-    free = (lam > lo) & (lam < hi)
-    if pe:
-        _full_row_rank(E, free)
     if compiled is None:
         compiled = compiled_available()
     elif compiled and box_qp_jit.compiled() is None:
         raise ImportError("solve_box_qp(compiled=True) needs numba: pip install 'fsframe[fast]'")
+    if crash > 0 and compiled and m and (pe == 0 or (pe == 1 and np.all(E[0] != 0))):
+        try:
+            crashed = _crashed(F, f, E, e, lo, hi, lam, crash, e_tol)
+        except Exception as exc:  # numba failing to compile the crash: the pivots in Python from now on
+            if not box_qp_jit.is_compile_error(exc):
+                raise
+            box_qp_jit.disable(exc)
+            crashed, compiled = None, False
+        if crashed is not None:
+            lam, warm = crashed, True
+    free = (lam > lo) & (lam < hi)
+    if pe:
+        _full_row_rank(E, free)
     with np.errstate(divide="ignore", invalid="ignore"):
         if compiled:
             try:
@@ -263,6 +280,38 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
                     raise
                 box_qp_jit.disable(exc)
         return _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter)
+
+
+CRASH_TOL = 1e-3
+"""The crash's stopping rule: the largest violation at most this times ``max |f|`` (a start, not an
+answer: the active-set method polishes it)."""
+
+
+def _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol) -> NDArray | None:
+    """The crash start from the feasible ``lam`` (:func:`box_qp_jit.crash`, compiled), or ``None``
+    when it found no better start: an unbounded direction, the equality lost to rounding, or more
+    free variables than the Hessian ``F F'`` (rank at most ``q``) with the equality rows can hold
+    (the active-set method would first have to shrink that free set, in Python)."""
+    run = box_qp_jit.compiled_crash()
+    if run is None:
+        return None
+    m = F.shape[0]
+    pairs = E.shape[0] == 1
+    a = np.ascontiguousarray(E[0] if pairs else np.ones(m), dtype=float)
+    out = np.ascontiguousarray(lam, dtype=float).copy()
+    F = np.ascontiguousarray(F, dtype=float)
+    H = F @ F.T  # the crash's steps read two columns of the Hessian each
+    steps = run(F, H, True, np.ascontiguousarray(f, dtype=float), a, pairs,
+                np.ascontiguousarray(lo, dtype=float), np.ascontiguousarray(hi, dtype=float), out,
+                int(np.ceil(sweeps * m)), CRASH_TOL)
+    if steps <= 0 or (pairs and abs(float(a @ out) - float(e[0])) > e_tol):
+        return None
+    out = np.clip(out, lo, hi)
+    # more free variables than the Hessian's rank and the equality can hold: the warm start would
+    # first be shrunk by the Python _regularize, slower than the cold start the crash was to save
+    if int(np.count_nonzero((out > lo) & (out < hi))) > F.shape[1] + E.shape[0]:
+        return None
+    return out
 
 
 _STATUS = {0: "optimal", 1: "unbounded", 2: "iteration_limit", 3: "singular"}

@@ -26,11 +26,13 @@ import warnings
 
 import numpy as np
 
-__all__ = ["compiled", "OPTIMAL", "UNBOUNDED", "ITERATION_LIMIT", "SINGULAR", "NEEDS_REGULARIZE"]
+__all__ = ["compiled", "compiled_crash", "crash", "OPTIMAL", "UNBOUNDED", "ITERATION_LIMIT", "SINGULAR",
+           "NEEDS_REGULARIZE"]
 
 OPTIMAL, UNBOUNDED, ITERATION_LIMIT, SINGULAR, NEEDS_REGULARIZE = 0, 1, 2, 3, 4
 
 _BUILT: list = []  # [the compiled _active_set] or [None] without numba
+_CRASH: list = [None]  # the compiled crash (compiled_crash), dropped with _BUILT by disable
 _LOCK = threading.Lock()
 
 
@@ -74,6 +76,25 @@ def _compile(numba):
     return None  # unreachable: the second pass returns or raises
 
 
+def compiled_crash():
+    """The compiled :func:`crash`, or ``None`` when the compiled loop is not in use (see
+    :func:`compiled`); compiled (or loaded from numba's cache) on the first call."""
+    if compiled() is None:
+        return None
+    with _LOCK:
+        if _CRASH[0] is None:
+            import numba
+
+            for cache in (True, False):
+                try:
+                    _CRASH[0] = numba.njit(cache=cache, nogil=True)(crash)
+                    break
+                except RuntimeError:  # no writable cache folder: without a cache
+                    if not cache:
+                        raise
+    return _CRASH[0]
+
+
 def is_compile_error(exc: BaseException) -> bool:
     """Whether ``exc`` is numba's (a typing or lowering error of the first call's compilation)."""
     return type(exc).__module__.startswith("numba")
@@ -84,6 +105,7 @@ def disable(exc: BaseException) -> None:
     with _LOCK:
         if _BUILT and _BUILT[0] is not None:
             _BUILT[:] = []
+            _CRASH[0] = None
             _unusable(exc)
 
 
@@ -404,3 +426,116 @@ def _active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0
                 N = np.flatnonzero(free)
                 version += 1
     return ITERATION_LIMIT, max_iter, nu
+
+
+def crash(F, H, use_h, f, a, pairs, lo, hi, lam, max_steps, rel_tol):
+    """A crash start for the active-set method: dual coordinate descent on
+    ``min 1/2 ||F' lam||^2 + f' lam`` over the box ``lo <= lam <= hi`` from the feasible ``lam``
+    (updated in place), and, with ``pairs``, the one equality ``a' lam = const`` kept (every
+    ``a_i`` non-zero): each step moves the pair of most violating variables (the maximal violating
+    pair of SMO, in the coordinates ``u_i = a_i lam_i`` whose sum is fixed) along
+    ``e_i / a_i - e_j / a_j``; without ``pairs``, one variable, the one whose projected gradient is
+    largest. The step is the exact minimiser along that direction, clipped to the box (a variable
+    that reaches its bound is set to it exactly). At most ``max_steps`` steps; stops early once the
+    largest violation is at most ``rel_tol`` times the gradient's size. With ``use_h``, ``H`` is
+    ``F F'`` and a step updates the gradient from two of its columns (``O(m)``), else from ``F``
+    (``O(m q)``). Returns the steps taken,
+    or ``-1`` when a direction of no curvature is unbounded in the box (the caller starts cold).
+
+    The answer is only a starting point: the active-set method takes its free set and ends at
+    the exact optimum (:func:`fsframe.backends.box_qp.solve_box_qp`, ``crash=``)."""
+    m, q = F.shape
+    w = np.zeros(q)  # F' lam
+    for i in range(m):
+        li = lam[i]
+        if li != 0.0:
+            for c in range(q):
+                w[c] += F[i, c] * li
+    g = f.copy()  # the gradient F w + f
+    for i in range(m):
+        s = 0.0
+        for c in range(q):
+            s += F[i, c] * w[c]
+        g[i] += s
+    size = 1e-300
+    for i in range(m):
+        size = max(size, abs(f[i]))
+    v = np.zeros(q)
+    for step in range(max_steps):
+        # the most violating pair (or variable)
+        i_up, j_dn = -1, -1
+        g_up, g_dn = np.inf, -np.inf
+        for k in range(m):
+            ak = a[k] if pairs else 1.0
+            gk = g[k] / ak
+            up = lam[k] < hi[k] if ak > 0 else lam[k] > lo[k]  # u_k can grow
+            dn = lam[k] > lo[k] if ak > 0 else lam[k] < hi[k]  # u_k can shrink
+            if up and gk < g_up:
+                g_up, i_up = gk, k
+            if dn and gk > g_dn:
+                g_dn, j_dn = gk, k
+        if pairs:
+            if i_up < 0 or j_dn < 0 or g_dn - g_up <= rel_tol * size:
+                return step
+            ai, aj = a[i_up], a[j_dn]
+            for c in range(q):
+                v[c] = F[i_up, c] / ai - F[j_dn, c] / aj
+            slope = g_up - g_dn  # g' d along d = e_i / a_i - e_j / a_j: negative
+            # how far u_i may grow and u_j shrink
+            smax_i = (hi[i_up] - lam[i_up]) * ai if ai > 0 else (lo[i_up] - lam[i_up]) * ai
+            smax_j = (lam[j_dn] - lo[j_dn]) * aj if aj > 0 else (lam[j_dn] - hi[j_dn]) * aj
+        else:
+            # one variable: the larger violation of "lower its gradient" and "raise it"
+            vi = -g_up if i_up >= 0 else 0.0
+            vj = g_dn if j_dn >= 0 else 0.0
+            if max(vi, vj) <= rel_tol * size:
+                return step
+            if vi >= vj:
+                ai, aj = 1.0, 0.0
+                slope = g_up
+                smax_i = hi[i_up] - lam[i_up]
+                smax_j = np.inf
+                for c in range(q):
+                    v[c] = F[i_up, c]
+            else:
+                ai, aj = 0.0, 1.0
+                slope = -g_dn
+                smax_i = np.inf
+                smax_j = lam[j_dn] - lo[j_dn]
+                for c in range(q):
+                    v[c] = -F[j_dn, c]
+        kappa = 0.0
+        for c in range(q):
+            kappa += v[c] * v[c]
+        s = -slope / kappa if kappa > 0.0 else np.inf
+        hit_i = smax_i <= s
+        if hit_i:
+            s = smax_i
+        hit_j = smax_j <= s
+        if hit_j:
+            s = smax_j
+            hit_i = smax_i <= s
+        if not np.isfinite(s):
+            return -1
+        if s <= 0.0:
+            return step
+        if ai != 0.0:
+            lam[i_up] += s / ai
+            if hit_i:
+                lam[i_up] = hi[i_up] if ai > 0 else lo[i_up]
+        if aj != 0.0:
+            lam[j_dn] -= s / aj
+            if hit_j:
+                lam[j_dn] = lo[j_dn] if aj > 0 else hi[j_dn]
+        if use_h:
+            ci = s / ai if ai != 0.0 else 0.0
+            cj = -s / aj if aj != 0.0 else 0.0
+            for k in range(m):
+                g[k] += (H[k, i_up] * ci if ci != 0.0 else 0.0) + (H[k, j_dn] * cj if cj != 0.0 else 0.0)
+        else:
+            for k in range(m):
+                t = 0.0
+                for c in range(q):
+                    t += F[k, c] * v[c]
+                g[k] += s * t
+    return max_steps

@@ -1,0 +1,188 @@
+"""The crash start of the dense EM dual (:func:`fsframe.backends.box_qp.solve_box_qp`'s ``crash``;
+docs/backends.md, "Crash start"): sweeps of dual coordinate descent (SMO's maximal violating pair
+under the intercept's equality) before the active-set method on a cold dual.
+
+* The crash itself descends: from a feasible start each step keeps the box and the equality and
+  does not raise the dual objective, and enough sweeps come within 1e-3 of the optimum that
+  CVXPY finds (a wrong sign in the gradient's update fails both).
+* Polished by the active-set method, the answer is the cold start's: the same primal point
+  ``F' lam`` (unique: the weighted L2 part is strictly convex) on seeded duals with and without the
+  equality, and against CVXPY on one.
+* A crash that leaves more free multipliers than the Hessian can hold is not taken.
+* In ``em-l0`` fits: the same selections, EM iterations and models (1e-8) as without the crash on
+  seeded instances and on Sonar's training parts (paper 002's protocol; skipped without the
+  shared data), and the crash is taken there (fewer pivots on the cold dual).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pytest
+
+import fsframe
+from fsframe.backends import box_qp, box_qp_jit, diag_qp
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
+                                reason="numba (the fast extra) is not installed")
+
+
+def _dual(seed, m=80, q=12, C=1.0, equality=True):
+    """A weighted L2-SVM dual: ``F = diag(y) X D^{-1/2}``, ``f = -1``, ``0 <= lam <= C``,
+    ``y' lam = 0`` (with ``equality``)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, q))
+    y = np.where(X[:, 0] + 0.8 * rng.normal(size=m) > 0, 1.0, -1.0)
+    d = rng.uniform(0.2, 5.0, size=q)
+    F = y[:, None] * X / np.sqrt(d)
+    E = y[None, :] if equality else np.zeros((0, m))
+    e = np.zeros(E.shape[0])
+    return F, -np.ones(m), E, e, np.zeros(m), np.full(m, C)
+
+
+def _objective(F, f, lam):
+    w = F.T @ lam
+    return 0.5 * float(w @ w) + float(f @ lam)
+
+
+def _run_crash(F, f, E, lo, hi, lam, steps):
+    run = box_qp_jit.compiled_crash()
+    assert run is not None
+    pairs = E.shape[0] == 1
+    a = np.ascontiguousarray(E[0] if pairs else np.ones(F.shape[0]))
+    out = lam.copy()
+    F = np.ascontiguousarray(F)
+    taken = run(F, F @ F.T, True, f, a, pairs, lo, hi, out, steps, 0.0)
+    return out, taken
+
+
+def _cvxpy_dual(F, f, E, e, lo, hi):
+    import cvxpy as cp
+    lam = cp.Variable(F.shape[0])
+    cons = [lam >= lo, lam <= hi] + ([E @ lam == e] if E.shape[0] else [])
+    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(F.T @ lam) + f @ lam), cons)
+    prob.solve(solver="CLARABEL")
+    return prob.value, np.asarray(lam.value)
+
+
+@pytest.mark.parametrize("equality", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+def test_crash_steps_stay_feasible_and_descend(seed, equality):
+    F, f, E, e, lo, hi = _dual(seed, equality=equality)
+    box_qp_jit.compiled()
+    lam0 = np.zeros(F.shape[0])
+    prev = _objective(F, f, lam0)
+    for steps in (1, 2, 5, 10, 40, 160):
+        lam, taken = _run_crash(F, f, E, lo, hi, lam0, steps)
+        assert taken == steps
+        assert np.all(lam >= lo) and np.all(lam <= hi)
+        if equality:
+            assert abs(float(E[0] @ lam)) <= 1e-12
+        obj = _objective(F, f, lam)
+        assert obj <= prev + 1e-12
+        prev = obj
+    opt, _ = _cvxpy_dual(F, f, E, e, lo, hi)
+    lam, _ = _run_crash(F, f, E, lo, hi, lam0, 200 * F.shape[0])
+    assert _objective(F, f, lam) == pytest.approx(opt, rel=1e-3)
+
+
+@pytest.mark.parametrize("seed, equality", [(0, True), (1, True), (3, True), (0, False)])
+def test_polished_crash_equals_the_cold_start(seed, equality):
+    F, f, E, e, lo, hi = _dual(10 + seed, m=120, q=60, C=(0.5, 1.0, 4.0, 20.0)[seed], equality=equality)
+    cold = box_qp.solve_box_qp(F, f, E, e, lo, hi, compiled=True)
+    warm = box_qp.solve_box_qp(F, f, E, e, lo, hi, compiled=True, crash=8)
+    assert cold.status == warm.status == "optimal"
+    assert warm.iterations < cold.iterations  # the crash was taken
+    np.testing.assert_allclose(F.T @ warm.lam, F.T @ cold.lam, atol=1e-10)
+    assert _objective(F, f, warm.lam) == pytest.approx(_objective(F, f, cold.lam), rel=1e-12, abs=1e-12)
+    if seed == 0:
+        opt, lam = _cvxpy_dual(F, f, E, e, lo, hi)
+        assert _objective(F, f, warm.lam) == pytest.approx(opt, rel=1e-6)
+        np.testing.assert_allclose(F.T @ warm.lam, F.T @ lam, atol=1e-4)
+
+
+def test_a_crash_whose_free_set_the_hessian_cannot_hold_is_not_taken():
+    """One sweep leaves more free multipliers than ``rank(F F') + 1``: the cold start instead (its
+    pivots, bitwise its answer), not a warm start the Python method would first have to shrink."""
+    F, f, E, e, lo, hi = _dual(3, m=120, q=4, C=50.0)
+    cold = box_qp.solve_box_qp(F, f, E, e, lo, hi, compiled=True)
+    lam, _ = _run_crash(F, f, E, lo, hi, np.zeros(120), 120)
+    assert np.count_nonzero((lam > lo) & (lam < hi)) > 4 + 1
+    one = box_qp.solve_box_qp(F, f, E, e, lo, hi, compiled=True, crash=1)
+    assert one.iterations == cold.iterations and np.array_equal(one.lam, cold.lam)
+
+
+def _fit(X, y, r, monkeypatch, sweeps):
+    monkeypatch.setattr(diag_qp, "CRASH_SWEEPS", sweeps)
+    pivots = []
+    inner = diag_qp.solve_box_qp
+    monkeypatch.setattr(diag_qp, "solve_box_qp", lambda *a, **k: (lambda res: pivots.append(res.iterations)
+                                                                   or res)(inner(*a, **k)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, method="em-l0", n_features=r)
+    monkeypatch.setattr(diag_qp, "solve_box_qp", inner)
+    return res, pivots
+
+
+def _same_fits(X, y, r, monkeypatch):
+    monkeypatch.delenv("FSFRAME_NO_JIT", raising=False)
+    plain, p0 = _fit(X, y, r, monkeypatch, 0)
+    crashed, p1 = _fit(X, y, r, monkeypatch, 8)
+    assert list(crashed.selected) == list(plain.selected)
+    assert crashed.n_iter == plain.n_iter
+    np.testing.assert_allclose(np.asarray(crashed.coef), np.asarray(plain.coef), atol=1e-8)
+    np.testing.assert_allclose(crashed.intercept, plain.intercept, atol=1e-8)
+    assert crashed.objective == pytest.approx(plain.objective, rel=1e-9, abs=1e-12)
+    return p0, p1
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_em_fits_with_the_crash_equal_those_without(seed, monkeypatch):
+    rng = np.random.default_rng(700 + seed)
+    m = int(rng.integers(60, 120))
+    n = int(rng.integers(m // 3, m // 2))  # at least CRASH_MIN_RATIO features per sample: the crash applies
+    X = rng.normal(size=(m, n))
+    beta = np.zeros(n)
+    beta[: 2 + seed] = rng.normal(size=2 + seed)
+    y = np.where(X @ beta + 0.7 * rng.normal(size=m) > 0, 1, -1)
+    p0, p1 = _same_fits(X, y, (3, 5, 10)[seed % 3], monkeypatch)
+    assert p1[0] <= p0[0]  # taken (fewer pivots) or left (a free set too large: the cold start's)
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("split", range(3))
+@pytest.mark.parametrize("r", [5, 10])
+def test_sonar_fits_with_the_crash_equal_those_without(split, r, shared_file, monkeypatch):
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    ds = fsframe.load_dataset(shared_file("sonar.csv"))
+    X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y)
+    Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.2, random_state=split, stratify=y)
+    p0, p1 = _same_fits(StandardScaler().fit(Xtr).transform(Xtr), ytr, r, monkeypatch)
+    assert p1[0] < p0[0] / 2  # the cold L2 start: the crash taken (~165 pivots -> 1-30)
+
+
+@pytest.mark.parametrize("rule", ["rows", "ratio"])
+def test_the_dense_form_crashes_only_where_it_was_measured_to_pay(rule, monkeypatch):
+    """The dense form passes ``crash`` on a cold dual only with at least ``CRASH_MIN_RATIO``
+    features alive per sample and at most ``CRASH_MAX_ROWS`` samples; the warm duals never."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(80, 40))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=80) > 0, 1, -1)
+    asked = []
+    inner = diag_qp.solve_box_qp
+    monkeypatch.setattr(diag_qp, "solve_box_qp", lambda *a, **k: asked.append(k.get("crash", 0)) or inner(*a, **k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fsframe.fit(X, y, method="em-l0", n_features=5)
+    assert asked[0] == diag_qp.CRASH_SWEEPS and not any(asked[1:])  # 40 features per 80 samples
+    asked.clear()
+    monkeypatch.setattr(diag_qp, *(("CRASH_MAX_ROWS", 79) if rule == "rows" else ("CRASH_MIN_RATIO", 0.51)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fsframe.fit(X, y, method="em-l0", n_features=5)
+    assert not any(asked)
