@@ -285,6 +285,38 @@ def test_a_cut_taken_after_the_re_solve(monkeypatch):
     check_fit_result(r, X, y)
 
 
+def test_an_inexact_re_solve_within_tol_does_not_settle_the_cut(monkeypatch):
+    """As :func:`test_a_cut_taken_after_the_re_solve`, but the re-solve's duals are perturbed too:
+    its objective is the clean optimum (within ``tol``), its certificate fails (OPTIMAL_INACCURATE).
+    As on the compiled path's working sets, only a certified OPTIMAL re-solve settles the cut: the
+    fit keeps the uncut solution and says so (it took the uncertified re-solve before)."""
+    X, y = instance()
+    real = hinge_generation.solve_l1_hinge
+    calls = []
+
+    def planted(*args, **kw):
+        res = real(*args, **kw)
+        calls.append(res)
+        w = res.coef.copy()
+        if len(calls) == 1:
+            w[int(np.flatnonzero(w == 0)[0])] = 1e-12 * np.abs(w).max()
+        return attrs.evolve(res, coef=w, duals=res.duals * 0.5)
+
+    monkeypatch.setattr(hinge_generation, "solve_l1_hinge", planted)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    monkeypatch.undo()
+    clean = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    assert len(calls) == 2 and r.info["zero_tol_cut_resolved"]
+    assert r.objective == pytest.approx(clean.objective, rel=1e-9)  # the re-solve was within tol
+    assert r.info["zero_tol_cut_verified"] is False
+    assert r.info["zero_tol_cut_rise"] == pytest.approx(0.0, abs=1e-8)
+    said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(said) == 1 and "returning the uncut solution" in said[0]
+    assert r.certificate["status"] == "optimal_inaccurate"
+
+
 @pytest.mark.parametrize("options", [{"append_restart": "cold"}, {"qp_form": "auto"}])
 def test_fsframes_own_backend_options_stay_out_of_highs(options):
     """``qp_form`` and ``append_restart`` steer fsframe's HiGHS backend; the path from X drops
