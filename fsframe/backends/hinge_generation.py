@@ -54,11 +54,6 @@ tolerance, 1e-7, would otherwise leave ``pi`` outside ``[0, C]`` by more than ``
 times ``C``."""
 
 _SOLVERS = ("simplex", "ipm", "pdlp")
-PRICE_STRATEGY = 2
-"""HiGHS's ``simplex_price_strategy`` for the restricted LPs unless ``highs_options`` sets it:
-row-wise PRICE, switching to hyper-sparse PRICE when the row is sparse (HiGHS's default, 3, also
-switches to column-wise PRICE when the row is dense). Same pivots; 15-20 % less CPU per simplex
-iteration on these dense LPs (docs/performance.md)."""
 
 
 @attrs.frozen
@@ -209,7 +204,6 @@ class _LiveLP:
         self.scale = 1.0 / C if C < COST_SCALE_BELOW else 1.0
         self.h = _new_highs(False)  # no banner on standard output (a command's JSON may go there)
         self.h.setOptionValue("solver", solver)
-        self.h.setOptionValue("simplex_price_strategy", PRICE_STRATEGY)
         for key, val in (options or {}).items():
             if self.h.setOptionValue(key, val) == highspy.HighsStatus.kError:
                 raise InvalidOptionError(f"solve_l1_hinge: HiGHS refused the option {key}={val!r}")

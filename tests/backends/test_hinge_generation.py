@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from fsframe.backends.hinge_generation import PRICE_STRATEGY, hinge_certificate, solve_l1_hinge
+from fsframe.backends.hinge_generation import hinge_certificate, solve_l1_hinge
 from fsframe.errors import DataError, InvalidOptionError, SolverWarning
 
 
@@ -258,27 +258,3 @@ def test_cold_rounds_reach_the_same_optimum():
     for res in (warm, cold):
         assert res.objective == pytest.approx(f, rel=1e-9) and res.certificate["status"] == "optimal"
 
-
-@pytest.mark.parametrize("options, strategy", [(None, PRICE_STRATEGY), ({"simplex_price_strategy": 3}, 3)])
-def test_row_wise_price_unless_the_caller_chooses(monkeypatch, options, strategy):
-    """The restricted LPs are priced row-wise (``PRICE_STRATEGY``) unless ``highs_options`` says
-    otherwise; either way the same pivots and the full LP's optimum."""
-    from fsframe.backends import hinge_generation
-
-    made = []
-    real = hinge_generation._new_highs
-
-    def spy(*args, **kw):
-        made.append(real(*args, **kw))
-        return made[-1]
-
-    monkeypatch.setattr(hinge_generation, "_new_highs", spy)
-    X, y = _data(14, 80, 400)
-    res = solve_l1_hinge(X, y, 1.0, initial=5, batch=10, highs_options=options)
-    assert [h.getOptionValue("simplex_price_strategy")[1] for h in made] == [strategy]
-    f, _ = _full_lp(X, y, 1.0, np.ones(400))
-    assert res.objective == pytest.approx(f, rel=1e-9) and res.certificate["status"] == "optimal"
-    monkeypatch.undo()
-    other = solve_l1_hinge(X, y, 1.0, initial=5, batch=10,
-                           highs_options={"simplex_price_strategy": 3 if options is None else PRICE_STRATEGY})
-    assert [r["simplex_iterations"] for r in other.rounds] == [r["simplex_iterations"] for r in res.rounds]
