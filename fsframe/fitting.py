@@ -322,9 +322,9 @@ def _settle_cut(res: Resolved, sol, coef, t, support, lin, info: dict):
     then the cut point is taken when ``sol.recertify`` certifies it; else the subproblem is solved
     again with the cut groups fixed at zero (``sol.restricted``) and taken when it is certified
     OPTIMAL and its objective rises by at most ``tol`` (relative, and 1e-9 absolute; an inexact
-    re-solve within tol is refused, as on the compiled path's working sets). Returns ``(coef, intercept, support,
-    objective, certificate, status)`` of the point taken, or ``None`` for the solution as it is
-    (with a ConvergenceWarning when a cut was refused)."""
+    re-solve within tol is refused, as on the compiled path's working sets). Returns ``(coef,
+    intercept, support, objective, certificate, status)`` of the point taken, or ``None`` for the
+    solution as it is (with a ConvergenceWarning when a cut was refused)."""
     tol = float(getattr(res.loop, "tol", 1e-5))
     base = sol.objective
     dropped = int(np.count_nonzero((t > 0) & ~support))
