@@ -17,6 +17,7 @@ Usage::
 
     python benchmarks/bench_hinge_generation.py --sizes 500x5000,1000x10000 [--solvers simplex,ipm]
                                                 [--row-drop 0.5,none] [--col-drop none,0.5]
+                                                [--highs '{};{"simplex_price_strategy": 3}']
                                                 [--reference 1000x10000] [--fit from_data,compiled]
 
 Run it under ``nice -n 10`` on a shared machine. Writes ``benchmarks/results/hinge_generation.json``
@@ -44,7 +45,8 @@ from bench_scale import make_data  # noqa: E402
 OUT = HERE / "results" / "hinge_generation.json"
 
 
-def child_gen(m: int, n: int, solver: str, row_drop: float | None, col_drop: float | None) -> dict:
+def child_gen(m: int, n: int, solver: str, row_drop: float | None, col_drop: float | None,
+              highs: dict | None = None) -> dict:
     from fsframe.backends.hinge_generation import solve_l1_hinge
 
     X, y = make_data(m, n)
@@ -56,7 +58,8 @@ def child_gen(m: int, n: int, solver: str, row_drop: float | None, col_drop: flo
         print(json.dumps({"cpu_s": time.process_time() - c1, "peak_beyond_data_mb": _peak_mb() - base, **info}),
               file=sys.stderr, flush=True)
 
-    r = solve_l1_hinge(X, y, 1.0, solver=solver, row_drop=row_drop, col_drop=col_drop, on_round=progress)
+    r = solve_l1_hinge(X, y, 1.0, solver=solver, row_drop=row_drop, col_drop=col_drop, on_round=progress,
+                       highs_options=highs or None)
     cert = r.certificate
     w = r.coef
     return {"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - w0,
@@ -108,6 +111,11 @@ def _child(args: list[str]) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _lp(r: dict) -> str:
+    """The restricted LP's solver and the HiGHS options of the case."""
+    return r["solver"] + "".join(f", {k}={v}" for k, v in sorted(r.get("highs", {}).items()))
+
+
 def markdown(res: dict) -> str:
     refs = {(r["m"], r["n"]): r for r in res["references"] if "error" not in r}
     lines = ["| m × n | restricted LP | row_drop / col_drop | CPU | LP / pricing CPU | peak beyond data | objective "
@@ -115,7 +123,7 @@ def markdown(res: dict) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
         if "error" in r:
-            lines.append(f"| {r['m']} × {r['n']} | {r['solver']} | {r['row_drop']} / {r.get('col_drop')} "
+            lines.append(f"| {r['m']} × {r['n']} | {_lp(r)} | {r['row_drop']} / {r.get('col_drop')} "
                          f"| error: {r['error']} |" + " |" * 8)
             continue
         ref = refs.get((r["m"], r["n"]))
@@ -123,7 +131,7 @@ def markdown(res: dict) -> str:
         rcpu = f"{ref['cpu_s']:.1f} s ({ref['solver']})" if ref else "–"
         lp = sum(d["lp_seconds"] for d in r["rounds"])
         pr = sum(d["pricing_seconds"] for d in r["rounds"])
-        lines.append(f"| {r['m']} × {r['n']} | {r['solver']} | {r['row_drop']} / {r.get('col_drop')} | {r['cpu_s']:.1f} s | {lp:.1f} / {pr:.1f} s "
+        lines.append(f"| {r['m']} × {r['n']} | {_lp(r)} | {r['row_drop']} / {r.get('col_drop')} | {r['cpu_s']:.1f} s | {lp:.1f} / {pr:.1f} s "
                      f"| {r['peak_beyond_data_mb']:.0f} MB | {r['objective']:.10f} | {rel} | {rcpu} | {r['support']} "
                      f"| {r['features']} × {r['samples']} / {len(r['rounds'])} | {r['certificate']['gap']:.1e} |")
     fits = res.get("fits", [])
@@ -147,6 +155,7 @@ def main(argv=None) -> None:
     p.add_argument("--solvers", default="simplex")
     p.add_argument("--row-drop", default="0.5")
     p.add_argument("--col-drop", default="none")
+    p.add_argument("--highs", default="{}", help="';'-separated JSON dicts of HiGHS options, one case each")
     p.add_argument("--reference", default="")
     p.add_argument("--ref-solver", default="ipm")
     p.add_argument("--fit", default="", help="comma-separated fit paths to run at --sizes: from_data, compiled")
@@ -154,7 +163,8 @@ def main(argv=None) -> None:
     if a.child:
         kind, m, n, *rest = a.child
         if kind == "gen":
-            out = child_gen(int(m), int(n), rest[0], *(None if v == "none" else float(v) for v in rest[1:3]))
+            out = child_gen(int(m), int(n), rest[0], *(None if v == "none" else float(v) for v in rest[1:3]),
+                            json.loads(rest[3]) if len(rest) > 3 else None)
         elif kind == "fit":
             out = child_fit(int(m), int(n), rest[0])
         else:
@@ -179,14 +189,17 @@ def main(argv=None) -> None:
         if a.fit:
             continue
         for solver in a.solvers.split(","):
-            for rd, cd in ((rd, cd) for rd in a.row_drop.split(",") for cd in a.col_drop.split(",")):
-                r = {"m": m, "n": n, "solver": solver, "row_drop": rd, "col_drop": cd, **stamp,
-                     **_child(["gen", str(m), str(n), solver, rd, cd])}
-                key = (m, n, solver, rd, cd)
+            for rd, cd, hi in ((rd, cd, hi) for rd in a.row_drop.split(",") for cd in a.col_drop.split(",")
+                               for hi in a.highs.split(";")):
+                highs = json.loads(hi)
+                r = {"m": m, "n": n, "solver": solver, "row_drop": rd, "col_drop": cd, "highs": highs, **stamp,
+                     **_child(["gen", str(m), str(n), solver, rd, cd, json.dumps(highs)])}
+                key = (m, n, solver, rd, cd, json.dumps(highs, sort_keys=True))
                 print(json.dumps(r), file=sys.stderr, flush=True)
                 res = load()
                 res["runs"] = [x for x in res["runs"]
-                               if (x["m"], x["n"], x["solver"], x["row_drop"], x.get("col_drop")) != key]
+                               if (x["m"], x["n"], x["solver"], x["row_drop"], x.get("col_drop"),
+                                   json.dumps(x.get("highs", {}), sort_keys=True)) != key]
                 res["runs"].append(r)
                 OUT.write_text(json.dumps(res, indent=1))
     for size in filter(None, a.reference.split(",")):

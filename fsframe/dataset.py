@@ -267,8 +267,10 @@ def _check_classes(ya: NDArray, name: str) -> None:
 
 def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = False,
              classes: bool = True) -> tuple[NDArray, NDArray]:
-    """Validate and copy ``X`` (float64, 2-D, finite) and ``y`` (1-D, same length, >= 2 classes,
-    >= 2 samples per class). Returns fresh copies; the inputs are never modified. With ``warn``,
+    """Validate ``X`` (float64, 2-D, finite) and ``y`` (1-D, same length, >= 2 classes, >= 2
+    samples per class). Returns a copy of ``y`` and of ``X``, except that a C-contiguous float64
+    ``ndarray`` ``X`` comes back as a read-only view of itself (no copy of a large data set;
+    nothing in fsframe can write into it); the inputs are never modified. With ``warn``,
     legal but awkward data (constant, duplicate or identifier-like features, classes under 5
     samples) raises a :class:`~fsframe.errors.DataWarning`. ``classes=False`` skips the class
     counts (held-out data to score a model on: one class, or a class of one sample, is fine).
@@ -340,7 +342,8 @@ def target_warning_once(*, given: bool = False) -> Iterator[None]:
 
 def check_regression_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = False) -> tuple[NDArray, NDArray]:
     """:func:`check_Xy` for a regression target: ``y`` real (float64), finite and not constant
-    (booleans, strings and other labels are refused). Returns fresh copies; with ``warn``, the
+    (booleans, strings and other labels are refused). Returns copies (``X`` as :func:`check_Xy`
+    does: a read-only view when it is C-contiguous float64); with ``warn``, the
     awkward features are reported as for classification.
 
     Raises

@@ -320,18 +320,19 @@ def _settle_cut(res: Resolved, sol, coef, t, support, lin, info: dict):
     compiled loop's rule (``Loop._settle``): when the whole penalty is within the loop's ``tol``
     of the objective, the empty support is proposed first (``sol.restricted`` with nothing kept);
     then the cut point is taken when ``sol.recertify`` certifies it; else the subproblem is solved
-    again with the cut groups fixed at zero (``sol.restricted``) and taken when its objective rises
-    by at most ``tol`` (relative, and 1e-9 absolute). Returns ``(coef, intercept, support,
-    objective, certificate, status)`` of the point taken, or ``None`` for the solution as it is
-    (with a ConvergenceWarning when a cut was refused)."""
+    again with the cut groups fixed at zero (``sol.restricted``) and taken when it is certified
+    OPTIMAL and its objective rises by at most ``tol`` (relative, and 1e-9 absolute; an inexact
+    re-solve within tol is refused, as on the compiled path's working sets). Returns ``(coef,
+    intercept, support, objective, certificate, status)`` of the point taken, or ``None`` for the
+    solution as it is (with a ConvergenceWarning when a cut was refused)."""
     tol = float(getattr(res.loop, "tol", 1e-5))
     base = sol.objective
     dropped = int(np.count_nonzero((t > 0) & ~support))
     if dropped:
         info["zero_tol_cut"] = dropped
 
-    def within(new) -> bool:
-        return new.objective is not None and base is not None \
+    def within(new) -> bool:  # only a certified OPTIMAL re-solve settles the cut (as on a working set)
+        return new.status is Status.OPTIMAL and new.objective is not None and base is not None \
             and new.objective - base <= tol * abs(base) + 1e-9 * (1.0 + abs(base))
 
     def taken(new, keep):

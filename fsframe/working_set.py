@@ -42,7 +42,7 @@ import time
 import attrs
 import numpy as np
 import scipy.sparse as sp
-from attrs.validators import ge, in_, instance_of, optional
+from attrs.validators import ge, instance_of, optional
 from numpy.typing import NDArray
 
 from .backends.base import SolveResult
@@ -133,7 +133,7 @@ class WorkingSetOptions:
         :class:`~fsframe.errors.UnsupportedProblemError` naming why when it cannot); False never.
     """
 
-    mode: object = attrs.field(default="auto", converter=_mode, validator=_typed(in_(("auto", True, False))))
+    mode: object = attrs.field(default="auto", converter=_mode, validator=_typed(_bool_or_auto))
     initial: int | None = attrs.field(default=None, converter=as_int, validator=_typed(optional(positive_int)))
     batch: int | None = attrs.field(default=None, converter=as_int, validator=_typed(optional(positive_int)))
     tol: float = attrs.field(default=1e-9, converter=to_float, validator=_typed(instance_of(float), ge(0), finite))

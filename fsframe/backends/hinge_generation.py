@@ -66,7 +66,8 @@ class HingeLPResult:
     and samples pricing added after it, those among them that had been dropped before
     (``returned_features``, ``returned_samples``), the features and samples dropped, LP, pricing
     and LP-update (drops and appends, ``update_seconds``; absent in the last round) CPU seconds,
-    HiGHS iterations)."""
+    HiGHS iterations, ``cold`` (the basis dropped by ``cold_fraction``) and ``warm`` (HiGHS held a
+    valid basis when the solve started: every round after the first unless ``cold``))."""
 
     coef: np.ndarray
     intercept: float
@@ -400,6 +401,7 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         t0 = time.process_time()
         if cold:
             lp.h.clearSolver()  # the model stays; its basis goes, presolve runs again
+        warm = bool(lp.h.getBasis().valid)  # HiGHS keeps it across addCols/addRows/deleteRows/deleteCols
         w, b, xi, pi, it_s, it_i = lp.solve()
         t1 = time.process_time()
         # rows: margins of every sample (one product X w)
@@ -421,7 +423,7 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
                 "pricing_seconds": t2 - t1, "simplex_iterations": it_s, "ipm_iterations": it_i,
                 "added_features": 0, "added_samples": int(add_rows.size),
                 "returned_samples": int(dropped_once[add_rows].sum()), "dropped_samples": 0,
-                "returned_features": 0, "dropped_features": 0, "cold": cold}
+                "returned_features": 0, "dropped_features": 0, "cold": cold, "warm": warm}
         if viol.size == 0 and add_rows.size == 0:
             rounds.append(info)
             if on_round is not None:

@@ -250,6 +250,11 @@ def test_cold_rounds_reach_the_same_optimum():
     warm = solve_l1_hinge(X, y, 1.0, initial=5, batch=10)
     cold = solve_l1_hinge(X, y, 1.0, initial=5, batch=10, cold_fraction=1e-9)
     assert not any(r["cold"] for r in warm.rounds)
+    # HiGHS keeps its basis across the drops and appends: every round after the first starts warm
+    assert [r["warm"] for r in warm.rounds] == [False] + [True] * (len(warm.rounds) - 1)
+    assert any(r["dropped_features"] or r["dropped_samples"] for r in warm.rounds)
+    assert [r["warm"] for r in cold.rounds] == [False] * len(cold.rounds)
     assert not cold.rounds[0]["cold"] and all(r["cold"] for r in cold.rounds[1:]) and len(cold.rounds) > 2
     for res in (warm, cold):
         assert res.objective == pytest.approx(f, rel=1e-9) and res.certificate["status"] == "optimal"
+

@@ -257,24 +257,33 @@ def test_a_cut_the_duals_do_not_prove_is_settled_as_the_compiled_path_does():
     check_fit_result(direct, X, y)
 
 
-def test_a_cut_taken_after_the_re_solve(monkeypatch):
-    """A weight of 1e-12 planted on a feature at zero, with the duals perturbed so that the cut
-    point is not certified: the re-solve with the feature fixed at zero (``restricted``) has the
-    clean optimum, and is taken."""
-    X, y = instance()
+def _plant_a_tiny_weight(monkeypatch, inexact_re_solve: bool) -> list:
+    """The first solve from X gets a weight of 1e-12 on a feature at zero and duals halved (so its
+    cut point is not certified); the re-solve comes as it is, or with its duals halved too (its
+    objective the clean optimum, its certificate failed). Returns the list of solves."""
     real = hinge_generation.solve_l1_hinge
     calls = []
 
     def planted(*args, **kw):
         res = real(*args, **kw)
         calls.append(res)
-        if len(calls) > 1:  # the re-solve: as it is
-            return res
         w = res.coef.copy()
-        w[int(np.flatnonzero(w == 0)[0])] = 1e-12 * np.abs(w).max()
+        if len(calls) == 1:
+            w[int(np.flatnonzero(w == 0)[0])] = 1e-12 * np.abs(w).max()
+        elif not inexact_re_solve:
+            return res
         return attrs.evolve(res, coef=w, duals=res.duals * 0.5)
 
     monkeypatch.setattr(hinge_generation, "solve_l1_hinge", planted)
+    return calls
+
+
+def test_a_cut_taken_after_the_re_solve(monkeypatch):
+    """A weight of 1e-12 planted on a feature at zero, with the duals perturbed so that the cut
+    point is not certified: the re-solve with the feature fixed at zero (``restricted``) has the
+    clean optimum, and is taken."""
+    X, y = instance()
+    calls = _plant_a_tiny_weight(monkeypatch, inexact_re_solve=False)
     r = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
     monkeypatch.undo()
     clean = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
@@ -283,6 +292,27 @@ def test_a_cut_taken_after_the_re_solve(monkeypatch):
     np.testing.assert_array_equal(r.support, clean.support)
     assert r.objective == pytest.approx(clean.objective, rel=1e-9)
     check_fit_result(r, X, y)
+
+
+def test_an_inexact_re_solve_within_tol_does_not_settle_the_cut(monkeypatch):
+    """As :func:`test_a_cut_taken_after_the_re_solve`, but the re-solve's certificate fails too
+    (OPTIMAL_INACCURATE) while its objective is the clean optimum, within ``tol``. As on the
+    compiled path's working sets, only a certified OPTIMAL re-solve settles the cut: the fit keeps
+    the uncut solution and says so (it took the uncertified re-solve before)."""
+    X, y = instance()
+    calls = _plant_a_tiny_weight(monkeypatch, inexact_re_solve=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    monkeypatch.undo()
+    clean = fsframe.fit(X, y, "l1-svm", working_set=FORCED)
+    assert len(calls) == 2 and r.info["zero_tol_cut_resolved"]
+    assert r.objective == pytest.approx(clean.objective, rel=1e-9)  # the re-solve was within tol
+    assert r.info["zero_tol_cut_verified"] is False
+    assert r.info["zero_tol_cut_rise"] == pytest.approx(0.0, abs=1e-8)
+    said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(said) == 1 and "returning the uncut solution" in said[0]
+    assert r.certificate["status"] == "optimal_inaccurate"
 
 
 @pytest.mark.parametrize("options", [{"append_restart": "cold"}, {"qp_form": "auto"}])

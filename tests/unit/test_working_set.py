@@ -236,6 +236,17 @@ def test_working_set_option_is_checked():
         fsframe.fit(X, y, "l1-svm", working_set="yes")
 
 
+@pytest.mark.parametrize("value", [1, 0, 1.0, "yes", None, np.int64(1)])
+def test_working_set_mode_takes_auto_true_or_false_only(value):
+    """``1 in ("auto", True, False)`` holds: a membership test would let 1 and 0 through, to be
+    read neither as True nor as False by the code that compares with ``is``."""
+    with pytest.raises(InvalidOptionError, match="mode"):
+        WorkingSetOptions(mode=value)
+    assert WorkingSetOptions(mode=np.bool_(True)).mode is True
+    assert WorkingSetOptions(mode=np.bool_(False)).mode is False
+    assert WorkingSetOptions().mode == "auto"
+
+
 def test_working_set_on_conic_backends_drops_empty_rows_and_matches():
     X, y = _data(m=30, n=300, seed=4)
     for backend in ("ecos", "clarabel"):
