@@ -1,0 +1,40 @@
+"""How a fit reports the model it returns: which registered backend solved the subproblem that gave
+it (:func:`_solved_by`) and whether the certificate describes the returned coefficients or the
+point they were cut from (:func:`_returned_vs_certified`). Shared by the compiled path
+(:mod:`fsframe.fitting`) and the path that solves from ``X`` (:mod:`fsframe.from_data`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .plugins import get_registry
+
+
+def _returned_vs_certified(certificate: dict, coef, certified, objective) -> None:
+    """Say whether the returned coefficients are the certified subproblem's answer.
+
+    A loop may return its iterate cut to a support (the exactly-``r`` selection when the re-solve
+    on the selected features failed, or groups below 1e-12 of the largest norm): the certificate
+    then describes the uncut point. ``cut_distance`` is the largest coefficient change;
+    ``certifies_returned`` is False (and ``status`` says ``cut``) when that change is beyond
+    rounding (1e-9 of the largest coefficient) or the loop reported no objective."""
+    coef = np.asarray(coef, dtype=float).ravel()
+    certified = np.asarray(certified, dtype=float).ravel()
+    # another shape: not comparable, so not certified (None keeps the certificate valid JSON)
+    dist = float(np.max(np.abs(coef - certified), initial=0.0)) if coef.shape == certified.shape else None
+    ok = (objective is not None and dist is not None
+          and dist <= 1e-9 * max(1.0, float(np.max(np.abs(certified), initial=0.0))))
+    certificate["cut_distance"] = dist
+    certificate["certifies_returned"] = bool(ok)
+    if not ok:
+        certificate["certified_status"] = certificate["status"]
+        certificate["status"] = "cut"
+
+
+def _solved_by(result) -> str | None:
+    """The registered backend that solved the subproblem of the returned model (``result``, its
+    :class:`~fsframe.backends.SolveResult`); ``None`` when no backend did — a loop that computes
+    its model itself (RFS's linear systems, a BVLS step) labels its result with a name no backend
+    has. A loop may solve on another backend than the fit's (DSO-FS's ``E`` steps on Clarabel)."""
+    name = getattr(result, "backend", None)
+    return name if name and name in get_registry().names("backend") else None
