@@ -99,7 +99,9 @@ def certificate_of(it: Iterate) -> dict:
     and how the working set went (``working_set`` groups of ``n_groups``, ``rounds``, and
     ``max_violation``: the largest reduced cost over the excluded features that their bounds do
     not excuse, relative to the size of its own terms — 0 when the exclusion was exact or nothing was
-    excluded)."""
+    excluded; ``fallback``: why a working set fell back to the full problem; ``full_resolve``:
+    True when the returned model is the ``zero_tol`` cut's re-solve on the full problem, asked for
+    past the working set)."""
     res = it.result
     out = {"status": res.status.value, "backend": res.backend}
     cert = res.certificate
@@ -112,6 +114,8 @@ def certificate_of(it: Iterate) -> dict:
                    added=rep.added, max_violation=rep.max_violation)
         if rep.fallback:
             out["fallback"] = rep.fallback
+        if rep.full_resolve:  # the zero_tol cut's re-solve on the full problem (not a working set's fallback)
+            out["full_resolve"] = True
     return out
 
 
@@ -248,7 +252,7 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     t0 = time.perf_counter()
     direct = _from_data(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback)
     if direct is not None:
-        return _from_data_parts(res, direct[0], direct[1], backend, info, aux, callback, time.perf_counter() - t0)
+        return _from_data_parts(res, X, direct[0], direct[1], backend, info, aux, callback, time.perf_counter() - t0)
 
     def make() -> Subproblem:
         return Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form,

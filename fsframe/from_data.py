@@ -125,17 +125,18 @@ def _settle_cut(res: Resolved, sol, coef, t, support, lin, info: dict):
     return None
 
 
-def _from_data_parts(res: Resolved, sol, weights: dict, backend: Backend, info: dict, aux: AuxSolver, callback,
+def _from_data_parts(res: Resolved, X, sol, weights: dict, backend: Backend, info: dict, aux: AuxSolver, callback,
                      seconds: float) -> dict:
-    """:func:`_binary_fit`'s parts from a :class:`~fsframe.formulation.FromDataSolution`: the
-    loop's ``zero_tol`` cut (:func:`_settle_cut`, the compiled loop's rule), one history record,
-    the certificate with ``path = "from_data"``."""
+    """:func:`_binary_fit`'s parts from a :class:`~fsframe.formulation.FromDataSolution` solved on
+    ``X``: the loop's ``zero_tol`` cut (:func:`_settle_cut`, the compiled loop's rule, on each
+    group's contribution ``|w_j| ||X_j||``), one history record, the certificate with
+    ``path = "from_data"``."""
     from .loops.records import IterRecord
-    from .loops.selection import support_of
+    from .loops.selection import columns_scale, contribution, support_of
 
     coef = np.asarray(sol.coef, dtype=float)
     t = _group_norms(coef)
-    support = support_of(t, getattr(res.loop, "zero_tol", 1e-6))
+    support = support_of(contribution(t, columns_scale(X, t.size)), getattr(res.loop, "zero_tol", 1e-6))
     lin = np.asarray(weights["lin"], dtype=float)
     status, certified = sol.status, coef
     objective, cert, intercept = sol.objective, dict(sol.certificate), sol.intercept

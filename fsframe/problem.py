@@ -197,8 +197,7 @@ class Subproblem:
         if res is None:  # no working set, or it fell back to the full problem
             res = self._solve_full(data)
             if ws is None:
-                self.last_report = WorkingSetReport(False, self.n_groups, self.n_groups,
-                                                    fallback="asked for the full problem" if full else "")
+                self.last_report = WorkingSetReport(False, self.n_groups, self.n_groups, full_resolve=full)
         self.n_solves += 1
         t3 = time.perf_counter()
         seconds = t3 - t0

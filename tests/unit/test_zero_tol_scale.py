@@ -1,0 +1,97 @@
+"""The ``zero_tol`` cut on each group's contribution ``|w_j| ||X_j||`` (``fsframe.loops.selection``).
+
+Features measured in mixed units (column norms 1e-4 .. 1e4): a feature in small units has a large
+column and a small weight. Relative to the largest raw weight such a weight looked like noise and was
+cut (with the loop's ``tol`` loose enough, silently, the model changed); relative to the largest
+contribution it is a feature the model uses. Checked against CVXPY's optimum of the same L1-SVM, on
+the compiled path, on a working set and on the path that solves from ``X``."""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import fsframe
+from fsframe.errors import ConvergenceWarning
+from fsframe.loops.selection import column_norms, columns_scale, contribution, support_of
+from fsframe.working_set import WorkingSetOptions
+
+PATHS = {"compiled": WorkingSetOptions(mode=False, from_data=False),
+         "working set": WorkingSetOptions(mode=True, from_data=False),
+         "from_data": WorkingSetOptions(from_data=True)}
+
+
+def mixed_scales(seed: int, n: int = 60, p: int = 40):
+    """``n x p`` Gaussian features times column scales spread evenly over 1e-4 .. 1e4 (shuffled);
+    the labels follow the first ten features (in their standard units)."""
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((n, p))
+    y = np.where(Z[:, :10] @ rng.uniform(0.5, 1.5, 10) + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    return Z * 10.0 ** np.linspace(-4, 4, p)[rng.permutation(p)], y
+
+
+def cvxpy_l1_svm(X, y, lin, C):
+    """``min lin'|w| + C sum_i xi_i`` s.t. ``y_i (x_i'w + b) >= 1 - xi_i``, ``xi >= 0`` by CVXPY
+    (Clarabel, tight tolerances), ``w = u - v`` with ``u, v >= 0``. Written with ``cp.pos`` and
+    solved by CVXPY's HiGHS interface, this data came back "optimal" at ``w = 0`` (6000, not 69.3)."""
+    n, p = X.shape
+    u, v, b, xi = cp.Variable(p, nonneg=True), cp.Variable(p, nonneg=True), cp.Variable(), cp.Variable(n, nonneg=True)
+    prob = cp.Problem(cp.Minimize(lin @ (u + v) + C * cp.sum(xi)), [cp.multiply(y, X @ (u - v) + b) >= 1 - xi])
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    assert prob.status == cp.OPTIMAL
+    return np.asarray(u.value - v.value), float(prob.value)
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("seed, column, tol", [(2, 13, 1e-5), (1, 26, 1e-2)])
+def test_a_feature_in_small_units_is_kept(path, seed, column, tol):
+    """Seed 2: column 13 (norm ~1e3) has weight 1.7e-5, 1.2e-7 of the largest weight but 2.2e-3 of
+    the largest contribution. The raw rule proposed cutting it; the re-solve without it rose by 0.2
+    (3e-3 of the optimum), so the fit warned and returned the uncut point (Clarabel's: 28 groups,
+    its 1e-9 noise kept with it). Seed 1 with ``tol=1e-2``: column 26's cut rose the optimum by
+    1.7e-4 of itself, within tol, and the raw rule took it — a model without a feature CVXPY's
+    optimum uses, and no warning. On contributions neither is proposed: the support is CVXPY's,
+    the objective its optimum, on every path."""
+    X, y = mixed_scales(seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = fsframe.fit(X, y, "l1-svm", C=100.0, tol=tol, working_set=PATHS[path])
+    assert not [w for w in caught if issubclass(w.category, ConvergenceWarning)], [str(w.message) for w in caught]
+    assert r.info.get("solver_path") == ("from_data" if path == "from_data" else None)
+    lin = r.info["penalty_weights"]["lin"]
+    w_ref, f_ref = cvxpy_l1_svm(X, y, lin, 100.0)
+    assert r.objective == pytest.approx(f_ref, rel=1e-7)
+    ref_support = support_of(contribution(np.abs(w_ref), column_norms(X)), 1e-6)
+    np.testing.assert_array_equal(r.support, ref_support)
+    assert r.support[column] and r.coef[column] == pytest.approx(w_ref[column], rel=1e-4)
+    # the raw rule would cut it: its weight is below 1e-6 of the largest, its contribution is not
+    assert abs(r.coef[column]) < 1e-6 * np.max(np.abs(r.coef))
+    assert not r.info.get("zero_tol_cut")
+
+
+def test_clarabel_noise_is_still_cut_on_contributions():
+    """An interior-point answer's noise (Clarabel's 1e-9 weights on the unused features) is cut by
+    the contribution rule too, the cut verified: the same 25 groups as HiGHS's vertex."""
+    X, y = mixed_scales(2)
+    r = fsframe.fit(X, y, "l1-svm", C=100.0, backend="clarabel", working_set=PATHS["compiled"])
+    h = fsframe.fit(X, y, "l1-svm", C=100.0, backend="highs", working_set=PATHS["compiled"])
+    np.testing.assert_array_equal(r.support, h.support)
+    assert r.support.sum() == 25 and r.info["zero_tol_cut"] > 0 and r.info["zero_tol_cut_verified"] is True
+    assert r.objective == pytest.approx(h.objective, rel=1e-6)
+
+
+def test_columns_scale_only_where_the_groups_are_the_columns():
+    """The column scale is the columns' Euclidean norms when there is one group per column of X
+    (dense or sparse alike), ``None`` otherwise (no column scale: the raw norms are compared)."""
+    import scipy.sparse as sp
+
+    X = np.array([[3.0, 0.0, 1.0], [4.0, 0.0, -1.0]])
+    np.testing.assert_allclose(columns_scale(X, 3), [5.0, 0.0, np.sqrt(2.0)])
+    np.testing.assert_allclose(columns_scale(sp.csr_matrix(X), 3), [5.0, 0.0, np.sqrt(2.0)])
+    assert columns_scale(X, 2) is None and columns_scale(None, 3) is None
+    t = np.array([1.0, 2.0, 3.0])
+    assert contribution(t, None) is not None and np.array_equal(contribution(t, None), t)
+    np.testing.assert_allclose(contribution(t, columns_scale(X, 3)), [5.0, 0.0, 3 * np.sqrt(2.0)])
