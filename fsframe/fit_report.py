@@ -1,6 +1,7 @@
 """How a fit reports the model it returns: which registered backend solved the subproblem that gave
-it (:func:`_solved_by`) and whether the certificate describes the returned coefficients or the
-point they were cut from (:func:`_returned_vs_certified`). Shared by the compiled path
+it (:func:`_solved_by`), which problem its certificate is of (:func:`certified_on`) and whether
+the certificate describes the returned coefficients or the point they were cut from
+(:func:`_returned_vs_certified`). Shared by the compiled path
 (:mod:`fsframe.fitting`) and the path that solves from ``X`` (:mod:`fsframe.from_data`)."""
 
 from __future__ import annotations
@@ -38,3 +39,22 @@ def _solved_by(result) -> str | None:
     has. A loop may solve on another backend than the fit's (DSO-FS's ``E`` steps on Clarabel)."""
     name = getattr(result, "backend", None)
     return name if name and name in get_registry().names("backend") else None
+
+
+CERTIFICATE_MEASURES = ("status", "gap", "primal_residual", "dual_residual")
+
+
+def certified_on(certificate: dict, unfixed: dict | None) -> None:
+    """Say which problem ``certificate`` (a fit's, its measures those of a ``zero_tol`` cut's
+    re-solve, the cut groups fixed at zero) is of. With ``unfixed`` — the returned point certified
+    on the problem it was cut from, the cut groups free
+    (:meth:`fsframe.problem.Subproblem.certify_unfixed`) — its measures replace the top-level
+    ones (``certified_on = "unfixed problem"``) and the re-solve's own go to ``cut_problem``;
+    without (no multipliers to certify with), the top-level ones stay the cut problem's and
+    ``certified_on = "cut problem"`` says so."""
+    if unfixed is None:
+        certificate["certified_on"] = "cut problem"
+        return
+    certificate["cut_problem"] = {k: certificate[k] for k in CERTIFICATE_MEASURES if k in certificate}
+    certificate.update({k: unfixed[k] for k in CERTIFICATE_MEASURES if k in unfixed})
+    certificate["certified_on"] = "unfixed problem"

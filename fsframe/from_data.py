@@ -71,7 +71,9 @@ def _settle_cut(res: Resolved, sol, coef, t, support, lin, info: dict):
     of the objective, the empty support is proposed first (``sol.restricted`` with nothing kept);
     then the cut point is taken when ``sol.recertify`` certifies it; else the subproblem is solved
     again with the cut groups fixed at zero (``sol.restricted``) and taken when its objective rises
-    by at most ``tol`` (relative, and 1e-9 absolute). Returns ``(coef, intercept, support,
+    by at most ``tol`` (relative, and 1e-9 absolute); its certificate is then of that restricted
+    problem, and says so (``certified_on = "cut problem"``: the protocol gives no way to certify
+    the re-solve's point on the problem without the cut). Returns ``(coef, intercept, support,
     objective, certificate, status)`` of the point taken, or ``None`` for the solution as it is
     (with a ConvergenceWarning when a cut was refused)."""
     tol = float(getattr(res.loop, "tol", 1e-5))
@@ -84,11 +86,12 @@ def _settle_cut(res: Resolved, sol, coef, t, support, lin, info: dict):
         return new.objective is not None and base is not None \
             and new.objective - base <= tol * abs(base) + 1e-9 * (1.0 + abs(base))
 
-    def taken(new, keep):
+    def taken(new, keep):  # a restricted re-solve's answer: its certificate is of the cut problem
         info["zero_tol_cut_rise"] = float(new.objective - base)
         info["zero_tol_cut_verified"] = True
         new_coef = np.asarray(new.coef, dtype=float)
-        return (new_coef, new.intercept, keep, new.objective, dict(new.certificate), new.status)
+        return (new_coef, new.intercept, keep, new.objective, {**new.certificate, "certified_on": "cut problem"},
+                new.status)
 
     penalty = float(np.sum(lin * t))
     if support.any() and sol.restricted is not None and getattr(res.formulation, "sparse", True) \

@@ -61,6 +61,9 @@ class Iterate:
     weights: dict = attrs.field(factory=dict, repr=False)  # the slot weights it was solved at
     report: WorkingSetReport | None = attrs.field(default=None, repr=False)  # how it was solved (working set)
     groups: NDArray | None = attrs.field(default=None, repr=False)  # a computed iterate's groups
+    # the zero_tol cut's re-solve: the slot weights of the subproblem it was cut from (the cut
+    # groups free), on which the returned point is certified (Subproblem.certify_unfixed)
+    unfixed_weights: dict | None = attrs.field(default=None, repr=False)
 
     @classmethod
     def computed(cls, coef: NDArray, intercept, t: NDArray, *, groups: NDArray, loss: float | None,
@@ -365,6 +368,29 @@ class Subproblem:
                               solve_time=0.0, message=res.message + "; groups cut to zero, the point certified again")
         return Iterate(status, x, coef, self.compiled.evaluate(self.built.intercept, x), t, loss,
                        loss + self.penalty(coef, t, it.weights), seconds, result, it.weights, it.report)
+
+    def certify_unfixed(self, it: Iterate) -> dict | None:
+        """The certificate of ``it``'s point (a ``zero_tol`` cut's re-solve, its cut groups fixed at
+        zero) on the subproblem it was cut from, the cut groups free (``it.unfixed_weights``), with
+        ``it``'s own multipliers: ``{"status", "gap", "primal_residual", "dual_residual"}``
+        (:func:`~fsframe.backends.certificate.certify`, judged at ``cert_tol``). ``OPTIMAL`` there
+        means the cut groups' reduced costs are within what their penalty excuses: the returned
+        point is an optimum of the problem without the cut, not only of the cut one. ``None`` when
+        there is nothing to certify with (no point or multipliers, certification off, or no
+        ``unfixed_weights``)."""
+        res = it.result
+        duals = res.duals or {}
+        if (it.unfixed_weights is None or it.x is None or not self.options.certify
+                or duals.get("y") is None or duals.get("z") is None):
+            return None
+        data = self.compiled.with_weights(**it.unfixed_weights, sync=False)
+        y, z = np.asarray(duals["y"], dtype=float), np.asarray(duals["z"], dtype=float)
+        if y.shape != (data.A.shape[0],) or z.shape != (data.G.shape[0],) or it.x.shape != (data.n,):
+            return None
+        cert = certify(data, np.clip(it.x, data.lb, data.ub), y, z)
+        status, _ = judge_certificate(cert, self.options.cert_tol)
+        return {"status": status.value, "gap": float(cert.gap), "primal_residual": float(cert.primal_residual),
+                "dual_residual": float(cert.dual_residual)}
 
     # -- working sets ------------------------------------------------------------------------
     def _working_set(self) -> WorkingSet | None:
