@@ -264,7 +264,7 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     try:
         out = _run_loop(res, sub, X, y_pm, aux, n_features, callback)
         certificate = certificate_of(out.iterate) if out.iterate.result is not None else {}
-        if certificate and getattr(out.iterate, "unfixed_weights", None) is not None:  # the zero_tol cut's re-solve
+        if certificate and getattr(out.iterate, "cut_from", None) is not None:  # the zero_tol cut's re-solve
             certified_on(certificate, sub.certify_unfixed(out.iterate))
         if certificate and out.iterate.coef is not None:
             _returned_vs_certified(certificate, out.coef, out.iterate.coef, out.objective)
@@ -279,8 +279,8 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
             # the weights of the subproblem whose objective is reported: a surrogate-free loop's
             # objective (loss + this penalty) can be recomputed from the coefficients alone
             # (a zero_tol cut's re-solve: the weights it was cut from, not the inf that fixed the cut groups)
-            unfixed = getattr(out.iterate, "unfixed_weights", None)
-            info["penalty_weights"] = sub.penalty_weights(out.iterate.weights if unfixed is None else unfixed)
+            unfixed = getattr(out.iterate, "cut_from", None)
+            info["penalty_weights"] = sub.penalty_weights(out.iterate.weights if unfixed is None else unfixed.weights)
     solved_by = _solved_by(out.iterate.result)
     info.update(build_seconds=sub.build_seconds, compile_seconds=sub.compile_seconds,
                 solve_seconds=float(sum(r.seconds for r in out.history)), stop_reason=out.reason,

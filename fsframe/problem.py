@@ -61,9 +61,9 @@ class Iterate:
     weights: dict = attrs.field(factory=dict, repr=False)  # the slot weights it was solved at
     report: WorkingSetReport | None = attrs.field(default=None, repr=False)  # how it was solved (working set)
     groups: NDArray | None = attrs.field(default=None, repr=False)  # a computed iterate's groups
-    # the zero_tol cut's re-solve: the slot weights of the subproblem it was cut from (the cut
-    # groups free), on which the returned point is certified (Subproblem.certify_unfixed)
-    unfixed_weights: dict | None = attrs.field(default=None, repr=False)
+    # the zero_tol cut's re-solve: the iterate it was cut from (its subproblem has the cut groups
+    # free), on which the returned point is certified (Subproblem.certify_unfixed)
+    cut_from: "Iterate | None" = attrs.field(default=None, repr=False)
 
     @classmethod
     def computed(cls, coef: NDArray, intercept, t: NDArray, *, groups: NDArray, loss: float | None,
@@ -371,23 +371,38 @@ class Subproblem:
 
     def certify_unfixed(self, it: Iterate) -> dict | None:
         """The certificate of ``it``'s point (a ``zero_tol`` cut's re-solve, its cut groups fixed at
-        zero) on the subproblem it was cut from, the cut groups free (``it.unfixed_weights``), with
-        ``it``'s own multipliers: ``{"status", "gap", "primal_residual", "dual_residual"}``
-        (:func:`~fsframe.backends.certificate.certify`, judged at ``cert_tol``). ``OPTIMAL`` there
-        means the cut groups' reduced costs are within what their penalty excuses: the returned
+        zero) on the subproblem of the iterate it was cut from (``it.cut_from``: the cut groups
+        free, at its slot weights): ``{"status", "gap", "primal_residual", "dual_residual"}``
+        (:func:`~fsframe.backends.certificate.certify`, judged at ``cert_tol``). Any multipliers
+        make a valid certificate; two are tried and the better kept: the re-solve's own (their
+        entries for the cut groups' rows are whatever the solver left, the rows being slack) and
+        the uncut iterate's (optimal for the problem without the cut: the gap then measures how far
+        the cut point's objective is above that problem's optimum). ``OPTIMAL`` means the returned
         point is an optimum of the problem without the cut, not only of the cut one. ``None`` when
-        there is nothing to certify with (no point or multipliers, certification off, or no
-        ``unfixed_weights``)."""
-        res = it.result
-        duals = res.duals or {}
-        if (it.unfixed_weights is None or it.x is None or not self.options.certify
-                or duals.get("y") is None or duals.get("z") is None):
+        there is nothing to certify with (no point or multipliers, certification off, no
+        ``cut_from``)."""
+        src = it.cut_from
+        if src is None or it.x is None or not self.options.certify:
             return None
-        data = self.compiled.with_weights(**it.unfixed_weights, sync=False)
-        y, z = np.asarray(duals["y"], dtype=float), np.asarray(duals["z"], dtype=float)
-        if y.shape != (data.A.shape[0],) or z.shape != (data.G.shape[0],) or it.x.shape != (data.n,):
+        data = self.compiled.with_weights(**src.weights, sync=False)
+        if it.x.shape != (data.n,):
             return None
-        cert = certify(data, np.clip(it.x, data.lb, data.ub), y, z)
+        x = np.clip(it.x, data.lb, data.ub)
+        best = None
+        for res in (it.result, src.result):
+            duals = res.duals or {}
+            if duals.get("y") is None or duals.get("z") is None:
+                continue
+            y, z = np.asarray(duals["y"], dtype=float), np.asarray(duals["z"], dtype=float)
+            if y.shape != (data.A.shape[0],) or z.shape != (data.G.shape[0],):
+                continue
+            cert = certify(data, x, y, z)
+            worst = max(abs(cert.gap), cert.primal_residual, cert.dual_residual)
+            if best is None or worst < best[0]:
+                best = (worst, cert)
+        if best is None:
+            return None
+        cert = best[1]
         status, _ = judge_certificate(cert, self.options.cert_tol)
         return {"status": status.value, "gap": float(cert.gap), "primal_residual": float(cert.primal_residual),
                 "dual_residual": float(cert.dual_residual)}

@@ -429,7 +429,7 @@ class OuterLoop(abc.ABC):
             re = sub.restricted(it, np.zeros_like(cut))
             if re.ok and re.objective is not None and base is not None \
                     and re.objective - base <= self.tol * abs(base) + 1e-9 * (1.0 + abs(base)):
-                re = attrs.evolve(re, unfixed_weights=it.weights)  # certified without the cut too (fitting)
+                re = attrs.evolve(re, cut_from=it)  # certified without the cut too (fitting)
                 return re, np.zeros_like(cut), self.objective_of(sub, re, surrogate, np.zeros_like(cut)), {
                     "zero_tol_cut": int((it.t > 0).sum()), "statuses": (re.status,),
                     "zero_tol_cut_rise": float(re.objective - base), "zero_tol_cut_verified": True}
@@ -457,7 +457,7 @@ class OuterLoop(abc.ABC):
                 if not selecting:
                     cut &= re.t > 0
                     if info["zero_tol_cut_resolved"]:  # a re-solve with the cut groups fixed at zero
-                        re = attrs.evolve(re, unfixed_weights=it.weights)
+                        re = attrs.evolve(re, cut_from=it)
                 info["zero_tol_cut_verified"] = True
                 return re, cut, self.objective_of(sub, re, surrogate, cut), info
         if not selecting and re.status is not Status.OPTIMAL and sub.working_set is not None \
@@ -473,7 +473,7 @@ class OuterLoop(abc.ABC):
                 if within(full):
                     cut &= full.t > 0
                     info["zero_tol_cut_verified"] = True
-                    full = attrs.evolve(full, unfixed_weights=it.weights)
+                    full = attrs.evolve(full, cut_from=it)
                     return full, cut, self.objective_of(sub, full, surrogate, cut), info
             re = full  # the warning below speaks of the full re-solve: a rise, or its status
         info["zero_tol_cut_verified"] = False

@@ -154,7 +154,7 @@ def test_the_certificate_of_a_cut_re_solve_is_of_the_unfixed_problem():
     cert = loose.certificate
     assert loose.info["zero_tol_cut"] == 5 and loose.info["zero_tol_cut_resolved"] is True
     assert cert["certified_on"] == "unfixed problem" and cert["cut_problem"]["status"] == "optimal"
-    assert cert["status"] != "optimal" and cert["dual_residual"] > 0.5
+    assert cert["status"] == "optimal_inaccurate" and cert["gap"] > 0.01, cert  # far from the unfixed optimum
     # the penalty weights reported are the problem's, not the re-solve's inf on the cut groups
     np.testing.assert_array_equal(loose.info["penalty_weights"]["lin"], np.ones(40))
     _, f_ref = cvxpy_l1_svm(X, y, loose.info["penalty_weights"]["lin"], 100.0)
