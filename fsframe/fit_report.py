@@ -46,15 +46,19 @@ CERTIFICATE_MEASURES = ("status", "gap", "primal_residual", "dual_residual")
 
 def certified_on(certificate: dict, unfixed: dict | None) -> None:
     """Say which problem ``certificate`` (a fit's, its measures those of a ``zero_tol`` cut's
-    re-solve, the cut groups fixed at zero) is of. With ``unfixed`` — the returned point certified
-    on the problem it was cut from, the cut groups free
-    (:meth:`fsframe.problem.Subproblem.certify_unfixed`) — its measures replace the top-level
-    ones (``certified_on = "unfixed problem"``) and the re-solve's own go to ``cut_problem``;
-    without (no multipliers to certify with), the top-level ones stay the cut problem's and
-    ``certified_on = "cut problem"`` says so."""
-    if unfixed is None:
-        certificate["certified_on"] = "cut problem"
+    re-solve, the cut groups fixed at zero) is of. ``unfixed`` is the returned point certified on
+    the problem it was cut from, the cut groups free
+    (:meth:`fsframe.problem.Subproblem.certify_unfixed`). When it is ``optimal`` there, its
+    measures replace the top-level ones (``certified_on = "unfixed problem"``) and the re-solve's
+    own go to ``cut_problem``. Otherwise the top-level ones stay the cut problem's
+    (``certified_on = "cut problem"``) and ``unfixed_problem`` holds what the check on the problem
+    without the cut found (``None``: no multipliers to check with). A failed check there is no proof
+    the cut point is not optimal: the multipliers of the cut groups' rows are the solvers'
+    leftovers."""
+    if unfixed is not None and unfixed.get("status") == "optimal":
+        certificate["cut_problem"] = {k: certificate[k] for k in CERTIFICATE_MEASURES if k in certificate}
+        certificate.update({k: unfixed[k] for k in CERTIFICATE_MEASURES if k in unfixed})
+        certificate["certified_on"] = "unfixed problem"
         return
-    certificate["cut_problem"] = {k: certificate[k] for k in CERTIFICATE_MEASURES if k in certificate}
-    certificate.update({k: unfixed[k] for k in CERTIFICATE_MEASURES if k in unfixed})
-    certificate["certified_on"] = "unfixed problem"
+    certificate["certified_on"] = "cut problem"
+    certificate["unfixed_problem"] = unfixed
