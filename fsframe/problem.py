@@ -61,6 +61,9 @@ class Iterate:
     weights: dict = attrs.field(factory=dict, repr=False)  # the slot weights it was solved at
     report: WorkingSetReport | None = attrs.field(default=None, repr=False)  # how it was solved (working set)
     groups: NDArray | None = attrs.field(default=None, repr=False)  # a computed iterate's groups
+    # the zero_tol cut's re-solve: the iterate it was cut from (its subproblem has the cut groups
+    # free), on which the returned point is certified (Subproblem.certify_unfixed)
+    cut_from: "Iterate | None" = attrs.field(default=None, repr=False)
 
     @classmethod
     def computed(cls, coef: NDArray, intercept, t: NDArray, *, groups: NDArray, loss: float | None,
@@ -197,8 +200,7 @@ class Subproblem:
         if res is None:  # no working set, or it fell back to the full problem
             res = self._solve_full(data)
             if ws is None:
-                self.last_report = WorkingSetReport(False, self.n_groups, self.n_groups,
-                                                    fallback="asked for the full problem" if full else "")
+                self.last_report = WorkingSetReport(False, self.n_groups, self.n_groups, full_resolve=full)
         self.n_solves += 1
         t3 = time.perf_counter()
         seconds = t3 - t0
@@ -366,6 +368,44 @@ class Subproblem:
                               solve_time=0.0, message=res.message + "; groups cut to zero, the point certified again")
         return Iterate(status, x, coef, self.compiled.evaluate(self.built.intercept, x), t, loss,
                        loss + self.penalty(coef, t, it.weights), seconds, result, it.weights, it.report)
+
+    def certify_unfixed(self, it: Iterate) -> dict | None:
+        """The certificate of ``it``'s point (a ``zero_tol`` cut's re-solve, its cut groups fixed at
+        zero) on the subproblem of the iterate it was cut from (``it.cut_from``: the cut groups
+        free, at its slot weights): ``{"status", "gap", "primal_residual", "dual_residual"}``
+        (:func:`~fsframe.backends.certificate.certify`, judged at ``cert_tol``). Any multipliers
+        make a valid certificate; two are tried and the better kept: the re-solve's own (their
+        entries for the cut groups' rows are whatever the solver left, the rows being slack) and
+        the uncut iterate's (optimal for the problem without the cut: the gap then measures how far
+        the cut point's objective is above that problem's optimum). ``OPTIMAL`` means the returned
+        point is an optimum of the problem without the cut, not only of the cut one. ``None`` when
+        there is nothing to certify with (no point or multipliers, certification off, no
+        ``cut_from``)."""
+        src = it.cut_from
+        if src is None or it.x is None or not self.options.certify:
+            return None
+        data = self.compiled.with_weights(**src.weights, sync=False)
+        if it.x.shape != (data.n,):
+            return None
+        x = np.clip(it.x, data.lb, data.ub)
+        best = None
+        for res in (it.result, src.result):
+            duals = res.duals or {}
+            if duals.get("y") is None or duals.get("z") is None:
+                continue
+            y, z = np.asarray(duals["y"], dtype=float), np.asarray(duals["z"], dtype=float)
+            if y.shape != (data.A.shape[0],) or z.shape != (data.G.shape[0],):
+                continue
+            cert = certify(data, x, y, z)
+            worst = max(abs(cert.gap), cert.primal_residual, cert.dual_residual)
+            if best is None or worst < best[0]:
+                best = (worst, cert)
+        if best is None:
+            return None
+        cert = best[1]
+        status, _ = judge_certificate(cert, self.options.cert_tol)
+        return {"status": status.value, "gap": float(cert.gap), "primal_residual": float(cert.primal_residual),
+                "dual_residual": float(cert.dual_residual)}
 
     # -- working sets ------------------------------------------------------------------------
     def _working_set(self) -> WorkingSet | None:

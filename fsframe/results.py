@@ -113,7 +113,9 @@ class FitResult:
         ``fit(..., verify=...)``, ``verify`` (the second backend's status, objective and
         ``objective_gap``). ``status`` is ``"cut"`` (``certified_status`` the point's own) when the
         returned coefficients are that point cut to a support (``certifies_returned`` False,
-        ``cut_distance`` the change). One-vs-rest: ``{"per_class": (...)}``. See
+        ``cut_distance`` the change). A ``zero_tol`` cut's re-solve is checked on the problem it
+        was cut from too, and ``certified_on`` says which problem the measures are of
+        (``cut_problem``, ``unfixed_problem``: docs/working-sets.md). One-vs-rest: ``{"per_class": (...)}``. See
         :func:`fsframe.fitting.certificate_of`.
     """
 

@@ -149,7 +149,9 @@ class WorkingSetReport:
     ``size`` (groups in the final working set), ``n_groups``, ``rounds`` (restricted solves),
     ``added`` (groups the pricing added), ``max_violation`` (the largest unexcused reduced cost
     over the excluded columns, relative to each column's own terms; 0 when none is excluded), ``fallback`` (why the full
-    problem was solved instead, if it was)."""
+    problem was solved instead of a working set, if it was), ``full_resolve`` (the solve was asked for
+    on the full problem, bypassing the working set: the ``zero_tol`` cut's re-solve,
+    :meth:`fsframe.problem.Subproblem.restricted` with ``full=True``)."""
 
     used: bool
     size: int
@@ -158,6 +160,7 @@ class WorkingSetReport:
     added: int = 0
     max_violation: float = 0.0
     fallback: str = ""
+    full_resolve: bool = False
 
     def as_dict(self) -> dict:
         return attrs.asdict(self)

@@ -461,7 +461,12 @@ def _farkas(data: ProblemData, y: NDArray, z: NDArray) -> dict:
     # rounding included (a reduced cost of 1e-15 against a margin of 1e-12 leaves room at 1e3)
     loose = float(np.abs(r[bad]).sum())
     radius = d / loose if loose > 0 else np.inf
-    return dict(r=r, col=col, bad=bad, above=above, d=d, S=max(S, GAP_FLOOR), radius=radius)
+    # the radius a global proof must reach: where a point's rows, of terms sum_k col_k |x_k|, hold
+    # the margin d only within one rounding unit (beyond it the arithmetic cannot tell such a point
+    # feasible from not); and never less than the fixed 1 / (10 tol) the caller adds
+    unit = np.finfo(float).eps * float(col[bad].sum())
+    reach = d / unit if unit > 0 else np.inf
+    return dict(r=r, col=col, bad=bad, above=above, d=d, S=max(S, GAP_FLOOR), radius=radius, reach=reach)
 
 
 def _rhs_sizes(M, rhs: NDArray) -> NDArray:
@@ -529,14 +534,20 @@ def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float) -
     row without entries counting ``max(1, |rhs_i|)`` as when a point is judged) and every reduced
     cost that no finite bound excuses is zero to the rounding of its own sum (``(k + 2) eps`` of
     its terms ``(|A|'|y| + |G|'|z|)_k``, ``k`` the column's entries), and even those leave no
-    room closer than ``1 / (10 tol)``: the proof then holds for every ``x`` the bounds allow.
+    room closer than the reach (below): the proof then holds for every ``x`` the bounds allow.
 
     Any unexcused reduced cost makes the proof local: it excludes only the points with
     ``max_k |x_k| < d / sum_k |r_k|`` on those columns (the radius), however large that is. A
-    radius of ``1 / (10 tol)`` or more is accepted from reduced costs at rounding (whose sign the
-    arithmetic cannot tell), none from larger ones: ``x1 + x2 <= -1e-12``,
+    radius is accepted as global only from reduced costs at rounding (whose sign the arithmetic
+    cannot tell), none from larger ones, and only when it reaches past the data's own scale:
+    ``max(1 / (10 tol), d / (eps sum_k c_k))``, ``c_k`` the terms of the unexcused columns. At
+    that radius a point's rows, of terms ``sum_k c_k |x_k|``, hold the margin ``d`` within one
+    rounding unit: beyond it the arithmetic cannot tell such a point feasible from not, within it
+    a feasible point would be one the feasibility check accepts. ``x1 + x2 <= -1e-12``,
     ``-x1 - (1 - 1e-15) x2 <= 0`` is feasible at ``|x| ~ 2e3``, and ``z = (1, 1)`` leaves a reduced
-    cost of ``1e-15``, at rounding, but a radius of only ``1e3``. A local certificate (an
+    cost of ``1e-15``, at rounding, but a radius of only ``1e3``; with ``h = (-1, 0)`` the radius
+    is ``9e14``, short of the reach ``1 / (2 eps) = 2.3e15``, and the problem is feasible at
+    ``|x| = 2^50``: a fixed reach of ``1 / (10 tol)`` called it verified infeasible. A local certificate (an
     interior-point solver's holds ``A'y + G'z = 0`` only to its tolerance) is first corrected
     when those reduced costs are within ``10 tol`` of the largest column's terms
     (:func:`_polish_farkas`, up to :data:`FARKAS_POLISH_ROUNDS` rounds, each cancelling the reduced
@@ -550,10 +561,10 @@ def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float) -
         return False, "the certificate is misshapen or not finite"
     f = first = _farkas(data, y, z)
     seen = [f]  # the certificate and its corrections, each checked on its own
-    reach = 1.0 / (10 * tol)  # the radius a global proof must reach, its reduced costs at rounding
+    floor = 1.0 / (10 * tol)  # the least radius a global proof must reach, its reduced costs at rounding
 
     def local(g: dict) -> bool:
-        return bool(g["above"].any()) or not g["radius"] >= reach
+        return bool(g["above"].any()) or not g["radius"] >= max(floor, g["reach"])
 
     # only a certificate within its solver's tolerance is corrected (one far from it is not one)
     near = _inf(f["r"][f["bad"]]) <= 10 * tol * max(_inf(f["col"]), GAP_FLOOR)

@@ -46,7 +46,7 @@ from ..errors import ConvergenceWarning, PluginError, SeparationWarning, SolverF
 from ..formulation import PROTOCOLS, TRAITS
 from ..surrogates.base import PROVIDES, Surrogate
 from .records import Choice, Finish, IterRecord, LoopOutcome, Run, Step
-from .selection import Selection, reference_scale, select_exactly, support_of
+from .selection import Selection, contribution, group_scale, reference_scale, select_exactly, support_of
 from .ties import Tiebreak
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
@@ -288,7 +288,7 @@ class OuterLoop(abc.ABC):
         stall (``optimal_inaccurate``, or a failure). Paper 000's convergence result assumes
         bounded iterates; on separated classes they are not."""
         evidence = self._separating(it, sub)
-        support = support_of(it.t, self.zero_tol)
+        support = support_of(contribution(it.t, group_scale(sub)), self.zero_tol)
         if evidence is None or not support.any() or "derivative" not in surrogate.provides(("derivative",)):
             return None
         t = it.t[support]
@@ -429,6 +429,7 @@ class OuterLoop(abc.ABC):
             re = sub.restricted(it, np.zeros_like(cut))
             if re.ok and re.objective is not None and base is not None \
                     and re.objective - base <= self.tol * abs(base) + 1e-9 * (1.0 + abs(base)):
+                re = attrs.evolve(re, cut_from=it)  # certified without the cut too (fitting)
                 return re, np.zeros_like(cut), self.objective_of(sub, re, surrogate, np.zeros_like(cut)), {
                     "zero_tol_cut": int((it.t > 0).sum()), "statuses": (re.status,),
                     "zero_tol_cut_rise": float(re.objective - base), "zero_tol_cut_verified": True}
@@ -455,6 +456,8 @@ class OuterLoop(abc.ABC):
             if selecting or (judged and within(re)):
                 if not selecting:
                     cut &= re.t > 0
+                    if info["zero_tol_cut_resolved"]:  # a re-solve with the cut groups fixed at zero
+                        re = attrs.evolve(re, cut_from=it)
                 info["zero_tol_cut_verified"] = True
                 return re, cut, self.objective_of(sub, re, surrogate, cut), info
         if not selecting and re.status is not Status.OPTIMAL and sub.working_set is not None \
@@ -470,6 +473,7 @@ class OuterLoop(abc.ABC):
                 if within(full):
                     cut &= full.t > 0
                     info["zero_tol_cut_verified"] = True
+                    full = attrs.evolve(full, cut_from=it)
                     return full, cut, self.objective_of(sub, full, surrogate, cut), info
             re = full  # the warning below speaks of the full re-solve: a rise, or its status
         info["zero_tol_cut_verified"] = False
@@ -520,7 +524,7 @@ class OuterLoop(abc.ABC):
         finish = Finish(False, "max_iter reached")
         prev_obj = prev_point = None
         scale = 0.0
-        ties, distinct, dscale = None, [], 0.0  # n_features counts and ranks distinct columns (loops.ties)
+        ties, distinct = None, []  # n_features counts and ranks distinct columns (loops.ties)
         while True:
             t0 = time.perf_counter()
             try:
@@ -541,8 +545,18 @@ class OuterLoop(abc.ABC):
                 failed = True
                 finish = self._failed(it, k, history, good, step.params)
                 break
-            scale = max(scale, float(np.max(it.t, initial=0.0)))
-            nnz = int(support_of(it.t, self.zero_tol, scale if self.support_scale == "run" else 0.0).sum())
+            # the non-zeros the loop decides on: with n_features, the rule's (raw norms, identical
+            # columns merged onto their lowest index: a copy takes no slot, loops.ties); without, the
+            # zero_tol cut's (each group's contribution |w_j| ||X_j||, selection.contribution)
+            if rule is not None:
+                if ties is None:  # once the model is built (a loop that never builds it has no classes)
+                    ties = Tiebreak(self, sub if getattr(sub, "is_built", False) else None)
+                distinct.append(ties.distinct(it))
+                counted = distinct[-1]
+            else:
+                counted = contribution(it.t, group_scale(sub))
+            scale = max(scale, float(np.max(counted, initial=0.0)))
+            nnz = int(support_of(counted, self.zero_tol, scale if self.support_scale == "run" else 0.0).sum())
             step_len = None if prev_point is None else float(np.linalg.norm(it.point - prev_point))
             mon = step.monitored
             history.append(IterRecord(k, step.objective, nnz, it.status, time.perf_counter() - t0,
@@ -558,14 +572,6 @@ class OuterLoop(abc.ABC):
             prev_obj, prev_point = mon, it.point
             if callback is not None:
                 callback(history[-1], it)
-            if rule is not None:  # identical columns merged onto their lowest index: a copy takes no slot
-                if ties is None:  # once the model is built (a loop that never builds it has no classes)
-                    ties = Tiebreak(self, sub if getattr(sub, "is_built", False) else None)
-                distinct.append(ties.distinct(it))
-                if distinct[-1] is not it.t:
-                    dscale = max(dscale, float(np.max(distinct[-1], initial=0.0)))
-                    nnz = int(support_of(distinct[-1], self.zero_tol,
-                                         dscale if self.support_scale == "run" else 0.0).sum())
             if rule is not None and nnz <= rule:
                 gen.close()
                 finish = Finish(True, f"reached n_features={rule} non-zero groups")
@@ -639,10 +645,11 @@ class OuterLoop(abc.ABC):
             self._warn_selection(sel, rule)
         elif separated:  # the support the SeparationWarning names (separated(): the iterate's own scale)
             idx = len(iterates) - 1
-            mask = support_of(iterates[idx].t, self.zero_tol)
-        else:
+            mask = support_of(contribution(iterates[idx].t, group_scale(sub)), self.zero_tol)
+        else:  # each group's contribution |w_j| ||X_j|| against the run's largest (selection.contribution)
             idx = len(iterates) - 1
-            mask = support_of(iterates[idx].t, self.zero_tol, reference_scale(iterates))
+            cols = group_scale(sub)
+            mask = support_of(contribution(iterates[idx].t, cols), self.zero_tol, reference_scale(iterates, cols))
         chosen, mask, objective, cut = self._settle(sub, surrogate, iterates[idx], mask, good[idx].objective,
                                                     selecting=rule is not None, first=iterates[0],
                                                     separated=separated)

@@ -20,7 +20,11 @@ __all__ = ["IterRecord", "Step", "Finish", "Choice", "Run", "LoopOutcome"]
 
 @attrs.frozen
 class IterRecord:
-    """One outer-loop iteration."""
+    """One outer-loop iteration. ``n_nonzero`` is what the loop decides on at that iterate: with
+    ``n_features``, the groups the stop counts (raw norms, identical columns merged onto their
+    lowest index: :meth:`fsframe.loops.ties.Tiebreak.distinct`); without, the groups the
+    ``zero_tol`` cut would keep (each group's contribution ``|w_j| ||X_j||``,
+    :func:`fsframe.loops.selection.contribution`), both on the run's scale."""
 
     k: int
     objective: float | None

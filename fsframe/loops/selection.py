@@ -1,9 +1,11 @@
-"""The library's one support rule (:func:`support_of` on the run's :func:`reference_scale`) and the
-"exactly ``r`` features" rule of 002 §3.1 (:func:`select_exactly`); the loop base and the
-conformance kit both count non-zeros with them."""
+"""The library's one support rule (:func:`support_of` on the run's :func:`reference_scale`, applied to
+each group's contribution, :func:`contribution`) and the "exactly ``r`` features" rule of 002 §3.1
+(:func:`select_exactly`); the loop base, the from-``X`` path and the conformance kit all count
+non-zeros with them."""
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import attrs
@@ -13,7 +15,8 @@ from numpy.typing import NDArray
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate
 
-__all__ = ["support_of", "reference_scale", "Selection", "select_exactly"]
+__all__ = ["support_of", "reference_scale", "Selection", "select_exactly", "column_norms", "columns_scale",
+           "group_scale", "contribution"]
 
 
 def support_of(t: NDArray, zero_tol: float, scale: float = 0.0) -> NDArray:
@@ -28,9 +31,61 @@ def support_of(t: NDArray, zero_tol: float, scale: float = 0.0) -> NDArray:
     return t > cut
 
 
-def reference_scale(iterates) -> float:
-    """The largest group norm over ``iterates`` (the scale meaningful non-zeros are measured on)."""
-    return max((float(np.max(it.t, initial=0.0)) for it in iterates), default=0.0)
+def reference_scale(iterates, scale: NDArray | None = None) -> float:
+    """The largest group norm over ``iterates`` (the scale meaningful non-zeros are measured on);
+    with ``scale`` (:func:`group_scale`), the largest contribution (:func:`contribution`)."""
+    return max((float(np.max(contribution(it.t, scale), initial=0.0)) for it in iterates), default=0.0)
+
+
+def column_norms(X) -> NDArray:
+    """The Euclidean norm of each column of ``X`` (dense or scipy.sparse)."""
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        return np.sqrt(np.asarray(X.multiply(X).sum(axis=0), dtype=float).ravel())
+    return np.linalg.norm(np.asarray(X, dtype=float), axis=0)
+
+
+def columns_scale(X, n_groups: int) -> NDArray | None:
+    """:func:`column_norms` of ``X`` when the ``n_groups`` groups are its columns (one group per
+    feature, or per training sample of a kernel map: ``X.shape[1] == n_groups``, the rule of
+    :func:`fsframe.loops.ties.identical_groups`); ``None`` when they are not (no column scale)."""
+    if X is None or len(getattr(X, "shape", ())) != 2 or X.shape[1] != n_groups:
+        return None
+    norms = column_norms(X)
+    return norms if np.all(np.isfinite(norms)) else None
+
+
+_SCALES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def group_scale(sub) -> NDArray | None:
+    """The column scale of ``sub``'s groups (:func:`columns_scale` of ``sub.X``), once per
+    subproblem; ``None`` before its model is built (a loop that computes its iterates itself) or
+    when its groups are not the columns of ``sub.X``."""
+    if sub is None or not getattr(sub, "is_built", False):
+        return None
+    try:
+        return _SCALES[sub]
+    except (KeyError, TypeError):
+        pass
+    out = columns_scale(getattr(sub, "X", None), sub.n_groups)
+    try:
+        _SCALES[sub] = out
+    except TypeError:  # an object that cannot be weakly referenced: computed each time
+        pass
+    return out
+
+
+def contribution(t: NDArray, scale: NDArray | None) -> NDArray:
+    """Each group's contribution to the model's decision values, ``t_j ||X_j||`` (its norm times its
+    column's norm, :func:`group_scale`): what the ``zero_tol`` cut compares, so that a feature
+    measured in small units (a large column, a small weight) is not cut for the size of its
+    weight alone. ``t`` itself when there is no column scale (``scale`` is ``None``)."""
+    t = np.asarray(t, dtype=float)
+    if scale is None or np.shape(scale) != t.shape:
+        return t
+    return t * scale
 
 
 @attrs.frozen

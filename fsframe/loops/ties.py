@@ -29,6 +29,8 @@ classes: a near copy (``x * (1 + 1e-12)``, one entry an ulp off, ``x + c``) is a
 
 from __future__ import annotations
 
+import weakref
+
 import attrs
 import numpy as np
 from numpy.typing import NDArray
@@ -42,10 +44,28 @@ TILT = 1e-2
 """The fraction of each other tied member's weight moved to the member of lowest index."""
 
 
+_FOUND: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def identical_groups(sub) -> list[NDArray]:
     """Classes (arrays of at least two group indices, ascending) of groups whose data columns are
     identical, when the subproblem's groups are the columns of its data ``sub.X`` (one group per
-    feature, or per training sample of a kernel map); an empty list otherwise."""
+    feature, or per training sample of a kernel map); an empty list otherwise. Found once per
+    subproblem (a DCA run with ``n_features`` asks twice: its tie-break and the count; on sparse
+    2 000 x 20 000 data one search takes 0.27 s)."""
+    try:
+        return list(_FOUND[sub])
+    except (KeyError, TypeError):
+        pass
+    out = _identical_groups(sub)
+    try:
+        _FOUND[sub] = tuple(out)
+    except TypeError:  # an object that cannot be weakly referenced: searched each time
+        pass
+    return out
+
+
+def _identical_groups(sub) -> list[NDArray]:
     import scipy.sparse as sp
 
     X = getattr(sub, "X", None)

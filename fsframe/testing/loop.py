@@ -16,7 +16,7 @@ from ..enums import Status
 from ..errors import ConvergenceWarning, SolverFailedError
 from ..formulation import Formulation
 from ..loops.base import OuterLoop
-from ..loops.selection import support_of
+from ..loops.selection import contribution, group_scale, support_of
 from ..method import select_backend
 from ..plugins import get_registry
 from ..problem import Subproblem
@@ -221,8 +221,9 @@ def _check_run(who, loop, sur, formulation, X, yc, backend, loss_fn, expected_we
                   if loop.needs_surrogate and sur is not None else it.objective)
         if rec.objective is None or not math.isclose(rec.objective, expect, rel_tol=1e-6, abs_tol=1e-6):
             _fail(who, f"iteration {rec.k}: reported objective {rec.objective!r}, recomputed {expect!r}")
-        scale = max(scale, float(np.max(t, initial=0.0)))
-        nnz = int(support_of(t, loop.zero_tol, scale if loop.support_scale == "run" else 0.0).sum())
+        c = contribution(t, group_scale(sub))  # each group's |w_j| ||X_j||, as the loop counts without n_features
+        scale = max(scale, float(np.max(c, initial=0.0)))
+        nnz = int(support_of(c, loop.zero_tol, scale if loop.support_scale == "run" else 0.0).sum())
         if rec.n_nonzero != nnz:
             _fail(who, f"iteration {rec.k}: n_nonzero={rec.n_nonzero}, the library's support rule on the group "
                        f"norms gives {nnz}")

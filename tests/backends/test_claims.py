@@ -14,7 +14,8 @@ import fsframe
 from fsframe import Status
 from fsframe.backends import ClarabelBackend, EcosBackend, HighsBackend, ProblemData, SolveOptions
 from fsframe.backends.base import Backend, BackendSession, RawSolution
-from fsframe.backends.certificate import check_infeasibility, check_unboundedness, feasible_point, judge_claim
+from fsframe.backends.certificate import (check_infeasibility, check_unboundedness, feasible_point, judge_claim,
+                                         relative_violation)
 from fsframe.enums import ProblemClass
 from fsframe.errors import InfeasibleProblemError, SolverFailedError, UnboundedProblemError
 from fsframe.testing import StandardProblems
@@ -407,8 +408,8 @@ def test_a_reduced_cost_at_rounding_must_still_leave_no_room_near_zero():
     zero and the proof as global: but the margin is ``1e-12``, the radius ``1e3``, and
     ``x = (2048 - 1.6e-12, -2048)`` is feasible in exact arithmetic. Written times ``1e12``, ECOS
     claims the problem infeasible and that claim was verified; HiGHS solves the rows unscaled. A radius
-    short of ``1 / (10 tol)`` is a local proof whatever the reduced costs' size; with the margin
-    1 (``h0 = -1``) the same reduced cost leaves a radius of ``9e14`` and the proof stands."""
+    short of ``1 / (10 tol)`` is a local proof whatever the reduced costs' size (with the margin 1,
+    ``h0 = -1``, the radius is ``9e14``: see the next test)."""
     from fractions import Fraction
 
     data = near_parallel(1e-15, h0=-1e-12)
@@ -421,8 +422,26 @@ def test_a_reduced_cost_at_rounding_must_still_leave_no_room_near_zero():
     res = EcosBackend().solve(scaled)
     assert res.status is not Status.OPTIMAL and res.claim is not None and not res.claim.verified, res.message
     assert HighsBackend().solve(data).status is Status.OPTIMAL  # the rows as first written
-    ok, why = check_infeasibility(near_parallel(1e-15), np.zeros(0), np.ones(2), TOL)
-    assert ok and "unexcused reduced costs 5.00e-16" in why, why
+
+
+@pytest.mark.parametrize("backend", [HighsBackend, EcosBackend, ClarabelBackend])
+def test_a_radius_short_of_the_datas_scale_is_a_local_proof(backend):
+    """``near_parallel(1e-15)`` (margin 1) is feasible at ``x = (2^50 - 1, -2^50)``, exactly and by
+    the feasibility check; ``z = (1, 1)`` leaves the reduced cost ``1.1e-15`` on ``x2``, at rounding,
+    and a radius of ``9e14``. A fixed reach of ``1 / (10 tol)`` took that for a global proof and every
+    backend's claim was "verified infeasible"; the reach sized to the data (``d / (eps sum c_k)``,
+    ``2.3e15`` here) leaves it local: infeasible for ``|x_k| < 1e15`` only, the claim not verified."""
+    data = near_parallel(1e-15)
+    x = np.array([2.0 ** 50 - 1, -2.0 ** 50])
+    assert relative_violation(data, x) == 0.0 and np.all(data.G @ x <= data.h)  # feasible beyond the radius
+    ok, why = check_infeasibility(data, np.zeros(0), np.ones(2), TOL)
+    assert not ok and "a local proof only, no feasible point with |x_k| < 1e+15" in why, why
+    res = backend().solve(data)  # each backend claims it infeasible (the claim stands, unverified)
+    assert res.status is Status.INFEASIBLE and not res.claim.verified and not res.claim.refuted, res.message
+    assert "a local proof only" in res.message and "beyond that radius it proves nothing" in res.message
+    # the same rows with 1 - 1e-15 rounded to 1 (1 - 1e-17) are infeasible: z = (1, 1) proves it for every x
+    ok, why = check_infeasibility(near_parallel(1e-17), np.zeros(0), np.ones(2), TOL)
+    assert ok and "unexcused reduced costs 0.00e+00" in why, why
 
 
 @pytest.mark.parametrize("seed", [49, 56])

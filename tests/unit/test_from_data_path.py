@@ -230,22 +230,27 @@ def test_from_data_solves_the_loops_weights(monkeypatch, case):
     assert not np.allclose(lin, 1.0)
 
 
-def test_a_cut_the_duals_do_not_prove_is_settled_as_the_compiled_path_does():
-    """One column in raw units (x 1e7): its weight (~1e-7) is below zero_tol of the largest, but
-    the model needs it. The cut point is not certified, the re-solve without it is far worse, so
-    the fit keeps the uncut solution with the compiled path's ConvergenceWarning: both paths
-    return the same objective, support and status."""
+@pytest.mark.parametrize("raw_units", [True, False])
+def test_a_cut_the_duals_do_not_prove_is_settled_as_the_compiled_path_does(raw_units):
+    """``zero_tol=0.3`` cuts 54 of the 57 groups (55 of 58 with column 0 in raw units), and the model needs them: the cut point is not
+    certified, the re-solve without them is far worse, so the fit keeps the uncut solution with
+    the compiled path's ConvergenceWarning: both paths return the same objective, support and
+    status. With column 0 in raw units (x 1e7, its weight ~1e-7) the same holds: its contribution
+    ``|w_0| ||X_0||`` is among the largest, so it is never proposed for the cut (relative to the
+    largest raw weight it was)."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((80, 300))
     y = np.where(X[:, :3].sum(axis=1) + 0.3 * rng.standard_normal(80) > 0, 1.0, -1.0)
-    X[:, 0] *= 1e7
+    if raw_units:
+        X[:, 0] *= 1e7
     fits = []
     for ws in (FORCED, COMPILED):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            fits.append(fsframe.fit(X, y, "l1-svm", working_set=ws))
+            fits.append(fsframe.fit(X, y, "l1-svm", working_set=ws, zero_tol=0.3))
         said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
         assert len(said) == 1 and "returning the uncut solution" in said[0]
+        assert f"cutting {55 if raw_units else 54} small groups" in said[0]
     direct, compiled = fits
     assert direct.info["solver_path"] == "from_data"
     assert direct.support[0] and compiled.support[0]

@@ -1,0 +1,170 @@
+"""The ``zero_tol`` cut on each group's contribution ``|w_j| ||X_j||`` (``fsframe.loops.selection``).
+
+Features measured in mixed units (column norms 1e-4 .. 1e4): a feature in small units has a large
+column and a small weight. Relative to the largest raw weight such a weight looked like noise and was
+cut (with the loop's ``tol`` loose enough, silently, the model changed); relative to the largest
+contribution it is a feature the model uses. Checked against CVXPY's optimum of the same L1-SVM, on
+the compiled path, on a working set and on the path that solves from ``X``."""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import fsframe
+from fsframe.errors import ConvergenceWarning
+from fsframe.loops.selection import column_norms, columns_scale, contribution, support_of
+from fsframe.working_set import WorkingSetOptions
+
+PATHS = {"compiled": WorkingSetOptions(mode=False, from_data=False),
+         "working set": WorkingSetOptions(mode=True, from_data=False),
+         "from_data": WorkingSetOptions(from_data=True)}
+
+
+def mixed_scales(seed: int, n: int = 60, p: int = 40):
+    """``n x p`` Gaussian features times column scales spread evenly over 1e-4 .. 1e4 (shuffled);
+    the labels follow the first ten features (in their standard units)."""
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((n, p))
+    y = np.where(Z[:, :10] @ rng.uniform(0.5, 1.5, 10) + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    return Z * 10.0 ** np.linspace(-4, 4, p)[rng.permutation(p)], y
+
+
+def cvxpy_l1_svm(X, y, lin, C):
+    """``min lin'|w| + C sum_i xi_i`` s.t. ``y_i (x_i'w + b) >= 1 - xi_i``, ``xi >= 0`` by CVXPY
+    (HiGHS's simplex), ``w = u - v`` with ``u, v >= 0``. Written with ``cp.pos`` instead, CVXPY's
+    HiGHS interface returned this data "optimal" at ``w = 0`` (6000, not 69.3)."""
+    n, p = X.shape
+    u, v, b, xi = cp.Variable(p, nonneg=True), cp.Variable(p, nonneg=True), cp.Variable(), cp.Variable(n, nonneg=True)
+    prob = cp.Problem(cp.Minimize(lin @ (u + v) + C * cp.sum(xi)), [cp.multiply(y, X @ (u - v) + b) >= 1 - xi])
+    prob.solve(solver=cp.HIGHS)
+    assert prob.status == cp.OPTIMAL
+    return np.asarray(u.value - v.value), float(prob.value)
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("seed, column, tol", [(2, 13, 1e-5), (1, 26, 1e-2)])
+def test_a_feature_in_small_units_is_kept(path, seed, column, tol):
+    """Seed 2: column 13 (norm 1.7e4) has weight 1.7e-5, 4.6e-7 of the largest weight but 2.2e-3 of
+    the largest contribution. The raw rule proposed cutting it; the re-solve without it rose by 0.2
+    (3e-3 of the optimum), so the fit warned and returned the uncut point (Clarabel's: 28 groups,
+    its 1e-9 noise kept with it). Seed 1 with ``tol=1e-2``: column 26's cut rose the optimum by
+    1.7e-4 of itself, within tol, and the raw rule took it — a model without a feature CVXPY's
+    optimum uses, and no warning. On contributions neither is proposed: the support is CVXPY's,
+    the objective its optimum, on every path."""
+    X, y = mixed_scales(seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = fsframe.fit(X, y, "l1-svm", C=100.0, tol=tol, working_set=PATHS[path])
+    assert not [w for w in caught if issubclass(w.category, ConvergenceWarning)], [str(w.message) for w in caught]
+    assert r.info.get("solver_path") == ("from_data" if path == "from_data" else None)
+    lin = r.info["penalty_weights"]["lin"]
+    w_ref, f_ref = cvxpy_l1_svm(X, y, lin, 100.0)
+    assert r.objective == pytest.approx(f_ref, rel=1e-7)
+    ref_support = support_of(contribution(np.abs(w_ref), column_norms(X)), 1e-6)
+    np.testing.assert_array_equal(r.support, ref_support)
+    assert r.support[column] and r.coef[column] == pytest.approx(w_ref[column], rel=1e-4)
+    # the raw rule would cut it: its weight is below 1e-6 of the largest, its contribution is not
+    assert abs(r.coef[column]) < 1e-6 * np.max(np.abs(r.coef))
+    assert not r.info.get("zero_tol_cut")
+
+
+def test_clarabel_noise_is_still_cut_on_contributions():
+    """An interior-point answer's noise (Clarabel's 1e-9 weights on the unused features) is cut by
+    the contribution rule too, the cut verified: the same 25 groups as HiGHS's vertex."""
+    X, y = mixed_scales(2)
+    r = fsframe.fit(X, y, "l1-svm", C=100.0, backend="clarabel", working_set=PATHS["compiled"])
+    h = fsframe.fit(X, y, "l1-svm", C=100.0, backend="highs", working_set=PATHS["compiled"])
+    np.testing.assert_array_equal(r.support, h.support)
+    assert r.support.sum() == 25 and r.info["zero_tol_cut"] > 0 and r.info["zero_tol_cut_verified"] is True
+    assert r.objective == pytest.approx(h.objective, rel=1e-6)
+
+
+def test_columns_scale_only_where_the_groups_are_the_columns():
+    """The column scale is the columns' Euclidean norms when there is one group per column of X
+    (dense or sparse alike), ``None`` otherwise (no column scale: the raw norms are compared)."""
+    import scipy.sparse as sp
+
+    X = np.array([[3.0, 0.0, 1.0], [4.0, 0.0, -1.0]])
+    np.testing.assert_allclose(columns_scale(X, 3), [5.0, 0.0, np.sqrt(2.0)])
+    np.testing.assert_allclose(columns_scale(sp.csr_matrix(X), 3), [5.0, 0.0, np.sqrt(2.0)])
+    assert columns_scale(X, 2) is None and columns_scale(None, 3) is None
+    t = np.array([1.0, 2.0, 3.0])
+    assert contribution(t, None) is not None and np.array_equal(contribution(t, None), t)
+    np.testing.assert_allclose(contribution(t, columns_scale(X, 3)), [5.0, 0.0, 3 * np.sqrt(2.0)])
+
+
+def _with_a_copy():
+    """60 x 13: three features decide the labels; column 12 is a copy of column 0."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((60, 12))
+    y = np.where(X[:, 0] + X[:, 1] + 0.8 * X[:, 2] + 0.3 * rng.standard_normal(60) > 0, 1, -1)
+    return np.column_stack([X, X[:, 0]]), y
+
+
+def test_history_counts_what_the_n_features_stop_counts():
+    """With ``n_features`` the stop counts identical columns once (merged onto the lowest index);
+    ``history[].n_nonzero`` counted the copy too (l0-mpm: 6 at the first iterate, the stop's 5).
+    Each record now holds the stop's count, recomputed here from the iterate's coefficients."""
+    X, y = _with_a_copy()
+    seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, "l0-mpm", n_features=3, callback=lambda rec, it: seen.append((rec, it.coef.copy())))
+    assert res.info["stop_reason"] == "reached n_features=3 non-zero groups"
+    scale = 0.0
+    counts = []
+    for rec, coef in seen:
+        merged = np.abs(coef)
+        merged[0], merged[12] = abs(coef[0] + coef[12]), 0.0
+        scale = max(scale, merged.max())
+        counts.append(int(support_of(merged, 1e-6, scale).sum()))
+        assert rec.n_nonzero == counts[-1], (rec.k, rec.n_nonzero, counts)
+    assert counts == [5, 3] and [h.n_nonzero for h in res.history] == counts
+
+
+def test_identical_columns_are_found_once_per_fit(monkeypatch):
+    """A DCA run with ``n_features`` asks for the classes of identical columns twice (its
+    tie-break and the count): searched once (0.27 s a search on sparse 2 000 x 20 000)."""
+    from fsframe.loops import ties
+
+    calls = []
+    search = ties._identical_groups
+    monkeypatch.setattr(ties, "_identical_groups", lambda sub: calls.append(1) or search(sub))
+    X, y = _with_a_copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, "fsv", n_features=4)
+    assert len(calls) == 1 and res.selected.tolist() == [0, 1, 2, 10]
+
+
+def test_the_certificate_of_a_cut_re_solve_is_of_the_unfixed_problem():
+    """A cut taken through a re-solve with the cut groups fixed at zero was certified on that
+    restricted problem, silently: ``optimal`` whatever the cut cost. Its point is now checked on the
+    problem it was cut from too. A harmless cut (Clarabel's noise, seed 0) is optimal there: the
+    certificate is of that problem (``certified_on``), the restricted one's measures in
+    ``cut_problem``. A costly one (``zero_tol=0.05`` with a loose ``tol=0.5``: 5 features the
+    optimum uses) is optimal only on the cut problem, and the certificate says so
+    (``certified_on = "cut problem"``, ``unfixed_problem`` with a gap of 14 %) — as CVXPY's optimum
+    of the problem without the cut says."""
+    X, y = mixed_scales(1)
+    loose = fsframe.fit(X, y, "l1-svm", C=100.0, zero_tol=0.05, tol=0.5, working_set=PATHS["compiled"])
+    cert = loose.certificate
+    assert loose.info["zero_tol_cut"] == 5 and loose.info["zero_tol_cut_resolved"] is True
+    assert cert["certified_on"] == "cut problem" and cert["status"] == "optimal"
+    un = cert["unfixed_problem"]
+    assert un["status"] == "optimal_inaccurate" and un["gap"] > 0.01, cert  # far from the unfixed optimum
+    # the penalty weights reported are the problem's, not the re-solve's inf on the cut groups
+    np.testing.assert_array_equal(loose.info["penalty_weights"]["lin"], np.ones(40))
+    _, f_ref = cvxpy_l1_svm(X, y, loose.info["penalty_weights"]["lin"], 100.0)
+    assert loose.objective > 1.1 * f_ref
+    X, y = mixed_scales(0)  # Clarabel's noise not certified in place: cut through a re-solve
+    noise = fsframe.fit(X, y, "l1-svm", C=100.0, backend="clarabel", working_set=PATHS["compiled"])
+    assert noise.info["zero_tol_cut_resolved"] is True and noise.info["zero_tol_cut_verified"] is True
+    assert noise.certificate["certified_on"] == "unfixed problem" and noise.certificate["status"] == "optimal"
+    assert noise.certificate["cut_problem"]["status"] == "optimal"
+    _, f_ref = cvxpy_l1_svm(X, y, noise.info["penalty_weights"]["lin"], 100.0)
+    assert noise.objective == pytest.approx(f_ref, rel=1e-6)
