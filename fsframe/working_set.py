@@ -130,7 +130,7 @@ class WorkingSetOptions:
     min_ratio_exp : float
         ``min_ratio`` for problems with exponential cones, counting only the rows that hold a
         group's column (default 1: an interior-point solve pays for the dense columns of ``X``,
-        and ``l1-logistic`` on a working set was 1.7-2.9 times cheaper than the full problem from
+        and ``l1-logistic`` on a working set was 1.3-12.7 times cheaper than the full problem from
         ``n = m`` on, m = 200 and 500, on Clarabel and ECOS; docs/performance.md, "Logistic:
         the automatic working-set rule").
     from_data : ``"auto"``, True or False
