@@ -105,7 +105,9 @@ class WorkingSetOptions:
     mode : ``"auto"``, True or False
         ``"auto"``: when the formulation allows it (:attr:`Formulation.pricing`) and the groups
         that can be priced are at least ``min_groups`` and more than ``min_ratio`` times the
-        constraint rows (not counting the rows a group owns alone, which leave with it); True:
+        constraint rows (not counting the rows a group owns alone, which leave with it); on a
+        problem with exponential cones (the logistic losses) more than ``min_ratio_exp`` times the
+        rows that hold a group's column (a sample's margin, not the cone rows around it); True:
         whenever the formulation allows it and some group can be priced; False: always the full
         problem.
     initial : int, optional
@@ -125,6 +127,12 @@ class WorkingSetOptions:
     min_groups, min_ratio : int, float
         The ``"auto"`` rule's thresholds (200 groups, 4 times the rows: at m = 200 the working set
         wins from n = 1 000 on, 0.41 s against 0.63 s in full; docs/performance.md).
+    min_ratio_exp : float
+        ``min_ratio`` for problems with exponential cones, counting only the rows that hold a
+        group's column (default 1: an interior-point solve pays for the dense columns of ``X``,
+        and ``l1-logistic`` on a working set was 1.3-12.7 times cheaper than the full problem from
+        ``n = m`` on, m = 200 and 500, on Clarabel and ECOS; docs/performance.md, "Logistic:
+        the automatic working-set rule").
     from_data : ``"auto"``, True or False
         Whether a fit whose loop is one convex solve (``single``, ``penalty="l1"``) solves it
         straight from ``X`` when the formulation offers it (the ``from_data`` protocol: the hinge's
@@ -140,6 +148,8 @@ class WorkingSetOptions:
     max_rounds: int = attrs.field(default=60, converter=as_int, validator=_typed(positive_int))
     min_groups: int = attrs.field(default=200, converter=as_int, validator=_typed(not_bool, instance_of(int), ge(0)))
     min_ratio: float = attrs.field(default=4.0, converter=to_float, validator=_typed(instance_of(float), ge(0), finite))
+    min_ratio_exp: float = attrs.field(default=1.0, converter=to_float,
+                                       validator=_typed(instance_of(float), ge(0), finite))
     from_data: object = attrs.field(default="auto", converter=_mode, validator=_typed(_bool_or_auto))
 
 
@@ -276,8 +286,14 @@ class WorkingSet:
         # a defining row leaves the bound but stays in every restricted problem (its residual
         # column is kept): with fewer priceable groups than samples (tall least squares) the
         # rounds cost more than the full problem (measured 1.6x at 1 000 x 250, 2.2x at 4 000 x 250)
-        return (n_price >= self.options.min_groups and n_price > self.options.min_ratio * self._bounding_rows(base)
-                and n_price > int(self._definitions(base)[0].size))
+        if n_price < self.options.min_groups or n_price <= int(self._definitions(base)[0].size):
+            return False
+        if base.exp:
+            # an interior-point solve with exponential cones costs by the dense columns it holds,
+            # not by a basis the rows bound: the loss's cone rows around a sample's margin (four
+            # per sample, and the sum of the logistic epigraph) hold no feature and do not count
+            return n_price > self.options.min_ratio_exp * self._feature_rows(base)
+        return n_price > self.options.min_ratio * self._bounding_rows(base)
 
     def _bounding_rows(self, data: ProblemData) -> int:
         """Rows that every restricted problem keeps *as constraints*: the shared rows of ``A`` and

@@ -90,3 +90,23 @@ def test_ecos_agrees():
     assert on.certificate["working_set"] < X.shape[1]
     assert on.objective == pytest.approx(off.objective, rel=1e-7)
     assert on.selected.tolist() == off.selected.tolist()
+
+
+@pytest.mark.parametrize("backend", ["clarabel", "ecos"])
+def test_auto_rule_counts_a_samples_margin_once(backend):
+    """``working_set="auto"`` on the logistic loss compares the priceable features with the rows
+    that hold a feature (one margin per sample), not with the five rows of each sample's epigraph:
+    400 features on 200 samples engage (the rule that counted 1 000 cone rows left this whole),
+    and the answer is the full problem's; 300 features on 400 samples stay whole."""
+    X, y = _data(m=200, n=400, seed=4)
+    C = 5.0 / LogisticFormulation().empty_model_threshold(X, y)
+    auto = _fit(X, y, C, "auto", backend=backend)
+    full = _fit(X, y, C, False, backend=backend)
+    cert = auto.certificate
+    assert cert["working_set"] is not None and cert["working_set"] < X.shape[1]
+    assert cert["max_violation"] <= 1e-9 and cert["status"] == "optimal"
+    assert auto.objective == pytest.approx(full.objective, rel=1e-8)
+    assert auto.selected.tolist() == full.selected.tolist()
+    X, y = _data(m=400, n=300, seed=4)
+    tall = _fit(X, y, 5.0 / LogisticFormulation().empty_model_threshold(X, y), "auto", backend=backend)
+    assert tall.certificate["working_set"] is None

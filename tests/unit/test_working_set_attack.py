@@ -347,7 +347,8 @@ def test_deterministic_bit_identical():
 # -- finding 6: options that made the pricing loop spin ------------------------------------------
 @pytest.mark.parametrize("kw", [dict(batch=0), dict(batch=-1), dict(initial=-5), dict(initial=True),
                                 dict(tol=float("nan")), dict(tol=-1.0), dict(max_rounds=0), dict(min_groups=-1),
-                                dict(initial=5.5), dict(mode="yes")])
+                                dict(initial=5.5), dict(mode="yes"), dict(min_ratio_exp=-1.0),
+                                dict(min_ratio_exp=float("inf"))])
 def test_working_set_options_are_checked(kw):
     """``batch=-1`` took all violators but one each round (none when one violated: rounds spent
     until max_rounds, then a full solve); ``initial=-5`` took all groups but 5."""
