@@ -371,20 +371,26 @@ class Extras:
     def _fold_fits(self, Xa, ya, cfg, points: list) -> list:
         """The fits of one inner fold at ``points`` (a result, or the exception that fit raised).
         One tuned parameter that the formulation restates in place (:func:`path_restates`, the
-        L1-SVM's ``C``) is swept by :func:`fsframe.path`: one model per class built once, only the
-        slack costs changed and the solver warm-started from the previous point's basis (each
-        point certified on its own LP). Any other grid, or a path that fails, fits each point on
-        its own, as :func:`fsframe.fit` does."""
+        L1-SVM's ``C``) is swept by :func:`fsframe.path` from its largest value down: one model
+        per class built once, only the slack costs changed and the solver warm-started from the
+        previous point's basis (each point certified on its own LP); the results are returned in
+        the grid's order. Any other grid, or a path that fails, fits each point on its own, as
+        :func:`fsframe.fit` does."""
         opts = {k: v for k, v in cfg.fit_options.items() if k != "keep_model"}
         if self.sweep and len(points) > 1 and path_restates(cfg, points):
             from ..paths import path
 
             (name,) = points[0]
+            # largest value first: the hinge's dense end (measured faster than from the sparse end)
+            order = sorted(range(len(points)), key=lambda i: -float(points[i][name]))
             try:
                 swept = path(Xa, ya, cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate, loop=cfg.loop,
                              n_features=cfg.n_features, progress=False, **opts,
-                             **{**cfg.params, name: [p[name] for p in points]})
-                return [pt.result for pt in swept.points]
+                             **{**cfg.params, name: [points[i][name] for i in order]})
+                out = [None] * len(points)
+                for i, pt in zip(order, swept.points):
+                    out[i] = pt.result
+                return out
             except Exception:  # which point failed is not known: each is fitted on its own below
                 pass
         out = []
