@@ -23,7 +23,13 @@
   on the whole training part. The inner score is the evaluated quantity of the protocol: the
   retrained classifier (with ``C = retrain_C``, not itself tuned, to keep the nesting affordable)
   on the selected features, or on the top ``max(top_k)``; the selector's own model without
-  retraining. The chosen values are in the record's ``facts`` (``"tuned p"``).
+  retraining. The chosen values are in the record's ``facts`` (``"tuned p"``). Each inner fold is
+  scaled once for the whole grid. A grid of one parameter that the formulation restates in place,
+  of a loop that solves one convex problem (the L1-SVM's ``C``: :func:`path_restates`), is swept
+  by one warm-started :func:`fsframe.path` per fold instead of one fit per point (the cell key
+  says ``"inner_fits": "path"``); an LP with several optima may end at another optimal vertex
+  than a cold fit would, which only the inner choice could see — the final fit on the training
+  part is always a fresh :func:`fsframe.fit`.
 
 The *evaluated classifier* is the protocol's retrained one (``retrain``) or, when it retrains
 none, the ``reference``: a retrained classifier name or any method (``"mpm"``: the MPM fitted on
