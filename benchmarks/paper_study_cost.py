@@ -155,9 +155,17 @@ def main(argv=None):
     if args.markdown:
         print(markdown(out), end="")
         return
-    for name in args.studies:
+    studies = [load_study(name, data_dir=args.data_dir) for name in args.studies]
+    for study in studies if args.datasets else ():  # not an estimate of nothing over the study's old one
+        names = [d.name for d in study.datasets]
+        unknown = [d for d in args.datasets if d not in names]
+        if unknown:
+            ap.error(f"{study.name} has no data set {unknown} (it has {names}); --datasets takes every word after it: "
+                     "name the studies first")
+    for study in studies:
+        name = study.name
         store = None if args.store == "none" else Path(args.store) / name
-        out[name] = estimate(load_study(name, data_dir=args.data_dir), store, quick=args.quick, datasets=args.datasets)
+        out[name] = estimate(study, store, quick=args.quick, datasets=args.datasets)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1) + "\n")
         print(f"{name}: {out[name]['cells']} cells, about {out[name]['estimated_serial_hours']:.1f} h serially "

@@ -23,7 +23,13 @@
   on the whole training part. The inner score is the evaluated quantity of the protocol: the
   retrained classifier (with ``C = retrain_C``, not itself tuned, to keep the nesting affordable)
   on the selected features, or on the top ``max(top_k)``; the selector's own model without
-  retraining. The chosen values are in the record's ``facts`` (``"tuned p"``).
+  retraining. The chosen values are in the record's ``facts`` (``"tuned p"``). Each inner fold is
+  scaled once for the whole grid. A grid of one parameter that the formulation restates in place,
+  of a loop that solves one convex problem (the L1-SVM's ``C``: :func:`path_restates`), is swept
+  by one warm-started :func:`fsframe.path` per fold instead of one fit per point (the cell key
+  says ``"inner_fits": "path"``); an LP with several optima may end at another optimal vertex
+  than a cold fit would, which only the inner choice could see — the final fit on the training
+  part is always a fresh :func:`fsframe.fit`.
 
 The *evaluated classifier* is the protocol's retrained one (``retrain``) or, when it retrains
 none, the ``reference``: a retrained classifier name or any method (``"mpm"``: the MPM fitted on
@@ -53,7 +59,7 @@ from .runner import _run_fold
 from .study import RETRAINS, Protocol, folds_for
 
 __all__ = ["Evaluator", "Extras", "BaselineConfig", "study_cell", "ranking", "ranks_alone", "TuningError",
-           "ALL_FEATURES", "plan_configs", "fit_memo_info", "clear_fit_memo"]
+           "ALL_FEATURES", "plan_configs", "fit_memo_info", "clear_fit_memo", "path_restates"]
 
 ALL_FEATURES = "all features"
 """Label of the baseline row: the evaluated classifier on every feature."""
@@ -244,6 +250,27 @@ def ranking(res) -> np.ndarray:
     return np.asarray(own + [int(j) for j in by_norm if j not in seen], dtype=np.intp)
 
 
+def path_restates(cfg, points: list) -> bool:
+    """Whether the inner cross-validation sweeps ``points`` (grid points of one parameter) by one
+    warm-started :func:`fsframe.path` per fold: every step between neighbouring points restates the
+    formulation in place (:attr:`~fsframe.Formulation.restatable_params`, the hinge's ``C``) and
+    the loop solves that one convex problem (``single``: the L1-SVM), so one model per class
+    serves the whole grid."""
+    if not points or any(len(p) != 1 for p in points) or len({next(iter(p)) for p in points}) != 1:
+        return False
+    from ..paths import _restatement
+
+    try:
+        res = [resolve(cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate, loop=cfg.loop,
+                       **{**cfg.params, **p}) for p in points]
+    except Exception:  # a point fit() refuses: fitted (and failed) on its own
+        return False
+    if any(r.loop.name != "single" for r in res):  # one convex problem per class: its optimum is the answer
+        return False
+    steps = [_restatement(a, b) for a, b in zip(res, res[1:])]
+    return all(s is not None and s[1] for s in steps)
+
+
 def _random_subsets(n: int, k: int, draws: int, seed: int, split) -> list[np.ndarray]:
     """``draws`` random subsets of ``k`` of ``n`` features, fixed by the seed, the split and ``k``
     (so every method of a study is compared with the same subsets)."""
@@ -264,12 +291,14 @@ class Extras:
     tune: dict | None = None
     tune_folds: Any = 3
     ranking_only: bool = False  # the top-k cell asks the method for its ranking alone (ranks_without_model)
+    sweep: bool = False  # the inner cross-validation sweeps the grid by fsframe.path (path_restates)
 
     def key(self) -> dict:
         """What enters the cell key."""
         return {"top_k": list(self.top_k), "random_k": self.random_k, "random_draws": self.random_draws,
                 "tune": self.tune, "tune_folds": self.tune_folds, "evaluator": self.evaluator.describe(),
-                **({"ranking_only": True} if self.ranking_only else {})}
+                **({"ranking_only": True} if self.ranking_only else {}),
+                **({"inner_fits": "path"} if self.sweep else {})}
 
     def after_fit(self, rec: FoldRecord, res, Xtr, ytr, Xte, yte, split, cfg) -> FoldRecord:
         """The record with the top-k curve (the record's accuracy then is the one at the largest
@@ -308,7 +337,9 @@ class Extras:
                             curve=tuple(curve), facts={**rec.facts, "support": support})
 
     def choose(self, X, y, split, cfg) -> dict:
-        """The grid point of :attr:`tune` with the best mean inner-CV score on the training part."""
+        """The grid point of :attr:`tune` with the best mean inner-CV score on the training part
+        (the first such point in grid order on a tie). Each inner fold is scaled once and fits
+        every grid point (:meth:`_fold_fits`); a point that fails in some fold is not chosen."""
         from sklearn.model_selection import KFold, StratifiedKFold
 
         Xtr, _ = _scale(X[split.train], X[split.test][:0], cfg.scale)
@@ -317,22 +348,24 @@ class Extras:
         kind = KFold if self.evaluator.regression else StratifiedKFold  # a real target has no strata
         folds = list(kind(k, shuffle=True, random_state=self.seed).split(np.zeros((ytr.size, 1)), ytr))
         names = list(self.tune)
-        best, best_score, failures = None, -np.inf, []
-        for values in itertools.product(*self.tune.values()):
-            cand = dict(zip(names, values))
-            scores = []
-            for itr, iva in folds:
-                Xa, Xb = _scale(Xtr[itr], Xtr[iva], cfg.scale)
+        points = [dict(zip(names, values)) for values in itertools.product(*self.tune.values())]
+        scores: list = [[] for _ in points]
+        failed: dict = {}  # point index -> its first failure
+        for itr, iva in folds:
+            Xa, Xb = _scale(Xtr[itr], Xtr[iva], cfg.scale)
+            todo = [i for i in range(len(points)) if i not in failed]
+            for i, res in zip(todo, self._fold_fits(Xa, ytr[itr], cfg, [points[i] for i in todo])):
                 try:
-                    res = fit(Xa, ytr[itr], method=cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate,
-                              loop=cfg.loop, n_features=cfg.n_features, **cfg.fit_options, **{**cfg.params, **cand})
-                    scores.append(self._score(res, Xa, ytr[itr], Xb, ytr[iva], cfg))
+                    if isinstance(res, BaseException):
+                        raise res
+                    scores[i].append(self._score(res, Xa, ytr[itr], Xb, ytr[iva], cfg))
                 except Exception as exc:  # this grid point fails in this fold: it is not chosen
-                    failures.append(f"{cand}: {type(exc).__name__}: {exc}")
-                    scores = None
-                    break
-            if scores is not None and float(np.mean(scores)) > best_score:
-                best, best_score = cand, float(np.mean(scores))
+                    failed[i] = f"{points[i]}: {type(exc).__name__}: {exc}"
+        best, best_score = None, -np.inf
+        for i, cand in enumerate(points):
+            if i not in failed and float(np.mean(scores[i])) > best_score:
+                best, best_score = cand, float(np.mean(scores[i]))
+        failures = [failed[i] for i in sorted(failed)]
         if best is None:
             raise TuningError(f"{cfg.label}: every grid point of {self.tune} failed in the inner {k}-fold "
                               f"cross-validation; first: {failures[0]}")
@@ -340,6 +373,40 @@ class Extras:
             warnings.warn(f"inner cross-validation: {len(failures)} grid point(s) failed and were not chosen "
                           f"(first: {failures[0]})", DataWarning, stacklevel=2)
         return best
+
+    def _fold_fits(self, Xa, ya, cfg, points: list) -> list:
+        """The fits of one inner fold at ``points`` (a result, or the exception that fit raised).
+        One tuned parameter that the formulation restates in place (:func:`path_restates`, the
+        L1-SVM's ``C``) is swept by :func:`fsframe.path` from its largest value down: one model
+        per class built once, only the slack costs changed and the solver warm-started from the
+        previous point's basis (each point certified on its own LP); the results are returned in
+        the grid's order. Any other grid, or a path that fails, fits each point on its own, as
+        :func:`fsframe.fit` does."""
+        opts = {k: v for k, v in cfg.fit_options.items() if k != "keep_model"}
+        if self.sweep and len(points) > 1 and path_restates(cfg, points):
+            from ..paths import path
+
+            (name,) = points[0]
+            # largest value first: the hinge's dense end (measured faster than from the sparse end)
+            order = sorted(range(len(points)), key=lambda i: -float(points[i][name]))
+            try:
+                swept = path(Xa, ya, cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate, loop=cfg.loop,
+                             n_features=cfg.n_features, progress=False, **opts,
+                             **{**cfg.params, name: [points[i][name] for i in order]})
+                out = [None] * len(points)
+                for i, pt in zip(order, swept.points):
+                    out[i] = pt.result
+                return out
+            except Exception:  # which point failed is not known: each is fitted on its own below
+                pass
+        out = []
+        for cand in points:
+            try:
+                out.append(fit(Xa, ya, method=cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate,
+                               loop=cfg.loop, n_features=cfg.n_features, **cfg.fit_options, **{**cfg.params, **cand}))
+            except Exception as exc:
+                out.append(exc)
+        return out
 
     def _score(self, res, Xa, ya, Xb, yb, cfg) -> float:
         if self.top_k:
@@ -533,7 +600,9 @@ def plan_configs(protocol: Protocol, configs: list, tunes: list, *, shape: tuple
             continue
         extras = Extras(evaluator=ev, top_k=top_k, random_k=random_k, random_draws=protocol.random_draws,
                         seed=seed, tune=tune, tune_folds=protocol.tune_folds,
-                        ranking_only=bool(top_k) and not tune and ranks_alone(cfg, n_classes))
+                        ranking_only=bool(top_k) and not tune and ranks_alone(cfg, n_classes),
+                        sweep=bool(tune) and path_restates(cfg, [dict(zip(tune, v)) for v in
+                                                                  itertools.product(*tune.values())]))
         out.append(attrs.evolve(cfg, n_features=n_features, extras=extras))
     if protocol.baselines:
         out.append(BaselineConfig(evaluator=ev, scale=protocol.scale, ks=fixed, random_draws=protocol.random_draws,

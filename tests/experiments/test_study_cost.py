@@ -112,3 +112,14 @@ def test_probe_of_some_data_sets_only(cost):
     assert est["datasets"] == ["iris"] and [r["dataset"] for r in est["rows"]] == ["iris"]
     assert est["cells"] == 6 and est["sampled_cells"] == 1
     assert "(only iris)" in cost.markdown({"cost-part": est})
+
+
+def test_a_data_set_the_study_lacks_is_refused_before_anything_runs(cost, tmp_path, capsys):
+    """``--datasets`` takes every word after it: a study named there (``paper004 --datasets yale
+    paper003``) once made an estimate of no row, written over the study's earlier one."""
+    out = tmp_path / "cost.json"
+    with pytest.raises(SystemExit):
+        cost.main(["paper004", "--datasets", "yale", "paper003", "--json", str(out), "--store", "none",
+                   "--data-dir", str(tmp_path)])
+    assert "paper004 has no data set ['paper003']" in capsys.readouterr().err
+    assert not out.exists()
