@@ -44,7 +44,9 @@ class BoxQPResult:
     from) or ``"infeasible_start"`` (no feasible starting point was given or found at zero).
     ``lam`` is the point, ``nu`` the equality multipliers and ``r`` the reduced gradient
     ``F F' lam + f + E' nu`` (the bound multipliers: ``r_i >= 0`` at a lower bound, ``<= 0`` at an
-    upper one, 0 in between) — ``None`` unless ``status == "optimal"``. ``iterations`` counts the
+    upper one, 0 in between) — ``None`` unless ``status == "optimal"``. With one equality row and
+    no variable of a non-zero entry free, ``nu`` is the midpoint of its optimal interval (the same
+    on every path: :func:`_canonical_nu`). ``iterations`` counts the
     pivots (steps) taken.
     """
 
@@ -271,15 +273,61 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
     free = (lam > lo) & (lam < hi)
     if pe:
         _full_row_rank(E, free)
+    res = None
     with np.errstate(divide="ignore", invalid="ignore"):
         if compiled:
             try:
-                return _active_set_compiled(F, f, E, lo, hi, lam.copy(), free.copy(), warm, max_iter)
+                res = _active_set_compiled(F, f, E, lo, hi, lam.copy(), free.copy(), warm, max_iter)
             except Exception as exc:  # numba failing to compile on the first call: Python from now on
                 if not box_qp_jit.is_compile_error(exc):
                     raise
                 box_qp_jit.disable(exc)
-        return _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter)
+        if res is None:
+            res = _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter)
+    return _canonical_nu(res, F, f, E, lo, hi)
+
+
+FREE_TOL = 1e-10
+"""For :func:`_canonical_nu`: a variable is free when both bounds are more than this times the
+box's width away (or ``max(1, |lam_i|)`` when the box is unbounded)."""
+
+
+def _canonical_nu(res: BoxQPResult, F, f, E, lo, hi) -> BoxQPResult:
+    """``res`` with one equality multiplier ``nu`` that does not depend on the path.
+
+    When a variable with a non-zero equality entry is free, stationarity fixes ``nu``. When none
+    is, every ``nu`` that keeps each bound multiplier ``r_i = g_i + a_i nu`` of the right sign is
+    optimal (an interval ``[L, U]``): the active set stops at whichever end its path reached, so a
+    cold and a crashed start gave different intercepts. Take the interval's midpoint (libsvm's
+    rule for the SVM bias, Chang & Lin, §4.1.5) and ``r`` with it. Several equality rows, or an
+    interval open at one end, keep ``nu`` as found."""
+    if res.status != "optimal" or E.shape[0] != 1:
+        return res
+    a, lam = E[0], res.lam
+    # free: off both bounds by more than rounding (a degenerate variable the active set kept free
+    # to give E_N full rank sits 1e-20 off its bound: it does not fix nu)
+    width = np.where(np.isfinite(hi - lo), hi - lo, np.maximum(1.0, np.abs(lam)))
+    free = np.minimum(lam - lo, hi - lam) > FREE_TOL * width
+    if np.any(free & (a != 0)):
+        return res
+    # the degenerate ones onto their bound, so that the bound multipliers' signs are read right
+    at_lo = ~free & (lam - lo <= hi - lam)
+    lam = np.where(at_lo, lo, np.where(free, lam, hi))
+    held = (a != 0) & (lo != hi)
+    g = F @ (F.T @ lam) + f
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = -g / a  # r_i = 0 at nu = t_i
+    # at the lower bound r_i >= 0, at the upper r_i <= 0: a_i nu >= -g_i or <= -g_i
+    lower = held & (at_lo == (a > 0))  # t_i bounds nu from below
+    upper = held & ~lower
+    L = float(t[lower].max(initial=-np.inf))
+    U = float(t[upper].min(initial=np.inf))
+    if not (np.isfinite(L) and np.isfinite(U)):
+        return res
+    nu = np.array([0.5 * (L + U)])
+    r = g + a * nu[0]
+    r[free] = 0.0  # as the active set reports them (stationary by construction)
+    return BoxQPResult("optimal", lam, nu, r, res.iterations)
 
 
 CRASH_TOL = 1e-3
