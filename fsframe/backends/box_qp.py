@@ -30,6 +30,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from ..errors import InvalidOptionError
 from . import box_qp_jit
 
 __all__ = ["BoxQPResult", "compiled_available", "solve_box_qp"]
@@ -240,9 +241,13 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         the free set of that point and polishes it to the exact optimum: fewer pivots from a cold
         start. Taken only with the compiled pivots and at most one equality row with no zero
         entry (the hinge dual's ``y' lam = 0``); 0 (default): none. ``iterations`` counts the
-        pivots only.
+        pivots only. A crashed start whose pivots end in anything but ``"optimal"`` is run again
+        from the cold start, whose outcome is returned. Not a finite number ``>= 0``:
+        :class:`~fsframe.errors.InvalidOptionError`.
     """
     m = F.shape[0]
+    if not (isinstance(crash, (int, float, np.integer, np.floating)) and np.isfinite(crash) and crash >= 0):
+        raise InvalidOptionError(f"solve_box_qp: crash must be a finite number of sweeps >= 0, got {crash!r}")
     max_iter = 10 * m + 100 if max_iter is None else max_iter
     pe = E.shape[0]
     e_tol = 1e-9 * max(1.0, float(np.abs(e).max(initial=0.0)))
@@ -269,22 +274,30 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
             box_qp_jit.disable(exc)
             crashed, compiled = None, False
         if crashed is not None:
-            lam, warm = crashed, True
+            res = _pivots(F, f, E, e, lo, hi, crashed, True, max_iter, compiled)
+            if res.status == "optimal":
+                return _canonical_nu(res, F, f, E, lo, hi)
+            # a crashed start that ends otherwise is no evidence about the problem: the cold
+            # start's answer is reported (mixed scales, C >= 1e2: 1 300 pivots to an iteration
+            # limit from the crash where the cold start said "singular" at once)
+    return _canonical_nu(_pivots(F, f, E, e, lo, hi, lam, warm, max_iter, compiled), F, f, E, lo, hi)
+
+
+def _pivots(F, f, E, e, lo, hi, lam, warm, max_iter, compiled) -> BoxQPResult:
+    """The active-set method from the feasible ``lam`` (its free set, made full row rank in
+    ``E``), compiled or in Python; ``lam`` is not changed."""
     free = (lam > lo) & (lam < hi)
-    if pe:
+    if E.shape[0]:
         _full_row_rank(E, free)
-    res = None
     with np.errstate(divide="ignore", invalid="ignore"):
         if compiled:
             try:
-                res = _active_set_compiled(F, f, E, lo, hi, lam.copy(), free.copy(), warm, max_iter)
+                return _active_set_compiled(F, f, E, lo, hi, lam.copy(), free.copy(), warm, max_iter)
             except Exception as exc:  # numba failing to compile on the first call: Python from now on
                 if not box_qp_jit.is_compile_error(exc):
                     raise
                 box_qp_jit.disable(exc)
-        if res is None:
-            res = _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter)
-    return _canonical_nu(res, F, f, E, lo, hi)
+        return _active_set(F, f, E, e, lo, hi, lam.copy(), free, warm, max_iter)
 
 
 FREE_TOL = 1e-10

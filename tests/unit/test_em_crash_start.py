@@ -242,3 +242,26 @@ def test_fits_with_the_crash_predict_as_those_without_on_a_degenerate_dual(monke
     assert abs(out[0][0] - out[1][0]) <= 1e-9
     np.testing.assert_array_equal(out[0][1], out[1][1])
     assert np.mean(out[0][1] == y) > 0.7  # the midpoint, not the end that predicts one class
+
+
+@pytest.mark.parametrize("C", [1e2, 1e4])
+def test_a_crash_that_ends_other_than_optimal_is_rerun_from_the_cold_start(C):
+    # columns of scale 1e-4..1e4: the crashed start took ~1 300 pivots to an iteration limit where
+    # the cold start says "singular" at once; the cold start's outcome is what is reported
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 40))
+    y = np.where(X[:, 0] + X[:, 1] + 0.5 * rng.normal(size=80) > 0, 1.0, -1.0)
+    F = y[:, None] * X * 10.0 ** np.linspace(-4, 4, 40)
+    args = (F, -np.ones(80), y[None, :], np.zeros(1), np.zeros(80), np.full(80, C))
+    cold = box_qp.solve_box_qp(*args, compiled=True)
+    crashed = box_qp.solve_box_qp(*args, compiled=True, crash=8)
+    assert cold.status != "optimal"
+    assert (crashed.status, crashed.iterations) == (cold.status, cold.iterations)
+
+
+@pytest.mark.parametrize("crash", [np.inf, -1, -0.5, np.nan, "8"])
+def test_crash_must_be_a_finite_number_of_sweeps(crash):
+    from fsframe.errors import InvalidOptionError
+    F, f, E, e, lo, hi = _dual(0, m=20, q=5)
+    with pytest.raises(InvalidOptionError, match="crash"):
+        box_qp.solve_box_qp(F, f, E, e, lo, hi, crash=crash)
