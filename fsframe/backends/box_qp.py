@@ -265,34 +265,36 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         compiled = compiled_available()
     elif compiled and box_qp_jit.compiled() is None:
         raise ImportError("solve_box_qp(compiled=True) needs numba: pip install 'fsframe[fast]'")
+    H = None  # F F', when the crash formed it
     if crash > 0 and compiled and m and (pe == 0 or (pe == 1 and np.all(E[0] != 0))):
         try:
-            crashed = _crashed(F, f, E, e, lo, hi, lam, crash, e_tol)
+            crashed, H = _crashed(F, f, E, e, lo, hi, lam, crash, e_tol)
         except Exception as exc:  # numba failing to compile the crash: the pivots in Python from now on
             if not box_qp_jit.is_compile_error(exc):
                 raise
             box_qp_jit.disable(exc)
-            crashed, compiled = None, False
+            crashed, H, compiled = None, None, False
         if crashed is not None:
-            res = _pivots(F, f, E, e, lo, hi, crashed, True, max_iter, compiled)
+            res = _pivots(F, f, E, e, lo, hi, crashed, True, max_iter, compiled, H)
             if res.status == "optimal":
                 return _canonical_nu(res, F, f, E, lo, hi)
             # a crashed start that ends otherwise is no evidence about the problem: the cold
             # start's answer is reported (mixed scales, C >= 1e2: 1 300 pivots to an iteration
             # limit from the crash where the cold start said "singular" at once)
-    return _canonical_nu(_pivots(F, f, E, e, lo, hi, lam, warm, max_iter, compiled), F, f, E, lo, hi)
+    return _canonical_nu(_pivots(F, f, E, e, lo, hi, lam, warm, max_iter, compiled, H), F, f, E, lo, hi)
 
 
-def _pivots(F, f, E, e, lo, hi, lam, warm, max_iter, compiled) -> BoxQPResult:
+def _pivots(F, f, E, e, lo, hi, lam, warm, max_iter, compiled, H=None) -> BoxQPResult:
     """The active-set method from the feasible ``lam`` (its free set, made full row rank in
-    ``E``), compiled or in Python; ``lam`` is not changed."""
+    ``E``), compiled or in Python; ``lam`` is not changed. ``H``: ``F F'`` when the caller has it
+    (the crash formed it), else formed here when needed."""
     free = (lam > lo) & (lam < hi)
     if E.shape[0]:
         _full_row_rank(E, free)
     with np.errstate(divide="ignore", invalid="ignore"):
         if compiled:
             try:
-                return _active_set_compiled(F, f, E, lo, hi, lam.copy(), free.copy(), warm, max_iter)
+                return _active_set_compiled(F, f, E, lo, hi, lam.copy(), free.copy(), warm, max_iter, H)
             except Exception as exc:  # numba failing to compile on the first call: Python from now on
                 if not box_qp_jit.is_compile_error(exc):
                     raise
@@ -348,37 +350,58 @@ CRASH_TOL = 1e-3
 answer: the active-set method polishes it)."""
 
 
-def _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol) -> NDArray | None:
+def _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol) -> tuple[NDArray | None, NDArray | None]:
     """The crash start from the feasible ``lam`` (:func:`box_qp_jit.crash`, compiled), or ``None``
     when it found no better start: an unbounded direction, the equality lost to rounding, or more
     free variables than the Hessian ``F F'`` (rank at most ``q``) with the equality rows can hold
-    (the active-set method would first have to shrink that free set, in Python)."""
+    (the active-set method would first have to shrink that free set, in Python), checked after
+    each sweep; and the Hessian ``F F'`` it formed (``None`` when it formed none), for the
+    active-set method to reuse."""
     run = box_qp_jit.compiled_crash()
     if run is None:
-        return None
-    m = F.shape[0]
+        return None, None
+    m, q = F.shape
     pairs = E.shape[0] == 1
     a = np.ascontiguousarray(E[0] if pairs else np.ones(m), dtype=float)
     out = np.ascontiguousarray(lam, dtype=float).copy()
     F = np.ascontiguousarray(F, dtype=float)
     H = F @ F.T  # the crash's steps read two columns of the Hessian each
-    steps = run(F, H, True, np.ascontiguousarray(f, dtype=float), a, pairs,
-                np.ascontiguousarray(lo, dtype=float), np.ascontiguousarray(hi, dtype=float), out,
-                int(np.ceil(sweeps * m)), CRASH_TOL)
-    if steps <= 0 or (pairs and abs(float(a @ out) - float(e[0])) > e_tol):
-        return None
+    f, lo, hi = (np.ascontiguousarray(v, dtype=float) for v in (f, lo, hi))
+    hold = q + E.shape[0]  # the most free variables the Hessian's rank and the equality can hold
+    total, budget = 0, int(np.ceil(sweeps * m))
+    # sweep by sweep (m steps each): a crash whose free set is more than CRASH_GIVE_UP times what
+    # the Hessian can hold after a sweep is given up there instead of at the end (it would be
+    # discarded: below); a smaller excess is not (on 120 x 60 duals the free set passes q + 1 by up
+    # to 20 % in the first sweeps and ends below it)
+    while total < budget:
+        chunk = min(m, budget - total)
+        steps = run(F, H, True, f, a, pairs, lo, hi, out, chunk, CRASH_TOL)
+        if steps < 0:
+            return None, H
+        total += steps
+        if steps < chunk:  # converged to the crash's tolerance
+            break
+        if int(np.count_nonzero((out > lo) & (out < hi))) > CRASH_GIVE_UP * hold:
+            return None, H
+    if total <= 0 or (pairs and abs(float(a @ out) - float(e[0])) > e_tol):
+        return None, H
     out = np.clip(out, lo, hi)
     # more free variables than the Hessian's rank and the equality can hold: the warm start would
     # first be shrunk by the Python _regularize, slower than the cold start the crash was to save
-    if int(np.count_nonzero((out > lo) & (out < hi))) > F.shape[1] + E.shape[0]:
-        return None
-    return out
+    if int(np.count_nonzero((out > lo) & (out < hi))) > hold:
+        return None, H
+    return out, H
+
+
+CRASH_GIVE_UP = 2
+"""The crash is given up after a sweep that leaves more than this times ``q + rows(E)`` free
+variables (a crash that would end discarded, e.g. 16-24 free on a rank-4 Hessian, costs one sweep)."""
 
 
 _STATUS = {0: "optimal", 1: "unbounded", 2: "iteration_limit", 3: "singular"}
 
 
-def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter) -> BoxQPResult:
+def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter, H=None) -> BoxQPResult:
     """:func:`_active_set` with the pivots compiled (``box_qp_jit._active_set``).
     A warm start whose free set the new Hessian cannot support is shrunk here, by the Python
     :func:`_regularize`, and the compiled loop goes on from there."""
@@ -390,7 +413,10 @@ def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter) -> BoxQPRes
     lo = np.ascontiguousarray(lo, dtype=float)
     hi = np.ascontiguousarray(hi, dtype=float)
     use_h = F.shape[1] > F.shape[0]  # as _State: the m x m Hessian once when it is the smaller
-    H = F @ F.T if use_h else np.zeros((1, 1))
+    if not use_h:
+        H = np.zeros((1, 1))
+    elif H is None:
+        H = F @ F.T
     regularized, it = not warm, 0
     while True:
         code, it, nu = active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it)

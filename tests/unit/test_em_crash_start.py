@@ -265,3 +265,25 @@ def test_crash_must_be_a_finite_number_of_sweeps(crash):
     F, f, E, e, lo, hi = _dual(0, m=20, q=5)
     with pytest.raises(InvalidOptionError, match="crash"):
         box_qp.solve_box_qp(F, f, E, e, lo, hi, crash=crash)
+
+
+def test_a_hopeless_crash_is_given_up_after_one_sweep_and_its_hessian_reused(monkeypatch):
+    # rank-4 Hessian, 16 free after one sweep: given up after m steps (not 8 m) and the cold start's
+    # answer returned; the F F' the crash formed is the one the active set uses (q > m: it needs it)
+    F, f, E, e, lo, hi = _dual(3, m=120, q=4, C=50.0)
+    inner = box_qp_jit.compiled_crash()
+    taken = []
+    monkeypatch.setattr(box_qp_jit, "compiled_crash", lambda: lambda *a: taken.append(inner(*a)) or taken[-1])
+    cold = box_qp.solve_box_qp(F, f, E, e, lo, hi, compiled=True)
+    crashed = box_qp.solve_box_qp(F, f, E, e, lo, hi, compiled=True, crash=8)
+    assert sum(taken) == 120
+    assert crashed.iterations == cold.iterations and np.array_equal(crashed.lam, cold.lam)
+    # q > m: the crash's Hessian goes to the active set, not formed again
+    F2, f2, E2, e2, lo2, hi2 = _dual(1, m=30, q=90, C=1.0)
+    seen = []
+    active = box_qp._active_set_compiled
+    monkeypatch.setattr(box_qp, "_active_set_compiled", lambda *a: seen.append(a[-1]) or active(*a))
+    taken.clear()
+    res = box_qp.solve_box_qp(F2, f2, E2, e2, lo2, hi2, compiled=True, crash=8)
+    assert res.status == "optimal" and taken and seen[0] is not None
+    np.testing.assert_allclose(seen[0], F2 @ F2.T, rtol=1e-12, atol=1e-12)
