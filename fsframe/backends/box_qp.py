@@ -30,6 +30,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from ..errors import InvalidOptionError
 from . import box_qp_jit
 
 __all__ = ["BoxQPResult", "compiled_available", "solve_box_qp"]
@@ -44,7 +45,9 @@ class BoxQPResult:
     from) or ``"infeasible_start"`` (no feasible starting point was given or found at zero).
     ``lam`` is the point, ``nu`` the equality multipliers and ``r`` the reduced gradient
     ``F F' lam + f + E' nu`` (the bound multipliers: ``r_i >= 0`` at a lower bound, ``<= 0`` at an
-    upper one, 0 in between) — ``None`` unless ``status == "optimal"``. ``iterations`` counts the
+    upper one, 0 in between) — ``None`` unless ``status == "optimal"``. With one equality row and
+    no variable of a non-zero entry free, ``nu`` is the midpoint of its optimal interval (the same
+    on every path: :func:`_canonical_nu`). ``iterations`` counts the
     pivots (steps) taken.
     """
 
@@ -238,9 +241,13 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         the free set of that point and polishes it to the exact optimum: fewer pivots from a cold
         start. Taken only with the compiled pivots and at most one equality row with no zero
         entry (the hinge dual's ``y' lam = 0``); 0 (default): none. ``iterations`` counts the
-        pivots only.
+        pivots only. A crashed start whose pivots end in anything but ``"optimal"`` is run again
+        from the cold start, whose outcome is returned. Not a finite number ``>= 0``:
+        :class:`~fsframe.errors.InvalidOptionError`.
     """
     m = F.shape[0]
+    if not (isinstance(crash, (int, float, np.integer, np.floating)) and np.isfinite(crash) and crash >= 0):
+        raise InvalidOptionError(f"solve_box_qp: crash must be a finite number of sweeps >= 0, got {crash!r}")
     max_iter = 10 * m + 100 if max_iter is None else max_iter
     pe = E.shape[0]
     e_tol = 1e-9 * max(1.0, float(np.abs(e).max(initial=0.0)))
@@ -258,28 +265,84 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         compiled = compiled_available()
     elif compiled and box_qp_jit.compiled() is None:
         raise ImportError("solve_box_qp(compiled=True) needs numba: pip install 'fsframe[fast]'")
+    H = None  # F F', when the crash formed it
     if crash > 0 and compiled and m and (pe == 0 or (pe == 1 and np.all(E[0] != 0))):
         try:
-            crashed = _crashed(F, f, E, e, lo, hi, lam, crash, e_tol)
+            crashed, H = _crashed(F, f, E, e, lo, hi, lam, crash, e_tol)
         except Exception as exc:  # numba failing to compile the crash: the pivots in Python from now on
             if not box_qp_jit.is_compile_error(exc):
                 raise
             box_qp_jit.disable(exc)
-            crashed, compiled = None, False
+            crashed, H, compiled = None, None, False
         if crashed is not None:
-            lam, warm = crashed, True
+            res = _pivots(F, f, E, e, lo, hi, crashed, True, max_iter, compiled, H)
+            if res.status == "optimal":
+                return _canonical_nu(res, F, f, E, lo, hi)
+            # a crashed start that ends otherwise is no evidence about the problem: the cold
+            # start's answer is reported (mixed scales, C >= 1e2: 1 300 pivots to an iteration
+            # limit from the crash where the cold start said "singular" at once)
+    return _canonical_nu(_pivots(F, f, E, e, lo, hi, lam, warm, max_iter, compiled, H), F, f, E, lo, hi)
+
+
+def _pivots(F, f, E, e, lo, hi, lam, warm, max_iter, compiled, H=None) -> BoxQPResult:
+    """The active-set method from the feasible ``lam`` (its free set, made full row rank in
+    ``E``), compiled or in Python; ``lam`` is not changed. ``H``: ``F F'`` when the caller has it
+    (the crash formed it), else formed here when needed."""
     free = (lam > lo) & (lam < hi)
-    if pe:
+    if E.shape[0]:
         _full_row_rank(E, free)
     with np.errstate(divide="ignore", invalid="ignore"):
         if compiled:
             try:
-                return _active_set_compiled(F, f, E, lo, hi, lam.copy(), free.copy(), warm, max_iter)
+                return _active_set_compiled(F, f, E, lo, hi, lam.copy(), free.copy(), warm, max_iter, H)
             except Exception as exc:  # numba failing to compile on the first call: Python from now on
                 if not box_qp_jit.is_compile_error(exc):
                     raise
                 box_qp_jit.disable(exc)
-        return _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter)
+        return _active_set(F, f, E, e, lo, hi, lam.copy(), free, warm, max_iter)
+
+
+FREE_TOL = 1e-10
+"""For :func:`_canonical_nu`: a variable is free when both bounds are more than this times the
+box's width away (or ``max(1, |lam_i|)`` when the box is unbounded)."""
+
+
+def _canonical_nu(res: BoxQPResult, F, f, E, lo, hi) -> BoxQPResult:
+    """``res`` with one equality multiplier ``nu`` that does not depend on the path.
+
+    When a variable with a non-zero equality entry is free, stationarity fixes ``nu``. When none
+    is, every ``nu`` that keeps each bound multiplier ``r_i = g_i + a_i nu`` of the right sign is
+    optimal (an interval ``[L, U]``): the active set stops at whichever end its path reached, so a
+    cold and a crashed start gave different intercepts. Take the interval's midpoint (libsvm's
+    rule for the SVM bias, Chang & Lin, §4.1.5) and ``r`` with it. Several equality rows, or an
+    interval open at one end, keep ``nu`` as found."""
+    if res.status != "optimal" or E.shape[0] != 1:
+        return res
+    a, lam = E[0], res.lam
+    # free: off both bounds by more than rounding (a degenerate variable the active set kept free
+    # to give E_N full rank sits 1e-20 off its bound: it does not fix nu)
+    width = np.where(np.isfinite(hi - lo), hi - lo, np.maximum(1.0, np.abs(lam)))
+    free = np.minimum(lam - lo, hi - lam) > FREE_TOL * width
+    if np.any(free & (a != 0)):
+        return res
+    # the degenerate ones onto their bound, so that the bound multipliers' signs are read right
+    at_lo = ~free & (lam - lo <= hi - lam)
+    lam = np.where(at_lo, lo, np.where(free, lam, hi))
+    held = (a != 0) & (lo != hi)
+    g = F @ (F.T @ lam) + f
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = -g / a  # r_i = 0 at nu = t_i
+    # at the lower bound r_i >= 0, at the upper r_i <= 0: a_i nu >= -g_i or <= -g_i
+    lower = held & (at_lo == (a > 0))  # t_i bounds nu from below
+    upper = held & ~lower
+    L = float(t[lower].max(initial=-np.inf))
+    U = float(t[upper].min(initial=np.inf))
+    if not (np.isfinite(L) and np.isfinite(U)):
+        return res
+    nu = np.array([0.5 * (L + U)])
+    r = g + a * nu[0]
+    r[free] = 0.0  # as the active set reports them (stationary by construction)
+    return BoxQPResult("optimal", lam, nu, r, res.iterations)
 
 
 CRASH_TOL = 1e-3
@@ -287,37 +350,58 @@ CRASH_TOL = 1e-3
 answer: the active-set method polishes it)."""
 
 
-def _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol) -> NDArray | None:
+def _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol) -> tuple[NDArray | None, NDArray | None]:
     """The crash start from the feasible ``lam`` (:func:`box_qp_jit.crash`, compiled), or ``None``
     when it found no better start: an unbounded direction, the equality lost to rounding, or more
     free variables than the Hessian ``F F'`` (rank at most ``q``) with the equality rows can hold
-    (the active-set method would first have to shrink that free set, in Python)."""
+    (the active-set method would first have to shrink that free set, in Python), checked after
+    each sweep; and the Hessian ``F F'`` it formed (``None`` when it formed none), for the
+    active-set method to reuse."""
     run = box_qp_jit.compiled_crash()
     if run is None:
-        return None
-    m = F.shape[0]
+        return None, None
+    m, q = F.shape
     pairs = E.shape[0] == 1
     a = np.ascontiguousarray(E[0] if pairs else np.ones(m), dtype=float)
     out = np.ascontiguousarray(lam, dtype=float).copy()
     F = np.ascontiguousarray(F, dtype=float)
     H = F @ F.T  # the crash's steps read two columns of the Hessian each
-    steps = run(F, H, True, np.ascontiguousarray(f, dtype=float), a, pairs,
-                np.ascontiguousarray(lo, dtype=float), np.ascontiguousarray(hi, dtype=float), out,
-                int(np.ceil(sweeps * m)), CRASH_TOL)
-    if steps <= 0 or (pairs and abs(float(a @ out) - float(e[0])) > e_tol):
-        return None
+    f, lo, hi = (np.ascontiguousarray(v, dtype=float) for v in (f, lo, hi))
+    hold = q + E.shape[0]  # the most free variables the Hessian's rank and the equality can hold
+    total, budget = 0, int(np.ceil(sweeps * m))
+    # sweep by sweep (m steps each): a crash whose free set is more than CRASH_GIVE_UP times what
+    # the Hessian can hold after a sweep is given up there instead of at the end (it would be
+    # discarded: below); a smaller excess is not (on 120 x 60 duals the free set passes q + 1 by up
+    # to 20 % in the first sweeps and ends below it)
+    while total < budget:
+        chunk = min(m, budget - total)
+        steps = run(F, H, True, f, a, pairs, lo, hi, out, chunk, CRASH_TOL)
+        if steps < 0:
+            return None, H
+        total += steps
+        if steps < chunk:  # converged to the crash's tolerance
+            break
+        if int(np.count_nonzero((out > lo) & (out < hi))) > CRASH_GIVE_UP * hold:
+            return None, H
+    if total <= 0 or (pairs and abs(float(a @ out) - float(e[0])) > e_tol):
+        return None, H
     out = np.clip(out, lo, hi)
     # more free variables than the Hessian's rank and the equality can hold: the warm start would
     # first be shrunk by the Python _regularize, slower than the cold start the crash was to save
-    if int(np.count_nonzero((out > lo) & (out < hi))) > F.shape[1] + E.shape[0]:
-        return None
-    return out
+    if int(np.count_nonzero((out > lo) & (out < hi))) > hold:
+        return None, H
+    return out, H
+
+
+CRASH_GIVE_UP = 2
+"""The crash is given up after a sweep that leaves more than this times ``q + rows(E)`` free
+variables (a crash that would end discarded, e.g. 16-24 free on a rank-4 Hessian, costs one sweep)."""
 
 
 _STATUS = {0: "optimal", 1: "unbounded", 2: "iteration_limit", 3: "singular"}
 
 
-def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter) -> BoxQPResult:
+def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter, H=None) -> BoxQPResult:
     """:func:`_active_set` with the pivots compiled (``box_qp_jit._active_set``).
     A warm start whose free set the new Hessian cannot support is shrunk here, by the Python
     :func:`_regularize`, and the compiled loop goes on from there."""
@@ -329,7 +413,10 @@ def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter) -> BoxQPRes
     lo = np.ascontiguousarray(lo, dtype=float)
     hi = np.ascontiguousarray(hi, dtype=float)
     use_h = F.shape[1] > F.shape[0]  # as _State: the m x m Hessian once when it is the smaller
-    H = F @ F.T if use_h else np.zeros((1, 1))
+    if not use_h:
+        H = np.zeros((1, 1))
+    elif H is None:
+        H = F @ F.T
     regularized, it = not warm, 0
     while True:
         code, it, nu = active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it)

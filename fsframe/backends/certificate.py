@@ -92,20 +92,29 @@ def _project_dual_cone(data: ProblemData, z: NDArray) -> NDArray:
 
 _ABS: list = []  # (weak reference to a matrix, |matrix|) of the last few matrices seen
 _TRANSPOSED: list = []  # (weak reference to a matrix, its transpose) of the last few matrices seen
-_ROW_MAX: list = []  # (weak reference to a matrix, the largest |entry| of each row)
-_CSR: list = []  # (weak reference to a matrix, its CSR arrays (indptr, indices, data))
+_ROW_MAX: list = []  # (weak reference to a matrix, the largest |entry| of each row, its arrays)
 
 
 def _cached(cache: list, M, make):
-    """``make(M)``, cached by the identity of ``M`` (a session certifies the same A and G each
-    time: the arrays of a ``ProblemData`` are not changed in place; weak references, so the cache
-    keeps no problem alive)."""
-    cache[:] = [(r, a) for r, a in cache if r() is not None]
-    for r, a in cache:
+    """``make(M)``, cached for a CSR or CSC ``M`` (a session certifies the same A and G each time)
+    while ``M`` holds the very arrays it was made from: keyed by weak references to ``M`` and to
+    its ``indptr``, ``indices`` and ``data`` (the same objects), so a matrix given new arrays
+    (``M.data = ...``) or a new matrix where a deleted one lived (the same ``id``) is answered
+    afresh, and the cache keeps no problem alive. Other formats (and dense arrays) are made per
+    call: their conversion makes new arrays each time, nothing to check a cache entry against.
+    The arrays' values are not compared: they are read-only (:func:`relative_violation`)."""
+    if getattr(M, "format", None) not in ("csr", "csc"):
+        return make(M)
+    arrays = (M.indptr, M.indices, M.data)
+    cache[:] = [entry for entry in cache if entry[0]() is not None]
+    for i, (r, a, refs) in enumerate(cache):
         if r() is M:
-            return a
+            if all(w() is arr for w, arr in zip(refs, arrays)):
+                return a
+            del cache[i]
+            break
     a = make(M)
-    cache.insert(0, (weakref.ref(M), a))
+    cache.insert(0, (weakref.ref(M), a, tuple(weakref.ref(arr) for arr in arrays)))
     del cache[4:]
     return a
 
@@ -155,7 +164,8 @@ def _row_max(M) -> NDArray:
 
 def _csr(M) -> tuple:
     """``(indptr, indices, data)`` of ``M`` in CSR, each row's entries in the order a scipy row
-    selection keeps them; arrays, not the matrix, so the cache does not keep ``M`` alive."""
+    selection keeps them: a CSR matrix's own arrays (nothing copied, nothing to cache), another
+    format's converted per call."""
     Mc = M.tocsr()
     return Mc.indptr, Mc.indices, Mc.data
 
@@ -347,9 +357,9 @@ def _row_sizes(M, rhs: NDArray, x: NDArray, Mx: NDArray, need: NDArray, lb: NDAr
     big = np.minimum(row_max, max(1.0, _inf(rhs), _inf(Mx)))
     rows = np.flatnonzero(need)
     if rows.size:  # violated rows (few at a solver's answer): only the columns that can help
-        # the rows' entries gathered from the cached CSR arrays (a scipy row selection and a new
-        # matrix per call cost ~1 ms per EM step, two certificates a step)
-        indptr, indices, data = _cached(_CSR, M, _csr)
+        # the rows' entries gathered from the CSR arrays (a scipy row selection and a new matrix
+        # per call cost ~1 ms per EM step, two certificates a step)
+        indptr, indices, data = _csr(M)
         starts = indptr[rows]
         lens = indptr[rows + 1] - starts
         offs = np.cumsum(lens) - lens  # where each row's entries begin in the gathered arrays
@@ -378,7 +388,12 @@ def relative_violation(data: ProblemData, x: NDArray) -> float:
     second-order cone's ``||s_1..|| - s_0``, an exponential triple's distance to ``K_exp``) over
     the largest size among its rows; a bound's over ``max(1, |bound|)``. One scale for all rows
     (the largest) would hide a row of size ``1e-4`` next to one of size ``1e4``: an
-    infeasibility claim on such a problem would be refuted by a point that violates it."""
+    infeasibility claim on such a problem would be refuted by a point that violates it.
+
+    ``data``'s matrices are read-only here, as everywhere in a ``ProblemData``: ``|M|``, its
+    transpose and the rows' largest entries are cached per CSR / CSC matrix (checked against the
+    identity of its ``indptr``, ``indices`` and ``data`` arrays, so a matrix given new arrays is
+    sized afresh), and a change made in place to those arrays' values is not seen."""
     ratios = [0.0]
     if data.A.shape[0]:
         Ax = data.A @ x

@@ -186,3 +186,104 @@ def test_the_dense_form_crashes_only_where_it_was_measured_to_pay(rule, monkeypa
         warnings.simplefilter("ignore")
         fsframe.fit(X, y, method="em-l0", n_features=5)
     assert not any(asked)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_intercept_is_the_midpoint_when_no_multiplier_is_free(compiled):
+    # every lam_i at C: any nu in an interval is optimal, the cold start ended at one end (+1) and
+    # the crash at the other (-1); both now give the interval's midpoint
+    m = 40
+    y = np.where(np.arange(m) % 2, 1.0, -1.0)
+    F = y[:, None] * np.ones((m, 20))
+    args = (F, -np.ones(m), y[None, :], np.zeros(1), np.zeros(m), np.ones(m))
+    cold = box_qp.solve_box_qp(*args, compiled=compiled)
+    crashed = box_qp.solve_box_qp(*args, compiled=True, crash=8)
+    for res in (cold, crashed):
+        assert res.status == "optimal"
+        np.testing.assert_array_equal(res.lam, np.ones(m))
+    # F'lam = 0 at lam = 1, so g = -1 and r_i = -1 + y_i nu <= 0 (every lam_i at its upper bound):
+    # nu in [-1, 1], midpoint 0; r = -1
+    assert abs(cold.nu[0]) <= 1e-12 and abs(crashed.nu[0]) <= 1e-12
+    np.testing.assert_allclose(cold.r, -np.ones(m), atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_intercept_with_every_multiplier_at_c_is_the_closed_form_midpoint(seed):
+    # a tiny C holds every multiplier at C: at an upper bound r_i = g_i + y_i nu <= 0, so the
+    # optimal nu are [max_{y=-1} g_i, min_{y=+1} -g_i]
+    rng = np.random.default_rng(seed)
+    y = np.repeat([1.0, -1.0], 30)  # balanced: lam = C keeps y'lam = 0
+    F = y[:, None] * rng.normal(size=(60, 30))
+    f, E, e, lo, hi = -np.ones(60), y[None, :], np.zeros(1), np.zeros(60), np.full(60, 1e-6)
+    for crash in (0, 8):
+        res = box_qp.solve_box_qp(F, f, E, e, lo, hi, compiled=True, crash=crash)
+        assert res.status == "optimal"
+        np.testing.assert_array_equal(res.lam, hi)
+        g = F @ (F.T @ hi) + f
+        mid = 0.5 * (g[y < 0].max() + (-g[y > 0]).min())
+        assert abs(res.nu[0] - mid) <= 1e-12
+
+
+def test_fits_with_the_crash_predict_as_those_without_on_a_degenerate_dual(monkeypatch):
+    # C = 1e-4 holds every multiplier at C: the intercept was -0.989 cold, +0.990 crashed, and
+    # every training prediction flipped
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 40))
+    y = np.repeat([1, -1], 40)
+    X[:, 0] += 0.8 * y
+    out = []
+    for sweeps in (0, 8):
+        monkeypatch.setattr(diag_qp, "CRASH_SWEEPS", sweeps)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = fsframe.fit(X, y, method="em-l0", n_features=5, C=1e-4)
+        b = float(np.ravel(r.intercept)[0])
+        out.append((b, np.sign(X @ np.asarray(r.coef).ravel() + b)))
+    assert abs(out[0][0] - out[1][0]) <= 1e-9
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    assert np.mean(out[0][1] == y) > 0.7  # the midpoint, not the end that predicts one class
+
+
+@pytest.mark.parametrize("C", [1e2, 1e4])
+def test_a_crash_that_ends_other_than_optimal_is_rerun_from_the_cold_start(C):
+    # columns of scale 1e-4..1e4: the crashed start took ~1 300 pivots to an iteration limit where
+    # the cold start says "singular" at once; the cold start's outcome is what is reported
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 40))
+    y = np.where(X[:, 0] + X[:, 1] + 0.5 * rng.normal(size=80) > 0, 1.0, -1.0)
+    F = y[:, None] * X * 10.0 ** np.linspace(-4, 4, 40)
+    args = (F, -np.ones(80), y[None, :], np.zeros(1), np.zeros(80), np.full(80, C))
+    cold = box_qp.solve_box_qp(*args, compiled=True)
+    crashed = box_qp.solve_box_qp(*args, compiled=True, crash=8)
+    assert cold.status != "optimal"
+    assert (crashed.status, crashed.iterations) == (cold.status, cold.iterations)
+
+
+@pytest.mark.parametrize("crash", [np.inf, -1, -0.5, np.nan, "8"])
+def test_crash_must_be_a_finite_number_of_sweeps(crash):
+    from fsframe.errors import InvalidOptionError
+    F, f, E, e, lo, hi = _dual(0, m=20, q=5)
+    with pytest.raises(InvalidOptionError, match="crash"):
+        box_qp.solve_box_qp(F, f, E, e, lo, hi, crash=crash)
+
+
+def test_a_hopeless_crash_is_given_up_after_one_sweep_and_its_hessian_reused(monkeypatch):
+    # rank-4 Hessian, 16 free after one sweep: given up after m steps (not 8 m) and the cold start's
+    # answer returned; the F F' the crash formed is the one the active set uses (q > m: it needs it)
+    F, f, E, e, lo, hi = _dual(3, m=120, q=4, C=50.0)
+    inner = box_qp_jit.compiled_crash()
+    taken = []
+    monkeypatch.setattr(box_qp_jit, "compiled_crash", lambda: lambda *a: taken.append(inner(*a)) or taken[-1])
+    cold = box_qp.solve_box_qp(F, f, E, e, lo, hi, compiled=True)
+    crashed = box_qp.solve_box_qp(F, f, E, e, lo, hi, compiled=True, crash=8)
+    assert sum(taken) == 120
+    assert crashed.iterations == cold.iterations and np.array_equal(crashed.lam, cold.lam)
+    # q > m: the crash's Hessian goes to the active set, not formed again
+    F2, f2, E2, e2, lo2, hi2 = _dual(1, m=30, q=90, C=1.0)
+    seen = []
+    active = box_qp._active_set_compiled
+    monkeypatch.setattr(box_qp, "_active_set_compiled", lambda *a: seen.append(a[-1]) or active(*a))
+    taken.clear()
+    res = box_qp.solve_box_qp(F2, f2, E2, e2, lo2, hi2, compiled=True, crash=8)
+    assert res.status == "optimal" and taken and seen[0] is not None
+    np.testing.assert_allclose(seen[0], F2 @ F2.T, rtol=1e-12, atol=1e-12)

@@ -148,3 +148,38 @@ def test_row_sizes_from_cached_csr_equal_a_scipy_row_selection(fmt, seed):
     need = np.ones(m)
     assert np.array_equal(certificate._row_sizes(M2, rhs, x, M2 @ x, need, lb, ub),
                           _row_sizes_by_selection(M2, rhs, x, M2 @ x, need, lb, ub))
+
+
+def test_row_sizes_cache_follows_the_matrix_arrays_and_survives_id_reuse():
+    """The rows' largest entries (and ``|M|``) are cached per CSR / CSC matrix, keyed by the matrix and checked against
+    the identity of its arrays: a matrix given new arrays, and a new matrix created where a deleted
+    one lived (the same ``id``), are sized afresh; a COO matrix is not cached."""
+    import gc
+
+    rng = np.random.default_rng(11)
+    m, n = 30, 20
+    x = rng.normal(size=n)
+    lb, ub = np.full(n, -np.inf), np.full(n, np.inf)
+    need = np.zeros(m)  # every row sized by its largest coefficient (the cached row maxima)
+    rhs = np.zeros(m)
+
+    def check(M):
+        got = certificate._row_sizes(M, rhs, x, M @ x, need, lb, ub)
+        assert np.array_equal(got, _row_sizes_by_selection(M, rhs, x, M @ x, need, lb, ub))
+
+    M = sp.random(m, n, density=0.3, random_state=3, format="csr")
+    check(M)
+    M.data = M.data * 1e3  # new arrays on the same matrix object
+    check(M)
+    ids = set()
+    for k in range(40):  # create, certify, delete, collect: ids get reused
+        A = sp.random(m, n, density=0.3, random_state=3, format="csr")
+        A.data = A.data * 10.0 ** (k % 7 - 3)
+        ids.add(id(A))
+        check(A)
+        del A
+        gc.collect()
+    assert len(ids) < 40  # the loop did reuse an id (else it tests nothing)
+    C = sp.random(m, n, density=0.3, random_state=4, format="coo")
+    check(C)
+    assert not any(r() is C for r, *_ in certificate._ROW_MAX)  # converted per call, not cached
