@@ -346,13 +346,12 @@ class Extras:
 
         Xtr, _ = _scale(X[split.train], X[split.test][:0], cfg.scale)
         ytr = y[split.train]
-        k = folds_for(self.tune_folds, ytr.size)
-        if not self.evaluator.regression:  # a real target has no strata
-            if self.max_folds is not None:
-                k = min(k, self.max_folds)
-            k, note = capped_folds(k, ytr, f"{cfg.label}: inner cross-validation")
-            if note:
-                warnings.warn(note, DataWarning, stacklevel=2)
+        k = rule = folds_for(self.tune_folds, ytr.size)
+        if not self.evaluator.regression:  # a real target has no strata; a class caps the folds (capped_folds)
+            k = capped_folds(min(rule, self.max_folds or rule), ytr, cfg.label)[0]
+            if k < rule:
+                warnings.warn(f"{cfg.label}: {rule}-fold CV capped to {k} folds (the "
+                              f"smallest class of a training part has {k} samples)", DataWarning, stacklevel=2)
         kind = KFold if self.evaluator.regression else StratifiedKFold
         folds = list(kind(k, shuffle=True, random_state=self.seed).split(np.zeros((ytr.size, 1)), ytr))
         names = list(self.tune)
