@@ -19,7 +19,8 @@
   features, so the two differ only in which features were used.
 * **Tuning** (``tune = {p = [...]}`` in a ``[[methods]]`` entry; 002 §3.1, 004 §5.1-5.3): in each
   split the grid point with the best mean score over a stratified inner cross-validation of the
-  training part (``tune_folds`` folds, 004's rule: 3 below 200 training samples, else 8) is fitted
+  training part (``tune_folds`` folds, 004's rule: 3 below 200 training samples, else 8; at most
+  the smallest class's count in the training part, with a warning: :func:`capped_folds`) is fitted
   on the whole training part. The inner score is the evaluated quantity of the protocol: the
   retrained classifier (with ``C = retrain_C``, not itself tuned, to keep the nesting affordable)
   on the selected features, or on the top ``max(top_k)``; the selector's own model without
