@@ -10,13 +10,14 @@ through the same runner as :func:`fsframe.evaluation.compare`
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 import attrs
 import numpy as np
 
-from ..errors import DataFileError, InvalidOptionError
+from ..errors import DataFileError, DataWarning, InvalidOptionError
 from .cells import CellStore, cell_key, record_from_json, record_to_json
 from .comparison import CompareResult
 from .config import _make_config
@@ -28,7 +29,7 @@ from .records import CVResult, Progress, solver_of
 from .runner import _as_data, _check_common, _emit_warnings, _runtime_components
 from .serialize import environment_versions, to_jsonable
 from .splits import make_splits
-from .study import Study
+from .study import Study, capped_folds
 
 __all__ = ["StudyResult", "run_study", "load_results"]
 
@@ -109,7 +110,22 @@ def _plan(study: Study):
                  for seed in study.seeds}
         n_classes = 0 if regression else len(np.unique(y))
         n_train = int(drawn[study.seeds[0]][0][0].train.size)
-        retrain = prot.retrain_estimator(n_train)
+        # a stratified inner CV of a training part has at most as many folds as its smallest class
+        # has members: the cap of the split whose training part is the least (the same for every cell)
+        cap, caps = None, {}
+        tuned = {"retrain_folds": "tuned-" in f"{prot.retrain} {prot.reference}",
+                 "tune_folds": any(m.tune for m in study.configurations(dspec.name))}
+        if not regression and any(tuned.values()):
+            worst = min((s.train for seed in study.seeds for s in drawn[seed][0]),
+                        key=lambda tr: int(np.unique(y[tr], return_counts=True)[1].min()))
+            for rule in (r for r in tuned if tuned[r]):
+                k, note = capped_folds(getattr(prot, rule), y[worst], f"{study.name}, data set {dspec.name!r}, "
+                                                                     f"inner cross-validation ({rule})")
+                if note:
+                    warnings.warn(note, DataWarning, stacklevel=3)
+                    caps[rule] = k
+            cap = int(np.unique(y[worst], return_counts=True)[1].min())
+        retrain = prot.retrain_estimator(n_train, cap)
         # an n_features grid shared by data sets of different widths: each runs the r it has
         specs = [m for m in study.configurations(dspec.name) if m.spec.get("n_features", 0) <= X.shape[1]]
         if not specs:
@@ -129,8 +145,11 @@ def _plan(study: Study):
                 protocol["task"] = "regression"
             group = {"dataset": dsinfo, "seed": seed, "protocol": protocol, "n_splits": len(splits),
                      "data_sha256": dhash, "configs": [], "cells": []}
+            if caps:  # the record of the cap (not in the cell key: the folds themselves are)
+                group["inner_folds_capped"] = caps
             cell_configs = plan_configs(prot, configs, [m.tune for m in specs], shape=X.shape,
                                         n_classes=n_classes, n_train=n_train, retrain=retrain, C=C, seed=seed,
+                                        max_folds=cap,
                                         where=f"{study.name}, data set {dspec.name}", regression=regression)
             for cfg in cell_configs:
                 cd = _config_dict(cfg)

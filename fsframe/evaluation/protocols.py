@@ -19,7 +19,8 @@
   features, so the two differ only in which features were used.
 * **Tuning** (``tune = {p = [...]}`` in a ``[[methods]]`` entry; 002 §3.1, 004 §5.1-5.3): in each
   split the grid point with the best mean score over a stratified inner cross-validation of the
-  training part (``tune_folds`` folds, 004's rule: 3 below 200 training samples, else 8) is fitted
+  training part (``tune_folds`` folds, 004's rule: 3 below 200 training samples, else 8; at most
+  the smallest class's count in the training part, with a warning: :func:`capped_folds`) is fitted
   on the whole training part. The inner score is the evaluated quantity of the protocol: the
   retrained classifier (with ``C = retrain_C``, not itself tuned, to keep the nesting affordable)
   on the selected features, or on the top ``max(top_k)``; the selector's own model without
@@ -56,7 +57,7 @@ from .metrics import accuracy_score, mae_score, mcc_score, mse_score, r2_score
 from .preprocess import _retrain_estimator, _scale
 from .records import FoldRecord
 from .runner import _run_fold
-from .study import RETRAINS, Protocol, folds_for
+from .study import RETRAINS, Protocol, capped_folds, folds_for
 
 __all__ = ["Evaluator", "Extras", "BaselineConfig", "study_cell", "ranking", "ranks_alone", "TuningError",
            "ALL_FEATURES", "plan_configs", "fit_memo_info", "clear_fit_memo", "path_restates"]
@@ -292,13 +293,15 @@ class Extras:
     tune_folds: Any = 3
     ranking_only: bool = False  # the top-k cell asks the method for its ranking alone (ranks_without_model)
     sweep: bool = False  # the inner cross-validation sweeps the grid by fsframe.path (path_restates)
+    max_folds: int | None = None  # the smallest class's training count when it caps tune_folds (capped_folds)
 
     def key(self) -> dict:
         """What enters the cell key."""
         return {"top_k": list(self.top_k), "random_k": self.random_k, "random_draws": self.random_draws,
                 "tune": self.tune, "tune_folds": self.tune_folds, "evaluator": self.evaluator.describe(),
                 **({"ranking_only": True} if self.ranking_only else {}),
-                **({"inner_fits": "path"} if self.sweep else {})}
+                **({"inner_fits": "path"} if self.sweep else {}),
+                **({"tune_folds_capped": self.max_folds} if self.max_folds is not None else {})}
 
     def after_fit(self, rec: FoldRecord, res, Xtr, ytr, Xte, yte, split, cfg) -> FoldRecord:
         """The record with the top-k curve (the record's accuracy then is the one at the largest
@@ -344,8 +347,13 @@ class Extras:
 
         Xtr, _ = _scale(X[split.train], X[split.test][:0], cfg.scale)
         ytr = y[split.train]
-        k = folds_for(self.tune_folds, ytr.size)
-        kind = KFold if self.evaluator.regression else StratifiedKFold  # a real target has no strata
+        k = rule = folds_for(self.tune_folds, ytr.size)
+        if not self.evaluator.regression:  # a real target has no strata; a class caps the folds (capped_folds)
+            k = capped_folds(min(rule, self.max_folds or rule), ytr, cfg.label)[0]
+            if k < rule:
+                warnings.warn(f"{cfg.label}: {rule}-fold CV capped to {k} folds (the "
+                              f"smallest class of a training part has {k} samples)", DataWarning, stacklevel=2)
+        kind = KFold if self.evaluator.regression else StratifiedKFold
         folds = list(kind(k, shuffle=True, random_state=self.seed).split(np.zeros((ytr.size, 1)), ytr))
         names = list(self.tune)
         points = [dict(zip(names, values)) for values in itertools.product(*self.tune.values())]
@@ -548,7 +556,8 @@ def study_cell(X, y, split, cfg, raise_errors: bool = False) -> FoldRecord:
     return attrs.evolve(rec, facts=facts, total_seconds=rec.total_seconds + tuning, warnings=rec.warnings + inner)
 
 
-def evaluator_of(protocol: Protocol, retrain, C: float, n_train: int, *, regression: bool = False) -> Evaluator:
+def evaluator_of(protocol: Protocol, retrain, C: float, n_train: int, *, regression: bool = False,
+                 max_folds: int | None = None) -> Evaluator:
     """The classifier the protocol evaluates features with: its retrained one, else the reference.
     A regression's is least squares (``retrain = "ls"``, or none: the reference regressor)."""
     if regression:
@@ -557,20 +566,23 @@ def evaluator_of(protocol: Protocol, retrain, C: float, n_train: int, *, regress
         return Evaluator(clf=retrain, C=C)
     if protocol.reference in RETRAINS:
         tuned = protocol.reference.startswith("tuned-")
-        ref = attrs.evolve(protocol, retrain=protocol.reference).retrain_estimator(n_train) if tuned else \
+        ref = attrs.evolve(protocol, retrain=protocol.reference).retrain_estimator(n_train, max_folds) if tuned else \
             protocol.reference
         return Evaluator(clf=ref, C=C)
     return Evaluator(method=protocol.reference)
 
 
 def plan_configs(protocol: Protocol, configs: list, tunes: list, *, shape: tuple, n_classes: int, n_train: int,
-                 retrain, C: float, seed: int, where: str, regression: bool = False) -> list:
+                 retrain, C: float, seed: int, where: str, regression: bool = False,
+                 max_folds: int | None = None) -> list:
     """The study's configurations of one data set and seed with their :class:`Extras`, and the
     all-features row when the protocol asks for baselines. ``tunes`` gives each configuration's
     tuning grid (or ``None``). Every grid point is validated here, before any fit. ``regression``:
     the data set holds a real target, the rows are evaluated by least squares and R²."""
     n_samples, n_columns = shape
-    ev = evaluator_of(protocol, retrain, C, n_train, regression=regression)
+    ev = evaluator_of(protocol, retrain, C, n_train, regression=regression, max_folds=max_folds)
+    # the folds' cap enters a cell's key only where it binds (other cells keep their keys)
+    tune_cap = max_folds if max_folds is not None and folds_for(protocol.tune_folds, n_train) > max_folds else None
     if protocol.top_k and min(protocol.top_k) > n_columns:
         raise InvalidOptionError(f"{where}: top_k = {list(protocol.top_k)} but the data set has {n_columns} features")
     fixed = tuple(k for k in protocol.top_k or protocol.n_features if k is not None and k <= n_columns)
@@ -599,7 +611,7 @@ def plan_configs(protocol: Protocol, configs: list, tunes: list, *, shape: tuple
             out.append(cfg)
             continue
         extras = Extras(evaluator=ev, top_k=top_k, random_k=random_k, random_draws=protocol.random_draws,
-                        seed=seed, tune=tune, tune_folds=protocol.tune_folds,
+                        seed=seed, tune=tune, tune_folds=protocol.tune_folds, max_folds=tune_cap if tune else None,
                         ranking_only=bool(top_k) and not tune and ranks_alone(cfg, n_classes),
                         sweep=bool(tune) and path_restates(cfg, [dict(zip(tune, v)) for v in
                                                                   itertools.product(*tune.values())]))

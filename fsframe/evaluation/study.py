@@ -44,12 +44,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import attrs
+import numpy as np
 
-from ..errors import DataFileError, InvalidOptionError
+from ..errors import DataError, DataFileError, InvalidOptionError
 from .study_data import DatasetSpec, file_source
 
 __all__ = ["BUNDLED_STUDIES", "Study", "DatasetSpec", "MethodSpec", "Protocol", "PROTOCOLS", "load_study",
-           "study_from_dict", "study_to_toml", "folds_for"]
+           "study_from_dict", "study_to_toml", "folds_for", "capped_folds"]
 
 TUNED_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0)
 """Default ``C`` values a tuned retrained classifier (``tuned-svm``, ``tuned-linear-svc``) chooses
@@ -89,6 +90,27 @@ def folds_for(rule, n_train: int) -> int:
     if isinstance(rule, Mapping):
         return int(rule["large_folds"] if n_train >= rule["large_from"] else rule["folds"])
     return int(rule)
+
+
+def capped_folds(rule, y_train, where: str = "inner cross-validation") -> tuple[int, str | None]:
+    """The folds of a stratified inner cross-validation of the training labels ``y_train``: the
+    rule's (:func:`folds_for`) capped by the smallest class's count there, since stratified
+    ``k``-fold CV needs ``k`` members of every class (ORL: 6 per class in a 60 % training part of
+    240 samples, where 004's rule asks for 8 folds). Returns the folds and, when the cap binds, a
+    sentence saying so (the caller warns with it); :class:`~fsframe.errors.DataError` naming the
+    class when it has fewer than 2 training samples (no stratified split exists)."""
+    k = folds_for(rule, len(y_train))
+    labels, counts = np.unique(np.asarray(y_train), return_counts=True)
+    i = int(np.argmin(counts))
+    smallest = int(counts[i])
+    label = labels[i].item() if hasattr(labels[i], "item") else labels[i]
+    if smallest < 2:
+        raise DataError(f"{where}: class {label!r} has {smallest} training sample(s); a stratified inner "
+                        "cross-validation needs at least 2 of every class")
+    if k > smallest:
+        return smallest, (f"{where}: {k}-fold CV capped to {smallest} folds: class {label!r} has only "
+                          f"{smallest} training samples")
+    return k, None
 
 
 def _toml():
@@ -133,15 +155,17 @@ class Protocol:
     retrain_folds: Any = 3
     tune_folds: Any = 3
 
-    def retrain_estimator(self, n_train: int = 0):
+    def retrain_estimator(self, n_train: int = 0, max_folds: int | None = None):
         """The ``retrain=`` argument: a name, or for ``tuned-*`` a ``GridSearchCV`` over
-        ``retrain_grid`` with the folds ``retrain_folds`` gives for ``n_train`` training samples."""
+        ``retrain_grid`` with the folds ``retrain_folds`` gives for ``n_train`` training samples,
+        at most ``max_folds`` (the smallest class's training count: :func:`capped_folds`)."""
         if self.retrain in ("tuned-linear-svc", "tuned-svm"):
             from sklearn.model_selection import GridSearchCV
             from sklearn.svm import SVC, LinearSVC
 
             base = LinearSVC() if self.retrain == "tuned-linear-svc" else SVC(kernel="linear")
-            return GridSearchCV(base, {"C": list(self.retrain_grid)}, cv=folds_for(self.retrain_folds, n_train))
+            k = folds_for(self.retrain_folds, n_train)
+            return GridSearchCV(base, {"C": list(self.retrain_grid)}, cv=k if max_folds is None else min(k, max_folds))
         return self.retrain
 
     def as_dict(self) -> dict:

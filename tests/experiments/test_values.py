@@ -45,7 +45,7 @@ def test_no_leakage(tmp_path, monkeypatch):
     SEEN.clear()
     from fsframe.evaluation import study as study_mod
 
-    monkeypatch.setattr(study_mod.Protocol, "retrain_estimator", lambda self, n_train=0: SpyClassifier())
+    monkeypatch.setattr(study_mod.Protocol, "retrain_estimator", lambda self, n_train=0, max_folds=None: SpyClassifier())
     spec = {"study": {"seeds": [2]}, "protocol": {"cv": 0.25, "repeats": 3, "retrain": "svm", "n_features": [3]},
             "datasets": [{"name": "breast_cancer"}], "methods": [{"method": "l1-svm"}]}
     res = run_study(study_from_dict(spec), tmp_path)
