@@ -197,7 +197,8 @@ class Subproblem:
             while res is AGAIN:
                 res = ws.invert(data, self._solve_restricted(ws.apply(data)))
             self.last_report = ws.report
-            if res is not None and res.status is not Status.OPTIMAL and self.ws_options.mode == "auto":
+            if (res is not None and res.status not in (Status.OPTIMAL, Status.TIME_LIMIT)
+                    and self.ws_options.mode == "auto"):  # a time limit is not spent twice
                 res = self._recheck_full(data, res)
         if res is None:  # no working set, or it fell back to the full problem
             res = self._solve_full(data)
@@ -496,7 +497,8 @@ class Subproblem:
         problem once and keep the better-certified answer — OPTIMAL over an answer that is only
         usable, usable over none; on a tie the working set's stays (two ``optimal_inaccurate``
         answers are not ranked by the solver's residuals). The report's ``recheck`` says which was
-        kept, with both statuses."""
+        kept, with both statuses. Not after a ``time_limit`` stop (the limit is not spent twice);
+        the cost is one more full solve per such subproblem solve (each outer iteration's)."""
         full = self._solve_full(data)
 
         def rank(r):
