@@ -2,12 +2,13 @@
 ``fsframe.fit`` per grid point against one warm-started ``fsframe.path`` over the grid (largest
 ``C`` first, as the study's cells run it: ``fsframe.evaluation.protocols``), in the same process.
 
-    python benchmarks/paper004_inner_sweep.py --data-dir DIR [--dataset semeion] [--folds 1]
+    python benchmarks/paper004_inner_sweep.py --data-dir DIR [--dataset semeion] [--folds 1] [--out STEM]
 
 CPU seconds of the whole (``time.process_time``, one BLAS thread: the load of a shared machine stretches the
 wall time, not these), and per grid point whether the two agree: the ranking's top 100 (what the
-inner score reads), the objective (relative difference) and the coefficients. Writes
-``benchmarks/results/paper004_inner_sweep.json`` and ``.md``.
+inner score reads), the objective (relative difference) and the coefficients. Prints the rows and
+the table; with ``--out STEM`` also writes ``STEM.json`` and ``STEM.md`` (the committed results are
+``--out benchmarks/results/paper004_inner_sweep``: written only when asked for).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "paper004_inner_sweep"
 GRID = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]  # the study's C grid (004 §5.1)
 
 
@@ -40,6 +40,8 @@ def main(argv=None):
     ap.add_argument("--data-dir", default=os.environ.get("FSFRAME_DATA", str(ROOT.parent / "shared" / "data")))
     ap.add_argument("--dataset", default="semeion")
     ap.add_argument("--folds", type=int, default=1, help="inner folds of split 0 timed (of 8)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="write STEM.json and STEM.md (the committed: benchmarks/results/paper004_inner_sweep)")
     args = ap.parse_args(argv)
     study = load_study("paper004", data_dir=args.data_dir)
     spec = next(d for d in study.datasets if d.name == args.dataset)
@@ -71,7 +73,9 @@ def main(argv=None):
                 "path_point_wall_seconds": p.seconds, "warm": p.warm} for c, a, p in zip(GRID, cold, points)]})
         print(json.dumps(rows[-1]), flush=True)
     out = {"load_average": os.getloadavg(), "grid": GRID, "rows": rows}
-    OUT.with_suffix(".json").write_text(json.dumps(out, indent=1) + "\n")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.with_suffix(".json").write_text(json.dumps(out, indent=1) + "\n")
     lines = ["| data set | fold | m x n, classes | 7 cold fits (CPU s) | one path, largest C first (CPU s) | ratio | "
              "same top 100 at every C | largest objective difference (relative) |", "|---|--:|---|--:|--:|--:|---|--:|"]
     for r in rows:
@@ -79,7 +83,8 @@ def main(argv=None):
                      f"{r['cold_cpu_seconds']:.1f} | {r['path_cpu_seconds']:.1f} | {r['ratio']:.2f} | "
                      f"{all(p['same_top100'] for p in r['points'])} | "
                      f"{max(p['objective_rel_diff'] for p in r['points']):.1e} |")
-    OUT.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    if args.out is not None:
+        args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

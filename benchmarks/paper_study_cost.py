@@ -156,14 +156,17 @@ def main(argv=None):
         print(markdown(out), end="")
         return
     studies = [load_study(name, data_dir=args.data_dir) for name in args.studies]
-    for study in studies if args.datasets else ():  # not an estimate of nothing over the study's old one
-        names = [d.name for d in study.datasets]
-        unknown = [d for d in args.datasets if d not in names]
+    if args.datasets:  # a name no study has: a typo, or a study name after --datasets; one study's: kept
+        names = {study.name: [d.name for d in study.datasets] for study in studies}
+        unknown = [d for d in args.datasets if not any(d in have for have in names.values())]
         if unknown:
-            ap.error(f"{study.name} has no data set {unknown} (it has {names}); --datasets takes every word after it: "
-                     "name the studies first")
+            ap.error(f"no study has the data set(s) {unknown} (they have {names}); --datasets takes every word "
+                     "after it: name the studies first")
     for study in studies:
         name = study.name
+        if args.datasets and not any(d.name in args.datasets for d in study.datasets):
+            print(f"{name}: none of {args.datasets}, skipped (its estimate is left as it was)", flush=True)
+            continue
         store = None if args.store == "none" else Path(args.store) / name
         out[name] = estimate(study, store, quick=args.quick, datasets=args.datasets)
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -101,7 +101,10 @@ def certificate_of(it: Iterate) -> dict:
     not excuse, relative to the size of its own terms — 0 when the exclusion was exact or nothing was
     excluded; ``fallback``: why a working set fell back to the full problem; ``full_resolve``:
     True when the returned model is the ``zero_tol`` cut's re-solve on the full problem, asked for
-    past the working set)."""
+    past the working set; ``recheck``: a working set chosen by ``working_set="auto"`` ended
+    without an OPTIMAL certificate, the full problem was solved once more and the better-certified
+    answer kept — which one, with both statuses; ``working_set`` is then None when the full
+    problem's was kept)."""
     res = it.result
     out = {"status": res.status.value, "backend": res.backend}
     cert = res.certificate
@@ -116,6 +119,8 @@ def certificate_of(it: Iterate) -> dict:
             out["fallback"] = rep.fallback
         if rep.full_resolve:  # the zero_tol cut's re-solve on the full problem (not a working set's fallback)
             out["full_resolve"] = True
+        if rep.recheck:  # "auto"'s working set uncertified: the full problem solved once more
+            out["recheck"] = rep.recheck
     return out
 
 

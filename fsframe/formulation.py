@@ -169,6 +169,23 @@ class FromDataSolution:
     info: dict = attrs.field(factory=dict)
 
 
+def _owner(cls: type, attr: str):
+    """The class of ``cls``'s MRO that defines ``attr``, or None."""
+    return next((k for k in cls.__mro__ if attr in vars(k)), None)
+
+
+def _restates_own_build(cls: type) -> bool:
+    """Whether ``cls``'s ``restate`` is written for the model its ``build`` makes: ``cls`` defines
+    ``restate`` and ``restatable_params`` itself, or its ``build`` comes from the class its
+    ``restate`` comes from. A subclass that overrides ``build`` (a class-weighted hinge that puts
+    ``C`` elsewhere) but inherits ``restate`` would be restated by the parent's rule, which drops
+    what the subclass's ``build`` did with the parameter: it has no ``restate`` protocol until it
+    defines its own (``docs/plugins.md``)."""
+    if "restate" in vars(cls) and "restatable_params" in vars(cls):
+        return True
+    return _owner(cls, "build") is _owner(cls, "restate")
+
+
 @attrs.frozen
 class Formulation(abc.ABC):
     """Base class of formulations. Subclasses are frozen attrs classes whose fields are the
@@ -263,10 +280,15 @@ class Formulation(abc.ABC):
     def provides(self) -> frozenset[str]:
         """What this instance offers the loops (``OuterLoop.formulation_requires``): every
         protocol of :data:`PROTOCOLS` whose attributes it defines (non-empty), ``native_multiclass``
-        when :attr:`multiclass` is ``"native"``, and its :attr:`traits`. Override it (calling
+        when :attr:`multiclass` is ``"native"``, and its :attr:`traits`. ``restate`` counts only
+        when the class defines ``restate`` and ``restatable_params`` itself or its ``build`` comes
+        from the class its ``restate`` comes from (a subclass that rebuilds the model opts in by
+        defining its own ``restate``). Override it (calling
         ``super()``) for a fact that depends on a parameter (the margin's ``hard_margin`` when
         ``C`` is ``None``)."""
         caps = {name for name, attrs_ in PROTOCOLS.items() if all(getattr(self, a, None) for a in attrs_)}
+        if "restate" in caps and not _restates_own_build(type(self)):
+            caps.discard("restate")
         if self.multiclass == "native":
             caps.add("native_multiclass")
         return frozenset(caps | set(self.traits))

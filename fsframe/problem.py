@@ -197,6 +197,9 @@ class Subproblem:
             while res is AGAIN:
                 res = ws.invert(data, self._solve_restricted(ws.apply(data)))
             self.last_report = ws.report
+            if (res is not None and res.status not in (Status.OPTIMAL, Status.TIME_LIMIT)
+                    and self.ws_options.mode == "auto"):  # a time limit is not spent twice
+                res = self._recheck_full(data, res)
         if res is None:  # no working set, or it fell back to the full problem
             res = self._solve_full(data)
             if ws is None:
@@ -487,6 +490,27 @@ class Subproblem:
         if not said:
             return res
         return attrs.evolve(res, message=f"{res.message}; a second opinion from {'; '.join(said)}")
+
+    def _recheck_full(self, data, res: SolveResult) -> SolveResult:
+        """A working set that ``"auto"`` chose (not one asked for) ended without an OPTIMAL
+        certificate on the full problem (ECOS on ill-scaled exponential-cone data): solve the full
+        problem once and keep the better-certified answer — OPTIMAL over an answer that is only
+        usable, usable over none; on a tie the working set's stays (two ``optimal_inaccurate``
+        answers are not ranked by the solver's residuals). The report's ``recheck`` says which was
+        kept, with both statuses. Not after a ``time_limit`` stop (the limit is not spent twice);
+        the cost is one more full solve per such subproblem solve (each outer iteration's)."""
+        full = self._solve_full(data)
+
+        def rank(r):
+            good = r.x is not None and r.ok
+            return 2 if good and r.status is Status.OPTIMAL else 1 if good else 0
+
+        keep_full = rank(full) > rank(res)
+        self.last_report = attrs.evolve(
+            self.last_report, used=self.last_report.used and not keep_full,
+            recheck=(f"working set {res.status.value}, full problem {full.status.value}: kept the "
+                     f"{'full problem' if keep_full else 'working set'}'s answer"))
+        return full if keep_full else res
 
     def _solve_restricted(self, data) -> SolveResult:
         # a restricted answer is certified once, on the full problem, by the working set

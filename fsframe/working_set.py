@@ -161,7 +161,9 @@ class WorkingSetReport:
     over the excluded columns, relative to each column's own terms; 0 when none is excluded), ``fallback`` (why the full
     problem was solved instead of a working set, if it was), ``full_resolve`` (the solve was asked for
     on the full problem, bypassing the working set: the ``zero_tol`` cut's re-solve,
-    :meth:`fsframe.problem.Subproblem.restricted` with ``full=True``)."""
+    :meth:`fsframe.problem.Subproblem.restricted` with ``full=True``), ``recheck`` (a working set
+    chosen by ``"auto"`` whose answer was not certified OPTIMAL: the full problem was solved once
+    more, and which answer was kept; empty otherwise)."""
 
     used: bool
     size: int
@@ -171,6 +173,7 @@ class WorkingSetReport:
     max_violation: float = 0.0
     fallback: str = ""
     full_resolve: bool = False
+    recheck: str = ""
 
     def as_dict(self) -> dict:
         return attrs.asdict(self)

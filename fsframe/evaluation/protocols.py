@@ -254,7 +254,9 @@ def ranking(res) -> np.ndarray:
 def path_restates(cfg, points: list) -> bool:
     """Whether the inner cross-validation sweeps ``points`` (grid points of one parameter) by one
     warm-started :func:`fsframe.path` per fold: every step between neighbouring points restates the
-    formulation in place (:attr:`~fsframe.Formulation.restatable_params`, the hinge's ``C``) and
+    formulation in place (the ``restate`` protocol of :meth:`~fsframe.Formulation.provides`,
+    :attr:`~fsframe.Formulation.restatable_params`, the hinge's ``C``; not a subclass that
+    rebuilds the model but inherits ``restate``) and
     the loop solves that one convex problem (``single``: the L1-SVM), so one model per class
     serves the whole grid."""
     if not points or any(len(p) != 1 for p in points) or len({next(iter(p)) for p in points}) != 1:

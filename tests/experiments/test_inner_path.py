@@ -1,8 +1,14 @@
 """The inner cross-validation of a tuned L1-SVM sweeps its ``C`` grid by one warm-started
 ``fsframe.path`` per fold (docs/papers.md, paper 004's cost): the choice, the cell's record and
-every inner fit equal those of one independent ``fsframe.fit`` per grid point, each restated
-point's LP is CVXPY's optimum, and only the rows whose formulation restates the tuned parameter
-(the L1-SVM's ``C``; not DSO-FS's ``p`` nor RFS's ``gamma``) are swept — their cell key says so."""
+every inner fit equal those of one independent ``fsframe.fit`` per grid point on these data
+(non-degenerate LPs), each restated point's LP is CVXPY's optimum, and only the rows whose formulation restates the tuned parameter
+(the L1-SVM's ``C``; not DSO-FS's ``p`` nor RFS's ``gamma``) are swept — their cell key says so.
+
+What is guaranteed in general is less: on a degenerate LP (duplicate or constant columns, discrete
+values) the warm path can stop at another optimal vertex than a cold fit — the same objective,
+another support — so the ranking and the tuned ``C`` can differ from the point-by-point cell.
+Every swept point is certified optimal at its own ``C`` with the cold fit's objective
+(:func:`test_degenerate_lp_sweep_is_optimal_not_necessarily_the_same_vertex`)."""
 
 from __future__ import annotations
 
@@ -39,6 +45,19 @@ def _cfg(method, X, y, tune, sweep):
     return attrs.evolve(cfg, extras=ext)
 
 
+def _swept_and_alone(X, y, grid):
+    """One inner fold's swept fits at ``grid`` (each checked a result, not an exception) and one
+    independent ``fsframe.fit`` per point."""
+    cfg = _cfg("l1-svm", X, y, {"C": grid}, True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = cfg.extras._fold_fits(X, y, cfg, [{"C": c} for c in grid])
+        alone = [fsframe.fit(X, y, method="l1-svm", C=c) for c in grid]
+    for got in fits:
+        assert not isinstance(got, BaseException), got
+    return fits, alone
+
+
 @pytest.mark.parametrize("kind", ["wine", "synthetic"])
 def test_swept_cell_equals_the_cell_fitted_point_by_point(kind):
     X, y = _data(kind)
@@ -58,13 +77,8 @@ def test_every_inner_fit_of_the_sweep_is_the_independent_fit(kind):
     """Point by point (in the grid's order, which the sweep must keep): the same ranking, the same
     objective, the same coefficients as an independent fit; the restated points are warm."""
     X, y = _data(kind)
-    cfg = _cfg("l1-svm", X, y, {"C": GRID}, True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fits = cfg.extras._fold_fits(X, y, cfg, [{"C": c} for c in GRID])
-        alone = [fsframe.fit(X, y, method="l1-svm", C=c) for c in GRID]
+    fits, alone = _swept_and_alone(X, y, GRID)
     for c, got, want in zip(GRID, fits, alone):
-        assert not isinstance(got, BaseException), got
         np.testing.assert_array_equal(ranking(got), ranking(want), err_msg=f"C={c}")
         assert got.objective == pytest.approx(want.objective, rel=1e-7), c
         np.testing.assert_allclose(np.asarray(got.coef), np.asarray(want.coef), atol=1e-7)
@@ -104,6 +118,57 @@ def test_a_failed_sweep_falls_back_to_one_fit_per_point(monkeypatch):
     alone = [fsframe.fit(X, y, method="l1-svm", C=c) for c in GRID]
     for got, want in zip(fits, alone):
         assert got.objective == pytest.approx(want.objective, rel=1e-9)
+
+
+def test_a_sweep_failing_part_way_falls_back_to_one_fit_per_point(monkeypatch):
+    """``restate`` raising on its 3rd call (mid-path, after two restated points): the fold's fits
+    are the independent fits, every one, and the cell's choice is the point-by-point cell's."""
+    import fsframe_svm
+
+    X, y = _data("synthetic")
+    split = make_splits(y, 0.4, repeats=1, random_state=3)[0][0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = study_cell(X, y, split, _cfg("l1-svm", X, y, {"C": GRID}, False), raise_errors=True)
+        alone = [fsframe.fit(X, y, method="l1-svm", C=c) for c in GRID]
+    real, calls = fsframe_svm.HingeFormulation.restate, {"n": 0}
+
+    def flaky(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise fsframe.errors.SolverFailedError("planted part-way failure")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(fsframe_svm.HingeFormulation, "restate", flaky)
+    cfg = _cfg("l1-svm", X, y, {"C": GRID}, True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = cfg.extras._fold_fits(X, y, cfg, [{"C": c} for c in GRID])
+        swept = study_cell(X, y, split, cfg, raise_errors=True)
+    assert calls["n"] >= 3  # the sweep did restate, and failed part-way
+    for c, got, want in zip(GRID, fits, alone):
+        assert not isinstance(got, BaseException), got
+        assert got.objective == pytest.approx(want.objective, rel=1e-9), c
+        np.testing.assert_array_equal(ranking(got), ranking(want), err_msg=f"C={c}")
+    assert swept.ok and swept.facts["tuned C"] == plain.facts["tuned C"] and swept.curve == plain.curve
+
+
+def test_degenerate_lp_sweep_is_optimal_not_necessarily_the_same_vertex():
+    """Duplicate, doubled and constant columns of small integers (a degenerate LP): every swept
+    point is certified optimal and attains the cold fit's objective at its own ``C`` (to 1e-9);
+    its support need not be the cold fit's."""
+    rng = np.random.default_rng(2)
+    m, k = 24, 4
+    y = np.arange(m) % k
+    B = rng.integers(0, 3, size=(m, 20)).astype(float)
+    B[:, :3] += y[:, None]
+    X = np.hstack([B, B[:, :10], np.ones((m, 3)), 2 * B[:, :5]])
+    X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
+    grid = GRID + [1000.0]
+    fits, alone = _swept_and_alone(X, y, grid)
+    for c, got, want in zip(grid, fits, alone):
+        assert [cls["status"] for cls in got.certificate["per_class"]] == ["optimal"] * k, c
+        assert got.objective == pytest.approx(want.objective, rel=1e-9, abs=1e-9), c
 
 
 def test_only_restated_single_problem_grids_are_swept():

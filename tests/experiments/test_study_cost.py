@@ -121,5 +121,33 @@ def test_a_data_set_the_study_lacks_is_refused_before_anything_runs(cost, tmp_pa
     with pytest.raises(SystemExit):
         cost.main(["paper004", "--datasets", "yale", "paper003", "--json", str(out), "--store", "none",
                    "--data-dir", str(tmp_path)])
-    assert "paper004 has no data set ['paper003']" in capsys.readouterr().err
+    assert "no study has the data set(s) ['paper003']" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_datasets_of_two_studies_each_sampled_by_its_own(cost, tmp_path, monkeypatch, capsys):
+    """``--datasets`` with two studies: a name one study has is not refused for the other; each
+    study is sampled on the names it has, a study with none of them is skipped (its earlier
+    estimate kept), and a name no study has is refused."""
+    import json
+
+    import fsframe.evaluation.study as study_mod
+
+    def one(name, data):
+        return study_from_dict({"study": {"name": name, "seeds": [0]}, "protocol": {"cv": 3},
+                                "datasets": [{"name": d} for d in data], "methods": [{"method": "l1-svm"}]})
+
+    studies = {"a": one("a", ["wine"]), "b": one("b", ["iris"]), "c": one("c", ["iris"])}
+    monkeypatch.setattr(study_mod, "load_study", lambda name, data_dir=None: studies[name])
+    out = tmp_path / "cost.json"
+    out.write_text(json.dumps({"c": {"kept": True}}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cost.main(["a", "b", "--datasets", "wine", "--json", str(out), "--store", "none"])
+    got = json.loads(out.read_text())
+    assert [r["dataset"] for r in got["a"]["rows"]] == ["wine"] and got["a"]["datasets"] == ["wine"]
+    assert "b" not in got and got["c"] == {"kept": True}
+    assert "b: none of ['wine'], skipped" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cost.main(["a", "b", "--datasets", "wine", "iris", "yale", "--json", str(out), "--store", "none"])
+    assert "no study has the data set(s) ['yale']" in capsys.readouterr().err
