@@ -85,7 +85,8 @@ def test_clarabel_noise_is_still_cut_on_contributions():
 
 def test_columns_scale_only_where_the_groups_are_the_columns():
     """The column scale is the columns' Euclidean norms when there is one group per column of X
-    (dense or sparse alike), ``None`` otherwise (no column scale: the raw norms are compared)."""
+    (dense or sparse alike), ``None`` otherwise (no column scale: the raw norms are compared);
+    ``centred``, the norms of the columns minus their means (sparse without densifying)."""
     import scipy.sparse as sp
 
     X = np.array([[3.0, 0.0, 1.0], [4.0, 0.0, -1.0]])
@@ -95,6 +96,55 @@ def test_columns_scale_only_where_the_groups_are_the_columns():
     t = np.array([1.0, 2.0, 3.0])
     assert contribution(t, None) is not None and np.array_equal(contribution(t, None), t)
     np.testing.assert_allclose(contribution(t, columns_scale(X, 3)), [5.0, 0.0, 3 * np.sqrt(2.0)])
+    # centred: column 0 is 3.5 -+ 0.5, column 2 is 0 -+ 1 -> 1/sqrt(2), 0, sqrt(2)
+    X3 = np.array([[3.0, 0.0, 1.0], [4.0, 0.0, -1.0], [3.5, 0.0, 0.0]])
+    want = [np.sqrt(0.5), 0.0, np.sqrt(2.0)]
+    np.testing.assert_allclose(columns_scale(X3, 3, centred=True), want, atol=1e-15)
+    np.testing.assert_allclose(columns_scale(sp.csr_matrix(X3), 3, centred=True), want, atol=1e-15)
+    np.testing.assert_allclose(columns_scale(X3 + 1e6, 3, centred=True), want, rtol=1e-6, atol=1e-9)
+
+
+def test_which_models_compare_centred_norms():
+    """Centred where the built model's intercept map depends on a variable (a free intercept, or
+    Lanckriet's intercept over the weights); raw where the intercept is the constant 0
+    (``l21-regression``: a column's offset is part of its weight's contribution)."""
+    from fsframe.loops.selection import offset_free
+    from fsframe.method import get_registry
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((30, 5))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    for name, want in (("hinge", True), ("logistic", True), ("mpm", True), ("l21-regression", False)):
+        f = get_registry().get("formulation", name)()
+        assert offset_free(f.build(X, y, frozenset({"lin"}))) is want, name
+
+
+def offset_column(off: float):
+    """60 x 20 Gaussian features, labels from the first four, plus column 20: noise around ``off``."""
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((60, 20))
+    y = np.where(Z[:, :4].sum(1) + 0.5 * rng.standard_normal(60) > 0, 1, -1)
+    return np.column_stack([Z, off + rng.standard_normal(60)]), y
+
+
+@pytest.mark.parametrize("method, kw", [("l1-svm", {"tol": 0.05}), ("l1-mpm", {}), ("l0-mpm", {})])
+def test_a_columns_offset_does_not_move_the_cut(method, kw):
+    """A constant added to a column changes nothing in a model with a free intercept (hinge) or
+    one built on centred moments (MPM), so it must not change the support. Compared raw, the
+    column of offset 1e6 inflated the largest contribution and the L1-SVM at ``tol=0.05`` lost
+    features 6, 9 and 19 of its LP optimum (+0.7 % objective, status optimal, no warning)."""
+    X0, y = offset_column(0.0)
+    off = 1e6 if method == "l1-svm" else 1e4  # MPM refuses magnitudes beyond 1e7
+    X1 = X0.copy()
+    X1[:, 20] += off
+    ref = fsframe.fit(X0, y, method, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = fsframe.fit(X1, y, method, **kw)
+    np.testing.assert_array_equal(got.support, ref.support)
+    assert got.objective == pytest.approx(ref.objective, rel=1e-6)
+    if method == "l1-svm":
+        assert {6, 9, 19, 20} <= set(np.flatnonzero(got.support))
 
 
 def _with_a_copy():
