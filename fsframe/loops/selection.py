@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyom
     from ..problem import Iterate
 
 __all__ = ["support_of", "reference_scale", "Selection", "select_exactly", "column_norms", "columns_scale",
-           "offset_free", "group_scale", "contribution"]
+           "offset_free", "groups_are_columns", "group_scale", "contribution"]
 
 
 def support_of(t: NDArray, zero_tol: float, scale: float = 0.0) -> NDArray:
@@ -76,20 +76,34 @@ def offset_free(built) -> bool:
     return bool(matrix is not None and matrix.count_nonzero() > 0)
 
 
+def groups_are_columns(sub) -> bool:
+    """Whether ``sub``'s groups are the columns of its data ``sub.X`` (one group per feature, or per
+    training sample of a kernel map applied before the fit): ``X.shape[1] == n_groups`` and, once
+    its model is built, the formulation does not build a kernel of its own
+    (:class:`~fsframe.formulation.BuiltModel` ``transform`` is ``None``). The RBF twin SVM's groups
+    are its training samples while ``sub.X`` holds their features: at ``n == m`` the shapes agree
+    by coincidence."""
+    X = getattr(sub, "X", None)
+    if sub is None or X is None or len(getattr(X, "shape", ())) != 2 or X.shape[1] != sub.n_groups:
+        return False
+    return not getattr(sub, "is_built", False) or getattr(sub.built, "transform", None) is None
+
+
 _SCALES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def group_scale(sub) -> NDArray | None:
     """The column scale of ``sub``'s groups (:func:`columns_scale` of ``sub.X``, centred where the
     built model is :func:`offset_free`), once per subproblem; ``None`` before its model is built (a
-    loop that computes its iterates itself) or when its groups are not the columns of ``sub.X``."""
+    loop that computes its iterates itself) or when its groups are not the columns of ``sub.X``
+    (:func:`groups_are_columns`)."""
     if sub is None or not getattr(sub, "is_built", False):
         return None
     try:
         return _SCALES[sub]
     except (KeyError, TypeError):
         pass
-    out = columns_scale(getattr(sub, "X", None), sub.n_groups, offset_free(sub.built))
+    out = columns_scale(sub.X, sub.n_groups, offset_free(sub.built)) if groups_are_columns(sub) else None
     try:
         _SCALES[sub] = out
     except TypeError:  # an object that cannot be weakly referenced: computed each time

@@ -218,3 +218,49 @@ def test_the_certificate_of_a_cut_re_solve_is_of_the_unfixed_problem():
     assert noise.certificate["cut_problem"]["status"] == "optimal"
     _, f_ref = cvxpy_l1_svm(X, y, noise.info["penalty_weights"]["lin"], 100.0)
     assert noise.objective == pytest.approx(f_ref, rel=1e-6)
+
+
+def twin_data(m: int = 40):
+    """``m x m`` (as many features as samples): three informative features, the rest at 1e-8."""
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((m, m))
+    y = np.where(Z[:, :3].sum(1) + 0.3 * rng.standard_normal(m) > 0, 1, -1)
+    return Z * np.r_[np.ones(3), np.full(m - 3, 1e-8)], y
+
+
+@pytest.mark.parametrize("kernel, columns", [("rbf", False), ("linear", True)])
+def test_a_kernel_the_formulation_builds_has_no_column_scale(kernel, columns):
+    """The RBF twin SVM's groups are its training samples, ``sub.X`` their features: at ``n == m``
+    the shapes agree, but the features' norms are no scale of the samples' weights and two identical
+    feature columns are no identical samples. Taken as the groups' scale, they proposed cutting 15
+    samples (1e-8 feature norms), and the fit warned and returned the uncut point."""
+    from fsframe.backends.base import SolveOptions
+    from fsframe.loops.selection import group_scale, groups_are_columns
+    from fsframe.loops.ties import identical_groups
+    from fsframe.plugins import get_registry
+    from fsframe.problem import Subproblem
+
+    X, y = twin_data()
+    X[:, 4] = X[:, 5]  # two identical feature columns
+    reg = get_registry()
+    sub = Subproblem(reg.get("formulation", "twsvm")(kernel=kernel), X, y, frozenset({"lin"}),
+                     reg.get("backend", "highs")(), SolveOptions())
+    assert sub.n_groups == 40 and X.shape == (40, 40)
+    sub.built  # noqa: B018  (the guard reads the built model)
+    assert groups_are_columns(sub) is columns
+    assert (group_scale(sub) is not None) is columns
+    assert [list(c) for c in identical_groups(sub)] == ([[4, 5]] if columns else [])
+
+
+def test_the_rbf_twin_svm_at_n_equal_m_proposes_no_cut():
+    """At ``n == m`` the RBF twin SVM's answer is the one it gives with a constant feature more (the
+    samples' kernel, hence the LPs, are the same to 1e-7): no cut proposed, no warning."""
+    X, y = twin_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = fsframe.fit(X, y, "l1-twsvm", kernel="rbf", tol=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fsframe.errors.DataWarning)  # the constant feature
+        wide = fsframe.fit(np.column_stack([X, np.zeros(40)]), y, "l1-twsvm", kernel="rbf", tol=0.5)
+    assert r.info.get("zero_tol_cut") is None
+    np.testing.assert_array_equal(r.support, wide.support)
