@@ -264,3 +264,34 @@ def test_the_rbf_twin_svm_at_n_equal_m_proposes_no_cut():
         wide = fsframe.fit(np.column_stack([X, np.zeros(40)]), y, "l1-twsvm", kernel="rbf", tol=0.5)
     assert r.info.get("zero_tol_cut") is None
     np.testing.assert_array_equal(r.support, wide.support)
+
+
+@pytest.mark.parametrize("loop_name", ["dca", "em"])
+def test_the_reported_surrogate_objective_zeroes_by_contribution(loop_name):
+    """The reported objective ``loss + sum_j phi(t_j)`` counts as zero the groups the cut drops, by
+    contribution as ``history[].n_nonzero`` counts them: a weight of 1e-5 on a column 1e4 times
+    larger is 0.1 of the largest contribution, kept, and costs ``phi = 1`` under ``l0``; the raw
+    rule (1e-5 of the largest weight, below ``zero_tol = 1e-3``) dropped it and reported 1 less
+    than the support it returned. The raw value (``raw=True``) is the solver's point's, unchanged."""
+    import attrs
+
+    from fsframe.backends.base import SolveOptions
+    from fsframe.plugins import get_registry
+    from fsframe.problem import Subproblem
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((30, 2)) * np.array([1e4, 1.0])
+    X -= X.mean(axis=0)
+    y = np.where(X[:, 1] > 0, 1.0, -1.0)
+    reg = get_registry()
+    sub = Subproblem(reg.get("formulation", "hinge")(C=1.0), X, y, frozenset({"lin"}), reg.get("backend", "highs")(),
+                     SolveOptions())
+    it = sub.solve(lin=np.ones(2))
+    it = attrs.evolve(it, t=np.array([1e-5, 1.0]), loss=2.0)
+    loop = reg.get("loop", loop_name)(zero_tol=1e-3)
+    l0 = reg.get("surrogate", "l0")()
+    ratio = 1e-5 * column_norms(X, centred=True)[0] / column_norms(X, centred=True)[1]
+    assert 1e-3 < ratio < 1.0  # kept by contribution, dropped by the raw rule
+    assert loop.surrogate_objective(it, l0, sub=sub) == pytest.approx(2.0 + 2.0)
+    assert loop.surrogate_objective(it, l0, raw=True) == pytest.approx(2.0 + 2.0)
+    assert loop.surrogate_objective(it, l0) == pytest.approx(2.0 + 1.0)  # no column scale: the raw norms
