@@ -23,7 +23,8 @@ from ..enums import Status
 
 __all__ = ["Certificate", "certify", "judge_certificate", "reduced_costs", "unexcused_at", "reduced_cost_violations",
            "GAP_FLOOR", "LAGRANGIAN_RTOL", "CLAIMS", "ClaimCheck", "farkas_radius", "check_infeasibility",
-           "check_unboundedness", "feasible_point", "FEASIBLE_VIOLATION", "relative_violation", "judge_claim", "FARKAS_POLISH_ROUNDS"]
+           "check_unboundedness", "feasible_point", "FEASIBLE_VIOLATION", "relative_violation", "judge_claim",
+           "FARKAS_POLISH_ROUNDS"]
 
 GAP_FLOOR = 1e-12
 """Smallest normaliser of the gap and the residuals (they are relative to the sizes of the terms

@@ -354,7 +354,8 @@ class EM(OuterLoop):
             if not revived.any():  # one more step, the held groups back at zero: the answer has exact zeros
                 cut = max(self.zero_tol * scale, 1e-12)
                 last = sub.solve(quad=self._weights(it, q, cut, fixed, magnitudes))
-                yield Step(last, self.surrogate_objective(last, surrogate, sub=sub) if last.ok else None, monitored=None)
+                yield Step(last, self.surrogate_objective(last, surrogate, sub=sub) if last.ok else None,
+                           monitored=None)
                 return True, f"step below tol; the {int(held.sum())} zeroed groups checked"
             checks += 1
             if checks >= MAX_CHECKS:

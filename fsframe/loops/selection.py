@@ -113,9 +113,10 @@ def group_scale(sub) -> NDArray | None:
 
 def contribution(t: NDArray, scale: NDArray | None) -> NDArray:
     """Each group's contribution to the model's decision values, ``t_j ||X_j||`` (its norm times its
-    column's norm, centred where the model is :func:`offset_free`, :func:`group_scale`): what the ``zero_tol`` cut compares, so that a feature
-    measured in small units (a large column, a small weight) is not cut for the size of its
-    weight alone. ``t`` itself when there is no column scale (``scale`` is ``None``)."""
+    column's norm, centred where the model is :func:`offset_free`, :func:`group_scale`): what the
+    ``zero_tol`` cut compares, so that a feature measured in small units (a large column, a small
+    weight) is not cut for the size of its weight alone. ``t`` itself when there is no column
+    scale (``scale`` is ``None``)."""
     t = np.asarray(t, dtype=float)
     if scale is None or np.shape(scale) != t.shape:
         return t

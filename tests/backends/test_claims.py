@@ -551,8 +551,8 @@ def test_a_verified_claim_states_the_radius_it_proves(backend, k):
 def test_the_exact_radius_is_the_hand_computed_one():
     """``z = (1, 1)`` on ``x1 + x2 <= -3``, ``-x1 - (1 - 2^-40) x2 <= 0``: ``r = (0, 2^-40)``, the
     margin ``d = 3``, so ``R = 3 * 2^40`` exactly; ``z = (1, 1/2)`` leaves both columns unexcused
-    (``R = 3 / (1 + 2^-41)``); a margin that is not positive proves nothing (``R = 0``); with ``|x2| <= 2^40`` the reduced cost is excused (``d = 3 - 1``) and the proof
-    global (``R = inf``)."""
+    (``R = 3 / (1 + 2^-41)``); a margin that is not positive proves nothing (``R = 0``); with
+    ``|x2| <= 2^40`` the reduced cost is excused (``d = 3 - 1``) and the proof global (``R = inf``)."""
     from fractions import Fraction
 
     from fsframe.backends.certificate import farkas_radius
