@@ -35,6 +35,8 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from .selection import groups_are_columns
+
 __all__ = ["identical_groups", "merged", "Tiebreak", "TIE_RTOL", "TILT"]
 
 TIE_RTOL = 1e-6
@@ -68,8 +70,6 @@ def identical_groups(sub) -> list[NDArray]:
 
 def _identical_groups(sub) -> list[NDArray]:
     import scipy.sparse as sp
-
-    from .selection import groups_are_columns
 
     X = getattr(sub, "X", None)
     if not groups_are_columns(sub) or X.shape[1] < 2:  # e.g. the RBF twin SVM's samples at n == m
