@@ -124,8 +124,11 @@ class SolverFailedError(FsframeError):
 
 class InfeasibleProblemError(SolverFailedError):
     """A convex subproblem is infeasible, and fsframe verified the backend's claim (a Farkas
-    certificate checked on the compiled problem; ``result.claim`` says what was measured). An
-    unverified claim is a plain :class:`SolverFailedError` whose message says why."""
+    certificate checked on the compiled problem; ``result.claim`` says what was measured). The
+    claim is global when ``result.claim.radius`` is ``inf``; otherwise it promises only that no
+    ``x`` with ``||x||_inf < result.claim.radius`` is feasible (exact arithmetic on the
+    certificate), and the message says so (docs/backends.md). An unverified claim is a plain
+    :class:`SolverFailedError` whose message says why."""
 
 
 class UnboundedProblemError(SolverFailedError):

@@ -133,14 +133,15 @@ def _from_data_parts(res: Resolved, X, sol, weights: dict, backend: Backend, inf
                      seconds: float) -> dict:
     """:func:`_binary_fit`'s parts from a :class:`~fsframe.formulation.FromDataSolution` solved on
     ``X``: the loop's ``zero_tol`` cut (:func:`_settle_cut`, the compiled loop's rule, on each
-    group's contribution ``|w_j| ||X_j||``), one history record, the certificate with
+    group's contribution ``|w_j| ||X_j - mean_j||``), one history record, the certificate with
     ``path = "from_data"``."""
     from .loops.records import IterRecord
     from .loops.selection import columns_scale, contribution, support_of
 
     coef = np.asarray(sol.coef, dtype=float)
     t = _group_norms(coef)
-    support = support_of(contribution(t, columns_scale(X, t.size)), getattr(res.loop, "zero_tol", 1e-6))
+    # the from_data protocol's models fit a free intercept (FromDataSolution.intercept): centred norms
+    support = support_of(contribution(t, columns_scale(X, t.size, centred=True)), getattr(res.loop, "zero_tol", 1e-6))
     lin = np.asarray(weights["lin"], dtype=float)
     status, certified = sol.status, coef
     objective, cert, intercept = sol.objective, dict(sol.certificate), sol.intercept

@@ -383,14 +383,27 @@ class Subproblem:
         the cut point's objective is above that problem's optimum). ``OPTIMAL`` means the returned
         point is an optimum of the problem without the cut, not only of the cut one. ``None`` when
         there is nothing to certify with (no point or multipliers, certification off, no
-        ``cut_from``)."""
+        ``cut_from``). The point judged is ``it``'s model: the columns of the groups non-zero in
+        ``cut_from`` and zero in ``it`` zeroed (what the solver left in their magnitudes is no part of
+        the model) and the auxiliaries settled, as :meth:`certified_cut` judges its point."""
         src = it.cut_from
         if src is None or it.x is None or not self.options.certify:
             return None
         data = self.compiled.with_weights(**src.weights, sync=False)
         if it.x.shape != (data.n,):
             return None
-        x = np.clip(it.x, data.lb, data.ub)
+        x = it.x.copy()
+        # the point judged is the model's, built as certified_cut builds it: the cut groups' columns
+        # (coefficients and magnitudes) zeroed, the auxiliaries settled. The re-solve fixes a cut
+        # group's coefficients at zero, not its magnitude columns: an interior-point solver leaves
+        # s_j >= |w_j| = 0 at its centre (1.3 on an L1-logistic), which priced at lin_j is no part
+        # of the model's objective but made the gap 0.45 where the true excess was 4.5e-3
+        slot = self.compiled.slot
+        cut = (np.asarray(src.t) > 0) & ~(np.asarray(it.t) > 0) if np.shape(src.t) == np.shape(it.t) else None
+        if cut is not None and cut.any() and slot.exclusive:
+            gc = group_columns(slot)
+            x[np.concatenate([gc[j] for j in np.flatnonzero(cut)]).astype(np.int64)] = 0.0
+        x = np.clip(data.settled(x), data.lb, data.ub)
         best = None
         for res in (it.result, src.result):
             duals = res.duals or {}

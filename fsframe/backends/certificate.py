@@ -22,8 +22,9 @@ from ..canonical import ProblemData
 from ..enums import Status
 
 __all__ = ["Certificate", "certify", "judge_certificate", "reduced_costs", "unexcused_at", "reduced_cost_violations",
-           "GAP_FLOOR", "LAGRANGIAN_RTOL", "CLAIMS", "ClaimCheck", "check_infeasibility", "check_unboundedness",
-           "feasible_point", "FEASIBLE_VIOLATION", "relative_violation", "judge_claim", "FARKAS_POLISH_ROUNDS"]
+           "GAP_FLOOR", "LAGRANGIAN_RTOL", "CLAIMS", "ClaimCheck", "farkas_radius", "check_infeasibility",
+           "check_unboundedness", "feasible_point", "FEASIBLE_VIOLATION", "relative_violation", "judge_claim",
+           "FARKAS_POLISH_ROUNDS"]
 
 GAP_FLOOR = 1e-12
 """Smallest normaliser of the gap and the residuals (they are relative to the sizes of the terms
@@ -323,6 +324,10 @@ class ClaimCheck:
     verified: bool
     refuted: bool
     reason: str
+    radius: float = float("inf")
+    """For a verified infeasibility claim, the radius ``R`` of :func:`farkas_radius`: no ``x`` with
+    ``||x||_inf < R`` is feasible (``inf``: no ``x`` at all, the claim is global). ``inf`` for any
+    other claim."""
 
 
 def _zero_model(data: ProblemData) -> NDArray:
@@ -481,7 +486,7 @@ def _farkas(data: ProblemData, y: NDArray, z: NDArray) -> dict:
     # feasible from not); and never less than the fixed 1 / (10 tol) the caller adds
     unit = np.finfo(float).eps * float(col[bad].sum())
     reach = d / unit if unit > 0 else np.inf
-    return dict(r=r, col=col, bad=bad, above=above, d=d, S=max(S, GAP_FLOOR), radius=radius, reach=reach)
+    return dict(r=r, col=col, bad=bad, above=above, d=d, S=max(S, GAP_FLOOR), radius=radius, reach=reach, y=y, z=z)
 
 
 def _rhs_sizes(M, rhs: NDArray) -> NDArray:
@@ -537,9 +542,56 @@ def _polish_farkas(data: ProblemData, y: NDArray, z: NDArray, bad: NDArray, r: N
     return y + v[:p], _project_dual_cone(data, z + v[p:])
 
 
-def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float) -> tuple[bool, str]:
+def farkas_radius(data: ProblemData, y: NDArray, z: NDArray) -> float:
+    """The radius ``R`` within which the Farkas certificate ``(y, z)`` (``z`` in the dual cone) proves
+    that no ``x`` is feasible, computed in exact rational arithmetic on the stored floats: with
+    ``r = A'y + G'z``, the bounds' excuses ``L`` (as in :func:`check_infeasibility`) and the margin
+    ``d = L - b'y - h'z``, every feasible ``x`` has ``d <= sum_k |r_k| |x_k|`` over the unexcused
+    columns, so none has ``||x||_inf < R = d / sum_k |r_k|``. ``inf`` when ``d > 0`` and every
+    unexcused reduced cost is exactly zero (the claim is global: an unexcused column is free on the
+    side its reduced cost needs, so no box confines it); ``0`` when ``d <= 0``. Rounded down to a
+    float, so the statement stays true. Floating point cannot decide this: ``-x1 - (1 - 2^-52) x2 <=
+    0`` with ``x1 + x2 <= -1`` leaves ``r_2 = 2^-52``, at rounding, and is feasible at ``x = (2^53 - 1,
+    -2^53)``, just beyond ``R = 2^52``."""
+    from fractions import Fraction
+
+    import scipy.sparse as sp
+
+    r = [Fraction(0)] * data.n
+    for M, v in ((data.A, y), (data.G, z)):
+        if not M.shape[0]:
+            continue
+        M = sp.coo_matrix(M)
+        vf = [Fraction(float(a)) for a in v]
+        for i, k, a in zip(M.row.tolist(), M.col.tolist(), M.data.tolist()):
+            if a and vf[i]:
+                r[k] += Fraction(a) * vf[i]
+    margin = -sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(data.b, y) if a and b), Fraction(0)) \
+        - sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(data.h, z) if a and b), Fraction(0))
+    loose = Fraction(0)
+    for k, rk in enumerate(r):
+        if rk > 0 and np.isfinite(data.lb[k]):
+            margin += rk * Fraction(float(data.lb[k]))
+        elif rk < 0 and np.isfinite(data.ub[k]):
+            margin += rk * Fraction(float(data.ub[k]))
+        elif rk:
+            loose += abs(rk)
+    if margin <= 0:
+        return 0.0
+    if loose == 0:
+        return float("inf")
+    exact = margin / loose
+    out = float(exact)
+    return float(np.nextafter(out, 0.0)) if Fraction(out) > exact else out
+
+
+def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float, *,
+                        with_radius: bool = False) -> tuple:
     """Whether ``(y, z)`` is a Farkas certificate that ``A x = b, G x <=_K h, lb <= x <= ub`` has
-    no solution, and what was measured.
+    no solution, and what was measured; with ``with_radius``, ``(ok, what, R)``: ``R`` is
+    :func:`farkas_radius` of the certificate that passed (``0`` when none did), and when it is
+    finite ``what`` says the proof covers only ``||x||_inf < R`` (the check below decides
+    ``verified``; the exact radius decides what the verification claims).
 
     With ``z`` projected onto the dual cone ``K*`` (so ``z'(h - Gx) >= 0`` on every feasible
     ``x``), every feasible ``x`` has ``r'x <= b'y + h'z`` for ``r = A'y + G'z``, while the box
@@ -609,12 +661,20 @@ def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float) -
         what += (f" after {k} least-norm correction{'s' if k > 1 else ''} of the certificate "
                  f"(they were {_inf(first['r'][first['bad']]) / max(_inf(first['col']), GAP_FLOOR):.2e})")
     if not margin:
-        return False, f"{what}: the margin is not positive beyond rounding"
-    if proof is None:
-        return False, (f"{what}: a local proof only, no feasible point with |x_k| < {f['radius']:.3g} on the "
+        out = (False, f"{what}: the margin is not positive beyond rounding")
+    elif proof is None:
+        out = (False, (f"{what}: a local proof only, no feasible point with |x_k| < {f['radius']:.3g} on the "
                        f"{int(np.count_nonzero(r[f['bad']]))} column(s) whose reduced cost no finite bound excuses; "
-                       "beyond that radius it proves nothing")
-    return True, what
+                       "beyond that radius it proves nothing"))
+    else:
+        out = (True, what)
+    if not with_radius:
+        return out
+    R = farkas_radius(data, proof["y"], proof["z"]) if proof is not None else 0.0
+    if proof is not None and np.isfinite(R):
+        out = (True, f"{what}; in exact arithmetic on the stored certificate infeasible for every x with "
+                     f"|x|_inf < {R:.6g}, beyond that radius it proves nothing")
+    return (*out, R)
 
 
 def _project_cone(data: ProblemData, s: NDArray) -> NDArray:
@@ -699,9 +759,10 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
     name = status.value.replace("_", " ")
     checks = []
     proved = None
+    radius = float("inf")
     if status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
         if ray.get("y") is not None and ray.get("z") is not None:
-            ok, why = check_infeasibility(data, ray["y"], ray["z"], tol)
+            ok, why, radius = check_infeasibility(data, ray["y"], ray["z"], tol, with_radius=True)
             checks.append(f"Farkas certificate: {why}")
             proved = Status.INFEASIBLE if ok else None
         else:
@@ -718,7 +779,11 @@ def judge_claim(data: ProblemData, status: Status, ray, tol: float) -> tuple[Sta
     if proved is not None:
         note = "" if proved is not Status.INFEASIBLE_OR_UNBOUNDED or status is proved else \
             " (infeasible or unbounded: no feasible point is known)"
-        return proved, f"; verified by fsframe{note}: {detail}", ClaimCheck(status, True, False, detail)
+        if proved is Status.INFEASIBLE and np.isfinite(radius):  # a true statement, of a bounded region
+            note = f" for every x with |x|_inf < {radius:.6g} (not globally)"
+        else:
+            radius = float("inf")
+        return proved, f"; verified by fsframe{note}: {detail}", ClaimCheck(status, True, False, detail, radius)
     if status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
         x0, viol = feasible_point(data)
         if x0 is not None:

@@ -214,22 +214,25 @@ class OuterLoop(abc.ABC):
     def small_decrease(self, f_new: float, f_old: float) -> bool:
         return f_new >= f_old - self.tol * max(1.0, abs(f_old))
 
-    def surrogate_objective(self, it: Iterate, surrogate: Surrogate, *, raw: bool = False) -> float:
+    def surrogate_objective(self, it: Iterate, surrogate: Surrogate, *, raw: bool = False,
+                            sub: Subproblem | None = None) -> float:
         """``loss + sum_j phi(||w_(j)||)``.
 
-        Reported (default): groups outside the support (norm below ``zero_tol`` times the largest)
-        count as zero, so the objective agrees with the support and coefficients returned — it
+        Reported (default): groups outside the support (contribution below ``zero_tol`` times the
+        largest, :func:`~fsframe.loops.selection.contribution` on ``sub``'s column scale, the rule
+        the cut and ``history[].n_nonzero`` use) count as zero, so the objective agrees with the
+        support and coefficients returned — it
         matters for ``l0``/``lp`` at small ``p``, where a norm of 1e-10 costs 1 or 1e-5.
         ``raw=True``: the exact value at the solver's point, the quantity DCA and MM theory
         guarantee to decrease, used by stopping rules and the monotonicity check."""
-        t = it.t if raw else np.where(support_of(it.t, self.zero_tol), it.t, 0.0)
+        t = it.t if raw else np.where(support_of(contribution(it.t, group_scale(sub)), self.zero_tol), it.t, 0.0)
         return it.loss + float(np.sum(surrogate.phi(t)))
 
-    def surrogate_step(self, it: Iterate, surrogate: Surrogate) -> "Step":
+    def surrogate_step(self, it: Iterate, surrogate: Surrogate, sub: Subproblem | None = None) -> "Step":
         """A :class:`Step` reporting the support-rule objective and monitoring the raw one."""
         if not it.ok:
             return Step(it, None, None)
-        return Step(it, self.surrogate_objective(it, surrogate),
+        return Step(it, self.surrogate_objective(it, surrogate, sub=sub),
                     self.surrogate_objective(it, surrogate, raw=True))
 
     def descend(self, it: Iterate, advance, surrogate: Surrogate, sub: Subproblem | None = None
@@ -242,7 +245,7 @@ class OuterLoop(abc.ABC):
         the loop linearises (:mod:`fsframe.loops.ties`): the step from the tilted point is not
         monitored and does not stop the loop."""
         ties = Tiebreak(self, sub)
-        step = self.surrogate_step(it, surrogate)
+        step = self.surrogate_step(it, surrogate, sub)
         yield step
         f = step.monitored
         for k in range(1, self.max_iter):
@@ -262,7 +265,7 @@ class OuterLoop(abc.ABC):
                         "exponential cones' entries exp(-margin) then leave what the solvers resolve. The classes "
                         "are (nearly) separable at this C: lower C (or the surrogate's alpha), or use an EM or "
                         "log method", SeparationWarning, stacklevel=3)
-            step = self.surrogate_step(new, surrogate)
+            step = self.surrogate_step(new, surrogate, sub)
             yield Step(new, step.objective, None) if tilt else step
             if not tilt:
                 small, _ = self.small_step(new, it)

@@ -24,7 +24,10 @@ class IterRecord:
     ``n_features``, the groups the stop counts (raw norms, identical columns merged onto their
     lowest index: :meth:`fsframe.loops.ties.Tiebreak.distinct`); without, the groups the
     ``zero_tol`` cut would keep (each group's contribution ``|w_j| ||X_j||``,
-    :func:`fsframe.loops.selection.contribution`), both on the run's scale."""
+    :func:`fsframe.loops.selection.contribution`), both on the run's scale. For EM this count is
+    by contribution while EM's own fixing of groups at zero compares the raw norms (002's rule):
+    a group counted here may be one its next step fixes, and one fixed may still count until its
+    weight falls below the cut."""
 
     k: int
     objective: float | None

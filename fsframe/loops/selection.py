@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyom
     from ..problem import Iterate
 
 __all__ = ["support_of", "reference_scale", "Selection", "select_exactly", "column_norms", "columns_scale",
-           "group_scale", "contribution"]
+           "offset_free", "groups_are_columns", "group_scale", "contribution"]
 
 
 def support_of(t: NDArray, zero_tol: float, scale: float = 0.0) -> NDArray:
@@ -37,39 +37,73 @@ def reference_scale(iterates, scale: NDArray | None = None) -> float:
     return max((float(np.max(contribution(it.t, scale), initial=0.0)) for it in iterates), default=0.0)
 
 
-def column_norms(X) -> NDArray:
-    """The Euclidean norm of each column of ``X`` (dense or scipy.sparse)."""
+def column_norms(X, centred: bool = False) -> NDArray:
+    """The Euclidean norm of each column of ``X`` (dense or scipy.sparse); with ``centred``, of each
+    column minus its mean, ``||X_j - mean_j||`` (sparse: ``sqrt(max(sum x^2 - m mean^2, 0))``, no
+    densifying)."""
     import scipy.sparse as sp
 
     if sp.issparse(X):
-        return np.sqrt(np.asarray(X.multiply(X).sum(axis=0), dtype=float).ravel())
-    return np.linalg.norm(np.asarray(X, dtype=float), axis=0)
+        sq = np.asarray(X.multiply(X).sum(axis=0), dtype=float).ravel()
+        if centred:
+            mean = np.asarray(X.mean(axis=0), dtype=float).ravel()
+            sq = np.maximum(sq - X.shape[0] * mean**2, 0.0)
+        return np.sqrt(sq)
+    X = np.asarray(X, dtype=float)
+    return np.linalg.norm(X - X.mean(axis=0) if centred else X, axis=0)
 
 
-def columns_scale(X, n_groups: int) -> NDArray | None:
+def columns_scale(X, n_groups: int, centred: bool = False) -> NDArray | None:
     """:func:`column_norms` of ``X`` when the ``n_groups`` groups are its columns (one group per
     feature, or per training sample of a kernel map: ``X.shape[1] == n_groups``, the rule of
-    :func:`fsframe.loops.ties.identical_groups`); ``None`` when they are not (no column scale)."""
+    :func:`fsframe.loops.ties.identical_groups`); ``None`` when they are not (no column scale).
+    ``centred`` for a model a column's constant offset cannot change (:func:`offset_free`)."""
     if X is None or len(getattr(X, "shape", ())) != 2 or X.shape[1] != n_groups:
         return None
-    norms = column_norms(X)
+    norms = column_norms(X, centred)
     return norms if np.all(np.isfinite(norms)) else None
+
+
+def offset_free(built) -> bool:
+    """Whether the built model's decision values ignore a constant added to a column of ``X``: its
+    intercept map (:class:`~fsframe.formulation.BuiltModel` ``intercept``) depends on a variable —
+    a free intercept ``b`` (hinge, logistic, the twin SVMs' planes, margin) absorbs ``c w_j``, and
+    an intercept written over the weights (Lanckriet's ``mpm``, ``b = w^T mu - ...``) moves with the
+    class means. A model whose intercept is the constant 0 (``l21-regression``) is not: there a
+    column's offset is part of what its weight contributes, and the raw norms are compared."""
+    intercept = getattr(built, "intercept", None)
+    matrix = getattr(intercept, "matrix", None)
+    return bool(matrix is not None and matrix.count_nonzero() > 0)
+
+
+def groups_are_columns(sub) -> bool:
+    """Whether ``sub``'s groups are the columns of its data ``sub.X`` (one group per feature, or per
+    training sample of a kernel map applied before the fit): ``X.shape[1] == n_groups`` and, once
+    its model is built, the formulation does not build a kernel of its own
+    (:class:`~fsframe.formulation.BuiltModel` ``transform`` is ``None``). The RBF twin SVM's groups
+    are its training samples while ``sub.X`` holds their features: at ``n == m`` the shapes agree
+    by coincidence."""
+    X = getattr(sub, "X", None)
+    if sub is None or X is None or len(getattr(X, "shape", ())) != 2 or X.shape[1] != sub.n_groups:
+        return False
+    return not getattr(sub, "is_built", False) or getattr(sub.built, "transform", None) is None
 
 
 _SCALES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def group_scale(sub) -> NDArray | None:
-    """The column scale of ``sub``'s groups (:func:`columns_scale` of ``sub.X``), once per
-    subproblem; ``None`` before its model is built (a loop that computes its iterates itself) or
-    when its groups are not the columns of ``sub.X``."""
+    """The column scale of ``sub``'s groups (:func:`columns_scale` of ``sub.X``, centred where the
+    built model is :func:`offset_free`), once per subproblem; ``None`` before its model is built (a
+    loop that computes its iterates itself) or when its groups are not the columns of ``sub.X``
+    (:func:`groups_are_columns`)."""
     if sub is None or not getattr(sub, "is_built", False):
         return None
     try:
         return _SCALES[sub]
     except (KeyError, TypeError):
         pass
-    out = columns_scale(getattr(sub, "X", None), sub.n_groups)
+    out = columns_scale(sub.X, sub.n_groups, offset_free(sub.built)) if groups_are_columns(sub) else None
     try:
         _SCALES[sub] = out
     except TypeError:  # an object that cannot be weakly referenced: computed each time
@@ -79,9 +113,10 @@ def group_scale(sub) -> NDArray | None:
 
 def contribution(t: NDArray, scale: NDArray | None) -> NDArray:
     """Each group's contribution to the model's decision values, ``t_j ||X_j||`` (its norm times its
-    column's norm, :func:`group_scale`): what the ``zero_tol`` cut compares, so that a feature
-    measured in small units (a large column, a small weight) is not cut for the size of its
-    weight alone. ``t`` itself when there is no column scale (``scale`` is ``None``)."""
+    column's norm, centred where the model is :func:`offset_free`, :func:`group_scale`): what the
+    ``zero_tol`` cut compares, so that a feature measured in small units (a large column, a small
+    weight) is not cut for the size of its weight alone. ``t`` itself when there is no column
+    scale (``scale`` is ``None``)."""
     t = np.asarray(t, dtype=float)
     if scale is None or np.shape(scale) != t.shape:
         return t

@@ -523,3 +523,59 @@ def test_the_correction_is_relative_to_each_column_and_multiplier():
     res = EcosBackend().solve(data)
     assert res.status is Status.INFEASIBLE and res.claim.verified, res.message
     assert "least-norm correction" in res.message and "(they were 1.37e-09)" in res.message
+
+
+@pytest.mark.parametrize("k", [52, 51])
+@pytest.mark.parametrize("backend", [HighsBackend, EcosBackend, ClarabelBackend])
+def test_a_verified_claim_states_the_radius_it_proves(backend, k):
+    """``near_parallel(2^-k)`` is feasible at ``x = (2^(k+1) - 1, -2^(k+1))``, exactly; the reduced
+    cost ``2^-k`` is at rounding and every backend's claim passes the check, but no fixed threshold
+    separates it from a global proof. In exact arithmetic the certificate proves infeasibility for
+    ``|x|_inf < R`` only: the claim is never called global and its ``R`` is below the feasible
+    point's norm."""
+    from fractions import Fraction
+
+    data = near_parallel(2.0 ** -k)
+    x = np.array([2.0 ** (k + 1) - 1, -2.0 ** (k + 1)])
+    G = [[Fraction(v) for v in row] for row in data.G.toarray()]
+    assert all(sum(g * Fraction(v) for g, v in zip(row, x)) <= Fraction(h) for row, h in zip(G, data.h))
+    res = backend().solve(data)
+    assert res.status is Status.INFEASIBLE and res.claim is not None
+    if res.claim.verified:
+        assert res.claim.radius < np.abs(x).max(), res.claim
+        assert f"for every x with |x|_inf < {res.claim.radius:.6g} (not globally)" in res.message
+    else:
+        assert res.claim.radius == np.inf and "not verified by fsframe" in res.message
+
+
+def test_the_exact_radius_is_the_hand_computed_one():
+    """``z = (1, 1)`` on ``x1 + x2 <= -3``, ``-x1 - (1 - 2^-40) x2 <= 0``: ``r = (0, 2^-40)``, the
+    margin ``d = 3``, so ``R = 3 * 2^40`` exactly; ``z = (1, 1/2)`` leaves both columns unexcused
+    (``R = 3 / (1 + 2^-41)``); a margin that is not positive proves nothing (``R = 0``); with
+    ``|x2| <= 2^40`` the reduced cost is excused (``d = 3 - 1``) and the proof global (``R = inf``)."""
+    from fractions import Fraction
+
+    from fsframe.backends.certificate import farkas_radius
+
+    assert farkas_radius(near_parallel(2.0 ** -40, h0=-3.0), np.zeros(0), np.ones(2)) == 3 * 2.0 ** 40
+    # z = (1, 1/2): r = (1/2, 1/2 + 2^-41), both unexcused, d = 3: R = 3 / (1 + 2^-41), rounded down
+    R = farkas_radius(near_parallel(2.0 ** -40, h0=-3.0), np.zeros(0), np.array([1.0, 0.5]))
+    exact = Fraction(3) / (1 + Fraction(1, 2 ** 41))
+    assert Fraction(R) <= exact and R == pytest.approx(float(exact), rel=1e-15)
+    assert farkas_radius(near_parallel(2.0 ** -40, h0=-3.0), np.zeros(0), np.array([0.0, 1.0])) == 0.0  # d = 0
+    assert farkas_radius(near_parallel(2.0 ** -40, bound=2.0 ** 40, h0=-3.0), np.zeros(0), np.ones(2)) == np.inf
+    ok, why, R = check_infeasibility(near_parallel(2.0 ** -40, h0=-3.0), np.zeros(0), np.ones(2), TOL,
+                                     with_radius=True)
+    assert not ok and R == 0.0  # 3 * 2^40 is short of the reach: not verified, no radius claimed
+
+
+@pytest.mark.parametrize("backend", [HighsBackend, EcosBackend, ClarabelBackend])
+def test_a_true_infeasibility_with_margin_stays_global(backend):
+    """``x1 + x2 <= -1``, ``-x1 - x2 <= 0`` (``near_parallel(0)``): the certificate ``z = (1, 1)``
+    cancels exactly and every backend's claim is verified globally (``R = inf``)."""
+    data = near_parallel(0.0)
+    ok, why, R = check_infeasibility(data, np.zeros(0), np.ones(2), TOL, with_radius=True)
+    assert ok and R == np.inf and "|x|_inf <" not in why
+    res = backend().solve(data)
+    assert res.status is Status.INFEASIBLE and res.claim.verified, res.message
+    assert res.claim.radius == np.inf and "not globally" not in res.message

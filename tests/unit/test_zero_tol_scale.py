@@ -85,7 +85,8 @@ def test_clarabel_noise_is_still_cut_on_contributions():
 
 def test_columns_scale_only_where_the_groups_are_the_columns():
     """The column scale is the columns' Euclidean norms when there is one group per column of X
-    (dense or sparse alike), ``None`` otherwise (no column scale: the raw norms are compared)."""
+    (dense or sparse alike), ``None`` otherwise (no column scale: the raw norms are compared);
+    ``centred``, the norms of the columns minus their means (sparse without densifying)."""
     import scipy.sparse as sp
 
     X = np.array([[3.0, 0.0, 1.0], [4.0, 0.0, -1.0]])
@@ -95,6 +96,55 @@ def test_columns_scale_only_where_the_groups_are_the_columns():
     t = np.array([1.0, 2.0, 3.0])
     assert contribution(t, None) is not None and np.array_equal(contribution(t, None), t)
     np.testing.assert_allclose(contribution(t, columns_scale(X, 3)), [5.0, 0.0, 3 * np.sqrt(2.0)])
+    # centred: column 0 is 3.5 -+ 0.5, column 2 is 0 -+ 1 -> 1/sqrt(2), 0, sqrt(2)
+    X3 = np.array([[3.0, 0.0, 1.0], [4.0, 0.0, -1.0], [3.5, 0.0, 0.0]])
+    want = [np.sqrt(0.5), 0.0, np.sqrt(2.0)]
+    np.testing.assert_allclose(columns_scale(X3, 3, centred=True), want, atol=1e-15)
+    np.testing.assert_allclose(columns_scale(sp.csr_matrix(X3), 3, centred=True), want, atol=1e-15)
+    np.testing.assert_allclose(columns_scale(X3 + 1e6, 3, centred=True), want, rtol=1e-6, atol=1e-9)
+
+
+def test_which_models_compare_centred_norms():
+    """Centred where the built model's intercept map depends on a variable (a free intercept, or
+    Lanckriet's intercept over the weights); raw where the intercept is the constant 0
+    (``l21-regression``: a column's offset is part of its weight's contribution)."""
+    from fsframe.loops.selection import offset_free
+    from fsframe.method import get_registry
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((30, 5))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    for name, want in (("hinge", True), ("logistic", True), ("mpm", True), ("l21-regression", False)):
+        f = get_registry().get("formulation", name)()
+        assert offset_free(f.build(X, y, frozenset({"lin"}))) is want, name
+
+
+def offset_column(off: float):
+    """60 x 20 Gaussian features, labels from the first four, plus column 20: noise around ``off``."""
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((60, 20))
+    y = np.where(Z[:, :4].sum(1) + 0.5 * rng.standard_normal(60) > 0, 1, -1)
+    return np.column_stack([Z, off + rng.standard_normal(60)]), y
+
+
+@pytest.mark.parametrize("method, kw", [("l1-svm", {"tol": 0.05}), ("l1-mpm", {}), ("l0-mpm", {})])
+def test_a_columns_offset_does_not_move_the_cut(method, kw):
+    """A constant added to a column changes nothing in a model with a free intercept (hinge) or
+    one built on centred moments (MPM), so it must not change the support. Compared raw, the
+    column of offset 1e6 inflated the largest contribution and the L1-SVM at ``tol=0.05`` lost
+    features 6, 9 and 19 of its LP optimum (+0.7 % objective, status optimal, no warning)."""
+    X0, y = offset_column(0.0)
+    off = 1e6 if method == "l1-svm" else 1e4  # MPM refuses magnitudes beyond 1e7
+    X1 = X0.copy()
+    X1[:, 20] += off
+    ref = fsframe.fit(X0, y, method, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = fsframe.fit(X1, y, method, **kw)
+    np.testing.assert_array_equal(got.support, ref.support)
+    assert got.objective == pytest.approx(ref.objective, rel=1e-6)
+    if method == "l1-svm":
+        assert {6, 9, 19, 20} <= set(np.flatnonzero(got.support))
 
 
 def _with_a_copy():
@@ -168,3 +218,80 @@ def test_the_certificate_of_a_cut_re_solve_is_of_the_unfixed_problem():
     assert noise.certificate["cut_problem"]["status"] == "optimal"
     _, f_ref = cvxpy_l1_svm(X, y, noise.info["penalty_weights"]["lin"], 100.0)
     assert noise.objective == pytest.approx(f_ref, rel=1e-6)
+
+
+def twin_data(m: int = 40):
+    """``m x m`` (as many features as samples): three informative features, the rest at 1e-8."""
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((m, m))
+    y = np.where(Z[:, :3].sum(1) + 0.3 * rng.standard_normal(m) > 0, 1, -1)
+    return Z * np.r_[np.ones(3), np.full(m - 3, 1e-8)], y
+
+
+@pytest.mark.parametrize("kernel, columns", [("rbf", False), ("linear", True)])
+def test_a_kernel_the_formulation_builds_has_no_column_scale(kernel, columns):
+    """The RBF twin SVM's groups are its training samples, ``sub.X`` their features: at ``n == m``
+    the shapes agree, but the features' norms are no scale of the samples' weights and two identical
+    feature columns are no identical samples. Taken as the groups' scale, they proposed cutting 15
+    samples (1e-8 feature norms), and the fit warned and returned the uncut point."""
+    from fsframe.backends.base import SolveOptions
+    from fsframe.loops.selection import group_scale, groups_are_columns
+    from fsframe.loops.ties import identical_groups
+    from fsframe.plugins import get_registry
+    from fsframe.problem import Subproblem
+
+    X, y = twin_data()
+    X[:, 4] = X[:, 5]  # two identical feature columns
+    reg = get_registry()
+    sub = Subproblem(reg.get("formulation", "twsvm")(kernel=kernel), X, y, frozenset({"lin"}),
+                     reg.get("backend", "highs")(), SolveOptions())
+    assert sub.n_groups == 40 and X.shape == (40, 40)
+    sub.built  # noqa: B018  (the guard reads the built model)
+    assert groups_are_columns(sub) is columns
+    assert (group_scale(sub) is not None) is columns
+    assert [list(c) for c in identical_groups(sub)] == ([[4, 5]] if columns else [])
+
+
+def test_the_rbf_twin_svm_at_n_equal_m_proposes_no_cut():
+    """At ``n == m`` the RBF twin SVM's answer is the one it gives with a constant feature more (the
+    samples' kernel, hence the LPs, are the same to 1e-7): no cut proposed, no warning."""
+    X, y = twin_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = fsframe.fit(X, y, "l1-twsvm", kernel="rbf", tol=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fsframe.errors.DataWarning)  # the constant feature
+        wide = fsframe.fit(np.column_stack([X, np.zeros(40)]), y, "l1-twsvm", kernel="rbf", tol=0.5)
+    assert r.info.get("zero_tol_cut") is None
+    np.testing.assert_array_equal(r.support, wide.support)
+
+
+@pytest.mark.parametrize("loop_name", ["dca", "em"])
+def test_the_reported_surrogate_objective_zeroes_by_contribution(loop_name):
+    """The reported objective ``loss + sum_j phi(t_j)`` counts as zero the groups the cut drops, by
+    contribution as ``history[].n_nonzero`` counts them: a weight of 1e-5 on a column 1e4 times
+    larger is 0.1 of the largest contribution, kept, and costs ``phi = 1`` under ``l0``; the raw
+    rule (1e-5 of the largest weight, below ``zero_tol = 1e-3``) dropped it and reported 1 less
+    than the support it returned. The raw value (``raw=True``) is the solver's point's, unchanged."""
+    import attrs
+
+    from fsframe.backends.base import SolveOptions
+    from fsframe.plugins import get_registry
+    from fsframe.problem import Subproblem
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((30, 2)) * np.array([1e4, 1.0])
+    X -= X.mean(axis=0)
+    y = np.where(X[:, 1] > 0, 1.0, -1.0)
+    reg = get_registry()
+    sub = Subproblem(reg.get("formulation", "hinge")(C=1.0), X, y, frozenset({"lin"}), reg.get("backend", "highs")(),
+                     SolveOptions())
+    it = sub.solve(lin=np.ones(2))
+    it = attrs.evolve(it, t=np.array([1e-5, 1.0]), loss=2.0)
+    loop = reg.get("loop", loop_name)(zero_tol=1e-3)
+    l0 = reg.get("surrogate", "l0")()
+    ratio = 1e-5 * column_norms(X, centred=True)[0] / column_norms(X, centred=True)[1]
+    assert 1e-3 < ratio < 1.0  # kept by contribution, dropped by the raw rule
+    assert loop.surrogate_objective(it, l0, sub=sub) == pytest.approx(2.0 + 2.0)
+    assert loop.surrogate_objective(it, l0, raw=True) == pytest.approx(2.0 + 2.0)
+    assert loop.surrogate_objective(it, l0) == pytest.approx(2.0 + 1.0)  # no column scale: the raw norms
