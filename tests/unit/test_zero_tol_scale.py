@@ -252,6 +252,31 @@ def test_a_kernel_the_formulation_builds_has_no_column_scale(kernel, columns):
     assert [list(c) for c in identical_groups(sub)] == ([[4, 5]] if columns else [])
 
 
+def test_identical_groups_asked_before_the_build_are_not_kept():
+    """Before the model is built, ``groups_are_columns`` is only the shape rule: a subproblem whose
+    formulation builds a kernel (groups = samples) at ``n == m`` then looks like one group per
+    column, and two identical feature columns like tied groups. That answer was cached, and the
+    built subproblem kept it. (A :class:`~fsframe.problem.Subproblem` builds when ``n_groups`` is
+    read; a stand-in that knows its group count first shows the rule.)"""
+    import types
+
+    from fsframe.loops.ties import identical_groups
+
+    X, _ = twin_data()
+    X[:, 4] = X[:, 5]
+
+    class Sub:  # weakly referenceable, like a Subproblem
+        n_groups = 40
+        is_built = False
+        built = None
+
+    sub = Sub()
+    sub.X = X
+    assert [list(c) for c in identical_groups(sub)] == [[4, 5]]  # the shape rule, before the build
+    sub.is_built, sub.built = True, types.SimpleNamespace(transform=object())  # an RBF map of its own
+    assert identical_groups(sub) == []
+
+
 def test_the_rbf_twin_svm_at_n_equal_m_proposes_no_cut():
     """At ``n == m`` the RBF twin SVM's answer is the one it gives with a constant feature more (the
     samples' kernel, hence the LPs, are the same to 1e-7): no cut proposed, no warning."""
