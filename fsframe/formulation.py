@@ -177,15 +177,15 @@ def _owner(cls: type, attr: str):
 
 
 def _restates_own_build(cls: type) -> bool:
-    """Whether ``cls``'s ``restate`` is written for the model its ``build`` makes: ``cls`` defines
-    ``restate`` and ``restatable_params`` itself, or its ``build`` comes from the class its
-    ``restate`` comes from. A subclass that overrides ``build`` (a class-weighted hinge that puts
-    ``C`` elsewhere) but inherits ``restate`` would be restated by the parent's rule, which drops
+    """Whether ``cls``'s ``restate`` is written for the model its ``build`` makes: the class that
+    defines ``restate`` is the class that defines ``build`` or a subclass of it (it knew that
+    ``build``: a subclass that only wraps ``restate``, calling ``super()``, still restates). A
+    subclass that overrides ``build`` (a class-weighted hinge that puts ``C`` elsewhere; also
+    through a mixin) but inherits ``restate`` would be restated by the parent's rule, which drops
     what the subclass's ``build`` did with the parameter: it has no ``restate`` protocol until it
     defines its own (``docs/plugins.md``)."""
-    if "restate" in vars(cls) and "restatable_params" in vars(cls):
-        return True
-    return _owner(cls, "build") is _owner(cls, "restate")
+    restate, build = _owner(cls, "restate"), _owner(cls, "build")
+    return restate is not None and build is not None and issubclass(restate, build)
 
 
 @attrs.frozen

@@ -127,6 +127,9 @@ class Subproblem:
         self.working_set: WorkingSet | None = None
         self._ws_decided = False
         self._full_session = None  # the full problem's session when a working set falls back
+        # "auto"'s recheck of an uncertified working-set answer (_recheck_full): "on" until one has
+        # run, then "off" (the full problem was no better certified) or "full" (its answer won)
+        self._recheck = "on"
         self.last_report: WorkingSetReport | None = None
         self._auxiliaries: Auxiliaries | None = None
 
@@ -187,9 +190,10 @@ class Subproblem:
             return Iterate(res.status, None, None, None, None, None, None, time.perf_counter() - t0, res, weights)
         t1 = time.perf_counter()
         ws = self._working_set()  # decided first: a working set's sessions are set up by then
-        if full:
+        rechecked = ws is not None and self._recheck == "full"  # an earlier recheck's full answer won
+        if full or rechecked:
             ws = None
-        t2 = time.perf_counter()
+        t2 = _clock()
         res = None
         if ws is not None:  # the reduction's rounds: restrict, solve here, read back (or round again)
             ws.begin(data, self._fixed_groups(lin, quad), self.options.time_limit)
@@ -198,12 +202,15 @@ class Subproblem:
                 res = ws.invert(data, self._solve_restricted(ws.apply(data)))
             self.last_report = ws.report
             if (res is not None and res.status not in (Status.OPTIMAL, Status.TIME_LIMIT)
-                    and self.ws_options.mode == "auto"):  # a time limit is not spent twice
-                res = self._recheck_full(data, res)
+                    and self.ws_options.mode == "auto" and self._recheck == "on"):  # a time limit is not spent twice
+                res = self._recheck_full(data, res, t2)
         if res is None:  # no working set, or it fell back to the full problem
             res = self._solve_full(data)
             if ws is None:
-                self.last_report = WorkingSetReport(False, self.n_groups, self.n_groups, full_resolve=full)
+                self.last_report = WorkingSetReport(
+                    False, self.n_groups, self.n_groups, full_resolve=full,
+                    recheck="an earlier recheck kept the full problem's answer: the full problem is solved"
+                    if rechecked and not full else "")
         self.n_solves += 1
         t3 = time.perf_counter()
         seconds = t3 - t0
@@ -504,26 +511,54 @@ class Subproblem:
             return res
         return attrs.evolve(res, message=f"{res.message}; a second opinion from {'; '.join(said)}")
 
-    def _recheck_full(self, data, res: SolveResult) -> SolveResult:
+    def _recheck_full(self, data, res: SolveResult, started: float) -> SolveResult:
         """A working set that ``"auto"`` chose (not one asked for) ended without an OPTIMAL
         certificate on the full problem (ECOS on ill-scaled exponential-cone data): solve the full
         problem once and keep the better-certified answer — OPTIMAL over an answer that is only
-        usable, usable over none; on a tie the working set's stays (two ``optimal_inaccurate``
-        answers are not ranked by the solver's residuals). The report's ``recheck`` says which was
-        kept, with both statuses. Not after a ``time_limit`` stop (the limit is not spent twice);
-        the cost is one more full solve per such subproblem solve (each outer iteration's)."""
-        full = self._solve_full(data)
+        usable, usable over none; on a tie the one of lower objective (both are fsframe's values at
+        the solvers' settled points; the working set's when equal). The report's ``recheck`` says
+        which was kept, with both statuses. Not after a ``time_limit`` stop (the limit is not spent
+        twice), and the recheck gets what is left of ``time_limit`` since this solve's working set
+        began (``started``, :func:`_clock`); none once it is spent.
+
+        Once per subproblem: if the full problem's answer was kept, the full problem is solved from
+        then on (:meth:`solve`); if it was not, it was no better certified either, and later
+        uncertified working-set answers are not rechecked (each recheck would be one more full
+        solve per outer iteration, for nothing)."""
+        limit = self.options.time_limit
+        left = None if limit is None else limit - (_clock() - started)
+        if left is not None and left <= 0:
+            self.last_report = attrs.evolve(
+                self.last_report, recheck=f"working set {res.status.value}, full problem not solved: the time "
+                                          f"limit of {limit:g} s was spent")
+            return res
+        full = self._solve_full(data) if left is None else self._solve_full_within(data, left)
 
         def rank(r):
             good = r.x is not None and r.ok
             return 2 if good and r.status is Status.OPTIMAL else 1 if good else 0
 
-        keep_full = rank(full) > rank(res)
+        tie = rank(full) == rank(res) > 0 and full.objective is not None and res.objective is not None
+        keep_full = rank(full) > rank(res) or (tie and full.objective < res.objective)
+        self._recheck = "full" if keep_full else "off"
+        why = " (same status, lower objective)" if keep_full and tie else ""
         self.last_report = attrs.evolve(
             self.last_report, used=self.last_report.used and not keep_full,
             recheck=(f"working set {res.status.value}, full problem {full.status.value}: kept the "
-                     f"{'full problem' if keep_full else 'working set'}'s answer"))
+                     f"{'full problem' if keep_full else 'working set'}'s answer{why}"))
         return full if keep_full else res
+
+    def _solve_full_within(self, data, seconds: float) -> SolveResult:
+        """The full problem solved once under a time limit of ``seconds`` (what is left of the
+        subproblem's): a session opened for this solve and closed after it (a session's limit is
+        set when it opens; the full problem's own session keeps the whole ``time_limit``)."""
+        kept, self._full_session = self._full_session, None
+        try:
+            return self._on("_full_session", data, attrs.evolve(self.options, time_limit=seconds))
+        finally:
+            if self._full_session is not None:
+                self._full_session.close()
+            self._full_session = kept
 
     def _solve_restricted(self, data) -> SolveResult:
         # a restricted answer is certified once, on the full problem, by the working set

@@ -552,7 +552,11 @@ def farkas_radius(data: ProblemData, y: NDArray, z: NDArray) -> float:
     side its reduced cost needs, so no box confines it); ``0`` when ``d <= 0``. Rounded down to a
     float, so the statement stays true. Floating point cannot decide this: ``-x1 - (1 - 2^-52) x2 <=
     0`` with ``x1 + x2 <= -1`` leaves ``r_2 = 2^-52``, at rounding, and is feasible at ``x = (2^53 - 1,
-    -2^53)``, just beyond ``R = 2^52``."""
+    -2^53)``, just beyond ``R = 2^52``.
+
+    Exact for linear rows only (equalities and the nonnegative orthant): for cone rows (second-order,
+    exponential) the bound rests on ``z`` lying in the dual cone, which is a float projection of
+    the solver's ``z``, not checked in exact arithmetic."""
     from fractions import Fraction
 
     import scipy.sparse as sp

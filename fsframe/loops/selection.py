@@ -39,15 +39,22 @@ def reference_scale(iterates, scale: NDArray | None = None) -> float:
 
 def column_norms(X, centred: bool = False) -> NDArray:
     """The Euclidean norm of each column of ``X`` (dense or scipy.sparse); with ``centred``, of each
-    column minus its mean, ``||X_j - mean_j||`` (sparse: ``sqrt(max(sum x^2 - m mean^2, 0))``, no
-    densifying)."""
+    column minus its mean, ``||X_j - mean_j||``. Sparse ``X`` is not densified: the centred sum
+    runs over the stored entries, ``sum_stored (x - mean_j)^2 + (m - nnz_j) mean_j^2`` (the
+    textbook ``sum x^2 - m mean^2`` cancels to 0 for a column ``1e8 + N(0, 1)``)."""
     import scipy.sparse as sp
 
     if sp.issparse(X):
-        sq = np.asarray(X.multiply(X).sum(axis=0), dtype=float).ravel()
-        if centred:
-            mean = np.asarray(X.mean(axis=0), dtype=float).ravel()
-            sq = np.maximum(sq - X.shape[0] * mean**2, 0.0)
+        if not centred:
+            return np.sqrt(np.asarray(X.multiply(X).sum(axis=0), dtype=float).ravel())
+        C = sp.csc_matrix(X, dtype=float)
+        C.sum_duplicates()
+        m, n = C.shape
+        nnz = np.diff(C.indptr)
+        col = np.repeat(np.arange(n), nnz)
+        mean = np.bincount(col, weights=C.data, minlength=n) / m if m else np.zeros(n)
+        dev = C.data - mean[col]
+        sq = np.bincount(col, weights=dev * dev, minlength=n) + (m - nnz) * mean**2
         return np.sqrt(sq)
     X = np.asarray(X, dtype=float)
     return np.linalg.norm(X - X.mean(axis=0) if centred else X, axis=0)

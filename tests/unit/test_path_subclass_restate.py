@@ -45,6 +45,31 @@ class RenamedHinge(HingeFormulation):
     name = "renamed-hinge-test"
 
 
+@attrs.frozen
+class LoggedRestateHinge(HingeFormulation):
+    """Defines ``restate`` only (calling ``super()``), not ``build``: its ``restate`` is written
+    for the parent's model, which it knows, so it restates."""
+
+    name = "logged-restate-hinge-test"
+    calls = []  # class-level: the frozen instance has no room for a counter
+
+    def restate(self, built, base, compiled, params):
+        LoggedRestateHinge.calls.append(dict(params))
+        return super().restate(built, base, compiled, params)
+
+
+class _OwnBuild:
+    def build(self, X, y, terms):
+        return super().build(X, y, terms)
+
+
+@attrs.frozen
+class MixedInBuildHinge(_OwnBuild, HingeFormulation):
+    """Its ``build`` comes through a mixin (not a subclass of the class defining ``restate``)."""
+
+    name = "mixed-in-build-hinge-test"
+
+
 def data(seed=3, m=60, n=30):
     rng = np.random.default_rng(seed)
     y = np.where(np.arange(m) % 3 == 0, 1, -1)
@@ -55,10 +80,12 @@ def data(seed=3, m=60, n=30):
 
 @pytest.fixture
 def plugin(add_components):
-    add_components(name="cw-test", formulations=[CWHinge, RenamedHinge], methods=[
+    add_components(name="cw-test", formulations=[CWHinge, RenamedHinge, LoggedRestateHinge], methods=[
         MethodSpec("cw-l1-svm-test", formulation="cw-hinge-test", surrogate="l1", loop="single",
                    defaults={"C": 1.0}),
         MethodSpec("renamed-l1-svm-test", formulation="renamed-hinge-test", surrogate="l1", loop="single",
+                   defaults={"C": 1.0}),
+        MethodSpec("logged-l1-svm-test", formulation="logged-restate-hinge-test", surrogate="l1", loop="single",
                    defaults={"C": 1.0})])
 
 
@@ -98,3 +125,23 @@ def test_subclass_that_only_renames_still_restates(plugin):
     for c, p, r in zip(GRID, P.points, cold):
         assert p.objective == pytest.approx(r.objective, rel=1e-7, abs=1e-9), c
     assert path_restates(cfg("renamed-l1-svm-test"), [{"C": c} for c in GRID])
+
+
+def test_subclass_with_own_restate_only_still_restates(plugin):
+    """A subclass that wraps ``restate`` (calling ``super()``) without its own ``build`` lost the
+    protocol (the path fitted it point by point); it restates, through its own ``restate``, and
+    equals cold fits. A ``build`` from a mixin is the parent's rule broken: no protocol."""
+    assert "restate" in LoggedRestateHinge(C=1.0).provides()
+    assert "restate" not in MixedInBuildHinge(C=1.0).provides()
+    X, y = data()
+    LoggedRestateHinge.calls.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        P = fsframe.path(X, y, "logged-l1-svm-test", C=GRID, progress=False)
+        cold = [fsframe.fit(X, y, method="logged-l1-svm-test", C=c) for c in GRID]
+    assert [p.warm for p in P.points][1:] == ["restated"] * (len(GRID) - 1)
+    assert [c["C"] for c in LoggedRestateHinge.calls] == GRID[1:]
+    for c, p, r in zip(GRID, P.points, cold):
+        assert p.objective == pytest.approx(r.objective, rel=1e-7, abs=1e-9), c
+        np.testing.assert_array_equal(p.support, r.support)
+    assert path_restates(cfg("logged-l1-svm-test"), [{"C": c} for c in GRID])

@@ -252,6 +252,31 @@ def test_a_kernel_the_formulation_builds_has_no_column_scale(kernel, columns):
     assert [list(c) for c in identical_groups(sub)] == ([[4, 5]] if columns else [])
 
 
+def test_identical_groups_asked_before_the_build_are_not_kept():
+    """Before the model is built, ``groups_are_columns`` is only the shape rule: a subproblem whose
+    formulation builds a kernel (groups = samples) at ``n == m`` then looks like one group per
+    column, and two identical feature columns like tied groups. That answer was cached, and the
+    built subproblem kept it. (A :class:`~fsframe.problem.Subproblem` builds when ``n_groups`` is
+    read; a stand-in that knows its group count first shows the rule.)"""
+    import types
+
+    from fsframe.loops.ties import identical_groups
+
+    X, _ = twin_data()
+    X[:, 4] = X[:, 5]
+
+    class Sub:  # weakly referenceable, like a Subproblem
+        n_groups = 40
+        is_built = False
+        built = None
+
+    sub = Sub()
+    sub.X = X
+    assert [list(c) for c in identical_groups(sub)] == [[4, 5]]  # the shape rule, before the build
+    sub.is_built, sub.built = True, types.SimpleNamespace(transform=object())  # an RBF map of its own
+    assert identical_groups(sub) == []
+
+
 def test_the_rbf_twin_svm_at_n_equal_m_proposes_no_cut():
     """At ``n == m`` the RBF twin SVM's answer is the one it gives with a constant feature more (the
     samples' kernel, hence the LPs, are the same to 1e-7): no cut proposed, no warning."""
@@ -295,3 +320,40 @@ def test_the_reported_surrogate_objective_zeroes_by_contribution(loop_name):
     assert loop.surrogate_objective(it, l0, sub=sub) == pytest.approx(2.0 + 2.0)
     assert loop.surrogate_objective(it, l0, raw=True) == pytest.approx(2.0 + 2.0)
     assert loop.surrogate_objective(it, l0) == pytest.approx(2.0 + 1.0)  # no column scale: the raw norms
+
+
+@pytest.mark.parametrize("off", [0.0, 1e6, 1e8])
+def test_sparse_centred_norms_do_not_cancel(off):
+    """Sparse centred norms agree with the dense ones at any offset. ``sum x^2 - m mean^2``
+    cancelled for a column ``1e8 + N(0, 1)`` (m = 80, 200): 0.0 or 22.6 for a true norm ~9-15."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    for m in (80, 200):
+        X = rng.standard_normal((m, 6))
+        X[:, 0] += off
+        X[:, 1:][rng.random((m, 5)) < 0.3] = 0.0  # absent entries: the (m - nnz) mean^2 term
+        X[:, 5] = 0.0
+        dense = column_norms(X, centred=True)
+        for fmt in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix):
+            np.testing.assert_allclose(column_norms(fmt(X), centred=True), dense, rtol=1e-10, atol=0)
+
+
+def test_a_sparse_offset_column_keeps_its_feature():
+    """CSR, informative column 0 at offset 1e8 (l1-svm): the cancelled centred norm 0.0 made
+    feature 0's contribution 0 and the cut proposed dropping it (refused with a
+    ConvergenceWarning). The support equals the fit without the offset, with no warning."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    Z = rng.standard_normal((80, 10))
+    y = np.where(Z[:, 0] + 0.3 * Z[:, 1] > 0, 1, -1)
+    X = Z.copy()
+    X[:, 0] += 1e8
+    ref = fsframe.fit(Z, y, "l1-svm", C=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the cancelled norm proposed the cut, then warned
+        got = fsframe.fit(sp.csr_matrix(X), y, "l1-svm", C=1.0)
+    assert got.support[0]
+    np.testing.assert_array_equal(got.support, ref.support)
+    assert got.objective == pytest.approx(ref.objective, rel=1e-6)
