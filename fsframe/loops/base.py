@@ -31,6 +31,8 @@ loop alike:
 from __future__ import annotations
 
 import abc
+import functools
+import inspect
 import time
 import warnings
 from typing import ClassVar, Generator, TYPE_CHECKING
@@ -98,6 +100,14 @@ SEPARATION_STOP = "separated classes, saturated surrogate"  # the stop reason of
 
 
 @attrs.frozen
+@functools.lru_cache(maxsize=None)
+def _takes_sub(cls: type) -> bool:
+    """Whether ``cls.surrogate_objective`` accepts ``sub=`` (the base's does; an override written
+    before it was added does not)."""
+    params = inspect.signature(cls.surrogate_objective).parameters
+    return "sub" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
 class OuterLoop(abc.ABC):
     """Base class of outer loops.
 
@@ -228,11 +238,19 @@ class OuterLoop(abc.ABC):
         t = it.t if raw else np.where(support_of(contribution(it.t, group_scale(sub)), self.zero_tol), it.t, 0.0)
         return it.loss + float(np.sum(surrogate.phi(t)))
 
+    def reported_objective(self, it: Iterate, surrogate: Surrogate, sub: Subproblem | None = None) -> float:
+        """:meth:`surrogate_objective` as reported, with ``sub``'s column scale when the loop's own
+        ``surrogate_objective`` takes ``sub=``; a loop that overrides it with the signature it had
+        before (``(self, it, surrogate, *, raw=False)``) is called as before."""
+        if sub is not None and _takes_sub(type(self)):
+            return self.surrogate_objective(it, surrogate, sub=sub)
+        return self.surrogate_objective(it, surrogate)
+
     def surrogate_step(self, it: Iterate, surrogate: Surrogate, sub: Subproblem | None = None) -> "Step":
         """A :class:`Step` reporting the support-rule objective and monitoring the raw one."""
         if not it.ok:
             return Step(it, None, None)
-        return Step(it, self.surrogate_objective(it, surrogate, sub=sub),
+        return Step(it, self.reported_objective(it, surrogate, sub),
                     self.surrogate_objective(it, surrogate, raw=True))
 
     def descend(self, it: Iterate, advance, surrogate: Surrogate, sub: Subproblem | None = None

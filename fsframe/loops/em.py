@@ -299,7 +299,7 @@ class EM(OuterLoop):
             raise InvalidOptionError(f"{self.name}: early_stop={self.early_stop} ends the run when the n_features "
                                      "largest groups settle; it needs n_features (or leave early_stop=0)")
         it = sub.solve(quad=np.ones(sub.n_groups))
-        f = self.surrogate_objective(it, surrogate, sub=sub) if it.ok else None
+        f = self.reported_objective(it, surrogate, sub) if it.ok else None
         yield Step(it, f, monitored=None)  # the L2 start is not a descent step
         ties = Tiebreak(self, sub)  # identical features: the even split tilted once (fsframe.loops.ties)
         # the regular iterates' group norms for early_stop, identical columns merged as n_features ranks them
@@ -316,7 +316,7 @@ class EM(OuterLoop):
             new = sub.solve(quad=self._weights(at, q, cut, fixed, magnitudes))
             solves += 1
             ok = new.ok
-            yield Step(new, self.surrogate_objective(new, surrogate, sub=sub) if ok else None,
+            yield Step(new, self.reported_objective(new, surrogate, sub) if ok else None,
                        monitored=self._potential(new, surrogate) if ok and not tilt else None)
             small = self.small_step(new, it)[0] and not tilt  # the step from a tilted point stops nothing
             it = new
@@ -345,7 +345,7 @@ class EM(OuterLoop):
                     "zeros were not checked against the convex model's optimality conditions",
                     ConvergenceWarning, stacklevel=4)
                 return True, "step below tol; the zeroed groups could not be checked"
-            yield Step(check, self.surrogate_objective(check, surrogate, sub=sub), monitored=None)
+            yield Step(check, self.reported_objective(check, surrogate, sub), monitored=None)
             revived = held & (check.t > cut)
             it = check
             if norms is not None:
@@ -354,7 +354,7 @@ class EM(OuterLoop):
             if not revived.any():  # one more step, the held groups back at zero: the answer has exact zeros
                 cut = max(self.zero_tol * scale, 1e-12)
                 last = sub.solve(quad=self._weights(it, q, cut, fixed, magnitudes))
-                yield Step(last, self.surrogate_objective(last, surrogate, sub=sub) if last.ok else None,
+                yield Step(last, self.reported_objective(last, surrogate, sub) if last.ok else None,
                            monitored=None)
                 return True, f"step below tol; the {int(held.sum())} zeroed groups checked"
             checks += 1
