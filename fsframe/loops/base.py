@@ -99,7 +99,6 @@ def monitored_series(loop, surrogate, history) -> tuple[list, str] | None:
 SEPARATION_STOP = "separated classes, saturated surrogate"  # the stop reason of the separation stop
 
 
-@attrs.frozen
 @functools.lru_cache(maxsize=None)
 def _takes_sub(cls: type) -> bool:
     """Whether ``cls.surrogate_objective`` accepts ``sub=`` (the base's does; an override written
@@ -108,6 +107,7 @@ def _takes_sub(cls: type) -> bool:
     return "sub" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
+@attrs.frozen
 class OuterLoop(abc.ABC):
     """Base class of outer loops.
 
