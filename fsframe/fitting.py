@@ -103,8 +103,10 @@ def certificate_of(it: Iterate) -> dict:
     True when the returned model is the ``zero_tol`` cut's re-solve on the full problem, asked for
     past the working set; ``recheck``: a working set chosen by ``working_set="auto"`` ended
     without an OPTIMAL certificate, the full problem was solved once more and the better-certified
-    answer kept — which one, with both statuses; ``working_set`` is then None when the full
-    problem's was kept)."""
+    answer kept (the lower attained objective on a status tie) — which one, with both statuses;
+    ``working_set`` is then None when the full problem's was kept. The recheck runs once per
+    subproblem: after it, the subproblem solves the full problem when the full answer won, and
+    stops rechecking otherwise; docs/working-sets.md)."""
     res = it.result
     out = {"status": res.status.value, "backend": res.backend}
     cert = res.certificate
