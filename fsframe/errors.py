@@ -112,7 +112,7 @@ class SolverFailedError(FsframeError):
     def of(cls, message: str, *, result: Any = None, partial: Any = None) -> "SolverFailedError":
         """The error for a failed solve ``result``: :class:`InfeasibleProblemError` or
         :class:`UnboundedProblemError` when the backend's claim is verified by fsframe
-        (``result.claim.verified``, :func:`fsframe.backends.certificate.judge_claim`), else a
+        (``result.claim.verified``, :func:`fsframe.backends.claims.judge_claim`), else a
         plain :class:`SolverFailedError` (whose message carries why a claim was not verified)."""
         claim = getattr(result, "claim", None)
         status = getattr(getattr(result, "status", None), "value", None)

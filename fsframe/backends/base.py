@@ -28,7 +28,8 @@ from numpy.typing import NDArray
 from ..enums import SOLUTION_PRESENT, ProblemClass, Status
 from ..canonical import ProblemData
 from ..errors import BackendUnavailableError, FsframeError, UnsupportedProblemError
-from .certificate import CLAIMS, Certificate, ClaimCheck, certify, judge_certificate, judge_claim
+from .certificate import Certificate, certify, judge_certificate
+from .claims import CLAIMS, ClaimCheck, judge_claim
 
 __all__ = [
     "Backend",
@@ -107,8 +108,8 @@ class SolveResult:
     raw: Any = attrs.field(default=None, repr=False)
     claim: ClaimCheck | None = None
     """fsframe's check of a claim of infeasibility or unboundedness (a status in
-    :data:`~fsframe.backends.certificate.CLAIMS`): verified, refuted or neither, and why
-    (:func:`~fsframe.backends.certificate.judge_claim`); ``None`` for other statuses."""
+    :data:`~fsframe.backends.claims.CLAIMS`): verified, refuted or neither, and why
+    (:func:`~fsframe.backends.claims.judge_claim`); ``None`` for other statuses."""
 
     @property
     def ok(self) -> bool:

@@ -16,7 +16,7 @@ from .._lazy import lazy_module
 from ..canonical import ProblemData
 from ..enums import Status
 from .base import RawSolution
-from .certificate import check_infeasibility
+from .claims import check_infeasibility
 
 sp = lazy_module("scipy.sparse")  # imported on first use: the catalogue never needs it
 
@@ -54,7 +54,7 @@ class DualRays:
         ``G_d dlam <= 0``, ``dlam_z >= 0``). Such a ``dlam`` is the primal's Farkas certificate
         itself, ``(y, z) = (dlam[:p], dlam[p:])``: its reduced costs ``K'dlam`` vanish on the
         quadratic and free columns and have the sign their finite bound excuses on the others,
-        and its margin is ``-f'dlam`` (:func:`~fsframe.backends.certificate.check_infeasibility`).
+        and its margin is ``-f'dlam`` (:func:`~fsframe.backends.claims.check_infeasibility`).
         Found by the LP ``min f'dlam`` over those constraints with ``dlam`` in ``[-1, 1]`` (``dlam_z``
         in ``[0, 1]``)."""
         pc = self._pieces(data)
@@ -79,7 +79,7 @@ class DualRays:
         ``x_ub = ub - z_d``), ``dx = (-y_d, z_d^lb, -z_d^ub)`` on the linear columns (0 on the
         quadratic and fixed ones) has ``[A; G] dx = -r``: ``A dx = 0``, ``G dx <= 0``, within its
         bounds' directions, ``P dx = 0``, and ``c'dx = b_d'y_d + h_d'z_d < 0``
-        (:func:`~fsframe.backends.certificate.check_unboundedness`). Found by the LP
+        (:func:`~fsframe.backends.claims.check_unboundedness`). Found by the LP
         ``min b_d'y_d + h_d'z_d`` over those conditions with ``y_d`` in ``[-1, 1]``, ``z_d`` in ``[0, 1]``."""
         pc = self._pieces(data)
         rows, p = pc["rows"], pc["p"]

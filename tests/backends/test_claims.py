@@ -1,6 +1,6 @@
 """A backend's claim that a problem is infeasible or unbounded is checked like an optimum: from
 the evidence it returns (a Farkas certificate, a direction of descent), on the compiled problem
-(:func:`fsframe.backends.certificate.judge_claim`). A verified claim raises the typed error; a claim
+(:func:`fsframe.backends.claims.judge_claim`). A verified claim raises the typed error; a claim
 that fails its check is reported as not verified, with why, and put to another backend; an
 infeasibility claim on a problem whose zero model is feasible is refuted."""
 
@@ -14,8 +14,8 @@ import fsframe
 from fsframe import Status
 from fsframe.backends import ClarabelBackend, EcosBackend, HighsBackend, ProblemData, SolveOptions
 from fsframe.backends.base import Backend, BackendSession, RawSolution
-from fsframe.backends.certificate import (check_infeasibility, check_unboundedness, feasible_point, judge_claim,
-                                         relative_violation)
+from fsframe.backends.certificate import relative_violation
+from fsframe.backends.claims import check_infeasibility, check_unboundedness, feasible_point, judge_claim
 from fsframe.enums import ProblemClass
 from fsframe.errors import InfeasibleProblemError, SolverFailedError, UnboundedProblemError
 from fsframe.testing import StandardProblems
@@ -555,7 +555,7 @@ def test_the_exact_radius_is_the_hand_computed_one():
     ``|x2| <= 2^40`` the reduced cost is excused (``d = 3 - 1``) and the proof global (``R = inf``)."""
     from fractions import Fraction
 
-    from fsframe.backends.certificate import farkas_radius
+    from fsframe.backends.claims import farkas_radius
 
     assert farkas_radius(near_parallel(2.0 ** -40, h0=-3.0), np.zeros(0), np.ones(2)) == 3 * 2.0 ** 40
     # z = (1, 1/2): r = (1/2, 1/2 + 2^-41), both unexcused, d = 3: R = 3 / (1 + 2^-41), rounded down

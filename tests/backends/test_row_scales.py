@@ -101,7 +101,7 @@ def test_a_column_at_the_bound_it_would_cross_does_not_make_the_zero_model_feasi
     """``coef x0 + x1 <= -1e-7`` with ``x >= 0`` is infeasible; the zero model misses it by 1e-7,
     which the row's largest coefficient made "rounding" (1e-13 of 1e6), so a true infeasibility
     claim would have been refuted. ``x0`` cannot decrease below 0: only ``|rhs|`` sizes the row."""
-    from fsframe.backends.certificate import feasible_point
+    from fsframe.backends.claims import feasible_point
 
     data = ProblemData(c=np.array([0.0, -1.0]), A=sp.csr_matrix((0, 2)), b=np.zeros(0),
                        G=sp.csr_matrix([[coef, 1.0]]), h=np.array([-1e-7]), l=1, lb=np.zeros(2),
@@ -153,7 +153,7 @@ def test_an_empty_row_is_sized_alike_for_a_point_and_for_a_farkas_margin(h_empty
     so ``z`` on that row alone (margin ``1e-13`` of terms ``1e-13``) verified the same problem
     infeasible, for ``h = -1e-13, -1e-9, -1e-7``. The margin sizes it as the point does: one
     problem is never both; ``0 <= -1`` is still proved infeasible, and its point refused."""
-    from fsframe.backends.certificate import check_infeasibility
+    from fsframe.backends.claims import check_infeasibility
 
     data = _with_empty_rows(h_empty, b_empty)
     y, z = np.array(y), np.array(z)
@@ -175,7 +175,7 @@ def test_an_empty_row_is_sized_alike_for_a_point_and_for_a_farkas_margin(h_empty
 def test_no_problem_with_an_empty_row_is_both_certified_feasible_and_verified_infeasible():
     """Over ``0 <= h`` for ``h`` from ``-1e-14`` to ``-1``: the point ``(1, 0)`` certified and the
     certificate ``z = (0, 1)`` verified never both, and one of them always (they meet at ``10 tol``)."""
-    from fsframe.backends.certificate import check_infeasibility
+    from fsframe.backends.claims import check_infeasibility
 
     for h in -np.logspace(-14, 0, 57):
         data = _with_empty_rows(float(h))
