@@ -47,6 +47,10 @@ class Iterate:
     and its objective are ``result.x`` and ``result.objective``.
     An iterate a loop computed itself (:meth:`computed`) carries ``groups``, the group of each
     coefficient entry (of ``coef``'s shape); a solved one reads them from the subproblem's slot.
+    ``column_scale``: each group's column norm in the subproblem's data, on which the reported
+    objective judges the support (:meth:`~fsframe.loops.base.OuterLoop.reported_objective` hands
+    :meth:`~fsframe.loops.base.OuterLoop.surrogate_objective` the iterate carrying it); ``None``
+    (the raw group norms) until then.
     """
 
     status: Status
@@ -64,6 +68,9 @@ class Iterate:
     # the zero_tol cut's re-solve: the iterate it was cut from (its subproblem has the cut groups
     # free), on which the returned point is certified (Subproblem.certify_unfixed)
     cut_from: "Iterate | None" = attrs.field(default=None, repr=False)
+    # each group's column scale (fsframe.loops.selection.group_scale of its subproblem), on which the
+    # reported objective judges the support (OuterLoop.surrogate_objective); None: the raw norms
+    column_scale: NDArray | None = attrs.field(default=None, repr=False)
 
     @classmethod
     def computed(cls, coef: NDArray, intercept, t: NDArray, *, groups: NDArray, loss: float | None,

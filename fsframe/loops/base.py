@@ -31,8 +31,6 @@ loop alike:
 from __future__ import annotations
 
 import abc
-import functools
-import inspect
 import time
 import warnings
 from typing import ClassVar, Generator, TYPE_CHECKING
@@ -99,12 +97,15 @@ def monitored_series(loop, surrogate, history) -> tuple[list, str] | None:
 SEPARATION_STOP = "separated classes, saturated surrogate"  # the stop reason of the separation stop
 
 
-@functools.lru_cache(maxsize=None)
-def _takes_sub(cls: type) -> bool:
-    """Whether ``cls.surrogate_objective`` accepts ``sub=`` (the base's does; an override written
-    before it was added does not)."""
-    params = inspect.signature(cls.surrogate_objective).parameters
-    return "sub" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+def _on_column_scale(it: Iterate, sub: Subproblem | None) -> Iterate:
+    """``it`` carrying ``sub``'s column scale (:attr:`~fsframe.problem.Iterate.column_scale`,
+    :func:`~fsframe.loops.selection.group_scale`), the one the reported objective's support rule
+    reads: ``it`` itself when it carries one already, when there is no ``sub`` or when ``sub`` has
+    none (its model not built, its groups not the columns of ``sub.X``)."""
+    if sub is None or it.column_scale is not None:
+        return it
+    scale = group_scale(sub)
+    return it if scale is None else attrs.evolve(it, column_scale=scale)
 
 
 @attrs.frozen
@@ -224,27 +225,26 @@ class OuterLoop(abc.ABC):
     def small_decrease(self, f_new: float, f_old: float) -> bool:
         return f_new >= f_old - self.tol * max(1.0, abs(f_old))
 
-    def surrogate_objective(self, it: Iterate, surrogate: Surrogate, *, raw: bool = False,
-                            sub: Subproblem | None = None) -> float:
+    def surrogate_objective(self, it: Iterate, surrogate: Surrogate, *, raw: bool = False) -> float:
         """``loss + sum_j phi(||w_(j)||)``.
 
         Reported (default): groups outside the support (contribution below ``zero_tol`` times the
-        largest, :func:`~fsframe.loops.selection.contribution` on ``sub``'s column scale, the rule
-        the cut and ``history[].n_nonzero`` use) count as zero, so the objective agrees with the
-        support and coefficients returned — it
+        largest, :func:`~fsframe.loops.selection.contribution` on the column scale the iterate
+        carries, :attr:`~fsframe.problem.Iterate.column_scale`, the rule the cut and
+        ``history[].n_nonzero`` use; the raw norms when it carries none) count as zero, so the
+        objective agrees with the support and coefficients returned — it
         matters for ``l0``/``lp`` at small ``p``, where a norm of 1e-10 costs 1 or 1e-5.
         ``raw=True``: the exact value at the solver's point, the quantity DCA and MM theory
         guarantee to decrease, used by stopping rules and the monotonicity check."""
-        t = it.t if raw else np.where(support_of(contribution(it.t, group_scale(sub)), self.zero_tol), it.t, 0.0)
+        t = it.t if raw else np.where(support_of(contribution(it.t, it.column_scale), self.zero_tol), it.t, 0.0)
         return it.loss + float(np.sum(surrogate.phi(t)))
 
     def reported_objective(self, it: Iterate, surrogate: Surrogate, sub: Subproblem | None = None) -> float:
-        """:meth:`surrogate_objective` as reported, with ``sub``'s column scale when the loop's own
-        ``surrogate_objective`` takes ``sub=``; a loop that overrides it with the signature it had
-        before (``(self, it, surrogate, *, raw=False)``) is called as before."""
-        if sub is not None and _takes_sub(type(self)):
-            return self.surrogate_objective(it, surrogate, sub=sub)
-        return self.surrogate_objective(it, surrogate)
+        """:meth:`surrogate_objective` as reported, on ``sub``'s column scale: it is called as
+        ``surrogate_objective(it, surrogate)`` with the iterate carrying that scale
+        (:func:`_on_column_scale`), so an override of any signature since the first,
+        ``(self, it, surrogate, *, raw=False)``, is called alike and finds the scale on ``it``."""
+        return self.surrogate_objective(_on_column_scale(it, sub), surrogate)
 
     def surrogate_step(self, it: Iterate, surrogate: Surrogate, sub: Subproblem | None = None) -> "Step":
         """A :class:`Step` reporting the support-rule objective and monitoring the raw one."""

@@ -109,7 +109,8 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
     * ``iterations`` — at every iteration the subproblem optimum equals ``loss + penalty``, with
       the loss recomputed from the decision function and the penalty from the Pyomo slot Params at
       that iteration; the reported objective equals ``loss + sum_j phi(||w_(j)||)`` over the support
-      (groups above ``zero_tol`` times the iterate's largest count; loops that minimise ``phi``,
+      (groups whose contribution ``||w_(j)|| ||X_j||``, :func:`fsframe.loops.selection.contribution`,
+      is above ``zero_tol`` times the iterate's largest count; loops that minimise ``phi``,
       ``needs_surrogate``) or the subproblem optimum (the others); ``n_nonzero`` is the library's
       support rule (:func:`fsframe.loops.support_of` on the run's
       :func:`~fsframe.loops.reference_scale`, or on the iterate's own largest norm for a loop
@@ -217,11 +218,11 @@ def _check_run(who, loop, sur, formulation, X, yc, backend, loss_fn, expected_we
         if not math.isclose(loss + pen, it.objective, rel_tol=1e-6, abs_tol=1e-6):
             _fail(who, f"iteration {rec.k}: subproblem optimum {it.objective!r} != loss + penalty {loss + pen!r}")
         t = _group_norms(formulation, groups, w, sub.n_groups)
-        expect = (loss + float(np.sum(sur.phi(np.where(support_of(t, loop.zero_tol), t, 0.0))))
+        c = contribution(t, group_scale(sub))  # each group's |w_j| ||X_j||, as the loop counts without n_features
+        expect = (loss + float(np.sum(sur.phi(np.where(support_of(c, loop.zero_tol), t, 0.0))))
                   if loop.needs_surrogate and sur is not None else it.objective)
         if rec.objective is None or not math.isclose(rec.objective, expect, rel_tol=1e-6, abs_tol=1e-6):
             _fail(who, f"iteration {rec.k}: reported objective {rec.objective!r}, recomputed {expect!r}")
-        c = contribution(t, group_scale(sub))  # each group's |w_j| ||X_j||, as the loop counts without n_features
         scale = max(scale, float(np.max(c, initial=0.0)))
         nnz = int(support_of(c, loop.zero_tol, scale if loop.support_scale == "run" else 0.0).sum())
         if rec.n_nonzero != nnz:

@@ -16,7 +16,7 @@ import pytest
 
 import fsframe
 from fsframe.errors import ConvergenceWarning
-from fsframe.loops.selection import column_norms, columns_scale, contribution, support_of
+from fsframe.loops.selection import column_norms, columns_scale, contribution, group_scale, support_of
 from fsframe.working_set import WorkingSetOptions
 
 PATHS = {"compiled": WorkingSetOptions(mode=False, from_data=False),
@@ -291,13 +291,10 @@ def test_the_rbf_twin_svm_at_n_equal_m_proposes_no_cut():
     np.testing.assert_array_equal(r.support, wide.support)
 
 
-@pytest.mark.parametrize("loop_name", ["dca", "em"])
-def test_the_reported_surrogate_objective_zeroes_by_contribution(loop_name):
-    """The reported objective ``loss + sum_j phi(t_j)`` counts as zero the groups the cut drops, by
-    contribution as ``history[].n_nonzero`` counts them: a weight of 1e-5 on a column 1e4 times
-    larger is 0.1 of the largest contribution, kept, and costs ``phi = 1`` under ``l0``; the raw
-    rule (1e-5 of the largest weight, below ``zero_tol = 1e-3``) dropped it and reported 1 less
-    than the support it returned. The raw value (``raw=True``) is the solver's point's, unchanged."""
+def _small_weight_on_a_large_column():
+    """``(sub, it, X)``: a hinge subproblem on a column 1e4 times the other's, and a solved iterate
+    made to weigh it 1e-5 against 1 on the other, at loss 2 (0.1 of the largest contribution:
+    kept by contribution at ``zero_tol = 1e-3``, dropped by the raw norms)."""
     import attrs
 
     from fsframe.backends.base import SolveOptions
@@ -312,14 +309,96 @@ def test_the_reported_surrogate_objective_zeroes_by_contribution(loop_name):
     sub = Subproblem(reg.get("formulation", "hinge")(C=1.0), X, y, frozenset({"lin"}), reg.get("backend", "highs")(),
                      SolveOptions())
     it = sub.solve(lin=np.ones(2))
-    it = attrs.evolve(it, t=np.array([1e-5, 1.0]), loss=2.0)
+    return sub, attrs.evolve(it, t=np.array([1e-5, 1.0]), loss=2.0), X
+
+
+@pytest.mark.parametrize("loop_name", ["dca", "em"])
+def test_the_reported_surrogate_objective_zeroes_by_contribution(loop_name):
+    """The reported objective ``loss + sum_j phi(t_j)`` counts as zero the groups the cut drops, by
+    contribution as ``history[].n_nonzero`` counts them: a weight of 1e-5 on a column 1e4 times
+    larger is 0.1 of the largest contribution, kept, and costs ``phi = 1`` under ``l0``; the raw
+    rule (1e-5 of the largest weight, below ``zero_tol = 1e-3``) dropped it and reported 1 less
+    than the support it returned. The raw value (``raw=True``) is the solver's point's, unchanged."""
+    import attrs
+
+    from fsframe.plugins import get_registry
+
+    sub, it, X = _small_weight_on_a_large_column()
+    reg = get_registry()
     loop = reg.get("loop", loop_name)(zero_tol=1e-3)
     l0 = reg.get("surrogate", "l0")()
     ratio = 1e-5 * column_norms(X, centred=True)[0] / column_norms(X, centred=True)[1]
     assert 1e-3 < ratio < 1.0  # kept by contribution, dropped by the raw rule
-    assert loop.surrogate_objective(it, l0, sub=sub) == pytest.approx(2.0 + 2.0)
+    assert loop.reported_objective(it, l0, sub) == pytest.approx(2.0 + 2.0)
+    assert loop.surrogate_step(it, l0, sub).objective == pytest.approx(2.0 + 2.0)
+    assert loop.surrogate_objective(attrs.evolve(it, column_scale=group_scale(sub)), l0) == pytest.approx(2.0 + 2.0)
     assert loop.surrogate_objective(it, l0, raw=True) == pytest.approx(2.0 + 2.0)
     assert loop.surrogate_objective(it, l0) == pytest.approx(2.0 + 1.0)  # no column scale: the raw norms
+    assert it.column_scale is None  # the reported objective's scale is carried on a copy: `it` is untouched
+
+
+def _old_signature_loops():
+    """Third-party loops overriding ``surrogate_objective`` with the signatures it has had: the
+    first, ``(self, it, surrogate, *, raw=False)``, and a pass-through of ``**kw``; each adds 100
+    so that the test sees the override was called."""
+    import attrs
+
+    from fsframe.loops.dca import DCA
+    from fsframe.loops.reweighting import ReweightedL1
+
+    @attrs.frozen
+    class FirstSignature(ReweightedL1):
+        name = "first-signature"
+
+        def surrogate_objective(self, it, surrogate, *, raw=False):
+            return super().surrogate_objective(it, surrogate, raw=raw) + 100.0
+
+    @attrs.frozen
+    class PassesKeywords(DCA):
+        name = "passes-keywords"
+
+        def surrogate_objective(self, it, surrogate, **kw):
+            return super().surrogate_objective(it, surrogate, **kw) + 100.0
+
+    return FirstSignature, PassesKeywords
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["first-signature", "passes-keywords"])
+def test_an_old_signature_override_reads_the_column_scale_from_the_iterate(which):
+    """A loop overriding ``surrogate_objective`` without ``sub=`` is called (no TypeError, no
+    inspection of its signature) and its ``super()`` call judges the support on the column scale
+    the iterate carries: 2 + phi(1e-5) + phi(1) under ``l0``, not the raw norms' 2 + 1. Before, such
+    an override was called without the scale and reported 1 less than the support returned."""
+    from fsframe.plugins import get_registry
+
+    sub, it, _ = _small_weight_on_a_large_column()
+    loop = _old_signature_loops()[which](zero_tol=1e-3)
+    l0 = get_registry().get("surrogate", "l0")()
+    assert loop.reported_objective(it, l0, sub) == pytest.approx(100.0 + 2.0 + 2.0)
+    step = loop.surrogate_step(it, l0, sub)
+    assert step.objective == pytest.approx(100.0 + 2.0 + 2.0)
+    assert step.monitored == pytest.approx(100.0 + 2.0 + 2.0)  # raw: both norms count
+    assert loop.reported_objective(it, l0) == pytest.approx(100.0 + 2.0 + 1.0)  # no subproblem: the raw norms
+
+
+def test_the_kit_passes_an_old_signature_override_and_judges_the_support_by_contribution():
+    """The conformance kit runs a loop whose override has the first signature, on features whose
+    columns span 1e-3 .. 1e3 at ``zero_tol = 1e-2``, and recomputes the reported objective on the
+    support judged by contribution, as the loop reports it (the kit compared it with the raw
+    norms' support, which drops a small weight on a large column that the loop keeps)."""
+    from fsframe.surrogates.lp import LpSurrogate
+    from fsframe.testing import check_loop
+
+    FirstSignature = _old_signature_loops()[0]
+
+    class Reported(FirstSignature):  # the override without its marker: the base's value
+        def surrogate_objective(self, it, surrogate, *, raw=False):
+            return super().surrogate_objective(it, surrogate, raw=raw) - 100.0
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 6)) * np.array([1e3, 1.0, 1e-3, 1.0, 1e2, 1e-2])
+    y = np.where(X[:, 0] / 1e3 + X[:, 1] + X[:, 2] / 1e-3 > 0, 1.0, -1.0)
+    assert check_loop(Reported(zero_tol=1e-2, max_iter=3), LpSurrogate(p=0.5), X=X, y=y, checks=("iterations",))
 
 
 @pytest.mark.parametrize("off", [0.0, 1e6, 1e8])
