@@ -176,16 +176,22 @@ def _owner(cls: type, attr: str):
     return next((k for k in cls.__mro__ if attr in vars(k)), None)
 
 
-def _restates_own_build(cls: type) -> bool:
-    """Whether ``cls``'s ``restate`` is written for the model its ``build`` makes: the class that
-    defines ``restate`` is the class that defines ``build`` or a subclass of it (it knew that
-    ``build``: a subclass that only wraps ``restate``, calling ``super()``, still restates). A
-    subclass that overrides ``build`` (a class-weighted hinge that puts ``C`` elsewhere; also
-    through a mixin) but inherits ``restate`` would be restated by the parent's rule, which drops
-    what the subclass's ``build`` did with the parameter: it has no ``restate`` protocol until it
-    defines its own (``docs/plugins.md``)."""
-    restate, build = _owner(cls, "restate"), _owner(cls, "build")
-    return restate is not None and build is not None and issubclass(restate, build)
+_RESTATERS = {"bounds": "with_bounds", "restate": "restate"}
+"""The protocols of :data:`PROTOCOLS` that rewrite the built problem, each with its method: it
+must be written for the model ``build`` makes (:func:`_written_for_build`)."""
+
+
+def _written_for_build(cls: type, method: str) -> bool:
+    """Whether ``cls``'s ``method`` (``restate``, ``with_bounds``) is written for the model its
+    ``build`` makes: the class that defines ``method`` is the class that defines ``build`` or a
+    subclass of it (it knew that ``build``: a subclass that only wraps ``method``, calling
+    ``super()``, still has the protocol). A subclass that overrides ``build`` (a class-weighted
+    hinge that puts ``C`` elsewhere, a bound row stated another way; also through a mixin) but
+    inherits ``method`` would be restated by the parent's rule, which drops what the subclass's
+    ``build`` did with the parameter: it has no such protocol until it defines its own
+    (``docs/plugins.md``)."""
+    own, build = _owner(cls, method), _owner(cls, "build")
+    return own is not None and build is not None and issubclass(own, build)
 
 
 @attrs.frozen
@@ -282,15 +288,14 @@ class Formulation(abc.ABC):
     def provides(self) -> frozenset[str]:
         """What this instance offers the loops (``OuterLoop.formulation_requires``): every
         protocol of :data:`PROTOCOLS` whose attributes it defines (non-empty), ``native_multiclass``
-        when :attr:`multiclass` is ``"native"``, and its :attr:`traits`. ``restate`` counts only
-        when the class defines ``restate`` and ``restatable_params`` itself or its ``build`` comes
-        from the class its ``restate`` comes from (a subclass that rebuilds the model opts in by
-        defining its own ``restate``). Override it (calling
+        when :attr:`multiclass` is ``"native"``, and its :attr:`traits`. ``restate`` and
+        ``bounds`` count only when the class that defines ``restate`` (``with_bounds``) is the
+        class that defines ``build`` or a subclass of it (a subclass that rebuilds the model opts
+        in by defining its own ``restate``, ``with_bounds``). Override it (calling
         ``super()``) for a fact that depends on a parameter (the margin's ``hard_margin`` when
         ``C`` is ``None``)."""
         caps = {name for name, attrs_ in PROTOCOLS.items() if all(getattr(self, a, None) for a in attrs_)}
-        if "restate" in caps and not _restates_own_build(type(self)):
-            caps.discard("restate")
+        caps -= {name for name, method in _RESTATERS.items() if not _written_for_build(type(self), method)}
         if self.multiclass == "native":
             caps.add("native_multiclass")
         return frozenset(caps | set(self.traits))

@@ -12,9 +12,9 @@ starts from the previous one.
   ``delta``) or restatable parameter (:attr:`Formulation.restatable_params`, e.g. the hinge's
   ``C``) is restated in the compiled problem (:meth:`Subproblem.set_bounds`,
   :meth:`Subproblem.restate`): same subproblem, same live model. A formulation restates only
-  when it has the ``restate`` protocol (:meth:`Formulation.provides`: a subclass with its own
-  ``build`` and an inherited ``restate`` has not); otherwise each point is a new build (``warm``
-  ``"new"`` or ``"seeded"``).
+  when it has the ``restate`` (``bounds``) protocol (:meth:`Formulation.provides`: a subclass
+  with its own ``build`` and an inherited ``restate`` or ``with_bounds`` has not); otherwise each
+  point is a new build (``warm`` ``"new"`` or ``"seeded"``).
 * Any other parameter (the MPM's ``delta``, a kernel's ``sigma``) gets a new subproblem whose
   working set starts from the previous point's (:meth:`Subproblem.seed_working_set`).
 
@@ -258,9 +258,11 @@ def _restatement(old: Resolved, new: Resolved):
     if type(f0) is not type(f1) or old.terms != new.terms or not _same_kernel(old.kernel, new.kernel):
         return None
     changed = {a.name for a in attrs.fields(type(f1)) if getattr(f0, a.name) != getattr(f1, a.name)}
-    bound = tuple(getattr(f1, "bound_params", ()))
-    # provides(): a subclass whose build is its own but whose restate is inherited is not restated
-    restatable = tuple(getattr(f1, "restatable_params", ())) if "restate" in f1.provides() else ()
+    # provides(): a subclass whose build is its own but whose restate (with_bounds) is inherited
+    # is not restated
+    caps = f1.provides()
+    bound = tuple(getattr(f1, "bound_params", ())) if "bounds" in caps else ()
+    restatable = tuple(getattr(f1, "restatable_params", ())) if "restate" in caps else ()
     if not changed <= set(bound) | set(restatable):
         return None
     if bound and any(getattr(f1, b, None) is None for b in bound):
