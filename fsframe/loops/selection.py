@@ -73,14 +73,32 @@ def columns_scale(X, n_groups: int, centred: bool = False) -> NDArray | None:
 
 def offset_free(built) -> bool:
     """Whether the built model's decision values ignore a constant added to a column of ``X``: its
-    intercept map (:class:`~fsframe.formulation.BuiltModel` ``intercept``) depends on a variable —
+    intercept map (:class:`~fsframe.formulation.BuiltModel` ``intercept``) depends on a variable
+    its bounds leave free to move —
     a free intercept ``b`` (hinge, logistic, the twin SVMs' planes, margin) absorbs ``c w_j``, and
     an intercept written over the weights (Lanckriet's ``mpm``, ``b = w^T mu - ...``) moves with the
-    class means. A model whose intercept is the constant 0 (``l21-regression``) is not: there a
-    column's offset is part of what its weight contributes, and the raw norms are compared."""
+    class means. A model whose intercept is the constant 0 (``l21-regression``) is not, nor one
+    whose intercept variable is fixed (``b.fix(0)``, or bounds ``(0, 0)``): there a column's offset
+    is part of what its weight contributes, and the raw norms are compared. The bounds read are the
+    built Pyomo model's (a named expression among the map's atoms counts as free)."""
     intercept = getattr(built, "intercept", None)
     matrix = getattr(intercept, "matrix", None)
-    return bool(matrix is not None and matrix.count_nonzero() > 0)
+    if matrix is None:
+        return False
+    M = matrix.tocsr()
+    used = np.unique(M.indices[M.data != 0])
+    return any(not _held(intercept.vars[k]) for k in used)
+
+
+def _held(v) -> bool:
+    """Whether the model variable ``v`` (an atom of a :class:`~fsframe.pyomo_records.LinearMap`) is
+    held at one value: fixed, or its lower and upper bounds equal. A named expression is not."""
+    if not v.is_variable_type():
+        return False
+    if v.fixed:
+        return True
+    lb, ub = v.lb, v.ub
+    return lb is not None and ub is not None and lb == ub
 
 
 def groups_are_columns(sub) -> bool:

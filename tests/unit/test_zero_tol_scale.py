@@ -119,6 +119,54 @@ def test_which_models_compare_centred_norms():
         assert offset_free(f.build(X, y, frozenset({"lin"}))) is want, name
 
 
+def _hinge_with_intercept(how: str):
+    """A hinge subclass whose ``build`` holds the intercept ``b``: ``fix`` (``b.fix(0)``),
+    ``bounds`` (``(0, 0)``), ``boxed`` (``(-1, 1)``: held by nothing, it still moves)."""
+    import attrs
+    from fsframe_svm import HingeFormulation
+
+    @attrs.frozen
+    class HeldIntercept(HingeFormulation):
+        name = f"hinge-intercept-{how}-test"
+
+        def build(self, X, y, terms):
+            built = super().build(X, y, terms)
+            if how == "fix":
+                built.model.b.fix(0.0)
+            else:
+                built.model.b.setlb(0.0 if how == "bounds" else -1.0)
+                built.model.b.setub(0.0 if how == "bounds" else 1.0)
+            return built
+
+    return HeldIntercept()
+
+
+@pytest.mark.parametrize("how, free", [("fix", False), ("bounds", False), ("boxed", True)])
+def test_an_intercept_fixed_by_its_bounds_is_not_offset_free(how, free):
+    """The intercept map depends on ``b``, but ``b`` fixed at 0 (by ``fix`` or by its bounds) absorbs
+    no column offset: the model is not offset-free and its groups' scale is the raw column norms, as
+    for ``l21-regression``; a bounded but movable ``b`` still absorbs offsets. ``offset_free`` read
+    the intercept map only, so a fixed ``b`` compared centred norms: a column ``100 + noise`` weighed
+    by its noise (~8) instead of its size (~775), though its offset passes into the decision values."""
+    from fsframe.backends.base import SolveOptions
+    from fsframe.loops.selection import offset_free
+    from fsframe.method import get_registry
+    from fsframe.problem import Subproblem
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((60, 5))
+    X[:, 4] += 100.0
+    y = np.where(X[:, 0] > 0, 1, -1)
+    f = _hinge_with_intercept(how)
+    assert offset_free(f.build(X, y, frozenset({"lin"}))) is free
+    sub = Subproblem(f, X, y, frozenset({"lin"}), get_registry().get("backend", "highs")(), SolveOptions())
+    sub.built  # noqa: B018  (group_scale reads the built model)
+    want = np.linalg.norm(X - X.mean(axis=0), axis=0) if free else np.linalg.norm(X, axis=0)
+    np.testing.assert_allclose(group_scale(sub), want, rtol=1e-12)
+    it = sub.solve(lin=np.ones(5))
+    assert it.ok and (abs(float(it.intercept[0])) > 1e-9 if free else float(it.intercept[0]) == 0.0)
+
+
 def offset_column(off: float):
     """60 x 20 Gaussian features, labels from the first four, plus column 20: noise around ``off``."""
     rng = np.random.default_rng(0)
