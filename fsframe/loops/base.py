@@ -237,7 +237,11 @@ class OuterLoop(abc.ABC):
         matters for ``l0``/``lp`` at small ``p``, where a norm of 1e-10 costs 1 or 1e-5.
         ``raw=True``: the exact value at the solver's point, the quantity DCA and MM theory
         guarantee to decrease, used by stopping rules and the monotonicity check."""
-        t = it.t if raw else np.where(support_of(contribution(it.t, getattr(it, "column_scale", None)), self.zero_tol), it.t, 0.0)
+        if raw:
+            t = it.t
+        else:
+            kept = support_of(contribution(it.t, getattr(it, "column_scale", None)), self.zero_tol)
+            t = np.where(kept, it.t, 0.0)
         return it.loss + float(np.sum(surrogate.phi(t)))
 
     def reported_objective(self, it: Iterate, surrogate: Surrogate, sub: Subproblem | None = None) -> float:
