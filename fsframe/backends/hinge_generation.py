@@ -40,6 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import DataError, InvalidOptionError, SolverFailedError, SolverWarning
+from .diag_qp import _one_blas_thread
 from .highs import _new_highs
 
 __all__ = ["HingeLPResult", "solve_l1_hinge", "hinge_certificate", "CERTIFY_TOL", "COST_SCALE_BELOW"]
@@ -364,6 +365,11 @@ def _prox_guess(X, y, C, a, priced, row_drop, iters: int = 300, mu: float = 1.0)
     """Accelerated proximal gradient (FISTA) on the LP's objective with the hinge smoothed over a
     width ``mu`` (Huber): ``iters`` iterations of two products with ``X``; its non-zeros and the
     samples near its margin start the LP. Only a guess: the generation decides."""
+    with _one_blas_thread():  # OpenBLAS's threads on these products: 5-8x the CPU on a busy machine
+        return _prox_guess_run(X, y, C, a, priced, row_drop, iters, mu)
+
+
+def _prox_guess_run(X, y, C, a, priced, row_drop, iters, mu):
     m, n = X.shape
     pen = np.where(priced, a, np.inf)
     pen[np.isfinite(a) & (a == 0)] = 0.0
