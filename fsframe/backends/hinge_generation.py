@@ -418,7 +418,7 @@ def _svc_guess(X, y, C, a, priced, row_drop):
     with _w.catch_warnings():
         _w.simplefilter("ignore")
         svc = LinearSVC(penalty="l1", loss="squared_hinge", dual=False, C=C / (pa[0] if uniform else 1.0),
-                        tol=1e-2, max_iter=200).fit(Z, y)
+                        tol=1e-2, max_iter=200, random_state=0).fit(Z, y)
     coef = np.zeros(n)
     coef[cols] = svc.coef_.ravel() / (pa[0] if uniform else pa)
     margin = y * (np.asarray(X @ coef).ravel() + float(svc.intercept_[0]))
