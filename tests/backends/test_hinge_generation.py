@@ -368,3 +368,13 @@ def test_a_bad_guess_is_a_typed_error(guess, match):
     X, y = _data(26, 30, 400)
     with pytest.raises(InvalidOptionError, match=match):
         solve_l1_hinge(X, y, 1.0, guess=guess)
+
+
+@pytest.mark.parametrize("guess", ["prox", "svc", "subsample"])
+def test_guesses_on_sparse_x(guess):
+    X, y = _data(27, 70, 350)
+    X[np.abs(X) < 0.8] = 0.0
+    res = solve_l1_hinge(sp.csr_matrix(X), y, 1.0, guess=guess)
+    f, _ = _full_lp(X, y, 1.0, np.ones(350))
+    assert res.objective == pytest.approx(f, rel=1e-9) and res.rounds[0]["guess"]["how"] == guess
+    assert res.rounds[-1]["guess"]["hits"] > 0
