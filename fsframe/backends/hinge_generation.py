@@ -67,8 +67,9 @@ class HingeLPResult:
     and samples pricing added after it, those among them that had been dropped before
     (``returned_features``, ``returned_samples``), the features and samples dropped, LP, pricing
     and LP-update (drops and appends, ``update_seconds``; absent in the last round) CPU seconds,
-    HiGHS iterations, ``cold`` (the basis dropped by ``cold_fraction``) and ``warm`` (HiGHS held a
-    valid basis when the solve started: every round after the first unless ``cold``))."""
+    HiGHS iterations, ``cold`` (the basis dropped by ``cold_fraction``), ``warm`` (HiGHS held a
+    valid basis when the solve started: every round after the first unless ``cold``) and ``guess``
+    (how the first LP was started, :func:`solve_l1_hinge`'s ``guess``))."""
 
     coef: np.ndarray
     intercept: float
@@ -420,7 +421,7 @@ def _svc_guess(X, y, C, a, priced, row_drop):
         svc = LinearSVC(penalty="l1", loss="squared_hinge", dual=False, C=C / (pa[0] if uniform else 1.0),
                         tol=1e-2, max_iter=200, random_state=0).fit(Z, y)
     coef = np.zeros(n)
-    coef[cols] = svc.coef_.ravel() / (pa[0] if uniform else pa)
+    coef[cols] = svc.coef_.ravel() if uniform else svc.coef_.ravel() / pa  # Z's columns are X's / a_j
     margin = y * (np.asarray(X @ coef).ravel() + float(svc.intercept_[0]))
     return np.flatnonzero(coef), _rows_near(margin, m, row_drop)
 
@@ -461,7 +462,8 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
     weights : (n,) array of ``a_j >= 0``, optional
         ``inf`` fixes a feature at zero; features of weight 0 start in the LP.
     initial : int, optional
-        Features in the first LP: those with the largest ``|X'y| / a_j`` (default ``max(100, m // 2)``).
+        Features in the first LP of the correlation start (``guess=None``, or ``"auto"`` below
+        :data:`GUESS_FROM`): those with the largest ``|X'y| / a_j`` (default ``max(100, m // 2)``).
     batch : int, optional
         The most violating features (largest ``|g_j| / a_j``) added per round (default
         ``max(100, half the LP's features)``); every violating sample is added.
@@ -491,6 +493,19 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         appended samples reach it of the LP's samples, is solved cold (HiGHS's basis dropped,
         presolve on: ``cold`` in that round's dict); ``None`` (default) keeps every round warm
         from the last basis (docs/performance.md, "Column and row generation from X").
+    guess : ``"auto"`` (default), ``None``, ``"prox"``, ``"svc"``, ``"subsample"`` or a pair ``(features, samples)``
+        What the first LP holds. ``None``: the correlation start (``initial`` features, every
+        sample). ``"prox"``: the non-zeros of 300 accelerated proximal gradient steps on the LP's
+        objective with the hinge smoothed, and the samples with margin below ``1 + row_drop``
+        under those weights (every sample when ``row_drop`` is ``None``). ``"svc"``: the same from
+        scikit-learn's ``LinearSVC`` on the squared hinge; ``"subsample"``: from this LP on a fifth
+        of the samples. ``"auto"``: ``"prox"`` from :data:`GUESS_FROM` entries of ``X`` on, the
+        correlation start below (docs/performance.md, "A cheap guess for the first LP"). A pair
+        gives the features and samples (integer indices or boolean masks); features of infinite
+        weight are left out. Only the start: pricing adds what a guess missed, so any guess ends
+        at the same optimum. Each round's dict records ``guess``: ``how``, the guessed
+        ``features`` and ``samples``, its CPU ``seconds`` and ``hits`` (the guessed features
+        non-zero after that round).
 
     Returns
     -------

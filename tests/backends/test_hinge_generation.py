@@ -378,3 +378,15 @@ def test_guesses_on_sparse_x(guess):
     f, _ = _full_lp(X, y, 1.0, np.ones(350))
     assert res.objective == pytest.approx(f, rel=1e-9) and res.rounds[0]["guess"]["how"] == guess
     assert res.rounds[-1]["guess"]["hits"] > 0
+
+
+@pytest.mark.parametrize("guess", ["prox", "svc", "subsample"])
+def test_guesses_with_weights_zero_and_infinite(guess):
+    """Weighted features (one unpenalised, one fixed at zero): each guess ends at the full LP."""
+    X, y = _data(28, 60, 300)
+    a = np.linspace(0.5, 2.0, 300)
+    a[3], a[0] = 0.0, np.inf
+    res = solve_l1_hinge(X, y, 2.0, a, guess=guess)
+    f, _ = _full_lp(X, y, 2.0, a)
+    assert res.objective == pytest.approx(f, rel=1e-9) and res.coef[0] == 0.0 and 3 in res.features
+    assert res.rounds[-1]["guess"]["hits"] > 0
