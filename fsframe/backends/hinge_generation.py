@@ -315,7 +315,7 @@ class _LiveLP:
 GUESS_FROM = 40_000
 """``guess="auto"`` takes the first-order guess (:func:`_prox_guess`) from ``m * n`` entries of ``X``
 on; below it the correlation start. Measured: a tie at 60 x 300, the guess 0.69x the CPU at
-100 x 400 and 0.3x at 1 000 x 10 000, 1.5-2.4x at 30 x 60 (docs/performance.md, "A cheap guess
+100 x 400 and 0.3x at 1 000 x 10 000, 2.4x at 30 x 60 (docs/performance.md, "A cheap guess
 for the first LP")."""
 _GUESS_NAMES = ("auto", "correlation", "prox", "svc", "subsample")
 
