@@ -40,6 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import DataError, InvalidOptionError, SolverFailedError, SolverWarning
+from .diag_qp import _one_blas_thread
 from .highs import _new_highs
 
 __all__ = ["HingeLPResult", "solve_l1_hinge", "hinge_certificate", "CERTIFY_TOL", "COST_SCALE_BELOW"]
@@ -66,8 +67,9 @@ class HingeLPResult:
     and samples pricing added after it, those among them that had been dropped before
     (``returned_features``, ``returned_samples``), the features and samples dropped, LP, pricing
     and LP-update (drops and appends, ``update_seconds``; absent in the last round) CPU seconds,
-    HiGHS iterations, ``cold`` (the basis dropped by ``cold_fraction``) and ``warm`` (HiGHS held a
-    valid basis when the solve started: every round after the first unless ``cold``))."""
+    HiGHS iterations, ``cold`` (the basis dropped by ``cold_fraction``), ``warm`` (HiGHS held a
+    valid basis when the solve started: every round after the first unless ``cold``) and ``guess``
+    (how the first LP was started, :func:`solve_l1_hinge`'s ``guess``))."""
 
     coef: np.ndarray
     intercept: float
@@ -310,11 +312,144 @@ class _LiveLP:
         return w, b, xi, pi, int(info.simplex_iteration_count), int(info.ipm_iteration_count)
 
 
+GUESS_FROM = 40_000
+"""``guess="auto"`` takes the first-order guess (:func:`_prox_guess`) from ``m * n`` entries of ``X``
+on; below it the correlation start. Measured: a tie at 60 x 300, the guess 0.69x the CPU at
+100 x 400 and 0.3x at 1 000 x 10 000, 2.4x at 30 x 60 (docs/performance.md, "A cheap guess
+for the first LP")."""
+_GUESS_NAMES = ("auto", "correlation", "prox", "svc", "subsample")
+
+
+def _guess_how(guess, m: int, n: int) -> str:
+    if guess is None:
+        return "correlation"
+    if isinstance(guess, str):
+        if guess not in _GUESS_NAMES:
+            raise InvalidOptionError(f"solve_l1_hinge: guess must be one of {_GUESS_NAMES}, None or a pair "
+                                     f"(features, samples), got {guess!r}")
+        if guess == "auto":
+            return "prox" if m * n >= GUESS_FROM else "correlation"
+        return guess
+    return "given"
+
+
+def _given_guess(guess, m: int, n: int):
+    """``guess = (features, samples)``: integer indices (or boolean masks) into ``X``'s columns and rows."""
+    try:
+        feats, rows = guess
+    except (TypeError, ValueError):
+        raise InvalidOptionError("solve_l1_hinge: guess must be a name, None or a pair (features, samples)") from None
+    out = []
+    for name, idx, size in (("features", feats, n), ("samples", rows, m)):
+        arr = np.asarray(idx).ravel()
+        if arr.dtype == bool:
+            if arr.size != size:
+                raise InvalidOptionError(f"solve_l1_hinge: guess's {name} mask has {arr.size} entries for {size}")
+            arr = np.flatnonzero(arr)
+        elif arr.size == 0:
+            arr = np.zeros(0, dtype=np.int64)
+        elif not np.issubdtype(arr.dtype, np.integer):
+            raise InvalidOptionError(f"solve_l1_hinge: guess's {name} must be integer indices or a boolean mask")
+        if arr.size and (arr.min() < 0 or arr.max() >= size):
+            raise InvalidOptionError(f"solve_l1_hinge: guess's {name} index outside 0..{size - 1}")
+        out.append(np.unique(arr.astype(np.int64)))
+    return out[0], out[1]
+
+
+def _rows_near(margin, m: int, row_drop):
+    """The samples a guess puts in the first LP: those with margin below ``1 + row_drop`` (every
+    sample when rows are never dropped)."""
+    if row_drop is None:
+        return np.arange(m)
+    return np.flatnonzero(margin < 1.0 + row_drop)
+
+
+def _prox_guess(X, y, C, a, priced, row_drop, iters: int = 300, mu: float = 1.0):
+    """Accelerated proximal gradient (FISTA) on the LP's objective with the hinge smoothed over a
+    width ``mu`` (Huber): ``iters`` iterations of two products with ``X``; its non-zeros and the
+    samples near its margin start the LP. Only a guess: the generation decides."""
+    with _one_blas_thread():  # OpenBLAS's threads on these products: 5-8x the CPU on a busy machine
+        return _prox_guess_run(X, y, C, a, priced, row_drop, iters, mu)
+
+
+def _prox_guess_run(X, y, C, a, priced, row_drop, iters, mu):
+    m, n = X.shape
+    pen = np.where(priced, a, np.inf)
+    pen[np.isfinite(a) & (a == 0)] = 0.0
+    v = np.ones(n) / np.sqrt(n)  # ||X||_2^2 by power iteration (deterministic start)
+    s = 1.0
+    for _ in range(15):
+        v = np.asarray(X.T @ np.asarray(X @ v).ravel()).ravel()
+        s = float(np.linalg.norm(v))
+        if s == 0.0:
+            break
+        v /= s
+    step = mu / (C * (1.1 * s + m))
+    w = np.zeros(n)
+    b = 0.0
+    zw, zb, tk = w, b, 1.0
+    thr = step * pen
+    for _ in range(iters):
+        h = np.clip((1.0 - y * (np.asarray(X @ zw).ravel() + zb)) / mu, 0.0, 1.0) * y
+        wn = zw + step * C * np.asarray(X.T @ h).ravel()
+        bn = zb + step * C * float(h.sum())
+        wn = np.sign(wn) * np.maximum(np.abs(wn) - thr, 0.0)
+        tn = (1.0 + np.sqrt(1.0 + 4.0 * tk * tk)) / 2.0
+        zw = wn + ((tk - 1.0) / tn) * (wn - w)
+        zb = bn + ((tk - 1.0) / tn) * (bn - b)
+        w, b, tk = wn, bn, tn
+    margin = y * (np.asarray(X @ w).ravel() + b)
+    return np.flatnonzero(w), _rows_near(margin, m, row_drop)
+
+
+def _svc_guess(X, y, C, a, priced, row_drop):
+    """scikit-learn's ``LinearSVC(penalty="l1", loss="squared_hinge", dual=False)`` at the matching
+    ``C`` (the squared hinge, not the LP's: only a guess)."""
+    import warnings as _w
+
+    from sklearn.svm import LinearSVC
+
+    m, n = X.shape
+    cols = np.flatnonzero(priced)
+    if cols.size == 0:
+        return cols, np.arange(m)
+    pa = a[cols]
+    uniform = cols.size == n and np.all(pa == pa[0])
+    Z = X if uniform else _block(X, np.arange(m), cols) / pa
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        svc = LinearSVC(penalty="l1", loss="squared_hinge", dual=False, C=C / (pa[0] if uniform else 1.0),
+                        tol=1e-2, max_iter=200, random_state=0).fit(Z, y)
+    coef = np.zeros(n)
+    coef[cols] = svc.coef_.ravel() if uniform else svc.coef_.ravel() / pa  # Z's columns are X's / a_j
+    margin = y * (np.asarray(X @ coef).ravel() + float(svc.intercept_[0]))
+    return np.flatnonzero(coef), _rows_near(margin, m, row_drop)
+
+
+def _subsample_guess(X, y, C, a, priced, row_drop, fraction: float = 0.2):
+    """The LP itself (by generation) on a fifth of the samples (every other class kept, a fixed
+    seed), ``C`` scaled by ``m / m_sub``: its support and the samples near its margin."""
+    m, n = X.shape
+    rng = np.random.default_rng(0)
+    sub = np.sort(rng.permutation(m)[:max(2, int(fraction * m))])
+    for cls in (-1.0, 1.0):
+        if not (y[sub] == cls).any():
+            sub = np.union1d(sub, np.flatnonzero(y == cls)[:1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SolverWarning)
+        r = solve_l1_hinge(X[sub], y[sub], C * m / sub.size, np.where(np.isfinite(a), a, np.inf), guess=None)
+    margin = y * (np.asarray(X @ r.coef).ravel() + r.intercept)
+    return np.flatnonzero(r.coef), _rows_near(margin, m, row_drop)
+
+
+_GUESSES = {"prox": _prox_guess, "svc": _svc_guess, "subsample": _subsample_guess}
+
+
 def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = None, batch: int | None = None,
                    row_drop: float | None = 0.5, tol: float = 1e-9, max_rounds: int = 200,
                    col_drop: float | None = 0.5, solver: str = "simplex",
                    highs_options: dict | None = None, on_round=None,
-                   cold_fraction: float | None = None) -> HingeLPResult:
+                   cold_fraction: float | None = None, guess="auto") -> HingeLPResult:
     """Solve ``min sum_j a_j |w_j| + C sum_i (1 - y_i (x_i . w + b))_+`` (``a = weights``, default
     1: the L1-SVM) by column and row generation from ``X`` (module docstring).
 
@@ -327,7 +462,8 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
     weights : (n,) array of ``a_j >= 0``, optional
         ``inf`` fixes a feature at zero; features of weight 0 start in the LP.
     initial : int, optional
-        Features in the first LP: those with the largest ``|X'y| / a_j`` (default ``max(100, m // 2)``).
+        Features in the first LP of the correlation start (``guess=None``, or ``"auto"`` below
+        :data:`GUESS_FROM`): those with the largest ``|X'y| / a_j`` (default ``max(100, m // 2)``).
     batch : int, optional
         The most violating features (largest ``|g_j| / a_j``) added per round (default
         ``max(100, half the LP's features)``); every violating sample is added.
@@ -357,6 +493,19 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         appended samples reach it of the LP's samples, is solved cold (HiGHS's basis dropped,
         presolve on: ``cold`` in that round's dict); ``None`` (default) keeps every round warm
         from the last basis (docs/performance.md, "Column and row generation from X").
+    guess : ``"auto"`` (default), ``None``, ``"prox"``, ``"svc"``, ``"subsample"`` or a pair ``(features, samples)``
+        What the first LP holds. ``None``: the correlation start (``initial`` features, every
+        sample). ``"prox"``: the non-zeros of 300 accelerated proximal gradient steps on the LP's
+        objective with the hinge smoothed, and the samples with margin below ``1 + row_drop``
+        under those weights (every sample when ``row_drop`` is ``None``). ``"svc"``: the same from
+        scikit-learn's ``LinearSVC`` on the squared hinge; ``"subsample"``: from this LP on a fifth
+        of the samples. ``"auto"``: ``"prox"`` from :data:`GUESS_FROM` entries of ``X`` on, the
+        correlation start below (docs/performance.md, "A cheap guess for the first LP"). A pair
+        gives the features and samples (integer indices or boolean masks); features of infinite
+        weight are left out. Only the start: pricing adds what a guess missed, so any guess ends
+        at the same optimum. Each round's dict records ``guess``: ``how``, the guessed
+        ``features`` and ``samples``, its CPU ``seconds`` and ``hits`` (the guessed features
+        non-zero after that round).
 
     Returns
     -------
@@ -384,14 +533,27 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
     finite = np.isfinite(a)
     free = np.flatnonzero(finite & (a == 0))
     priced = finite & (a > 0)
-    k0 = max(100, m // 2) if initial is None else int(initial)
-    score = np.abs(np.asarray(X.T @ y).ravel())
-    score = np.where(priced, score / np.where(priced, a, 1.0), -np.inf)
-    order = np.argsort(-score, kind="stable")[:min(k0, int(priced.sum()))]
-    first = np.union1d(order, free)
+    how = _guess_how(guess, m, n)
+    g0 = time.process_time()
+    if how == "correlation":
+        k0 = max(100, m // 2) if initial is None else int(initial)
+        score = np.abs(np.asarray(X.T @ y).ravel())
+        score = np.where(priced, score / np.where(priced, a, 1.0), -np.inf)
+        first = np.argsort(-score, kind="stable")[:min(k0, int(priced.sum()))]
+        first_rows = np.arange(m)
+    elif how == "given":
+        first, first_rows = _given_guess(guess, m, n)
+        first = first[priced[first]]  # a feature fixed at zero (weight inf) never enters
+    else:
+        first, first_rows = _GUESSES[how](X, y, C, a, priced, row_drop)
+    first = np.union1d(first, free)
+    guessed = np.zeros(n, dtype=bool)
+    guessed[first] = True
+    guess_info = {"how": how, "features": int(first.size), "samples": int(first_rows.size),
+                  "seconds": time.process_time() - g0}
 
     lp = _LiveLP(X, y, C, a, solver, highs_options)
-    lp.add_samples(np.arange(m))
+    lp.add_samples(np.sort(first_rows))
     lp.add_features(first)
     dropped_once = np.zeros(m, dtype=bool)
     dropped_feat = np.zeros(n, dtype=bool)
@@ -423,7 +585,8 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
                 "pricing_seconds": t2 - t1, "simplex_iterations": it_s, "ipm_iterations": it_i,
                 "added_features": 0, "added_samples": int(add_rows.size),
                 "returned_samples": int(dropped_once[add_rows].sum()), "dropped_samples": 0,
-                "returned_features": 0, "dropped_features": 0, "cold": cold, "warm": warm}
+                "returned_features": 0, "dropped_features": 0, "cold": cold, "warm": warm,
+                "guess": dict(guess_info, hits=int(np.count_nonzero(w[guessed])))}
         if viol.size == 0 and add_rows.size == 0:
             rounds.append(info)
             if on_round is not None:

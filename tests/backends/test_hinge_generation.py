@@ -258,3 +258,135 @@ def test_cold_rounds_reach_the_same_optimum():
     for res in (warm, cold):
         assert res.objective == pytest.approx(f, rel=1e-9) and res.certificate["status"] == "optimal"
 
+
+
+# ---------------------------------------------------------------- the first LP's guess (issue 19)
+@pytest.mark.parametrize("guess", [None, "prox", "svc", "subsample"])
+@pytest.mark.parametrize("seed, m, n, C", [(20, 80, 400, 1.0), (21, 120, 300, 0.3)])
+def test_every_guess_ends_at_the_full_lp(guess, seed, m, n, C):
+    """Whatever starts the first LP, the generation ends at the full LP's optimum (SciPy's HiGHS
+    on the whole matrix), and each round records how the start was made."""
+    X, y = _data(seed, m, n)
+    res = solve_l1_hinge(X, y, C, guess=guess)
+    f, w = _full_lp(X, y, C, np.ones(n))
+    assert res.objective == pytest.approx(f, rel=1e-9) and res.certificate["status"] == "optimal"
+    np.testing.assert_allclose(res.coef, w, atol=1e-7)
+    how = "correlation" if guess is None else guess
+    assert all(r["guess"]["how"] == how for r in res.rounds)
+    g = res.rounds[0]["guess"]
+    assert g["features"] >= 1 and 1 <= g["samples"] <= m and g["seconds"] >= 0
+    assert len({(r["guess"]["features"], r["guess"]["samples"]) for r in res.rounds}) == 1
+
+
+def test_a_first_order_guess_finds_most_of_the_support():
+    """``prox``'s first LP holds most of the final support, and the generation then needs fewer
+    rounds and pivots than from the correlation start (the reason it is taken on large data)."""
+    X, y = _data(22, 200, 2000, k=10)
+    base = solve_l1_hinge(X, y, 1.0, guess=None)
+    prox = solve_l1_hinge(X, y, 1.0, guess="prox")
+    assert prox.objective == pytest.approx(base.objective, rel=1e-9)
+    support = np.count_nonzero(prox.coef)
+    assert prox.rounds[-1]["guess"]["hits"] >= 0.8 * support  # guessed features in the final support
+    assert base.rounds[-1]["guess"]["hits"] < 0.7 * support
+    assert len(prox.rounds) < len(base.rounds)
+    pivots = [sum(r["simplex_iterations"] for r in res.rounds) for res in (prox, base)]
+    assert pivots[0] < 0.6 * pivots[1]
+
+
+def _optimum_parts(X, y, C):
+    f, w = _full_lp(X, y, C, np.ones(X.shape[1]))
+    ref = solve_l1_hinge(X, y, C, guess=None)
+    assert ref.objective == pytest.approx(f, rel=1e-9)
+    support = np.flatnonzero(ref.coef)
+    needed = np.flatnonzero(ref.duals > 1e-9)  # rows whose multiplier the optimum needs
+    return f, support, needed
+
+
+@pytest.mark.parametrize("wrong", ["empty", "all_wrong", "missing_row", "no_rows", "masks"])
+def test_a_wrong_guess_still_ends_at_the_optimum(wrong):
+    """A given guess that is empty, wholly wrong (every feature but the support, only samples
+    the optimum does not need) or missing one needed row: pricing repairs it, the optimum is the
+    full LP's and the record says how many guessed features the answer uses."""
+    X, y = _data(23, 80, 400)
+    f, support, needed = _optimum_parts(X, y, 1.0)
+    m, n = X.shape
+    everyone = np.arange(m)
+    given = {"empty": ([], []),
+             "all_wrong": (np.setdiff1d(np.arange(n), support), np.setdiff1d(everyone, needed)),
+             "missing_row": (support, np.setdiff1d(everyone, needed[:1])),
+             "no_rows": (support, []),
+             "masks": (np.isin(np.arange(n), support), np.ones(m, dtype=bool))}[wrong]
+    res = solve_l1_hinge(X, y, 1.0, guess=given)
+    assert res.objective == pytest.approx(f, rel=1e-9) and res.certificate["status"] == "optimal"
+    g = res.rounds[-1]["guess"]
+    assert g["how"] == "given"
+    n_given = np.count_nonzero(given[0]) if wrong == "masks" else len(given[0])
+    assert g["features"] == n_given
+    assert g["hits"] == np.count_nonzero(np.isin(np.flatnonzero(res.coef), np.flatnonzero(given[0]) if wrong == "masks"
+                                                 else given[0]))
+    if wrong == "all_wrong":
+        assert g["hits"] == 0 and len(res.rounds) > 1
+    if wrong == "missing_row":  # the missing row is priced back by its margin after the first LP
+        assert res.rounds[0]["added_samples"] >= 1 and needed[0] in res.samples
+    if wrong == "masks":  # the oracle start: one LP, nothing to add
+        assert len(res.rounds) == 1
+
+
+def test_a_given_guess_never_enters_a_fixed_feature():
+    """A guessed feature of infinite weight stays out of the LP (fixed at zero)."""
+    X, y = _data(24, 50, 200)
+    a = np.ones(200)
+    a[:5] = np.inf
+    res = solve_l1_hinge(X, y, 1.0, a, guess=(np.arange(20), np.arange(50)))
+    f, _ = _full_lp(X, y, 1.0, a)
+    assert res.objective == pytest.approx(f, rel=1e-9) and not res.coef[:5].any()
+    assert res.rounds[0]["guess"]["features"] == 15 and not np.isin(np.arange(5), res.features).any()
+
+
+def test_auto_takes_the_guess_from_its_size(monkeypatch):
+    from fsframe.backends import hinge_generation as hg
+
+    X, y = _data(25, 60, 300)
+    assert 60 * 300 < hg.GUESS_FROM
+    assert solve_l1_hinge(X, y, 1.0).rounds[0]["guess"]["how"] == "correlation"
+    monkeypatch.setattr(hg, "GUESS_FROM", 60 * 300)
+    res = solve_l1_hinge(X, y, 1.0)
+    assert res.rounds[0]["guess"]["how"] == "prox"
+    assert res.objective == pytest.approx(_full_lp(X, y, 1.0, np.ones(300))[0], rel=1e-9)
+
+
+@pytest.mark.parametrize("guess, match", [
+    ("oracle", "guess must be one of"),
+    (([0, 1],), "pair"),
+    (([0, 400], [0]), "features index outside"),
+    (([0], [-1]), "samples index outside"),
+    ((np.ones(10, dtype=bool), []), "mask has 10 entries"),
+    (([0.5], [1]), "integer indices"),
+    (5, "pair"),
+])
+def test_a_bad_guess_is_a_typed_error(guess, match):
+    X, y = _data(26, 30, 400)
+    with pytest.raises(InvalidOptionError, match=match):
+        solve_l1_hinge(X, y, 1.0, guess=guess)
+
+
+@pytest.mark.parametrize("guess", ["prox", "svc", "subsample"])
+def test_guesses_on_sparse_x(guess):
+    X, y = _data(27, 70, 350)
+    X[np.abs(X) < 0.8] = 0.0
+    res = solve_l1_hinge(sp.csr_matrix(X), y, 1.0, guess=guess)
+    f, _ = _full_lp(X, y, 1.0, np.ones(350))
+    assert res.objective == pytest.approx(f, rel=1e-9) and res.rounds[0]["guess"]["how"] == guess
+    assert res.rounds[-1]["guess"]["hits"] > 0
+
+
+@pytest.mark.parametrize("guess", ["prox", "svc", "subsample"])
+def test_guesses_with_weights_zero_and_infinite(guess):
+    """Weighted features (one unpenalised, one fixed at zero): each guess ends at the full LP."""
+    X, y = _data(28, 60, 300)
+    a = np.linspace(0.5, 2.0, 300)
+    a[3], a[0] = 0.0, np.inf
+    res = solve_l1_hinge(X, y, 2.0, a, guess=guess)
+    f, _ = _full_lp(X, y, 2.0, a)
+    assert res.objective == pytest.approx(f, rel=1e-9) and res.coef[0] == 0.0 and 3 in res.features
+    assert res.rounds[-1]["guess"]["hits"] > 0

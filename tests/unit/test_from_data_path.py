@@ -394,3 +394,17 @@ def test_a_subclass_is_never_solved_as_the_plain_hinge():
     with pytest.raises(UnsupportedProblemError, match="subclass of HingeFormulation"):
         NonPositiveFirst(C=10.0).solve_from_data(*args, **kw, force=True)
     assert HingeFormulation(C=10.0).solve_from_data(*args, **kw, force=True) is not None
+
+
+def test_the_first_lps_guess_is_taken_in_fit_and_recorded(rounds_seen):
+    """Above ``GUESS_FROM`` entries the fit's generation starts from the first-order guess (every
+    round records it in ``info["from_data_rounds"]``) and ends where the compiled path does."""
+    X, y = instance(m=120, n=600, seed=5)
+    assert X.size >= hinge_generation.GUESS_FROM
+    direct = fsframe.fit(X, y, "l1-svm", C=1.0, working_set=FORCED)
+    compiled = fsframe.fit(X, y, "l1-svm", C=1.0, working_set=COMPILED)
+    (rounds,) = rounds_seen
+    assert all(r["guess"]["how"] == "prox" for r in direct.info["from_data_rounds"])
+    assert rounds[-1]["guess"]["hits"] >= 0.8 * direct.n_selected > 0
+    assert direct.objective == pytest.approx(compiled.objective, rel=1e-8)
+    np.testing.assert_array_equal(direct.support, compiled.support)
