@@ -553,11 +553,14 @@ def clear_search_memo() -> None:
 
 def _shared_search(X, y, split, cfg):
     """The context a cell's fit runs in: for 001's Algorithm 1 (the ``bound-search`` loop with
-    ``search="bisection"``), the process's memo of searches keyed by everything the fit receives but
-    the criterion — the split's training rows of ``X`` and ``y`` by value, the scaling, and the
-    configuration's method, components, parameters and fit options — so that the cells of criteria
-    1 and 2 of one split visit its SOCPs once (:func:`~fsframe.loops.bound_search.sharing_visits`;
-    the second cell only chooses and re-solves). Any other cell: no context."""
+    ``search="bisection"``), the process's memo of searches keyed by what its SOCPs depend on but
+    the criterion — the split's training rows of ``X`` and ``y`` by value, the scaling, the
+    formulation and loop with every parameter (the loop's criterion left out), the backend and the
+    fit options — so that the cells of criteria 1 and 2 of one split visit its SOCPs once
+    (:func:`~fsframe.loops.bound_search.sharing_visits`, which also compares the loop's fields and
+    its slot weights; the second cell only chooses and re-solves). The surrogate is not in the key:
+    the search uses only its slope at zero, compared by the memo (MEMPM's search without a
+    sparsity term and FS-MEMPM's with ``l1`` solve the same SOCPs). Any other cell: no context."""
     import contextlib
     import hashlib
     import json
@@ -568,12 +571,10 @@ def _shared_search(X, y, split, cfg):
     h = hashlib.sha256()
     for a in (np.asarray(X[split.train]), np.asarray(y[split.train])):
         h.update(_array_bytes(a) if a.dtype.kind in "biuf" else repr(a.tolist()).encode())
-    comps = {k: ({f: v for f, v in c.items() if f != "criterion"} if k == "loop" and c else c)
-             for k, c in cfg.components.items()}
-    h.update(json.dumps({"scale": cfg.scale, "method": cfg.method, "formulation": cfg.formulation,
-                         "surrogate": cfg.surrogate, "loop": cfg.loop, "backend": cfg.backend,
-                         "params": {k: v for k, v in cfg.params.items() if k.split("__")[-1] != "criterion"},
-                         "fit_options": cfg.fit_options, "n_features": cfg.n_features, "components": comps},
+    h.update(json.dumps({"scale": cfg.scale, "backend": cfg.backend, "fit_options": cfg.fit_options,
+                         "n_features": cfg.n_features, "formulation": cfg.components.get("formulation"),
+                         "kernel": cfg.components.get("kernel"),
+                         "loop": {k: v for k, v in loop.items() if k != "criterion"}},
                         sort_keys=True, default=repr).encode())
     return sharing_visits(_SEARCHES, h.digest())
 

@@ -118,17 +118,23 @@ class SearchMemo:
         self.hits = 0
         self.misses = 0
 
-    def get(self, key, loop: "BoundSearch") -> list | None:
+    def get(self, key, loop: "BoundSearch", lin: np.ndarray, formulation=None) -> list | None:
         """The recorded visits of ``key`` when they were made by a search equal to ``loop`` in
-        every field but ``criterion``; else ``None``."""
+        every field but ``criterion``, with the same slot weights ``lin``, of an equal
+        ``formulation``; else ``None``."""
         got = self._kept.get(key)
-        if got is None or got[0] != _without_criterion(loop):
+        if got is None or got[0] != _without_criterion(loop) or not np.array_equal(got[1], lin):
+            return None
+        try:
+            if not bool(got[2] == formulation):
+                return None
+        except Exception:  # a formulation whose fields do not compare (arrays): not shared
             return None
         self._kept.move_to_end(key)
-        return got[1]
+        return got[3]
 
-    def put(self, key, loop: "BoundSearch", visits: list) -> None:
-        self._kept[key] = (_without_criterion(loop), visits)
+    def put(self, key, loop: "BoundSearch", lin: np.ndarray, visits: list, formulation=None) -> None:
+        self._kept[key] = (_without_criterion(loop), np.array(lin), formulation, visits)
         self._kept.move_to_end(key)
         while len(self._kept) > self.size:
             self._kept.popitem(last=False)
@@ -148,10 +154,12 @@ _SHARING: contextvars.ContextVar = contextvars.ContextVar("bound_search_sharing"
 def sharing_visits(memo: SearchMemo, key) -> Iterator[None]:
     """Within this block a :class:`BoundSearch` with ``search="bisection"`` records its visits in
     ``memo`` under ``key`` (hashable), or replays those recorded there by a search equal to it but
-    for ``criterion``: each visited point's solved iterate is reused instead of solving that SOCP,
+    for ``criterion``, with the same slot weights (the L1 weights ``phi'(0)``: 1 with the ``l1``
+    surrogate and without one, so MEMPM's search without a sparsity term is FS-MEMPM's): each visited point's solved iterate is reused instead of solving that SOCP,
     and only the choice and its re-solve at the chosen bounds are computed. The caller vouches
     that ``key`` fixes every input of the fit but the loop (the data, the formulation and its
-    parameters, the backend and its options); the loop's own fields are compared by the memo.
+    parameters, the backend and its options); the loop's own fields and the weights are compared
+    by the memo, and the formulation by ``==``.
     Replayed visits are checked point by point against the ones the search asks for (a search
     that asks for another point solves from there on). The answer is the one a search without
     the memo returns; the history's seconds are the replay's."""
@@ -300,7 +308,7 @@ class BoundSearch(OuterLoop):
         st = _Search(sub, names, np.full(sub.n_groups, weight))
         shared = _SHARING.get() if self.search == "bisection" else None  # the grid's refinement follows the criterion
         if shared is not None:
-            st.replay, st.record = shared[0].get(shared[1], self), []
+            st.replay, st.record = shared[0].get(shared[1], self, st.lin, sub.formulation), []
         p0 = self.delta_pos0
         if p0 >= lim[0]:
             raise InfeasibleParameterError(
@@ -342,7 +350,7 @@ class BoundSearch(OuterLoop):
                 memo.hits += 1
             else:
                 memo.misses += 1
-                memo.put(key, self, st.record)
+                memo.put(key, self, st.lin, st.record, sub.formulation)
         return Finish(converged, reason, self._choose(st))
 
     def _two(self, st: "_Search", lim):

@@ -117,7 +117,29 @@ def test_memo_keeps_its_size_and_clears():
     memo = SearchMemo(size=2)
     loop = fsframe.resolve("fs-mempm").loop
     for k in range(3):
-        memo.put(k, loop, [])
-    assert len(memo) == 2 and memo.get(0, loop) is None and memo.get(2, loop) == []
+        memo.put(k, loop, np.ones(3), [])
+    assert len(memo) == 2 and memo.get(0, loop, np.ones(3)) is None and memo.get(2, loop, np.ones(3)) == []
+    assert memo.get(2, loop, np.full(3, 2.0)) is None  # other slot weights
     memo.clear()
     assert len(memo) == 0 and memo.hits == memo.misses == 0
+
+
+def test_mempm_without_sparsity_term_shares_fs_mempm_search(data, alone, solves):
+    """001's MEMPM "before feature selection" (the bound search without a surrogate) weighs the
+    search's SOCPs by 1, as FS-MEMPM's ``l1`` (slope 1 at zero) does: one search serves both, with
+    each answer its own; a surrogate of another slope (``exp``, ``alpha = 5``) is not replayed."""
+    X, y = data
+    kw = dict(formulation="mempm", loop="bound-search", delta_pos_step=0.1)
+    plain = _fit(X, y, criterion=1, **kw)
+    memo = SearchMemo()
+    with sharing_visits(memo, "split 0"):
+        _fit(X, y, criterion=2, **METHODS["fs-mempm"])
+        before = solves["n"]
+        shared = _fit(X, y, criterion=1, **kw)
+        assert solves["n"] - before <= 1
+        before = solves["n"]
+        steeper = _fit(X, y, criterion=1, surrogate="exp", alpha=5.0, **kw)
+        assert solves["n"] - before >= steeper.n_iter
+    _same(shared, plain)
+    _same(plain, alone[("fs-mempm", 1)])  # the same answer: MEMPM's row is FS-MEMPM c1's (docs/paper001.md)
+    assert (memo.hits, memo.misses) == (1, 2)
