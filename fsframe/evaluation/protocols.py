@@ -566,11 +566,13 @@ def _shared_search(X, y, split, cfg):
     import json
 
     loop = cfg.components.get("loop") or {}
-    if loop.get("name") != "bound-search" or loop.get("search") != "bisection":
+    Xtr, ytr = X[split.train], np.asarray(y[split.train])
+    if (loop.get("name") != "bound-search" or loop.get("search") != "bisection"
+            or not isinstance(Xtr, np.ndarray) or Xtr.dtype.kind not in "biuf"):  # by value: dense numbers only
         return contextlib.nullcontext()
     h = hashlib.sha256()
-    for a in (np.asarray(X[split.train]), np.asarray(y[split.train])):
-        h.update(_array_bytes(a) if a.dtype.kind in "biuf" else repr(a.tolist()).encode())
+    h.update(_array_bytes(Xtr))
+    h.update(_array_bytes(ytr) if ytr.dtype.kind in "biuf" else repr((ytr.dtype.str, ytr.tolist())).encode())
     h.update(json.dumps({"scale": cfg.scale, "backend": cfg.backend, "fit_options": cfg.fit_options,
                          "n_features": cfg.n_features, "formulation": cfg.components.get("formulation"),
                          "kernel": cfg.components.get("kernel"),

@@ -68,3 +68,19 @@ def test_other_cells_do_not_share(data):
     clear_search_memo()
     _cell(X, y, split, _cfg(X, y, "l1", method="l1-svm"))  # not a bound search: no memo
     assert search_memo_info() == {"hits": 0, "misses": 0, "size": 0}
+
+
+def test_only_dense_numeric_training_data_is_keyed(data):
+    """The key hashes the training rows by value; a sparse matrix (whose repr is only its shape and
+    count) is never keyed, so two such data sets cannot be taken for one another."""
+    import contextlib
+
+    import scipy.sparse as sp
+
+    from fsframe.evaluation.protocols import _shared_search
+
+    X, y = data
+    split = make_splits(y, 3, repeats=1, random_state=0)[0][0]
+    cfg = _cfg(X, y, "c1", criterion=1)
+    assert isinstance(_shared_search(sp.csr_matrix(X), y, split, cfg), contextlib.nullcontext)
+    assert not isinstance(_shared_search(X, y, split, cfg), contextlib.nullcontext)
