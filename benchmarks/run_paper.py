@@ -29,7 +29,7 @@ PAGES = {"paper000": "docs/paper000-table3.md", "paper001": "docs/paper001.md", 
 def main(argv=None) -> int:
     from fsframe.evaluation.experiment import run_study
     from fsframe.evaluation.paper import write_paper_report
-    from fsframe.evaluation.protocols import fit_memo_info
+    from fsframe.evaluation.protocols import fit_memo_info, search_memo_info
     from fsframe.evaluation.study import load_study
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -46,7 +46,10 @@ def main(argv=None) -> int:
     out = args.out or ROOT / "results" / study.name
     def progress(p):
         memo = fit_memo_info()  # this process's: a serial run's (--jobs 1) shared classifier fits
-        shared = f"; classifier fits {memo['misses']}, shared {memo['hits']}" if args.jobs == 1 else ""
+        searches = search_memo_info()  # 001's bound searches shared by the cells of criteria 1 and 2
+        shared = (f"; classifier fits {memo['misses']}, shared {memo['hits']}"
+                  + (f"; bound searches {searches['misses']}, shared {searches['hits']}"
+                     if searches["misses"] else "")) if args.jobs == 1 else ""
         print(f"{p.done}/{p.total} {p.record.label} split {p.record.repeat}.{p.record.fold} "
               f"{p.record.total_seconds:.1f} s{shared}", file=sys.stderr, flush=True)
 

@@ -51,6 +51,7 @@ import numpy as np
 
 from ..errors import DataWarning, FsframeError, InvalidOptionError
 from ..fitting import default_n_features, fit
+from ..loops.bound_search import SearchMemo, sharing_visits
 from ..method import resolve
 from .config import _make_config
 from .metrics import accuracy_score, mae_score, mcc_score, mse_score, r2_score
@@ -60,7 +61,8 @@ from .runner import _run_fold
 from .study import RETRAINS, Protocol, capped_folds, folds_for
 
 __all__ = ["Evaluator", "Extras", "BaselineConfig", "study_cell", "ranking", "ranks_alone", "TuningError",
-           "ALL_FEATURES", "plan_configs", "fit_memo_info", "clear_fit_memo", "path_restates"]
+           "ALL_FEATURES", "plan_configs", "fit_memo_info", "clear_fit_memo", "path_restates", "search_memo_info",
+           "clear_search_memo"]
 
 ALL_FEATURES = "all features"
 """Label of the baseline row: the evaluated classifier on every feature."""
@@ -531,16 +533,67 @@ def _ranking_cell(X, y, split, cfg, raise_errors: bool) -> FoldRecord:
     return _guarded_cell(X, y, split, cfg, raise_errors, body)
 
 
+SEARCH_MEMO_SIZE = 16
+"""How many bound searches a process keeps for cells that differ only in the criterion
+(:func:`_shared_search`)."""
+
+_SEARCHES = SearchMemo(SEARCH_MEMO_SIZE)
+
+
+def search_memo_info() -> dict:
+    """``{"hits", "misses", "size"}`` of this process's memo of bound searches (:func:`_shared_search`):
+    how many searches a run replayed for a cell of another criterion, and how many it solved."""
+    return {"hits": _SEARCHES.hits, "misses": _SEARCHES.misses, "size": len(_SEARCHES)}
+
+
+def clear_search_memo() -> None:
+    """Forget every kept bound search and reset the counts."""
+    _SEARCHES.clear()
+
+
+def _shared_search(X, y, split, cfg):
+    """The context a cell's fit runs in: for 001's Algorithm 1 (the ``bound-search`` loop with
+    ``search="bisection"``), the process's memo of searches keyed by what its SOCPs depend on but
+    the criterion — the split's training rows of ``X`` and ``y`` by value, the scaling, the
+    formulation and loop with every parameter (the loop's criterion left out), the backend and the
+    fit options — so that the cells of criteria 1 and 2 of one split visit its SOCPs once
+    (:func:`~fsframe.loops.bound_search.sharing_visits`, which also compares the loop's fields and
+    its slot weights; the second cell only chooses and re-solves). The surrogate is not in the key:
+    the search uses only its slope at zero, compared by the memo (MEMPM's search without a
+    sparsity term and FS-MEMPM's with ``l1`` solve the same SOCPs). Any other cell: no context."""
+    import contextlib
+    import hashlib
+    import json
+
+    loop = cfg.components.get("loop") or {}
+    Xtr, ytr = X[split.train], np.asarray(y[split.train])
+    if (loop.get("name") != "bound-search" or loop.get("search") != "bisection"
+            or not isinstance(Xtr, np.ndarray) or Xtr.dtype.kind not in "biuf"):  # by value: dense numbers only
+        return contextlib.nullcontext()
+    h = hashlib.sha256()
+    h.update(_array_bytes(Xtr))
+    h.update(_array_bytes(ytr) if ytr.dtype.kind in "biuf" else repr((ytr.dtype.str, ytr.tolist())).encode())
+    h.update(json.dumps({"scale": cfg.scale, "backend": cfg.backend, "fit_options": cfg.fit_options,
+                         "n_features": cfg.n_features, "formulation": cfg.components.get("formulation"),
+                         "kernel": cfg.components.get("kernel"),
+                         "loop": {k: v for k, v in loop.items() if k != "criterion"}},
+                        sort_keys=True, default=repr).encode())
+    return sharing_visits(_SEARCHES, h.digest())
+
+
 def study_cell(X, y, split, cfg, raise_errors: bool = False) -> FoldRecord:
     """The cell function of a study (what :func:`fsframe.evaluation.engine.execute` runs): the
-    all-features row, or a method's fit — its parameters tuned first when the entry says so."""
+    all-features row, or a method's fit — its parameters tuned first when the entry says so. The
+    cells of 001's bound search that differ only in the criterion share the search's SOCPs within a
+    process (:func:`_shared_search`)."""
     if isinstance(cfg, BaselineConfig):
         return _baseline_cell(X, y, split, cfg, raise_errors)
     extras = cfg.extras
     if extras is not None and extras.ranking_only and not extras.tune:
         return _ranking_cell(X, y, split, cfg, raise_errors)
     if extras is None or not extras.tune:
-        return _run_fold(X, y, split, cfg, raise_errors)
+        with _shared_search(X, y, split, cfg):
+            return _run_fold(X, y, split, cfg, raise_errors)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

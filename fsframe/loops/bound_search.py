@@ -3,10 +3,13 @@ loop that varies the *formulation's* bound parameters, not the sparsity weights.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import numbers
 import warnings
-from typing import Callable, TYPE_CHECKING
+from collections import OrderedDict
+from typing import Callable, Iterator, TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -20,7 +23,7 @@ from .base import INFEASIBLE, Choice, Finish, OuterLoop, Step, support_of
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
 
-__all__ = ["BoundSearch", "T_FAMILY", "criterion_score"]
+__all__ = ["BoundSearch", "T_FAMILY", "criterion_score", "SearchMemo", "sharing_visits"]
 
 T_FAMILY: dict[str, Callable[[float], float]] = {"log": math.log, "sqrt": math.sqrt}
 """Named adjustment factors ``t(NSF)`` of 001's Remark (``bound / t(NSF)``)."""
@@ -99,6 +102,75 @@ def _resolvable(inst, attr, value):
         raise ValueError(f"{attr.name} must lie in [{MIN_RESOLUTION:g}, 1), got {value!r}: the SOCP solvers resolve "
                          f"bounds and weights to about {MIN_RESOLUTION:g}, so a finer {attr.name} measures their "
                          "noise (and can only end at max_iter)")
+
+
+class SearchMemo:
+    """The visits of finished bound searches, kept by a key the caller gives (:func:`sharing_visits`),
+    so that a search with the same inputs and another ``criterion`` replays them instead of solving
+    again. 001's Algorithm 1 (``search="bisection"``) visits points by feasibility alone: criteria 1,
+    2 and any ``t`` visit the same SOCPs and differ only in the choice among them and its re-solve.
+    ``size`` searches are kept (least recently used dropped first); ``hits`` and ``misses`` count
+    searches replayed and searches solved."""
+
+    def __init__(self, size: int = 16):
+        self.size = int(size)
+        self._kept: "OrderedDict[object, tuple]" = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key, loop: "BoundSearch", lin: np.ndarray, formulation=None) -> list | None:
+        """The recorded visits of ``key`` when they were made by a search equal to ``loop`` in
+        every field but ``criterion``, with the same slot weights ``lin``, of an equal
+        ``formulation``; else ``None``."""
+        got = self._kept.get(key)
+        if got is None or got[0] != _without_criterion(loop) or not np.array_equal(got[1], lin):
+            return None
+        try:
+            if not bool(got[2] == formulation):
+                return None
+        except Exception:  # a formulation whose fields do not compare (arrays): not shared
+            return None
+        self._kept.move_to_end(key)
+        return got[3]
+
+    def put(self, key, loop: "BoundSearch", lin: np.ndarray, visits: list, formulation=None) -> None:
+        self._kept[key] = (_without_criterion(loop), np.array(lin), formulation, visits)
+        self._kept.move_to_end(key)
+        while len(self._kept) > self.size:
+            self._kept.popitem(last=False)
+
+    def clear(self) -> None:
+        self._kept.clear()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+_SHARING: contextvars.ContextVar = contextvars.ContextVar("bound_search_sharing", default=None)
+
+
+@contextlib.contextmanager
+def sharing_visits(memo: SearchMemo, key) -> Iterator[None]:
+    """Within this block a :class:`BoundSearch` with ``search="bisection"`` records its visits in
+    ``memo`` under ``key`` (hashable), or replays those recorded there by a search equal to it but
+    for ``criterion``, with the same slot weights (the L1 weights ``phi'(0)``: 1 with the ``l1``
+    surrogate and without one, so MEMPM's search without a sparsity term is FS-MEMPM's): each
+    visited point's solved iterate is reused instead of solving that SOCP, and only the choice and
+    its re-solve at the chosen bounds are computed. The caller vouches that ``key`` fixes the data
+    (and the backend and its options): the memo cannot see them; it compares the loop's fields, the
+    weights and the formulation (``==``). Replayed visits are checked point by point against the
+    ones the search asks for (a search that asks for another point solves from there on). The
+    answer is the one a search without the memo returns; the history's seconds are the replay's."""
+    token = _SHARING.set((memo, key))
+    try:
+        yield
+    finally:
+        _SHARING.reset(token)
+
+
+def _without_criterion(loop: "BoundSearch") -> "BoundSearch":
+    return attrs.evolve(loop, criterion=1)
 
 
 @attrs.frozen
@@ -233,6 +305,9 @@ class BoundSearch(OuterLoop):
         lim = [min(1.0, float(limits.get(nm, 1.0))) for nm in names]
         weight = 1.0 if surrogate is None else float(surrogate.derivative(np.zeros(1))[0])
         st = _Search(sub, names, np.full(sub.n_groups, weight))
+        shared = _SHARING.get() if self.search == "bisection" else None  # the grid's refinement follows the criterion
+        if shared is not None:
+            st.replay, st.record = shared[0].get(shared[1], self, st.lin, sub.formulation), []
         p0 = self.delta_pos0
         if p0 >= lim[0]:
             raise InfeasibleParameterError(
@@ -268,6 +343,13 @@ class BoundSearch(OuterLoop):
                    and len(names) == 2 else "")
                 + ("; raise max_iter" if reason.startswith("max_iter") else "; start lower"),
                 parameter="delta_pos0", value=p0, limit=lim[0])
+        if shared is not None:
+            memo, key = shared
+            if st.replay is not None and st.n_replayed == len(st.record) == len(st.replay):
+                memo.hits += 1
+            else:
+                memo.misses += 1
+                memo.put(key, self, st.lin, st.record, sub.formulation)
         return Finish(converged, reason, self._choose(st))
 
     def _two(self, st: "_Search", lim):
@@ -348,8 +430,16 @@ class BoundSearch(OuterLoop):
         if st.n >= self.max_iter:
             raise _Stop(f"max_iter={self.max_iter} SOCPs reached", capped=True)
         bounds = dict(zip(st.names, point))
-        st.sub.set_bounds(**bounds)
-        it = st.sub.solve(lin=st.lin)
+        v = len(st.record) if st.record is not None else -1
+        if st.replay is not None and v < len(st.replay) and st.replay[v][0] == point:
+            it = st.replay[v][1]  # the same SOCP, solved by a search that chose by another criterion
+            st.n_replayed += 1
+        else:
+            st.replay = None  # (a search asking for another point than the recorded one) solves from here on
+            st.sub.set_bounds(**bounds)
+            it = st.sub.solve(lin=st.lin)
+        if st.record is not None:
+            st.record.append((point, it))
         st.statuses.append(it.status)
         bound = point[0] if len(point) == 1 else self.theta * point[0] + (1.0 - self.theta) * point[1]
         params = {**bounds, "feasible": bool(it.ok), "bound": bound}
@@ -441,3 +531,6 @@ class _Search:
     statuses: list = attrs.field(factory=list)  # every visit's status
     unrecorded: list = attrs.field(factory=list)  # a failed visit that ended the search (not yielded)
     n_infeasible: int = 0
+    replay: list | None = None  # (point, iterate) of each visit of an equal search (sharing_visits)
+    record: list | None = None  # this search's (point, iterate) visits, kept when sharing
+    n_replayed: int = 0

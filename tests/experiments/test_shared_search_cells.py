@@ -1,0 +1,86 @@
+"""A study's cells of 001's criteria 1 and 2 on one split share one bound search
+(:func:`fsframe.evaluation.protocols.search_memo_info`; docs/paper001.md, "Run status"): the second
+cell replays the first's SOCPs, and its record — selection, predictions, scores, bounds — is the one
+it has when computed alone. Cells of another split, or another search, do not share."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from fsframe.evaluation.config import _make_config
+from fsframe.evaluation.protocols import clear_search_memo, search_memo_info, study_cell
+from fsframe.evaluation.splits import make_splits
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(5)
+    y = np.where(np.arange(80) < 35, 1, 0)
+    X = rng.standard_normal((80, 7))
+    X[:, :3] += 0.8 * (2 * y[:, None] - 1)
+    return X, y
+
+
+def _cfg(X, y, label, **spec):
+    return _make_config(label, {"method": "fs-mpm", **spec}, n_features=None, scale="standard", retrain=None,
+                        retrain_C=1.0, n_columns=X.shape[1], n_samples=X.shape[0], n_classes=2)
+
+
+def _cell(X, y, split, cfg):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return study_cell(X, y, split, cfg, raise_errors=True)
+
+
+def _record(rec):
+    return (rec.selected, rec.accuracy, rec.mcc, rec.objective, rec.n_iter, rec.statuses,
+            {k: v for k, v in rec.facts.items() if "seconds" not in k}, rec.y_pred.tolist())
+
+
+def test_criterion_cells_of_one_split_share_the_search_with_the_same_records(data):
+    X, y = data
+    splits = make_splits(y, 3, repeats=1, random_state=0)[0]
+    c1, c2 = _cfg(X, y, "c1", criterion=1), _cfg(X, y, "c2", criterion=2)
+    alone = {}
+    for s in splits[:2]:
+        for cfg in (c1, c2):
+            clear_search_memo()
+            alone[(s.fold, cfg.label)] = _cell(X, y, s, cfg)
+    clear_search_memo()
+    shared = {(s.fold, cfg.label): _cell(X, y, s, cfg) for s in splits[:2] for cfg in (c2, c1)}
+    assert search_memo_info()["hits"] == 2 and search_memo_info()["misses"] == 2  # one search per split
+    for key, rec in shared.items():
+        assert rec.ok and _record(rec) == _record(alone[key]), key
+    assert shared[(0, "c1")].n_selected > shared[(0, "c2")].n_selected  # the criteria chose differently
+
+
+def test_other_cells_do_not_share(data):
+    X, y = data
+    split = make_splits(y, 3, repeats=1, random_state=0)[0][0]
+    clear_search_memo()
+    _cell(X, y, split, _cfg(X, y, "c1", criterion=1))
+    _cell(X, y, split, _cfg(X, y, "c2 eps", criterion=2, eps=0.01))  # another loop field
+    _cell(X, y, split, _cfg(X, y, "c2 step", criterion=2, delta_pos_step=0.1))  # another loop field
+    assert search_memo_info()["hits"] == 0 and search_memo_info()["misses"] == 3
+    clear_search_memo()
+    _cell(X, y, split, _cfg(X, y, "l1", method="l1-svm"))  # not a bound search: no memo
+    assert search_memo_info() == {"hits": 0, "misses": 0, "size": 0}
+
+
+def test_only_dense_numeric_training_data_is_keyed(data):
+    """The key hashes the training rows by value; a sparse matrix (whose repr is only its shape and
+    count) is never keyed, so two such data sets cannot be taken for one another."""
+    import contextlib
+
+    import scipy.sparse as sp
+
+    from fsframe.evaluation.protocols import _shared_search
+
+    X, y = data
+    split = make_splits(y, 3, repeats=1, random_state=0)[0][0]
+    cfg = _cfg(X, y, "c1", criterion=1)
+    assert isinstance(_shared_search(sp.csr_matrix(X), y, split, cfg), contextlib.nullcontext)
+    assert not isinstance(_shared_search(X, y, split, cfg), contextlib.nullcontext)

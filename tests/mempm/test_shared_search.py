@@ -1,0 +1,145 @@
+"""One bound search for 001's criteria 1 and 2 (docs/paper001.md, "Run status"): Algorithm 1
+(``search="bisection"``) visits its points by feasibility alone, so a search run under
+:func:`~fsframe.loops.bound_search.sharing_visits` after one of another criterion replays that
+search's SOCPs and only chooses and re-solves. Its answer must be the one a search of its own
+returns — chosen bounds, selection, coefficients, objective, history — whichever criterion ran
+first, and a search that differs in anything but the criterion must not replay."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fsframe
+from fsframe.loops.bound_search import SearchMemo, sharing_visits
+from fsframe.problem import Subproblem
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)  # tests/mempm/test_grid_search.py's instance: 3 informative features of 6
+    y = np.where(np.arange(60) < 25, 1.0, -1.0)
+    X = rng.standard_normal((60, 6)) * np.where(y[:, None] > 0, 0.7, 1.4)
+    X[:, :3] += 0.9 * y[:, None]
+    return X, y
+
+
+METHODS = {"fs-mempm": dict(method="fs-mempm", delta_pos_step=0.1), "fs-mpm": dict(method="fs-mpm")}
+
+
+def _fit(X, y, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fsframe.fit(X, y, **kw)
+
+
+@pytest.fixture(scope="module")
+def alone(data):
+    X, y = data
+    return {(m, c): _fit(X, y, criterion=c, **kw) for m, kw in METHODS.items() for c in (1, 2, "log")}
+
+
+def _same(a, b):
+    for k in ("delta_pos", "delta_neg", "delta", "bound", "score", "n_socps", "n_feasible", "n_infeasible",
+              "chosen_socp", "nsf_cut_verified"):
+        assert a.info.get(k) == b.info.get(k), k
+    np.testing.assert_array_equal(a.selected, b.selected)
+    np.testing.assert_array_equal(np.asarray(a.coef), np.asarray(b.coef))
+    np.testing.assert_array_equal(np.asarray(a.intercept), np.asarray(b.intercept))
+    assert a.objective == b.objective and a.n_iter == b.n_iter
+    assert [h.params for h in a.history] == [h.params for h in b.history]
+
+
+@pytest.fixture
+def solves(monkeypatch):
+    """Counts the subproblem's solves."""
+    count = {"n": 0}
+    real = Subproblem.solve
+
+    def counted(self, *a, **kw):
+        count["n"] += 1
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(Subproblem, "solve", counted)
+    return count
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("order", [(1, 2, "log"), (2, 1, "log"), ("log", 2, 1)])
+def test_replayed_search_returns_the_answer_of_its_own_search(data, alone, solves, method, order):
+    X, y = data
+    memo = SearchMemo()
+    got, n = {}, []
+    with sharing_visits(memo, "split 0"):
+        for c in order:
+            before = solves["n"]
+            got[c] = _fit(X, y, criterion=c, **METHODS[method])
+            n.append(solves["n"] - before)
+    for c in order:
+        _same(got[c], alone[(method, c)])
+    assert (memo.hits, memo.misses) == (2, 1)
+    # the first search solves every point; a replay solves only its choice's re-solve (or none)
+    visits = alone[(method, order[0])].n_iter
+    assert n[0] >= visits and all(k <= 1 for k in n[1:]), n
+    assert len(alone[(method, 1)].history) > 5  # a real search, not one point
+
+
+def test_criteria_1_and_2_choose_differently_here(alone):
+    """The replay is seen to choose by its own criterion: on these data the two choices differ."""
+    for m in METHODS:
+        assert alone[(m, 1)].info["bound"] > alone[(m, 2)].info["bound"]
+        assert alone[(m, 1)].n_selected > alone[(m, 2)].n_selected
+
+
+def test_another_search_is_not_replayed(data, alone, solves):
+    """A search differing in a loop field (eps), in the search (grid), or under another key solves
+    its own points."""
+    X, y = data
+    memo = SearchMemo()
+    with sharing_visits(memo, "k"):
+        _fit(X, y, criterion=1, **METHODS["fs-mempm"])
+        before = solves["n"]
+        other = _fit(X, y, criterion=2, eps=0.01, **METHODS["fs-mempm"])
+        assert solves["n"] - before >= other.n_iter
+        grid = _fit(X, y, criterion=2, search="grid", **METHODS["fs-mempm"])
+        assert grid.info["search"] == "grid"
+    assert (memo.hits, memo.misses) == (0, 2)  # the grid search neither replays nor records
+    with sharing_visits(memo, "another split"):
+        before = solves["n"]
+        _fit(X, y, criterion=2, **METHODS["fs-mempm"])
+        assert solves["n"] - before >= alone[("fs-mempm", 2)].n_iter
+    assert memo.misses == 3 and memo.hits == 0
+
+
+def test_memo_keeps_its_size_and_clears():
+    memo = SearchMemo(size=2)
+    loop = fsframe.resolve("fs-mempm").loop
+    for k in range(3):
+        memo.put(k, loop, np.ones(3), [])
+    assert len(memo) == 2 and memo.get(0, loop, np.ones(3)) is None and memo.get(2, loop, np.ones(3)) == []
+    assert memo.get(2, loop, np.full(3, 2.0)) is None  # other slot weights
+    memo.clear()
+    assert len(memo) == 0 and memo.hits == memo.misses == 0
+
+
+def test_mempm_without_sparsity_term_shares_fs_mempm_search(data, alone, solves):
+    """001's MEMPM "before feature selection" (the bound search without a surrogate) weighs the
+    search's SOCPs by 1, as FS-MEMPM's ``l1`` (slope 1 at zero) does: one search serves both, with
+    each answer its own; a surrogate of another slope (``exp``, ``alpha = 5``) is not replayed."""
+    X, y = data
+    kw = dict(formulation="mempm", loop="bound-search", delta_pos_step=0.1)
+    plain = _fit(X, y, criterion=1, **kw)
+    memo = SearchMemo()
+    with sharing_visits(memo, "split 0"):
+        _fit(X, y, criterion=2, **METHODS["fs-mempm"])
+        before = solves["n"]
+        shared = _fit(X, y, criterion=1, **kw)
+        assert solves["n"] - before <= 1
+        before = solves["n"]
+        steeper = _fit(X, y, criterion=1, surrogate="exp", alpha=5.0, **kw)
+        assert solves["n"] - before >= steeper.n_iter
+    _same(shared, plain)
+    _same(plain, alone[("fs-mempm", 1)])  # the same answer: MEMPM's row is FS-MEMPM c1's (docs/paper001.md)
+    assert (memo.hits, memo.misses) == (1, 2)
