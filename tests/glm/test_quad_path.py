@@ -92,6 +92,31 @@ def test_certificate_bounds_the_true_gap_and_distance(loss, m, n):
         assert 0 < F - best.objective <= bound and np.isfinite(bound)
 
 
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_certificate_is_tight_where_it_can_be(loss):
+    """Where the bound is attained it must not undercut the gap: a feature that is all zeros
+    (``w_0`` curved by ``q_0`` alone, the least weight: ``G - G* = q_0 w_0^2`` exactly, the bound
+    ``(2 q_0 w_0)^2 / (2 mu)`` equal to it with ``mu = 2 min q``), and an intercept off its optimum
+    with every feature fixed (the bound ``|g_b| delta`` is 2 (squared) or about 4 (logistic)
+    times the gap, an undercut by a factor 10 shows)."""
+    X, y = _data(40, 4, 9, loss)
+    X = X[:, :2].copy()
+    X[:, 0] = 0.0
+    q = np.array([0.01, 100.0])
+    best = ridge_glm(loss, X, y, 1.0, q)
+    rough = ridge_glm(loss, X, y, 1.0, q, start=(best.coef + [1.0, 0.0], best.intercept), max_iter=0)
+    gap = rough.objective - best.objective
+    assert gap == pytest.approx(0.01, rel=1e-6)
+    assert gap <= rough.gap_bound <= 1.01 * gap
+    assert np.linalg.norm(rough.coef - best.coef) <= rough.distance_bound <= 1.01
+    fixed = np.array([np.inf, np.inf])
+    best = ridge_glm(loss, X, y, 1.0, fixed)
+    for shift in (1e-4, 1e-2):
+        F, _, bound, *_ = _certify(loss, X[:, :0], y, 1.0, np.zeros(0), np.zeros(0), best.intercept + shift,
+                                   0.0, 1e-6)
+        assert F - best.objective <= bound <= 5.0 * (F - best.objective)
+
+
 def test_declines_without_strong_convexity():
     X, y = _data(30, 5, 0, "logistic")
     assert ridge_glm("logistic", X, y, 1.0, np.array([1.0, 0.0, 1.0, 1.0, 1.0])) is None
