@@ -1,6 +1,7 @@
 """``em-logistic`` (and ``em-ls``) with EM's steps solved from ``X`` by Newton's method (the
 ``quad_from_data`` path, docs/glm.md "EM steps from X") against the exponential-cone path
-(``WorkingSetOptions(from_data=False)``), on the support-recovery benchmark's cells
+(``WorkingSetOptions(from_data=False)``), and the other logistic methods as users run them
+(``--path auto``: ``working_set="auto"``; ``l0-logistic`` with ``max_iter=30`` as in the grid), on the support-recovery benchmark's cells
 (``benchmarks/support_recovery.py``: n = 500, k = 10, ``n_features = k``, its ``C``).
 
 Per run: CPU seconds of the process (``time.process_time``: every thread's, BLAS included) and wall
@@ -10,6 +11,7 @@ it. Results: ``benchmarks/results/em_newton.json`` (resumable) and the section b
 ``<!-- em_newton:begin -->`` and ``<!-- em_newton:end -->`` of ``docs/performance.md``.
 
     nice -n 10 python benchmarks/bench_em_newton.py [--p 1000 --p 5000] [--cone-limit 900] [--render]
+    nice -n 10 python benchmarks/bench_em_newton.py --method l1-logistic --method l0-logistic --method log-logistic --path auto
 """
 
 from __future__ import annotations
@@ -44,11 +46,13 @@ def _one(method, p, path, queue):
     X, y, *_ = make_data(task, rho, snr, seed, p)
     form = LogisticFormulation() if task == "logistic" else LeastSquaresFormulation()
     C = LAMBDA_FRACTION / form.empty_model_threshold(X, y)
-    ws = WorkingSetOptions(from_data=path == "newton")
+    # "auto": the method as a user runs it (working_set="auto"; DCA capped at 30 as in the grid)
+    ws = "auto" if path == "auto" else WorkingSetOptions(from_data=path == "newton")
+    extra = {"max_iter": 30} if method.startswith("l0-") else {}
     c0, w0 = time.process_time(), time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = fsframe.fit(X, y, method=method, C=C, n_features=K, working_set=ws)
+        r = fsframe.fit(X, y, method=method, C=C, n_features=K, working_set=ws, **extra)
     queue.put({"cpu": time.process_time() - c0, "wall": time.perf_counter() - w0, "n_iter": r.n_iter,
                "selected": [int(j) for j in r.selected], "objective": r.objective,
                "certificate": {k: r.certificate.get(k) for k in ("status", "backend", "gap")}})
@@ -74,7 +78,7 @@ def markdown(res):
              "|---|---|---|---|---|---|---|---|"]
     for key, r in sorted(res["runs"].items()):
         method, p, path = key.split("|")
-        other = res["runs"].get(f"{method}|{p}|{'cone' if path == 'newton' else 'newton'}", {})
+        other = res["runs"].get(f"{method}|{p}|{'cone' if path == 'newton' else 'newton'}", {}) if path != "auto" else {}
         same = ("—" if "selected" not in r or "selected" not in other
                 else "yes" if r["selected"] == other["selected"] else "**no**")
         if r.get("cut_off"):
@@ -93,7 +97,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--p", type=int, action="append")
     ap.add_argument("--method", action="append")
-    ap.add_argument("--path", action="append", choices=("newton", "cone"))
+    ap.add_argument("--path", action="append", choices=("newton", "cone", "auto"))
     ap.add_argument("--cone-limit", type=float, default=900.0)
     ap.add_argument("--render", action="store_true")
     args = ap.parse_args(argv)
@@ -106,7 +110,7 @@ def main(argv=None):
                     key = f"{method}|{p}|{path}"
                     if key in res["runs"]:
                         continue
-                    r = measure(method, p, path, args.cone_limit if path == "cone" else None)
+                    r = measure(method, p, path, None if path == "newton" else args.cone_limit)
                     print(key, {k: v for k, v in r.items() if k != "selected"}, flush=True)
                     res["runs"][key] = r
                     OUT.write_text(json.dumps(res, indent=1, sort_keys=True))

@@ -292,6 +292,8 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
             # (a zero_tol cut's re-solve: the weights it was cut from, not the inf that fixed the cut groups)
             unfixed = getattr(out.iterate, "cut_from", None)
             info["penalty_weights"] = sub.penalty_weights(out.iterate.weights if unfixed is None else unfixed.weights)
+    if isinstance(sub, QuadFromDataSubproblem):  # EM's steps from X: how many, and those the backend took instead
+        info.update(quad_solves=sub.quad_solves, quad_fallbacks=tuple(sub.fallbacks))
     solved_by = _solved_by(out.iterate.result)
     info.update(build_seconds=sub.build_seconds, compile_seconds=sub.compile_seconds,
                 solve_seconds=float(sum(r.seconds for r in out.history)), stop_reason=out.reason,

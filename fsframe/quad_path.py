@@ -34,7 +34,9 @@ class QuadFromDataSubproblem(Subproblem):
     ``verify=`` read it as any backend's. A solve with other weights goes to the compiled problem
     on the fit's backend, as does every solve when the formulation declines (returns ``None``):
     then ``force`` (``WorkingSetOptions(from_data=True)``) raises an
-    :class:`~fsframe.errors.UnsupportedProblemError` instead. The iterate's result says backend
+    :class:`~fsframe.errors.UnsupportedProblemError` instead. A step whose certificate is not
+    OPTIMAL (its gap bound beyond ``cert_tol``) is solved again by the backend
+    (:attr:`fallbacks` keeps why); forced, it is returned with its status. The iterate's result says backend
     ``"newton"`` and carries the certificate (``gap`` the relative bound on the objective's
     distance to the optimum; status OPTIMAL only when it is within ``options.cert_tol``)."""
 
@@ -44,6 +46,7 @@ class QuadFromDataSubproblem(Subproblem):
         self._start: tuple | None = None
         self._columns: tuple | None = None
         self.quad_solves = 0
+        self.fallbacks: list[str] = []  # the messages of the steps not certified, solved by the backend instead
 
     def _model_columns(self) -> tuple | None:
         """``(coef_cols, intercept_col)``: the compiled columns the coefficients and the intercept
@@ -83,6 +86,11 @@ class QuadFromDataSubproblem(Subproblem):
                        "the formulation declined (a free group's weight is not positive)")
                 raise UnsupportedProblemError(f"WorkingSetOptions(from_data=True): the quad path cannot solve this "
                                               f"step: {why}; use from_data='auto'")
+            return super().solve(quad=quad, full=full)
+        if sol.status is not Status.OPTIMAL and not self.force:
+            # not certified within cert_tol (e.g. a logistic curvature in b too small to bound b*(w)):
+            # this step goes to the backend, as without the protocol
+            self.fallbacks.append(sol.message)
             return super().solve(quad=quad, full=full)
         self._start = (sol.coef, sol.intercept)
         x = np.zeros(self.compiled.base.n)

@@ -54,6 +54,10 @@ __all__ = ["RidgeSolution", "ridge_glm", "LOSSES"]
 
 LOSSES = ("logistic", "squared")
 
+DENSE_LIMIT = 50_000_000
+"""A sparse ``X`` whose free columns have more entries than this (``m`` times their count, 400 MB
+dense) is declined (:func:`ridge_glm` returns ``None``): the Newton system is formed densely."""
+
 _L3 = 1.0 / (6.0 * math.sqrt(3.0))  # max |d^3/dz^3 log(1 + exp(-z))|
 _L2 = {"logistic": 0.25, "squared": 1.0}  # max l''
 
@@ -193,7 +197,7 @@ def ridge_glm(loss: str, X, y, C: float, quad, *, start: tuple | None = None, to
     ``start`` ``(w, b)`` to start from (EM's previous step; default zeros and ``b = 0``), ``tol``
     the relative gap bound that makes the status OPTIMAL (the Newton steps go on to double
     precision, at most ``max_iter``). ``None`` when a free group's weight is not positive (no
-    strong convexity to certify with)."""
+    strong convexity to certify with), or ``X`` is sparse beyond :data:`DENSE_LIMIT`."""
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, not {loss!r}")
     q = np.asarray(quad, dtype=float).ravel()
@@ -202,6 +206,8 @@ def ridge_glm(loss: str, X, y, C: float, quad, *, start: tuple | None = None, to
     if qf.size and not np.min(qf) > 0:
         return None
     y = np.asarray(y, dtype=float).ravel()
+    if sp.issparse(X) and X.shape[0] * int(free.sum()) > DENSE_LIMIT:
+        return None  # the free columns are made dense: not for a large sparse X
     Xf = X[:, np.flatnonzero(free)]
     Xf = Xf.toarray() if sp.issparse(Xf) else np.asarray(Xf, dtype=float)
     xnorm = float(np.linalg.norm(Xf))
@@ -226,7 +232,7 @@ def ridge_glm(loss: str, X, y, C: float, quad, *, start: tuple | None = None, to
         gw, gb = Xf.T @ g + q2 * w, float(g.sum())
         dw, db = _newton_direction(Xf, h, q2, gw, gb)
         dec = -(float(gw @ dw) + gb * db)  # the Newton decrement squared
-        if not dec > 1e-15 * max(1.0, abs(F)) * 1e-1:
+        if not dec > 1e-16 * max(1.0, abs(F)):
             break
         step = 1.0
         while True:

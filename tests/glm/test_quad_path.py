@@ -231,3 +231,28 @@ def test_a_hinge_em_is_not_forced_onto_the_quad_path():
     X, y = _data(40, 6, 14, "logistic")
     with pytest.raises(UnsupportedProblemError, match="from_data"):
         _fit(X, y, "em-l0", "highs", FORCE)
+
+
+def test_an_uncertified_step_goes_to_the_backend(monkeypatch):
+    """A Newton step whose bound misses ``cert_tol`` is not taken: the backend solves that step
+    (``info["quad_fallbacks"]`` says why); forced, it is returned with its status."""
+    import attrs
+
+    import fsframe.ridge as ridge
+
+    real = ridge.ridge_glm
+
+    def loose(*a, **k):
+        sol = real(*a, **k)
+        return attrs.evolve(sol, status=Status.OPTIMAL_INACCURATE, message="planted: " + sol.message)
+
+    X, y = _data(40, 6, 15, "logistic")
+    exact = _fit(X, y, "em-logistic", "clarabel")
+    assert exact.info["quad_solves"] == exact.n_iter and exact.info["quad_fallbacks"] == ()
+    monkeypatch.setattr(ridge, "ridge_glm", loose)
+    r = _fit(X, y, "em-logistic", "clarabel")
+    assert r.certificate["backend"] == "clarabel" and r.info["quad_solves"] == 0
+    assert len(r.info["quad_fallbacks"]) == r.n_iter and r.info["quad_fallbacks"][0].startswith("planted")
+    assert r.selected.tolist() == exact.selected.tolist()
+    forced = _fit(X, y, "em-logistic", "clarabel", FORCE)
+    assert forced.certificate["backend"] == "newton" and forced.certificate["status"] == "optimal_inaccurate"
