@@ -1,7 +1,8 @@
 """``em-logistic`` (and ``em-ls``) with EM's steps solved from ``X`` by Newton's method (the
 ``quad_from_data`` path, docs/glm.md "EM steps from X") against the exponential-cone path
 (``WorkingSetOptions(from_data=False)``), and the other logistic methods as users run them
-(``--path auto``: ``working_set="auto"``; ``l0-logistic`` with ``max_iter=30`` as in the grid), on the support-recovery benchmark's cells
+(``--path auto``: ``working_set="auto"``; ``l0-logistic`` with ``max_iter=30`` as in the grid),
+on the support-recovery benchmark's cells
 (``benchmarks/support_recovery.py``: n = 500, k = 10, ``n_features = k``, its ``C``).
 
 Per run: CPU seconds of the process (``time.process_time``: every thread's, BLAS included) and wall
@@ -11,7 +12,8 @@ it. Results: ``benchmarks/results/em_newton.json`` (resumable) and the section b
 ``<!-- em_newton:begin -->`` and ``<!-- em_newton:end -->`` of ``docs/performance.md``.
 
     nice -n 10 python benchmarks/bench_em_newton.py [--p 1000 --p 5000] [--cone-limit 900] [--render]
-    nice -n 10 python benchmarks/bench_em_newton.py --method l1-logistic --method l0-logistic --method log-logistic --path auto
+    nice -n 10 python benchmarks/bench_em_newton.py --method l1-logistic --method l0-logistic \
+        --method log-logistic --path auto
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ def markdown(res):
              "|---|---|---|---|---|---|---|---|"]
     for key, r in sorted(res["runs"].items()):
         method, p, path = key.split("|")
-        other = res["runs"].get(f"{method}|{p}|{'cone' if path == 'newton' else 'newton'}", {}) if path != "auto" else {}
+        twin = f"{method}|{p}|{'cone' if path == 'newton' else 'newton'}"
+        other = res["runs"].get(twin, {}) if path != "auto" else {}
         same = ("—" if "selected" not in r or "selected" not in other
                 else "yes" if r["selected"] == other["selected"] else "**no**")
         if r.get("cut_off"):

@@ -35,8 +35,8 @@ class QuadFromDataSubproblem(Subproblem):
     on the fit's backend, as does every solve when the formulation declines (returns ``None``):
     then ``force`` (``WorkingSetOptions(from_data=True)``) raises an
     :class:`~fsframe.errors.UnsupportedProblemError` instead. A step whose certificate is not
-    OPTIMAL (its gap bound beyond ``cert_tol``) is solved again by the backend
-    (:attr:`fallbacks` keeps why); forced, it is returned with its status. The iterate's result says backend
+    OPTIMAL (its gap bound beyond ``cert_tol``) is solved again by the backend (:attr:`fallbacks`
+    keeps why); forced, it is returned with its status. The iterate's result says backend
     ``"newton"`` and carries the certificate (``gap`` the relative bound on the objective's
     distance to the optimum; status OPTIMAL only when it is within ``options.cert_tol``)."""
 
@@ -55,7 +55,8 @@ class QuadFromDataSubproblem(Subproblem):
         if self._columns is None:
             comp = self.compiled
             W = comp.slot.W.tocsr()
-            ok = W.shape[0] == self.n_groups and np.all(np.diff(W.indptr) == 1) and np.all(W.data == 1.0)
+            ok = (W.shape[0] == self.n_groups and np.array_equal(comp.slot.groups, np.arange(self.n_groups))
+                  and np.all(np.diff(W.indptr) == 1) and np.all(W.data == 1.0))
             ivars = self.built.intercept.vars
             icol = comp.col_index.get(id(ivars[0]), -1) if len(ivars) == 1 else -1
             imap = self.built.intercept.matrix.toarray()
