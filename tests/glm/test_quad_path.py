@@ -256,3 +256,17 @@ def test_an_uncertified_step_goes_to_the_backend(monkeypatch):
     assert r.selected.tolist() == exact.selected.tolist()
     forced = _fit(X, y, "em-logistic", "clarabel", FORCE)
     assert forced.certificate["backend"] == "newton" and forced.certificate["status"] == "optimal_inaccurate"
+
+
+@pytest.mark.parametrize("method, task, second", [("em-logistic", "logistic", "ecos"), ("em-ls", "squared", "highs")])
+def test_verify_and_keep_model_read_the_newton_answer(method, task, second):
+    """The answer is written into the compiled model's columns: ``verify=`` re-solves that last
+    subproblem on a backend and finds the same optimum; ``keep_model`` returns the Pyomo model."""
+    X, y = _data(60, 12, 16, task)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = fsframe.fit(X, y, method=method, verify=second, keep_model=True)
+    v = r.certificate["verify"]
+    assert r.certificate["backend"] == "newton" and v["backend"] == second and v["status"] == "optimal"
+    assert abs(v["objective_gap"]) <= 1e-7 and v["coef_distance"] <= 1e-5
+    assert r.info["model"] is not None
