@@ -74,25 +74,28 @@ def measure(method, p, path, limit):
 
 
 def markdown(res):
-    lines = [f"`{res['meta']['cell']}` cell of the support-recovery benchmark, `n_features = {K}`; "
-             f"commit {res['meta']['commit']}; CPU = every thread's, on a shared 2-core machine.", "",
-             "| method | p | path | CPU s | wall s | EM iterations | same selection as the other path | certificate |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [f"`{res['meta']['cell']}` cell of the support-recovery benchmark (the regression cell for `em-ls`), "
+             f"`n_features = {K}`; CPU = every thread's, one BLAS thread, on a shared 2-core machine (wall clock "
+             "is the load's).", "",
+             "| method | p | path | CPU s | wall s | iterations | same selection as the other path | certificate "
+             "| commit |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for key, r in sorted(res["runs"].items()):
         method, p, path = key.split("|")
         twin = f"{method}|{p}|{'cone' if path == 'newton' else 'newton'}"
         other = res["runs"].get(twin, {}) if path != "auto" else {}
         same = ("—" if "selected" not in r or "selected" not in other
                 else "yes" if r["selected"] == other["selected"] else "**no**")
+        commit = r.get("commit", res["meta"].get("commit", ""))
         if r.get("cut_off"):
-            lines.append(f"| {method} | {p} | {path} | — | > {r['wall']:.0f} (cut off) | — | — | — |")
+            lines.append(f"| {method} | {p} | {path} | — | > {r['wall']:.0f} (cut off) | — | — | — | {commit} |")
             continue
         if r.get("failed"):
-            lines.append(f"| {method} | {p} | {path} | failed | | | | |")
+            lines.append(f"| {method} | {p} | {path} | failed | | | | | {commit} |")
             continue
         c = r["certificate"]
         lines.append(f"| {method} | {p} | {path} | {r['cpu']:.1f} | {r['wall']:.1f} | {r['n_iter']} | {same} | "
-                     f"{c['status']} ({c['backend']}, gap {c['gap']:.1e}) |")
+                     f"{c['status']} ({c['backend']}, gap {c['gap']:.1e}) | {commit} |")
     return "\n".join(lines)
 
 
@@ -105,15 +108,16 @@ def main(argv=None):
     ap.add_argument("--render", action="store_true")
     args = ap.parse_args(argv)
     res = json.loads(OUT.read_text()) if OUT.exists() else {"meta": {}, "runs": {}}
-    res["meta"] = {"cell": "|".join(map(str, CELL)), "commit": head_commit(ROOT)}
     if not args.render:
+        res["meta"] = {"cell": "|".join(map(str, CELL)), "commit": head_commit(ROOT)}
         for method in args.method or ["em-logistic"]:
             for p in args.p or [1000, 5000]:
                 for path in args.path or ["newton", "cone"]:
                     key = f"{method}|{p}|{path}"
                     if key in res["runs"]:
                         continue
-                    r = measure(method, p, path, None if path == "newton" else args.cone_limit)
+                    r = {**measure(method, p, path, None if path == "newton" else args.cone_limit),
+                         "commit": res["meta"]["commit"]}
                     print(key, {k: v for k, v in r.items() if k != "selected"}, flush=True)
                     res["runs"][key] = r
                     OUT.write_text(json.dumps(res, indent=1, sort_keys=True))
