@@ -29,6 +29,7 @@ from .method import Resolved, _reason, resolve, select_backend
 from .plugins import get_registry
 from .problem import Iterate, Subproblem
 from .progress import progress_bar
+from .quad_path import QuadFromDataSubproblem, quad_path_applies
 from .results import FitResult, result_coef
 from .working_set import WorkingSetOptions
 
@@ -262,6 +263,9 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
         return _from_data_parts(res, X, direct[0], direct[1], backend, info, aux, callback, time.perf_counter() - t0)
 
     def make() -> Subproblem:
+        if ws.from_data is not False and quad_path_applies(res.formulation, res.terms):  # EM's steps from X
+            return QuadFromDataSubproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast,
+                                          cone_form=cone_form, aux=aux, working_set=ws, force=ws.from_data is True)
         return Subproblem(res.formulation, X, y_pm, res.terms, backend, options, fast=fast, cone_form=cone_form,
                           aux=aux, working_set=ws)
 
@@ -288,6 +292,8 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
             # (a zero_tol cut's re-solve: the weights it was cut from, not the inf that fixed the cut groups)
             unfixed = getattr(out.iterate, "cut_from", None)
             info["penalty_weights"] = sub.penalty_weights(out.iterate.weights if unfixed is None else unfixed.weights)
+    if isinstance(sub, QuadFromDataSubproblem):  # EM's steps from X: how many, and those the backend took instead
+        info.update(quad_solves=sub.quad_solves, quad_fallbacks=tuple(sub.fallbacks))
     solved_by = _solved_by(out.iterate.result)
     info.update(build_seconds=sub.build_seconds, compile_seconds=sub.compile_seconds,
                 solve_seconds=float(sum(r.seconds for r in out.history)), stop_reason=out.reason,

@@ -46,6 +46,7 @@ PROTOCOLS: dict[str, tuple[str, ...]] = {
     "separating_loss": ("separating_loss",),
     "margins": ("margins",),
     "from_data": ("solve_from_data",),
+    "quad_from_data": ("solve_quad_from_data",),
 }
 """The optional protocols a formulation opts into by defining their attributes (none is a method of
 the base class); :meth:`Formulation.provides` names those a formulation has. ``docs/plugins.md``
@@ -77,6 +78,11 @@ states each one's signature and contract:
   ``multinomial``; ``y`` as the formulation's ``build`` receives it), all positive
   exactly when the model separates the classes; with ``separating_loss``, it tells DCA and IRL1 an
   iterate separates the classes when its loss is above ``separating_loss()`` (many small margins).
+* ``quad_from_data`` — ``solve_quad_from_data(X, y, quad, *, start, tol) -> fsframe.ridge.RidgeSolution
+  or None``: the subproblem with the slot term ``quad`` alone (``loss + sum_j quad_j w_j^2``, EM's
+  step; ``inf`` fixes a group at zero) solved from ``X`` and certified (:mod:`fsframe.ridge`), from
+  ``start = (coef, intercept)``; ``None`` to decline. The fit's subproblem then takes those solves
+  (:class:`fsframe.quad_path.QuadFromDataSubproblem`).
 """
 
 TRAITS: dict[str, str] = {

@@ -16,6 +16,7 @@ from .errors import ConvergenceWarning, PluginError, SolverWarning, UnsupportedP
 from .fit_report import _returned_vs_certified, _solved_by
 from .formulation import FromDataSolution
 from .method import Resolved
+from .quad_path import quad_path_applies
 from .working_set import WorkingSetOptions
 
 
@@ -32,6 +33,8 @@ def _from_data(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, 
         return None
     weights_of = getattr(res.loop, "convex_weights", None)
     weights = weights_of(res.surrogate, X.shape[1]) if weights_of is not None else None
+    if weights is None and quad_path_applies(res.formulation, res.terms):  # the subproblem's quad path instead
+        return None
     name = res.formulation.name
     why = None
     if "from_data" not in res.formulation.provides():

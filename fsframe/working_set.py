@@ -140,6 +140,10 @@ class WorkingSetOptions:
         column and row generation, docs/working-sets.md "Many rows"): ``"auto"`` when the
         formulation expects it to win on these data (and ``mode`` is not False); True always (an
         :class:`~fsframe.errors.UnsupportedProblemError` naming why when it cannot); False never.
+        Likewise for an EM fit (slot term ``quad`` alone) on a formulation with the
+        ``quad_from_data`` protocol (``logistic``, ``least-squares``): its steps by Newton's method
+        from ``X`` (docs/glm.md, "EM steps from X"), taken unless this is False (then the
+        backend's cone or QP path).
     """
 
     mode: object = attrs.field(default="auto", converter=_mode, validator=_typed(_bool_or_auto))

@@ -67,6 +67,7 @@ FORMULATION_NEEDS = {
     "separating_loss": "a loss value below which the iterate separates the classes (separating_loss)",
     "margins": "the per-sample margins of a model (margins), all positive when it separates the classes",
     "from_data": "a solve of its subproblem straight from X (solve_from_data)",
+    "quad_from_data": "a solve of its ridge-weighted (EM) step straight from X (solve_quad_from_data)",
     **TRAITS,
 }
 """How a refusal names each formulation capability (:data:`fsframe.formulation.PROTOCOLS`,

@@ -116,6 +116,14 @@ class LeastSquaresFormulation(Formulation):
         add_definitions(model, "residual", r, fitted, defer=True)
         return _built(model, coef, magnitude, terms, 0.5 * self.C * pyo.quicksum(ri * ri for ri in r), n)
 
+    def solve_quad_from_data(self, X, y, quad, *, start=None, tol: float = 1e-6):
+        """The step ``C/2 ||y - X w - b||^2 + sum_j quad_j w_j^2`` (EM's; the ``quad_from_data``
+        protocol) by Newton's method from ``X``, certified by strong convexity
+        (:func:`fsframe.ridge.ridge_glm`; docs/glm.md, "EM steps from X")."""
+        from fsframe.ridge import ridge_glm
+
+        return ridge_glm("squared", X, y, self.C, quad, start=start, tol=tol)
+
 
 @attrs.frozen
 class LogisticFormulation(Formulation):
@@ -179,6 +187,15 @@ class LogisticFormulation(Formulation):
         t = add_log_sum_exp(model, "loss", [None, minus_margin], defer=True)
         return _built(model, coef, magnitude, terms, LinearExpression(constant=0.0, linear_coefs=[self.C] * m,
                                                                        linear_vars=t), n)
+
+    def solve_quad_from_data(self, X, y, quad, *, start=None, tol: float = 1e-6):
+        """The step ``C sum_i log(1 + exp(-y_i (x_i w + b))) + sum_j quad_j w_j^2`` (EM's; the
+        ``quad_from_data`` protocol) by Newton's method from ``X`` — no exponential cone —
+        certified by strong convexity (:func:`fsframe.ridge.ridge_glm`; docs/glm.md, "EM steps
+        from X")."""
+        from fsframe.ridge import ridge_glm
+
+        return ridge_glm("logistic", X, y, self.C, quad, start=start, tol=tol)
 
 
 def _class_codes(y) -> np.ndarray:

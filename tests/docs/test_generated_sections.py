@@ -56,6 +56,7 @@ SECTIONS = {
     "tuning": ("performance.md", "bench_tuning", lambda m, _: m.render(_json("tuning.json"))),
     "ls_speed": ("performance.md", "bench_ls", lambda m, _: m.markdown(_json("ls.json"))),
     "logistic_free_w": ("performance.md", "bench_logistic_free_w", lambda m, _: m.render(_json("logistic_free_w.json"))),
+    "em_newton": ("performance.md", "bench_em_newton", lambda m, _: m.markdown(_json("em_newton.json"))),
 }
 
 NOT_REGENERABLE = {

@@ -18,6 +18,7 @@ from sklearn.metrics import r2_score
 import fsframe
 from fsframe.errors import ConvergenceWarning, DataError, IncompatibleComponentsError, InvalidOptionError
 from fsframe.testing import check_formulation, kit_data
+from fsframe.working_set import WorkingSetOptions
 from fsframe_glm import LeastSquaresFormulation, LogisticFormulation
 
 
@@ -155,8 +156,11 @@ def test_logistic_refuses_highs_and_auto_takes_clarabel():
         fsframe.fit(X, y, method="l1-logistic", backend="highs")
     assert fsframe.fit(X, y, method="l1-logistic").backend == "clarabel"
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
-        em = fsframe.fit(X, y, method="em-logistic", max_iter=2)
+        em = fsframe.fit(X, y, method="em-logistic", max_iter=2, working_set=WorkingSetOptions(from_data=False))
     assert em.backend == "clarabel"
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):  # EM's steps from X (docs/glm.md): no backend solves
+        em = fsframe.fit(X, y, method="em-logistic", max_iter=2)
+    assert em.backend is None and em.certificate["backend"] == "newton"
 
 
 @pytest.mark.parametrize("method", ["l0-logistic", "em-logistic", "log-logistic"])

@@ -1,0 +1,272 @@
+"""EM steps of ``logistic`` and ``least-squares`` solved from ``X`` by Newton's method
+(:mod:`fsframe.ridge`, the ``quad_from_data`` protocol, :class:`fsframe.quad_path.QuadFromDataSubproblem`):
+one step against CVXPY, the certificate's bound against the true distance to the optimum, whole
+EM fits equal to the cone path (Clarabel and ECOS) — iterations, selections, models — and the
+options that force either path."""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import fsframe
+from fsframe.enums import Status
+from fsframe.errors import UnsupportedProblemError
+from fsframe.quad_path import QuadFromDataSubproblem
+from fsframe.ridge import _certify, ridge_glm
+from fsframe.working_set import WorkingSetOptions
+from fsframe_glm import LeastSquaresFormulation, LogisticFormulation, MultinomialFormulation
+
+CONE = WorkingSetOptions(from_data=False)
+FORCE = WorkingSetOptions(from_data=True)
+
+
+def _data(m, n, seed, task):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, n))
+    w0 = np.zeros(n)
+    w0[:4] = [2.0, -1.5, 1.0, 0.8]
+    f = X @ w0 + 0.4
+    if task == "squared":
+        return X, f + 0.3 * rng.normal(size=m)
+    return X, np.where(f + 0.6 * rng.normal(size=m) > 0, 1.0, -1.0)
+
+
+def _cvxpy_step(loss, X, y, C, q):
+    """The step by CVXPY (Clarabel, tight): ``(objective, w, b)``."""
+    n = X.shape[1]
+    w, b = cp.Variable(n), cp.Variable()
+    z = X @ w + b
+    fit = C * cp.sum(cp.logistic(-cp.multiply(y, z))) if loss == "logistic" else 0.5 * C * cp.sum_squares(y - z)
+    free = np.isfinite(q)
+    cons = [w[~free] == 0] if (~free).any() else []
+    prob = cp.Problem(cp.Minimize(fit + cp.sum(cp.multiply(np.where(free, q, 0.0), cp.square(w)))), cons)
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return prob.value, w.value, float(b.value)
+
+
+# ---------------------------------------------------------------------------- one step
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+@pytest.mark.parametrize("m, n", [(50, 12), (25, 60)])  # the (n+1)-square Cholesky, and Woodbury (n > m)
+def test_step_equals_cvxpy(loss, m, n):
+    X, y = _data(m, n, 3, loss)
+    rng = np.random.default_rng(4)
+    q = rng.uniform(0.05, 4.0, n)
+    q[[1, 7]] = np.inf  # fixed at zero
+    sol = ridge_glm(loss, X, y, 1.7, q)
+    ref, w, b = _cvxpy_step(loss, X, y, 1.7, q)
+    assert sol.status is Status.OPTIMAL and sol.certificate.gap <= 1e-12
+    assert sol.objective == pytest.approx(ref, rel=1e-9)
+    # CVXPY's logistic goes through exponential cones, accurate to about 1e-6 in the coefficients
+    # and intercept (its objective to 1e-9 above; its gradient there 1e-5, Newton's 1e-12 at n = 60):
+    # Newton's certificate bounds our own distance to the optimum
+    rel = 1e-6 if loss == "squared" else 1e-5
+    assert np.abs(sol.coef - w).max() <= rel * np.abs(w).max() and sol.distance_bound <= 1e-6
+    assert sol.intercept == pytest.approx(b, rel=rel, abs=1e-8 if loss == "squared" else 1e-5)
+    assert sol.coef[1] == 0.0 and sol.coef[7] == 0.0
+    assert sol.objective <= ref + 1e-9 * ref  # never above CVXPY's optimum beyond its accuracy
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+@pytest.mark.parametrize("m, n", [(50, 12), (25, 60)])
+def test_certificate_bounds_the_true_gap_and_distance(loss, m, n):
+    """Stopped before any Newton step (``w = 0``, ``b`` polished) the point is not optimal: its
+    certified bounds must still hold against the optimum, and the status must say it is not
+    OPTIMAL. And at the optimum's ``w`` with ``b`` moved off ``b*(w)`` the bound's intercept term
+    must cover the excess."""
+    X, y = _data(m, n, 5, loss)
+    q = np.random.default_rng(6).uniform(0.2, 2.0, n)
+    best = ridge_glm(loss, X, y, 2.0, q)
+    rough = ridge_glm(loss, X, y, 2.0, q, max_iter=0)
+    gap = rough.objective - best.objective
+    assert gap > 1e-3  # a real gap to bound
+    assert gap <= rough.gap_bound
+    assert np.linalg.norm(rough.coef - best.coef) <= rough.distance_bound
+    assert rough.status is Status.OPTIMAL_INACCURATE and rough.certificate.gap > 1e-6
+    for shift in (1e-6, 1e-3):
+        F, _, bound, dist, _, cert, status = _certify(loss, X, y, 2.0, q, best.coef, best.intercept + shift,
+                                                      float(np.linalg.norm(X)), 1e-6)
+        assert 0 < F - best.objective <= bound and np.isfinite(bound)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_certificate_is_tight_where_it_can_be(loss):
+    """Where the bound is attained it must not undercut the gap: a feature that is all zeros
+    (``w_0`` curved by ``q_0`` alone, the least weight: ``G - G* = q_0 w_0^2`` exactly, the bound
+    ``(2 q_0 w_0)^2 / (2 mu)`` equal to it with ``mu = 2 min q``), and an intercept off its optimum
+    with every feature fixed (the bound ``|g_b| delta`` is 2 (squared) or about 4 (logistic)
+    times the gap, an undercut by a factor 10 shows)."""
+    X, y = _data(40, 4, 9, loss)
+    X = X[:, :2].copy()
+    X[:, 0] = 0.0
+    q = np.array([0.01, 100.0])
+    best = ridge_glm(loss, X, y, 1.0, q)
+    rough = ridge_glm(loss, X, y, 1.0, q, start=(best.coef + [1.0, 0.0], best.intercept), max_iter=0)
+    gap = rough.objective - best.objective
+    assert gap == pytest.approx(0.01, rel=1e-6)
+    assert gap <= rough.gap_bound <= 1.01 * gap
+    assert np.linalg.norm(rough.coef - best.coef) <= rough.distance_bound <= 1.01
+    fixed = np.array([np.inf, np.inf])
+    best = ridge_glm(loss, X, y, 1.0, fixed)
+    for shift in (1e-4, 1e-2):
+        F, _, bound, *_ = _certify(loss, X[:, :0], y, 1.0, np.zeros(0), np.zeros(0), best.intercept + shift,
+                                   0.0, 1e-6)
+        assert F - best.objective <= bound <= 5.0 * (F - best.objective)
+
+
+def test_declines_without_strong_convexity():
+    X, y = _data(30, 5, 0, "logistic")
+    assert ridge_glm("logistic", X, y, 1.0, np.array([1.0, 0.0, 1.0, 1.0, 1.0])) is None
+
+
+def test_the_protocol_is_offered_by_the_binary_losses_only():
+    assert "quad_from_data" in LogisticFormulation().provides()
+    assert "quad_from_data" in LeastSquaresFormulation().provides()
+    assert "quad_from_data" not in MultinomialFormulation().provides()
+
+
+@pytest.mark.parametrize("form, loss", [(LogisticFormulation(C=1.3), "logistic"),
+                                        (LeastSquaresFormulation(C=0.8), "squared")])
+def test_subproblem_step_reads_back_as_cvxpy(form, loss):
+    """The subproblem writes Newton's answer into the compiled model's columns: its loss (the
+    settled epigraph / residuals) and objective are CVXPY's."""
+    from fsframe.backends import ClarabelBackend
+
+    X, y = _data(40, 9, 8, loss)
+    q = np.linspace(0.3, 2.0, 9)
+    sub = QuadFromDataSubproblem(form, X, y, frozenset({"quad"}), ClarabelBackend())
+    it = sub.solve(quad=q)
+    ref, w, b = _cvxpy_step(loss, X, y, form.C, q)
+    assert it.result.backend == "newton" and it.status is Status.OPTIMAL
+    assert it.objective == pytest.approx(ref, rel=1e-9)
+    assert np.allclose(it.coef, w, rtol=1e-6, atol=1e-8) and float(it.intercept[0]) == pytest.approx(b, abs=1e-7)
+    assert it.t == pytest.approx(np.abs(w), rel=1e-6, abs=1e-8)
+    # the next solve starts from this one (EM's warm start) and reads the new weights
+    it2 = sub.solve(quad=2.0 * q)
+    ref2 = _cvxpy_step(loss, X, y, form.C, 2.0 * q)[0]
+    assert it2.objective == pytest.approx(ref2, rel=1e-9)
+    sub.close()
+
+
+# ---------------------------------------------------------------------------- whole EM fits
+TIGHT = {"clarabel": {"tol_gap_abs": 1e-11, "tol_gap_rel": 1e-11, "tol_feas": 1e-11}, "ecos": {}}
+"""The cone path as the reference, Clarabel at tight tolerances: at its default 1e-8 its EM
+iterates drift 2e-6 (relative) from ECOS's and Newton's, and one EM run stopped one iteration
+later (the step rule ``tol = 1e-5`` read through that noise)."""
+
+
+def _fit(X, y, method, backend, ws=WorkingSetOptions(), **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        opts = TIGHT[backend] if ws.from_data is False else None
+        return fsframe.fit(X, y, method=method, backend=backend, working_set=ws, backend_options=opts, **kw)
+
+
+def _same_fit(a, b, rel=1e-6):
+    assert a.n_iter == b.n_iter
+    assert a.selected.tolist() == b.selected.tolist()
+    scale = np.abs(b.coef).max()
+    assert np.abs(np.asarray(a.coef) - np.asarray(b.coef)).max() <= rel * scale
+    assert np.allclose(a.intercept, b.intercept, rtol=rel, atol=rel * scale)
+    assert a.objective == pytest.approx(b.objective, rel=rel)
+
+
+CASES = [("em-logistic", "logistic", 70, 15, 0), ("em-logistic", "logistic", 40, 90, 1),
+         ("em-ls", "squared", 60, 15, 2), ("em-ls", "squared", 30, 70, 3)]
+
+
+@pytest.mark.parametrize("backend", ["clarabel", "ecos"])
+@pytest.mark.parametrize("method, task, m, n, seed", CASES)
+def test_em_fit_equals_the_cone_path(method, task, m, n, seed, backend):
+    X, y = _data(m, n, seed, task)
+    if task == "logistic":
+        y = (y > 0).astype(int)
+    newton = _fit(X, y, method, backend)
+    cone = _fit(X, y, method, backend, CONE)
+    assert newton.certificate["backend"] == "newton" and newton.certificate["status"] == "optimal"
+    assert cone.certificate["backend"] == backend
+    _same_fit(newton, cone)
+    assert 0 < newton.selected.size < n and newton.n_iter > 3  # a real EM run, not an empty or dense model
+
+
+@pytest.mark.parametrize("backend", ["clarabel", "ecos"])
+def test_em_logistic_n_features_and_one_vs_rest_equal_the_cone_path(backend):
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(90, 12))
+    y = np.argmax(X[:, :3] + 0.3 * rng.normal(size=(90, 3)), axis=1)
+    _same_fit(_fit(X, y, "em-logistic", backend), _fit(X, y, "em-logistic", backend, CONE))
+    Xb, yb = _data(60, 20, 12, "logistic")
+    _same_fit(_fit(Xb, yb, "em-logistic", backend, n_features=2),
+              _fit(Xb, yb, "em-logistic", backend, CONE, n_features=2))
+
+
+def test_from_data_options_force_either_path(monkeypatch):
+    calls = []
+    real = LogisticFormulation.solve_quad_from_data
+
+    def counted(self, *a, **k):
+        calls.append(1)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(LogisticFormulation, "solve_quad_from_data", counted)
+    X, y = _data(40, 6, 13, "logistic")
+    r = _fit(X, y, "em-logistic", "clarabel", FORCE)
+    assert calls and r.certificate["backend"] == "newton"
+    calls.clear()
+    r = _fit(X, y, "em-logistic", "clarabel", CONE)
+    assert not calls and r.certificate["backend"] == "clarabel"
+    # forced where a step cannot be taken (a free group with weight 0): a typed error, not a silent cone solve
+    from fsframe.backends import ClarabelBackend
+
+    sub = QuadFromDataSubproblem(LogisticFormulation(), X, y, frozenset({"quad"}), ClarabelBackend(), force=True)
+    with pytest.raises(UnsupportedProblemError, match="declined"):
+        sub.solve(quad=np.array([1.0, 0.0, 1.0, 1.0, 1.0, 1.0]))
+    sub.close()
+
+
+def test_a_hinge_em_is_not_forced_onto_the_quad_path():
+    X, y = _data(40, 6, 14, "logistic")
+    with pytest.raises(UnsupportedProblemError, match="from_data"):
+        _fit(X, y, "em-l0", "highs", FORCE)
+
+
+def test_an_uncertified_step_goes_to_the_backend(monkeypatch):
+    """A Newton step whose bound misses ``cert_tol`` is not taken: the backend solves that step
+    (``info["quad_fallbacks"]`` says why); forced, it is returned with its status."""
+    import attrs
+
+    import fsframe.ridge as ridge
+
+    real = ridge.ridge_glm
+
+    def loose(*a, **k):
+        sol = real(*a, **k)
+        return attrs.evolve(sol, status=Status.OPTIMAL_INACCURATE, message="planted: " + sol.message)
+
+    X, y = _data(40, 6, 15, "logistic")
+    exact = _fit(X, y, "em-logistic", "clarabel")
+    assert exact.info["quad_solves"] == exact.n_iter and exact.info["quad_fallbacks"] == ()
+    monkeypatch.setattr(ridge, "ridge_glm", loose)
+    r = _fit(X, y, "em-logistic", "clarabel")
+    assert r.certificate["backend"] == "clarabel" and r.info["quad_solves"] == 0
+    assert len(r.info["quad_fallbacks"]) == r.n_iter and r.info["quad_fallbacks"][0].startswith("planted")
+    assert r.selected.tolist() == exact.selected.tolist()
+    forced = _fit(X, y, "em-logistic", "clarabel", FORCE)
+    assert forced.certificate["backend"] == "newton" and forced.certificate["status"] == "optimal_inaccurate"
+
+
+@pytest.mark.parametrize("method, task, second", [("em-logistic", "logistic", "ecos"), ("em-ls", "squared", "highs")])
+def test_verify_and_keep_model_read_the_newton_answer(method, task, second):
+    """The answer is written into the compiled model's columns: ``verify=`` re-solves that last
+    subproblem on a backend and finds the same optimum; ``keep_model`` returns the Pyomo model."""
+    X, y = _data(60, 12, 16, task)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = fsframe.fit(X, y, method=method, verify=second, keep_model=True)
+    v = r.certificate["verify"]
+    assert r.certificate["backend"] == "newton" and v["backend"] == second and v["status"] == "optimal"
+    assert abs(v["objective_gap"]) <= 1e-7 and v["coef_distance"] <= 1e-5
+    assert r.info["model"] is not None
