@@ -178,3 +178,42 @@ def test_the_recheck_gets_what_is_left_of_the_time_limit(monkeypatch):
     r = fit(X, y, backend="clarabel", working_set="auto", time_limit=50.0)
     assert "kept the full problem's answer" in r.certificate["recheck"]
     assert limits and 0 < limits[0] < 50.0
+
+
+def test_a_path_point_does_not_inherit_the_recheck_of_an_earlier_point(monkeypatch):
+    """Along a C path one subproblem is restated from point to point (the hinge's ``C``, ``warm ==
+    "restated"``): the
+    recheck's verdict at one point must not carry over. The working set's answers are downgraded at
+    the first point only, so the full problem's answer wins there; the second point tries its working
+    set again (its own answer stands, certified OPTIMAL) and equals its separate fit."""
+    X, y = ill_scaled()
+    invert, begin = WorkingSet.invert, WorkingSet.begin
+    downgrade, began = [True], []
+
+    def inaccurate(self, data, res):
+        out = invert(self, data, res)
+        if downgrade and hasattr(out, "status"):
+            return attrs.evolve(out, status=Status.OPTIMAL_INACCURATE)
+        return out
+
+    def counted_begin(self, *a):
+        began.append(len(downgrade))
+        return begin(self, *a)
+
+    monkeypatch.setattr(WorkingSet, "invert", inaccurate)
+    monkeypatch.setattr(WorkingSet, "begin", counted_begin)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = fsframe.path(X, y, "l1-svm", C=[1.0, 0.5], backend="highs", working_set="auto",
+                         progress=lambda point: downgrade.clear())
+    assert [q.warm for q in p.points] == ["cold", "restated"]
+    first, second = (q.result for q in p.points)
+    assert "kept the full problem's answer" in first.certificate["recheck"]
+    assert 0 in began  # the second point's solves went through its working set again
+    assert second.certificate["working_set"] is not None and "recheck" not in second.certificate
+    assert second.certificate["status"] == "optimal"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = fsframe.fit(X, y, method="l1-svm", C=0.5, backend="highs", working_set="auto")
+    assert second.objective == pytest.approx(alone.objective, rel=1e-7)
+    np.testing.assert_array_equal(second.support, alone.support)
