@@ -52,3 +52,31 @@ def test_greedy_counts_its_non_zero_groups_by_contribution():
     raw = int(support_of(seen[-1], 1e-6, max(float(w.max()) for w in seen)).sum())
     assert raw < want  # the instance tells the rules apart
     assert r.info["n_nonzero_groups"] == want
+
+
+def test_bound_search_keeps_001s_raw_rule_and_says_where_scales_change_it():
+    """The bound search's NSF count and final cut are 001's footnote, ``|w_j| / max|w| > zero_tol``
+    on the raw weights: kept as the paper's. On columns scaled 1e-3 .. 1e3 FS-MPM (criterion 1)
+    keeps feature 1, whose weight is 1.1e-2 of the largest but whose contribution ``|w_1| ||X_1||``
+    is 1.7e-4 of the largest (below ``zero_tol = 1e-3``): a DataWarning names it, and the support
+    is still the raw rule's. On the same data standardised FS-MPM keeps all ten: the L1 model itself
+    depends on the units, so no scale-free answer exists to compare with."""
+    from fsframe.errors import DataWarning
+
+    rng = np.random.default_rng(3)
+    Z = rng.standard_normal((60, 10))
+    y = np.where(Z[:, :4].sum(1) + 0.5 * rng.standard_normal(60) > 0, 1, -1)
+    X = Z * 10.0 ** np.linspace(-3, 3, 10)[rng.permutation(10)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = fsframe.fit(X, y, "fs-mpm", criterion=1)
+    said = [str(w.message) for w in caught if issubclass(w.category, DataWarning)]
+    assert len(said) == 1 and "kept though they do not [1]" in said[0] and "cut though" not in said[0], said
+    w = np.abs(r.coef)
+    c = w * column_norms(X, centred=True)
+    np.testing.assert_array_equal(r.support, support_of(w, 1e-3))  # 001's rule: the support returned
+    assert r.support[1] and not support_of(c, 1e-3)[1]  # kept by it, not by its contribution
+    np.testing.assert_array_equal(support_of(w, 1e-3) ^ support_of(c, 1e-3), np.arange(10) == 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)  # standardised: the rules agree, no warning
+        fsframe.fit((X - X.mean(0)) / X.std(0), y, "fs-mpm", criterion=1)
