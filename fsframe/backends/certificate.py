@@ -564,7 +564,7 @@ def farkas_radius(data: ProblemData, y: NDArray, z: NDArray) -> float:
     bound, ``d`` bounded below and ``sum |r_k|`` above, so the float radius is never larger than the
     exact one (and within ~1e-12 of it unless the margin's own sum cancels).
     A reduced cost within rounding of 0 (as ``2^-52`` above, or ``1 - 1``) is summed exactly, that
-    column alone; where the margin is within rounding of 0 the exact rational computation decides
+    column alone; where the margin is not proven positive the exact rational computation decides
     (:func:`_farkas_radius_exact`)."""
     if data.A.nnz + data.G.nnz <= EXACT_RADIUS_NNZ:
         return _farkas_radius_exact(data, y, z)
@@ -596,8 +596,9 @@ def _farkas_radius_float(data: ProblemData, y: NDArray, z: NDArray) -> float | N
     sum within rounding of 0, as ``1 - 1``, or one that cancels) is summed exactly (``Fraction``,
     that column only). Then the margin is bounded below and
     ``sum |r_k|`` above over the interval ``[fl(r_k) - E_k, fl(r_k) + E_k]`` (rounded outwards), each
-    sum with its own ``gamma``; ``R >= d_lo / loose_hi``, rounded down. A margin whose sign rounding
-    leaves open, or a non-finite value, returns ``None``."""
+    sum with its own ``gamma``; ``R >= d_lo / loose_hi``, rounded down. A margin not proven positive
+    (``d_lo <= 0``: a claim that proves nothing, or rounding leaves it open), or a non-finite value,
+    returns ``None``."""
     from fractions import Fraction
 
     import scipy.sparse as sp
@@ -654,10 +655,8 @@ def _farkas_radius_float(data: ProblemData, y: NDArray, z: NDArray) -> float | N
         if not (np.isfinite(margin) and np.isfinite(m_err) and np.isfinite(loose)):
             return None
     d_lo = float(np.nextafter(margin - m_err, -np.inf))
-    if margin + m_err <= 0.0:
-        return 0.0  # the exact margin is at most fl(margin) + its error: not positive
     if d_lo <= 0.0:
-        return None  # a margin within rounding of 0
+        return None  # a margin not proven positive (the excused terms are lower bounds): the exact sums decide
     if not unexcused.any():
         return float("inf")
     loose_hi = float(np.nextafter(loose * (1.0 + float(_gamma(loose_terms.size + 1))), np.inf))
