@@ -46,7 +46,8 @@ def test_a_reduced_cost_at_rounding_is_summed_exactly(k):
 
 def test_the_hand_computed_radii():
     """``tests/backends/test_claims.py``'s cases, on the float path: ``R = 3 * 2^40`` (below it by
-    rounding), no answer for a margin that is not positive (the exact sums give ``0``), ``inf`` where the bound excuses ``r_2``."""
+    rounding), no answer for a margin that is not positive (the exact sums give ``0``), ``inf``
+    where the bound excuses ``r_2``."""
     assert _farkas_radius_float(near_parallel(2.0 ** -40), np.zeros(0), np.ones(2)) == pytest.approx(3 * 2.0 ** 40,
                                                                                                   rel=1e-12)
     assert _farkas_radius_float(near_parallel(2.0 ** -40), np.zeros(0), np.array([0.0, 1.0])) is None  # d = 0:
