@@ -106,8 +106,8 @@ def certificate_of(it: Iterate) -> dict:
     without an OPTIMAL certificate, the full problem was solved once more and the better-certified
     answer kept (the lower attained objective on a status tie) — which one, with both statuses;
     ``working_set`` is then None when the full problem's was kept. The recheck runs once per
-    subproblem: after it, the subproblem solves the full problem when the full answer won, and
-    stops rechecking otherwise; docs/working-sets.md)."""
+    fit: after it, the fit solves the full problem when the full answer won, and stops rechecking
+    otherwise; a path's next point decides afresh; docs/working-sets.md)."""
     res = it.result
     out = {"status": res.status.value, "backend": res.backend}
     cert = res.certificate
@@ -272,6 +272,7 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     # ``reuse(key, res, make)`` (a parameter path, fsframe.path) hands out a subproblem it keeps
     # open across fits; otherwise the fit owns one
     sub = make() if reuse is None else reuse(key, res, make)
+    sub.new_fit()  # a reused subproblem's recheck verdict was its previous point's
     try:
         out = _run_loop(res, sub, X, y_pm, aux, n_features, callback)
         certificate = certificate_of(out.iterate) if out.iterate.result is not None else {}

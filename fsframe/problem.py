@@ -135,10 +135,19 @@ class Subproblem:
         self._ws_decided = False
         self._full_session = None  # the full problem's session when a working set falls back
         # "auto"'s recheck of an uncertified working-set answer (_recheck_full): "on" until one has
-        # run, then "off" (the full problem was no better certified) or "full" (its answer won)
+        # run, then "off" (the full problem was no better certified) or "full" (its answer won);
+        # one fit's (new_fit sets it back: a path's next point decides afresh)
         self._recheck = "on"
         self.last_report: WorkingSetReport | None = None
         self._auxiliaries: Auxiliaries | None = None
+
+    def new_fit(self) -> None:
+        """Start a fit on this subproblem (a parameter path, :func:`fsframe.path`, carries one from
+        point to point): what ``"auto"``'s recheck decided (:meth:`_recheck_full`) belongs to the fit
+        before, so the working set is tried again and a point's answer does not depend on the
+        path's history. The working set's groups stay (a warm start; the answer is certified on the
+        full problem either way)."""
+        self._recheck = "on"
 
     @property
     def is_built(self) -> bool:
@@ -528,10 +537,11 @@ class Subproblem:
         twice), and the recheck gets what is left of ``time_limit`` since this solve's working set
         began (``started``, :func:`_clock`); none once it is spent.
 
-        Once per subproblem: if the full problem's answer was kept, the full problem is solved from
-        then on (:meth:`solve`); if it was not, it was no better certified either, and later
-        uncertified working-set answers are not rechecked (each recheck would be one more full
-        solve per outer iteration, for nothing)."""
+        Once per fit (:meth:`new_fit`): if the full problem's answer was kept, the full problem is
+        solved for the rest of the fit (:meth:`solve`); if it was not, it was no better certified
+        either, and the fit's later uncertified working-set answers are not rechecked (each recheck
+        would be one more full solve per outer iteration, for nothing). The next point of a path
+        decides afresh."""
         limit = self.options.time_limit
         left = None if limit is None else limit - (_clock() - started)
         if left is not None and left <= 0:

@@ -691,8 +691,11 @@ class OuterLoop(abc.ABC):
     def _warn_inaccurate(self, iterates: list) -> None:
         inaccurate = [it for it in iterates if it.status is Status.OPTIMAL_INACCURATE]
         if inaccurate:
+            # "auto"'s working set rechecked on the full problem (Subproblem._recheck_full): which answer was taken
+            rechecks = [it.report.recheck for it in inaccurate if getattr(it.report, "recheck", "")]
+            which = f"; {rechecks[0]} (the recheck: certificate['recheck'])" if rechecks else ""
             warnings.warn(
                 f"{self.name}: {len(inaccurate)} of {len(iterates)} subproblems were solved only to "
-                f"{Status.OPTIMAL_INACCURATE.value} (first: {inaccurate[0].result.message}); the result may be off "
-                "by more than the solver's tolerance — tighten the backend's tolerances or try another backend",
+                f"{Status.OPTIMAL_INACCURATE.value} (first: {inaccurate[0].result.message}){which}; the result may be "
+                "off by more than the solver's tolerance — tighten the backend's tolerances or try another backend",
                 SolverWarning, stacklevel=4)

@@ -16,9 +16,10 @@ import numpy as np
 from attrs.validators import ge, instance_of, le
 
 from ..enums import Status
-from ..errors import ConvergenceWarning, InfeasibleParameterError, InvalidOptionError
+from ..errors import ConvergenceWarning, DataWarning, InfeasibleParameterError, InvalidOptionError
 from ..validators import as_int, positive_int, real, to_float
 from .base import INFEASIBLE, Choice, Finish, OuterLoop, Step, support_of
+from .selection import contribution, group_scale
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
@@ -214,7 +215,11 @@ class BoundSearch(OuterLoop):
     The chosen solution's weights below ``zero_tol`` of the largest are then fixed at zero and the
     subproblem re-solved at the chosen bounds (one more SOCP): the coefficients returned satisfy the
     constraints on exactly the selected features. If that re-solve fails, the chosen solution is
-    returned uncut (``info["nsf_cut_verified"] = False``, a warning).
+    returned uncut (``info["nsf_cut_verified"] = False``, a warning). The footnote's rule compares
+    raw weights, so it assumes features on comparable scales: where it judges a feature of the
+    chosen solution otherwise than its contribution ``|w_j| ||X_j||`` does (the other loops' cut,
+    docs/methods.md "What zero_tol compares"), a :class:`~fsframe.errors.DataWarning` names the
+    feature, and the paper's rule stands.
 
     ``history``: one record per SOCP of the search with ``params`` = the bounds, ``feasible``,
     ``bound`` and ``score`` (feasible points), so the trade-off curve can be plotted.
@@ -459,6 +464,29 @@ class BoundSearch(OuterLoop):
         yield Step(it, it.objective if it.ok else None, None, params=params, probe=True)
         return it.ok
 
+    def _warn_scales(self, sub, it) -> None:
+        """001's footnote counts and cuts on the raw weights, ``|w_j| / max|w| > zero_tol``, which
+        assumes features on comparable scales; a feature in small units (a large column, a small
+        weight) is then cut though it contributes, and one in large units kept though it does not.
+        Kept as the paper's rule: a :class:`~fsframe.errors.DataWarning` names the features of the
+        chosen solution that the contributions ``|w_j| ||X_j||`` (the ``zero_tol`` cut of the other
+        loops, :func:`~fsframe.loops.selection.contribution`) judge the other way."""
+        cols = group_scale(sub)
+        if cols is None:
+            return
+        raw = support_of(it.t, self.zero_tol)
+        by_contribution = support_of(contribution(it.t, cols), self.zero_tol)
+        if np.array_equal(raw, by_contribution):
+            return
+        cut, kept = np.flatnonzero(by_contribution & ~raw), np.flatnonzero(raw & ~by_contribution)
+        said = "; ".join(f"{what} {idx.tolist()}" for what, idx in (
+            ("cut though they contribute", cut), ("kept though they do not", kept)) if idx.size)
+        warnings.warn(
+            f"{self.name}: the features are on different scales (column norms {float(cols.min()):.3g} to "
+            f"{float(cols.max()):.3g}) and 001's rule |w_j| / max|w| > zero_tol={self.zero_tol:g} judges features "
+            f"of the chosen solution otherwise than their contributions |w_j| ||X_j|| do: {said}. Standardise the "
+            "features (docs/methods.md, \"What zero_tol compares\")", DataWarning, stacklevel=4)
+
     def _choose(self, st: "_Search") -> Choice:
         """001 §3.2's choice among the feasible points, re-solved at its bounds with the weights
         below ``zero_tol`` fixed at zero. With ``search="grid"`` a point whose re-solve fails (its
@@ -491,6 +519,7 @@ class BoundSearch(OuterLoop):
                 f"{self.name}: the re-solve with the {n_cut} weights below zero_tol={self.zero_tol:g} of the largest "
                 f"fixed at zero ended with status {status.value}; returning the chosen solution uncut (its support "
                 "counts every non-zero weight)", ConvergenceWarning, stacklevel=3)
+        self._warn_scales(st.sub, it)
         info = {**dict(zip(st.names, point)), "bound": params["bound"], "score": params["score"],
                 "criterion": str(self.criterion) if not callable(self.criterion) else getattr(
                     self.criterion, "__name__", "callable"),

@@ -13,7 +13,7 @@ from ..errors import ConvergenceWarning, InvalidOptionError
 from ..surrogates.base import PROVIDES
 from ..validators import as_int, finite, not_bool, positive_int, to_float
 from .base import OuterLoop, Step
-from .selection import support_of
+from .selection import contribution, group_scale, support_of
 from .ties import Tiebreak
 
 
@@ -116,11 +116,18 @@ class EM(OuterLoop):
     generated and breast-cancer ones (docs/performance.md, "Issue 19 at a glance") ratio 5 changed no
     selection at any ``K`` from 1 to 8, and ratio 2 changed one. That is why it is opt-in.
 
-    **Zeros.** Let ``c = zero_tol * T`` (``T`` the largest group norm seen in the run so far: the
-    L2 start's, typically; a floor that followed a collapsing iterate down would let the weights
-    reach 1e24, which HiGHS rejects). A group whose norm falls to ``c`` is fixed at exactly zero
-    (``q = inf``, bounds ``[0, 0]``): it leaves the problem, and the weights ``q`` near 0 (up to
-    ``q(c)``, ~1e6 times the others) leave the QPs, which they make hard to solve accurately.
+    **Zeros.** Let ``c = zero_tol * T`` (``T`` the largest group contribution ``||w_(j)|| ||X_j||``
+    seen in the run so far, :func:`~fsframe.loops.selection.contribution`, the measure the base's
+    ``zero_tol`` cut uses: the L2 start's, typically; a floor that followed a collapsing iterate
+    down would let the weights reach 1e24, which HiGHS rejects). A group whose contribution falls
+    to ``c`` is fixed at exactly zero (``q = inf``, bounds ``[0, 0]``): it leaves the problem, and
+    the weights ``q`` near 0 (up to ``q(c_j)``, ~1e6 times the others) leave the QPs, which they
+    make hard to solve accurately. The floor of group ``j`` in its own units is ``c_j = c /
+    ||X_j||``: on raw norms a feature measured in small units (a column of norm 1e4, a weight of
+    1e-5 that the model uses) fell below ``zero_tol`` of the largest weight and was fixed at zero,
+    silently (``em`` on the lasso's objective dropped a feature of its convex optimum).
+    002 prescribes no threshold (its zeros are exact), so the rule is the library's; without a
+    column scale (groups that are not the columns of ``X``) the norms are compared.
 
     * Where ``phi'(0)`` is infinite (``lp`` with ``p < 1``, ``l0``) that is final: zero is a local
       minimum of ``t^p`` in every direction (its slope is infinite), no first-order condition asks
@@ -131,7 +138,7 @@ class EM(OuterLoop):
       (a feature orthogonal to the L2 start's multipliers has weight exactly 0 there). So when the
       step rule holds with groups fixed, a **check step** solves the subproblem once more with every
       group at its weight ``q(max(t_j, c))`` — the fixed ones at the floor's ``q(c)``, the curvature
-      of the majoriser at ``c`` — and a fixed group whose norm comes out above ``c`` (the convex
+      of the majoriser at ``c_j`` — and a fixed group whose contribution comes out above ``c`` (the convex
       model at the floor grows it: its gradient exceeds about ``2 c q(c)``) is revived and the iterations
       go on from there; if none is, the loop has converged and ends with one more step from the
       check's point with the held groups back at zero (exact zeros in the answer). At
@@ -247,13 +254,23 @@ class EM(OuterLoop):
         w[fixed] = np.inf
         return w
 
-    def _weights(self, it, q, cut: float, fixed: np.ndarray, magnitudes: np.ndarray):
+    def _weights(self, it, q, cut: float, fixed: np.ndarray, magnitudes: np.ndarray, cols=None):
         t = it.t
-        fixed |= t <= cut  # at the floor: out of the problem
+        fixed |= contribution(t, cols) <= cut  # at the floor: out of the problem
         w = np.full(t.shape, np.inf)
         live = ~fixed
         w[live] = q(t[live])
         return self._capped(w, fixed, magnitudes)
+
+    @staticmethod
+    def _floor(cut: float, cols, shape) -> tuple:
+        """``(floor, dead)``: per group, the norm whose contribution is ``cut`` (``cut / ||X_j||``;
+        ``cut`` itself without a column scale), and the groups whose column is constant (``||X_j|| =
+        0``: no weight of theirs contributes, so the check keeps them fixed)."""
+        if cols is None or np.shape(cols) != shape:
+            return np.full(shape, cut), np.zeros(shape, dtype=bool)
+        dead = ~(cols > 0)
+        return np.divide(cut, cols, out=np.full(shape, cut), where=~dead), dead
 
     def steps(self, sub, surrogate, run):
         """:meth:`_steps`, and a :class:`~fsframe.errors.ConvergenceWarning` when the run ends on the
@@ -261,6 +278,7 @@ class EM(OuterLoop):
         counts: list[int] = []
         scale = 0.0
         gen = self._steps(sub, surrogate, run)
+        cols = None
         try:
             while True:
                 try:
@@ -270,8 +288,10 @@ class EM(OuterLoop):
                     break
                 it = step.iterate
                 if it.ok and it.t is not None:
-                    scale = max(scale, float(np.max(it.t, initial=0.0)))
-                    counts.append(int(support_of(it.t, self.zero_tol, scale).sum()))
+                    cols = group_scale(sub) if cols is None else cols  # built by the first solve
+                    c = contribution(it.t, cols)
+                    scale = max(scale, float(np.max(c, initial=0.0)))
+                    counts.append(int(support_of(c, self.zero_tol, scale).sum()))
                 yield step
         finally:
             gen.close()  # the base closes this generator when n_features is reached: close the inner one
@@ -307,20 +327,25 @@ class EM(OuterLoop):
         q, revivable = self.rule(surrogate)
         fixed = np.zeros(sub.n_groups, dtype=bool)
         magnitudes = group_magnitudes(sub)
-        scale = float(np.max(it.t, initial=0.0))
+        cols = group_scale(sub)  # the cut's measure: each group's contribution (selection.contribution)
+
+        def size(i):
+            return contribution(i.t, cols)
+
+        scale = float(np.max(size(it), initial=0.0))
         checks = 0
         solves = 1
         while solves < self.max_iter:
-            cut = max(self.zero_tol * max(float(np.max(it.t, initial=0.0)), scale), 1e-12)
+            cut = max(self.zero_tol * max(float(np.max(size(it), initial=0.0)), scale), 1e-12)
             at, tilt = ties.point(it)
-            new = sub.solve(quad=self._weights(at, q, cut, fixed, magnitudes))
+            new = sub.solve(quad=self._weights(at, q, cut, fixed, magnitudes, cols))
             solves += 1
             ok = new.ok
             yield Step(new, self.reported_objective(new, surrogate, sub) if ok else None,
                        monitored=self._potential(new, surrogate) if ok and not tilt else None)
             small = self.small_step(new, it)[0] and not tilt  # the step from a tilted point stops nothing
             it = new
-            scale = max(scale, float(np.max(it.t, initial=0.0)))
+            scale = max(scale, float(np.max(size(it), initial=0.0)))
             if norms is not None and ok:  # resumed: the base counted more than r meaningful non-zeros
                 norms.append(ties.distinct(it))
                 if top_settled(norms, r, self.early_stop, self.early_stop_ratio):
@@ -335,7 +360,8 @@ class EM(OuterLoop):
             # the check step: the fixed groups back at the floor's weight
             cut = max(self.zero_tol * scale, 1e-12)
             held = fixed.copy()
-            w = self._capped(q(np.maximum(it.t, cut)), np.zeros_like(fixed), magnitudes)
+            floor, dead = self._floor(cut, cols, it.t.shape)
+            w = self._capped(q(np.maximum(it.t, floor)), dead.copy(), magnitudes)
             check = sub.solve(quad=w)
             solves += 1
             if not check.ok:
@@ -346,14 +372,14 @@ class EM(OuterLoop):
                     ConvergenceWarning, stacklevel=4)
                 return True, "step below tol; the zeroed groups could not be checked"
             yield Step(check, self.reported_objective(check, surrogate, sub), monitored=None)
-            revived = held & (check.t > cut)
+            revived = held & (size(check) > cut)
             it = check
             if norms is not None:
                 norms.append(ties.distinct(it))
-            scale = max(scale, float(np.max(it.t, initial=0.0)))
+            scale = max(scale, float(np.max(size(it), initial=0.0)))
             if not revived.any():  # one more step, the held groups back at zero: the answer has exact zeros
                 cut = max(self.zero_tol * scale, 1e-12)
-                last = sub.solve(quad=self._weights(it, q, cut, fixed, magnitudes))
+                last = sub.solve(quad=self._weights(it, q, cut, fixed, magnitudes, cols))
                 yield Step(last, self.reported_objective(last, surrogate, sub) if last.ok else None,
                            monitored=None)
                 return True, f"step below tol; the {int(held.sum())} zeroed groups checked"

@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 from ..errors import ConvergenceWarning, DataError, IncompatibleComponentsError
 from ..validators import as_int, finite, positive_int, real, to_float
 from .base import OuterLoop, Step, support_of
+from .selection import contribution, group_scale
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
@@ -302,17 +303,17 @@ class Greedy(OuterLoop):
         stats = run.info  # reported in FitResult.info, also when a failed solve ends the run
         stats.update(lps_solved=0, flips_evaluated=0, flips_kept=0, sweeps=0, sweep_seconds=0.0, eq21=[])
         thr = 1.0 / n if self.threshold is None else self.threshold
-        scale = 0.0  # the run's largest group norm (the base's support rule)
+        scale = 0.0  # the run's largest group contribution (the base's support rule, selection.contribution)
 
         def solve(mask):
             nonlocal scale
             it = space.solve(mask)
             stats["lps_solved"] += space.lps_per_solve
             if it.ok:
-                scale = max(scale, float(np.max(it.t, initial=0.0)))
+                c = contribution(it.t, group_scale(sub))
+                scale = max(scale, float(np.max(c, initial=0.0)))
                 stats["eq21"].append(self._objective(space, it, mask))
-                stats.update(n_in_mask=int(mask.sum()),
-                             n_nonzero_groups=int(support_of(it.t, self.zero_tol, scale).sum()))
+                stats.update(n_in_mask=int(mask.sum()), n_nonzero_groups=int(support_of(c, self.zero_tol, scale).sum()))
             return it
 
         def step(it, mask, monitored=True):

@@ -178,3 +178,69 @@ def test_the_recheck_gets_what_is_left_of_the_time_limit(monkeypatch):
     r = fit(X, y, backend="clarabel", working_set="auto", time_limit=50.0)
     assert "kept the full problem's answer" in r.certificate["recheck"]
     assert limits and 0 < limits[0] < 50.0
+
+
+def test_a_path_point_does_not_inherit_the_recheck_of_an_earlier_point(monkeypatch):
+    """Along a C path one subproblem is restated from point to point (the hinge's ``C``, ``warm ==
+    "restated"``): the
+    recheck's verdict at one point must not carry over. The working set's answers are downgraded at
+    the first point only, so the full problem's answer wins there; the second point tries its working
+    set again (its own answer stands, certified OPTIMAL) and equals its separate fit."""
+    X, y = ill_scaled()
+    invert, begin = WorkingSet.invert, WorkingSet.begin
+    downgrade, began = [True], []
+
+    def inaccurate(self, data, res):
+        out = invert(self, data, res)
+        if downgrade and hasattr(out, "status"):
+            return attrs.evolve(out, status=Status.OPTIMAL_INACCURATE)
+        return out
+
+    def counted_begin(self, *a):
+        began.append(len(downgrade))
+        return begin(self, *a)
+
+    monkeypatch.setattr(WorkingSet, "invert", inaccurate)
+    monkeypatch.setattr(WorkingSet, "begin", counted_begin)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = fsframe.path(X, y, "l1-svm", C=[1.0, 0.5], backend="highs", working_set="auto",
+                         progress=lambda point: downgrade.clear())
+    assert [q.warm for q in p.points] == ["cold", "restated"]
+    first, second = (q.result for q in p.points)
+    assert "kept the full problem's answer" in first.certificate["recheck"]
+    assert 0 in began  # the second point's solves went through its working set again
+    assert second.certificate["working_set"] is not None and "recheck" not in second.certificate
+    assert second.certificate["status"] == "optimal"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = fsframe.fit(X, y, method="l1-svm", C=0.5, backend="highs", working_set="auto")
+    assert second.objective == pytest.approx(alone.objective, rel=1e-7)
+    np.testing.assert_array_equal(second.support, alone.support)
+
+
+def test_ecos_both_inaccurate_the_user_is_told_which_answer_is_returned():
+    """ECOS on ill-scaled logistic: the working set's and the full problem's answers are both
+    ``optimal_inaccurate``, and the working set's (lower objective) is kept. The user gets a
+    SolverWarning naming the status and which answer was kept, and a ConvergenceWarning that the
+    ``zero_tol`` cut is unverified (its re-solve, on the full problem, is inexact too): so the
+    answer returned is the uncut one, denser than the fit without a working set (whose inexact
+    re-solve is judged within tol there), while its objective agrees with Clarabel's certified
+    optimum to the accuracy ECOS reached."""
+    X, y = ill_scaled()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = fsframe.fit(X, y, method="l1-logistic", C=1.0, backend="ecos", working_set="auto")
+    said = [str(w.message) for w in caught if issubclass(w.category, fsframe.errors.SolverWarning)]
+    assert any("optimal_inaccurate" in m and "kept the working set's answer" in m for m in said), said
+    cut = [str(w.message) for w in caught if issubclass(w.category, fsframe.errors.ConvergenceWarning)]
+    assert any("status optimal_inaccurate" in m and "the cut is unverified" in m for m in cut), cut
+    assert r.certificate["working_set"] is not None and r.certificate["status"] == "optimal_inaccurate"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = fsframe.fit(X, y, method="l1-logistic", C=1.0, backend="ecos", working_set=False)
+        exact = fsframe.fit(X, y, method="l1-logistic", C=1.0, backend="clarabel", working_set=False)
+    assert exact.certificate["status"] == "optimal"
+    assert r.support.sum() > full.support.sum() > exact.support.sum()  # 101 > 44 > 28: the uncut answer
+    assert r.objective == pytest.approx(exact.objective, rel=1e-4)
+    assert full.objective == pytest.approx(exact.objective, rel=1e-4)

@@ -175,16 +175,21 @@ def offset_column(off: float):
     return np.column_stack([Z, off + rng.standard_normal(60)]), y
 
 
-@pytest.mark.parametrize("method, kw", [("l1-svm", {"tol": 0.05}), ("l1-mpm", {}), ("l0-mpm", {})])
-def test_a_columns_offset_does_not_move_the_cut(method, kw):
+@pytest.mark.parametrize("method, kw, column", [("l1-svm", {"tol": 0.05}, 20), ("l1-mpm", {}, 20),
+                                                ("l0-mpm", {"zero_tol": 1e-4}, 0)])
+def test_a_columns_offset_does_not_move_the_cut(method, kw, column):
     """A constant added to a column changes nothing in a model with a free intercept (hinge) or
     one built on centred moments (MPM), so it must not change the support. Compared raw, the
     column of offset 1e6 inflated the largest contribution and the L1-SVM at ``tol=0.05`` lost
-    features 6, 9 and 19 of its LP optimum (+0.7 % objective, status optimal, no warning)."""
+    features 6, 9 and 19 of its LP optimum (+0.7 % objective, status optimal, no warning).
+    ``l0-mpm`` drives the noise column 20 to an exact zero, so its offset there moved nothing even
+    compared raw: the offset goes on the informative column 0, whose raw norm (1e4 sqrt(60)) then
+    made every other feature's contribution look below ``zero_tol = 1e-4`` of the largest — the
+    cut's re-solve rose, and the fit warned and returned all 21 groups instead of 0-3, 13, 17."""
     X0, y = offset_column(0.0)
     off = 1e6 if method == "l1-svm" else 1e4  # MPM refuses magnitudes beyond 1e7
     X1 = X0.copy()
-    X1[:, 20] += off
+    X1[:, column] += off
     ref = fsframe.fit(X0, y, method, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -193,6 +198,8 @@ def test_a_columns_offset_does_not_move_the_cut(method, kw):
     assert got.objective == pytest.approx(ref.objective, rel=1e-6)
     if method == "l1-svm":
         assert {6, 9, 19, 20} <= set(np.flatnonzero(got.support))
+    if method == "l0-mpm":
+        assert np.flatnonzero(got.support).tolist() == [0, 1, 2, 3, 13, 17]
 
 
 def _with_a_copy():

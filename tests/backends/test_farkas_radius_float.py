@@ -1,0 +1,112 @@
+"""The float Farkas radius with its error bound (``fsframe.backends.claims.farkas_radius``) is
+never larger than the exact rational one (``_farkas_radius_exact``), and equal to it to rounding
+where it decides; where rounding cannot decide, the exact computation does."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings, strategies as st
+
+from fsframe.backends import claims
+from fsframe.backends.claims import _farkas_radius_exact, _farkas_radius_float, farkas_radius
+from fsframe.canonical import ProblemData
+
+
+def problem(A, b, G, h, lb, ub) -> ProblemData:
+    n = len(lb)
+    return ProblemData(c=np.zeros(n), A=sp.csr_matrix(np.asarray(A, dtype=float).reshape(-1, n)),
+                       b=np.asarray(b, dtype=float), G=sp.csr_matrix(np.asarray(G, dtype=float).reshape(-1, n)),
+                       h=np.asarray(h, dtype=float), l=len(h), lb=np.asarray(lb, dtype=float),
+                       ub=np.asarray(ub, dtype=float))
+
+
+def near_parallel(eps, h0=-3.0, bound=np.inf):
+    """``x1 + x2 <= h0``, ``-x1 - (1 - eps) x2 <= 0``, ``|x2| <= bound``."""
+    return problem(np.zeros((0, 2)), [], [[1.0, 1.0], [-1.0, -(1.0 - eps)]], [h0, 0.0],
+                   [-np.inf, -bound], [np.inf, bound])
+
+
+@pytest.mark.parametrize("k", [20, 40, 52])
+def test_a_reduced_cost_at_rounding_is_summed_exactly(k):
+    """``r = (1 - 1, 2^-k)``: ``r_1`` cancels to 0 and, at ``k = 52``, ``r_2`` is within the float
+    sums' rounding; at 20 and 40 its float sum cancels (its bound ``2 gamma_4 * 2`` is 1.9e-9 of it at
+    ``k = 20``, 2e-3 at 40). Those columns are summed exactly, so the float radius is below the exact
+    one (``3 * 2^k``, finite: ``r_2`` is not taken for 0) and within 1e-12 of it."""
+    data, z = near_parallel(2.0 ** -k), np.ones(2)
+    exact = _farkas_radius_exact(data, np.zeros(0), z)
+    fast = _farkas_radius_float(data, np.zeros(0), z)
+    assert exact == 3 * 2.0 ** k
+    assert Fraction(fast) <= Fraction(exact) and fast == pytest.approx(exact, rel=1e-12)
+    assert farkas_radius(data, np.zeros(0), z) == exact  # 4 non-zeros: below EXACT_RADIUS_NNZ
+
+
+def test_the_hand_computed_radii():
+    """``tests/backends/test_claims.py``'s cases, on the float path: ``R = 3 * 2^40`` (below it by
+    rounding), no answer for a margin that is not positive (the exact sums give ``0``), ``inf``
+    where the bound excuses ``r_2``."""
+    assert _farkas_radius_float(near_parallel(2.0 ** -40), np.zeros(0), np.ones(2)) == pytest.approx(3 * 2.0 ** 40,
+                                                                                                  rel=1e-12)
+    assert _farkas_radius_float(near_parallel(2.0 ** -40), np.zeros(0), np.array([0.0, 1.0])) is None  # d = 0:
+    assert _farkas_radius_exact(near_parallel(2.0 ** -40), np.zeros(0), np.array([0.0, 1.0])) == 0.0  # exact decides
+    assert _farkas_radius_float(near_parallel(2.0 ** -40, bound=2.0 ** 40), np.zeros(0), np.ones(2)) == np.inf
+
+
+floats = st.one_of(st.floats(-1e3, 1e3, allow_nan=False, allow_subnormal=False),
+                   st.sampled_from([0.0, 1.0, -1.0, 0.5, 1.0 - 2.0 ** -52, 1e-300, 2.0 ** -40]))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.integers(1, 4), st.integers(0, 3), st.integers(1, 4), st.data())
+def test_the_float_radius_is_never_larger_than_the_exact_one(n, p, q, data):
+    """Random small systems, certificates and boxes (entries that cancel, ``1 - 2^-52``, tiny ones):
+    the float radius is at most the exact one; 0, finite or infinite where the exact one is; and
+    ``farkas_radius`` beyond ``EXACT_RADIUS_NNZ`` (set to 0 here) returns it, or the exact one
+    where it declines. (How close it comes depends on cancellation in
+    ``r``: a reduced cost just above its error bound keeps only a few digits.)"""
+    draw = data.draw
+    A = [[draw(floats) for _ in range(n)] for _ in range(p)]
+    G = [[draw(floats) for _ in range(n)] for _ in range(q)]
+    y = np.array([draw(floats) for _ in range(p)])
+    z = np.abs(np.array([draw(floats) for _ in range(q)]))
+    b = [draw(floats) for _ in range(p)]
+    h = [draw(floats) for _ in range(q)]
+    box = st.sampled_from([np.inf, 1.0, 10.0, 0.0])
+    lb = [-draw(box) for _ in range(n)]
+    ub = [draw(box) for _ in range(n)]
+    d = problem(A, b, G, h, lb, ub)
+    exact = _farkas_radius_exact(d, y, z)
+    fast = _farkas_radius_float(d, y, z)
+    if fast is not None:
+        assert fast <= exact
+        if np.isfinite(exact) and exact > 0:
+            assert 0 < fast
+        else:
+            assert fast == exact
+    assert farkas_radius(d, y, z) == exact  # below EXACT_RADIUS_NNZ
+    kept, claims.EXACT_RADIUS_NNZ = claims.EXACT_RADIUS_NNZ, 0
+    try:
+        assert farkas_radius(d, y, z) == (exact if fast is None else fast)
+    finally:
+        claims.EXACT_RADIUS_NNZ = kept
+
+
+def test_terms_lost_to_rounding_do_not_enlarge_the_radius():
+    """``x1 <= -3`` and a thousand rows ``1e-17 x1 <= 0``, ``z = 1``: the float sum of ``r_1`` is
+    ``1.0`` (each ``1e-17`` is lost against the 1), the exact one ``1 + 1e-14``, so a radius from
+    the float sums without their error bound (planted: ``err = 0``, ``m_err = 0``) is
+    ``3 - 4e-15``, above the exact ``3 - 3e-14``. With the bound it is below, within 1e-12."""
+    rows = 1001
+    G = np.zeros((rows, 1))
+    G[0, 0], G[1:, 0] = 1.0, 1e-17
+    h = np.zeros(rows)
+    h[0] = -3.0
+    d = problem(np.zeros((0, 1)), [], G, h, [-np.inf], [np.inf])
+    z = np.ones(rows)
+    exact = _farkas_radius_exact(d, np.zeros(0), z)
+    fast = _farkas_radius_float(d, np.zeros(0), z)
+    assert 3.0 - 4e-14 < exact < 3.0 - 2e-14
+    assert fast is not None and Fraction(fast) <= Fraction(exact) and fast == pytest.approx(exact, rel=1e-12)
