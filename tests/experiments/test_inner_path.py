@@ -220,3 +220,17 @@ def test_empty_model_does_not_win_the_grid_on_its_index_order_fill(monkeypatch):
     # the empty model predicts the training part's majority class (0: the first 30 samples are 0)
     assert empty == pytest.approx(np.mean(y[36:] == 0))
     assert cfg.extras.key()["inner_cols"] == "support"
+
+
+def test_a_real_empty_fit_scores_the_majority_class():
+    """The L1-SVM at C = 0.001 on these data selects nothing (checked): its grid point's inner score
+    is the majority class's accuracy, not a classifier on the first ``max(top_k)`` columns."""
+    X, y = _data("synthetic")
+    cfg = _cfg("l1-svm", X, y, {"C": [0.001]}, False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X[:40], y[:40], method="l1-svm", C=0.001)
+    assert res.n_selected == 0
+    score = cfg.extras._score(res, X[:40], y[:40], X[40:], y[40:], cfg)
+    majority = np.bincount(y[:40]).argmax()
+    assert score == pytest.approx(np.mean(y[40:] == majority))
