@@ -23,8 +23,11 @@
   the smallest class's count in the training part, with a warning: :func:`capped_folds`) is fitted
   on the whole training part. The inner score is the evaluated quantity of the protocol: the
   retrained classifier (with ``C = retrain_C``, not itself tuned, to keep the nesting affordable)
-  on the selected features, or on the top ``max(top_k)``; the selector's own model without
-  retraining. The chosen values are in the record's ``facts`` (``"tuned p"``). Each inner fold is
+  on the selected features, or on the top ``max(top_k)`` of the ranking that the fit's support
+  reaches (a point with fewer non-zero features is scored on those alone, an empty model as the
+  majority class: the zero-weight features that fill its ranking in index order are not its
+  choice and do not decide the grid point; the cell key says ``"inner_cols": "support"``); the
+  selector's own model without retraining. The chosen values are in the record's ``facts`` (``"tuned p"``). Each inner fold is
   scaled once for the whole grid. A grid of one parameter that the formulation restates in place,
   of a loop that solves one convex problem (the L1-SVM's ``C``: :func:`path_restates`), is swept
   by one warm-started :func:`fsframe.path` per fold instead of one fit per point (the cell key
@@ -305,6 +308,7 @@ class Extras:
                 "tune": self.tune, "tune_folds": self.tune_folds, "evaluator": self.evaluator.describe(),
                 **({"ranking_only": True} if self.ranking_only else {}),
                 **({"inner_fits": "path"} if self.sweep else {}),
+                **({"inner_cols": "support"} if self.tune and self.top_k else {}),
                 **({"tune_folds_capped": self.max_folds} if self.max_folds is not None else {})}
 
     def after_fit(self, rec: FoldRecord, res, Xtr, ytr, Xte, yte, split, cfg) -> FoldRecord:
@@ -421,8 +425,8 @@ class Extras:
         return out
 
     def _score(self, res, Xa, ya, Xb, yb, cfg) -> float:
-        if self.top_k:
-            cols = ranking(res)[: max(self.top_k)]
+        if self.top_k:  # the ranked features only: a point's zero-weight fill (index order) is not its choice
+            cols = ranking(res)[: min(max(self.top_k), int(res.n_selected))]
         elif cfg.retrain is not None:
             cols = res.selected
         else:

@@ -187,3 +187,50 @@ def test_only_restated_single_problem_grids_are_swept():
     assert keys["l1-svm"]["inner_fits"] == "path" and all("inner_fits" not in k for m, k in keys.items()
                                                            if m != "l1-svm")
     assert not path_restates(cfgs[0], [{"C": 1.0}, {"C": 2.0, "fast": True}])  # not one parameter
+
+
+def _fake(coef):
+    """A fit's result as ``Extras.choose`` reads it: coefficients and their support."""
+    from types import SimpleNamespace
+
+    coef = np.asarray(coef, float)
+    return SimpleNamespace(coef=coef, info={}, n_selected=int(np.count_nonzero(np.linalg.norm(coef, axis=0))))
+
+
+def test_empty_model_does_not_win_the_grid_on_its_index_order_fill(monkeypatch):
+    """An empty model's ranking is every feature in index order; scored on its top ``max(top_k)``
+    it used the first columns, so a grid point whose model is empty won when feature 0 happened to
+    be informative (r28c). The inner score uses the ranked features only: the empty point scores
+    the majority class and the point that chose a useful feature (column 2) wins."""
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 30)
+    X = rng.normal(size=(60, 3))
+    X[:, 0] += 4.0 * (2 * y - 1)            # separates the classes: what index order puts first
+    X[:, 2] += 1.0 * (2 * y - 1)            # informative: what the non-empty point selects
+    cfg = _cfg("l1-svm", X, y, {"C": [0.001, 1.0]}, False)
+    cfg = attrs.evolve(cfg, extras=attrs.evolve(cfg.extras, top_k=(1,)))
+    fakes = {0.001: _fake(np.zeros((1, 3))), 1.0: _fake([[0.0, 0.0, 0.7]])}
+    monkeypatch.setattr(Extras, "_fold_fits", lambda self, Xa, ya, cfg, points: [fakes[p["C"]] for p in points])
+    split = make_splits(y, 0.4, repeats=1, random_state=0)[0][0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chosen = cfg.extras.choose(X, y, split, cfg)
+        empty = cfg.extras._score(fakes[0.001], X[:36], y[:36], X[36:], y[36:], cfg)
+    assert chosen == {"C": 1.0}
+    # the empty model predicts the training part's majority class (0: the first 30 samples are 0)
+    assert empty == pytest.approx(np.mean(y[36:] == 0))
+    assert cfg.extras.key()["inner_cols"] == "support"
+
+
+def test_a_real_empty_fit_scores_the_majority_class():
+    """The L1-SVM at C = 0.001 on these data selects nothing (checked): its grid point's inner score
+    is the majority class's accuracy, not a classifier on the first ``max(top_k)`` columns."""
+    X, y = _data("synthetic")
+    cfg = _cfg("l1-svm", X, y, {"C": [0.001]}, False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X[:40], y[:40], method="l1-svm", C=0.001)
+    assert res.n_selected == 0
+    score = cfg.extras._score(res, X[:40], y[:40], X[40:], y[40:], cfg)
+    majority = np.bincount(y[:40]).argmax()
+    assert score == pytest.approx(np.mean(y[40:] == majority))
