@@ -132,7 +132,8 @@ def _number(name: str, val) -> float:
 
 
 def _block(X, rows, cols) -> np.ndarray:
-    """The dense block ``X[rows][:, cols]`` (the only copies of ``X`` this module makes)."""
+    """The dense block ``X[rows][:, cols]``: the LP's copies of ``X`` (besides them, ``guess="svc"``
+    with non-uniform weights copies the priced columns, scaled, and ``guess="subsample"`` its rows)."""
     if sp.issparse(X):
         return X[rows][:, cols].toarray()
     return X[np.ix_(rows, cols)]
@@ -335,13 +336,18 @@ def _guess_how(guess, m: int, n: int) -> str:
 
 def _given_guess(guess, m: int, n: int):
     """``guess = (features, samples)``: integer indices (or boolean masks) into ``X``'s columns and rows."""
-    try:
-        feats, rows = guess
-    except (TypeError, ValueError):
-        raise InvalidOptionError("solve_l1_hinge: guess must be a name, None or a pair (features, samples)") from None
+    if not isinstance(guess, (tuple, list)) or len(guess) != 2:
+        raise InvalidOptionError("solve_l1_hinge: guess must be a name, None or a pair (features, samples) "
+                                 f"given as a tuple or list, got {type(guess).__name__}")
+    feats, rows = guess
     out = []
     for name, idx, size in (("features", feats, n), ("samples", rows, m)):
-        arr = np.asarray(idx).ravel()
+        if isinstance(idx, (str, bytes)):
+            raise InvalidOptionError(f"solve_l1_hinge: guess's {name} must be integer indices or a boolean mask")
+        arr = np.asarray(idx)
+        if arr.ndim != 1:
+            raise InvalidOptionError(f"solve_l1_hinge: guess's {name} must be 1-D (integer indices or a boolean "
+                                     f"mask), got {arr.ndim}-D")
         if arr.dtype == bool:
             if arr.size != size:
                 raise InvalidOptionError(f"solve_l1_hinge: guess's {name} mask has {arr.size} entries for {size}")
@@ -350,6 +356,10 @@ def _given_guess(guess, m: int, n: int):
             arr = np.zeros(0, dtype=np.int64)
         elif not np.issubdtype(arr.dtype, np.integer):
             raise InvalidOptionError(f"solve_l1_hinge: guess's {name} must be integer indices or a boolean mask")
+        elif arr.size == size and np.isin(arr, (0, 1)).all() and np.unique(arr).size < size:
+            # a 0/1 vector as long as the axis is a mask written in integers, not indices {0, 1}
+            raise InvalidOptionError(f"solve_l1_hinge: guess's {name} is a 0/1 integer array of length {size}: "
+                                     f"pass a boolean mask (dtype=bool) or the indices")
         if arr.size and (arr.min() < 0 or arr.max() >= size):
             raise InvalidOptionError(f"solve_l1_hinge: guess's {name} index outside 0..{size - 1}")
         out.append(np.unique(arr.astype(np.int64)))
@@ -364,7 +374,7 @@ def _rows_near(margin, m: int, row_drop):
     return np.flatnonzero(margin < 1.0 + row_drop)
 
 
-def _prox_guess(X, y, C, a, priced, row_drop, iters: int = 300, mu: float = 1.0):
+def _prox_guess(X, y, C, a, priced, row_drop, iters: int = 300, mu: float = 1.0, **_lp_options):
     """Accelerated proximal gradient (FISTA) on the LP's objective with the hinge smoothed over a
     width ``mu`` (Huber): ``iters`` iterations of two products with ``X``; its non-zeros and the
     samples near its margin start the LP. Only a guess: the generation decides."""
@@ -376,14 +386,19 @@ def _prox_guess_run(X, y, C, a, priced, row_drop, iters, mu):
     m, n = X.shape
     pen = np.where(priced, a, np.inf)
     pen[np.isfinite(a) & (a == 0)] = 0.0
-    v = np.ones(n) / np.sqrt(n)  # ||X||_2^2 by power iteration (deterministic start)
-    s = 1.0
+    # ||X||_2^2 by power iteration from a fixed-seed random start (ones / sqrt(n) is orthogonal to
+    # every row of X = [X0, -X0]: s = 0 there and the step was ~1300x too large)
+    v = np.random.default_rng(0).standard_normal(n)
+    v /= np.linalg.norm(v)
+    s = 0.0
     for _ in range(15):
         v = np.asarray(X.T @ np.asarray(X @ v).ravel()).ravel()
         s = float(np.linalg.norm(v))
         if s == 0.0:
             break
         v /= s
+    if s == 0.0:  # X v = 0 from this start too: the Frobenius bound ||X||_F^2 >= ||X||_2^2
+        s = float(X.multiply(X).sum()) if sp.issparse(X) else float(np.sum(X * X))
     step = mu / (C * (1.1 * s + m))
     w = np.zeros(n)
     b = 0.0
@@ -402,7 +417,7 @@ def _prox_guess_run(X, y, C, a, priced, row_drop, iters, mu):
     return np.flatnonzero(w), _rows_near(margin, m, row_drop)
 
 
-def _svc_guess(X, y, C, a, priced, row_drop):
+def _svc_guess(X, y, C, a, priced, row_drop, **_lp_options):
     """scikit-learn's ``LinearSVC(penalty="l1", loss="squared_hinge", dual=False)`` at the matching
     ``C`` (the squared hinge, not the LP's: only a guess)."""
     import warnings as _w
@@ -415,7 +430,12 @@ def _svc_guess(X, y, C, a, priced, row_drop):
         return cols, np.arange(m)
     pa = a[cols]
     uniform = cols.size == n and np.all(pa == pa[0])
-    Z = X if uniform else _block(X, np.arange(m), cols) / pa
+    if uniform:
+        Z = X
+    elif sp.issparse(X):  # sparse stays sparse: its columns scaled (a densified X was 390 MB at 500 x 40 000)
+        Z = X[:, cols] @ sp.diags(1.0 / pa)
+    else:
+        Z = _block(X, np.arange(m), cols) / pa
     with _w.catch_warnings():
         _w.simplefilter("ignore")
         svc = LinearSVC(penalty="l1", loss="squared_hinge", dual=False, C=C / (pa[0] if uniform else 1.0),
@@ -426,9 +446,11 @@ def _svc_guess(X, y, C, a, priced, row_drop):
     return np.flatnonzero(coef), _rows_near(margin, m, row_drop)
 
 
-def _subsample_guess(X, y, C, a, priced, row_drop, fraction: float = 0.2):
-    """The LP itself (by generation) on a fifth of the samples (every other class kept, a fixed
-    seed), ``C`` scaled by ``m / m_sub``: its support and the samples near its margin."""
+def _subsample_guess(X, y, C, a, priced, row_drop, fraction: float = 0.2, *, solver="simplex",
+                     highs_options=None, col_drop=0.5):
+    """The LP itself (by generation, with the caller's ``solver``, ``highs_options``, ``row_drop``
+    and ``col_drop``) on a fifth of the samples (every other class kept, a fixed seed), ``C``
+    scaled by ``m / m_sub``: its support and the samples near its margin."""
     m, n = X.shape
     rng = np.random.default_rng(0)
     sub = np.sort(rng.permutation(m)[:max(2, int(fraction * m))])
@@ -437,7 +459,8 @@ def _subsample_guess(X, y, C, a, priced, row_drop, fraction: float = 0.2):
             sub = np.union1d(sub, np.flatnonzero(y == cls)[:1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SolverWarning)
-        r = solve_l1_hinge(X[sub], y[sub], C * m / sub.size, np.where(np.isfinite(a), a, np.inf), guess=None)
+        r = solve_l1_hinge(X[sub], y[sub], C * m / sub.size, np.where(np.isfinite(a), a, np.inf), guess=None,
+                           solver=solver, highs_options=highs_options, row_drop=row_drop, col_drop=col_drop)
     margin = y * (np.asarray(X @ r.coef).ravel() + r.intercept)
     return np.flatnonzero(r.coef), _rows_near(margin, m, row_drop)
 
@@ -543,15 +566,18 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         first_rows = np.arange(m)
     elif how == "given":
         first, first_rows = _given_guess(guess, m, n)
-        first = first[priced[first]]  # a feature fixed at zero (weight inf) never enters
     else:
-        first, first_rows = _GUESSES[how](X, y, C, a, priced, row_drop)
-    first = np.union1d(first, free)
+        first, first_rows = _GUESSES[how](X, y, C, a, priced, row_drop, solver=solver,
+                                          highs_options=highs_options, col_drop=col_drop)
+    # every guess in one place: a feature fixed at zero (weight inf) never enters, and the record
+    # counts the guessed features, not the unpenalised ones every start adds
+    first = first[priced[first]]
     guessed = np.zeros(n, dtype=bool)
     guessed[first] = True
     guess_info = {"how": how, "features": int(first.size), "samples": int(first_rows.size),
                   "seconds": time.process_time() - g0}
 
+    first = np.union1d(first, free)
     lp = _LiveLP(X, y, C, a, solver, highs_options)
     lp.add_samples(np.sort(first_rows))
     lp.add_features(first)
@@ -622,7 +648,10 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
     else:
         raise SolverFailedError(f"solve_l1_hinge: {max_rounds} rounds without an optimum of the full LP "
                                 f"({lp.feats.size} features, {lp.rows.size} samples in the last LP)")
-    # the slacks of samples outside the LP are 0 (their margin is >= 1 - tol): keep the LP's
+    # the slacks: the LP's, raised to the hinge the returned (w, b) attain (the last round's X w).
+    # A sample outside the LP has margin >= 1 - tol, not >= 1: at C = 1e3 its (1 - margin)_+
+    # left out was 3.4e-7 of the objective; objective and slack are now what (coef, intercept) attain
+    xi = np.maximum(xi, np.maximum(1.0 - margin, 0.0))
     cert = hinge_certificate(X, y, C, a, w, b, xi, pi)
     worst = max(abs(cert["gap"]), cert["primal_residual"], cert["dual_residual"])
     cert["status"] = "optimal" if worst <= CERTIFY_TOL else "optimal_inaccurate"

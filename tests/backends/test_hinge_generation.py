@@ -363,6 +363,14 @@ def test_auto_takes_the_guess_from_its_size(monkeypatch):
     ((np.ones(10, dtype=bool), []), "mask has 10 entries"),
     (([0.5], [1]), "integer indices"),
     (5, "pair"),
+    (np.array([1, 2]), "tuple or list"),  # not read as the pair (features {1}, samples {2})
+    (b"pr", "tuple or list"),
+    (([0, 1, 2], [0], [1]), "tuple or list"),
+    ((np.zeros((2, 2), dtype=int), [0]), "1-D"),
+    ((3, [0]), "1-D"),
+    (("ab", [0]), "integer indices"),
+    ((np.r_[1, 1, 0, np.zeros(397, dtype=int)], [0]), "boolean mask"),  # a mask in integers, not {0, 1}
+    (([0], np.r_[np.ones(15, dtype=int), np.zeros(15, dtype=int)]), "boolean mask"),
 ])
 def test_a_bad_guess_is_a_typed_error(guess, match):
     X, y = _data(26, 30, 400)
@@ -390,3 +398,144 @@ def test_guesses_with_weights_zero_and_infinite(guess):
     f, _ = _full_lp(X, y, 2.0, a)
     assert res.objective == pytest.approx(f, rel=1e-9) and res.coef[0] == 0.0 and 3 in res.features
     assert res.rounds[-1]["guess"]["hits"] > 0
+
+
+def test_a_two_entry_index_list_over_two_features_is_indices():
+    """[0, 1] over two features is both indices (no duplicate: not taken for a 0/1 mask)."""
+    X, y = _data(29, 30, 2, k=2)
+    res = solve_l1_hinge(X, y, 1.0, guess=([0, 1], list(range(30))))
+    assert res.rounds[0]["guess"]["features"] == 2
+    assert res.objective == pytest.approx(_full_lp(X, y, 1.0, np.ones(2))[0], rel=1e-9)
+
+
+@pytest.mark.parametrize("guess", [None, "prox", "svc", "subsample", "given"])
+def test_no_guess_enters_a_feature_fixed_at_zero(guess):
+    """Every guess kind is filtered in one place: feature 0, the most predictive, has weight inf
+    and never enters the LP (a guess that scored it with a finite penalty would put it there)."""
+    X, y = _data(30, 80, 300, k=1, noise=0.0)  # y is the sign of feature 0
+    a = np.ones(300)
+    a[0], a[7] = np.inf, 0.0
+    g = (np.arange(10), np.arange(80)) if guess == "given" else guess
+    res = solve_l1_hinge(X, y, 1.0, a, guess=g)
+    assert 0 not in res.features and res.coef[0] == 0.0 and 7 in res.features
+    assert res.objective == pytest.approx(_full_lp(X, y, 1.0, a)[0], rel=1e-9)
+    if guess == "given":  # the record counts the guessed priced features (1..9 but 7), not 0 or 7
+        assert res.rounds[0]["guess"]["features"] == 8
+
+
+def test_the_record_counts_only_guessed_features():
+    """Weight-0 features start in every LP, but the record counts what the guess named."""
+    X, y = _data(31, 40, 100)
+    a = np.ones(100)
+    a[50:55] = 0.0
+    res = solve_l1_hinge(X, y, 1.0, a, guess=([0, 1, 2], np.arange(40)))
+    g = res.rounds[0]["guess"]
+    assert g["features"] == 3 and all(j in res.features for j in range(50, 55))
+    assert res.rounds[-1]["guess"]["hits"] == np.count_nonzero(res.coef[:3])
+
+
+def test_the_svc_guess_keeps_sparse_x_sparse(monkeypatch):
+    """Non-uniform weights on a sparse X: LinearSVC is fitted on a sparse matrix (X's priced
+    columns scaled), never a dense copy of X."""
+    import sklearn.svm
+
+    seen = []
+    real = sklearn.svm.LinearSVC.fit
+
+    def spy(self, Z, yy, *args, **kw):
+        seen.append((sp.issparse(Z), Z.shape))
+        return real(self, Z, yy, *args, **kw)
+
+    monkeypatch.setattr(sklearn.svm.LinearSVC, "fit", spy)
+    X, y = _data(32, 70, 350)
+    X[np.abs(X) < 0.8] = 0.0
+    a = np.linspace(0.5, 2.0, 350)
+    a[4] = np.inf
+    res = solve_l1_hinge(sp.csr_matrix(X), y, 1.0, a, guess="svc")
+    assert seen == [(True, (70, 349))]
+    assert res.objective == pytest.approx(_full_lp(X, y, 1.0, a)[0], rel=1e-9)
+
+
+def test_the_objective_is_what_coef_and_intercept_attain_at_large_c():
+    """At C = 1e3 the samples outside the LP (margin >= 1 - tol, not >= 1) count their hinge:
+    objective and slack are those of the returned (coef, intercept) to 1e-10."""
+    rng = np.random.default_rng(12)
+    X = rng.standard_normal((100, 400))
+    y = np.where(X[:, :5].sum(1) + 0.5 * rng.standard_normal(100) > 0, 1.0, -1.0)
+    for guess in (None, "prox"):
+        res = solve_l1_hinge(X, y, 1e3, guess=guess)
+        hinge = np.maximum(0.0, 1.0 - y * (X @ res.coef + res.intercept))
+        attained = np.abs(res.coef).sum() + 1e3 * hinge.sum()
+        assert res.objective == pytest.approx(attained, rel=1e-10)
+        assert np.all(res.slack >= hinge)
+
+
+def test_the_prox_step_survives_rows_that_sum_to_zero():
+    """X = [x0, -x0, x1, -x1, ...]: X @ ones is exactly 0, so a power iteration from ones / sqrt(n)
+    gave ||X||^2 = 0 and a step ~1000x too large (the guess took 210 of 300 features, 43 rows).
+    From a seeded random start the guess is the same on the dense and the sparse X and small."""
+    from fsframe.backends.hinge_generation import _prox_guess_run
+
+    rng = np.random.default_rng(5)
+    X0 = rng.standard_normal((150, 150))
+    y = np.where(X0[:, :5].sum(1) + 0.5 * rng.standard_normal(150) > 0, 1.0, -1.0)
+    X = np.empty((150, 300))
+    X[:, 0::2], X[:, 1::2] = X0, -X0
+    assert not np.any(X @ (np.ones(300) / np.sqrt(300)))
+    f, rows = _prox_guess_run(X, y, 1.0, np.ones(300), np.ones(300, dtype=bool), 0.5, 300, 1.0)
+    fs, rows_s = _prox_guess_run(sp.csr_matrix(X), y, 1.0, np.ones(300), np.ones(300, dtype=bool), 0.5, 300, 1.0)
+    assert f.size <= 150 and rows.size >= 80  # a unit step: support pairs ~2 x 64, most rows near the margin
+    assert np.array_equal(f, fs) and np.array_equal(rows, rows_s)
+
+
+def test_the_prox_guess_runs_on_one_blas_thread(monkeypatch):
+    """The prox guess's products run under _one_blas_thread (5-8x the CPU otherwise)."""
+    import contextlib
+
+    import fsframe.backends.hinge_generation as hg
+
+    state = {"inside": False, "calls": 0}
+
+    @contextlib.contextmanager
+    def one_thread():
+        state["inside"] = True
+        try:
+            yield
+        finally:
+            state["inside"] = False
+
+    real = hg._prox_guess_run
+
+    def run(*args):
+        assert state["inside"]
+        state["calls"] += 1
+        return real(*args)
+
+    monkeypatch.setattr(hg, "_one_blas_thread", one_thread)
+    monkeypatch.setattr(hg, "_prox_guess_run", run)
+    X, y = _data(33, 60, 300)
+    res = hg.solve_l1_hinge(X, y, 1.0, guess="prox")
+    assert state["calls"] == 1 and res.rounds[0]["guess"]["how"] == "prox"
+
+
+def test_subsample_passes_the_lp_options_through(monkeypatch):
+    """guess="subsample" solves its LP with the caller's solver, highs_options, row_drop, col_drop."""
+    import fsframe.backends.hinge_generation as hg
+
+    calls = []
+    real = hg.solve_l1_hinge
+
+    def spy(*args, **kw):
+        calls.append(kw)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(hg, "solve_l1_hinge", spy)
+    X, y = _data(34, 80, 300)
+    res = real(X, y, 1.0, guess="subsample", solver="ipm", highs_options={"dual_feasibility_tolerance": 1e-8},
+               row_drop=None,
+               col_drop=0.25)
+    inner = [kw for kw in calls if kw.get("guess", "auto") is None]
+    assert len(inner) == 1
+    assert {k: inner[0][k] for k in ("solver", "highs_options", "row_drop", "col_drop")} == {
+        "solver": "ipm", "highs_options": {"dual_feasibility_tolerance": 1e-8}, "row_drop": None, "col_drop": 0.25}
+    assert res.objective == pytest.approx(_full_lp(X, y, 1.0, np.ones(300))[0], rel=1e-8)
