@@ -24,9 +24,11 @@ few samples (a margin row and its ``xi_i``), and never forms the constraint matr
 When no feature and no sample violates, the extended point ``(w, b, xi)`` with the extended
 multipliers ``pi`` is optimal in the full LP: :func:`hinge_certificate` judges it from products with
 ``X`` (primal and dual residuals, duality gap), without any matrix of the full problem. Only
-``|rows| x |new columns|`` and ``|new rows| x |columns|`` blocks of ``X`` are ever copied, and
-for the certificate the ``m x |unpenalised|`` block of the features with weight 0; ``X`` itself is
-read in place (float64, any order). Measurements: docs/performance.md ("Column and row
+``|rows| x |new columns|`` and ``|new rows| x |columns|`` blocks of ``X`` are copied for the LP, and
+for the certificate the ``m x |unpenalised|`` block of the features with weight 0; besides them
+only the guesses copy: ``guess="svc"`` with non-uniform weights its priced columns, scaled (sparse
+stays sparse), and ``guess="subsample"`` a fifth of the rows. ``X`` itself is read in place
+(float64, any order). Measurements: docs/performance.md ("Column and row
 generation from X").
 """
 
@@ -524,11 +526,17 @@ def solve_l1_hinge(X, y, C: float = 1.0, weights=None, *, initial: int | None = 
         scikit-learn's ``LinearSVC`` on the squared hinge; ``"subsample"``: from this LP on a fifth
         of the samples. ``"auto"``: ``"prox"`` from :data:`GUESS_FROM` entries of ``X`` on, the
         correlation start below (docs/performance.md, "A cheap guess for the first LP"). A pair
-        gives the features and samples (integer indices or boolean masks); features of infinite
-        weight are left out. Only the start: pricing adds what a guess missed, so any guess ends
-        at the same optimum. Each round's dict records ``guess``: ``how``, the guessed
-        ``features`` and ``samples``, its CPU ``seconds`` and ``hits`` (the guessed features
-        non-zero after that round).
+        gives the features and samples as a tuple or list of two 1-D parts, each integer indices
+        or a boolean mask (a 0/1 integer array as long as the axis is refused: pass it as
+        ``dtype=bool``). Every guess leaves out features of infinite weight; features of weight 0
+        start in the LP whatever the guess. Only the start: pricing adds what a guess missed, so
+        whenever the certificate passes, any guess ends at the same optimum value (on badly scaled
+        data, e.g. ``X * 1e8``, a guess may end elsewhere, with a ``SolverWarning``); among tied
+        optima (e.g. duplicate columns) the support depends on the start. ``"subsample"`` solves
+        its LP with this call's ``solver``, ``highs_options``, ``row_drop`` and ``col_drop``.
+        Each round's dict records ``guess``: ``how``, the guessed ``features`` (those of finite
+        positive weight, before the weight-0 ones are added) and ``samples``, its CPU ``seconds``
+        and ``hits`` (the guessed features non-zero after that round).
 
     Returns
     -------
