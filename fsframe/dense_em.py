@@ -1,0 +1,198 @@
+"""The EM subproblem of the hinge family on arrays: a Pyomo-free subproblem the EM loop drives unchanged.
+
+``em-l0`` and ``arom`` (paper 002 eq. 7; Weston et al. 2003) solve, at every EM step, the weighted
+L2-regularised hinge QP::
+
+    min  sum_j q_j w_j^2 + C sum_i xi_i   s.t.  y_i (x_i w + b) >= 1 - xi_i,  xi >= 0
+
+(a group with ``q_j = inf`` is fixed at ``w_j = 0``). Its dual over the live groups, with
+``F = diag(y) X_live diag(1 / sqrt(2 q_live))``, is::
+
+    min  1/2 ||F' lam||^2 - 1' lam   s.t.  y' lam = 0,  0 <= lam <= C
+
+and the primal is ``w_live = F' lam / sqrt(2 q_live)``, ``b`` the equality's multiplier (a free
+multiplier sits on its margin). The feasible set of the dual does not depend on ``q``, so every
+step starts from the previous step's multipliers.
+
+:class:`DenseHingeSubproblem` solves that dual with the dense active-set method
+(:func:`fsframe.backends.box_qp.solve_box_qp`, its pivots compiled when numba is installed) on the
+arrays of ``X``: no Pyomo model, no compiled ``ProblemData``, no sparse matrix per step. Each answer
+is judged on the full problem from products with ``X`` (:meth:`DenseHingeSubproblem.certificate`):
+the dual's box and equality, and the duality gap ``P(w, b) - D(lam)`` with the slacks at their least
+values ``xi = max(0, 1 - y (X w + b))`` (primal feasibility by construction; the gap is zero exactly
+when the pair is optimal, complementarity included). An answer outside
+:data:`GAP_TOL` is not returned as optimal.
+
+It offers the part of :class:`fsframe.problem.Subproblem` that :class:`fsframe.loops.em.EM` and
+the base loop (:meth:`fsframe.loops.base.OuterLoop.run`: the ``n_features`` rule, paper 002's
+selection, the re-solve on the selected features, the history) read, so :func:`run_dense_em`
+runs the loop's own logic on it, not a copy of it. It is not yet the path of :func:`fsframe.fit`
+(docs/performance.md, "Issue 19 at a glance", eighth pass).
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import scipy.sparse as sp
+
+from .backends.base import SolveResult
+from .backends.box_qp import solve_box_qp
+from .enums import Status
+from .errors import UnsupportedProblemError
+from .loops.em import EM
+from .problem import Iterate
+
+GAP_TOL = 1e-9
+"""The largest duality gap ``P - D`` (relative to ``max(1, |P|)``) and equality residual
+``|y' lam|`` (relative to ``max(1, C)``) at which an answer counts as optimal."""
+
+CRASH_SWEEPS = 8
+CRASH_MIN_RATIO = 0.25
+"""A cold dual (no previous multipliers) with at least this many live features per sample starts
+from :data:`CRASH_SWEEPS` sweeps of coordinate descent (``solve_box_qp``'s ``crash``), as the
+compiled path's dense form does (docs/backends.md, "Crash start")."""
+
+
+class DenseHingeSubproblem:
+    """The weighted hinge QP of an EM step on the arrays of ``X`` (module docstring).
+
+    Parameters
+    ----------
+    X : array, shape (m, n)
+        The training data, dense (one group per column).
+    y_pm : array, shape (m,)
+        Labels in ``{-1, +1}``.
+    C : float
+        The hinge's weight.
+    """
+
+    is_built = False  # no model: group_scale and the identical-columns search read nothing of it
+    working_set = None
+    aux = None
+    build_seconds = compile_seconds = 0.0
+    backend_name = "dense-hinge"
+
+    def __init__(self, X, y_pm, C: float):
+        self.X = np.ascontiguousarray(X, dtype=float)
+        self.y = np.asarray(y_pm, dtype=float)
+        if self.X.ndim != 2 or self.y.shape != (self.X.shape[0],) or not np.all(np.abs(self.y) == 1):
+            raise UnsupportedProblemError("DenseHingeSubproblem: X must be 2-D and y_pm its labels in {-1, +1}")
+        self.C = float(C)
+        m, n = self.X.shape
+        self.n_groups = n
+        self._YX = self.y[:, None] * self.X
+        self._E = self.y[None, :]
+        self._lo, self._hi, self._f = np.zeros(m), np.full(m, self.C), -np.ones(m)
+        self._warm: np.ndarray | None = None
+        # what fsframe.loops.em.group_magnitudes reads: each group's largest |entry| in its column
+        self.compiled = SimpleNamespace(
+            base=SimpleNamespace(c=np.zeros(n), A=sp.csr_matrix((0, n)), G=sp.csr_matrix(np.abs(self.X))),
+            slot=SimpleNamespace(group_cols=[np.array([j]) for j in range(n)], groups=np.arange(n), exclusive=True))
+        self.solves = 0
+        self.pivots = 0
+
+    # -- what the loops read ---------------------------------------------------------------------
+    def group_norms(self, coef):
+        return np.abs(np.asarray(coef, dtype=float))
+
+    def solve(self, *, quad=None, lin=None, lin_w=None, full: bool = False) -> Iterate:
+        """Solve at the slot weights ``quad`` (``inf``: the group fixed at zero); only ``quad``."""
+        if lin is not None or lin_w is not None or quad is None:
+            raise UnsupportedProblemError("DenseHingeSubproblem solves the quadratic slot only (quad=...)")
+        t0 = time.perf_counter()
+        q = np.array(np.broadcast_to(np.asarray(quad, dtype=float), (self.n_groups,)))
+        if np.any(np.isnan(q)) or np.any(q <= 0):
+            raise UnsupportedProblemError("DenseHingeSubproblem: quad weights must be > 0 (inf fixes a group)")
+        live = np.isfinite(q)
+        s = 1.0 / np.sqrt(2.0 * q[live])
+        F = self._YX[:, live] * s  # the scaling of this step's weights: formed afresh every solve
+        crash = CRASH_SWEEPS if self._warm is None and CRASH_MIN_RATIO * F.shape[0] <= F.shape[1] else 0
+        res = solve_box_qp(F, self._f, self._E, np.zeros(1), self._lo, self._hi, start=self._warm, crash=crash)
+        self.solves += 1
+        self.pivots += int(res.iterations or 0)
+        if res.status != "optimal":
+            self._warm = None
+            return self._failed(q, f"dense hinge dual: {res.status.replace('_', ' ')}", res.iterations,
+                                time.perf_counter() - t0)
+        lam, b = res.lam, float(res.nu[0])
+        w = np.zeros(self.n_groups)
+        w[live] = s * (F.T @ lam)
+        cert = self.certificate(q, w, b, lam)
+        if not cert["optimal"]:
+            self._warm = None
+            return self._failed(q, "dense hinge dual: not certified (gap {gap:.2e}, equality {equality:.2e}, "
+                                "box {box:.2e})".format(**cert), res.iterations, time.perf_counter() - t0)
+        self._warm = lam
+        xi = cert["xi"]
+        loss = self.C * float(xi.sum())
+        x = np.concatenate([w, [b], xi])
+        seconds = time.perf_counter() - t0
+        result = SolveResult(Status.OPTIMAL, x, cert["primal"], self.backend_name, seconds, iterations=res.iterations,
+                             message="dense hinge dual: optimal", duals={"lam": lam})
+        return Iterate(Status.OPTIMAL, x, w, np.array([b]), np.abs(w), loss, cert["primal"], seconds, result,
+                       weights={"quad": q})
+
+    def certificate(self, q, w, b: float, lam) -> dict:
+        """Judge ``(w, b)`` with the dual point ``lam`` on the full problem at weights ``q``: the
+        dual's box and equality residuals and the duality gap ``P - D``, where ``P = C sum xi +
+        sum q w^2`` with ``xi = max(0, 1 - y (X w + b))`` and ``D = 1' lam - 1/4 sum_j g_j^2 / q_j``,
+        ``g = X' (y * lam)`` (live groups). Weak duality makes ``P - D >= 0`` for every feasible
+        pair, with equality exactly at an optimum; the gap is measured relative to ``max(1, |P|)``.
+        Returns the measures, ``xi``, ``P`` and ``optimal``."""
+        live = np.isfinite(q)
+        xi = np.maximum(0.0, 1.0 - self.y * (self.X[:, live] @ w[live] + b))
+        primal = self.C * float(xi.sum()) + float(q[live] @ (w[live] ** 2))
+        g = self._YX[:, live].T @ lam
+        dual = float(lam.sum()) - 0.25 * float((g * g) @ (1.0 / q[live]))
+        gap = (primal - dual) / max(1.0, abs(primal))
+        equality = abs(float(self.y @ lam)) / max(1.0, self.C)
+        box = max(0.0, float(-lam.min(initial=0.0)), float(lam.max(initial=0.0)) - self.C) / max(1.0, self.C)
+        # the primal's w must be the dual's: w_j = g_j / (2 q_j) (stationarity in w)
+        stationarity = float(np.max(np.abs(w[live] - g / (2.0 * q[live])), initial=0.0)) / max(
+            1.0, float(np.max(np.abs(w), initial=0.0)))
+        ok = bool(abs(gap) <= GAP_TOL and equality <= GAP_TOL and box <= GAP_TOL and stationarity <= GAP_TOL
+                  and np.all(w[~live] == 0.0))
+        return {"gap": gap, "equality": equality, "box": box, "stationarity": stationarity, "xi": xi,
+                "primal": primal, "dual": dual, "optimal": ok}
+
+    def restricted(self, it: Iterate, keep, *, full: bool = False) -> Iterate:
+        """Re-solve at ``it``'s weights with the groups outside ``keep`` fixed at zero."""
+        q = np.array(it.weights["quad"], dtype=float)
+        q[~np.asarray(keep, dtype=bool)] = np.inf
+        return self.solve(quad=q)
+
+    def at_support(self, it: Iterate, keep) -> tuple[float, float]:
+        """``(loss, penalty)`` of ``it``'s model with the groups outside ``keep`` set to zero."""
+        keep = np.asarray(keep, dtype=bool)
+        w = np.where(keep, it.coef, 0.0)
+        q = it.weights["quad"]
+        live = np.isfinite(q) & (w != 0)
+        xi = np.maximum(0.0, 1.0 - self.y * (self.X @ w + float(it.intercept[0])))
+        return self.C * float(xi.sum()), float(q[live] @ (w[live] ** 2))
+
+    def certified_cut(self, it: Iterate, keep):  # the base then re-solves (restricted)
+        return None
+
+    def close(self) -> None:
+        self._warm = None
+
+    def _failed(self, q, message: str, iterations, seconds: float) -> Iterate:
+        result = SolveResult(Status.NUMERICAL_ERROR, None, None, self.backend_name, seconds, iterations=iterations,
+                             message=message)
+        return Iterate(Status.NUMERICAL_ERROR, None, None, None, None, None, None, seconds, result,
+                       weights={"quad": q})
+
+
+def run_dense_em(loop, surrogate, X, y_pm, C: float, *, n_features: int | None = None, callback=None):
+    """``loop.run`` (an :class:`fsframe.loops.em.EM`) on :class:`DenseHingeSubproblem`: the loop's
+    steps and the base's rules unchanged. Returns the :class:`~fsframe.loops.records.LoopOutcome`."""
+    if not isinstance(loop, EM):
+        raise UnsupportedProblemError(f"run_dense_em drives the EM loop, not {type(loop).__name__}")
+    sub = DenseHingeSubproblem(X, y_pm, C)
+    try:
+        return loop.run(sub, surrogate, n_features=n_features, callback=callback)
+    finally:
+        sub.close()
