@@ -44,7 +44,9 @@ def run_dense(X, y_pm, r: int, C: float = 1.0):
     from fsframe.dense_em import run_dense_em
 
     res = fsframe.method.resolve("em-l0", C=C)
-    return run_dense_em(res.loop, res.surrogate, X, y_pm, C, n_features=r)
+    with warnings.catch_warnings():  # as the fit's (a collapse below r is warned about on both paths)
+        warnings.simplefilter("ignore")
+        return run_dense_em(res.loop, res.surrogate, X, y_pm, C, n_features=r)
 
 
 def measure(reps: int, splits: int) -> dict:
@@ -61,13 +63,13 @@ def measure(reps: int, splits: int) -> dict:
 
             ref = fit()
             y_pm = np.where(y == ref.classes[1], 1.0, -1.0)
-            out = run_dense(X, y_pm, r)
-            n_iter = out.n_iter
-            same = {"selected": bool(np.array_equal(np.flatnonzero(out.support), np.sort(ref.selected))),
+            dense = run_dense(X, y_pm, r)
+            n_iter = dense.n_iter
+            same = {"selected": bool(np.array_equal(np.flatnonzero(dense.support), np.sort(ref.selected))),
                     "em_iterations": bool(n_iter == ref.n_iter),
-                    "coef_max_diff": float(np.max(np.abs(out.coef - np.asarray(ref.coef).ravel()))),
-                    "intercept_diff": abs(float(out.iterate.intercept[0]) - float(np.ravel(ref.intercept)[0])),
-                    "objective_diff": abs(float(out.objective) - float(ref.objective))}
+                    "coef_max_diff": float(np.max(np.abs(dense.coef - np.asarray(ref.coef).ravel()))),
+                    "intercept_diff": abs(float(dense.iterate.intercept[0]) - float(np.ravel(ref.intercept)[0])),
+                    "objective_diff": abs(float(dense.objective) - float(ref.objective))}
             fit_cpu = bench_issue19._cpu(fit, reps)[0]
             dense_cpu = bench_issue19._cpu(lambda: run_dense(X, y_pm, r), reps)[0]
             lib = bench_issue19._cpu(lambda: competitors.SELECTORS["sk-logreg-liblinear"](X, y, r), reps)[0]
