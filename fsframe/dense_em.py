@@ -40,6 +40,7 @@ import scipy.sparse as sp
 
 from .backends.base import SolveResult
 from .backends.box_qp import solve_box_qp
+from .backends.diag_qp import CRASH_MAX_ROWS, CRASH_MIN_RATIO, CRASH_SWEEPS
 from .enums import Status
 from .errors import UnsupportedProblemError
 from .loops.em import EM
@@ -48,12 +49,6 @@ from .problem import Iterate
 GAP_TOL = 1e-9
 """The largest duality gap ``P - D`` (relative to ``max(1, |P|)``) and equality residual
 ``|y' lam|`` (relative to ``max(1, C)``) at which an answer counts as optimal."""
-
-CRASH_SWEEPS = 8
-CRASH_MIN_RATIO = 0.25
-"""A cold dual (no previous multipliers) with at least this many live features per sample starts
-from :data:`CRASH_SWEEPS` sweeps of coordinate descent (``solve_box_qp``'s ``crash``), as the
-compiled path's dense form does (docs/backends.md, "Crash start")."""
 
 
 class DenseHingeSubproblem:
@@ -76,11 +71,18 @@ class DenseHingeSubproblem:
     backend_name = "dense-hinge"
 
     def __init__(self, X, y_pm, C: float):
+        if sp.issparse(X):
+            raise UnsupportedProblemError("DenseHingeSubproblem: X must be a dense array (the compiled path takes "
+                                          "scipy.sparse X)")
         self.X = np.ascontiguousarray(X, dtype=float)
         self.y = np.asarray(y_pm, dtype=float)
         if self.X.ndim != 2 or self.y.shape != (self.X.shape[0],) or not np.all(np.abs(self.y) == 1):
             raise UnsupportedProblemError("DenseHingeSubproblem: X must be 2-D and y_pm its labels in {-1, +1}")
+        if not np.all(np.isfinite(self.X)):
+            raise UnsupportedProblemError("DenseHingeSubproblem: X has non-finite entries")
         self.C = float(C)
+        if not (np.isfinite(self.C) and self.C > 0):
+            raise UnsupportedProblemError(f"DenseHingeSubproblem: C must be finite and > 0, got {C!r}")
         m, n = self.X.shape
         self.n_groups = n
         self._YX = self.y[:, None] * self.X
@@ -109,7 +111,9 @@ class DenseHingeSubproblem:
         live = np.isfinite(q)
         s = 1.0 / np.sqrt(2.0 * q[live])
         F = self._YX[:, live] * s  # the scaling of this step's weights: formed afresh every solve
-        crash = CRASH_SWEEPS if self._warm is None and CRASH_MIN_RATIO * F.shape[0] <= F.shape[1] else 0
+        # a cold dual starts from a crash under the compiled path's dense form's rule (docs/backends.md)
+        crash = CRASH_SWEEPS if (self._warm is None and CRASH_MIN_RATIO * F.shape[0] <= F.shape[1]
+                                 and F.shape[0] <= CRASH_MAX_ROWS) else 0
         res = solve_box_qp(F, self._f, self._E, np.zeros(1), self._lo, self._hi, start=self._warm, crash=crash)
         self.solves += 1
         self.pivots += int(res.iterations or 0)

@@ -136,6 +136,16 @@ def test_refuses_what_it_does_not_solve():
         sub.solve(quad=-np.ones(5))
     with pytest.raises(UnsupportedProblemError):
         DenseHingeSubproblem(X, y * 2, 1.0)
+    with pytest.raises(UnsupportedProblemError):
+        DenseHingeSubproblem(X, np.where(y > 0, 1.0, -1.0), 0.0)
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(UnsupportedProblemError):
+        DenseHingeSubproblem(bad, np.where(y > 0, 1.0, -1.0), 1.0)
+    import scipy.sparse as sp
+
+    with pytest.raises(UnsupportedProblemError):
+        DenseHingeSubproblem(sp.csr_matrix(X), np.where(y > 0, 1.0, -1.0), 1.0)
     res = fsframe.method.resolve("l1-svm")
     with pytest.raises(UnsupportedProblemError):
         run_dense_em(res.loop, res.surrogate, X, np.where(y > 0, 1.0, -1.0), 1.0)
