@@ -62,6 +62,10 @@ class DenseHingeSubproblem:
         Labels in ``{-1, +1}``.
     C : float
         The hinge's weight.
+
+    An iterate's ``x`` (and ``result.x``) is ``(w, b, xi)``, its ``weights["quad"]`` the ``q`` it was
+    solved at, ``result.duals["lam"]`` the dual point; a step that is not certified is
+    ``numerical_error`` with the measures in its message (the loop then stops as on any failed solve).
     """
 
     is_built = False  # no model: group_scale and the identical-columns search read nothing of it
