@@ -12,8 +12,9 @@ untimed run, BLAS on one thread; and whether the dense path's selection, EM iter
 equal the fit's.
 
     FSFRAME_SHARED_DATA=/path/to/shared/data python benchmarks/bench_em_dense_floor.py [--reps 5] [--splits 5]
+    python benchmarks/bench_em_dense_floor.py --data breast_cancer   # the README's set (569 x 30), 90 % parts
 
-Writes ``benchmarks/results/em_dense_floor.json`` and prints the Markdown table of
+Writes ``benchmarks/results/em_dense_floor.json`` (``em_dense_floor_breast_cancer.json``) and prints the Markdown table of
 docs/performance.md ("Issue 19 at a glance", eighth pass).
 """
 
@@ -49,13 +50,26 @@ def run_dense(X, y_pm, r: int, C: float = 1.0):
         return run_dense_em(res.loop, res.surrogate, X, y_pm, C, n_features=r)
 
 
-def measure(reps: int, splits: int) -> dict:
+def breast_cancer_splits(splits: int):
+    """The README's breast-cancer (WDBC) set: 90 % stratified parts, standardised on the part."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    for s in range(splits):
+        Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.1, random_state=s, stratify=y)
+        yield StandardScaler().fit(Xtr).transform(Xtr), ytr
+
+
+def measure(reps: int, splits: int, data: str = "sonar") -> dict:
     import fsframe
 
     out = {}
+    source = bench_issue19.sonar_splits if data == "sonar" else breast_cancer_splits
     for r in (5, 10):
         rows = []
-        for s, (X, y) in enumerate(bench_issue19.sonar_splits(splits)):
+        for s, (X, y) in enumerate(source(splits)):
             def fit():
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -85,14 +99,15 @@ def markdown(res: dict) -> str:
     lines = ["| r | `fit` (ms CPU) | dense path (ms CPU) | liblinear (ms CPU) | fit / liblinear "
              "| dense / liblinear | same selection, EM iterations | largest coefficient difference |",
              "|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    key = "em_sonar" if "em_sonar" in res else "em_breast_cancer"
     for r in ("5", "10"):
-        d = res["em_sonar"][r]
+        d = res[key][r]
         m, rows = d["median"], d["rows"]
         same = sum(row["selected"] and row["em_iterations"] for row in rows)
         lines.append(f"| {r} | {m['fit_cpu'] * 1e3:.1f} | {m['dense_cpu'] * 1e3:.1f} | {m['liblinear_cpu'] * 1e3:.1f} "
                      f"| {m['fit_cpu'] / m['liblinear_cpu']:.1f}x | {m['dense_cpu'] / m['liblinear_cpu']:.2f}x "
                      f"| {same} of {len(rows)} | {max(row['coef_max_diff'] for row in rows):.1e} |")
-    lines += ["", f"Medians over Sonar splits 0-{len(res['em_sonar']['5']['rows']) - 1}, fastest of "
+    lines += ["", f"Medians over {key[3:]} splits 0-{len(res[key]['5']['rows']) - 1}, fastest of "
               f"{res['meta']['reps']} runs each. Commit {res['meta']['commit']}, load {res['meta']['load_average']:.1f}."]
     return "\n".join(lines)
 
@@ -103,8 +118,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--splits", type=int, default=5)
+    ap.add_argument("--data", choices=("sonar", "breast_cancer"), default="sonar")
     args = ap.parse_args(argv)
-    if not (competitors.DATA / "sonar.csv").exists():
+    if args.data == "sonar" and not (competitors.DATA / "sonar.csv").exists():
         print(f"Sonar is absent ({competitors.DATA}); set FSFRAME_SHARED_DATA", file=sys.stderr)
         return 1
     from threadpoolctl import threadpool_limits
@@ -114,9 +130,10 @@ def main(argv=None) -> int:
             "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                      cwd=HERE).stdout.strip()}
     with threadpool_limits(limits=1):
-        res = {"meta": meta, "em_sonar": measure(args.reps, args.splits)}
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps(res, indent=2, default=float))
+        res = {"meta": meta, f"em_{args.data}": measure(args.reps, args.splits, args.data)}
+    out = OUT if args.data == "sonar" else OUT.with_name(f"em_dense_floor_{args.data}.json")
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(res, indent=2, default=float))
     print(markdown(res))
     return 0
 
