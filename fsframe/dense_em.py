@@ -68,7 +68,7 @@ class DenseHingeSubproblem:
     ``numerical_error`` with the measures in its message (the loop then stops as on any failed solve).
     """
 
-    is_built = False  # no model: group_scale and the identical-columns search read nothing of it
+    is_built = True  # "built" as the loops read it (below): the groups are the columns of X, no kernel
     working_set = None
     aux = None
     build_seconds = compile_seconds = 0.0
@@ -97,6 +97,11 @@ class DenseHingeSubproblem:
         self.compiled = SimpleNamespace(
             base=SimpleNamespace(c=np.zeros(n), A=sp.csr_matrix((0, n)), G=sp.csr_matrix(np.abs(self.X))),
             slot=SimpleNamespace(group_cols=[np.array([j]) for j in range(n)], groups=np.arange(n), exclusive=True))
+        # what the loops read of a built model: no kernel map (the groups are X's columns, so
+        # identical columns are merged as on the compiled path), the coefficients' shape, and a
+        # free intercept (selection.offset_free: the column scale of the reported support is centred)
+        self.built = SimpleNamespace(transform=None, coef_shape=(n,), info={},
+                                     intercept=SimpleNamespace(matrix=sp.csr_matrix(np.ones((1, 1)))))
         self.solves = 0
         self.pivots = 0
 

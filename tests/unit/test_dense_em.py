@@ -62,6 +62,21 @@ def test_dense_em_equals_the_compiled_path(seed, method):
     _assert_same(ref, out)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_dense_em_equals_the_compiled_path_on_raw_scales_and_identical_columns(seed):
+    # columns on scales 1e-2..1e2, not centred (the reported support's column scale), and two
+    # exact copies of a column (the tie-break and the n_features count that merges copies)
+    X, y = _instance(20 + seed)
+    rng = np.random.default_rng(seed)
+    X = X * np.logspace(-2, 2, X.shape[1])[rng.permutation(X.shape[1])] + rng.uniform(-3, 3, X.shape[1])
+    X[:, 5] = X[:, 1]
+    X[:, 9] = X[:, 1]
+    for method in ("em-l0", "arom"):
+        ref, out = _both(X, y, 4, method)
+        _assert_same(ref, out)
+        assert [h.objective for h in out.history] == pytest.approx([h.objective for h in ref.history], rel=1e-9)
+
+
 @pytest.mark.shared_data
 @pytest.mark.parametrize("split", range(2))
 @pytest.mark.parametrize("r", [5, 10])
