@@ -35,6 +35,7 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
+import attrs
 import numpy as np
 import scipy.sparse as sp
 
@@ -73,6 +74,7 @@ class DenseHingeSubproblem:
     aux = None
     build_seconds = compile_seconds = 0.0
     backend_name = "dense-hinge"
+    formulation = SimpleNamespace(name="hinge", sparse=True)  # what the base's zero_tol cut reads of it
 
     def __init__(self, X, y_pm, C: float):
         if sp.issparse(X):
@@ -186,8 +188,21 @@ class DenseHingeSubproblem:
         xi = np.maximum(0.0, 1.0 - self.y * (self.X @ w + float(it.intercept[0])))
         return self.C * float(xi.sum()), float(q[live] @ (w[live] ** 2))
 
-    def certified_cut(self, it: Iterate, keep):  # the base then re-solves (restricted)
-        return None
+    def certified_cut(self, it: Iterate, keep) -> Iterate | None:
+        """``it`` with the groups outside ``keep`` set to zero, when that point still passes
+        :meth:`certificate` at ``it``'s weights with ``it``'s multipliers; else ``None`` (the base
+        then re-solves: :meth:`restricted`)."""
+        keep = np.asarray(keep, dtype=bool)
+        q = it.weights["quad"]
+        w = np.where(keep, it.coef, 0.0)
+        b = float(it.intercept[0])
+        cert = self.certificate(q, w, b, it.result.duals["lam"])
+        if not cert["optimal"]:
+            return None
+        x = np.concatenate([w, [b], cert["xi"]])
+        result = attrs.evolve(it.result, x=x, objective=cert["primal"])
+        return attrs.evolve(it, x=x, coef=w, t=np.abs(w), loss=self.C * float(cert["xi"].sum()),
+                            objective=cert["primal"], result=result)
 
     def close(self) -> None:
         self._warm = None

@@ -62,6 +62,17 @@ def test_dense_em_equals_the_compiled_path(seed, method):
     _assert_same(ref, out)
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("method", ["em-l0", "arom"])
+def test_dense_em_equals_the_compiled_path_without_n_features(seed, method):
+    # the run to convergence and the base's zero_tol cut (its certified cut or re-solve)
+    X, y = _instance(40 + seed)
+    ref, out = _both(X, y, None, method)
+    _assert_same(ref, out)
+    for key in ("zero_tol_cut", "zero_tol_cut_resolved", "zero_tol_cut_verified"):
+        assert (out.selection or {}).get(key) == ref.info.get(key)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_dense_em_equals_the_compiled_path_on_raw_scales_and_identical_columns(seed):
     # columns on scales 1e-2..1e2, not centred (the reported support's column scale), and two
@@ -140,6 +151,12 @@ def test_the_certificate_refuses_perturbed_answers():
     assert not sub.certificate(q, w, b + 1e-6, lam)["optimal"]
     assert not sub.certificate(q, -w, b, lam)["optimal"]
     assert sub.certificate(q, w, b, lam)["gap"] <= GAP_TOL
+    # the zero_tol cut's check: cutting nothing keeps the point; cutting a group that carries weight is refused
+    same = sub.certified_cut(it, np.ones(25, dtype=bool))
+    assert same is not None and np.array_equal(same.coef, w) and same.objective == pytest.approx(it.objective, rel=1e-15)
+    keep = np.ones(25, dtype=bool)
+    keep[int(np.argmax(np.abs(w)))] = False
+    assert sub.certified_cut(it, keep) is None
 
 
 def test_refuses_what_it_does_not_solve():
