@@ -14,8 +14,8 @@ equal the fit's.
     FSFRAME_SHARED_DATA=/path/to/shared/data python benchmarks/bench_em_dense_floor.py [--reps 5] [--splits 5]
     python benchmarks/bench_em_dense_floor.py --data breast_cancer   # the README's set (569 x 30), 90 % parts
 
-Writes ``benchmarks/results/em_dense_floor.json`` (``em_dense_floor_breast_cancer.json``) and prints the Markdown table of
-docs/performance.md ("Issue 19 at a glance", eighth pass).
+Writes ``benchmarks/results/em_dense_floor.json`` (``em_dense_floor_breast_cancer.json``) and prints
+the Markdown table of docs/performance.md ("Issue 19 at a glance", eighth pass).
 """
 
 from __future__ import annotations
@@ -108,7 +108,8 @@ def markdown(res: dict) -> str:
                      f"| {m['fit_cpu'] / m['liblinear_cpu']:.1f}x | {m['dense_cpu'] / m['liblinear_cpu']:.2f}x "
                      f"| {same} of {len(rows)} | {max(row['coef_max_diff'] for row in rows):.1e} |")
     lines += ["", f"Medians over {key[3:]} splits 0-{len(res[key]['5']['rows']) - 1}, fastest of "
-              f"{res['meta']['reps']} runs each. Commit {res['meta']['commit']}, load {res['meta']['load_average']:.1f}."]
+              f"{res['meta']['reps']} runs each. Commit {res['meta']['commit']}, "
+              f"load {res['meta']['load_average']:.1f}."]
     return "\n".join(lines)
 
 

@@ -121,7 +121,8 @@ def test_one_subproblem_against_cvxpy(steps):
     q = _weights(20, steps - 1)
     live = np.isfinite(q)
     w, b = cp.Variable(int(live.sum())), cp.Variable()
-    obj = cp.Minimize(0.7 * cp.sum(cp.pos(1 - cp.multiply(y_pm, X[:, live] @ w + b))) + cp.sum(cp.multiply(q[live], w ** 2)))
+    hinge = cp.sum(cp.pos(1 - cp.multiply(y_pm, X[:, live] @ w + b)))
+    obj = cp.Minimize(0.7 * hinge + cp.sum(cp.multiply(q[live], w ** 2)))
     prob = cp.Problem(obj)
     prob.solve(solver=cp.CLARABEL)
     assert it.ok and np.all(it.coef[~live] == 0.0)
@@ -153,7 +154,8 @@ def test_the_certificate_refuses_perturbed_answers():
     assert sub.certificate(q, w, b, lam)["gap"] <= GAP_TOL
     # the zero_tol cut's check: cutting nothing keeps the point; cutting a group that carries weight is refused
     same = sub.certified_cut(it, np.ones(25, dtype=bool))
-    assert same is not None and np.array_equal(same.coef, w) and same.objective == pytest.approx(it.objective, rel=1e-15)
+    assert same is not None and np.array_equal(same.coef, w)
+    assert same.objective == pytest.approx(it.objective, rel=1e-15)
     keep = np.ones(25, dtype=bool)
     keep[int(np.argmax(np.abs(w)))] = False
     assert sub.certified_cut(it, keep) is None
