@@ -23,6 +23,7 @@ from .errors import (BackendUnavailableError, DataError, DataWarning, FsframeErr
 from .auxiliary import AuxSolver
 from .enums import Status
 from .fit_report import _returned_vs_certified, _solved_by, certified_on
+from .dense_fit import _dense_em_parts
 from .from_data import _from_data, _from_data_parts
 from .errors import SolverFailedError
 from .method import Resolved, _reason, resolve, select_backend
@@ -257,6 +258,9 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     aux = AuxSolver(backend, options)  # every solve besides the subproblem's goes through it
     info = validate_formulation(res.formulation, X, y_pm, aux)
     t0 = time.perf_counter()
+    dense = _dense_em_parts(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback, info, aux)
+    if dense is not None:  # the hinge EM family on arrays (None: not taken, or fell back; info says which)
+        return dense
     direct = _from_data(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback)
     if direct is not None:
         return _from_data_parts(res, X, direct[0], direct[1], backend, info, aux, callback, time.perf_counter() - t0)

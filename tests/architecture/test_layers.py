@@ -53,7 +53,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("subproblem and loops", ("fsframe.problem", "fsframe.working_set", "fsframe.loops", "fsframe.dense_em", "fsframe.results", "fsframe.dataset",
                               "fsframe.io", "fsframe.progress")),
     ("registry and methods", ("fsframe.registry", "fsframe.plugins", "fsframe.method", "fsframe.auxiliary")),
-    ("fit driver", ("fsframe.fit_report", "fsframe.from_data", "fsframe.fitting", "fsframe.paths", "fsframe.grids")),
+    ("fit driver", ("fsframe.fit_report", "fsframe.from_data", "fsframe.dense_fit", "fsframe.fitting", "fsframe.paths", "fsframe.grids")),
     ("evaluation, estimator, kit", ("fsframe.evaluation", "fsframe.estimator", "fsframe.testing", "fsframe.tuning")),
     ("CLI commands", ("fsframe.cli.common", "fsframe.cli.output", "fsframe.cli.params", "fsframe.cli.evaluate",
                       "fsframe.cli.methods", "fsframe.cli.plugins", "fsframe.cli.select", "fsframe.cli.compare",
