@@ -41,6 +41,7 @@ import scipy.sparse as sp
 
 from .backends.base import SolveResult
 from .backends.box_qp import solve_box_qp
+from .backends.certificate import Certificate
 from .backends.diag_qp import CRASH_MAX_ROWS, CRASH_MIN_RATIO, CRASH_SWEEPS
 from .enums import Status
 from .errors import UnsupportedProblemError
@@ -146,7 +147,7 @@ class DenseHingeSubproblem:
         x = np.concatenate([w, [b], xi])
         seconds = time.perf_counter() - t0
         result = SolveResult(Status.OPTIMAL, x, cert["primal"], self.backend_name, seconds, iterations=res.iterations,
-                             message="dense hinge dual: optimal", duals={"lam": lam})
+                             message="dense hinge dual: optimal", duals={"lam": lam}, certificate=_measures(cert))
         return Iterate(Status.OPTIMAL, x, w, np.array([b]), np.abs(w), loss, cert["primal"], seconds, result,
                        weights={"quad": q})
 
@@ -200,7 +201,7 @@ class DenseHingeSubproblem:
         if not cert["optimal"]:
             return None
         x = np.concatenate([w, [b], cert["xi"]])
-        result = attrs.evolve(it.result, x=x, objective=cert["primal"])
+        result = attrs.evolve(it.result, x=x, objective=cert["primal"], certificate=_measures(cert))
         return attrs.evolve(it, x=x, coef=w, t=np.abs(w), loss=self.C * float(cert["xi"].sum()),
                             objective=cert["primal"], result=result)
 
@@ -212,6 +213,15 @@ class DenseHingeSubproblem:
                              message=message)
         return Iterate(Status.NUMERICAL_ERROR, None, None, None, None, None, None, seconds, result,
                        weights={"quad": q})
+
+
+def _measures(cert: dict) -> Certificate:
+    """:meth:`DenseHingeSubproblem.certificate`'s measures as a solve's
+    :class:`~fsframe.backends.certificate.Certificate` (what ``FitResult.certificate`` reads):
+    the dual's equality and box as the primal residual of the dual problem, stationarity in ``w``
+    as the dual residual, the dual objective as the bound."""
+    return Certificate(primal_residual=max(float(cert["equality"]), float(cert["box"])),
+                       dual_residual=float(cert["stationarity"]), dual_bound=float(cert["dual"]), gap=float(cert["gap"]))
 
 
 def run_dense_em(loop, surrogate, X, y_pm, C: float, *, n_features: int | None = None, callback=None):

@@ -33,8 +33,10 @@ def dense_em_applies(res: Resolved) -> bool:
     return isinstance(res.loop, EM) and res.formulation.name == "hinge" and set(res.terms) == {"quad"}
 
 
-def _obstacle(X, backend: Backend, options: SolveOptions, keep_model, verify, callback) -> str | None:
+def _obstacle(X, backend: Backend, options: SolveOptions, keep_model, verify, callback, reuse) -> str | None:
     """Why the dense path cannot take this fit even when forced (``None``: it can)."""
+    if reuse is not None and not getattr(reuse, "holds_only", False):
+        return "fsframe.path carries each compiled subproblem from point to point"
     if sp.issparse(X):
         return "X is sparse (the dense EM path works on a dense array)"
     if keep_model:
@@ -49,7 +51,8 @@ def _obstacle(X, backend: Backend, options: SolveOptions, keep_model, verify, ca
 
 
 def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features,
-                    ws: WorkingSetOptions, keep_model, verify, callback, info: dict, aux: AuxSolver) -> dict | None:
+                    ws: WorkingSetOptions, keep_model, verify, callback, info: dict, aux: AuxSolver, reuse=None,
+                    key=None) -> dict | None:
     """:func:`fsframe.fitting._binary_fit`'s parts from the EM loop run on
     :class:`~fsframe.dense_em.DenseHingeSubproblem`, or ``None`` for the compiled path.
 
@@ -66,7 +69,7 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
     forced = ws.from_data is True
     if ws.from_data is False or (ws.mode is False and not forced) or not dense_em_applies(res):
         return None
-    why = _obstacle(X, backend, options, keep_model, verify, callback)
+    why = _obstacle(X, backend, options, keep_model, verify, callback, reuse)
     if why is not None:
         if forced:
             raise UnsupportedProblemError(f"working_set=WorkingSetOptions(from_data=True): {why}; use "
@@ -74,14 +77,20 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
         return None
     if not forced and (X.shape[0] > DENSE_EM_MAX_ROWS or backend.name != DENSE_EM_BACKEND):
         return None
-    sub = DenseHingeSubproblem(X, y_pm, res.formulation.C)
+    def make() -> DenseHingeSubproblem:
+        return DenseHingeSubproblem(X, y_pm, res.formulation.C)
+
+    # one-vs-rest with n_features holds each class's subproblem, to re-solve a class that the union
+    # cut leaves fewer features (fsframe.fitting._resolve_cut: DenseHingeSubproblem.restricted)
+    sub = make() if reuse is None else reuse(key, res, make)
     try:
         out = res.loop.run(sub, res.surrogate, n_features=n_features, callback=callback)
     except SolverFailedError as exc:
         info["dense_em_fallback"] = f"a dense step failed: {exc}"
         return None
     finally:
-        sub.close()
+        if reuse is None:
+            sub.close()
     bad = [r for r in out.history if r.status is not Status.OPTIMAL]
     if bad or out.iterate.status is not Status.OPTIMAL or out.iterate.x is None:
         step = bad[0].k if bad else out.n_iter

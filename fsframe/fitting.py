@@ -258,9 +258,12 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     aux = AuxSolver(backend, options)  # every solve besides the subproblem's goes through it
     info = validate_formulation(res.formulation, X, y_pm, aux)
     t0 = time.perf_counter()
-    dense = _dense_em_parts(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback, info, aux)
+    dense = _dense_em_parts(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback, info, aux,
+                            reuse, key)
     if dense is not None:  # the hinge EM family on arrays (None: not taken, or fell back; info says which)
         return dense
+    if "dense_em_fallback" in info:  # a dense step failed: the compiled path, even when from_data=True forced it
+        ws = attrs.evolve(ws, from_data=False)
     direct = _from_data(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback)
     if direct is not None:
         return _from_data_parts(res, X, direct[0], direct[1], backend, info, aux, callback, time.perf_counter() - t0)
@@ -651,6 +654,8 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
         sub = make() if reuse is None else reuse(key, res_, make)
         held[key] = sub
         return sub
+
+    holding.holds_only = reuse is None  # only held for the union cut: the dense EM path may use it (fsframe.dense_fit)
 
     per, certified, groups, outcomes = [], [], None, []
     try:

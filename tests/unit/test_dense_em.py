@@ -21,6 +21,9 @@ import fsframe
 import fsframe.method
 from fsframe.dense_em import GAP_TOL, DenseHingeSubproblem, run_dense_em
 from fsframe.errors import UnsupportedProblemError
+from fsframe.working_set import WorkingSetOptions
+
+COMPILED = WorkingSetOptions(from_data=False)
 
 
 def _instance(seed, m=None, n=None):
@@ -38,7 +41,7 @@ def _instance(seed, m=None, n=None):
 def _both(X, y, r, method):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = fsframe.fit(X, y, method=method, n_features=r)
+        ref = fsframe.fit(X, y, method=method, n_features=r, working_set=COMPILED)  # fit would take the dense path
         res = fsframe.method.resolve(method)
         y_pm = np.where(y == ref.classes[1], 1.0, -1.0)
         out = run_dense_em(res.loop, res.surrogate, X, y_pm, res.formulation.C, n_features=r)
