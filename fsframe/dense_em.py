@@ -26,8 +26,8 @@ when the pair is optimal, complementarity included). An answer outside
 It offers the part of :class:`fsframe.problem.Subproblem` that :class:`fsframe.loops.em.EM` and
 the base loop (:meth:`fsframe.loops.base.OuterLoop.run`: the ``n_features`` rule, paper 002's
 selection, the re-solve on the selected features, the history) read, so :func:`run_dense_em`
-runs the loop's own logic on it, not a copy of it. It is not yet the path of :func:`fsframe.fit`
-(docs/performance.md, "Issue 19 at a glance", eighth pass).
+runs the loop's own logic on it, not a copy of it. :func:`fsframe.fit` takes it for ``em-l0`` and
+``arom`` (:mod:`fsframe.dense_fit`; docs/backends.md, "The EM subproblem on arrays").
 """
 
 from __future__ import annotations
@@ -221,7 +221,8 @@ def _measures(cert: dict) -> Certificate:
     the dual's equality and box as the primal residual of the dual problem, stationarity in ``w``
     as the dual residual, the dual objective as the bound."""
     return Certificate(primal_residual=max(float(cert["equality"]), float(cert["box"])),
-                       dual_residual=float(cert["stationarity"]), dual_bound=float(cert["dual"]), gap=float(cert["gap"]))
+                       dual_residual=float(cert["stationarity"]), dual_bound=float(cert["dual"]),
+                       gap=float(cert["gap"]))
 
 
 def run_dense_em(loop, surrogate, X, y_pm, C: float, *, n_features: int | None = None, callback=None):
