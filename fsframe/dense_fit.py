@@ -60,12 +60,13 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
     weighted hinge EM family (:func:`dense_em_applies`), ``X`` is dense with at most
     :data:`DENSE_EM_MAX_ROWS` rows, the backend is :data:`DENSE_EM_BACKEND`, and nothing asks for
     what only the compiled path has (``keep_model``, ``verify``, a user's ``callback``,
-    ``time_limit``, ``backend_options``); forced by ``from_data=True`` (any backend, any size), where
+    ``time_limit``, ``backend_options``, :func:`fsframe.path`); forced by ``from_data=True`` (any
+    backend, any size), where
     each remaining obstacle is an :class:`~fsframe.errors.UnsupportedProblemError` naming it.
 
     Fallback: when a step of the dense run is not certified OPTIMAL (the loop stops on it, or
-    raises), the fit is run again on the compiled path; ``info["dense_em_fallback"]`` says why and
-    this returns ``None``."""
+    raises), or the returned model is not when judged again, the fit is run again on the compiled
+    path; ``info["dense_em_fallback"]`` says why and this returns ``None``."""
     forced = ws.from_data is True
     if ws.from_data is False or (ws.mode is False and not forced) or not dense_em_applies(res):
         return None
@@ -97,17 +98,23 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
         msg = out.iterate.result.message if out.iterate.result is not None else out.reason
         info["dense_em_fallback"] = f"step {step} not certified optimal ({msg})"
         return None
-    return _parts(res, sub, out, info, aux)
+    parts = _parts(res, sub, out, info, aux)
+    if parts is None:
+        info["dense_em_fallback"] = "the returned model is not certified on the full problem"
+    return parts
 
 
-def _parts(res: Resolved, sub: DenseHingeSubproblem, out, info: dict, aux: AuxSolver) -> dict:
+def _parts(res: Resolved, sub: DenseHingeSubproblem, out, info: dict, aux: AuxSolver) -> dict | None:
     """The fit's parts of a dense run ``out``, its certificate judged afresh on the returned
-    iterate (the returned model, the weights it was solved at, its multipliers)."""
+    iterate (the returned model, the weights it was solved at, its multipliers); ``None`` when
+    that judgement is not OPTIMAL."""
     it = out.iterate
     q = np.asarray(it.weights["quad"], dtype=float)
     w, b = np.asarray(it.coef, dtype=float), float(it.intercept[0])
     cert = sub.certificate(q, w, b, it.result.duals["lam"])
-    certificate = {"status": Status.OPTIMAL.value if cert["optimal"] else Status.NUMERICAL_ERROR.value,
+    if not cert["optimal"]:
+        return None
+    certificate = {"status": Status.OPTIMAL.value,
                    "backend": sub.backend_name, "gap": float(cert["gap"]),
                    "primal_residual": max(float(cert["equality"]), float(cert["box"])),
                    "dual_residual": float(cert["stationarity"]), "path": "dense_em", "objective": float(cert["primal"]),
