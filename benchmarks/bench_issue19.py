@@ -1,10 +1,11 @@
 """Issue 19's targets, measured in one process each (CPU time: the machine is shared).
 
 (a) ``em-l0`` with exactly ``r`` = 5 and 10 features on Sonar (paper 002's protocol: stratified
-    80/20 splits, standardised on the training part, ``C = 1``), per selection: fsframe as it is
-    (EM duals by the dense active-set method, ``qp_form="auto"``; its pivots compiled when numba,
-    the ``fast`` extra, is installed), the same with the Python pivots (``FSFRAME_NO_JIT=1``: must
-    select the same features in as many EM iterations), fsframe with the duals on HiGHS
+    80/20 splits, standardised on the training part, ``C = 1``), per selection: fsframe as a user
+    calls it (the dense EM path, ``fsframe.dense_fit``; its pivots compiled when numba, the ``fast``
+    extra, is installed), the same with the Python pivots (``FSFRAME_NO_JIT=1``: must select the
+    same features in as many EM iterations), the compiled path (``from_data=False``, the EM duals
+    by the dense active-set method, ``qp_form="auto"``), the compiled path with the duals on HiGHS
     (``qp_form="dual"``: the code before this issue), scikit-learn's L1 logistic regression
     (liblinear) and L1 ``LinearSVC`` with ``C`` bisected to ``r`` features, and abess
     (``LogisticRegression(support_size=[r])``) — the selectors of ``benchmarks/competitors.py``.
@@ -12,7 +13,8 @@
     with ``early_stop=2`` (the opt-in stop of the ``em`` loop) is timed beside them, with its
     iterations and whether it selected the same features.
 (b) The README's main job: every method of ``fsframe compare breast_cancer`` per fit (CPU), on the
-    training parts of 10-fold CV (first 5 folds); ``em-l0`` and ``arom`` also on HiGHS's dual.
+    training parts of 10-fold CV (first 5 folds); ``em-l0`` and ``arom`` also on the compiled path
+    (``from_data=False``) and on HiGHS's dual.
 (c) ``l0-mpm`` at m = 200, n = 500 and 1 000 (``bench_conic.make_data``, ``delta = 0.9 delta_max``,
     ECOS): fsframe with ``working_set="auto"`` and ``False`` against the same DCA loop in
     CVXPY+ECOS (``bench_mpm.run_cvxpy_dca``), seconds per subproblem; objectives must agree.
@@ -76,29 +78,39 @@ def sonar_splits(splits):
 def em_sonar(reps, splits) -> dict:
     import fsframe
 
+    from fsframe.working_set import WorkingSetOptions
+
     def fs(qp_form, r, python_pivots=False, **kw):
+        # qp_form None: fit as a user calls it (the dense EM path, fsframe.dense_fit); else the
+        # compiled path (from_data=False) with the HiGHS backend's QP form
+        opts = {} if qp_form is None else {"backend_options": {"qp_form": qp_form},
+                                           "working_set": WorkingSetOptions(from_data=False)}
+
         def run():
-            # the dense form's pivots: compiled when numba is installed, unless FSFRAME_NO_JIT is set
+            # the dense active set's pivots: compiled when numba is installed, unless FSFRAME_NO_JIT is set
             os.environ["FSFRAME_NO_JIT"] = "1" if python_pivots else ""
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = fsframe.fit(X, y, method="em-l0", n_features=r, backend_options={"qp_form": qp_form}, **kw)
-            return tuple(int(j) for j in res.selected), res.n_iter
+                res = fsframe.fit(X, y, method="em-l0", n_features=r, **opts, **kw)
+            return tuple(int(j) for j in res.selected), res.n_iter, res.info.get("solver_path")
         return run
 
     out = {}
     for r in (5, 10):
-        rows = {k: [] for k in ("fsframe", "fsframe-python-pivots", "fsframe-early-stop", "fsframe-highs-dual",
-                                "sk-logreg-liblinear", "sk-svc-bisect", "abess")}
-        iters, iters_early, same, same_early, same_python = [], [], True, True, True
+        rows = {k: [] for k in ("fsframe", "fsframe-python-pivots", "fsframe-early-stop", "fsframe-compiled",
+                                "fsframe-highs-dual", "sk-logreg-liblinear", "sk-svc-bisect", "abess")}
+        iters, iters_early, same, same_early, same_python, paths = [], [], True, True, True, set()
         for X, y in sonar_splits(splits):
-            t, (sel, it) = _cpu(fs("auto", r), reps)
-            t_p, (sel_p, it_p) = _cpu(fs("auto", r, python_pivots=True), reps)
+            t, (sel, it, path) = _cpu(fs(None, r), reps)
+            paths.add(path)
+            t_p, (sel_p, it_p, _) = _cpu(fs(None, r, python_pivots=True), reps)
             same_python &= sel == sel_p and it == it_p
             rows["fsframe-python-pivots"].append(t_p)
-            t_e, (sel_e, it_e) = _cpu(fs("auto", r, early_stop=2), reps)
-            t_h, (sel_h, it_h) = _cpu(fs("dual", r), reps)
-            same &= sel == sel_h and it == it_h
+            t_e, (sel_e, it_e, _) = _cpu(fs(None, r, early_stop=2), reps)
+            t_c, (sel_c, it_c, _) = _cpu(fs("auto", r), reps)
+            rows["fsframe-compiled"].append(t_c)
+            t_h, (sel_h, it_h, _) = _cpu(fs("dual", r), reps)
+            same &= sel == sel_h and it == it_h and sel == sel_c and it == it_c
             same_early &= sel == sel_e
             iters.append(it)
             iters_early.append(it_e)
@@ -109,6 +121,8 @@ def em_sonar(reps, splits) -> dict:
                 rows[k].append(_cpu(lambda k=k: competitors.SELECTORS[k](X, y, r), reps)[0])
         med = {k: float(np.median(v)) for k, v in rows.items()}
         out[str(r)] = {"cpu_median": med, "cpu": rows, "em_iterations": iters, "same_selection_and_iterations": bool(same),
+                       "solver_path": sorted(p or "compiled" for p in paths),
+                       "vs_compiled": med["fsframe"] / med["fsframe-compiled"],
                        "compiled_pivots": _compiled(), "python_pivots_same_selection_and_iterations": bool(same_python),
                        "em_iterations_early_stop": iters_early, "early_stop_same_selection": bool(same_early),
                        "vs_liblinear": med["fsframe"] / med["sk-logreg-liblinear"], "vs_abess": med["fsframe"] / med["abess"],
@@ -131,19 +145,25 @@ def readme_job(reps) -> dict:
     from sklearn.datasets import load_breast_cancer
     from sklearn.model_selection import StratifiedKFold
 
+    from fsframe.working_set import WorkingSetOptions
+
     X, y = load_breast_cancer(return_X_y=True)
     folds = list(StratifiedKFold(10, shuffle=True, random_state=0).split(X, y))[:5]
     out = {}
     for method in ("l1-svm", "fsv", "em-l0", "arom", "svm-weights"):
-        for form in (("auto", "dual") if method in ("em-l0", "arom") else ("auto",)):
+        # None: fit as a user calls it (em-l0 and arom: the dense EM path); "auto" / "dual": their
+        # compiled path with the HiGHS backend's QP form
+        for form in ((None, "auto", "dual") if method in ("em-l0", "arom") else (None,)):
+            opts = {} if form is None else {"backend_options": {"qp_form": form},
+                                            "working_set": WorkingSetOptions(from_data=False)}
             ts = []
             for tr, _ in folds:
                 def run(tr=tr):
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        return fsframe.fit(X[tr], y[tr], method=method, backend_options={"qp_form": form}).n_iter
+                        return fsframe.fit(X[tr], y[tr], method=method, **opts).n_iter
                 ts.append(_cpu(run, reps)[0])
-            key = method if form == "auto" else f"{method} (HiGHS dual)"
+            key = method if form is None else f"{method} (compiled)" if form == "auto" else f"{method} (HiGHS dual)"
             out[key] = float(np.median(ts))
             print(f"(b) {key}: {out[key]:.3f} s CPU per fit", flush=True)
     return out
@@ -194,15 +214,16 @@ def markdown(res: dict) -> str:
     lines = []
     a = res.get("em_sonar") or {}
     if a:
-        lines += ["| r | fsframe `em-l0` | same, Python pivots | same, `early_stop=2` | same, EM duals on HiGHS | "
-                  "sk L1 logistic (liblinear), bisection | sk L1 LinearSVC, bisection | abess | fsframe / liblinear | "
-                  "fsframe / abess | EM iterations (median; `early_stop=2`) |", "|---|" + "--:|" * 10]
+        lines += ["| r | fsframe `em-l0` | same, Python pivots | same, `early_stop=2` | compiled path | same, EM duals on "
+                  "HiGHS | sk L1 logistic (liblinear), bisection | sk L1 LinearSVC, bisection | abess | fsframe / liblinear | "
+                  "fsframe / abess | EM iterations (median; `early_stop=2`) |", "|---|" + "--:|" * 11]
         for r, d in a.items():
             m = d["cpu_median"]
             early = (f"{m['fsframe-early-stop'] * 1e3:.1f} ms" if "fsframe-early-stop" in m else "–")
             it_e = (f"; {np.median(d['em_iterations_early_stop']):g}" if "em_iterations_early_stop" in d else "")
             py = (f"{m['fsframe-python-pivots'] * 1e3:.1f} ms" if "fsframe-python-pivots" in m else "–")
-            lines.append(f"| {r} | {m['fsframe'] * 1e3:.1f} ms | {py} | {early} | {m['fsframe-highs-dual'] * 1e3:.1f} ms | "
+            comp = (f"{m['fsframe-compiled'] * 1e3:.1f} ms" if "fsframe-compiled" in m else "–")
+            lines.append(f"| {r} | {m['fsframe'] * 1e3:.1f} ms | {py} | {early} | {comp} | {m['fsframe-highs-dual'] * 1e3:.1f} ms | "
                          f"{m['sk-logreg-liblinear'] * 1e3:.1f} ms | {m['sk-svc-bisect'] * 1e3:.1f} ms | {m['abess'] * 1e3:.1f} ms | "
                          f"{d['vs_liblinear']:.1f}x | {d['vs_abess']:.1f}x | {np.median(d['em_iterations']):g}{it_e} |")
         lines.append("")

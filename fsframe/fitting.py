@@ -23,6 +23,7 @@ from .errors import (BackendUnavailableError, DataError, DataWarning, FsframeErr
 from .auxiliary import AuxSolver
 from .enums import Status
 from .fit_report import _returned_vs_certified, _solved_by, certified_on
+from .dense_fit import _dense_em_parts
 from .from_data import _from_data, _from_data_parts
 from .errors import SolverFailedError
 from .method import Resolved, _reason, resolve, select_backend
@@ -258,6 +259,12 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     aux = AuxSolver(backend, options)  # every solve besides the subproblem's goes through it
     info = validate_formulation(res.formulation, X, y_pm, aux)
     t0 = time.perf_counter()
+    dense = _dense_em_parts(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback, info, aux,
+                            reuse, key)
+    if dense is not None:  # the hinge EM family on arrays (None: not taken, or fell back; info says which)
+        return dense
+    if "dense_em_fallback" in info:  # a dense step failed: the compiled path, even when from_data=True forced it
+        ws = attrs.evolve(ws, from_data=False)
     direct = _from_data(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback)
     if direct is not None:
         return _from_data_parts(res, X, direct[0], direct[1], backend, info, aux, callback, time.perf_counter() - t0)
@@ -412,6 +419,9 @@ def fit(
         the formulation offers it (the ``from_data`` protocol; the hinge's column and row
         generation from 500 samples on): ``WorkingSetOptions(from_data=True)`` forces that,
         ``from_data=False`` (or ``working_set=False``) never (docs/working-sets.md, "Many rows").
+        The same option chooses the dense EM path of ``em-l0`` and ``arom`` (the EM subproblem on
+        the arrays of ``X``, :mod:`fsframe.dense_fit`; ``"auto"`` on dense data up to 2 000 rows,
+        falling back to the compiled path when a step is not certified; docs/backends.md).
     progress : None, bool or callable
         Progress of the fit, one step per convex subproblem, through the loop's callback
         (:func:`fsframe.progress.progress_bar`): None shows it in an interactive session (a
@@ -654,6 +664,8 @@ def fit_resolved(res: Resolved, Xa, ya, names, be: Backend, options: SolveOption
         sub = make() if reuse is None else reuse(key, res_, make)
         held[key] = sub
         return sub
+
+    holding.holds_only = reuse is None  # only held for the union cut: the dense EM path may use it (fsframe.dense_fit)
 
     per, certified, groups, outcomes = [], [], None, []
     try:

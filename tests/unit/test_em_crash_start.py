@@ -24,6 +24,9 @@ import pytest
 
 import fsframe
 from fsframe.backends import box_qp, box_qp_jit, diag_qp
+from fsframe.working_set import WorkingSetOptions
+
+COMPILED = WorkingSetOptions(from_data=False)  # these fits test the compiled path's dual (diag_qp)
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                 reason="numba (the fast extra) is not installed")
@@ -122,7 +125,7 @@ def _fit(X, y, r, monkeypatch, sweeps):
                                                                    or res)(inner(*a, **k)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = fsframe.fit(X, y, method="em-l0", n_features=r)
+        res = fsframe.fit(X, y, method="em-l0", n_features=r, working_set=COMPILED)
     monkeypatch.setattr(diag_qp, "solve_box_qp", inner)
     return res, pivots
 
@@ -178,13 +181,13 @@ def test_the_dense_form_crashes_only_where_it_was_measured_to_pay(rule, monkeypa
     monkeypatch.setattr(diag_qp, "solve_box_qp", lambda *a, **k: asked.append(k.get("crash", 0)) or inner(*a, **k))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fsframe.fit(X, y, method="em-l0", n_features=5)
+        fsframe.fit(X, y, method="em-l0", n_features=5, working_set=COMPILED)
     assert asked[0] == diag_qp.CRASH_SWEEPS and not any(asked[1:])  # 40 features per 80 samples
     asked.clear()
     monkeypatch.setattr(diag_qp, *(("CRASH_MAX_ROWS", 79) if rule == "rows" else ("CRASH_MIN_RATIO", 0.51)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fsframe.fit(X, y, method="em-l0", n_features=5)
+        fsframe.fit(X, y, method="em-l0", n_features=5, working_set=COMPILED)
     assert not any(asked)
 
 
@@ -236,7 +239,7 @@ def test_fits_with_the_crash_predict_as_those_without_on_a_degenerate_dual(monke
         monkeypatch.setattr(diag_qp, "CRASH_SWEEPS", sweeps)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            r = fsframe.fit(X, y, method="em-l0", n_features=5, C=1e-4)
+            r = fsframe.fit(X, y, method="em-l0", n_features=5, C=1e-4, working_set=COMPILED)
         b = float(np.ravel(r.intercept)[0])
         out.append((b, np.sign(X @ np.asarray(r.coef).ravel() + b)))
     assert abs(out[0][0] - out[1][0]) <= 1e-9

@@ -1,0 +1,237 @@
+"""The EM subproblem of the hinge family on arrays: a Pyomo-free subproblem the EM loop drives unchanged.
+
+``em-l0`` and ``arom`` (paper 002 eq. 7; Weston et al. 2003) solve, at every EM step, the weighted
+L2-regularised hinge QP::
+
+    min  sum_j q_j w_j^2 + C sum_i xi_i   s.t.  y_i (x_i w + b) >= 1 - xi_i,  xi >= 0
+
+(a group with ``q_j = inf`` is fixed at ``w_j = 0``). Its dual over the live groups, with
+``F = diag(y) X_live diag(1 / sqrt(2 q_live))``, is::
+
+    min  1/2 ||F' lam||^2 - 1' lam   s.t.  y' lam = 0,  0 <= lam <= C
+
+and the primal is ``w_live = F' lam / sqrt(2 q_live)``, ``b`` the equality's multiplier (a free
+multiplier sits on its margin). The feasible set of the dual does not depend on ``q``, so every
+step starts from the previous step's multipliers.
+
+:class:`DenseHingeSubproblem` solves that dual with the dense active-set method
+(:func:`fsframe.backends.box_qp.solve_box_qp`, its pivots compiled when numba is installed) on the
+arrays of ``X``: no Pyomo model, no compiled ``ProblemData``, no sparse matrix per step. Each answer
+is judged on the full problem from products with ``X`` (:meth:`DenseHingeSubproblem.certificate`):
+the dual's box and equality, and the duality gap ``P(w, b) - D(lam)`` with the slacks at their least
+values ``xi = max(0, 1 - y (X w + b))`` (primal feasibility by construction; the gap is zero exactly
+when the pair is optimal, complementarity included). An answer outside
+:data:`GAP_TOL` is not returned as optimal.
+
+It offers the part of :class:`fsframe.problem.Subproblem` that :class:`fsframe.loops.em.EM` and
+the base loop (:meth:`fsframe.loops.base.OuterLoop.run`: the ``n_features`` rule, paper 002's
+selection, the re-solve on the selected features, the history) read, so :func:`run_dense_em`
+runs the loop's own logic on it, not a copy of it. :func:`fsframe.fit` takes it for ``em-l0`` and
+``arom`` (:mod:`fsframe.dense_fit`; docs/backends.md, "The EM subproblem on arrays").
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+
+from .backends.base import SolveResult
+from .backends.box_qp import solve_box_qp
+from .backends.certificate import Certificate
+from .backends.diag_qp import CRASH_MAX_ROWS, CRASH_MIN_RATIO, CRASH_SWEEPS
+from .enums import Status
+from .errors import UnsupportedProblemError
+from .loops.em import EM
+from .problem import Iterate
+
+GAP_TOL = 1e-9
+"""The largest duality gap ``P - D`` (relative to ``max(1, |P|)``) and equality residual
+``|y' lam|`` (relative to ``max(1, C)``) at which an answer counts as optimal."""
+
+
+class DenseHingeSubproblem:
+    """The weighted hinge QP of an EM step on the arrays of ``X`` (module docstring).
+
+    Parameters
+    ----------
+    X : array, shape (m, n)
+        The training data, dense (one group per column).
+    y_pm : array, shape (m,)
+        Labels in ``{-1, +1}``.
+    C : float
+        The hinge's weight.
+
+    An iterate's ``x`` (and ``result.x``) is ``(w, b, xi)``, its ``weights["quad"]`` the ``q`` it was
+    solved at, ``result.duals["lam"]`` the dual point; a step that is not certified is
+    ``numerical_error`` with the measures in its message (the loop then stops as on any failed solve).
+    """
+
+    is_built = True  # "built" as the loops read it (below): the groups are the columns of X, no kernel
+    working_set = None
+    aux = None
+    build_seconds = compile_seconds = 0.0
+    backend_name = "dense-hinge"
+    formulation = SimpleNamespace(name="hinge", sparse=True)  # what the base's zero_tol cut reads of it
+
+    def __init__(self, X, y_pm, C: float):
+        if sp.issparse(X):
+            raise UnsupportedProblemError("DenseHingeSubproblem: X must be a dense array (the compiled path takes "
+                                          "scipy.sparse X)")
+        self.X = np.ascontiguousarray(X, dtype=float)
+        self.y = np.asarray(y_pm, dtype=float)
+        if self.X.ndim != 2 or self.y.shape != (self.X.shape[0],) or not np.all(np.abs(self.y) == 1):
+            raise UnsupportedProblemError("DenseHingeSubproblem: X must be 2-D and y_pm its labels in {-1, +1}")
+        if not np.all(np.isfinite(self.X)):
+            raise UnsupportedProblemError("DenseHingeSubproblem: X has non-finite entries")
+        self.C = float(C)
+        if not (np.isfinite(self.C) and self.C > 0):
+            raise UnsupportedProblemError(f"DenseHingeSubproblem: C must be finite and > 0, got {C!r}")
+        m, n = self.X.shape
+        self.n_groups = n
+        self._YX = self.y[:, None] * self.X
+        self._E = self.y[None, :]
+        self._lo, self._hi, self._f = np.zeros(m), np.full(m, self.C), -np.ones(m)
+        self._warm: np.ndarray | None = None
+        # what fsframe.loops.em.group_magnitudes reads: each group's largest |entry| in its column
+        self.compiled = SimpleNamespace(
+            base=SimpleNamespace(c=np.zeros(n), A=sp.csr_matrix((0, n)), G=sp.csr_matrix(np.abs(self.X))),
+            slot=SimpleNamespace(group_cols=[np.array([j]) for j in range(n)], groups=np.arange(n), exclusive=True))
+        # what the loops read of a built model: no kernel map (the groups are X's columns, so
+        # identical columns are merged as on the compiled path), the coefficients' shape, and a
+        # free intercept (selection.offset_free: the column scale of the reported support is centred)
+        self.built = SimpleNamespace(transform=None, coef_shape=(n,), info={},
+                                     intercept=SimpleNamespace(matrix=sp.csr_matrix(np.ones((1, 1)))))
+        self.solves = 0
+        self.pivots = 0
+
+    # -- what the loops read ---------------------------------------------------------------------
+    def group_norms(self, coef):
+        return np.abs(np.asarray(coef, dtype=float))
+
+    def solve(self, *, quad=None, lin=None, lin_w=None, full: bool = False) -> Iterate:
+        """Solve at the slot weights ``quad`` (``inf``: the group fixed at zero); only ``quad``."""
+        if lin is not None or lin_w is not None or quad is None:
+            raise UnsupportedProblemError("DenseHingeSubproblem solves the quadratic slot only (quad=...)")
+        t0 = time.perf_counter()
+        q = np.array(np.broadcast_to(np.asarray(quad, dtype=float), (self.n_groups,)))
+        if np.any(np.isnan(q)) or np.any(q <= 0):
+            raise UnsupportedProblemError("DenseHingeSubproblem: quad weights must be > 0 (inf fixes a group)")
+        live = np.isfinite(q)
+        s = 1.0 / np.sqrt(2.0 * q[live])
+        F = self._YX[:, live] * s  # the scaling of this step's weights: formed afresh every solve
+        # a cold dual starts from a crash under the compiled path's dense form's rule (docs/backends.md)
+        crash = CRASH_SWEEPS if (self._warm is None and CRASH_MIN_RATIO * F.shape[0] <= F.shape[1]
+                                 and F.shape[0] <= CRASH_MAX_ROWS) else 0
+        res = solve_box_qp(F, self._f, self._E, np.zeros(1), self._lo, self._hi, start=self._warm, crash=crash)
+        self.solves += 1
+        self.pivots += int(res.iterations or 0)
+        if res.status != "optimal":
+            self._warm = None
+            return self._failed(q, f"dense hinge dual: {res.status.replace('_', ' ')}", res.iterations,
+                                time.perf_counter() - t0)
+        lam, b = res.lam, float(res.nu[0])
+        w = np.zeros(self.n_groups)
+        w[live] = s * (F.T @ lam)
+        cert = self.certificate(q, w, b, lam)
+        if not cert["optimal"]:
+            self._warm = None
+            return self._failed(q, "dense hinge dual: not certified (gap {gap:.2e}, equality {equality:.2e}, "
+                                "box {box:.2e})".format(**cert), res.iterations, time.perf_counter() - t0)
+        self._warm = lam
+        xi = cert["xi"]
+        loss = self.C * float(xi.sum())
+        x = np.concatenate([w, [b], xi])
+        seconds = time.perf_counter() - t0
+        result = SolveResult(Status.OPTIMAL, x, cert["primal"], self.backend_name, seconds, iterations=res.iterations,
+                             message="dense hinge dual: optimal", duals={"lam": lam}, certificate=_measures(cert))
+        return Iterate(Status.OPTIMAL, x, w, np.array([b]), np.abs(w), loss, cert["primal"], seconds, result,
+                       weights={"quad": q})
+
+    def certificate(self, q, w, b: float, lam) -> dict:
+        """Judge ``(w, b)`` with the dual point ``lam`` on the full problem at weights ``q``: the
+        dual's box and equality residuals and the duality gap ``P - D``, where ``P = C sum xi +
+        sum q w^2`` with ``xi = max(0, 1 - y (X w + b))`` and ``D = 1' lam - 1/4 sum_j g_j^2 / q_j``,
+        ``g = X' (y * lam)`` (live groups). Weak duality makes ``P - D >= 0`` for every feasible
+        pair, with equality exactly at an optimum; the gap is measured relative to ``max(1, |P|)``.
+        Returns the measures, ``xi``, ``P`` and ``optimal``."""
+        live = np.isfinite(q)
+        xi = np.maximum(0.0, 1.0 - self.y * (self.X[:, live] @ w[live] + b))
+        primal = self.C * float(xi.sum()) + float(q[live] @ (w[live] ** 2))
+        g = self._YX[:, live].T @ lam
+        dual = float(lam.sum()) - 0.25 * float((g * g) @ (1.0 / q[live]))
+        gap = (primal - dual) / max(1.0, abs(primal))
+        equality = abs(float(self.y @ lam)) / max(1.0, self.C)
+        box = max(0.0, float(-lam.min(initial=0.0)), float(lam.max(initial=0.0)) - self.C) / max(1.0, self.C)
+        # the primal's w must be the dual's: w_j = g_j / (2 q_j) (stationarity in w)
+        stationarity = float(np.max(np.abs(w[live] - g / (2.0 * q[live])), initial=0.0)) / max(
+            1.0, float(np.max(np.abs(w), initial=0.0)))
+        ok = bool(abs(gap) <= GAP_TOL and equality <= GAP_TOL and box <= GAP_TOL and stationarity <= GAP_TOL
+                  and np.all(w[~live] == 0.0))
+        return {"gap": gap, "equality": equality, "box": box, "stationarity": stationarity, "xi": xi,
+                "primal": primal, "dual": dual, "optimal": ok}
+
+    def restricted(self, it: Iterate, keep, *, full: bool = False) -> Iterate:
+        """Re-solve at ``it``'s weights with the groups outside ``keep`` fixed at zero."""
+        q = np.array(it.weights["quad"], dtype=float)
+        q[~np.asarray(keep, dtype=bool)] = np.inf
+        return self.solve(quad=q)
+
+    def at_support(self, it: Iterate, keep) -> tuple[float, float]:
+        """``(loss, penalty)`` of ``it``'s model with the groups outside ``keep`` set to zero."""
+        keep = np.asarray(keep, dtype=bool)
+        w = np.where(keep, it.coef, 0.0)
+        q = it.weights["quad"]
+        live = np.isfinite(q) & (w != 0)
+        xi = np.maximum(0.0, 1.0 - self.y * (self.X @ w + float(it.intercept[0])))
+        return self.C * float(xi.sum()), float(q[live] @ (w[live] ** 2))
+
+    def certified_cut(self, it: Iterate, keep) -> Iterate | None:
+        """``it`` with the groups outside ``keep`` set to zero, when that point still passes
+        :meth:`certificate` at ``it``'s weights with ``it``'s multipliers; else ``None`` (the base
+        then re-solves: :meth:`restricted`)."""
+        keep = np.asarray(keep, dtype=bool)
+        q = it.weights["quad"]
+        w = np.where(keep, it.coef, 0.0)
+        b = float(it.intercept[0])
+        cert = self.certificate(q, w, b, it.result.duals["lam"])
+        if not cert["optimal"]:
+            return None
+        x = np.concatenate([w, [b], cert["xi"]])
+        result = attrs.evolve(it.result, x=x, objective=cert["primal"], certificate=_measures(cert))
+        return attrs.evolve(it, x=x, coef=w, t=np.abs(w), loss=self.C * float(cert["xi"].sum()),
+                            objective=cert["primal"], result=result)
+
+    def close(self) -> None:
+        self._warm = None
+
+    def _failed(self, q, message: str, iterations, seconds: float) -> Iterate:
+        result = SolveResult(Status.NUMERICAL_ERROR, None, None, self.backend_name, seconds, iterations=iterations,
+                             message=message)
+        return Iterate(Status.NUMERICAL_ERROR, None, None, None, None, None, None, seconds, result,
+                       weights={"quad": q})
+
+
+def _measures(cert: dict) -> Certificate:
+    """:meth:`DenseHingeSubproblem.certificate`'s measures as a solve's
+    :class:`~fsframe.backends.certificate.Certificate` (what ``FitResult.certificate`` reads):
+    the dual's equality and box as the primal residual of the dual problem, stationarity in ``w``
+    as the dual residual, the dual objective as the bound."""
+    return Certificate(primal_residual=max(float(cert["equality"]), float(cert["box"])),
+                       dual_residual=float(cert["stationarity"]), dual_bound=float(cert["dual"]),
+                       gap=float(cert["gap"]))
+
+
+def run_dense_em(loop, surrogate, X, y_pm, C: float, *, n_features: int | None = None, callback=None):
+    """``loop.run`` (an :class:`fsframe.loops.em.EM`) on :class:`DenseHingeSubproblem`: the loop's
+    steps and the base's rules unchanged. Returns the :class:`~fsframe.loops.records.LoopOutcome`."""
+    if not isinstance(loop, EM):
+        raise UnsupportedProblemError(f"run_dense_em drives the EM loop, not {type(loop).__name__}")
+    sub = DenseHingeSubproblem(X, y_pm, C)
+    try:
+        return loop.run(sub, surrogate, n_features=n_features, callback=callback)
+    finally:
+        sub.close()

@@ -1,0 +1,136 @@
+"""The fit's dense EM path: the weighted hinge family's EM loop (``em-l0``, ``arom``) on
+:class:`~fsframe.dense_em.DenseHingeSubproblem` instead of the compiled Pyomo subproblem, taken by
+:func:`fsframe.fit` where it applies (:func:`_dense_em_parts`), with a fallback to the compiled
+path when a step is not certified (docs/backends.md, "The EM subproblem on arrays")."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .auxiliary import AuxSolver
+from .backends.base import Backend, SolveOptions
+from .dense_em import DenseHingeSubproblem
+from .enums import Status
+from .errors import SolverFailedError, UnsupportedProblemError
+from .fit_report import _returned_vs_certified
+from .loops.em import EM
+from .method import Resolved
+from .working_set import WorkingSetOptions
+
+DENSE_EM_MAX_ROWS = 2000
+"""The most samples at which ``from_data="auto"`` takes the dense EM path (its dual has one
+multiplier per sample, solved by a dense active set; docs/performance.md, issue 19's ninth pass)."""
+
+DENSE_EM_BACKEND = "highs"
+"""The backend ``fit`` picks for the EM QP by default; ``from_data="auto"`` takes the dense path only
+when the fit's backend is this one (a backend the user chose otherwise keeps the compiled path)."""
+
+
+def dense_em_applies(res: Resolved) -> bool:
+    """Whether the method is the weighted hinge EM family the dense path solves: the ``hinge``
+    formulation with only the quadratic slot term, driven by :class:`~fsframe.loops.em.EM`."""
+    return isinstance(res.loop, EM) and res.formulation.name == "hinge" and set(res.terms) == {"quad"}
+
+
+def _obstacle(X, backend: Backend, options: SolveOptions, keep_model, verify, callback, reuse) -> str | None:
+    """Why the dense path cannot take this fit even when forced (``None``: it can)."""
+    if reuse is not None and not getattr(reuse, "holds_only", False):
+        return "fsframe.path carries each compiled subproblem from point to point"
+    if sp.issparse(X):
+        return "X is sparse (the dense EM path works on a dense array)"
+    if keep_model:
+        return "keep_model asks for the Pyomo model, which this path never builds"
+    if verify is not None:
+        return "verify= re-solves the compiled subproblem on a second backend"
+    if getattr(callback, "user_callback", callback) is not None:
+        return "callback= would see the dense path's iterates and again the compiled path's on a fallback"
+    if options.time_limit is not None or options.backend_options:
+        return "time_limit / backend_options are a backend's options, which the dense path has none of"
+    return None
+
+
+def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features,
+                    ws: WorkingSetOptions, keep_model, verify, callback, info: dict, aux: AuxSolver, reuse=None,
+                    key=None) -> dict | None:
+    """:func:`fsframe.fitting._binary_fit`'s parts from the EM loop run on
+    :class:`~fsframe.dense_em.DenseHingeSubproblem`, or ``None`` for the compiled path.
+
+    Taken when ``ws.from_data`` is ``"auto"`` (and ``working_set`` is not False), the method is the
+    weighted hinge EM family (:func:`dense_em_applies`), ``X`` is dense with at most
+    :data:`DENSE_EM_MAX_ROWS` rows, the backend is :data:`DENSE_EM_BACKEND`, and nothing asks for
+    what only the compiled path has (``keep_model``, ``verify``, a user's ``callback``,
+    ``time_limit``, ``backend_options``, :func:`fsframe.path`); forced by ``from_data=True`` (any
+    backend, any size), where
+    each remaining obstacle is an :class:`~fsframe.errors.UnsupportedProblemError` naming it.
+
+    Fallback: when a step of the dense run is not certified OPTIMAL (the loop stops on it, or
+    raises), or the returned model is not when judged again, the fit is run again on the compiled
+    path; ``info["dense_em_fallback"]`` says why and this returns ``None``."""
+    forced = ws.from_data is True
+    if ws.from_data is False or (ws.mode is False and not forced) or not dense_em_applies(res):
+        return None
+    why = _obstacle(X, backend, options, keep_model, verify, callback, reuse)
+    if why is not None:
+        if forced:
+            raise UnsupportedProblemError(f"working_set=WorkingSetOptions(from_data=True): {why}; use "
+                                          "from_data='auto'")
+        return None
+    if not forced and (X.shape[0] > DENSE_EM_MAX_ROWS or backend.name != DENSE_EM_BACKEND):
+        return None
+    def make() -> DenseHingeSubproblem:
+        return DenseHingeSubproblem(X, y_pm, res.formulation.C)
+
+    # one-vs-rest with n_features holds each class's subproblem, to re-solve a class that the union
+    # cut leaves fewer features (fsframe.fitting._resolve_cut: DenseHingeSubproblem.restricted)
+    sub = make() if reuse is None else reuse(key, res, make)
+    try:
+        out = res.loop.run(sub, res.surrogate, n_features=n_features, callback=callback)
+    except SolverFailedError as exc:
+        info["dense_em_fallback"] = f"a dense step failed: {exc}"
+        return None
+    finally:
+        if reuse is None:
+            sub.close()
+    bad = [r for r in out.history if r.status is not Status.OPTIMAL]
+    if bad or out.iterate.status is not Status.OPTIMAL or out.iterate.x is None:
+        step = bad[0].k if bad else out.n_iter
+        msg = out.iterate.result.message if out.iterate.result is not None else out.reason
+        info["dense_em_fallback"] = f"step {step} not certified optimal ({msg})"
+        return None
+    parts = _parts(res, sub, out, info, aux)
+    if parts is None:
+        info["dense_em_fallback"] = "the returned model is not certified on the full problem"
+    return parts
+
+
+def _parts(res: Resolved, sub: DenseHingeSubproblem, out, info: dict, aux: AuxSolver) -> dict | None:
+    """The fit's parts of a dense run ``out``, its certificate judged afresh on the returned
+    iterate (the returned model, the weights it was solved at, its multipliers); ``None`` when
+    that judgement is not OPTIMAL."""
+    it = out.iterate
+    q = np.asarray(it.weights["quad"], dtype=float)
+    w, b = np.asarray(it.coef, dtype=float), float(it.intercept[0])
+    cert = sub.certificate(q, w, b, it.result.duals["lam"])
+    if not cert["optimal"]:
+        return None
+    certificate = {"status": Status.OPTIMAL.value,
+                   "backend": sub.backend_name, "gap": float(cert["gap"]),
+                   "primal_residual": max(float(cert["equality"]), float(cert["box"])),
+                   "dual_residual": float(cert["stationarity"]), "path": "dense_em", "objective": float(cert["primal"]),
+                   "working_set": None, "n_groups": int(sub.n_groups), "rounds": 0, "added": 0, "max_violation": 0.0}
+    unfixed = getattr(it, "cut_from", None)
+    if unfixed is not None:  # the zero_tol cut's re-solve: certified on the problem with the cut groups fixed
+        certificate["certified_on"] = "cut problem"
+    _returned_vs_certified(certificate, out.coef, it.coef, out.objective)
+    weights = (it if unfixed is None else unfixed).weights["quad"]
+    quad = np.where(np.isfinite(weights), weights, 0.0)
+    info.update(build_seconds=0.0, compile_seconds=0.0, solve_seconds=float(sum(r.seconds for r in out.history)),
+                stop_reason=out.reason, backend_version=None, solver_path="dense_em", dense_em_pivots=sub.pivots,
+                penalty_weights={"lin": None, "lin_w": None, "quad": quad, "groups": np.arange(sub.n_groups)},
+                **(out.selection or {}))
+    return dict(coef=np.asarray(out.coef, dtype=float).reshape(sub.n_groups), intercept=float(b),
+                support=out.support, transform=None, objective=out.objective, backend=None, n_iter=out.n_iter,
+                converged=out.converged, history=out.history, statuses=aux.statuses + out.statuses,
+                monotone=out.monotone, info=info, certificate=certificate, certified_coef=it.coef,
+                groups=np.arange(sub.n_groups), outcome=out)

@@ -1,0 +1,105 @@
+"""The surface matrix's cells of every method the dense EM path applies to (read from the registry:
+:func:`fsframe.dense_fit.dense_em_applies`, today ``em-l0`` and ``arom``) with that path forced
+(``from_data=True`` wherever the fit can take it): ``fsframe.fit``, ``FSSelector``, ``fsframe
+select`` once and with ``--cv``, ``compare``, ``FSSelectorCV`` and ``select --tune``, a study with
+its report, on two classes and three. Each runs the matrix's own checks (the kit's numpy
+recomputation, ``fsframe.fit``), and the path must have been taken. ``fsframe path`` keeps the
+compiled path (it carries each subproblem from point to point): its cell runs unchanged and must
+not take it."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import warnings
+
+import attrs
+import pytest
+
+import fsframe
+import fsframe.fitting
+import test_surface_matrix as matrix
+from fsframe.cli import main
+from fsframe.dense_em import DenseHingeSubproblem
+from fsframe.dense_fit import _dense_em_parts, dense_em_applies
+from surface_data import reference_fit
+
+METHODS = tuple(m for m in fsframe.get_registry().names("method") if dense_em_applies(fsframe.resolve(m)))
+SURFACES = ("test_fit", "test_estimator", "test_select_once", "test_select_cv_and_compare", "test_tuned")
+
+
+def test_the_family_is_read_from_the_registry():
+    assert {"em-l0", "arom"} <= set(METHODS) and "l1-svm" not in METHODS
+
+
+@pytest.fixture
+def forced(monkeypatch):
+    """Every fit the dense path can take, forced onto it; ``calls`` counts its solves."""
+    calls = []
+    real_solve = DenseHingeSubproblem.solve
+
+    def counted(self, **kw):
+        calls.append(1)
+        return real_solve(self, **kw)
+
+    def force(res, X, y_pm, backend, options, n_features, ws, *args):
+        reuse = args[5] if len(args) > 5 else None  # (keep_model, verify, callback, info, aux, reuse, key)
+        if dense_em_applies(res) and (reuse is None or getattr(reuse, "holds_only", False)):
+            ws = attrs.evolve(ws, from_data=True)
+        return _dense_em_parts(res, X, y_pm, backend, options, n_features, ws, *args)
+
+    monkeypatch.setattr(DenseHingeSubproblem, "solve", counted)
+    monkeypatch.setattr(fsframe.fitting, "_dense_em_parts", force)
+    reference_fit.cache_clear()  # the matrix's reference fits on this path too
+    yield calls
+    reference_fit.cache_clear()
+
+
+def _run(surface, method, n_classes, request, tmp_path):
+    test = getattr(matrix, surface)
+    wanted = inspect.signature(test).parameters
+    fixtures = {name: request.getfixturevalue(name) for name in wanted if name not in ("method", "n_classes")
+                and name != "tmp_path"}
+    if "tmp_path" in wanted:
+        fixtures["tmp_path"] = tmp_path
+    test(method, n_classes, **fixtures)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("method", METHODS)
+def test_surface_on_the_dense_em_path(method, surface, n_classes, forced, request, tmp_path):
+    _run(surface, method, n_classes, request, tmp_path)
+    assert forced  # the dense subproblem solved
+    r = reference_fit(method, n_classes)
+    for part in r.per_class or (r,):
+        assert part.info["solver_path"] == "dense_em" and part.certificate["path"] == "dense_em"
+        assert part.backend is None and part.certificate["status"] == "optimal"
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_path_keeps_the_compiled_path(n_classes, forced, request, tmp_path):
+    # the matrix's checks compare every point with fsframe.fit, which takes the dense path
+    _run("test_path", "em-l0", n_classes, request, tmp_path)
+
+
+def test_study_and_report_on_the_dense_em_path(forced, tiny_csv, tmp_path):
+    lines = ['[study]', 'name = "dense-em"', 'seeds = [0]', '', '[protocol]', 'cv = 2', 'scale = "none"', '']
+    for c in (2, 3):
+        lines += ['[[datasets]]', f'name = "tiny{c}"', f'path = "{tiny_csv[c].as_posix()}"', '']
+    for m in METHODS:
+        lines += ['[[methods]]', f'method = "{m}"', 'datasets = ["tiny2", "tiny3"]', '']
+    (tmp_path / "study.toml").write_text("\n".join(lines))
+    out = tmp_path / "results"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["run", str(tmp_path / "study.toml"), "--out", str(out), "--jobs", "1", "--no-progress"]) == 0
+        assert main(["report", str(out), "--no-plots"]) == 0
+    cells = [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
+    assert len(cells) == 4 * len(METHODS) and all(c["record"]["ok"] for c in cells)  # 2 data sets x 2 folds
+    assert {c["record"]["backend"] for c in cells} == {None}  # no registered backend solved them
+    assert forced
+    report = (out / "report.md").read_text()
+    for c in (2, 3):
+        for m in METHODS:
+            assert f"\n| {m} |" in report.split(f"tiny{c} (")[1]

@@ -1,0 +1,179 @@
+"""``fit``'s dense EM path (:mod:`fsframe.dense_fit`): taken by ``from_data="auto"`` for the hinge
+EM family, equal to the compiled path (``from_data=False``) to 1e-8 in selections, EM iterations,
+models, objectives, histories and the ``zero_tol`` cut's record; its certificate judged on the
+returned model (recomputed here from ``X``); a step that is not certified falls back to the
+compiled path with a record; forced with what it cannot honour, a typed error.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fsframe
+import fsframe.dense_fit
+from fsframe.dense_em import DenseHingeSubproblem
+from fsframe.errors import UnsupportedProblemError
+from fsframe.working_set import WorkingSetOptions
+
+COMPILED = WorkingSetOptions(from_data=False)
+DENSE = WorkingSetOptions(from_data=True)
+
+
+def _instance(seed, m=None, n=None, classes=2):
+    rng = np.random.default_rng(seed)
+    m = m or int(rng.integers(60, 140))
+    n = n or int(rng.integers(15, 40))
+    X = rng.normal(size=(m, n))
+    X[:, 1::3] += 0.5 * X[:, ::3][:, : X[:, 1::3].shape[1]]  # correlated columns
+    W = rng.normal(size=(n, classes)) * (rng.random((n, classes)) < 0.2)
+    score = X @ W + 0.5 * rng.normal(size=(m, classes))
+    y = np.where(score[:, 0] > 0, 1, -1) if classes == 2 else np.argmax(score, axis=1)
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def _fit(X, y, method, ws=None, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fsframe.fit(X, y, method=method, **kw, **({} if ws is None else {"working_set": ws}))
+
+
+def _hinge_objective(X, y_pm, C, coef, b, quad):
+    xi = np.maximum(0.0, 1.0 - y_pm * (X @ coef + b))
+    return C * xi.sum() + float(quad @ (coef ** 2))
+
+
+def _assert_same(dense, ref):
+    assert dense.info["solver_path"] == "dense_em" and dense.certificate["path"] == "dense_em"
+    assert "solver_path" not in ref.info
+    assert np.array_equal(dense.selected, ref.selected) and dense.n_iter == ref.n_iter
+    assert [h.n_nonzero for h in dense.history] == [h.n_nonzero for h in ref.history]
+    assert [h.objective for h in dense.history] == pytest.approx([h.objective for h in ref.history], rel=1e-9)
+    np.testing.assert_allclose(dense.coef, ref.coef, rtol=0, atol=1e-8)
+    assert abs(dense.intercept - ref.intercept) <= 1e-8
+    assert abs(dense.objective - ref.objective) <= 1e-8 * max(1.0, abs(ref.objective))
+    assert dense.certificate["status"] == ref.certificate["status"] == "optimal"
+    assert dense.certificate["certifies_returned"] and ref.certificate["certifies_returned"]
+    for key in ("stop_reason", "zero_tol_cut", "zero_tol_cut_resolved", "zero_tol_cut_verified",
+                "n_features_iterate", "n_features_dropped"):
+        assert dense.info.get(key) == ref.info.get(key), key
+    np.testing.assert_allclose(dense.info["penalty_weights"]["quad"], ref.info["penalty_weights"]["quad"], rtol=1e-9)
+
+
+def _assert_certificate_is_of_the_returned_model(r, X, y):
+    # the certified objective recomputed from X at the returned model and the weights it was solved at
+    y_pm = np.where(y == r.classes[1], 1.0, -1.0)
+    C = fsframe.method.resolve("em-l0").formulation.C
+    P = _hinge_objective(X, y_pm, C, r.coef, r.intercept, r.info["penalty_weights"]["quad"])
+    assert r.certificate["objective"] == pytest.approx(P, rel=1e-10, abs=1e-10)
+    assert r.certificate["gap"] <= 1e-9
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("method", ["em-l0", "arom"])
+def test_fit_takes_the_dense_path_and_equals_the_compiled_one(seed, method):
+    X, y = _instance(seed)
+    r = (3, 5, None)[seed % 3]
+    dense, ref = _fit(X, y, method, n_features=r), _fit(X, y, method, COMPILED, n_features=r)
+    _assert_same(dense, ref)
+    assert dense.backend is None and ref.backend == "highs"  # no registered backend solved it
+    assert dense.certificate["backend"] == "dense-hinge"
+    if method == "em-l0":
+        _assert_certificate_is_of_the_returned_model(dense, X, y)
+
+
+def test_one_vs_rest_takes_the_dense_path_per_class():
+    X, y = _instance(7, m=120, n=20, classes=3)
+    dense, ref = _fit(X, y, "em-l0", n_features=4), _fit(X, y, "em-l0", COMPILED, n_features=4)
+    assert np.array_equal(dense.selected, ref.selected)
+    np.testing.assert_allclose(dense.coef, ref.coef, rtol=0, atol=1e-8)
+    assert dense.objective == pytest.approx(ref.objective, rel=1e-9)
+    for d, c in zip(dense.per_class, ref.per_class):
+        assert d.info["solver_path"] == "dense_em" and "solver_path" not in c.info
+        assert d.n_iter == c.n_iter and np.array_equal(d.selected, c.selected)
+        assert d.info.get("union_cut_resolved") == c.info.get("union_cut_resolved")
+        assert d.certificate["status"] == c.certificate["status"] == "optimal"
+        assert d.certificate["gap"] <= 1e-9
+    assert any(d.info.get("union_cut_resolved") for d in dense.per_class)  # the union cut re-solved a class
+
+
+def _failing_at(monkeypatch, step):
+    """DenseHingeSubproblem.solve failing (uncertified) at its ``step``-th call."""
+    real = DenseHingeSubproblem.solve
+    calls = []
+
+    def solve(self, **kw):
+        calls.append(1)
+        it = real(self, **kw)
+        if len(calls) == step:
+            return self._failed(it.weights["quad"], "dense hinge dual: not certified (planted)", 0, 0.0)
+        return it
+
+    monkeypatch.setattr(DenseHingeSubproblem, "solve", solve)
+    return calls
+
+
+@pytest.mark.parametrize("step", [1, 3])
+def test_a_failed_step_falls_back_to_the_compiled_path(monkeypatch, step):
+    X, y = _instance(2)
+    ref = _fit(X, y, "em-l0", COMPILED, n_features=3)
+    calls = _failing_at(monkeypatch, step)
+    for ws in (None, DENSE):  # taken automatically, and forced: both fall back
+        calls.clear()
+        r = _fit(X, y, "em-l0", ws, n_features=3)
+        assert len(calls) == step  # the dense run stopped at the failed step
+        assert "not certified (planted)" in r.info["dense_em_fallback"]
+        assert "solver_path" not in r.info and r.backend == "highs" and "path" not in r.certificate
+        np.testing.assert_allclose(r.coef, ref.coef, rtol=0, atol=1e-12)
+        assert np.array_equal(r.selected, ref.selected) and r.n_iter == ref.n_iter
+
+
+def test_forced_with_what_it_cannot_honour_is_an_error():
+    X, y = _instance(1, m=50, n=10)
+    for kw in ({"keep_model": True}, {"verify": "clarabel"}, {"callback": lambda rec, it: None},
+               {"time_limit": 5.0}):
+        with pytest.raises(UnsupportedProblemError, match="from_data=True"):
+            _fit(X, y, "em-l0", DENSE, n_features=3, **kw)
+        r = _fit(X, y, "em-l0", n_features=3, **kw)  # auto: the compiled path
+        assert "solver_path" not in r.info
+    with pytest.raises(UnsupportedProblemError, match="sparse"):
+        _fit(sp.csr_matrix(X), y, "em-l0", DENSE, n_features=3)
+    assert "solver_path" not in _fit(sp.csr_matrix(X), y, "em-l0", n_features=3).info
+
+
+def test_auto_keeps_the_compiled_path_for_a_chosen_backend_many_rows_or_working_set_false(monkeypatch):
+    X, y = _instance(4, m=80, n=12)
+    assert "solver_path" not in _fit(X, y, "em-l0", n_features=3, backend="clarabel").info
+    assert _fit(X, y, "em-l0", DENSE, n_features=3, backend="clarabel").info["solver_path"] == "dense_em"
+    assert "solver_path" not in _fit(X, y, "em-l0", False, n_features=3).info
+    monkeypatch.setattr(fsframe.dense_fit, "DENSE_EM_MAX_ROWS", 79)
+    assert "solver_path" not in _fit(X, y, "em-l0", n_features=3).info
+    assert _fit(X, y, "em-l0", DENSE, n_features=3).info["solver_path"] == "dense_em"
+    # other methods never take it (l1-svm's from_data is its own path)
+    assert _fit(X, y, "l1-svm").info.get("solver_path") != "dense_em"
+
+
+def test_inputs_are_not_modified():
+    X, y = _instance(5, m=70, n=15)
+    X0, y0 = X.copy(), y.copy()
+    _fit(X, y, "em-l0", n_features=3)
+    assert np.array_equal(X, X0) and np.array_equal(y, y0)
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("split", range(2))
+@pytest.mark.parametrize("r", [5, 10])
+def test_fit_on_sonar_takes_the_dense_path_with_the_compiled_answer(split, r, shared_file):
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    ds = fsframe.load_dataset(shared_file("sonar.csv"))
+    X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y)
+    Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.2, random_state=split, stratify=y)
+    Xtr = StandardScaler().fit(Xtr).transform(Xtr)
+    dense, ref = _fit(Xtr, ytr, "em-l0", n_features=r), _fit(Xtr, ytr, "em-l0", COMPILED, n_features=r)
+    _assert_same(dense, ref)
+    _assert_certificate_is_of_the_returned_model(dense, Xtr, ytr)
