@@ -14,7 +14,7 @@ from .backends.certificate import certify, judge_certificate
 from .canonical import Auxiliaries
 from .compiler import CompiledModel, compile_model
 from .errors import FsframeError, IncompatibleComponentsError, SolverFailedError, UnsupportedProblemError
-from .formulation import PROTOCOLS, BuiltModel, Formulation
+from .formulation import PROTOCOLS, BuiltModel, Formulation, restater_mismatch
 from .slot import slot_penalty, slot_weights
 from .working_set import AGAIN, WorkingSet, WorkingSetOptions, WorkingSetReport, group_columns
 
@@ -604,9 +604,11 @@ class Subproblem:
 
     def _protocol(self, name: str) -> None:
         if name not in self.formulation.provides():
-            attrs_ = " and ".join(PROTOCOLS[name])
+            why = restater_mismatch(self.formulation, name)
+            if why is None:
+                why = f"{' and '.join(PROTOCOLS[name])}; docs/plugins.md"
             raise IncompatibleComponentsError(f"formulation {self.formulation.name!r} does not implement the {name!r} "
-                                              f"protocol ({attrs_}; docs/plugins.md)")
+                                              f"protocol ({why})")
 
     def _restated(self, base) -> None:
         """Install the restated ``base``; a working set re-reads which groups it can price when the

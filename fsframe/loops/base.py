@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 from ..enums import Status
 from ..validators import as_int, positive_int, real, to_float
 from ..errors import ConvergenceWarning, PluginError, SeparationWarning, SolverFailedError, SolverWarning
-from ..formulation import PROTOCOLS, TRAITS
+from ..formulation import PROTOCOLS, TRAITS, restater_mismatch
 from ..surrogates.base import PROVIDES, Surrogate
 from .records import Choice, Finish, IterRecord, LoopOutcome, Run, Step
 from .selection import Selection, contribution, group_scale, reference_scale, select_exactly, support_of
@@ -206,8 +206,14 @@ class OuterLoop(abc.ABC):
 
     def formulation_missing(self, formulation) -> list[str]:
         """What ``formulation`` (an instance) lacks for this loop (empty if compatible):
-        :attr:`formulation_requires` against ``formulation.provides()``."""
-        return lacking(self.formulation_requires, formulation.provides(), FORMULATION_NEEDS)
+        :attr:`formulation_requires` against ``formulation.provides()``; a ``bounds`` or
+        ``restate`` protocol lost to a ``build`` overridden below its method says so
+        (:func:`~fsframe.formulation.restater_mismatch`)."""
+        provided = formulation.provides()
+        describe = {name: FORMULATION_NEEDS[name] + (f", but {why}" if why else "")
+                    for name in self.formulation_requires if name in FORMULATION_NEEDS and name not in provided
+                    for why in (restater_mismatch(formulation, name),)}
+        return lacking(self.formulation_requires, provided, describe)
 
     @abc.abstractmethod
     def steps(self, sub: Subproblem, surrogate: Surrogate | None, run: Run) -> Generator[Step, None, Finish]:
