@@ -50,7 +50,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("solvers and surrogates", ("fsframe.backends", "fsframe.surrogates", "fsframe.ridge")),
     ("model building and compiling", ("fsframe.pyomo_ext", "fsframe.pyomo_records", "fsframe.compiler", "fsframe.slot",
                                       "fsframe.formulation", "fsframe.kernels")),
-    ("subproblem and loops", ("fsframe.problem", "fsframe.quad_path", "fsframe.working_set", "fsframe.epigraphs",
+    ("subproblem and loops", ("fsframe.scales", "fsframe.problem", "fsframe.quad_path", "fsframe.working_set", "fsframe.epigraphs",
                               "fsframe.loops", "fsframe.results", "fsframe.dataset", "fsframe.io", "fsframe.progress")),
     ("registry and methods", ("fsframe.registry", "fsframe.plugins", "fsframe.method", "fsframe.auxiliary")),
     ("fit driver", ("fsframe.fit_report", "fsframe.from_data", "fsframe.fitting", "fsframe.paths", "fsframe.grids")),
