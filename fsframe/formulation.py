@@ -200,6 +200,22 @@ def _written_for_build(cls: type, method: str) -> bool:
     return own is not None and build is not None and issubclass(own, build)
 
 
+def restater_mismatch(formulation, protocol: str) -> str | None:
+    """Why ``formulation`` lacks ``protocol`` (``"bounds"``, ``"restate"``) although it has the
+    protocol's attributes: its method comes from a class above the one that defines ``build``
+    (:func:`_written_for_build`), in words that say how to comply; ``None`` when that is not
+    the reason (the protocol is there, or its attributes are missing)."""
+    method = _RESTATERS.get(protocol)
+    if method is None or not all(getattr(formulation, a, None) for a in PROTOCOLS[protocol]):
+        return None
+    cls = type(formulation)
+    own, build = _owner(cls, method), _owner(cls, "build")
+    if own is None or build is None or issubclass(own, build):
+        return None
+    return (f"`{method}` comes from {own.__name__} while `build` comes from {build.__name__}; define `{method}` in "
+            f"{cls.__name__} (a `super()` wrapper suffices; docs/plugins.md)")
+
+
 @attrs.frozen
 class Formulation(abc.ABC):
     """Base class of formulations. Subclasses are frozen attrs classes whose fields are the

@@ -14,7 +14,8 @@ from .backends.certificate import certify, judge_certificate
 from .canonical import Auxiliaries
 from .compiler import CompiledModel, compile_model
 from .errors import FsframeError, IncompatibleComponentsError, SolverFailedError, UnsupportedProblemError
-from .formulation import PROTOCOLS, BuiltModel, Formulation
+from .formulation import PROTOCOLS, BuiltModel, Formulation, restater_mismatch
+from .scales import group_scale
 from .slot import slot_penalty, slot_weights
 from .working_set import AGAIN, WorkingSet, WorkingSetOptions, WorkingSetReport, group_columns
 
@@ -68,7 +69,7 @@ class Iterate:
     # the zero_tol cut's re-solve: the iterate it was cut from (its subproblem has the cut groups
     # free), on which the returned point is certified (Subproblem.certify_unfixed)
     cut_from: "Iterate | None" = attrs.field(default=None, repr=False)
-    # each group's column scale (fsframe.loops.selection.group_scale of its subproblem), on which the
+    # each group's column scale (fsframe.scales.group_scale of its subproblem), on which the
     # reported objective judges the support (OuterLoop.surrogate_objective); None: the raw norms
     column_scale: NDArray | None = attrs.field(default=None, repr=False)
 
@@ -188,6 +189,14 @@ class Subproblem:
     def n_coef(self) -> int:
         return int(self.compiled.slot.W.shape[0])
 
+    @property
+    def column_scale(self) -> NDArray | None:
+        """Each group's column norm in this subproblem's data, centred where its model is
+        offset-free (:func:`fsframe.scales.group_scale`), or ``None``: what the iterates
+        :meth:`solve` returns carry (:attr:`Iterate.column_scale`), so that a loop's reported
+        objective judges the support by contribution however it is called."""
+        return group_scale(self)
+
     def group_norms(self, coef: NDArray) -> NDArray:
         """``t_j``, in the formulation's declared group norm (:attr:`Formulation.group_norm`)."""
         return self.compiled.group_norms(coef, getattr(self.formulation, "group_norm", "l2"))
@@ -247,7 +256,7 @@ class Subproblem:
         # the weights with_weights validated above (slot_weights again cost ~35 µs per EM step)
         penalty = slot_penalty(self.compiled.slot, self.compiled.last_slot_weights, coef, t)
         it = Iterate(res.status, x, coef, intercept, t, loss, loss + penalty, seconds, res,
-                     weights, self.last_report)
+                     weights, self.last_report, column_scale=self.column_scale)
         self.last_timings["read"] = time.perf_counter() - t3
         return it
 
@@ -393,7 +402,8 @@ class Subproblem:
         result = attrs.evolve(res, x=x, objective=data.objective(x), certificate=cert, status=status,
                               solve_time=0.0, message=res.message + "; groups cut to zero, the point certified again")
         return Iterate(status, x, coef, self.compiled.evaluate(self.built.intercept, x), t, loss,
-                       loss + self.penalty(coef, t, it.weights), seconds, result, it.weights, it.report)
+                       loss + self.penalty(coef, t, it.weights), seconds, result, it.weights, it.report,
+                       column_scale=self.column_scale)
 
     def certify_unfixed(self, it: Iterate) -> dict | None:
         """The certificate of ``it``'s point (a ``zero_tol`` cut's re-solve, its cut groups fixed at
@@ -604,9 +614,11 @@ class Subproblem:
 
     def _protocol(self, name: str) -> None:
         if name not in self.formulation.provides():
-            attrs_ = " and ".join(PROTOCOLS[name])
+            why = restater_mismatch(self.formulation, name)
+            if why is None:
+                why = f"{' and '.join(PROTOCOLS[name])}; docs/plugins.md"
             raise IncompatibleComponentsError(f"formulation {self.formulation.name!r} does not implement the {name!r} "
-                                              f"protocol ({attrs_}; docs/plugins.md)")
+                                              f"protocol ({why})")
 
     def _restated(self, base) -> None:
         """Install the restated ``base``; a working set re-reads which groups it can price when the

@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 from ..enums import Status
 from ..validators import as_int, positive_int, real, to_float
 from ..errors import ConvergenceWarning, PluginError, SeparationWarning, SolverFailedError, SolverWarning
-from ..formulation import PROTOCOLS, TRAITS
+from ..formulation import PROTOCOLS, TRAITS, restater_mismatch
 from ..surrogates.base import PROVIDES, Surrogate
 from .records import Choice, Finish, IterRecord, LoopOutcome, Run, Step
 from .selection import Selection, contribution, group_scale, reference_scale, select_exactly, support_of
@@ -100,11 +100,13 @@ SEPARATION_STOP = "separated classes, saturated surrogate"  # the stop reason of
 
 def _on_column_scale(it: Iterate, sub: Subproblem | None) -> Iterate:
     """``it`` carrying ``sub``'s column scale (:attr:`~fsframe.problem.Iterate.column_scale`,
-    :func:`~fsframe.loops.selection.group_scale`), the one the reported objective's support rule
+    :func:`~fsframe.scales.group_scale`), the one the reported objective's support rule
     reads: ``it`` itself when it carries one already, when there is no ``sub`` or when ``sub`` has
     none (its model not built, its groups not the columns of ``sub.X``). A stand-in iterate without
-    the field (a test's scripted solve) counts as carrying none."""
-    if sub is None or getattr(it, "column_scale", None) is not None:
+    the field (a test's scripted solve, not an attrs class) counts as carrying none and is
+    returned as it is."""
+    if sub is None or getattr(it, "column_scale", None) is not None or not (
+            attrs.has(type(it)) and "column_scale" in attrs.fields_dict(type(it))):
         return it
     scale = group_scale(sub)
     return it if scale is None else attrs.evolve(it, column_scale=scale)
@@ -206,8 +208,14 @@ class OuterLoop(abc.ABC):
 
     def formulation_missing(self, formulation) -> list[str]:
         """What ``formulation`` (an instance) lacks for this loop (empty if compatible):
-        :attr:`formulation_requires` against ``formulation.provides()``."""
-        return lacking(self.formulation_requires, formulation.provides(), FORMULATION_NEEDS)
+        :attr:`formulation_requires` against ``formulation.provides()``; a ``bounds`` or
+        ``restate`` protocol lost to a ``build`` overridden below its method says so
+        (:func:`~fsframe.formulation.restater_mismatch`)."""
+        provided = formulation.provides()
+        describe = {name: FORMULATION_NEEDS[name] + (f", but {why}" if why else "")
+                    for name in self.formulation_requires if name in FORMULATION_NEEDS and name not in provided
+                    for why in (restater_mismatch(formulation, name),)}
+        return lacking(self.formulation_requires, provided, describe)
 
     @abc.abstractmethod
     def steps(self, sub: Subproblem, surrogate: Surrogate | None, run: Run) -> Generator[Step, None, Finish]:
@@ -227,13 +235,16 @@ class OuterLoop(abc.ABC):
     def small_decrease(self, f_new: float, f_old: float) -> bool:
         return f_new >= f_old - self.tol * max(1.0, abs(f_old))
 
-    def surrogate_objective(self, it: Iterate, surrogate: Surrogate, *, raw: bool = False) -> float:
+    def surrogate_objective(self, it: Iterate, surrogate: Surrogate, *, raw: bool = False,
+                            sub: Subproblem | None = None) -> float:
         """``loss + sum_j phi(||w_(j)||)``.
 
         Reported (default): groups outside the support (contribution below ``zero_tol`` times the
         largest, :func:`~fsframe.loops.selection.contribution` on the column scale the iterate
-        carries, :attr:`~fsframe.problem.Iterate.column_scale`, the rule the cut and
-        ``history[].n_nonzero`` use; the raw norms when it carries none) count as zero, so the
+        carries, :attr:`~fsframe.problem.Iterate.column_scale` — every iterate
+        :meth:`~fsframe.problem.Subproblem.solve` returns carries its subproblem's — else on
+        ``sub``'s, the rule the cut and ``history[].n_nonzero`` use; the raw norms when there is
+        neither, as for an iterate a loop computed itself) count as zero, so the
         objective agrees with the support and coefficients returned — it
         matters for ``l0``/``lp`` at small ``p``, where a norm of 1e-10 costs 1 or 1e-5.
         ``raw=True``: the exact value at the solver's point, the quantity DCA and MM theory
@@ -241,15 +252,17 @@ class OuterLoop(abc.ABC):
         if raw:
             t = it.t
         else:
+            it = _on_column_scale(it, sub)
             kept = support_of(contribution(it.t, getattr(it, "column_scale", None)), self.zero_tol)
             t = np.where(kept, it.t, 0.0)
         return it.loss + float(np.sum(surrogate.phi(t)))
 
     def reported_objective(self, it: Iterate, surrogate: Surrogate, sub: Subproblem | None = None) -> float:
-        """:meth:`surrogate_objective` as reported, on ``sub``'s column scale: it is called as
-        ``surrogate_objective(it, surrogate)`` with the iterate carrying that scale
-        (:func:`_on_column_scale`), so an override of any signature since the first,
-        ``(self, it, surrogate, *, raw=False)``, is called alike and finds the scale on ``it``."""
+        """:meth:`surrogate_objective` as reported, on ``sub``'s column scale when ``it`` carries
+        none: it is called as ``surrogate_objective(it, surrogate)`` with the iterate carrying that
+        scale (:func:`_on_column_scale`), so an override of any signature it has had,
+        ``(self, it, surrogate, *, raw=False)`` or with ``sub=None`` as well, is called alike and
+        finds the scale on ``it``."""
         return self.surrogate_objective(_on_column_scale(it, sub), surrogate)
 
     def surrogate_step(self, it: Iterate, surrogate: Surrogate, sub: Subproblem | None = None) -> "Step":

@@ -145,3 +145,21 @@ def test_subclass_with_own_restate_only_still_restates(plugin):
         assert p.objective == pytest.approx(r.objective, rel=1e-7, abs=1e-9), c
         np.testing.assert_array_equal(p.support, r.support)
     assert path_restates(cfg("logged-l1-svm-test"), [{"C": c} for c in GRID])
+
+
+def test_restate_refusal_names_the_owners():
+    """``Subproblem.restate`` on a subclass whose own ``build`` sits below the inherited
+    ``restate`` says which class defines which and how to comply."""
+    from fsframe.backends.base import SolveOptions
+    from fsframe.errors import IncompatibleComponentsError
+    from fsframe.method import select_backend
+    from fsframe.problem import Subproblem
+
+    X, y = data(n=8)
+    sub = Subproblem(CWHinge(), X, y, frozenset({"lin"}), select_backend("highs", fsframe.ProblemClass.LP),
+                     SolveOptions())
+    sub.solve(lin=np.ones(X.shape[1]))
+    with pytest.raises(IncompatibleComponentsError, match="'restate' protocol") as err:
+        sub.restate(C=2.0)
+    assert ("`restate` comes from HingeFormulation while `build` comes from CWHinge; define `restate` in CWHinge "
+            "(a `super()` wrapper suffices" in str(err.value))

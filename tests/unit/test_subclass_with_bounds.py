@@ -93,7 +93,25 @@ def test_provides_bounds_only_where_with_bounds_knows_the_build():
     assert "bounds" not in MixedInBuild().provides()
     loop = fsframe.plugins.get_registry().get("loop", "bound-search")()
     assert loop.formulation_missing(FlooredHinge()) == []
-    assert loop.formulation_missing(FloorOnSecond()) == ["bound parameters to search (bound_params and with_bounds)"]
+    assert loop.formulation_missing(FloorOnSecond()) == [
+        "bound parameters to search (bound_params and with_bounds), but `with_bounds` comes from FlooredHinge while "
+        "`build` comes from FloorOnSecond; define `with_bounds` in FloorOnSecond (a `super()` wrapper suffices; "
+        "docs/plugins.md)"]
+    assert "`build` comes from _OwnBuild; define `with_bounds` in MixedInBuild (a" in loop.formulation_missing(
+        MixedInBuild())[0]
+
+
+@attrs.frozen
+class NoBounds(HingeFormulation):
+    """Has ``with_bounds`` (inherited) but no ``bound_params``: the attributes are missing, not the
+    method's owner at fault, and the refusal says only that."""
+
+    name = "no-bounds-test"
+
+
+def test_refusal_names_the_protocol_alone_when_attributes_are_missing():
+    loop = fsframe.plugins.get_registry().get("loop", "bound-search")()
+    assert loop.formulation_missing(NoBounds()) == ["bound parameters to search (bound_params and with_bounds)"]
 
 
 def test_set_bounds_refuses_an_inherited_with_bounds():
@@ -105,8 +123,10 @@ def test_set_bounds_refuses_an_inherited_with_bounds():
     be = select_backend("highs", fsframe.ProblemClass.LP)
     sub = Subproblem(FloorOnSecond(), X, y, frozenset({"lin"}), be, SolveOptions())
     sub.solve(lin=np.ones(X.shape[1]))
-    with pytest.raises(IncompatibleComponentsError, match="'bounds' protocol"):
+    with pytest.raises(IncompatibleComponentsError, match="'bounds' protocol") as err:
         sub.set_bounds(floor=0.5)
+    assert ("`with_bounds` comes from FlooredHinge while `build` comes from FloorOnSecond; define `with_bounds` in "
+            "FloorOnSecond (a `super()` wrapper suffices" in str(err.value))
 
 
 @pytest.mark.parametrize("form, restates", [(FloorOnSecond, False), (FlooredHinge, True), (RenamedFloored, True)])
