@@ -254,17 +254,19 @@ def _farkas_radius_float(data: ProblemData, y: NDArray, z: NDArray) -> float | N
             return None
         lo = np.nextafter(r - err, -np.inf)
         hi = np.nextafter(r + err, np.inf)
+        sign = np.sign(r)  # certain where |fl(r_k)| > E_k
+        sign[exact_zero] = 0.0
         # a reduced cost within rounding of 0 (its sign, hence its excuse, open; 0 by cancellation
-        # as often as not), or whose bound is beyond 1e-9 of it (a cancelling sum, which would loosen
-        # the radius): that column's sum in exact arithmetic, its value rounded outwards
-        for k in np.flatnonzero(~exact_zero & ~(1e-9 * np.abs(r) > err)):
+        # as often as not): that column's sum in exact arithmetic, its sign the Fraction's (the float
+        # of a positive 1e-600 is 0.0), its value rounded outwards; the others keep their interval
+        for k in np.flatnonzero(~exact_zero & ~(np.abs(r) > err)):
             rk = _exact_column(parts, k)
             r[k] = float(rk)
-            exact_zero[k] = rk == 0
+            sign[k] = (rk > 0) - (rk < 0)
             lo[k] = r[k] if Fraction(r[k]) <= rk else np.nextafter(r[k], -np.inf)
             hi[k] = r[k] if Fraction(r[k]) >= rk else np.nextafter(r[k], np.inf)
         lb, ub = np.asarray(data.lb, dtype=float), np.asarray(data.ub, dtype=float)
-        pos, neg = (r > 0) & ~exact_zero, (r < 0) & ~exact_zero
+        pos, neg = sign > 0, sign < 0
         by_lb, by_ub = pos & np.isfinite(lb), neg & np.isfinite(ub)
         excused = np.concatenate([np.minimum(lo[by_lb] * lb[by_lb], hi[by_lb] * lb[by_lb]),
                                   np.minimum(lo[by_ub] * ub[by_ub], hi[by_ub] * ub[by_ub])])
@@ -287,8 +289,12 @@ def _farkas_radius_float(data: ProblemData, y: NDArray, z: NDArray) -> float | N
         return None  # a margin not proven positive (the excused terms are lower bounds): the exact sums decide
     if not unexcused.any():
         return float("inf")
-    loose_hi = float(np.nextafter(loose * (1.0 + float(_gamma(loose_terms.size + 1))), np.inf))
-    return float(np.nextafter(d_lo / loose_hi, 0.0))
+    # each unexcused |r_k| > 0 is bounded by a term >= 2^-1074 (its outward rounding): loose_hi > 0
+    loose_hi = max(float(np.nextafter(loose * (1.0 + float(_gamma(loose_terms.size + 1))), np.inf)), _TINY)
+    with np.errstate(over="ignore"):
+        radius = d_lo / loose_hi
+    # beyond the largest float the radius is still finite (unexcused columns): the largest float holds
+    return float(np.nextafter(radius, 0.0)) if np.isfinite(radius) else float(np.finfo(float).max)
 
 
 def _exact_column(parts, k: int):
@@ -335,6 +341,8 @@ def _farkas_radius_exact(data: ProblemData, y: NDArray, z: NDArray) -> float:
     if loose == 0:
         return float("inf")
     exact = margin / loose
+    if exact >= Fraction(float(np.finfo(float).max)):  # finite, beyond the floats: the largest one holds
+        return float(np.finfo(float).max)
     out = float(exact)
     return float(np.nextafter(out, 0.0)) if Fraction(out) > exact else out
 
