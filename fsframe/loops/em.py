@@ -72,8 +72,8 @@ be revived again; after this many checks that revive, the loop stops and says so
 FLOOR_RATIO = 1e3
 """Cap of a group's floor ``c_j = c / ||X_j||`` in the check step (see :class:`EM`), as a multiple
 of the largest group norm of the iterate checked: a column that is constant up to rounding
-(``||X_j||`` ~1e-16) would otherwise put ``c_j`` near ``1e16 c`` and its weight ``q(c_j)`` near 0,
-and the check QP turns singular (HiGHS stops at its iteration limit)."""
+(``||X_j||`` ~1e-16) would otherwise put ``c_j`` near ``1e16 c`` and its weight ``q(c_j)`` near
+0, and the check QP turns singular (HiGHS stops at its iteration limit)."""
 
 
 @attrs.frozen

@@ -44,7 +44,7 @@ def column_norms(X, centred: bool = False) -> NDArray:
     textbook ``sum x^2 - m mean^2`` cancels to 0 for a column ``1e8 + N(0, 1)``). A constant
     column (``np.ptp(X[:, j]) == 0``, the test the data checks use) has centred norm exactly 0: the
     rounded mean of a column of 0.1s differs from 0.1, which left ~1e-16 and a weight floor
-    ``c / ||X_j||`` of ~1e14 times ``c`` (:class:`~fsframe.loops.em.EM`)."""
+    ``c / ||X_j||`` of ~4e15 times ``c`` (:class:`~fsframe.loops.em.EM`)."""
     import scipy.sparse as sp
 
     if sp.issparse(X):
