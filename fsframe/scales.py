@@ -19,7 +19,10 @@ def column_norms(X, centred: bool = False) -> NDArray:
     """The Euclidean norm of each column of ``X`` (dense or scipy.sparse); with ``centred``, of each
     column minus its mean, ``||X_j - mean_j||``. Sparse ``X`` is not densified: the centred sum
     runs over the stored entries, ``sum_stored (x - mean_j)^2 + (m - nnz_j) mean_j^2`` (the
-    textbook ``sum x^2 - m mean^2`` cancels to 0 for a column ``1e8 + N(0, 1)``)."""
+    textbook ``sum x^2 - m mean^2`` cancels to 0 for a column ``1e8 + N(0, 1)``). A constant
+    column (``np.ptp(X[:, j]) == 0``, the test the data checks use) has centred norm exactly 0: the
+    rounded mean of a column of 0.1s differs from 0.1, which left ~1e-16 and a weight floor
+    ``c / ||X_j||`` of ~4e15 times ``c`` (:class:`~fsframe.loops.em.EM`)."""
     import scipy.sparse as sp
 
     if sp.issparse(X):
@@ -33,9 +36,17 @@ def column_norms(X, centred: bool = False) -> NDArray:
         mean = np.bincount(col, weights=C.data, minlength=n) / m if m else np.zeros(n)
         dev = C.data - mean[col]
         sq = np.bincount(col, weights=dev * dev, minlength=n) + (m - nnz) * mean**2
+        if m:  # max/min count the implicit zeros
+            constant = (C.max(axis=0).toarray().ravel() - C.min(axis=0).toarray().ravel()) == 0
+            sq[constant] = 0.0
         return np.sqrt(sq)
     X = np.asarray(X, dtype=float)
-    return np.linalg.norm(X - X.mean(axis=0) if centred else X, axis=0)
+    if not centred:
+        return np.linalg.norm(X, axis=0)
+    norms = np.linalg.norm(X - X.mean(axis=0), axis=0)
+    if X.shape[0]:
+        norms[np.ptp(X, axis=0) == 0] = 0.0
+    return norms
 
 
 def columns_scale(X, n_groups: int, centred: bool = False) -> NDArray | None:

@@ -69,6 +69,12 @@ MAX_CHECKS = 4
 """Check steps per run (see :class:`EM`): a group the check revives may fall back to the floor and
 be revived again; after this many checks that revive, the loop stops and says so."""
 
+FLOOR_RATIO = 1e3
+"""Cap of a group's floor ``c_j = c / ||X_j||`` in the check step (see :class:`EM`), as a multiple
+of the largest group norm of the iterate checked: a column that is constant up to rounding
+(``||X_j||`` ~1e-16) would otherwise put ``c_j`` near ``1e16 c`` and its weight ``q(c_j)`` near
+0, and the check QP turns singular (HiGHS stops at its iteration limit)."""
+
 
 @attrs.frozen
 class EM(OuterLoop):
@@ -137,9 +143,11 @@ class EM(OuterLoop):
       ``p = 1``: the KKT condition of the group lasso), and a group can touch the floor on the way
       (a feature orthogonal to the L2 start's multipliers has weight exactly 0 there). So when the
       step rule holds with groups fixed, a **check step** solves the subproblem once more with every
-      group at its weight ``q(max(t_j, c))`` — the fixed ones at the floor's ``q(c)``, the curvature
-      of the majoriser at ``c_j`` — and a fixed group whose contribution comes out above ``c`` (the convex
-      model at the floor grows it: its gradient exceeds about ``2 c q(c)``) is revived and the iterations
+      group at its weight ``q(max(t_j, c_j))`` — the fixed ones at the floor's ``q(c_j)``, the curvature
+      of the majoriser at ``c_j = c / ||X_j||`` (capped at :data:`FLOOR_RATIO` times the largest
+      ``t``; a constant column, ``||X_j|| = 0``, stays fixed) — and a fixed group whose contribution
+      comes out above ``c`` (the convex model at the floor grows it: its gradient exceeds about
+      ``2 c_j q(c_j)``) is revived and the iterations
       go on from there; if none is, the loop has converged and ends with one more step from the
       check's point with the held groups back at zero (exact zeros in the answer). At
       most :data:`MAX_CHECKS` checks revive groups; a run that needs more stops with a
@@ -263,14 +271,20 @@ class EM(OuterLoop):
         return self._capped(w, fixed, magnitudes)
 
     @staticmethod
-    def _floor(cut: float, cols, shape) -> tuple:
-        """``(floor, dead)``: per group, the norm whose contribution is ``cut`` (``cut / ||X_j||``;
-        ``cut`` itself without a column scale), and the groups whose column is constant (``||X_j|| =
-        0``: no weight of theirs contributes, so the check keeps them fixed)."""
-        if cols is None or np.shape(cols) != shape:
-            return np.full(shape, cut), np.zeros(shape, dtype=bool)
+    def _floor(cut: float, cols, t) -> tuple:
+        """``(floor, dead)``: per group, the norm ``c_j`` whose contribution is ``cut`` (``cut /
+        ||X_j||``; ``cut`` itself without a column scale) capped at :data:`FLOOR_RATIO` times the
+        largest norm in ``t``, and the groups whose column is constant (``||X_j|| = 0``: no weight of
+        theirs contributes, so the check keeps them fixed)."""
+        t = np.asarray(t, dtype=float)
+        if cols is None or np.shape(cols) != t.shape:
+            return np.full(t.shape, cut), np.zeros(t.shape, dtype=bool)
         dead = ~(cols > 0)
-        return np.divide(cut, cols, out=np.full(shape, cut), where=~dead), dead
+        floor = np.divide(cut, cols, out=np.full(t.shape, cut), where=~dead)
+        top = float(np.max(t, initial=0.0))
+        if top > 0:  # a column of norm 1e-16 (rounding) would put c_j at 1e16 c: a near-singular check QP
+            floor = np.minimum(floor, FLOOR_RATIO * top)
+        return floor, dead
 
     def steps(self, sub, surrogate, run):
         """:meth:`_steps`, and a :class:`~fsframe.errors.ConvergenceWarning` when the run ends on the
@@ -360,7 +374,7 @@ class EM(OuterLoop):
             # the check step: the fixed groups back at the floor's weight
             cut = max(self.zero_tol * scale, 1e-12)
             held = fixed.copy()
-            floor, dead = self._floor(cut, cols, it.t.shape)
+            floor, dead = self._floor(cut, cols, it.t)
             w = self._capped(q(np.maximum(it.t, floor)), dead.copy(), magnitudes)
             check = sub.solve(quad=w)
             solves += 1

@@ -24,7 +24,7 @@ import pytest
 
 import fsframe
 from fsframe.backends import HighsBackend
-from fsframe.errors import ConvergenceWarning
+from fsframe.errors import ConvergenceWarning, DataWarning
 from fsframe.loops import em as em_module
 from fsframe.problem import Subproblem
 from fsframe.testing import FailingBackend
@@ -183,3 +183,43 @@ def test_checks_that_keep_reviving_stop_with_a_warning(monkeypatch):
     with pytest.warns(ConvergenceWarning, match="came back at check 1"):
         out = _hinge_l1_em(Z, y, HighsBackend())
     assert not out.converged and "revived" in out.reason
+
+
+@pytest.mark.parametrize("value", [0.1, 1.0 / 3.0])
+def test_a_constant_column_is_dead_and_the_check_stays_solvable(value):
+    """A constant column of 0.1 (any constant whose mean rounds) had centred norm 2.6e-16, not 0:
+    EM took it for alive, its floor ``c / ||X_j||`` was ~1e15 c, the check QP went singular (HiGHS
+    iteration limit) and ``arom``/``em`` warned that the zeros were not checked, ending 1.8e-8 above
+    the optimum. The constant column is dead (exact zero), no warning is raised, and EM with ``l1``
+    reaches CVXPY's L1-SVM optimum with B (revived by the check) in the support."""
+    Z, y = orthogonal_feature_instance()
+    X = np.column_stack([np.full(len(y), value), Z])
+    ref, _ = l1svm_cvxpy(X, y, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=DataWarning)  # the data check names the constant column
+        r = fsframe.fit(X, y, formulation="hinge", surrogate="l1", loop="em", C=1.0, max_iter=500, tol=1e-10)
+        arom = fsframe.fit(X, y, method="arom")
+    assert r.converged and r.support[-1] and not r.support[0]
+    assert r.objective == pytest.approx(ref, rel=1e-9)
+    assert arom.converged and not arom.support[0]
+
+
+def test_the_floor_of_a_nearly_constant_column_is_capped():
+    """A column constant up to 1e-14 (not exactly: ``np.ptp`` > 0) keeps a norm ~1e-13, and its floor
+    ``c / ||X_j||`` ~1e13 c; capped at ``FLOOR_RATIO`` times the largest norm, the check QP solves
+    and EM with ``l1`` reaches CVXPY's L1-SVM optimum without a warning."""
+    Z, y = orthogonal_feature_instance()
+    wobble = 1e-14 * np.where(np.arange(len(y)) % 2, 1.0, -1.0)
+    X = np.column_stack([0.1 + wobble, Z])
+    assert np.ptp(X[:, 0]) > 0
+    ref, _ = l1svm_cvxpy(X, y, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=DataWarning)  # the data check names the constant column
+        r = fsframe.fit(X, y, formulation="hinge", surrogate="l1", loop="em", C=1.0, max_iter=500, tol=1e-10)
+    assert r.converged and r.support[-1]
+    assert r.objective == pytest.approx(ref, rel=1e-9)
+    floor, dead = em_module.EM._floor(1e-3, np.array([1e-13, 1.0]), np.array([0.0, 2.0]))
+    np.testing.assert_array_equal(floor, [em_module.FLOOR_RATIO * 2.0, 1e-3])
+    assert not dead.any()

@@ -623,3 +623,25 @@ def test_a_sparse_offset_column_keeps_its_feature():
     assert got.support[0]
     np.testing.assert_array_equal(got.support, ref.support)
     assert got.objective == pytest.approx(ref.objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("value", [0.1, 1.0 / 3.0, -7.3])
+def test_a_constant_column_has_centred_norm_exactly_zero(value):
+    """The rounded mean of a column of 0.1s differs from 0.1: its centred norm was 2.6e-16, not 0,
+    and EM's floor ``c / ||X_j||`` ~1e15 c made its check QP singular. Dense and sparse (stored
+    entries, and a column of zeros with one stored constant absent) give exactly 0 where
+    ``np.ptp(X[:, j]) == 0``, the test of the data checks."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    X[:, 1] = value
+    X[:, 2] = 0.0
+    dense = column_norms(X, centred=True)
+    assert dense[1] == 0.0 and dense[2] == 0.0 and dense[0] > 1.0
+    for fmt in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix):
+        got = column_norms(fmt(X), centred=True)
+        assert got[1] == 0.0 and got[2] == 0.0
+        np.testing.assert_allclose(got, dense, rtol=1e-10, atol=0)
+    X[0, 1] = 0.0  # no longer constant: a stored value and an absent zero
+    assert column_norms(sp.csr_matrix(X), centred=True)[1] > 0.0
