@@ -44,7 +44,7 @@ from .backends.box_qp import solve_box_qp
 from .backends.certificate import Certificate
 from .backends.diag_qp import CRASH_MAX_ROWS, CRASH_MIN_RATIO, CRASH_SWEEPS
 from .enums import Status
-from .errors import UnsupportedProblemError
+from .errors import DataError, UnsupportedProblemError
 from .loops.em import EM
 from .problem import Iterate
 
@@ -61,13 +61,19 @@ class DenseHingeSubproblem:
     X : array, shape (m, n)
         The training data, dense (one group per column).
     y_pm : array, shape (m,)
-        Labels in ``{-1, +1}``.
+        Labels in ``{-1, +1}``, both present (one class: :class:`~fsframe.errors.DataError`, as
+        :func:`fsframe.fit` raises).
     C : float
         The hinge's weight.
 
     An iterate's ``x`` (and ``result.x``) is ``(w, b, xi)``, its ``weights["quad"]`` the ``q`` it was
-    solved at, ``result.duals["lam"]`` the dual point; a step that is not certified is
-    ``numerical_error`` with the measures in its message (the loop then stops as on any failed solve).
+    solved at, ``result.duals["lam"]`` the dual point. Each step makes up to three attempts, each
+    judged by :meth:`certificate`, and returns the first certified one: from the previous step's
+    multipliers, then cold (a warm start can stall where a cold one does not), then cold on the
+    dual scaled by ``a = ||F||_2`` (``F / a``, ``f / a^2``: the same minimiser, ``b = a^2 nu``; it
+    rescues columns on large or spread scales). A step none of them certifies is
+    ``numerical_error`` with each attempt's outcome in its message (the loop then stops as on any
+    failed solve; :func:`fsframe.fit` then runs the compiled path).
     """
 
     is_built = True  # "built" as the loops read it (below): the groups are the columns of X, no kernel
@@ -85,6 +91,9 @@ class DenseHingeSubproblem:
         self.y = np.asarray(y_pm, dtype=float)
         if self.X.ndim != 2 or self.y.shape != (self.X.shape[0],) or not np.all(np.abs(self.y) == 1):
             raise UnsupportedProblemError("DenseHingeSubproblem: X must be 2-D and y_pm its labels in {-1, +1}")
+        if self.y.size and np.all(self.y == self.y[0]):
+            raise DataError(f"DenseHingeSubproblem needs samples of both classes; y_pm has only {self.y[0]:+.0f} "
+                            "(as fsframe.fit refuses one class)")
         if not np.all(np.isfinite(self.X)):
             raise UnsupportedProblemError("DenseHingeSubproblem: X has non-finite entries")
         self.C = float(C)
