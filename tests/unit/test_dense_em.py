@@ -207,3 +207,68 @@ def test_refuses_what_it_does_not_solve():
     res = fsframe.method.resolve("l1-svm")
     with pytest.raises(UnsupportedProblemError):
         run_dense_em(res.loop, res.surrogate, X, np.where(y > 0, 1.0, -1.0), 1.0)
+
+
+def _scale_instance():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(90, 12))
+    y = np.where(X[:, :3].sum(1) + 0.5 * rng.normal(size=90) > 0, 1.0, -1.0)
+    return X, y
+
+
+def test_a_step_on_columns_scaled_by_1e3_is_certified_by_the_scaled_dual():
+    # the unscaled pivots end "singular" with 0 pivots; the dual scaled by ||F||_2 is certified and is
+    # the same problem as X at q = 1e-6 (w scaled by 1e3), solved cold on unit-scale data
+    X, y = _scale_instance()
+    it = DenseHingeSubproblem(X * 1e3, y, 1.0).solve(quad=np.ones(12))
+    assert it.ok and "scaled" in it.result.message and it.result.certificate.gap <= GAP_TOL
+    ref = DenseHingeSubproblem(X, y, 1.0).solve(quad=np.full(12, 1e-6))
+    assert ref.ok
+    np.testing.assert_allclose(it.coef * 1e3, ref.coef, rtol=1e-6, atol=1e-6 * np.abs(ref.coef).max())
+    assert it.objective == pytest.approx(ref.objective, rel=1e-8)
+    # at 1e4 no attempt is certified: numerical_error naming each attempt, never a wrong optimum
+    bad = DenseHingeSubproblem(X * 1e4, y, 1.0).solve(quad=np.ones(12))
+    assert bad.status.value == "numerical_error" and "cold" in bad.result.message
+    assert "scaled: not certified" in bad.result.message
+
+
+def test_a_warm_step_that_stalls_is_re_solved_cold():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 8))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=40) > 0, 1.0, -1.0)
+    sub = DenseHingeSubproblem(X, y, 1.0)
+    assert sub.solve(quad=np.ones(8)).ok
+    it = sub.solve(quad=np.full(8, 1e-6))  # from the previous multipliers: 1.7e-9 short of certified
+    cold = DenseHingeSubproblem(X, y, 1.0).solve(quad=np.full(8, 1e-6))
+    assert it.ok and cold.ok and it.result.message.startswith("dense hinge dual: optimal (cold; warm: not certified")
+    np.testing.assert_allclose(it.coef, cold.coef, rtol=0, atol=1e-9 * np.abs(cold.coef).max())
+    assert it.objective == pytest.approx(cold.objective, rel=1e-12)
+
+
+def test_a_warm_step_at_nearby_weights_takes_fewer_pivots_than_a_cold_one():
+    X, y = _instance(3, m=120, n=20)
+    y_pm = np.where(y > 0, 1.0, -1.0)
+    q = _weights(20, 2)
+    sub = DenseHingeSubproblem(X, y_pm, 1.0)
+    assert sub.solve(quad=q).ok
+    near = q * np.linspace(0.9, 1.1, 20)
+    warm = sub.solve(quad=near)
+    cold = DenseHingeSubproblem(X, y_pm, 1.0).solve(quad=near)
+    assert warm.ok and cold.ok and warm.result.message == "dense hinge dual: optimal"  # the first attempt
+    assert warm.result.iterations < cold.result.iterations / 2
+    np.testing.assert_allclose(warm.coef, cold.coef, rtol=0, atol=1e-9)
+
+
+def test_quad_of_the_wrong_shape_and_one_class_are_typed_errors():
+    from fsframe.errors import DataError
+
+    X, y = _instance(0, m=30, n=24)
+    y_pm = np.where(y > 0, 1.0, -1.0)
+    sub = DenseHingeSubproblem(X, y_pm, 1.0)
+    with pytest.raises(UnsupportedProblemError, match=r"shape \(3,\).*\(24,\)"):
+        sub.solve(quad=np.ones(3))
+    assert sub.solve(quad=2.0).ok  # a scalar is every group's weight
+    with pytest.raises(DataError, match="both classes"):
+        DenseHingeSubproblem(X, np.ones(30), 1.0)
+    with pytest.raises(DataError):
+        fsframe.fit(X, np.ones(30), method="em-l0")  # as fit refuses it
