@@ -144,19 +144,21 @@ class DenseHingeSubproblem:
         # previous step's multipliers; cold (a warm start can end where a cold one does not); cold on
         # the dual scaled by a = ||F||_2 (F / a, f / a^2: the same minimiser, b = a^2 nu), which puts
         # the pivots' systems on a unit scale when X's columns are large or spread
-        a = float(np.linalg.norm(F, 2)) if F.size else 1.0
-        attempts = ([(self._warm, 0, 1.0)] if self._warm is not None else []) + [(None, crash, 1.0)]
-        if np.isfinite(a) and a > 0 and a != 1.0:
-            attempts.append((None, crash, a))
-        self._warm = None
-        failures, iterations = [], 0
-        for start, sweeps, scale in attempts:
-            res = solve_box_qp(F / scale if scale != 1.0 else F, self._f / scale ** 2, self._E, np.zeros(1),
-                               self._lo, self._hi, start=start, crash=sweeps)
+        # (the norm is computed only when that attempt is reached: an SVD of F, off the usual path)
+        warm, self._warm = self._warm, None
+        failures, iterations, cert = [], 0, None
+        for kind in (["warm"] if warm is not None else []) + ["cold", "scaled"]:
+            scale = 1.0
+            if kind == "scaled":
+                scale = float(np.linalg.norm(F, 2)) if F.size else 1.0
+                if not (np.isfinite(scale) and scale > 0 and scale != 1.0):
+                    break
+            res = solve_box_qp(F if scale == 1.0 else F / scale, self._f if scale == 1.0 else self._f / scale ** 2,
+                               self._E, np.zeros(1), self._lo, self._hi, start=warm if kind == "warm" else None,
+                               crash=0 if kind == "warm" else crash)
             self.solves += 1
             self.pivots += int(res.iterations or 0)
             iterations += int(res.iterations or 0)
-            kind = "warm" if start is not None else ("scaled" if scale != 1.0 else "cold")
             if res.status != "optimal":
                 failures.append(f"{kind}: {res.status.replace('_', ' ')}")
                 continue
@@ -168,15 +170,18 @@ class DenseHingeSubproblem:
                 break
             failures.append(f"{kind}: not certified (gap {cert['gap']:.2e}, equality {cert['equality']:.2e}, "
                             f"box {cert['box']:.2e})")
-        else:
+            cert = None
+        if cert is None:
             return self._failed(q, "dense hinge dual: " + "; ".join(failures), iterations, time.perf_counter() - t0)
         self._warm = lam
         xi = cert["xi"]
         loss = self.C * float(xi.sum())
         x = np.concatenate([w, [b], xi])
         seconds = time.perf_counter() - t0
+        message = "dense hinge dual: optimal" + (f" ({kind}; {'; '.join(failures)})" if failures else "")
         result = SolveResult(Status.OPTIMAL, x, cert["primal"], self.backend_name, seconds, iterations=iterations,
-                             message="dense hinge dual: optimal" + (f" ({kind}; {'; '.join(failures)})" if failures else ""), duals={"lam": lam}, certificate=_measures(cert))
+                             message=message,
+                             duals={"lam": lam}, certificate=_measures(cert))
         return Iterate(Status.OPTIMAL, x, w, np.array([b]), np.abs(w), loss, cert["primal"], seconds, result,
                        weights={"quad": q})
 
