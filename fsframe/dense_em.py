@@ -44,7 +44,7 @@ from .backends.box_qp import solve_box_qp
 from .backends.certificate import Certificate
 from .backends.diag_qp import CRASH_MAX_ROWS, CRASH_MIN_RATIO, CRASH_SWEEPS
 from .enums import Status
-from .errors import UnsupportedProblemError
+from .errors import DataError, UnsupportedProblemError
 from .loops.em import EM
 from .problem import Iterate
 
@@ -61,13 +61,19 @@ class DenseHingeSubproblem:
     X : array, shape (m, n)
         The training data, dense (one group per column).
     y_pm : array, shape (m,)
-        Labels in ``{-1, +1}``.
+        Labels in ``{-1, +1}``, both present (one class: :class:`~fsframe.errors.DataError`, as
+        :func:`fsframe.fit` raises).
     C : float
         The hinge's weight.
 
     An iterate's ``x`` (and ``result.x``) is ``(w, b, xi)``, its ``weights["quad"]`` the ``q`` it was
-    solved at, ``result.duals["lam"]`` the dual point; a step that is not certified is
-    ``numerical_error`` with the measures in its message (the loop then stops as on any failed solve).
+    solved at, ``result.duals["lam"]`` the dual point. Each step makes up to three attempts, each
+    judged by :meth:`certificate`, and returns the first certified one: from the previous step's
+    multipliers, then cold (a warm start can stall where a cold one does not), then cold on the
+    dual scaled by ``a = ||F||_2`` (``F / a``, ``f / a^2``: the same minimiser, ``b = a^2 nu``; it
+    rescues columns on large or spread scales). A step none of them certifies is
+    ``numerical_error`` with each attempt's outcome in its message (the loop then stops as on any
+    failed solve; :func:`fsframe.fit` then runs the compiled path).
     """
 
     is_built = True  # "built" as the loops read it (below): the groups are the columns of X, no kernel
@@ -85,6 +91,9 @@ class DenseHingeSubproblem:
         self.y = np.asarray(y_pm, dtype=float)
         if self.X.ndim != 2 or self.y.shape != (self.X.shape[0],) or not np.all(np.abs(self.y) == 1):
             raise UnsupportedProblemError("DenseHingeSubproblem: X must be 2-D and y_pm its labels in {-1, +1}")
+        if self.y.size and np.all(self.y == self.y[0]):
+            raise DataError(f"DenseHingeSubproblem needs samples of both classes; y_pm has only {self.y[0]:+.0f} "
+                            "(as fsframe.fit refuses one class)")
         if not np.all(np.isfinite(self.X)):
             raise UnsupportedProblemError("DenseHingeSubproblem: X has non-finite entries")
         self.C = float(C)
@@ -102,9 +111,11 @@ class DenseHingeSubproblem:
             slot=SimpleNamespace(group_cols=[np.array([j]) for j in range(n)], groups=np.arange(n), exclusive=True))
         # what the loops read of a built model: no kernel map (the groups are X's columns, so
         # identical columns are merged as on the compiled path), the coefficients' shape, and a
-        # free intercept (selection.offset_free: the column scale of the reported support is centred)
+        # free intercept (selection.offset_free reads its variable's bounds: the column scale of the
+        # reported support is centred)
+        free_b = SimpleNamespace(is_variable_type=lambda: True, fixed=False, lb=None, ub=None)
         self.built = SimpleNamespace(transform=None, coef_shape=(n,), info={},
-                                     intercept=SimpleNamespace(matrix=sp.csr_matrix(np.ones((1, 1)))))
+                                     intercept=SimpleNamespace(matrix=sp.csr_matrix(np.ones((1, 1))), vars=[free_b]))
         self.solves = 0
         self.pivots = 0
 
@@ -117,37 +128,60 @@ class DenseHingeSubproblem:
         if lin is not None or lin_w is not None or quad is None:
             raise UnsupportedProblemError("DenseHingeSubproblem solves the quadratic slot only (quad=...)")
         t0 = time.perf_counter()
-        q = np.array(np.broadcast_to(np.asarray(quad, dtype=float), (self.n_groups,)))
+        quad = np.asarray(quad, dtype=float)
+        if quad.ndim and quad.shape != (self.n_groups,):
+            raise UnsupportedProblemError(f"DenseHingeSubproblem: quad has shape {quad.shape}, expected a scalar or "
+                                          f"({self.n_groups},) (one weight per column of X)")
+        q = np.array(np.broadcast_to(quad, (self.n_groups,)))
         if np.any(np.isnan(q)) or np.any(q <= 0):
             raise UnsupportedProblemError("DenseHingeSubproblem: quad weights must be > 0 (inf fixes a group)")
         live = np.isfinite(q)
         s = 1.0 / np.sqrt(2.0 * q[live])
         F = self._YX[:, live] * s  # the scaling of this step's weights: formed afresh every solve
         # a cold dual starts from a crash under the compiled path's dense form's rule (docs/backends.md)
-        crash = CRASH_SWEEPS if (self._warm is None and CRASH_MIN_RATIO * F.shape[0] <= F.shape[1]
-                                 and F.shape[0] <= CRASH_MAX_ROWS) else 0
-        res = solve_box_qp(F, self._f, self._E, np.zeros(1), self._lo, self._hi, start=self._warm, crash=crash)
-        self.solves += 1
-        self.pivots += int(res.iterations or 0)
-        if res.status != "optimal":
-            self._warm = None
-            return self._failed(q, f"dense hinge dual: {res.status.replace('_', ' ')}", res.iterations,
-                                time.perf_counter() - t0)
-        lam, b = res.lam, float(res.nu[0])
-        w = np.zeros(self.n_groups)
-        w[live] = s * (F.T @ lam)
-        cert = self.certificate(q, w, b, lam)
-        if not cert["optimal"]:
-            self._warm = None
-            return self._failed(q, "dense hinge dual: not certified (gap {gap:.2e}, equality {equality:.2e}, "
-                                "box {box:.2e})".format(**cert), res.iterations, time.perf_counter() - t0)
+        crash = CRASH_SWEEPS if (CRASH_MIN_RATIO * F.shape[0] <= F.shape[1] and F.shape[0] <= CRASH_MAX_ROWS) else 0
+        # the attempts, each judged by the certificate, the first certified one returned: from the
+        # previous step's multipliers; cold (a warm start can end where a cold one does not); cold on
+        # the dual scaled by a = ||F||_2 (F / a, f / a^2: the same minimiser, b = a^2 nu), which puts
+        # the pivots' systems on a unit scale when X's columns are large or spread
+        # (the norm is computed only when that attempt is reached: an SVD of F, off the usual path)
+        warm, self._warm = self._warm, None
+        failures, iterations, cert = [], 0, None
+        for kind in (["warm"] if warm is not None else []) + ["cold", "scaled"]:
+            scale = 1.0
+            if kind == "scaled":
+                scale = float(np.linalg.norm(F, 2)) if F.size else 1.0
+                if not (np.isfinite(scale) and scale > 0 and scale != 1.0):
+                    break
+            res = solve_box_qp(F if scale == 1.0 else F / scale, self._f if scale == 1.0 else self._f / scale ** 2,
+                               self._E, np.zeros(1), self._lo, self._hi, start=warm if kind == "warm" else None,
+                               crash=0 if kind == "warm" else crash)
+            self.solves += 1
+            self.pivots += int(res.iterations or 0)
+            iterations += int(res.iterations or 0)
+            if res.status != "optimal":
+                failures.append(f"{kind}: {res.status.replace('_', ' ')}")
+                continue
+            lam, b = res.lam, float(res.nu[0]) * scale ** 2
+            w = np.zeros(self.n_groups)
+            w[live] = s * (F.T @ lam)
+            cert = self.certificate(q, w, b, lam)
+            if cert["optimal"]:
+                break
+            failures.append(f"{kind}: not certified (gap {cert['gap']:.2e}, equality {cert['equality']:.2e}, "
+                            f"box {cert['box']:.2e})")
+            cert = None
+        if cert is None:
+            return self._failed(q, "dense hinge dual: " + "; ".join(failures), iterations, time.perf_counter() - t0)
         self._warm = lam
         xi = cert["xi"]
         loss = self.C * float(xi.sum())
         x = np.concatenate([w, [b], xi])
         seconds = time.perf_counter() - t0
-        result = SolveResult(Status.OPTIMAL, x, cert["primal"], self.backend_name, seconds, iterations=res.iterations,
-                             message="dense hinge dual: optimal", duals={"lam": lam}, certificate=_measures(cert))
+        message = "dense hinge dual: optimal" + (f" ({kind}; {'; '.join(failures)})" if failures else "")
+        result = SolveResult(Status.OPTIMAL, x, cert["primal"], self.backend_name, seconds, iterations=iterations,
+                             message=message,
+                             duals={"lam": lam}, certificate=_measures(cert))
         return Iterate(Status.OPTIMAL, x, w, np.array([b]), np.abs(w), loss, cert["primal"], seconds, result,
                        weights={"quad": q})
 

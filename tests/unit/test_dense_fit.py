@@ -177,3 +177,44 @@ def test_fit_on_sonar_takes_the_dense_path_with_the_compiled_answer(split, r, sh
     dense, ref = _fit(Xtr, ytr, "em-l0", n_features=r), _fit(Xtr, ytr, "em-l0", COMPILED, n_features=r)
     _assert_same(dense, ref)
     _assert_certificate_is_of_the_returned_model(dense, Xtr, ytr)
+
+
+def _scale_instance():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(90, 12))
+    return X, np.where(X[:, :3].sum(1) + 0.5 * rng.normal(size=90) > 0, 1, -1)
+
+
+@pytest.mark.parametrize("r", [3, None])
+def test_fit_on_columns_scaled_by_1e3_stays_on_the_dense_path(r):
+    # the first step's unscaled pivots end "singular"; the scaled dual certifies it (no fallback)
+    X, y = _scale_instance()
+    dense, ref = _fit(X * 1e3, y, "em-l0", n_features=r), _fit(X * 1e3, y, "em-l0", COMPILED, n_features=r)
+    assert dense.info["solver_path"] == "dense_em" and "dense_em_fallback" not in dense.info
+    assert np.array_equal(dense.selected, ref.selected) and dense.n_iter == ref.n_iter
+    np.testing.assert_allclose(dense.coef, ref.coef, rtol=0, atol=1e-6 * np.abs(ref.coef).max())
+    assert dense.objective == pytest.approx(ref.objective, rel=1e-7)  # both optimal to 1e-9 per QP
+    assert dense.certificate["status"] == "optimal" and dense.certificate["gap"] <= 1e-9
+
+
+def test_fit_where_the_dense_solve_runs_out_is_the_compiled_paths():
+    # columns spread over 1e-3.5..1e3.5: no attempt certifies the first step (each named in the
+    # record); the fit is the compiled path's, exactly
+    X, y = _instance(6, m=100, n=25)
+    X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(6).permutation(25)]
+    auto, ref = _fit(X, y, "em-l0", n_features=3), _fit(X, y, "em-l0", COMPILED, n_features=3)
+    why = auto.info["dense_em_fallback"]
+    assert "subproblem 0" in why and "cold: not certified" in why and "scaled: not certified" in why
+    assert "solver_path" not in auto.info and auto.backend == "highs"
+    assert np.array_equal(auto.coef, ref.coef) and auto.objective == ref.objective
+    assert np.array_equal(auto.selected, ref.selected) and auto.n_iter == ref.n_iter
+
+
+def test_fit_on_columns_scaled_by_1e4_fails_as_the_compiled_path_does():
+    # beyond the dense solve's accuracy and the compiled path's: the compiled path's own error, typed
+    X, y = _scale_instance()
+    with pytest.raises(fsframe.errors.SolverFailedError) as auto:
+        _fit(X * 1e4, y, "em-l0")
+    with pytest.raises(fsframe.errors.SolverFailedError) as ref:
+        _fit(X * 1e4, y, "em-l0", COMPILED)
+    assert str(auto.value) == str(ref.value) and "subproblem 5" in str(ref.value)
