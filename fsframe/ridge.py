@@ -98,7 +98,8 @@ def _derivs(loss: str, y: NDArray, z: NDArray, C: float):
 
 
 def _newton_direction(Xf: NDArray, d: NDArray, q2: NDArray, gw: NDArray, gb: float):
-    """``-H^(-1) [gw; gb]`` for ``H = [Xf' D Xf + diag(q2), Xf' d; d' Xf, sum d]``."""
+    """``-H^(-1) [gw; gb]`` for ``H = [Xf' D Xf + diag(q2), Xf' d; d' Xf, sum d]``; ``None`` when
+    Woodbury's ``m``-square matrix cannot be factored in double precision."""
     m, nf = Xf.shape
     s = float(d.sum())
     if nf <= m:
@@ -117,7 +118,10 @@ def _newton_direction(Xf: NDArray, d: NDArray, q2: NDArray, gw: NDArray, gb: flo
     Zq = Z / q2
     M = Zq @ Z.T
     M[np.arange(m), np.arange(m)] += 1.0
-    cf = sla.cho_factor(M, check_finite=False)
+    try:
+        cf = sla.cho_factor(M, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None  # not positive definite in double precision: no Newton step from here
 
     def kinv(v):  # (Xf' D Xf + diag(q2))^(-1) v, Woodbury
         v = v / q2
@@ -230,7 +234,11 @@ def ridge_glm(loss: str, X, y, C: float, quad, *, start: tuple | None = None, to
         z = Xf @ w + b
         _, g, h = _derivs(loss, y, z, C)
         gw, gb = Xf.T @ g + q2 * w, float(g.sum())
-        dw, db = _newton_direction(Xf, h, q2, gw, gb)
+        direction = _newton_direction(Xf, h, q2, gw, gb)
+        if direction is None:
+            message = "the Newton system could not be factored in double precision"
+            break
+        dw, db = direction
         dec = -(float(gw @ dw) + gb * db)  # the Newton decrement squared
         if not dec > 1e-16 * max(1.0, abs(F)):
             break

@@ -235,7 +235,7 @@ def test_a_hinge_em_is_not_forced_onto_the_quad_path():
 
 def test_an_uncertified_step_goes_to_the_backend(monkeypatch):
     """A Newton step whose bound misses ``cert_tol`` is not taken: the backend solves that step
-    (``info["quad_fallbacks"]`` says why); forced, it is returned with its status."""
+    (``info["quad_fallbacks"]`` says why); forced, a typed error."""
     import attrs
 
     import fsframe.ridge as ridge
@@ -254,8 +254,82 @@ def test_an_uncertified_step_goes_to_the_backend(monkeypatch):
     assert r.certificate["backend"] == "clarabel" and r.info["quad_solves"] == 0
     assert len(r.info["quad_fallbacks"]) == r.n_iter and r.info["quad_fallbacks"][0].startswith("planted")
     assert r.selected.tolist() == exact.selected.tolist()
-    forced = _fit(X, y, "em-logistic", "clarabel", FORCE)
-    assert forced.certificate["backend"] == "newton" and forced.certificate["status"] == "optimal_inaccurate"
+    with pytest.raises(UnsupportedProblemError, match="not certified within cert_tol"):
+        _fit(X, y, "em-logistic", "clarabel", FORCE)
+
+
+def test_a_subclass_with_its_own_build_is_not_solved_as_its_parent():
+    """A subclass that overrides ``build`` (every positive sample counted 20 times) but inherits
+    ``solve_quad_from_data`` has no ``quad_from_data`` protocol (it would minimise the parent's
+    loss); and if the protocol is claimed anyway, the compiled model's loss at the Newton point
+    differs from the one Newton minimised: the step goes to the backend (forced: a typed error)."""
+    import attrs
+
+    @attrs.frozen
+    class PosWeighted(LogisticFormulation):
+        name = "pos-weighted-logistic-test"
+
+        def build(self, X, y, terms):
+            y = np.asarray(y, float)
+            idx = np.concatenate([np.arange(len(y))] + [np.flatnonzero(y > 0)] * 19)
+            return super().build(X[idx], y[idx], terms)
+
+    assert "quad_from_data" in LogisticFormulation().provides()
+    assert "quad_from_data" not in PosWeighted().provides()
+
+    @attrs.frozen
+    class Claims(PosWeighted):  # claims the protocol with the parent's solver: the loss check catches it
+        def solve_quad_from_data(self, X, y, quad, *, start=None, tol=1e-6):
+            return LogisticFormulation.solve_quad_from_data(self, X, y, quad, start=start, tol=tol)
+
+    from fsframe.backends import ClarabelBackend
+
+    X, y = _data(60, 6, 17, "logistic")
+    q = np.full(6, 0.5)
+    cone = QuadFromDataSubproblem(Claims(), X, y, frozenset({"quad"}), ClarabelBackend())
+    cone_it = cone.solve(quad=q)
+    assert cone_it.result.backend == "clarabel" and cone.quad_solves == 0
+    assert len(cone.fallbacks) == 1 and "is not the loss" in cone.fallbacks[0]
+    # the fallback is the weighted problem's optimum, not the unweighted Newton point
+    plain = ridge_glm("logistic", X, y, 1.0, q, tol=1e-10)
+    assert abs(cone_it.objective - plain.objective) > 1.0
+    cone.close()
+    forced = QuadFromDataSubproblem(Claims(), X, y, frozenset({"quad"}), ClarabelBackend(), force=True)
+    with pytest.raises(UnsupportedProblemError, match="is not the loss"):
+        forced.solve(quad=q)
+    forced.close()
+
+
+def test_a_newton_system_that_cannot_be_factored_is_not_an_untyped_error(monkeypatch):
+    """n > m (Woodbury's branch) with a matrix that Cholesky rejects: ``ridge_glm`` stops with a
+    non-certified status instead of raising ``LinAlgError``; the subproblem falls back to the
+    backend (forced: a typed error), and a ``LinAlgError`` escaping a plugin's method is handled
+    the same way."""
+    import fsframe.ridge as ridge
+
+    X, y = _data(20, 40, 18, "logistic")
+
+    def singular(*a, **k):
+        raise np.linalg.LinAlgError("planted: not positive definite")
+
+    monkeypatch.setattr(ridge.sla, "cho_factor", singular)
+    sol = ridge_glm("logistic", X, y, 1.0, np.full(40, 1e-6), tol=1e-12)
+    assert sol.status is not Status.OPTIMAL and "could not be factored" in sol.message
+    monkeypatch.undo()
+
+    from fsframe.backends import ClarabelBackend
+
+    monkeypatch.setattr(LogisticFormulation, "solve_quad_from_data", lambda self, *a, **k: singular())
+    q = np.full(40, 0.5)
+    sub = QuadFromDataSubproblem(LogisticFormulation(), X, y, frozenset({"quad"}), ClarabelBackend())
+    it = sub.solve(quad=q)
+    assert it.result.backend == "clarabel" and it.status is Status.OPTIMAL
+    assert "could not be factored" in sub.fallbacks[0]
+    sub.close()
+    forced = QuadFromDataSubproblem(LogisticFormulation(), X, y, frozenset({"quad"}), ClarabelBackend(), force=True)
+    with pytest.raises(UnsupportedProblemError, match="could not be factored"):
+        forced.solve(quad=q)
+    forced.close()
 
 
 @pytest.mark.parametrize("method, task, second", [("em-logistic", "logistic", "ecos"), ("em-ls", "squared", "highs")])
