@@ -117,6 +117,52 @@ def test_certificate_is_tight_where_it_can_be(loss):
         assert F - best.objective <= bound <= 5.0 * (F - best.objective)
 
 
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_certificate_covers_an_intercept_that_hides_the_gradient(loss):
+    """``w`` off the optimum by 0.05 and ``b`` moved (about 0.1) to where ``grad_w F(w, b) = 0``:
+    the gradient in ``w`` says nothing, and every bit of ``||grad G(w)||`` must come from the
+    intercept's term ``||Q^(-1/2) X'||_F C L2 sqrt(m) delta``. One feature, nearly constant (so the
+    profile's curvature is ``2 q`` and, for least squares, the distance bound is attained within
+    1 %): the term dropped, or ``delta`` halved, undercuts the true distance."""
+    import scipy.optimize as so
+
+    from fsframe.ridge import _derivs
+
+    X, y = _data(40, 4, 21, loss)
+    X = 2.0 + 0.01 * X[:, :1]
+    q = np.array([0.3])
+    best = ridge_glm(loss, X, y, 1.0, q, tol=1e-14)
+    w = best.coef + 0.05
+    b = so.brentq(lambda b: (X.T @ _derivs(loss, y, X @ w + b, 1.0)[1] + 2.0 * q * w)[0],
+                  best.intercept - 3.0, best.intercept + 3.0, xtol=1e-14)
+    assert 0.09 < abs(b - best.intercept) < 0.11
+    F, _, bound, dist, _, cert, status = _certify(loss, X, y, 1.0, q, w, b, float(np.linalg.norm(X)), 1e-6)
+    assert np.linalg.norm(w - best.coef) == pytest.approx(0.05) and np.linalg.norm(w - best.coef) <= dist
+    assert 0 < F - best.objective <= bound
+    assert status is Status.OPTIMAL_INACCURATE
+    if loss == "squared":
+        assert dist <= 1.01 * 0.05 and bound <= 1.05 * (F - best.objective)
+
+
+@pytest.mark.parametrize("m, n", [(30, 12), (12, 30)])  # the scaled (n+1)-square Cholesky, and Woodbury
+def test_newton_direction_solves_the_full_system(m, n):
+    """The Newton direction against a dense solve of ``H = [X' D X + diag(q2), X' d; d' X, sum d]``
+    with features and weights of mixed scales (a Schur complement off by any factor, or a scaling
+    not undone, moves ``db`` and with it ``dw``)."""
+    from fsframe.ridge import _newton_direction
+
+    rng = np.random.default_rng(22)
+    X = rng.normal(size=(m, n)) * np.logspace(-2, 2, n)
+    d = rng.uniform(0.05, 1.0, m)
+    q2 = np.logspace(-3, 3, n)
+    gw, gb = rng.normal(size=n), 0.7
+    Xa = np.hstack([X, np.ones((m, 1))])
+    H = Xa.T @ (d[:, None] * Xa) + np.diag(np.append(q2, 0.0))
+    ref = -np.linalg.solve(H, np.append(gw, gb))
+    dw, db = _newton_direction(X, d, q2, gw, gb)
+    assert np.abs(dw - ref[:n]).max() <= 1e-8 * np.abs(ref).max() and db == pytest.approx(ref[n], rel=1e-8)
+
+
 def test_declines_without_strong_convexity():
     X, y = _data(30, 5, 0, "logistic")
     assert ridge_glm("logistic", X, y, 1.0, np.array([1.0, 0.0, 1.0, 1.0, 1.0])) is None
@@ -187,9 +233,31 @@ def test_em_fit_equals_the_cone_path(method, task, m, n, seed, backend):
     newton = _fit(X, y, method, backend)
     cone = _fit(X, y, method, backend, CONE)
     assert newton.certificate["backend"] == "newton" and newton.certificate["status"] == "optimal"
-    assert cone.certificate["backend"] == backend
+    assert cone.certificate["backend"] == backend and newton.info["quad_fallbacks"] == ()
     _same_fit(newton, cone)
     assert 0 < newton.selected.size < n and newton.n_iter > 3  # a real EM run, not an empty or dense model
+
+
+@pytest.mark.parametrize("case", ["mixed scales", "large y, n > m"])
+def test_em_ls_hard_steps_are_certified_and_equal_the_cone_path(case):
+    """Least squares where the Newton system is badly scaled: features spanning eight orders of
+    magnitude (the unscaled Cholesky stalled at max_iter, its step 1e-6 off), and ``y`` of size
+    1e3 with n > m (Woodbury; EM's weights reach 1e-5). Every step certified by Newton (no
+    fallback), the fit the cone path's."""
+    rng = np.random.default_rng(3 if case != "mixed scales" else 0)
+    if case == "mixed scales":
+        X = rng.normal(size=(80, 30))
+        y = 2 * X[:, 0] - 1.5 * X[:, 1] + X[:, 2] + 0.3 + 0.3 * rng.normal(size=80)
+        X = X * np.logspace(-4, 4, 30)
+    else:
+        X = rng.normal(size=(40, 120))
+        y = 1e3 * (2 * X[:, 0] - 1.5 * X[:, 1] + X[:, 2]) + 300.0 * rng.normal(size=40)
+    newton = _fit(X, y, "em-ls", "clarabel")
+    cone = _fit(X, y, "em-ls", "clarabel", CONE)
+    assert newton.certificate["backend"] == "newton" and newton.certificate["status"] == "optimal"
+    assert newton.info["quad_fallbacks"] == () and newton.info["quad_solves"] == newton.n_iter
+    assert newton.selected.tolist() == cone.selected.tolist() and newton.n_iter == cone.n_iter
+    assert newton.objective == pytest.approx(cone.objective, rel=1e-6)
 
 
 @pytest.mark.parametrize("backend", ["clarabel", "ecos"])
