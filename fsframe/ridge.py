@@ -52,6 +52,7 @@ import attrs
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.special import expit
 from numpy.typing import NDArray
 
 from .backends.certificate import Certificate
@@ -99,8 +100,8 @@ def _derivs(loss: str, y: NDArray, z: NDArray, C: float):
     if loss == "logistic":
         yz = y * z
         val = C * np.logaddexp(0.0, -yz)
-        s = 0.5 * (1.0 + np.tanh(-0.5 * yz))  # sigma(-y z), stable
-        return val, -C * y * s, C * s * (1.0 - s)
+        s = expit(-yz)  # sigma(-y z)
+        return val, -C * y * s, C * expit(yz) * s  # s (1 - s) without 1 - s losing s's digits
     r = y - z
     return 0.5 * C * r * r, -C * r, np.full(z.shape, C)
 
@@ -222,7 +223,8 @@ def ridge_glm(loss: str, X, y, C: float, quad, *, start: tuple | None = None, to
     ``start`` ``(w, b)`` to start from (EM's previous step; default zeros and ``b = 0``), ``tol``
     the relative gap bound that makes the status OPTIMAL (the Newton steps go on to double
     precision, at most ``max_iter``). ``None`` when a free group's weight is not positive (no
-    strong convexity to certify with), or ``X`` is sparse beyond :data:`DENSE_LIMIT`."""
+    strong convexity to certify with), a logistic ``y`` of one class (no optimum: ``b`` runs off),
+    or ``X`` is sparse beyond :data:`DENSE_LIMIT`."""
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, not {loss!r}")
     q = np.asarray(quad, dtype=float).ravel()
@@ -231,6 +233,8 @@ def ridge_glm(loss: str, X, y, C: float, quad, *, start: tuple | None = None, to
     if qf.size and not np.min(qf) > 0:
         return None
     y = np.asarray(y, dtype=float).ravel()
+    if loss == "logistic" and not (np.any(y > 0) and np.any(y < 0)):
+        return None  # one class: the intercept runs off to infinity, no optimum to certify
     if sp.issparse(X) and X.shape[0] * int(free.sum()) > DENSE_LIMIT:
         return None  # the free columns are made dense: not for a large sparse X
     Xf = X[:, np.flatnonzero(free)]

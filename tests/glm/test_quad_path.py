@@ -166,6 +166,17 @@ def test_newton_direction_solves_the_full_system(m, n):
 def test_declines_without_strong_convexity():
     X, y = _data(30, 5, 0, "logistic")
     assert ridge_glm("logistic", X, y, 1.0, np.array([1.0, 0.0, 1.0, 1.0, 1.0])) is None
+    assert ridge_glm("logistic", X, np.ones(30), 1.0, np.ones(5)) is None  # one class: no optimum
+
+
+def test_logistic_curvature_keeps_its_digits_far_out():
+    """``l''(z) = sigma(z) sigma(-z)`` where ``sigma(-z)`` is tiny (``z`` = 40): computed as ``s (1 -
+    s)`` it rounds to 0 (``1 - s`` loses ``s``'s digits), the true value is ``exp(-40)``."""
+    from fsframe.ridge import _derivs
+
+    _, g, h = _derivs("logistic", np.array([-1.0, 1.0]), np.array([40.0, 40.0]), 1.0)
+    assert h[0] == pytest.approx(np.exp(-40.0), rel=1e-12) and h[1] == pytest.approx(np.exp(-40.0), rel=1e-12)
+    assert g[1] == pytest.approx(-np.exp(-40.0), rel=1e-12) and g[0] == pytest.approx(1.0, rel=1e-15)
 
 
 def test_the_protocol_is_offered_by_the_binary_losses_only():
@@ -265,7 +276,11 @@ def test_em_logistic_n_features_and_one_vs_rest_equal_the_cone_path(backend):
     rng = np.random.default_rng(11)
     X = rng.normal(size=(90, 12))
     y = np.argmax(X[:, :3] + 0.3 * rng.normal(size=(90, 3)), axis=1)
-    _same_fit(_fit(X, y, "em-logistic", backend), _fit(X, y, "em-logistic", backend, CONE))
+    ovr = _fit(X, y, "em-logistic", backend)
+    _same_fit(ovr, _fit(X, y, "em-logistic", backend, CONE))
+    # the classes' Newton steps, summed (one-vs-rest's info keeps them as a binary fit's does)
+    assert ovr.info["quad_solves"] == sum(r.info["quad_solves"] for r in ovr.per_class) >= 3
+    assert ovr.info["quad_fallbacks"] == ()
     Xb, yb = _data(60, 20, 12, "logistic")
     _same_fit(_fit(Xb, yb, "em-logistic", backend, n_features=2),
               _fit(Xb, yb, "em-logistic", backend, CONE, n_features=2))
