@@ -190,10 +190,10 @@ that repeats rows) would solve the parent's loss."""
 
 
 def _written_for_build(cls: type, method: str) -> bool:
-    """Whether ``cls``'s ``method`` (``restate``, ``with_bounds``, ``solve_quad_from_data``) is written for the model its
-    ``build`` makes: the class that defines ``method`` is the class that defines ``build`` or a
-    subclass of it (it knew that ``build``: a subclass that only wraps ``method``, calling
-    ``super()``, still has the protocol). A subclass that overrides ``build`` (a class-weighted
+    """Whether ``cls``'s ``method`` (``restate``, ``with_bounds``, ``solve_quad_from_data``) is
+    written for the model its ``build`` makes: the class that defines ``method`` is the class
+    that defines ``build`` or a subclass of it (it knew that ``build``: a subclass that only wraps
+    ``method``, calling ``super()``, still has the protocol). A subclass that overrides ``build`` (a class-weighted
     hinge that puts ``C`` elsewhere, a bound row stated another way; also through a mixin) but
     inherits ``method`` would be restated by the parent's rule, which drops what the subclass's
     ``build`` did with the parameter: it has no such protocol until it defines its own

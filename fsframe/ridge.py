@@ -52,8 +52,8 @@ import attrs
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.special import expit
 from numpy.typing import NDArray
+from scipy.special import expit
 
 from .backends.certificate import Certificate
 from .enums import Status
