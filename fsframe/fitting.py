@@ -752,6 +752,10 @@ def _one_vs_rest(res: Resolved, per: list, certified: list, groups, outcomes: li
             "compile_seconds": sum(r.info["compile_seconds"] for r in per),
             "solve_seconds": sum(r.info["solve_seconds"] for r in per),
             "strategy": "one-vs-rest", **({} if auto is None else {"n_features_default": auto})}
+    if any("quad_solves" in r.info for r in per):  # EM's steps from X, summed over the classes
+        info["quad_solves"] = sum(r.info.get("quad_solves", 0) for r in per)
+        info["quad_fallbacks"] = tuple(f"class {c!r}: {msg}" for r, c in zip(per, classes)
+                                       for msg in r.info.get("quad_fallbacks", ()))
     objs = [r.objective for r in per]
     certificate = {"per_class": tuple(r.certificate for r in per)}
     return FitResult(

@@ -182,16 +182,18 @@ def _owner(cls: type, attr: str):
     return next((k for k in cls.__mro__ if attr in vars(k)), None)
 
 
-_RESTATERS = {"bounds": "with_bounds", "restate": "restate"}
-"""The protocols of :data:`PROTOCOLS` that rewrite the built problem, each with its method: it
-must be written for the model ``build`` makes (:func:`_written_for_build`)."""
+_RESTATERS = {"bounds": "with_bounds", "restate": "restate", "quad_from_data": "solve_quad_from_data"}
+"""The protocols of :data:`PROTOCOLS` that rewrite or re-solve the built problem, each with its
+method: it must be written for the model ``build`` makes (:func:`_written_for_build`). A
+``solve_quad_from_data`` inherited by a subclass with its own ``build`` (a class-weighted loss
+that repeats rows) would solve the parent's loss."""
 
 
 def _written_for_build(cls: type, method: str) -> bool:
-    """Whether ``cls``'s ``method`` (``restate``, ``with_bounds``) is written for the model its
-    ``build`` makes: the class that defines ``method`` is the class that defines ``build`` or a
-    subclass of it (it knew that ``build``: a subclass that only wraps ``method``, calling
-    ``super()``, still has the protocol). A subclass that overrides ``build`` (a class-weighted
+    """Whether ``cls``'s ``method`` (``restate``, ``with_bounds``, ``solve_quad_from_data``) is
+    written for the model its ``build`` makes: the class that defines ``method`` is the class
+    that defines ``build`` or a subclass of it (it knew that ``build``: a subclass that only wraps
+    ``method``, calling ``super()``, still has the protocol). A subclass that overrides ``build`` (a class-weighted
     hinge that puts ``C`` elsewhere, a bound row stated another way; also through a mixin) but
     inherits ``method`` would be restated by the parent's rule, which drops what the subclass's
     ``build`` did with the parameter: it has no such protocol until it defines its own
@@ -310,10 +312,10 @@ class Formulation(abc.ABC):
     def provides(self) -> frozenset[str]:
         """What this instance offers the loops (``OuterLoop.formulation_requires``): every
         protocol of :data:`PROTOCOLS` whose attributes it defines (non-empty), ``native_multiclass``
-        when :attr:`multiclass` is ``"native"``, and its :attr:`traits`. ``restate`` and
-        ``bounds`` count only when the class that defines ``restate`` (``with_bounds``) is the
-        class that defines ``build`` or a subclass of it (a subclass that rebuilds the model opts
-        in by defining its own ``restate``, ``with_bounds``). Override it (calling
+        when :attr:`multiclass` is ``"native"``, and its :attr:`traits`. ``restate``, ``bounds``
+        and ``quad_from_data`` count only when the class that defines ``restate``
+        (``with_bounds``, ``solve_quad_from_data``) is the class that defines ``build`` or a
+        subclass of it (a subclass that rebuilds the model opts in by defining its own). Override it (calling
         ``super()``) for a fact that depends on a parameter (the margin's ``hard_margin`` when
         ``C`` is ``None``)."""
         caps = {name for name, attrs_ in PROTOCOLS.items() if all(getattr(self, a, None) for a in attrs_)}

@@ -16,6 +16,10 @@ from .working_set import WorkingSetReport
 
 __all__ = ["QuadFromDataSubproblem", "quad_path_applies"]
 
+LOSS_RTOL = 1e-9
+"""How far (relative) the compiled model's loss at the Newton point may be from the loss
+``solve_quad_from_data`` reports before the step is declined (a model its method was not written for)."""
+
 
 def quad_path_applies(formulation, terms) -> bool:
     """Whether a subproblem of ``formulation`` with slot ``terms`` can take the quad path: the slot
@@ -35,8 +39,10 @@ class QuadFromDataSubproblem(Subproblem):
     on the fit's backend, as does every solve when the formulation declines (returns ``None``):
     then ``force`` (``WorkingSetOptions(from_data=True)``) raises an
     :class:`~fsframe.errors.UnsupportedProblemError` instead. A step whose certificate is not
-    OPTIMAL (its gap bound beyond ``cert_tol``) is solved again by the backend (:attr:`fallbacks`
-    keeps why); forced, it is returned with its status. The iterate's result says backend
+    OPTIMAL (its gap bound beyond ``cert_tol``, or a Newton system that cannot be factored), or
+    whose point gives the compiled model a loss other than the one the formulation minimised
+    (beyond :data:`LOSS_RTOL` relative), is solved again by the backend (:attr:`fallbacks` keeps
+    why); forced, it raises :class:`~fsframe.errors.UnsupportedProblemError`. The iterate's result says backend
     ``"newton"`` and carries the certificate (``gap`` the relative bound on the objective's
     distance to the optimum; status OPTIMAL only when it is within ``options.cert_tol``)."""
 
@@ -79,8 +85,16 @@ class QuadFromDataSubproblem(Subproblem):
         cols = self._model_columns()
         sol = None
         if cols is not None:
-            sol = self.formulation.solve_quad_from_data(self.X, self.y, q, start=self._start,
-                                                        tol=self.options.cert_tol)
+            try:
+                sol = self.formulation.solve_quad_from_data(self.X, self.y, q, start=self._start,
+                                                            tol=self.options.cert_tol)
+            except np.linalg.LinAlgError as exc:  # a Newton system not positive definite in double precision
+                why = f"the Newton system could not be factored ({exc})"
+                if self.force:
+                    raise UnsupportedProblemError(f"WorkingSetOptions(from_data=True): {why}; "
+                                                  f"use from_data='auto'") from exc
+                self.fallbacks.append(why)
+                return super().solve(quad=quad, full=full)
         if sol is None:
             if self.force:
                 why = ("the model's coefficients are not its own columns" if cols is None else
@@ -88,16 +102,30 @@ class QuadFromDataSubproblem(Subproblem):
                 raise UnsupportedProblemError(f"WorkingSetOptions(from_data=True): the quad path cannot solve this "
                                               f"step: {why}; use from_data='auto'")
             return super().solve(quad=quad, full=full)
-        if sol.status is not Status.OPTIMAL and not self.force:
+        if sol.status is not Status.OPTIMAL:
             # not certified within cert_tol (e.g. a logistic curvature in b too small to bound b*(w)):
-            # this step goes to the backend, as without the protocol
+            # this step goes to the backend, as without the protocol; forced, it is an error
+            if self.force:
+                raise UnsupportedProblemError(f"WorkingSetOptions(from_data=True): the Newton step is not "
+                                              f"certified within cert_tol={self.options.cert_tol:g} "
+                                              f"({sol.status.value}: {sol.message}); use from_data='auto'")
             self.fallbacks.append(sol.message)
             return super().solve(quad=quad, full=full)
-        self._start = (sol.coef, sol.intercept)
         x = np.zeros(self.compiled.base.n)
         x[cols[0]] = sol.coef
         x[cols[1]] = sol.intercept
         x = self.settle(x)
+        loss = self.compiled.base.objective(x)
+        if not abs(loss - sol.loss) <= LOSS_RTOL * max(abs(loss), abs(sol.loss), 1.0):
+            # the compiled model's loss is not the one solve_quad_from_data minimised (a build the
+            # formulation's method was not written for): the answer is not this problem's
+            why = (f"the compiled model's loss at the Newton point ({loss:.17g}) is not the loss "
+                   f"solve_quad_from_data minimised ({sol.loss:.17g})")
+            if self.force:
+                raise UnsupportedProblemError(f"WorkingSetOptions(from_data=True): {why}; use from_data='auto'")
+            self.fallbacks.append(why)
+            return super().solve(quad=quad, full=full)
+        self._start = (sol.coef, sol.intercept)
         seconds = time.perf_counter() - t0
         res = SolveResult(sol.status, x, sol.objective, "newton", seconds, iterations=sol.iterations,
                           message=sol.message, certificate=sol.certificate)
@@ -108,7 +136,6 @@ class QuadFromDataSubproblem(Subproblem):
         coef = self.compiled.coef(x)
         intercept = self.compiled.evaluate(self.built.intercept, x)
         t = self.group_norms(coef)
-        loss = self.compiled.base.objective(x)
         penalty = self.penalty(coef, t, {"quad": quad})
         return Iterate(sol.status, x, coef, intercept, t, loss, loss + penalty, seconds, res, {"quad": quad},
                        self.last_report)

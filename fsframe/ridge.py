@@ -12,21 +12,28 @@ residual ``(y - z)^2 / 2``. Both are smooth and convex in ``z``; ``F`` is strong
 but not in ``b`` (nothing penalises it), so the certificate works on the *profile*
 ``G(w) = min_b F(w, b)``:
 
-* ``G - mu/2 ||w||^2`` is convex with ``mu = 2 min_j q_j`` (``F - min_j q_j ||w||^2`` is jointly
-  convex, and partial minimisation keeps convexity), so ``G(w) - G* <= ||grad G(w)||^2 / (2 mu)``
-  and ``||w - w*|| <= ||grad G(w)|| / mu``. Dividing the objective by ``C`` (scikit-learn's
-  convention) divides ``mu`` by ``C`` too: the bound is the same.
+* ``G(w) - w' Q w`` is convex (``Q = diag(q_j)``; ``F - sum_j q_j w_j^2`` is jointly convex, and
+  partial minimisation keeps convexity), so ``G(v) >= G(w) + grad G(w)' (v - w) + (v - w)' Q (v -
+  w)`` for all ``v``. Minimising the right-hand side over ``v`` (at ``v - w = -Q^(-1) grad G / 2``)
+  gives ``G(w) - G* <= 1/4 grad G' Q^(-1) grad G = 1/4 sum_j g_j^2 / q_j``; adding the inequality at
+  ``(w, w*)`` and ``(w*, w)`` gives ``2 ||w - w*||_Q^2 <= grad G(w)' (w - w*) <= ||grad G(w)||_(Q^-1)
+  ||w - w*||_Q``, so ``||w - w*||_Q <= 1/2 ||grad G(w)||_(Q^-1)`` and ``||w - w*|| <= ||w -
+  w*||_Q / sqrt(min_j q_j)``. Weighting by ``Q`` (not by ``mu = 2 min_j q_j`` alone) keeps the
+  bound tight when the ``q_j`` differ by orders of magnitude (EM's weights do). Dividing the
+  objective by ``C`` (scikit-learn's convention) divides ``Q`` by ``C`` too: the bound is the same.
 * ``grad G(w) = grad_w F(w, b*(w))`` (Danskin). ``b*(w)`` is polished by a one-dimensional
   Newton method; what is left of ``g_b = dF/db`` bounds ``|b - b*(w)| <= delta``: exactly
   ``|g_b| / (C m)`` for least squares; for the logistic loss ``delta = 2 |g_b| / h_b`` (``h_b`` the
   curvature in ``b``), valid when ``C m L3 delta <= h_b / 2`` with ``L3 = 1 / (6 sqrt 3)`` the
   largest ``|l'''|`` (``h_b`` stays above ``h_b / 2`` on that interval, so ``dF/db`` changes sign
-  in it). Then ``F(w, b) - G(w) <= |g_b| delta`` (convexity in ``b``) and ``||grad G(w)|| <=
-  ||grad_w F(w, b)|| + C L2 sqrt(m) ||X||_F delta`` (``L2`` the largest ``l''``: 1/4 logistic, 1
-  squared).
+  in it). Then ``F(w, b) - G(w) <= |g_b| delta`` (convexity in ``b``) and, since ``grad G(w) -
+  grad_w F(w, b) = X' (l'(z*) - l'(z))`` with every ``|z*_i - z_i| <= delta``, ``||grad
+  G(w)||_(Q^-1) <= ||grad_w F(w, b)||_(Q^-1) + ||Q^(-1/2) X'||_F C L2 sqrt(m) delta`` (``L2`` the
+  largest ``l''``: 1/4 logistic, 1 squared; the same with ``||X||_F`` for the Euclidean norm).
 
 The certified bound on the objective's distance to the optimum is therefore ``gap_bound = |g_b|
-delta + (||grad_w F|| + C L2 sqrt(m) ||X||_F delta)^2 / (2 mu)``. :class:`RidgeSolution` carries it
+delta + 1/4 (||grad_w F||_(Q^-1) + ||Q^(-1/2) X'||_F C L2 sqrt(m) delta)^2`` and
+``distance_bound`` (Euclidean) the same bracket over ``2 sqrt(min_j q_j)``. :class:`RidgeSolution` carries it
 with a :class:`~fsframe.backends.certificate.Certificate` whose ``gap`` is it relative to ``|F|``;
 the status is OPTIMAL only when that relative bound is within the tolerance asked for.
 
@@ -46,6 +53,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from numpy.typing import NDArray
+from scipy.special import expit
 
 from .backends.certificate import Certificate
 from .enums import Status
@@ -66,7 +74,8 @@ _L2 = {"logistic": 0.25, "squared": 1.0}  # max l''
 class RidgeSolution:
     """What :func:`ridge_glm` returns: ``coef`` (every group, the fixed ones exactly 0),
     ``intercept``, ``objective`` ``F(w, b)`` (loss plus ``sum_j q_j w_j^2``), ``loss``,
-    ``gap_bound`` (certified ``F(w, b) - min F``), ``distance_bound`` (certified ``||w - w*||``),
+    ``gap_bound`` (certified ``F(w, b) - min F``), ``distance_bound`` (certified ``||w - w*||``,
+    Euclidean),
     ``grad_norm`` (the bound on ``||grad G(w)||`` of the module docstring), ``mu`` (``2 min_j q_j``
     over the free groups), ``iterations`` (Newton steps), ``status`` and ``certificate`` (``gap``
     the relative ``gap_bound``; no constraints, so ``primal_residual`` 0; ``dual_residual`` the
@@ -91,14 +100,15 @@ def _derivs(loss: str, y: NDArray, z: NDArray, C: float):
     if loss == "logistic":
         yz = y * z
         val = C * np.logaddexp(0.0, -yz)
-        s = 0.5 * (1.0 + np.tanh(-0.5 * yz))  # sigma(-y z), stable
-        return val, -C * y * s, C * s * (1.0 - s)
+        s = expit(-yz)  # sigma(-y z)
+        return val, -C * y * s, C * expit(yz) * s  # s (1 - s) without 1 - s losing s's digits
     r = y - z
     return 0.5 * C * r * r, -C * r, np.full(z.shape, C)
 
 
 def _newton_direction(Xf: NDArray, d: NDArray, q2: NDArray, gw: NDArray, gb: float):
-    """``-H^(-1) [gw; gb]`` for ``H = [Xf' D Xf + diag(q2), Xf' d; d' Xf, sum d]``."""
+    """``-H^(-1) [gw; gb]`` for ``H = [Xf' D Xf + diag(q2), Xf' d; d' Xf, sum d]``; ``None`` when
+    Woodbury's ``m``-square matrix cannot be factored in double precision."""
     m, nf = Xf.shape
     s = float(d.sum())
     if nf <= m:
@@ -106,18 +116,26 @@ def _newton_direction(Xf: NDArray, d: NDArray, q2: NDArray, gw: NDArray, gb: flo
         H = Xa.T @ (d[:, None] * Xa)
         H[np.arange(nf), np.arange(nf)] += q2
         g = np.append(gw, gb)
-        H[nf, nf] += 1e-14 * max(1.0, float(np.max(np.abs(np.diag(H)))))  # sum d may underflow to 0
+        # Jacobi scaling diag(H)^(-1/2) before the factor: features of mixed scales (and weights
+        # q_j of mixed sizes) leave H's condition number to the scaled matrix's; the intercept's
+        # diagonal (sum d, which may underflow to 0) gets 1e-14 of its own scale
+        sc = 1.0 / np.sqrt(np.maximum(np.diag(H), np.finfo(float).tiny))
+        Hs = H * sc[:, None] * sc[None, :]
+        Hs[nf, nf] += 1e-14
         try:
-            step = -sla.cho_solve(sla.cho_factor(H, check_finite=False), g, check_finite=False)
+            step = -sc * sla.cho_solve(sla.cho_factor(Hs, check_finite=False), sc * g, check_finite=False)
         except np.linalg.LinAlgError:
-            step = -np.linalg.lstsq(H, g, rcond=None)[0]
+            step = -sc * np.linalg.lstsq(Hs, sc * g, rcond=None)[0]
         return step[:nf], float(step[nf])
     sq = np.sqrt(d)
     Z = sq[:, None] * Xf
     Zq = Z / q2
     M = Zq @ Z.T
     M[np.arange(m), np.arange(m)] += 1.0
-    cf = sla.cho_factor(M, check_finite=False)
+    try:
+        cf = sla.cho_factor(M, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None  # not positive definite in double precision: no Newton step from here
 
     def kinv(v):  # (Xf' D Xf + diag(q2))^(-1) v, Woodbury
         v = v / q2
@@ -125,7 +143,9 @@ def _newton_direction(Xf: NDArray, d: NDArray, q2: NDArray, gw: NDArray, gb: flo
 
     u = Xf.T @ d
     ki_g, ki_u = kinv(gw), kinv(u)
-    schur = max(s - float(u @ ki_u), 1e-14 * max(s, 1e-300))
+    # s - u' K^(-1) u = sqrt(d)' M^(-1) sqrt(d) exactly (K = Z'Z + diag(q2), u = Z' sqrt(d), and
+    # Z K^(-1) Z' = I - M^(-1)): no cancellation between two nearly equal terms
+    schur = max(float(sq @ sla.cho_solve(cf, sq, check_finite=False)), 1e-14 * max(s, 1e-300))
     db = (-gb + float(u @ ki_g)) / schur
     dw = -ki_g - ki_u * db
     return dw, float(db)
@@ -176,10 +196,16 @@ def _certify(loss: str, X: NDArray, y: NDArray, C: float, q: NDArray, w: NDArray
         delta = 2.0 * gb / hb if hb > 0 else np.inf
         if not C * m * _L3 * delta <= 0.5 * hb:
             delta = np.inf
-    grad = float(np.linalg.norm(gw)) + (C * _L2[loss] * math.sqrt(m) * xnorm * delta if delta else 0.0)
-    mu = 2.0 * float(np.min(q)) if q.size else np.inf
-    gap = gb * delta + (grad * grad / (2.0 * mu) if q.size else 0.0)
-    dist = grad / mu if q.size else 0.0
+    shift = C * _L2[loss] * math.sqrt(m) * delta if delta else 0.0  # bound on ||g(z*) - g(z)||
+    grad = float(np.linalg.norm(gw)) + (shift * xnorm if shift else 0.0)
+    if q.size:
+        # ||grad G(w)||_(Q^-1) <= ||Q^(-1/2) grad_w F|| + ||Q^(-1/2) X'||_F * shift
+        xq = math.sqrt(float(np.sum(np.sum(X * X, axis=0) / q)))
+        gq = math.sqrt(float(np.sum(gw * gw / q))) + (shift * xq if shift else 0.0)
+        gap = gb * delta + 0.25 * gq * gq
+        dist = 0.5 * gq / math.sqrt(float(np.min(q)))
+    else:
+        gap, dist = gb * delta, 0.0
     scale = max(abs(F), np.finfo(float).tiny)
     rel = gap / scale if np.isfinite(gap) else np.inf
     gscale = max(float(np.linalg.norm(gl)), float(np.linalg.norm(2.0 * q * w)), np.finfo(float).tiny)
@@ -197,7 +223,8 @@ def ridge_glm(loss: str, X, y, C: float, quad, *, start: tuple | None = None, to
     ``start`` ``(w, b)`` to start from (EM's previous step; default zeros and ``b = 0``), ``tol``
     the relative gap bound that makes the status OPTIMAL (the Newton steps go on to double
     precision, at most ``max_iter``). ``None`` when a free group's weight is not positive (no
-    strong convexity to certify with), or ``X`` is sparse beyond :data:`DENSE_LIMIT`."""
+    strong convexity to certify with), a logistic ``y`` of one class (no optimum: ``b`` runs off),
+    or ``X`` is sparse beyond :data:`DENSE_LIMIT`."""
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, not {loss!r}")
     q = np.asarray(quad, dtype=float).ravel()
@@ -206,6 +233,8 @@ def ridge_glm(loss: str, X, y, C: float, quad, *, start: tuple | None = None, to
     if qf.size and not np.min(qf) > 0:
         return None
     y = np.asarray(y, dtype=float).ravel()
+    if loss == "logistic" and not (np.any(y > 0) and np.any(y < 0)):
+        return None  # one class: the intercept runs off to infinity, no optimum to certify
     if sp.issparse(X) and X.shape[0] * int(free.sum()) > DENSE_LIMIT:
         return None  # the free columns are made dense: not for a large sparse X
     Xf = X[:, np.flatnonzero(free)]
@@ -230,7 +259,11 @@ def ridge_glm(loss: str, X, y, C: float, quad, *, start: tuple | None = None, to
         z = Xf @ w + b
         _, g, h = _derivs(loss, y, z, C)
         gw, gb = Xf.T @ g + q2 * w, float(g.sum())
-        dw, db = _newton_direction(Xf, h, q2, gw, gb)
+        direction = _newton_direction(Xf, h, q2, gw, gb)
+        if direction is None:
+            message = "the Newton system could not be factored in double precision"
+            break
+        dw, db = direction
         dec = -(float(gw @ dw) + gb * db)  # the Newton decrement squared
         if not dec > 1e-16 * max(1.0, abs(F)):
             break
@@ -251,4 +284,12 @@ def ridge_glm(loss: str, X, y, C: float, quad, *, start: tuple | None = None, to
     coef = np.zeros(q.size)
     coef[free] = w
     return RidgeSolution(coef, float(b), F, f_loss, gap, dist, grad, 2.0 * float(np.min(qf)) if qf.size else np.inf,
-                         k, status, cert, f"{message}; certified gap <= {gap:.2e} ({cert.gap:.1e} relative)")
+                         k, status, cert, _stop_message(status, message, gap, cert.gap, tol))
+
+
+def _stop_message(status: Status, exit_path: str, gap: float, rel: float, tol: float) -> str:
+    """What the solution says: the certificate first (within ``tol`` or not), then how the
+    iterations ended."""
+    if status is Status.OPTIMAL:
+        return f"certified gap <= {gap:.2e} ({rel:.1e} relative, within tol={tol:g}); {exit_path}"
+    return f"not certified: gap bound {gap:.2e} ({rel:.1e} relative) beyond tol={tol:g}; {exit_path}"

@@ -117,9 +117,66 @@ def test_certificate_is_tight_where_it_can_be(loss):
         assert F - best.objective <= bound <= 5.0 * (F - best.objective)
 
 
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_certificate_covers_an_intercept_that_hides_the_gradient(loss):
+    """``w`` off the optimum by 0.05 and ``b`` moved (about 0.1) to where ``grad_w F(w, b) = 0``:
+    the gradient in ``w`` says nothing, and every bit of ``||grad G(w)||`` must come from the
+    intercept's term ``||Q^(-1/2) X'||_F C L2 sqrt(m) delta``. One feature, nearly constant (so the
+    profile's curvature is ``2 q`` and, for least squares, the distance bound is attained within
+    1 %): the term dropped, or ``delta`` halved, undercuts the true distance."""
+    import scipy.optimize as so
+
+    from fsframe.ridge import _derivs
+
+    X, y = _data(40, 4, 21, loss)
+    X = 2.0 + 0.01 * X[:, :1]
+    q = np.array([0.3])
+    best = ridge_glm(loss, X, y, 1.0, q, tol=1e-14)
+    w = best.coef + 0.05
+    b = so.brentq(lambda b: (X.T @ _derivs(loss, y, X @ w + b, 1.0)[1] + 2.0 * q * w)[0],
+                  best.intercept - 3.0, best.intercept + 3.0, xtol=1e-14)
+    assert 0.09 < abs(b - best.intercept) < 0.11
+    F, _, bound, dist, _, cert, status = _certify(loss, X, y, 1.0, q, w, b, float(np.linalg.norm(X)), 1e-6)
+    assert np.linalg.norm(w - best.coef) == pytest.approx(0.05) and np.linalg.norm(w - best.coef) <= dist
+    assert 0 < F - best.objective <= bound
+    assert status is Status.OPTIMAL_INACCURATE
+    if loss == "squared":
+        assert dist <= 1.01 * 0.05 and bound <= 1.05 * (F - best.objective)
+
+
+@pytest.mark.parametrize("m, n", [(30, 12), (12, 30)])  # the scaled (n+1)-square Cholesky, and Woodbury
+def test_newton_direction_solves_the_full_system(m, n):
+    """The Newton direction against a dense solve of ``H = [X' D X + diag(q2), X' d; d' X, sum d]``
+    with features and weights of mixed scales (a Schur complement off by any factor, or a scaling
+    not undone, moves ``db`` and with it ``dw``)."""
+    from fsframe.ridge import _newton_direction
+
+    rng = np.random.default_rng(22)
+    X = rng.normal(size=(m, n)) * np.logspace(-2, 2, n)
+    d = rng.uniform(0.05, 1.0, m)
+    q2 = np.logspace(-3, 3, n)
+    gw, gb = rng.normal(size=n), 0.7
+    Xa = np.hstack([X, np.ones((m, 1))])
+    H = Xa.T @ (d[:, None] * Xa) + np.diag(np.append(q2, 0.0))
+    ref = -np.linalg.solve(H, np.append(gw, gb))
+    dw, db = _newton_direction(X, d, q2, gw, gb)
+    assert np.abs(dw - ref[:n]).max() <= 1e-8 * np.abs(ref).max() and db == pytest.approx(ref[n], rel=1e-8)
+
+
 def test_declines_without_strong_convexity():
     X, y = _data(30, 5, 0, "logistic")
     assert ridge_glm("logistic", X, y, 1.0, np.array([1.0, 0.0, 1.0, 1.0, 1.0])) is None
+    assert ridge_glm("logistic", X, np.ones(30), 1.0, np.ones(5)) is None  # one class: no optimum
+
+
+def test_logistic_curvature_keeps_its_digits_far_out():
+    """``l''(z) = sigma(z) sigma(-z)`` where ``sigma(-z)`` is tiny (``z`` = 40): computed as ``s (1 -
+    s)`` it rounds to 0 (``1 - s`` loses ``s``'s digits), the true value is ``exp(-40)``."""
+    from fsframe.ridge import _derivs
+
+    _, g, h = _derivs("logistic", np.array([-1.0, 1.0]), np.array([40.0, 40.0]), 1.0)
+    assert h[0] == pytest.approx(np.exp(-40.0), rel=1e-12) and h[1] == pytest.approx(np.exp(-40.0), rel=1e-12)
+    assert g[1] == pytest.approx(-np.exp(-40.0), rel=1e-12) and g[0] == pytest.approx(1.0, rel=1e-15)
 
 
 def test_the_protocol_is_offered_by_the_binary_losses_only():
@@ -187,9 +244,31 @@ def test_em_fit_equals_the_cone_path(method, task, m, n, seed, backend):
     newton = _fit(X, y, method, backend)
     cone = _fit(X, y, method, backend, CONE)
     assert newton.certificate["backend"] == "newton" and newton.certificate["status"] == "optimal"
-    assert cone.certificate["backend"] == backend
+    assert cone.certificate["backend"] == backend and newton.info["quad_fallbacks"] == ()
     _same_fit(newton, cone)
     assert 0 < newton.selected.size < n and newton.n_iter > 3  # a real EM run, not an empty or dense model
+
+
+@pytest.mark.parametrize("case", ["mixed scales", "large y, n > m"])
+def test_em_ls_hard_steps_are_certified_and_equal_the_cone_path(case):
+    """Least squares where the Newton system is badly scaled: features spanning eight orders of
+    magnitude (the unscaled Cholesky stalled at max_iter, its step 1e-6 off), and ``y`` of size
+    1e3 with n > m (Woodbury; EM's weights reach 1e-5). Every step certified by Newton (no
+    fallback), the fit the cone path's."""
+    rng = np.random.default_rng(3 if case != "mixed scales" else 0)
+    if case == "mixed scales":
+        X = rng.normal(size=(80, 30))
+        y = 2 * X[:, 0] - 1.5 * X[:, 1] + X[:, 2] + 0.3 + 0.3 * rng.normal(size=80)
+        X = X * np.logspace(-4, 4, 30)
+    else:
+        X = rng.normal(size=(40, 120))
+        y = 1e3 * (2 * X[:, 0] - 1.5 * X[:, 1] + X[:, 2]) + 300.0 * rng.normal(size=40)
+    newton = _fit(X, y, "em-ls", "clarabel")
+    cone = _fit(X, y, "em-ls", "clarabel", CONE)
+    assert newton.certificate["backend"] == "newton" and newton.certificate["status"] == "optimal"
+    assert newton.info["quad_fallbacks"] == () and newton.info["quad_solves"] == newton.n_iter
+    assert newton.selected.tolist() == cone.selected.tolist() and newton.n_iter == cone.n_iter
+    assert newton.objective == pytest.approx(cone.objective, rel=1e-6)
 
 
 @pytest.mark.parametrize("backend", ["clarabel", "ecos"])
@@ -197,7 +276,11 @@ def test_em_logistic_n_features_and_one_vs_rest_equal_the_cone_path(backend):
     rng = np.random.default_rng(11)
     X = rng.normal(size=(90, 12))
     y = np.argmax(X[:, :3] + 0.3 * rng.normal(size=(90, 3)), axis=1)
-    _same_fit(_fit(X, y, "em-logistic", backend), _fit(X, y, "em-logistic", backend, CONE))
+    ovr = _fit(X, y, "em-logistic", backend)
+    _same_fit(ovr, _fit(X, y, "em-logistic", backend, CONE))
+    # the classes' Newton steps, summed (one-vs-rest's info keeps them as a binary fit's does)
+    assert ovr.info["quad_solves"] == sum(r.info["quad_solves"] for r in ovr.per_class) >= 3
+    assert ovr.info["quad_fallbacks"] == ()
     Xb, yb = _data(60, 20, 12, "logistic")
     _same_fit(_fit(Xb, yb, "em-logistic", backend, n_features=2),
               _fit(Xb, yb, "em-logistic", backend, CONE, n_features=2))
@@ -235,7 +318,7 @@ def test_a_hinge_em_is_not_forced_onto_the_quad_path():
 
 def test_an_uncertified_step_goes_to_the_backend(monkeypatch):
     """A Newton step whose bound misses ``cert_tol`` is not taken: the backend solves that step
-    (``info["quad_fallbacks"]`` says why); forced, it is returned with its status."""
+    (``info["quad_fallbacks"]`` says why); forced, a typed error."""
     import attrs
 
     import fsframe.ridge as ridge
@@ -254,8 +337,82 @@ def test_an_uncertified_step_goes_to_the_backend(monkeypatch):
     assert r.certificate["backend"] == "clarabel" and r.info["quad_solves"] == 0
     assert len(r.info["quad_fallbacks"]) == r.n_iter and r.info["quad_fallbacks"][0].startswith("planted")
     assert r.selected.tolist() == exact.selected.tolist()
-    forced = _fit(X, y, "em-logistic", "clarabel", FORCE)
-    assert forced.certificate["backend"] == "newton" and forced.certificate["status"] == "optimal_inaccurate"
+    with pytest.raises(UnsupportedProblemError, match="not certified within cert_tol"):
+        _fit(X, y, "em-logistic", "clarabel", FORCE)
+
+
+def test_a_subclass_with_its_own_build_is_not_solved_as_its_parent():
+    """A subclass that overrides ``build`` (every positive sample counted 20 times) but inherits
+    ``solve_quad_from_data`` has no ``quad_from_data`` protocol (it would minimise the parent's
+    loss); and if the protocol is claimed anyway, the compiled model's loss at the Newton point
+    differs from the one Newton minimised: the step goes to the backend (forced: a typed error)."""
+    import attrs
+
+    @attrs.frozen
+    class PosWeighted(LogisticFormulation):
+        name = "pos-weighted-logistic-test"
+
+        def build(self, X, y, terms):
+            y = np.asarray(y, float)
+            idx = np.concatenate([np.arange(len(y))] + [np.flatnonzero(y > 0)] * 19)
+            return super().build(X[idx], y[idx], terms)
+
+    assert "quad_from_data" in LogisticFormulation().provides()
+    assert "quad_from_data" not in PosWeighted().provides()
+
+    @attrs.frozen
+    class Claims(PosWeighted):  # claims the protocol with the parent's solver: the loss check catches it
+        def solve_quad_from_data(self, X, y, quad, *, start=None, tol=1e-6):
+            return LogisticFormulation.solve_quad_from_data(self, X, y, quad, start=start, tol=tol)
+
+    from fsframe.backends import ClarabelBackend
+
+    X, y = _data(60, 6, 17, "logistic")
+    q = np.full(6, 0.5)
+    cone = QuadFromDataSubproblem(Claims(), X, y, frozenset({"quad"}), ClarabelBackend())
+    cone_it = cone.solve(quad=q)
+    assert cone_it.result.backend == "clarabel" and cone.quad_solves == 0
+    assert len(cone.fallbacks) == 1 and "is not the loss" in cone.fallbacks[0]
+    # the fallback is the weighted problem's optimum, not the unweighted Newton point
+    plain = ridge_glm("logistic", X, y, 1.0, q, tol=1e-10)
+    assert abs(cone_it.objective - plain.objective) > 1.0
+    cone.close()
+    forced = QuadFromDataSubproblem(Claims(), X, y, frozenset({"quad"}), ClarabelBackend(), force=True)
+    with pytest.raises(UnsupportedProblemError, match="is not the loss"):
+        forced.solve(quad=q)
+    forced.close()
+
+
+def test_a_newton_system_that_cannot_be_factored_is_not_an_untyped_error(monkeypatch):
+    """n > m (Woodbury's branch) with a matrix that Cholesky rejects: ``ridge_glm`` stops with a
+    non-certified status instead of raising ``LinAlgError``; the subproblem falls back to the
+    backend (forced: a typed error), and a ``LinAlgError`` escaping a plugin's method is handled
+    the same way."""
+    import fsframe.ridge as ridge
+
+    X, y = _data(20, 40, 18, "logistic")
+
+    def singular(*a, **k):
+        raise np.linalg.LinAlgError("planted: not positive definite")
+
+    monkeypatch.setattr(ridge.sla, "cho_factor", singular)
+    sol = ridge_glm("logistic", X, y, 1.0, np.full(40, 1e-6), tol=1e-12)
+    assert sol.status is not Status.OPTIMAL and "could not be factored" in sol.message
+    monkeypatch.undo()
+
+    from fsframe.backends import ClarabelBackend
+
+    monkeypatch.setattr(LogisticFormulation, "solve_quad_from_data", lambda self, *a, **k: singular())
+    q = np.full(40, 0.5)
+    sub = QuadFromDataSubproblem(LogisticFormulation(), X, y, frozenset({"quad"}), ClarabelBackend())
+    it = sub.solve(quad=q)
+    assert it.result.backend == "clarabel" and it.status is Status.OPTIMAL
+    assert "could not be factored" in sub.fallbacks[0]
+    sub.close()
+    forced = QuadFromDataSubproblem(LogisticFormulation(), X, y, frozenset({"quad"}), ClarabelBackend(), force=True)
+    with pytest.raises(UnsupportedProblemError, match="could not be factored"):
+        forced.solve(quad=q)
+    forced.close()
 
 
 @pytest.mark.parametrize("method, task, second", [("em-logistic", "logistic", "ecos"), ("em-ls", "squared", "highs")])
