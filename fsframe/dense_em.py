@@ -102,9 +102,11 @@ class DenseHingeSubproblem:
             slot=SimpleNamespace(group_cols=[np.array([j]) for j in range(n)], groups=np.arange(n), exclusive=True))
         # what the loops read of a built model: no kernel map (the groups are X's columns, so
         # identical columns are merged as on the compiled path), the coefficients' shape, and a
-        # free intercept (selection.offset_free: the column scale of the reported support is centred)
+        # free intercept (selection.offset_free reads its variable's bounds: the column scale of the
+        # reported support is centred)
+        free_b = SimpleNamespace(is_variable_type=lambda: True, fixed=False, lb=None, ub=None)
         self.built = SimpleNamespace(transform=None, coef_shape=(n,), info={},
-                                     intercept=SimpleNamespace(matrix=sp.csr_matrix(np.ones((1, 1)))))
+                                     intercept=SimpleNamespace(matrix=sp.csr_matrix(np.ones((1, 1))), vars=[free_b]))
         self.solves = 0
         self.pivots = 0
 
@@ -117,37 +119,55 @@ class DenseHingeSubproblem:
         if lin is not None or lin_w is not None or quad is None:
             raise UnsupportedProblemError("DenseHingeSubproblem solves the quadratic slot only (quad=...)")
         t0 = time.perf_counter()
-        q = np.array(np.broadcast_to(np.asarray(quad, dtype=float), (self.n_groups,)))
+        quad = np.asarray(quad, dtype=float)
+        if quad.ndim and quad.shape != (self.n_groups,):
+            raise UnsupportedProblemError(f"DenseHingeSubproblem: quad has shape {quad.shape}, expected a scalar or "
+                                          f"({self.n_groups},) (one weight per column of X)")
+        q = np.array(np.broadcast_to(quad, (self.n_groups,)))
         if np.any(np.isnan(q)) or np.any(q <= 0):
             raise UnsupportedProblemError("DenseHingeSubproblem: quad weights must be > 0 (inf fixes a group)")
         live = np.isfinite(q)
         s = 1.0 / np.sqrt(2.0 * q[live])
         F = self._YX[:, live] * s  # the scaling of this step's weights: formed afresh every solve
         # a cold dual starts from a crash under the compiled path's dense form's rule (docs/backends.md)
-        crash = CRASH_SWEEPS if (self._warm is None and CRASH_MIN_RATIO * F.shape[0] <= F.shape[1]
-                                 and F.shape[0] <= CRASH_MAX_ROWS) else 0
-        res = solve_box_qp(F, self._f, self._E, np.zeros(1), self._lo, self._hi, start=self._warm, crash=crash)
-        self.solves += 1
-        self.pivots += int(res.iterations or 0)
-        if res.status != "optimal":
-            self._warm = None
-            return self._failed(q, f"dense hinge dual: {res.status.replace('_', ' ')}", res.iterations,
-                                time.perf_counter() - t0)
-        lam, b = res.lam, float(res.nu[0])
-        w = np.zeros(self.n_groups)
-        w[live] = s * (F.T @ lam)
-        cert = self.certificate(q, w, b, lam)
-        if not cert["optimal"]:
-            self._warm = None
-            return self._failed(q, "dense hinge dual: not certified (gap {gap:.2e}, equality {equality:.2e}, "
-                                "box {box:.2e})".format(**cert), res.iterations, time.perf_counter() - t0)
+        crash = CRASH_SWEEPS if (CRASH_MIN_RATIO * F.shape[0] <= F.shape[1] and F.shape[0] <= CRASH_MAX_ROWS) else 0
+        # the attempts, each judged by the certificate, the first certified one returned: from the
+        # previous step's multipliers; cold (a warm start can end where a cold one does not); cold on
+        # the dual scaled by a = ||F||_2 (F / a, f / a^2: the same minimiser, b = a^2 nu), which puts
+        # the pivots' systems on a unit scale when X's columns are large or spread
+        a = float(np.linalg.norm(F, 2)) if F.size else 1.0
+        attempts = ([(self._warm, 0, 1.0)] if self._warm is not None else []) + [(None, crash, 1.0)]
+        if np.isfinite(a) and a > 0 and a != 1.0:
+            attempts.append((None, crash, a))
+        self._warm = None
+        failures, iterations = [], 0
+        for start, sweeps, scale in attempts:
+            res = solve_box_qp(F / scale if scale != 1.0 else F, self._f / scale ** 2, self._E, np.zeros(1),
+                               self._lo, self._hi, start=start, crash=sweeps)
+            self.solves += 1
+            self.pivots += int(res.iterations or 0)
+            iterations += int(res.iterations or 0)
+            kind = "warm" if start is not None else ("scaled" if scale != 1.0 else "cold")
+            if res.status != "optimal":
+                failures.append(f"{kind}: {res.status.replace('_', ' ')}")
+                continue
+            lam, b = res.lam, float(res.nu[0]) * scale ** 2
+            w = np.zeros(self.n_groups)
+            w[live] = s * (F.T @ lam)
+            cert = self.certificate(q, w, b, lam)
+            if cert["optimal"]:
+                break
+            failures.append(f"{kind}: not certified (gap {cert['gap']:.2e}, equality {cert['equality']:.2e}, "
+                            f"box {cert['box']:.2e})")
+        else:
+            return self._failed(q, "dense hinge dual: " + "; ".join(failures), iterations, time.perf_counter() - t0)
         self._warm = lam
         xi = cert["xi"]
         loss = self.C * float(xi.sum())
         x = np.concatenate([w, [b], xi])
         seconds = time.perf_counter() - t0
-        result = SolveResult(Status.OPTIMAL, x, cert["primal"], self.backend_name, seconds, iterations=res.iterations,
-                             message="dense hinge dual: optimal", duals={"lam": lam}, certificate=_measures(cert))
+        result = SolveResult(Status.OPTIMAL, x, cert["primal"], self.backend_name, seconds, iterations=iterations,
+                             message="dense hinge dual: optimal" + (f" ({kind}; {'; '.join(failures)})" if failures else ""), duals={"lam": lam}, certificate=_measures(cert))
         return Iterate(Status.OPTIMAL, x, w, np.array([b]), np.abs(w), loss, cert["primal"], seconds, result,
                        weights={"quad": q})
 
