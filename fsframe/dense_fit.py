@@ -34,13 +34,25 @@ def dense_em_applies(res: Resolved) -> bool:
     """Whether the method is the weighted hinge EM family the dense path solves: the ``hinge``
     formulation with only the quadratic slot term, driven by :class:`~fsframe.loops.em.EM`. Both
     exactly those classes: a subclass of either may change the model (its build, bounds) or read
-    what only the compiled subproblem has, so it keeps the compiled path."""
-    if type(res.loop) is not EM or res.formulation.name != "hinge" or set(res.terms) != {"quad"}:
-        return False
+    what only the compiled subproblem has, so it keeps the compiled path (:func:`_subclassed`)."""
+    return _family(res) and _subclassed(res) is None
+
+
+def _family(res: Resolved) -> bool:
+    return isinstance(res.loop, EM) and res.formulation.name == "hinge" and set(res.terms) == {"quad"}
+
+
+def _subclassed(res: Resolved) -> str | None:
+    """Which of the family's classes ``res`` subclasses (``None``: neither)."""
+    if type(res.loop) is not EM:
+        return f"the loop is {type(res.loop).__name__}, a subclass of EM"
     try:
-        return type(res.formulation) is get_registry().get("formulation", "hinge")
+        hinge = get_registry().get("formulation", "hinge")
     except FsframeError:  # the hinge's plugin is disabled or conflicting: not the registered hinge
-        return False
+        hinge = None
+    if type(res.formulation) is not hinge:
+        return f"the formulation is {type(res.formulation).__name__}, not the registered hinge's class"
+    return None
 
 
 def _obstacle(X, backend: Backend, options: SolveOptions, keep_model, verify, callback, reuse) -> str | None:
@@ -82,7 +94,14 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
     own message) and this returns ``None``. The run holds BLAS to one thread, as the compiled
     path's dual QP does."""
     forced = ws.from_data is True
-    if ws.from_data is False or (ws.mode is False and not forced) or not dense_em_applies(res):
+    if ws.from_data is False or (ws.mode is False and not forced) or not _family(res):
+        return None
+    sub_why = _subclassed(res)
+    if sub_why is not None:
+        if forced:
+            raise UnsupportedProblemError(f"working_set=WorkingSetOptions(from_data=True): {sub_why}; the dense "
+                                          "EM path solves the plain hinge EM only (a subclass may change the "
+                                          "model); use from_data='auto' (the compiled path)")
         return None
     why = _obstacle(X, backend, options, keep_model, verify, callback, reuse)
     if why is not None:

@@ -255,7 +255,7 @@ def test_a_subclass_of_the_hinge_keeps_the_compiled_path():
     assert "solver_path" not in auto.info and "dense_em_fallback" not in auto.info
     assert auto.intercept == ref.intercept == 0.0  # the subclass's model, not the plain hinge's
     assert auto.objective == pytest.approx(ref.objective, rel=1e-12)
-    with pytest.raises(UnsupportedProblemError):  # forced: the subclass is not solved as the plain hinge
+    with pytest.raises(UnsupportedProblemError, match="_NoInterceptHinge, not the registered hinge"):  # forced
         _fit_resolved(sub, X, y, DENSE, n_features=3)
 
 
@@ -275,6 +275,8 @@ def test_a_subclass_of_em_keeps_the_compiled_path():
                                                                                            n_features=3)
     assert "solver_path" not in auto.info and "dense_em_fallback" not in auto.info
     assert np.array_equal(auto.selected, ref.selected) and auto.objective == pytest.approx(ref.objective, rel=1e-12)
+    with pytest.raises(UnsupportedProblemError, match="_CompiledEM, a subclass of EM"):  # forced
+        _fit_resolved(res, X, y, DENSE, n_features=3)
 
 
 @pytest.mark.parametrize("exc", [AttributeError("planted"), UnsupportedProblemError("planted")])
