@@ -5,17 +5,20 @@ path when a step is not certified (docs/backends.md, "The EM subproblem on array
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 import scipy.sparse as sp
 
 from .auxiliary import AuxSolver
 from .backends.base import Backend, SolveOptions
+from .backends.diag_qp import _one_blas_thread
 from .dense_em import DenseHingeSubproblem
 from .enums import Status
-from .errors import SolverFailedError, UnsupportedProblemError
+from .errors import FsframeError, SolverFailedError, UnsupportedProblemError
 from .fit_report import _returned_vs_certified
 from .loops.em import EM
 from .method import Resolved
+from .plugins import get_registry
 from .working_set import WorkingSetOptions
 
 DENSE_EM_MAX_ROWS = 2000
@@ -29,8 +32,27 @@ when the fit's backend is this one (a backend the user chose otherwise keeps the
 
 def dense_em_applies(res: Resolved) -> bool:
     """Whether the method is the weighted hinge EM family the dense path solves: the ``hinge``
-    formulation with only the quadratic slot term, driven by :class:`~fsframe.loops.em.EM`."""
+    formulation with only the quadratic slot term, driven by :class:`~fsframe.loops.em.EM`. Both
+    exactly those classes: a subclass of either may change the model (its build, bounds) or read
+    what only the compiled subproblem has, so it keeps the compiled path (:func:`_subclassed`)."""
+    return _family(res) and _subclassed(res) is None
+
+
+def _family(res: Resolved) -> bool:
     return isinstance(res.loop, EM) and res.formulation.name == "hinge" and set(res.terms) == {"quad"}
+
+
+def _subclassed(res: Resolved) -> str | None:
+    """Which of the family's classes ``res`` subclasses (``None``: neither)."""
+    if type(res.loop) is not EM:
+        return f"the loop is {type(res.loop).__name__}, a subclass of EM"
+    try:
+        hinge = get_registry().get("formulation", "hinge")
+    except FsframeError:  # the hinge's plugin is disabled or conflicting: not the registered hinge
+        hinge = None
+    if type(res.formulation) is not hinge:
+        return f"the formulation is {type(res.formulation).__name__}, not the registered hinge's class"
+    return None
 
 
 def _obstacle(X, backend: Backend, options: SolveOptions, keep_model, verify, callback, reuse) -> str | None:
@@ -64,11 +86,22 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
     backend, any size), where
     each remaining obstacle is an :class:`~fsframe.errors.UnsupportedProblemError` naming it.
 
-    Fallback: when a step of the dense run is not certified OPTIMAL (the loop stops on it, or
-    raises), or the returned model is not when judged again, the fit is run again on the compiled
-    path; ``info["dense_em_fallback"]`` says why and this returns ``None``."""
+    Fallback: when a step of the dense run is not certified OPTIMAL (a step without a solution
+    raises whatever the loop's ``raise_on_failure``: the compiled re-run honours it), or the
+    returned model is not when judged again, or (``"auto"`` only) the run raises
+    ``AttributeError`` / :class:`~fsframe.errors.UnsupportedProblemError`, the fit is run again on
+    the compiled path; ``info["dense_em_fallback"]`` says why (the first uncertified step and its
+    own message) and this returns ``None``. The run holds BLAS to one thread, as the compiled
+    path's dual QP does."""
     forced = ws.from_data is True
-    if ws.from_data is False or (ws.mode is False and not forced) or not dense_em_applies(res):
+    if ws.from_data is False or (ws.mode is False and not forced) or not _family(res):
+        return None
+    sub_why = _subclassed(res)
+    if sub_why is not None:
+        if forced:
+            raise UnsupportedProblemError(f"working_set=WorkingSetOptions(from_data=True): {sub_why}; the dense "
+                                          "EM path solves the plain hinge EM only (a subclass may change the "
+                                          "model); use from_data='auto' (the compiled path)")
         return None
     why = _obstacle(X, backend, options, keep_model, verify, callback, reuse)
     if why is not None:
@@ -84,21 +117,37 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
     # one-vs-rest with n_features holds each class's subproblem, to re-solve a class that the union
     # cut leaves fewer features (fsframe.fitting._resolve_cut: DenseHingeSubproblem.restricted)
     sub = make() if reuse is None else reuse(key, res, make)
-    try:
-        out = res.loop.run(sub, res.surrogate, n_features=n_features, callback=callback)
-    except SolverFailedError as exc:
-        info["dense_em_fallback"] = f"a dense step failed: {exc}"
-        return None
-    finally:
-        if reuse is None:
-            sub.close()
-    bad = [r for r in out.history if r.status is not Status.OPTIMAL]
-    if bad or out.iterate.status is not Status.OPTIMAL or out.iterate.x is None:
-        step = bad[0].k if bad else out.n_iter
-        msg = out.iterate.result.message if out.iterate.result is not None else out.reason
-        info["dense_em_fallback"] = f"step {step} not certified optimal ({msg})"
-        return None
-    parts = _parts(res, sub, out, info, aux)
+    # the run raises on a step without a solution (the fallback re-runs the fit under the user's
+    # raise_on_failure); each step that is not certified OPTIMAL is kept to name it in the record
+    loop = res.loop if res.loop.raise_on_failure else attrs.evolve(res.loop, raise_on_failure=True)
+    uncertified = []
+
+    def watch(rec, it):
+        if it.status is not Status.OPTIMAL:
+            uncertified.append((rec.k, it.result.message if it.result is not None else it.status.value))
+
+    # one BLAS thread, as the compiled path's dual QP (docs/performance.md): the products here
+    # (the crash's F @ F.T, the dual's m x m steps, the certificate) are small
+    with _one_blas_thread():
+        try:
+            out = loop.run(sub, res.surrogate, n_features=n_features, callback=watch)
+        except SolverFailedError as exc:
+            info["dense_em_fallback"] = f"a dense step failed: {exc}"
+            return None
+        except (AttributeError, UnsupportedProblemError) as exc:
+            if forced:
+                raise
+            # "auto": something in the run needs what only the compiled subproblem has
+            info["dense_em_fallback"] = f"the dense run raised {type(exc).__name__}: {exc}"
+            return None
+        finally:
+            if reuse is None:
+                sub.close()
+        if uncertified or out.iterate.status is not Status.OPTIMAL or out.iterate.x is None:
+            step, msg = uncertified[0] if uncertified else (out.n_iter, out.reason)
+            info["dense_em_fallback"] = f"step {step} not certified optimal ({msg})"
+            return None
+        parts = _parts(res, sub, out, info, aux)
     if parts is None:
         info["dense_em_fallback"] = "the returned model is not certified on the full problem"
     return parts

@@ -713,6 +713,8 @@ def _resolve_cut(res: Resolved, r: FitResult, out, sub: Subproblem | None, keep:
             coef = re.coef.reshape(np.shape(r.coef))
             objective = res.loop.objective_of(sub, re, res.surrogate, keep)
             certificate = certificate_of(re)
+            if r.certificate.get("path") == "dense_em":  # the dense EM path's re-solve: its record as the fit's
+                certificate.update(path="dense_em", objective=float(re.result.objective))
             _returned_vs_certified(certificate, coef, re.coef, objective)
             intercept = re.intercept
             intercept = float(intercept[0]) if intercept.size == 1 else intercept

@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import warnings
 
+import attrs
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import fsframe
 import fsframe.dense_fit
+from fsframe.backends.base import SolveOptions
 from fsframe.dense_em import DenseHingeSubproblem
+from fsframe.enums import Status
 from fsframe.errors import UnsupportedProblemError
+from fsframe.fitting import fit_resolved
+from fsframe.loops.em import EM
+from fsframe.method import resolve
+from fsframe.plugins import select_backend
 from fsframe.working_set import WorkingSetOptions
 
 COMPILED = WorkingSetOptions(from_data=False)
@@ -87,6 +94,7 @@ def test_fit_takes_the_dense_path_and_equals_the_compiled_one(seed, method):
 
 def test_one_vs_rest_takes_the_dense_path_per_class():
     X, y = _instance(7, m=120, n=20, classes=3)
+    C = fsframe.method.resolve("em-l0").formulation.C
     dense, ref = _fit(X, y, "em-l0", n_features=4), _fit(X, y, "em-l0", COMPILED, n_features=4)
     assert np.array_equal(dense.selected, ref.selected)
     np.testing.assert_allclose(dense.coef, ref.coef, rtol=0, atol=1e-8)
@@ -97,44 +105,71 @@ def test_one_vs_rest_takes_the_dense_path_per_class():
         assert d.info.get("union_cut_resolved") == c.info.get("union_cut_resolved")
         assert d.certificate["status"] == c.certificate["status"] == "optimal"
         assert d.certificate["gap"] <= 1e-9
+        # a class re-solved after the union cut keeps the dense path's record: its certified objective
+        # recomputed from X at the returned model (the cut groups at zero) and its weights
+        assert d.certificate["path"] == "dense_em"
+        y_pm = np.where(y == d.classes[1], 1.0, -1.0)
+        P = _hinge_objective(X, y_pm, C, d.coef, d.intercept, np.where(d.support, d.info["penalty_weights"]["quad"], 0.0))
+        assert d.certificate["objective"] == pytest.approx(P, rel=1e-10)
     assert any(d.info.get("union_cut_resolved") for d in dense.per_class)  # the union cut re-solved a class
 
 
-def _failing_at(monkeypatch, step):
-    """DenseHingeSubproblem.solve failing (uncertified) at its ``step``-th call."""
+def _failing_at(monkeypatch, step, kind="failed"):
+    """DenseHingeSubproblem.solve failing at its ``step``-th call: without a solution
+    (``kind="failed"``, NUMERICAL_ERROR), or with one whose status is OPTIMAL_INACCURATE
+    (``"inaccurate"``: the loop goes on, the step is not certified)."""
     real = DenseHingeSubproblem.solve
     calls = []
 
     def solve(self, **kw):
         calls.append(1)
         it = real(self, **kw)
-        if len(calls) == step:
+        if len(calls) != step:
+            return it
+        if kind == "failed":
             return self._failed(it.weights["quad"], "dense hinge dual: not certified (planted)", 0, 0.0)
-        return it
+        result = attrs.evolve(it.result, status=Status.OPTIMAL_INACCURATE, message="dense hinge dual: inaccurate (planted)")
+        return attrs.evolve(it, status=Status.OPTIMAL_INACCURATE, result=result)
 
     monkeypatch.setattr(DenseHingeSubproblem, "solve", solve)
     return calls
 
 
+@pytest.mark.parametrize("raise_on_failure", [True, False])
 @pytest.mark.parametrize("step", [1, 3])
-def test_a_failed_step_falls_back_to_the_compiled_path(monkeypatch, step):
+def test_a_failed_step_falls_back_to_the_compiled_path(monkeypatch, step, raise_on_failure):
     X, y = _instance(2)
-    ref = _fit(X, y, "em-l0", COMPILED, n_features=3)
+    ref = _fit(X, y, "em-l0", COMPILED, n_features=3, raise_on_failure=raise_on_failure)
     calls = _failing_at(monkeypatch, step)
     for ws in (None, DENSE):  # taken automatically, and forced: both fall back
         calls.clear()
-        r = _fit(X, y, "em-l0", ws, n_features=3)
+        r = _fit(X, y, "em-l0", ws, n_features=3, raise_on_failure=raise_on_failure)
         assert len(calls) == step  # the dense run stopped at the failed step
+        # the record names the failed step (0-based) and its own message, not the last good one's
+        assert f"subproblem {step - 1} ended with status numerical_error" in r.info["dense_em_fallback"]
         assert "not certified (planted)" in r.info["dense_em_fallback"]
         assert "solver_path" not in r.info and r.backend == "highs" and "path" not in r.certificate
         np.testing.assert_allclose(r.coef, ref.coef, rtol=0, atol=1e-12)
-        assert np.array_equal(r.selected, ref.selected) and r.n_iter == ref.n_iter
+        assert np.array_equal(r.selected, ref.selected) and r.n_iter == ref.n_iter and r.converged == ref.converged
+
+
+@pytest.mark.parametrize("raise_on_failure", [True, False])
+def test_an_uncertified_step_with_a_solution_falls_back(monkeypatch, raise_on_failure):
+    # the loop goes on past an OPTIMAL_INACCURATE step (it has a solution): the run ends, then falls back
+    X, y = _instance(2)
+    ref = _fit(X, y, "em-l0", COMPILED, n_features=3, raise_on_failure=raise_on_failure)
+    calls = _failing_at(monkeypatch, 2, kind="inaccurate")
+    r = _fit(X, y, "em-l0", n_features=3, raise_on_failure=raise_on_failure)
+    assert len(calls) > 2
+    assert r.info["dense_em_fallback"] == "step 1 not certified optimal (dense hinge dual: inaccurate (planted))"
+    assert "solver_path" not in r.info and r.backend == "highs"
+    np.testing.assert_allclose(r.coef, ref.coef, rtol=0, atol=1e-12)
 
 
 def test_forced_with_what_it_cannot_honour_is_an_error():
     X, y = _instance(1, m=50, n=10)
     for kw in ({"keep_model": True}, {"verify": "clarabel"}, {"callback": lambda rec, it: None},
-               {"time_limit": 5.0}):
+               {"time_limit": 5.0}, {"backend_options": {"presolve": "off"}}):
         with pytest.raises(UnsupportedProblemError, match="from_data=True"):
             _fit(X, y, "em-l0", DENSE, n_features=3, **kw)
         r = _fit(X, y, "em-l0", n_features=3, **kw)  # auto: the compiled path
@@ -218,3 +253,84 @@ def test_fit_on_columns_scaled_by_1e4_fails_as_the_compiled_path_does():
     with pytest.raises(fsframe.errors.SolverFailedError) as ref:
         _fit(X * 1e4, y, "em-l0", COMPILED)
     assert str(auto.value) == str(ref.value) and "subproblem 5" in str(ref.value)
+
+
+def test_the_zero_tol_cut_resolve_equals_the_compiled_one():
+    # tol=0.1: EM's last iterate keeps a group below zero_tol, the cut is re-solved on both paths;
+    # penalty_weights are those the cut was made from (not the inf that fixed the cut groups)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(90, 25))
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=90) > 0, 1, -1)
+    dense, ref = _fit(X, y, "em-l0", tol=0.1), _fit(X, y, "em-l0", COMPILED, tol=0.1)
+    assert ref.info["zero_tol_cut"] >= 1 and ref.info["zero_tol_cut_resolved"]
+    _assert_same(dense, ref)
+    assert dense.certificate["certified_on"] == ref.certificate["certified_on"] == "cut problem"
+    assert np.all(np.isfinite(dense.info["penalty_weights"]["quad"]))
+
+
+def _fit_resolved(res, X, y, ws, **kw):
+    backend = select_backend("auto", res.problem_class, quadratic=True, time_limit=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fit_resolved(res, X, y, None, backend, SolveOptions(), ws=ws, **kw)
+
+
+@attrs.frozen
+class _NoInterceptHinge(type(resolve("em-l0").formulation)):
+    """A subclass of the hinge changing its model (the intercept fixed at 0)."""
+
+    def build(self, X, y, terms):
+        bm = super().build(X, y, terms)
+        bm.model.b.fix(0.0)
+        return bm
+
+
+def test_a_subclass_of_the_hinge_keeps_the_compiled_path():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 15)) + 2.0
+    y = np.where(X[:, 0] + X[:, 1] > 4.3, 1, -1)
+    res = resolve("em-l0")
+    sub = attrs.evolve(res, formulation=_NoInterceptHinge(C=res.formulation.C))
+    auto, ref = _fit_resolved(sub, X, y, WorkingSetOptions(), n_features=3), _fit_resolved(sub, X, y, COMPILED,
+                                                                                           n_features=3)
+    assert "solver_path" not in auto.info and "dense_em_fallback" not in auto.info
+    assert auto.intercept == ref.intercept == 0.0  # the subclass's model, not the plain hinge's
+    assert auto.objective == pytest.approx(ref.objective, rel=1e-12)
+    with pytest.raises(UnsupportedProblemError, match="_NoInterceptHinge, not the registered hinge"):  # forced
+        _fit_resolved(sub, X, y, DENSE, n_features=3)
+
+
+@attrs.frozen
+class _CompiledEM(EM):
+    """A subclass of EM reading what only the compiled subproblem has."""
+
+    def run(self, sub, surrogate, **kw):
+        assert sub.compiled.base.b is not None
+        return super().run(sub, surrogate, **kw)
+
+
+def test_a_subclass_of_em_keeps_the_compiled_path():
+    X, y = _instance(3, m=80, n=15)
+    res = attrs.evolve(resolve("em-l0"), loop=_CompiledEM())
+    auto, ref = _fit_resolved(res, X, y, WorkingSetOptions(), n_features=3), _fit_resolved(res, X, y, COMPILED,
+                                                                                           n_features=3)
+    assert "solver_path" not in auto.info and "dense_em_fallback" not in auto.info
+    assert np.array_equal(auto.selected, ref.selected) and auto.objective == pytest.approx(ref.objective, rel=1e-12)
+    with pytest.raises(UnsupportedProblemError, match="_CompiledEM, a subclass of EM"):  # forced
+        _fit_resolved(res, X, y, DENSE, n_features=3)
+
+
+@pytest.mark.parametrize("exc", [AttributeError("planted"), UnsupportedProblemError("planted")])
+def test_auto_falls_back_when_the_dense_run_cannot_go_on(monkeypatch, exc):
+    X, y = _instance(3, m=80, n=15)
+    ref = _fit(X, y, "em-l0", COMPILED, n_features=3)
+
+    def solve(self, **kw):
+        raise exc
+
+    monkeypatch.setattr(DenseHingeSubproblem, "solve", solve)
+    r = _fit(X, y, "em-l0", n_features=3)
+    assert r.info["dense_em_fallback"] == f"the dense run raised {type(exc).__name__}: planted"
+    assert "solver_path" not in r.info and np.array_equal(r.selected, ref.selected)
+    with pytest.raises(type(exc), match="planted"):  # forced: raised as it is
+        _fit(X, y, "em-l0", DENSE, n_features=3)
