@@ -311,9 +311,12 @@ def test_from_data_options_force_either_path(monkeypatch):
 
 
 def test_a_hinge_em_is_not_forced_onto_the_quad_path():
+    """The hinge has no ``quad_from_data``: forced, its EM takes its own from-data path (the dense
+    hinge dual, docs/backends.md), never the Newton steps of the smooth losses."""
     X, y = _data(40, 6, 14, "logistic")
-    with pytest.raises(UnsupportedProblemError, match="from_data"):
-        _fit(X, y, "em-l0", "highs", FORCE)
+    r = _fit(X, y, "em-l0", "highs", FORCE)
+    assert r.info["solver_path"] == "dense_em" and "quad_solves" not in r.info
+    assert r.certificate["backend"] == "dense-hinge"
 
 
 def test_an_uncertified_step_goes_to_the_backend(monkeypatch):
