@@ -35,3 +35,20 @@ def reference_fit(method: str, n_classes: int):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fsframe.fit(X, y, method=method)
+
+
+def run_surface(surface: str, method: str, n_classes: int, request, tmp_path) -> None:
+    """Run the surface matrix's check ``surface`` (a test function of ``test_surface_matrix``) for
+    one cell, with the fixtures it asks for: the files that rerun the matrix with a solve path
+    forced (from_data, the dense EM path, the Newton steps) share it."""
+    import inspect
+
+    import test_surface_matrix as matrix
+
+    test = getattr(matrix, surface)
+    wanted = inspect.signature(test).parameters
+    fixtures = {name: request.getfixturevalue(name) for name in wanted
+                if name not in ("method", "n_classes", "tmp_path")}
+    if "tmp_path" in wanted:
+        fixtures["tmp_path"] = tmp_path
+    test(method, n_classes, **fixtures)

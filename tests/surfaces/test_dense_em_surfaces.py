@@ -9,7 +9,6 @@ not take it."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import warnings
 
@@ -18,11 +17,10 @@ import pytest
 
 import fsframe
 import fsframe.fitting
-import test_surface_matrix as matrix
 from fsframe.cli import main
 from fsframe.dense_em import DenseHingeSubproblem
 from fsframe.dense_fit import _dense_em_parts, dense_em_applies
-from surface_data import reference_fit
+from surface_data import reference_fit, run_surface
 
 METHODS = tuple(m for m in fsframe.get_registry().names("method") if dense_em_applies(fsframe.resolve(m)))
 SURFACES = ("test_fit", "test_estimator", "test_select_once", "test_select_cv_and_compare", "test_tuned")
@@ -55,21 +53,11 @@ def forced(monkeypatch):
     reference_fit.cache_clear()
 
 
-def _run(surface, method, n_classes, request, tmp_path):
-    test = getattr(matrix, surface)
-    wanted = inspect.signature(test).parameters
-    fixtures = {name: request.getfixturevalue(name) for name in wanted if name not in ("method", "n_classes")
-                and name != "tmp_path"}
-    if "tmp_path" in wanted:
-        fixtures["tmp_path"] = tmp_path
-    test(method, n_classes, **fixtures)
-
-
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("surface", SURFACES)
 @pytest.mark.parametrize("method", METHODS)
 def test_surface_on_the_dense_em_path(method, surface, n_classes, forced, request, tmp_path):
-    _run(surface, method, n_classes, request, tmp_path)
+    run_surface(surface, method, n_classes, request, tmp_path)
     assert forced  # the dense subproblem solved
     r = reference_fit(method, n_classes)
     for part in r.per_class or (r,):
@@ -80,7 +68,7 @@ def test_surface_on_the_dense_em_path(method, surface, n_classes, forced, reques
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_path_keeps_the_compiled_path(n_classes, forced, request, tmp_path):
     # the matrix's checks compare every point with fsframe.fit, which takes the dense path
-    _run("test_path", "em-l0", n_classes, request, tmp_path)
+    run_surface("test_path", "em-l0", n_classes, request, tmp_path)
 
 
 def test_study_and_report_on_the_dense_em_path(forced, tiny_csv, tmp_path):

@@ -7,16 +7,14 @@ kit's numpy recomputation and ``fsframe.fit``), and the path must have been take
 
 from __future__ import annotations
 
-import inspect
 import json
 import warnings
 
 import pytest
 
-import test_surface_matrix as matrix
 from fsframe.cli import main
 from fsframe_svm import HingeFormulation
-from surface_data import reference_fit
+from surface_data import reference_fit, run_surface
 
 SURFACES = ("test_fit", "test_estimator", "test_select_once", "test_select_cv_and_compare", "test_path", "test_tuned")
 
@@ -43,13 +41,7 @@ def from_data(monkeypatch):
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("surface", SURFACES)
 def test_surface_on_the_from_data_path(surface, n_classes, from_data, request, tmp_path):
-    test = getattr(matrix, surface)
-    wanted = inspect.signature(test).parameters
-    fixtures = {name: request.getfixturevalue(name) for name in wanted if name not in ("method", "n_classes")
-                and name != "tmp_path"}
-    if "tmp_path" in wanted:
-        fixtures["tmp_path"] = tmp_path
-    test("l1-svm", n_classes, **fixtures)
+    run_surface(surface, "l1-svm", n_classes, request, tmp_path)
     assert from_data and all(from_data)
     r = reference_fit("l1-svm", n_classes)
     for part in r.per_class or (r,):

@@ -7,13 +7,10 @@ sent to the backend)."""
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
-import test_surface_matrix as matrix
 from fsframe_glm import LeastSquaresFormulation, LogisticFormulation
-from surface_data import reference_fit
+from surface_data import reference_fit, run_surface
 
 SURFACES = ("test_fit", "test_estimator", "test_select_once", "test_select_cv_and_compare", "test_path", "test_tuned")
 CELLS = [("em-logistic", 2), ("em-logistic", 3), ("em-ls", 0)]
@@ -40,13 +37,7 @@ def counted(monkeypatch):
 @pytest.mark.parametrize("method, n_classes", CELLS)
 @pytest.mark.parametrize("surface", SURFACES)
 def test_surface_on_the_quad_path(surface, method, n_classes, counted, request, tmp_path):
-    test = getattr(matrix, surface)
-    wanted = inspect.signature(test).parameters
-    fixtures = {name: request.getfixturevalue(name) for name in wanted if name not in ("method", "n_classes")
-                and name != "tmp_path"}
-    if "tmp_path" in wanted:
-        fixtures["tmp_path"] = tmp_path
-    test(method, n_classes, **fixtures)
+    run_surface(surface, method, n_classes, request, tmp_path)
     assert counted and all(counted)
     r = reference_fit(method, n_classes)
     for part in r.per_class or (r,):
