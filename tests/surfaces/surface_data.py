@@ -52,3 +52,25 @@ def run_surface(surface: str, method: str, n_classes: int, request, tmp_path) ->
     if "tmp_path" in wanted:
         fixtures["tmp_path"] = tmp_path
     test(method, n_classes, **fixtures)
+
+
+def run_tiny_study(name: str, methods, tiny_csv, tmp_path) -> tuple[list, str]:
+    """``fsframe run`` a study of ``methods`` on the two- and three-class tiny data sets (2-fold CV,
+    seed 0), then ``fsframe report``: the cells' JSON and the report's Markdown."""
+    import json
+
+    from fsframe.cli import main
+
+    lines = ['[study]', f'name = "{name}"', 'seeds = [0]', '', '[protocol]', 'cv = 2', 'scale = "none"', '']
+    for c in (2, 3):
+        lines += ['[[datasets]]', f'name = "tiny{c}"', f'path = "{tiny_csv[c].as_posix()}"', '']
+    for m in methods:
+        lines += ['[[methods]]', f'method = "{m}"', 'datasets = ["tiny2", "tiny3"]', '']
+    (tmp_path / "study.toml").write_text("\n".join(lines))
+    out = tmp_path / "results"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["run", str(tmp_path / "study.toml"), "--out", str(out), "--jobs", "1", "--no-progress"]) == 0
+        assert main(["report", str(out), "--no-plots"]) == 0
+    cells = [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
+    return cells, (out / "report.md").read_text()

@@ -9,18 +9,14 @@ not take it."""
 
 from __future__ import annotations
 
-import json
-import warnings
-
 import attrs
 import pytest
 
 import fsframe
 import fsframe.fitting
-from fsframe.cli import main
 from fsframe.dense_em import DenseHingeSubproblem
 from fsframe.dense_fit import _dense_em_parts, dense_em_applies
-from surface_data import reference_fit, run_surface
+from surface_data import reference_fit, run_surface, run_tiny_study
 
 METHODS = tuple(m for m in fsframe.get_registry().names("method") if dense_em_applies(fsframe.resolve(m)))
 SURFACES = ("test_fit", "test_estimator", "test_select_once", "test_select_cv_and_compare", "test_tuned")
@@ -72,22 +68,10 @@ def test_path_keeps_the_compiled_path(n_classes, forced, request, tmp_path):
 
 
 def test_study_and_report_on_the_dense_em_path(forced, tiny_csv, tmp_path):
-    lines = ['[study]', 'name = "dense-em"', 'seeds = [0]', '', '[protocol]', 'cv = 2', 'scale = "none"', '']
-    for c in (2, 3):
-        lines += ['[[datasets]]', f'name = "tiny{c}"', f'path = "{tiny_csv[c].as_posix()}"', '']
-    for m in METHODS:
-        lines += ['[[methods]]', f'method = "{m}"', 'datasets = ["tiny2", "tiny3"]', '']
-    (tmp_path / "study.toml").write_text("\n".join(lines))
-    out = tmp_path / "results"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        assert main(["run", str(tmp_path / "study.toml"), "--out", str(out), "--jobs", "1", "--no-progress"]) == 0
-        assert main(["report", str(out), "--no-plots"]) == 0
-    cells = [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
+    cells, report = run_tiny_study("dense-em", METHODS, tiny_csv, tmp_path)
     assert len(cells) == 4 * len(METHODS) and all(c["record"]["ok"] for c in cells)  # 2 data sets x 2 folds
     assert {c["record"]["backend"] for c in cells} == {None}  # no registered backend solved them
     assert forced
-    report = (out / "report.md").read_text()
     for c in (2, 3):
         for m in METHODS:
             assert f"\n| {m} |" in report.split(f"tiny{c} (")[1]

@@ -7,14 +7,10 @@ kit's numpy recomputation and ``fsframe.fit``), and the path must have been take
 
 from __future__ import annotations
 
-import json
-import warnings
-
 import pytest
 
-from fsframe.cli import main
 from fsframe_svm import HingeFormulation
-from surface_data import reference_fit, run_surface
+from surface_data import reference_fit, run_surface, run_tiny_study
 
 SURFACES = ("test_fit", "test_estimator", "test_select_once", "test_select_cv_and_compare", "test_path", "test_tuned")
 
@@ -49,20 +45,9 @@ def test_surface_on_the_from_data_path(surface, n_classes, from_data, request, t
 
 
 def test_study_and_report_on_the_from_data_path(from_data, tiny_csv, tmp_path):
-    lines = ['[study]', 'name = "from-data"', 'seeds = [0]', '', '[protocol]', 'cv = 2', 'scale = "none"', '']
-    for c in (2, 3):
-        lines += ['[[datasets]]', f'name = "tiny{c}"', f'path = "{tiny_csv[c].as_posix()}"', '']
-    lines += ['[[methods]]', 'method = "l1-svm"', 'datasets = ["tiny2", "tiny3"]', '']
-    (tmp_path / "study.toml").write_text("\n".join(lines))
-    out = tmp_path / "results"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        assert main(["run", str(tmp_path / "study.toml"), "--out", str(out), "--jobs", "1", "--no-progress"]) == 0
-        assert main(["report", str(out), "--no-plots"]) == 0
-    cells = [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
+    cells, report = run_tiny_study("from-data", ["l1-svm"], tiny_csv, tmp_path)
     assert len(cells) == 4 and all(c["record"]["ok"] for c in cells)
     assert {c["record"]["backend"] for c in cells} == {"highs"}
     assert from_data and all(from_data)
-    report = (out / "report.md").read_text()
     for c in (2, 3):
         assert "\n| l1-svm |" in report.split(f"tiny{c} (")[1]
