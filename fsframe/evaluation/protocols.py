@@ -563,8 +563,8 @@ def _shared_search(X, y, split, cfg):
     fit options — so that the cells of criteria 1 and 2 of one split visit its SOCPs once
     (:func:`~fsframe.loops.bound_search.sharing_visits`, which also compares the loop's fields and
     its slot weights; the second cell only chooses and re-solves). The surrogate is not in the key:
-    the search uses only its slope at zero, compared by the memo (MEMPM's search without a
-    sparsity term and FS-MEMPM's with ``l1`` solve the same SOCPs). Any other cell: no context."""
+    the search uses only its slope at zero, compared by the memo (a search without a surrogate
+    and FS-MEMPM's with ``l1`` solve the same SOCPs). Any other cell: no context."""
     import contextlib
     import hashlib
     import json

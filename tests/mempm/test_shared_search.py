@@ -125,9 +125,10 @@ def test_memo_keeps_its_size_and_clears():
 
 
 def test_mempm_without_sparsity_term_shares_fs_mempm_search(data, alone, solves):
-    """001's MEMPM "before feature selection" (the bound search without a surrogate) weighs the
-    search's SOCPs by 1, as FS-MEMPM's ``l1`` (slope 1 at zero) does: one search serves both, with
-    each answer its own; a surrogate of another slope (``exp``, ``alpha = 5``) is not replayed."""
+    """The bound search without a surrogate weighs the search's SOCPs by 1, as FS-MEMPM's ``l1``
+    (slope 1 at zero) does: one search serves both, with each answer its own; a surrogate of
+    another slope (``exp``, ``alpha = 5``) is not replayed. (It is FS-MEMPM c1, not 001's MEMPM of
+    eq. 5: that is ``mempm_theta``, tests/mempm/test_mempm_eq5.py.)"""
     X, y = data
     kw = dict(formulation="mempm", loop="bound-search", delta_pos_step=0.1)
     plain = _fit(X, y, criterion=1, **kw)
@@ -141,5 +142,5 @@ def test_mempm_without_sparsity_term_shares_fs_mempm_search(data, alone, solves)
         steeper = _fit(X, y, criterion=1, surrogate="exp", alpha=5.0, **kw)
         assert solves["n"] - before >= steeper.n_iter
     _same(shared, plain)
-    _same(plain, alone[("fs-mempm", 1)])  # the same answer: MEMPM's row is FS-MEMPM c1's (docs/paper001.md)
+    _same(plain, alone[("fs-mempm", 1)])  # the same answer: FS-MEMPM c1's
     assert (memo.hits, memo.misses) == (1, 2)
