@@ -37,7 +37,7 @@ def _cell(X, y, split, cfg):
 
 def _record(rec):
     return (rec.selected, rec.accuracy, rec.mcc, rec.objective, rec.n_iter, rec.statuses,
-            {k: v for k, v in rec.facts.items() if "seconds" not in k}, rec.y_pred.tolist())
+            {k: v for k, v in rec.facts.items() if "seconds" not in k and k != "search_replayed"}, rec.y_pred.tolist())
 
 
 def test_criterion_cells_of_one_split_share_the_search_with_the_same_records(data):
@@ -54,6 +54,7 @@ def test_criterion_cells_of_one_split_share_the_search_with_the_same_records(dat
     assert search_memo_info()["hits"] == 2 and search_memo_info()["misses"] == 2  # one search per split
     for key, rec in shared.items():
         assert rec.ok and _record(rec) == _record(alone[key]), key
+        assert rec.facts["search_replayed"] == (key[1] == "c1") and alone[key].facts["search_replayed"] == 0
     assert shared[(0, "c1")].n_selected > shared[(0, "c2")].n_selected  # the criteria chose differently
 
 
@@ -67,7 +68,7 @@ def test_other_cells_do_not_share(data):
     assert search_memo_info()["hits"] == 0 and search_memo_info()["misses"] == 3
     clear_search_memo()
     _cell(X, y, split, _cfg(X, y, "l1", method="l1-svm"))  # not a bound search: no memo
-    assert search_memo_info() == {"hits": 0, "misses": 0, "size": 0}
+    assert search_memo_info() == {"hits": 0, "misses": 0, "partial": 0, "refused": 0, "size": 0}
 
 
 def test_only_dense_numeric_training_data_is_keyed(data):
