@@ -285,11 +285,15 @@ def _dataset_section(d: dict, table: dict, images: str | None) -> list[str]:
         head.append("splits run")
     out += ["| " + " | ".join(head) + " |", "|---|" + "--:|" * (len(head) - 1)]
     findings: dict[str, list] = {"loses": [], "tie": []}
+    replayed: list[str] = []
     for r in table["rows"]:
         ok = [f for f in r["folds"] if f["ok"]]
+        n_replayed = sum(bool((f.get("facts") or {}).get("search_replayed")) for f in ok)
         cells = [r["label"], _ms([100 * f["accuracy"] for f in ok]), _ms([f["mcc"] for f in ok], 3),
                  _ms([f["n_selected"] for f in ok], 1), _ms([f["pct_selected"] for f in ok], 1),
-                 _ms([f["n_iter"] for f in ok], 1), _ms([f["seconds"] for f in ok], 3)]
+                 _ms([f["n_iter"] for f in ok], 1), _ms([f["seconds"] for f in ok], 3) + ("†" if n_replayed else "")]
+        if n_replayed:
+            replayed.append(f"{r['label']} ({n_replayed} of {len(ok)})")
         pairs = _random_pairs(table, r) if r["label"] != ALL_FEATURES else {}
         if varying:
             text, verdict = _verdict(table, pairs.get("own", [])) if "own" in pairs else ("-", "")
@@ -308,6 +312,10 @@ def _dataset_section(d: dict, table: dict, images: str | None) -> list[str]:
             if verdict == "loses" or (verdict == "tie" and k == max(ks)):
                 findings[verdict].append((r["label"], f"k = {k}", text))
     out.append("")
+    if replayed:
+        out += ["† Seconds of splits whose bound search was replayed from another row's (the same search, "
+                "another criterion; docs/mempm.md, \"One search for several criteria\"): the replay's, not the "
+                "search's: " + "; ".join(replayed) + ".", ""]
     out += _curve_table(table)
     for verdict, words in (("loses", "**Loses to k random features**"),
                            ("tie", "Not distinguishable from k random features (95% CI of the difference holds 0)")):

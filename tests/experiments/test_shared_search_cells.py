@@ -85,3 +85,23 @@ def test_only_dense_numeric_training_data_is_keyed(data):
     cfg = _cfg(X, y, "c1", criterion=1)
     assert isinstance(_shared_search(sp.csr_matrix(X), y, split, cfg), contextlib.nullcontext)
     assert not isinstance(_shared_search(X, y, split, cfg), contextlib.nullcontext)
+
+
+def test_paper_page_marks_the_seconds_of_replayed_searches():
+    """The docs page's seconds of a row whose search was replayed are the replay's: a footnote says
+    which rows and how many splits; a row without replays has none."""
+    from fsframe.evaluation.paper import _dataset_section
+
+    def fold(i, replayed):
+        return {"repeat": 0, "fold": i, "ok": True, "accuracy": 0.8, "mcc": 0.5, "n_selected": 2,
+                "pct_selected": 40.0, "n_iter": 10, "seconds": 0.5, "selected": [0, 1], "curve": [],
+                "random_curve": [], "random_accuracy": None, "reference_accuracy": None, "error_type": None,
+                "facts": {"search_replayed": int(replayed)}}
+
+    table = {"dataset": {"name": "d", "n_samples": 10, "n_features": 5, "classes": [0, 1]},
+             "rows": [{"label": "c1", "n_planned": 2, "folds": [fold(0, False), fold(1, False)]},
+                      {"label": "c2", "n_planned": 2, "folds": [fold(0, True), fold(1, False)]}]}
+    text = "\n".join(_dataset_section({}, table, None))
+    rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| c")}
+    assert "†" in rows["| c2"] and "†" not in rows["| c1"]
+    assert "c2 (1 of 2)" in text and "c1 (" not in text
