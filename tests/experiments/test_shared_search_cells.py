@@ -105,3 +105,17 @@ def test_paper_page_marks_the_seconds_of_replayed_searches():
     rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| c")}
     assert "†" in rows["| c2"] and "†" not in rows["| c1"]
     assert "c2 (1 of 2)" in text and "c1 (" not in text
+
+
+def test_paper_intervals_use_complete_repeats_only():
+    """A stopped run of repeated k-fold CV holds part of a repeat: its folds' mean is not a repeat's
+    estimate, so the interval's units are the complete repeats' means; the rest is counted apart."""
+    from fsframe.evaluation.paper import _incomplete, _units
+
+    table = {"protocol": {"kind": "k-fold", "n_splits": 3, "repeats": 4}}
+    folds = [(0, 1.0), (0, 2.0), (0, 3.0), (1, 4.0), (1, 5.0), (1, None), (2, 100.0)]
+    assert _units(table, folds) == [2.0, 4.5]  # repeat 1 complete (a failed fold is still run); 2 left out
+    assert _incomplete(table, folds) == 1
+    assert _units(table, folds[-1:]) == [100.0] and _incomplete(table, folds[-1:]) == 0  # no complete repeat
+    single = {"protocol": {"kind": "k-fold", "n_splits": 3, "repeats": 1}}
+    assert _units(single, folds) == [1.0, 2.0, 3.0, 4.0, 5.0, 100.0] and _incomplete(single, folds) == 0
