@@ -207,13 +207,13 @@ def sharing_visits(memo: SearchMemo, key) -> Iterator[None]:
     """Within this block a :class:`BoundSearch` with ``search="bisection"`` records its visits in
     ``memo`` under ``key`` (hashable), or replays those recorded there by a search equal to it but
     for ``criterion``, with the same slot weights (the L1 weights ``phi'(0)``: 1 with the ``l1``
-    surrogate and without one, so MEMPM's search without a sparsity term is FS-MEMPM's): each
+    surrogate and without one, so a search without a surrogate is FS-MEMPM's): each
     visited point's solved iterate is reused instead of solving that SOCP, and only the choice and
     its re-solve at the chosen bounds are computed. ``key`` is a hint: an entry is replayed only
     when the subproblem's data, backend and solve options are those it was recorded with
     (:func:`subproblem_fingerprint`; a mismatch is solved afresh and counted in ``memo.refused``),
-    and the loop's fields, the weights and the formulation (``==``) agree. Replayed visits are checked point by point against the
-    ones the search asks for (a search that asks for another point solves from there on). The
+    and the loop's fields, the weights and the formulation (``==``) agree. Replayed visits are
+    checked point by point against the ones the search asks for (a search that asks for another point solves from there on). The
     answer is the one a search without the memo returns; the history's seconds are the replay's."""
     token = _SHARING.set((memo, key))
     try:

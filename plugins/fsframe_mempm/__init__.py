@@ -205,7 +205,7 @@ class MEMPMFormulation(Formulation):
 
     name = "mempm"
     data_facts = ("delta", "delta_pos", "delta_neg", "kappa_pos", "kappa_neg", "bound", "delta_max", "kappa_max",
-                  "ridge", "delta_neg_max", "mempm_socps")  # the bounds the search chose, and the largest the data admit
+                  "ridge", "delta_neg_max", "mempm_socps")  # the bounds chosen, the largest the data admit
     dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
                     "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
                     "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")
@@ -335,6 +335,10 @@ class MEMPMFormulation(Formulation):
         sees."""
         import scipy.sparse as sp
 
+        if self.mempm_theta is not None:
+            raise InvalidOptionError(
+                f"{self.name}: mempm_theta={self.mempm_theta:g} chooses the bounds itself (001 eq. 5); a loop that "
+                "varies them (the bound search) cannot be combined with it: use loop='single'")
         for name, value in bounds.items():
             if name not in self.bound_params or not (0.0 < float(value) < 1.0):
                 raise ValueError(f"{self.name}: bound {name}={value!r}: the bounds are {self.bound_params}, in (0, 1)")

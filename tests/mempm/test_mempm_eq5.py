@@ -96,10 +96,12 @@ def test_eq5_on_pima_folds(shared_file):
         _check_against_cvxpy((X[tr] - mu) / sd, y[tr], (X[te] - mu) / sd, y[te])
 
 
-def test_eq5_refuses_given_bounds():
+def test_eq5_refuses_given_bounds_and_the_bound_search():
     X, y = _pima_like(0, 90)
     with pytest.raises(InvalidOptionError, match="mempm_theta"):
         fsframe.fit(X, y, formulation="mempm", loop="single", mempm_theta=0.5, delta_pos=0.3)
+    with pytest.raises(InvalidOptionError, match="loop='single'"):
+        fsframe.fit(X, y, formulation="mempm", loop="bound-search", mempm_theta=0.5)
 
 
 def test_eq5_theta_moves_the_balance():
