@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import warnings
 
+import cvxpy as cp
 import numpy as np
 import pytest
 
 import fsframe
 from fsframe.errors import InvalidOptionError
-
-cp = pytest.importorskip("cvxpy")
 
 
 def _pima_like(seed=0, m=300):
