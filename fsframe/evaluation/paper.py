@@ -120,15 +120,42 @@ def interval(values, alpha: float = 0.05) -> tuple[float | None, float | None, i
     return float(a.mean()), float(t.ppf(1 - alpha / 2, a.size - 1) * a.std(ddof=1) / math.sqrt(a.size)), int(a.size)
 
 
-def _units(table: dict, folds: list) -> list[float]:
-    """Per-split values grouped as the interval's units: per-repeat means for repeated k-fold CV."""
+def _per_repeat(table: dict) -> int | None:
+    """The folds of one repeat of a repeated k-fold protocol (``None`` for any other)."""
     p = table["protocol"]
-    if p.get("kind") == "k-fold" and (p.get("repeats") or 1) > 1:
-        by = {}
-        for rep, v in folds:
-            if v is not None:
-                by.setdefault(rep, []).append(v)
-        return [float(np.mean(v)) for _, v in sorted(by.items())]
+    if p.get("kind") == "k-fold" and (p.get("repeats") or 1) > 1 and p.get("n_splits"):
+        return int(p["n_splits"])  # k-fold's n_splits is k (fsframe.evaluation.splits.make_splits)
+    return None
+
+
+def _incomplete(table: dict, folds: list) -> int:
+    """How many of ``folds`` (``(repeat, value)``) belong to repeats not every fold of which has run
+    (a stopped run): the interval leaves them out while a complete repeat exists (:func:`_units`)."""
+    k = _per_repeat(table)
+    if k is None:
+        return 0
+    count: dict = {}
+    for rep, _ in folds:
+        count[rep] = count.get(rep, 0) + 1
+    return sum(n for n in count.values() if n < k) if any(n >= k for n in count.values()) else 0
+
+
+def _units(table: dict, folds: list) -> list[float]:
+    """Per-split values grouped as the interval's units: per-repeat means for repeated k-fold CV,
+    over the complete repeats only (a repeat of which a stopped run holds some folds estimates with
+    fewer; when no repeat is complete, the folds themselves are the units, as for one k-fold run)."""
+    k = _per_repeat(table)
+    if k is not None:
+        count: dict = {}
+        for rep, _ in folds:
+            count[rep] = count.get(rep, 0) + 1
+        complete = {rep for rep, n in count.items() if n >= k}
+        if complete:
+            by = {}
+            for rep, v in folds:
+                if v is not None and rep in complete:
+                    by.setdefault(rep, []).append(v)
+            return [float(np.mean(v)) for _, v in sorted(by.items())]
     return [v for _, v in folds if v is not None]
 
 
@@ -247,7 +274,9 @@ def _beside(d: dict, numbers: dict) -> list[str]:
                     continue
                 ours = f"{mean:.2f}" + (f" [{mean - half:.2f}, {mean + half:.2f}]" if half is not None else "")
                 diff = _difference(vals, value, sd, n_paper)
-                out.append(f"| {row['row']} | {head}{how} | {pv} | {ours} | {diff} | {n} |")
+                left = _incomplete(table, [(f["repeat"], None) for f in found["folds"]])
+                n_text = f"{n} (+{left} splits of an unfinished repeat, left out)" if left else f"{n}"
+                out.append(f"| {row['row']} | {head}{how} | {pv} | {ours} | {diff} | {n_text} |")
         out.append("")
     return out
 
@@ -285,11 +314,15 @@ def _dataset_section(d: dict, table: dict, images: str | None) -> list[str]:
         head.append("splits run")
     out += ["| " + " | ".join(head) + " |", "|---|" + "--:|" * (len(head) - 1)]
     findings: dict[str, list] = {"loses": [], "tie": []}
+    replayed: list[str] = []
     for r in table["rows"]:
         ok = [f for f in r["folds"] if f["ok"]]
+        n_replayed = sum(bool((f.get("facts") or {}).get("search_replayed")) for f in ok)
         cells = [r["label"], _ms([100 * f["accuracy"] for f in ok]), _ms([f["mcc"] for f in ok], 3),
                  _ms([f["n_selected"] for f in ok], 1), _ms([f["pct_selected"] for f in ok], 1),
-                 _ms([f["n_iter"] for f in ok], 1), _ms([f["seconds"] for f in ok], 3)]
+                 _ms([f["n_iter"] for f in ok], 1), _ms([f["seconds"] for f in ok], 3) + ("†" if n_replayed else "")]
+        if n_replayed:
+            replayed.append(f"{r['label']} ({n_replayed} of {len(ok)})")
         pairs = _random_pairs(table, r) if r["label"] != ALL_FEATURES else {}
         if varying:
             text, verdict = _verdict(table, pairs.get("own", [])) if "own" in pairs else ("-", "")
@@ -308,6 +341,10 @@ def _dataset_section(d: dict, table: dict, images: str | None) -> list[str]:
             if verdict == "loses" or (verdict == "tie" and k == max(ks)):
                 findings[verdict].append((r["label"], f"k = {k}", text))
     out.append("")
+    if replayed:
+        out += ["† Seconds of splits whose bound search was replayed from another row's (the same search, "
+                "another criterion; docs/mempm.md, \"One search for several criteria\"): the replay's, not the "
+                "search's: " + "; ".join(replayed) + ".", ""]
     out += _curve_table(table)
     for verdict, words in (("loses", "**Loses to k random features**"),
                            ("tie", "Not distinguishable from k random features (95% CI of the difference holds 0)")):
@@ -414,7 +451,8 @@ def render(d: dict, *, numbers: dict | None = None, images: str | None = None) -
         out += [f"### Beside the paper ({numbers.get('paper')})", ""]
         out += _beside(d, numbers)
     if numbers:
-        out += ["n: the units of the interval (the splits; the repeats' means for repeated k-fold CV). A number "
+        out += ["n: the units of the interval (the splits; the repeats' means for repeated k-fold CV, over the "
+                "complete repeats only: the splits of an unfinished repeat are counted apart and left out). A number "
                 "the paper gives without its spread is taken as exact.", ""]
     out += ["### Our results", "",
             "Mean ± std over the splits. *all features*: the evaluated classifier on every feature. "

@@ -42,6 +42,7 @@ the given features).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from collections import OrderedDict
@@ -545,9 +546,12 @@ _SEARCHES = SearchMemo(SEARCH_MEMO_SIZE)
 
 
 def search_memo_info() -> dict:
-    """``{"hits", "misses", "size"}`` of this process's memo of bound searches (:func:`_shared_search`):
-    how many searches a run replayed for a cell of another criterion, and how many it solved."""
-    return {"hits": _SEARCHES.hits, "misses": _SEARCHES.misses, "size": len(_SEARCHES)}
+    """``{"hits", "misses", "partial", "refused", "size"}`` of this process's memo of bound searches
+    (:func:`_shared_search`): how many searches a run replayed for a cell of another criterion, how
+    many it solved (of which ``partial`` replayed their first visits), and how many lookups found
+    their key kept for other data or another backend (:class:`~fsframe.loops.bound_search.SearchMemo`)."""
+    return {"hits": _SEARCHES.hits, "misses": _SEARCHES.misses, "partial": _SEARCHES.partial,
+            "refused": _SEARCHES.refused, "size": len(_SEARCHES)}
 
 
 def clear_search_memo() -> None:
@@ -563,8 +567,8 @@ def _shared_search(X, y, split, cfg):
     fit options — so that the cells of criteria 1 and 2 of one split visit its SOCPs once
     (:func:`~fsframe.loops.bound_search.sharing_visits`, which also compares the loop's fields and
     its slot weights; the second cell only chooses and re-solves). The surrogate is not in the key:
-    the search uses only its slope at zero, compared by the memo (MEMPM's search without a
-    sparsity term and FS-MEMPM's with ``l1`` solve the same SOCPs). Any other cell: no context."""
+    the search uses only its slope at zero, compared by the memo (a search without a surrogate
+    and FS-MEMPM's with ``l1`` solve the same SOCPs). Any other cell: no context."""
     import contextlib
     import hashlib
     import json
@@ -589,15 +593,22 @@ def study_cell(X, y, split, cfg, raise_errors: bool = False) -> FoldRecord:
     """The cell function of a study (what :func:`fsframe.evaluation.engine.execute` runs): the
     all-features row, or a method's fit — its parameters tuned first when the entry says so. The
     cells of 001's bound search that differ only in the criterion share the search's SOCPs within a
-    process (:func:`_shared_search`)."""
+    process (:func:`_shared_search`); such a cell's ``facts["search_replayed"]`` is 1 when its search
+    was replayed (its seconds are then the replay's, not the search's), else 0."""
     if isinstance(cfg, BaselineConfig):
         return _baseline_cell(X, y, split, cfg, raise_errors)
     extras = cfg.extras
     if extras is not None and extras.ranking_only and not extras.tune:
         return _ranking_cell(X, y, split, cfg, raise_errors)
     if extras is None or not extras.tune:
-        with _shared_search(X, y, split, cfg):
+        context = _shared_search(X, y, split, cfg)
+        if isinstance(context, contextlib.nullcontext):
             return _run_fold(X, y, split, cfg, raise_errors)
+        hits = _SEARCHES.hits
+        with context:
+            rec = _run_fold(X, y, split, cfg, raise_errors)
+        # a replayed search's seconds are the replay's, not the search's: say so in the record
+        return attrs.evolve(rec, facts={**rec.facts, "search_replayed": int(_SEARCHES.hits > hits)})
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -7,6 +7,7 @@ import contextlib
 import contextvars
 import math
 import numbers
+import threading
 import warnings
 from collections import OrderedDict
 from typing import Callable, Iterator, TYPE_CHECKING
@@ -24,7 +25,7 @@ from .selection import contribution, group_scale
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
 
-__all__ = ["BoundSearch", "T_FAMILY", "criterion_score", "SearchMemo", "sharing_visits"]
+__all__ = ["BoundSearch", "T_FAMILY", "criterion_score", "SearchMemo", "sharing_visits", "subproblem_fingerprint"]
 
 T_FAMILY: dict[str, Callable[[float], float]] = {"log": math.log, "sqrt": math.sqrt}
 """Named adjustment factors ``t(NSF)`` of 001's Remark (``bound / t(NSF)``)."""
@@ -111,41 +112,91 @@ class SearchMemo:
     again. 001's Algorithm 1 (``search="bisection"``) visits points by feasibility alone: criteria 1,
     2 and any ``t`` visit the same SOCPs and differ only in the choice among them and its re-solve.
     ``size`` searches are kept (least recently used dropped first); ``hits`` and ``misses`` count
-    searches replayed and searches solved."""
+    searches replayed and searches solved, ``partial`` the solved ones that replayed some visits
+    first, ``refused`` the lookups whose key was kept for other data (a ``fingerprint`` of the
+    subproblem's data, :func:`subproblem_fingerprint`, or another backend): the key is only a hint,
+    an entry is replayed only for the data and backend it was recorded on. Thread-safe (a lock)."""
 
     def __init__(self, size: int = 16):
         self.size = int(size)
         self._kept: "OrderedDict[object, tuple]" = OrderedDict()
+        self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self.partial = 0
+        self.refused = 0
 
-    def get(self, key, loop: "BoundSearch", lin: np.ndarray, formulation=None) -> list | None:
+    def get(self, key, loop: "BoundSearch", lin: np.ndarray, formulation=None, fingerprint=None) -> list | None:
         """The recorded visits of ``key`` when they were made by a search equal to ``loop`` in
         every field but ``criterion``, with the same slot weights ``lin``, of an equal
-        ``formulation``; else ``None``."""
-        got = self._kept.get(key)
-        if got is None or got[0] != _without_criterion(loop) or not np.array_equal(got[1], lin):
-            return None
-        try:
-            if not bool(got[2] == formulation):
+        ``formulation``, on data and backend of the same ``fingerprint``; else ``None``."""
+        with self._lock:
+            got = self._kept.get(key)
+            if got is None:
                 return None
-        except Exception:  # a formulation whose fields do not compare (arrays): not shared
-            return None
-        self._kept.move_to_end(key)
-        return got[3]
+            if got[4] != fingerprint:
+                self.refused += 1
+                return None
+            if got[0] != _without_criterion(loop) or not np.array_equal(got[1], lin):
+                return None
+            try:
+                if not bool(got[2] == formulation):
+                    return None
+            except Exception:  # a formulation whose fields do not compare (arrays): not shared
+                return None
+            self._kept.move_to_end(key)
+            return got[3]
 
-    def put(self, key, loop: "BoundSearch", lin: np.ndarray, visits: list, formulation=None) -> None:
-        self._kept[key] = (_without_criterion(loop), np.array(lin), formulation, visits)
-        self._kept.move_to_end(key)
-        while len(self._kept) > self.size:
-            self._kept.popitem(last=False)
+    def put(self, key, loop: "BoundSearch", lin: np.ndarray, visits: list, formulation=None,
+            fingerprint=None) -> None:
+        """Keep ``visits`` (``(point, iterate)`` pairs) under ``key``: of each iterate only what a
+        replay reads (status, point, coefficients, intercept, group norms, objective; the solver's
+        raw answer is dropped)."""
+        kept = [(point, _lean(it)) for point, it in visits]
+        with self._lock:
+            self._kept[key] = (_without_criterion(loop), np.array(lin), formulation, kept, fingerprint)
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
 
     def clear(self) -> None:
-        self._kept.clear()
-        self.hits = self.misses = 0
+        with self._lock:
+            self._kept.clear()
+            self.hits = self.misses = self.partial = self.refused = 0
 
     def __len__(self) -> int:
         return len(self._kept)
+
+
+def _lean(it):
+    """``it`` without the solver's raw answer (``result.raw``), which a replay never reads."""
+    if getattr(it.result, "raw", None) is None:
+        return it
+    return attrs.evolve(it, result=attrs.evolve(it.result, raw=None))
+
+
+def subproblem_fingerprint(sub) -> str:
+    """A digest of what a search's SOCPs depend on besides the loop: the subproblem's data (``X``
+    and ``y`` by value, dense or sparse), its backend's name and its solve options. A
+    :class:`SearchMemo` replays an entry only for the fingerprint it was recorded with."""
+    import hashlib
+
+    import scipy.sparse as sp
+
+    h = hashlib.sha256()
+    for a in (sub.X, sub.y):
+        if sp.issparse(a):
+            a = sp.csr_matrix(a)
+            parts = (a.data, a.indices, a.indptr)
+        else:
+            parts = (np.asarray(a),)
+        h.update(repr(getattr(a, "shape", None)).encode())
+        for part in parts:
+            part = np.ascontiguousarray(part)
+            h.update(part.dtype.str.encode())
+            h.update(part.tobytes() if part.dtype.kind != "O" else repr(part.tolist()).encode())
+    h.update(repr((getattr(sub.backend, "name", sub.backend), getattr(sub, "options", None))).encode())
+    return h.hexdigest()
 
 
 _SHARING: contextvars.ContextVar = contextvars.ContextVar("bound_search_sharing", default=None)
@@ -156,12 +207,13 @@ def sharing_visits(memo: SearchMemo, key) -> Iterator[None]:
     """Within this block a :class:`BoundSearch` with ``search="bisection"`` records its visits in
     ``memo`` under ``key`` (hashable), or replays those recorded there by a search equal to it but
     for ``criterion``, with the same slot weights (the L1 weights ``phi'(0)``: 1 with the ``l1``
-    surrogate and without one, so MEMPM's search without a sparsity term is FS-MEMPM's): each
+    surrogate and without one, so a search without a surrogate is FS-MEMPM's): each
     visited point's solved iterate is reused instead of solving that SOCP, and only the choice and
-    its re-solve at the chosen bounds are computed. The caller vouches that ``key`` fixes the data
-    (and the backend and its options): the memo cannot see them; it compares the loop's fields, the
-    weights and the formulation (``==``). Replayed visits are checked point by point against the
-    ones the search asks for (a search that asks for another point solves from there on). The
+    its re-solve at the chosen bounds are computed. ``key`` is a hint: an entry is replayed only
+    when the subproblem's data, backend and solve options are those it was recorded with
+    (:func:`subproblem_fingerprint`; a mismatch is solved afresh and counted in ``memo.refused``),
+    and the loop's fields, the weights and the formulation (``==``) agree. Replayed visits are
+    checked point by point against the ones the search asks for (a search that asks for another point solves from there on). The
     answer is the one a search without the memo returns; the history's seconds are the replay's."""
     token = _SHARING.set((memo, key))
     try:
@@ -312,7 +364,8 @@ class BoundSearch(OuterLoop):
         st = _Search(sub, names, np.full(sub.n_groups, weight))
         shared = _SHARING.get() if self.search == "bisection" else None  # the grid's refinement follows the criterion
         if shared is not None:
-            st.replay, st.record = shared[0].get(shared[1], self, st.lin, sub.formulation), []
+            st.fingerprint = subproblem_fingerprint(sub)
+            st.replay, st.record = shared[0].get(shared[1], self, st.lin, sub.formulation, st.fingerprint), []
         p0 = self.delta_pos0
         if p0 >= lim[0]:
             raise InfeasibleParameterError(
@@ -354,7 +407,8 @@ class BoundSearch(OuterLoop):
                 memo.hits += 1
             else:
                 memo.misses += 1
-                memo.put(key, self, st.lin, st.record, sub.formulation)
+                memo.partial += st.n_replayed > 0
+                memo.put(key, self, st.lin, st.record, sub.formulation, st.fingerprint)
         return Finish(converged, reason, self._choose(st))
 
     def _two(self, st: "_Search", lim):
@@ -563,3 +617,4 @@ class _Search:
     replay: list | None = None  # (point, iterate) of each visit of an equal search (sharing_visits)
     record: list | None = None  # this search's (point, iterate) visits, kept when sharing
     n_replayed: int = 0
+    fingerprint: str | None = None  # subproblem_fingerprint, when sharing

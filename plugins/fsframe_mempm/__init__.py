@@ -21,18 +21,19 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-from attrs.validators import ge, instance_of, optional
+from attrs.validators import ge, instance_of, le, optional
 
 from fsframe import AuxSolver, BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl
 from fsframe.canonical import ProblemData
-from fsframe.errors import InfeasibleParameterError, SolverFailedError
+from fsframe.errors import InfeasibleParameterError, InvalidOptionError, SolverFailedError
 from fsframe.pyomo_ext import LinearMap, add_soc, add_sparsity_slot, var_list
 from fsframe.validators import finite, to_float
 from fsframe_mpm import (DEFAULT_DELTA_FRACTION, DEFAULT_RHO, ClassMoments, add_margin_rows, bound_report,
                          class_moments, data_warnings, delta_of, kappa_of, l1_split, lanckriet_data, largest_bound,
                          open_unit, opt_float)
 
-__all__ = ["MEMPMFormulation", "MPMEqualFormulation", "one_sided_limits", "largest_delta_neg", "pair_data"]
+__all__ = ["MEMPMFormulation", "MPMEqualFormulation", "one_sided_limits", "largest_delta_neg", "pair_data",
+           "mempm_bounds"]
 
 
 # ------------------------------------------------------------------------------ feasibility
@@ -94,6 +95,70 @@ def largest_delta_neg(mom: ClassMoments, delta_pos: float, aux: AuxSolver) -> fl
     return 1.0 if t2 <= 0.0 else delta_of(1.0 / t2)
 
 
+BOUND_GRID_STEP = 0.01
+"""The step of the line search over ``delta_pos`` of :func:`mempm_bounds` (then refined)."""
+
+LIMIT_GAP = 1e-4
+"""How far below its one-sided limit :func:`mempm_bounds` searches ``delta_pos`` (the SOCP for the
+largest ``delta_neg`` fails numerically at the limit itself): eq. 5's value is then at most
+``theta LIMIT_GAP`` below its supremum."""
+
+FRONTIER_MARGIN = 1e-6
+"""How far below the largest ``kappa(delta_neg)`` :func:`mempm_bounds` places its ``delta_neg``
+(relatively): at the largest value itself 001 eq. 5's feasible set is a single ray, which a solver
+may call infeasible."""
+
+
+def mempm_bounds(mom: ClassMoments, theta: float, aux: AuxSolver, limit: float,
+                 tol: float = 1e-6) -> tuple[float, float, float, int]:
+    """The MEMPM's own bounds (001 eq. 5, Huang et al.'s MEMPM): ``max theta alpha + (1 - theta)
+    beta`` over ``alpha = delta_pos`` and ``beta = delta_neg``, without any sparsity term. For each
+    ``alpha`` the largest feasible ``beta`` is one SOCP (:func:`largest_delta_neg`), so the problem
+    is a line search over ``alpha`` (001 §3.1: "L ... steps for linearly searching alpha"):
+    ``alpha`` on a grid of step :data:`BOUND_GRID_STEP` below its one-sided limit ``limit``, then
+    golden-section refinement between the best grid point's neighbours to ``tol`` (the value is
+    taken to be unimodal there). ``alpha`` is searched from the first grid point up: eq. 5's
+    supremum can be the degenerate corner ``alpha -> 0`` (``beta`` its own limit), a classifier
+    with no guarantee for class ``+1``, which the search leaves out as a grid from 0.01 does.
+    Returns ``(alpha, beta, bound, n_socps)``."""
+    def value(a):
+        b = largest_delta_neg(mom, a, aux)
+        return theta * a + (1.0 - theta) * b, b
+
+    grid = np.arange(BOUND_GRID_STEP, limit, BOUND_GRID_STEP)
+    if grid.size == 0:
+        grid = np.array([0.5 * limit])
+    vals = [value(float(a)) for a in grid]
+    n = len(vals)
+    i = int(np.argmax([v[0] for v in vals]))
+    best = (vals[i][0], float(grid[i]), vals[i][1])
+    lo = float(grid[max(i - 1, 0)])  # delta_pos >= the first grid point: not the corner (0, its limit)
+    # the supremum may be the corner (limit, 0), where the SOCP degenerates: stop LIMIT_GAP short of it
+    hi = float(grid[i + 1]) if i + 1 < grid.size else max(float(grid[i]), limit - LIMIT_GAP)
+    g = 0.5 * (np.sqrt(5.0) - 1.0)
+    c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+    fc, fd = value(c), value(d)
+    n += 2
+    for a, f in ((c, fc), (d, fd)):
+        if f[0] > best[0]:
+            best = (f[0], a, f[1])
+    while hi - lo > tol:
+        if fc[0] >= fd[0]:
+            hi, d, fd = d, c, fc
+            c = hi - g * (hi - lo)
+            fc = value(c)
+            a, f = c, fc
+        else:
+            lo, c, fc = c, d, fd
+            d = lo + g * (hi - lo)
+            fd = value(d)
+            a, f = d, fd
+        n += 1
+        if f[0] > best[0]:
+            best = (f[0], a, f[1])
+    return best[1], best[2], best[0], n
+
+
 # ------------------------------------------------------------------------------ formulations
 @attrs.frozen
 class MEMPMFormulation(Formulation):
@@ -128,11 +193,19 @@ class MEMPMFormulation(Formulation):
     rho : float >= 0
         Covariance ridge relative to the mean within-class feature variance
         (:func:`fsframe_mpm.class_moments`).
+    mempm_theta : float in [0, 1], optional
+        The MEMPM classifier of 001 eq. 5 ("before feature selection"): the formulation chooses
+        its own bounds, ``max mempm_theta delta_pos + (1 - mempm_theta) delta_neg`` over all
+        hyperplanes, by a line search over ``delta_pos`` (:func:`mempm_bounds`), and states the
+        model at them (``delta_neg`` a relative :data:`FRONTIER_MARGIN` inside the frontier, where
+        the feasible hyperplanes are one ray up to scale). Use it with ``loop="single"``: the
+        ``w`` returned is then eq. 5's up to that margin (``info["bound"]`` is eq. 5's objective).
+        Not combined with given bounds, nor with the bound search (which varies the bounds).
     """
 
     name = "mempm"
     data_facts = ("delta", "delta_pos", "delta_neg", "kappa_pos", "kappa_neg", "bound", "delta_max", "kappa_max",
-                  "ridge")  # the bounds the search chose, and the largest the data admit
+                  "ridge", "delta_neg_max", "mempm_socps")  # the bounds chosen, the largest the data admit
     dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
                     "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
                     "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")
@@ -144,6 +217,8 @@ class MEMPMFormulation(Formulation):
     delta_neg: float | None = attrs.field(default=None, converter=opt_float,
                                           validator=[optional(instance_of(float)), open_unit("delta_neg")])
     rho: float = attrs.field(default=DEFAULT_RHO, converter=to_float, validator=[instance_of(float), ge(0.0), finite])
+    mempm_theta: float | None = attrs.field(default=None, converter=opt_float,
+                                            validator=optional([instance_of(float), ge(0.0), le(1.0)]))
 
     def problem_class(self, terms):
         return ProblemClass.SOCP
@@ -165,6 +240,12 @@ class MEMPMFormulation(Formulation):
         mom = class_moments(X, y, self.rho)
         bound = largest_bound(X, y, self.rho, moments=mom, aux=aux)
         singular = data_warnings(X, y, mom, bound)
+        if self.mempm_theta is not None:
+            if self.delta_pos is not None or self.delta_neg is not None:
+                raise InvalidOptionError(
+                    f"{self.name}: mempm_theta={self.mempm_theta:g} chooses the bounds (001 eq. 5); "
+                    f"do not also give delta_pos={self.delta_pos!r}, delta_neg={self.delta_neg!r}")
+            return bound_report(mom, bound, singular)  # the bounds: build's line search
         a, b = self._resolved(bound)
         lim_a, lim_b = one_sided_limits(mom)
         given = self._bounds()
@@ -195,8 +276,19 @@ class MEMPMFormulation(Formulation):
         terms = frozenset(terms)
         mom = class_moments(X, y, self.rho)
         bound = largest_bound(X, y, self.rho, moments=mom, aux=aux)
-        a, b = self._resolved(bound)
         lim_a, lim_b = one_sided_limits(mom)
+        eq5 = {}
+        if self.mempm_theta is None:
+            a, b = self._resolved(bound)
+        else:
+            aux = aux if aux is not None else AuxSolver.default(ProblemClass.SOCP)
+            a, b_max, value, n_socps = mempm_bounds(mom, self.mempm_theta, aux, lim_a)
+            b = delta_of(kappa_of(b_max) * (1.0 - FRONTIER_MARGIN)) if b_max > 0.0 else b_max
+            if not 0.0 < b < 1.0:
+                raise InfeasibleParameterError(
+                    f"{self.name}: 001 eq. 5 has no hyperplane with delta_neg > 0 at its best delta_pos={a:.4g} "
+                    "(the class means coincide?)", parameter="mempm_theta", value=self.mempm_theta, limit=b_max)
+            eq5 = {"bound": value, "delta_neg_max": b_max, "mempm_socps": n_socps}
         n = mom.n
         split = bool(terms & {"lin", "lin_w"})
         model = pyo.ConcreteModel(name=f"{self.name}(delta_pos={a:.4g}, delta_neg={b:.4g})")
@@ -223,7 +315,7 @@ class MEMPMFormulation(Formulation):
         slot = add_sparsity_slot(model, coef=LinearMap.identity(w), magnitude=magnitude, terms=terms, loss=0.0)
         info = {**self.bounds_dict(a, b), "kappa_pos": kappa_of(a), "kappa_neg": kappa_of(b),
                 "delta_max": bound.delta, "kappa_max": bound.kappa,
-                "bound_limits": self.limits(lim_a, lim_b, bound.delta)}
+                "bound_limits": self.limits(lim_a, lim_b, bound.delta), **eq5}
         return BuiltModel(model=model, slot=slot, intercept=LinearMap(np.array([[-1.0]]), [model.b]),
                           coef_shape=(n,), info=info)
 
@@ -243,6 +335,10 @@ class MEMPMFormulation(Formulation):
         sees."""
         import scipy.sparse as sp
 
+        if self.mempm_theta is not None:
+            raise InvalidOptionError(
+                f"{self.name}: mempm_theta={self.mempm_theta:g} chooses the bounds itself (001 eq. 5); a loop that "
+                "varies them (the bound search) cannot be combined with it: use loop='single'")
         for name, value in bounds.items():
             if name not in self.bound_params or not (0.0 < float(value) < 1.0):
                 raise ValueError(f"{self.name}: bound {name}={value!r}: the bounds are {self.bound_params}, in (0, 1)")
@@ -288,6 +384,7 @@ class MPMEqualFormulation(MEMPMFormulation):
     delta_neg: float | None = attrs.field(default=None, init=False)
     delta: float | None = attrs.field(default=None, converter=opt_float,
                                       validator=[optional(instance_of(float)), open_unit("delta")])
+    mempm_theta: float | None = attrs.field(default=None, init=False)
 
     def _bounds(self):
         return self.delta, self.delta

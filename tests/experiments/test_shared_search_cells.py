@@ -37,7 +37,7 @@ def _cell(X, y, split, cfg):
 
 def _record(rec):
     return (rec.selected, rec.accuracy, rec.mcc, rec.objective, rec.n_iter, rec.statuses,
-            {k: v for k, v in rec.facts.items() if "seconds" not in k}, rec.y_pred.tolist())
+            {k: v for k, v in rec.facts.items() if "seconds" not in k and k != "search_replayed"}, rec.y_pred.tolist())
 
 
 def test_criterion_cells_of_one_split_share_the_search_with_the_same_records(data):
@@ -54,6 +54,7 @@ def test_criterion_cells_of_one_split_share_the_search_with_the_same_records(dat
     assert search_memo_info()["hits"] == 2 and search_memo_info()["misses"] == 2  # one search per split
     for key, rec in shared.items():
         assert rec.ok and _record(rec) == _record(alone[key]), key
+        assert rec.facts["search_replayed"] == (key[1] == "c1") and alone[key].facts["search_replayed"] == 0
     assert shared[(0, "c1")].n_selected > shared[(0, "c2")].n_selected  # the criteria chose differently
 
 
@@ -67,7 +68,7 @@ def test_other_cells_do_not_share(data):
     assert search_memo_info()["hits"] == 0 and search_memo_info()["misses"] == 3
     clear_search_memo()
     _cell(X, y, split, _cfg(X, y, "l1", method="l1-svm"))  # not a bound search: no memo
-    assert search_memo_info() == {"hits": 0, "misses": 0, "size": 0}
+    assert search_memo_info() == {"hits": 0, "misses": 0, "partial": 0, "refused": 0, "size": 0}
 
 
 def test_only_dense_numeric_training_data_is_keyed(data):
@@ -84,3 +85,37 @@ def test_only_dense_numeric_training_data_is_keyed(data):
     cfg = _cfg(X, y, "c1", criterion=1)
     assert isinstance(_shared_search(sp.csr_matrix(X), y, split, cfg), contextlib.nullcontext)
     assert not isinstance(_shared_search(X, y, split, cfg), contextlib.nullcontext)
+
+
+def test_paper_page_marks_the_seconds_of_replayed_searches():
+    """The docs page's seconds of a row whose search was replayed are the replay's: a footnote says
+    which rows and how many splits; a row without replays has none."""
+    from fsframe.evaluation.paper import _dataset_section
+
+    def fold(i, replayed):
+        return {"repeat": 0, "fold": i, "ok": True, "accuracy": 0.8, "mcc": 0.5, "n_selected": 2,
+                "pct_selected": 40.0, "n_iter": 10, "seconds": 0.5, "selected": [0, 1], "curve": [],
+                "random_curve": [], "random_accuracy": None, "reference_accuracy": None, "error_type": None,
+                "facts": {"search_replayed": int(replayed)}}
+
+    table = {"dataset": {"name": "d", "n_samples": 10, "n_features": 5, "classes": [0, 1]},
+             "rows": [{"label": "c1", "n_planned": 2, "folds": [fold(0, False), fold(1, False)]},
+                      {"label": "c2", "n_planned": 2, "folds": [fold(0, True), fold(1, False)]}]}
+    text = "\n".join(_dataset_section({}, table, None))
+    rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| c")}
+    assert "†" in rows["| c2"] and "†" not in rows["| c1"]
+    assert "c2 (1 of 2)" in text and "c1 (" not in text
+
+
+def test_paper_intervals_use_complete_repeats_only():
+    """A stopped run of repeated k-fold CV holds part of a repeat: its folds' mean is not a repeat's
+    estimate, so the interval's units are the complete repeats' means; the rest is counted apart."""
+    from fsframe.evaluation.paper import _incomplete, _units
+
+    table = {"protocol": {"kind": "k-fold", "n_splits": 3, "repeats": 4}}
+    folds = [(0, 1.0), (0, 2.0), (0, 3.0), (1, 4.0), (1, 5.0), (1, None), (2, 100.0)]
+    assert _units(table, folds) == [2.0, 4.5]  # repeat 1 complete (a failed fold is still run); 2 left out
+    assert _incomplete(table, folds) == 1
+    assert _units(table, folds[-1:]) == [100.0] and _incomplete(table, folds[-1:]) == 0  # no complete repeat
+    single = {"protocol": {"kind": "k-fold", "n_splits": 3, "repeats": 1}}
+    assert _units(single, folds) == [1.0, 2.0, 3.0, 4.0, 5.0, 100.0] and _incomplete(single, folds) == 0

@@ -125,9 +125,10 @@ def test_memo_keeps_its_size_and_clears():
 
 
 def test_mempm_without_sparsity_term_shares_fs_mempm_search(data, alone, solves):
-    """001's MEMPM "before feature selection" (the bound search without a surrogate) weighs the
-    search's SOCPs by 1, as FS-MEMPM's ``l1`` (slope 1 at zero) does: one search serves both, with
-    each answer its own; a surrogate of another slope (``exp``, ``alpha = 5``) is not replayed."""
+    """The bound search without a surrogate weighs the search's SOCPs by 1, as FS-MEMPM's ``l1``
+    (slope 1 at zero) does: one search serves both, with each answer its own; a surrogate of
+    another slope (``exp``, ``alpha = 5``) is not replayed. (It is FS-MEMPM c1, not 001's MEMPM of
+    eq. 5: that is ``mempm_theta``, tests/mempm/test_mempm_eq5.py.)"""
     X, y = data
     kw = dict(formulation="mempm", loop="bound-search", delta_pos_step=0.1)
     plain = _fit(X, y, criterion=1, **kw)
@@ -141,5 +142,48 @@ def test_mempm_without_sparsity_term_shares_fs_mempm_search(data, alone, solves)
         steeper = _fit(X, y, criterion=1, surrogate="exp", alpha=5.0, **kw)
         assert solves["n"] - before >= steeper.n_iter
     _same(shared, plain)
-    _same(plain, alone[("fs-mempm", 1)])  # the same answer: MEMPM's row is FS-MEMPM c1's (docs/paper001.md)
+    _same(plain, alone[("fs-mempm", 1)])  # the same answer: FS-MEMPM c1's
     assert (memo.hits, memo.misses) == (1, 2)
+
+
+def _other_part(X, y):
+    """Another training part of the same data set (what one key for two splits would mix up)."""
+    keep = np.arange(len(y)) % 3 != 0
+    Xb = X[keep]
+    return (Xb - Xb.mean(0)) / Xb.std(0), y[keep]
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_a_reused_key_does_not_replay_another_data_sets_search(data, alone, method):
+    """The key is a hint: a search recorded on one training part is not replayed for another under
+    the same key (the fingerprint of the subproblem's data differs), even where the visited points
+    coincide; the second answer is the one it has alone, and the refusal is counted."""
+    X, y = data
+    Xb, yb = _other_part(X, y)
+    memo = SearchMemo()
+    with sharing_visits(memo, "one key for two splits"):
+        _fit(X, y, criterion=1, **METHODS[method])
+        got = _fit(Xb, yb, criterion=2, **METHODS[method])
+    _same(got, _fit(Xb, yb, criterion=2, **METHODS[method]))
+    assert (memo.hits, memo.misses, memo.refused) == (0, 2, 1)
+
+
+def test_another_backend_is_not_replayed(data, solves):
+    X, y = data
+    memo = SearchMemo()
+    with sharing_visits(memo, "k"):
+        _fit(X, y, criterion=1, backend="ecos", **METHODS["fs-mpm"])
+        before = solves["n"]
+        other = _fit(X, y, criterion=2, backend="clarabel", **METHODS["fs-mpm"])
+        assert solves["n"] - before >= other.n_iter
+    assert (memo.hits, memo.misses, memo.refused) == (0, 2, 1)
+
+
+def test_memo_keeps_no_raw_answer(data):
+    X, y = data
+    memo = SearchMemo()
+    with sharing_visits(memo, "k"):
+        _fit(X, y, criterion=1, **METHODS["fs-mpm"])
+    (visits,) = [entry[3] for entry in memo._kept.values()]
+    assert visits and all(it.result.raw is None for _, it in visits)
+    assert all(it.coef is not None for _, it in visits if it.status.value == "optimal")

@@ -1,0 +1,110 @@
+"""001's MEMPM "before feature selection" is 001 eq. 5: ``max theta alpha + (1 - theta) beta`` over
+all hyperplanes and both bounds, with no ``||w||_1`` term (``formulation="mempm", loop="single",
+mempm_theta=...``). Checked against CVXPY solving eq. 5's line search independently: for each
+``alpha`` on a fine grid, ``min ||S_2^(1/2) w||  s.t.  w'(mu_1 - mu_2) - kappa(alpha) ||S_1^(1/2) w|| >= 1``
+gives the largest ``kappa(beta) = 1 / value``."""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import fsframe
+from fsframe.errors import InvalidOptionError
+
+
+def _pima_like(seed=0, m=300):
+    """8 features, unequal classes with different covariances and weak, partly redundant signal."""
+    rng = np.random.default_rng(seed)
+    y = np.where(np.arange(m) < m // 3, 1.0, -1.0)
+    X = rng.standard_normal((m, 8)) * np.where(y[:, None] > 0, 1.3, 0.8)
+    X[:, 1] += 0.9 * y
+    X[:, 5] += 0.5 * y
+    X[:, 0] += 0.3 * y + 0.4 * X[:, 6]
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def _frontier(X, y, alpha):
+    """CVXPY: the largest beta feasible with alpha in 001 eq. 5 (ML covariances, no ridge), its w and b."""
+    P, N = X[y > 0], X[y < 0]
+    d = P.mean(0) - N.mean(0)
+    S1, S2 = np.cov(P.T, bias=True), np.cov(N.T, bias=True)
+    A1, A2 = np.linalg.cholesky(S1).T, np.linalg.cholesky(S2).T
+    ka = np.sqrt(alpha / (1 - alpha))
+    w = cp.Variable(X.shape[1])
+    pr = cp.Problem(cp.Minimize(cp.norm(A2 @ w)), [w @ d - ka * cp.norm(A1 @ w) >= 1])
+    pr.solve(solver="CLARABEL")
+    if pr.status != "optimal":
+        return None
+    kb = 1.0 / pr.value
+    return kb * kb / (1 + kb * kb), w.value, float(w.value @ P.mean(0) - ka * np.sqrt(w.value @ S1 @ w.value))
+
+
+def _eq5(X, y, theta=0.5, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fsframe.fit(X, y, formulation="mempm", loop="single", mempm_theta=theta, rho=0.0, **kw)
+
+
+def _check_against_cvxpy(X, y, Xe, ye, theta=0.5):
+    f = _eq5(X, y, theta)
+    a, b = f.info["delta_pos"], f.info["delta_neg"]
+    # the chosen pair is on CVXPY's frontier (beta(alpha) to 1e-4), and its value is eq. 5's objective
+    beta, w, off = _frontier(X, y, a)
+    assert b == pytest.approx(beta, abs=1e-4)
+    assert f.info["bound"] == pytest.approx(theta * a + (1 - theta) * beta, abs=1e-4)
+    # no alpha of a fine grid does better (the line search found eq. 5's maximum)
+    best = max(theta * al + (1 - theta) * r[0] for al in np.arange(0.01, 1.0, 0.0025)
+               if (r := _frontier(X, y, al)) is not None)
+    assert f.info["bound"] >= best - 1e-4
+    # the classifier is CVXPY's at that alpha: the same direction, all features, the same predictions
+    coef = np.asarray(f.coef).ravel()
+    assert coef @ w / (np.linalg.norm(coef) * np.linalg.norm(w)) > 1 - 1e-4
+    assert f.support.sum() == (np.abs(w) > 1e-3 * np.abs(w).max()).sum()
+    np.testing.assert_array_equal(f.predict(Xe), np.where(Xe @ w - off >= 0, 1.0, -1.0))
+    return f, best
+
+
+def test_eq5_matches_cvxpy_line_search():
+    X, y = _pima_like(0)
+    Xe, ye = _pima_like(1)
+    f, best = _check_against_cvxpy(X, y, Xe, ye)
+    # not the old row, the bound search without a surrogate (min ||w||_1 at each visited bound, FS-MEMPM
+    # c1's answer): a lower bound, and a weight cut that eq. 5 keeps
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fs = fsframe.fit(X, y, formulation="mempm", loop="bound-search", criterion=1, eps=1e-3, rho=0.0)
+    assert fs.info["bound"] < f.info["bound"] - 5e-4
+    assert (f.support.sum(), fs.support.sum()) == (8, 7)
+
+
+@pytest.mark.shared_data
+def test_eq5_on_pima_folds(shared_file):
+    """The reviewer's case: 001's Pima, standardised per training part, two folds of the study's CV."""
+    from sklearn.model_selection import StratifiedKFold
+
+    D = np.loadtxt(shared_file("pima-indians-diabetes.csv"), delimiter=",")
+    X, y = D[:, :-1], np.where(D[:, -1] > 0, 1.0, -1.0)
+    for i, (tr, te) in enumerate(StratifiedKFold(10, shuffle=True, random_state=0).split(X, y)):
+        if i >= 2:
+            break
+        mu, sd = X[tr].mean(0), X[tr].std(0)
+        _check_against_cvxpy((X[tr] - mu) / sd, y[tr], (X[te] - mu) / sd, y[te])
+
+
+def test_eq5_refuses_given_bounds_and_the_bound_search():
+    X, y = _pima_like(0, 90)
+    with pytest.raises(InvalidOptionError, match="mempm_theta"):
+        fsframe.fit(X, y, formulation="mempm", loop="single", mempm_theta=0.5, delta_pos=0.3)
+    with pytest.raises(InvalidOptionError, match="loop='single'"):
+        fsframe.fit(X, y, formulation="mempm", loop="bound-search", mempm_theta=0.5)
+
+
+def test_eq5_theta_moves_the_balance():
+    """theta = 1 favours class +1's bound, theta = 0 class -1's (001 eq. 5's balance)."""
+    X, y = _pima_like(0, 150)
+    hi, lo = _eq5(X, y, 0.9), _eq5(X, y, 0.1)
+    assert hi.info["delta_pos"] > lo.info["delta_pos"] and hi.info["delta_neg"] < lo.info["delta_neg"]
