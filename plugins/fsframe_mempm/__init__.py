@@ -283,6 +283,11 @@ class MEMPMFormulation(Formulation):
         else:
             aux = aux if aux is not None else AuxSolver.default(ProblemClass.SOCP)
             a, b_max, value, n_socps = mempm_bounds(mom, self.mempm_theta, aux, lim_a)
+            if b_max >= 1.0:  # t2 <= 0: no finite kappa(delta_neg) bounds the SOCP
+                raise InfeasibleParameterError(
+                    f"{self.name}: 001 eq. 5 is unbounded in delta_neg at delta_pos={a:.4g}: class -1's "
+                    "covariance is singular along a direction that separates the classes; give rho > 0",
+                    parameter="rho", value=self.rho, limit=b_max)
             b = delta_of(kappa_of(b_max) * (1.0 - FRONTIER_MARGIN)) if b_max > 0.0 else b_max
             if not 0.0 < b < 1.0:
                 raise InfeasibleParameterError(

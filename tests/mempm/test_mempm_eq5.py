@@ -108,3 +108,16 @@ def test_eq5_theta_moves_the_balance():
     X, y = _pima_like(0, 150)
     hi, lo = _eq5(X, y, 0.9), _eq5(X, y, 0.1)
     assert hi.info["delta_pos"] > lo.info["delta_pos"] and hi.info["delta_neg"] < lo.info["delta_neg"]
+
+
+def test_eq5_unbounded_in_delta_neg_is_a_typed_error():
+    """``rho = 0`` and n >> m: class -1's covariance is singular along a separating direction, the
+    largest ``delta_neg`` is 1 (no finite ``kappa``): a typed error naming ``rho``, not a
+    ZeroDivisionError from ``kappa(1)``."""
+    rng = np.random.default_rng(5)
+    m, n = 30, 200
+    y = np.where(np.arange(m) < 12, 1.0, -1.0)
+    X = rng.standard_normal((m, n))
+    X[:, :3] += 0.5 * y[:, None]
+    with pytest.raises(fsframe.errors.InfeasibleParameterError, match="rho > 0"):
+        fsframe.fit(X, y, formulation="mempm", loop="single", mempm_theta=0.5, rho=0.0)
