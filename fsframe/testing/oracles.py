@@ -42,6 +42,7 @@ from ..loops import DCA, EM, BoundSearch, ReweightedL1, SingleSolve
 from ..loops.em import FLOOR_RATIO
 from ..loops.ties import TIE_RTOL, TILT
 from ..plugins import get_registry
+from ..scales import offset_free
 from ..surrogates import L0Surrogate, LpSurrogate
 from .models import KitHinge
 
@@ -403,8 +404,6 @@ def _em_columns(sub):
     from ``sub.X`` (centred, a constant column exactly 0, where the built model ignores a column's
     offset, :func:`fsframe.scales.offset_free`), or ``None`` when the groups are not the columns of
     a dense ``X`` (a formulation building its own kernel, ``X.shape[1] != n_groups``)."""
-    from ..scales import offset_free
-
     X = getattr(sub, "X", None)
     built = getattr(sub, "built", None) if getattr(sub, "is_built", False) else None
     if X is None or built is None or getattr(built, "transform", None) is not None:
