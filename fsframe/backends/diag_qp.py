@@ -45,7 +45,8 @@ every solve, since a new ``ProblemData`` may bring bounds or Hessian entries the
 such a solve goes to the next form that applies (the primal as given last). The dual's right-hand
 sides ``-c[R_free]`` and ``(c[R_lb], -c[R_ub])`` follow the costs of the linear columns. When HiGHS
 fails on a form (error, iteration limit, a point far from optimal) the next form is tried, and
-the failed one is skipped for the rest of the session (see :class:`_StableFormSession`). The
+the failed one is skipped for the rest of the session, or after a numerical error until the
+Hessian changes (see :func:`_skip`). The
 measurements behind these choices are in docs/performance.md.
 """
 
@@ -322,7 +323,8 @@ class _StableFormSession(BackendSession):
     the answer (:class:`~fsframe.backends.base.BackendSession`), and when its status is one of
     :data:`_FAILED` the next form is a retry (:meth:`_retries`), judged the same way. A form on
     which HiGHS fails is skipped for the rest of the session: EM weights only spread further apart,
-    and a failure costs up to HiGHS's iteration limit (docs/performance.md).
+    and a failure costs up to HiGHS's iteration limit (docs/performance.md); after a numerical
+    error (a singular dense dual, a refused Hessian), only until the Hessian changes (:func:`_skip`).
     """
 
     forms: tuple[str, ...] = ("dual", "scaled", "primal")
@@ -334,7 +336,7 @@ class _StableFormSession(BackendSession):
         self.primal = None  # the primal as given (kept, so a run of them is warm)
         self.red: _Reduction | None = None
         self.rows: _Rows | None = None
-        self.failed: set[str] = set()
+        self.failed: dict[str, tuple] = {}  # form -> (its status, the Hessian P it failed on): _skip
         self._primal_checked = False
         self.inner_opts = attrs.evolve(options, certify=False, backend_options={
             k: v for k, v in options.backend_options.items() if k != "qp_form"})
@@ -367,7 +369,7 @@ class _StableFormSession(BackendSession):
             reason = self._applies(form, data)
             if reason is not None:
                 self._why.append(f"the {form} form does not apply ({reason})")
-            elif form in self.failed:
+            elif form in self.failed and _skip(*self.failed[form], data.P):
                 self._why.append(f"{_LABEL[form]} failed earlier")
             else:
                 return form
@@ -377,7 +379,7 @@ class _StableFormSession(BackendSession):
         while tried[-1].status in _FAILED or self._inexact(tried[-1]):
             failed = tried[-1].status in _FAILED
             if failed:
-                self.failed.add(self._current)
+                self.failed[self._current] = (tried[-1].status, data.P)
                 if self._current == "dual":
                     self._drop_inner()  # do not warm-start from a failed state
             message = tried[-1].message
@@ -468,6 +470,23 @@ class _StableFormSession(BackendSession):
         for s in (self.inner, self.primal):
             if s is not None:
                 s.close()
+
+
+def _skip(status: Status, failed_on, P) -> bool:
+    """Whether a form that failed with ``status`` on the Hessian ``failed_on`` is skipped for a solve
+    whose Hessian is ``P``. A form that ran out of iterations (or ended in an error or an unknown
+    state) is skipped for the rest of the session: such a failure costs up to HiGHS's iteration
+    limit, seconds per solve (docs/performance.md). A numerical error (a singular dense dual, a
+    Hessian HiGHS refuses to take) is a property of the numbers of ``P``, found at once, and the form
+    is tried again when ``P`` changes (EM reweights it on every solve): EM on ``X * 1e8`` with HiGHS
+    has a singular dense dual at its L2 start (``q = 1``, kernel entries ~1e17), which from the next
+    step on (``q`` ~1e16, the unit-scale kernel) solves; kept out for the whole run, the scaled
+    primal met weights spread over 1e11 and stopped at its iteration limit."""
+    if status is not Status.NUMERICAL_ERROR or failed_on is P:
+        return True
+    if failed_on is None or P is None or failed_on.shape != P.shape:
+        return False
+    return (sp.csr_matrix(failed_on) != sp.csr_matrix(P)).nnz == 0
 
 
 def _worst_measure(res: SolveResult) -> float:

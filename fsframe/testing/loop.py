@@ -122,8 +122,9 @@ def check_loop(loop: OuterLoop, surrogate: Surrogate | None = None, *, X=None, y
       ``dca`` ``lin = g``'s slope and ``lin_w = -h'(t_k) w_k / t_k`` (``-h'(t_k) sign(w_k)`` on
       groups in the l1 norm; the L1 start or ``x = 0`` first) — both at the tilted point where
       identical data columns tie (``fsframe.loops.ties``); ``em`` ``quad = q(t_k)``
-      (``phi'(t)/(2t)``, or the surrogate's ``quad_weights`` with ``weights="paper"``), ``inf`` at
-      or below the run's floor, check steps where ``phi'(0)`` is finite (``1`` first); ``single``
+      (``phi'(t)/(2t)``, or the surrogate's ``quad_weights`` with ``weights="paper"``), ``inf`` where
+      the contribution is at or below the run's floor, check steps (per-group floor ``c / ||X_j||``,
+      capped) where ``phi'(0)`` is finite (``1`` first); ``single``
       ``phi'(0)`` (or 1) / unit quadratic weights. ``expected_weights``: a callable
       ``(k, previous iterate or None, surrogate, sub) -> {"lin": ..., "lin_w": ..., "quad": ...}``
       overriding the oracle, ``False`` to skip; a loop without an oracle and without it is

@@ -39,8 +39,10 @@ from numpy.typing import NDArray
 
 from ..errors import PluginError
 from ..loops import DCA, EM, BoundSearch, ReweightedL1, SingleSolve
+from ..loops.em import FLOOR_RATIO
 from ..loops.ties import TIE_RTOL, TILT
 from ..plugins import get_registry
+from ..scales import offset_free
 from ..surrogates import L0Surrogate, LpSurrogate
 from .models import KitHinge
 
@@ -397,17 +399,56 @@ def _dca(loop, surrogate, sub) -> LoopModel:
                      "lin = g's slope, lin_w = -grad_h(w_k)")
 
 
+def _em_columns(sub):
+    """The kit's column scale for EM's floor: each group's column norm ``||X_j||`` computed here
+    from ``sub.X`` (centred, a constant column exactly 0, where the built model ignores a column's
+    offset, :func:`fsframe.scales.offset_free`), or ``None`` when the groups are not the columns of
+    a dense ``X`` (a formulation building its own kernel, ``X.shape[1] != n_groups``)."""
+    X = getattr(sub, "X", None)
+    built = getattr(sub, "built", None) if getattr(sub, "is_built", False) else None
+    if X is None or built is None or getattr(built, "transform", None) is not None:
+        return None
+    if hasattr(X, "toarray"):
+        X = X.toarray()
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[1] != sub.n_groups:
+        return None
+    if not offset_free(built):
+        norms = np.sqrt(np.sum(X * X, axis=0))
+    else:
+        norms = np.sqrt(np.sum((X - X.mean(axis=0)) ** 2, axis=0))
+        norms[X.max(axis=0) == X.min(axis=0)] = 0.0
+    return norms if np.all(np.isfinite(norms)) else None
+
+
 class _EMTrace:
     """The kit's statement of EM's schedule, replayed over the iterates in order (``k = 0``
-    resets): step 0 is the L2 start (``q = 1``); a normal step fixes (``inf``) every group whose norm
-    is at most the floor ``c = zero_tol x`` the largest norm of the run so far (and keeps the fixed
-    ones fixed) and weights the others ``q(t_k)``; when ``phi'(0)`` is finite, a normal step that
-    moved at most ``tol`` (relative, as the loop's step rule) with groups fixed is followed by a
-    check step — every group at ``q(max(t, c))`` — after which the fixed groups whose norm exceeds
-    ``c`` are live again (and, if none is, one last normal step ends the run)."""
+    resets): step 0 is the L2 start (``q = 1``); every rule compares contributions ``t_j ||X_j||``
+    (:func:`_em_columns`; the norms ``t_j`` when there is no column scale) with the floor
+    ``c = zero_tol x`` the largest contribution of the run so far. A normal step fixes (``inf``)
+    every group whose contribution is at most ``c`` (and keeps the fixed ones fixed) and weights
+    the others ``q(t_k)``; when ``phi'(0)`` is finite, a normal step that moved at most ``tol``
+    (relative, as the loop's step rule) with groups fixed is followed by a check step — every
+    group at ``q(max(t_j, c_j))``, ``c_j = c / ||X_j||`` capped at ``FLOOR_RATIO x max t``, a
+    constant column (``||X_j|| = 0``) fixed — after which the fixed groups whose contribution
+    exceeds that ``c`` are live again (and, if none is, one last normal step ends the run)."""
 
-    def __init__(self, loop, q, revivable):
-        self.loop, self.q, self.revivable = loop, q, revivable
+    def __init__(self, loop, q, revivable, sub):
+        self.loop, self.q, self.revivable, self.sub, self.cols = loop, q, revivable, sub, None
+
+    def size(self, t):
+        t = np.asarray(t, dtype=float)
+        return t if self.cols is None else t * self.cols
+
+    def floor(self, cut, t):
+        """``(c_j, dead)`` of the check step."""
+        if self.cols is None:
+            return np.full(t.shape, cut), np.zeros(t.shape, dtype=bool)
+        dead = ~(self.cols > 0)
+        c = np.full(t.shape, cut)
+        c[~dead] = cut / self.cols[~dead]
+        top = float(np.max(t, initial=0.0))
+        return (np.minimum(c, FLOOR_RATIO * top) if top > 0 else c), dead
 
     def step(self, k, prev):
         """``(kind, quad weights)`` of step ``k`` (``kind`` in ``"start"``, ``"normal"``, ``"check"``)."""
@@ -415,18 +456,23 @@ class _EMTrace:
             self.kinds, self.iters, self.fixed, self.scale, self.held = ["start"], [], None, 0.0, None
             return "start", None
         self.iters.append(prev)
-        if self.fixed is None:
+        if self.fixed is None:  # the model is built by the first solve
             self.fixed = np.zeros(prev.t.shape, dtype=bool)
-        self.scale = max(self.scale, float(np.max(prev.t, initial=0.0)))
+            self.cols = _em_columns(self.sub)
+        size = self.size(prev.t)
+        self.scale = max(self.scale, float(np.max(size, initial=0.0)))
         cut = max(self.loop.zero_tol * self.scale, 1e-12)
         if self.kinds[-1] == "check":  # revive what the check grew
-            self.fixed &= ~(self.held & (prev.t > self.held_cut))
+            self.fixed &= ~(self.held & (size > self.held_cut))
         if (self.revivable and self.kinds[-1] == "normal" and self.fixed.any()
                 and self._small(self.iters[-1], self.iters[-2])):
             self.held, self.held_cut = self.fixed.copy(), cut
             self.kinds.append("check")
-            return "check", self.q(np.maximum(prev.t, cut))
-        self.fixed |= prev.t <= cut
+            c, dead = self.floor(cut, np.asarray(prev.t, dtype=float))
+            w = self.q(np.maximum(prev.t, c))
+            w[dead] = np.inf
+            return "check", w
+        self.fixed |= size <= cut
         w = np.full(prev.t.shape, np.inf)
         w[~self.fixed] = self.q(prev.t[~self.fixed])
         self.kinds.append("normal")
@@ -439,9 +485,10 @@ class _EMTrace:
 
 
 def _em(loop, surrogate, sub) -> LoopModel:
-    """``quad = 1`` first (002 eq. 7), then ``q(t_k)``, ``inf`` at or under the floor
-    ``c = zero_tol x`` the largest norm of the run so far, with check steps where ``phi'(0)`` is
-    finite (:class:`_EMTrace`). ``q = phi'(t) / (2 t)`` with ``weights="majorizer"`` and a surrogate
+    """``quad = 1`` first (002 eq. 7), then ``q(t_k)``, ``inf`` where the contribution
+    ``t_j ||X_j||`` is at or under the floor ``c = zero_tol x`` the largest contribution of the run
+    so far, with check steps (each group at ``q(max(t_j, c / ||X_j||))``, capped) where ``phi'(0)``
+    is finite (:class:`_EMTrace`). ``q = phi'(t) / (2 t)`` with ``weights="majorizer"`` and a surrogate
     that has ``phi'``, else the surrogate's ``quad_weights``. Potential ``loss + kappa sum phi`` on
     normal steps, ``kappa = 1`` (majoriser) or 2 (``quad_weights = phi'/t``, ``em_majorizes``)."""
     n = sub.n_groups
@@ -453,7 +500,7 @@ def _em(loop, surrogate, sub) -> LoopModel:
             return surrogate.derivative(t) / (2.0 * t)
     else:
         q = surrogate.quad_weights
-    trace = _EMTrace(loop, q, revivable)
+    trace = _EMTrace(loop, q, revivable, sub)
 
     def weights(k, prev):
         kind, w = trace.step(k, prev)
@@ -465,7 +512,7 @@ def _em(loop, surrogate, sub) -> LoopModel:
                          no_potential=f"em with {surrogate.name}: weights not phi'(t)/t (em_majorizes=False), "
                                       "no finite potential")
     kappa = 1.0 if major else 2.0
-    kinds = _EMTrace(loop, q, revivable)
+    kinds = _EMTrace(loop, q, revivable, sub)
     last: list = [None]
 
     def potential(k, it, loss):  # the MM majoriser's objective; the L2 start and a check step are no MM steps

@@ -278,6 +278,37 @@ def test_a_failed_form_is_skipped_for_the_rest_of_the_session(monkeypatch):
     assert "failed earlier" in res.message
 
 
+@pytest.mark.parametrize("status, retried", [(Status.NUMERICAL_ERROR, True), (Status.ITERATION_LIMIT, False)])
+def test_a_numerical_error_is_forgotten_when_the_hessian_changes(monkeypatch, status, retried):
+    """A form that failed with a numerical error (a singular dense dual, a Hessian HiGHS refuses)
+    is tried again once the Hessian changes (EM's next weights), and skipped while it is the same;
+    one that ran out of iterations stays skipped for the session (a failure that costs seconds)."""
+    d = _svm()
+    real_solve = HighsSession.solve
+    calls = []
+
+    def fail_first(self, data=None):
+        calls.append(data)
+        if len(calls) == 1:  # the dual's inner solve
+            return SolveResult(status=status, x=None, objective=None, backend="highs",
+                               solve_time=0.0, message="Solve error")
+        return real_solve(self, data)
+
+    monkeypatch.setattr(HighsSession, "solve", fail_first)
+    session = HighsBackend().open(d, _opts("dual"))
+    res = session.solve(d)
+    assert res.status is Status.OPTIMAL and "dual QP failed" in res.message
+    c2 = d.c.copy()
+    c2[:5] = 0.3
+    res = session.solve(d.evolve(c=c2))  # the same Hessian: the dual is skipped either way
+    assert "dual QP failed earlier" in res.message
+    d3 = _svm(d=np.full(5, 4.0))  # EM's next weights: another Hessian
+    res = session.solve(d3)
+    assert res.status is Status.OPTIMAL and res.objective == pytest.approx(_cvxpy(d3), rel=1e-6)
+    assert ("failed earlier" not in res.message) is retried
+    assert ("solved the scaled primal" in res.message) is not retried
+
+
 @pytest.mark.parametrize("form", FORMS)
 def test_resolve_with_new_right_hand_sides(form):
     """Same rows, other ``h`` (HiGHS changes the row bounds in place)."""

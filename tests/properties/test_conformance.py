@@ -178,3 +178,18 @@ def test_loop_conformance(name, params):
         ran = check_loop(loop)  # on the kit's own formulation: no plugin needed
     assert any(r.startswith("iterations") for r in ran)
     assert "failure raises" in ran
+
+
+def test_em_oracle_models_the_capped_per_group_floor():
+    """The kit's EM model floors each group of the check step at ``c / ||X_j||`` capped at
+    ``FLOOR_RATIO`` times the largest norm (docs/testing.md, EM's rule): a column of norm ~6e-9
+    puts ``c / ||X_j||`` above the cap, so a loop without the cap (or with one common floor ``c``)
+    gives the check step other weights and fails the ``weights`` check."""
+    from fsframe.loops import EM
+    from fsframe.surrogates.lp import L1Surrogate
+
+    X, y = kit_data()
+    X = X.copy()
+    X[:, 5] *= 1e-9
+    ran = check_loop(EM(tol=1e-3), L1Surrogate(), X=X, y=y)
+    assert "weights l1() (quad = phi'(t_k) / (2 t_k))" in ran
