@@ -121,3 +121,24 @@ def test_eq5_unbounded_in_delta_neg_is_a_typed_error():
     X[:, :3] += 0.5 * y[:, None]
     with pytest.raises(fsframe.errors.InfeasibleParameterError, match="rho > 0"):
         fsframe.fit(X, y, formulation="mempm", loop="single", mempm_theta=0.5, rho=0.0)
+
+
+def test_the_golden_section_refines_beyond_the_grid():
+    """docs/mempm.md's example: eq. 5's maximum lies between the 0.01 grid's points (alpha 0.6867),
+    so the refined value beats the best grid point by ~1.6e-5, and a search left on the grid
+    (planted: no golden-section steps) fails here; the tests above cannot tell at their 1e-4."""
+    from fsframe_mempm import BOUND_GRID_STEP, largest_delta_neg, mempm_bounds, one_sided_limits
+    from fsframe_mpm.moments import class_moments
+
+    rng = np.random.default_rng(0)
+    y = np.where(np.arange(120) < 50, 1, -1)
+    X = rng.standard_normal((120, 6)) * np.where(y[:, None] > 0, 0.7, 1.3)
+    X[:, :2] += 0.8 * y[:, None]
+    mom = class_moments(X, y, 0.01)
+    aux = fsframe.AuxSolver.default(fsframe.ProblemClass.SOCP)
+    limit = one_sided_limits(mom)[0]
+    alpha, _, bound, _ = mempm_bounds(mom, 0.5, aux, limit)
+    grid = np.arange(BOUND_GRID_STEP, limit, BOUND_GRID_STEP)
+    on_grid = max(0.5 * a + 0.5 * largest_delta_neg(mom, float(a), aux) for a in grid)
+    assert bound > on_grid + 5e-6
+    assert abs(alpha / BOUND_GRID_STEP - round(alpha / BOUND_GRID_STEP)) > 1e-3  # not a grid point
