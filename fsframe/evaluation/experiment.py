@@ -169,7 +169,7 @@ def _plan(study: Study):
 
 def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: Any = None,
               progress: Callable[[Progress], None] | None = None, retry_failed: bool = True,
-              datasets: tuple | list | None = None) -> StudyResult:
+              datasets: tuple | list | None = None, compute: bool = True) -> StudyResult:
     """Run every cell of ``study`` not already finished in the results folder ``out`` (default:
     the study's ``output``), writing each cell as it ends, and return the rebuilt tables.
 
@@ -182,7 +182,8 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     ``n_jobs`` joblib processes (1: serial, -1: every core) or the Dask cluster ``dask``
     (``"local"`` or a scheduler address). Failed cells are recomputed on a rerun unless
     ``retry_failed=False``. A KeyboardInterrupt stops the run; the cells finished before it are on
-    disk and the result has ``interrupted=True``.
+    disk and the result has ``interrupted=True``. ``compute=False`` runs no cell: the manifest and
+    the tables of the cells already in ``out`` (a merge of other runs' cells, docs/papers.md).
     """
     root = Path(out or study.output or "")
     if not str(out or study.output or ""):
@@ -201,6 +202,8 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     done_before = store.finished([m["key"] for m in metas], retry_failed=retry_failed)
     todo = [i for i, m in enumerate(metas) if m["key"] not in done_before]
     skipped = len(metas) - len(todo)
+    if not compute:
+        todo = []
     if order is not None:
         todo = sorted((i for i in todo if metas[i]["dataset"] in order),
                       key=lambda i: (order[metas[i]["dataset"]], metas[i]["seed"], metas[i]["repeat"],

@@ -1,0 +1,212 @@
+"""The committed cell archive of ``benchmarks/run_paper.py`` (fsframe.evaluation.archive): a run
+writes it, a fresh results folder restored from it holds the same cell files (split indices
+re-derived and checked), a resumed run does no fit and renders the same digest, corrupt and
+foreign lines are skipped with a warning, a wrong split is refused, and ``--merge`` of two
+disjoint ``--datasets`` runs equals one run. On paper 003's reduced study (bundled data, two data
+sets, 45 cells)."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import fsframe.evaluation.experiment as experiment
+from fsframe.errors import DataFileError
+from fsframe.evaluation.archive import archive_line, restore_archive, split_sha, write_archive
+from fsframe.evaluation.cells import record_from_json
+from fsframe.evaluation.study import load_study
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = "paper003"
+RUN_FIELDS = ("started", "finished", "wall_seconds", "engine", "run_datasets", "commits", "interrupted")
+
+
+def _run_paper():
+    spec = importlib.util.spec_from_file_location("run_paper", ROOT / "benchmarks" / "run_paper.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _main(tmp, name, *extra, archive=True):
+    """run_paper.py on the reduced study into ``tmp/name``, its digest and page beside it."""
+    args = [STUDY, "--reduced", "--data-dir", str(tmp / "no-data"), "--out", str(tmp / name), "--no-plots",
+            "--digest", str(tmp / f"{name}.json"), "--page", str(tmp / f"{name}.md")]
+    args += ["--archive", str(tmp / "archive")] if archive else ["--no-archive"]
+    return _run_paper().main(args + list(extra))
+
+
+def _study(tmp):
+    return load_study(STUDY, reduced=True, data_dir=tmp / "no-data")
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    """One run of the whole reduced study, with its archive."""
+    tmp = tmp_path_factory.mktemp("archive")
+    assert _main(tmp, "full") == 0
+    return tmp
+
+
+@pytest.fixture
+def fits(monkeypatch):
+    """The number of cells computed in this process (``--jobs 1``)."""
+    count = [0]
+    real = experiment.study_cell
+
+    def counted(*a, **k):
+        count[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(experiment, "study_cell", counted)
+    return count
+
+
+def _digest(path, *, timing=False):
+    """A digest without what differs between runs of the same cells (and, ``timing``, the fits' seconds)."""
+    d = json.loads(Path(path).read_text())
+    for k in RUN_FIELDS:
+        d.pop(k)
+    if timing:
+        for t in d["tables"]:
+            for r in t["rows"]:
+                for f in r["folds"]:
+                    f.pop("seconds")
+    return d
+
+
+def _page(path):
+    return re.sub(r"finished [^;]+; [^.]+\.", "", Path(path).read_text())
+
+
+def _lines(tmp):
+    return {p.name: gzip.decompress(p.read_bytes()).decode().splitlines()
+            for p in sorted((tmp / "archive").glob("*.jsonl.gz"))}
+
+
+def _rewrite(path, lines):
+    path.write_bytes(gzip.compress("".join(line + "\n" for line in lines).encode(), mtime=0))
+
+
+def test_archive_is_compact_sorted_and_has_every_cell(full, cells):
+    lines = _lines(full)
+    assert sorted(lines) == ["cross-planes.jsonl.gz", "wdbc.jsonl.gz"]
+    found = cells.read(full / "full")
+    keys = [json.loads(x)["key"] for f in lines.values() for x in f]
+    assert sorted(keys) == sorted(found) and len(found) == 45
+    for f in lines.values():
+        assert [json.loads(x)["key"] for x in f] == sorted(json.loads(x)["key"] for x in f)
+        for x in f:
+            d = json.loads(x)
+            rec = found[d["key"]]["record"]
+            assert "train" not in d["record"] and "test" not in d["record"]
+            assert d["split_sha"] == split_sha(rec["train"], rec["test"])
+    # gzip with a zero timestamp: rewriting the same cells gives the same bytes
+    before = {p.name: p.read_bytes() for p in (full / "archive").glob("*.jsonl.gz")}
+    assert all(b[4:8] == b"\0\0\0\0" for b in before.values())
+    write_archive(full / "full", full / "again")
+    assert {p.name: p.read_bytes() for p in (full / "again").glob("*.jsonl.gz")} == before
+
+
+def test_restored_cells_are_the_original_files(full, tmp_path, cells):
+    got = restore_archive(_study(full), tmp_path / "fresh", full / "archive")
+    assert (got.restored, got.on_disk, got.foreign, got.unreadable) == (45, 0, 0, 0)
+    original, restored = cells.read(full / "full"), cells.read(tmp_path / "fresh")
+    assert restored == original  # split indices re-derived: every field of every cell file is the run's
+    for k, d in restored.items():
+        a, b = record_from_json(d), record_from_json(original[k])
+        assert json.dumps(a.as_dict(arrays=True), sort_keys=True) == json.dumps(b.as_dict(arrays=True), sort_keys=True)
+
+
+def test_resume_from_the_archive_fits_nothing_and_renders_the_same(full, fits, cells):
+    # a new machine: no results folder, only the committed archive
+    assert _main(full, "resumed") == 0
+    assert fits[0] == 0
+    assert cells.read(full / "resumed") == cells.read(full / "full")
+    assert _digest(full / "resumed.json") == _digest(full / "full.json")
+    assert _page(full / "resumed.md") == _page(full / "full.md")
+
+
+def test_cells_on_disk_win(full, tmp_path):
+    out = tmp_path / "out"
+    restore_archive(_study(full), out, full / "archive")
+    p = sorted((out / "cells").glob("*.json"))[0]
+    d = json.loads(p.read_text())
+    d["record"]["n_iter"] = 99
+    p.write_text(json.dumps(d))
+    got = restore_archive(_study(full), out, full / "archive")
+    assert (got.restored, got.on_disk) == (0, 45)
+    assert json.loads(p.read_text())["record"]["n_iter"] == 99
+
+
+def test_corrupt_and_foreign_lines_are_skipped_with_a_warning(full, tmp_path, cells):
+    arch = tmp_path / "archive"
+    lines = _lines(full)["wdbc.jsonl.gz"]
+    broken = json.loads(lines[1])
+    broken["record"]["bogus"] = 1  # not a record's field
+    foreign = json.loads(lines[2])
+    foreign["key"] = "0" * 24
+    arch.mkdir()
+    _rewrite(arch / "wdbc.jsonl.gz", [lines[0][:40], json.dumps(broken), json.dumps(foreign)] + lines[3:])
+    with pytest.warns(RuntimeWarning) as caught:
+        got = restore_archive(_study(full), tmp_path / "out", arch)
+    assert (got.restored, got.foreign, got.unreadable) == (len(lines) - 3, 1, 2)
+    text = " ".join(str(w.message) for w in caught)
+    assert "line 1" in text and "line 2" in text and "1 cells are not cells of this study" in text
+    # the skipped cells are recomputed by the next run
+    assert len(cells.read(tmp_path / "out")) == len(lines) - 3
+
+
+def test_a_wrong_split_or_cell_is_refused(full, tmp_path):
+    lines = _lines(full)["wdbc.jsonl.gz"]
+    for field, value in (("split_sha", "0" * 16), ("fold", 7)):
+        arch = tmp_path / field
+        arch.mkdir()
+        d = json.loads(lines[0])
+        d[field] = value
+        _rewrite(arch / "wdbc.jsonl.gz", [json.dumps(d)])
+        with pytest.raises(DataFileError, match="line 1"):
+            restore_archive(_study(full), tmp_path / f"out-{field}", arch)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "wdbc.jsonl.gz").write_text("not gzip")
+    with pytest.raises(DataFileError, match="not a readable gzip"):
+        restore_archive(_study(full), tmp_path / "out-bad", tmp_path / "bad")
+
+
+def test_archive_line_drops_only_the_split_indices(full, cells):
+    d = next(iter(cells.read(full / "full").values()))
+    line = json.loads(archive_line(d))
+    assert set(line) == set(d) | {"split_sha"}
+    assert set(line["record"]) == set(d["record"]) - {"train", "test"}
+
+
+def test_merge_of_two_disjoint_runs_equals_one_run(full, fits, cells):
+    assert _main(full, "a", "--datasets", "wdbc", archive=False) == 0
+    assert _main(full, "b", "--datasets", "cross-planes", archive=False) == 0
+    assert fits[0] == 45
+    assert _main(full, "merged", "--merge", str(full / "a"), str(full / "b"), archive=False) == 0
+    assert fits[0] == 45  # the merge computed nothing
+    merged = cells.read(full / "merged")
+    assert merged == {**cells.read(full / "a"), **cells.read(full / "b")} and len(merged) == 45
+    # one run's cells, apart from the time the fits took
+    strip = lambda cells: {k: {**d, "record": {f: v for f, v in d["record"].items()  # noqa: E731
+                                               if f not in ("seconds", "total_seconds")}} for k, d in cells.items()}
+    assert strip(merged) == strip(cells.read(full / "full"))
+    assert _digest(full / "merged.json", timing=True) == _digest(full / "full.json", timing=True)
+
+
+def test_merge_of_a_part_computes_nothing(full, fits, cells):
+    if not (full / "a").is_dir():
+        assert _main(full, "a", "--datasets", "wdbc", archive=False) == 0
+    before = fits[0]
+    assert _main(full, "part", "--merge", str(full / "a"), archive=False) == 0
+    assert fits[0] == before  # the cross-planes cells stay missing: the digest counts wdbc's of 45
+    part = cells.read(full / "part")
+    assert part == cells.read(full / "a") and {d["dataset"] for d in part.values()} == {"wdbc"}
+    d = json.loads((full / "part.json").read_text())
+    assert (d["n_finished"], d["n_cells"]) == (len(part), 45)
