@@ -12,6 +12,20 @@ command resumes it. The
 page is the study's ``docs/`` page (:data:`PAGES`); only the part between its ``paper-report``
 markers is rewritten, the hand-written reading around it stays. ``tests/experiments`` checks that
 every committed page equals what its committed digest renders.
+
+Resuming on another machine: the finished cells are also kept in a committed *cell archive*,
+``benchmarks/results/<study>.cells/<dataset>.jsonl.gz`` (:mod:`fsframe.evaluation.archive`; one
+sorted line per cell, without its split indices, which a restore re-derives and checks against a
+stored hash). A run first restores the archive into ``--out`` (cells already there win), then
+rewrites the files of the data sets it runs every ``--archive-minutes`` minutes (atomically) and at
+its end, so a killed run loses at most that much work. ``--no-archive`` does neither.
+
+Merging runs: processes that ran disjoint ``--datasets`` into different ``--out`` folders are folded
+into one digest, page and archive, computing nothing::
+
+    python benchmarks/run_paper.py paper001 --data-dir DIR --merge results/a results/b
+
+(``--merge`` takes results folders or archive folders; the cells go into ``--out``.)
 """
 
 from __future__ import annotations
@@ -19,6 +33,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,6 +42,7 @@ PAGES = {"paper000": "docs/paper000-table3.md", "paper001": "docs/paper001.md", 
 
 
 def main(argv=None) -> int:
+    from fsframe.evaluation.archive import merge_results, restore_archive, write_archive
     from fsframe.evaluation.experiment import run_study
     from fsframe.evaluation.paper import write_paper_report
     from fsframe.evaluation.protocols import fit_memo_info, search_memo_info
@@ -41,9 +57,35 @@ def main(argv=None) -> int:
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--datasets", nargs="+", metavar="NAME",
                     help="run only these data sets' cells, in this order, split by split (the page counts all)")
+    ap.add_argument("--merge", nargs="+", type=Path, metavar="DIR",
+                    help="fold these results (or archive) folders into --out and report, computing no cell")
+    ap.add_argument("--archive", type=Path, metavar="DIR",
+                    help="the cell archive folder (default: benchmarks/results/<study>[-reduced].cells)")
+    ap.add_argument("--no-archive", action="store_true", help="neither restore nor write the cell archive")
+    ap.add_argument("--archive-minutes", type=float, default=10.0,
+                    help="rewrite the archive of the running data sets this often (default 10)")
+    ap.add_argument("--digest", type=Path, help="the digest to write (default: benchmarks/results/<study>.json)")
+    ap.add_argument("--page", type=Path, help="the page to write (default: the study's docs/ page)")
     args = ap.parse_args(argv)
     study = load_study(args.study, data_dir=args.data_dir, reduced=args.reduced)
     out = args.out or ROOT / "results" / study.name
+    archive = None if args.no_archive else args.archive or ROOT / "benchmarks" / "results" / f"{study.name}.cells"
+    if archive is not None:
+        got = restore_archive(study, out, archive)
+        print(f"archive {archive}: {got.restored} cells restored, {got.on_disk} already in {out}"
+              + (f", {got.foreign} not of this study, {got.unreadable} unreadable" if got.foreign or got.unreadable
+                 else ""), file=sys.stderr)
+    if args.merge:
+        got = merge_results(study, out, args.merge)
+        print(f"merged {got.restored} cells into {out} ({got.on_disk} already there)", file=sys.stderr)
+    last_saved = time.monotonic()
+
+    def save():  # the data sets this run computes (a concurrent run of others writes theirs)
+        nonlocal last_saved
+        if archive is not None and (Path(out) / "manifest.json").is_file():
+            write_archive(out, archive, None if args.merge else args.datasets)
+        last_saved = time.monotonic()
+
     def progress(p):
         memo = fit_memo_info()  # this process's: a serial run's (--jobs 1) shared classifier fits
         searches = search_memo_info()  # 001's bound searches shared by the cells of criteria 1 and 2
@@ -52,16 +94,26 @@ def main(argv=None) -> int:
                      if searches["misses"] else "")) if args.jobs == 1 else ""
         print(f"{p.done}/{p.total} {p.record.label} split {p.record.repeat}.{p.record.fold} "
               f"{p.record.total_seconds:.1f} s{shared}", file=sys.stderr, flush=True)
+        if time.monotonic() - last_saved >= 60 * args.archive_minutes:
+            save()
 
-    res = run_study(study, str(out), n_jobs=args.jobs, datasets=args.datasets, progress=progress)
-    page, _ = write_paper_report(out, ROOT / PAGES[args.study], plots=not args.no_plots)
-    digest = ROOT / "benchmarks" / "results" / f"{args.study}.json"
+    try:
+        res = run_study(study, str(out), n_jobs=args.jobs, datasets=args.datasets, progress=progress,
+                        compute=not args.merge)
+    finally:
+        save()
+    page, _ = write_paper_report(out, args.page or ROOT / PAGES[args.study], plots=not args.no_plots)
+    digest = args.digest or ROOT / "benchmarks" / "results" / f"{args.study}.json"
     shutil.copyfile(Path(out) / "digest.json", digest)
     write_paper_report(digest, page, plots=not args.no_plots)  # the page exactly as the committed digest renders it
-    print(f"{res.n_cells} cells ({res.n_failed} failed); wrote {digest.relative_to(ROOT)} and "
-          f"{page.relative_to(ROOT)}", file=sys.stderr)
+    print(f"{res.n_cells} cells ({res.n_failed} failed); wrote {_shown(digest)} and {_shown(page)}"
+          + ("" if archive is None else f" and the archive {_shown(archive)}"), file=sys.stderr)
     return 1 if res.interrupted else 0
 
+
+def _shown(path: Path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 if __name__ == "__main__":
     sys.exit(main())
