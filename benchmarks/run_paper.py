@@ -18,7 +18,8 @@ Resuming on another machine: the finished cells are also kept in a committed *ce
 sorted line per cell, without its split indices, which a restore re-derives and checks against a
 stored hash). A run first restores the archive into ``--out`` (cells already there win), then
 rewrites the files of the data sets it runs every ``--archive-minutes`` minutes (atomically) and at
-its end, so a killed run loses at most that much work. ``--no-archive`` does neither.
+its end, so a killed run loses at most that much work. ``--no-archive`` does neither; a ``--reduced``
+run keeps an archive only with ``--archive DIR``.
 
 Merging runs: processes that ran disjoint ``--datasets`` into different ``--out`` folders are folded
 into one digest, page and archive, computing nothing::
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
     ap.add_argument("--merge", nargs="+", type=Path, metavar="DIR",
                     help="fold these results (or archive) folders into --out and report, computing no cell")
     ap.add_argument("--archive", type=Path, metavar="DIR",
-                    help="the cell archive folder (default: benchmarks/results/<study>[-reduced].cells)")
+                    help="the cell archive folder (default: benchmarks/results/<study>.cells; none with --reduced)")
     ap.add_argument("--no-archive", action="store_true", help="neither restore nor write the cell archive")
     ap.add_argument("--archive-minutes", type=float, default=10.0,
                     help="rewrite the archive of the running data sets this often (default 10)")
@@ -69,7 +70,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     study = load_study(args.study, data_dir=args.data_dir, reduced=args.reduced)
     out = args.out or ROOT / "results" / study.name
-    archive = None if args.no_archive else args.archive or ROOT / "benchmarks" / "results" / f"{study.name}.cells"
+    # a reduced run takes minutes: it keeps an archive only where --archive says
+    archive = None if args.no_archive or (args.reduced and not args.archive) else \
+        args.archive or ROOT / "benchmarks" / "results" / f"{study.name}.cells"
     if archive is not None:
         got = restore_archive(study, out, archive)
         print(f"archive {archive}: {got.restored} cells restored, {got.on_disk} already in {out}"

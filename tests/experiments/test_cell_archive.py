@@ -210,3 +210,20 @@ def test_merge_of_a_part_computes_nothing(full, fits, cells):
     assert part == cells.read(full / "a") and {d["dataset"] for d in part.values()} == {"wdbc"}
     d = json.loads((full / "part.json").read_text())
     assert (d["n_finished"], d["n_cells"]) == (len(part), 45)
+
+
+def test_the_archive_is_written_during_the_run(tmp_path, monkeypatch):
+    """``--archive-minutes 0``: rewritten after every cell, so a killed run keeps all it finished."""
+    seen, real = [], experiment.study_cell
+
+    def watched(*a, **k):  # what a kill before this cell would leave in the archive
+        files = (tmp_path / "archive").glob("*.jsonl.gz")
+        seen.append(sum(len(gzip.decompress(p.read_bytes()).splitlines()) for p in files))
+        return real(*a, **k)
+
+    monkeypatch.setattr(experiment, "study_cell", watched)
+    args = ["paper000", "--reduced", "--data-dir", str(tmp_path / "no-data"), "--out", str(tmp_path / "out"),
+            "--no-plots", "--digest", str(tmp_path / "d.json"), "--page", str(tmp_path / "p.md"),
+            "--archive", str(tmp_path / "archive"), "--archive-minutes", "0"]
+    assert _run_paper().main(args) == 0
+    assert seen == list(range(len(seen))) and len(seen) == 12
