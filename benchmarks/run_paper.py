@@ -118,5 +118,6 @@ def _shown(path: Path) -> str:
     path = Path(path).resolve()
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
+
 if __name__ == "__main__":
     sys.exit(main())
