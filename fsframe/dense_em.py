@@ -111,6 +111,9 @@ class DenseHingeSubproblem:
         self._lo, self._hi, self._f = np.zeros(m), np.full(m, self.C), -np.ones(m)
         self._warm: np.ndarray | None = None
         self._no_h = np.zeros((1, 1))  # the compiled step's stand-in Hessian when it reads F
+        # the compiled warm step (_warm_step), decided once per subproblem (a fit's): None without
+        # numba or with FSFRAME_NO_JIT set when the subproblem is made
+        self._compiled_step = box_qp_jit.compiled_hinge() if compiled_available() else None
         # what fsframe.loops.em.group_magnitudes reads: each group's largest |entry| in its column (one
         # row of the columns' largest |entries| has the same column maxima as |X|, without an m x n
         # sparse copy of X per fit)
@@ -145,13 +148,11 @@ class DenseHingeSubproblem:
             raise UnsupportedProblemError(f"DenseHingeSubproblem: quad has shape {quad.shape}, expected a scalar or "
                                           f"({self.n_groups},) (one weight per column of X)")
         q = np.array(np.broadcast_to(quad, (self.n_groups,)))
-        if np.any(np.isnan(q)) or np.any(q <= 0):
+        if not (q > 0).all():  # nan fails it too
             raise UnsupportedProblemError("DenseHingeSubproblem: quad weights must be > 0 (inf fixes a group)")
         live = np.isfinite(q)
         s = 1.0 / np.sqrt(2.0 * q[live])
         F = self._YX[:, live] * s  # the scaling of this step's weights: formed afresh every solve
-        # a cold dual starts from a crash under the compiled path's dense form's rule (docs/backends.md)
-        crash = CRASH_SWEEPS if (CRASH_MIN_RATIO * F.shape[0] <= F.shape[1] and F.shape[0] <= CRASH_MAX_ROWS) else 0
         # the attempts, each judged by the certificate, the first certified one returned: from the
         # previous step's multipliers; cold (a warm start can end where a cold one does not); cold on
         # the dual scaled by a = ||F||_2 (F / a, f / a^2: the same minimiser, b = a^2 nu), which puts
@@ -177,6 +178,8 @@ class DenseHingeSubproblem:
                 scale = float(np.linalg.norm(F, 2)) if F.size else 1.0
                 if not (np.isfinite(scale) and scale > 0 and scale != 1.0):
                     break
+            # a cold dual starts from a crash under the compiled path's dense form's rule (docs/backends.md)
+            crash = CRASH_SWEEPS if CRASH_MIN_RATIO * F.shape[0] <= F.shape[1] and F.shape[0] <= CRASH_MAX_ROWS else 0
             res = solve_box_qp(F if scale == 1.0 else F / scale, self._f if scale == 1.0 else self._f / scale ** 2,
                                self._E, np.zeros(1), self._lo, self._hi, start=warm if kind == "warm" else None,
                                crash=0 if kind == "warm" else crash)
@@ -213,13 +216,11 @@ class DenseHingeSubproblem:
         (:func:`fsframe.backends.box_qp_jit.hinge_warm_step`: the pivots of
         :func:`~fsframe.backends.box_qp.solve_box_qp` from ``warm``, the intercept's midpoint rule and
         :meth:`certificate`'s measures, without the numpy calls around each): ``(lam, w, b, cert,
-        pivots)``, or ``None`` when the pivots are not compiled (numba missing, ``FSFRAME_NO_JIT``)
-        or the step needs what only the general path has (an infeasible start, the Python shrinking
+        pivots)``, or ``None`` when the pivots are not compiled (numba missing, ``FSFRAME_NO_JIT`` set when the
+        subproblem was made) or the step needs what only the general path has (an infeasible start, the Python shrinking
         of a free set the new Hessian cannot hold, pivots that end otherwise than optimal): the
         general path then runs the warm attempt from the start, as without this call."""
-        if not compiled_available():
-            return None
-        step = box_qp_jit.compiled_hinge()
+        step = self._compiled_step
         if step is None:
             return None
         m, nq = F.shape

@@ -64,7 +64,7 @@ def _compile(numba):
     """Compile the helpers and the loop, writing them into this module only once all compiled;
     without a writable cache folder (numba's "no locator available") compile without a cache."""
     names = globals()
-    helpers = ("_lu", "_lu_solve", "_kkt", "_gradient")
+    helpers = ("_lu", "_lu_solve", "_kkt", "_cached", "_kkt_cached", "_gradient")
     for cache in (True, False):
         jit = numba.njit(cache=cache, nogil=True)
         try:
@@ -214,6 +214,53 @@ def _kkt(F, H, use_h, E, N):
     return K
 
 
+def _cached(F, i, pos, order, Hs, ns):
+    """Make sure the entries ``(F F')_{i, k}`` of variable ``i`` against every cached variable ``k``
+    are in the cache ``Hs`` (``pos[i]`` its slot, ``order`` the variable of each slot, ``ns`` the
+    slots in use), growing it when full. Each entry is the dot product :func:`_kkt` takes, in the
+    same order, so that the KKT matrices are the same bitwise. Returns ``(Hs, order, ns)``."""
+    if pos[i] >= 0:
+        return Hs, order, ns
+    q = F.shape[1]
+    if ns == Hs.shape[0]:
+        cap = min(F.shape[0], 2 * ns + 8)
+        grown = np.empty((cap, cap))
+        grown[:ns, :ns] = Hs[:ns, :ns]
+        Hs = grown
+        grown_order = np.empty(cap, dtype=np.int64)
+        grown_order[:ns] = order[:ns]
+        order = grown_order
+    pos[i] = ns
+    order[ns] = i
+    for k in range(ns + 1):
+        ik = order[k]
+        v = 0.0
+        for c in range(q):
+            v += F[i, c] * F[ik, c]
+        Hs[ns, k] = v
+        Hs[k, ns] = v
+    return Hs, order, ns + 1
+
+
+def _kkt_cached(F, E, N, pos, order, Hs, ns):
+    """:func:`_kkt` (``use_h`` false) from the cache of :func:`_cached`: each pair's dot product
+    computed once per solve, not once per free set. Returns ``(K, Hs, order, ns)``."""
+    n, pe = N.size, E.shape[0]
+    for a in range(n):
+        Hs, order, ns = _cached(F, N[a], pos, order, Hs, ns)
+    K = np.zeros((n + pe, n + pe))
+    for a in range(n):
+        pa = pos[N[a]]
+        for b in range(a + 1):
+            v = Hs[pa, pos[N[b]]]
+            K[a, b] = v
+            K[b, a] = v
+        for r in range(pe):
+            K[a, n + r] = E[r, N[a]]
+            K[n + r, a] = E[r, N[a]]
+    return K, Hs, order, ns
+
+
 def _gradient(F, f, lam):
     """``F F' lam + f``."""
     m, q = F.shape
@@ -266,6 +313,13 @@ def _active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0
     piv = np.zeros(0, dtype=np.int64)
     r = np.zeros(m)
     viol = np.zeros(m)
+    # without H: the free variables' dot products (F F')_{ik} cached for the solve (_cached), so
+    # that a free set one variable away from the last costs no new products but its own
+    pos = np.full(m, -1, dtype=np.int64)
+    cap = min(m, N.size + pe + 16)
+    Hs = np.empty((cap, cap))
+    order = np.empty(cap, dtype=np.int64)
+    ns = 0
     for it in range(it0, max_iter):
         j = -1
         n = N.size
@@ -300,14 +354,13 @@ def _active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0
                 continue
             sgn = 1.0 if lam[j] <= lo[j] else -1.0
             rhs = np.zeros(n + pe)
+            if not use_h:
+                for a in range(n):
+                    Hs, order, ns = _cached(F, N[a], pos, order, Hs, ns)
+                Hs, order, ns = _cached(F, j, pos, order, Hs, ns)
             for a in range(n):
                 ia = N[a]
-                if use_h:
-                    v = H[ia, j]
-                else:
-                    v = 0.0
-                    for c in range(q):
-                        v += F[ia, c] * F[j, c]
+                v = H[ia, j] if use_h else Hs[pos[ia], pos[j]]
                 rhs[a] = v * -sgn
             for e_ in range(pe):
                 rhs[n + e_] = E[e_, j] * -sgn
@@ -318,7 +371,10 @@ def _active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0
         else:
             ok = True
             if fac_version != version:
-                LU = _kkt(F, H, use_h, E, N)
+                if use_h:
+                    LU = _kkt(F, H, use_h, E, N)
+                else:
+                    LU, Hs, order, ns = _kkt_cached(F, E, N, pos, order, Hs, ns)
                 piv, ok = _lu(LU)
                 fac_version = version if ok else -1
             if ok:
