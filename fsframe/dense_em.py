@@ -147,7 +147,7 @@ class DenseHingeSubproblem:
         if quad.ndim and quad.shape != (self.n_groups,):
             raise UnsupportedProblemError(f"DenseHingeSubproblem: quad has shape {quad.shape}, expected a scalar or "
                                           f"({self.n_groups},) (one weight per column of X)")
-        q = np.array(np.broadcast_to(quad, (self.n_groups,)))
+        q = quad.copy() if quad.ndim else np.full(self.n_groups, float(quad))
         if not (q > 0).all():  # nan fails it too
             raise UnsupportedProblemError("DenseHingeSubproblem: quad weights must be > 0 (inf fixes a group)")
         live = np.isfinite(q)
@@ -233,7 +233,7 @@ class DenseHingeSubproblem:
             return None
         w = np.zeros(self.n_groups)
         w[live] = w_live
-        gap, equality, box, stationarity, primal, dual = (float(v) for v in measures)
+        gap, equality, box, stationarity, primal, dual = measures.tolist()
         cert = {"gap": gap, "equality": equality, "box": box, "stationarity": stationarity, "xi": xi,
                 "primal": primal, "dual": dual, "optimal": code == box_qp_jit.HINGE_CERTIFIED}
         return lam, w, float(b), cert, int(its)
