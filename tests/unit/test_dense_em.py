@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import fsframe
 import fsframe.method
@@ -272,3 +273,18 @@ def test_quad_of_the_wrong_shape_and_one_class_are_typed_errors():
         DenseHingeSubproblem(X, np.ones(30), 1.0)
     with pytest.raises(DataError):
         fsframe.fit(X, np.ones(30), method="em-l0")  # as fit refuses it
+
+
+def test_the_group_magnitudes_are_the_sparse_matrixs_column_maxima():
+    # the EM loop's weight cap reads each group's largest |entry| (loops.em.group_magnitudes): the
+    # dense subproblem's stand-in gives what a scipy matrix |X| gives, on spread scales with
+    # negative entries and a zero column
+    from fsframe.loops.em import group_magnitudes
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 12)) * np.logspace(-3, 3, 12)
+    X[:, 3] = 0.0
+    y_pm = np.where(rng.normal(size=50) > 0, 1.0, -1.0)
+    ref = np.asarray(abs(sp.csr_matrix(np.abs(X))).max(axis=0).todense()).ravel()
+    got = group_magnitudes(DenseHingeSubproblem(X, y_pm, 1.0))
+    assert got[3] == 0.0 and np.array_equal(got, ref) and np.array_equal(got, np.abs(X).max(axis=0))
