@@ -225,8 +225,16 @@ class DenseHingeSubproblem:
         use_h = nq > m  # as the general path: the m x m Hessian once when it is the smaller
         H = F @ F.T if use_h else self._no_h
         lam, w_live, xi, measures = np.empty(m), np.empty(nq), np.empty(m), np.empty(6)
-        code, its, b = step(F, H, use_h, self._f, self.y, self._lo, self._hi, warm, 10 * m + 100, self.X, self._YX,
-                            np.flatnonzero(live), s, q[live], self.C, GAP_TOL, FREE_TOL, lam, w_live, xi, measures)
+        try:
+            code, its, b = step(F, H, use_h, self._f, self.y, self._lo, self._hi, warm, 10 * m + 100, self.X,
+                                self._YX, np.flatnonzero(live), s, q[live], self.C, GAP_TOL, FREE_TOL, lam, w_live, xi,
+                                measures)
+        except Exception as exc:  # numba failing to compile the step on its first call: the general path
+            if not box_qp_jit.is_compile_error(exc):
+                raise
+            box_qp_jit.disable_hinge(exc)
+            self._compiled_step = None
+            return None
         if code == box_qp_jit.HINGE_DEFER:
             return None
         w = np.zeros(self.n_groups)

@@ -30,7 +30,8 @@ import warnings
 import numpy as np
 
 __all__ = ["compiled", "compiled_crash", "compiled_hinge", "crash", "hinge_warm_step", "OPTIMAL", "UNBOUNDED",
-           "ITERATION_LIMIT", "SINGULAR", "NEEDS_REGULARIZE", "HINGE_CERTIFIED", "HINGE_UNCERTIFIED", "HINGE_DEFER"]
+           "ITERATION_LIMIT", "SINGULAR", "NEEDS_REGULARIZE", "HINGE_CERTIFIED", "HINGE_UNCERTIFIED", "HINGE_DEFER",
+           "disable_hinge"]
 
 OPTIMAL, UNBOUNDED, ITERATION_LIMIT, SINGULAR, NEEDS_REGULARIZE = 0, 1, 2, 3, 4
 
@@ -505,8 +506,9 @@ def crash(F, H, use_h, f, a, pairs, lo, hi, lam, max_steps, rel_tol):
     largest. The step is the exact minimiser along that direction, clipped to the box (a variable
     that reaches its bound is set to it exactly). At most ``max_steps`` steps; stops early once the
     largest violation is at most ``rel_tol`` times the gradient's size. With ``use_h``, ``H`` is
-    ``F F'`` and a step updates the gradient from two of its columns (``O(m)``), else from ``F``
-    (``O(m q)``). Returns the steps taken,
+    the transpose of ``F F'`` (C-contiguous: its row ``i`` is the Hessian's column ``i``, read in
+    order; the same values as the column, whatever rounding left ``F F'`` unsymmetric) and a step
+    updates the gradient from two of its rows (``O(m)``), else from ``F`` (``O(m q)``). Returns the steps taken,
     or ``-1`` when a direction of no curvature is unbounded in the box (the caller starts cold).
 
     The answer is only a starting point: the active-set method takes its free set and ends at
@@ -598,7 +600,7 @@ def crash(F, H, use_h, f, a, pairs, lo, hi, lam, max_steps, rel_tol):
             ci = s / ai if ai != 0.0 else 0.0
             cj = -s / aj if aj != 0.0 else 0.0
             for k in range(m):
-                g[k] += (H[k, i_up] * ci if ci != 0.0 else 0.0) + (H[k, j_dn] * cj if cj != 0.0 else 0.0)
+                g[k] += (H[i_up, k] * ci if ci != 0.0 else 0.0) + (H[j_dn, k] * cj if cj != 0.0 else 0.0)
         else:
             for k in range(m):
                 t = 0.0
@@ -610,7 +612,8 @@ def crash(F, H, use_h, f, a, pairs, lo, hi, lam, max_steps, rel_tol):
 
 # -- the warm EM step of the hinge dual in one call (fsframe.dense_em) ---------------------------
 
-_HINGE: list = [None]  # the compiled hinge_warm_step (compiled_hinge), dropped with _BUILT by disable
+_HINGE: list = [None]  # the compiled hinge_warm_step (compiled_hinge), dropped with _BUILT by disable; False:
+# numba could not compile it (disable_hinge)
 
 HINGE_CERTIFIED, HINGE_UNCERTIFIED, HINGE_DEFER = 0, 1, 2
 
@@ -619,9 +622,20 @@ def compiled_hinge():
     """The compiled :func:`hinge_warm_step`, or ``None`` when the compiled loop is not in use (see
     :func:`compiled`); compiled (or loaded from numba's cache) on the first call."""
     loop = compiled()
-    if loop is None:
+    if loop is None or _HINGE[0] is False:
         return None
     return _compiled_once(_HINGE, hinge_warm_step, _active_set_jit=loop)  # the compiled loop the step calls
+
+
+def disable_hinge(exc: BaseException) -> None:
+    """Stop using the compiled :func:`hinge_warm_step` after ``exc`` (numba failing to compile it;
+    warned once): the warm steps go through ``solve_box_qp`` from now on, its pivots still
+    compiled."""
+    with _LOCK:
+        if _HINGE[0] is not False:
+            _HINGE[0] = False
+            warnings.warn(f"numba could not compile the hinge dual's warm step ({type(exc).__name__}: {exc}); "
+                          "the warm EM steps run through solve_box_qp (the same answers)", RuntimeWarning, stacklevel=3)
 
 
 def _active_set_jit(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0):

@@ -133,3 +133,34 @@ def test_a_start_off_the_equality_is_deferred_to_the_general_path():
     start[np.flatnonzero(y_pm < 0)[0]] = 0.5
     assert sub._warm_step(sub._YX * s, q, live, s, start) is not None
     assert box_qp_jit.compiled_hinge() is not None
+
+
+def test_a_step_numba_cannot_compile_leaves_the_general_path(monkeypatch):
+    # numba refusing the step on its first call (a typing error) is warned once and the warm steps
+    # run through solve_box_qp: the same run as with the step, no error out of solve
+    from numba.core.errors import TypingError
+
+    X, y_pm = _instance(5, m=80, n=20)
+    res = fsframe.method.resolve("em-l0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = run_dense_em(res.loop, res.surrogate, X, y_pm, res.formulation.C, n_features=3)
+    monkeypatch.setattr(box_qp_jit, "_HINGE", [None])  # the module's state restored after the test
+
+    def refused(*args):
+        raise TypingError("planted: cannot type the step")
+
+    init = DenseHingeSubproblem.__init__
+
+    def with_refused_step(self, *args, **kw):
+        init(self, *args, **kw)
+        self._compiled_step = refused
+
+    monkeypatch.setattr(DenseHingeSubproblem, "__init__", with_refused_step)
+    with pytest.warns(RuntimeWarning, match="could not compile the hinge dual's warm step"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)
+            out = run_dense_em(res.loop, res.surrogate, X, y_pm, res.formulation.C, n_features=3)
+    assert box_qp_jit.compiled_hinge() is None  # dropped: the general path from now on
+    assert np.array_equal(out.support, ref.support) and out.n_iter == ref.n_iter
+    np.testing.assert_allclose(out.coef, ref.coef, rtol=0, atol=1e-12)
