@@ -715,11 +715,16 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
     for i in range(m):
         out_lam[i] = lam[i]
     # the primal and the certificate (DenseHingeSubproblem.certificate)
+    # F' lam and X_live' (y * lam) row by row (memory order); each sum over i in the same order
+    u = np.zeros(nq)
+    gl = np.zeros(nq)
+    for i in range(m):
+        li = lam[i]
+        for c in range(nq):
+            u[c] += F[i, c] * li
+            gl[c] += YX[i, live[c]] * li
     for c in range(nq):
-        u = 0.0
-        for i in range(m):
-            u += F[i, c] * lam[i]
-        out_w[c] = s[c] * u
+        out_w[c] = s[c] * u[c]
     primal_loss = 0.0
     for i in range(m):
         v = b
@@ -735,9 +740,7 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
     for c in range(nq):
         wc = out_w[c]
         pen += q_live[c] * (wc * wc)
-        gc = 0.0
-        for i in range(m):
-            gc += YX[i, live[c]] * lam[i]
+        gc = gl[c]
         dual_q += (gc * gc) / q_live[c]
         stat = max(stat, abs(wc - gc / (2.0 * q_live[c])))
         wmax = max(wmax, abs(wc))
