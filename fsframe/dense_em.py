@@ -214,10 +214,11 @@ class DenseHingeSubproblem:
         (:func:`fsframe.backends.box_qp_jit.hinge_warm_step`: the pivots of
         :func:`~fsframe.backends.box_qp.solve_box_qp` from ``warm``, the intercept's midpoint rule and
         :meth:`certificate`'s measures, without the numpy calls around each): ``(lam, w, b, cert,
-        pivots)``, or ``None`` when the pivots are not compiled (numba missing, ``FSFRAME_NO_JIT`` set when the
-        subproblem was made) or the step needs what only the general path has (an infeasible start, the Python shrinking
-        of a free set the new Hessian cannot hold, pivots that end otherwise than optimal): the
-        general path then runs the warm attempt from the start, as without this call."""
+        pivots)``, or ``None`` when the pivots are not compiled (numba missing, ``FSFRAME_NO_JIT`` set
+        when the subproblem was made, numba refusing the step: warned once) or the step needs what
+        only the general path has (an infeasible start, the Python shrinking of a free set the new
+        Hessian cannot hold, pivots that end otherwise than optimal): the general path then runs the
+        warm attempt from the start, as without this call."""
         step = self._compiled_step
         if step is None:
             return None

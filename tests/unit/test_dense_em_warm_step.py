@@ -39,7 +39,8 @@ def _recorded_run(X, y_pm, r, method, monkeypatch):
     solve, warm_step = DenseHingeSubproblem.solve, DenseHingeSubproblem._warm_step
 
     def spy_solve(self, **kw):
-        steps.append({"q": np.array(kw["quad"], dtype=float), "start": None if self._warm is None else self._warm.copy()})
+        start = None if self._warm is None else self._warm.copy()
+        steps.append({"q": np.array(kw["quad"], dtype=float), "start": start})
         it = solve(self, **kw)
         steps[-1]["it"] = it
         return it
