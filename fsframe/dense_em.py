@@ -16,7 +16,10 @@ step starts from the previous step's multipliers.
 
 :class:`DenseHingeSubproblem` solves that dual with the dense active-set method
 (:func:`fsframe.backends.box_qp.solve_box_qp`, its pivots compiled when numba is installed) on the
-arrays of ``X``: no Pyomo model, no compiled ``ProblemData``, no sparse matrix per step. Each answer
+arrays of ``X``: no Pyomo model, no compiled ``ProblemData``, no sparse matrix per step. With the
+pivots compiled, a warm step (every step after the first) is one compiled call that also finds the
+intercept and the certificate's measures (:meth:`DenseHingeSubproblem._warm_step`); the same
+multipliers as through :func:`~fsframe.backends.box_qp.solve_box_qp`. Each answer
 is judged on the full problem from products with ``X`` (:meth:`DenseHingeSubproblem.certificate`):
 the dual's box and equality, and the duality gap ``P(w, b) - D(lam)`` with the slacks at their least
 values ``xi = max(0, 1 - y (X w + b))`` (primal feasibility by construction; the gap is zero exactly
@@ -40,13 +43,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from .backends.base import SolveResult
-from .backends.box_qp import solve_box_qp
+from .backends import box_qp_jit
+from .backends.box_qp import FREE_TOL, compiled_available, solve_box_qp
 from .backends.certificate import Certificate
 from .backends.diag_qp import CRASH_MAX_ROWS, CRASH_MIN_RATIO, CRASH_SWEEPS
 from .enums import Status
 from .errors import DataError, UnsupportedProblemError
 from .loops.em import EM
 from .problem import Iterate
+from .scales import group_scale
 
 GAP_TOL = 1e-9
 """The largest duality gap ``P - D`` (relative to ``max(1, |P|)``) and equality residual
@@ -105,9 +110,14 @@ class DenseHingeSubproblem:
         self._E = self.y[None, :]
         self._lo, self._hi, self._f = np.zeros(m), np.full(m, self.C), -np.ones(m)
         self._warm: np.ndarray | None = None
+        self._no_h = np.zeros((1, 1))  # the compiled step's stand-in Hessian when it reads F
+        # the compiled warm step (_warm_step), decided once per subproblem (a fit's): None without
+        # numba or with FSFRAME_NO_JIT set when the subproblem is made
+        self._compiled_step = box_qp_jit.compiled_hinge() if compiled_available() else None
         # what fsframe.loops.em.group_magnitudes reads: each group's largest |entry| in its column
+        # (_ColumnMaxima: those maxima as the matrix reads them, without a sparse copy of X per fit)
         self.compiled = SimpleNamespace(
-            base=SimpleNamespace(c=np.zeros(n), A=sp.csr_matrix((0, n)), G=sp.csr_matrix(np.abs(self.X))),
+            base=SimpleNamespace(c=np.zeros(n), A=None, G=_ColumnMaxima(np.abs(self.X).max(axis=0, initial=0.0))),
             slot=SimpleNamespace(group_cols=[np.array([j]) for j in range(n)], groups=np.arange(n), exclusive=True))
         # what the loops read of a built model: no kernel map (the groups are X's columns, so
         # identical columns are merged as on the compiled path), the coefficients' shape, and a
@@ -115,9 +125,12 @@ class DenseHingeSubproblem:
         # reported support is centred)
         free_b = SimpleNamespace(is_variable_type=lambda: True, fixed=False, lb=None, ub=None)
         self.built = SimpleNamespace(transform=None, coef_shape=(n,), info={},
-                                     intercept=SimpleNamespace(matrix=sp.csr_matrix(np.ones((1, 1))), vars=[free_b]))
+                                     intercept=SimpleNamespace(matrix=_ONE, vars=[free_b]))
         self.solves = 0
         self.pivots = 0
+        # the column scale every iterate carries (fsframe.scales.group_scale, as the compiled
+        # subproblem's iterates do): the loops' support rule reads it off the iterate, not afresh
+        self.column_scale = group_scale(self)
 
     # -- what the loops read ---------------------------------------------------------------------
     def group_norms(self, coef):
@@ -132,14 +145,12 @@ class DenseHingeSubproblem:
         if quad.ndim and quad.shape != (self.n_groups,):
             raise UnsupportedProblemError(f"DenseHingeSubproblem: quad has shape {quad.shape}, expected a scalar or "
                                           f"({self.n_groups},) (one weight per column of X)")
-        q = np.array(np.broadcast_to(quad, (self.n_groups,)))
-        if np.any(np.isnan(q)) or np.any(q <= 0):
+        q = quad.copy() if quad.ndim else np.full(self.n_groups, float(quad))
+        if not (q > 0).all():  # nan fails it too
             raise UnsupportedProblemError("DenseHingeSubproblem: quad weights must be > 0 (inf fixes a group)")
         live = np.isfinite(q)
         s = 1.0 / np.sqrt(2.0 * q[live])
         F = self._YX[:, live] * s  # the scaling of this step's weights: formed afresh every solve
-        # a cold dual starts from a crash under the compiled path's dense form's rule (docs/backends.md)
-        crash = CRASH_SWEEPS if (CRASH_MIN_RATIO * F.shape[0] <= F.shape[1] and F.shape[0] <= CRASH_MAX_ROWS) else 0
         # the attempts, each judged by the certificate, the first certified one returned: from the
         # previous step's multipliers; cold (a warm start can end where a cold one does not); cold on
         # the dual scaled by a = ||F||_2 (F / a, f / a^2: the same minimiser, b = a^2 nu), which puts
@@ -147,12 +158,26 @@ class DenseHingeSubproblem:
         # (the norm is computed only when that attempt is reached: an SVD of F, off the usual path)
         warm, self._warm = self._warm, None
         failures, iterations, cert = [], 0, None
-        for kind in (["warm"] if warm is not None else []) + ["cold", "scaled"]:
+        kinds = (["warm"] if warm is not None else []) + ["cold", "scaled"]
+        # the warm attempt in one compiled call where it can be (_warm_step); None: the general path
+        fast = self._warm_step(F, q, live, s, warm) if warm is not None else None
+        if fast is not None:
+            kind, kinds = "warm", kinds[1:]
+            lam, w, b, cert, its = fast
+            self.solves += 1
+            self.pivots += its
+            iterations += its
+            if not cert["optimal"]:
+                failures.append(_refusal(kind, cert))
+                cert = None
+        for kind in kinds if cert is None else ():
             scale = 1.0
             if kind == "scaled":
                 scale = float(np.linalg.norm(F, 2)) if F.size else 1.0
                 if not (np.isfinite(scale) and scale > 0 and scale != 1.0):
                     break
+            # a cold dual starts from a crash under the compiled path's dense form's rule (docs/backends.md)
+            crash = CRASH_SWEEPS if CRASH_MIN_RATIO * F.shape[0] <= F.shape[1] and F.shape[0] <= CRASH_MAX_ROWS else 0
             res = solve_box_qp(F if scale == 1.0 else F / scale, self._f if scale == 1.0 else self._f / scale ** 2,
                                self._E, np.zeros(1), self._lo, self._hi, start=warm if kind == "warm" else None,
                                crash=0 if kind == "warm" else crash)
@@ -168,8 +193,7 @@ class DenseHingeSubproblem:
             cert = self.certificate(q, w, b, lam)
             if cert["optimal"]:
                 break
-            failures.append(f"{kind}: not certified (gap {cert['gap']:.2e}, equality {cert['equality']:.2e}, "
-                            f"box {cert['box']:.2e})")
+            failures.append(_refusal(kind, cert))
             cert = None
         if cert is None:
             return self._failed(q, "dense hinge dual: " + "; ".join(failures), iterations, time.perf_counter() - t0)
@@ -183,7 +207,43 @@ class DenseHingeSubproblem:
                              message=message,
                              duals={"lam": lam}, certificate=_measures(cert))
         return Iterate(Status.OPTIMAL, x, w, np.array([b]), np.abs(w), loss, cert["primal"], seconds, result,
-                       weights={"quad": q})
+                       weights={"quad": q}, column_scale=self.column_scale)
+
+    def _warm_step(self, F, q, live, s, warm):
+        """The warm attempt of :meth:`solve` as one compiled call
+        (:func:`fsframe.backends.box_qp_jit.hinge_warm_step`: the pivots of
+        :func:`~fsframe.backends.box_qp.solve_box_qp` from ``warm``, the intercept's midpoint rule and
+        :meth:`certificate`'s measures, without the numpy calls around each): ``(lam, w, b, cert,
+        pivots)``, or ``None`` when the pivots are not compiled (numba missing, ``FSFRAME_NO_JIT`` set
+        when the subproblem was made, numba refusing the step: warned once) or the step needs what
+        only the general path has (an infeasible start, the Python shrinking of a free set the new
+        Hessian cannot hold, pivots that end otherwise than optimal): the general path then runs the
+        warm attempt from the start, as without this call."""
+        step = self._compiled_step
+        if step is None:
+            return None
+        m, nq = F.shape
+        use_h = nq > m  # as the general path: the m x m Hessian once when it is the smaller
+        H = F @ F.T if use_h else self._no_h
+        lam, w_live, xi, measures = np.empty(m), np.empty(nq), np.empty(m), np.empty(6)
+        try:
+            code, its, b = step(F, H, use_h, self._f, self.y, self._lo, self._hi, warm, 10 * m + 100, self.X,
+                                self._YX, np.flatnonzero(live), s, q[live], self.C, GAP_TOL, FREE_TOL, lam, w_live, xi,
+                                measures)
+        except Exception as exc:  # numba failing to compile the step on its first call: the general path
+            if not box_qp_jit.is_compile_error(exc):
+                raise
+            box_qp_jit.disable_hinge(exc)
+            self._compiled_step = None
+            return None
+        if code == box_qp_jit.HINGE_DEFER:
+            return None
+        w = np.zeros(self.n_groups)
+        w[live] = w_live
+        gap, equality, box, stationarity, primal, dual = measures.tolist()
+        cert = {"gap": gap, "equality": equality, "box": box, "stationarity": stationarity, "xi": xi,
+                "primal": primal, "dual": dual, "optimal": code == box_qp_jit.HINGE_CERTIFIED}
+        return lam, w, float(b), cert, int(its)
 
     def certificate(self, q, w, b: float, lam) -> dict:
         """Judge ``(w, b)`` with the dual point ``lam`` on the full problem at weights ``q``: the
@@ -247,6 +307,38 @@ class DenseHingeSubproblem:
                              message=message)
         return Iterate(Status.NUMERICAL_ERROR, None, None, None, None, None, None, seconds, result,
                        weights={"quad": q})
+
+
+_ONE = sp.csr_matrix(np.ones((1, 1)))
+"""The intercept's map of every :class:`DenseHingeSubproblem` (one free variable ``b``; read only,
+by :func:`fsframe.scales.offset_free`): made once, not once per fit (~80 us a fit)."""
+
+
+class _ColumnMaxima:
+    """The columns' largest ``|entries|`` of ``X`` as :func:`fsframe.loops.em.group_magnitudes`
+    reads a constraint matrix (``shape``, ``nnz``, ``abs(M).max(axis=0).todense()``): the values
+    ``abs(G).max(axis=0)`` gave for ``G = |X|`` as a scipy matrix, without building one per fit."""
+
+    def __init__(self, colmax):
+        self._colmax = np.asarray(colmax, dtype=float)
+        self.shape = (1, self._colmax.size)
+        self.nnz = int(np.count_nonzero(self._colmax))
+
+    def __abs__(self):
+        return self
+
+    def max(self, axis=None):
+        if axis != 0:
+            raise UnsupportedProblemError("DenseHingeSubproblem's column maxima are read per column (axis=0)")
+        return self
+
+    def todense(self):
+        return self._colmax[None, :]
+
+
+def _refusal(kind: str, cert: dict) -> str:
+    """An attempt the certificate refused, in :meth:`DenseHingeSubproblem.solve`'s message."""
+    return f"{kind}: not certified (gap {cert['gap']:.2e}, equality {cert['equality']:.2e}, box {cert['box']:.2e})"
 
 
 def _measures(cert: dict) -> Certificate:

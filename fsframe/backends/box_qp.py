@@ -366,6 +366,7 @@ def _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol) -> tuple[NDArray | None, ND
     out = np.ascontiguousarray(lam, dtype=float).copy()
     F = np.ascontiguousarray(F, dtype=float)
     H = F @ F.T  # the crash's steps read two columns of the Hessian each
+    Ht = np.ascontiguousarray(H.T)  # ... as rows of its transpose: in memory order, not m apart
     f, lo, hi = (np.ascontiguousarray(v, dtype=float) for v in (f, lo, hi))
     hold = q + E.shape[0]  # the most free variables the Hessian's rank and the equality can hold
     total, budget = 0, int(np.ceil(sweeps * m))
@@ -375,7 +376,7 @@ def _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol) -> tuple[NDArray | None, ND
     # to 20 % in the first sweeps and ends below it)
     while total < budget:
         chunk = min(m, budget - total)
-        steps = run(F, H, True, f, a, pairs, lo, hi, out, chunk, CRASH_TOL)
+        steps = run(F, Ht, True, f, a, pairs, lo, hi, out, chunk, CRASH_TOL)
         if steps < 0:
             return None, H
         total += steps

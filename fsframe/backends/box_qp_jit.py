@@ -14,7 +14,10 @@ largest) and the release that follows solves with the same factors.
 Only the main loop is compiled. When a warm start's free set is too large for the new Hessian
 (EM removed features), :func:`_active_set` returns :data:`NEEDS_REGULARIZE` and the caller shrinks
 the free set with the Python ``_regularize`` and calls again (rare: once per EM step at most).
-numba is imported by :func:`compiled` on the first solve, never by ``import fsframe``. The
+:func:`hinge_warm_step` runs a whole warm EM step of :class:`fsframe.dense_em.DenseHingeSubproblem`
+(the pivots, the intercept, the certificate's measures) in one call, deferring to the general path
+whatever it does not cover. numba is imported by :func:`compiled` on the first solve, never by
+``import fsframe``. The
 compiled code is cached on disk (numba's ``cache=True``, beside this file), so the compilation
 (10-40 s on a loaded 2-core machine) is paid once per installation, not once per process.
 """
@@ -26,8 +29,9 @@ import warnings
 
 import numpy as np
 
-__all__ = ["compiled", "compiled_crash", "crash", "OPTIMAL", "UNBOUNDED", "ITERATION_LIMIT", "SINGULAR",
-           "NEEDS_REGULARIZE"]
+__all__ = ["compiled", "compiled_crash", "compiled_hinge", "crash", "hinge_warm_step", "OPTIMAL", "UNBOUNDED",
+           "ITERATION_LIMIT", "SINGULAR", "NEEDS_REGULARIZE", "HINGE_CERTIFIED", "HINGE_UNCERTIFIED", "HINGE_DEFER",
+           "disable_hinge"]
 
 OPTIMAL, UNBOUNDED, ITERATION_LIMIT, SINGULAR, NEEDS_REGULARIZE = 0, 1, 2, 3, 4
 
@@ -61,7 +65,7 @@ def _compile(numba):
     """Compile the helpers and the loop, writing them into this module only once all compiled;
     without a writable cache folder (numba's "no locator available") compile without a cache."""
     names = globals()
-    helpers = ("_lu", "_lu_solve", "_kkt", "_gradient")
+    helpers = ("_lu", "_lu_solve", "_kkt", "_cached", "_kkt_cached", "_gradient")
     for cache in (True, False):
         jit = numba.njit(cache=cache, nogil=True)
         try:
@@ -81,18 +85,25 @@ def compiled_crash():
     :func:`compiled`); compiled (or loaded from numba's cache) on the first call."""
     if compiled() is None:
         return None
+    return _compiled_once(_CRASH, crash)
+
+
+def _compiled_once(slot: list, fn, **globals_first):
+    """``slot[0]``, compiling ``fn`` into it on the first call (numba's disk cache when it can write
+    one); ``globals_first`` are set in this module before (the compiled functions ``fn`` calls)."""
     with _LOCK:
-        if _CRASH[0] is None:
+        if slot[0] is None:
             import numba
 
+            globals().update(globals_first)
             for cache in (True, False):
                 try:
-                    _CRASH[0] = numba.njit(cache=cache, nogil=True)(crash)
+                    slot[0] = numba.njit(cache=cache, nogil=True)(fn)
                     break
                 except RuntimeError:  # no writable cache folder: without a cache
                     if not cache:
                         raise
-    return _CRASH[0]
+    return slot[0]
 
 
 def is_compile_error(exc: BaseException) -> bool:
@@ -106,6 +117,7 @@ def disable(exc: BaseException) -> None:
         if _BUILT and _BUILT[0] is not None:
             _BUILT[:] = []
             _CRASH[0] = None
+            _HINGE[0] = None
             _unusable(exc)
 
 
@@ -203,6 +215,53 @@ def _kkt(F, H, use_h, E, N):
     return K
 
 
+def _cached(F, i, pos, order, Hs, ns):
+    """Make sure the entries ``(F F')_{i, k}`` of variable ``i`` against every cached variable ``k``
+    are in the cache ``Hs`` (``pos[i]`` its slot, ``order`` the variable of each slot, ``ns`` the
+    slots in use), growing it when full. Each entry is the dot product :func:`_kkt` takes, in the
+    same order, so that the KKT matrices are the same bitwise. Returns ``(Hs, order, ns)``."""
+    if pos[i] >= 0:
+        return Hs, order, ns
+    q = F.shape[1]
+    if ns == Hs.shape[0]:
+        cap = min(F.shape[0], 2 * ns + 8)
+        grown = np.empty((cap, cap))
+        grown[:ns, :ns] = Hs[:ns, :ns]
+        Hs = grown
+        grown_order = np.empty(cap, dtype=np.int64)
+        grown_order[:ns] = order[:ns]
+        order = grown_order
+    pos[i] = ns
+    order[ns] = i
+    for k in range(ns + 1):
+        ik = order[k]
+        v = 0.0
+        for c in range(q):
+            v += F[i, c] * F[ik, c]
+        Hs[ns, k] = v
+        Hs[k, ns] = v
+    return Hs, order, ns + 1
+
+
+def _kkt_cached(F, E, N, pos, order, Hs, ns):
+    """:func:`_kkt` (``use_h`` false) from the cache of :func:`_cached`: each pair's dot product
+    computed once per solve, not once per free set. Returns ``(K, Hs, order, ns)``."""
+    n, pe = N.size, E.shape[0]
+    for a in range(n):
+        Hs, order, ns = _cached(F, N[a], pos, order, Hs, ns)
+    K = np.zeros((n + pe, n + pe))
+    for a in range(n):
+        pa = pos[N[a]]
+        for b in range(a + 1):
+            v = Hs[pa, pos[N[b]]]
+            K[a, b] = v
+            K[b, a] = v
+        for r in range(pe):
+            K[a, n + r] = E[r, N[a]]
+            K[n + r, a] = E[r, N[a]]
+    return K, Hs, order, ns
+
+
 def _gradient(F, f, lam):
     """``F F' lam + f``."""
     m, q = F.shape
@@ -255,6 +314,13 @@ def _active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0
     piv = np.zeros(0, dtype=np.int64)
     r = np.zeros(m)
     viol = np.zeros(m)
+    # without H: the free variables' dot products (F F')_{ik} cached for the solve (_cached), so
+    # that a free set one variable away from the last costs no new products but its own
+    pos = np.full(m, -1, dtype=np.int64)
+    cap = min(m, N.size + pe + 16)
+    Hs = np.empty((cap, cap))
+    order = np.empty(cap, dtype=np.int64)
+    ns = 0
     for it in range(it0, max_iter):
         j = -1
         n = N.size
@@ -289,14 +355,13 @@ def _active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0
                 continue
             sgn = 1.0 if lam[j] <= lo[j] else -1.0
             rhs = np.zeros(n + pe)
+            if not use_h:
+                for a in range(n):
+                    Hs, order, ns = _cached(F, N[a], pos, order, Hs, ns)
+                Hs, order, ns = _cached(F, j, pos, order, Hs, ns)
             for a in range(n):
                 ia = N[a]
-                if use_h:
-                    v = H[ia, j]
-                else:
-                    v = 0.0
-                    for c in range(q):
-                        v += F[ia, c] * F[j, c]
+                v = H[ia, j] if use_h else Hs[pos[ia], pos[j]]
                 rhs[a] = v * -sgn
             for e_ in range(pe):
                 rhs[n + e_] = E[e_, j] * -sgn
@@ -307,7 +372,10 @@ def _active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0
         else:
             ok = True
             if fac_version != version:
-                LU = _kkt(F, H, use_h, E, N)
+                if use_h:
+                    LU = _kkt(F, H, use_h, E, N)
+                else:
+                    LU, Hs, order, ns = _kkt_cached(F, E, N, pos, order, Hs, ns)
                 piv, ok = _lu(LU)
                 fac_version = version if ok else -1
             if ok:
@@ -438,8 +506,9 @@ def crash(F, H, use_h, f, a, pairs, lo, hi, lam, max_steps, rel_tol):
     largest. The step is the exact minimiser along that direction, clipped to the box (a variable
     that reaches its bound is set to it exactly). At most ``max_steps`` steps; stops early once the
     largest violation is at most ``rel_tol`` times the gradient's size. With ``use_h``, ``H`` is
-    ``F F'`` and a step updates the gradient from two of its columns (``O(m)``), else from ``F``
-    (``O(m q)``). Returns the steps taken,
+    the transpose of ``F F'`` (C-contiguous: its row ``i`` is the Hessian's column ``i``, read in
+    order; the same values as the column, whatever rounding left ``F F'`` unsymmetric) and a step
+    updates the gradient from two of its rows (``O(m)``), else from ``F`` (``O(m q)``). Returns the steps taken,
     or ``-1`` when a direction of no curvature is unbounded in the box (the caller starts cold).
 
     The answer is only a starting point: the active-set method takes its free set and ends at
@@ -531,7 +600,7 @@ def crash(F, H, use_h, f, a, pairs, lo, hi, lam, max_steps, rel_tol):
             ci = s / ai if ai != 0.0 else 0.0
             cj = -s / aj if aj != 0.0 else 0.0
             for k in range(m):
-                g[k] += (H[k, i_up] * ci if ci != 0.0 else 0.0) + (H[k, j_dn] * cj if cj != 0.0 else 0.0)
+                g[k] += (H[i_up, k] * ci if ci != 0.0 else 0.0) + (H[j_dn, k] * cj if cj != 0.0 else 0.0)
         else:
             for k in range(m):
                 t = 0.0
@@ -539,3 +608,155 @@ def crash(F, H, use_h, f, a, pairs, lo, hi, lam, max_steps, rel_tol):
                     t += F[k, c] * v[c]
                 g[k] += s * t
     return max_steps
+
+
+# -- the warm EM step of the hinge dual in one call (fsframe.dense_em) ---------------------------
+
+_HINGE: list = [None]  # the compiled hinge_warm_step (compiled_hinge), dropped with _BUILT by disable; False:
+# numba could not compile it (disable_hinge)
+
+HINGE_CERTIFIED, HINGE_UNCERTIFIED, HINGE_DEFER = 0, 1, 2
+
+
+def compiled_hinge():
+    """The compiled :func:`hinge_warm_step`, or ``None`` when the compiled loop is not in use (see
+    :func:`compiled`); compiled (or loaded from numba's cache) on the first call."""
+    loop = compiled()
+    if loop is None or _HINGE[0] is False:
+        return None
+    return _compiled_once(_HINGE, hinge_warm_step, _active_set_jit=loop)  # the compiled loop the step calls
+
+
+def disable_hinge(exc: BaseException) -> None:
+    """Stop using the compiled :func:`hinge_warm_step` after ``exc`` (numba failing to compile it;
+    warned once): the warm steps go through ``solve_box_qp`` from now on, its pivots still
+    compiled."""
+    with _LOCK:
+        if _HINGE[0] is not False:
+            _HINGE[0] = False
+            warnings.warn(f"numba could not compile the hinge dual's warm step ({type(exc).__name__}: {exc}); "
+                          "the warm EM steps run through solve_box_qp (the same answers)", RuntimeWarning, stacklevel=3)
+
+
+def _active_set_jit(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0):
+    """The compiled :func:`_active_set` (set by :func:`compiled_hinge` before it compiles
+    :func:`hinge_warm_step`; this Python body only stands in until then)."""
+    return _active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0)
+
+
+def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, q_live, C, gap_tol,
+                    free_tol, out_lam, out_w, out_xi, measures):  # noqa: C901
+    r"""One warm EM step of :class:`fsframe.dense_em.DenseHingeSubproblem` in one compiled call: what
+    :func:`fsframe.backends.box_qp.solve_box_qp` does from the warm ``start`` (``crash=0``; the
+    equality ``y' lam = 0``, every ``y_i = +-1``), then the primal ``w_live = s * F' lam``, the
+    intercept (the midpoint rule of ``box_qp._canonical_nu`` when no multiplier is free) and the
+    certificate of ``DenseHingeSubproblem.certificate`` on ``X`` and ``YX = diag(y) X`` (the
+    columns ``live``, weights ``q_live``).
+
+    Returns ``(code, iterations, b)``: :data:`HINGE_CERTIFIED` (``out_lam``, ``out_w`` — the live
+    entries —, ``out_xi`` and ``measures = [gap, equality, box, stationarity, primal, dual]``
+    hold the answer), :data:`HINGE_UNCERTIFIED` (the same, but the certificate refuses it) or
+    :data:`HINGE_DEFER` (the start is not feasible, the free set needs the Python shrinking, or the
+    pivots ended otherwise than optimal: the caller runs the general path for this step, which
+    repeats these pivots and goes on)."""
+    m, nq = F.shape
+    # the start as solve_box_qp takes it: clipped to the box, its equality residual within 1e-9
+    lam = np.empty(m)
+    res = 0.0
+    for i in range(m):
+        v = start[i]
+        if v < lo[i]:
+            v = lo[i]
+        if v > hi[i]:
+            v = hi[i]
+        lam[i] = v
+        res += y[i] * v
+    if not abs(res) <= 1e-9:
+        return HINGE_DEFER, 0, 0.0
+    free = np.empty(m, dtype=np.bool_)
+    anyfree = False
+    for i in range(m):
+        free[i] = lam[i] > lo[i] and lam[i] < hi[i]
+        anyfree = anyfree or free[i]
+    if not anyfree:  # _full_row_rank with one row of +-1: E_N needs one variable
+        free[0] = True
+    E = y.reshape(1, m)
+    code, it, nu = _active_set_jit(F, H, use_h, f, E, lo, hi, lam, free, False, max_iter, 0)
+    if code != OPTIMAL:
+        return HINGE_DEFER, it, 0.0
+    # _canonical_nu: with no multiplier strictly inside its box the intercept is the midpoint of
+    # the interval of optimal ones (every y_i is non-zero, so one free multiplier fixes it)
+    b = nu[0]
+    anyfree = False
+    for i in range(m):
+        width = hi[i] - lo[i]
+        if not np.isfinite(width):
+            width = max(1.0, abs(lam[i]))
+        if min(lam[i] - lo[i], hi[i] - lam[i]) > free_tol * width:
+            anyfree = True
+            break
+    if not anyfree:
+        snapped = np.empty(m)  # each multiplier onto its nearer bound
+        for i in range(m):
+            snapped[i] = lo[i] if lam[i] - lo[i] <= hi[i] - lam[i] else hi[i]
+        g = _gradient(F, f, snapped)
+        L, U = -np.inf, np.inf
+        for i in range(m):
+            if lo[i] == hi[i]:
+                continue
+            t = -g[i] / y[i]
+            if (snapped[i] == lo[i]) == (y[i] > 0):
+                L = max(L, t)
+            else:
+                U = min(U, t)
+        if np.isfinite(L) and np.isfinite(U):  # else nu and lam as the pivots left them
+            b = 0.5 * (L + U)
+            lam = snapped
+    for i in range(m):
+        out_lam[i] = lam[i]
+    # the primal and the certificate (DenseHingeSubproblem.certificate)
+    # F' lam and X_live' (y * lam) row by row (memory order); each sum over i in the same order
+    u = np.zeros(nq)
+    gl = np.zeros(nq)
+    for i in range(m):
+        li = lam[i]
+        for c in range(nq):
+            u[c] += F[i, c] * li
+            gl[c] += YX[i, live[c]] * li
+    for c in range(nq):
+        out_w[c] = s[c] * u[c]
+    primal_loss = 0.0
+    for i in range(m):
+        v = b
+        for c in range(nq):
+            v += X[i, live[c]] * out_w[c]
+        xi = 1.0 - y[i] * v
+        if xi < 0.0:
+            xi = 0.0
+        out_xi[i] = xi
+        primal_loss += xi
+    primal = C * primal_loss
+    pen, dual_q, stat, wmax = 0.0, 0.0, 0.0, 0.0
+    for c in range(nq):
+        wc = out_w[c]
+        pen += q_live[c] * (wc * wc)
+        gc = gl[c]
+        dual_q += (gc * gc) / q_live[c]
+        stat = max(stat, abs(wc - gc / (2.0 * q_live[c])))
+        wmax = max(wmax, abs(wc))
+    primal += pen
+    lsum, ysum, lmin, lmax = 0.0, 0.0, 0.0, 0.0
+    for i in range(m):
+        lsum += lam[i]
+        ysum += y[i] * lam[i]
+        lmin = min(lmin, lam[i])
+        lmax = max(lmax, lam[i])
+    dual = lsum - 0.25 * dual_q
+    gap = (primal - dual) / max(1.0, abs(primal))
+    equality = abs(ysum) / max(1.0, C)
+    box = max(0.0, max(-lmin, lmax - C)) / max(1.0, C)
+    stationarity = stat / max(1.0, wmax)
+    measures[0], measures[1], measures[2] = gap, equality, box
+    measures[3], measures[4], measures[5] = stationarity, primal, dual
+    ok = abs(gap) <= gap_tol and equality <= gap_tol and box <= gap_tol and stationarity <= gap_tol
+    return (HINGE_CERTIFIED if ok else HINGE_UNCERTIFIED), it, b

@@ -234,9 +234,10 @@ def test_fit_on_columns_scaled_by_1e3_stays_on_the_dense_path(r):
 
 def test_fit_where_the_dense_solve_runs_out_is_the_compiled_paths():
     # columns spread over 1e-3.5..1e3.5: no attempt certifies the first step (each named in the
-    # record); the fit is the compiled path's, exactly
-    X, y = _instance(6, m=100, n=25)
-    X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(6).permutation(25)]
+    # record); the fit is the compiled path's, exactly (seed 3: seed 6's first step, which this test
+    # used, is certified since the merges of session 29, same selection and iterations as compiled)
+    X, y = _instance(3, m=100, n=25)
+    X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(3).permutation(25)]
     auto, ref = _fit(X, y, "em-l0", n_features=3), _fit(X, y, "em-l0", COMPILED, n_features=3)
     why = auto.info["dense_em_fallback"]
     assert "subproblem 0" in why and "cold: not certified" in why and "scaled: not certified" in why

@@ -57,7 +57,7 @@ def _run_crash(F, f, E, lo, hi, lam, steps):
     a = np.ascontiguousarray(E[0] if pairs else np.ones(F.shape[0]))
     out = lam.copy()
     F = np.ascontiguousarray(F)
-    taken = run(F, F @ F.T, True, f, a, pairs, lo, hi, out, steps, 0.0)
+    taken = run(F, np.ascontiguousarray((F @ F.T).T), True, f, a, pairs, lo, hi, out, steps, 0.0)  # its transpose
     return out, taken
 
 

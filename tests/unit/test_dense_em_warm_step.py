@@ -1,0 +1,167 @@
+"""The warm EM step of :class:`~fsframe.dense_em.DenseHingeSubproblem` in one compiled call
+(:func:`fsframe.backends.box_qp_jit.hinge_warm_step`) against the general path it replaces: every
+warm step of EM runs replayed on a fresh subproblem through ``solve_box_qp`` and
+:meth:`~fsframe.dense_em.DenseHingeSubproblem.certificate` — the same multipliers (bitwise: the
+same pivots), the same model and intercept (the intercept's midpoint rule when no multiplier is
+free included), the same certificate measures, the same decision; a step the compiled call
+defers (an infeasible start, a free set the new Hessian cannot hold) is the general path's.
+Skipped without numba (the ``fast`` extra)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fsframe.method
+from fsframe.backends import box_qp_jit
+from fsframe.backends.box_qp import compiled_available
+from fsframe.dense_em import DenseHingeSubproblem, run_dense_em
+
+pytestmark = pytest.mark.skipif(not compiled_available(), reason="the compiled pivots need numba (the fast extra)")
+
+
+def _instance(seed, m=120, n=40):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, n))
+    X[:, 1::3] += 0.5 * X[:, ::3][:, : X[:, 1::3].shape[1]]
+    w = np.zeros(n)
+    w[rng.choice(n, 4, replace=False)] = rng.normal(size=4) + np.sign(rng.normal(size=4))
+    y = np.where(X @ w + 0.5 * rng.normal(size=m) > 0, 1.0, -1.0)
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def _recorded_run(X, y_pm, r, method, monkeypatch):
+    """An EM run on the dense subproblem, each warm step's ``(q, start)`` and the compiled call's
+    answer (``None``: deferred) recorded."""
+    steps = []
+    solve, warm_step = DenseHingeSubproblem.solve, DenseHingeSubproblem._warm_step
+
+    def spy_solve(self, **kw):
+        start = None if self._warm is None else self._warm.copy()
+        steps.append({"q": np.array(kw["quad"], dtype=float), "start": start})
+        it = solve(self, **kw)
+        steps[-1]["it"] = it
+        return it
+
+    def spy_step(self, *args):
+        out = warm_step(self, *args)
+        steps[-1]["fast"] = out
+        return out
+
+    monkeypatch.setattr(DenseHingeSubproblem, "solve", spy_solve)
+    monkeypatch.setattr(DenseHingeSubproblem, "_warm_step", spy_step)
+    res = fsframe.method.resolve(method)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = run_dense_em(res.loop, res.surrogate, X, y_pm, res.formulation.C, n_features=r)
+    monkeypatch.setattr(DenseHingeSubproblem, "solve", solve)
+    monkeypatch.setattr(DenseHingeSubproblem, "_warm_step", lambda self, *args: None)  # the general path
+    return out, steps
+
+
+@pytest.mark.parametrize(("seed", "r", "method"), [(0, 3, "em-l0"), (1, 5, "em-l0"), (2, 4, "arom"), (3, 2, "em-l0")])
+def test_every_warm_step_equals_the_general_path(seed, r, method, monkeypatch):
+    X, y_pm = _instance(seed)
+    out, steps = _recorded_run(X, y_pm, r, method, monkeypatch)
+    warm = [s for s in steps if s["start"] is not None]
+    fast = [s for s in warm if s.get("fast") is not None]
+    assert len(fast) >= len(warm) - 2 and len(fast) >= 5  # the compiled call took the steps
+    for s in warm:
+        sub = DenseHingeSubproblem(X, y_pm, 1.0)
+        sub._warm = s["start"].copy()
+        ref = sub.solve(quad=s["q"])  # the general path: solve_box_qp from the same start
+        it = s["it"]
+        assert it.ok and ref.ok
+        lam, lam_ref = it.result.duals["lam"], ref.result.duals["lam"]
+        assert it.result.iterations == ref.result.iterations  # the same pivots
+        np.testing.assert_array_equal(lam, lam_ref)
+        np.testing.assert_allclose(it.coef, ref.coef, rtol=0, atol=1e-13 * max(1.0, float(np.abs(ref.coef).max())))
+        assert abs(float(it.intercept[0] - ref.intercept[0])) <= 1e-12 * max(1.0, abs(float(ref.intercept[0])))
+        np.testing.assert_allclose(it.x[X.shape[1] + 1:], ref.x[X.shape[1] + 1:], rtol=0, atol=1e-12)
+        assert it.objective == pytest.approx(ref.objective, rel=1e-13)
+        c, c_ref = it.result.certificate, ref.result.certificate
+        for name in ("gap", "primal_residual", "dual_residual"):
+            assert abs(getattr(c, name) - getattr(c_ref, name)) <= 1e-13, name
+        assert c.dual_bound == pytest.approx(c_ref.dual_bound, rel=1e-13)
+        # the measures the compiled call returned are those of the Python certificate at its answer
+        judged = sub.certificate(s["q"], it.coef, float(it.intercept[0]), lam)
+        assert judged["optimal"] and abs(judged["gap"] - c.gap) <= 1e-13
+
+
+def test_the_intercept_without_a_free_multiplier_is_the_midpoint(monkeypatch):
+    # balanced classes and a heavy weight on the one live column: every sample inside its margin,
+    # every multiplier at C, none free; the intercept is the midpoint of its optimal interval
+    # (box_qp._canonical_nu), found by the compiled call as by the general path
+    X, y_pm = _instance(7, m=60, n=12)
+    y_pm = np.where(np.arange(60) % 2 == 0, 1.0, -1.0)
+    q = np.full(12, np.inf)
+    q[3] = 1e4
+    live = np.isfinite(q)
+    s = 1 / np.sqrt(2 * q[live])
+    monkeypatch.setattr(DenseHingeSubproblem, "_warm_step", lambda self, *args: None)
+    ref = DenseHingeSubproblem(X, y_pm, 1.0)
+    first = ref.solve(quad=q)  # cold, the general path
+    ref._warm = first.result.duals["lam"].copy()
+    again = ref.solve(quad=q)  # warm, the general path
+    monkeypatch.undo()
+    sub = DenseHingeSubproblem(X, y_pm, 1.0)
+    fast = sub._warm_step(sub._YX[:, live] * s, q, live, s, first.result.duals["lam"])
+    assert fast is not None
+    lam, w, b, cert, pivots = fast
+    assert np.all(lam == 1.0) and cert["optimal"] and pivots == again.result.iterations
+    np.testing.assert_array_equal(lam, again.result.duals["lam"])
+    assert b == pytest.approx(float(again.intercept[0]), rel=1e-12, abs=1e-13)
+    # the midpoint: the interval of intercepts that keep every sample inside its margin (all
+    # multipliers at C) is (-1 - min_i y_i u_i, 1 - max_i y_i u_i) over each class, u = X w
+    u = X @ w
+    pos, neg = u[y_pm > 0], u[y_pm < 0]
+    interval = (float(np.max(-1.0 - neg)), float(np.min(1.0 - pos)))  # y_i (u_i + b) <= 1 for every i
+    assert interval[0] < interval[1]
+    assert b == pytest.approx(0.5 * (interval[0] + interval[1]), rel=1e-9, abs=1e-12)
+
+
+def test_a_start_off_the_equality_is_deferred_to_the_general_path():
+    X, y_pm = _instance(4, m=50, n=10)
+    sub = DenseHingeSubproblem(X, y_pm, 1.0)
+    q = np.ones(10)
+    live = np.isfinite(q)
+    s = 1 / np.sqrt(2 * q)
+    start = np.zeros(50)
+    start[np.flatnonzero(y_pm > 0)[0]] = 0.5  # y'lam = 0.5: not a feasible start
+    assert sub._warm_step(sub._YX * s, q, live, s, start) is None
+    start[np.flatnonzero(y_pm < 0)[0]] = 0.5
+    assert sub._warm_step(sub._YX * s, q, live, s, start) is not None
+    assert box_qp_jit.compiled_hinge() is not None
+
+
+def test_a_step_numba_cannot_compile_leaves_the_general_path(monkeypatch):
+    # numba refusing the step on its first call (a typing error) is warned once and the warm steps
+    # run through solve_box_qp: the same run as with the step, no error out of solve
+    from numba.core.errors import TypingError
+
+    X, y_pm = _instance(5, m=80, n=20)
+    res = fsframe.method.resolve("em-l0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = run_dense_em(res.loop, res.surrogate, X, y_pm, res.formulation.C, n_features=3)
+    monkeypatch.setattr(box_qp_jit, "_HINGE", [None])  # the module's state restored after the test
+
+    def refused(*args):
+        raise TypingError("planted: cannot type the step")
+
+    init = DenseHingeSubproblem.__init__
+
+    def with_refused_step(self, *args, **kw):
+        init(self, *args, **kw)
+        self._compiled_step = refused
+
+    monkeypatch.setattr(DenseHingeSubproblem, "__init__", with_refused_step)
+    with pytest.warns(RuntimeWarning, match="could not compile the hinge dual's warm step"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)
+            out = run_dense_em(res.loop, res.surrogate, X, y_pm, res.formulation.C, n_features=3)
+    assert box_qp_jit.compiled_hinge() is None  # dropped: the general path from now on
+    assert np.array_equal(out.support, ref.support) and out.n_iter == ref.n_iter
+    np.testing.assert_allclose(out.coef, ref.coef, rtol=0, atol=1e-12)
