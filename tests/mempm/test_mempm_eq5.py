@@ -142,3 +142,47 @@ def test_the_golden_section_refines_beyond_the_grid():
     on_grid = max(0.5 * a + 0.5 * largest_delta_neg(mom, float(a), aux) for a in grid)
     assert bound > on_grid + 5e-6
     assert abs(alpha / BOUND_GRID_STEP - round(alpha / BOUND_GRID_STEP)) > 1e-3  # not a grid point
+
+
+def _tiny_positive_class(seed):
+    """``rho = 0`` with 4 samples of class +1 in 6 features: a singular covariance that makes the
+    model stated 1e-6 inside eq. 5's frontier numerically infeasible (ECOS: infeasible or numerical
+    error in 11 of seeds 0-11)."""
+    rng = np.random.default_rng(seed)
+    y = np.where(np.arange(40) < 4, 1.0, -1.0)
+    X = rng.standard_normal((40, 6))
+    X[:, 0] += y
+    return X, y
+
+
+@pytest.mark.parametrize("seed", [0, 1, 8])
+def test_eq5_frontier_margin_widens_after_a_failed_solve(seed):
+    """The failed solve at the margin is retried at wider margins (fsframe_mempm.RETRY_MARGINS),
+    and the fit says which one solved; the hyperplane returned attains the stated bounds, checked
+    in numpy on the ML covariances (001 eq. 6's rows 1-2). Planted (no retries): SolverFailedError."""
+    from fsframe_mempm import FRONTIER_MARGIN, RETRY_MARGINS
+
+    X, y = _tiny_positive_class(seed)
+    f = _eq5(X, y)
+    assert f.info["frontier_margin"] in RETRY_MARGINS and f.info["frontier_margin"] > FRONTIER_MARGIN
+    assert f.info["frontier_margin"] == RETRY_MARGINS[f.info["frontier_retries"] - 1]
+    assert f.facts["frontier_retries"] == f.info["frontier_retries"]
+    assert f.certificate["status"] in ("optimal", "optimal_inaccurate")
+    failed = [s for s in f.statuses if not s.ok]  # the failed attempts are reported, one per retry
+    assert len(failed) == f.info["frontier_retries"]
+    w, off = np.asarray(f.coef).ravel(), -float(f.intercept)
+    P, N = X[y > 0], X[y < 0]
+    s1, s2 = (np.sqrt(w @ np.cov(Z.T, bias=True) @ w) for Z in (P, N))
+    k_pos, k_neg = (np.sqrt(d / (1 - d)) for d in (f.info["delta_pos"], f.info["delta_neg"]))
+    tol = 1e-7 * (1.0 + np.linalg.norm(w))  # the solver's feasibility, relative to |w| (up to 1e5 here)
+    assert w @ P.mean(0) - off >= k_pos * s1 - tol
+    assert off - w @ N.mean(0) >= k_neg * s2 - tol
+    # delta_neg is the frontier's, the retried margin inside it (in kappa)
+    k_max = np.sqrt(f.info["delta_neg_max"] / (1 - f.info["delta_neg_max"]))
+    assert k_neg == pytest.approx(k_max * (1 - f.info["frontier_margin"]), rel=1e-12)
+
+
+def test_eq5_frontier_retry_does_not_touch_a_fit_that_solves():
+    X, y = _pima_like(0, 150)
+    f = _eq5(X, y)
+    assert f.info["frontier_margin"] == 1e-6 and "frontier_retries" not in f.info
