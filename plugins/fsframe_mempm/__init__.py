@@ -19,13 +19,15 @@ bounds by changing two numbers of ``A`` in numpy.
 
 from __future__ import annotations
 
+import warnings
+
 import attrs
 import numpy as np
 from attrs.validators import ge, instance_of, le, optional
 
 from fsframe import AuxSolver, BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl
 from fsframe.canonical import ProblemData
-from fsframe.errors import InfeasibleParameterError, InvalidOptionError, SolverFailedError
+from fsframe.errors import ConvergenceWarning, InfeasibleParameterError, InvalidOptionError, SolverFailedError
 from fsframe.pyomo_ext import LinearMap, add_soc, add_sparsity_slot, var_list
 from fsframe.validators import finite, to_float
 from fsframe_mpm import (DEFAULT_DELTA_FRACTION, DEFAULT_RHO, ClassMoments, add_margin_rows, bound_report,
@@ -218,7 +220,7 @@ class MEMPMFormulation(Formulation):
     name = "mempm"
     data_facts = ("delta", "delta_pos", "delta_neg", "kappa_pos", "kappa_neg", "bound", "delta_max", "kappa_max",
                   "ridge", "delta_neg_max", "mempm_socps",  # the bounds chosen, the largest the data admit
-                  "frontier_margin", "frontier_retries")  # mempm_theta: where delta_neg was stated
+                  "frontier_margin", "frontier_retries", "alpha_at_floor")  # mempm_theta's line search
     dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
                     "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
                     "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")
@@ -235,6 +237,14 @@ class MEMPMFormulation(Formulation):
 
     def problem_class(self, terms):
         return ProblemClass.SOCP
+
+    @property
+    def sparse(self) -> bool:  # type: ignore[override]
+        """With ``mempm_theta`` the model is stated on eq. 5's frontier, where the feasible
+        hyperplanes are one ray up to scale: a sparsity surrogate has nothing to choose among, so
+        :func:`fsframe.fit` refuses one (and with it a DCA, EM or reweighting loop) and asks for
+        ``surrogate=None, loop="single"``."""
+        return self.mempm_theta is None
 
     def _bounds(self) -> tuple[float | None, float | None]:
         """``(delta_pos, delta_neg)`` as given (``None``: a fraction of ``delta_max``)."""
@@ -306,7 +316,8 @@ class MEMPMFormulation(Formulation):
                 raise InfeasibleParameterError(
                     f"{self.name}: 001 eq. 5 has no hyperplane with delta_neg > 0 at its best delta_pos={a:.4g} "
                     "(the class means coincide?)", parameter="mempm_theta", value=self.mempm_theta, limit=b_max)
-            eq5 = {"bound": value, "delta_neg_max": b_max, "mempm_socps": n_socps, "frontier_margin": FRONTIER_MARGIN}
+            eq5 = {"bound": value, "delta_neg_max": b_max, "mempm_socps": n_socps, "frontier_margin": FRONTIER_MARGIN,
+                   "alpha_at_floor": int(self._at_floor(a, lim_a))}
         n = mom.n
         split = bool(terms & {"lin", "lin_w"})
         model = pyo.ConcreteModel(name=f"{self.name}(delta_pos={a:.4g}, delta_neg={b:.4g})")
@@ -336,6 +347,23 @@ class MEMPMFormulation(Formulation):
                 "bound_limits": self.limits(lim_a, lim_b, bound.delta), **eq5}
         return BuiltModel(model=model, slot=slot, intercept=LinearMap(np.array([[-1.0]]), [model.b]),
                           coef_shape=(n,), info=info)
+
+    def _at_floor(self, a: float, lim_a: float) -> bool:
+        """Whether eq. 5's line search ended on its first grid point (``delta_pos`` =
+        :data:`BOUND_GRID_STEP`, up to the golden section's tolerance): the value still rises
+        towards the corner ``delta_pos -> 0`` that the search leaves out (small ``mempm_theta``
+        favours ``delta_neg``), so the answer is the search's floor, not an optimum of eq. 5 —
+        warned, and ``info["alpha_at_floor"]`` is 1."""
+        if lim_a <= BOUND_GRID_STEP or a > BOUND_GRID_STEP + 2e-6:
+            return False
+        warnings.warn(
+            f"{self.name}: mempm_theta={self.mempm_theta:g}: 001 eq. 5's line search ended at its floor "
+            f"delta_pos={a:g} (the first grid point): theta * delta_pos + (1 - theta) * delta_neg still rises "
+            "towards the corner delta_pos -> 0 (a classifier with no guarantee for class +1), which the search "
+            "leaves out; the hyperplane returned is at that floor, not at an optimum of eq. 5 "
+            "(info['alpha_at_floor'] = 1). A larger mempm_theta balances the classes", ConvergenceWarning,
+            stacklevel=2)
+        return True
 
     def limits(self, lim_a: float, lim_b: float, delta_max: float) -> dict:
         """``BuiltModel.info["bound_limits"]``: the supremum of each bound parameter."""

@@ -130,10 +130,7 @@ def test_the_golden_section_refines_beyond_the_grid():
     from fsframe_mempm import BOUND_GRID_STEP, largest_delta_neg, mempm_bounds, one_sided_limits
     from fsframe_mpm.moments import class_moments
 
-    rng = np.random.default_rng(0)
-    y = np.where(np.arange(120) < 50, 1, -1)
-    X = rng.standard_normal((120, 6)) * np.where(y[:, None] > 0, 0.7, 1.3)
-    X[:, :2] += 0.8 * y[:, None]
+    X, y = _docs_example()
     mom = class_moments(X, y, 0.01)
     aux = fsframe.AuxSolver.default(fsframe.ProblemClass.SOCP)
     limit = one_sided_limits(mom)[0]
@@ -186,3 +183,61 @@ def test_eq5_frontier_retry_does_not_touch_a_fit_that_solves():
     X, y = _pima_like(0, 150)
     f = _eq5(X, y)
     assert f.info["frontier_margin"] == 1e-6 and "frontier_retries" not in f.info
+
+
+def _docs_example():
+    rng = np.random.default_rng(0)
+    y = np.where(np.arange(120) < 50, 1, -1)
+    X = rng.standard_normal((120, 6)) * np.where(y[:, None] > 0, 0.7, 1.3)
+    X[:, :2] += 0.8 * y[:, None]
+    return X, y
+
+
+@pytest.mark.parametrize("theta", [0.1, 0.2])
+def test_eq5_pinned_to_the_grid_floor_is_flagged(theta):
+    """docs/mempm.md's example at small theta: eq. 5's value rises towards the corner alpha -> 0, so
+    the search stops on its floor alpha = 0.01 — warned and a fact, not returned as an optimum. The
+    floor is checked independently: the value at 0.01 beats 0.02 and the corner's CVXPY value beats it."""
+    from fsframe.errors import ConvergenceWarning
+
+    X, y = _docs_example()
+    with pytest.warns(ConvergenceWarning, match="floor"):
+        m = fsframe.fit(X, y, formulation="mempm", loop="single", mempm_theta=theta)
+    assert m.info["delta_pos"] == pytest.approx(0.01, abs=2e-6)
+    assert m.info["alpha_at_floor"] == 1 and m.facts["alpha_at_floor"] == 1
+    assert m.info["bound"] > theta * 0.02 + (1 - theta) * _largest_beta(X, y, 0.02, 0.01)
+    assert theta * 0.001 + (1 - theta) * _largest_beta(X, y, 0.001, 0.01) > m.info["bound"]
+
+
+def _largest_beta(X, y, alpha, rho):
+    """The largest delta_neg feasible with delta_pos = alpha (CVXPY), with the ridge ``rho`` times the
+    mean within-class variance of a feature (fsframe_mpm.class_moments's)."""
+    P, N = X[y > 0], X[y < 0]
+    S1, S2 = np.cov(P.T, bias=True), np.cov(N.T, bias=True)
+    ridge = rho * (len(P) * np.trace(S1) + len(N) * np.trace(S2)) / X.size
+    A1, A2 = (np.linalg.cholesky(S + ridge * np.eye(X.shape[1])).T for S in (S1, S2))
+    w = cp.Variable(X.shape[1])
+    pr = cp.Problem(cp.Minimize(cp.norm(A2 @ w)), [w @ (P.mean(0) - N.mean(0)) - np.sqrt(alpha / (1 - alpha))
+                                                   * cp.norm(A1 @ w) >= 1])
+    pr.solve(solver="CLARABEL")
+    kb = 1.0 / pr.value
+    return kb * kb / (1 + kb * kb)
+
+
+def test_eq5_interior_optimum_is_not_flagged():
+    X, y = _docs_example()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fsframe.errors.ConvergenceWarning)
+        m = fsframe.fit(X, y, formulation="mempm", loop="single", mempm_theta=0.5)
+    assert m.info["alpha_at_floor"] == 0 and m.info["delta_pos"] > 0.5
+
+
+@pytest.mark.parametrize("kw", [dict(surrogate="exp", loop="dca"), dict(surrogate="exp", loop="single"),
+                                dict(surrogate="log", loop="reweighted-l1")])
+def test_eq5_refuses_a_sparsity_surrogate(kw):
+    """On eq. 5's frontier the feasible hyperplanes are one ray: a surrogate (DCA, reweighting) has
+    nothing to choose among, so it is refused before any solve, naming the way out."""
+    X, y = _pima_like(0, 90)
+    with pytest.raises(fsframe.errors.IncompatibleComponentsError, match="surrogate=None and loop='single'"):
+        fsframe.fit(X, y, formulation="mempm", mempm_theta=0.5, **kw)
+    assert fsframe.fit(X, y, formulation="mempm", surrogate="exp", loop="dca", delta_pos=0.3, delta_neg=0.3).n_selected >= 1
