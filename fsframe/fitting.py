@@ -288,6 +288,8 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     if dense is not None:  # the hinge EM family on arrays (None: not taken, or fell back; info says which)
         return dense
     if "dense_em_fallback" in info:  # a dense step failed: the compiled path, even when from_data=True forced it
+        warnings.warn(f"the dense EM path fell back to the compiled path: {info['dense_em_fallback']} "
+                      "(info['dense_em_fallback']; docs/backends.md)", SolverWarning, stacklevel=4)
         ws = attrs.evolve(ws, from_data=False)
     direct = _from_data(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback)
     if direct is not None:
