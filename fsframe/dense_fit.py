@@ -88,10 +88,12 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
 
     Fallback: when a step of the dense run is not certified OPTIMAL (a step without a solution
     raises whatever the loop's ``raise_on_failure``: the compiled re-run honours it), or the
-    returned model is not when judged again, or (``"auto"`` only) the run raises
-    ``AttributeError`` / :class:`~fsframe.errors.UnsupportedProblemError`, the fit is run again on
-    the compiled path; ``info["dense_em_fallback"]`` says why (the first uncertified step and its
-    own message) and this returns ``None``. The run holds BLAS to one thread, as the compiled
+    returned model is not when judged again, or (``"auto"`` only) the run asks for what only the
+    compiled subproblem has (an ``AttributeError`` of the dense subproblem itself, or an
+    :class:`~fsframe.errors.UnsupportedProblemError`; any other ``AttributeError`` is raised), the
+    fit is run again on the compiled path; ``info["dense_em_fallback"]`` says why (the first
+    uncertified step and its own message), :func:`fsframe.fit` warns with it
+    (:class:`~fsframe.errors.SolverWarning`), and this returns ``None``. The run holds BLAS to one thread, as the compiled
     path's dual QP does."""
     forced = ws.from_data is True
     if ws.from_data is False or (ws.mode is False and not forced) or not _family(res):
@@ -135,8 +137,8 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
             info["dense_em_fallback"] = f"a dense step failed: {exc}"
             return None
         except (AttributeError, UnsupportedProblemError) as exc:
-            if forced:
-                raise
+            if forced or not _needs_compiled(exc, sub):
+                raise  # an AttributeError elsewhere is a bug of the run: not hidden behind a fallback
             # "auto": something in the run needs what only the compiled subproblem has
             info["dense_em_fallback"] = f"the dense run raised {type(exc).__name__}: {exc}"
             return None
@@ -151,6 +153,14 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
     if parts is None:
         info["dense_em_fallback"] = "the returned model is not certified on the full problem"
     return parts
+
+
+def _needs_compiled(exc: Exception, sub: DenseHingeSubproblem) -> bool:
+    """Whether ``exc`` says the run asked for what only the compiled subproblem has: an
+    :class:`~fsframe.errors.UnsupportedProblemError`, or an ``AttributeError`` for an attribute
+    the dense subproblem ``sub`` itself lacks (``exc.obj is sub``); any other ``AttributeError``
+    propagates."""
+    return isinstance(exc, UnsupportedProblemError) or getattr(exc, "obj", None) is sub
 
 
 def _parts(res: Resolved, sub: DenseHingeSubproblem, out, info: dict, aux: AuxSolver) -> dict | None:

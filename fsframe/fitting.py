@@ -250,7 +250,31 @@ def _run_loop(res: Resolved, sub: Subproblem, X, y, aux: AuxSolver, n_features, 
             err = _explained(res.formulation, X, y, exc.status, aux)
             if err is not None:
                 raise err from exc
+            out = _retried(res, sub, n_features, watch, aux, exc)
+            if out is not None:
+                return out
         raise
+
+
+def _retried(res: Resolved, sub: Subproblem, n_features, watch, aux: AuxSolver, failed: SolverFailedError):
+    """The formulation's retries after a first subproblem without a solution (the
+    ``frontier_retries`` protocol: each a restated compiled problem, the formulation's
+    ``built.info`` saying which): the loop's outcome on the first that solves, else ``None``.
+    The failed attempts' statuses join the fit's statuses. MEMPM's ``mempm_theta`` widens its
+    margin inside the frontier (docs/mempm.md)."""
+    retries = getattr(res.formulation, "frontier_retries", None)
+    if retries is None or not sub.is_built:
+        return None
+    for k, base in enumerate(retries(sub.built, sub.compiled.base, sub.compiled)):
+        aux.record(("frontier-retry", k), (failed.status,))
+        sub.install(base)
+        try:
+            return res.loop.run(sub, res.surrogate, n_features=n_features, callback=watch)
+        except SolverFailedError as exc:
+            if exc.partial is None or exc.partial[2] is not None:
+                raise
+            failed = exc
+    return None
 
 
 def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, fast, cone_form,
@@ -264,6 +288,8 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     if dense is not None:  # the hinge EM family on arrays (None: not taken, or fell back; info says which)
         return dense
     if "dense_em_fallback" in info:  # a dense step failed: the compiled path, even when from_data=True forced it
+        warnings.warn(f"the dense EM path fell back to the compiled path: {info['dense_em_fallback']} "
+                      "(info['dense_em_fallback']; docs/backends.md)", SolverWarning, stacklevel=4)
         ws = attrs.evolve(ws, from_data=False)
     direct = _from_data(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback)
     if direct is not None:

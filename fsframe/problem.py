@@ -612,6 +612,11 @@ class Subproblem:
         self._protocol("restate")
         self._restated(self.formulation.restate(self.built, self.compiled.base, self.compiled, params))
 
+    def install(self, base) -> None:
+        """Install ``base``, the compiled problem restated by the formulation itself (a retry of
+        :func:`fsframe.fit`, the ``frontier_retries`` protocol), as :meth:`set_bounds` does."""
+        self._restated(base)
+
     def _protocol(self, name: str) -> None:
         if name not in self.formulation.provides():
             why = restater_mismatch(self.formulation, name)

@@ -13,8 +13,6 @@ The check of a claim that a problem is infeasible or unbounded is :mod:`fsframe.
 
 from __future__ import annotations
 
-import weakref
-
 import attrs
 import numpy as np
 from numpy.typing import NDArray
@@ -22,6 +20,7 @@ from numpy.typing import NDArray
 from .. import exp_cone
 from ..canonical import ProblemData
 from ..enums import Status
+from . import kkt_terms as kt
 
 __all__ = ["Certificate", "certify", "judge_certificate", "reduced_costs", "unexcused_at", "reduced_cost_violations",
            "GAP_FLOOR", "LAGRANGIAN_RTOL", "relative_violation"]
@@ -65,116 +64,6 @@ class Certificate:
         return self.primal_residual <= lim and self.dual_residual <= lim and -lim <= self.gap <= lim
 
 
-def _project_dual_cone(data: ProblemData, z: NDArray) -> NDArray:
-    """``z`` projected onto the dual of ``R_+^l x SOC(q_1) x ... x EXP^k``: the first two are
-    self-dual; the exponential cones' triples onto ``K_exp*`` (:func:`fsframe.exp_cone.project_dual`)."""
-    z = np.array(z, dtype=float, copy=True)
-    if data.l:
-        z[: data.l] = np.maximum(z[: data.l], 0.0)
-    k = data.l
-    for q in data.cones:
-        t, v = z[k], z[k + 1 : k + q]
-        nv = float(np.linalg.norm(v))
-        if nv > t:
-            if nv <= -t:
-                z[k : k + q] = 0.0
-            else:
-                a = 0.5 * (t + nv)
-                z[k] = a
-                z[k + 1 : k + q] = a * v / nv
-        k += q
-    if data.exp:
-        tail = z[k:]
-        inside = exp_cone.in_dual_cone(tail)
-        if not inside.all():
-            z[k:] = np.where(np.repeat(inside, 3), tail, exp_cone.project_dual(tail))
-    return z
-
-
-_ABS: list = []  # (weak reference to a matrix, |matrix|) of the last few matrices seen
-_TRANSPOSED: list = []  # (weak reference to a matrix, its transpose) of the last few matrices seen
-_ROW_MAX: list = []  # (weak reference to a matrix, the largest |entry| of each row, its arrays)
-
-
-def _cached(cache: list, M, make):
-    """``make(M)``, cached for a CSR or CSC ``M`` (a session certifies the same A and G each time)
-    while ``M`` holds the very arrays it was made from: keyed by weak references to ``M`` and to
-    its ``indptr``, ``indices`` and ``data`` (the same objects), so a matrix given new arrays
-    (``M.data = ...``) or a new matrix where a deleted one lived (the same ``id``) is answered
-    afresh, and the cache keeps no problem alive. Other formats (and dense arrays) are made per
-    call: their conversion makes new arrays each time, nothing to check a cache entry against.
-    The arrays' values are not compared: they are read-only (:func:`relative_violation`)."""
-    if getattr(M, "format", None) not in ("csr", "csc"):
-        return make(M)
-    arrays = (M.indptr, M.indices, M.data)
-    cache[:] = [entry for entry in cache if entry[0]() is not None]
-    for i, (r, a, refs) in enumerate(cache):
-        if r() is M:
-            if all(w() is arr for w, arr in zip(refs, arrays)):
-                return a
-            del cache[i]
-            break
-    a = make(M)
-    cache.insert(0, (weakref.ref(M), a, tuple(weakref.ref(arr) for arr in arrays)))
-    del cache[4:]
-    return a
-
-
-def _abs(M):
-    """``|M|`` elementwise, cached by identity."""
-    return _cached(_ABS, M, abs)
-
-
-def _rmatvec(M, v: NDArray) -> NDArray:
-    """``M' v``, the transpose cached by identity: scipy builds (and checks) a new transposed
-    matrix object on every ``M.T`` (~0.1 ms at an EM dual's size, several per certificate, every
-    EM step); the cached one shares ``M``'s arrays."""
-    return _cached(_TRANSPOSED, M, lambda A: A.T) @ v
-
-
-ABS_CACHE_LIMIT = 20_000_000
-"""Matrices with more stored entries than this (240 MB as CSR) are not copied into ``|M|`` (a
-2 000 x 40 000 LP would hold another 1 GB): :func:`_abs_rmatvec` works through them in row blocks
-instead (0.5 s at 8e6 entries, against 0.1 s from the cached copy)."""
-
-
-def _abs_rmatvec(M, v: NDArray) -> NDArray:
-    """``|M|' v`` (``v >= 0``): from the cached ``|M|`` for matrices of at most
-    :data:`ABS_CACHE_LIMIT` entries, else block by block of rows (a CSR matrix), so no copy of a
-    large matrix is kept."""
-    if M.nnz <= ABS_CACHE_LIMIT or M.format != "csr":
-        return _rmatvec(_abs(M), v)
-    out = np.zeros(M.shape[1])
-    step = max(1, int(M.shape[0] * ABS_CACHE_LIMIT // max(M.nnz, 1)))
-    for i in range(0, M.shape[0], step):
-        blk = M[i:i + step]
-        blk.data = np.abs(blk.data)  # the slice is a copy: M is untouched
-        out += blk.T @ v[i:i + step]
-    return out
-
-
-def _row_max(M) -> NDArray:
-    """The largest ``|M_ij|`` of each row (0 for a row without entries)."""
-    M = M.tocsr()
-    out = np.zeros(M.shape[0])
-    filled = np.flatnonzero(np.diff(M.indptr))
-    if filled.size:
-        out[filled] = np.maximum.reduceat(np.abs(M.data), M.indptr[filled])
-    return out
-
-
-def _csr(M) -> tuple:
-    """``(indptr, indices, data)`` of ``M`` in CSR, each row's entries in the order a scipy row
-    selection keeps them: a CSR matrix's own arrays (nothing copied, nothing to cache), another
-    format's converted per call."""
-    Mc = M.tocsr()
-    return Mc.indptr, Mc.indices, Mc.data
-
-
-def _inf(v) -> float:
-    return float(np.max(np.abs(v), initial=0.0)) if np.size(v) else 0.0
-
-
 def _gradient_terms(data: ProblemData, x: NDArray, y: NDArray, z_raw: NDArray):
     """``(grad, Px, A'y, G'z, z)`` at ``x``: the objective's gradient, the multipliers' terms of
     the Lagrangian's gradient, with ``z`` projected onto the dual cone."""
@@ -183,16 +72,10 @@ def _gradient_terms(data: ProblemData, x: NDArray, y: NDArray, z_raw: NDArray):
     if data.has_quadratic_objective:
         Px = data.P @ x
         grad = grad + Px
-    z = _project_dual_cone(data, z_raw)
-    Aty = _rmatvec(data.A, y) if data.A.shape[0] else np.zeros(data.n)
-    Gtz = _rmatvec(data.G, z) if data.G.shape[0] else np.zeros(data.n)
+    z = kt.project_dual_cone(data, z_raw)
+    Aty = kt.rmatvec(data.A, y) if data.A.shape[0] else np.zeros(data.n)
+    Gtz = kt.rmatvec(data.G, z) if data.G.shape[0] else np.zeros(data.n)
     return grad, Px, Aty, Gtz, z
-
-
-def _unexcused(data: ProblemData, r: NDArray) -> NDArray:
-    """Columns whose reduced cost ``r`` no bound excuses: positive with no lower bound, negative
-    with no upper bound (the objective still decreases along them)."""
-    return ((r > 0) & ~np.isfinite(data.lb)) | ((r < 0) & ~np.isfinite(data.ub))
 
 
 def reduced_costs(data: ProblemData, x: NDArray, y: NDArray, z: NDArray,
@@ -206,7 +89,7 @@ def reduced_costs(data: ProblemData, x: NDArray, y: NDArray, z: NDArray,
     x = np.asarray(x, dtype=float)
     grad, _, Aty, Gtz, _ = _gradient_terms(data, x, np.asarray(y, dtype=float), np.asarray(z, dtype=float))
     r = grad + Aty + Gtz
-    grad_scale = max(_inf(grad), _inf(Aty), _inf(Gtz), GAP_FLOOR)
+    grad_scale = max(kt.inf_norm(grad), kt.inf_norm(Aty), kt.inf_norm(Gtz), GAP_FLOOR)
     if not per_column:
         return r, grad_scale
     col = np.maximum(np.maximum(np.abs(grad), np.abs(Aty)), np.abs(Gtz))
@@ -254,23 +137,23 @@ def certify(data: ProblemData, x: NDArray, y: NDArray, z: NDArray) -> Certificat
     lb_fin, ub_fin = np.isfinite(data.lb), np.isfinite(data.ub)
     pos, neg = r > 0, r < 0
     ok_pos, ok_neg = pos & lb_fin, neg & ub_fin
-    bad = _unexcused(data, r)
+    bad = kt.unexcused(data, r)
     t_lb, t_ub = float(r[ok_pos] @ data.lb[ok_pos]), float(r[ok_neg] @ data.ub[ok_neg])
     t_bad = float(r[bad] @ x[bad])
     bound = data.offset - 0.5 * xPx - by - hz + t_lb + t_ub + t_bad
     obj = data.objective(x)
     # the size of every product in L(x, y, z), in absolute values: what rounding errors scale with
     ax, ay, az = np.abs(x), np.abs(y), np.abs(z)
-    mags = np.abs(data.c) + (_abs_rmatvec(data.A, ay) if data.A.shape[0] else 0.0) \
-        + (_abs_rmatvec(data.G, az) if data.G.shape[0] else 0.0)
+    mags = np.abs(data.c) + (kt.abs_rmatvec(data.A, ay) if data.A.shape[0] else 0.0) \
+        + (kt.abs_rmatvec(data.G, az) if data.G.shape[0] else 0.0)
     lagrangian = float(ax @ mags) + float(np.abs(data.b) @ ay) + float(np.abs(data.h) @ az) + abs(data.offset) + xPx
-    Gtz_raw = Gtz if np.array_equal(z, z_raw) else _rmatvec(data.G, z_raw)
-    grad_scale = max(_inf(grad), _inf(Aty), _inf(Gtz), _inf(Gtz_raw), GAP_FLOOR)
-    size = max(lagrangian, grad_scale * _inf(x))
+    Gtz_raw = Gtz if np.array_equal(z, z_raw) else kt.rmatvec(data.G, z_raw)
+    grad_scale = max(kt.inf_norm(grad), kt.inf_norm(Aty), kt.inf_norm(Gtz), kt.inf_norm(Gtz_raw), GAP_FLOOR)
+    size = max(lagrangian, grad_scale * kt.inf_norm(x))
     scale = max(abs(float(data.c @ x)), xPx, abs(data.offset), abs(by), abs(hz), abs(t_lb), abs(t_ub),
                 LAGRANGIAN_RTOL * size, GAP_FLOOR)
     # reduced costs the bounds do not excuse, and the part of G'z carried by z outside its cone
-    dual_res = max(_inf(r[bad]), _inf(Gtz_raw - Gtz)) / grad_scale
+    dual_res = max(kt.inf_norm(r[bad]), kt.inf_norm(Gtz_raw - Gtz)) / grad_scale
     # the gap compares the objective with the dual value; the charge of the reduced costs the
     # bounds do not excuse (t_bad) is what the dual residual measures, so it is left out here
     gap = (obj - (bound - t_bad)) / scale
@@ -324,15 +207,15 @@ def _row_sizes(M, rhs: NDArray, x: NDArray, Mx: NDArray, need: NDArray, lb: NDAr
     with zero coefficients only) is the constant ``0`` against ``rhs_i``: it is sized like a bound,
     ``max(1, |rhs_i|)``, so ``0 <= -1e-13`` is rounding and ``0 <= -1`` a violation of 1."""
     xa = np.abs(x)
-    terms = _abs(M) @ xa if M.nnz <= ABS_CACHE_LIMIT else abs(M) @ xa  # a large |M| is not kept
+    terms = kt.abs_of(M) @ xa if M.nnz <= kt.ABS_CACHE_LIMIT else abs(M) @ xa  # a large |M| is not kept
     # unknown direction: the row's largest coefficient (cached), capped by the problem's scale
-    row_max = _cached(_ROW_MAX, M, _row_max)
-    big = np.minimum(row_max, max(1.0, _inf(rhs), _inf(Mx)))
+    row_max = kt.cached(kt.ROW_MAX, M, kt.row_max)
+    big = np.minimum(row_max, max(1.0, kt.inf_norm(rhs), kt.inf_norm(Mx)))
     rows = np.flatnonzero(need)
     if rows.size:  # violated rows (few at a solver's answer): only the columns that can help
         # the rows' entries gathered from the CSR arrays (a scipy row selection and a new matrix
         # per call cost ~1 ms per EM step, two certificates a step)
-        indptr, indices, data = _csr(M)
+        indptr, indices, data = kt.csr_arrays(M)
         starts = indptr[rows]
         lens = indptr[rows + 1] - starts
         offs = np.cumsum(lens) - lens  # where each row's entries begin in the gathered arrays
@@ -371,7 +254,7 @@ def relative_violation(data: ProblemData, x: NDArray) -> float:
     if data.A.shape[0]:
         Ax = data.A @ x
         r = Ax - data.b
-        ratios.append(_inf(r / _row_sizes(data.A, data.b, x, Ax, np.sign(r), data.lb, data.ub)))
+        ratios.append(kt.inf_norm(r / _row_sizes(data.A, data.b, x, Ax, np.sign(r), data.lb, data.ub)))
     if data.G.shape[0]:
         Gx = data.G @ x
         s = data.h - Gx

@@ -17,8 +17,8 @@ from numpy.typing import NDArray
 
 from ..canonical import ProblemData
 from ..enums import Status
-from .certificate import (GAP_FLOOR, _ROW_MAX, _abs_rmatvec, _cached, _inf, _project_dual_cone, _rmatvec, _row_max,
-                          _unexcused, relative_violation)
+from . import kkt_terms as kt
+from .certificate import GAP_FLOOR, relative_violation
 
 __all__ = ["CLAIMS", "ClaimCheck", "farkas_radius", "check_infeasibility", "check_unboundedness", "feasible_point",
            "FEASIBLE_VIOLATION", "judge_claim", "FARKAS_POLISH_ROUNDS"]
@@ -89,12 +89,12 @@ def _farkas(data: ProblemData, y: NDArray, z: NDArray) -> dict:
     reduced costs ``r = A'y + G'z``, the size of their terms per column, the columns no finite
     bound excuses (``bad``), those of them above the rounding of their own sums, the margin
     ``d`` and the size ``S`` of its terms."""
-    r = (_rmatvec(data.A, y) if data.A.shape[0] else np.zeros(data.n)) \
-        + (_rmatvec(data.G, z) if data.G.shape[0] else 0.0)
-    col = (_abs_rmatvec(data.A, np.abs(y)) if data.A.shape[0] else 0.0) \
-        + (_abs_rmatvec(data.G, np.abs(z)) if data.G.shape[0] else 0.0)
+    r = (kt.rmatvec(data.A, y) if data.A.shape[0] else np.zeros(data.n)) \
+        + (kt.rmatvec(data.G, z) if data.G.shape[0] else 0.0)
+    col = (kt.abs_rmatvec(data.A, np.abs(y)) if data.A.shape[0] else 0.0) \
+        + (kt.abs_rmatvec(data.G, np.abs(z)) if data.G.shape[0] else 0.0)
     col = np.broadcast_to(np.asarray(col, dtype=float), (data.n,))
-    bad = _unexcused(data, r)
+    bad = kt.unexcused(data, r)
     # a sum of k products is known to k * eps of the size of its terms: below that, a reduced cost
     # is zero as far as the arithmetic that formed it can tell
     terms = _column_counts(data)
@@ -125,7 +125,7 @@ def _rhs_sizes(M, rhs: NDArray) -> NDArray:
     verified infeasible)."""
     out = np.abs(rhs)
     if M.shape[0]:
-        out = np.where(_cached(_ROW_MAX, M, _row_max) == 0, np.maximum(out, 1.0), out)
+        out = np.where(kt.cached(kt.ROW_MAX, M, kt.row_max) == 0, np.maximum(out, 1.0), out)
     return out
 
 
@@ -167,7 +167,7 @@ def _polish_farkas(data: ProblemData, y: NDArray, z: NDArray, bad: NDArray, r: N
     if not np.all(np.isfinite(v)):
         return None
     p = data.A.shape[0]
-    return y + v[:p], _project_dual_cone(data, z + v[p:])
+    return y + v[:p], kt.project_dual_cone(data, z + v[p:])
 
 
 def farkas_radius(data: ProblemData, y: NDArray, z: NDArray) -> float:
@@ -400,7 +400,7 @@ def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float, *
     corrected one checked afresh; if all stay local the claim is not verified, and the message
     says the largest radius one of them proves."""
     y = np.asarray(y, dtype=float)
-    z = _project_dual_cone(data, np.asarray(z, dtype=float))
+    z = kt.project_dual_cone(data, np.asarray(z, dtype=float))
     if y.shape != (data.A.shape[0],) or z.shape != (data.G.shape[0],) or not (np.all(np.isfinite(y))
                                                                               and np.all(np.isfinite(z))):
         return False, "the certificate is misshapen or not finite"
@@ -412,7 +412,7 @@ def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float, *
         return bool(g["above"].any()) or not g["radius"] >= max(floor, g["reach"])
 
     # only a certificate within its solver's tolerance is corrected (one far from it is not one)
-    near = _inf(f["r"][f["bad"]]) <= 10 * tol * max(_inf(f["col"]), GAP_FLOOR)
+    near = kt.inf_norm(f["r"][f["bad"]]) <= 10 * tol * max(kt.inf_norm(f["col"]), GAP_FLOOR)
     free = ~np.isfinite(data.lb) & ~np.isfinite(data.ub)
     held = free  # the columns whose reduced costs the corrections cancel
     while near and local(f) and len(seen) <= FARKAS_POLISH_ROUNDS:
@@ -432,12 +432,12 @@ def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float, *
     # not proved: the largest radius any of them proves (each is a true statement)
     f = proof or (max(margin, key=lambda g: g["radius"]) if margin else first)
     d, S, r = f["d"], f["S"], f["r"]
-    res = _inf(r[f["bad"]]) / max(_inf(f["col"]), GAP_FLOOR)
+    res = kt.inf_norm(r[f["bad"]]) / max(kt.inf_norm(f["col"]), GAP_FLOOR)
     what = f"Farkas margin {d / S:.2e} (relative), unexcused reduced costs {res:.2e} (relative)"
     k = next(i for i, g in enumerate(seen) if g is f)
     if k:
         what += (f" after {k} least-norm correction{'s' if k > 1 else ''} of the certificate "
-                 f"(they were {_inf(first['r'][first['bad']]) / max(_inf(first['col']), GAP_FLOOR):.2e})")
+                 f"(they were {kt.inf_norm(first['r'][first['bad']]) / max(kt.inf_norm(first['col']), GAP_FLOOR):.2e})")
     if not margin:
         out = (False, f"{what}: the margin is not positive beyond rounding")
     elif proof is None:
@@ -457,7 +457,7 @@ def check_infeasibility(data: ProblemData, y: NDArray, z: NDArray, tol: float, *
 
 def _project_cone(data: ProblemData, s: NDArray) -> NDArray:
     """``s`` projected onto ``K`` (Moreau: ``s + proj_{K*}(-s)``, the polar of ``K`` being ``-K*``)."""
-    return s + _project_dual_cone(data, -s)
+    return s + kt.project_dual_cone(data, -s)
 
 
 def check_unboundedness(data: ProblemData, dx: NDArray, tol: float) -> tuple[bool, str]:
@@ -469,7 +469,7 @@ def check_unboundedness(data: ProblemData, dx: NDArray, tol: float) -> tuple[boo
     dx = np.asarray(dx, dtype=float)
     if dx.shape != (data.n,) or not np.all(np.isfinite(dx)) or not np.any(dx):
         return False, "the direction is zero, misshapen or not finite"
-    dx = dx / _inf(dx)
+    dx = dx / kt.inf_norm(dx)
     lim = 10 * tol
     cdx = float(data.c @ dx)
     descent = -cdx / max(float(np.abs(data.c) @ np.abs(dx)), GAP_FLOOR)
@@ -479,16 +479,16 @@ def check_unboundedness(data: ProblemData, dx: NDArray, tol: float) -> tuple[boo
         fails.append("the objective does not fall along it")
     viol = 0.0  # the direction's largest absolute violation (||dx||_inf = 1)
     if data.A.shape[0]:
-        va = _inf(data.A @ dx)
-        ra = va / max(_inf(_abs_rmatvec(data.A.T.tocsr(), np.abs(dx))), GAP_FLOOR)
+        va = kt.inf_norm(data.A @ dx)
+        ra = va / max(kt.inf_norm(kt.abs_rmatvec(data.A.T.tocsr(), np.abs(dx))), GAP_FLOOR)
         parts.append(f"|A dx| {ra:.2e}")
         viol = max(viol, va)
         if ra > lim:
             fails.append("it leaves the equality rows")
     if data.G.shape[0]:
         s = -(data.G @ dx)
-        vg = _inf(s - _project_cone(data, s))
-        rg = vg / max(_inf(_abs_rmatvec(data.G.T.tocsr(), np.abs(dx))), GAP_FLOOR)
+        vg = kt.inf_norm(s - _project_cone(data, s))
+        rg = vg / max(kt.inf_norm(kt.abs_rmatvec(data.G.T.tocsr(), np.abs(dx))), GAP_FLOOR)
         parts.append(f"cone violation {rg:.2e}")
         viol = max(viol, vg)
         if rg > lim:
@@ -501,12 +501,12 @@ def check_unboundedness(data: ProblemData, dx: NDArray, tol: float) -> tuple[boo
     # a violation of size v allows a column to be off by about v; at cost up to max|c| per unit,
     # the fall must exceed what that could account for (Clarabel's "dual infeasible" direction of
     # a logistic loss at C = 1e12 falls by 79 from t's that leave their cones by 1e-10 each)
-    slack = 10 * _inf(data.c) * viol
+    slack = 10 * kt.inf_norm(data.c) * viol
     if -cdx <= slack and descent > lim:
         fails.append(f"its fall is within what its violation allows ({slack:.3g})")
     if data.has_quadratic_objective:
         Pdx = data.P @ dx
-        rp = _inf(Pdx) / max(_inf(abs(data.P) @ np.abs(dx)), GAP_FLOOR)
+        rp = kt.inf_norm(Pdx) / max(kt.inf_norm(abs(data.P) @ np.abs(dx)), GAP_FLOOR)
         parts.append(f"|P dx| {rp:.2e}")
         if rp > lim:
             fails.append("the quadratic term grows along it")

@@ -209,6 +209,7 @@ class _LiveLP:
         self.scale = 1.0 / C if C < COST_SCALE_BELOW else 1.0
         self.h = _new_highs(False)  # no banner on standard output (a command's JSON may go there)
         self.h.setOptionValue("solver", solver)
+        self.threads = (options or {}).get("threads")
         for key, val in (options or {}).items():
             if self.h.setOptionValue(key, val) == highspy.HighsStatus.kError:
                 raise InvalidOptionError(f"solve_l1_hinge: HiGHS refused the option {key}={val!r}")
@@ -290,8 +291,15 @@ class _LiveLP:
         return {"b": int(np.flatnonzero(c == -1)[0]), "u": u, "v": v}
 
     def solve(self):
-        self.h.run()
+        ran = self.h.run()
         status = self.h.getModelStatus()
+        if (ran == self.highspy.HighsStatus.kError and status == self.highspy.HighsModelStatus.kNotset
+                and self.threads is not None):
+            raise InvalidOptionError(
+                f"solve_l1_hinge: HiGHS did not run the LP with highs_options threads={self.threads!r} (status Not "
+                "Set): HiGHS keeps one thread scheduler per process, started by the process's first HiGHS solve, "
+                "and refuses a solve asking for another thread count. Give every solve of the process the same "
+                "threads, or leave the option out")
         if status != self.highspy.HighsModelStatus.kOptimal:
             raise SolverFailedError(f"solve_l1_hinge: the restricted LP ({self.rows.size} samples, "
                                     f"{self.feats.size} features) ended {self.h.modelStatusToString(status)}")

@@ -604,11 +604,11 @@ def study_cell(X, y, split, cfg, raise_errors: bool = False) -> FoldRecord:
         context = _shared_search(X, y, split, cfg)
         if isinstance(context, contextlib.nullcontext):
             return _run_fold(X, y, split, cfg, raise_errors)
-        hits = _SEARCHES.hits
-        with context:
+        with context as share:
             rec = _run_fold(X, y, split, cfg, raise_errors)
-        # a replayed search's seconds are the replay's, not the search's: say so in the record
-        return attrs.evolve(rec, facts={**rec.facts, "search_replayed": int(_SEARCHES.hits > hits)})
+        # a replayed search's seconds are the replay's, not the search's: say so in the record (this
+        # cell's own searches, not the memo's process-wide count that other threads' cells move too)
+        return attrs.evolve(rec, facts={**rec.facts, "search_replayed": int(share.replayed > 0)})
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -55,6 +55,9 @@ class FoldRecord:
     backend, backend_version : str or None
         The backend that solved the fit's returned model and its version (``FitResult.backend``;
         ``None``: no solver backend, e.g. RFS's linear systems).
+    solved_by : str or None
+        Without a solver backend, what solved the returned model as its certificate names it
+        (``"dense-hinge"``: the dense EM path; ``"newton"``: EM's Newton steps); else ``None``.
     warnings : tuple of (category, message)
         Warnings raised during this fold.
     curve : tuple of (k, accuracy)
@@ -103,6 +106,7 @@ class FoldRecord:
     facts: dict = attrs.field(factory=dict)
     backend: str | None = None
     backend_version: str | None = None
+    solved_by: str | None = None
     error_type: str | None = None
     error: str | None = None
     solver_status: str | None = None
@@ -159,13 +163,16 @@ class Progress:
 
 def solver_of(folds: Sequence[FoldRecord], configured: str | None) -> str | None:
     """The solver of an evaluation's fits, as reported (``"clarabel 0.11.1"``): the distinct
-    backend-and-version labels of the finished fits (``FoldRecord.backend``), joined by ``", "``;
-    ``None`` when no backend solved any of them (RFS); ``configured`` (the backend the
+    backend-and-version labels of the finished fits (``FoldRecord.backend``), and for fits without
+    a backend the certificate's solver (``FoldRecord.solved_by``: ``"dense-hinge (fsframe's own, no
+    solver backend)"``), joined by ``", "``; ``None`` when nothing named solved any of them (RFS); ``configured`` (the backend the
     configuration selected) when no fit finished."""
     done = [f for f in folds if f.ok]
     if not done:
         return configured
-    labels = sorted({lab for f in done if (lab := solver_label(f.backend, f.backend_version)) is not None})
+    labels = sorted({lab for f in done if (lab := solver_label(f.backend, f.backend_version)) is not None}
+                    | {f"{f.solved_by} (fsframe's own, no solver backend)" for f in done
+                       if f.backend is None and f.solved_by})
     return ", ".join(labels) or None
 
 

@@ -82,7 +82,8 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
                 statuses=tuple(getattr(s, "value", str(s)) for s in res.statuses),
                 seconds=float(res.info.get("seconds", float("nan"))),
                 selected=tuple(int(j) for j in selected), facts=res.facts,
-                backend=res.backend, backend_version=_backend_version(res), y_pred=scores.get("y_pred", y_pred))
+                backend=res.backend, backend_version=_backend_version(res), solved_by=_solved_by(res),
+                y_pred=scores.get("y_pred", y_pred))
             if cfg.extras is not None:  # a study protocol's top-k curve, random-k baseline (evaluation.protocols)
                 rec = cfg.extras.after_fit(rec, res, Xtr, ytr, Xte, yte, split, cfg)
         except (Exception, SystemExit) as exc:  # recorded, counted and reported, never dropped; Ctrl-C
@@ -121,6 +122,16 @@ def _regression_scores(res, Xtr, ytr, Xte, yte, sel_pred, cfg) -> dict:
     return {"r2": r2_score(yte, y_pred), "mse": mse_score(yte, y_pred), "mae": mae_score(yte, y_pred),
             "selector_r2": r2_score(yte, sel_pred), "selector_mse": mse_score(yte, sel_pred),
             "selector_mae": mae_score(yte, sel_pred), "y_pred": y_pred}
+
+
+def _solved_by(res) -> str | None:
+    """What solved a fit without a solver backend, as its certificate names it (the dense EM
+    path's ``"dense-hinge"``, EM's ``"newton"`` steps); ``None`` for a backend's fit."""
+    if res.backend is not None:
+        return None
+    cert = res.certificate if not res.per_class else res.per_class[0].certificate
+    label = (cert or {}).get("backend")
+    return None if not label else str(label)
 
 
 def _backend_version(res) -> str | None:

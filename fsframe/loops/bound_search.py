@@ -159,6 +159,16 @@ class SearchMemo:
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)
 
+    def count(self, *, replayed: bool, partial: bool = False) -> None:
+        """Count one finished search: replayed (a hit), else solved (a miss; ``partial`` when it
+        replayed some visits first). Under the lock, as every other count."""
+        with self._lock:
+            if replayed:
+                self.hits += 1
+            else:
+                self.misses += 1
+                self.partial += bool(partial)
+
     def clear(self) -> None:
         with self._lock:
             self._kept.clear()
@@ -202,8 +212,21 @@ def subproblem_fingerprint(sub) -> str:
 _SHARING: contextvars.ContextVar = contextvars.ContextVar("bound_search_sharing", default=None)
 
 
+@attrs.define
+class SharedSearches:
+    """What the searches inside one :func:`sharing_visits` block did (the object the block
+    yields): ``replayed`` and ``solved`` count its own searches, whatever other threads or
+    interleaved blocks do with the same memo meanwhile (the memo's ``hits`` and ``misses`` are
+    the process's totals)."""
+
+    memo: SearchMemo
+    key: object
+    replayed: int = 0
+    solved: int = 0
+
+
 @contextlib.contextmanager
-def sharing_visits(memo: SearchMemo, key) -> Iterator[None]:
+def sharing_visits(memo: SearchMemo, key) -> Iterator[SharedSearches]:
     """Within this block a :class:`BoundSearch` with ``search="bisection"`` records its visits in
     ``memo`` under ``key`` (hashable), or replays those recorded there by a search equal to it but
     for ``criterion``, with the same slot weights (the L1 weights ``phi'(0)``: 1 with the ``l1``
@@ -214,10 +237,12 @@ def sharing_visits(memo: SearchMemo, key) -> Iterator[None]:
     (:func:`subproblem_fingerprint`; a mismatch is solved afresh and counted in ``memo.refused``),
     and the loop's fields, the weights and the formulation (``==``) agree. Replayed visits are
     checked point by point against the ones the search asks for (a search that asks for another point solves from there on). The
-    answer is the one a search without the memo returns; the history's seconds are the replay's."""
-    token = _SHARING.set((memo, key))
+    answer is the one a search without the memo returns; the history's seconds are the replay's.
+    Yields the block's own account (:class:`SharedSearches`)."""
+    share = SharedSearches(memo, key)
+    token = _SHARING.set(share)
     try:
-        yield
+        yield share
     finally:
         _SHARING.reset(token)
 
@@ -365,7 +390,7 @@ class BoundSearch(OuterLoop):
         shared = _SHARING.get() if self.search == "bisection" else None  # the grid's refinement follows the criterion
         if shared is not None:
             st.fingerprint = subproblem_fingerprint(sub)
-            st.replay, st.record = shared[0].get(shared[1], self, st.lin, sub.formulation, st.fingerprint), []
+            st.replay, st.record = shared.memo.get(shared.key, self, st.lin, sub.formulation, st.fingerprint), []
         p0 = self.delta_pos0
         if p0 >= lim[0]:
             raise InfeasibleParameterError(
@@ -402,13 +427,13 @@ class BoundSearch(OuterLoop):
                 + ("; raise max_iter" if reason.startswith("max_iter") else "; start lower"),
                 parameter="delta_pos0", value=p0, limit=lim[0])
         if shared is not None:
-            memo, key = shared
-            if st.replay is not None and st.n_replayed == len(st.record) == len(st.replay):
-                memo.hits += 1
+            replayed = st.replay is not None and st.n_replayed == len(st.record) == len(st.replay)
+            shared.memo.count(replayed=replayed, partial=st.n_replayed > 0)
+            if replayed:
+                shared.replayed += 1
             else:
-                memo.misses += 1
-                memo.partial += st.n_replayed > 0
-                memo.put(key, self, st.lin, st.record, sub.formulation, st.fingerprint)
+                shared.solved += 1
+                shared.memo.put(shared.key, self, st.lin, st.record, sub.formulation, st.fingerprint)
         return Finish(converged, reason, self._choose(st))
 
     def _two(self, st: "_Search", lim):

@@ -19,13 +19,15 @@ bounds by changing two numbers of ``A`` in numpy.
 
 from __future__ import annotations
 
+import warnings
+
 import attrs
 import numpy as np
 from attrs.validators import ge, instance_of, le, optional
 
 from fsframe import AuxSolver, BuiltModel, Formulation, MethodSpec, ProblemClass, Status, hookimpl
 from fsframe.canonical import ProblemData
-from fsframe.errors import InfeasibleParameterError, InvalidOptionError, SolverFailedError
+from fsframe.errors import ConvergenceWarning, InfeasibleParameterError, InvalidOptionError, SolverFailedError
 from fsframe.pyomo_ext import LinearMap, add_soc, add_sparsity_slot, var_list
 from fsframe.validators import finite, to_float
 from fsframe_mpm import (DEFAULT_DELTA_FRACTION, DEFAULT_RHO, ClassMoments, add_margin_rows, bound_report,
@@ -107,6 +109,18 @@ FRONTIER_MARGIN = 1e-6
 """How far below the largest ``kappa(delta_neg)`` :func:`mempm_bounds` places its ``delta_neg``
 (relatively): at the largest value itself 001 eq. 5's feasible set is a single ray, which a solver
 may call infeasible."""
+
+RETRY_MARGINS = (1e-5, 1e-4, 1e-3, 1e-2)
+"""The wider margins a ``mempm_theta`` fit retries, in turn, when its model stated at
+:data:`FRONTIER_MARGIN` ends without a solution (a singular class covariance, ``rho=0`` with a class
+smaller than the features, makes the thin feasible set numerically infeasible): each retry restates
+``delta_neg`` in numpy (:meth:`MEMPMFormulation.frontier_retries`); ``info["frontier_margin"]`` says
+which margin the returned hyperplane was solved at."""
+
+
+def frontier_delta(b_max: float, margin: float) -> float:
+    """``delta_neg`` a relative ``margin`` inside the frontier ``b_max`` (in ``kappa``)."""
+    return delta_of(kappa_of(b_max) * (1.0 - margin)) if b_max > 0.0 else b_max
 
 
 def mempm_bounds(mom: ClassMoments, theta: float, aux: AuxSolver, limit: float,
@@ -205,7 +219,8 @@ class MEMPMFormulation(Formulation):
 
     name = "mempm"
     data_facts = ("delta", "delta_pos", "delta_neg", "kappa_pos", "kappa_neg", "bound", "delta_max", "kappa_max",
-                  "ridge", "delta_neg_max", "mempm_socps")  # the bounds chosen, the largest the data admit
+                  "ridge", "delta_neg_max", "mempm_socps",  # the bounds chosen, the largest the data admit
+                  "frontier_margin", "frontier_retries", "alpha_at_floor")  # mempm_theta's line search
     dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
                     "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
                     "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")
@@ -222,6 +237,14 @@ class MEMPMFormulation(Formulation):
 
     def problem_class(self, terms):
         return ProblemClass.SOCP
+
+    @property
+    def sparse(self) -> bool:  # type: ignore[override]
+        """With ``mempm_theta`` the model is stated on eq. 5's frontier, where the feasible
+        hyperplanes are one ray up to scale: a sparsity surrogate has nothing to choose among, so
+        :func:`fsframe.fit` refuses one (and with it a DCA, EM or reweighting loop) and asks for
+        ``surrogate=None, loop="single"``."""
+        return self.mempm_theta is None
 
     def _bounds(self) -> tuple[float | None, float | None]:
         """``(delta_pos, delta_neg)`` as given (``None``: a fraction of ``delta_max``)."""
@@ -288,12 +311,13 @@ class MEMPMFormulation(Formulation):
                     f"{self.name}: 001 eq. 5 is unbounded in delta_neg at delta_pos={a:.4g}: class -1's "
                     "covariance is singular along a direction that separates the classes; give rho > 0",
                     parameter="rho", value=self.rho, limit=b_max)
-            b = delta_of(kappa_of(b_max) * (1.0 - FRONTIER_MARGIN)) if b_max > 0.0 else b_max
+            b = frontier_delta(b_max, FRONTIER_MARGIN)
             if not 0.0 < b < 1.0:
                 raise InfeasibleParameterError(
                     f"{self.name}: 001 eq. 5 has no hyperplane with delta_neg > 0 at its best delta_pos={a:.4g} "
                     "(the class means coincide?)", parameter="mempm_theta", value=self.mempm_theta, limit=b_max)
-            eq5 = {"bound": value, "delta_neg_max": b_max, "mempm_socps": n_socps}
+            eq5 = {"bound": value, "delta_neg_max": b_max, "mempm_socps": n_socps, "frontier_margin": FRONTIER_MARGIN,
+                   "alpha_at_floor": int(self._at_floor(a, lim_a))}
         n = mom.n
         split = bool(terms & {"lin", "lin_w"})
         model = pyo.ConcreteModel(name=f"{self.name}(delta_pos={a:.4g}, delta_neg={b:.4g})")
@@ -324,6 +348,23 @@ class MEMPMFormulation(Formulation):
         return BuiltModel(model=model, slot=slot, intercept=LinearMap(np.array([[-1.0]]), [model.b]),
                           coef_shape=(n,), info=info)
 
+    def _at_floor(self, a: float, lim_a: float) -> bool:
+        """Whether eq. 5's line search ended on its first grid point (``delta_pos`` =
+        :data:`BOUND_GRID_STEP`, up to the golden section's tolerance): the value still rises
+        towards the corner ``delta_pos -> 0`` that the search leaves out (small ``mempm_theta``
+        favours ``delta_neg``), so the answer is the search's floor, not an optimum of eq. 5 —
+        warned, and ``info["alpha_at_floor"]`` is 1."""
+        if lim_a <= BOUND_GRID_STEP or a > BOUND_GRID_STEP + 2e-6:
+            return False
+        warnings.warn(
+            f"{self.name}: mempm_theta={self.mempm_theta:g}: 001 eq. 5's line search ended at its floor "
+            f"delta_pos={a:g} (the first grid point): theta * delta_pos + (1 - theta) * delta_neg still rises "
+            "towards the corner delta_pos -> 0 (a classifier with no guarantee for class +1), which the search "
+            "leaves out; the hyperplane returned is at that floor, not at an optimum of eq. 5 "
+            "(info['alpha_at_floor'] = 1). A larger mempm_theta balances the classes", ConvergenceWarning,
+            stacklevel=2)
+        return True
+
     def limits(self, lim_a: float, lim_b: float, delta_max: float) -> dict:
         """``BuiltModel.info["bound_limits"]``: the supremum of each bound parameter."""
         return {"delta_pos": lim_a, "delta_neg": lim_b}
@@ -332,18 +373,36 @@ class MEMPMFormulation(Formulation):
         """``(kappa_1, kappa_2)`` of the two bound rows for the bound parameters ``bounds``."""
         return kappa_of(bounds["delta_pos"]), kappa_of(bounds["delta_neg"])
 
+    def frontier_retries(self, built, base, compiled):
+        """The fit's retries after a failed first solve (the ``frontier_retries`` protocol of
+        :func:`fsframe.fit`): with ``mempm_theta``, ``base`` restated at ``delta_neg`` each of
+        :data:`RETRY_MARGINS` inside the frontier in turn (the same ``delta_pos``), ``built.info``
+        updated to match (``frontier_margin``, ``frontier_retries``). Nothing without
+        ``mempm_theta`` (given bounds are the user's: a failure there is reported)."""
+        if self.mempm_theta is None:
+            return
+        a, b_max = built.info["delta_pos"], built.info["delta_neg_max"]
+        for k, margin in enumerate(RETRY_MARGINS, 1):
+            b = frontier_delta(b_max, margin)
+            restated = self._kappas_restated(built, base, compiled, {"delta_pos": a, "delta_neg": b})
+            built.info.update(frontier_margin=margin, frontier_retries=k)
+            yield restated
+
     def with_bounds(self, built, base, compiled, bounds):
         """``base`` with the bound rows' coefficients ``kappa_k`` replaced (001 eq. 6 for new
         bounds): two entries of ``A`` change, found as the entries of the ``r_k`` columns in the
         rows that also hold ``b`` (a cone's auxiliary definition holds ``r_k`` but not ``b``); the
         Params ``model.kappa`` are set too, so the Pyomo model states the problem the next solve
         sees."""
-        import scipy.sparse as sp
-
         if self.mempm_theta is not None:
             raise InvalidOptionError(
                 f"{self.name}: mempm_theta={self.mempm_theta:g} chooses the bounds itself (001 eq. 5); a loop that "
                 "varies them (the bound search) cannot be combined with it: use loop='single'")
+        return self._kappas_restated(built, base, compiled, bounds)
+
+    def _kappas_restated(self, built, base, compiled, bounds):
+        import scipy.sparse as sp
+
         for name, value in bounds.items():
             if name not in self.bound_params or not (0.0 < float(value) < 1.0):
                 raise ValueError(f"{self.name}: bound {name}={value!r}: the bounds are {self.bound_params}, in (0, 1)")

@@ -561,3 +561,26 @@ def test_on_badly_scaled_x_a_guess_is_as_good_or_warns():
         if res.objective > ref.objective * (1 + 1e-9):
             assert res.certificate["status"] == "optimal_inaccurate"
             assert any(issubclass(w.category, SolverWarning) for w in caught)
+
+
+@pytest.mark.parametrize("guess", [None, "subsample"])
+def test_highs_threads_unlike_the_process_scheduler_is_a_typed_error(guess):
+    """HiGHS keeps one thread scheduler per process (started by its first solve): an LP asking for
+    another ``threads`` does not run (model status Not Set, the reviewer's ``solver="ipm"``,
+    ``{"threads": 1}`` in the subsample guess). Of threads 1 and 2 at least one differs from this
+    process's scheduler: it is an InvalidOptionError naming the option, never a SolverFailedError
+    "ended Not Set"; one that runs is the LP's optimum (SciPy's linprog). Planted (no check):
+    SolverFailedError "ended Not Set"."""
+    X, y = _data(35, 60, 200)
+    solve_l1_hinge(X, y, 1.0, guess=None)  # the process's scheduler is started (if no test did)
+    want = _full_lp(X, y, 1.0, np.ones(200))[0]
+    refused = 0
+    for threads in (1, 2):
+        try:
+            r = solve_l1_hinge(X, y, 1.0, guess=guess, solver="ipm", highs_options={"threads": threads})
+        except InvalidOptionError as exc:
+            assert f"threads={threads}" in str(exc) and "Not Set" in str(exc)
+            refused += 1
+        else:
+            assert r.objective == pytest.approx(want, rel=1e-8)
+    assert refused >= 1

@@ -139,3 +139,23 @@ def test_yes_no_facts_are_counted_not_averaged(mpm_data):
     assert "ranking only in 3 of 4 folds" in text and "ranking_only 1" not in text
     d = res.to_dict()
     assert d["flags"] == {"ranking_only": 3} and "ranking_only" not in d["facts"]
+
+
+def test_compare_footer_names_what_solved_a_fit_without_a_backend():
+    """The dense EM path's fits have no solver backend (``result.backend`` is None); the footer
+    names what solved them from their certificate, beside the backends' fits (RFS's linear systems:
+    "numpy", as its certificate says). Planted
+    (``FoldRecord.solved_by`` never set): the footer says "none (no solver backend)" for em-l0."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((70, 8))
+    y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.standard_normal(70) > 0, 1, 0)
+    one = fsframe.fit(X, y, method="em-l0")
+    assert one.backend is None and one.certificate["backend"] == "dense-hinge"  # the dense path took it
+    cmp = ev.compare(X, y, methods=["em-l0", "l1-svm"], cv=3)
+    text = " ".join(cmp.report().split())  # the footer wraps
+    assert "dense-hinge (fsframe's own, no solver backend)" in text and "highs" in text
+    assert "none (no solver backend)" not in text
+    assert [f.solved_by for f in cmp.results[0].folds] == ["dense-hinge"] * 3
+    assert all(f.solved_by is None and f.backend == "highs" for f in cmp.results[1].folds)
+    rfs = ev.compare(X, y, methods=["rfs"], cv=3)
+    assert "solver numpy (fsframe's own, no solver backend)" in " ".join(rfs.report().split())

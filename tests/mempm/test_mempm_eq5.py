@@ -130,10 +130,7 @@ def test_the_golden_section_refines_beyond_the_grid():
     from fsframe_mempm import BOUND_GRID_STEP, largest_delta_neg, mempm_bounds, one_sided_limits
     from fsframe_mpm.moments import class_moments
 
-    rng = np.random.default_rng(0)
-    y = np.where(np.arange(120) < 50, 1, -1)
-    X = rng.standard_normal((120, 6)) * np.where(y[:, None] > 0, 0.7, 1.3)
-    X[:, :2] += 0.8 * y[:, None]
+    X, y = _docs_example()
     mom = class_moments(X, y, 0.01)
     aux = fsframe.AuxSolver.default(fsframe.ProblemClass.SOCP)
     limit = one_sided_limits(mom)[0]
@@ -142,3 +139,105 @@ def test_the_golden_section_refines_beyond_the_grid():
     on_grid = max(0.5 * a + 0.5 * largest_delta_neg(mom, float(a), aux) for a in grid)
     assert bound > on_grid + 5e-6
     assert abs(alpha / BOUND_GRID_STEP - round(alpha / BOUND_GRID_STEP)) > 1e-3  # not a grid point
+
+
+def _tiny_positive_class(seed):
+    """``rho = 0`` with 4 samples of class +1 in 6 features: a singular covariance that makes the
+    model stated 1e-6 inside eq. 5's frontier numerically infeasible (ECOS: infeasible or numerical
+    error in 11 of seeds 0-11)."""
+    rng = np.random.default_rng(seed)
+    y = np.where(np.arange(40) < 4, 1.0, -1.0)
+    X = rng.standard_normal((40, 6))
+    X[:, 0] += y
+    return X, y
+
+
+@pytest.mark.parametrize("seed", [0, 1, 8])
+def test_eq5_frontier_margin_widens_after_a_failed_solve(seed):
+    """The failed solve at the margin is retried at wider margins (fsframe_mempm.RETRY_MARGINS),
+    and the fit says which one solved; the hyperplane returned attains the stated bounds, checked
+    in numpy on the ML covariances (001 eq. 6's rows 1-2). Planted (no retries): SolverFailedError."""
+    from fsframe_mempm import FRONTIER_MARGIN, RETRY_MARGINS
+
+    X, y = _tiny_positive_class(seed)
+    f = _eq5(X, y)
+    assert f.info["frontier_margin"] in RETRY_MARGINS and f.info["frontier_margin"] > FRONTIER_MARGIN
+    assert f.info["frontier_margin"] == RETRY_MARGINS[f.info["frontier_retries"] - 1]
+    assert f.facts["frontier_retries"] == f.info["frontier_retries"]
+    assert f.certificate["status"] in ("optimal", "optimal_inaccurate")
+    failed = [s for s in f.statuses if not s.ok]  # the failed attempts are reported, one per retry
+    assert len(failed) == f.info["frontier_retries"]
+    w, off = np.asarray(f.coef).ravel(), -float(f.intercept)
+    P, N = X[y > 0], X[y < 0]
+    s1, s2 = (np.sqrt(w @ np.cov(Z.T, bias=True) @ w) for Z in (P, N))
+    k_pos, k_neg = (np.sqrt(d / (1 - d)) for d in (f.info["delta_pos"], f.info["delta_neg"]))
+    tol = 1e-7 * (1.0 + np.linalg.norm(w))  # the solver's feasibility, relative to |w| (up to 1e5 here)
+    assert w @ P.mean(0) - off >= k_pos * s1 - tol
+    assert off - w @ N.mean(0) >= k_neg * s2 - tol
+    # delta_neg is the frontier's, the retried margin inside it (in kappa)
+    k_max = np.sqrt(f.info["delta_neg_max"] / (1 - f.info["delta_neg_max"]))
+    assert k_neg == pytest.approx(k_max * (1 - f.info["frontier_margin"]), rel=1e-12)
+
+
+def test_eq5_frontier_retry_does_not_touch_a_fit_that_solves():
+    X, y = _pima_like(0, 150)
+    f = _eq5(X, y)
+    assert f.info["frontier_margin"] == 1e-6 and "frontier_retries" not in f.info
+
+
+def _docs_example():
+    rng = np.random.default_rng(0)
+    y = np.where(np.arange(120) < 50, 1, -1)
+    X = rng.standard_normal((120, 6)) * np.where(y[:, None] > 0, 0.7, 1.3)
+    X[:, :2] += 0.8 * y[:, None]
+    return X, y
+
+
+@pytest.mark.parametrize("theta", [0.1, 0.2])
+def test_eq5_pinned_to_the_grid_floor_is_flagged(theta):
+    """docs/mempm.md's example at small theta: eq. 5's value rises towards the corner alpha -> 0, so
+    the search stops on its floor alpha = 0.01 — warned and a fact, not returned as an optimum. The
+    floor is checked independently: the value at 0.01 beats 0.02 and the corner's CVXPY value beats it."""
+    from fsframe.errors import ConvergenceWarning
+
+    X, y = _docs_example()
+    with pytest.warns(ConvergenceWarning, match="floor"):
+        m = fsframe.fit(X, y, formulation="mempm", loop="single", mempm_theta=theta)
+    assert m.info["delta_pos"] == pytest.approx(0.01, abs=2e-6)
+    assert m.info["alpha_at_floor"] == 1 and m.facts["alpha_at_floor"] == 1
+    assert m.info["bound"] > theta * 0.02 + (1 - theta) * _largest_beta(X, y, 0.02, 0.01)
+    assert theta * 0.001 + (1 - theta) * _largest_beta(X, y, 0.001, 0.01) > m.info["bound"]
+
+
+def _largest_beta(X, y, alpha, rho):
+    """The largest delta_neg feasible with delta_pos = alpha (CVXPY), with the ridge ``rho`` times the
+    mean within-class variance of a feature (fsframe_mpm.class_moments's)."""
+    P, N = X[y > 0], X[y < 0]
+    S1, S2 = np.cov(P.T, bias=True), np.cov(N.T, bias=True)
+    ridge = rho * (len(P) * np.trace(S1) + len(N) * np.trace(S2)) / X.size
+    A1, A2 = (np.linalg.cholesky(S + ridge * np.eye(X.shape[1])).T for S in (S1, S2))
+    w = cp.Variable(X.shape[1])
+    pr = cp.Problem(cp.Minimize(cp.norm(A2 @ w)), [w @ (P.mean(0) - N.mean(0)) - np.sqrt(alpha / (1 - alpha))
+                                                   * cp.norm(A1 @ w) >= 1])
+    pr.solve(solver="CLARABEL")
+    kb = 1.0 / pr.value
+    return kb * kb / (1 + kb * kb)
+
+
+def test_eq5_interior_optimum_is_not_flagged():
+    X, y = _docs_example()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fsframe.errors.ConvergenceWarning)
+        m = fsframe.fit(X, y, formulation="mempm", loop="single", mempm_theta=0.5)
+    assert m.info["alpha_at_floor"] == 0 and m.info["delta_pos"] > 0.5
+
+
+@pytest.mark.parametrize("kw", [dict(surrogate="exp", loop="dca"), dict(surrogate="exp", loop="single"),
+                                dict(surrogate="log", loop="reweighted-l1")])
+def test_eq5_refuses_a_sparsity_surrogate(kw):
+    """On eq. 5's frontier the feasible hyperplanes are one ray: a surrogate (DCA, reweighting) has
+    nothing to choose among, so it is refused before any solve, naming the way out."""
+    X, y = _pima_like(0, 90)
+    with pytest.raises(fsframe.errors.IncompatibleComponentsError, match="surrogate=None and loop='single'"):
+        fsframe.fit(X, y, formulation="mempm", mempm_theta=0.5, **kw)
+    assert fsframe.fit(X, y, formulation="mempm", surrogate="exp", loop="dca", delta_pos=0.3, delta_neg=0.3).n_selected >= 1

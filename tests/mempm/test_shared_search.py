@@ -187,3 +187,62 @@ def test_memo_keeps_no_raw_answer(data):
     (visits,) = [entry[3] for entry in memo._kept.values()]
     assert visits and all(it.result.raw is None for _, it in visits)
     assert all(it.coef is not None for _, it in visits if it.status.value == "optimal")
+
+
+def test_search_replayed_is_each_cells_own_with_two_threads(data, monkeypatch):
+    """``facts["search_replayed"]`` says whether *this* cell's search was replayed: a cell that
+    solved its own search while another thread's cell replayed one (the memo's process-wide hit
+    count rising meanwhile) records 0. The threads are interleaved deterministically: cell A solves
+    its search, cell B replays a recorded one, then A's cell finishes. Planted (the fact from the
+    memo's global hit count, as before): A records 1."""
+    import threading
+
+    from fsframe.evaluation import protocols
+    from fsframe.evaluation.config import _make_config
+    from fsframe.evaluation.splits import make_splits
+
+    X, y = data
+    s0, s1 = make_splits(y, 0.3, repeats=2, random_state=0)[0][:2]
+
+    def cfg(criterion):
+        return _make_config(f"c{criterion}", {"method": "fs-mpm", "criterion": criterion}, n_features=None,
+                            scale="standard", retrain=None, retrain_C=1.0, n_columns=X.shape[1],
+                            n_samples=X.shape[0])
+
+    solved, replayed = threading.Event(), threading.Event()
+    real = protocols._run_fold
+
+    def run_fold(*a, **kw):
+        rec = real(*a, **kw)
+        if threading.current_thread().name == "A":  # A has solved its search: let B replay, then finish
+            solved.set()
+            assert replayed.wait(120)
+        return rec
+
+    monkeypatch.setattr(protocols, "_run_fold", run_fold)
+    protocols.clear_search_memo()
+    got = {}
+
+    def cell(name, split, criterion, after=None):
+        if after is not None:
+            assert after.wait(120)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got[name] = protocols.study_cell(X, y, split, cfg(criterion), raise_errors=True)
+        if name == "B":
+            replayed.set()
+
+    try:
+        cell("C", s0, 1)  # records split 0's search
+        threads = [threading.Thread(target=cell, name="A", args=("A", s1, 1)),
+                   threading.Thread(target=cell, name="B", args=("B", s0, 2, solved))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(240)
+        info = protocols.search_memo_info()
+    finally:
+        protocols.clear_search_memo()
+    assert {k: got[k].facts["search_replayed"] for k in "ABC"} == {"A": 0, "B": 1, "C": 0}
+    assert (info["hits"], info["misses"]) == (1, 2)
+    assert all(got[k].ok for k in "ABC")

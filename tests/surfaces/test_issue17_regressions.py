@@ -98,7 +98,7 @@ def test_backend_reported_is_the_one_that_solved():
     assert (rfs.backend, rfs.info["backend_version"]) == (None, None)
     assert "; no solver backend" in rfs.summary() and "; backend clarabel" in dso.summary()
     # cross-validation and its table say the same (one finished fit each suffices)
-    for method, label in (("dso-fs", f"solver clarabel {clarabel}"), ("rfs", "solver none (no solver backend)")):
+    for method, label in (("dso-fs", f"solver clarabel {clarabel}"), ("rfs", "solver numpy (fsframe's own, no solver backend)")):
         res = fsframe.compare(X, y, methods=[method], cv=2, random_state=0)
         assert label in res.report().replace("\n", " "), res.report()
         assert {f.backend for f in res.results[0].folds} == {dso.backend if method == "dso-fs" else None}

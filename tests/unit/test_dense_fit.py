@@ -324,17 +324,40 @@ def test_a_subclass_of_em_keeps_the_compiled_path():
         _fit_resolved(res, X, y, DENSE, n_features=3)
 
 
-@pytest.mark.parametrize("exc", [AttributeError("planted"), UnsupportedProblemError("planted")])
-def test_auto_falls_back_when_the_dense_run_cannot_go_on(monkeypatch, exc):
+def _needs_compiled_only(self, **kw):  # asks the dense subproblem for what only the compiled one has
+    return self.model_loss(None)
+
+
+def _raises_unsupported(self, **kw):
+    raise UnsupportedProblemError("planted")
+
+
+@pytest.mark.parametrize("solve, why", [(_needs_compiled_only, "AttributeError: 'DenseHingeSubproblem' object has "
+                                         "no attribute 'model_loss'"), (_raises_unsupported, "UnsupportedProblemError: "
+                                                                                           "planted")])
+def test_auto_falls_back_when_the_dense_run_cannot_go_on(monkeypatch, solve, why):
+    """What the fallback is for — the run needs what only the compiled subproblem has — falls back,
+    visibly: a SolverWarning naming it and info["dense_em_fallback"]."""
     X, y = _instance(3, m=80, n=15)
     ref = _fit(X, y, "em-l0", COMPILED, n_features=3)
+    monkeypatch.setattr(DenseHingeSubproblem, "solve", solve)
+    with pytest.warns(fsframe.errors.SolverWarning, match="fell back to the compiled path"):
+        r = fsframe.fit(X, y, method="em-l0", n_features=3)
+    assert r.info["dense_em_fallback"] == f"the dense run raised {why}"
+    assert "solver_path" not in r.info and np.array_equal(r.selected, ref.selected)
+    with pytest.raises((AttributeError, UnsupportedProblemError)):  # forced: raised as it is
+        _fit(X, y, "em-l0", DENSE, n_features=3)
+
+
+def test_auto_does_not_hide_an_attribute_error_of_the_dense_run(monkeypatch):
+    """An AttributeError that is not the dense subproblem's missing attribute is a bug in the dense
+    path: raised, not hidden behind a silent compiled re-run. Planted (the old catch of every
+    AttributeError): the fit falls back and returns."""
+    X, y = _instance(3, m=80, n=15)
 
     def solve(self, **kw):
-        raise exc
+        return None.weights  # a bug inside the dense run
 
     monkeypatch.setattr(DenseHingeSubproblem, "solve", solve)
-    r = _fit(X, y, "em-l0", n_features=3)
-    assert r.info["dense_em_fallback"] == f"the dense run raised {type(exc).__name__}: planted"
-    assert "solver_path" not in r.info and np.array_equal(r.selected, ref.selected)
-    with pytest.raises(type(exc), match="planted"):  # forced: raised as it is
-        _fit(X, y, "em-l0", DENSE, n_features=3)
+    with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'weights'"):
+        _fit(X, y, "em-l0", n_features=3)

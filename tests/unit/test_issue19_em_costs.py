@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from fsframe.backends import ProblemData, certificate
+from fsframe.backends import ProblemData, certificate, kkt_terms
 from fsframe.canonical import Auxiliaries
 
 
@@ -90,11 +90,11 @@ def test_certificates_with_cached_transposes_equal_fresh_ones(monkeypatch):
         G.data = G.data * np.random.default_rng(seed).uniform(0.5, 2.0, G.data.size)
         problems.append(data.evolve(G=G))
     made = []
-    cached = certificate._cached
-    monkeypatch.setattr(certificate, "_cached", lambda cache, M, make: cached(cache, M, lambda A: made.append(
-        cache is certificate._TRANSPOSED) or make(A)))
+    cached = kkt_terms.cached
+    monkeypatch.setattr(kkt_terms, "cached", lambda cache, M, make: cached(cache, M, lambda A: made.append(
+        cache is kkt_terms.TRANSPOSED) or make(A)))
     got = [certificate.certify(p, x, y, z) for p in problems]
-    monkeypatch.setattr(certificate, "_rmatvec", lambda M, v: M.T @ v)  # fresh transposes
+    monkeypatch.setattr(kkt_terms, "rmatvec", lambda M, v: M.T @ v)  # fresh transposes
     for p, cert in zip(problems, got):
         fresh = certificate.certify(p, x, y, z)
         for field in ("primal_residual", "dual_residual", "dual_bound", "gap"):
@@ -108,8 +108,8 @@ def _row_sizes_by_selection(M, rhs, x, Mx, need, lb, ub):
     rows selected from ``M`` by scipy and a new matrix of their weighted entries (the reference)."""
     xa = np.abs(x)
     terms = abs(M) @ xa
-    row_max = certificate._row_max(M)
-    big = np.minimum(row_max, max(1.0, certificate._inf(rhs), certificate._inf(Mx)))
+    row_max = kkt_terms.row_max(M)
+    big = np.minimum(row_max, max(1.0, kkt_terms.inf_norm(rhs), kkt_terms.inf_norm(Mx)))
     rows = np.flatnonzero(need)
     if rows.size:
         R = M.tocsr()[rows]
@@ -117,7 +117,7 @@ def _row_sizes_by_selection(M, rhs, x, Mx, need, lb, ub):
         down = np.repeat(need[rows] > 0, np.diff(R.indptr))
         room = np.where(down == (v > 0), x[cols] - lb[cols], ub[cols] - x[cols])
         move = np.minimum(np.maximum(1.0, xa[cols]), np.maximum(room, 0.0))
-        big[rows] = certificate._row_max(sp.csr_matrix((np.abs(v) * move, cols, R.indptr), shape=R.shape))
+        big[rows] = kkt_terms.row_max(sp.csr_matrix((np.abs(v) * move, cols, R.indptr), shape=R.shape))
     big[row_max == 0] = 1.0
     return np.maximum(np.maximum(np.abs(rhs), terms), np.maximum(big, certificate.GAP_FLOOR))
 
@@ -182,4 +182,4 @@ def test_row_sizes_cache_follows_the_matrix_arrays_and_survives_id_reuse():
     assert len(ids) < 40  # the loop did reuse an id (else it tests nothing)
     C = sp.random(m, n, density=0.3, random_state=4, format="coo")
     check(C)
-    assert not any(r() is C for r, *_ in certificate._ROW_MAX)  # converted per call, not cached
+    assert not any(r() is C for r, *_ in kkt_terms.ROW_MAX)  # converted per call, not cached
