@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -43,6 +44,7 @@ def _grid_fits(X, y, split, cfg) -> list:
     ya = y[split.train]
     points = [dict(zip(extras.tune, v)) for v in itertools.product(*extras.tune.values())]
     swept = extras.sweep and len(points) > 1 and path_restates(cfg, points)
+    _forget_fold_caches()
     out = []
     for group in ([points] if swept else [[pt] for pt in points]):
         w0, c0 = time.perf_counter(), time.process_time()
@@ -50,6 +52,16 @@ def _grid_fits(X, y, split, cfg) -> list:
         out.append({"points": group, "seconds": time.perf_counter() - w0, "cpu_seconds": time.process_time() - c0,
                     "failed": sum(isinstance(f, BaseException) for f in fits)})
     return out
+
+
+def _forget_fold_caches() -> None:
+    """Empty the answers kept by data value, so that the grid's first fit pays for them as a new
+    inner fold's first fit does (the cell's fit on the same training part filled them): DSO-FS's
+    separability check (``fsframe_multiclass.margin._SEPARABLE``, shared across the ``p`` grid of
+    one fold)."""
+    margin = sys.modules.get("fsframe_multiclass.margin")
+    if margin is not None:
+        margin._SEPARABLE.clear()
 
 
 def _inner_folds(y, split, cfg) -> int:

@@ -189,3 +189,29 @@ def test_datasets_of_two_studies_each_sampled_by_its_own(cost, tmp_path, monkeyp
     with pytest.raises(SystemExit):
         cost.main(["a", "b", "--datasets", "wine", "iris", "yale", "--json", str(out), "--store", "none"])
     assert "no study has the data set(s) ['yale']" in capsys.readouterr().err
+
+
+def test_quick_probe_grid_pays_for_what_a_new_fold_pays(cost, monkeypatch):
+    """DSO-FS decides separability once per data set (kept by value across the ``p`` grid): the
+    cell's fit on the training part fills it, so the grid's fits on the same part would find it
+    and under-state what each inner fold's first fit pays. The probe empties it first."""
+    import fsframe_multiclass.margin as margin
+    from fsframe.evaluation.experiment import _plan
+
+    monkeypatch.setattr(margin, "_SEPARABLE", [("digest", None, None)])
+    seen = []
+    from fsframe.evaluation.protocols import Extras
+
+    monkeypatch.setattr(Extras, "_fold_fits", lambda self, Xa, ya, cfg, points: seen.append(len(margin._SEPARABLE))
+                        or [None] * len(points))
+    study = study_from_dict({
+        "study": {"name": "cost-cache", "seeds": [0]},
+        "protocol": {"cv": 3, "tune_folds": 2},
+        "datasets": [{"name": "wine"}],
+        "methods": [{"method": "rfs", "tune": {"gamma": [0.1, 1.0]}}],
+    })
+    data, tasks, metas, _ = _plan(study)
+    task = next(t for t, m in zip(tasks, metas) if m["label"] == "rfs")
+    X, y = data[task.data]
+    grid = cost._grid_fits(X, y, task.split, task.cfg)
+    assert seen == [0, 0] and [g["points"] for g in grid] == [[{"gamma": 0.1}], [{"gamma": 1.0}]]
