@@ -139,7 +139,7 @@ class DSOLoop(OuterLoop):
         ``"clarabel"``).
     finish_threads : int
         Clarabel's ``max_threads`` for the finish's SOCPs (default 1; 0: Clarabel's choice, all
-        cores). One thread: measured 1.4-4x less CPU on Yale's finish than Clarabel's default on a
+        cores). One thread: measured 1.4-6x less CPU on Yale's fits than Clarabel's default on a
         shared 2-core machine, with the same answer (docs/multiclass.md), and deterministic. A
         ``max_threads`` in the fit's ``backend_options`` wins.
     e_solver : {"auto", "ldp", "qp", "bvls"}
