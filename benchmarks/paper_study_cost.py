@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -28,38 +29,95 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "paper_study_cost.json"
 
 
+def _grid_fits(X, y, split, cfg) -> list:
+    """One inner fold's worth of a tuned row's fits, timed: every grid point fitted on the scaled
+    training part as the inner cross-validation fits a fold (:meth:`Extras._fold_fits`; a grid the
+    study sweeps by one path, the L1-SVM's ``C``, as that one path). Returns per group of points
+    (each point alone, or the swept grid) its wall and CPU seconds and its failures."""
+    import itertools
+
+    from fsframe.evaluation.preprocess import _scale
+    from fsframe.evaluation.protocols import path_restates
+
+    extras = cfg.extras
+    Xa = _scale(X[split.train], X[split.test][:0], cfg.scale)[0]
+    ya = y[split.train]
+    points = [dict(zip(extras.tune, v)) for v in itertools.product(*extras.tune.values())]
+    swept = extras.sweep and len(points) > 1 and path_restates(cfg, points)
+    _forget_fold_caches()
+    out = []
+    for group in ([points] if swept else [[pt] for pt in points]):
+        w0, c0 = time.perf_counter(), time.process_time()
+        fits = extras._fold_fits(Xa, ya, cfg, group)
+        out.append({"points": group, "seconds": time.perf_counter() - w0, "cpu_seconds": time.process_time() - c0,
+                    "failed": sum(isinstance(f, BaseException) for f in fits)})
+    return out
+
+
+def _forget_fold_caches() -> None:
+    """Empty the answers kept by data value, so that the grid's first fit pays for them as a new
+    inner fold's first fit does (the cell's fit on the same training part filled them): DSO-FS's
+    separability check (``fsframe_multiclass.margin._SEPARABLE``, shared across the ``p`` grid of
+    one fold)."""
+    margin = sys.modules.get("fsframe_multiclass.margin")
+    if margin is not None:
+        margin._SEPARABLE.clear()
+
+
+def _inner_folds(y, split, cfg) -> int:
+    """The inner folds of a tuned cell, as :meth:`Extras.choose` counts them (capped by the
+    smallest class of the training part)."""
+    from fsframe.evaluation.study import capped_folds, folds_for
+
+    extras = cfg.extras
+    rule = folds_for(extras.tune_folds, int(split.train.size))
+    if extras.evaluator.regression:
+        return rule
+    return capped_folds(min(rule, extras.max_folds or rule), y[split.train], cfg.label)[0]
+
+
 def _quick_cell(X, y, split, cfg, raise_errors=False):
-    """A tuned row's cell estimated from one fit: the cell (fit and evaluation) at the grid's
-    middle point on the whole training part, plus its fit's seconds once per inner fit (grid points
-    x inner folds; those fits see (f - 1)/f of the samples, so this over-estimates them a little;
-    their scoring by an untuned classifier is not counted)."""
+    """A tuned row's cell estimated from one fit per grid point: the cell (fit and evaluation) at
+    the grid's middle point on the whole training part, plus the inner cross-validation's fits
+    (every grid point fitted once on the training part, :func:`_grid_fits`, times the inner
+    folds). Those fits see (f - 1)/f of the samples, so this over-estimates them a little; their
+    scoring by an untuned classifier is not counted. Every point is timed because their costs
+    differ: DSO-FS at ``p = 1`` (the convex finish's SOCPs) costs several times its ``p = 0.5``,
+    the middle point, which alone under-estimated Yale's DSO-FS."""
     import attrs
 
     from fsframe.evaluation.protocols import study_cell
-    from fsframe.evaluation.study import folds_for
 
     extras = getattr(cfg, "extras", None)
     if extras is None or not extras.tune:
         return study_cell(X, y, split, cfg, raise_errors)
     point = {k: v[(len(v) - 1) // 2] for k, v in extras.tune.items()}
-    n_points = 1
-    for v in extras.tune.values():
-        n_points *= len(v)
-    fits = 1 + n_points * folds_for(extras.tune_folds, int(split.train.size))
+    folds = _inner_folds(y, split, cfg)
     rec = study_cell(X, y, split, attrs.evolve(cfg, params={**cfg.params, **point},
                                                extras=attrs.evolve(extras, tune=None)), raise_errors)
     if not rec.ok:
         return rec
-    return attrs.evolve(rec, total_seconds=rec.total_seconds + (fits - 1) * rec.seconds,
-                        facts={**rec.facts, "quick_fits": fits, "quick_point": point,
-                               "quick_cell_seconds": rec.total_seconds, "quick_fit_seconds": rec.seconds})
+    grid = _grid_fits(X, y, split, cfg)
+    n_points = sum(len(g["points"]) for g in grid)
+    inner = folds * sum(g["seconds"] for g in grid)
+    return attrs.evolve(rec, total_seconds=rec.total_seconds + inner,
+                        facts={**rec.facts, "quick_fits": 1 + folds * n_points, "quick_point": point,
+                               "quick_cell_seconds": rec.total_seconds, "quick_fit_seconds": rec.seconds,
+                               "quick_folds": folds, "quick_grid": grid})
 
 
-def estimate(study, store_root: Path | None = None, quick: bool = False, datasets=None) -> dict:
+def _grid_json(grid: list) -> list:
+    """:func:`_grid_fits`'s groups for the JSON file (seconds rounded)."""
+    return [{"points": g["points"], "seconds": round(g["seconds"], 3), "cpu_seconds": round(g["cpu_seconds"], 3),
+             "failed": g["failed"]} for g in grid]
+
+
+def estimate(study, store_root: Path | None = None, quick: bool = False, datasets=None, labels=None) -> dict:
     """Time one split of every row of ``study`` (a loaded :class:`~fsframe.evaluation.study.Study`),
     keeping the cells in the results folder ``store_root`` (``None``: nowhere). ``quick``: a tuned
     row is estimated from one fit (:func:`_quick_cell`) and not kept. ``datasets``: sample the rows
-    of those data sets only (the estimate then covers them alone and says so)."""
+    of those data sets only (the estimate then covers them alone and says so); ``labels``: of
+    the rows of those labels only (likewise)."""
     from fsframe.evaluation.cells import CellStore, record_from_json, record_to_json
     from fsframe.evaluation.engine import execute
     from fsframe.evaluation.experiment import _plan
@@ -73,7 +131,8 @@ def estimate(study, store_root: Path | None = None, quick: bool = False, dataset
     n_splits = {(m["dataset"], m["label"]): 0 for m in metas}
     for m in metas:
         n_splits[(m["dataset"], m["label"])] += 1
-    picked = sorted(i for i in first.values() if datasets is None or metas[i]["dataset"] in datasets)
+    picked = sorted(i for i in first.values() if (datasets is None or metas[i]["dataset"] in datasets)
+                    and (labels is None or metas[i]["label"] in labels))
     store = CellStore(store_root) if store_root is not None else None
     kept = store.finished([metas[i]["key"] for i in picked], retry_failed=True) if store is not None else {}
     todo = [i for i in picked if metas[i]["key"] not in kept]
@@ -88,7 +147,9 @@ def estimate(study, store_root: Path | None = None, quick: bool = False, dataset
                      "error": None if rec.ok else f"{rec.error_type}: {rec.error}"[:200], "reused": reused,
                      **({"from_one_fit": {"fits": one_fit, "point": rec.facts["quick_point"],
                                           "cell_seconds": rec.facts["quick_cell_seconds"],
-                                          "fit_seconds": rec.facts["quick_fit_seconds"]}} if one_fit else {})})
+                                          "fit_seconds": rec.facts["quick_fit_seconds"],
+                                          "folds": rec.facts["quick_folds"],
+                                          "grid": _grid_json(rec.facts["quick_grid"])}} if one_fit else {})})
         print(f"{name} {m['dataset']} {m['label']}: {rec.total_seconds:.1f} s x {n_splits[key]}"
               f"{' (kept cell)' if reused else ''}{f' (one fit x {one_fit})' if one_fit else ''}", flush=True)
 
@@ -113,7 +174,8 @@ def estimate(study, store_root: Path | None = None, quick: bool = False, dataset
     return {"study": name, "cells": len(metas), "sampled_cells": len(picked), "sample_seconds": time.perf_counter() - t0,
             "estimated_serial_hours": total / 3600, "estimated_hours_jobs2": total / 3600 / 2,
             "load_average": os.getloadavg(), "quick": quick,
-            "datasets": sorted({r["dataset"] for r in rows}) if datasets is not None else "all", "rows": rows}
+            "datasets": sorted({r["dataset"] for r in rows}) if datasets is not None else "all",
+            **({"only_rows": sorted(labels)} if labels is not None else {}), "rows": rows}
 
 
 def markdown(out: dict) -> str:
@@ -130,6 +192,8 @@ def markdown(out: dict) -> str:
         shares = ", ".join(f"{d} {100 * v / total:.0f} %" for d, v in sorted(per.items(), key=lambda kv: -kv[1]))
         top = max(rows, key=lambda r: r["estimated_seconds"])
         part = "" if est.get("datasets", "all") == "all" else f" (only {', '.join(est['datasets'])})"
+        if est.get("only_rows"):
+            part += f" (rows {', '.join(est['only_rows'])} only)"
         lines.append(f"| `{name}` | {est['cells']} | {est['estimated_serial_hours']:.1f}{part} | "
                      f"{est['estimated_hours_jobs2']:.1f} | {est['load_average'][1]:.1f} | {shares} | "
                      f"{top['dataset']} {top['label']}: {top['seconds']:.0f} s x {top['splits']} |")
@@ -145,8 +209,10 @@ def main(argv=None):
     ap.add_argument("--data-dir", default=os.environ.get("FSFRAME_DATA", str(ROOT.parent / "shared" / "data")))
     ap.add_argument("--json", type=Path, default=OUT)
     ap.add_argument("--quick", action="store_true",
-                    help="a tuned row from one cell at its grid's middle point + its fit x grid x folds; not kept")
+                    help="a tuned row from one cell at its grid's middle point + one fit of every grid point x "
+                         "inner folds; not kept")
     ap.add_argument("--datasets", nargs="+", help="sample only these data sets' rows (a partial estimate)")
+    ap.add_argument("--rows", nargs="+", help="sample only the rows of these labels (a partial estimate)")
     ap.add_argument("--markdown", action="store_true", help="print the cost table of the JSON file, run nothing")
     ap.add_argument("--store", default=str(ROOT / "results"),
                     help="keep the sampled cells in STORE/<study> for the full run to skip ('none': keep none)")
@@ -168,7 +234,7 @@ def main(argv=None):
             print(f"{name}: none of {args.datasets}, skipped (its estimate is left as it was)", flush=True)
             continue
         store = None if args.store == "none" else Path(args.store) / name
-        out[name] = estimate(study, store, quick=args.quick, datasets=args.datasets)
+        out[name] = estimate(study, store, quick=args.quick, datasets=args.datasets, labels=args.rows)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1) + "\n")
         print(f"{name}: {out[name]['cells']} cells, about {out[name]['estimated_serial_hours']:.1f} h serially "

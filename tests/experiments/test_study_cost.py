@@ -73,7 +73,7 @@ def test_no_store_keeps_nothing(cost, tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def test_quick_probe_estimates_a_tuned_row_from_one_fit_and_keeps_no_such_cell(cost, tmp_path):
+def test_quick_probe_estimates_a_tuned_row_from_one_fit_per_point_and_keeps_no_such_cell(cost, tmp_path):
     study = study_from_dict({
         "study": {"name": "cost-quick", "seeds": [0]},
         "protocol": {"cv": 3, "tune_folds": 2},
@@ -87,16 +87,54 @@ def test_quick_probe_estimates_a_tuned_row_from_one_fit_and_keeps_no_such_cell(c
         assert est["quick"] and "from_one_fit" not in rows["l1-svm"]
         # the grid's middle point, and the fits of a tuned cell: 3 points x 2 inner folds + the final fit
         one = rows["tuned"]["from_one_fit"]
-        assert (one["fits"], one["point"]) == (7, {"C": 0.1})
-        # the cell once (its evaluation included), and its fit once more per inner fit
+        assert (one["fits"], one["point"], one["folds"]) == (7, {"C": 0.1}, 2)
+        # the L1-SVM's C grid is swept by one path in the inner folds: timed as that one path
+        assert [g["points"] for g in one["grid"]] == [[{"C": 0.01}, {"C": 0.1}, {"C": 1.0}]]
+        assert not one["grid"][0]["failed"]
+        # the cell once (its evaluation included), and the grid's fits once per inner fold
         assert 0 < one["fit_seconds"] <= one["cell_seconds"]
-        assert rows["tuned"]["seconds"] == pytest.approx(one["cell_seconds"] + 6 * one["fit_seconds"])
+        assert rows["tuned"]["seconds"] == pytest.approx(one["cell_seconds"] + 2 * one["grid"][0]["seconds"], abs=2e-3)
         assert rows["tuned"]["estimated_seconds"] == pytest.approx(3 * rows["tuned"]["seconds"])
         assert len(list((tmp_path / "res" / "cells").glob("*.json"))) == 1  # the untuned row's cell only
         res = run_study(study, tmp_path / "res")
     assert (res.n_skipped, res.n_computed) == (1, 5)
     tuned = [r for t in res.tables for r in t.results if r.label == "tuned"][0]
     assert all("tuned C" in f.facts for f in tuned.folds)  # computed by the run, not the probe's one fit
+
+
+def test_quick_probe_times_every_grid_point(cost, monkeypatch):
+    """A grid whose points cost differently (DSO-FS: ``p = 1`` several times the middle ``p``) is
+    estimated from a fit of every point, not from the middle point's: here one point made slow
+    shows in the estimate."""
+    import time
+
+    from fsframe.evaluation.protocols import Extras
+
+    study = study_from_dict({
+        "study": {"name": "cost-grid", "seeds": [0]},
+        "protocol": {"cv": 3, "tune_folds": 2},
+        "datasets": [{"name": "wine"}],
+        "methods": [{"method": "rfs", "tune": {"gamma": [0.1, 1.0, 10.0]}}],
+    })
+    fold_fits = Extras._fold_fits
+
+    def slow_last(self, Xa, ya, cfg, points):
+        if any(pt["gamma"] == 10.0 for pt in points):
+            time.sleep(0.5)
+        return fold_fits(self, Xa, ya, cfg, points)
+
+    monkeypatch.setattr(Extras, "_fold_fits", slow_last)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = cost.estimate(study, None, quick=True)
+    (row,) = [r for r in est["rows"] if r["label"] == "rfs"]
+    one = row["from_one_fit"]
+    assert [g["points"] for g in one["grid"]] == [[{"gamma": 0.1}], [{"gamma": 1.0}], [{"gamma": 10.0}]]
+    assert one["point"] == {"gamma": 1.0} and one["fits"] == 1 + 2 * 3
+    assert one["grid"][2]["seconds"] >= 0.5 > one["grid"][1]["seconds"]
+    grid = sum(g["seconds"] for g in one["grid"])
+    assert row["seconds"] == pytest.approx(one["cell_seconds"] + 2 * grid, abs=5e-3)
+    assert row["seconds"] >= one["cell_seconds"] + 1.0  # the slow point, once per inner fold
 
 
 def test_probe_of_some_data_sets_only(cost):
@@ -151,3 +189,29 @@ def test_datasets_of_two_studies_each_sampled_by_its_own(cost, tmp_path, monkeyp
     with pytest.raises(SystemExit):
         cost.main(["a", "b", "--datasets", "wine", "iris", "yale", "--json", str(out), "--store", "none"])
     assert "no study has the data set(s) ['yale']" in capsys.readouterr().err
+
+
+def test_quick_probe_grid_pays_for_what_a_new_fold_pays(cost, monkeypatch):
+    """DSO-FS decides separability once per data set (kept by value across the ``p`` grid): the
+    cell's fit on the training part fills it, so the grid's fits on the same part would find it
+    and under-state what each inner fold's first fit pays. The probe empties it first."""
+    import fsframe_multiclass.margin as margin
+    from fsframe.evaluation.experiment import _plan
+
+    monkeypatch.setattr(margin, "_SEPARABLE", [("digest", None, None)])
+    seen = []
+    from fsframe.evaluation.protocols import Extras
+
+    monkeypatch.setattr(Extras, "_fold_fits", lambda self, Xa, ya, cfg, points: seen.append(len(margin._SEPARABLE))
+                        or [None] * len(points))
+    study = study_from_dict({
+        "study": {"name": "cost-cache", "seeds": [0]},
+        "protocol": {"cv": 3, "tune_folds": 2},
+        "datasets": [{"name": "wine"}],
+        "methods": [{"method": "rfs", "tune": {"gamma": [0.1, 1.0]}}],
+    })
+    data, tasks, metas, _ = _plan(study)
+    task = next(t for t, m in zip(tasks, metas) if m["label"] == "rfs")
+    X, y = data[task.data]
+    grid = cost._grid_fits(X, y, task.split, task.cfg)
+    assert seen == [0, 0] and [g["points"] for g in grid] == [[{"gamma": 0.1}], [{"gamma": 1.0}]]
