@@ -58,6 +58,19 @@ GAP_TOL = 1e-9
 ``|y' lam|`` (relative to ``max(1, C)``) at which an answer counts as optimal."""
 
 
+def crash_applies(shape) -> bool:
+    """Whether a cold dual with a factor ``F`` of ``shape`` ``(m, q)`` starts from a crash: the
+    compiled path's dense form's rule (``q >= CRASH_MIN_RATIO * m`` and ``m <= CRASH_MAX_ROWS``), or
+    ``q >= m`` at any ``m``. The crash forms ``F F'`` (``O(m^2 q)``), which capped it at
+    :data:`~fsframe.backends.diag_qp.CRASH_MAX_ROWS` rows; a square or wider ``F`` (the kernel
+    map's duals while EM still holds most samples) has free sets of up to ``m`` multipliers, whose
+    cold pivots each factorise a KKT system of that size: at 2 000 samples of Twonorm, RBF width
+    0.5, ``C = 0.1``, one fit took 231 s of CPU and 4 924 pivots cold, 3.7 s and 5 pivots crashed
+    (the same answer; docs/paper002-dual.md)."""
+    m, q = shape
+    return bool((CRASH_MIN_RATIO * m <= q and m <= CRASH_MAX_ROWS) or q >= m)
+
+
 class DenseHingeSubproblem:
     """The weighted hinge QP of an EM step on the arrays of ``X`` (module docstring).
 
@@ -176,8 +189,10 @@ class DenseHingeSubproblem:
                 scale = float(np.linalg.norm(F, 2)) if F.size else 1.0
                 if not (np.isfinite(scale) and scale > 0 and scale != 1.0):
                     break
-            # a cold dual starts from a crash under the compiled path's dense form's rule (docs/backends.md)
-            crash = CRASH_SWEEPS if CRASH_MIN_RATIO * F.shape[0] <= F.shape[1] and F.shape[0] <= CRASH_MAX_ROWS else 0
+            # a cold dual starts from a crash under the compiled path's dense form's rule (docs/backends.md),
+            # and at any size when F is square or wider (a kernel map's first steps, one column per
+            # sample: without the crash each pivot factorises a free set of up to m multipliers)
+            crash = CRASH_SWEEPS if crash_applies(F.shape) else 0
             res = solve_box_qp(F if scale == 1.0 else F / scale, self._f if scale == 1.0 else self._f / scale ** 2,
                                self._E, np.zeros(1), self._lo, self._hi, start=warm if kind == "warm" else None,
                                crash=0 if kind == "warm" else crash)
