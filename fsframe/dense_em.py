@@ -221,7 +221,8 @@ class DenseHingeSubproblem:
         result = SolveResult(Status.OPTIMAL, x, cert["primal"], self.backend_name, seconds, iterations=iterations,
                              message=message,
                              duals={"lam": lam}, certificate=_measures(cert))
-        return Iterate(Status.OPTIMAL, x, w, np.array([b]), np.abs(w), loss, cert["primal"], seconds, result,
+        coef, intercept, t = _frozen(w, np.array([b]), np.abs(w))
+        return Iterate(Status.OPTIMAL, x, coef, intercept, t, loss, cert["primal"], seconds, result,
                        weights={"quad": q}, column_scale=self.column_scale)
 
     def _warm_step(self, F, q, live, s, warm):
@@ -311,7 +312,8 @@ class DenseHingeSubproblem:
             return None
         x = np.concatenate([w, [b], cert["xi"]])
         result = attrs.evolve(it.result, x=x, objective=cert["primal"], certificate=_measures(cert))
-        return attrs.evolve(it, x=x, coef=w, t=np.abs(w), loss=self.C * float(cert["xi"].sum()),
+        w, t = _frozen(w, np.abs(w))
+        return attrs.evolve(it, x=x, coef=w, t=t, loss=self.C * float(cert["xi"].sum()),
                             objective=cert["primal"], result=result)
 
     def close(self) -> None:
@@ -322,6 +324,15 @@ class DenseHingeSubproblem:
                              message=message)
         return Iterate(Status.NUMERICAL_ERROR, None, None, None, None, None, None, seconds, result,
                        weights={"quad": q})
+
+
+def _frozen(*arrays) -> tuple:
+    """``arrays`` made read-only, as every iterate's model of this subproblem is: the iterate then
+    keeps what the loops read of it several times per step (:attr:`fsframe.problem.Iterate.point`),
+    and nothing can change the model under it."""
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
 
 
 _ONE = sp.csr_matrix(np.ones((1, 1)))

@@ -35,6 +35,15 @@ def _accuracy(cert) -> float:
     return max(abs(cert.gap), cert.primal_residual, cert.dual_residual)
 
 
+def _read_only(a) -> bool:
+    """Whether ``a`` is a numpy array nothing can write through (its own flag and its base's)."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return a is None
+
+
 @attrs.frozen(eq=False)
 class Iterate:
     """One solved subproblem, read back into model terms.
@@ -72,6 +81,8 @@ class Iterate:
     # each group's column scale (fsframe.scales.group_scale of its subproblem), on which the
     # reported objective judges the support (OuterLoop.surrogate_objective); None: the raw norms
     column_scale: NDArray | None = attrs.field(default=None, repr=False)
+    # what the loops read several times per step, kept for iterates whose model is read-only (point)
+    _memo: dict = attrs.field(factory=dict, init=False, repr=False)
 
     @classmethod
     def computed(cls, coef: NDArray, intercept, t: NDArray, *, groups: NDArray, loss: float | None,
@@ -90,8 +101,20 @@ class Iterate:
 
     @property
     def point(self) -> NDArray:
-        """``(w, b)``: the vector whose step DCA's stopping rule measures (000 Alg. 1)."""
-        return np.concatenate([np.ravel(self.coef), np.atleast_1d(self.intercept)])
+        """``(w, b)``: the vector whose step DCA's stopping rule measures (000 Alg. 1).
+
+        Kept after its first reading when ``coef`` and ``intercept`` are read-only arrays (an
+        iterate whose model cannot change, as the dense EM path's, :mod:`fsframe.dense_em`): the
+        loops read it several times per step. The kept vector is read-only too; for writeable
+        ``coef`` or ``intercept`` it is formed at every reading, so a change to them shows."""
+        memo = self._memo
+        if "point" in memo:
+            return memo["point"]
+        point = np.concatenate([np.ravel(self.coef), np.atleast_1d(self.intercept)])
+        if _read_only(self.coef) and _read_only(self.intercept):
+            point.flags.writeable = False
+            memo["point"] = point
+        return point
 
 
 class Subproblem:

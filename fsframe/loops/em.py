@@ -262,9 +262,10 @@ class EM(OuterLoop):
         w[fixed] = np.inf
         return w
 
-    def _weights(self, it, q, cut: float, fixed: np.ndarray, magnitudes: np.ndarray, cols=None):
+    def _weights(self, it, q, cut: float, fixed: np.ndarray, magnitudes: np.ndarray, cols=None, sizes=None):
+        """The weights of the step from ``it`` (``sizes``: its contributions when the caller has them)."""
         t = it.t
-        fixed |= contribution(t, cols) <= cut  # at the floor: out of the problem
+        fixed |= (contribution(t, cols) if sizes is None else sizes) <= cut  # at the floor: out of the problem
         w = np.full(t.shape, np.inf)
         live = ~fixed
         w[live] = q(t[live])
@@ -291,6 +292,7 @@ class EM(OuterLoop):
         empty model without ``n_features`` (:meth:`_warn_empty`)."""
         counts: list[int] = []
         scale = 0.0
+        n_features = getattr(run, "n_features", None)
         gen = self._steps(sub, surrogate, run)
         cols = None
         try:
@@ -301,7 +303,7 @@ class EM(OuterLoop):
                     finish = stop.value
                     break
                 it = step.iterate
-                if it.ok and it.t is not None:
+                if n_features is None and it.ok and it.t is not None:  # the counts _warn_empty reads
                     cols = group_scale(sub) if cols is None else cols  # built by the first solve
                     c = contribution(it.t, cols)
                     scale = max(scale, float(np.max(c, initial=0.0)))
@@ -309,7 +311,7 @@ class EM(OuterLoop):
                 yield step
         finally:
             gen.close()  # the base closes this generator when n_features is reached: close the inner one
-        self._warn_empty(counts, getattr(run, "n_features", None))
+        self._warn_empty(counts, n_features)
         return finish
 
     def _warn_empty(self, counts: list[int], n_features) -> None:
@@ -346,20 +348,25 @@ class EM(OuterLoop):
         def size(i):
             return contribution(i.t, cols)
 
-        scale = float(np.max(size(it), initial=0.0))
+        # the current iterate's contributions and their largest, formed once per iterate
+        sizes = size(it)
+        top = float(np.max(sizes, initial=0.0))
+        scale = top
         checks = 0
         solves = 1
         while solves < self.max_iter:
-            cut = max(self.zero_tol * max(float(np.max(size(it), initial=0.0)), scale), 1e-12)
+            cut = max(self.zero_tol * max(top, scale), 1e-12)
             at, tilt = ties.point(it)
-            new = sub.solve(quad=self._weights(at, q, cut, fixed, magnitudes, cols))
+            new = sub.solve(quad=self._weights(at, q, cut, fixed, magnitudes, cols, sizes if at is it else None))
             solves += 1
             ok = new.ok
             yield Step(new, self.reported_objective(new, surrogate, sub) if ok else None,
                        monitored=self._potential(new, surrogate) if ok and not tilt else None)
             small = self.small_step(new, it)[0] and not tilt  # the step from a tilted point stops nothing
             it = new
-            scale = max(scale, float(np.max(size(it), initial=0.0)))
+            sizes = size(it)
+            top = float(np.max(sizes, initial=0.0))
+            scale = max(scale, top)
             if norms is not None and ok:  # resumed: the base counted more than r meaningful non-zeros
                 norms.append(ties.distinct(it))
                 if top_settled(norms, r, self.early_stop, self.early_stop_ratio):
@@ -386,14 +393,16 @@ class EM(OuterLoop):
                     ConvergenceWarning, stacklevel=4)
                 return True, "step below tol; the zeroed groups could not be checked"
             yield Step(check, self.reported_objective(check, surrogate, sub), monitored=None)
-            revived = held & (size(check) > cut)
             it = check
+            sizes = size(it)
+            top = float(np.max(sizes, initial=0.0))
+            revived = held & (sizes > cut)
             if norms is not None:
                 norms.append(ties.distinct(it))
-            scale = max(scale, float(np.max(size(it), initial=0.0)))
+            scale = max(scale, top)
             if not revived.any():  # one more step, the held groups back at zero: the answer has exact zeros
                 cut = max(self.zero_tol * scale, 1e-12)
-                last = sub.solve(quad=self._weights(it, q, cut, fixed, magnitudes, cols))
+                last = sub.solve(quad=self._weights(it, q, cut, fixed, magnitudes, cols, sizes))
                 yield Step(last, self.reported_objective(last, surrogate, sub) if last.ok else None,
                            monitored=None)
                 return True, f"step below tol; the {int(held.sum())} zeroed groups checked"
