@@ -93,7 +93,9 @@ class DenseHingeSubproblem:
             raise UnsupportedProblemError("DenseHingeSubproblem: X must be a dense array (the compiled path takes "
                                           "scipy.sparse X)")
         self.X = np.ascontiguousarray(X, dtype=float)
-        self.y = np.asarray(y_pm, dtype=float)
+        # contiguous: a strided y_pm (a column of a label matrix, Y[:, 0]) is legal input, and the
+        # compiled warm step is typed for contiguous arrays
+        self.y = np.ascontiguousarray(y_pm, dtype=float)
         if self.X.ndim != 2 or self.y.shape != (self.X.shape[0],) or not np.all(np.abs(self.y) == 1):
             raise UnsupportedProblemError("DenseHingeSubproblem: X must be 2-D and y_pm its labels in {-1, +1}")
         if self.y.size and np.all(self.y == self.y[0]):

@@ -680,7 +680,8 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
         anyfree = anyfree or free[i]
     if not anyfree:  # _full_row_rank with one row of +-1: E_N needs one variable
         free[0] = True
-    E = y.reshape(1, m)
+    E = np.empty((1, m))  # the equality row, a copy (y.reshape would need y contiguous to type)
+    E[0, :] = y
     code, it, nu = _active_set_jit(F, H, use_h, f, E, lo, hi, lam, free, False, max_iter, 0)
     if code != OPTIMAL:
         return HINGE_DEFER, it, 0.0

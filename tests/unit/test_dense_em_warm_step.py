@@ -165,3 +165,23 @@ def test_a_step_numba_cannot_compile_leaves_the_general_path(monkeypatch):
     assert box_qp_jit.compiled_hinge() is None  # dropped: the general path from now on
     assert np.array_equal(out.support, ref.support) and out.n_iter == ref.n_iter
     np.testing.assert_allclose(out.coef, ref.coef, rtol=0, atol=1e-12)
+
+
+def test_a_strided_label_vector_keeps_the_compiled_step(monkeypatch):
+    # a column of a label matrix (Y[:, 0], strided) is legal y_pm: the compiled step runs on it (no
+    # warning, not dropped for the process) and answers as on the contiguous labels
+    monkeypatch.setattr(box_qp_jit, "_HINGE", [None])  # the module's state restored after the test
+    X, y_pm = _instance(6, m=60, n=10)
+    Y = np.stack([y_pm, -y_pm], axis=1)
+    assert not Y[:, 0].flags.c_contiguous
+    runs = []
+    for y in (Y[:, 0], y_pm):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            sub = DenseHingeSubproblem(X, y, 1.0)
+            sub.solve(quad=np.ones(10))
+            runs.append(sub.solve(quad=np.full(10, 2.0)))
+    assert box_qp_jit.compiled_hinge() is not None
+    assert runs[0].result.message == "dense hinge dual: optimal"  # the compiled warm step certified it
+    np.testing.assert_array_equal(runs[0].coef, runs[1].coef)
+    np.testing.assert_array_equal(runs[0].result.duals["lam"], runs[1].result.duals["lam"])
