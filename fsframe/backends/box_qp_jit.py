@@ -31,9 +31,12 @@ import numpy as np
 
 __all__ = ["compiled", "compiled_crash", "compiled_hinge", "crash", "hinge_warm_step", "OPTIMAL", "UNBOUNDED",
            "ITERATION_LIMIT", "SINGULAR", "NEEDS_REGULARIZE", "HINGE_CERTIFIED", "HINGE_UNCERTIFIED", "HINGE_DEFER",
+           "HINGE_FAILED", "STATUS",
            "disable_hinge", "compiled_measures", "hinge_measures"]
 
 OPTIMAL, UNBOUNDED, ITERATION_LIMIT, SINGULAR, NEEDS_REGULARIZE = 0, 1, 2, 3, 4
+STATUS = {OPTIMAL: "optimal", UNBOUNDED: "unbounded", ITERATION_LIMIT: "iteration_limit", SINGULAR: "singular"}
+"""The status ``solve_box_qp`` reports for each of the loop's final codes."""
 
 _BUILT: list = []  # [the compiled _active_set] or [None] without numba
 _CRASH: list = [None]  # the compiled crash (compiled_crash), dropped with _BUILT by disable
@@ -616,7 +619,7 @@ def crash(F, H, use_h, f, a, pairs, lo, hi, lam, max_steps, rel_tol):
 _HINGE: list = [None]  # the compiled hinge_warm_step (compiled_hinge), dropped with _BUILT by disable; False:
 # numba could not compile it (disable_hinge)
 
-HINGE_CERTIFIED, HINGE_UNCERTIFIED, HINGE_DEFER = 0, 1, 2
+HINGE_CERTIFIED, HINGE_UNCERTIFIED, HINGE_DEFER, HINGE_FAILED = 0, 1, 2, 3
 
 
 def compiled_hinge():
@@ -719,12 +722,13 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
     certificate of ``DenseHingeSubproblem.certificate`` on ``X`` and ``YX = diag(y) X`` (the
     columns ``live``, weights ``q_live``).
 
-    Returns ``(code, iterations, b)``: :data:`HINGE_CERTIFIED` (``out_lam``, ``out_w`` — the live
-    entries —, ``out_xi`` and ``measures = [gap, equality, box, stationarity, primal, dual]``
-    hold the answer), :data:`HINGE_UNCERTIFIED` (the same, but the certificate refuses it) or
-    :data:`HINGE_DEFER` (the start is not feasible, the free set needs the Python shrinking, or the
-    pivots ended otherwise than optimal: the caller runs the general path for this step, which
-    repeats these pivots and goes on)."""
+    Returns ``(code, iterations, b, status)``: :data:`HINGE_CERTIFIED` (``out_lam``, ``out_w`` —
+    the live entries —, ``out_xi`` and ``measures = [gap, equality, box, stationarity, primal,
+    dual]`` hold the answer), :data:`HINGE_UNCERTIFIED` (the same, but the certificate refuses it),
+    :data:`HINGE_FAILED` (the pivots ended in ``status``, :data:`SINGULAR`, :data:`ITERATION_LIMIT`
+    or :data:`UNBOUNDED`: what ``solve_box_qp`` reports from this start, as its pivots are these)
+    or :data:`HINGE_DEFER` (the start is not feasible or the free set needs the Python shrinking:
+    the caller runs the general path for this step, which repeats these pivots and goes on)."""
     m, nq = F.shape
     # the start as solve_box_qp takes it: clipped to the box, its equality residual within 1e-9
     lam = np.empty(m)
@@ -738,7 +742,7 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
         lam[i] = v
         res += y[i] * v
     if not abs(res) <= 1e-9:
-        return HINGE_DEFER, 0, 0.0
+        return HINGE_DEFER, 0, 0.0, OPTIMAL
     free = np.empty(m, dtype=np.bool_)
     anyfree = False
     for i in range(m):
@@ -749,8 +753,10 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
     E = np.empty((1, m))  # the equality row, a copy (y.reshape would need y contiguous to type)
     E[0, :] = y
     code, it, nu = _active_set_jit(F, H, use_h, f, E, lo, hi, lam, free, False, max_iter, 0)
-    if code != OPTIMAL:
-        return HINGE_DEFER, it, 0.0
+    if code == NEEDS_REGULARIZE:
+        return HINGE_DEFER, it, 0.0, code
+    if code != OPTIMAL:  # solve_box_qp from this start ends the same: its status, not a repeat
+        return HINGE_FAILED, it, 0.0, code
     # _canonical_nu: with no multiplier strictly inside its box the intercept is the midpoint of
     # the interval of optimal ones (every y_i is non-zero, so one free multiplier fixes it)
     b = nu[0]
@@ -791,4 +797,4 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
     for c in range(nq):
         out_w[c] = s[c] * u[c]
     ok = _hinge_measures_jit(X, YX, y, live, q_live, C, lam, out_w, b, gap_tol, out_xi, measures)
-    return (HINGE_CERTIFIED if ok else HINGE_UNCERTIFIED), it, b
+    return (HINGE_CERTIFIED if ok else HINGE_UNCERTIFIED), it, b, OPTIMAL

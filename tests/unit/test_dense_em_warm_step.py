@@ -234,3 +234,25 @@ def test_the_step_certificate_refuses_perturbed_answers_as_certificate_does(comp
         for measure in ("gap", "equality", "box", "stationarity", "primal", "dual"):
             assert got[measure] == pytest.approx(ref[measure], rel=1e-9, abs=1e-13), (name, measure)
         np.testing.assert_allclose(got["xi"], ref["xi"], rtol=0, atol=1e-12)
+
+
+def test_a_warm_step_whose_pivots_fail_reports_their_status_without_repeating_them(monkeypatch):
+    # the compiled step's pivots ending at their limit (a limit of 2 planted into the call) are
+    # reported as solve_box_qp would report them from that start, and the step goes on cold:
+    # solve_box_qp runs once (the cold attempt), not again from the warm start
+    import fsframe.dense_em as dense_em
+
+    X, y_pm = _instance(7, m=80, n=20)
+    sub = DenseHingeSubproblem(X, y_pm, 1.0)
+    assert sub.solve(quad=np.ones(20)).ok
+    step = sub._compiled_step
+    sub._compiled_step = lambda *a: step(*a[:8], 2, *a[9:])  # max_iter: 2 pivots
+    calls = []
+    solve_box_qp = dense_em.solve_box_qp
+    monkeypatch.setattr(dense_em, "solve_box_qp", lambda *a, **kw: calls.append(kw) or solve_box_qp(*a, **kw))
+    it = sub.solve(quad=np.linspace(0.2, 5.0, 20))
+    assert len(calls) == 1 and calls[0]["start"] is None  # the cold attempt only
+    cold = DenseHingeSubproblem(X, y_pm, 1.0).solve(quad=np.linspace(0.2, 5.0, 20))
+    assert it.ok and it.result.message == "dense hinge dual: optimal (cold; warm: iteration limit)"
+    assert it.result.iterations == 2 + cold.result.iterations
+    np.testing.assert_array_equal(it.result.duals["lam"], cold.result.duals["lam"])
