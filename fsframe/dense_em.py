@@ -106,7 +106,9 @@ class DenseHingeSubproblem:
             raise UnsupportedProblemError("DenseHingeSubproblem: X must be a dense array (the compiled path takes "
                                           "scipy.sparse X)")
         self.X = np.ascontiguousarray(X, dtype=float)
-        self.y = np.asarray(y_pm, dtype=float)
+        # contiguous: a strided y_pm (a column of a label matrix, Y[:, 0]) is legal input, and the
+        # compiled warm step is typed for contiguous arrays
+        self.y = np.ascontiguousarray(y_pm, dtype=float)
         if self.X.ndim != 2 or self.y.shape != (self.X.shape[0],) or not np.all(np.abs(self.y) == 1):
             raise UnsupportedProblemError("DenseHingeSubproblem: X must be 2-D and y_pm its labels in {-1, +1}")
         if self.y.size and np.all(self.y == self.y[0]):
@@ -180,7 +182,10 @@ class DenseHingeSubproblem:
             self.solves += 1
             self.pivots += its
             iterations += its
-            if not cert["optimal"]:
+            if lam is None:  # the pivots' status, as solve_box_qp reports it from this start
+                failures.append(f"{kind}: {cert.replace('_', ' ')}")
+                cert = None
+            elif not cert["optimal"]:
                 failures.append(_refusal(kind, cert))
                 cert = None
         for kind in kinds if cert is None else ():
@@ -230,11 +235,12 @@ class DenseHingeSubproblem:
         (:func:`fsframe.backends.box_qp_jit.hinge_warm_step`: the pivots of
         :func:`~fsframe.backends.box_qp.solve_box_qp` from ``warm``, the intercept's midpoint rule and
         :meth:`certificate`'s measures, without the numpy calls around each): ``(lam, w, b, cert,
-        pivots)``, or ``None`` when the pivots are not compiled (numba missing, ``FSFRAME_NO_JIT`` set
-        when the subproblem was made, numba refusing the step: warned once) or the step needs what
-        only the general path has (an infeasible start, the Python shrinking of a free set the new
-        Hessian cannot hold, pivots that end otherwise than optimal): the general path then runs the
-        warm attempt from the start, as without this call."""
+        pivots)``; ``(None, None, None, status, pivots)`` when the pivots end otherwise than optimal
+        (``solve_box_qp``'s status from this start, its pivots being these); or ``None`` when the
+        pivots are not compiled (numba missing, ``FSFRAME_NO_JIT`` set when the subproblem was made,
+        numba refusing the step: warned once) or the step needs what only the general path has (an
+        infeasible start, the Python shrinking of a free set the new Hessian cannot hold): the
+        general path then runs the warm attempt from the start, as without this call."""
         step = self._compiled_step
         if step is None:
             return None
@@ -243,7 +249,7 @@ class DenseHingeSubproblem:
         H = F @ F.T if use_h else self._no_h
         lam, w_live, xi, measures = np.empty(m), np.empty(nq), np.empty(m), np.empty(6)
         try:
-            code, its, b = step(F, H, use_h, self._f, self.y, self._lo, self._hi, warm, 10 * m + 100, self.X,
+            code, its, b, status = step(F, H, use_h, self._f, self.y, self._lo, self._hi, warm, 10 * m + 100, self.X,
                                 self._YX, np.flatnonzero(live), s, q[live], self.C, GAP_TOL, FREE_TOL, lam, w_live, xi,
                                 measures)
         except Exception as exc:  # numba failing to compile the step on its first call: the general path
@@ -254,6 +260,8 @@ class DenseHingeSubproblem:
             return None
         if code == box_qp_jit.HINGE_DEFER:
             return None
+        if code == box_qp_jit.HINGE_FAILED:  # the general path's status from this start (the same pivots)
+            return None, None, None, box_qp_jit.STATUS[status], int(its)
         w = np.zeros(self.n_groups)
         w[live] = w_live
         gap, equality, box, stationarity, primal, dual = measures.tolist()

@@ -399,7 +399,7 @@ CRASH_GIVE_UP = 2
 variables (a crash that would end discarded, e.g. 16-24 free on a rank-4 Hessian, costs one sweep)."""
 
 
-_STATUS = {0: "optimal", 1: "unbounded", 2: "iteration_limit", 3: "singular"}
+_STATUS = box_qp_jit.STATUS
 
 
 def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter, H=None) -> BoxQPResult:

@@ -31,9 +31,12 @@ import numpy as np
 
 __all__ = ["compiled", "compiled_crash", "compiled_hinge", "crash", "hinge_warm_step", "OPTIMAL", "UNBOUNDED",
            "ITERATION_LIMIT", "SINGULAR", "NEEDS_REGULARIZE", "HINGE_CERTIFIED", "HINGE_UNCERTIFIED", "HINGE_DEFER",
-           "disable_hinge"]
+           "HINGE_FAILED", "STATUS",
+           "disable_hinge", "compiled_measures", "hinge_measures"]
 
 OPTIMAL, UNBOUNDED, ITERATION_LIMIT, SINGULAR, NEEDS_REGULARIZE = 0, 1, 2, 3, 4
+STATUS = {OPTIMAL: "optimal", UNBOUNDED: "unbounded", ITERATION_LIMIT: "iteration_limit", SINGULAR: "singular"}
+"""The status ``solve_box_qp`` reports for each of the loop's final codes."""
 
 _BUILT: list = []  # [the compiled _active_set] or [None] without numba
 _CRASH: list = [None]  # the compiled crash (compiled_crash), dropped with _BUILT by disable
@@ -118,6 +121,7 @@ def disable(exc: BaseException) -> None:
             _BUILT[:] = []
             _CRASH[0] = None
             _HINGE[0] = None
+            _MEASURES[0] = None
             _unusable(exc)
 
 
@@ -615,7 +619,7 @@ def crash(F, H, use_h, f, a, pairs, lo, hi, lam, max_steps, rel_tol):
 _HINGE: list = [None]  # the compiled hinge_warm_step (compiled_hinge), dropped with _BUILT by disable; False:
 # numba could not compile it (disable_hinge)
 
-HINGE_CERTIFIED, HINGE_UNCERTIFIED, HINGE_DEFER = 0, 1, 2
+HINGE_CERTIFIED, HINGE_UNCERTIFIED, HINGE_DEFER, HINGE_FAILED = 0, 1, 2, 3
 
 
 def compiled_hinge():
@@ -624,7 +628,8 @@ def compiled_hinge():
     loop = compiled()
     if loop is None or _HINGE[0] is False:
         return None
-    return _compiled_once(_HINGE, hinge_warm_step, _active_set_jit=loop)  # the compiled loop the step calls
+    measures = compiled_measures()  # the compiled loop and certificate the step calls
+    return _compiled_once(_HINGE, hinge_warm_step, _active_set_jit=loop, _hinge_measures_jit=measures)
 
 
 def disable_hinge(exc: BaseException) -> None:
@@ -636,6 +641,70 @@ def disable_hinge(exc: BaseException) -> None:
             _HINGE[0] = False
             warnings.warn(f"numba could not compile the hinge dual's warm step ({type(exc).__name__}: {exc}); "
                           "the warm EM steps run through solve_box_qp (the same answers)", RuntimeWarning, stacklevel=3)
+
+
+_MEASURES: list = [None]  # the compiled hinge_measures (compiled_measures)
+
+
+def compiled_measures():
+    """The compiled :func:`hinge_measures`, or ``None`` when the compiled loop is not in use."""
+    if compiled() is None:
+        return None
+    return _compiled_once(_MEASURES, hinge_measures)
+
+
+def hinge_measures(X, YX, y, live, q_live, C, lam, w_live, b, gap_tol, out_xi, measures):
+    r"""The certificate of ``DenseHingeSubproblem.certificate`` for the compiled warm step: the
+    model ``w_live`` (on the columns ``live`` of ``X``, weights ``q_live``) and intercept ``b``
+    judged with the dual point ``lam`` (``YX = diag(y) X``). Writes the hinge slacks into
+    ``out_xi`` and ``measures = [gap, equality, box, stationarity, primal, dual]``; returns whether
+    each of the first four is within ``gap_tol`` (the gap in absolute value). Each sum over samples
+    in the order of the rows (memory order)."""
+    m, nq = X.shape[0], live.shape[0]
+    gl = np.zeros(nq)  # X_live' (y * lam)
+    for i in range(m):
+        li = lam[i]
+        for c in range(nq):
+            gl[c] += YX[i, live[c]] * li
+    primal_loss = 0.0
+    for i in range(m):
+        v = b
+        for c in range(nq):
+            v += X[i, live[c]] * w_live[c]
+        xi = 1.0 - y[i] * v
+        if xi < 0.0:
+            xi = 0.0
+        out_xi[i] = xi
+        primal_loss += xi
+    primal = C * primal_loss
+    pen, dual_q, stat, wmax = 0.0, 0.0, 0.0, 0.0
+    for c in range(nq):
+        wc = w_live[c]
+        pen += q_live[c] * (wc * wc)
+        gc = gl[c]
+        dual_q += (gc * gc) / q_live[c]
+        stat = max(stat, abs(wc - gc / (2.0 * q_live[c])))
+        wmax = max(wmax, abs(wc))
+    primal += pen
+    lsum, ysum, lmin, lmax = 0.0, 0.0, 0.0, 0.0
+    for i in range(m):
+        lsum += lam[i]
+        ysum += y[i] * lam[i]
+        lmin = min(lmin, lam[i])
+        lmax = max(lmax, lam[i])
+    dual = lsum - 0.25 * dual_q
+    gap = (primal - dual) / max(1.0, abs(primal))
+    equality = abs(ysum) / max(1.0, C)
+    box = max(0.0, max(-lmin, lmax - C)) / max(1.0, C)
+    stationarity = stat / max(1.0, wmax)
+    measures[0], measures[1], measures[2] = gap, equality, box
+    measures[3], measures[4], measures[5] = stationarity, primal, dual
+    return abs(gap) <= gap_tol and equality <= gap_tol and box <= gap_tol and stationarity <= gap_tol
+
+
+def _hinge_measures_jit(X, YX, y, live, q_live, C, lam, w_live, b, gap_tol, out_xi, measures):
+    """The compiled :func:`hinge_measures` (set by :func:`compiled_hinge`; stands in until then)."""
+    return hinge_measures(X, YX, y, live, q_live, C, lam, w_live, b, gap_tol, out_xi, measures)
 
 
 def _active_set_jit(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0):
@@ -653,12 +722,13 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
     certificate of ``DenseHingeSubproblem.certificate`` on ``X`` and ``YX = diag(y) X`` (the
     columns ``live``, weights ``q_live``).
 
-    Returns ``(code, iterations, b)``: :data:`HINGE_CERTIFIED` (``out_lam``, ``out_w`` — the live
-    entries —, ``out_xi`` and ``measures = [gap, equality, box, stationarity, primal, dual]``
-    hold the answer), :data:`HINGE_UNCERTIFIED` (the same, but the certificate refuses it) or
-    :data:`HINGE_DEFER` (the start is not feasible, the free set needs the Python shrinking, or the
-    pivots ended otherwise than optimal: the caller runs the general path for this step, which
-    repeats these pivots and goes on)."""
+    Returns ``(code, iterations, b, status)``: :data:`HINGE_CERTIFIED` (``out_lam``, ``out_w`` —
+    the live entries —, ``out_xi`` and ``measures = [gap, equality, box, stationarity, primal,
+    dual]`` hold the answer), :data:`HINGE_UNCERTIFIED` (the same, but the certificate refuses it),
+    :data:`HINGE_FAILED` (the pivots ended in ``status``, :data:`SINGULAR`, :data:`ITERATION_LIMIT`
+    or :data:`UNBOUNDED`: what ``solve_box_qp`` reports from this start, as its pivots are these)
+    or :data:`HINGE_DEFER` (the start is not feasible or the free set needs the Python shrinking:
+    the caller runs the general path for this step, which repeats these pivots and goes on)."""
     m, nq = F.shape
     # the start as solve_box_qp takes it: clipped to the box, its equality residual within 1e-9
     lam = np.empty(m)
@@ -672,7 +742,7 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
         lam[i] = v
         res += y[i] * v
     if not abs(res) <= 1e-9:
-        return HINGE_DEFER, 0, 0.0
+        return HINGE_DEFER, 0, 0.0, OPTIMAL
     free = np.empty(m, dtype=np.bool_)
     anyfree = False
     for i in range(m):
@@ -680,10 +750,13 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
         anyfree = anyfree or free[i]
     if not anyfree:  # _full_row_rank with one row of +-1: E_N needs one variable
         free[0] = True
-    E = y.reshape(1, m)
+    E = np.empty((1, m))  # the equality row, a copy (y.reshape would need y contiguous to type)
+    E[0, :] = y
     code, it, nu = _active_set_jit(F, H, use_h, f, E, lo, hi, lam, free, False, max_iter, 0)
-    if code != OPTIMAL:
-        return HINGE_DEFER, it, 0.0
+    if code == NEEDS_REGULARIZE:
+        return HINGE_DEFER, it, 0.0, code
+    if code != OPTIMAL:  # solve_box_qp from this start ends the same: its status, not a repeat
+        return HINGE_FAILED, it, 0.0, code
     # _canonical_nu: with no multiplier strictly inside its box the intercept is the midpoint of
     # the interval of optimal ones (every y_i is non-zero, so one free multiplier fixes it)
     b = nu[0]
@@ -714,49 +787,14 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
             lam = snapped
     for i in range(m):
         out_lam[i] = lam[i]
-    # the primal and the certificate (DenseHingeSubproblem.certificate)
-    # F' lam and X_live' (y * lam) row by row (memory order); each sum over i in the same order
+    # the primal and the certificate (DenseHingeSubproblem.certificate): F' lam row by row (memory
+    # order), each sum over i in order
     u = np.zeros(nq)
-    gl = np.zeros(nq)
     for i in range(m):
         li = lam[i]
         for c in range(nq):
             u[c] += F[i, c] * li
-            gl[c] += YX[i, live[c]] * li
     for c in range(nq):
         out_w[c] = s[c] * u[c]
-    primal_loss = 0.0
-    for i in range(m):
-        v = b
-        for c in range(nq):
-            v += X[i, live[c]] * out_w[c]
-        xi = 1.0 - y[i] * v
-        if xi < 0.0:
-            xi = 0.0
-        out_xi[i] = xi
-        primal_loss += xi
-    primal = C * primal_loss
-    pen, dual_q, stat, wmax = 0.0, 0.0, 0.0, 0.0
-    for c in range(nq):
-        wc = out_w[c]
-        pen += q_live[c] * (wc * wc)
-        gc = gl[c]
-        dual_q += (gc * gc) / q_live[c]
-        stat = max(stat, abs(wc - gc / (2.0 * q_live[c])))
-        wmax = max(wmax, abs(wc))
-    primal += pen
-    lsum, ysum, lmin, lmax = 0.0, 0.0, 0.0, 0.0
-    for i in range(m):
-        lsum += lam[i]
-        ysum += y[i] * lam[i]
-        lmin = min(lmin, lam[i])
-        lmax = max(lmax, lam[i])
-    dual = lsum - 0.25 * dual_q
-    gap = (primal - dual) / max(1.0, abs(primal))
-    equality = abs(ysum) / max(1.0, C)
-    box = max(0.0, max(-lmin, lmax - C)) / max(1.0, C)
-    stationarity = stat / max(1.0, wmax)
-    measures[0], measures[1], measures[2] = gap, equality, box
-    measures[3], measures[4], measures[5] = stationarity, primal, dual
-    ok = abs(gap) <= gap_tol and equality <= gap_tol and box <= gap_tol and stationarity <= gap_tol
-    return (HINGE_CERTIFIED if ok else HINGE_UNCERTIFIED), it, b
+    ok = _hinge_measures_jit(X, YX, y, live, q_live, C, lam, out_w, b, gap_tol, out_xi, measures)
+    return (HINGE_CERTIFIED if ok else HINGE_UNCERTIFIED), it, b, OPTIMAL

@@ -168,9 +168,11 @@ def test_the_certificate_refuses_perturbed_answers():
     free = np.flatnonzero((lam > 1e-6) & (lam < 1.0 - 1e-6))
     i, j = free[0], free[1]
     moved = lam.copy()  # along the equality: y'lam stays 0 (up to the rounding lam has: 1.8e-15 with the
-    moved[i] += 1e-6 * y_pm[i]  # compiled pivots), the box holds; the refusal is the gap's, not the equality's
-    moved[j] -= 1e-6 * y_pm[j]
-    assert abs(y_pm @ moved) <= 1e-12 and not sub.certificate(q, w, b, moved)["optimal"]
+    moved[i] += 1e-6 * y_pm[i]  # compiled pivots), the box holds; the refusal is stationarity's (w is no
+    moved[j] -= 1e-6 * y_pm[j]  # longer the moved multipliers' model), not the gap's or the equality's
+    cert = sub.certificate(q, w, b, moved)
+    assert abs(y_pm @ moved) <= 1e-12 and not cert["optimal"]
+    assert cert["stationarity"] > 10 * GAP_TOL and abs(cert["gap"]) <= GAP_TOL and cert["equality"] <= GAP_TOL
     w2 = w.copy()
     w2[np.flatnonzero(np.isfinite(q))[0]] += 1e-6
     assert not sub.certificate(q, w2, b, lam)["optimal"]
