@@ -6,7 +6,9 @@ An archive is a folder (``benchmarks/results/<study>.cells/``) with one file per
 each the cell file's JSON with sorted keys, gzip-compressed with a zero timestamp, so that the
 same cells give the same bytes and an unchanged archive does not change in git. A run of some
 data sets rewrites only their files: processes running disjoint ``--datasets`` never write the
-same file.
+same file. A rewrite replaces the lines of the cells the run holds and keeps every other line
+(cells of another study sharing the folder, or lines a restore skipped), so nothing archived is
+lost by a run that does not plan it.
 
 A line drops the cell's split indices (``record.train`` and ``record.test``, about half a cell)
 and keeps ``split_sha``, a hash of them; :func:`restore_archive` re-derives both from the study's
@@ -19,7 +21,7 @@ What a restore does with a line:
 - a line that is not JSON or not a loadable cell record: skipped with a ``RuntimeWarning`` (the
   cell is then recomputed, as for an unreadable cell file);
 - a key the study does not plan (another study, or cells of code whose keys have changed): skipped,
-  one ``RuntimeWarning`` per file with their number;
+  one ``RuntimeWarning`` per file with their number (the line stays in the archive);
 - a planned key whose data set, seed, label or split differs from the plan, or whose re-derived
   split indices do not have the stored hash: :class:`~fsframe.errors.DataFileError` (the split
   definition changed without the key changing: restoring would attach the cell to other samples);
@@ -108,9 +110,27 @@ def write_archive(results: str | os.PathLike, directory: str | os.PathLike,
         counts[ds] = len(cells)
         if not cells:
             continue
-        text = "".join(archive_line(cells[k]) + "\n" for k in sorted(cells))
+        lines = {**_kept_lines(directory / _file_name(ds)), **{k: archive_line(c) for k, c in cells.items()}}
+        text = "".join(lines[k] + "\n" for k in sorted(lines))
         _replace(directory / _file_name(ds), gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
     return counts
+
+
+def _kept_lines(path: Path) -> dict[str, str]:
+    """``{key: line}`` of the archive file ``path`` (none if absent): a rewrite keeps the lines of
+    cells the writing run does not hold (another study's, or ones a restore skipped), replacing only
+    the cells it has; lines without a key are dropped (a restore warned about them)."""
+    if not path.is_file():
+        return {}
+    kept = {}
+    for line in _read_lines(path):
+        try:
+            key = json.loads(line)["key"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if isinstance(key, str):
+            kept[key] = line
+    return kept
 
 
 def _replace(path: Path, data: bytes) -> None:
@@ -186,7 +206,7 @@ def _restore_lines(lines: Iterable[str], where: str, plan: dict, store: CellStor
         restored += 1
     if foreign:
         _warn(f"{where}: {foreign} cells are not cells of this study's plan (another study, or cells of code whose "
-              "cell keys have changed); skipped")
+              "cell keys have changed); skipped here and kept in the archive")
     return ArchiveReport(restored, on_disk, foreign, unreadable)
 
 

@@ -227,3 +227,19 @@ def test_the_archive_is_written_during_the_run(tmp_path, monkeypatch):
             "--archive", str(tmp_path / "archive"), "--archive-minutes", "0"]
     assert _run_paper().main(args) == 0
     assert seen == list(range(len(seen))) and len(seen) == 12
+
+
+def test_a_rewrite_keeps_the_lines_of_cells_the_run_does_not_hold(full, tmp_path):
+    """Another study sharing the folder (or a line a restore skipped): its lines survive a save."""
+    arch = tmp_path / "archive"
+    lines = _lines(full)["wdbc.jsonl.gz"]
+    other = json.loads(lines[0])
+    other["key"] = "0" * 24  # a cell this study does not plan
+    arch.mkdir()
+    _rewrite(arch / "wdbc.jsonl.gz", [json.dumps(other, sort_keys=True, separators=(",", ":"))])
+    with pytest.warns(RuntimeWarning, match="kept in the archive"):
+        restore_archive(_study(full), tmp_path / "out", arch)
+    write_archive(full / "full", arch)
+    now = _lines(tmp_path)["wdbc.jsonl.gz"]
+    assert [json.loads(x)["key"] for x in now] == sorted(["0" * 24] + [json.loads(x)["key"] for x in lines])
+    assert json.loads(now[0]) == other and now[1:] == lines
