@@ -13,7 +13,7 @@ lost by a run that does not plan it.
 A line drops the cell's split indices (``record.train`` and ``record.test``, about half a cell)
 and keeps ``split_sha``, a hash of them; :func:`restore_archive` re-derives both from the study's
 split definition (its seed and protocol, on its data), takes them only if their hash is the
-stored one, and writes the cell file exactly as the run wrote it.
+stored one, and writes the cell file with the content the run wrote (JSON keys sorted).
 
 What a restore does with a line:
 

@@ -243,3 +243,22 @@ def test_a_rewrite_keeps_the_lines_of_cells_the_run_does_not_hold(full, tmp_path
     now = _lines(tmp_path)["wdbc.jsonl.gz"]
     assert [json.loads(x)["key"] for x in now] == sorted(["0" * 24] + [json.loads(x)["key"] for x in lines])
     assert json.loads(now[0]) == other and now[1:] == lines
+
+
+def test_the_digest_names_the_commits_that_computed_restored_and_merged_cells(tmp_path, monkeypatch):
+    """A run that computes nothing (a resume from the archive, a ``--merge``) still names the code
+    that computed its cells: each cell file carries its commit, and the archive keeps it."""
+    def run(commit, name, *extra, archive=True):
+        monkeypatch.setattr(experiment, "source_commit", lambda: commit)
+        args = ["paper000", "--reduced", "--data-dir", str(tmp_path / "no-data"), "--out", str(tmp_path / name),
+                "--no-plots", "--digest", str(tmp_path / f"{name}.json"), "--page", str(tmp_path / f"{name}.md")]
+        args += ["--archive", str(tmp_path / "archive")] if archive else ["--no-archive"]
+        assert _run_paper().main(args + list(extra)) == 0
+        return json.loads((tmp_path / f"{name}.json").read_text())["commits"]
+
+    a, b, c = "a" * 40, "b" * 40, "c" * 40
+    assert run(a, "computed") == [a]
+    assert run(b, "resumed") == [a, b]  # a new machine, the committed archive only
+    assert run(c, "part", "--datasets", "wdbc", archive=False) == [c]
+    assert run(b, "merged", "--merge", str(tmp_path / "part"), archive=False) == [c, b]
+    assert "at commit cccccccccccc, bbbbbbbbbbbb" in (tmp_path / "merged.md").read_text()
