@@ -17,7 +17,8 @@ stored one, and writes the cell file with the content the run wrote (JSON keys s
 
 What a restore does with a line:
 
-- a line whose key is a planned cell whose file exists: skipped, the cell on disk wins;
+- a line whose key is a planned cell whose file exists: skipped, the cell on disk wins, unless it
+  failed and the line's cell did not (a finished cell replaces a failed one);
 - a line that is not JSON or not a loadable cell record: skipped with a ``RuntimeWarning`` (the
   cell is then recomputed, as for an unreadable cell file);
 - a key the study does not plan (another study, or cells of code whose keys have changed): skipped,
@@ -181,7 +182,8 @@ def _restore_lines(lines: Iterable[str], where: str, plan: dict, store: CellStor
         if key not in plan:
             foreign += 1
             continue
-        if store.read(key) is not None:
+        held = store.read(key)
+        if held is not None and (held["record"].get("ok") or not rec.get("ok")):  # an OK cell replaces a failed one
             on_disk += 1
             continue
         meta, split = plan[key]

@@ -262,3 +262,22 @@ def test_the_digest_names_the_commits_that_computed_restored_and_merged_cells(tm
     assert run(c, "part", "--datasets", "wdbc", archive=False) == [c]
     assert run(b, "merged", "--merge", str(tmp_path / "part"), archive=False) == [c, b]
     assert "at commit cccccccccccc, bbbbbbbbbbbb" in (tmp_path / "merged.md").read_text()
+
+
+def test_a_finished_cell_replaces_a_failed_one(full, tmp_path):
+    out = tmp_path / "out"
+    restore_archive(_study(full), out, full / "archive")
+    p = sorted((out / "cells").glob("*.json"))[0]
+    good = json.loads(p.read_text())
+    p.write_text(json.dumps({**good, "record": {**good["record"], "ok": False}}))  # a failed copy on disk
+    got = restore_archive(_study(full), out, full / "archive")
+    assert (got.restored, got.on_disk) == (1, 44)
+    assert json.loads(p.read_text()) == good
+    # and not the other way round: a failed archived cell does not replace a finished one
+    arch = tmp_path / "failed"
+    arch.mkdir()
+    name, line = next((n, json.loads(x)) for n, f in _lines(full).items() for x in f if json.loads(x)["key"] == p.stem)
+    line["record"]["ok"] = False
+    _rewrite(arch / name, [json.dumps(line)])
+    assert restore_archive(_study(full), out, arch).on_disk == 1
+    assert json.loads(p.read_text()) == good
