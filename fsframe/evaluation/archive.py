@@ -104,6 +104,7 @@ def write_archive(results: str | os.PathLike, directory: str | os.PathLike,
     by_dataset: dict[str, list[str]] = {}
     for key, meta in manifest["cells"].items():
         by_dataset.setdefault(meta["dataset"], []).append(key)
+    _check_file_names(by_dataset)
     chosen = list(by_dataset) if datasets is None else [d for d in datasets if d in by_dataset]
     counts = {}
     for ds in chosen:
@@ -115,6 +116,17 @@ def write_archive(results: str | os.PathLike, directory: str | os.PathLike,
         text = "".join(lines[k] + "\n" for k in sorted(lines))
         _replace(directory / _file_name(ds), gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
     return counts
+
+
+def _check_file_names(datasets: Iterable[str]) -> None:
+    """A :class:`~fsframe.errors.DataFileError` if two data sets would share an archive file (names
+    equal once unsafe characters are replaced and case is ignored, as some file systems do)."""
+    seen: dict[str, str] = {}
+    for ds in datasets:
+        other = seen.setdefault(_file_name(ds).casefold(), ds)
+        if other != ds:
+            raise DataFileError(f"data sets {other!r} and {ds!r} would share the cell archive file "
+                                f"{_file_name(ds)!r}: rename one of them")
 
 
 def _kept_lines(path: Path) -> dict[str, str]:

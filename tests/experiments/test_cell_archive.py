@@ -11,12 +11,13 @@ import gzip
 import importlib.util
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 import fsframe.evaluation.experiment as experiment
-from fsframe.errors import DataFileError
+from fsframe.errors import DataFileError, InvalidOptionError
 from fsframe.evaluation.archive import archive_line, restore_archive, split_sha, write_archive
 from fsframe.evaluation.cells import record_from_json
 from fsframe.evaluation.study import load_study
@@ -281,3 +282,26 @@ def test_a_finished_cell_replaces_a_failed_one(full, tmp_path):
     _rewrite(arch / name, [json.dumps(line)])
     assert restore_archive(_study(full), out, arch).on_disk == 1
     assert json.loads(p.read_text()) == good
+
+
+@pytest.mark.parametrize("names", [("a b", "a_b"), ("a/b", "a_b"), ("Wdbc", "wdbc")])
+def test_data_sets_sharing_an_archive_file_are_refused(full, tmp_path, names):
+    out = tmp_path / "out"
+    shutil.copytree(full / "full", out)
+    man = json.loads((out / "manifest.json").read_text())
+    for i, meta in enumerate(man["cells"].values()):  # the study's cells under two data set names
+        meta["dataset"] = names[i % 2]
+    (out / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(DataFileError, match="would share the cell archive file"):
+        write_archive(out, tmp_path / "archive")
+    assert not (tmp_path / "archive").exists()
+
+
+@pytest.mark.parametrize("extra, error", [(("--archive-minutes", "nan"), InvalidOptionError),
+                                          (("--archive-minutes", "-1"), InvalidOptionError),
+                                          ((), DataFileError)])
+def test_a_bad_archive_option_is_refused_at_start(tmp_path, fits, extra, error):
+    (tmp_path / "archive").write_text("a file, not a folder")
+    with pytest.raises(error, match="archive"):
+        _main(tmp_path, "out", *extra)
+    assert fits[0] == 0 and not (tmp_path / "out").exists()
