@@ -305,3 +305,29 @@ def test_a_bad_archive_option_is_refused_at_start(tmp_path, fits, extra, error):
     with pytest.raises(error, match="archive"):
         _main(tmp_path, "out", *extra)
     assert fits[0] == 0 and not (tmp_path / "out").exists()
+
+
+def test_a_changed_test_index_is_refused(full, tmp_path):
+    """The test half of ``split_sha``: the same training indices with other test indices are refused."""
+    from types import SimpleNamespace
+
+    from fsframe.evaluation.archive import _plan_splits
+
+    plan = _plan_splits(_study(full))
+    key = json.loads(_lines(full)["wdbc.jsonl.gz"][0])["key"]
+    meta, split = plan[key]
+    plan[key] = (meta, SimpleNamespace(train=split.train, test=split.test[:-1]))
+    with pytest.raises(DataFileError, match=f"cell {key}"):
+        restore_archive(_study(full), tmp_path / "out", full / "archive", plan=plan)
+
+
+def test_a_datasets_run_rewrites_only_its_own_files(tmp_path):
+    """Two ``--datasets`` runs sharing one archive: the second leaves the first one's file alone."""
+    assert _main(tmp_path, "a", "--datasets", "wdbc") == 0
+    wdbc = tmp_path / "archive" / "wdbc.jsonl.gz"
+    text = gzip.decompress(wdbc.read_bytes())
+    wdbc.write_bytes(gzip.compress(text, mtime=1))  # the same cells, other bytes: a rewrite would change them
+    before = wdbc.read_bytes()
+    assert _main(tmp_path, "b", "--datasets", "cross-planes") == 0
+    assert wdbc.read_bytes() == before
+    assert sorted(_lines(tmp_path)) == ["cross-planes.jsonl.gz", "wdbc.jsonl.gz"]
