@@ -255,9 +255,9 @@ def merge_results(study, results: str | os.PathLike, sources: Iterable[str | os.
     report = ArchiveReport()
     for src in map(Path, sources):
         if (src / "cells").is_dir():
-            lines = []
+            lines, source = [], CellStore(src)
             for p in sorted((src / "cells").glob("*.json")):
-                d = CellStore(src).read(p.stem)
+                d = source.read(p.stem)
                 if d is not None:
                     lines.append(archive_line(d))
             report += _restore_lines(lines, f"results folder {src}", plan, store)
