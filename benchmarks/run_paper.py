@@ -43,6 +43,7 @@ PAGES = {"paper000": "docs/paper000-table3.md", "paper001": "docs/paper001.md", 
 
 
 def main(argv=None) -> int:
+    from fsframe.errors import DataFileError, InvalidOptionError
     from fsframe.evaluation.archive import merge_results, restore_archive, write_archive
     from fsframe.evaluation.experiment import run_study
     from fsframe.evaluation.paper import write_paper_report
@@ -68,11 +69,15 @@ def main(argv=None) -> int:
     ap.add_argument("--digest", type=Path, help="the digest to write (default: benchmarks/results/<study>.json)")
     ap.add_argument("--page", type=Path, help="the page to write (default: the study's docs/ page)")
     args = ap.parse_args(argv)
+    if not args.archive_minutes >= 0:  # NaN too
+        raise InvalidOptionError(f"--archive-minutes must be a number of minutes >= 0, got {args.archive_minutes}")
     study = load_study(args.study, data_dir=args.data_dir, reduced=args.reduced)
     out = args.out or ROOT / "results" / study.name
     # a reduced run takes minutes: it keeps an archive only where --archive says
     archive = None if args.no_archive or (args.reduced and not args.archive) else \
         args.archive or ROOT / "benchmarks" / "results" / f"{study.name}.cells"
+    if archive is not None and archive.exists() and not archive.is_dir():
+        raise DataFileError(f"the cell archive {archive} is a file, not a folder: give --archive a folder")
     if archive is not None:
         got = restore_archive(study, out, archive)
         print(f"archive {archive}: {got.restored} cells restored, {got.on_disk} already in {out}"

@@ -6,20 +6,23 @@ An archive is a folder (``benchmarks/results/<study>.cells/``) with one file per
 each the cell file's JSON with sorted keys, gzip-compressed with a zero timestamp, so that the
 same cells give the same bytes and an unchanged archive does not change in git. A run of some
 data sets rewrites only their files: processes running disjoint ``--datasets`` never write the
-same file.
+same file. A rewrite replaces the lines of the cells the run holds and keeps every other line
+(cells of another study sharing the folder, or lines a restore skipped), so nothing archived is
+lost by a run that does not plan it.
 
 A line drops the cell's split indices (``record.train`` and ``record.test``, about half a cell)
 and keeps ``split_sha``, a hash of them; :func:`restore_archive` re-derives both from the study's
 split definition (its seed and protocol, on its data), takes them only if their hash is the
-stored one, and writes the cell file exactly as the run wrote it.
+stored one, and writes the cell file with the content the run wrote (JSON keys sorted).
 
 What a restore does with a line:
 
-- a line whose key is a planned cell whose file exists: skipped, the cell on disk wins;
+- a line whose key is a planned cell whose file exists: skipped, the cell on disk wins, unless it
+  failed and the line's cell did not (a finished cell replaces a failed one);
 - a line that is not JSON or not a loadable cell record: skipped with a ``RuntimeWarning`` (the
   cell is then recomputed, as for an unreadable cell file);
 - a key the study does not plan (another study, or cells of code whose keys have changed): skipped,
-  one ``RuntimeWarning`` per file with their number;
+  one ``RuntimeWarning`` per file with their number (the line stays in the archive);
 - a planned key whose data set, seed, label or split differs from the plan, or whose re-derived
   split indices do not have the stored hash: :class:`~fsframe.errors.DataFileError` (the split
   definition changed without the key changing: restoring would attach the cell to other samples);
@@ -101,6 +104,7 @@ def write_archive(results: str | os.PathLike, directory: str | os.PathLike,
     by_dataset: dict[str, list[str]] = {}
     for key, meta in manifest["cells"].items():
         by_dataset.setdefault(meta["dataset"], []).append(key)
+    _check_file_names(by_dataset)
     chosen = list(by_dataset) if datasets is None else [d for d in datasets if d in by_dataset]
     counts = {}
     for ds in chosen:
@@ -108,9 +112,38 @@ def write_archive(results: str | os.PathLike, directory: str | os.PathLike,
         counts[ds] = len(cells)
         if not cells:
             continue
-        text = "".join(archive_line(cells[k]) + "\n" for k in sorted(cells))
+        lines = {**_kept_lines(directory / _file_name(ds)), **{k: archive_line(c) for k, c in cells.items()}}
+        text = "".join(lines[k] + "\n" for k in sorted(lines))
         _replace(directory / _file_name(ds), gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
     return counts
+
+
+def _check_file_names(datasets: Iterable[str]) -> None:
+    """A :class:`~fsframe.errors.DataFileError` if two data sets would share an archive file (names
+    equal once unsafe characters are replaced and case is ignored, as some file systems do)."""
+    seen: dict[str, str] = {}
+    for ds in datasets:
+        other = seen.setdefault(_file_name(ds).casefold(), ds)
+        if other != ds:
+            raise DataFileError(f"data sets {other!r} and {ds!r} would share the cell archive file "
+                                f"{_file_name(ds)!r}: rename one of them")
+
+
+def _kept_lines(path: Path) -> dict[str, str]:
+    """``{key: line}`` of the archive file ``path`` (none if absent): a rewrite keeps the lines of
+    cells the writing run does not hold (another study's, or ones a restore skipped), replacing only
+    the cells it has; lines without a key are dropped (a restore warned about them)."""
+    if not path.is_file():
+        return {}
+    kept = {}
+    for line in _read_lines(path):
+        try:
+            key = json.loads(line)["key"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if isinstance(key, str):
+            kept[key] = line
+    return kept
 
 
 def _replace(path: Path, data: bytes) -> None:
@@ -161,7 +194,8 @@ def _restore_lines(lines: Iterable[str], where: str, plan: dict, store: CellStor
         if key not in plan:
             foreign += 1
             continue
-        if store.read(key) is not None:
+        held = store.read(key)
+        if held is not None and (held["record"].get("ok") or not rec.get("ok")):  # an OK cell replaces a failed one
             on_disk += 1
             continue
         meta, split = plan[key]
@@ -186,7 +220,7 @@ def _restore_lines(lines: Iterable[str], where: str, plan: dict, store: CellStor
         restored += 1
     if foreign:
         _warn(f"{where}: {foreign} cells are not cells of this study's plan (another study, or cells of code whose "
-              "cell keys have changed); skipped")
+              "cell keys have changed); skipped here and kept in the archive")
     return ArchiveReport(restored, on_disk, foreign, unreadable)
 
 
@@ -221,9 +255,9 @@ def merge_results(study, results: str | os.PathLike, sources: Iterable[str | os.
     report = ArchiveReport()
     for src in map(Path, sources):
         if (src / "cells").is_dir():
-            lines = []
+            lines, source = [], CellStore(src)
             for p in sorted((src / "cells").glob("*.json")):
-                d = CellStore(src).read(p.stem)
+                d = source.read(p.stem)
                 if d is not None:
                     lines.append(archive_line(d))
             report += _restore_lines(lines, f"results folder {src}", plan, store)

@@ -210,7 +210,11 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
                                      metas[i]["fold"], i))
     engine = "serial" if n_jobs == 1 and dask is None else (f"dask {dask if isinstance(dask, str) else 'client'}"
                                                              if dask is not None else f"joblib n_jobs={n_jobs}")
-    commits = _earlier_commits(root) + [c for c in (source_commit(),) if c]
+    commit = source_commit()
+    # the commits that computed the cells this run keeps (restored from an archive or merged: not
+    # necessarily ones earlier runs into ``root`` recorded), then this run's
+    held = sorted({d["commit"] for d in done_before.values() if isinstance(d.get("commit"), str)})
+    commits = _earlier_commits(root) + held + [c for c in (commit,) if c]
     manifest = {"study": study.name, "study_file": study.path, "study_text": study.text, "paper": study.paper,
                 "title": study.title, "reduced": study.reduced, "commits": list(dict.fromkeys(commits)),
                 "protocol": study.protocol.as_dict(), "seeds": list(study.seeds), "environment": environment(),
@@ -234,7 +238,7 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
         i = todo[j]
         # a finished cell names the backend that solved it (DSO-FS: clarabel; RFS: none) and its version
         meta = dict(metas[i], backend=rec.backend if rec.ok else metas[i]["backend"],
-                    backend_version=rec.backend_version, ok=rec.ok)
+                    backend_version=rec.backend_version, ok=rec.ok, commit=commit)
         store.write(meta["key"], record_to_json(rec, meta))
         computed += 1
         if progress is not None:

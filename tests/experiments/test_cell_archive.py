@@ -11,12 +11,13 @@ import gzip
 import importlib.util
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 import fsframe.evaluation.experiment as experiment
-from fsframe.errors import DataFileError
+from fsframe.errors import DataFileError, InvalidOptionError
 from fsframe.evaluation.archive import archive_line, restore_archive, split_sha, write_archive
 from fsframe.evaluation.cells import record_from_json
 from fsframe.evaluation.study import load_study
@@ -227,3 +228,106 @@ def test_the_archive_is_written_during_the_run(tmp_path, monkeypatch):
             "--archive", str(tmp_path / "archive"), "--archive-minutes", "0"]
     assert _run_paper().main(args) == 0
     assert seen == list(range(len(seen))) and len(seen) == 12
+
+
+def test_a_rewrite_keeps_the_lines_of_cells_the_run_does_not_hold(full, tmp_path):
+    """Another study sharing the folder (or a line a restore skipped): its lines survive a save."""
+    arch = tmp_path / "archive"
+    lines = _lines(full)["wdbc.jsonl.gz"]
+    other = json.loads(lines[0])
+    other["key"] = "0" * 24  # a cell this study does not plan
+    arch.mkdir()
+    _rewrite(arch / "wdbc.jsonl.gz", [json.dumps(other, sort_keys=True, separators=(",", ":"))])
+    with pytest.warns(RuntimeWarning, match="kept in the archive"):
+        restore_archive(_study(full), tmp_path / "out", arch)
+    write_archive(full / "full", arch)
+    now = _lines(tmp_path)["wdbc.jsonl.gz"]
+    assert [json.loads(x)["key"] for x in now] == sorted(["0" * 24] + [json.loads(x)["key"] for x in lines])
+    assert json.loads(now[0]) == other and now[1:] == lines
+
+
+def test_the_digest_names_the_commits_that_computed_restored_and_merged_cells(tmp_path, monkeypatch):
+    """A run that computes nothing (a resume from the archive, a ``--merge``) still names the code
+    that computed its cells: each cell file carries its commit, and the archive keeps it."""
+    def run(commit, name, *extra, archive=True):
+        monkeypatch.setattr(experiment, "source_commit", lambda: commit)
+        args = ["paper000", "--reduced", "--data-dir", str(tmp_path / "no-data"), "--out", str(tmp_path / name),
+                "--no-plots", "--digest", str(tmp_path / f"{name}.json"), "--page", str(tmp_path / f"{name}.md")]
+        args += ["--archive", str(tmp_path / "archive")] if archive else ["--no-archive"]
+        assert _run_paper().main(args + list(extra)) == 0
+        return json.loads((tmp_path / f"{name}.json").read_text())["commits"]
+
+    a, b, c = "a" * 40, "b" * 40, "c" * 40
+    assert run(a, "computed") == [a]
+    assert run(b, "resumed") == [a, b]  # a new machine, the committed archive only
+    assert run(c, "part", "--datasets", "wdbc", archive=False) == [c]
+    assert run(b, "merged", "--merge", str(tmp_path / "part"), archive=False) == [c, b]
+    assert "at commit cccccccccccc, bbbbbbbbbbbb" in (tmp_path / "merged.md").read_text()
+
+
+def test_a_finished_cell_replaces_a_failed_one(full, tmp_path):
+    out = tmp_path / "out"
+    restore_archive(_study(full), out, full / "archive")
+    p = sorted((out / "cells").glob("*.json"))[0]
+    good = json.loads(p.read_text())
+    p.write_text(json.dumps({**good, "record": {**good["record"], "ok": False}}))  # a failed copy on disk
+    got = restore_archive(_study(full), out, full / "archive")
+    assert (got.restored, got.on_disk) == (1, 44)
+    assert json.loads(p.read_text()) == good
+    # and not the other way round: a failed archived cell does not replace a finished one
+    arch = tmp_path / "failed"
+    arch.mkdir()
+    name, line = next((n, json.loads(x)) for n, f in _lines(full).items() for x in f if json.loads(x)["key"] == p.stem)
+    line["record"]["ok"] = False
+    _rewrite(arch / name, [json.dumps(line)])
+    assert restore_archive(_study(full), out, arch).on_disk == 1
+    assert json.loads(p.read_text()) == good
+
+
+@pytest.mark.parametrize("names", [("a b", "a_b"), ("a/b", "a_b"), ("Wdbc", "wdbc")])
+def test_data_sets_sharing_an_archive_file_are_refused(full, tmp_path, names):
+    out = tmp_path / "out"
+    shutil.copytree(full / "full", out)
+    man = json.loads((out / "manifest.json").read_text())
+    for i, meta in enumerate(man["cells"].values()):  # the study's cells under two data set names
+        meta["dataset"] = names[i % 2]
+    (out / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(DataFileError, match="would share the cell archive file"):
+        write_archive(out, tmp_path / "archive")
+    assert not (tmp_path / "archive").exists()
+
+
+@pytest.mark.parametrize("extra, error", [(("--archive-minutes", "nan"), InvalidOptionError),
+                                          (("--archive-minutes", "-1"), InvalidOptionError),
+                                          ((), DataFileError)])
+def test_a_bad_archive_option_is_refused_at_start(tmp_path, fits, extra, error):
+    (tmp_path / "archive").write_text("a file, not a folder")
+    with pytest.raises(error, match="archive"):
+        _main(tmp_path, "out", *extra)
+    assert fits[0] == 0 and not (tmp_path / "out").exists()
+
+
+def test_a_changed_test_index_is_refused(full, tmp_path):
+    """The test half of ``split_sha``: the same training indices with other test indices are refused."""
+    from types import SimpleNamespace
+
+    from fsframe.evaluation.archive import _plan_splits
+
+    plan = _plan_splits(_study(full))
+    key = json.loads(_lines(full)["wdbc.jsonl.gz"][0])["key"]
+    meta, split = plan[key]
+    plan[key] = (meta, SimpleNamespace(train=split.train, test=split.test[:-1]))
+    with pytest.raises(DataFileError, match=f"cell {key}"):
+        restore_archive(_study(full), tmp_path / "out", full / "archive", plan=plan)
+
+
+def test_a_datasets_run_rewrites_only_its_own_files(tmp_path):
+    """Two ``--datasets`` runs sharing one archive: the second leaves the first one's file alone."""
+    assert _main(tmp_path, "a", "--datasets", "wdbc") == 0
+    wdbc = tmp_path / "archive" / "wdbc.jsonl.gz"
+    text = gzip.decompress(wdbc.read_bytes())
+    wdbc.write_bytes(gzip.compress(text, mtime=1))  # the same cells, other bytes: a rewrite would change them
+    before = wdbc.read_bytes()
+    assert _main(tmp_path, "b", "--datasets", "cross-planes") == 0
+    assert wdbc.read_bytes() == before
+    assert sorted(_lines(tmp_path)) == ["cross-planes.jsonl.gz", "wdbc.jsonl.gz"]
