@@ -63,3 +63,7 @@ class Status(enum.Enum):
 
 SOLUTION_PRESENT = frozenset({Status.OPTIMAL, Status.OPTIMAL_INACCURATE})
 """Statuses whose result carries a primal solution that loops may use."""
+
+UNDECIDED = frozenset({Status.UNKNOWN, Status.NUMERICAL_ERROR, Status.ITERATION_LIMIT})
+"""Statuses with neither a usable solution nor a claim: the solver could not settle the problem
+(``Subproblem.solve(decide=True)`` asks the other backends)."""

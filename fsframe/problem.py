@@ -8,7 +8,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from .enums import Status
+from .enums import UNDECIDED, Status
 from .backends.base import Backend, SolveOptions, SolveResult
 from .backends.certificate import certify, judge_certificate
 from .canonical import Auxiliaries
@@ -224,10 +224,14 @@ class Subproblem:
         """``t_j``, in the formulation's declared group norm (:attr:`Formulation.group_norm`)."""
         return self.compiled.group_norms(coef, getattr(self.formulation, "group_norm", "l2"))
 
-    def solve(self, *, lin=None, lin_w=None, quad=None, full: bool = False) -> Iterate:
+    def solve(self, *, lin=None, lin_w=None, quad=None, full: bool = False, decide: bool = False) -> Iterate:
         """Set the slot weights (see :meth:`CompiledModel.with_weights`) and solve. ``full``
         solves the full problem even when the subproblem has a working set (in a session of its
-        own; the working set is left as it was)."""
+        own; the working set is left as it was). ``decide``: a solve that ends with neither a
+        solution nor a claim (status ``unknown``, ``numerical_error``, ``iteration_limit``: e.g.
+        ECOS inaccurate with fsframe's certificate failed) is put to the other built-in backends
+        (:meth:`_second_opinion`), whose certified optimum or verified claim is the answer — for a
+        loop that needs the question settled (a bound search's feasibility probe)."""
         t0 = time.perf_counter()
         weights = {k: v for k, v in (("lin", lin), ("lin_w", lin_w), ("quad", quad)) if v is not None}
         try:
@@ -259,6 +263,8 @@ class Subproblem:
                     False, self.n_groups, self.n_groups, full_resolve=full,
                     recheck="an earlier recheck kept the full problem's answer: the full problem is solved"
                     if rechecked and not full else "")
+        if decide and res.status in UNDECIDED:
+            res = self._second_opinion(data, self.options, res, t2)
         self.n_solves += 1
         t3 = time.perf_counter()
         seconds = t3 - t0

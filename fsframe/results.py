@@ -333,10 +333,24 @@ def solver_label(backend: str | None, version=None) -> str | None:
     return f"{backend} {version}" if version else str(backend)
 
 
-def backend_text(backend: str | None, version=None) -> str:
-    """``backend highs 1.16.0``, or ``no solver backend`` (a model computed without one)."""
+def backend_text(backend: str | None, version=None, solved: str | None = None) -> str:
+    """``backend highs 1.16.0``; a model computed without one: ``solved by dense-hinge (fsframe's
+    own, no solver backend)`` when ``solved`` (:func:`solved_by`) names what did, else ``no solver
+    backend``."""
     label = solver_label(backend, version)
-    return "no solver backend" if label is None else f"backend {label}"
+    if label is not None:
+        return f"backend {label}"
+    return f"solved by {solved} (fsframe's own, no solver backend)" if solved else "no solver backend"
+
+
+def solved_by(res) -> str | None:
+    """What solved a fit without a solver backend, as its certificate names it (the dense EM
+    path's ``"dense-hinge"``, EM's ``"newton"`` steps); ``None`` for a backend's fit."""
+    if res.backend is not None:
+        return None
+    cert = res.certificate if not res.per_class else res.per_class[0].certificate
+    label = (cert or {}).get("backend")
+    return None if not label else str(label)
 
 
 def _num(v) -> str:

@@ -480,6 +480,14 @@ class HighsSession(BackendSession):
         run_status, model_status = raw
         status = self.backend.map_status(model_status)
         message = self.h.modelStatusToString(model_status)
+        threads = self.options.backend_options.get("threads")
+        if (run_status == highspy.HighsStatus.kError and model_status == highspy.HighsModelStatus.kNotset
+                and threads is not None):
+            raise InvalidOptionError(
+                f"highs: HiGHS did not run with backend_options threads={threads!r} (status Not Set): HiGHS keeps "
+                "one thread scheduler per process, started by the process's first HiGHS solve, and refuses a "
+                "solve asking for another thread count. Give every solve of the process the same threads, or "
+                "leave the option out")
         if run_status == highspy.HighsStatus.kError and status is Status.OPTIMAL:
             status = Status.ERROR
             message += "; but HiGHS's run() returned an error"

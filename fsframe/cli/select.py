@@ -11,7 +11,7 @@ from ..evaluation import (accuracy_score, component_dict, cross_validate, enviro
                           facts_text, format_components, r2_score, scale_fit_transform, to_jsonable)
 from ..fitting import fit
 from ..method import sparsity_knobs
-from ..results import backend_text, solver_label
+from ..results import backend_text, solved_by, solver_label
 from .common import EXIT_OK, UsageError, check_task
 from .evaluate import cv_spec, dataset_line, load_data, method_params, report_written, run_evaluation
 from .output import check_output_paths, meta, table, write_csv, write_json
@@ -108,7 +108,7 @@ def _select_once(args, argv, data, params) -> int:
         train_score, score_name = accuracy_score(data.y, res.predict(X)), "training_accuracy"
     if args.json != "-":
         print(f"{label} on {dataset_line(data)}")
-        print(f"  model: {format_components(components, resolved=facts)}; {backend_text(res.backend, solver)}")
+        print(f"  model: {format_components(components, resolved=facts)}; {backend_text(res.backend, solver, solved_by(res))}")
         derived = facts_text(facts, components)
         if derived:
             print(f"  from the data: {derived}")

@@ -19,6 +19,7 @@ from ..errors import DataWarning, InvalidOptionError, SolverFailedError
 from ..fitting import fit, is_regression, task_mismatch
 from ..method import resolve
 from ..plugins import get_registry
+from ..results import solved_by
 from .config import _Config, _make_config
 from .metrics import accuracy_score, mae_score, mcc_score, mse_score, r2_score
 from .preprocess import SCALINGS, _retrain_estimator, _scale, check_scaling
@@ -82,7 +83,7 @@ def _run_fold(X: NDArray, y: NDArray, split: Split, cfg: _Config, raise_errors: 
                 statuses=tuple(getattr(s, "value", str(s)) for s in res.statuses),
                 seconds=float(res.info.get("seconds", float("nan"))),
                 selected=tuple(int(j) for j in selected), facts=res.facts,
-                backend=res.backend, backend_version=_backend_version(res), solved_by=_solved_by(res),
+                backend=res.backend, backend_version=_backend_version(res), solved_by=solved_by(res),
                 y_pred=scores.get("y_pred", y_pred))
             if cfg.extras is not None:  # a study protocol's top-k curve, random-k baseline (evaluation.protocols)
                 rec = cfg.extras.after_fit(rec, res, Xtr, ytr, Xte, yte, split, cfg)
@@ -122,16 +123,6 @@ def _regression_scores(res, Xtr, ytr, Xte, yte, sel_pred, cfg) -> dict:
     return {"r2": r2_score(yte, y_pred), "mse": mse_score(yte, y_pred), "mae": mae_score(yte, y_pred),
             "selector_r2": r2_score(yte, sel_pred), "selector_mse": mse_score(yte, sel_pred),
             "selector_mae": mae_score(yte, sel_pred), "y_pred": y_pred}
-
-
-def _solved_by(res) -> str | None:
-    """What solved a fit without a solver backend, as its certificate names it (the dense EM
-    path's ``"dense-hinge"``, EM's ``"newton"`` steps); ``None`` for a backend's fit."""
-    if res.backend is not None:
-        return None
-    cert = res.certificate if not res.per_class else res.per_class[0].certificate
-    label = (cert or {}).get("backend")
-    return None if not label else str(label)
 
 
 def _backend_version(res) -> str | None:

@@ -588,7 +588,9 @@ class OuterLoop(abc.ABC):
             k = len(history)
             if not it.ok:
                 history.append(IterRecord(k, None, None, it.status, time.perf_counter() - t0, params=step.params))
-                if step.probe and it.status in INFEASIBLE:  # expected: recorded, the loop goes on
+                # expected: recorded, the loop goes on (a probe no backend could decide, which the
+                # loop marks ``params["undecided"]``, too: the loop has counted and warned)
+                if step.probe and (it.status in INFEASIBLE or (step.params or {}).get("undecided")):
                     if callback is not None:
                         callback(history[-1], it)
                     continue

@@ -16,7 +16,7 @@ import attrs
 import numpy as np
 from attrs.validators import ge, instance_of, le
 
-from ..enums import Status
+from ..enums import UNDECIDED, Status
 from ..errors import ConvergenceWarning, DataWarning, InfeasibleParameterError, InvalidOptionError
 from ..validators import as_int, positive_int, real, to_float
 from .base import INFEASIBLE, Choice, Finish, OuterLoop, Step, support_of
@@ -279,8 +279,12 @@ class BoundSearch(OuterLoop):
     the limit) is bisected to ``eps``.
 
     Infeasibility is a status the search uses (``infeasible``, ``infeasible_or_unbounded``), never an
-    exception; any other failed solve is solver trouble: :class:`~fsframe.errors.SolverFailedError`,
-    or with ``raise_on_failure=False`` the search stops there and chooses among the points found.
+    exception. A probe that ends with neither a solution nor a claim (:data:`~fsframe.enums.UNDECIDED`)
+    is put to the other backends (``Subproblem.solve(decide=True)``); still undecided, it is not
+    proven feasible: treated as infeasible by the bracket, never a candidate, warned and counted
+    (``info["n_undecided"]``, a fact). Any other failed solve is solver trouble:
+    :class:`~fsframe.errors.SolverFailedError`, or with ``raise_on_failure=False`` the search stops
+    there and chooses among the points found.
 
     Choice (001 §3.2): with ``bound = theta p + (1 - theta) q`` (``p`` for one bound) and ``NSF``
     the number of features with ``|w_j| / max|w| > zero_tol`` (001's footnote: 0.001), criterion 1
@@ -302,7 +306,7 @@ class BoundSearch(OuterLoop):
     ``bound`` and ``score`` (feasible points), so the trade-off curve can be plotted.
     ``n_iter`` = SOCPs of the search; ``info``: the chosen bounds by name (``delta_pos``,
     ``delta_neg`` or ``delta``), ``bound``, ``score``, ``criterion``, ``n_socps`` (with the re-solve),
-    ``n_feasible``, ``n_infeasible``, ``n_inaccurate`` (feasible points solved only
+    ``n_feasible``, ``n_infeasible``, ``n_undecided``, ``n_inaccurate`` (feasible points solved only
     ``optimal_inaccurate``; every status is also in ``FitResult.statuses``), ``search``.
 
     *The grid search* (``search="grid"``, two bounds; not in 001): Algorithm 1's bisection starts
@@ -344,6 +348,7 @@ class BoundSearch(OuterLoop):
     """
 
     name = "bound-search"
+    data_facts = ("n_undecided",)  # probes no backend could decide (treated as not proven feasible)
     reference = "paper 001 Algorithm 1, criteria 1 and 2, Remark on t"
     requires = ("derivative", "slope_at_zero")
     formulation_requires = ("bounds",)
@@ -521,7 +526,7 @@ class BoundSearch(OuterLoop):
         else:
             st.replay = None  # (a search asking for another point than the recorded one) solves from here on
             st.sub.set_bounds(**bounds)
-            it = st.sub.solve(lin=st.lin)
+            it = st.sub.solve(lin=st.lin, decide=True)
         if st.record is not None:
             st.record.append((point, it))
         st.statuses.append(it.status)
@@ -533,6 +538,15 @@ class BoundSearch(OuterLoop):
             st.kept.append((st.n, params, it, nsf))
         elif it.status in INFEASIBLE:
             st.n_infeasible += 1
+        elif it.status in UNDECIDED:
+            # no backend proved the point feasible (a certified or usable optimum) or infeasible:
+            # not proven feasible, so the bracket treats it as infeasible (conservative: the
+            # search can only stop below the frontier), and it is never a candidate
+            st.n_undecided += 1
+            params["undecided"] = True
+            warnings.warn(f"{self.name}: the SOCP at {bounds} is undecided: it ended with status {it.status.value} "
+                          f"({it.result.message}) on backend {it.result.backend}; the search treats it as not proven "
+                          "feasible (info['n_undecided'])", ConvergenceWarning, stacklevel=4)
         elif not self.raise_on_failure and st.kept:
             warnings.warn(f"{self.name}: the SOCP at {bounds} ended with status {it.status.value} ({it.result.message}) "
                           f"on backend {it.result.backend}; the search stops and chooses among the points found",
@@ -603,6 +617,7 @@ class BoundSearch(OuterLoop):
                 "criterion": str(self.criterion) if not callable(self.criterion) else getattr(
                     self.criterion, "__name__", "callable"),
                 "chosen_socp": k, "search": self.search, "n_feasible": len(st.kept), "n_infeasible": st.n_infeasible,
+                "n_undecided": st.n_undecided,
                 "n_inaccurate": sum(s is Status.OPTIMAL_INACCURATE for s in st.statuses)}
         if verified is not None:
             info["nsf_cut_verified"] = verified
@@ -639,6 +654,7 @@ class _Search:
     statuses: list = attrs.field(factory=list)  # every visit's status
     unrecorded: list = attrs.field(factory=list)  # a failed visit that ended the search (not yielded)
     n_infeasible: int = 0
+    n_undecided: int = 0  # probes no backend could decide, treated as not proven feasible
     replay: list | None = None  # (point, iterate) of each visit of an equal search (sharing_visits)
     record: list | None = None  # this search's (point, iterate) visits, kept when sharing
     n_replayed: int = 0

@@ -220,7 +220,7 @@ class MEMPMFormulation(Formulation):
     name = "mempm"
     data_facts = ("delta", "delta_pos", "delta_neg", "kappa_pos", "kappa_neg", "bound", "delta_max", "kappa_max",
                   "ridge", "delta_neg_max", "mempm_socps",  # the bounds chosen, the largest the data admit
-                  "frontier_margin", "frontier_retries", "alpha_at_floor")  # mempm_theta's line search
+                  "frontier_margin", "frontier_retries", "alpha_at_floor", "alpha_at_ceiling")  # mempm_theta's line search
     dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
                     "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
                     "(the cones are already over samples, m_k + 1 entries, never an n x n covariance)")
@@ -317,7 +317,7 @@ class MEMPMFormulation(Formulation):
                     f"{self.name}: 001 eq. 5 has no hyperplane with delta_neg > 0 at its best delta_pos={a:.4g} "
                     "(the class means coincide?)", parameter="mempm_theta", value=self.mempm_theta, limit=b_max)
             eq5 = {"bound": value, "delta_neg_max": b_max, "mempm_socps": n_socps, "frontier_margin": FRONTIER_MARGIN,
-                   "alpha_at_floor": int(self._at_floor(a, lim_a))}
+                   "alpha_at_floor": int(self._at_floor(a, lim_a)), "alpha_at_ceiling": int(self._at_ceiling(a, lim_a))}
         n = mom.n
         split = bool(terms & {"lin", "lin_w"})
         model = pyo.ConcreteModel(name=f"{self.name}(delta_pos={a:.4g}, delta_neg={b:.4g})")
@@ -362,6 +362,22 @@ class MEMPMFormulation(Formulation):
             "towards the corner delta_pos -> 0 (a classifier with no guarantee for class +1), which the search "
             "leaves out; the hyperplane returned is at that floor, not at an optimum of eq. 5 "
             "(info['alpha_at_floor'] = 1). A larger mempm_theta balances the classes", ConvergenceWarning,
+            stacklevel=2)
+        return True
+
+    def _at_ceiling(self, a: float, lim_a: float) -> bool:
+        """Whether eq. 5's line search ended at its ceiling, :data:`LIMIT_GAP` below the limit of
+        ``delta_pos`` (up to the golden section's tolerance): the degenerate corner of a class +1
+        whose covariance is singular (fewer samples than features at ``rho = 0``), where
+        ``delta_pos -> 1`` and the SOCP degenerates — warned, and ``info["alpha_at_ceiling"]`` is 1."""
+        if a < lim_a - LIMIT_GAP - 2e-6:
+            return False
+        warnings.warn(
+            f"{self.name}: mempm_theta={self.mempm_theta:g}: 001 eq. 5's line search ended at its ceiling "
+            f"delta_pos={a:g}, {LIMIT_GAP:g} below the limit {lim_a:.4g} (class +1's covariance is singular "
+            "along a direction: fewer samples than features at rho = 0?): the value still rises towards the corner "
+            "the search leaves out; the hyperplane returned is at that ceiling, not at an optimum of eq. 5 "
+            "(info['alpha_at_ceiling'] = 1). A rho > 0 regularises the covariance", ConvergenceWarning,
             stacklevel=2)
         return True
 

@@ -162,3 +162,29 @@ def test_extreme_scale_is_a_typed_error_naming_it():
     for backend in ("highs", "ecos"):
         with pytest.raises(UnsupportedProblemError, match=r"magnitude .*e\+150.*standardise"):
             fsframe.fit(X, y, method="l1-svm", backend=backend)
+
+
+def test_threads_unlike_the_process_scheduler_is_a_typed_error():
+    """HiGHS keeps one thread scheduler per process (started by its first solve): a solve with
+    ``backend_options={"threads": t}`` for another count does not run (model status Not Set). Of
+    threads 1, 2 and 4 at least one differs from this process's scheduler: an InvalidOptionError
+    naming the option, never a SolverFailedError "ended Not Set"; one that runs gives the optimum
+    Clarabel gives. Planted (no check): SolverFailedError "status error (Not Set)"."""
+    import fsframe
+    from fsframe.errors import InvalidOptionError
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 8))
+    y = np.where(X[:, 0] > 0, 1, 0)
+    fsframe.fit(X, y, method="l1-svm", backend="highs")  # the process's scheduler is started (if nothing did)
+    want = fsframe.fit(X, y, method="l1-svm", backend="clarabel").objective
+    refused = 0
+    for threads in (1, 2, 4):
+        try:
+            r = fsframe.fit(X, y, method="l1-svm", backend="highs", backend_options={"threads": threads})
+        except InvalidOptionError as exc:
+            assert f"threads={threads}" in str(exc) and "Not Set" in str(exc)
+            refused += 1
+        else:
+            assert r.objective == pytest.approx(want, rel=1e-6)
+    assert refused >= 1

@@ -142,6 +142,18 @@ def test_select_once(cli, tmp_path):
     assert float(rows[ref.selected[0]]["weight"]) == pytest.approx(ref.coef[ref.selected[0]])
 
 
+def test_select_names_what_solved_a_fit_without_a_backend(cli, small_csv):
+    """em-l0 on the dense EM path has no solver backend (``result.backend`` is None): the model
+    line names what solved it, from its certificate, as compare's footer does. Planted (select
+    passing no certificate's solver): the line says "no solver backend" alone."""
+    r = cli("select", small_csv, "--drop-columns", "id", "--label-column", "class", "--method", "em-l0")
+    assert r.code == 0, r.err
+    data = fsframe.load_dataset(str(small_csv), drop_columns=["id"], label_column="class")
+    ref = fsframe.fit((data.X - data.X.mean(0)) / data.X.std(0), data.y, method="em-l0")
+    assert ref.backend is None and ref.certificate["backend"] == "dense-hinge"
+    assert "; solved by dense-hinge (fsframe's own, no solver backend)" in r.out
+
+
 def test_select_cv_report_json_csv(cli, tmp_path, small_csv):
     jp, cp = tmp_path / "cv.json", tmp_path / "cv.csv"
     r = cli("select", small_csv, "--drop-columns", "id", "--label-column", "class", "--method", "l1-svm",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import fsframe
-from fsframe.errors import InvalidOptionError
+from fsframe.errors import ConvergenceWarning, InvalidOptionError
 
 
 def _pima_like(seed=0, m=300):
@@ -241,3 +241,23 @@ def test_eq5_refuses_a_sparsity_surrogate(kw):
     with pytest.raises(fsframe.errors.IncompatibleComponentsError, match="surrogate=None and loop='single'"):
         fsframe.fit(X, y, formulation="mempm", mempm_theta=0.5, **kw)
     assert fsframe.fit(X, y, formulation="mempm", surrogate="exp", loop="dca", delta_pos=0.3, delta_neg=0.3).n_selected >= 1
+
+
+def test_eq5_at_the_ceiling_of_a_singular_class_is_flagged():
+    """Class +1 with fewer samples (6) than features (8) at ``rho = 0``: its covariance is singular,
+    delta_pos's limit is 1 (kappa unbounded along a null direction) and eq. 5's line search ends at
+    its ceiling, LIMIT_GAP below that limit — warned and a fact, as the floor is. With ``rho > 0``
+    the limit is below 1 and the optimum is inside: no flag. Planted (ceiling never flagged):
+    fails."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 8))
+    y = np.where(np.arange(40) < 6, 1, 0)
+    X[:6] += 0.5
+    with pytest.warns(ConvergenceWarning, match="ceiling"):
+        m = fsframe.fit(X, y, formulation="mempm", loop="single", mempm_theta=0.5, rho=0.0)
+    assert m.info["bound_limits"]["delta_pos"] == 1.0 and m.info["delta_pos"] > 1.0 - 2e-4
+    assert m.facts["alpha_at_ceiling"] == 1 and m.facts["alpha_at_floor"] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fsframe.errors.DataWarning)
+        r = fsframe.fit(X, y, formulation="mempm", loop="single", mempm_theta=0.5, rho=0.01)
+    assert r.info["delta_pos"] < r.info["bound_limits"]["delta_pos"] - 1e-2 and r.facts["alpha_at_ceiling"] == 0

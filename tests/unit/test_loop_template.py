@@ -104,16 +104,59 @@ def test_a_failed_search_chooses_among_the_points_found(mempm_data):
     :class:`~fsframe.loops.Choice`); the failed status is reported, not recorded as a point."""
     X, y = mempm_data
     kw = dict(method="fs-mempm", rho=0.01, delta_pos_step=0.1, eps=0.05)
+    failing = FailingBackend(EcosBackend(), 12, Status.ERROR)  # an error, not an undecided probe
     with pytest.warns(ConvergenceWarning, match="the search stops and chooses among the points found"):
-        r = fsframe.fit(X, y, backend=FailingBackend(EcosBackend(), 12), raise_on_failure=False, **kw)
-    assert not r.converged and r.info["stop_reason"] == "subproblem failed: numerical_error"
+        r = fsframe.fit(X, y, backend=failing, raise_on_failure=False, **kw)
+    assert not r.converged and r.info["stop_reason"] == "subproblem failed: error"
     assert r.n_iter == len(r.history) == 11
-    assert Status.NUMERICAL_ERROR in r.statuses
+    assert Status.ERROR in r.statuses
     feas = [h for h in r.history if h.params["feasible"]]
     best = max(feas, key=lambda h: (h.params["score"], h.params["bound"], -h.n_nonzero))
     assert r.info["chosen_socp"] == best.k and r.info["score"] == best.params["score"]
-    with pytest.raises(SolverFailedError, match=r"subproblem 11 \(at delta_pos=.*\) ended with status numerical_error"):
-        fsframe.fit(X, y, backend=FailingBackend(EcosBackend(), 12), **kw)
+    with pytest.raises(SolverFailedError, match=r"subproblem 11 \(at delta_pos=.*\) ended with status error"):
+        fsframe.fit(X, y, backend=failing, **kw)
+
+
+def test_an_undecided_probe_is_settled_by_another_backend(mempm_data):
+    """A probe that ends with neither a solution nor a claim (``unknown``: ECOS inaccurate, its
+    certificate failed) is put to the other backends: from SOCP 12 on every probe is theirs. A
+    feasible one is their certified optimum (a candidate); one they only claim infeasible (a claim
+    fsframe cannot verify at the frontier) stays undecided, counted, and not feasible. The search
+    chooses where ECOS's own does (the same SOCP, its bounds within the search's eps)."""
+    X, y = mempm_data
+    kw = dict(method="fs-mempm", rho=0.01, delta_pos_step=0.1, eps=0.05)
+    ref = fsframe.fit(X, y, backend="ecos", **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        r = fsframe.fit(X, y, backend=FailingBackend(EcosBackend(), 12, Status.UNKNOWN), **kw)
+    later = r.history[11:len(ref.history)]
+    assert any(h.params["feasible"] for h in later)  # decided (and solved) by another backend
+    assert r.facts["n_undecided"] == sum(bool(h.params.get("undecided")) for h in r.history)
+    assert all(not h.params["feasible"] for h in r.history if h.params.get("undecided"))
+    # (the selection is not compared: the final re-solve with the small weights fixed at zero is
+    # the injected backend's too, so it fails and the uncut solution is returned, warned)
+    assert r.info["chosen_socp"] == ref.info["chosen_socp"]
+    assert r.info["delta_pos"] == pytest.approx(ref.info["delta_pos"], abs=0.05)
+    assert r.info["bound"] == pytest.approx(ref.info["bound"], abs=0.05)
+
+
+def test_a_probe_no_backend_decides_is_not_proven_feasible(mempm_data, monkeypatch):
+    """A probe no backend can decide does not fail the fit: it is warned, counted
+    (``facts["n_undecided"]``), recorded as not feasible, and never a candidate — the search
+    chooses among the feasible points of the probes before it, as it would had they been
+    infeasible."""
+    X, y = mempm_data
+    kw = dict(method="fs-mempm", rho=0.01, delta_pos_step=0.1, eps=0.05)
+    monkeypatch.setattr(Subproblem, "_second_opinion", lambda self, data, options, res, started: res)
+    with pytest.warns(ConvergenceWarning, match="undecided.*not proven feasible"):
+        r = fsframe.fit(X, y, backend=FailingBackend(EcosBackend(), 12, Status.UNKNOWN), **kw)
+    undecided = [h for h in r.history if h.params.get("undecided")]
+    assert undecided and r.facts["n_undecided"] == len(undecided) == sum(h.status is Status.UNKNOWN for h in r.history)
+    assert all(h.k >= 11 and not h.params["feasible"] and h.objective is None for h in undecided)
+    feas = [h for h in r.history if h.params["feasible"]]
+    assert feas and all(h.k < 11 for h in feas)
+    best = max(feas, key=lambda h: (h.params["score"], h.params["bound"], -h.n_nonzero))
+    assert r.info["chosen_socp"] == best.k and r.objective is not None
 
 
 def test_probes_are_recorded_and_counted(mempm_data):
