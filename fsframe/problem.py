@@ -36,7 +36,10 @@ def _accuracy(cert) -> float:
 
 
 def _read_only(a) -> bool:
-    """Whether ``a`` is a numpy array nothing can write through (its own flag and its base's)."""
+    """Whether ``a`` is a numpy array nothing can write through (its own flag and its base's; not a
+    writeable view taken before the array was frozen, which numpy does not track)."""
+    if not isinstance(a, np.ndarray):
+        return False
     while isinstance(a, np.ndarray):
         if a.flags.writeable:
             return False
@@ -106,12 +109,15 @@ class Iterate:
         Kept after its first reading when ``coef`` and ``intercept`` are read-only arrays (an
         iterate whose model cannot change, as the dense EM path's, :mod:`fsframe.dense_em`): the
         loops read it several times per step. The kept vector is read-only too; for writeable
-        ``coef`` or ``intercept`` it is formed at every reading, so a change to them shows."""
+        ``coef`` or ``intercept`` it is formed at every reading, so a change to them shows. Whether
+        they are read-only is asked at every reading: a pickled or copied iterate (whose arrays come
+        back writeable) or one whose flags were turned back forms its point afresh."""
         memo = self._memo
-        if "point" in memo:
+        frozen = _read_only(self.coef) and _read_only(self.intercept)
+        if frozen and "point" in memo:
             return memo["point"]
         point = np.concatenate([np.ravel(self.coef), np.atleast_1d(self.intercept)])
-        if _read_only(self.coef) and _read_only(self.intercept):
+        if frozen:
             point.flags.writeable = False
             memo["point"] = point
         return point

@@ -102,8 +102,9 @@ SEPARATION_STOP = "separated classes, saturated surrogate"  # the stop reason of
 def _norm(v: np.ndarray) -> float:
     """``float(np.linalg.norm(v))`` of a real vector, bitwise (numpy forms ``sqrt(v . v)`` too),
     without its dispatch: the loops measure two or three steps per iterate (other dtypes, shapes:
-    numpy's own)."""
-    if v.dtype != np.float64 or v.ndim != 1:
+    numpy's own; a strided vector too: numpy copies it to contiguous first, and BLAS's strided dot
+    rounds otherwise)."""
+    if v.dtype != np.float64 or v.ndim != 1 or not v.flags.c_contiguous:
         return float(np.linalg.norm(v))
     return math.sqrt(float(v.dot(v)))
 

@@ -51,15 +51,18 @@ def cvxpy_optimum(data: ProblemData) -> float:
 def test_a_right_dual_answer_at_mixed_scales_is_not_refused(seed, d_exponents, C, row_scale, form):
     """The dense form's (first case: rows of size 1e4) and HiGHS's dual's (second) recovered point
     misses a row by 2.6e-4 resp. 1.1e-5 absolutely, 2e-12 resp. 2e-9 of the row's size: it is the
-    optimum (CVXPY agrees to 1e-9 resp. 2e-6) and is certified, not refused as "point infeasible"
-    for the next form to redo (the absolute check against ``10 * cert_tol`` refused both)."""
+    optimum (CVXPY agrees to 1e-8 resp. 2e-6: with Clarabel 0.11 under CVXPY 1.9 at tolerances 1e-12
+    the reference ends 4.2e-9 above the dense form's point, whose rows miss by 2e-12 of their size,
+    as a multiplier of order 1e0 times the 2.6e-4 miss allows; earlier versions agreed to 1e-9) and
+    is certified, not refused as "point infeasible" for the next form to redo (the absolute check
+    against ``10 * cert_tol`` refused both)."""
     data = em_subproblem(seed, d_exponents, C, row_scale=row_scale)
     res = HighsBackend().solve(data)
     assert res.status is Status.OPTIMAL, res.message
     assert res.message.startswith(form) if form.startswith("dense") else form in res.message, res.message
     assert "point infeasible" not in res.message
     assert data.max_violation(res.x) > 1e-5 and relative_violation(data, res.x) < 1e-8
-    assert data.objective(res.x) == pytest.approx(cvxpy_optimum(data), rel=1e-9 if form.startswith("dense") else 2e-6)
+    assert data.objective(res.x) == pytest.approx(cvxpy_optimum(data), rel=1e-8 if form.startswith("dense") else 2e-6)
 
 
 def test_an_inexact_dual_answer_goes_on_to_the_primal_forms():

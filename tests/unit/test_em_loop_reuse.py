@@ -72,6 +72,33 @@ def test_point_not_kept_for_a_read_only_view_of_a_writeable_array():
     np.testing.assert_array_equal(it.point, [9.0, 2.0, 0.0])
 
 
+def test_point_of_a_pickled_or_unfrozen_iterate_follows_its_arrays():
+    """The kept point is asked again at every reading whether the model is still read-only: a
+    pickled or deep-copied iterate comes back with writeable arrays (and its memo), an iterate whose
+    flag is turned back can be written — each forms its point afresh (review r30a2; planted: the
+    check only when the point is first formed, the stale point is returned)."""
+    import copy
+    import pickle
+
+    it = attrs.evolve(_iterate(np.zeros(2), 0.0), coef=_read_only([3.0, 4.0]), intercept=_read_only([-1.0]))
+    assert it.point is it.point  # kept
+    for back in (pickle.loads(pickle.dumps(it)), copy.deepcopy(it)):
+        assert back.coef.flags.writeable
+        back.coef[0] = 123.0
+        np.testing.assert_array_equal(back.point, [123.0, 4.0, -1.0])
+    it.coef.flags.writeable = True
+    it.coef[1] = -8.0
+    np.testing.assert_array_equal(it.point, [3.0, -8.0, -1.0])
+
+
+def test_point_of_a_failed_iterate_is_not_kept():
+    """No model (``coef`` and ``intercept`` None) is nothing read-only: its point is not kept."""
+    from fsframe.problem import _read_only as read_only
+
+    assert not read_only(None)
+    assert read_only(_read_only([1.0]))
+
+
 def _instance(seed=0, m=70, n=12):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(m, n))
@@ -152,3 +179,8 @@ def test_step_norm_is_numpys_bitwise():
     assert _norm(ints) == 5.0
     m = rng.standard_normal((3, 4))
     assert _norm(m) == float(np.linalg.norm(m))
+    rng = np.random.default_rng(1)
+    for n in (3, 17, 100, 1001, 5000, 20001):  # strided views (numpy copies them to contiguous first)
+        for step in (2, 3, -1):
+            v = (rng.standard_normal(n * abs(step)) * rng.exponential(size=n * abs(step)) ** 3)[::step]
+            assert _norm(v) == float(np.linalg.norm(v))
