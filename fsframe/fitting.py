@@ -258,14 +258,18 @@ def _run_loop(res: Resolved, sub: Subproblem, X, y, aux: AuxSolver, n_features, 
 
 def _retried(res: Resolved, sub: Subproblem, n_features, watch, aux: AuxSolver, failed: SolverFailedError):
     """The formulation's retries after a first subproblem without a solution (the
-    ``frontier_retries`` protocol: each a restated compiled problem, the formulation's
-    ``built.info`` saying which): the loop's outcome on the first that solves, else ``None``.
-    The failed attempts' statuses join the fit's statuses. MEMPM's ``mempm_theta`` widens its
-    margin inside the frontier (docs/mempm.md)."""
+    ``frontier_retries`` protocol: each a ``(label, base)``, ``base`` a restated compiled problem
+    and ``label`` what it changed, the formulation's ``built.info`` saying which): the loop's
+    outcome on the first that solves, else ``None``. The failed attempts' statuses join the fit's
+    statuses. When every retry fails, the subproblem is given back as first stated (the
+    formulation restores its own state when its retries are exhausted) and the first failure's
+    message lists the retries and their statuses. MEMPM's ``mempm_theta`` widens its margin
+    inside the frontier (docs/mempm.md)."""
     retries = getattr(res.formulation, "frontier_retries", None)
     if retries is None or not sub.is_built:
         return None
-    for k, base in enumerate(retries(sub.built, sub.compiled.base, sub.compiled)):
+    first, original, tried = failed, sub.compiled.base, []
+    for k, (label, base) in enumerate(retries(sub.built, sub.compiled.base, sub.compiled)):
         aux.record(("frontier-retry", k), (failed.status,))
         sub.install(base)
         try:
@@ -274,6 +278,11 @@ def _retried(res: Resolved, sub: Subproblem, n_features, watch, aux: AuxSolver, 
             if exc.partial is None or exc.partial[2] is not None:
                 raise
             failed = exc
+            tried.append(f"{label} ({getattr(exc.status, 'value', exc.status)})")
+    if tried:
+        sub.install(original)
+        first.args = (f"{first.args[0] if first.args else first}; retried at {', '.join(tried)}: none solved, "
+                      "the model is left as first stated",) + first.args[1:]
     return None
 
 

@@ -593,8 +593,9 @@ def study_cell(X, y, split, cfg, raise_errors: bool = False) -> FoldRecord:
     """The cell function of a study (what :func:`fsframe.evaluation.engine.execute` runs): the
     all-features row, or a method's fit — its parameters tuned first when the entry says so. The
     cells of 001's bound search that differ only in the criterion share the search's SOCPs within a
-    process (:func:`_shared_search`); such a cell's ``facts["search_replayed"]`` is 1 when its search
-    was replayed (its seconds are then the replay's, not the search's), else 0."""
+    process (:func:`_shared_search`); such a cell's ``facts["search_replayed"]`` is how many of its
+    searches were replayed (their seconds are then the replay's, not the search's; one search per
+    binary fit, one per binary subproblem of a multiclass fit), 0 when none."""
     if isinstance(cfg, BaselineConfig):
         return _baseline_cell(X, y, split, cfg, raise_errors)
     extras = cfg.extras
@@ -608,7 +609,7 @@ def study_cell(X, y, split, cfg, raise_errors: bool = False) -> FoldRecord:
             rec = _run_fold(X, y, split, cfg, raise_errors)
         # a replayed search's seconds are the replay's, not the search's: say so in the record (this
         # cell's own searches, not the memo's process-wide count that other threads' cells move too)
-        return attrs.evolve(rec, facts={**rec.facts, "search_replayed": int(share.replayed > 0)})
+        return attrs.evolve(rec, facts={**rec.facts, "search_replayed": share.replayed})
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -217,7 +217,9 @@ class SharedSearches:
     """What the searches inside one :func:`sharing_visits` block did (the object the block
     yields): ``replayed`` and ``solved`` count its own searches, whatever other threads or
     interleaved blocks do with the same memo meanwhile (the memo's ``hits`` and ``misses`` are
-    the process's totals)."""
+    the process's totals). The counters need no lock: the block's object is reached only through a
+    :class:`contextvars.ContextVar` set by the block, so only searches run in that context (one
+    after the other; a thread started inside does not inherit it) increment them."""
 
     memo: SearchMemo
     key: object

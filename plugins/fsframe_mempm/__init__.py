@@ -219,7 +219,7 @@ class MEMPMFormulation(Formulation):
 
     name = "mempm"
     data_facts = ("delta", "delta_pos", "delta_neg", "kappa_pos", "kappa_neg", "bound", "delta_max", "kappa_max",
-                  "ridge", "delta_neg_max", "mempm_socps",  # the bounds chosen, the largest the data admit
+                  "ridge", "delta_neg_max", "mempm_socps", "bound_attained",  # the bounds chosen, the largest the data admit
                   "frontier_margin", "frontier_retries", "alpha_at_floor", "alpha_at_ceiling")  # mempm_theta's line search
     dense_reason = ("its chance constraints are stated on each class's centred samples X_k - 1 mu_k' "
                     "(the covariance factor of the cones, m_k x n), which are dense whatever the sparsity of X "
@@ -316,7 +316,7 @@ class MEMPMFormulation(Formulation):
                 raise InfeasibleParameterError(
                     f"{self.name}: 001 eq. 5 has no hyperplane with delta_neg > 0 at its best delta_pos={a:.4g} "
                     "(the class means coincide?)", parameter="mempm_theta", value=self.mempm_theta, limit=b_max)
-            eq5 = {"bound": value, "delta_neg_max": b_max, "mempm_socps": n_socps, "frontier_margin": FRONTIER_MARGIN,
+            eq5 = {"bound": value, "bound_attained": self._attained(a, b), "delta_neg_max": b_max, "mempm_socps": n_socps, "frontier_margin": FRONTIER_MARGIN,
                    "alpha_at_floor": int(self._at_floor(a, lim_a)), "alpha_at_ceiling": int(self._at_ceiling(a, lim_a))}
         n = mom.n
         split = bool(terms & {"lin", "lin_w"})
@@ -391,18 +391,29 @@ class MEMPMFormulation(Formulation):
 
     def frontier_retries(self, built, base, compiled):
         """The fit's retries after a failed first solve (the ``frontier_retries`` protocol of
-        :func:`fsframe.fit`): with ``mempm_theta``, ``base`` restated at ``delta_neg`` each of
-        :data:`RETRY_MARGINS` inside the frontier in turn (the same ``delta_pos``), ``built.info``
-        updated to match (``frontier_margin``, ``frontier_retries``). Nothing without
+        :func:`fsframe.fit`): with ``mempm_theta``, ``("frontier_margin=...", base)`` with ``base``
+        restated at ``delta_neg`` each of :data:`RETRY_MARGINS` inside the frontier in turn (the same
+        ``delta_pos``), ``built.info`` updated to match (``delta_neg``, ``frontier_margin``,
+        ``frontier_retries``, ``bound_attained``). Exhausted (every retry failed), the Params
+        ``model.kappa`` and ``built.info`` are restored to the first statement. Nothing without
         ``mempm_theta`` (given bounds are the user's: a failure there is reported)."""
         if self.mempm_theta is None:
             return
+        info0, kappa0 = dict(built.info), [built.model.kappa[k].value for k in range(2)]
         a, b_max = built.info["delta_pos"], built.info["delta_neg_max"]
         for k, margin in enumerate(RETRY_MARGINS, 1):
             b = frontier_delta(b_max, margin)
             restated = self._kappas_restated(built, base, compiled, {"delta_pos": a, "delta_neg": b})
-            built.info.update(frontier_margin=margin, frontier_retries=k)
-            yield restated
+            built.info.update(frontier_margin=margin, frontier_retries=k, bound_attained=self._attained(a, b))
+            yield f"frontier_margin={margin:g}", restated
+        for k, value in enumerate(kappa0):
+            built.model.kappa[k].set_value(value)
+        built.info.clear()
+        built.info.update(info0)
+
+    def _attained(self, a: float, b: float) -> float:
+        """001 eq. 5's objective ``theta * delta_pos + (1 - theta) * delta_neg`` at the stated pair."""
+        return self.mempm_theta * a + (1.0 - self.mempm_theta) * b
 
     def with_bounds(self, built, base, compiled, bounds):
         """``base`` with the bound rows' coefficients ``kappa_k`` replaced (001 eq. 6 for new

@@ -119,3 +119,34 @@ def test_paper_intervals_use_complete_repeats_only():
     assert _units(table, folds[-1:]) == [100.0] and _incomplete(table, folds[-1:]) == 0  # no complete repeat
     single = {"protocol": {"kind": "k-fold", "n_splits": 3, "repeats": 1}}
     assert _units(single, folds) == [1.0, 2.0, 3.0, 4.0, 5.0, 100.0] and _incomplete(single, folds) == 0
+
+
+
+def test_search_replayed_counts_the_cells_replayed_searches(data, monkeypatch):
+    """``facts["search_replayed"]`` is how many of the cell's searches were replayed, not a flag. A
+    cell whose fold runs its fit twice (standing in for a cell of several searches: a multiclass
+    cell's binary searches share one memo key today and evict one another, so none replays): after
+    criterion 1's cell recorded the split's search, criterion 2's cell replays both of its searches,
+    counted by the memo's hits independently. Planted (the 0/1 flag, as before): 1 != 2."""
+    from fsframe.evaluation import protocols
+
+    real = protocols._run_fold
+
+    def twice(*a, **kw):
+        real(*a, **kw)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(protocols, "_run_fold", twice)
+    X, y = data
+    split = make_splits(y, 3, repeats=1, random_state=0)[0][0]
+    clear_search_memo()
+    try:
+        first = _cell(X, y, split, _cfg(X, y, "c1", criterion=1))
+        before = search_memo_info()["hits"]
+        second = _cell(X, y, split, _cfg(X, y, "c2", criterion=2))
+        hits = search_memo_info()["hits"] - before
+    finally:
+        clear_search_memo()
+    assert first.ok and second.ok
+    assert first.facts["search_replayed"] == 1  # its second run replays its first
+    assert hits == 2 and second.facts["search_replayed"] == hits

@@ -177,6 +177,42 @@ def test_eq5_frontier_margin_widens_after_a_failed_solve(seed):
     # delta_neg is the frontier's, the retried margin inside it (in kappa)
     k_max = np.sqrt(f.info["delta_neg_max"] / (1 - f.info["delta_neg_max"]))
     assert k_neg == pytest.approx(k_max * (1 - f.info["frontier_margin"]), rel=1e-12)
+    # the value the hyperplane attains (its worst-case accuracies, 001 eq. 6 read backwards) is
+    # bound_attained, below eq. 5's supremum `bound` by the retried margin
+    attained = [(k * k) / (1 + k * k) for k in ((w @ P.mean(0) - off) / s1, (off - w @ N.mean(0)) / s2)]
+    assert f.info["bound_attained"] == pytest.approx(0.5 * (f.info["delta_pos"] + f.info["delta_neg"]), rel=1e-12)
+    assert f.facts["bound_attained"] == f.info["bound_attained"]
+    assert 0.5 * (attained[0] + attained[1]) >= f.info["bound_attained"] - 1e-6
+    assert f.info["bound_attained"] < f.info["bound"] - 0.1 * f.info["frontier_margin"] * (1 - f.info["delta_neg_max"])
+
+
+def test_eq5_frontier_retries_exhausted_restore_the_model_and_say_so(monkeypatch):
+    """Every retry failing (margins narrowed to 2e-6 and 3e-6, still numerically infeasible for
+    seed 8): the first failure is raised, its message lists the margins tried with their statuses,
+    and the subproblem is given back as first stated (compiled problem, kappa Params, info).
+    Planted (no restore): kappa_neg and info at 3e-6; (no message): the match fails."""
+    import fsframe.fitting as fitting
+    import fsframe_mempm
+
+    monkeypatch.setattr(fsframe_mempm, "RETRY_MARGINS", (2e-6, 3e-6))
+    seen = {}
+    real = fitting._retried
+
+    def spy(res, sub, *args):
+        seen.update(sub=sub, base=sub.compiled.base, info=dict(sub.built.info),
+                    kappa=[sub.built.model.kappa[k].value for k in range(2)])
+        return real(res, sub, *args)
+
+    monkeypatch.setattr(fitting, "_retried", spy)
+    X, y = _tiny_positive_class(8)
+    with pytest.raises(fsframe.errors.SolverFailedError,
+                       match=r"retried at frontier_margin=2e-06 \(\w+\), frontier_margin=3e-06 \(\w+\): none solved"):
+        _eq5(X, y)
+    sub = seen["sub"]
+    assert sub.compiled.base is seen["base"]
+    assert [sub.built.model.kappa[k].value for k in range(2)] == seen["kappa"]
+    assert sub.built.info == seen["info"] and seen["info"]["frontier_margin"] == 1e-6
+    assert "frontier_retries" not in sub.built.info
 
 
 def test_eq5_frontier_retry_does_not_touch_a_fit_that_solves():
