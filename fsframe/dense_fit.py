@@ -140,7 +140,7 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
             if forced or not _needs_compiled(exc, sub):
                 raise  # an AttributeError elsewhere is a bug of the run: not hidden behind a fallback
             # "auto": something in the run needs what only the compiled subproblem has
-            info["dense_em_fallback"] = f"the dense run raised {type(exc).__name__}: {exc}"
+            info["dense_em_fallback"] = f"{FALLBACK_RAISED} {type(exc).__name__}: {exc}"
             return None
         finally:
             if reuse is None:
@@ -153,6 +153,11 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
     if parts is None:
         info["dense_em_fallback"] = "the returned model is not certified on the full problem"
     return parts
+
+
+FALLBACK_RAISED = "the dense run raised"
+"""How ``info["dense_em_fallback"]`` begins when the dense run raised (the fallback ``fit`` warns of:
+the others are a step's accuracy running out, said in ``info`` only; docs/backends.md, "Fallback")."""
 
 
 def _needs_compiled(exc: Exception, sub: DenseHingeSubproblem) -> bool:

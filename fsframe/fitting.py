@@ -23,7 +23,7 @@ from .errors import (BackendUnavailableError, DataError, DataWarning, FsframeErr
 from .auxiliary import AuxSolver
 from .enums import Status
 from .fit_report import _returned_vs_certified, _solved_by, certified_on
-from .dense_fit import _dense_em_parts
+from .dense_fit import FALLBACK_RAISED, _dense_em_parts
 from .from_data import _from_data, _from_data_parts
 from .errors import SolverFailedError
 from .method import Resolved, _reason, resolve, select_backend
@@ -297,9 +297,10 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     if dense is not None:  # the hinge EM family on arrays (None: not taken, or fell back; info says which)
         return dense
     if "dense_em_fallback" in info:  # a dense step failed: the compiled path, even when from_data=True forced it
+        ws = attrs.evolve(ws, from_data=False)
+    if info.get("dense_em_fallback", "").startswith(FALLBACK_RAISED):  # not a step's accuracy: warned of
         warnings.warn(f"the dense EM path fell back to the compiled path: {info['dense_em_fallback']} "
                       "(info['dense_em_fallback']; docs/backends.md)", SolverWarning, stacklevel=4)
-        ws = attrs.evolve(ws, from_data=False)
     direct = _from_data(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback)
     if direct is not None:
         return _from_data_parts(res, X, direct[0], direct[1], backend, info, aux, callback, time.perf_counter() - t0)

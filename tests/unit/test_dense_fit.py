@@ -246,6 +246,18 @@ def test_fit_where_the_dense_solve_runs_out_is_the_compiled_paths():
     assert np.array_equal(auto.selected, ref.selected) and auto.n_iter == ref.n_iter
 
 
+def test_a_fallback_where_the_accuracy_runs_out_is_said_in_info_not_warned():
+    """A step whose accuracy runs out (mixed column scales) falls back by design to the certified
+    compiled answer: said in ``info``, no SolverWarning (the one the user cannot act on); only a
+    fallback because the run raised is warned of (below). Planted (every fallback warned): fails."""
+    X, y = _instance(3, m=100, n=25)
+    X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(3).permutation(25)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fsframe.errors.SolverWarning)
+        auto = fsframe.fit(X, y, method="em-l0", n_features=3)
+    assert "subproblem 0" in auto.info["dense_em_fallback"]
+
+
 def test_fit_on_columns_scaled_by_1e4_falls_back_to_the_compiled_path_and_is_scale_invariant():
     # beyond the dense solve's accuracy: the fallback, whose HiGHS session tries its dense dual again
     # after the L2 start's singular one (the Hessian changed), gives the unit scale's answer
