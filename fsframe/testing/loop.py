@@ -60,10 +60,12 @@ def _run_loop(loop, surrogate, formulation, X, y, backend, **kw):
     calls: list[dict] = []
     solve = sub.solve
 
-    def spy(*, lin=None, lin_w=None, quad=None, full=False):
+    def spy(*, lin=None, lin_w=None, quad=None, full=False, **options):
+        # the weights recorded; any other option of Subproblem.solve passed on as the loop gave it
+        # (the bound search's ``decide``: a spy that refused it failed the kit for that loop)
         calls.append({k: None if v is None else np.array(v, dtype=float)
                       for k, v in (("lin", lin), ("lin_w", lin_w), ("quad", quad))})
-        return solve(lin=lin, lin_w=lin_w, quad=quad, full=full)
+        return solve(lin=lin, lin_w=lin_w, quad=quad, full=full, **options)
 
     sub.solve = spy
     seen = []
@@ -303,26 +305,29 @@ def _check_failure(who, loop, sur, formulation, X, yc, backend, n_iter=None) -> 
             warnings.simplefilter("ignore", ConvergenceWarning)
             n_iter = _run_loop(loop, sur, formulation, X, yc, backend)[1].n_iter
     fail_at = 2 if n_iter >= 2 else 1
-    failing = FailingBackend(backend, fail_at, Status.NUMERICAL_ERROR)
+    # a hard failure (status "error"): an undecided one (numerical_error, unknown, iteration_limit) a
+    # loop may put to another backend first (the bound search's feasibility probes, docs/mempm.md,
+    # "Undecided probes"), which answers it, so the run rightly goes on
+    failing = FailingBackend(backend, fail_at, Status.ERROR)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             _run_loop(loop, sur, formulation, X, yc, failing)
     except SolverFailedError as exc:
-        if exc.status is not Status.NUMERICAL_ERROR or "numerical_error" not in str(exc):
+        if exc.status is not Status.ERROR or "status error" not in str(exc):
             _fail(who, f"SolverFailedError must carry and name the failed status, got {exc.status} / {exc}")
     else:
         _fail(who, f"an injected failure at solve {fail_at} did not raise SolverFailedError")
     soft = attrs.evolve(loop, raise_on_failure=False)
     if fail_at == 1:
         try:
-            _run_loop(soft, sur, formulation, X, yc, FailingBackend(backend, 1))
+            _run_loop(soft, sur, formulation, X, yc, FailingBackend(backend, 1, Status.ERROR))
         except SolverFailedError:
             return ["failure raises"]
         _fail(who, "a failure of the first subproblem must raise even with raise_on_failure=False")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _, out, seen = _run_loop(soft, sur, formulation, X, yc, FailingBackend(backend, fail_at))
+        _, out, seen = _run_loop(soft, sur, formulation, X, yc, FailingBackend(backend, fail_at, Status.ERROR))
     if out.converged or out.n_iter != fail_at - 1:
         _fail(who, f"raise_on_failure=False: converged={out.converged}, n_iter={out.n_iter}; expected the "
                    f"{fail_at - 1} good iterate(s) and converged=False")
