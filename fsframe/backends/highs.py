@@ -63,6 +63,21 @@ def _quiet_fd1():
         os.close(saved)
 
 
+def refuse_thread_count(run_status, model_status, threads, who: str) -> None:
+    """Raise :class:`~fsframe.errors.InvalidOptionError` when HiGHS did not run (run error, model
+    status Not Set) and a ``threads`` option was given: HiGHS keeps one thread scheduler per process,
+    started by its first solve, and refuses a solve asking for another thread count. ``who`` begins
+    the message (the caller and the option's name)."""
+    import highspy
+
+    if (threads is not None and run_status == highspy.HighsStatus.kError
+            and model_status == highspy.HighsModelStatus.kNotset):
+        raise InvalidOptionError(
+            f"{who} threads={threads!r} (status Not Set): HiGHS keeps one thread scheduler per process, "
+            "started by the process's first HiGHS solve, and refuses a solve asking for another thread count. "
+            "Give every solve of the process the same threads, or leave the option out")
+
+
 def _new_highs(verbose: bool):
     import highspy
 
@@ -480,14 +495,8 @@ class HighsSession(BackendSession):
         run_status, model_status = raw
         status = self.backend.map_status(model_status)
         message = self.h.modelStatusToString(model_status)
-        threads = self.options.backend_options.get("threads")
-        if (run_status == highspy.HighsStatus.kError and model_status == highspy.HighsModelStatus.kNotset
-                and threads is not None):
-            raise InvalidOptionError(
-                f"highs: HiGHS did not run with backend_options threads={threads!r} (status Not Set): HiGHS keeps "
-                "one thread scheduler per process, started by the process's first HiGHS solve, and refuses a "
-                "solve asking for another thread count. Give every solve of the process the same threads, or "
-                "leave the option out")
+        refuse_thread_count(run_status, model_status, self.options.backend_options.get("threads"),
+                            "highs: HiGHS did not run with backend_options")
         if run_status == highspy.HighsStatus.kError and status is Status.OPTIMAL:
             status = Status.ERROR
             message += "; but HiGHS's run() returned an error"

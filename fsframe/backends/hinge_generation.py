@@ -43,7 +43,7 @@ import scipy.sparse as sp
 
 from ..errors import DataError, InvalidOptionError, SolverFailedError, SolverWarning
 from .diag_qp import _one_blas_thread
-from .highs import _new_highs
+from .highs import _new_highs, refuse_thread_count
 
 __all__ = ["HingeLPResult", "solve_l1_hinge", "hinge_certificate", "CERTIFY_TOL", "COST_SCALE_BELOW"]
 
@@ -293,13 +293,7 @@ class _LiveLP:
     def solve(self):
         ran = self.h.run()
         status = self.h.getModelStatus()
-        if (ran == self.highspy.HighsStatus.kError and status == self.highspy.HighsModelStatus.kNotset
-                and self.threads is not None):
-            raise InvalidOptionError(
-                f"solve_l1_hinge: HiGHS did not run the LP with highs_options threads={self.threads!r} (status Not "
-                "Set): HiGHS keeps one thread scheduler per process, started by the process's first HiGHS solve, "
-                "and refuses a solve asking for another thread count. Give every solve of the process the same "
-                "threads, or leave the option out")
+        refuse_thread_count(ran, status, self.threads, "solve_l1_hinge: HiGHS did not run the LP with highs_options")
         if status != self.highspy.HighsModelStatus.kOptimal:
             raise SolverFailedError(f"solve_l1_hinge: the restricted LP ({self.rows.size} samples, "
                                     f"{self.feats.size} features) ended {self.h.modelStatusToString(status)}")
