@@ -163,19 +163,22 @@ class DenseHingeSubproblem:
         q = quad.copy() if quad.ndim else np.full(self.n_groups, float(quad))
         if not (q > 0).all():  # nan fails it too
             raise UnsupportedProblemError("DenseHingeSubproblem: quad weights must be > 0 (inf fixes a group)")
+        warm, self._warm = self._warm, None
         live = np.isfinite(q)
         s = 1.0 / np.sqrt(2.0 * q[live])
-        F = self._YX[:, live] * s  # the scaling of this step's weights: formed afresh every solve
+        # the scaling of this step's weights, F = YX[:, live] * s: formed afresh every solve (by the
+        # compiled warm step into this buffer when it runs, _warm_step)
+        form = warm is not None and self._compiled_step is not None
+        F = np.empty((self.y.size, s.size)) if form else self._YX[:, live] * s
         # the attempts, each judged by the certificate, the first certified one returned: from the
         # previous step's multipliers; cold (a warm start can end where a cold one does not); cold on
         # the dual scaled by a = ||F||_2 (F / a, f / a^2: the same minimiser, b = a^2 nu), which puts
         # the pivots' systems on a unit scale when X's columns are large or spread
         # (the norm is computed only when that attempt is reached: an SVD of F, off the usual path)
-        warm, self._warm = self._warm, None
         failures, iterations, cert = [], 0, None
         kinds = (["warm"] if warm is not None else []) + ["cold", "scaled"]
         # the warm attempt in one compiled call where it can be (_warm_step); None: the general path
-        fast = self._warm_step(F, q, live, s, warm) if warm is not None else None
+        fast = self._warm_step(F, q, live, s, warm, form=form) if warm is not None else None
         if fast is not None:
             kind, kinds = "warm", kinds[1:]
             lam, w, b, cert, its = fast
@@ -188,6 +191,8 @@ class DenseHingeSubproblem:
             elif not cert["optimal"]:
                 failures.append(_refusal(kind, cert))
                 cert = None
+        if cert is None and form:  # numpy's F for the general path: its layout (F-ordered), its BLAS products' bits
+            F = self._YX[:, live] * s
         for kind in kinds if cert is None else ():
             scale = 1.0
             if kind == "scaled":
@@ -230,7 +235,7 @@ class DenseHingeSubproblem:
         return Iterate(Status.OPTIMAL, x, coef, intercept, t, loss, cert["primal"], seconds, result,
                        weights={"quad": q}, column_scale=self.column_scale)
 
-    def _warm_step(self, F, q, live, s, warm):
+    def _warm_step(self, F, q, live, s, warm, form: bool = False):
         """The warm attempt of :meth:`solve` as one compiled call
         (:func:`fsframe.backends.box_qp_jit.hinge_warm_step`: the pivots of
         :func:`~fsframe.backends.box_qp.solve_box_qp` from ``warm``, the intercept's midpoint rule and
@@ -240,18 +245,25 @@ class DenseHingeSubproblem:
         pivots are not compiled (numba missing, ``FSFRAME_NO_JIT`` set when the subproblem was made,
         numba refusing the step: warned once) or the step needs what only the general path has (an
         infeasible start, the Python shrinking of a free set the new Hessian cannot hold): the
-        general path then runs the warm attempt from the start, as without this call."""
+        general path then runs the warm attempt from the start, as without this call.
+
+        ``form``: ``F`` is an unfilled buffer (C-ordered), which the compiled call fills with
+        ``YX[:, live] * s`` (``hinge_warm_step(form_f=True)``: each entry numpy's product) for its
+        own use; the general path after a ``None`` forms its own (numpy's, F-ordered: the BLAS
+        products there round by layout)."""
         step = self._compiled_step
         if step is None:
             return None
         m, nq = F.shape
         use_h = nq > m  # as the general path: the m x m Hessian once when it is the smaller
+        if use_h and form:  # the Hessian from numpy's F, as before
+            F, form = self._YX[:, live] * s, False
         H = F @ F.T if use_h else self._no_h
         lam, w_live, xi, measures = np.empty(m), np.empty(nq), np.empty(m), np.empty(6)
         try:
             code, its, b, status = step(F, H, use_h, self._f, self.y, self._lo, self._hi, warm, 10 * m + 100, self.X,
                                 self._YX, np.flatnonzero(live), s, q[live], self.C, GAP_TOL, FREE_TOL, lam, w_live, xi,
-                                measures)
+                                measures, form)
         except Exception as exc:  # numba failing to compile the step on its first call: the general path
             if not box_qp_jit.is_compile_error(exc):
                 raise

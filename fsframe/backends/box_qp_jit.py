@@ -714,7 +714,7 @@ def _active_set_jit(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter,
 
 
 def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, q_live, C, gap_tol,
-                    free_tol, out_lam, out_w, out_xi, measures):  # noqa: C901
+                    free_tol, out_lam, out_w, out_xi, measures, form_f=False):  # noqa: C901
     r"""One warm EM step of :class:`fsframe.dense_em.DenseHingeSubproblem` in one compiled call: what
     :func:`fsframe.backends.box_qp.solve_box_qp` does from the warm ``start`` (``crash=0``; the
     equality ``y' lam = 0``, every ``y_i = +-1``), then the primal ``w_live = s * F' lam``, the
@@ -728,8 +728,16 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
     :data:`HINGE_FAILED` (the pivots ended in ``status``, :data:`SINGULAR`, :data:`ITERATION_LIMIT`
     or :data:`UNBOUNDED`: what ``solve_box_qp`` reports from this start, as its pivots are these)
     or :data:`HINGE_DEFER` (the start is not feasible or the free set needs the Python shrinking:
-    the caller runs the general path for this step, which repeats these pivots and goes on)."""
+    the caller runs the general path for this step, which repeats these pivots and goes on).
+
+    ``form_f``: ``F`` is a buffer of shape ``(m, len(live))`` that this call fills first with
+    ``YX[:, live] * s`` (each entry the one product numpy's ``YX[:, live] * s`` takes: the same
+    bits), whatever the code returned, so the caller's general path reads it after a deferral."""
     m, nq = F.shape
+    if form_f:
+        for i in range(m):
+            for c in range(nq):
+                F[i, c] = YX[i, live[c]] * s[c]
     # the start as solve_box_qp takes it: clipped to the box, its equality residual within 1e-9
     lam = np.empty(m)
     res = 0.0

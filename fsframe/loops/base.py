@@ -109,6 +109,17 @@ def _norm(v: np.ndarray) -> float:
     return math.sqrt(float(v.dot(v)))
 
 
+def _largest(a) -> float:
+    """``float(np.max(a, initial=0.0))``, bitwise (the same reduction), without numpy's dispatch for
+    an ndarray: the loops take two or three per iterate."""
+    return float(a.max(initial=0.0)) if type(a) is np.ndarray else float(np.max(a, initial=0.0))
+
+
+def _total(a) -> float:
+    """``float(np.sum(a))``, bitwise (the same reduction), without numpy's dispatch for an ndarray."""
+    return float(a.sum()) if type(a) is np.ndarray else float(np.sum(a))
+
+
 def _on_column_scale(it: Iterate, sub: Subproblem | None) -> Iterate:
     """``it`` carrying ``sub``'s column scale (:attr:`~fsframe.problem.Iterate.column_scale`,
     :func:`~fsframe.scales.group_scale`), the one the reported objective's support rule
@@ -267,7 +278,7 @@ class OuterLoop(abc.ABC):
             it = _on_column_scale(it, sub)
             kept = support_of(contribution(it.t, getattr(it, "column_scale", None)), self.zero_tol)
             t = np.where(kept, it.t, 0.0)
-        return it.loss + float(np.sum(surrogate.phi(t)))
+        return it.loss + _total(surrogate.phi(t))
 
     def reported_objective(self, it: Iterate, surrogate: Surrogate, sub: Subproblem | None = None) -> float:
         """:meth:`surrogate_objective` as reported, on ``sub``'s column scale when ``it`` carries
@@ -609,7 +620,7 @@ class OuterLoop(abc.ABC):
                 counted = distinct[-1]
             else:
                 counted = contribution(it.t, group_scale(sub))
-            scale = max(scale, float(np.max(counted, initial=0.0)))
+            scale = max(scale, _largest(counted))
             nnz = int(support_of(counted, self.zero_tol, scale if self.support_scale == "run" else 0.0).sum())
             point = it.point
             step_len = None if prev_point is None else _norm(point - prev_point)

@@ -12,7 +12,7 @@ from attrs.validators import and_, ge, in_, instance_of
 from ..errors import ConvergenceWarning, InvalidOptionError
 from ..surrogates.base import PROVIDES
 from ..validators import as_int, finite, not_bool, positive_int, to_float
-from .base import OuterLoop, Step
+from .base import OuterLoop, Step, _largest, _total
 from .selection import contribution, group_scale, support_of
 from .ties import Tiebreak
 
@@ -249,27 +249,34 @@ class EM(OuterLoop):
 
     def _potential(self, it, surrogate):
         if self.majorizes(surrogate):
-            return it.loss + float(np.sum(surrogate.phi(it.t)))
+            return it.loss + _total(surrogate.phi(it.t))
         if surrogate.em_majorizes:
-            return it.loss + 2.0 * float(np.sum(surrogate.phi(it.t)))
+            return it.loss + 2.0 * _total(surrogate.phi(it.t))
         return None
 
     @staticmethod
-    def _capped(w, fixed, magnitudes):
+    def _limit(magnitudes):
+        """Per group, the largest weight :meth:`_capped` keeps: :data:`MAX_WEIGHT` in the units of
+        its data (formed once per run)."""
+        return MAX_WEIGHT * np.maximum(1.0, magnitudes) ** 2
+
+    @staticmethod
+    def _capped(w, fixed, limit):
         """Fix (``inf``) the groups whose weight is inf, nan, or pins them at zero anyway (above
-        :data:`MAX_WEIGHT` in the units of their data)."""
-        fixed |= ~(w <= MAX_WEIGHT * np.maximum(1.0, magnitudes) ** 2)
+        ``limit``, :meth:`_limit`: :data:`MAX_WEIGHT` in the units of their data)."""
+        fixed |= ~(w <= limit)
         w[fixed] = np.inf
         return w
 
-    def _weights(self, it, q, cut: float, fixed: np.ndarray, magnitudes: np.ndarray, cols=None, sizes=None):
-        """The weights of the step from ``it`` (``sizes``: its contributions when the caller has them)."""
+    def _weights(self, it, q, cut: float, fixed: np.ndarray, limit: np.ndarray, cols=None, sizes=None):
+        """The weights of the step from ``it`` (``sizes``: its contributions when the caller has them;
+        ``limit``: :meth:`_limit`)."""
         t = it.t
         fixed |= (contribution(t, cols) if sizes is None else sizes) <= cut  # at the floor: out of the problem
         w = np.full(t.shape, np.inf)
         live = ~fixed
         w[live] = q(t[live])
-        return self._capped(w, fixed, magnitudes)
+        return self._capped(w, fixed, limit)
 
     @staticmethod
     def _floor(cut: float, cols, t) -> tuple:
@@ -282,7 +289,7 @@ class EM(OuterLoop):
             return np.full(t.shape, cut), np.zeros(t.shape, dtype=bool)
         dead = ~(cols > 0)
         floor = np.divide(cut, cols, out=np.full(t.shape, cut), where=~dead)
-        top = float(np.max(t, initial=0.0))
+        top = _largest(t)
         if top > 0:  # a column of norm 1e-16 (rounding) would put c_j at 1e16 c: a near-singular check QP
             floor = np.minimum(floor, FLOOR_RATIO * top)
         return floor, dead
@@ -306,7 +313,7 @@ class EM(OuterLoop):
                 if n_features is None and it.ok and it.t is not None:  # the counts _warn_empty reads
                     cols = group_scale(sub) if cols is None else cols  # built by the first solve
                     c = contribution(it.t, cols)
-                    scale = max(scale, float(np.max(c, initial=0.0)))
+                    scale = max(scale, _largest(c))
                     counts.append(int(support_of(c, self.zero_tol, scale).sum()))
                 yield step
         finally:
@@ -342,7 +349,7 @@ class EM(OuterLoop):
         norms = [ties.distinct(it)] if self.early_stop else None
         q, revivable = self.rule(surrogate)
         fixed = np.zeros(sub.n_groups, dtype=bool)
-        magnitudes = group_magnitudes(sub)
+        limit = self._limit(group_magnitudes(sub))  # the weight cap per group, once per run
         cols = group_scale(sub)  # the cut's measure: each group's contribution (selection.contribution)
 
         def size(i):
@@ -350,14 +357,14 @@ class EM(OuterLoop):
 
         # the current iterate's contributions and their largest, formed once per iterate
         sizes = size(it)
-        top = float(np.max(sizes, initial=0.0))
+        top = _largest(sizes)
         scale = top
         checks = 0
         solves = 1
         while solves < self.max_iter:
             cut = max(self.zero_tol * max(top, scale), 1e-12)
             at, tilt = ties.point(it)
-            new = sub.solve(quad=self._weights(at, q, cut, fixed, magnitudes, cols, sizes if at is it else None))
+            new = sub.solve(quad=self._weights(at, q, cut, fixed, limit, cols, sizes if at is it else None))
             solves += 1
             ok = new.ok
             yield Step(new, self.reported_objective(new, surrogate, sub) if ok else None,
@@ -365,7 +372,7 @@ class EM(OuterLoop):
             small = self.small_step(new, it)[0] and not tilt  # the step from a tilted point stops nothing
             it = new
             sizes = size(it)
-            top = float(np.max(sizes, initial=0.0))
+            top = _largest(sizes)
             scale = max(scale, top)
             if norms is not None and ok:  # resumed: the base counted more than r meaningful non-zeros
                 norms.append(ties.distinct(it))
@@ -382,7 +389,7 @@ class EM(OuterLoop):
             cut = max(self.zero_tol * scale, 1e-12)
             held = fixed.copy()
             floor, dead = self._floor(cut, cols, it.t)
-            w = self._capped(q(np.maximum(it.t, floor)), dead.copy(), magnitudes)
+            w = self._capped(q(np.maximum(it.t, floor)), dead.copy(), limit)
             check = sub.solve(quad=w)
             solves += 1
             if not check.ok:
@@ -395,14 +402,14 @@ class EM(OuterLoop):
             yield Step(check, self.reported_objective(check, surrogate, sub), monitored=None)
             it = check
             sizes = size(it)
-            top = float(np.max(sizes, initial=0.0))
+            top = _largest(sizes)
             revived = held & (sizes > cut)
             if norms is not None:
                 norms.append(ties.distinct(it))
             scale = max(scale, top)
             if not revived.any():  # one more step, the held groups back at zero: the answer has exact zeros
                 cut = max(self.zero_tol * scale, 1e-12)
-                last = sub.solve(quad=self._weights(it, q, cut, fixed, magnitudes, cols, sizes))
+                last = sub.solve(quad=self._weights(it, q, cut, fixed, limit, cols, sizes))
                 yield Step(last, self.reported_objective(last, surrogate, sub) if last.ok else None,
                            monitored=None)
                 return True, f"step below tol; the {int(held.sum())} zeroed groups checked"

@@ -28,14 +28,14 @@ def support_of(t: NDArray, zero_tol: float, scale: float = 0.0) -> NDArray:
     t = np.asarray(t, dtype=float)
     if t.size == 0:
         return np.zeros(0, dtype=bool)
-    cut = max(zero_tol * max(float(np.max(t)), scale), 1e-12)
+    cut = max(zero_tol * max(float(t.max()), scale), 1e-12)  # t.max(): np.max's reduction, undispatched
     return t > cut
 
 
 def reference_scale(iterates, scale: NDArray | None = None) -> float:
     """The largest group norm over ``iterates`` (the scale meaningful non-zeros are measured on);
     with ``scale`` (:func:`group_scale`), the largest contribution (:func:`contribution`)."""
-    return max((float(np.max(contribution(it.t, scale), initial=0.0)) for it in iterates), default=0.0)
+    return max((float(contribution(it.t, scale).max(initial=0.0)) for it in iterates), default=0.0)
 
 
 def contribution(t: NDArray, scale: NDArray | None) -> NDArray:

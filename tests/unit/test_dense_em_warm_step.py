@@ -45,8 +45,8 @@ def _recorded_run(X, y_pm, r, method, monkeypatch):
         steps[-1]["it"] = it
         return it
 
-    def spy_step(self, *args):
-        out = warm_step(self, *args)
+    def spy_step(self, *args, **kw):
+        out = warm_step(self, *args, **kw)
         steps[-1]["fast"] = out
         return out
 
@@ -57,7 +57,7 @@ def _recorded_run(X, y_pm, r, method, monkeypatch):
         warnings.simplefilter("ignore")
         out = run_dense_em(res.loop, res.surrogate, X, y_pm, res.formulation.C, n_features=r)
     monkeypatch.setattr(DenseHingeSubproblem, "solve", solve)
-    monkeypatch.setattr(DenseHingeSubproblem, "_warm_step", lambda self, *args: None)  # the general path
+    monkeypatch.setattr(DenseHingeSubproblem, "_warm_step", lambda self, *args, **kw: None)  # the general path
     return out, steps
 
 
@@ -107,7 +107,7 @@ def test_the_intercept_without_a_free_multiplier_is_the_midpoint(monkeypatch):
     q[3] = 1e4
     live = np.isfinite(q)
     s = 1 / np.sqrt(2 * q[live])
-    monkeypatch.setattr(DenseHingeSubproblem, "_warm_step", lambda self, *args: None)
+    monkeypatch.setattr(DenseHingeSubproblem, "_warm_step", lambda self, *args, **kw: None)
     ref = DenseHingeSubproblem(X, y_pm, 1.0)
     first = ref.solve(quad=q)  # cold, the general path
     ref._warm = first.result.duals["lam"].copy()
@@ -256,3 +256,33 @@ def test_a_warm_step_whose_pivots_fail_reports_their_status_without_repeating_th
     assert it.ok and it.result.message == "dense hinge dual: optimal (cold; warm: iteration limit)"
     assert it.result.iterations == 2 + cold.result.iterations
     np.testing.assert_array_equal(it.result.duals["lam"], cold.result.duals["lam"])
+
+
+def test_the_step_forms_the_scaled_columns_as_numpy_does():
+    # the compiled step fills its buffer F with YX[:, live] * s itself (form_f=True): each entry
+    # numpy's product, bitwise, and the step's answer bitwise the one from numpy's F (form_f=False)
+    X, y_pm = _instance(8, m=90, n=30)
+    sub = DenseHingeSubproblem(X, y_pm, 1.0)
+    q = np.linspace(0.3, 4.0, 30)
+    q[[0, 5, 17]] = np.inf  # columns out: F's columns are the live ones
+    start = sub.solve(quad=1.5 * q).result.duals["lam"]  # a start the new Hessian holds (no deferral)
+    live = np.isfinite(q)
+    s = 1.0 / np.sqrt(2.0 * q[live])
+    step = box_qp_jit.compiled_hinge()
+    outs = []
+    for form in (True, False):
+        F = np.empty((90, s.size)) if form else sub._YX[:, live] * s
+        bufs = np.empty(90), np.empty(s.size), np.empty(90), np.empty(6)
+        code, its, b, _ = step(F, sub._no_h, False, sub._f, sub.y, sub._lo, sub._hi, start, 1000, sub.X, sub._YX,
+                               np.flatnonzero(live), s, q[live], sub.C, GAP_TOL, 1e-10, *bufs, form)
+        outs.append((F, code, its, b, bufs))
+    (F1, *a1, bufs1), (F0, *a0, bufs0) = outs
+    assert np.array_equal(F1, F0) and a1[0] == box_qp_jit.HINGE_CERTIFIED and a1 == a0
+    for u, v in zip(bufs1, bufs0):
+        assert np.array_equal(u, v)
+    # solve's warm step on a fresh subproblem from the same start: the same answer again
+    again = DenseHingeSubproblem(X, y_pm, 1.0)
+    again._warm = start.copy()
+    it = again.solve(quad=q)
+    assert it.result.message == "dense hinge dual: optimal"
+    assert np.array_equal(it.result.duals["lam"], bufs0[0]) and float(it.intercept[0]) == a0[2]

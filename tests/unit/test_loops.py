@@ -347,3 +347,32 @@ def test_em_floor_follows_the_runs_scale_on_a_collapsing_run(monkeypatch):
         np.testing.assert_array_equal(q, expect)
         assert np.all(q[np.isfinite(q)] <= 1.0 / floor**2)
     assert fixed.all() and np.isinf(quads[-1]).all()
+
+
+def test_em_weight_cap_is_read_in_the_units_of_each_groups_data(monkeypatch):
+    # the cap fixes a group whose weight q_j exceeds MAX_WEIGHT * max(1, a_j)^2 (a_j its largest
+    # |entry|: loops.em.MAX_WEIGHT's rule), formed once per run: with a_j = 10 a weight of 5e13 stays
+    # (5e13 / 10^2 = 5e11 <= 1e12), 2e14 is fixed; with a_j <= 1 the bound is 1e12 itself
+    import fsframe.loops.em as em_mod
+    from fsframe.loops import EM
+    from fsframe.surrogates import L0Surrogate
+
+    assert em_mod.MAX_WEIGHT == 1e12
+    q_wanted = np.array([5e13, 2e14, 5e11, 2e12])  # l0's weights 1/t^2 of the first step
+    start = 1.0 / np.sqrt(q_wanted)
+    mags = np.array([10.0, 10.0, 0.5, 0.5])
+    quads = []
+
+    class Scripted:
+        n_groups = start.size
+
+        def solve(self, quad):
+            quads.append(np.asarray(quad, dtype=float).copy())
+            return types.SimpleNamespace(ok=True, t=start, loss=0.0, point=np.concatenate([start, [0.0]]))
+
+    monkeypatch.setattr(em_mod, "group_magnitudes", lambda sub: mags)
+    loop = EM(max_iter=2, tol=1e-300, zero_tol=1e-300)
+    list(loop.steps(Scripted(), L0Surrogate(), None))
+    q = quads[1]
+    np.testing.assert_allclose(q[[0, 2]], q_wanted[[0, 2]], rtol=1e-12)
+    assert np.isinf(q[1]) and np.isinf(q[3])
