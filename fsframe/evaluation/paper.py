@@ -301,8 +301,8 @@ def reasons(table: dict) -> list[dict]:
 
 def compare(d: dict, numbers: dict) -> list[dict]:
     """Every published number of ``numbers`` beside the digest ``d``, one dict per cell of the
-    paper's tables: ``table``, ``row``, ``column`` (the paper's header), ``label`` (the study's row,
-    with how a ``*`` pattern chose it), ``paper``, ``ours``, ``difference`` and ``n`` (texts, or
+    paper's tables: ``table``, ``row``, ``column`` (the paper's header), ``label`` (the header as
+    the report shows it: with the study's row a ``*`` pattern chose), ``paper``, ``ours``, ``difference`` and ``n`` (texts, or
     ``None`` where nothing is compared), ``note`` (why nothing is), ``deviates`` (the 95% interval of
     ours − paper excludes 0; with no interval, a count that differs; ``None`` where nothing is
     compared or no interval decides) and ``reason`` (the index into :func:`reasons` of the table,
