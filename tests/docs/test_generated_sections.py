@@ -57,6 +57,7 @@ SECTIONS = {
     "ls_speed": ("performance.md", "bench_ls", lambda m, _: m.markdown(_json("ls.json"))),
     "logistic_free_w": ("performance.md", "bench_logistic_free_w", lambda m, _: m.render(_json("logistic_free_w.json"))),
     "em_newton": ("performance.md", "bench_em_newton", lambda m, _: m.markdown(_json("em_newton.json"))),
+    "paper001_theta": ("paper001.md", "paper001_theta", lambda m, _: m.markdown(_json("paper001_theta.json"))),
 }
 
 NOT_REGENERABLE = {
