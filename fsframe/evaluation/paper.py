@@ -32,7 +32,7 @@ from .report import describe_protocol
 from .study import _toml
 
 __all__ = ["digest", "read_digest", "load_numbers", "render", "run_status", "write_paper_report", "DIGEST_FORMAT",
-           "BEGIN", "END", "interval"]
+           "BEGIN", "END", "interval", "reasons", "compare", "deviation_counts", "STATUSES"]
 
 DIGEST_FORMAT = "fsframe-study-digest/1"
 BEGIN, END = "<!-- paper-report:begin -->", "<!-- paper-report:end -->"
@@ -104,7 +104,10 @@ def load_numbers(paper: str) -> dict:
     res = resources.files("fsframe.evaluation").joinpath("papers", f"{paper}.toml")
     if not res.is_file():
         raise InvalidOptionError(f"fsframe has no published numbers of {paper!r}")
-    return _toml().loads(res.read_text(encoding="utf-8"))
+    numbers = _toml().loads(res.read_text(encoding="utf-8"))
+    for tab in numbers.get("tables", []):
+        reasons(tab)  # a reason beside a row or column the table lacks fails here, not in a report
+    return numbers
 
 
 # ------------------------------------------------------------------------------------------- statistics
@@ -240,62 +243,176 @@ def _ms(values, digits=2) -> str:
     return f"{np.mean(a):.{digits}f}" + (f" ± {np.std(a, ddof=1):.{digits}f}" if len(a) > 1 else "")
 
 
-def _beside(d: dict, numbers: dict) -> list[str]:
-    out = []
-    by_ds = {t["dataset"]["name"]: t for t in d["tables"]}
-    for tab in numbers.get("tables", []):
-        out += [f"**{d.get('paper')}, {tab['name']}**: {tab['caption']}.", "",
-                "| row | column | paper | ours [95% CI] | ours − paper [95% CI] | n |",
-                "|---|---|--:|--:|--:|--:|"]
-        n_paper = tab.get("n")
-        for row in tab["rows"]:
-            labels = row.get("labels", tab.get("labels"))
-            heads = tab["headers"] if "labels" not in row else [tab["headers"][tab["labels"].index(x)]
-                                                                 if x in tab.get("labels", []) else x for x in labels]
-            std = row.get("std") or [None] * len(labels)
-            table = by_ds.get(row["dataset"]) if row["dataset"] else None
-            for head, label, value, sd in zip(heads, labels, row["values"], std):
-                pv = f"{value}" + (f" ± {sd}" if sd is not None else "")
-                if not row["dataset"] or not label:
-                    why = "no copy of this data set" if not row["dataset"] else "no counterpart in fsframe"
-                    out.append(f"| {row['row']} | {head} | {pv} | {why} | | |")
-                    continue
-                found, how = _find(table, label) if table is not None else (None, "")
-                if found is None:
-                    why = "not in this run" if table is None else f"no row {label!r}"
-                    out.append(f"| {row['row']} | {head} | {pv} | {why} | | |")
-                    continue
-                vals = _row_values(table, found, row["metric"])
-                mean, half, n = interval(vals)
-                if mean is None:  # a planned row none of whose cells has finished is not run yet, not failed
-                    why = "no successful split" if found.get("folds") else \
-                        f"not run yet (0 of {found.get('n_planned') or 0} splits)"
-                    out.append(f"| {row['row']} | {head}{how} | {pv} | {why} | | |")
-                    continue
-                ours = f"{mean:.2f}" + (f" [{mean - half:.2f}, {mean + half:.2f}]" if half is not None else "")
-                diff = _difference(vals, value, sd, n_paper)
-                left = _incomplete(table, [(f["repeat"], None) for f in found["folds"]])
-                n_text = f"{n} (+{left} splits of an unfinished repeat, left out)" if left else f"{n}"
-                out.append(f"| {row['row']} | {head}{how} | {pv} | {ours} | {diff} | {n_text} |")
-        out.append("")
+STATUSES = ("explained", "hypothesis", "open")
+"""A reason's ``status``: *explained* (checked: computed, or read in the paper), *hypothesis* (the
+best guess, untested) or *open* (the cause is not known)."""
+
+_STATUS_WORDS = {"explained": "explained", "hypothesis": "hypothesis (untested)", "open": "open"}
+_COUNTS = ("n_selected", "n_iter")  # a count differs or not even where no interval can be drawn
+
+
+def _heads(table: dict, row: dict) -> list[str]:
+    """The paper's column headers of ``row`` (a row with its own ``labels`` has only those columns)."""
+    if "labels" not in row:
+        return list(table["headers"])
+    known = table.get("labels", [])
+    return [table["headers"][known.index(x)] if x in known else x for x in row["labels"]]
+
+
+def reasons(table: dict) -> list[dict]:
+    """The checked reasons of one ``[[tables]]`` entry of a paper data file: each
+    ``[[tables.reasons]]`` names the rows it explains (``rows``, the rows' ``row`` texts), optionally
+    the columns (``columns``, the table's ``headers``; default every column of those rows), a
+    one-line ``why`` and a ``status`` (:data:`STATUSES`, default ``"explained"``). A reason naming a
+    row or a column the table does not have, or a cell another reason already explains, is a
+    :class:`~fsframe.errors.DataFileError`: a reason must stay beside the number it concerns."""
+    heads_of = {row["row"]: _heads(table, row) for row in table.get("rows", [])}
+    out, taken = [], {}
+    where = f"the reasons of {table.get('name')!r}"
+    for i, r in enumerate(table.get("reasons", [])):
+        if not isinstance(r, dict) or not isinstance(r.get("why"), str) or not r["why"].strip():
+            raise DataFileError(f"{where}: reason {i + 1} has no one-line 'why'")
+        if "\n" in r["why"].strip():
+            raise DataFileError(f"{where}: reason {i + 1}'s 'why' must be one line")
+        status = r.get("status", "explained")
+        if status not in STATUSES:
+            raise DataFileError(f"{where}: reason {i + 1} has status {status!r}; one of {', '.join(STATUSES)}")
+        rows = r.get("rows")
+        if not isinstance(rows, list) or not rows or not all(isinstance(x, str) for x in rows):
+            raise DataFileError(f"{where}: reason {i + 1} names no rows (rows = [\"...\"], the rows' 'row' texts)")
+        cells = []
+        for name in rows:
+            if name not in heads_of:
+                raise DataFileError(f"{where}: reason {i + 1} names the row {name!r}, which the table does not have "
+                                    f"(its rows: {', '.join(repr(x) for x in heads_of)})")
+            cols = r.get("columns") or heads_of[name]
+            for col in cols:
+                if col not in heads_of[name]:
+                    raise DataFileError(f"{where}: reason {i + 1} names the column {col!r} of the row {name!r}, "
+                                        f"which has only {', '.join(repr(x) for x in heads_of[name])}")
+                if (name, col) in taken:
+                    raise DataFileError(f"{where}: reasons {taken[(name, col)] + 1} and {i + 1} both explain "
+                                        f"{name!r}, {col!r}")
+                taken[(name, col)] = i
+                cells.append((name, col))
+        out.append({"why": " ".join(r["why"].split()), "status": status, "cells": cells})
     return out
 
 
-def _difference(vals, value, sd, n_paper) -> str:
+def compare(d: dict, numbers: dict) -> list[dict]:
+    """Every published number of ``numbers`` beside the digest ``d``, one dict per cell of the
+    paper's tables: ``table``, ``row``, ``column`` (the paper's header), ``label`` (the header as
+    the report shows it: with the study's row a ``*`` pattern chose), ``paper``, ``ours``, ``difference`` and ``n`` (texts, or
+    ``None`` where nothing is compared), ``note`` (why nothing is), ``deviates`` (the 95% interval of
+    ours − paper excludes 0; with no interval, a count that differs; ``None`` where nothing is
+    compared or no interval decides) and ``reason`` (the index into :func:`reasons` of the table,
+    or ``None``)."""
+    out = []
+    by_ds = {t["dataset"]["name"]: t for t in d["tables"]}
+    for tab in numbers.get("tables", []):
+        why = {cell: j for j, r in enumerate(reasons(tab)) for cell in r["cells"]}
+        n_paper = tab.get("n")
+        for row in tab["rows"]:
+            labels = row.get("labels", tab.get("labels"))
+            heads = _heads(tab, row)
+            std = row.get("std") or [None] * len(labels)
+            table = by_ds.get(row["dataset"]) if row["dataset"] else None
+            for head, label, value, sd in zip(heads, labels, row["values"], std):
+                c = {"table": tab["name"], "row": row["row"], "column": head, "label": head,
+                     "paper": f"{value}" + (f" ± {sd}" if sd is not None else ""), "ours": None,
+                     "difference": None, "n": None, "note": None, "deviates": None,
+                     "reason": why.get((row["row"], head))}
+                out.append(c)
+                if not row["dataset"] or not label:
+                    c["note"] = "no copy of this data set" if not row["dataset"] else "no counterpart in fsframe"
+                    continue
+                found, how = _find(table, label) if table is not None else (None, "")
+                if found is None:
+                    c["note"] = "not in this run" if table is None else f"no row {label!r}"
+                    continue
+                c["label"] = head + how
+                vals = _row_values(table, found, row["metric"])
+                mean, half, n = interval(vals)
+                if mean is None:  # a planned row none of whose cells has finished is not run yet, not failed
+                    c["note"] = "no successful split" if found.get("folds") else \
+                        f"not run yet (0 of {found.get('n_planned') or 0} splits)"
+                    continue
+                c["ours"] = f"{mean:.2f}" + (f" [{mean - half:.2f}, {mean + half:.2f}]" if half is not None else "")
+                dm, h = _difference(vals, value, sd, n_paper)
+                c["difference"] = f"{dm:+.2f}" + (f" [{dm - h:+.2f}, {dm + h:+.2f}]" if h is not None else "")
+                c["deviates"] = (dm - h > 0 or dm + h < 0) if h is not None else \
+                    (dm != 0 if row["metric"] in _COUNTS else None)
+                left = _incomplete(table, [(f["repeat"], None) for f in found["folds"]])
+                c["n"] = f"{n} (+{left} splits of an unfinished repeat, left out)" if left else f"{n}"
+    return out
+
+
+def deviation_counts(d: dict, numbers: dict) -> dict:
+    """``{"compared", "deviate", "unexplained", "explained", "hypothesis", "open"}``: how many
+    published numbers are compared with ours, how many of those deviate (:func:`compare`), how many
+    of the deviating ones have no reason, and the deviating ones per reason status."""
+    cells = compare(d, numbers)
+    tabs = {tab["name"]: reasons(tab) for tab in numbers.get("tables", [])}
+    dev = [c for c in cells if c["deviates"]]
+    out = {"compared": sum(c["ours"] is not None for c in cells), "deviate": len(dev),
+           "unexplained": sum(c["reason"] is None for c in dev)}
+    for s in STATUSES:
+        out[s] = sum(c["reason"] is not None and tabs[c["table"]][c["reason"]]["status"] == s for c in dev)
+    return out
+
+
+def _beside(d: dict, numbers: dict) -> list[str]:
+    cells = compare(d, numbers)
+    counts = deviation_counts(d, numbers)
+    by_status = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
+    out = [f"**Deviations: {counts['deviate']} of the {counts['compared']} compared numbers** (the 95% interval of "
+           "ours − paper excludes 0, or, with no interval, a count differs); "
+           + (f"**{counts['unexplained']} of them without a reason yet**" if counts["unexplained"]
+              else "every one has a reason")
+           + (f" ({by_status})" if by_status else "") + ". The reasons are typed in beside the paper's numbers "
+           f"(`fsframe/evaluation/papers/{d.get('paper')}.toml`): *explained* (checked), *hypothesis* (the best "
+           "guess, untested) or *open* (the cause is not known).", ""]
+    number = 0
+    for tab in numbers.get("tables", []):
+        rs = reasons(tab)
+        mine = [c for c in cells if c["table"] == tab["name"]]
+        used = list(dict.fromkeys(c["reason"] for c in mine if c["reason"] is not None))  # numbered as they appear
+        ref = {j: number + k + 1 for k, j in enumerate(used)}
+        number += len(used)
+        out += [f"**{d.get('paper')}, {tab['name']}**: {tab['caption']}.", "",
+                "| row | column | paper | ours [95% CI] | ours − paper [95% CI] | n | why |",
+                "|---|---|--:|--:|--:|--:|---|"]
+        for c in mine:
+            why = f"[{ref[c['reason']]}]" if c["reason"] is not None else "**no reason yet**" if c["deviates"] else ""
+            if c["ours"] is None:
+                out.append(f"| {c['row']} | {c['label']} | {c['paper']} | {c['note']} | | |" + (f" {why} |" if why else " |"))
+            else:
+                out.append(f"| {c['row']} | {c['label']} | {c['paper']} | {c['ours']} | {c['difference']} | "
+                           f"{c['n']} |" + (f" {why} |" if why else " |"))
+        out.append("")
+        if used:
+            out += [f"[{ref[j]}] **{_STATUS_WORDS[rs[j]['status']]}:** {rs[j]['why'].rstrip('.')}.  " for j in used]
+            out[-1] = out[-1].rstrip()
+            out.append("")
+    return out
+
+
+def _difference(vals, value, sd, n_paper) -> tuple[float, float | None]:
+    """``(ours − paper, half width of its 95% interval or None)``: Student's t over our units, or
+    Welch's where the paper gives its standard deviation over ``n_paper`` trials."""
     mean, half, n = interval(vals)
     dm = mean - value
     if sd is None or not n_paper:
-        return f"{dm:+.2f}" + (f" [{dm - half:+.2f}, {dm + half:+.2f}]" if half is not None else "")
+        return dm, half
     from scipy.stats import t
 
     a = np.asarray(vals, dtype=np.float64)
     v1 = a.var(ddof=1) / a.size if a.size > 1 else 0.0
     v2 = sd ** 2 / n_paper
     if v1 + v2 == 0:
-        return f"{dm:+.2f}"
+        return dm, None
     df = (v1 + v2) ** 2 / ((v1 ** 2 / (a.size - 1) if a.size > 1 else 0.0) + v2 ** 2 / (n_paper - 1))
-    h = float(t.ppf(0.975, df) * math.sqrt(v1 + v2))
-    return f"{dm:+.2f} [{dm - h:+.2f}, {dm + h:+.2f}]"
+    return dm, float(t.ppf(0.975, df) * math.sqrt(v1 + v2))
 
 
 def _dataset_section(d: dict, table: dict, images: str | None) -> list[str]:

@@ -21,7 +21,8 @@ import fsframe
 from fsframe.cli import main
 from fsframe.errors import DataFileError, InvalidOptionError
 from fsframe.evaluation.experiment import load_results, run_study
-from fsframe.evaluation.paper import BEGIN, END, digest, interval, load_numbers, render, write_paper_report
+from fsframe.evaluation.paper import (BEGIN, END, compare, deviation_counts, digest, interval, load_numbers, reasons, render,
+                                     write_paper_report)
 from fsframe.evaluation.splits import make_splits
 from fsframe.evaluation.study import BUNDLED_STUDIES, load_study
 
@@ -328,6 +329,90 @@ def test_report_beside_the_paper_and_random_verdicts():
         f["reference_accuracy"] = ref
     text = render(d)
     assert "**Loses to k random features**" in text and "m at its own k: -10.0" in text
+
+
+def _one_table(rows, reasons_=()):
+    """Published numbers of one table ``T`` with columns A (row ``a``) and B (row ``b``)."""
+    return {"paper": "P", "tables": [{"name": "T", "caption": "c", "headers": ["A", "B"], "labels": ["a", "b"],
+                                      "rows": rows, "reasons": list(reasons_)}]}
+
+
+def test_deviations_counted_and_their_reasons_rendered():
+    """A number deviates when the 95% interval of ours − paper excludes 0 (Student's t, checked by
+    hand here) or, with no interval, when a count differs; the block counts the deviations and those
+    without a reason, marks them in the table, and renders each reason once, under its table."""
+    from scipy.stats import t as student
+
+    d = _digest([("a", [0.80, 0.81, 0.79], {}), ("b", [0.80, 0.81, 0.79], {})])  # mean 80, sd 1
+    half = student.ppf(0.975, 2) * 1.0 / math.sqrt(3)  # 2.48: 80 - 77.6 deviates, 80 - 78 does not
+    assert 80 - half < 78 and 80 - half > 77.5
+    rows = [{"row": "acc", "dataset": "d", "metric": "accuracy", "values": [78.0, 77.5]},
+            {"row": "nsf", "dataset": "d", "metric": "n_selected", "values": [2, 3]},  # every split: 2
+            {"row": "gone", "dataset": "", "metric": "accuracy", "values": [1.0, 2.0]}]
+    numbers = _one_table(rows)
+    cells = {(c["row"], c["column"]): c["deviates"] for c in compare(d, numbers)}
+    assert cells == {("acc", "A"): False, ("acc", "B"): True, ("nsf", "A"): False, ("nsf", "B"): True,
+                     ("gone", "A"): None, ("gone", "B"): None}
+    assert deviation_counts(d, numbers) == {"compared": 4, "deviate": 2, "unexplained": 2, "explained": 0,
+                                            "hypothesis": 0, "open": 0}
+    text = render(d, numbers=numbers)
+    assert "**Deviations: 2 of the 4 compared numbers**" in text and "**2 of them without a reason yet**" in text
+    assert f"| acc | B | 77.5 | 80.00 [{80 - half:.2f}, {80 + half:.2f}] | +2.50 [{2.5 - half:+.2f}, " \
+           f"{2.5 + half:+.2f}] | 3 | **no reason yet** |" in text
+    assert "| acc | A | 78.0 |" in text and text.split("| acc | A | 78.0 |")[1].split("\n")[0].endswith("| 3 | |")
+    assert "| nsf | B | 3 | 2.00 [2.00, 2.00] | -1.00 [-1.00, -1.00] | 3 | **no reason yet** |" in text
+    # with reasons: one for a group of cells, one on a cell that does not deviate (shown, not counted)
+    numbers = _one_table(rows, [{"rows": ["acc", "nsf"], "columns": ["B"], "why": "the  paper's\tgrid", "status": "open"},
+                                {"rows": ["acc"], "columns": ["A"], "why": "close anyway"}])
+    assert deviation_counts(d, numbers) == {"compared": 4, "deviate": 2, "unexplained": 0, "explained": 0,
+                                            "hypothesis": 0, "open": 2}
+    text = render(d, numbers=numbers)
+    assert "every one has a reason (2 open)" in text and "no reason yet" not in text
+    # numbered as they first appear in the table, each rendered once
+    assert text.count("| 3 | [1] |") == 1 and text.count("| 3 | [2] |") == 2
+    assert "[1] **explained:** close anyway.  \n[2] **open:** the paper's grid.\n" in text
+    # without published numbers nothing is compared and no block is written
+    assert "Deviations" not in render(d)
+    # one split: no interval; a count that differs deviates, an accuracy is not decided
+    one = _digest([("a", [0.8], {}), ("b", [0.8], {})])
+    assert {(c["row"], c["column"]): c["deviates"] for c in compare(one, _one_table(rows))} == {
+        ("acc", "A"): None, ("acc", "B"): None, ("nsf", "A"): False, ("nsf", "B"): True,
+        ("gone", "A"): None, ("gone", "B"): None}
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"rows": ["nope"], "why": "w"}, "names the row 'nope', which the table does not have"),
+    ({"rows": ["acc"], "columns": ["C"], "why": "w"}, "names the column 'C' of the row 'acc'"),
+    ({"rows": ["acc"], "why": "w", "status": "solved"}, "status 'solved'"),
+    ({"rows": ["acc"], "why": " "}, "no one-line 'why'"),
+    ({"rows": ["acc"], "why": "two\nlines"}, "must be one line"),
+    ({"rows": "acc", "why": "w"}, "names no rows"),
+])
+def test_a_reason_must_name_a_cell_of_its_table(bad, match):
+    """A reason attached to a row or column the table does not have (a typo, a row renamed) is a
+    typed error, at reading and at rendering, never a reason silently dropped."""
+    from fsframe.errors import DataFileError
+
+    numbers = _one_table([{"row": "acc", "dataset": "d", "metric": "accuracy", "values": [78.0, 77.5]}], [bad])
+    with pytest.raises(DataFileError, match=match):
+        reasons(numbers["tables"][0])
+    with pytest.raises(DataFileError, match=match):
+        render(_digest([("a", [0.8, 0.8, 0.8], {}), ("b", [0.8, 0.8, 0.8], {})]), numbers=numbers)
+
+
+def test_two_reasons_for_one_cell_are_an_error():
+    from fsframe.errors import DataFileError
+
+    tab = _one_table([{"row": "acc", "dataset": "d", "metric": "accuracy", "values": [78.0, 77.5]}],
+                     [{"rows": ["acc"], "why": "one"}, {"rows": ["acc"], "columns": ["B"], "why": "two"}])["tables"][0]
+    with pytest.raises(DataFileError, match="reasons 1 and 2 both explain 'acc', 'B'"):
+        reasons(tab)
+    # a row with its own labels has only those columns
+    tab = {"name": "T", "headers": ["A", "B"], "labels": ["a", "b"],
+           "rows": [{"row": "nsf", "labels": ["b"], "dataset": "d", "metric": "n_selected", "values": [2]}],
+           "reasons": [{"rows": ["nsf"], "columns": ["A"], "why": "w"}]}
+    with pytest.raises(DataFileError, match="which has only 'B'"):
+        reasons(tab)
 
 
 def test_partial_run_says_which_rows_have_not_run():
