@@ -282,7 +282,7 @@ class BoundSearch(OuterLoop):
 
     Infeasibility is a status the search uses (``infeasible``, ``infeasible_or_unbounded``), never an
     exception. A probe that ends with neither a solution nor a claim (:data:`~fsframe.enums.UNDECIDED`)
-    is put to the other backends (``Subproblem.solve(decide=True)``); still undecided, it is not
+    is put to the other backends (:meth:`~fsframe.problem.Subproblem.second_opinion`); still undecided, it is not
     proven feasible: treated as infeasible by the bracket, never a candidate, warned and counted
     (``info["n_undecided"]``, a fact). Any other failed solve is solver trouble:
     :class:`~fsframe.errors.SolverFailedError`, or with ``raise_on_failure=False`` the search stops
@@ -528,7 +528,8 @@ class BoundSearch(OuterLoop):
         else:
             st.replay = None  # (a search asking for another point than the recorded one) solves from here on
             st.sub.set_bounds(**bounds)
-            it = st.sub.solve(lin=st.lin, decide=True)
+            # a probe neither solved nor claimed is put to the other backends: the search needs it settled
+            it = st.sub.second_opinion(st.sub.solve(lin=st.lin))
         if st.record is not None:
             st.record.append((point, it))
         st.statuses.append(it.status)
