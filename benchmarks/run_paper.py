@@ -21,6 +21,11 @@ rewrites the files of the data sets it runs every ``--archive-minutes`` minutes 
 its end, so a killed run loses at most that much work. ``--no-archive`` does neither; a ``--reduced``
 run keeps an archive only with ``--archive DIR``.
 
+A ``--reduced`` run writes its digest and page into its results folder (``digest.json``,
+``paper.md``), not over the committed full ones, unless ``--digest`` / ``--page`` say where; a
+reduced digest is never written over a full one (an :class:`~fsframe.errors.InvalidOptionError`)
+without ``--overwrite-full``.
+
 Merging runs: processes that ran disjoint ``--datasets`` into different ``--out`` folders are folded
 into one digest, page and archive, computing nothing::
 
@@ -66,13 +71,23 @@ def main(argv=None) -> int:
     ap.add_argument("--no-archive", action="store_true", help="neither restore nor write the cell archive")
     ap.add_argument("--archive-minutes", type=float, default=10.0,
                     help="rewrite the archive of the running data sets this often (default 10)")
-    ap.add_argument("--digest", type=Path, help="the digest to write (default: benchmarks/results/<study>.json)")
-    ap.add_argument("--page", type=Path, help="the page to write (default: the study's docs/ page)")
+    ap.add_argument("--digest", type=Path, help="the digest to write (default: benchmarks/results/<study>.json; "
+                                                "with --reduced, digest.json in --out)")
+    ap.add_argument("--page", type=Path, help="the page to write (default: the study's docs/ page; with --reduced, "
+                                              "paper.md in --out)")
+    ap.add_argument("--overwrite-full", action="store_true",
+                    help="let a --reduced run write its digest over a full run's digest")
     args = ap.parse_args(argv)
     if not args.archive_minutes >= 0:  # NaN too
         raise InvalidOptionError(f"--archive-minutes must be a number of minutes >= 0, got {args.archive_minutes}")
     study = load_study(args.study, data_dir=args.data_dir, reduced=args.reduced)
     out = args.out or ROOT / "results" / study.name
+    digest = args.digest or (Path(out) / "digest.json" if args.reduced else
+                             ROOT / "benchmarks" / "results" / f"{args.study}.json")
+    page = args.page or (Path(out) / "paper.md" if args.reduced else ROOT / PAGES[args.study])
+    if args.reduced and not args.overwrite_full and _is_full_digest(digest):
+        raise InvalidOptionError(f"{_shown(digest)} is a full run's digest: a --reduced run does not write over it; "
+                                 "give --digest (and --page) elsewhere, or --overwrite-full to replace it")
     # a reduced run takes minutes: it keeps an archive only where --archive says
     archive = None if args.no_archive or (args.reduced and not args.archive) else \
         args.archive or ROOT / "benchmarks" / "results" / f"{study.name}.cells"
@@ -83,8 +98,10 @@ def main(argv=None) -> int:
         print(f"archive {archive}: {got.restored} cells restored, {got.on_disk} already in {out}"
               + (f", {got.foreign} not of this study, {got.unreadable} unreadable" if got.foreign or got.unreadable
                  else ""), file=sys.stderr)
+    merged_commits = ()
     if args.merge:
         got = merge_results(study, out, args.merge)
+        merged_commits = got.commits  # the code that computed the merged cells, for the digest
         print(f"merged {got.restored} cells into {out} ({got.on_disk} already there)", file=sys.stderr)
     last_saved = time.monotonic()
 
@@ -107,16 +124,26 @@ def main(argv=None) -> int:
 
     try:
         res = run_study(study, str(out), n_jobs=args.jobs, datasets=args.datasets, progress=progress,
-                        compute=not args.merge)
+                        compute=not args.merge, commits=merged_commits)
     finally:
         save()
-    page, _ = write_paper_report(out, args.page or ROOT / PAGES[args.study], plots=not args.no_plots)
-    digest = args.digest or ROOT / "benchmarks" / "results" / f"{args.study}.json"
-    shutil.copyfile(Path(out) / "digest.json", digest)
+    page, _ = write_paper_report(out, page, plots=not args.no_plots)
+    if Path(digest).resolve() != (Path(out) / "digest.json").resolve():
+        shutil.copyfile(Path(out) / "digest.json", digest)
     write_paper_report(digest, page, plots=not args.no_plots)  # the page exactly as the committed digest renders it
     print(f"{res.n_cells} cells ({res.n_failed} failed); wrote {_shown(digest)} and {_shown(page)}"
           + ("" if archive is None else f" and the archive {_shown(archive)}"), file=sys.stderr)
     return 1 if res.interrupted else 0
+
+
+def _is_full_digest(path: Path) -> bool:
+    """Whether ``path`` holds the digest of a full (not ``--reduced``) run."""
+    import json
+
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8")).get("reduced") is False
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _shown(path: Path) -> str:

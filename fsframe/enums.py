@@ -66,4 +66,4 @@ SOLUTION_PRESENT = frozenset({Status.OPTIMAL, Status.OPTIMAL_INACCURATE})
 
 UNDECIDED = frozenset({Status.UNKNOWN, Status.NUMERICAL_ERROR, Status.ITERATION_LIMIT})
 """Statuses with neither a usable solution nor a claim: the solver could not settle the problem
-(``Subproblem.solve(decide=True)`` asks the other backends)."""
+(``Subproblem.second_opinion`` asks the other backends)."""

@@ -47,6 +47,7 @@ PROTOCOLS: dict[str, tuple[str, ...]] = {
     "margins": ("margins",),
     "from_data": ("solve_from_data",),
     "quad_from_data": ("solve_quad_from_data",),
+    "frontier_retries": ("frontier_retries",),
 }
 """The optional protocols a formulation opts into by defining their attributes (none is a method of
 the base class); :meth:`Formulation.provides` names those a formulation has. ``docs/plugins.md``
@@ -83,6 +84,12 @@ states each one's signature and contract:
   step; ``inf`` fixes a group at zero) solved from ``X`` and certified (:mod:`fsframe.ridge`), from
   ``start = (coef, intercept)``; ``None`` to decline. The fit's subproblem then takes those solves
   (:class:`fsframe.quad_path.QuadFromDataSubproblem`).
+* ``frontier_retries`` — ``frontier_retries(built, base, compiled)``: a generator of ``(label,
+  base)`` after the fit's first subproblem ended without a solution (and ``explain_failure`` said nothing), each ``base`` the compiled
+  problem restated (in numpy, updating ``built.info`` to say how) and ``label`` what changed; the
+  fit driver runs the loop on each in turn and keeps the first that solves. Exhausted, it
+  restores the model and ``built.info`` as first stated (MEMPM's ``mempm_theta``: ``delta_neg`` at
+  wider margins inside the feasibility frontier, docs/mempm.md).
 """
 
 TRAITS: dict[str, str] = {

@@ -230,14 +230,11 @@ class Subproblem:
         """``t_j``, in the formulation's declared group norm (:attr:`Formulation.group_norm`)."""
         return self.compiled.group_norms(coef, getattr(self.formulation, "group_norm", "l2"))
 
-    def solve(self, *, lin=None, lin_w=None, quad=None, full: bool = False, decide: bool = False) -> Iterate:
+    def solve(self, *, lin=None, lin_w=None, quad=None, full: bool = False) -> Iterate:
         """Set the slot weights (see :meth:`CompiledModel.with_weights`) and solve. ``full``
         solves the full problem even when the subproblem has a working set (in a session of its
-        own; the working set is left as it was). ``decide``: a solve that ends with neither a
-        solution nor a claim (status ``unknown``, ``numerical_error``, ``iteration_limit``: e.g.
-        ECOS inaccurate with fsframe's certificate failed) is put to the other built-in backends
-        (:meth:`_second_opinion`), whose certified optimum or verified claim is the answer — for a
-        loop that needs the question settled (a bound search's feasibility probe)."""
+        own; the working set is left as it was). A loop that needs an undecided answer settled
+        asks :meth:`second_opinion` afterwards."""
         t0 = time.perf_counter()
         weights = {k: v for k, v in (("lin", lin), ("lin_w", lin_w), ("quad", quad)) if v is not None}
         try:
@@ -269,14 +266,35 @@ class Subproblem:
                     False, self.n_groups, self.n_groups, full_resolve=full,
                     recheck="an earlier recheck kept the full problem's answer: the full problem is solved"
                     if rechecked and not full else "")
-        if decide and res.status in UNDECIDED:
-            res = self._second_opinion(data, self.options, res, t2)
         self.n_solves += 1
         t3 = time.perf_counter()
-        seconds = t3 - t0
         # where the time of this solve went (benchmarks/bench_core.py, docs/performance.md)
         self.last_timings = {"update": t1 - t0, "open": t2 - t1, "backend": t3 - t2,
                              "solver": float(res.solve_time or 0.0), "read": 0.0}
+        it = self._read(res, weights, t3 - t0)
+        if it.x is not None:
+            self.last_timings["read"] = time.perf_counter() - t3
+        return it
+
+    def second_opinion(self, it: Iterate) -> Iterate:
+        """``it`` (an iterate of :meth:`solve`) settled by the other built-in backends when it ended
+        with neither a solution nor a claim (:data:`~fsframe.enums.UNDECIDED`: status ``unknown``,
+        ``numerical_error``, ``iteration_limit``; e.g. ECOS inaccurate with fsframe's certificate
+        failed): the same problem at the same slot weights is put to them
+        (:meth:`_second_opinion`), and a certified optimum or a verified claim is the answer;
+        otherwise ``it`` with what they said. Any other ``it`` is returned as it is. For a loop
+        that needs the question settled (the bound search's feasibility probes): ``solve`` itself
+        never asks, so a wrapper of ``solve`` sees the loop's calls as they always were. The time
+        limit is the subproblem's, counted from the start of ``it``'s solve (its ``seconds``)."""
+        if it.status not in UNDECIDED or it.result is None:
+            return it
+        t0 = time.perf_counter()
+        data = self.compiled.with_weights(**it.weights)
+        res = self._second_opinion(data, self.options, it.result, _clock() - it.seconds)
+        return self._read(res, it.weights, it.seconds + time.perf_counter() - t0)
+
+    def _read(self, res: SolveResult, weights: dict, seconds: float) -> Iterate:
+        """The iterate of ``res``, a solve of this subproblem at the slot ``weights``."""
         if res.x is None or not res.ok:
             return Iterate(res.status, None, None, None, None, None, res.objective, seconds, res, weights,
                            self.last_report)
@@ -290,10 +308,8 @@ class Subproblem:
         loss = self.compiled.base.objective(x)
         # the weights with_weights validated above (slot_weights again cost ~35 µs per EM step)
         penalty = slot_penalty(self.compiled.slot, self.compiled.last_slot_weights, coef, t)
-        it = Iterate(res.status, x, coef, intercept, t, loss, loss + penalty, seconds, res,
-                     weights, self.last_report, column_scale=self.column_scale)
-        self.last_timings["read"] = time.perf_counter() - t3
-        return it
+        return Iterate(res.status, x, coef, intercept, t, loss, loss + penalty, seconds, res,
+                       weights, self.last_report, column_scale=self.column_scale)
 
     # -- what a model attains --------------------------------------------------------------------
     def settle(self, x: NDArray) -> NDArray:

@@ -279,7 +279,7 @@ class FitResult:
         comps = [c for c in (self.formulation, self.surrogate, self.loop) if c is not None]
         model = " + ".join(_component_text(c, facts) for c in comps)
         what = "features" if self.transform is None else getattr(self.transform, "support_of", "training samples")
-        lines = [f"{self.method or 'custom'}: {model}; {backend_text(self.backend)}"
+        lines = [f"{self.method or 'custom'}: {model}; {backend_text(self.backend, solved=solved_by(self))}"
                  + (f"; one-vs-rest over {len(self.classes)} classes" if self.per_class else "")]
         shown = {k for c in comps if attrs.has(type(c)) for k in attrs.fields_dict(type(c))}
         extra = {k: v for k, v in facts.items() if k not in shown}

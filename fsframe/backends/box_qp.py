@@ -250,7 +250,7 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         raise InvalidOptionError(f"solve_box_qp: crash must be a finite number of sweeps >= 0, got {crash!r}")
     max_iter = 10 * m + 100 if max_iter is None else max_iter
     pe = E.shape[0]
-    e_tol = 1e-9 * max(1.0, float(np.abs(e).max(initial=0.0)))
+    e_tol = box_qp_jit.START_TOL * max(1.0, float(np.abs(e).max(initial=0.0)))
     lam = None
     if start is not None:
         lam = np.clip(np.asarray(start, dtype=float), lo, hi)
@@ -328,15 +328,12 @@ def _canonical_nu(res: BoxQPResult, F, f, E, lo, hi) -> BoxQPResult:
     # the degenerate ones onto their bound, so that the bound multipliers' signs are read right
     at_lo = ~free & (lam - lo <= hi - lam)
     lam = np.where(at_lo, lo, np.where(free, lam, hi))
-    held = (a != 0) & (lo != hi)
     g = F @ (F.T @ lam) + f
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = -g / a  # r_i = 0 at nu = t_i
-    # at the lower bound r_i >= 0, at the upper r_i <= 0: a_i nu >= -g_i or <= -g_i
-    lower = held & (at_lo == (a > 0))  # t_i bounds nu from below
-    upper = held & ~lower
-    L = float(t[lower].max(initial=-np.inf))
-    U = float(t[upper].min(initial=np.inf))
+    # at the lower bound r_i >= 0, at the upper r_i <= 0: a_i nu >= -g_i or <= -g_i (compiled with
+    # the pivots when they are: the compiled warm EM step takes the same interval)
+    L, U = box_qp_jit.nu_interval(g, np.ascontiguousarray(a, dtype=float), np.asarray(lo, dtype=float),
+                                  np.asarray(hi, dtype=float), at_lo)
+    L, U = float(L), float(U)
     if not (np.isfinite(L) and np.isfinite(U)):
         return res
     nu = np.array([0.5 * (L + U)])

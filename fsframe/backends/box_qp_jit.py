@@ -32,11 +32,15 @@ import numpy as np
 __all__ = ["compiled", "compiled_crash", "compiled_hinge", "crash", "hinge_warm_step", "OPTIMAL", "UNBOUNDED",
            "ITERATION_LIMIT", "SINGULAR", "NEEDS_REGULARIZE", "HINGE_CERTIFIED", "HINGE_UNCERTIFIED", "HINGE_DEFER",
            "HINGE_FAILED", "STATUS",
-           "disable_hinge", "compiled_measures", "hinge_measures"]
+           "disable_hinge", "compiled_measures", "hinge_measures", "START_TOL", "nu_interval"]
 
 OPTIMAL, UNBOUNDED, ITERATION_LIMIT, SINGULAR, NEEDS_REGULARIZE = 0, 1, 2, 3, 4
 STATUS = {OPTIMAL: "optimal", UNBOUNDED: "unbounded", ITERATION_LIMIT: "iteration_limit", SINGULAR: "singular"}
 """The status ``solve_box_qp`` reports for each of the loop's final codes."""
+
+START_TOL = 1e-9
+"""A warm start (clipped to the box) is taken when its equality residual is at most this times
+``max(1, max |e|)``; otherwise ``solve_box_qp`` starts cold and :func:`hinge_warm_step` defers."""
 
 _BUILT: list = []  # [the compiled _active_set] or [None] without numba
 _CRASH: list = [None]  # the compiled crash (compiled_crash), dropped with _BUILT by disable
@@ -68,7 +72,7 @@ def _compile(numba):
     """Compile the helpers and the loop, writing them into this module only once all compiled;
     without a writable cache folder (numba's "no locator available") compile without a cache."""
     names = globals()
-    helpers = ("_lu", "_lu_solve", "_kkt", "_cached", "_kkt_cached", "_gradient")
+    helpers = ("_lu", "_lu_solve", "_kkt", "_cached", "_kkt_cached", "_gradient", "nu_interval")
     for cache in (True, False):
         jit = numba.njit(cache=cache, nogil=True)
         try:
@@ -282,6 +286,24 @@ def _gradient(F, f, lam):
             s += F[i, c] * u[c]
         g[i] += s
     return g
+
+
+def nu_interval(g, a, lo, hi, at_lo):
+    """``(L, U)``: the equality multipliers ``nu`` of one row ``a`` that keep every bound multiplier
+    ``r_i = g_i + a_i nu`` of its sign at a point with no free variable (``at_lo[i]``: at its lower
+    bound, where ``r_i >= 0``; else at its upper, ``r_i <= 0``); fixed variables (``lo == hi``) and
+    ``a_i = 0`` bound nothing. The one definition of the midpoint rule's interval
+    (``box_qp._canonical_nu``, :func:`hinge_warm_step`)."""
+    L, U = -np.inf, np.inf
+    for i in range(g.shape[0]):
+        if lo[i] == hi[i] or a[i] == 0.0:
+            continue
+        t = -g[i] / a[i]  # r_i = 0 at nu = t
+        if at_lo[i] == (a[i] > 0.0):
+            L = max(L, t)
+        else:
+            U = min(U, t)
+    return L, U
 
 
 def _active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0):  # noqa: C901
@@ -749,7 +771,7 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
             v = hi[i]
         lam[i] = v
         res += y[i] * v
-    if not abs(res) <= 1e-9:
+    if not abs(res) <= START_TOL:
         return HINGE_DEFER, 0, 0.0, OPTIMAL
     free = np.empty(m, dtype=np.bool_)
     anyfree = False
@@ -778,18 +800,11 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
             break
     if not anyfree:
         snapped = np.empty(m)  # each multiplier onto its nearer bound
+        at_lo = np.empty(m, dtype=np.bool_)
         for i in range(m):
-            snapped[i] = lo[i] if lam[i] - lo[i] <= hi[i] - lam[i] else hi[i]
-        g = _gradient(F, f, snapped)
-        L, U = -np.inf, np.inf
-        for i in range(m):
-            if lo[i] == hi[i]:
-                continue
-            t = -g[i] / y[i]
-            if (snapped[i] == lo[i]) == (y[i] > 0):
-                L = max(L, t)
-            else:
-                U = min(U, t)
+            at_lo[i] = lam[i] - lo[i] <= hi[i] - lam[i]
+            snapped[i] = lo[i] if at_lo[i] else hi[i]
+        L, U = nu_interval(_gradient(F, f, snapped), y, lo, hi, at_lo)
         if np.isfinite(L) and np.isfinite(U):  # else nu and lam as the pivots left them
             b = 0.5 * (L + U)
             lam = snapped

@@ -27,10 +27,16 @@ What a restore does with a line:
   split indices do not have the stored hash: :class:`~fsframe.errors.DataFileError` (the split
   definition changed without the key changing: restoring would attach the cell to other samples);
 - an archive file that is not gzip: :class:`~fsframe.errors.DataFileError`.
+
+A rewrite goes through a temporary file (``.tmp-<file>-<pid>``, then renamed): one an interrupted
+rewrite left is never read (a restore reads no file whose name starts with a dot) and is removed by
+the next rewrite of its data set's file. A file whose cells are unchanged is not rewritten (its
+content compared decompressed: the same cells gzip-compressed elsewhere keep their bytes).
 """
 
 from __future__ import annotations
 
+import glob
 import gzip
 import hashlib
 import json
@@ -63,15 +69,18 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 @attrs.frozen
 class ArchiveReport:
     """What :func:`restore_archive` or :func:`merge_results` did: cells ``restored`` (written),
-    found ``on_disk`` (kept), ``foreign`` (keys not planned) and ``unreadable`` lines skipped."""
+    found ``on_disk`` (kept), ``foreign`` (keys not planned) and ``unreadable`` lines skipped;
+    ``commits``, the source commits the manifests of merged results folders name (the code that
+    computed their cells, which cells written before cell files named their commit do not say)."""
 
     restored: int = 0
     on_disk: int = 0
     foreign: int = 0
     unreadable: int = 0
+    commits: tuple = ()
 
     def __add__(self, other: "ArchiveReport") -> "ArchiveReport":
-        return ArchiveReport(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other))))
+        return ArchiveReport(*(getattr(self, f.name) + getattr(other, f.name) for f in attrs.fields(ArchiveReport)))
 
 
 def split_sha(train, test) -> str:
@@ -113,8 +122,7 @@ def write_archive(results: str | os.PathLike, directory: str | os.PathLike,
         if not cells:
             continue
         lines = {**_kept_lines(directory / _file_name(ds)), **{k: archive_line(c) for k, c in cells.items()}}
-        text = "".join(lines[k] + "\n" for k in sorted(lines))
-        _replace(directory / _file_name(ds), gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
+        _replace(directory / _file_name(ds), "".join(lines[k] + "\n" for k in sorted(lines)).encode("utf-8"))
     return counts
 
 
@@ -146,19 +154,33 @@ def _kept_lines(path: Path) -> dict[str, str]:
     return kept
 
 
-def _replace(path: Path, data: bytes) -> None:
+def _replace(path: Path, text: bytes) -> None:
+    """Write ``text`` gzip-compressed (zero timestamp) to ``path`` atomically, unless ``path`` holds
+    it already (compared decompressed); first remove the temporary files of ``path`` that an
+    interrupted rewrite left (only this file's: processes running disjoint data sets share the
+    folder, never a file)."""
     try:
-        if path.is_file() and path.read_bytes() == data:
+        for stale in path.parent.glob(f".tmp-{glob.escape(path.name)}-*"):
+            stale.unlink(missing_ok=True)
+        if path.is_file() and _decompressed(path) == text:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
         with open(tmp, "wb") as fh:
-            fh.write(data)
+            fh.write(gzip.compress(text, compresslevel=9, mtime=0))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
         raise DataFileError(f"cannot write the cell archive {path}: {exc.strerror or exc}") from exc
+
+
+def _decompressed(path: Path) -> bytes | None:
+    """The decompressed content of the archive file ``path``, ``None`` if it is not gzip."""
+    try:
+        return gzip.decompress(path.read_bytes())
+    except (EOFError, zlib.error, gzip.BadGzipFile):
+        return None
 
 
 def _plan_splits(study) -> dict[str, tuple[dict, object]]:
@@ -235,7 +257,7 @@ def restore_archive(study, results: str | os.PathLike, directory: str | os.PathL
     exists there is kept. A missing archive folder restores nothing."""
     directory = Path(directory)
     store = CellStore(results)
-    files = sorted(directory.glob(f"*{_SUFFIX}")) if directory.is_dir() else []
+    files = _archive_files(directory)
     report = ArchiveReport()
     if not files:
         return report
@@ -245,23 +267,46 @@ def restore_archive(study, results: str | os.PathLike, directory: str | os.PathL
     return report
 
 
+def _archive_files(directory: Path) -> list[Path]:
+    """The archive files of ``directory``, sorted; never a temporary one (a name starting with a
+    dot: an interrupted rewrite's)."""
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.glob(f"*{_SUFFIX}") if not p.name.startswith("."))
+
+
+def _manifest_commits(results: Path) -> tuple:
+    """The source commits the manifest of the results folder ``results`` names (none without a
+    readable one)."""
+    try:
+        commits = read_manifest(results).get("commits") or []
+    except DataFileError:
+        return ()
+    return tuple(c for c in commits if isinstance(c, str))
+
+
 def merge_results(study, results: str | os.PathLike, sources: Iterable[str | os.PathLike]) -> ArchiveReport:
     """Fold the cells of other runs of ``study`` into the results folder ``results``: each source
     is a results folder (its ``cells/``) or an archive folder (``*.jsonl.gz``). Every cell goes
     through the checks of :func:`restore_archive` (planned key, split hash); cells already in
-    ``results`` are kept."""
+    ``results`` are kept. A results folder's cell that does not name its commit is given its
+    manifest's when that names one; the report's ``commits`` are the commits the manifests of the
+    folders that gave cells name (for the digest: ``run_study(commits=...)``)."""
     plan = _plan_splits(study)
     store = CellStore(results)
     report = ArchiveReport()
     for src in map(Path, sources):
         if (src / "cells").is_dir():
-            lines, source = [], CellStore(src)
+            lines, source, commits = [], CellStore(src), _manifest_commits(src)
             for p in sorted((src / "cells").glob("*.json")):
                 d = source.read(p.stem)
                 if d is not None:
+                    if not isinstance(d.get("commit"), str) and len(commits) == 1:  # the one that computed it
+                        d = {**d, "commit": commits[0]}
                     lines.append(archive_line(d))
-            report += _restore_lines(lines, f"results folder {src}", plan, store)
-        elif src.is_dir() and any(src.glob(f"*{_SUFFIX}")):
+            got = _restore_lines(lines, f"results folder {src}", plan, store)
+            report += attrs.evolve(got, commits=commits if got.restored else ())
+        elif _archive_files(src):
             report += restore_archive(study, results, src, plan=plan)
         else:
             raise DataFileError(f"{src} is neither a results folder (with cells/) nor a cell archive folder "

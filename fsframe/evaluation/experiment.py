@@ -169,7 +169,7 @@ def _plan(study: Study):
 
 def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: Any = None,
               progress: Callable[[Progress], None] | None = None, retry_failed: bool = True,
-              datasets: tuple | list | None = None, compute: bool = True) -> StudyResult:
+              datasets: tuple | list | None = None, compute: bool = True, commits: tuple | list = ()) -> StudyResult:
     """Run every cell of ``study`` not already finished in the results folder ``out`` (default:
     the study's ``output``), writing each cell as it ends, and return the rebuilt tables.
 
@@ -184,12 +184,17 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     ``retry_failed=False``. A KeyboardInterrupt stops the run; the cells finished before it are on
     disk and the result has ``interrupted=True``. ``compute=False`` runs no cell: the manifest and
     the tables of the cells already in ``out`` (a merge of other runs' cells, docs/papers.md).
+    ``commits``: source commits that computed cells in ``out`` whose files do not name theirs (a
+    merge's sources, :func:`~fsframe.evaluation.archive.merge_results`), named by the manifest and
+    the digest with the rest.
     """
     root = Path(out or study.output or "")
     if not str(out or study.output or ""):
         raise InvalidOptionError("no results folder: give out= (fsframe run --out DIR) or [study] output = \"...\"")
     if n_jobs == 0 or isinstance(n_jobs, bool) or not isinstance(n_jobs, int):
         raise InvalidOptionError(f"n_jobs must be a non-zero integer (-1: all cores), got {n_jobs!r}")
+    if isinstance(commits, str) or not all(isinstance(c, str) for c in commits):
+        raise InvalidOptionError(f"commits must be a list of commit names, got {commits!r}")
     t0 = time.perf_counter()
     order = _dataset_order(study, datasets)
     data, tasks, metas, groups = _plan(study)
@@ -214,7 +219,7 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     # the commits that computed the cells this run keeps (restored from an archive or merged: not
     # necessarily ones earlier runs into ``root`` recorded), then this run's
     held = sorted({d["commit"] for d in done_before.values() if isinstance(d.get("commit"), str)})
-    commits = _earlier_commits(root) + held + [c for c in (commit,) if c]
+    commits = _earlier_commits(root) + held + list(commits) + [c for c in (commit,) if c]
     manifest = {"study": study.name, "study_file": study.path, "study_text": study.text, "paper": study.paper,
                 "title": study.title, "reduced": study.reduced, "commits": list(dict.fromkeys(commits)),
                 "protocol": study.protocol.as_dict(), "seeds": list(study.seeds), "environment": environment(),

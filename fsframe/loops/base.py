@@ -69,6 +69,7 @@ FORMULATION_NEEDS = {
     "margins": "the per-sample margins of a model (margins), all positive when it separates the classes",
     "from_data": "a solve of its subproblem straight from X (solve_from_data)",
     "quad_from_data": "a solve of its ridge-weighted (EM) step straight from X (solve_quad_from_data)",
+    "frontier_retries": "restatements to retry after a first subproblem without a solution (frontier_retries)",
     **TRAITS,
 }
 """How a refusal names each formulation capability (:data:`fsframe.formulation.PROTOCOLS`,

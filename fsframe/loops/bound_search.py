@@ -107,15 +107,18 @@ def _resolvable(inst, attr, value):
 
 
 class SearchMemo:
-    """The visits of finished bound searches, kept by a key the caller gives (:func:`sharing_visits`),
-    so that a search with the same inputs and another ``criterion`` replays them instead of solving
-    again. 001's Algorithm 1 (``search="bisection"``) visits points by feasibility alone: criteria 1,
-    2 and any ``t`` visit the same SOCPs and differ only in the choice among them and its re-solve.
-    ``size`` searches are kept (least recently used dropped first); ``hits`` and ``misses`` count
-    searches replayed and searches solved, ``partial`` the solved ones that replayed some visits
-    first, ``refused`` the lookups whose key was kept for other data (a ``fingerprint`` of the
-    subproblem's data, :func:`subproblem_fingerprint`, or another backend): the key is only a hint,
-    an entry is replayed only for the data and backend it was recorded on. Thread-safe (a lock)."""
+    """The visits of finished bound searches, kept by a key the caller gives (:func:`sharing_visits`)
+    and the ``fingerprint`` of the subproblem searched (:func:`subproblem_fingerprint`: its data,
+    backend and solve options), so that a search with the same inputs and another ``criterion``
+    replays them instead of solving again. 001's Algorithm 1 (``search="bisection"``) visits points
+    by feasibility alone: criteria 1, 2 and any ``t`` visit the same SOCPs and differ only in the
+    choice among them and its re-solve. One key holds one search per subproblem: a multi-class
+    fit's one-vs-rest searches (one binary problem each) are kept side by side, and each is replayed
+    only for its own problem. ``size`` searches are kept (least recently used dropped first);
+    ``hits`` and ``misses`` count searches replayed and searches solved, ``partial`` the solved ones
+    that replayed some visits first, ``refused`` the lookups whose key was kept only for other
+    subproblems (other data, e.g. another split or another class of a multi-class fit, or another
+    backend): the key is only a hint. Thread-safe (a lock)."""
 
     def __init__(self, size: int = 16):
         self.size = int(size)
@@ -131,11 +134,9 @@ class SearchMemo:
         every field but ``criterion``, with the same slot weights ``lin``, of an equal
         ``formulation``, on data and backend of the same ``fingerprint``; else ``None``."""
         with self._lock:
-            got = self._kept.get(key)
+            got = self._kept.get((key, fingerprint))
             if got is None:
-                return None
-            if got[4] != fingerprint:
-                self.refused += 1
+                self.refused += any(k == key for k, _ in self._kept)  # the key kept for other subproblems
                 return None
             if got[0] != _without_criterion(loop) or not np.array_equal(got[1], lin):
                 return None
@@ -144,18 +145,18 @@ class SearchMemo:
                     return None
             except Exception:  # a formulation whose fields do not compare (arrays): not shared
                 return None
-            self._kept.move_to_end(key)
+            self._kept.move_to_end((key, fingerprint))
             return got[3]
 
     def put(self, key, loop: "BoundSearch", lin: np.ndarray, visits: list, formulation=None,
             fingerprint=None) -> None:
-        """Keep ``visits`` (``(point, iterate)`` pairs) under ``key``: of each iterate only what a
-        replay reads (status, point, coefficients, intercept, group norms, objective; the solver's
-        raw answer is dropped)."""
+        """Keep ``visits`` (``(point, iterate)`` pairs) under ``key`` and ``fingerprint``: of each
+        iterate only what a replay reads (status, point, coefficients, intercept, group norms,
+        objective; the solver's raw answer is dropped)."""
         kept = [(point, _lean(it)) for point, it in visits]
         with self._lock:
-            self._kept[key] = (_without_criterion(loop), np.array(lin), formulation, kept, fingerprint)
-            self._kept.move_to_end(key)
+            self._kept[(key, fingerprint)] = (_without_criterion(loop), np.array(lin), formulation, kept)
+            self._kept.move_to_end((key, fingerprint))
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)
 
@@ -236,7 +237,9 @@ def sharing_visits(memo: SearchMemo, key) -> Iterator[SharedSearches]:
     visited point's solved iterate is reused instead of solving that SOCP, and only the choice and
     its re-solve at the chosen bounds are computed. ``key`` is a hint: an entry is replayed only
     when the subproblem's data, backend and solve options are those it was recorded with
-    (:func:`subproblem_fingerprint`; a mismatch is solved afresh and counted in ``memo.refused``),
+    (:func:`subproblem_fingerprint`; the memo keeps a search per key and fingerprint, so the
+    one-vs-rest searches of a multi-class fit each replay their own; a key kept only for other
+    subproblems is solved afresh and counted in ``memo.refused``),
     and the loop's fields, the weights and the formulation (``==``) agree. Replayed visits are
     checked point by point against the ones the search asks for (a search that asks for another point solves from there on). The
     answer is the one a search without the memo returns; the history's seconds are the replay's.
@@ -282,7 +285,7 @@ class BoundSearch(OuterLoop):
 
     Infeasibility is a status the search uses (``infeasible``, ``infeasible_or_unbounded``), never an
     exception. A probe that ends with neither a solution nor a claim (:data:`~fsframe.enums.UNDECIDED`)
-    is put to the other backends (``Subproblem.solve(decide=True)``); still undecided, it is not
+    is put to the other backends (:meth:`~fsframe.problem.Subproblem.second_opinion`); still undecided, it is not
     proven feasible: treated as infeasible by the bracket, never a candidate, warned and counted
     (``info["n_undecided"]``, a fact). Any other failed solve is solver trouble:
     :class:`~fsframe.errors.SolverFailedError`, or with ``raise_on_failure=False`` the search stops
@@ -528,7 +531,8 @@ class BoundSearch(OuterLoop):
         else:
             st.replay = None  # (a search asking for another point than the recorded one) solves from here on
             st.sub.set_bounds(**bounds)
-            it = st.sub.solve(lin=st.lin, decide=True)
+            # a probe neither solved nor claimed is put to the other backends: the search needs it settled
+            it = st.sub.second_opinion(st.sub.solve(lin=st.lin))
         if st.record is not None:
             st.record.append((point, it))
         st.statuses.append(it.status)

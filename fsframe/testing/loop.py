@@ -60,12 +60,13 @@ def _run_loop(loop, surrogate, formulation, X, y, backend, **kw):
     calls: list[dict] = []
     solve = sub.solve
 
-    def spy(*, lin=None, lin_w=None, quad=None, full=False, **options):
-        # the weights recorded; any other option of Subproblem.solve passed on as the loop gave it
-        # (the bound search's ``decide``: a spy that refused it failed the kit for that loop)
+    def spy(*, lin=None, lin_w=None, quad=None, full=False):
+        # Subproblem.solve's signature exactly, as a third party's wrapper would write it: a loop
+        # that passes solve anything else fails the kit (a loop needing an undecided answer
+        # settled asks Subproblem.second_opinion afterwards)
         calls.append({k: None if v is None else np.array(v, dtype=float)
                       for k, v in (("lin", lin), ("lin_w", lin_w), ("quad", quad))})
-        return solve(lin=lin, lin_w=lin_w, quad=quad, full=full, **options)
+        return solve(lin=lin, lin_w=lin_w, quad=quad, full=full)
 
     sub.solve = spy
     seen = []

@@ -273,3 +273,30 @@ def test_a_broken_numba_falls_back_to_the_python_pivots(monkeypatch):
         res = solve_box_qp(*_problem(0))
     assert res.status == "optimal" and np.allclose(res.lam, ref.lam, atol=1e-10)
     assert jit._BUILT == [None]
+
+
+@pytest.mark.parametrize("compiled", LOOPS)
+def test_the_midpoint_interval_has_one_definition(compiled, monkeypatch):
+    """With no free variable the equality multiplier is the midpoint of its optimal interval; the
+    interval comes from ``box_qp_jit.nu_interval``, the function the compiled warm EM step calls
+    too (tests/unit/test_dense_em_warm_step.py holds the two paths to the same intercept). A hinge
+    dual with every multiplier at ``C`` (balanced classes, a tiny ``F``): the Python rule asks the
+    shared function once, and ``nu`` is the midpoint of the interval written out here from the
+    sign conditions ``r_i = g_i + a_i nu <= 0`` at the upper bounds. Planted (the interval's lower
+    end as ``nu``): both this and the warm-step test fail."""
+    from fsframe.backends import box_qp_jit
+
+    rng = np.random.default_rng(7)
+    m = 40
+    a = np.where(np.arange(m) % 2 == 0, 1.0, -1.0)
+    F = 1e-2 * (a[:, None] * rng.normal(size=(m, 1)))
+    f, lo, hi = -np.ones(m), np.zeros(m), np.ones(m)
+    calls, real = [], box_qp_jit.nu_interval
+    monkeypatch.setattr(box_qp_jit, "nu_interval", lambda *args: calls.append(1) or real(*args))
+    res = solve_box_qp(F, f, a[None, :], np.zeros(1), lo, hi, compiled=compiled)
+    assert res.status == "optimal" and np.all(res.lam == 1.0) and calls == [1]
+    g = F @ (F.T @ res.lam) + f
+    L, U = np.max(-g[a < 0] / a[a < 0]), np.min(-g[a > 0] / a[a > 0])  # a_i nu <= -g_i at each upper bound
+    assert L < U
+    assert res.nu[0] == pytest.approx(0.5 * (L + U), rel=1e-12, abs=1e-14)
+    assert np.all(res.r <= 0)  # the bound multipliers of the upper bounds have their sign

@@ -159,3 +159,17 @@ def test_compare_footer_names_what_solved_a_fit_without_a_backend():
     assert all(f.solved_by is None and f.backend == "highs" for f in cmp.results[1].folds)
     rfs = ev.compare(X, y, methods=["rfs"], cv=3)
     assert "solver numpy (fsframe's own, no solver backend)" in " ".join(rfs.report().split())
+
+
+def test_summary_names_what_solved_a_fit_without_a_backend(mpm_data):
+    """em-l0 on the dense EM path has no solver backend: the summary names what solved it, from its
+    certificate, as ``fsframe select`` and ``compare`` do; a backend's fit names the backend.
+    Planted (``backend_text(self.backend)`` alone, as before): "no solver backend" only."""
+    X, y = mpm_data
+    dense = fsframe.fit((X - X.mean(0)) / X.std(0), y, method="em-l0")
+    assert dense.backend is None and dense.certificate["backend"] == "dense-hinge"
+    first = dense.summary().splitlines()[0]
+    assert first.endswith("; solved by dense-hinge (fsframe's own, no solver backend)")
+    solved = fsframe.fit(X, y, method="l0-mpm")
+    assert solved.backend and solved.summary().splitlines()[0].endswith(f"; backend {solved.backend}")
+    assert attrs.evolve(dense, certificate=None).summary().splitlines()[0].endswith("; no solver backend")

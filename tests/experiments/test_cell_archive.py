@@ -331,3 +331,99 @@ def test_a_datasets_run_rewrites_only_its_own_files(tmp_path):
     assert _main(tmp_path, "b", "--datasets", "cross-planes") == 0
     assert wdbc.read_bytes() == before
     assert sorted(_lines(tmp_path)) == ["cross-planes.jsonl.gz", "wdbc.jsonl.gz"]
+
+
+def test_a_reduced_run_keeps_off_the_full_digest_and_page(tmp_path, fits):
+    """``--reduced`` writes its digest and page into its results folder by default (the committed
+    full ones keep their bytes), and refuses to write over a full run's digest unless
+    ``--overwrite-full`` (before computing anything). Planted (the old defaults, the committed
+    digest and page): their bytes change."""
+    committed = [ROOT / "benchmarks" / "results" / "paper000.json", ROOT / _run_paper().PAGES["paper000"]]
+    before = [p.read_bytes() for p in committed]
+    out = tmp_path / "out"
+    args = ["paper000", "--reduced", "--data-dir", str(tmp_path / "no-data"), "--out", str(out), "--no-plots",
+            "--no-archive"]
+    try:
+        assert _run_paper().main(args) == 0
+    finally:
+        after = [p.read_bytes() for p in committed]
+        for p, b in zip(committed, before):
+            p.write_bytes(b)  # (restored whatever happened: a planted run must not leave them changed)
+    assert after == before
+    assert json.loads((out / "digest.json").read_text())["reduced"] is True and (out / "paper.md").is_file()
+    n = fits[0]
+    assert n == 12
+    full = tmp_path / "full.json"
+    full.write_bytes(before[0])
+    assert json.loads(before[0])["reduced"] is False
+    with pytest.raises(InvalidOptionError, match="full run's digest.*--overwrite-full"):
+        _run_paper().main(args + ["--digest", str(full), "--page", str(tmp_path / "p.md")])
+    assert full.read_bytes() == before[0] and fits[0] == n and not (tmp_path / "p.md").exists()
+    assert _run_paper().main(args + ["--digest", str(full), "--page", str(tmp_path / "p.md"), "--overwrite-full"]) == 0
+    assert json.loads(full.read_text())["reduced"] is True and fits[0] == n  # (resumed: nothing computed)
+
+
+def test_a_temporary_file_is_never_read_and_is_cleaned_by_the_next_rewrite(full, tmp_path):
+    """An interrupted rewrite leaves ``.tmp-<file>-<pid>``: a restore reads no dot file (even one
+    named like an archive file), and the next rewrite of that file removes its temporary files.
+    Planted: without the dot filter the restore reads the garbage (DataFileError); without the
+    cleanup the file stays."""
+    arch = tmp_path / "archive"
+    shutil.copytree(full / "archive", arch)
+    stale = [arch / ".tmp-wdbc.jsonl.gz-99999", arch / ".tmp-wdbc.jsonl.gz"]
+    for p in stale:
+        p.write_bytes(b"half a gzip file")
+    got = restore_archive(_study(full), tmp_path / "out", arch)
+    assert (got.restored, got.unreadable) == (45, 0)
+    wdbc = (arch / "wdbc.jsonl.gz").read_bytes()
+    write_archive(full / "full", arch, ["wdbc"])
+    assert not stale[0].exists() and (arch / "wdbc.jsonl.gz").read_bytes() == wdbc
+    assert sorted(p.name for p in arch.iterdir()) == [".tmp-wdbc.jsonl.gz", "cross-planes.jsonl.gz", "wdbc.jsonl.gz"]
+
+
+def test_an_unchanged_archive_is_not_rewritten_whatever_its_gzip_header(full, tmp_path):
+    """The same cells compressed with another header (a timestamp) or level: the content is
+    compared decompressed, so the file keeps its bytes. Planted (compressed bytes compared): it is
+    rewritten."""
+    arch = tmp_path / "archive"
+    shutil.copytree(full / "archive", arch)
+    p = arch / "wdbc.jsonl.gz"
+    other = gzip.compress(gzip.decompress(p.read_bytes()), compresslevel=1, mtime=12345)
+    p.write_bytes(other)
+    write_archive(full / "full", arch)
+    assert p.read_bytes() == other
+    _rewrite(p, _lines(full)["wdbc.jsonl.gz"][1:])  # one cell fewer: rewritten
+    write_archive(full / "full", arch)
+    assert gzip.decompress(p.read_bytes()).decode().splitlines() == _lines(full)["wdbc.jsonl.gz"]
+
+
+def test_a_merge_carries_its_sources_commits_into_the_digest(tmp_path, monkeypatch):
+    """Cells written before cell files named their commit: a merged results folder's manifest names
+    the code that computed them. One commit: each merged cell is given it (and the archive keeps
+    it); several: the digest names them all. Planted (the sources' manifests ignored): the digest
+    names only the merging run's commit."""
+    def run(commit, name, *extra):
+        monkeypatch.setattr(experiment, "source_commit", lambda: commit)
+        args = [STUDY, "--reduced", "--data-dir", str(tmp_path / "no-data"), "--out", str(tmp_path / name),
+                "--no-plots", "--digest", str(tmp_path / f"{name}.json"), "--page", str(tmp_path / f"{name}.md")]
+        assert _run_paper().main(args + list(extra)) == 0
+        return json.loads((tmp_path / f"{name}.json").read_text())["commits"]
+
+    def unnamed(name, commits):  # the cells as old code wrote them: no commit in the cell files
+        for p in (tmp_path / name / "cells").glob("*.json"):
+            d = json.loads(p.read_text())
+            d.pop("commit")
+            p.write_text(json.dumps(d))
+        man = json.loads((tmp_path / name / "manifest.json").read_text())
+        (tmp_path / name / "manifest.json").write_text(json.dumps({**man, "commits": commits}))
+
+    a, b, c, m = "a" * 40, "b" * 40, "c" * 40, "f" * 40
+    run(a, "one", "--datasets", "wdbc", "--no-archive")
+    unnamed("one", [a])
+    run(b, "two", "--datasets", "cross-planes", "--no-archive")
+    unnamed("two", [b, c])
+    assert run(m, "merged", "--merge", str(tmp_path / "one"), str(tmp_path / "two"),
+               "--archive", str(tmp_path / "archive")) == [a, b, c, m]
+    lines = {n: [json.loads(x) for x in f] for n, f in _lines(tmp_path).items()}
+    assert {d.get("commit") for d in lines["wdbc.jsonl.gz"]} == {a}  # one commit: the cells are given it
+    assert {d.get("commit") for d in lines["cross-planes.jsonl.gz"]} == {None}  # two: which one is not known

@@ -246,3 +246,36 @@ def test_search_replayed_is_each_cells_own_with_two_threads(data, monkeypatch):
     assert {k: got[k].facts["search_replayed"] for k in "ABC"} == {"A": 0, "B": 1, "C": 0}
     assert (info["hits"], info["misses"]) == (1, 2)
     assert all(got[k].ok for k in "ABC")
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1, 2], 30)
+    X = rng.standard_normal((90, 6))
+    X[:, :3] += 1.2 * np.eye(3)[y]
+    return X, y
+
+
+def test_multiclass_searches_replay_each_their_own_problem(three_classes, solves):
+    """A multi-class fit runs one search per one-vs-rest problem under the cell's one key: each is
+    kept (key and fingerprint), so the fit of the other criterion replays all three, each its own
+    class's search (the three visit different points, so a replay across problems could not pass
+    for the search's own), and answers as it does alone. Planted (the memo keyed by the key alone,
+    as before: each class's search overwrote the last): hits 0, misses 6, refused 5."""
+    X, y = three_classes
+    alone = {c: _fit(X, y, criterion=c, **METHODS["fs-mpm"]) for c in (1, 2)}
+    paths = [tuple(h.params["delta"] for h in pc.history) for pc in alone[1].per_class]
+    assert len(set(paths)) == 3  # three problems, three different searches
+    memo = SearchMemo()
+    with sharing_visits(memo, "split 0") as share:
+        _fit(X, y, criterion=1, **METHODS["fs-mpm"])
+        before = solves["n"]
+        got = _fit(X, y, criterion=2, **METHODS["fs-mpm"])
+        assert solves["n"] - before <= 3  # each class: its choice's re-solve at most
+    assert (memo.hits, memo.misses, share.replayed, share.solved) == (3, 3, 3, 3)
+    assert memo.refused == 2  # the first criterion's classes 1 and 2 found the key kept for class 0 only
+    assert len(got.per_class) == 3
+    for mine, own in zip(got.per_class, alone[2].per_class):
+        _same(mine, own)
+    np.testing.assert_array_equal(got.selected, alone[2].selected)

@@ -140,6 +140,35 @@ def test_an_undecided_probe_is_settled_by_another_backend(mempm_data):
     assert r.info["bound"] == pytest.approx(ref.info["bound"], abs=0.05)
 
 
+def test_a_wrapper_of_solve_with_its_signature_runs_the_second_opinions(mempm_data, monkeypatch):
+    """``Subproblem.solve`` takes ``lin``, ``lin_w``, ``quad`` and ``full``, nothing else: a third
+    party's wrapper written to that signature runs a bound search whose undecided probes are put to
+    another backend (the search asks :meth:`Subproblem.second_opinion` itself). The probes from SOCP
+    12 on are the other backends' answers (the injected backend answers ``unknown``), or undecided
+    with what they said; the wrapper saw each probe's solve. Planted (``solve(..., decide=True)`` as
+    before): the wrapper's TypeError."""
+    X, y = mempm_data
+    real, calls, seen = Subproblem.solve, [], []
+
+    def wrapper(self, *, lin=None, lin_w=None, quad=None, full=False):
+        calls.append(lin)
+        return real(self, lin=lin, lin_w=lin_w, quad=quad, full=full)
+
+    monkeypatch.setattr(Subproblem, "solve", wrapper)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        r = fsframe.fit(X, y, method="fs-mempm", rho=0.01, delta_pos_step=0.1, eps=0.05,
+                        backend=FailingBackend(EcosBackend(), 12, Status.UNKNOWN),
+                        callback=lambda rec, it: seen.append((it.result.backend, it.result.message)))
+    assert len(seen) == r.n_iter > 12 and all("injected" not in msg for _, msg in seen[:11])
+    # every later probe was put to the others: their answer, or undecided with what they said
+    assert all("injected failure" in msg and ("solved on" in msg if who != "failing" else "second opinion" in msg)
+               for who, msg in seen[11:])
+    assert {who for who, _ in seen[11:]} - {"failing"}
+    assert any(h.params["feasible"] for h in r.history[11:])
+    assert len(calls) >= r.n_iter  # each probe's solve went through the wrapper (and the final re-solve)
+
+
 def test_a_probe_no_backend_decides_is_not_proven_feasible(mempm_data, monkeypatch):
     """A probe no backend can decide does not fail the fit: it is warned, counted
     (``facts["n_undecided"]``), recorded as not feasible, and never a candidate — the search
