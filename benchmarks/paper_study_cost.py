@@ -11,7 +11,9 @@ them: the full run that follows skips them, and a cell already finished there is
 (its recorded seconds are used).
 
 Writes ``benchmarks/results/paper_study_cost.json``: per study and data set, the sampled cells'
-seconds and the estimated serial hours of the full protocol. Read the numbers with the machine's
+seconds (wall) and CPU seconds (``time.process_time``, every thread of the process; a quick row's:
+the probe's own CPU, whose grid fits, run once, count once per inner fold) and the estimated
+serial hours of the full protocol. Read the numbers with the machine's
 load (recorded): on a shared machine the same cell takes several times longer.
 """
 
@@ -137,20 +139,35 @@ def estimate(study, store_root: Path | None = None, quick: bool = False, dataset
     kept = store.finished([metas[i]["key"] for i in picked], retry_failed=True) if store is not None else {}
     todo = [i for i in picked if metas[i]["key"] not in kept]
     rows = []
+    cpu = []  # each cell's CPU seconds, in the order the serial run finishes them
+
+    def timed_cell(X, y, split, cfg, raise_errors=False):
+        c0 = time.process_time()
+        try:
+            return (_quick_cell if quick else study_cell)(X, y, split, cfg, raise_errors)
+        finally:
+            cpu.append(time.process_time() - c0)
 
     def row(i, rec, reused):
         m = metas[i]
         key = (m["dataset"], m["label"])
         one_fit = rec.facts.get("quick_fits")
+        cell_cpu = None if reused else cpu[-1]
+        grid_cpu = sum(g["cpu_seconds"] for g in rec.facts["quick_grid"]) if one_fit else 0.0
+        rows_cpu = None if reused else cell_cpu + ((rec.facts["quick_folds"] - 1) * grid_cpu if one_fit else 0.0)
         rows.append({"dataset": m["dataset"], "label": m["label"], "seconds": rec.total_seconds, "ok": rec.ok,
+                     "cpu_seconds": rows_cpu,
                      "splits": n_splits[key], "estimated_seconds": rec.total_seconds * n_splits[key],
+                     "estimated_cpu_seconds": None if reused else rows_cpu * n_splits[key],
                      "error": None if rec.ok else f"{rec.error_type}: {rec.error}"[:200], "reused": reused,
                      **({"from_one_fit": {"fits": one_fit, "point": rec.facts["quick_point"],
                                           "cell_seconds": rec.facts["quick_cell_seconds"],
                                           "fit_seconds": rec.facts["quick_fit_seconds"],
                                           "folds": rec.facts["quick_folds"],
-                                          "grid": _grid_json(rec.facts["quick_grid"])}} if one_fit else {})})
-        print(f"{name} {m['dataset']} {m['label']}: {rec.total_seconds:.1f} s x {n_splits[key]}"
+                                          "grid": _grid_json(rec.facts["quick_grid"]),
+                                          "cell_cpu_seconds": cell_cpu}} if one_fit else {})})
+        print(f"{name} {m['dataset']} {m['label']}: {rec.total_seconds:.1f} s"
+              f"{'' if reused else f' ({rows_cpu:.1f} CPU s)'} x {n_splits[key]}"
               f"{' (kept cell)' if reused else ''}{f' (one fit x {one_fit})' if one_fit else ''}", flush=True)
 
     def done(j, rec, clock):
@@ -168,11 +185,13 @@ def estimate(study, store_root: Path | None = None, quick: bool = False, dataset
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        execute(_quick_cell if quick else study_cell, data, [tasks[i] for i in todo], n_jobs=1, on_done=done)
+        execute(timed_cell, data, [tasks[i] for i in todo], n_jobs=1, on_done=done)
     rows.sort(key=lambda r: (r["dataset"], r["label"]))
     total = sum(r["estimated_seconds"] for r in rows)
     return {"study": name, "cells": len(metas), "sampled_cells": len(picked), "sample_seconds": time.perf_counter() - t0,
             "estimated_serial_hours": total / 3600, "estimated_hours_jobs2": total / 3600 / 2,
+            "estimated_cpu_hours": None if any(r["estimated_cpu_seconds"] is None for r in rows) else
+            sum(r["estimated_cpu_seconds"] for r in rows) / 3600,
             "load_average": os.getloadavg(), "quick": quick,
             "datasets": sorted({r["dataset"] for r in rows}) if datasets is not None else "all",
             **({"only_rows": sorted(labels)} if labels is not None else {}), "rows": rows}

@@ -27,6 +27,8 @@ meets Clarabel's own 1e-8 is taken as solved, and a solve that stalls at 1e-9 is
 1e-8 (:meth:`ClarabelSession._retries`). Giving any of ``tol_gap_abs``, ``tol_gap_rel``,
 ``tol_feas`` in ``backend_options`` leaves the other two at Clarabel's defaults.
 
+Threads: one (:data:`DEFAULT_THREADS`) unless ``backend_options`` gives ``max_threads``.
+
 Options (``SolveOptions.backend_options``): any attribute of ``clarabel.DefaultSettings``
 (``tol_gap_abs``, ``tol_gap_rel``, ``tol_feas``, ``max_iter``, ``direct_solve_method``,
 ``equilibrate_enable``, ...); ``time_limit`` and ``verbose`` come from :class:`SolveOptions`.
@@ -77,6 +79,7 @@ def clarabel_settings(options: SolveOptions):
     s = clarabel.DefaultSettings()
     s.verbose = bool(options.verbose)
     s.presolve_enable = False
+    s.max_threads = DEFAULT_THREADS
     if not any(k in options.backend_options for k in _TOLERANCES):
         for k in _TOLERANCES:
             setattr(s, k, DEFAULT_TOLERANCE)
@@ -425,3 +428,8 @@ def _solved_at_clarabel_default(sol) -> bool:
     gap = abs(p - d)
     tol = CLARABEL_TOLERANCE
     return r_prim <= tol and r_dual <= tol and (gap <= tol or gap <= tol * max(1.0, min(abs(p), abs(d))))
+DEFAULT_THREADS = 1
+"""Clarabel's ``max_threads`` in every fsframe call unless ``backend_options`` gives one (Clarabel's
+own default, 0, factors with faer on every core). One thread: a fit's conic solves are small to
+mid-sized, and on a loaded machine the helper threads cost CPU without saving time; a study runs
+its cells in parallel instead (docs/backends.md; docs/paper004.md measures it)."""

@@ -137,6 +137,50 @@ def test_quick_probe_times_every_grid_point(cost, monkeypatch):
     assert row["seconds"] >= one["cell_seconds"] + 1.0  # the slow point, once per inner fold
 
 
+def test_quick_probe_counts_cpu_once_per_inner_fold(cost, monkeypatch):
+    """The CPU seconds of a quick row: the probe's own (the cell at the middle point and one fit of
+    every grid point) plus the grid's CPU once more per further inner fold; a grid point that burns
+    CPU shows there, one that waits (sleeps) does not."""
+    import time
+
+    from fsframe.evaluation.protocols import Extras
+
+    study = study_from_dict({
+        "study": {"name": "cost-cpu", "seeds": [0]},
+        "protocol": {"cv": 3, "tune_folds": 3},
+        "datasets": [{"name": "wine"}],
+        "methods": [{"method": "rfs", "tune": {"gamma": [0.1, 1.0, 10.0]}}, {"method": "l1-svm"}],
+    })
+    fold_fits = Extras._fold_fits
+
+    def busy_or_idle(self, Xa, ya, cfg, points):
+        if any(pt["gamma"] == 10.0 for pt in points):  # burns 0.3 CPU s
+            t0 = time.process_time()
+            while time.process_time() - t0 < 0.3:
+                pass
+        if any(pt["gamma"] == 0.1 for pt in points):  # waits 0.3 s, no CPU
+            time.sleep(0.3)
+        return fold_fits(self, Xa, ya, cfg, points)
+
+    monkeypatch.setattr(Extras, "_fold_fits", busy_or_idle)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = cost.estimate(study, None, quick=True)
+    rows = {r["label"]: r for r in est["rows"]}
+    one = rows["rfs"]["from_one_fit"]
+    grid_cpu = sum(g["cpu_seconds"] for g in one["grid"])
+    assert one["grid"][2]["cpu_seconds"] >= 0.3 > one["grid"][0]["cpu_seconds"]
+    assert one["cell_cpu_seconds"] >= grid_cpu  # the probe's one pass over the grid is part of it
+    # ... and its sleep is not: CPU, not the wall time of the probe (cell + one pass over the grid)
+    assert one["cell_cpu_seconds"] < one["cell_seconds"] + sum(g["seconds"] for g in one["grid"]) - 0.25
+    assert rows["rfs"]["cpu_seconds"] == pytest.approx(one["cell_cpu_seconds"] + 2 * grid_cpu, abs=5e-3)  # grid rounded
+    assert 0.9 <= rows["rfs"]["cpu_seconds"] < rows["rfs"]["seconds"]  # 3 x 0.3 CPU s; the sleeps are wall only
+    assert rows["rfs"]["estimated_cpu_seconds"] == pytest.approx(3 * rows["rfs"]["cpu_seconds"])
+    full = rows["l1-svm"]  # an untuned cell: its own CPU
+    assert 0 < full["cpu_seconds"] and full["estimated_cpu_seconds"] == pytest.approx(3 * full["cpu_seconds"])
+    assert est["estimated_cpu_hours"] == pytest.approx(sum(r["estimated_cpu_seconds"] for r in est["rows"]) / 3600)
+
+
 def test_probe_of_some_data_sets_only(cost):
     study = study_from_dict({
         "study": {"name": "cost-part", "seeds": [0]},
