@@ -30,9 +30,9 @@ DENSE_EM_WIDE_MAX_ROWS = 6000
 (``n >= m``: an RBF kernel map, whose features are the training samples), above
 :data:`DENSE_EM_MAX_ROWS`. Such a dual starts from the crash (:func:`fsframe.dense_em.crash_applies`)
 and the map's support collapses to tens of columns within a few EM steps; the compiled path
-builds an ``m x m`` Pyomo model (1.9 GB at 3 947 samples). At 5 920 samples (paper 002's Twonorm
-cells) the dense path's arrays (``X``, ``y X``, ``F`` and ``F F'``, 280 MB each) peak at about 2 GB
-(docs/paper002-dual.md, "What a fit costs")."""
+builds an ``m x m`` Pyomo model (1.9 GB against the dense path's 1.1 GB at 3 947 samples; at 6 000
+the dense path's ``m x m`` arrays, ``X``, ``y X``, ``F`` and ``F F'``, are 288 MB each:
+docs/paper002-dual.md, "What a fit costs")."""
 
 
 def dense_em_takes_rows(shape) -> bool:
