@@ -101,9 +101,10 @@ class DenseHingeSubproblem:
         The hinge's weight.
 
     An iterate's ``x`` (and ``result.x``) is ``(w, b, xi)``, its ``weights["quad"]`` the ``q`` it was
-    solved at, ``result.duals["lam"]`` the dual point. Each step makes up to three attempts, each
+    solved at, ``result.duals["lam"]`` the dual point. Each step makes up to four attempts, each
     judged by :meth:`certificate`, and returns the first certified one: from the previous step's
-    multipliers, then cold (a warm start can stall where a cold one does not), then cold on the
+    multipliers, then from them on the dual scaled by :func:`warm_scale` (when ``F``'s scale is far
+    from 1: a vanishing Hessian whose pivots end "singular"), then cold (a warm start can stall where a cold one does not), then cold on the
     dual scaled by ``a = ||F||_2`` (``F / a``, ``f / a^2``: the same minimiser, ``b = a^2 nu``; it
     rescues columns on large or spread scales). A step none of them certifies is
     ``numerical_error`` with each attempt's outcome in its message (the loop then stops as on any
