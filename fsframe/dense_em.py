@@ -71,6 +71,22 @@ def crash_applies(shape) -> bool:
     return bool((CRASH_MIN_RATIO * m <= q and m <= CRASH_MAX_ROWS) or q >= m)
 
 
+WARM_SCALE_RANGE = (1e-2, 1e2)
+"""The warm start is tried again on a scaled dual (``warm_scale``) only when ``F``'s largest row norm
+lies outside this range: on a unit scale the same pivots would fail the same way."""
+
+
+def warm_scale(F) -> float | None:
+    """The scale ``a`` of the warm start's second attempt: ``F``'s largest row norm (the square root of
+    the largest diagonal entry of ``F F'``; ``a <= ||F||_2 <= sqrt(m) a``, without an SVD), or ``None``
+    when that attempt is not worth making: ``a`` inside :data:`WARM_SCALE_RANGE`, zero or not finite."""
+    a = float(np.sqrt(np.max(np.einsum("ij,ij->i", F, F), initial=0.0))) if F.size else 0.0
+    lo, hi = WARM_SCALE_RANGE
+    if not (np.isfinite(a) and a > 0) or lo <= a <= hi:
+        return None
+    return a
+
+
 class DenseHingeSubproblem:
     """The weighted hinge QP of an EM step on the arrays of ``X`` (module docstring).
 
@@ -85,9 +101,10 @@ class DenseHingeSubproblem:
         The hinge's weight.
 
     An iterate's ``x`` (and ``result.x``) is ``(w, b, xi)``, its ``weights["quad"]`` the ``q`` it was
-    solved at, ``result.duals["lam"]`` the dual point. Each step makes up to three attempts, each
+    solved at, ``result.duals["lam"]`` the dual point. Each step makes up to four attempts, each
     judged by :meth:`certificate`, and returns the first certified one: from the previous step's
-    multipliers, then cold (a warm start can stall where a cold one does not), then cold on the
+    multipliers, then from them on the dual scaled by :func:`warm_scale` (when ``F``'s scale is far
+    from 1: a vanishing Hessian whose pivots end "singular"), then cold (a warm start can stall where a cold one does not), then cold on the
     dual scaled by ``a = ||F||_2`` (``F / a``, ``f / a^2``: the same minimiser, ``b = a^2 nu``; it
     rescues columns on large or spread scales). A step none of them certifies is
     ``numerical_error`` with each attempt's outcome in its message (the loop then stops as on any
@@ -174,9 +191,14 @@ class DenseHingeSubproblem:
         # previous step's multipliers; cold (a warm start can end where a cold one does not); cold on
         # the dual scaled by a = ||F||_2 (F / a, f / a^2: the same minimiser, b = a^2 nu), which puts
         # the pivots' systems on a unit scale when X's columns are large or spread
-        # (the norm is computed only when that attempt is reached: an SVD of F, off the usual path)
+        # (the norm is computed only when that attempt is reached: an SVD of F, off the usual path).
+        # A warm start that fails is first tried again on the dual scaled by F's largest row norm
+        # (warm_scale: the same minimiser; no SVD), before the cold attempts: late EM steps of a kernel
+        # map whose weights q grow without bound have an F of entries ~1e-5, a Hessian ~1e-10 I,
+        # and pivots the LU judges singular; cold, the pivots then add one free multiplier at a time
+        # (thousands of factorisations of up to m rows: docs/paper002-dual.md, "What a fit costs")
         failures, iterations, cert = [], 0, None
-        kinds = (["warm"] if warm is not None else []) + ["cold", "scaled"]
+        kinds = (["warm", "warm scaled"] if warm is not None else []) + ["cold", "scaled"]
         # the warm attempt in one compiled call where it can be (_warm_step); None: the general path
         fast = self._warm_step(F, q, live, s, warm, form=form) if warm is not None else None
         if fast is not None:
@@ -199,13 +221,17 @@ class DenseHingeSubproblem:
                 scale = float(np.linalg.norm(F, 2)) if F.size else 1.0
                 if not (np.isfinite(scale) and scale > 0 and scale != 1.0):
                     break
+            elif kind == "warm scaled":
+                scale = warm_scale(F)
+                if scale is None:
+                    continue
             # a cold dual starts from a crash under the compiled path's dense form's rule (docs/backends.md),
             # and at any size when F is square or wider (a kernel map's first steps, one column per
             # sample: without the crash each pivot factorises a free set of up to m multipliers)
             crash = CRASH_SWEEPS if crash_applies(F.shape) else 0
             res = solve_box_qp(F if scale == 1.0 else F / scale, self._f if scale == 1.0 else self._f / scale ** 2,
-                               self._E, np.zeros(1), self._lo, self._hi, start=warm if kind == "warm" else None,
-                               crash=0 if kind == "warm" else crash)
+                               self._E, np.zeros(1), self._lo, self._hi, start=warm if kind.startswith("warm") else None,
+                               crash=0 if kind.startswith("warm") else crash)
             self.solves += 1
             self.pivots += int(res.iterations or 0)
             iterations += int(res.iterations or 0)

@@ -25,6 +25,23 @@ DENSE_EM_MAX_ROWS = 2000
 """The most samples at which ``from_data="auto"`` takes the dense EM path (its dual has one
 multiplier per sample, solved by a dense active set; docs/performance.md, issue 19's ninth pass)."""
 
+DENSE_EM_WIDE_MAX_ROWS = 6000
+"""The most samples at which ``from_data="auto"`` takes the dense EM path for a square or wider ``X``
+(``n >= m``: an RBF kernel map, whose features are the training samples), above
+:data:`DENSE_EM_MAX_ROWS`. Such a dual starts from the crash (:func:`fsframe.dense_em.crash_applies`)
+and the map's support collapses to tens of columns within a few EM steps; the compiled path
+builds an ``m x m`` Pyomo model (1.9 GB against the dense path's 1.1 GB at 3 947 samples; at 6 000
+the dense path's ``m x m`` arrays, ``X``, ``y X``, ``F`` and ``F F'``, are 288 MB each:
+docs/paper002-dual.md, "What a fit costs")."""
+
+
+def dense_em_takes_rows(shape) -> bool:
+    """The size part of ``from_data="auto"``'s rule: at most :data:`DENSE_EM_MAX_ROWS` rows, or a
+    square or wider ``X`` with at most :data:`DENSE_EM_WIDE_MAX_ROWS` rows."""
+    m, n = shape
+    return m <= DENSE_EM_MAX_ROWS or (n >= m and m <= DENSE_EM_WIDE_MAX_ROWS)
+
+
 DENSE_EM_BACKEND = "highs"
 """The backend ``fit`` picks for the EM QP by default; ``from_data="auto"`` takes the dense path only
 when the fit's backend is this one (a backend the user chose otherwise keeps the compiled path)."""
@@ -80,7 +97,8 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
 
     Taken when ``ws.from_data`` is ``"auto"`` (and ``working_set`` is not False), the method is the
     weighted hinge EM family (:func:`dense_em_applies`), ``X`` is dense with at most
-    :data:`DENSE_EM_MAX_ROWS` rows, the backend is :data:`DENSE_EM_BACKEND`, and nothing asks for
+    :data:`DENSE_EM_MAX_ROWS` rows, or square or wider with at most :data:`DENSE_EM_WIDE_MAX_ROWS`
+    (:func:`dense_em_takes_rows`; a kernel map), the backend is :data:`DENSE_EM_BACKEND`, and nothing asks for
     what only the compiled path has (``keep_model``, ``verify``, a user's ``callback``,
     ``time_limit``, ``backend_options``, :func:`fsframe.path`); forced by ``from_data=True`` (any
     backend, any size), where
@@ -111,7 +129,7 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
             raise UnsupportedProblemError(f"working_set=WorkingSetOptions(from_data=True): {why}; use "
                                           "from_data='auto'")
         return None
-    if not forced and (X.shape[0] > DENSE_EM_MAX_ROWS or backend.name != DENSE_EM_BACKEND):
+    if not forced and (not dense_em_takes_rows(X.shape) or backend.name != DENSE_EM_BACKEND):
         return None
     def make() -> DenseHingeSubproblem:
         return DenseHingeSubproblem(X, y_pm, res.formulation.C)

@@ -290,3 +290,59 @@ def test_the_group_magnitudes_are_the_sparse_matrixs_column_maxima():
     ref = np.asarray(abs(sp.csr_matrix(np.abs(X))).max(axis=0).todense()).ravel()
     got = group_magnitudes(DenseHingeSubproblem(X, y_pm, 1.0))
     assert got[3] == 0.0 and np.array_equal(got, ref) and np.array_equal(got, np.abs(X).max(axis=0))
+
+
+
+def _narrow_rbf_em_steps():
+    """The EM steps of ``em-l0`` on an RBF kernel map far narrower than the samples' distances
+    (100 samples in 20 dimensions, sigma = 0.5: the map is the identity to 1e-30 off its diagonal),
+    as the loop runs them on :class:`DenseHingeSubproblem`: each step's iterate."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(100, 20))
+    y = np.where(X[:, 0] + X[:, 1] > 0, 1.0, -1.0)
+    K = np.exp(-((X[:, None, :] - X[None, :, :]) ** 2).sum(-1) / (2 * 0.5 ** 2))
+    res = fsframe.method.resolve("em-l0", C=1.0)
+    steps = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the iterates collapse to the empty model (its warning)
+        run_dense_em(res.loop, res.surrogate, K, y, 1.0, callback=lambda rec, it: steps.append(it))
+    return K, y, steps
+
+
+def test_a_warm_step_on_a_vanishing_hessian_is_answered_on_the_scaled_dual():
+    # the late EM steps of a kernel map at a narrow width (Twonorm, sigma = 0.5, C = 1: weights ~5e9,
+    # F's entries ~2e-5): the warm pivots judge the KKT system singular, and cold the pivots add one
+    # free multiplier at a time (at 2 000 samples: not finished in 4 minutes). The warm start on the
+    # dual scaled by F's largest row norm answers in a pivot or two: the same model as a cold solve
+    # of the same step, and the dual's KKT conditions hold (computed here, not by the certificate)
+    K, y, steps = _narrow_rbf_em_steps()
+    scaled = [it for it in steps if "(warm scaled; warm: singular" in it.result.message]
+    assert len(scaled) == 1 and scaled[0].result.iterations <= 3
+    it = scaled[0]
+    q = np.asarray(it.weights["quad"])
+    assert np.all(np.isfinite(q)) and q.min() > 1e8  # the vanishing Hessian
+    lam, b = it.result.duals["lam"], float(it.intercept[0])
+    g = K.T @ (y * lam)
+    np.testing.assert_allclose(it.coef, g / (2 * q), rtol=1e-12, atol=0)  # stationarity in w
+    margin = y * (K @ it.coef + b)
+    assert abs(y @ lam) <= 1e-12 and lam.min() >= 0 and lam.max() <= 1.0
+    free = (lam > 1e-9) & (lam < 1 - 1e-9)
+    assert free.sum() > 10
+    np.testing.assert_allclose(margin[free], 1.0, rtol=0, atol=1e-9)  # a free multiplier sits on its margin
+    assert np.all(margin[lam <= 1e-9] >= 1 - 1e-9) and np.all(margin[lam >= 1 - 1e-9] <= 1 + 1e-9)
+    cold = DenseHingeSubproblem(K, y, 1.0).solve(quad=q)
+    assert cold.ok  # cold pivots to their limit (1 100), then cold on the scaled dual
+    # the same objective to the certificate's accuracy (GAP_TOL relative); the coefficients are
+    # compared by the KKT conditions above, not against the cold ones: at weights >= 1e8 a relative gap
+    # of 1e-9 determines them only to ~1e-10, more than their size (up to 4.7e-10)
+    assert it.objective == pytest.approx(cold.objective, rel=GAP_TOL)
+    assert cold.result.iterations > 10 * it.result.iterations  # what the scaled warm start saves
+
+def test_the_warm_scale_is_the_largest_row_norm_outside_the_unit_range():
+    from fsframe.dense_em import warm_scale
+
+    F = np.array([[3e-5, 4e-5], [0.0, 1e-5]])
+    assert warm_scale(F) == pytest.approx(5e-5, rel=1e-15)
+    assert warm_scale(F * 1e9) == pytest.approx(5e4, rel=1e-15)
+    assert warm_scale(F * 1e4) is None  # 0.5: on a unit scale already
+    assert warm_scale(np.zeros((2, 2))) is None and warm_scale(np.zeros((0, 0))) is None

@@ -191,6 +191,21 @@ def test_auto_keeps_the_compiled_path_for_a_chosen_backend_many_rows_or_working_
     assert _fit(X, y, "l1-svm").info.get("solver_path") != "dense_em"
 
 
+def test_auto_takes_the_dense_path_for_a_kernel_map_above_the_row_limit(monkeypatch):
+    # a kernel map's X is m x m (square): "auto" takes the dense path up to DENSE_EM_WIDE_MAX_ROWS rows
+    # even above DENSE_EM_MAX_ROWS, with the compiled path's answer; a tall X above the row limit does not
+    X, y = _instance(6, m=90, n=12)
+    monkeypatch.setattr(fsframe.dense_fit, "DENSE_EM_MAX_ROWS", 50)
+    kw = dict(kernel="rbf", sigma=3.0, n_features=4)
+    dense, ref = _fit(X, y, "em-l0", **kw), _fit(X, y, "em-l0", COMPILED, **kw)
+    _assert_same(dense, ref)
+    assert "solver_path" not in _fit(X, y, "em-l0", n_features=4).info  # 90 x 12 above 50 rows
+    monkeypatch.setattr(fsframe.dense_fit, "DENSE_EM_WIDE_MAX_ROWS", 89)
+    assert "solver_path" not in _fit(X, y, "em-l0", **kw).info
+    assert fsframe.dense_fit.dense_em_takes_rows((89, 89)) and not fsframe.dense_fit.dense_em_takes_rows((89, 88))
+    assert fsframe.dense_fit.dense_em_takes_rows((50, 1)) and not fsframe.dense_fit.dense_em_takes_rows((90, 91))
+
+
 def test_inputs_are_not_modified():
     X, y = _instance(5, m=70, n=15)
     X0, y0 = X.copy(), y.copy()
