@@ -409,6 +409,25 @@ def _sparse_columns_equal(Xc, a: int, b: int) -> bool:
     return (np.array_equal(Xc.indices[sa], Xc.indices[sb]) and np.array_equal(Xc.data[sa], Xc.data[sb]))
 
 
+def _projection(m: int) -> NDArray:
+    """The random direction :func:`data_diagnostics` hashes columns of ``m`` samples through:
+    ``default_rng(0).standard_normal(m)``, drawn once per ``m`` (read-only; kept for the first
+    :data:`_PROJECTIONS_KEPT` lengths a process sees: a cross-validation's folds have a few)."""
+    v = _PROJECTIONS.get(m)
+    if v is None:
+        v = np.random.default_rng(0).standard_normal(m)
+        v.flags.writeable = False
+        if len(_PROJECTIONS) < _PROJECTIONS_KEPT:
+            _PROJECTIONS[m] = v
+    return v
+
+
+_PROJECTIONS_KEPT = 16
+
+
+_PROJECTIONS: dict[int, NDArray] = {}
+
+
 def data_diagnostics(X: NDArray) -> dict[str, Any]:
     """Constant, duplicate and identifier-like columns of ``X`` (indices), computed in bulk (a
     sparse ``X`` without densifying it). All-zero columns are constant, not duplicates of each
@@ -426,8 +445,7 @@ def data_diagnostics(X: NDArray) -> dict[str, Any]:
     # not as thousands of duplicate pairs, and left out of the search below
     dup: list[tuple[int, int]] = []
     # duplicates: hash columns through a random projection, confirm exactly
-    rng = np.random.default_rng(0)
-    key = np.asarray(X.T @ rng.standard_normal(X.shape[0])).ravel()
+    key = np.asarray(X.T @ _projection(X.shape[0])).ravel()
     order = np.argsort(key, kind="stable")
     order = order[~zero[order]]
     # BLAS may sum identical columns in a different order (by position): equal columns get keys

@@ -148,9 +148,10 @@ class DenseHingeSubproblem:
         self._compiled_step = box_qp_jit.compiled_hinge() if compiled_available() else None
         # what fsframe.loops.em.group_magnitudes reads: each group's largest |entry| in its column
         # (_ColumnMaxima: those maxima as the matrix reads them, without a sparse copy of X per fit)
+        # and the groups' columns, one per group (the rows of an n x 1 array: no list of n arrays per fit)
         self.compiled = SimpleNamespace(
             base=SimpleNamespace(c=np.zeros(n), A=None, G=_ColumnMaxima(np.abs(self.X).max(axis=0, initial=0.0))),
-            slot=SimpleNamespace(group_cols=[np.array([j]) for j in range(n)], groups=np.arange(n), exclusive=True))
+            slot=SimpleNamespace(group_cols=np.arange(n).reshape(n, 1), groups=np.arange(n), exclusive=True))
         # what the loops read of a built model: no kernel map (the groups are X's columns, so
         # identical columns are merged as on the compiled path), the coefficients' shape, and a
         # free intercept (selection.offset_free reads its variable's bounds: the column scale of the

@@ -4,6 +4,7 @@ lists the registered methods. The fit driver that runs them is :mod:`fsframe.fit
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Mapping
 
 import attrs
@@ -86,9 +87,21 @@ FIT_OPTIONS = ("n_features", "backend", "time_limit", "backend_options", "verbos
 
 
 def parameter_names(cls) -> list[str]:
-    """The parameters a component class (a frozen attrs class) accepts: its public init fields."""
-    return [f.name for f in attrs.fields(cls) if f.init and not f.name.startswith("_")
-            and f.name != "X_train"]
+    """The parameters a component class (a frozen attrs class) accepts: its public init fields
+    (read once per class: an attrs class's fields are fixed when it is made)."""
+    try:
+        names = _PARAMETER_NAMES[cls]
+    except KeyError:
+        names = _PARAMETER_NAMES[cls] = tuple(f.name for f in attrs.fields(cls) if f.init
+                                              and not f.name.startswith("_") and f.name != "X_train")
+    except TypeError:  # a class that cannot be weakly referenced: read each time
+        names = tuple(f.name for f in attrs.fields(cls) if f.init and not f.name.startswith("_")
+                      and f.name != "X_train")
+    return list(names)
+
+
+_PARAMETER_NAMES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+""":func:`parameter_names` per component class (a class made at run time is dropped with it)."""
 
 
 def _transform_for(reg, kernel: str):

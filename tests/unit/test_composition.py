@@ -348,3 +348,24 @@ def test_public_backend_selection_and_compat_names():
     assert fsframe.fitting.fit is fsframe.fit
     assert "sigma" in fsframe.method.transform_parameters("rbf")
     assert fsframe.method.transform_parameters() == ["kernel", "coef0", "degree", "sigma"]
+
+
+def test_parameter_names_are_read_once_per_class_and_handed_out_as_copies():
+    # resolve routes parameters by fsframe.method.parameter_names, kept per class (attrs fields are
+    # fixed when the class is made): each call hands out its own list, and a subclass made at run
+    # time has its own names, not its parent's
+    import attrs
+
+    from fsframe.method import parameter_names, resolve
+
+    cls = REG.get("loop", "em")
+    expected = [f.name for f in attrs.fields(cls) if f.init and not f.name.startswith("_") and f.name != "X_train"]
+    first = parameter_names(cls)
+    assert first == expected
+    first.append("not_a_parameter")
+    assert parameter_names(cls) == expected  # the caller's change is its own
+    sub = attrs.define(frozen=True)(type("WithExtra", (cls,), {"__annotations__": {"extra": int},
+                                                               "extra": attrs.field(default=0)}))
+    assert parameter_names(sub) == expected + ["extra"]
+    with pytest.raises(fsframe.errors.InvalidOptionError, match="not_a_parameter"):
+        resolve("em-l0", not_a_parameter=1)

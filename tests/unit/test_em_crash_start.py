@@ -91,6 +91,77 @@ def test_crash_steps_stay_feasible_and_descend(seed, equality):
     assert _objective(F, f, lam) == pytest.approx(opt, rel=1e-3)
 
 
+def _crash_reference(F, Ht, f, a, pairs, lo, hi, lam, steps):
+    """The crash's steps from ``lam = 0`` spelled out in Python (box_qp_jit.crash's documented
+    rule, each quotient g_k / a_k divided and each gradient term tested): the maximal violating
+    pair (one variable without ``pairs``), its exact clipped step, the gradient updated from rows
+    of ``Ht``."""
+    m, q = F.shape
+    assert not lam.any()  # from lam = 0 the gradient is f (the compiled start adds exact zeros)
+    g = np.array(f, dtype=float)
+    for step in range(steps):
+        i_up = j_dn = -1
+        g_up, g_dn = np.inf, -np.inf
+        for k in range(m):
+            ak = a[k] if pairs else 1.0
+            gk = g[k] / ak
+            up = lam[k] < hi[k] if ak > 0 else lam[k] > lo[k]
+            dn = lam[k] > lo[k] if ak > 0 else lam[k] < hi[k]
+            if up and gk < g_up:
+                g_up, i_up = gk, k
+            if dn and gk > g_dn:
+                g_dn, j_dn = gk, k
+        if pairs:
+            ai, aj = a[i_up], a[j_dn]
+            v = F[i_up] / ai - F[j_dn] / aj
+            slope = g_up - g_dn
+            smax_i = (hi[i_up] - lam[i_up]) * ai if ai > 0 else (lo[i_up] - lam[i_up]) * ai
+            smax_j = (lam[j_dn] - lo[j_dn]) * aj if aj > 0 else (lam[j_dn] - hi[j_dn]) * aj
+        elif -g_up >= g_dn:
+            ai, aj, slope, smax_i, smax_j, v = 1.0, 0.0, g_up, hi[i_up] - lam[i_up], np.inf, F[i_up].copy()
+        else:
+            ai, aj, slope, smax_i, smax_j, v = 0.0, 1.0, -g_dn, np.inf, lam[j_dn] - lo[j_dn], -F[j_dn]
+        kappa = 0.0
+        for c in range(q):
+            kappa += v[c] * v[c]
+        s = -slope / kappa
+        hit_i = smax_i <= s
+        if hit_i:
+            s = smax_i
+        hit_j = smax_j <= s
+        if hit_j:
+            s, hit_i = smax_j, smax_i <= smax_j
+        if ai != 0.0:
+            lam[i_up] = (hi[i_up] if ai > 0 else lo[i_up]) if hit_i else lam[i_up] + s / ai
+        if aj != 0.0:
+            lam[j_dn] = (lo[j_dn] if aj > 0 else hi[j_dn]) if hit_j else lam[j_dn] - s / aj
+        ci = s / ai if ai != 0.0 else 0.0
+        cj = -s / aj if aj != 0.0 else 0.0
+        for k in range(m):
+            g[k] += (Ht[i_up, k] * ci if ci != 0.0 else 0.0) + (Ht[j_dn, k] * cj if cj != 0.0 else 0.0)
+    return lam
+
+
+@pytest.mark.parametrize("row", ["labels", "scaled", "none"])
+def test_compiled_crash_takes_the_spelled_out_steps_bitwise(row):
+    # the compiled crash takes shortcuts (a product for g_k / a_k when every a_k is +-1, a pair's
+    # gradient update without a test per entry): the same steps and bits as the rule spelled out,
+    # on the hinge dual's labels, an equality row of other entries, and none
+    F, f, E, e, lo, hi = _dual(5, m=60, q=9, C=2.0, equality=row != "none")
+    if row == "scaled":
+        E = E * np.random.default_rng(1).uniform(0.5, 2.0, size=E.shape)
+    run = box_qp_jit.compiled_crash()
+    pairs = E.shape[0] == 1
+    a = np.ascontiguousarray(E[0] if pairs else np.ones(F.shape[0]))
+    F = np.ascontiguousarray(F)
+    Ht = np.ascontiguousarray((F @ F.T).T)
+    for steps in (1, 7, 3 * F.shape[0]):
+        got = np.zeros(F.shape[0])
+        assert run(F, Ht, True, f, a, pairs, lo, hi, got, steps, 0.0) == steps
+        ref = _crash_reference(F, Ht, f, a, pairs, lo, hi, np.zeros(F.shape[0]), steps)
+        assert np.array_equal(got, ref) and np.count_nonzero(got) >= (2 if pairs or steps > 1 else 1)
+
+
 @pytest.mark.parametrize("seed, equality", [(0, True), (1, True), (3, True), (0, False)])
 def test_polished_crash_equals_the_cold_start(seed, equality):
     F, f, E, e, lo, hi = _dual(10 + seed, m=120, q=60, C=(0.5, 1.0, 4.0, 20.0)[seed], equality=equality)
