@@ -9,7 +9,7 @@ repeated stratified 10-fold CV (``--repeats``, seed 0), standardised on each tra
 study ``paper001`` does (its own splits are not these: compare the two thetas here with each other,
 and with 001's 74.5 and 76.4 %).
 
-    python benchmarks/paper001_theta.py [--data DIR] [--repeats 3]
+    python benchmarks/paper001_theta.py --data DIR [--repeats 3]
 
 Writes ``benchmarks/results/paper001_theta.json``; ``markdown()`` renders the table of
 docs/paper001.md (tests/docs checks it). Times are CPU seconds (``time.process_time``).
@@ -92,7 +92,7 @@ def main(argv=None):
     import fsframe
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--data", type=Path, required=True, help="the folder of the data sets (pima-indians-diabetes.csv)")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
     d = fsframe.load_dataset(args.data / "pima-indians-diabetes.csv", label_column=-1)

@@ -31,7 +31,7 @@ from .protocols import ALL_FEATURES
 from .report import describe_protocol
 from .study import _toml
 
-__all__ = ["digest", "read_digest", "load_numbers", "render", "run_status", "write_paper_report", "DIGEST_FORMAT",
+__all__ = ["digest", "read_digest", "load_numbers", "check_numbers", "render", "run_status", "write_paper_report", "DIGEST_FORMAT",
            "BEGIN", "END", "interval", "reasons", "compare", "deviation_counts", "STATUSES"]
 
 DIGEST_FORMAT = "fsframe-study-digest/1"
@@ -105,9 +105,31 @@ def load_numbers(paper: str) -> dict:
     if not res.is_file():
         raise InvalidOptionError(f"fsframe has no published numbers of {paper!r}")
     numbers = _toml().loads(res.read_text(encoding="utf-8"))
-    for tab in numbers.get("tables", []):
-        reasons(tab)  # a reason beside a row or column the table lacks fails here, not in a report
+    check_numbers(numbers, f"{paper}.toml")
     return numbers
+
+
+def check_numbers(numbers: dict, where: str = "the published numbers") -> None:
+    """A :class:`DataFileError` unless every table of ``numbers`` has a name of its own, every row
+    a ``row`` text of its own within its table and as many values (and standard deviations, when
+    given) as columns, and every reason names cells of its table (:func:`reasons`): a typo drops no
+    published number from the report and puts no reason beside the wrong one."""
+    names = [tab.get("name") for tab in numbers.get("tables", [])]
+    for name in names:
+        if names.count(name) > 1:
+            raise DataFileError(f"{where}: two tables are named {name!r}; each table needs a name of its own")
+    for tab in numbers.get("tables", []):
+        texts = [row.get("row") for row in tab.get("rows", [])]
+        for row in tab.get("rows", []):
+            what = f"{where}, {tab.get('name')!r}, row {row.get('row')!r}"
+            if texts.count(row.get("row")) > 1:
+                raise DataFileError(f"{what}: two rows have this 'row' text; each row needs one of its own")
+            k = len(_heads(tab, row))
+            labels = row.get("labels", tab.get("labels")) or []
+            for key, seq in (("labels", labels), ("values", row.get("values") or []), ("std", row.get("std"))):
+                if seq is not None and len(seq) != k:
+                    raise DataFileError(f"{what}: {len(seq)} {key} for its {k} columns")
+        reasons(tab)  # a reason beside a row or column the table lacks fails here, not in a report
 
 
 # ------------------------------------------------------------------------------------------- statistics
@@ -248,6 +270,7 @@ STATUSES = ("explained", "hypothesis", "open")
 best guess, untested) or *open* (the cause is not known)."""
 
 _STATUS_WORDS = {"explained": "explained", "hypothesis": "hypothesis (untested)", "open": "open"}
+_NOT_RUN, _NOT_RUN_YET = "not in this run", "not run yet"
 _COUNTS = ("n_selected", "n_iter")  # a count differs or not even where no interval can be drawn
 
 
@@ -263,7 +286,8 @@ def reasons(table: dict) -> list[dict]:
     """The checked reasons of one ``[[tables]]`` entry of a paper data file: each
     ``[[tables.reasons]]`` names the rows it explains (``rows``, the rows' ``row`` texts), optionally
     the columns (``columns``, the table's ``headers``; default every column of those rows), a
-    one-line ``why`` and a ``status`` (:data:`STATUSES`, default ``"explained"``). A reason naming a
+    one-line ``why`` and a ``status`` (:data:`STATUSES`, required: nothing counts as checked by
+    default). A reason naming a
     row or a column the table does not have, or a cell another reason already explains, is a
     :class:`~fsframe.errors.DataFileError`: a reason must stay beside the number it concerns."""
     heads_of = {row["row"]: _heads(table, row) for row in table.get("rows", [])}
@@ -274,7 +298,7 @@ def reasons(table: dict) -> list[dict]:
             raise DataFileError(f"{where}: reason {i + 1} has no one-line 'why'")
         if "\n" in r["why"].strip():
             raise DataFileError(f"{where}: reason {i + 1}'s 'why' must be one line")
-        status = r.get("status", "explained")
+        status = r.get("status")
         if status not in STATUSES:
             raise DataFileError(f"{where}: reason {i + 1} has status {status!r}; one of {', '.join(STATUSES)}")
         rows = r.get("rows")
@@ -285,7 +309,10 @@ def reasons(table: dict) -> list[dict]:
             if name not in heads_of:
                 raise DataFileError(f"{where}: reason {i + 1} names the row {name!r}, which the table does not have "
                                     f"(its rows: {', '.join(repr(x) for x in heads_of)})")
-            cols = r.get("columns") or heads_of[name]
+            cols = r.get("columns", heads_of[name])
+            if not isinstance(cols, list) or not cols or not all(isinstance(x, str) for x in cols):
+                raise DataFileError(f"{where}: reason {i + 1}'s 'columns' must name one or more of the table's "
+                                    "headers (leave it out for every column of its rows)")
             for col in cols:
                 if col not in heads_of[name]:
                     raise DataFileError(f"{where}: reason {i + 1} names the column {col!r} of the row {name!r}, "
@@ -307,6 +334,7 @@ def compare(d: dict, numbers: dict) -> list[dict]:
     ours − paper excludes 0; with no interval, a count that differs; ``None`` where nothing is
     compared or no interval decides) and ``reason`` (the index into :func:`reasons` of the table,
     or ``None``)."""
+    check_numbers(numbers)
     out = []
     by_ds = {t["dataset"]["name"]: t for t in d["tables"]}
     for tab in numbers.get("tables", []):
@@ -328,18 +356,18 @@ def compare(d: dict, numbers: dict) -> list[dict]:
                     continue
                 found, how = _find(table, label) if table is not None else (None, "")
                 if found is None:
-                    c["note"] = "not in this run" if table is None else f"no row {label!r}"
+                    c["note"] = _NOT_RUN if table is None else f"no row {label!r}"
                     continue
                 c["label"] = head + how
                 vals = _row_values(table, found, row["metric"])
                 mean, half, n = interval(vals)
                 if mean is None:  # a planned row none of whose cells has finished is not run yet, not failed
                     c["note"] = "no successful split" if found.get("folds") else \
-                        f"not run yet (0 of {found.get('n_planned') or 0} splits)"
+                        f"{_NOT_RUN_YET} (0 of {found.get('n_planned') or 0} splits)"
                     continue
                 c["ours"] = f"{mean:.2f}" + (f" [{mean - half:.2f}, {mean + half:.2f}]" if half is not None else "")
                 dm, h = _difference(vals, value, sd, n_paper)
-                c["difference"] = f"{dm:+.2f}" + (f" [{dm - h:+.2f}, {dm + h:+.2f}]" if h is not None else "")
+                c["difference"] = f"{dm:+.2f}" + (_ends(dm - h, dm + h) if h is not None else "")
                 c["deviates"] = (dm - h > 0 or dm + h < 0) if h is not None else \
                     (dm != 0 if row["metric"] in _COUNTS else None)
                 left = _incomplete(table, [(f["repeat"], None) for f in found["folds"]])
@@ -347,34 +375,55 @@ def compare(d: dict, numbers: dict) -> list[dict]:
     return out
 
 
-def deviation_counts(d: dict, numbers: dict) -> dict:
-    """``{"compared", "deviate", "unexplained", "explained", "hypothesis", "open"}``: how many
-    published numbers are compared with ours, how many of those deviate (:func:`compare`), how many
-    of the deviating ones have no reason, and the deviating ones per reason status."""
-    cells = compare(d, numbers)
+def _ends(lo: float, hi: float) -> str:
+    """`` [lo, hi]`` with two decimals, or as many more as an end needs not to read as ±0.00 (an
+    interval that just excludes 0 must not look as if it held it)."""
+    small = [abs(e) for e in (lo, hi) if 0 < abs(e) < 0.005]
+    digits = min(8, max(2, -math.floor(math.log10(min(small))))) if small else 2
+    return f" [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+
+
+def deviation_counts(d: dict, numbers: dict, cells: list | None = None) -> dict:
+    """``{"compared", "judged", "not_run", "deviate", "unexplained", "explained", "hypothesis",
+    "open"}``: how many published numbers are compared with ours, how many of those an interval
+    (or a count) judges (:func:`compare`; a number of one split, or a share, is shown but not
+    judged), how many have a counterpart in the study that has not run yet, how many judged ones
+    deviate, how many of the deviating ones have no reason, and the deviating ones per reason status.
+    ``cells``: :func:`compare`'s answer, when the caller has it."""
+    cells = compare(d, numbers) if cells is None else cells
     tabs = {tab["name"]: reasons(tab) for tab in numbers.get("tables", [])}
     dev = [c for c in cells if c["deviates"]]
-    out = {"compared": sum(c["ours"] is not None for c in cells), "deviate": len(dev),
-           "unexplained": sum(c["reason"] is None for c in dev)}
+    out = {"compared": sum(c["ours"] is not None for c in cells), "judged": sum(c["deviates"] is not None for c in cells),
+           "not_run": sum((c["note"] or "").startswith((_NOT_RUN, _NOT_RUN_YET)) for c in cells),
+           "deviate": len(dev), "unexplained": sum(c["reason"] is None for c in dev)}
     for s in STATUSES:
         out[s] = sum(c["reason"] is not None and tabs[c["table"]][c["reason"]]["status"] == s for c in dev)
     return out
 
 
+def _headline(counts: dict) -> str:
+    """The first line of the block beside the paper: deviations among the judged numbers, what is
+    shown without a verdict, what has not run, and the deviations' reasons by status."""
+    by_status = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
+    unjudged = counts["compared"] - counts["judged"]
+    return (f"**Deviations: {counts['deviate']} of the {counts['judged']} judged numbers** (the 95% interval of "
+            "ours − paper excludes 0, or, with no interval, a count differs)"
+            + (f"; {unjudged} more compared but not judged (one split or a share: no interval)" if unjudged else "")
+            + (f"; **{counts['not_run']} not run yet**" if counts["not_run"] else "") + "; "
+            + (f"**{counts['unexplained']} of the deviations without a reason yet**" if counts["unexplained"]
+               else "every deviation found has a reason")
+            + (f" ({by_status})" if by_status else ""))
+
+
 def _beside(d: dict, numbers: dict) -> list[str]:
     cells = compare(d, numbers)
-    counts = deviation_counts(d, numbers)
-    by_status = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
-    out = [f"**Deviations: {counts['deviate']} of the {counts['compared']} compared numbers** (the 95% interval of "
-           "ours − paper excludes 0, or, with no interval, a count differs); "
-           + (f"**{counts['unexplained']} of them without a reason yet**" if counts["unexplained"]
-              else "every one has a reason")
-           + (f" ({by_status})" if by_status else "") + ". The reasons are typed in beside the paper's numbers "
+    tabs = {tab["name"]: reasons(tab) for tab in numbers.get("tables", [])}
+    out = [_headline(deviation_counts(d, numbers, cells)) + ". The reasons are typed in beside the paper's numbers "
            f"(`fsframe/evaluation/papers/{d.get('paper')}.toml`): *explained* (checked), *hypothesis* (the best "
            "guess, untested) or *open* (the cause is not known).", ""]
     number = 0
     for tab in numbers.get("tables", []):
-        rs = reasons(tab)
+        rs = tabs[tab["name"]]
         mine = [c for c in cells if c["table"] == tab["name"]]
         used = list(dict.fromkeys(c["reason"] for c in mine if c["reason"] is not None))  # numbered as they appear
         ref = {j: number + k + 1 for k, j in enumerate(used)}
@@ -409,8 +458,8 @@ def _difference(vals, value, sd, n_paper) -> tuple[float, float | None]:
     a = np.asarray(vals, dtype=np.float64)
     v1 = a.var(ddof=1) / a.size if a.size > 1 else 0.0
     v2 = sd ** 2 / n_paper
-    if v1 + v2 == 0:
-        return dm, None
+    if v1 + v2 == 0:  # no spread on either side (the paper's sd 0.00, our splits all equal): exact
+        return dm, 0.0 if a.size > 1 else None
     df = (v1 + v2) ** 2 / ((v1 ** 2 / (a.size - 1) if a.size > 1 else 0.0) + v2 ** 2 / (n_paper - 1))
     return dm, float(t.ppf(0.975, df) * math.sqrt(v1 + v2))
 

@@ -148,7 +148,7 @@ def test_every_deviation_of_a_committed_digest_has_a_reason(study):
         return
     assert counts["unexplained"] == 0, (f"{study}: {counts['unexplained']} of {counts['deviate']} deviations have no "
                                         f"reason in fsframe/evaluation/papers/{d['paper']}.toml")
-    assert "every one has a reason" in _paper_section(study)[0]
+    assert "every deviation found has a reason" in _paper_section(study)[0]
 
 
 def test_a_hand_edited_figure_is_seen(tmp_path):

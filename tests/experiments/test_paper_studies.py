@@ -21,7 +21,7 @@ import fsframe
 from fsframe.cli import main
 from fsframe.errors import DataFileError, InvalidOptionError
 from fsframe.evaluation.experiment import load_results, run_study
-from fsframe.evaluation.paper import (BEGIN, END, compare, deviation_counts, digest, interval, load_numbers, reasons, render,
+from fsframe.evaluation.paper import (BEGIN, END, check_numbers, compare, deviation_counts, digest, interval, load_numbers, reasons, render,
                                      write_paper_report)
 from fsframe.evaluation.splits import make_splits
 from fsframe.evaluation.study import BUNDLED_STUDIES, load_study
@@ -353,21 +353,21 @@ def test_deviations_counted_and_their_reasons_rendered():
     cells = {(c["row"], c["column"]): c["deviates"] for c in compare(d, numbers)}
     assert cells == {("acc", "A"): False, ("acc", "B"): True, ("nsf", "A"): False, ("nsf", "B"): True,
                      ("gone", "A"): None, ("gone", "B"): None}
-    assert deviation_counts(d, numbers) == {"compared": 4, "deviate": 2, "unexplained": 2, "explained": 0,
-                                            "hypothesis": 0, "open": 0}
+    assert deviation_counts(d, numbers) == {"compared": 4, "judged": 4, "not_run": 0, "deviate": 2, "unexplained": 2,
+                                            "explained": 0, "hypothesis": 0, "open": 0}
     text = render(d, numbers=numbers)
-    assert "**Deviations: 2 of the 4 compared numbers**" in text and "**2 of them without a reason yet**" in text
+    assert "**Deviations: 2 of the 4 judged numbers**" in text and "**2 of the deviations without a reason yet**" in text
     assert f"| acc | B | 77.5 | 80.00 [{80 - half:.2f}, {80 + half:.2f}] | +2.50 [{2.5 - half:+.2f}, " \
            f"{2.5 + half:+.2f}] | 3 | **no reason yet** |" in text
     assert "| acc | A | 78.0 |" in text and text.split("| acc | A | 78.0 |")[1].split("\n")[0].endswith("| 3 | |")
     assert "| nsf | B | 3 | 2.00 [2.00, 2.00] | -1.00 [-1.00, -1.00] | 3 | **no reason yet** |" in text
     # with reasons: one for a group of cells, one on a cell that does not deviate (shown, not counted)
     numbers = _one_table(rows, [{"rows": ["acc", "nsf"], "columns": ["B"], "why": "the  paper's\tgrid", "status": "open"},
-                                {"rows": ["acc"], "columns": ["A"], "why": "close anyway"}])
-    assert deviation_counts(d, numbers) == {"compared": 4, "deviate": 2, "unexplained": 0, "explained": 0,
-                                            "hypothesis": 0, "open": 2}
+                                {"rows": ["acc"], "columns": ["A"], "why": "close anyway", "status": "explained"}])
+    assert deviation_counts(d, numbers) == {"compared": 4, "judged": 4, "not_run": 0, "deviate": 2, "unexplained": 0,
+                                            "explained": 0, "hypothesis": 0, "open": 2}
     text = render(d, numbers=numbers)
-    assert "every one has a reason (2 open)" in text and "no reason yet" not in text
+    assert "every deviation found has a reason (2 open)" in text and "no reason yet" not in text
     # numbered as they first appear in the table, each rendered once
     assert text.count("| 3 | [1] |") == 1 and text.count("| 3 | [2] |") == 2
     assert "[1] **explained:** close anyway.  \n[2] **open:** the paper's grid.\n" in text
@@ -381,12 +381,15 @@ def test_deviations_counted_and_their_reasons_rendered():
 
 
 @pytest.mark.parametrize("bad, match", [
-    ({"rows": ["nope"], "why": "w"}, "names the row 'nope', which the table does not have"),
-    ({"rows": ["acc"], "columns": ["C"], "why": "w"}, "names the column 'C' of the row 'acc'"),
+    ({"rows": ["nope"], "why": "w", "status": "open"}, "names the row 'nope', which the table does not have"),
+    ({"rows": ["acc"], "columns": ["C"], "why": "w", "status": "open"}, "names the column 'C' of the row 'acc'"),
     ({"rows": ["acc"], "why": "w", "status": "solved"}, "status 'solved'"),
     ({"rows": ["acc"], "why": " "}, "no one-line 'why'"),
     ({"rows": ["acc"], "why": "two\nlines"}, "must be one line"),
-    ({"rows": "acc", "why": "w"}, "names no rows"),
+    ({"rows": "acc", "why": "w", "status": "open"}, "names no rows"),
+    ({"rows": ["acc"], "why": "w"}, "has status None"),  # no status: nothing counts as checked by default
+    ({"rows": ["acc"], "columns": [], "why": "w", "status": "open"}, "'columns' must name one or more"),
+    ({"rows": ["acc"], "columns": "A", "why": "w", "status": "open"}, "'columns' must name one or more"),
 ])
 def test_a_reason_must_name_a_cell_of_its_table(bad, match):
     """A reason attached to a row or column the table does not have (a typo, a row renamed) is a
@@ -404,15 +407,105 @@ def test_two_reasons_for_one_cell_are_an_error():
     from fsframe.errors import DataFileError
 
     tab = _one_table([{"row": "acc", "dataset": "d", "metric": "accuracy", "values": [78.0, 77.5]}],
-                     [{"rows": ["acc"], "why": "one"}, {"rows": ["acc"], "columns": ["B"], "why": "two"}])["tables"][0]
+                     [{"rows": ["acc"], "why": "one", "status": "open"},
+                      {"rows": ["acc"], "columns": ["B"], "why": "two", "status": "open"}])["tables"][0]
     with pytest.raises(DataFileError, match="reasons 1 and 2 both explain 'acc', 'B'"):
         reasons(tab)
     # a row with its own labels has only those columns
     tab = {"name": "T", "headers": ["A", "B"], "labels": ["a", "b"],
            "rows": [{"row": "nsf", "labels": ["b"], "dataset": "d", "metric": "n_selected", "values": [2]}],
-           "reasons": [{"rows": ["nsf"], "columns": ["A"], "why": "w"}]}
+           "reasons": [{"rows": ["nsf"], "columns": ["A"], "why": "w", "status": "open"}]}
     with pytest.raises(DataFileError, match="which has only 'B'"):
         reasons(tab)
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda t: t["rows"][0].update(std=[1.0]), "1 std for its 2 columns"),
+    (lambda t: t["rows"][0].update(values=[78.0]), "1 values for its 2 columns"),
+    (lambda t: t["rows"][1].update(row="acc"), "two rows have this 'row' text"),
+    (lambda t: t.update(labels=["a"]), "1 labels for its 2 columns"),
+])
+def test_published_numbers_that_do_not_fit_their_table_are_an_error(change, match):
+    """A std or values list shorter than the columns (a typo) would drop published numbers from
+    the report and its count, two rows with one 'row' text would share a reason: a typed error,
+    whether the numbers come from a paper's data file or are given to compare() directly."""
+    from fsframe.errors import DataFileError
+
+    numbers = _one_table([{"row": "acc", "dataset": "d", "metric": "accuracy", "values": [78.0, 77.5]},
+                          {"row": "nsf", "dataset": "d", "metric": "n_selected", "values": [2, 3]}])
+    change(numbers["tables"][0])
+    with pytest.raises(DataFileError, match=match):
+        compare(_digest([("a", [0.8, 0.8, 0.8], {}), ("b", [0.8, 0.8, 0.8], {})]), numbers)
+    twice = _one_table([{"row": "acc", "dataset": "d", "metric": "accuracy", "values": [78.0, 77.5]}])
+    twice["tables"].append(dict(twice["tables"][0]))
+    with pytest.raises(DataFileError, match="two tables are named 'T'"):
+        check_numbers(twice)
+
+
+def test_every_shipped_paper_file_passes_the_checks_when_read(monkeypatch):
+    """load_numbers runs check_numbers on what it reads (docs/experiments.md: a data file that does
+    not fit its tables is an error when it is read, not a number silently left out)."""
+    from fsframe.errors import DataFileError
+    import fsframe.evaluation.paper as paper_mod
+
+    for name in ("paper000", "paper001", "paper002", "paper002-dual", "paper004"):
+        assert load_numbers(name)["tables"]
+    bad = paper_mod._toml().loads
+    monkeypatch.setattr(paper_mod, "_toml", lambda: type("T", (), {"loads": staticmethod(
+        lambda text: {**bad(text), "tables": bad(text)["tables"] + bad(text)["tables"][:1]})}))
+    with pytest.raises(DataFileError, match="paper001.toml: two tables are named 'Table 2'"):
+        load_numbers("paper001")
+
+
+def test_paper_spread_widens_the_interval_and_a_zero_spread_on_both_sides_is_exact():
+    """With the paper's sd over n trials the difference has Welch's interval (checked against
+    scipy's ttest_ind_from_stats, which must put p above 0.05 where the interval holds 0); with no
+    spread on either side (the paper prints sd 0.00, our splits are all equal) the difference is
+    exact and any difference deviates, as it does when the paper gives no sd."""
+    from scipy.stats import ttest_ind_from_stats
+
+    d = _digest([("a", [0.80, 0.81, 0.79], {}), ("b", [0.80, 0.81, 0.79], {})])  # mean 80, sd 1, n 3
+    rows = [{"row": "acc", "dataset": "d", "metric": "accuracy", "values": [77.0, 77.0], "std": [0.1, 6.0]}]
+    numbers = {**_one_table(rows), "tables": [{**_one_table(rows)["tables"][0], "n": 10}]}
+    cells = {c["column"]: c["deviates"] for c in compare(d, numbers)}
+    for col, sd in (("A", 0.1), ("B", 6.0)):
+        p = ttest_ind_from_stats(80.0, 1.0, 3, 77.0, sd, 10, equal_var=False).pvalue
+        assert cells[col] == (p < 0.05)
+    assert cells == {"A": True, "B": False}  # 3 points: outside the interval with sd 0.1, inside with sd 6 (Student alone: outside)
+    flat = _digest([("a", [1.0, 1.0, 1.0], {}), ("b", [0.9, 0.9, 0.9], {})])
+    for std in (None, [0.0, 0.0]):
+        rows = [{"row": "acc", "dataset": "d", "metric": "accuracy", "values": [90.0, 90.0],
+                 **({"std": std} if std else {})}]
+        numbers = {**_one_table(rows), "tables": [{**_one_table(rows)["tables"][0], "n": 10}]}
+        got = {c["column"]: (c["deviates"], c["difference"]) for c in compare(flat, numbers)}
+        assert got == {"A": (True, "+10.00 [+10.00, +10.00]"), "B": (False, "+0.00 [+0.00, +0.00]")}
+
+
+def test_an_interval_end_near_zero_is_printed_with_the_digits_that_show_its_sign():
+    """An interval that just excludes 0 (lower end +0.0007) must not read "[+0.00, ...]" beside a
+    deviation mark: the ends get as many digits as show them non-zero."""
+    from fsframe.evaluation.paper import _ends
+
+    assert _ends(0.0007, 1.01) == " [+0.0007, +1.0100]"
+    assert _ends(-0.004, 0.5) == " [-0.004, +0.500]"
+    assert _ends(0.0, 1.0) == " [+0.00, +1.00]" and _ends(0.2, 1.0) == " [+0.20, +1.00]"
+
+
+def test_headline_counts_judged_unjudged_and_not_run_numbers():
+    """The block's headline counts the deviations among the numbers an interval judges, the numbers
+    shown without one (one split), and those whose data set has not run: a partial digest does not
+    read as if every number had been checked."""
+    one = _digest([("a", [0.8], {}), ("b", [0.8], {})])
+    rows = [{"row": "acc", "dataset": "d", "metric": "accuracy", "values": [78.0, 77.5]},
+            {"row": "nsf", "dataset": "d", "metric": "n_selected", "values": [2, 3]},
+            {"row": "later", "dataset": "other", "metric": "accuracy", "values": [1.0, 2.0]}]
+    numbers = _one_table(rows, [{"rows": ["nsf"], "columns": ["B"], "why": "w", "status": "hypothesis"}])
+    counts = deviation_counts(one, numbers)
+    assert counts == {"compared": 4, "judged": 2, "not_run": 2, "deviate": 1, "unexplained": 0, "explained": 0,
+                      "hypothesis": 1, "open": 0}
+    assert ("**Deviations: 1 of the 2 judged numbers** (the 95% interval of ours − paper excludes 0, or, with no "
+            "interval, a count differs); 2 more compared but not judged (one split or a share: no interval); "
+            "**2 not run yet**; every deviation found has a reason (1 hypothesis).") in render(one, numbers=numbers)
 
 
 def test_partial_run_says_which_rows_have_not_run():
