@@ -453,14 +453,16 @@ def _difference(vals, value, sd, n_paper) -> tuple[float, float | None]:
     dm = mean - value
     if sd is None or not n_paper:
         return dm, half
+    a = np.asarray(vals, dtype=np.float64)
+    if a.size < 2:  # one split of ours: its own spread is unknown, so the paper's alone is no interval
+        return dm, None
     from scipy.stats import t
 
-    a = np.asarray(vals, dtype=np.float64)
-    v1 = a.var(ddof=1) / a.size if a.size > 1 else 0.0
+    v1 = a.var(ddof=1) / a.size
     v2 = sd ** 2 / n_paper
     if v1 + v2 == 0:  # no spread on either side (the paper's sd 0.00, our splits all equal): exact
-        return dm, 0.0 if a.size > 1 else None
-    df = (v1 + v2) ** 2 / ((v1 ** 2 / (a.size - 1) if a.size > 1 else 0.0) + v2 ** 2 / (n_paper - 1))
+        return dm, 0.0
+    df = (v1 + v2) ** 2 / (v1 ** 2 / (a.size - 1) + v2 ** 2 / (n_paper - 1))
     return dm, float(t.ppf(0.975, df) * math.sqrt(v1 + v2))
 
 

@@ -481,6 +481,19 @@ def test_paper_spread_widens_the_interval_and_a_zero_spread_on_both_sides_is_exa
         assert got == {"A": (True, "+10.00 [+10.00, +10.00]"), "B": (False, "+0.00 [+0.00, +0.00]")}
 
 
+def test_one_split_of_ours_is_not_judged_even_where_the_paper_gives_its_spread():
+    """With one split of ours its own spread is unknown: the paper's sd alone is no interval for
+    ours − paper (a partial run of paper 004 had ISOLET's one split judged as if it were exact), so
+    the number is shown, counted as compared but not judged; a count row still deviates when it differs."""
+    one = _digest([("a", [0.70], {}), ("b", [0.70], {})])
+    rows = [{"row": "acc", "dataset": "d", "metric": "accuracy", "values": [90.0, 70.0], "std": [0.5, 0.5]}]
+    numbers = {**_one_table(rows), "tables": [{**_one_table(rows)["tables"][0], "n": 10}]}
+    got = {c["column"]: (c["deviates"], c["difference"]) for c in compare(one, numbers)}
+    assert got == {"A": (None, "-20.00"), "B": (None, "+0.00")}
+    two = _digest([("a", [0.70, 0.72], {}), ("b", [0.70, 0.72], {})])
+    assert {c["column"]: c["deviates"] for c in compare(two, numbers)} == {"A": True, "B": False}
+
+
 def test_an_interval_end_near_zero_is_printed_with_the_digits_that_show_its_sign():
     """An interval that just excludes 0 (lower end +0.0007) must not read "[+0.00, ...]" beside a
     deviation mark: the ends get as many digits as show them non-zero."""
