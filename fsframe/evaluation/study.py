@@ -67,7 +67,7 @@ PROTOCOLS: dict[str, dict] = {
     "paper000": {"cv": 10, "repeats": 1, "scale": "standard", "retrain": None},
     "paper001": {"cv": 10, "repeats": 10, "scale": "standard", "retrain": None},
     "paper002": {"cv": 0.2, "repeats": 10, "scale": "standard", "retrain": "svm", "needs_n_features": True},
-    "paper004": {"cv": 0.4, "repeats": 10, "scale": "standard", "retrain": "tuned-linear-svc",
+    "paper004": {"cv": 0.4, "repeats": 10, "scale": "standard", "retrain": "tuned-svm",
                  "retrain_grid": PAPER004_C_GRID, "retrain_folds": PAPER004_FOLDS, "tune_folds": PAPER004_FOLDS,
                  "needs_n_features": True},
 }
