@@ -24,7 +24,8 @@ run keeps an archive only with ``--archive DIR``.
 A ``--reduced`` run writes its digest and page into its results folder (``digest.json``,
 ``paper.md``), not over the committed full ones, unless ``--digest`` / ``--page`` say where; a
 reduced digest is never written over a full one (an :class:`~fsframe.errors.InvalidOptionError`)
-without ``--overwrite-full``.
+without ``--overwrite-full``, neither at ``--digest`` nor in ``--out``; and no reduced run writes into a
+results folder holding a full run, nor a full run into a reduced one's (an InvalidOptionError).
 
 Merging runs: processes that ran disjoint ``--datasets`` into different ``--out`` folders are folded
 into one digest, page and archive, computing nothing::
@@ -85,9 +86,10 @@ def main(argv=None) -> int:
     digest = args.digest or (Path(out) / "digest.json" if args.reduced else
                              ROOT / "benchmarks" / "results" / f"{args.study}.json")
     page = args.page or (Path(out) / "paper.md" if args.reduced else ROOT / PAGES[args.study])
-    if args.reduced and not args.overwrite_full and _is_full_digest(digest):
-        raise InvalidOptionError(f"{_shown(digest)} is a full run's digest: a --reduced run does not write over it; "
-                                 "give --digest (and --page) elsewhere, or --overwrite-full to replace it")
+    for written in dict.fromkeys([Path(digest), Path(out) / "digest.json"]):  # the results folder's is written too
+        if args.reduced and not args.overwrite_full and _is_full_digest(written):
+            raise InvalidOptionError(f"{_shown(written)} is a full run's digest: a --reduced run does not write over "
+                                     "it; give --out, --digest and --page elsewhere, or --overwrite-full to replace it")
     # a reduced run takes minutes: it keeps an archive only where --archive says
     archive = None if args.no_archive or (args.reduced and not args.archive) else \
         args.archive or ROOT / "benchmarks" / "results" / f"{study.name}.cells"

@@ -285,13 +285,16 @@ class Subproblem:
         otherwise ``it`` with what they said. Any other ``it`` is returned as it is. For a loop
         that needs the question settled (the bound search's feasibility probes): ``solve`` itself
         never asks, so a wrapper of ``solve`` sees the loop's calls as they always were. The time
-        limit is the subproblem's, counted from the start of ``it``'s solve (its ``seconds``)."""
+        limit is the subproblem's, counted from the start of ``it``'s solve (its ``seconds``), and
+        the others' time is added to :attr:`last_timings`' ``"backend"`` (``it``'s solve's)."""
         if it.status not in UNDECIDED or it.result is None:
             return it
         t0 = time.perf_counter()
         data = self.compiled.with_weights(**it.weights)
         res = self._second_opinion(data, self.options, it.result, _clock() - it.seconds)
-        return self._read(res, it.weights, it.seconds + time.perf_counter() - t0)
+        spent = time.perf_counter() - t0
+        self.last_timings = {**self.last_timings, "backend": self.last_timings.get("backend", 0.0) + spent}
+        return self._read(res, it.weights, it.seconds + spent)
 
     def _read(self, res: SolveResult, weights: dict, seconds: float) -> Iterate:
         """The iterate of ``res``, a solve of this subproblem at the slot ``weights``."""

@@ -329,10 +329,9 @@ def _canonical_nu(res: BoxQPResult, F, f, E, lo, hi) -> BoxQPResult:
     at_lo = ~free & (lam - lo <= hi - lam)
     lam = np.where(at_lo, lo, np.where(free, lam, hi))
     g = F @ (F.T @ lam) + f
-    # at the lower bound r_i >= 0, at the upper r_i <= 0: a_i nu >= -g_i or <= -g_i (compiled with
-    # the pivots when they are: the compiled warm EM step takes the same interval)
-    L, U = box_qp_jit.nu_interval(g, np.ascontiguousarray(a, dtype=float), np.asarray(lo, dtype=float),
-                                  np.asarray(hi, dtype=float), at_lo)
+    # at the lower bound r_i >= 0, at the upper r_i <= 0: a_i nu >= -g_i or <= -g_i
+    L, U = _nu_interval(g, np.ascontiguousarray(a, dtype=float), np.asarray(lo, dtype=float),
+                        np.asarray(hi, dtype=float), at_lo)
     L, U = float(L), float(U)
     if not (np.isfinite(L) and np.isfinite(U)):
         return res
@@ -340,6 +339,19 @@ def _canonical_nu(res: BoxQPResult, F, f, E, lo, hi) -> BoxQPResult:
     r = g + a * nu[0]
     r[free] = 0.0  # as the active set reports them (stationary by construction)
     return BoxQPResult("optimal", lam, nu, r, res.iterations)
+
+
+def _nu_interval(g, a, lo, hi, at_lo) -> tuple[float, float]:
+    """:func:`box_qp_jit.nu_interval <fsframe.backends.box_qp_jit.nu_interval>` (the interval the
+    compiled warm EM step takes too) when its compiled version is loaded; otherwise (numba absent,
+    ``FSFRAME_NO_JIT``, before the first compile) the same rule in numpy: the Python loop costs
+    about 45 times as much (m = 200 000: 0.18 s CPU against 4 ms; compiled 1 ms). Tested equal."""
+    if hasattr(box_qp_jit.nu_interval, "py_func"):  # a numba dispatcher: compiled
+        return box_qp_jit.nu_interval(g, a, lo, hi, at_lo)
+    bounds = (lo != hi) & (a != 0.0)  # fixed variables and a_i = 0 bound nothing
+    t = -g[bounds] / a[bounds]  # r_i = 0 at nu = t
+    below = at_lo[bounds] == (a[bounds] > 0.0)  # r_i of its sign for nu >= t
+    return float(t[below].max(initial=-np.inf)), float(t[~below].min(initial=np.inf))
 
 
 CRASH_TOL = 1e-3

@@ -42,6 +42,7 @@ import hashlib
 import json
 import os
 import re
+import time
 import warnings
 import zlib
 from pathlib import Path
@@ -52,8 +53,8 @@ import numpy as np
 
 from ..errors import DataFileError
 from .cells import CellStore, record_from_json
-from .experiment import _plan
-from .manifest import read_manifest
+from .experiment import _plan, check_results_folder
+from .manifest import manifest_commits, read_manifest
 
 __all__ = ["DROPPED", "ArchiveReport", "archive_line", "split_sha", "write_archive", "restore_archive",
            "merge_results"]
@@ -157,11 +158,11 @@ def _kept_lines(path: Path) -> dict[str, str]:
 def _replace(path: Path, text: bytes) -> None:
     """Write ``text`` gzip-compressed (zero timestamp) to ``path`` atomically, unless ``path`` holds
     it already (compared decompressed); first remove the temporary files of ``path`` that an
-    interrupted rewrite left (only this file's: processes running disjoint data sets share the
-    folder, never a file)."""
+    interrupted rewrite left (see :func:`_left_over`)."""
     try:
         for stale in path.parent.glob(f".tmp-{glob.escape(path.name)}-*"):
-            stale.unlink(missing_ok=True)
+            if _left_over(stale):
+                stale.unlink(missing_ok=True)
         if path.is_file() and _decompressed(path) == text:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -173,6 +174,33 @@ def _replace(path: Path, text: bytes) -> None:
         os.replace(tmp, path)
     except OSError as exc:
         raise DataFileError(f"cannot write the cell archive {path}: {exc.strerror or exc}") from exc
+
+
+#: A temporary archive file older than this (seconds) is an interrupted rewrite's whatever its pid
+#: (a rewrite takes seconds; the pid may have been reused, or be another machine's).
+STALE_SECONDS = 3600.0
+
+
+def _left_over(tmp: Path) -> bool:
+    """Whether the temporary file ``tmp`` (``.tmp-<file>-<pid>``) was left by an interrupted
+    rewrite: its process is gone, or it is older than :data:`STALE_SECONDS`. A live process's is
+    in flight (two runs may rewrite the same file: the last one's content stays) and is kept; so is
+    a name without a pid, which this module never writes."""
+    pid = tmp.name.rpartition("-")[2]
+    if not pid.isdigit():
+        return False
+    try:
+        if time.time() - tmp.stat().st_mtime > STALE_SECONDS:
+            return True
+    except FileNotFoundError:  # its rewrite just ended
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except PermissionError:  # alive, another user's
+        return False
+    except (ProcessLookupError, OverflowError):  # gone; no such pid
+        return True
+    return False
 
 
 def _decompressed(path: Path) -> bytes | None:
@@ -254,7 +282,9 @@ def restore_archive(study, results: str | os.PathLike, directory: str | os.PathL
                     plan: dict | None = None) -> ArchiveReport:
     """Write the archived cells of ``study`` in the archive folder ``directory`` into the results
     folder ``results`` (created if absent), re-deriving their split indices; a cell whose file
-    exists there is kept. A missing archive folder restores nothing."""
+    exists there is kept. A missing archive folder restores nothing; a results folder holding
+    a run of the other of full and reduced is refused (:func:`~fsframe.evaluation.experiment.check_results_folder`)."""
+    check_results_folder(study, results)
     directory = Path(directory)
     store = CellStore(results)
     files = _archive_files(directory)
@@ -275,37 +305,26 @@ def _archive_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob(f"*{_SUFFIX}") if not p.name.startswith("."))
 
 
-def _manifest_commits(results: Path) -> tuple:
-    """The source commits the manifest of the results folder ``results`` names (none without a
-    readable one)."""
-    try:
-        commits = read_manifest(results).get("commits") or []
-    except DataFileError:
-        return ()
-    return tuple(c for c in commits if isinstance(c, str))
-
-
 def merge_results(study, results: str | os.PathLike, sources: Iterable[str | os.PathLike]) -> ArchiveReport:
     """Fold the cells of other runs of ``study`` into the results folder ``results``: each source
     is a results folder (its ``cells/``) or an archive folder (``*.jsonl.gz``). Every cell goes
     through the checks of :func:`restore_archive` (planned key, split hash); cells already in
-    ``results`` are kept. A results folder's cell that does not name its commit is given its
-    manifest's when that names one; the report's ``commits`` are the commits the manifests of the
-    folders that gave cells name (for the digest: ``run_study(commits=...)``)."""
+    ``results`` are kept (and a ``results`` holding a run of the other of full and reduced is refused). A cell keeps the commit its file names, and none if it names none: a
+    manifest lists every run into its folder, also one that resumed it and computed nothing, so it
+    does not say which run computed a cell. The report's ``commits`` are the commits the manifests
+    of the folders that gave cells name, as "computed by one of these" (for the digest:
+    ``run_study(commits=...)``)."""
+    check_results_folder(study, results)
     plan = _plan_splits(study)
     store = CellStore(results)
     report = ArchiveReport()
     for src in map(Path, sources):
         if (src / "cells").is_dir():
-            lines, source, commits = [], CellStore(src), _manifest_commits(src)
-            for p in sorted((src / "cells").glob("*.json")):
-                d = source.read(p.stem)
-                if d is not None:
-                    if not isinstance(d.get("commit"), str) and len(commits) == 1:  # the one that computed it
-                        d = {**d, "commit": commits[0]}
-                    lines.append(archive_line(d))
-            got = _restore_lines(lines, f"results folder {src}", plan, store)
-            report += attrs.evolve(got, commits=commits if got.restored else ())
+            source = CellStore(src)
+            cells = (source.read(p.stem) for p in sorted((src / "cells").glob("*.json")))
+            got = _restore_lines([archive_line(d) for d in cells if d is not None], f"results folder {src}", plan,
+                                 store)
+            report += attrs.evolve(got, commits=tuple(manifest_commits(src)) if got.restored else ())
         elif _archive_files(src):
             report += restore_archive(study, results, src, plan=plan)
         else:

@@ -9,6 +9,7 @@ through the same runner as :func:`fsframe.evaluation.compare`
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from pathlib import Path
@@ -23,7 +24,7 @@ from .comparison import CompareResult
 from .config import _make_config
 from .engine import Task, execute
 from .executor import data_fingerprint
-from .manifest import environment, now, read_manifest, source_commit, write_manifest
+from .manifest import environment, manifest_commits, now, read_manifest, source_commit, write_manifest
 from .protocols import BaselineConfig, plan_configs, study_cell
 from .records import CVResult, Progress, solver_of
 from .runner import _as_data, _check_common, _emit_warnings, _runtime_components
@@ -193,8 +194,10 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
         raise InvalidOptionError("no results folder: give out= (fsframe run --out DIR) or [study] output = \"...\"")
     if n_jobs == 0 or isinstance(n_jobs, bool) or not isinstance(n_jobs, int):
         raise InvalidOptionError(f"n_jobs must be a non-zero integer (-1: all cores), got {n_jobs!r}")
+    commits = commits if isinstance(commits, str) else tuple(commits)  # a generator is read once
     if isinstance(commits, str) or not all(isinstance(c, str) for c in commits):
         raise InvalidOptionError(f"commits must be a list of commit names, got {commits!r}")
+    check_results_folder(study, root)
     t0 = time.perf_counter()
     order = _dataset_order(study, datasets)
     data, tasks, metas, groups = _plan(study)
@@ -219,7 +222,7 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     # the commits that computed the cells this run keeps (restored from an archive or merged: not
     # necessarily ones earlier runs into ``root`` recorded), then this run's
     held = sorted({d["commit"] for d in done_before.values() if isinstance(d.get("commit"), str)})
-    commits = _earlier_commits(root) + held + list(commits) + [c for c in (commit,) if c]
+    commits = manifest_commits(root) + held + list(commits) + [c for c in (commit,) if c]
     manifest = {"study": study.name, "study_file": study.path, "study_text": study.text, "paper": study.paper,
                 "title": study.title, "reduced": study.reduced, "commits": list(dict.fromkeys(commits)),
                 "protocol": study.protocol.as_dict(), "seeds": list(study.seeds), "environment": environment(),
@@ -263,6 +266,22 @@ def run_study(study: Study, out: str | None = None, *, n_jobs: int = 1, dask: An
     return attrs.evolve(res, n_skipped=skipped, n_computed=computed, interrupted=interrupted, manifest=manifest)
 
 
+def check_results_folder(study: Study, root: str | os.PathLike) -> None:
+    """An :class:`~fsframe.errors.InvalidOptionError` if the results folder ``root`` holds a run of
+    the other of full and ``[reduced]`` (its manifest says so): a run into it would rewrite that
+    run's manifest and digest as its own. A changed or renamed study file is not refused (its
+    changed cells are recomputed, the rest kept), nor a folder without a readable manifest."""
+    try:
+        held = read_manifest(root)
+    except DataFileError:
+        return
+    if bool(held.get("reduced")) != study.reduced:
+        held_run = f"{held.get('study')!r} ({'reduced' if held.get('reduced') else 'full'})"
+        run = f"{study.name!r} ({'reduced' if study.reduced else 'full'})"
+        raise InvalidOptionError(f"the results folder {root} holds a run of study {held_run}, not of {run}: give "
+                                 "another results folder (--out)")
+
+
 def _dataset_order(study: Study, datasets) -> dict | None:
     """``{name: position}`` of the data sets a run is restricted to (``None``: every one); a name
     the study does not define is an :class:`~fsframe.errors.InvalidOptionError`."""
@@ -275,14 +294,6 @@ def _dataset_order(study: Study, datasets) -> dict | None:
     if unknown:
         raise InvalidOptionError(f"{study.name}: datasets {unknown} are not data sets of this study; it has {names}")
     return {d: i for i, d in enumerate(dict.fromkeys(datasets))}
-
-
-def _earlier_commits(root: Path) -> list:
-    """The source commits recorded by earlier runs into ``root`` (a resumed run may mix code versions)."""
-    try:
-        return list(read_manifest(root).get("commits") or [])
-    except DataFileError:
-        return []
 
 
 def _cell_files(store: CellStore, manifest: dict) -> dict[str, dict]:

@@ -86,6 +86,18 @@ _DATASET_FIELDS = ("name", "n_samples", "n_features", "classes")
 _OPTIONAL_FIELDS = {"environment": dict, "seeds": list, "wall_seconds": (int, float, type(None))}
 
 
+def manifest_commits(root: str | os.PathLike) -> list[str]:
+    """The source commits the manifest of the results folder ``root`` names: every run into the
+    folder, including one that resumed it and computed nothing (none without a readable manifest)."""
+    from ..errors import DataFileError
+
+    try:
+        commits = read_manifest(root).get("commits") or []
+    except DataFileError:
+        return []
+    return [c for c in commits if isinstance(c, str)]
+
+
 def read_manifest(root: str | os.PathLike) -> dict:
     """The manifest of the results folder ``root``; a folder without one, and a manifest that
     cannot be read (not UTF-8, not JSON, truncated) or lacks what the tables are rebuilt from

@@ -278,21 +278,22 @@ def test_a_broken_numba_falls_back_to_the_python_pivots(monkeypatch):
 @pytest.mark.parametrize("compiled", LOOPS)
 def test_the_midpoint_interval_has_one_definition(compiled, monkeypatch):
     """With no free variable the equality multiplier is the midpoint of its optimal interval; the
-    interval comes from ``box_qp_jit.nu_interval``, the function the compiled warm EM step calls
-    too (tests/unit/test_dense_em_warm_step.py holds the two paths to the same intercept). A hinge
-    dual with every multiplier at ``C`` (balanced classes, a tiny ``F``): the Python rule asks the
-    shared function once, and ``nu`` is the midpoint of the interval written out here from the
-    sign conditions ``r_i = g_i + a_i nu <= 0`` at the upper bounds. Planted (the interval's lower
-    end as ``nu``): both this and the warm-step test fail."""
-    from fsframe.backends import box_qp_jit
+    interval comes from ``box_qp._nu_interval``: ``box_qp_jit.nu_interval``, the function the
+    compiled warm EM step calls too (tests/unit/test_dense_em_warm_step.py holds the two paths to
+    the same intercept), or its numpy form (test below). A hinge dual with every multiplier at
+    ``C`` (balanced classes, a tiny ``F``): the Python rule asks it once, and ``nu`` is the
+    midpoint of the interval written out here from the sign conditions ``r_i = g_i + a_i nu <= 0``
+    at the upper bounds. Planted (the interval's lower end as ``nu``): both this and the
+    warm-step test fail."""
+    from fsframe.backends import box_qp as box_qp_module
 
     rng = np.random.default_rng(7)
     m = 40
     a = np.where(np.arange(m) % 2 == 0, 1.0, -1.0)
     F = 1e-2 * (a[:, None] * rng.normal(size=(m, 1)))
     f, lo, hi = -np.ones(m), np.zeros(m), np.ones(m)
-    calls, real = [], box_qp_jit.nu_interval
-    monkeypatch.setattr(box_qp_jit, "nu_interval", lambda *args: calls.append(1) or real(*args))
+    calls, real = [], box_qp_module._nu_interval
+    monkeypatch.setattr(box_qp_module, "_nu_interval", lambda *args: calls.append(1) or real(*args))
     res = solve_box_qp(F, f, a[None, :], np.zeros(1), lo, hi, compiled=compiled)
     assert res.status == "optimal" and np.all(res.lam == 1.0) and calls == [1]
     g = F @ (F.T @ res.lam) + f
@@ -300,3 +301,33 @@ def test_the_midpoint_interval_has_one_definition(compiled, monkeypatch):
     assert L < U
     assert res.nu[0] == pytest.approx(0.5 * (L + U), rel=1e-12, abs=1e-14)
     assert np.all(res.r <= 0)  # the bound multipliers of the upper bounds have their sign
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_numpy_midpoint_interval_is_the_compiled_one(seed, monkeypatch):
+    """``box_qp._nu_interval`` without the compiled helper (numba absent, ``FSFRAME_NO_JIT``,
+    before the first compile) is a numpy form of ``box_qp_jit.nu_interval``'s loop: the same
+    ``(L, U)`` bit for bit as the Python loop and the compiled function, on rows with fixed
+    variables, zero coefficients and (seed 3) only one side bounded (an infinite end). Planted
+    (the fixed variables not left out; the side test flipped): it fails."""
+    from fsframe.backends import box_qp as box_qp_module
+    from fsframe.backends import box_qp_jit
+
+    rng = np.random.default_rng(seed)
+    m = 300
+    g, a = rng.normal(size=m), rng.choice([-2.0, -1.0, 0.0, 0.5, 1.0], size=m)
+    lo = np.zeros(m)
+    hi = np.where(rng.random(m) < 0.1, 0.0, 1.0)  # a tenth fixed
+    at_lo = rng.random(m) < 0.5
+    if seed == 3:
+        at_lo = a > 0  # every bounding variable below: U stays +inf
+    compiled = box_qp_jit.compiled()  # loads the compiled helper (None without numba)
+    loop = getattr(box_qp_jit.nu_interval, "py_func", box_qp_jit.nu_interval)
+    monkeypatch.setattr(box_qp_jit, "nu_interval", loop)  # not compiled: the numpy form
+    got = box_qp_module._nu_interval(g, a, lo, hi, at_lo)
+    assert got == tuple(map(float, loop(g, a, lo, hi, at_lo))) and np.isfinite(got[0])
+    assert (seed == 3) == (got[1] == np.inf)
+    if compiled is not None:
+        monkeypatch.undo()
+        assert hasattr(box_qp_jit.nu_interval, "py_func")  # the compiled one answers now
+        assert box_qp_module._nu_interval(g, a, lo, hi, at_lo) == got

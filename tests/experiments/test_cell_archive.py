@@ -10,8 +10,12 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -363,22 +367,65 @@ def test_a_reduced_run_keeps_off_the_full_digest_and_page(tmp_path, fits):
     assert json.loads(full.read_text())["reduced"] is True and fits[0] == n  # (resumed: nothing computed)
 
 
-def test_a_temporary_file_is_never_read_and_is_cleaned_by_the_next_rewrite(full, tmp_path):
-    """An interrupted rewrite leaves ``.tmp-<file>-<pid>``: a restore reads no dot file (even one
-    named like an archive file), and the next rewrite of that file removes its temporary files.
+def test_a_reduced_run_into_a_full_runs_results_folder_is_refused(full, tmp_path, fits):
+    """A full run's results folder (its manifest and digest say so) given as a reduced run's
+    ``--out`` with ``--digest`` elsewhere, as the full-digest error advises: refused before any
+    cell is written, even with ``--overwrite-full`` (the folder's manifest is not the digest); a
+    restore, a merge and ``run_study`` into it are refused the same way.
+    Planted (only the ``--digest`` target checked, no folder check): the folder's digest and
+    manifest are rewritten as reduced."""
+    out = tmp_path / "full-results"
+    shutil.copytree(full / "full", out)
+    shutil.rmtree(out / "cells")
+    for name, study in (("digest.json", None), ("manifest.json", STUDY)):
+        d = json.loads((out / name).read_text())
+        (out / name).write_text(json.dumps({**d, "reduced": False, **({"study": study} if study else {})}))
+    shutil.copytree(full / "archive", tmp_path / "archive")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    args = [STUDY, "--reduced", "--data-dir", str(tmp_path / "no-data"), "--out", str(out), "--no-plots",
+            "--archive", str(tmp_path / "archive"), "--digest", str(tmp_path / "d.json"), "--page", str(tmp_path / "p.md")]
+    for extra in ([], ["--overwrite-full"], ["--overwrite-full", "--merge", str(full / "full")]):
+        with pytest.raises(InvalidOptionError, match=f"full-results.*{STUDY}' \\(full\\)"
+                           if extra else "full-results.digest.json is a full run's digest"):
+            _run_paper().main(args + extra)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before and fits[0] == 0
+    with pytest.raises(InvalidOptionError, match="holds a run of study 'paper003' \\(full\\), not of "
+                       "'paper003-reduced' \\(reduced\\)"):
+        experiment.run_study(_study(full), str(out))
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def _dead_pid():
+    """The pid of a process that has ended."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_temporary_file_is_never_read_and_a_left_over_one_is_cleaned_by_the_next_rewrite(full, tmp_path):
+    """A rewrite writes ``.tmp-<file>-<pid>``: a restore reads none, nor any dot file named like an
+    archive file (``._wdbc.jsonl.gz``, what macOS writes beside a file on a foreign disk). The next
+    rewrite of that file removes the temporary files whose process is gone or that are older than
+    an hour, and keeps a live process's (in flight: removing it failed that process's rewrite).
     Planted: without the dot filter the restore reads the garbage (DataFileError); without the
-    cleanup the file stays."""
+    cleanup the dead process's file stays; the cleanup of every pid removes the live one."""
     arch = tmp_path / "archive"
     shutil.copytree(full / "archive", arch)
-    stale = [arch / ".tmp-wdbc.jsonl.gz-99999", arch / ".tmp-wdbc.jsonl.gz"]
-    for p in stale:
+    tmp = arch / ".tmp-wdbc.jsonl.gz-"
+    # a live process's written two hours ago (this one's: the unchanged file is not rewritten here)
+    dead, live, old = (Path(f"{tmp}{pid}") for pid in (_dead_pid(), os.getppid(), os.getpid()))
+    dot = arch / "._wdbc.jsonl.gz"
+    for p in (dead, live, old, dot):
         p.write_bytes(b"half a gzip file")
+    hours_ago = time.time() - 2 * 3600
+    os.utime(old, (hours_ago, hours_ago))
     got = restore_archive(_study(full), tmp_path / "out", arch)
     assert (got.restored, got.unreadable) == (45, 0)
     wdbc = (arch / "wdbc.jsonl.gz").read_bytes()
     write_archive(full / "full", arch, ["wdbc"])
-    assert not stale[0].exists() and (arch / "wdbc.jsonl.gz").read_bytes() == wdbc
-    assert sorted(p.name for p in arch.iterdir()) == [".tmp-wdbc.jsonl.gz", "cross-planes.jsonl.gz", "wdbc.jsonl.gz"]
+    assert (arch / "wdbc.jsonl.gz").read_bytes() == wdbc
+    assert sorted(p.name for p in arch.iterdir()) == sorted([dot.name, live.name, "cross-planes.jsonl.gz",
+                                                             "wdbc.jsonl.gz"])
 
 
 def test_an_unchanged_archive_is_not_rewritten_whatever_its_gzip_header(full, tmp_path):
@@ -397,10 +444,12 @@ def test_an_unchanged_archive_is_not_rewritten_whatever_its_gzip_header(full, tm
     assert gzip.decompress(p.read_bytes()).decode().splitlines() == _lines(full)["wdbc.jsonl.gz"]
 
 
-def test_a_merge_carries_its_sources_commits_into_the_digest(tmp_path, monkeypatch):
-    """Cells written before cell files named their commit: a merged results folder's manifest names
-    the code that computed them. One commit: each merged cell is given it (and the archive keeps
-    it); several: the digest names them all. Planted (the sources' manifests ignored): the digest
+def test_a_merge_carries_its_sources_commits_into_the_digest_and_stamps_no_cell(tmp_path, monkeypatch):
+    """Cells whose files name no commit (written by old code, or by a run without git): a merged
+    results folder's manifest names every run into it, also one that resumed it and computed
+    nothing, so the digest names its commits as "computed by one of these" and no cell is given
+    one. Planted (a manifest naming one commit gives it to the cells): the resumed run's commit is
+    stamped on cells it did not compute; planted (the sources' manifests ignored): the digest
     names only the merging run's commit."""
     def run(commit, name, *extra):
         monkeypatch.setattr(experiment, "source_commit", lambda: commit)
@@ -418,12 +467,24 @@ def test_a_merge_carries_its_sources_commits_into_the_digest(tmp_path, monkeypat
         (tmp_path / name / "manifest.json").write_text(json.dumps({**man, "commits": commits}))
 
     a, b, c, m = "a" * 40, "b" * 40, "c" * 40, "f" * 40
-    run(a, "one", "--datasets", "wdbc", "--no-archive")
-    unnamed("one", [a])
+    assert run(None, "one", "--datasets", "wdbc", "--no-archive") == []  # no git: the cells name no commit
+    assert run(a, "one", "--datasets", "wdbc", "--no-archive") == [a]  # resumed: computes nothing
     run(b, "two", "--datasets", "cross-planes", "--no-archive")
     unnamed("two", [b, c])
     assert run(m, "merged", "--merge", str(tmp_path / "one"), str(tmp_path / "two"),
                "--archive", str(tmp_path / "archive")) == [a, b, c, m]
     lines = {n: [json.loads(x) for x in f] for n, f in _lines(tmp_path).items()}
-    assert {d.get("commit") for d in lines["wdbc.jsonl.gz"]} == {a}  # one commit: the cells are given it
-    assert {d.get("commit") for d in lines["cross-planes.jsonl.gz"]} == {None}  # two: which one is not known
+    assert {d.get("commit") for n in lines for d in lines[n]} == {None}
+    assert {json.loads(p.read_text()).get("commit") for p in (tmp_path / "merged" / "cells").glob("*.json")} == {None}
+    assert run(m, "again", "--merge", str(tmp_path / "merged"), "--no-archive") == [a, b, c, m]
+    assert {json.loads(p.read_text()).get("commit") for p in (tmp_path / "again" / "cells").glob("*.json")} == {None}
+
+
+def test_run_study_reads_commits_given_as_a_generator_once(full, tmp_path, fits):
+    """``run_study(commits=...)`` takes any iterable of commit names: a generator is read once, its
+    commits named by the manifest. Planted (checked with ``all()`` before use): the generator is
+    spent and the commits dropped."""
+    shutil.copytree(full / "full", tmp_path / "out")
+    d = "d" * 40
+    res = experiment.run_study(_study(full), str(tmp_path / "out"), compute=False, commits=(c for c in [d]))
+    assert d in res.manifest["commits"] and fits[0] == 0

@@ -6,6 +6,7 @@ that takes no ``phi`` reports the subproblem's optimum, not a surrogate penalty 
 from __future__ import annotations
 
 import inspect
+import time
 import warnings
 
 import attrs
@@ -167,6 +168,52 @@ def test_a_wrapper_of_solve_with_its_signature_runs_the_second_opinions(mempm_da
     assert {who for who, _ in seen[11:]} - {"failing"}
     assert any(h.params["feasible"] for h in r.history[11:])
     assert len(calls) >= r.n_iter  # each probe's solve went through the wrapper (and the final re-solve)
+
+
+def test_a_second_opinion_gets_the_limit_less_the_probes_time_and_counts_as_backend_time(mempm_data, monkeypatch):
+    """``Subproblem.second_opinion`` hands the other backends the subproblem's time limit less what
+    the undecided probe took (its ``seconds``; the probe sleeps 0.4 s here), and adds their time
+    (a 0.3 s sleep each) to ``last_timings["backend"]``. Planted (the limit counted from the
+    second opinion's start, ``_clock()``): the whole 5 s is handed on; planted (``last_timings``
+    left alone): the backend time is the probe's only."""
+    from fsframe.backends import ClarabelBackend, HighsBackend
+    from fsframe.testing.backend import _FailingSession
+
+    X, y = mempm_data
+    real_probe, given, timings = _FailingSession.solve, [], []
+
+    def slow_probe(self, data=None):
+        if self.count + 1 == self.backend.fail_at:  # the first undecided probe only
+            time.sleep(0.4)
+        return real_probe(self, data)
+
+    monkeypatch.setattr(_FailingSession, "solve", slow_probe)
+    monkeypatch.setattr(FailingBackend, "honours_time_limit", True)
+    monkeypatch.setattr(EcosBackend, "honours_time_limit", True)
+    for backend in (ClarabelBackend, HighsBackend, EcosBackend):
+        def other(self, data, options=None, _real=backend.solve):
+            if len(given) < 3:
+                given.append(options.time_limit)
+                time.sleep(0.3)
+            return _real(self, data, options)
+        monkeypatch.setattr(backend, "solve", other)
+    real_opinion = Subproblem.second_opinion
+
+    def opinion(self, it):
+        n = len(given)
+        out = real_opinion(self, it)
+        if n == 0 and given:  # the first probe's second opinion
+            timings.append((self.last_timings["backend"], len(given)))
+        return out
+
+    monkeypatch.setattr(Subproblem, "second_opinion", opinion)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fsframe.fit(X, y, method="fs-mempm", rho=0.01, delta_pos_step=0.1, eps=0.05, time_limit=5.0,
+                    backend=FailingBackend(ClarabelBackend(), 3, Status.UNKNOWN))
+    assert given and given[0] <= 5.0 - 0.4
+    (backend_seconds, asked), = timings
+    assert backend_seconds >= 0.4 + 0.3 * asked
 
 
 def test_a_probe_no_backend_decides_is_not_proven_feasible(mempm_data, monkeypatch):
