@@ -826,10 +826,29 @@ _EM_COUNT: list = [None]  # the compiled em_zero_norm_count (compiled_em_twins)
 
 def compiled_em_twins():
     """``(weights, count)``: the compiled :func:`em_zero_norm_weights` and :func:`em_zero_norm_count`,
-    or ``None`` when the compiled loop is not in use (see :func:`compiled`)."""
-    if compiled() is None:
+    or ``None`` when the compiled loop is not in use (see :func:`compiled`) or numba could not
+    compile them (warned once; numpy's path from then on, the same answers). The first call
+    compiles them (or loads numba's cache) and runs each once on a one-entry vector, so that a
+    compile error shows here and not in the middle of a fit."""
+    if compiled() is None or _EM_WEIGHTS[0] is False:
         return None
-    return _compiled_once(_EM_WEIGHTS, em_zero_norm_weights), _compiled_once(_EM_COUNT, em_zero_norm_count)
+    if _EM_WEIGHTS[0] is not None and _EM_COUNT[0] is not None:
+        return _EM_WEIGHTS[0], _EM_COUNT[0]
+    try:
+        weights = _compiled_once(_EM_WEIGHTS, em_zero_norm_weights)
+        count = _compiled_once(_EM_COUNT, em_zero_norm_count)
+        one = np.ones(1)
+        weights(one, one, 0.0, np.zeros(1, dtype=np.bool_), one)
+        count(one, one, 0.0)
+    except Exception as exc:
+        if not is_compile_error(exc):
+            raise
+        with _LOCK:
+            _EM_WEIGHTS[0], _EM_COUNT[0] = False, None
+        warnings.warn(f"numba could not compile the EM step's weights ({type(exc).__name__}: {exc}); they are "
+                      "formed with numpy (the same answers)", RuntimeWarning, stacklevel=3)
+        return None
+    return weights, count
 
 
 def em_zero_norm_weights(t, sizes, cut, fixed, limit):

@@ -150,3 +150,39 @@ def test_em_l0_fits_are_bitwise_those_of_numpy(monkeypatch, seed, kw):
     assert calls and all(calls)  # the twins were in use in the first fit
     assert all(r.status is Status.OPTIMAL for r in fast.history)
     assert _fingerprint(fast) == _fingerprint(slow)
+
+
+class _NumbaError(Exception):
+    """Stands in for a numba typing error (box_qp_jit.is_compile_error reads the module)."""
+
+
+_NumbaError.__module__ = "numba.core.errors"
+
+
+def test_a_compile_error_falls_back_to_numpy_once(monkeypatch):
+    _twins()
+    monkeypatch.setattr(box_qp_jit, "_EM_WEIGHTS", [None])
+    monkeypatch.setattr(box_qp_jit, "_EM_COUNT", [None])
+
+    real = box_qp_jit._compiled_once
+
+    def fail(slot, fn, **kw):  # the twins fail to compile; the pivots, crash and warm step do not
+        if fn in (box_qp_jit.em_zero_norm_weights, box_qp_jit.em_zero_norm_count):
+            raise _NumbaError("cannot type")
+        return real(slot, fn, **kw)
+
+    monkeypatch.setattr(box_qp_jit, "_compiled_once", fail)
+    with pytest.warns(RuntimeWarning, match="could not compile the EM step's weights"):
+        assert box_qp_jit.compiled_em_twins() is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # warned once
+        assert box_qp_jit.compiled_em_twins() is None
+    X, y = _data(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, method="em-l0", n_features=3)
+    monkeypatch.setattr(em_mod, "_compiled_twin", lambda q: None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = fsframe.fit(X, y, method="em-l0", n_features=3)
+    assert _fingerprint(res) == _fingerprint(ref)
