@@ -29,7 +29,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["compiled", "compiled_crash", "compiled_hinge", "crash", "hinge_warm_step", "OPTIMAL", "UNBOUNDED",
+__all__ = ["compiled", "compiled_crash", "compiled_hinge", "compiled_em_twins", "em_zero_norm_weights", "em_zero_norm_count", "crash", "hinge_warm_step", "OPTIMAL", "UNBOUNDED",
            "ITERATION_LIMIT", "SINGULAR", "NEEDS_REGULARIZE", "HINGE_CERTIFIED", "HINGE_UNCERTIFIED", "HINGE_DEFER",
            "HINGE_FAILED", "STATUS",
            "disable_hinge", "compiled_measures", "hinge_measures", "START_TOL", "nu_interval"]
@@ -126,6 +126,8 @@ def disable(exc: BaseException) -> None:
             _CRASH[0] = None
             _HINGE[0] = None
             _MEASURES[0] = None
+            _EM_WEIGHTS[0] = None
+            _EM_COUNT[0] = None
             _unusable(exc)
 
 
@@ -831,3 +833,85 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
         out_w[c] = s[c] * u[c]
     ok = _hinge_measures_jit(X, YX, y, live, q_live, C, lam, out_w, b, gap_tol, out_xi, measures)
     return (HINGE_CERTIFIED if ok else HINGE_UNCERTIFIED), it, b, OPTIMAL
+
+
+_EM_WEIGHTS: list = [None]  # the compiled em_zero_norm_weights (compiled_em_twins)
+_EM_COUNT: list = [None]  # the compiled em_zero_norm_count (compiled_em_twins)
+
+
+def compiled_em_twins():
+    """``(weights, count)``: the compiled :func:`em_zero_norm_weights` and :func:`em_zero_norm_count`,
+    or ``None`` when the compiled loop is not in use (see :func:`compiled`) or numba could not
+    compile them (warned once; numpy's path from then on, the same answers). The first call
+    compiles them (or loads numba's cache) and runs each once on a one-entry vector, so that a
+    compile error shows here and not in the middle of a fit."""
+    if compiled() is None or _EM_WEIGHTS[0] is False:
+        return None
+    if _EM_WEIGHTS[0] is not None and _EM_COUNT[0] is not None:
+        return _EM_WEIGHTS[0], _EM_COUNT[0]
+    try:
+        weights = _compiled_once(_EM_WEIGHTS, em_zero_norm_weights)
+        count = _compiled_once(_EM_COUNT, em_zero_norm_count)
+        one = np.ones(1)
+        weights(one, one, 0.0, np.zeros(1, dtype=np.bool_), one)
+        count(one, one, 0.0)
+    except Exception as exc:
+        if not is_compile_error(exc):
+            raise
+        with _LOCK:
+            _EM_WEIGHTS[0], _EM_COUNT[0] = False, None
+        warnings.warn(f"numba could not compile the EM step's weights ({type(exc).__name__}: {exc}); they are "
+                      "formed with numpy (the same answers)", RuntimeWarning, stacklevel=3)
+        return None
+    return weights, count
+
+
+def em_zero_norm_weights(t, sizes, cut, fixed, limit):
+    """One EM step's weights under the zero-norm's ``q(t) = 1/t^2`` (002 eq. 9), in one call: what
+    :meth:`fsframe.loops.em.EM._weights` forms with numpy for the built-in ``l0`` and ``lp`` with
+    ``p = 0`` (their ``quad_weights``, ``safe_div(1, t**2)``, then :meth:`~fsframe.loops.em.EM._capped`),
+    entry for entry the same arithmetic (``t * t``, then ``1 /`` it where that is positive, else
+    ``inf``: both rounded once, as numpy rounds them), so the same bits. ``fixed`` (bool) is updated in place: a group whose
+    contribution ``sizes[j]`` is at most ``cut``, or whose weight is not at most ``limit[j]``
+    (``inf``, ``nan``, above the cap), is fixed and gets ``inf``."""
+    n = t.shape[0]
+    w = np.empty(n)
+    for j in range(n):
+        if sizes[j] <= cut:
+            fixed[j] = True
+        if fixed[j]:
+            w[j] = np.inf
+            continue
+        d = t[j] * t[j]
+        v = np.inf
+        if d > 0:  # safe_div's test, on the divisor (t * t underflows to 0 below ~1e-162: inf)
+            v = 1.0 / d
+        if not v <= limit[j]:
+            fixed[j] = True
+            v = np.inf
+        w[j] = v
+    return w
+
+
+def em_zero_norm_count(t, scale, zero_tol):
+    """``sum_j phi(t_j)`` of the zero-norm (``phi(t) = 1{t > 0}``) over the groups the reported
+    objective keeps (:meth:`fsframe.loops.base.OuterLoop.surrogate_objective`: contribution
+    ``t_j scale_j`` above ``max(zero_tol * largest, 1e-12)``), as a float: a count, which numpy's
+    sum of the ``0.0``/``1.0`` entries also forms exactly. A ``nan`` contribution makes numpy's
+    largest ``nan`` and keeps no group: 0 here too."""
+    n = t.shape[0]
+    top = -np.inf
+    for j in range(n):
+        c = t[j] * scale[j]
+        if c != c:
+            return 0.0
+        if c > top:
+            top = c
+    cut = zero_tol * top
+    if not cut >= 1e-12:  # Python's max(zero_tol * top, 1e-12) takes 1e-12 unless the product is larger
+        cut = 1e-12
+    count = 0
+    for j in range(n):
+        if t[j] * scale[j] > cut and t[j] > 0:
+            count += 1
+    return float(count)

@@ -65,6 +65,33 @@ def top_settled(norms: list, r: int, iterates: int, ratio: float) -> bool:
                for t in norms[-iterates - 1:-1])
 
 
+def _compiled_twin(q):
+    """``(weights, count)``, the compiled twins of the weight function ``q`` and of its surrogate's
+    reported penalty (:func:`~fsframe.backends.box_qp_jit.em_zero_norm_weights`: the whole of
+    :meth:`EM._weights` in one call; :func:`~fsframe.backends.box_qp_jit.em_zero_norm_count`: the
+    ``sum_j phi(t_j)`` of the reported objective; the same bits) when ``q`` is the ``quad_weights``
+    of a built-in zero-norm surrogate (``l0``, or ``lp`` with ``p = 0`` and ``eps = 0``; not a
+    subclass) and the compiled pivots are in use (the ``fast`` extra, ``FSFRAME_NO_JIT`` not
+    set); else ``None``: every other surrogate, a third party's included, keeps numpy's path."""
+    from ..surrogates.lp import L0Surrogate, LpSurrogate
+
+    owner = getattr(q, "__self__", None)
+    kind = type(owner)
+    if not (kind is L0Surrogate or (kind is LpSurrogate and owner.p == 0.0 and owner.eps == 0.0)):
+        return None
+    if getattr(q, "__func__", None) is not kind.quad_weights:
+        return None
+    from ..backends import box_qp, box_qp_jit
+
+    return box_qp_jit.compiled_em_twins() if box_qp.compiled_available() else None
+
+
+def _plain(*arrays) -> bool:
+    """Whether every one of ``arrays`` is a C-contiguous float64 vector (what the compiled twin takes)."""
+    return all(type(a) is np.ndarray and a.dtype == np.float64 and a.ndim == 1 and a.flags.c_contiguous
+               for a in arrays)
+
+
 MAX_CHECKS = 4
 """Check steps per run (see :class:`EM`): a group the check revives may fall back to the floor and
 be revived again; after this many checks that revive, the loop stops and says so."""
@@ -247,6 +274,22 @@ class EM(OuterLoop):
             return q, revivable
         return surrogate.quad_weights, revivable
 
+    def _reports_plainly(self) -> bool:
+        """Whether this loop reports the base's objective (neither :meth:`reported_objective` nor
+        :meth:`surrogate_objective` overridden): only then may :meth:`_reported` form it compiled."""
+        kind = type(self)
+        return (kind.reported_objective is OuterLoop.reported_objective
+                and kind.surrogate_objective is OuterLoop.surrogate_objective)
+
+    def _reported(self, it, surrogate, sub, count):
+        """:meth:`reported_objective` of ``it``; with ``count`` (the compiled zero-norm penalty,
+        :func:`_compiled_twin`) and an iterate carrying its column scale, ``it.loss`` plus that
+        count: the same float."""
+        t, scale = it.t, getattr(it, "column_scale", None)
+        if count is not None and _plain(t, scale) and t.shape == scale.shape:
+            return it.loss + count(t, scale, self.zero_tol)
+        return self.reported_objective(it, surrogate, sub)
+
     def _potential(self, it, surrogate):
         if self.majorizes(surrogate):
             return it.loss + _total(surrogate.phi(it.t))
@@ -268,11 +311,16 @@ class EM(OuterLoop):
         w[fixed] = np.inf
         return w
 
-    def _weights(self, it, q, cut: float, fixed: np.ndarray, limit: np.ndarray, cols=None, sizes=None):
+    def _weights(self, it, q, cut: float, fixed: np.ndarray, limit: np.ndarray, cols=None, sizes=None, twin=None):
         """The weights of the step from ``it`` (``sizes``: its contributions when the caller has them;
-        ``limit``: :meth:`_limit`)."""
+        ``limit``: :meth:`_limit`; ``twin``: :func:`_compiled_twin` of ``q``, the same weights in one
+        compiled call)."""
         t = it.t
-        fixed |= (contribution(t, cols) if sizes is None else sizes) <= cut  # at the floor: out of the problem
+        sizes = contribution(t, cols) if sizes is None else sizes
+        if (twin is not None and _plain(t, sizes, limit) and fixed.dtype == np.bool_ and fixed.flags.c_contiguous
+                and t.shape == sizes.shape == limit.shape == fixed.shape):
+            return twin(t, sizes, float(cut), fixed, limit)
+        fixed |= sizes <= cut  # at the floor: out of the problem
         w = np.full(t.shape, np.inf)
         live = ~fixed
         w[live] = q(t[live])
@@ -348,6 +396,13 @@ class EM(OuterLoop):
         # the regular iterates' group norms for early_stop, identical columns merged as n_features ranks them
         norms = [ties.distinct(it)] if self.early_stop else None
         q, revivable = self.rule(surrogate)
+        twins = _compiled_twin(q)  # the built-in zero-norm's weights and penalty compiled (same bits)
+        twin = None if twins is None else twins[0]
+        count = (twins[1] if twins is not None and self._reports_plainly() and getattr(q, "__self__", None) is surrogate
+                 else None)
+
+        def report(i):
+            return self._reported(i, surrogate, sub, count)
         fixed = np.zeros(sub.n_groups, dtype=bool)
         limit = self._limit(group_magnitudes(sub))  # the weight cap per group, once per run
         cols = group_scale(sub)  # the cut's measure: each group's contribution (selection.contribution)
@@ -364,10 +419,10 @@ class EM(OuterLoop):
         while solves < self.max_iter:
             cut = max(self.zero_tol * max(top, scale), 1e-12)
             at, tilt = ties.point(it)
-            new = sub.solve(quad=self._weights(at, q, cut, fixed, limit, cols, sizes if at is it else None))
+            new = sub.solve(quad=self._weights(at, q, cut, fixed, limit, cols, sizes if at is it else None, twin))
             solves += 1
             ok = new.ok
-            yield Step(new, self.reported_objective(new, surrogate, sub) if ok else None,
+            yield Step(new, report(new) if ok else None,
                        monitored=self._potential(new, surrogate) if ok and not tilt else None)
             small = self.small_step(new, it)[0] and not tilt  # the step from a tilted point stops nothing
             it = new
@@ -399,7 +454,7 @@ class EM(OuterLoop):
                     "zeros were not checked against the convex model's optimality conditions",
                     ConvergenceWarning, stacklevel=4)
                 return True, "step below tol; the zeroed groups could not be checked"
-            yield Step(check, self.reported_objective(check, surrogate, sub), monitored=None)
+            yield Step(check, report(check), monitored=None)
             it = check
             sizes = size(it)
             top = _largest(sizes)
@@ -409,8 +464,8 @@ class EM(OuterLoop):
             scale = max(scale, top)
             if not revived.any():  # one more step, the held groups back at zero: the answer has exact zeros
                 cut = max(self.zero_tol * scale, 1e-12)
-                last = sub.solve(quad=self._weights(it, q, cut, fixed, limit, cols, sizes))
-                yield Step(last, self.reported_objective(last, surrogate, sub) if last.ok else None,
+                last = sub.solve(quad=self._weights(it, q, cut, fixed, limit, cols, sizes, twin))
+                yield Step(last, report(last) if last.ok else None,
                            monitored=None)
                 return True, f"step below tol; the {int(held.sum())} zeroed groups checked"
             checks += 1

@@ -154,8 +154,8 @@ def test_em_weights_from_a_tilted_point_use_its_own_contributions(monkeypatch):
     out = run()
     plain = EM._weights
 
-    def afresh(self, it, q, cut, fixed, magnitudes, cols=None, sizes=None):
-        return plain(self, it, q, cut, fixed, magnitudes, cols)
+    def afresh(self, it, q, cut, fixed, magnitudes, cols=None, sizes=None, twin=None):
+        return plain(self, it, q, cut, fixed, magnitudes, cols, None, twin)
 
     monkeypatch.setattr(em_module.EM, "_weights", afresh)
     ref = run()
