@@ -312,7 +312,8 @@ def _narrow_rbf_em_steps():
 def test_a_warm_step_on_a_vanishing_hessian_is_answered_on_the_scaled_dual():
     # the late EM steps of a kernel map at a narrow width (Twonorm, sigma = 0.5, C = 1: weights ~5e9,
     # F's entries ~2e-5): the warm pivots judge the KKT system singular, and cold the pivots add one
-    # free multiplier at a time (at 2 000 samples: not finished in 4 minutes). The warm start on the
+    # free multiplier at a time (at 2 000 samples: not finished after 150 s of wall time,
+    # docs/paper002-dual.md). The warm start on the
     # dual scaled by F's largest row norm answers in a pivot or two: the same model as a cold solve
     # of the same step, and the dual's KKT conditions hold (computed here, not by the certificate)
     K, y, steps = _narrow_rbf_em_steps()
