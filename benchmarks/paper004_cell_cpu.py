@@ -10,12 +10,15 @@ on their own wherever they run.
 
 ``--fixed`` runs a tuned row at its grid's middle point without the inner cross-validation (the
 final fit and the evaluation only: what ``paper_study_cost.py --quick`` runs for the cell).
-``--clarabel-threads N`` sets Clarabel's default ``max_threads`` (docs/backends.md) for the run;
+``--clarabel-threads N`` runs every Clarabel solve on ``N`` threads (``max_threads``, docs/backends.md;
+DSO-FS's finish included, whatever its ``finish_threads``);
 ``--answers FILE`` writes each cell's answer (selection, ranking's curve, predictions, tuned
 point) and ``--compare FILE`` checks this run's answers against that file's, bit for bit;
 ``--cells DIR`` compares them with the stored records of the same cells (a study folder's
 ``cells``, written by a run of another commit); a difference exits with status 1. ``--json FILE``
-appends the costs to the file's ``cells_cpu`` list (``benchmarks/results/paper004_row_cost.json``).
+appends the costs to the file's ``cells_cpu`` list (``benchmarks/results/paper004_row_cost.json``): it
+reads the file, extends the list and writes it back, unlocked, so two runs given the same file at
+once can lose one's rows (run them one after the other, or give each its own file).
 
     nice -n 5 python benchmarks/paper004_cell_cpu.py --datasets semeion --rows mrmr dso-fs \\
         --cells results/paper004/cells --json benchmarks/results/paper004_row_cost.json
@@ -98,6 +101,27 @@ def instrumented(clock: Clock):
     finally:
         for owner, attr, inner in saved:
             setattr(owner, attr, inner)
+
+
+def clarabel_threads(n: int):
+    """Every Clarabel solve of the process on ``n`` threads (``max_threads``; 0: Clarabel's own
+    choice): its default :data:`fsframe.backends.clarabel.DEFAULT_THREADS`, and also where a method
+    sets ``max_threads`` itself (DSO-FS's ``finish_threads`` writes it into its finish's options,
+    which a changed default alone would not reach)."""
+    from fsframe.backends import clarabel
+
+    settings = clarabel.clarabel_settings
+    if getattr(settings, "threads_of_the_run", None) is not None:  # a second call replaces the first's count
+        settings = settings.__wrapped__
+
+    def with_threads(options):
+        s = settings(options)
+        s.max_threads = n
+        return s
+
+    with_threads.__wrapped__, with_threads.threads_of_the_run = settings, n
+    clarabel.DEFAULT_THREADS = n
+    clarabel.clarabel_settings = with_threads
 
 
 def answer(rec) -> dict:
@@ -211,16 +235,14 @@ def main(argv=None):
     ap.add_argument("--rows", nargs="+", help="row labels (default: every row)")
     ap.add_argument("--split", type=int, default=0)
     ap.add_argument("--fixed", action="store_true", help="tuned rows at their grid's middle point, untuned")
-    ap.add_argument("--clarabel-threads", type=int, help="Clarabel's default max_threads for this run")
+    ap.add_argument("--clarabel-threads", type=int, help="Clarabel's max_threads for every solve of this run (DSO-FS's finish included)")
     ap.add_argument("--answers", type=Path, help="write the cells' answers and costs here")
     ap.add_argument("--compare", type=Path, help="compare the answers with this earlier --answers file")
     ap.add_argument("--cells", type=Path, help="compare the answers with the cell records in this folder")
     ap.add_argument("--json", type=Path, help=f"append the costs to this file's 'cells_cpu' (e.g. {OUT.relative_to(ROOT)})")
     args = ap.parse_args(argv)
     if args.clarabel_threads is not None:
-        from fsframe.backends import clarabel
-
-        clarabel.DEFAULT_THREADS = args.clarabel_threads
+        clarabel_threads(args.clarabel_threads)
     study = load_study("paper004", data_dir=args.data_dir)
     import attrs
 

@@ -13,7 +13,9 @@ them: the full run that follows skips them, and a cell already finished there is
 Writes ``benchmarks/results/paper_study_cost.json``: per study and data set, the sampled cells'
 seconds (wall) and CPU seconds (``time.process_time``, every thread of the process; a quick row's:
 the probe's own CPU, whose grid fits, run once, count once per inner fold) and the estimated
-serial hours of the full protocol. Read the numbers with the machine's
+serial hours of the full protocol. A reused cell (already finished in the results folder) has
+recorded wall seconds but no CPU seconds: its row's ``estimated_cpu_seconds`` is ``None``, and so is
+the study's ``estimated_cpu_hours`` when any sampled cell was reused. Read the numbers with the machine's
 load (recorded): on a shared machine the same cell takes several times longer.
 """
 

@@ -150,7 +150,7 @@ class DenseHingeSubproblem:
         # (_ColumnMaxima: those maxima as the matrix reads them, without a sparse copy of X per fit)
         # and the groups' columns, one per group (the rows of an n x 1 array: no list of n arrays per fit)
         self.compiled = SimpleNamespace(
-            base=SimpleNamespace(c=np.zeros(n), A=None, G=_ColumnMaxima(np.abs(self.X).max(axis=0, initial=0.0))),
+            base=SimpleNamespace(c=np.zeros(n), A=None, G=_ColumnMaxima(_abs_column_max(self.X))),
             slot=SimpleNamespace(group_cols=np.arange(n).reshape(n, 1), groups=np.arange(n), exclusive=True))
         # what the loops read of a built model: no kernel map (the groups are X's columns, so
         # identical columns are merged as on the compiled path), the coefficients' shape, and a
@@ -385,6 +385,13 @@ def _frozen(*arrays) -> tuple:
 _ONE = sp.csr_matrix(np.ones((1, 1)))
 """The intercept's map of every :class:`DenseHingeSubproblem` (one free variable ``b``; read only,
 by :func:`fsframe.scales.offset_free`): made once, not once per fit (~80 us a fit)."""
+
+
+
+def _abs_column_max(X: np.ndarray) -> np.ndarray:
+    """``np.abs(X).max(axis=0, initial=0.0)`` from two reductions, without the ``m x n`` copy
+    ``np.abs(X)`` would hold (at a 6 000-sample kernel map, 288 MB at construction)."""
+    return np.maximum(X.max(axis=0, initial=0.0), 0.0 - X.min(axis=0, initial=0.0))
 
 
 class _ColumnMaxima:

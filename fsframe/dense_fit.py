@@ -26,20 +26,24 @@ DENSE_EM_MAX_ROWS = 2000
 multiplier per sample, solved by a dense active set; docs/performance.md, issue 19's ninth pass)."""
 
 DENSE_EM_WIDE_MAX_ROWS = 6000
-"""The most samples at which ``from_data="auto"`` takes the dense EM path for a square or wider ``X``
-(``n >= m``: an RBF kernel map, whose features are the training samples), above
-:data:`DENSE_EM_MAX_ROWS`. Such a dual starts from the crash (:func:`fsframe.dense_em.crash_applies`)
-and the map's support collapses to tens of columns within a few EM steps; the compiled path
-builds an ``m x m`` Pyomo model (1.9 GB against the dense path's 1.1 GB at 3 947 samples; at 6 000
-the dense path's ``m x m`` arrays, ``X``, ``y X``, ``F`` and ``F F'``, are 288 MB each:
-docs/paper002-dual.md, "What a fit costs")."""
+"""The most samples at which ``from_data="auto"`` takes the dense EM path for a kernel map (the fit's
+``kernel`` is not ``None``: ``X`` is ``m x m``, its features the training samples), above
+:data:`DENSE_EM_MAX_ROWS`. Such a dual starts from the crash (:func:`fsframe.dense_em.crash_applies`);
+the compiled path builds an ``m x m`` Pyomo model (1.9 GB against the dense path's 1.1 GB at 3 947
+samples). The map's support need not collapse: at sigma 0.5 and 1 with C = 10 it keeps about half
+the samples (974 of 2 000), and at 1 000 rows the dense path can fail its certificate and fall back
+after far more CPU than the compiled path (158 s against 7.7 s; docs/paper002-dual.md, "What a fit
+costs"). The dense path's peak memory is measured at about 3.8 ``m^2`` doubles after construction
+and 6.7 ``m^2`` during the first solve (about 2 GB at 6 000 rows; docs/backends.md). A wide linear
+``X`` (``n >= m`` without a kernel) keeps the :data:`DENSE_EM_MAX_ROWS` limit: the wider rule is
+not measured there."""
 
 
-def dense_em_takes_rows(shape) -> bool:
-    """The size part of ``from_data="auto"``'s rule: at most :data:`DENSE_EM_MAX_ROWS` rows, or a
-    square or wider ``X`` with at most :data:`DENSE_EM_WIDE_MAX_ROWS` rows."""
-    m, n = shape
-    return m <= DENSE_EM_MAX_ROWS or (n >= m and m <= DENSE_EM_WIDE_MAX_ROWS)
+def dense_em_takes_rows(shape, kernel: bool = False) -> bool:
+    """The size part of ``from_data="auto"``'s rule: at most :data:`DENSE_EM_MAX_ROWS` rows, or, for a
+    kernel map (``kernel``), at most :data:`DENSE_EM_WIDE_MAX_ROWS`."""
+    m, _ = shape
+    return m <= DENSE_EM_MAX_ROWS or (kernel and m <= DENSE_EM_WIDE_MAX_ROWS)
 
 
 DENSE_EM_BACKEND = "highs"
@@ -95,10 +99,11 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
     """:func:`fsframe.fitting._binary_fit`'s parts from the EM loop run on
     :class:`~fsframe.dense_em.DenseHingeSubproblem`, or ``None`` for the compiled path.
 
-    Taken when ``ws.from_data`` is ``"auto"`` (and ``working_set`` is not False), the method is the
+    Taken when ``ws.from_data`` is ``"auto"`` (and ``working_set`` is ``"auto"``: neither False nor
+    True, which asks for the compiled path's working set), the method is the
     weighted hinge EM family (:func:`dense_em_applies`), ``X`` is dense with at most
-    :data:`DENSE_EM_MAX_ROWS` rows, or square or wider with at most :data:`DENSE_EM_WIDE_MAX_ROWS`
-    (:func:`dense_em_takes_rows`; a kernel map), the backend is :data:`DENSE_EM_BACKEND`, and nothing asks for
+    :data:`DENSE_EM_MAX_ROWS` rows, or a kernel map's with at most :data:`DENSE_EM_WIDE_MAX_ROWS`
+    (:func:`dense_em_takes_rows`), the backend is :data:`DENSE_EM_BACKEND`, and nothing asks for
     what only the compiled path has (``keep_model``, ``verify``, a user's ``callback``,
     ``time_limit``, ``backend_options``, :func:`fsframe.path`); forced by ``from_data=True`` (any
     backend, any size), where
@@ -114,7 +119,7 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
     (:class:`~fsframe.errors.SolverWarning`), and this returns ``None``. The run holds BLAS to one thread, as the compiled
     path's dual QP does."""
     forced = ws.from_data is True
-    if ws.from_data is False or (ws.mode is False and not forced) or not _family(res):
+    if ws.from_data is False or (isinstance(ws.mode, bool) and not forced) or not _family(res):
         return None
     sub_why = _subclassed(res)
     if sub_why is not None:
@@ -129,7 +134,7 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
             raise UnsupportedProblemError(f"working_set=WorkingSetOptions(from_data=True): {why}; use "
                                           "from_data='auto'")
         return None
-    if not forced and (not dense_em_takes_rows(X.shape) or backend.name != DENSE_EM_BACKEND):
+    if not forced and (not dense_em_takes_rows(X.shape, res.kernel is not None) or backend.name != DENSE_EM_BACKEND):
         return None
     def make() -> DenseHingeSubproblem:
         return DenseHingeSubproblem(X, y_pm, res.formulation.C)

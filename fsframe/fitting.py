@@ -457,7 +457,7 @@ def fit(
         ``from_data=False`` (or ``working_set=False``) never (docs/working-sets.md, "Many rows").
         The same option chooses the dense EM path of ``em-l0`` and ``arom`` (the EM subproblem on
         the arrays of ``X``, :mod:`fsframe.dense_fit`; ``"auto"`` on dense data up to 2 000 rows,
-        a kernel map up to 6 000, falling back to the compiled path when a step is not certified; docs/backends.md).
+        a kernel map up to 6 000, not with ``working_set=True`` or False; falling back to the compiled path when a step is not certified; docs/backends.md).
     progress : None, bool or callable
         Progress of the fit, one step per convex subproblem, through the loop's callback
         (:func:`fsframe.progress.progress_bar`): None shows it in an interactive session (a

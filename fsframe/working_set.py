@@ -109,7 +109,8 @@ class WorkingSetOptions:
         constraint rows (not counting the rows a group owns alone, which leave with it); on a
         problem with exponential cones (the logistic losses) more than ``min_ratio_exp`` times the
         rows that hold a group's column (a sample's margin, not the cone rows around it); True:
-        whenever the formulation allows it and some group can be priced; False: always the full
+        whenever the formulation allows it and some group can be priced (and, in :func:`fsframe.fit`,
+        on the compiled path: ``em-l0``'s dense path is not taken, docs/backends.md); False: always the full
         problem.
     initial : int, optional
         Groups in the first working set (default ``max(100, rows // 2)``, ``rows`` the rows that

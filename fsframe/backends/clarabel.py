@@ -70,6 +70,13 @@ CLARABEL_STATUS = {
 """Every ``clarabel.SolverStatus`` (by name) and its fsframe status."""
 
 
+DEFAULT_THREADS = 1
+"""Clarabel's ``max_threads`` in every fsframe call unless ``backend_options`` gives one (Clarabel's
+own default, 0, factors with faer on every core). One thread: a fit's conic solves are small to
+mid-sized, and on a loaded machine the helper threads cost CPU without saving time; a study runs
+its cells in parallel instead (docs/backends.md; docs/multiclass.md measures it on DSO-FS's finish)."""
+
+
 def clarabel_settings(options: SolveOptions):
     """A ``clarabel.DefaultSettings`` from ``options`` (unknown names and refused values raise
     :class:`InvalidOptionError`). Unless ``backend_options`` gives one of Clarabel's gap or
@@ -428,8 +435,4 @@ def _solved_at_clarabel_default(sol) -> bool:
     gap = abs(p - d)
     tol = CLARABEL_TOLERANCE
     return r_prim <= tol and r_dual <= tol and (gap <= tol or gap <= tol * max(1.0, min(abs(p), abs(d))))
-DEFAULT_THREADS = 1
-"""Clarabel's ``max_threads`` in every fsframe call unless ``backend_options`` gives one (Clarabel's
-own default, 0, factors with faer on every core). One thread: a fit's conic solves are small to
-mid-sized, and on a loaded machine the helper threads cost CPU without saving time; a study runs
-its cells in parallel instead (docs/backends.md; docs/paper004.md measures it)."""
+

@@ -141,7 +141,9 @@ class DSOLoop(OuterLoop):
         Clarabel's ``max_threads`` for the finish's SOCPs (default 1; 0: Clarabel's choice, all
         cores). One thread: measured 1.4-6x less CPU on Yale's fits than Clarabel's default on a
         shared 2-core machine, with the same answer (docs/multiclass.md), and deterministic. A
-        ``max_threads`` in the fit's ``backend_options`` wins.
+        ``max_threads`` in the fit's ``backend_options`` wins, which it can hold only with
+        ``backend="clarabel"``: the fit's ``backend_options`` go to its backend too, and HiGHS (the
+        default) refuses ``max_threads`` (docs/backends.md).
     e_solver : {"auto", "ldp", "qp", "bvls"}
         ``"auto"``: LDP for the hard margin, the QP for the substitute. BVLS has no equality rows:
         the hard margin with ``m > rank`` uses the LDP (then the QP) instead.

@@ -99,3 +99,54 @@ def test_a_bad_thread_count_is_refused(bad):
 
     with pytest.raises((FsframeError, ValueError, TypeError)):
         _fit(*_data(), p=1.0, finish_threads=bad)
+
+
+def _clarabel_threads_seen(monkeypatch) -> list:
+    """The ``max_threads`` of every Clarabel solver built from now on (the test's end restores)."""
+    import clarabel
+
+    seen, make = [], clarabel.DefaultSolver
+
+    def spy(P, q, A, b, cones, settings):
+        seen.append(settings.max_threads)
+        return make(P, q, A, b, cones, settings)
+
+    monkeypatch.setattr(clarabel, "DefaultSolver", spy)
+    return seen
+
+
+def test_the_cell_benchmarks_thread_option_reaches_the_finish(monkeypatch, load_script):
+    """``benchmarks/paper004_cell_cpu.py --clarabel-threads N`` runs every Clarabel solver on ``N``
+    threads: the finish's SOCPs too, whose options carry ``finish_threads`` (1) otherwise; the
+    answer is the one-thread fit's."""
+    from fsframe.backends import clarabel as fs_clarabel
+
+    bench = load_script("benchmarks/paper004_cell_cpu.py", "paper004_cell_cpu")
+    X, y = _data()
+    ref = _fit(X, y, p=1.0)
+    monkeypatch.setattr(fs_clarabel, "clarabel_settings", fs_clarabel.clarabel_settings)  # restored after
+    monkeypatch.setattr(fs_clarabel, "DEFAULT_THREADS", fs_clarabel.DEFAULT_THREADS)
+    seen = _clarabel_threads_seen(monkeypatch)
+    bench.clarabel_threads(3)
+    bench.clarabel_threads(2)  # a second call replaces the first count
+    r = _fit(X, y, p=1.0)
+    assert r.info["finish_rows"] > 0 and seen and set(seen) == {2}
+    assert r.certificate["status"] == "optimal" and r.objective == pytest.approx(ref.objective, rel=1e-8)
+
+
+def test_max_threads_in_backend_options_reaches_clarabel_only_on_the_clarabel_backend(monkeypatch):
+    """What docs/backends.md says of ``backend_options={"max_threads": ...}`` on DSO-FS: the options
+    go to the fit's backend, so HiGHS (the default) refuses it with a typed error, and with
+    ``backend="clarabel"`` every Clarabel solver of the fit (E steps and finish) gets it."""
+    from fsframe.errors import InvalidOptionError
+
+    seen = _clarabel_threads_seen(monkeypatch)
+    X, y = _data()
+    with pytest.raises(InvalidOptionError, match="max_threads"):
+        _fit(X, y, p=1.0, backend_options={"max_threads": 2})
+    with pytest.raises(InvalidOptionError, match="clarabel: unknown option 'threads'"):
+        _fit(X, y, p=1.0, backend_options={"threads": 1})
+    seen.clear()
+    r = _fit(X, y, p=1.0, backend="clarabel", backend_options={"max_threads": 2})
+    assert r.certificate["status"] == "optimal" and r.info["finish_rows"] > 0
+    assert seen and set(seen) == {2}

@@ -312,7 +312,8 @@ def _narrow_rbf_em_steps():
 def test_a_warm_step_on_a_vanishing_hessian_is_answered_on_the_scaled_dual():
     # the late EM steps of a kernel map at a narrow width (Twonorm, sigma = 0.5, C = 1: weights ~5e9,
     # F's entries ~2e-5): the warm pivots judge the KKT system singular, and cold the pivots add one
-    # free multiplier at a time (at 2 000 samples: not finished in 4 minutes). The warm start on the
+    # free multiplier at a time (at 2 000 samples: not finished after 150 s of wall time,
+    # docs/paper002-dual.md). The warm start on the
     # dual scaled by F's largest row norm answers in a pivot or two: the same model as a cold solve
     # of the same step, and the dual's KKT conditions hold (computed here, not by the certificate)
     K, y, steps = _narrow_rbf_em_steps()
@@ -346,3 +347,16 @@ def test_the_warm_scale_is_the_largest_row_norm_outside_the_unit_range():
     assert warm_scale(F * 1e9) == pytest.approx(5e4, rel=1e-15)
     assert warm_scale(F * 1e4) is None  # 0.5: on a unit scale already
     assert warm_scale(np.zeros((2, 2))) is None and warm_scale(np.zeros((0, 0))) is None
+
+
+def test_abs_column_max_equals_numpy_abs_max_bit_for_bit():
+    # the group magnitudes' column maxima, formed without an m x n copy of |X|: the same numbers
+    # (signs of zero included) as np.abs(X).max(axis=0, initial=0.0), on mixed-sign, all-negative,
+    # zero and empty columns
+    from fsframe.dense_em import _abs_column_max
+
+    X = np.random.default_rng(4).normal(size=(40, 6))
+    X[:, 2], X[:, 3], X[:, 4] = 0.0, -np.abs(X[:, 3]), -0.0
+    for A in (X, X[:0], X[:, :0]):
+        got, ref = _abs_column_max(A), np.abs(A).max(axis=0, initial=0.0)
+        assert got.tobytes() == ref.tobytes()

@@ -202,8 +202,30 @@ def test_auto_takes_the_dense_path_for_a_kernel_map_above_the_row_limit(monkeypa
     assert "solver_path" not in _fit(X, y, "em-l0", n_features=4).info  # 90 x 12 above 50 rows
     monkeypatch.setattr(fsframe.dense_fit, "DENSE_EM_WIDE_MAX_ROWS", 89)
     assert "solver_path" not in _fit(X, y, "em-l0", **kw).info
-    assert fsframe.dense_fit.dense_em_takes_rows((89, 89)) and not fsframe.dense_fit.dense_em_takes_rows((89, 88))
-    assert fsframe.dense_fit.dense_em_takes_rows((50, 1)) and not fsframe.dense_fit.dense_em_takes_rows((90, 91))
+    takes = fsframe.dense_fit.dense_em_takes_rows
+    assert takes((89, 89), kernel=True) and not takes((90, 90), kernel=True)
+    assert takes((50, 1)) and not takes((51, 1)) and not takes((51, 51)) and not takes((51, 400))
+
+
+def test_auto_keeps_a_wide_linear_X_above_the_row_limit_on_the_compiled_path(monkeypatch):
+    # the wider row limit is a kernel map's: a wide linear X (n >= m, no kernel) above
+    # DENSE_EM_MAX_ROWS keeps the compiled path (unmeasured there); at the limit it takes the dense one
+    X, y = _instance(6, m=60, n=80)
+    monkeypatch.setattr(fsframe.dense_fit, "DENSE_EM_MAX_ROWS", 59)
+    assert "solver_path" not in _fit(X, y, "em-l0", n_features=4).info
+    monkeypatch.setattr(fsframe.dense_fit, "DENSE_EM_MAX_ROWS", 60)
+    assert _fit(X, y, "em-l0", n_features=4).info["solver_path"] == "dense_em"
+
+
+@pytest.mark.parametrize("mode", [True, False])
+def test_an_explicit_working_set_keeps_auto_on_the_compiled_path(mode):
+    # working_set=True asks for the compiled path's working set and False for none: "auto"'s dense
+    # path honours both (only WorkingSetOptions(from_data=True) forces it), with the same answer
+    X, y = _instance(3, m=60, n=300)
+    fit = _fit(X, y, "em-l0", mode, n_features=3)
+    assert "solver_path" not in fit.info
+    assert fit.certificate.get("path") != "dense_em"
+    _assert_same(_fit(X, y, "em-l0", n_features=3), fit)
 
 
 def test_inputs_are_not_modified():
