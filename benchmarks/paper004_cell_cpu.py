@@ -5,7 +5,7 @@ study runs them (:func:`~fsframe.evaluation.protocols.study_cell` under one BLAS
 splits each cell's CPU seconds (``time.process_time``: every thread of the process, so a solver's
 helper threads count) into the inner cross-validation (``Extras.choose``), the evaluation (the
 tuned linear SVM at every ``k``: ``Extras.top_k_record``, or the all-features row's body) and the
-rest (the final fit); the LinearSVC fits (also by ``C``) and Clarabel's solves are counted and timed
+rest (the final fit); the LinearSVC and SVC fits (also by ``C``) and Clarabel's solves are counted and timed
 on their own wherever they run.
 
 ``--fixed`` runs a tuned row at its grid's middle point without the inner cross-validation (the
@@ -39,6 +39,11 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "paper004_row_cost.json"
 
 
+SVM_FITS = ("linear_svc_fit", "svc_fit")
+"""The evaluated classifiers' fits, timed also by ``C``: liblinear's ``LinearSVC`` (the
+``tuned-linear-svc`` protocol) and LIBSVM's ``SVC`` (``tuned-svm``, paper 004's since it cites LIBSVM)."""
+
+
 class Clock:
     """CPU seconds spent inside each wrapped callable (outermost call only) and its call count."""
 
@@ -51,17 +56,17 @@ class Clock:
         inner = getattr(owner, attr)
 
         def timed(*args, **kwargs):
-            if name == "linear_svc_fit":  # also by the fit's C (args[0]: the estimator)
-                return self._by_c(inner, args, kwargs)
+            if name in SVM_FITS:  # also by the fit's C (args[0]: the estimator)
+                return self._by_c(name, inner, args, kwargs)
             return self._timed(name, inner, args, kwargs)
 
         setattr(owner, attr, timed)
         return inner
 
-    def _by_c(self, inner, args, kwargs):
+    def _by_c(self, fit, inner, args, kwargs):
         c0 = time.process_time()
         try:
-            return self._timed("linear_svc_fit", inner, args, kwargs)
+            return self._timed(fit, inner, args, kwargs)
         finally:
             name = f"C={args[0].C:g}"
             self.cpu[name] = self.cpu.get(name, 0.0) + time.process_time() - c0
@@ -86,14 +91,14 @@ class Clock:
 
 @contextmanager
 def instrumented(clock: Clock):
-    """The study's evaluation steps and scikit-learn's LinearSVC fit timed by ``clock``."""
-    from sklearn.svm import LinearSVC
+    """The study's evaluation steps and scikit-learn's LinearSVC and SVC fits timed by ``clock``."""
+    from sklearn.svm import SVC, LinearSVC
 
     from fsframe.backends.clarabel import ClarabelSession
     from fsframe.evaluation import protocols
 
     spots = [(protocols.Extras, "choose", "tuning"), (protocols.Extras, "top_k_record", "evaluation"),
-             (protocols, "_baseline_cell", "evaluation"), (LinearSVC, "fit", "linear_svc_fit"),
+             (protocols, "_baseline_cell", "evaluation"), (LinearSVC, "fit", "linear_svc_fit"), (SVC, "fit", "svc_fit"),
              (ClarabelSession, "_solve_raw", "clarabel_solve")]
     saved = [(owner, attr, clock.wrap(owner, attr, name)) for owner, attr, name in spots]
     try:
@@ -196,16 +201,17 @@ def run(study, rows, split_index: int, fixed: bool) -> list:
                    "cpu_seconds": round(cpu, 3), "wall_seconds": round(wall, 3),
                    "tuning_cpu_seconds": round(tuning, 3), "evaluation_cpu_seconds": round(evaluation, 3),
                    "fit_cpu_seconds": round(cpu - tuning - evaluation, 3),
-                   "linear_svc_fits": clock.calls.get("linear_svc_fit", 0),
-                   "linear_svc_cpu_seconds": round(clock.cpu.get("linear_svc_fit", 0.0), 3),
-                   "linear_svc_cpu_seconds_by_C": {k: round(v, 3) for k, v in clock.cpu.items() if k.startswith("C=")},
+                   **{f"{fit}s": clock.calls.get(fit, 0) for fit in SVM_FITS},
+                   **{f"{fit[:-4]}_cpu_seconds": round(clock.cpu.get(fit, 0.0), 3) for fit in SVM_FITS},
+                   "svm_cpu_seconds_by_C": {k: round(v, 3) for k, v in clock.cpu.items() if k.startswith("C=")},
                    "clarabel_solves": clock.calls.get("clarabel_solve", 0),
                    "clarabel_cpu_seconds": round(clock.cpu.get("clarabel_solve", 0.0), 3),
                    "load_average": os.getloadavg(), "answer": answer(rec), "key": meta["key"],
                    "record": json.loads(json.dumps(rec.as_dict(arrays=True)))}
             print(f"{row['dataset']} {row['label']}{' at ' + str(point) if point else ''}: {cpu:.1f} CPU s "
                   f"(tuning {tuning:.1f}, evaluation {evaluation:.1f}, fit {cpu - tuning - evaluation:.1f}; "
-                  f"LinearSVC {row['linear_svc_fits']} fits {row['linear_svc_cpu_seconds']:.1f} s; Clarabel "
+                  f"LinearSVC {row['linear_svc_fits']} fits {row['linear_svc_cpu_seconds']:.1f} s, SVC {row['svc_fits']} fits "
+                  f"{row['svc_cpu_seconds']:.1f} s; Clarabel "
                   f"{row['clarabel_solves']} solves {row['clarabel_cpu_seconds']:.1f} s), wall {wall:.1f}; "
                   f"ok {rec.ok}", flush=True)
             out.append(row)

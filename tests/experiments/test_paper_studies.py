@@ -179,8 +179,8 @@ def test_random_k_matched_to_each_method(reduced):
 
 
 def test_top_k_curves_and_tuned_p(reduced):
-    """004 (reduced): DSO-FS's p is the inner 2-fold CV winner (LinearSVC, C = 1, on the top 8
-    features), and its curve is the tuned LinearSVC on the top k of ||W_j||_2."""
+    """004 (reduced): DSO-FS's p is the inner 2-fold CV winner (LIBSVM's linear SVC, C = 1, on the
+    top 8 features), and its curve is the tuned linear SVC on the top k of ||W_j||_2."""
     study, res = reduced["paper004"]
     table = res.tables[0]
     data = fsframe.load_dataset("wine")
@@ -196,15 +196,19 @@ def test_top_k_curves_and_tuned_p(reduced):
                 A, B = Xtr[itr], Xtr[iva]
                 mu, sd = A.mean(0), np.where(A.std(0) > 0, A.std(0), 1.0)
                 A, B = (A - mu) / sd, (B - mu) / sd
-                W = np.atleast_2d(fsframe.fit(A, ytr[itr], method="dso-fs", p=p).coef)
-                top = np.argsort(-np.linalg.norm(W, axis=0), kind="stable")[:8]
-                s.append(np.mean(LinearSVC(C=1.0).fit(A[:, top], ytr[itr]).predict(B[:, top]) == ytr[iva]))
+                fitted = fsframe.fit(A, ytr[itr], method="dso-fs", p=p)
+                # the top 8 that the fit's support reaches (docs/papers.md); none is empty here
+                top = np.argsort(-np.linalg.norm(np.atleast_2d(fitted.coef), axis=0),
+                                 kind="stable")[:min(8, fitted.n_selected)]
+                assert top.size
+                s.append(np.mean(SVC(kernel="linear", C=1.0).fit(A[:, top], ytr[itr]).predict(B[:, top])
+                                 == ytr[iva]))
             scores[p] = np.mean(s)
         assert rec.facts["tuned p"] == max(scores, key=lambda p: (scores[p], -p))
         W = np.atleast_2d(fsframe.fit(Xtr, ytr, method="dso-fs", p=rec.facts["tuned p"]).coef)
         order = np.argsort(-np.linalg.norm(W, axis=0), kind="stable")
         for k, acc in rec.curve:
-            clf = GridSearchCV(LinearSVC(), {"C": [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0]}, cv=2)
+            clf = GridSearchCV(SVC(kernel="linear"), {"C": [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0]}, cv=2)
             clf.fit(Xtr[:, order[:k]], ytr)
             assert acc == pytest.approx(np.mean(clf.predict(Xte[:, order[:k]]) == y[split.test]))
         assert rec.accuracy == rec.curve[-1][1] and rec.n_selected == 8
@@ -597,7 +601,7 @@ def test_digest_holds_every_split(reduced):
 @pytest.mark.parametrize("method", ["mrmr", "relieff"])
 def test_filter_rows_rank_without_a_model(reduced, method):
     """004 (reduced): a filter's top-k cell asks for its ranking alone (no L2 model is solved:
-    no objective, no solver status) and its curve is the tuned LinearSVC on the top k of the
+    no objective, no solver status) and its curve is the tuned linear SVC on the top k of the
     ranking a full ``fsframe.fit`` stores, ``info["ranking"]``."""
     study, res = reduced["paper004"]
     data = fsframe.load_dataset("wine")
@@ -613,7 +617,7 @@ def test_filter_rows_rank_without_a_model(reduced, method):
         assert fitted.objective is not None  # the fit path solves the model the cell skips
         assert set(rec.selected) == set(order[:8].tolist())
         for k, acc in rec.curve:
-            clf = GridSearchCV(LinearSVC(), {"C": [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0]}, cv=2)
+            clf = GridSearchCV(SVC(kernel="linear"), {"C": [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0]}, cv=2)
             clf.fit(Xtr[:, order[:k]], ytr)
             assert acc == pytest.approx(np.mean(clf.predict(Xte[:, order[:k]]) == y[split.test]))
 
