@@ -16,7 +16,8 @@ Protocols of the source papers (docs/evaluation.md):
   ``cross_validate(data, method, cv=0.2, repeats=10, n_features=r, retrain="svm")``;
 * 004 — 10 random 60/40 splits, z-scored features; a linear SVM on the top ``d`` features:
   ``cv=0.4, repeats=10, n_features=d, retrain=<any scikit-learn classifier>`` (e.g. a
-  ``GridSearchCV`` over ``LinearSVC(C)`` for the paper's inner tuning of ``C``).
+  ``GridSearchCV`` over ``SVC(kernel="linear", C)``, LIBSVM's linear SVM as 004 §5.1 cites it, for
+  the paper's inner tuning of ``C``).
 
 Every preprocessing step (standardisation, the retrained classifier) is fitted on the training
 part of each split only. Splits depend only on ``y``, the protocol and ``random_state``: runs are

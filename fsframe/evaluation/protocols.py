@@ -22,7 +22,8 @@
   training part (``tune_folds`` folds, 004's rule: 3 below 200 training samples, else 8; at most
   the smallest class's count in the training part, with a warning: :func:`capped_folds`) is fitted
   on the whole training part. The inner score is the evaluated quantity of the protocol: the
-  retrained classifier (with ``C = retrain_C``, not itself tuned, to keep the nesting affordable)
+  retrained classifier (not itself tuned, to keep the nesting affordable: ``C = retrain_C``, or for a
+  ``tuned-*`` classifier its grid search's estimator as it is, ``C = 1``)
   on the selected features, or on the top ``max(top_k)`` of the ranking that the fit's support
   reaches (a point with fewer non-zero features is scored on those alone, an empty model as the
   majority class: the zero-weight features that fill its ranking in index order are not its

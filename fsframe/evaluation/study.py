@@ -529,6 +529,12 @@ def _protocol(p, where: str) -> Protocol:
         raise InvalidOptionError(f"{where}: retrain = {retrain!r}; use none or one of {', '.join(RETRAINS)} "
                                  "(classification), or ls (least squares on the selected features, a real target)")
     retrain_C = _number(p.get("retrain_C", 1.0), where, "retrain_C", "a positive number")
+    if retrain in ("tuned-svm", "tuned-linear-svc") and retrain_C != 1.0:
+        # the grid chooses the evaluated C, and the inner score takes the grid search's estimator as
+        # it is (C = 1): a retrain_C here would be read by nothing
+        raise InvalidOptionError(f"{where}: retrain_C = {retrain_C!r} with retrain = {retrain!r}: a tuned classifier "
+                                 "takes C from retrain_grid by cross-validation and the inner score uses C = 1; drop "
+                                 "retrain_C (or use retrain = \"svm\" / \"linear-svc\" with a fixed C)")
     baselines = p.get("baselines", False)
     if not isinstance(baselines, bool):
         raise InvalidOptionError(f"{where}: [protocol] baselines = {baselines!r}; it must be true or false")

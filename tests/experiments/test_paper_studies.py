@@ -488,12 +488,16 @@ def test_paper_spread_widens_the_interval_and_a_zero_spread_on_both_sides_is_exa
 def test_one_split_of_ours_is_not_judged_even_where_the_paper_gives_its_spread():
     """With one split of ours its own spread is unknown: the paper's sd alone is no interval for
     ours − paper (a partial run of paper 004 had ISOLET's one split judged as if it were exact), so
-    the number is shown, counted as compared but not judged; a count row still deviates when it differs."""
+    the number is shown, counted as compared but not judged — a count row too (one integer of ours
+    never equals a paper's mean of counts such as 11.6 ± 2.1, so the exact rule would always fire)."""
     one = _digest([("a", [0.70], {}), ("b", [0.70], {})])
     rows = [{"row": "acc", "dataset": "d", "metric": "accuracy", "values": [90.0, 70.0], "std": [0.5, 0.5]}]
     numbers = {**_one_table(rows), "tables": [{**_one_table(rows)["tables"][0], "n": 10}]}
     got = {c["column"]: (c["deviates"], c["difference"]) for c in compare(one, numbers)}
     assert got == {"A": (None, "-20.00"), "B": (None, "+0.00")}
+    counts = [{"row": "nsf", "dataset": "d", "metric": "n_selected", "values": [11.6, 11.6], "std": [2.1, 2.1]}]
+    numbers_n = {**_one_table(counts), "tables": [{**_one_table(counts)["tables"][0], "n": 10}]}
+    assert {c["column"]: c["deviates"] for c in compare(one, numbers_n)} == {"A": None, "B": None}
     two = _digest([("a", [0.70, 0.72], {}), ("b", [0.70, 0.72], {})])
     assert {c["column"]: c["deviates"] for c in compare(two, numbers)} == {"A": True, "B": False}
 

@@ -47,6 +47,8 @@ def test_named_protocols():
     ({**_spec(), "study": {"seeds": [-1]}}, "seeds"),
     ({"datasets": [{"name": "wine"}], "methods": [{"method": "fsv"}, {"method": "fsv"}]}, "duplicate"),
     ({**_spec(cv=3, holdout=0.2)}, "cv and holdout"),
+    ({**_spec(retrain="tuned-svm", retrain_C=10.0)}, "a tuned classifier takes C from retrain_grid"),
+    ({**_spec(name="paper004", top_k=[2], retrain_C=0.5)}, "retrain_C = 0.5 with retrain = 'tuned-svm'"),
 ])
 def test_bad_files_are_typed_errors(data, words):
     with pytest.raises(InvalidOptionError, match=words.replace("[", r"\[").replace("]", r"\]")):
