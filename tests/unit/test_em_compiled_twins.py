@@ -11,6 +11,8 @@ chosen by :func:`fsframe.loops.em._compiled_twin`; docs/performance.md, issue 19
   ``p > 0``, ``arom``'s ``log`` keep numpy's path.
 * In ``em-l0`` fits: the same histories, coefficients, intercepts and objectives, bitwise, with
   the twins and with numpy's path (the twins switched off).
+* The warm-up compiles what a fit calls (read-only iterates included): a fit adds no
+  specialisation. A compile failure never leaves a non-function in the slots.
 """
 
 from __future__ import annotations
@@ -161,8 +163,7 @@ _NumbaError.__module__ = "numba.core.errors"
 
 def test_a_compile_error_falls_back_to_numpy_once(monkeypatch):
     _twins()
-    monkeypatch.setattr(box_qp_jit, "_EM_WEIGHTS", [None])
-    monkeypatch.setattr(box_qp_jit, "_EM_COUNT", [None])
+    _fresh_twins(monkeypatch)
 
     real = box_qp_jit._compiled_once
 
@@ -174,6 +175,9 @@ def test_a_compile_error_falls_back_to_numpy_once(monkeypatch):
     monkeypatch.setattr(box_qp_jit, "_compiled_once", fail)
     with pytest.warns(RuntimeWarning, match="could not compile the EM step's weights"):
         assert box_qp_jit.compiled_em_twins() is None
+    # the failure has its own flag: a racing thread reading a slot gets a function or None, never False
+    assert all(slot[0] is None or callable(slot[0])
+               for slot in (box_qp_jit._EM_WEIGHTS, box_qp_jit._EM_COUNT, box_qp_jit._EM_READY))
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # warned once
         assert box_qp_jit.compiled_em_twins() is None
@@ -186,3 +190,25 @@ def test_a_compile_error_falls_back_to_numpy_once(monkeypatch):
         warnings.simplefilter("ignore")
         ref = fsframe.fit(X, y, method="em-l0", n_features=3)
     assert _fingerprint(res) == _fingerprint(ref)
+
+
+def _fresh_twins(monkeypatch):
+    """The twins' slots as before their first call (a new compilation, numba's disk cache aside)."""
+    for name, empty in (("_EM_WEIGHTS", None), ("_EM_COUNT", None), ("_EM_READY", None), ("_EM_FAILED", False)):
+        monkeypatch.setattr(box_qp_jit, name, [empty])
+
+
+def test_a_fit_adds_no_specialisation_after_the_warm_up(monkeypatch):
+    """The fits' iterates are read-only: the warm-up compiles that specialisation too, so a numba
+    error cannot first show inside a fit."""
+    _twins()
+    _fresh_twins(monkeypatch)
+    weights, count = box_qp_jit.compiled_em_twins()
+    before = (list(weights.signatures), list(count.signatures))
+    X, y = _data(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fsframe.fit(X, y, method="em-l0", n_features=3)
+    assert (list(weights.signatures), list(count.signatures)) == before
+    assert any(sig[0].mutable is False for sig in weights.signatures)  # the read-only t: compiled
+
