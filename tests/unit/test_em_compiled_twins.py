@@ -11,6 +11,8 @@ chosen by :func:`fsframe.loops.em._compiled_twin`; docs/performance.md, issue 19
   ``p > 0``, ``arom``'s ``log`` keep numpy's path.
 * In ``em-l0`` fits: the same histories, coefficients, intercepts and objectives, bitwise, with
   the twins and with numpy's path (the twins switched off).
+* An ``EM`` subclass overriding ``_capped`` (a stricter cap) or ``_weights`` (its old signature,
+  without the twin) keeps numpy's path with its own override: the fit of numpy's path.
 * The warm-up compiles what a fit calls (read-only iterates included): a fit adds no
   specialisation. A compile failure never leaves a non-function in the slots.
 """
@@ -28,9 +30,13 @@ from hypothesis.extra.numpy import arrays
 
 import fsframe
 from fsframe.backends import box_qp_jit
+from fsframe.backends.base import SolveOptions
 from fsframe.enums import Status
+from fsframe.fitting import fit_resolved
 from fsframe.loops import em as em_mod
 from fsframe.loops.em import EM
+from fsframe.method import resolve
+from fsframe.plugins import select_backend
 from fsframe.surrogates.lp import L0Surrogate, LpSurrogate
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -212,3 +218,36 @@ def test_a_fit_adds_no_specialisation_after_the_warm_up(monkeypatch):
     assert (list(weights.signatures), list(count.signatures)) == before
     assert any(sig[0].mutable is False for sig in weights.signatures)  # the read-only t: compiled
 
+
+@attrs.frozen
+class _StricterCap(EM):
+    @staticmethod
+    def _capped(w, fixed, limit):  # fixes every weight above 1e3
+        fixed |= ~(w <= np.minimum(limit, 1e3))
+        w[fixed] = np.inf
+        return w
+
+
+@attrs.frozen
+class _OldWeights(EM):
+    def _weights(self, it, q, cut, fixed, limit, cols=None, sizes=None):  # before the twin argument
+        return super()._weights(it, q, cut, fixed, limit, cols, sizes)
+
+
+@pytest.mark.parametrize("kind", [_StricterCap, _OldWeights])
+def test_an_em_subclass_keeps_numpys_path(monkeypatch, kind):
+    """The twin does the whole step, cap included: a subclass overriding ``_capped`` or
+    ``_weights`` gets numpy's path with its override (the same fit as with the twins off)."""
+    _twins()
+    X, y = _data(0)
+    method = attrs.evolve(resolve("em-l0"), loop=kind(weights="paper"))
+    backend = select_backend("auto", method.problem_class, quadratic=True, time_limit=None)
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fit_resolved(method, X, y, None, backend, SolveOptions(), n_features=3)
+
+    res = run()
+    monkeypatch.setattr(em_mod, "_compiled_twin", lambda q: None)
+    assert _fingerprint(res) == _fingerprint(run())
