@@ -29,7 +29,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["compiled", "compiled_crash", "compiled_hinge", "compiled_em_twins", "em_zero_norm_weights", "em_zero_norm_count", "crash", "hinge_warm_step", "OPTIMAL", "UNBOUNDED",
+__all__ = ["compiled", "compiled_crash", "compiled_hinge", "compiled_em_twins", "em_zero_norm_weights",
+           "em_zero_norm_count", "crash", "hinge_warm_step", "OPTIMAL", "UNBOUNDED",
            "ITERATION_LIMIT", "SINGULAR", "NEEDS_REGULARIZE", "HINGE_CERTIFIED", "HINGE_UNCERTIFIED", "HINGE_DEFER",
            "HINGE_FAILED", "STATUS",
            "disable_hinge", "compiled_measures", "hinge_measures", "START_TOL", "nu_interval"]
@@ -128,6 +129,7 @@ def disable(exc: BaseException) -> None:
             _MEASURES[0] = None
             _EM_WEIGHTS[0] = None
             _EM_COUNT[0] = None
+            _EM_READY[0] = None
             _unusable(exc)
 
 
@@ -837,32 +839,41 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
 
 _EM_WEIGHTS: list = [None]  # the compiled em_zero_norm_weights (compiled_em_twins)
 _EM_COUNT: list = [None]  # the compiled em_zero_norm_count (compiled_em_twins)
+_EM_READY: list = [None]  # (weights, count) once both are compiled and warmed up (compiled_em_twins)
+_EM_FAILED: list = [False]  # numba could not compile the twins (compiled_em_twins): numpy's path from then on
 
 
 def compiled_em_twins():
     """``(weights, count)``: the compiled :func:`em_zero_norm_weights` and :func:`em_zero_norm_count`,
     or ``None`` when the compiled loop is not in use (see :func:`compiled`) or numba could not
     compile them (warned once; numpy's path from then on, the same answers). The first call
-    compiles them (or loads numba's cache) and runs each once on a one-entry vector, so that a
-    compile error shows here and not in the middle of a fit."""
-    if compiled() is None or _EM_WEIGHTS[0] is False:
+    compiles them (or loads numba's cache) and runs each once on a one-entry vector, ``t`` both
+    writeable and read-only (a fit's iterates are read-only, :class:`fsframe.problem.Iterate`), so
+    that a compile error shows here and not in the middle of a fit. Only a warmed-up pair is handed
+    out, and a failure is kept in its own flag: a racing thread gets the pair, ``None`` or does the
+    warm-up itself, never a half-built or failed one."""
+    if compiled() is None or _EM_FAILED[0]:
         return None
-    if _EM_WEIGHTS[0] is not None and _EM_COUNT[0] is not None:
-        return _EM_WEIGHTS[0], _EM_COUNT[0]
+    ready = _EM_READY[0]
+    if ready is not None:
+        return ready
     try:
         weights = _compiled_once(_EM_WEIGHTS, em_zero_norm_weights)
         count = _compiled_once(_EM_COUNT, em_zero_norm_count)
-        one = np.ones(1)
-        weights(one, one, 0.0, np.zeros(1, dtype=np.bool_), one)
-        count(one, one, 0.0)
+        one, frozen = np.ones(1), np.ones(1)
+        frozen.flags.writeable = False
+        for t in (one, frozen):  # numba compiles one specialisation per writeability of t
+            weights(t, one, 0.0, np.zeros(1, dtype=np.bool_), one)
+            count(t, one, 0.0)
     except Exception as exc:
         if not is_compile_error(exc):
             raise
         with _LOCK:
-            _EM_WEIGHTS[0], _EM_COUNT[0] = False, None
+            _EM_FAILED[0] = True
         warnings.warn(f"numba could not compile the EM step's weights ({type(exc).__name__}: {exc}); they are "
                       "formed with numpy (the same answers)", RuntimeWarning, stacklevel=3)
         return None
+    _EM_READY[0] = weights, count
     return weights, count
 
 
@@ -871,9 +882,9 @@ def em_zero_norm_weights(t, sizes, cut, fixed, limit):
     :meth:`fsframe.loops.em.EM._weights` forms with numpy for the built-in ``l0`` and ``lp`` with
     ``p = 0`` (their ``quad_weights``, ``safe_div(1, t**2)``, then :meth:`~fsframe.loops.em.EM._capped`),
     entry for entry the same arithmetic (``t * t``, then ``1 /`` it where that is positive, else
-    ``inf``: both rounded once, as numpy rounds them), so the same bits. ``fixed`` (bool) is updated in place: a group whose
-    contribution ``sizes[j]`` is at most ``cut``, or whose weight is not at most ``limit[j]``
-    (``inf``, ``nan``, above the cap), is fixed and gets ``inf``."""
+    ``inf``: both rounded once, as numpy rounds them), so the same bits. ``fixed`` (bool) is
+    updated in place: a group whose contribution ``sizes[j]`` is at most ``cut``, or whose weight
+    is not at most ``limit[j]`` (``inf``, ``nan``, above the cap), is fixed and gets ``inf``."""
     n = t.shape[0]
     w = np.empty(n)
     for j in range(n):

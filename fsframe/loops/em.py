@@ -281,6 +281,13 @@ class EM(OuterLoop):
         return (kind.reported_objective is OuterLoop.reported_objective
                 and kind.surrogate_objective is OuterLoop.surrogate_objective)
 
+    def _weighs_plainly(self) -> bool:
+        """Whether this loop forms the base's weights (neither :meth:`_weights` nor :meth:`_capped`
+        overridden): only then may :meth:`_weights` take the compiled twin, which does the whole
+        step, the cap included; a subclass keeps numpy's path with its own overrides."""
+        kind = type(self)
+        return kind._weights is EM._weights and kind._capped is EM._capped
+
     def _reported(self, it, surrogate, sub, count):
         """:meth:`reported_objective` of ``it``; with ``count`` (the compiled zero-norm penalty,
         :func:`_compiled_twin`) and an iterate carrying its column scale, ``it.loss`` plus that
@@ -397,12 +404,17 @@ class EM(OuterLoop):
         norms = [ties.distinct(it)] if self.early_stop else None
         q, revivable = self.rule(surrogate)
         twins = _compiled_twin(q)  # the built-in zero-norm's weights and penalty compiled (same bits)
-        twin = None if twins is None else twins[0]
+        twin = None if twins is None or not self._weighs_plainly() else twins[0]
         count = (twins[1] if twins is not None and self._reports_plainly() and getattr(q, "__self__", None) is surrogate
                  else None)
 
         def report(i):
             return self._reported(i, surrogate, sub, count)
+
+        def weigh(at, cut, sizes):  # without the twin, _weights called as before it had that argument
+            args = (at, q, cut, fixed, limit, cols, sizes)
+            return self._weights(*args) if twin is None else self._weights(*args, twin)
+
         fixed = np.zeros(sub.n_groups, dtype=bool)
         limit = self._limit(group_magnitudes(sub))  # the weight cap per group, once per run
         cols = group_scale(sub)  # the cut's measure: each group's contribution (selection.contribution)
@@ -419,7 +431,7 @@ class EM(OuterLoop):
         while solves < self.max_iter:
             cut = max(self.zero_tol * max(top, scale), 1e-12)
             at, tilt = ties.point(it)
-            new = sub.solve(quad=self._weights(at, q, cut, fixed, limit, cols, sizes if at is it else None, twin))
+            new = sub.solve(quad=weigh(at, cut, sizes if at is it else None))
             solves += 1
             ok = new.ok
             yield Step(new, report(new) if ok else None,
@@ -464,7 +476,7 @@ class EM(OuterLoop):
             scale = max(scale, top)
             if not revived.any():  # one more step, the held groups back at zero: the answer has exact zeros
                 cut = max(self.zero_tol * scale, 1e-12)
-                last = sub.solve(quad=self._weights(it, q, cut, fixed, limit, cols, sizes, twin))
+                last = sub.solve(quad=weigh(it, cut, sizes))
                 yield Step(last, report(last) if last.ok else None,
                            monitored=None)
                 return True, f"step below tol; the {int(held.sum())} zeroed groups checked"

@@ -11,6 +11,10 @@ chosen by :func:`fsframe.loops.em._compiled_twin`; docs/performance.md, issue 19
   ``p > 0``, ``arom``'s ``log`` keep numpy's path.
 * In ``em-l0`` fits: the same histories, coefficients, intercepts and objectives, bitwise, with
   the twins and with numpy's path (the twins switched off).
+* An ``EM`` subclass overriding ``_capped`` (a stricter cap) or ``_weights`` (its old signature,
+  without the twin) keeps numpy's path with its own override: the fit of numpy's path.
+* The warm-up compiles what a fit calls (read-only iterates included): a fit adds no
+  specialisation. A compile failure never leaves a non-function in the slots.
 """
 
 from __future__ import annotations
@@ -26,9 +30,13 @@ from hypothesis.extra.numpy import arrays
 
 import fsframe
 from fsframe.backends import box_qp_jit
+from fsframe.backends.base import SolveOptions
 from fsframe.enums import Status
+from fsframe.fitting import fit_resolved
 from fsframe.loops import em as em_mod
 from fsframe.loops.em import EM
+from fsframe.method import resolve
+from fsframe.plugins import select_backend
 from fsframe.surrogates.lp import L0Surrogate, LpSurrogate
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -161,8 +169,7 @@ _NumbaError.__module__ = "numba.core.errors"
 
 def test_a_compile_error_falls_back_to_numpy_once(monkeypatch):
     _twins()
-    monkeypatch.setattr(box_qp_jit, "_EM_WEIGHTS", [None])
-    monkeypatch.setattr(box_qp_jit, "_EM_COUNT", [None])
+    _fresh_twins(monkeypatch)
 
     real = box_qp_jit._compiled_once
 
@@ -174,6 +181,9 @@ def test_a_compile_error_falls_back_to_numpy_once(monkeypatch):
     monkeypatch.setattr(box_qp_jit, "_compiled_once", fail)
     with pytest.warns(RuntimeWarning, match="could not compile the EM step's weights"):
         assert box_qp_jit.compiled_em_twins() is None
+    # the failure has its own flag: a racing thread reading a slot gets a function or None, never False
+    assert all(slot[0] is None or callable(slot[0])
+               for slot in (box_qp_jit._EM_WEIGHTS, box_qp_jit._EM_COUNT, box_qp_jit._EM_READY))
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # warned once
         assert box_qp_jit.compiled_em_twins() is None
@@ -186,3 +196,58 @@ def test_a_compile_error_falls_back_to_numpy_once(monkeypatch):
         warnings.simplefilter("ignore")
         ref = fsframe.fit(X, y, method="em-l0", n_features=3)
     assert _fingerprint(res) == _fingerprint(ref)
+
+
+def _fresh_twins(monkeypatch):
+    """The twins' slots as before their first call (a new compilation, numba's disk cache aside)."""
+    for name, empty in (("_EM_WEIGHTS", None), ("_EM_COUNT", None), ("_EM_READY", None), ("_EM_FAILED", False)):
+        monkeypatch.setattr(box_qp_jit, name, [empty])
+
+
+def test_a_fit_adds_no_specialisation_after_the_warm_up(monkeypatch):
+    """The fits' iterates are read-only: the warm-up compiles that specialisation too, so a numba
+    error cannot first show inside a fit."""
+    _twins()
+    _fresh_twins(monkeypatch)
+    weights, count = box_qp_jit.compiled_em_twins()
+    before = (list(weights.signatures), list(count.signatures))
+    X, y = _data(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fsframe.fit(X, y, method="em-l0", n_features=3)
+    assert (list(weights.signatures), list(count.signatures)) == before
+    assert any(sig[0].mutable is False for sig in weights.signatures)  # the read-only t: compiled
+
+
+@attrs.frozen
+class _StricterCap(EM):
+    @staticmethod
+    def _capped(w, fixed, limit):  # fixes every weight above 1e3
+        fixed |= ~(w <= np.minimum(limit, 1e3))
+        w[fixed] = np.inf
+        return w
+
+
+@attrs.frozen
+class _OldWeights(EM):
+    def _weights(self, it, q, cut, fixed, limit, cols=None, sizes=None):  # before the twin argument
+        return super()._weights(it, q, cut, fixed, limit, cols, sizes)
+
+
+@pytest.mark.parametrize("kind", [_StricterCap, _OldWeights])
+def test_an_em_subclass_keeps_numpys_path(monkeypatch, kind):
+    """The twin does the whole step, cap included: a subclass overriding ``_capped`` or
+    ``_weights`` gets numpy's path with its override (the same fit as with the twins off)."""
+    _twins()
+    X, y = _data(0)
+    method = attrs.evolve(resolve("em-l0"), loop=kind(weights="paper"))
+    backend = select_backend("auto", method.problem_class, quadratic=True, time_limit=None)
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fit_resolved(method, X, y, None, backend, SolveOptions(), n_features=3)
+
+    res = run()
+    monkeypatch.setattr(em_mod, "_compiled_twin", lambda q: None)
+    assert _fingerprint(res) == _fingerprint(run())
