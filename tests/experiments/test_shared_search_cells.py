@@ -110,7 +110,7 @@ def test_paper_page_marks_the_seconds_of_replayed_searches():
 def test_paper_intervals_use_complete_repeats_only():
     """A stopped run of repeated k-fold CV holds part of a repeat: its folds' mean is not a repeat's
     estimate, so the interval's units are the complete repeats' means; the rest is counted apart."""
-    from fsframe.evaluation.paper import _incomplete, _units
+    from fsframe.evaluation.paper_numbers import _incomplete, _units
 
     table = {"protocol": {"kind": "k-fold", "n_splits": 3, "repeats": 4}}
     folds = [(0, 1.0), (0, 2.0), (0, 3.0), (1, 4.0), (1, 5.0), (1, None), (2, 100.0)]
