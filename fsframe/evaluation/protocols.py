@@ -375,7 +375,10 @@ def _ranking_cell(X, y, split, cfg, raise_errors: bool) -> FoldRecord:
 
 SEARCH_MEMO_SIZE = 16
 """How many bound searches a process keeps for cells that differ only in the criterion
-(:func:`_shared_search`)."""
+(:func:`_shared_search`), besides the searches of the cell that recorded last, which are kept whole
+however many its fit runs (one per binary problem: ORL's 40 classes one-vs-rest run 40;
+:class:`~fsframe.loops.bound_search.SearchMemo`), so the next criterion's cell of the split replays
+every one."""
 
 _SEARCHES = SearchMemo(SEARCH_MEMO_SIZE)
 
