@@ -10,9 +10,12 @@ against honest cross-validation (docs/paper000-table3.md, "Gap 3").
    part): PSF and TSA. And the same selection made once on the whole data set, then the MPM on
    those features cross-validated: the selection has seen the test folds.
 
-    python benchmarks/paper000_gap3.py [--data DIR] [--png docs/img/paper000-delta-tradeoff.png] [--redraw]
+    python benchmarks/paper000_gap3.py [--data-dir DIR] [--png docs/img/paper000-delta-tradeoff.png] [--redraw]
 
-Writes ``benchmarks/results/paper000_gap3.json`` and the picture.
+Sonar is read as ``fsframe run paper000`` reads it: ``sonar.csv`` in ``--data-dir``, else in the
+folder ``$FSFRAME_DATA`` names (docs/papers.md); without it the script stops with the study's
+message (where the folder came from, where to download the file). Writes
+``benchmarks/results/paper000_gap3.json`` and the picture.
 """
 
 from __future__ import annotations
@@ -216,11 +219,23 @@ def draw(res: dict, path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
+def sonar(data_dir=None):
+    """Sonar as paper000's study loads it (its ``[[datasets]]`` entry: the file, the label column),
+    from ``data_dir``, else ``$FSFRAME_DATA``: a :class:`~fsframe.errors.DataFileError` saying which
+    folder lacks ``sonar.csv`` and where to get it, or that no folder is set."""
+    from fsframe.evaluation.study import load_study
+
+    (spec,) = [d for d in load_study("paper000", data_dir=data_dir).datasets if d.name == "sonar"]
+    return spec.load()
+
+
 def main(argv=None):
     import fsframe
+    from fsframe.errors import DataFileError
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--data-dir", "--data", dest="data_dir", default=None,
+                    help="the folder holding sonar.csv (default: $FSFRAME_DATA, as for 'fsframe run paper000')")
     ap.add_argument("--png", type=Path, default=ROOT / "docs" / "img" / "paper000-delta-tradeoff.png")
     ap.add_argument("--redraw", action="store_true", help="only draw the picture from the results file")
     args = ap.parse_args(argv)
@@ -232,7 +247,10 @@ def main(argv=None):
         draw(res, args.png)
         print(json.dumps({"others": res["others"], "mcc_readings": res["mcc_readings"]}, indent=1))
         return
-    data = fsframe.load_dataset(args.data / "sonar.csv", label_column=-1)
+    try:
+        data = sonar(args.data_dir)
+    except DataFileError as exc:
+        ap.exit(2, f"{ap.prog}: {exc}\n")
     X, y = np.asarray(data.X, dtype=float), np.asarray(data.y)
     p, n = int((y == "M").sum()), int((y == "R").sum())
     from sklearn.model_selection import StratifiedKFold

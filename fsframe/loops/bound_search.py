@@ -114,11 +114,14 @@ class SearchMemo:
     by feasibility alone: criteria 1, 2 and any ``t`` visit the same SOCPs and differ only in the
     choice among them and its re-solve. One key holds one search per subproblem: a multi-class
     fit's one-vs-rest searches (one binary problem each) are kept side by side, and each is replayed
-    only for its own problem. ``size`` searches are kept (least recently used dropped first);
-    ``hits`` and ``misses`` count searches replayed and searches solved, ``partial`` the solved ones
-    that replayed some visits first, ``refused`` the lookups whose key was kept only for other
-    subproblems (other data, e.g. another split or another class of a multi-class fit, or another
-    backend): the key is only a hint. Thread-safe (a lock)."""
+    only for its own problem. ``size`` searches are kept (least recently used dropped first), but a
+    key's searches are never dropped to make room for another search of the same key: one fit's
+    searches stay whole however many it runs (a one-vs-rest fit of ORL's 40 classes runs 40, more
+    than ``size``), so the next cell of that key replays every one. ``hits`` and ``misses`` count
+    searches replayed and searches solved, ``partial`` the solved ones that replayed some visits
+    first, ``refused`` the lookups whose key was kept only for other subproblems (other data, e.g.
+    another split or another class of a multi-class fit, or another backend): the key is only a
+    hint. Thread-safe (a lock)."""
 
     def __init__(self, size: int = 16):
         self.size = int(size)
@@ -158,7 +161,10 @@ class SearchMemo:
             self._kept[(key, fingerprint)] = (_without_criterion(loop), np.array(lin), formulation, kept)
             self._kept.move_to_end((key, fingerprint))
             while len(self._kept) > self.size:
-                self._kept.popitem(last=False)
+                other = next((k for k in self._kept if k[0] != key), None)  # least recently used of other keys
+                if other is None:  # only this key's searches are left: they stay whole
+                    break
+                del self._kept[other]
 
     def count(self, *, replayed: bool, partial: bool = False) -> None:
         """Count one finished search: replayed (a hit), else solved (a miss; ``partial`` when it

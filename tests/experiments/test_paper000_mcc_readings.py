@@ -44,3 +44,45 @@ def test_both_readings_of_the_seven_pairs(gap3):
     assert w["mean_accuracy"] < 85.405 and w["mean_mcc"] >= 79.10
     # the witness's MCC by the script's own eq. 60 agrees with scikit-learn's
     assert w["mean_mcc"] == pytest.approx(100 * np.mean([gap3.mcc(*f) for f in w["folds"]]))
+
+
+def _write_sonar(folder: Path, rng) -> np.ndarray:
+    """A small file in Sonar's layout (60 numbers, then the label M or R); returns its numbers."""
+    folder.mkdir(parents=True)
+    X = rng.random((6, 60)).round(4)
+    labels = ["M", "R", "M", "R", "M", "R"]
+    (folder / "sonar.csv").write_text("".join(",".join(f"{v:.4f}" for v in row) + f",{c}\n"
+                                              for row, c in zip(X, labels)))
+    return X
+
+
+@pytest.mark.filterwarnings("ignore::fsframe.errors.DataWarning")  # six rows: a small class
+def test_sonar_is_read_from_the_data_dir_else_fsframe_data(gap3, tmp_path, monkeypatch):
+    """The data-folder rule of the studies (docs/papers.md): --data-dir, else $FSFRAME_DATA; the
+    file's numbers and labels as written (checked against the rows written, not fsframe's reader)."""
+    rng = np.random.default_rng(0)
+    mine, other = _write_sonar(tmp_path / "mine", rng), _write_sonar(tmp_path / "other", rng)
+    monkeypatch.setenv("FSFRAME_DATA", str(tmp_path / "other"))
+    data = gap3.sonar(str(tmp_path / "mine"))  # --data-dir wins
+    assert np.array_equal(np.asarray(data.X, dtype=float), mine) and list(data.y) == ["M", "R"] * 3
+    assert np.array_equal(np.asarray(gap3.sonar(None).X, dtype=float), other)  # else $FSFRAME_DATA
+
+
+def test_missing_sonar_stops_with_the_studies_message(gap3, tmp_path, monkeypatch, capsys):
+    """No folder set, or a folder without sonar.csv: exit status 2 and one message that says which
+    (and where the folder came from, and where to download the file), never a traceback or a path
+    outside the repository tried by default."""
+    monkeypatch.delenv("FSFRAME_DATA", raising=False)
+    with pytest.raises(SystemExit) as exc:
+        gap3.main([])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "no data folder is set: give one with --data-dir" in err and "FSFRAME_DATA" in err
+    monkeypatch.setenv("FSFRAME_DATA", str(tmp_path))
+    with pytest.raises(SystemExit) as exc:
+        gap3.main([])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"not in the data folder {tmp_path} (from $FSFRAME_DATA)" in err
+    assert "archive.ics.uci.edu" in err
+    with pytest.raises(SystemExit) as exc:
+        gap3.main(["--data-dir", str(tmp_path / "none")])
+    assert exc.value.code == 2 and f"{tmp_path / 'none'} (from --data-dir)" in capsys.readouterr().err

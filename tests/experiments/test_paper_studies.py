@@ -450,7 +450,7 @@ def test_every_shipped_paper_file_passes_the_checks_when_read(monkeypatch):
     """load_numbers runs check_numbers on what it reads (docs/experiments.md: a data file that does
     not fit its tables is an error when it is read, not a number silently left out)."""
     from fsframe.errors import DataFileError
-    import fsframe.evaluation.paper as paper_mod
+    import fsframe.evaluation.paper_numbers as paper_mod
 
     for name in ("paper000", "paper001", "paper002", "paper002-dual", "paper004"):
         assert load_numbers(name)["tables"]
@@ -505,7 +505,7 @@ def test_one_split_of_ours_is_not_judged_even_where_the_paper_gives_its_spread()
 def test_an_interval_end_near_zero_is_printed_with_the_digits_that_show_its_sign():
     """An interval that just excludes 0 (lower end +0.0007) must not read "[+0.00, ...]" beside a
     deviation mark: the ends get as many digits as show them non-zero."""
-    from fsframe.evaluation.paper import _ends
+    from fsframe.evaluation.paper_numbers import _ends
 
     assert _ends(0.0007, 1.01) == " [+0.0007, +1.0100]"
     assert _ends(-0.004, 0.5) == " [-0.004, +0.500]"

@@ -110,7 +110,7 @@ def test_paper_page_marks_the_seconds_of_replayed_searches():
 def test_paper_intervals_use_complete_repeats_only():
     """A stopped run of repeated k-fold CV holds part of a repeat: its folds' mean is not a repeat's
     estimate, so the interval's units are the complete repeats' means; the rest is counted apart."""
-    from fsframe.evaluation.paper import _incomplete, _units
+    from fsframe.evaluation.paper_numbers import _incomplete, _units
 
     table = {"protocol": {"kind": "k-fold", "n_splits": 3, "repeats": 4}}
     folds = [(0, 1.0), (0, 2.0), (0, 3.0), (1, 4.0), (1, 5.0), (1, None), (2, 100.0)]
@@ -124,8 +124,8 @@ def test_paper_intervals_use_complete_repeats_only():
 
 def test_search_replayed_counts_the_cells_replayed_searches(data, monkeypatch):
     """``facts["search_replayed"]`` is how many of the cell's searches were replayed, not a flag. A
-    cell whose fold runs its fit twice (standing in for a cell of several searches: a multiclass
-    cell's binary searches share one memo key today and evict one another, so none replays): after
+    cell whose fold runs its fit twice (standing in for a cell of several searches on the same data;
+    a multiclass cell's binary searches are on different data, test below): after
     criterion 1's cell recorded the split's search, criterion 2's cell replays both of its searches,
     counted by the memo's hits independently. Planted (the 0/1 flag, as before): 1 != 2."""
     from fsframe.evaluation import protocols
@@ -150,3 +150,35 @@ def test_search_replayed_counts_the_cells_replayed_searches(data, monkeypatch):
     assert first.ok and second.ok
     assert first.facts["search_replayed"] == 1  # its second run replays its first
     assert hits == 2 and second.facts["search_replayed"] == hits
+
+
+def test_a_twenty_class_cell_replays_every_one_vs_rest_search():
+    """A one-vs-rest fit of 20 classes runs 20 searches under its cell's key, more than the memo's
+    size (SEARCH_MEMO_SIZE): criterion 2's cell after criterion 1's replays all 20 (the memo's hits
+    count them too), and its record is the one it has computed alone. Planted (the memo dropping the
+    oldest search of any key): each of criterion 1's first searches is dropped before it is asked
+    for, and the next solve drops the one after: 0 of 20 replayed."""
+    from fsframe.evaluation.protocols import SEARCH_MEMO_SIZE
+
+    rng = np.random.default_rng(5)
+    c = 20
+    y = np.repeat(np.arange(c), 8)
+    X = rng.standard_normal((y.size, 5)) + 1.5 * rng.standard_normal((c, 5))[y]
+    assert c > SEARCH_MEMO_SIZE
+    split = make_splits(y, 2, repeats=1, random_state=0)[0][0]
+
+    def cfg(label, criterion):
+        return _make_config(label, {"method": "fs-mpm", "criterion": criterion}, n_features=None, scale="standard",
+                            retrain=None, retrain_C=1.0, n_columns=X.shape[1], n_samples=X.shape[0], n_classes=c)
+
+    clear_search_memo()
+    try:
+        alone = _cell(X, y, split, cfg("c2", 2))
+        clear_search_memo()
+        _cell(X, y, split, cfg("c1", 1))
+        shared = _cell(X, y, split, cfg("c2", 2))
+        info = search_memo_info()
+    finally:
+        clear_search_memo()
+    assert shared.ok and shared.facts["search_replayed"] == c and (info["hits"], info["misses"]) == (c, c)
+    assert alone.facts["search_replayed"] == 0 and _record(shared) == _record(alone)

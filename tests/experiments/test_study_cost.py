@@ -102,31 +102,41 @@ def test_quick_probe_estimates_a_tuned_row_from_one_fit_per_point_and_keeps_no_s
     assert all("tuned C" in f.facts for f in tuned.folds)  # computed by the run, not the probe's one fit
 
 
+def _quick_estimate(cost, monkeypatch, name: str, tune_folds: int, before, more_methods=()):
+    """The quick probe's estimate of ``rfs`` tuned over ``gamma`` in 0.1, 1, 10 on wine (3-fold CV,
+    ``tune_folds`` inner folds; ``more_methods`` rows besides), with ``before(points)`` run ahead of
+    the fits of every inner fold (a grid point made slow or busy)."""
+    from fsframe.evaluation.protocols import Extras
+
+    study = study_from_dict({
+        "study": {"name": name, "seeds": [0]},
+        "protocol": {"cv": 3, "tune_folds": tune_folds},
+        "datasets": [{"name": "wine"}],
+        "methods": [{"method": "rfs", "tune": {"gamma": [0.1, 1.0, 10.0]}}, *more_methods],
+    })
+    fold_fits = Extras._fold_fits
+
+    def delayed(self, Xa, ya, cfg, points):
+        before(points)
+        return fold_fits(self, Xa, ya, cfg, points)
+
+    monkeypatch.setattr(Extras, "_fold_fits", delayed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cost.estimate(study, None, quick=True)
+
+
 def test_quick_probe_times_every_grid_point(cost, monkeypatch):
     """A grid whose points cost differently (DSO-FS: ``p = 1`` several times the middle ``p``) is
     estimated from a fit of every point, not from the middle point's: here one point made slow
     shows in the estimate."""
     import time
 
-    from fsframe.evaluation.protocols import Extras
-
-    study = study_from_dict({
-        "study": {"name": "cost-grid", "seeds": [0]},
-        "protocol": {"cv": 3, "tune_folds": 2},
-        "datasets": [{"name": "wine"}],
-        "methods": [{"method": "rfs", "tune": {"gamma": [0.1, 1.0, 10.0]}}],
-    })
-    fold_fits = Extras._fold_fits
-
-    def slow_last(self, Xa, ya, cfg, points):
+    def slow_last(points):
         if any(pt["gamma"] == 10.0 for pt in points):
             time.sleep(0.5)
-        return fold_fits(self, Xa, ya, cfg, points)
 
-    monkeypatch.setattr(Extras, "_fold_fits", slow_last)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est = cost.estimate(study, None, quick=True)
+    est = _quick_estimate(cost, monkeypatch, "cost-grid", 2, slow_last)
     (row,) = [r for r in est["rows"] if r["label"] == "rfs"]
     one = row["from_one_fit"]
     assert [g["points"] for g in one["grid"]] == [[{"gamma": 0.1}], [{"gamma": 1.0}], [{"gamma": 10.0}]]
@@ -143,29 +153,15 @@ def test_quick_probe_counts_cpu_once_per_inner_fold(cost, monkeypatch):
     CPU shows there, one that waits (sleeps) does not."""
     import time
 
-    from fsframe.evaluation.protocols import Extras
-
-    study = study_from_dict({
-        "study": {"name": "cost-cpu", "seeds": [0]},
-        "protocol": {"cv": 3, "tune_folds": 3},
-        "datasets": [{"name": "wine"}],
-        "methods": [{"method": "rfs", "tune": {"gamma": [0.1, 1.0, 10.0]}}, {"method": "l1-svm"}],
-    })
-    fold_fits = Extras._fold_fits
-
-    def busy_or_idle(self, Xa, ya, cfg, points):
+    def busy_or_idle(points):
         if any(pt["gamma"] == 10.0 for pt in points):  # burns 0.3 CPU s
             t0 = time.process_time()
             while time.process_time() - t0 < 0.3:
                 pass
         if any(pt["gamma"] == 0.1 for pt in points):  # waits 0.3 s, no CPU
             time.sleep(0.3)
-        return fold_fits(self, Xa, ya, cfg, points)
 
-    monkeypatch.setattr(Extras, "_fold_fits", busy_or_idle)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est = cost.estimate(study, None, quick=True)
+    est = _quick_estimate(cost, monkeypatch, "cost-cpu", 3, busy_or_idle, [{"method": "l1-svm"}])
     rows = {r["label"]: r for r in est["rows"]}
     one = rows["rfs"]["from_one_fit"]
     grid_cpu = sum(g["cpu_seconds"] for g in one["grid"])

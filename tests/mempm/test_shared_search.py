@@ -124,6 +124,26 @@ def test_memo_keeps_its_size_and_clears():
     assert len(memo) == 0 and memo.hits == memo.misses == 0
 
 
+def test_memo_keeps_one_keys_searches_whole_beyond_its_size():
+    """A key's searches (one per subproblem of a fit: a one-vs-rest fit of c classes runs c) are
+    never dropped for another search of the same key, whatever ``size``; another key's search drops
+    the least recently used of the others down to ``size``. Planted (dropping the oldest search of
+    any key): the first class's search is gone after the third."""
+    from types import SimpleNamespace
+
+    memo = SearchMemo(size=2)
+    loop = fsframe.resolve("fs-mempm").loop
+    visits = [[("p", SimpleNamespace(result=None, c=c))] for c in range(3)]  # an iterate with no raw answer
+    for c in range(3):
+        memo.put("fit", loop, np.ones(3), visits[c], fingerprint=f"class {c}")
+    assert len(memo) == 3
+    assert [memo.get("fit", loop, np.ones(3), fingerprint=f"class {c}") for c in range(3)] == visits
+    memo.put("next fit", loop, np.ones(3), [], fingerprint="class 0")
+    assert len(memo) == 2 and memo.get("next fit", loop, np.ones(3), fingerprint="class 0") == []
+    kept = [c for c in range(3) if memo.get("fit", loop, np.ones(3), fingerprint=f"class {c}") is not None]
+    assert kept == [2]  # the most recently used of the other key's
+
+
 def test_mempm_without_sparsity_term_shares_fs_mempm_search(data, alone, solves):
     """The bound search without a surrogate weighs the search's SOCPs by 1, as FS-MEMPM's ``l1``
     (slope 1 at zero) does: one search serves both, with each answer its own; a surrogate of

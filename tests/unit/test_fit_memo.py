@@ -17,7 +17,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.svm import SVC, LinearSVC
 
-from fsframe.evaluation.protocols import Evaluator, _fit_key, clear_fit_memo, fit_memo_info
+from fsframe.evaluation.evaluator import Evaluator, _fit_key, clear_fit_memo, fit_memo_info
 
 
 @pytest.fixture(autouse=True)
