@@ -494,13 +494,13 @@ def test_the_duplicate_search_projects_on_seed_0s_normal_draw_kept_read_only():
     # data_diagnostics hashes columns through default_rng(0).standard_normal(m), drawn once per m:
     # the kept draw is that one, read-only (no caller can change the next fit's hashing), and a
     # fresh length draws afresh
-    from fsframe import dataset
+    from fsframe import data_diagnostics as diagnostics
 
     for m in (30, 31, 30):
-        v = dataset._projection(m)
+        v = diagnostics._projection(m)
         assert np.array_equal(v, np.random.default_rng(0).standard_normal(m)) and not v.flags.writeable
         with pytest.raises(ValueError):
             v[0] = 1.0
     X = np.random.default_rng(3).standard_normal((31, 5))
     X[:, 4] = X[:, 1]
-    assert dataset.data_diagnostics(X)["duplicate_pairs"] == [(1, 4)]
+    assert diagnostics.data_diagnostics(X)["duplicate_pairs"] == [(1, 4)]
