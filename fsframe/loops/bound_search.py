@@ -3,14 +3,8 @@ loop that varies the *formulation's* bound parameters, not the sparsity weights.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import math
-import numbers
-import threading
 import warnings
-from collections import OrderedDict
-from typing import Callable, Iterator, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -20,15 +14,15 @@ from ..enums import UNDECIDED, Status
 from ..errors import ConvergenceWarning, DataWarning, InfeasibleParameterError, InvalidOptionError
 from ..validators import as_int, positive_int, real, to_float
 from .base import INFEASIBLE, Choice, Finish, OuterLoop, Step, support_of
+# re-exported: the criteria and the memo stay importable from fsframe.loops.bound_search
+from .bound_criteria import T_FAMILY, _check_criterion, _criterion, _rank, criterion_score
+from .bound_memo import _SHARING, SearchMemo, sharing_visits, subproblem_fingerprint
 from .selection import contribution, group_scale
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
 
 __all__ = ["BoundSearch", "T_FAMILY", "criterion_score", "SearchMemo", "sharing_visits", "subproblem_fingerprint"]
-
-T_FAMILY: dict[str, Callable[[float], float]] = {"log": math.log, "sqrt": math.sqrt}
-"""Named adjustment factors ``t(NSF)`` of 001's Remark (``bound / t(NSF)``)."""
 
 
 MIN_RESOLUTION = 1e-8
@@ -37,56 +31,6 @@ MIN_RESOLUTION = 1e-8
 (their default feasibility tolerance): a narrower bisection bracket, a smaller step or a smaller NSF
 threshold would measure solver noise. (``eps=1e-300`` once ran 10 000 SOCPs: below ~1e-16 the
 bisection's midpoint no longer moves in floating point, and only ``max_iter`` ended the search.)"""
-
-
-def _t_function(criterion) -> Callable[[float], float]:
-    """``t`` of the criterion: ``1`` for criterion 1, ``NSF`` for criterion 2, else the named or
-    given function, clipped to ``[1, NSF]`` (001's Remark: ``1 <= t <= NSF``). A value that is not
-    a real number (a string, ``None``, a bool) or is NaN is an
-    :class:`~fsframe.errors.InvalidOptionError` naming it."""
-    if criterion == 1:
-        return lambda nsf: 1.0
-    if criterion == 2:
-        return lambda nsf: float(nsf)
-    fn = T_FAMILY[criterion] if isinstance(criterion, str) else criterion
-
-    def t(nsf):
-        v = fn(nsf)
-        real = not isinstance(v, (bool, np.bool_)) and isinstance(v, numbers.Real)
-        if not real or math.isnan(v):
-            raise InvalidOptionError(
-                f"criterion {getattr(fn, '__name__', fn)!r}: t(NSF={nsf}) returned "
-                f"{'NaN' if real else f'{v!r}, not a real number'}; the criterion bound / t(NSF) needs a real t "
-                "(clipped to [1, NSF], 001's Remark)")
-        return min(max(float(v), 1.0), float(nsf))
-
-    return t
-
-
-def criterion_score(bound: float, nsf: int, criterion) -> float:
-    """``bound / t(NSF)`` (001 §3.2: criterion 1 ``t = 1``, criterion 2 ``t = NSF``, the Remark's
-    family in between); ``-inf`` for an empty selection."""
-    if nsf < 1:
-        return -math.inf
-    return bound / _t_function(criterion)(nsf)
-
-
-def _check_criterion(inst, attr, value):
-    if value in (1, 2) and not isinstance(value, bool):
-        return
-    if isinstance(value, str) and value in T_FAMILY:
-        return
-    if callable(value) and not isinstance(value, (str, int, float)):
-        return
-    raise ValueError(f"criterion must be 1, 2, one of {sorted(T_FAMILY)} or a callable t(NSF), got {value!r}")
-
-
-def _criterion(v):
-    if isinstance(v, str) and v.strip() in ("1", "2"):
-        return int(v)
-    if isinstance(v, float) and v in (1.0, 2.0):
-        return int(v)
-    return v
 
 
 SEARCHES = ("bisection", "grid")
@@ -104,162 +48,6 @@ def _resolvable(inst, attr, value):
         raise ValueError(f"{attr.name} must lie in [{MIN_RESOLUTION:g}, 1), got {value!r}: the SOCP solvers resolve "
                          f"bounds and weights to about {MIN_RESOLUTION:g}, so a finer {attr.name} measures their "
                          "noise (and can only end at max_iter)")
-
-
-class SearchMemo:
-    """The visits of finished bound searches, kept by a key the caller gives (:func:`sharing_visits`)
-    and the ``fingerprint`` of the subproblem searched (:func:`subproblem_fingerprint`: its data,
-    backend and solve options), so that a search with the same inputs and another ``criterion``
-    replays them instead of solving again. 001's Algorithm 1 (``search="bisection"``) visits points
-    by feasibility alone: criteria 1, 2 and any ``t`` visit the same SOCPs and differ only in the
-    choice among them and its re-solve. One key holds one search per subproblem: a multi-class
-    fit's one-vs-rest searches (one binary problem each) are kept side by side, and each is replayed
-    only for its own problem. ``size`` searches are kept (least recently used dropped first), but a
-    key's searches are never dropped to make room for another search of the same key: one fit's
-    searches stay whole however many it runs (a one-vs-rest fit of ORL's 40 classes runs 40, more
-    than ``size``), so the next cell of that key replays every one. ``hits`` and ``misses`` count
-    searches replayed and searches solved, ``partial`` the solved ones that replayed some visits
-    first, ``refused`` the lookups whose key was kept only for other subproblems (other data, e.g.
-    another split or another class of a multi-class fit, or another backend): the key is only a
-    hint. Thread-safe (a lock)."""
-
-    def __init__(self, size: int = 16):
-        self.size = int(size)
-        self._kept: "OrderedDict[object, tuple]" = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-        self.partial = 0
-        self.refused = 0
-
-    def get(self, key, loop: "BoundSearch", lin: np.ndarray, formulation=None, fingerprint=None) -> list | None:
-        """The recorded visits of ``key`` when they were made by a search equal to ``loop`` in
-        every field but ``criterion``, with the same slot weights ``lin``, of an equal
-        ``formulation``, on data and backend of the same ``fingerprint``; else ``None``."""
-        with self._lock:
-            got = self._kept.get((key, fingerprint))
-            if got is None:
-                self.refused += any(k == key for k, _ in self._kept)  # the key kept for other subproblems
-                return None
-            if got[0] != _without_criterion(loop) or not np.array_equal(got[1], lin):
-                return None
-            try:
-                if not bool(got[2] == formulation):
-                    return None
-            except Exception:  # a formulation whose fields do not compare (arrays): not shared
-                return None
-            self._kept.move_to_end((key, fingerprint))
-            return got[3]
-
-    def put(self, key, loop: "BoundSearch", lin: np.ndarray, visits: list, formulation=None,
-            fingerprint=None) -> None:
-        """Keep ``visits`` (``(point, iterate)`` pairs) under ``key`` and ``fingerprint``: of each
-        iterate only what a replay reads (status, point, coefficients, intercept, group norms,
-        objective; the solver's raw answer is dropped)."""
-        kept = [(point, _lean(it)) for point, it in visits]
-        with self._lock:
-            self._kept[(key, fingerprint)] = (_without_criterion(loop), np.array(lin), formulation, kept)
-            self._kept.move_to_end((key, fingerprint))
-            while len(self._kept) > self.size:
-                other = next((k for k in self._kept if k[0] != key), None)  # least recently used of other keys
-                if other is None:  # only this key's searches are left: they stay whole
-                    break
-                del self._kept[other]
-
-    def count(self, *, replayed: bool, partial: bool = False) -> None:
-        """Count one finished search: replayed (a hit), else solved (a miss; ``partial`` when it
-        replayed some visits first). Under the lock, as every other count."""
-        with self._lock:
-            if replayed:
-                self.hits += 1
-            else:
-                self.misses += 1
-                self.partial += bool(partial)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
-            self.hits = self.misses = self.partial = self.refused = 0
-
-    def __len__(self) -> int:
-        return len(self._kept)
-
-
-def _lean(it):
-    """``it`` without the solver's raw answer (``result.raw``), which a replay never reads."""
-    if getattr(it.result, "raw", None) is None:
-        return it
-    return attrs.evolve(it, result=attrs.evolve(it.result, raw=None))
-
-
-def subproblem_fingerprint(sub) -> str:
-    """A digest of what a search's SOCPs depend on besides the loop: the subproblem's data (``X``
-    and ``y`` by value, dense or sparse), its backend's name and its solve options. A
-    :class:`SearchMemo` replays an entry only for the fingerprint it was recorded with."""
-    import hashlib
-
-    import scipy.sparse as sp
-
-    h = hashlib.sha256()
-    for a in (sub.X, sub.y):
-        if sp.issparse(a):
-            a = sp.csr_matrix(a)
-            parts = (a.data, a.indices, a.indptr)
-        else:
-            parts = (np.asarray(a),)
-        h.update(repr(getattr(a, "shape", None)).encode())
-        for part in parts:
-            part = np.ascontiguousarray(part)
-            h.update(part.dtype.str.encode())
-            h.update(part.tobytes() if part.dtype.kind != "O" else repr(part.tolist()).encode())
-    h.update(repr((getattr(sub.backend, "name", sub.backend), getattr(sub, "options", None))).encode())
-    return h.hexdigest()
-
-
-_SHARING: contextvars.ContextVar = contextvars.ContextVar("bound_search_sharing", default=None)
-
-
-@attrs.define
-class SharedSearches:
-    """What the searches inside one :func:`sharing_visits` block did (the object the block
-    yields): ``replayed`` and ``solved`` count its own searches, whatever other threads or
-    interleaved blocks do with the same memo meanwhile (the memo's ``hits`` and ``misses`` are
-    the process's totals). The counters need no lock: the block's object is reached only through a
-    :class:`contextvars.ContextVar` set by the block, so only searches run in that context (one
-    after the other; a thread started inside does not inherit it) increment them."""
-
-    memo: SearchMemo
-    key: object
-    replayed: int = 0
-    solved: int = 0
-
-
-@contextlib.contextmanager
-def sharing_visits(memo: SearchMemo, key) -> Iterator[SharedSearches]:
-    """Within this block a :class:`BoundSearch` with ``search="bisection"`` records its visits in
-    ``memo`` under ``key`` (hashable), or replays those recorded there by a search equal to it but
-    for ``criterion``, with the same slot weights (the L1 weights ``phi'(0)``: 1 with the ``l1``
-    surrogate and without one, so a search without a surrogate is FS-MEMPM's): each
-    visited point's solved iterate is reused instead of solving that SOCP, and only the choice and
-    its re-solve at the chosen bounds are computed. ``key`` is a hint: an entry is replayed only
-    when the subproblem's data, backend and solve options are those it was recorded with
-    (:func:`subproblem_fingerprint`; the memo keeps a search per key and fingerprint, so the
-    one-vs-rest searches of a multi-class fit each replay their own; a key kept only for other
-    subproblems is solved afresh and counted in ``memo.refused``),
-    and the loop's fields, the weights and the formulation (``==``) agree. Replayed visits are
-    checked point by point against the ones the search asks for (a search that asks for another point solves from there on). The
-    answer is the one a search without the memo returns; the history's seconds are the replay's.
-    Yields the block's own account (:class:`SharedSearches`)."""
-    share = SharedSearches(memo, key)
-    token = _SHARING.set(share)
-    try:
-        yield share
-    finally:
-        _SHARING.reset(token)
-
-
-def _without_criterion(loop: "BoundSearch") -> "BoundSearch":
-    return attrs.evolve(loop, criterion=1)
 
 
 @attrs.frozen
@@ -638,13 +426,6 @@ class BoundSearch(OuterLoop):
         info["n_socps"] = st.n + len(statuses) - len(st.unrecorded)
         objective = float(sum(st.sub.at_support(chosen, mask)))  # the model's loss + lin'||w_(j)||
         return Choice(chosen, mask, objective, info, statuses=tuple(statuses))
-
-
-def _rank(kept) -> tuple:
-    """The criterion's order of a kept ``(k, params, iterate, nsf)``: score, then the larger bound,
-    then fewer features (001 §3.2's choice with its ties)."""
-    _, params, _, nsf = kept
-    return params["score"], params["bound"], -nsf
 
 
 class _Stop(Exception):
