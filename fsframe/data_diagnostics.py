@@ -1,6 +1,6 @@
 """What is legal but awkward in a data set's features and classes: constant, duplicate and
 identifier-like columns (:func:`data_diagnostics`, found in bulk, without densifying a sparse
-``X``) and classes under five samples, said once as :class:`~fsframe.errors.DataWarning`\ s."""
+``X``) and classes under five samples, each said once as a :class:`~fsframe.errors.DataWarning`."""
 
 from __future__ import annotations
 
