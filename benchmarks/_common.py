@@ -31,3 +31,36 @@ def head_commit(root: Path) -> str:
                               check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def add_data_dir(ap, holds: str = "the study's data files") -> None:
+    """Add ``--data-dir DIR`` (alias ``--data``) to the parser ``ap``: the data folder, as ``fsframe
+    run --data-dir`` takes it. Its default is none, so the study reads the folder ``$FSFRAME_DATA``
+    names (docs/papers.md); no folder outside the repository is tried."""
+    ap.add_argument("--data-dir", "--data", dest="data_dir", default=None,
+                    help=f"the folder holding {holds} (default: $FSFRAME_DATA, as for 'fsframe run')")
+
+
+def study_with_data(ap, name: str, data_dir=None, datasets=None):
+    """The shipped study ``name`` as ``fsframe run`` loads it: its data folder ``data_dir``
+    (``--data-dir``), else ``$FSFRAME_DATA``; its files checked by :func:`check_data`."""
+    from fsframe.evaluation.study import load_study
+
+    return check_data(ap, load_study(name, data_dir=data_dir), datasets)
+
+
+def check_data(ap, study, datasets=None):
+    """``study``, when every data set it reads from a file (of those named in ``datasets``, when
+    given) is in its data folder; else the script of the parser ``ap`` stops with exit status 2 and
+    the study's one-line message (which folder, where it came from, where to download the file;
+    :meth:`~fsframe.evaluation.study_data.DatasetSpec.check_file`), as when no folder is set.
+    Nothing but the folder's listing is read."""
+    from fsframe.errors import DataFileError
+
+    try:
+        for spec in study.datasets:
+            if datasets is None or spec.name in datasets:
+                spec.check_file()
+    except DataFileError as exc:
+        ap.exit(2, f"{ap.prog}: {exc}\n")
+    return study

@@ -18,6 +18,7 @@ import argparse
 import functools
 import json
 import os
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -26,6 +27,9 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts' shared helpers
+from _common import add_data_dir, study_with_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "dso_paper004_fit"
@@ -85,12 +89,13 @@ def one_fit(X, y, p: float) -> dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=os.environ.get("FSFRAME_SHARED_DATA", os.environ.get("FSFRAME_DATA", "data")))
+    add_data_dir(ap)
     ap.add_argument("--datasets", nargs="+", default=["semeion", "isolet"])
     ap.add_argument("--p", nargs="+", type=float, default=list(GRID))
     ap.add_argument("--compare-p", nargs="+", type=float, default=[0.5],
                     help="the p at which the path without shortcuts is run too")
     args = ap.parse_args(argv)
+    study_with_data(ap, "paper004", args.data_dir, args.datasets)  # stops at once (status 2) when a file is absent
     out = {"load_average": os.getloadavg(), "rows": []}
     for name in args.datasets:
         X, y = training_part(name, args.data_dir)

@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts' shared helpers
+from _common import add_data_dir, study_with_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "paper000_gap3.json"
@@ -219,23 +223,20 @@ def draw(res: dict, path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
-def sonar(data_dir=None):
+def sonar(data_dir=None, ap=None):
     """Sonar as paper000's study loads it (its ``[[datasets]]`` entry: the file, the label column),
-    from ``data_dir``, else ``$FSFRAME_DATA``: a :class:`~fsframe.errors.DataFileError` saying which
-    folder lacks ``sonar.csv`` and where to get it, or that no folder is set."""
-    from fsframe.evaluation.study import load_study
-
-    (spec,) = [d for d in load_study("paper000", data_dir=data_dir).datasets if d.name == "sonar"]
+    from ``data_dir``, else ``$FSFRAME_DATA``; when the folder lacks ``sonar.csv``, or no folder is
+    set, the script ``ap`` (by default this one) stops with status 2 and the study's message."""
+    study = study_with_data(ap or argparse.ArgumentParser(prog=Path(__file__).name), "paper000", data_dir, ["sonar"])
+    (spec,) = [d for d in study.datasets if d.name == "sonar"]
     return spec.load()
 
 
 def main(argv=None):
     import fsframe
-    from fsframe.errors import DataFileError
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", "--data", dest="data_dir", default=None,
-                    help="the folder holding sonar.csv (default: $FSFRAME_DATA, as for 'fsframe run paper000')")
+    add_data_dir(ap, "sonar.csv")
     ap.add_argument("--png", type=Path, default=ROOT / "docs" / "img" / "paper000-delta-tradeoff.png")
     ap.add_argument("--redraw", action="store_true", help="only draw the picture from the results file")
     args = ap.parse_args(argv)
@@ -247,10 +248,7 @@ def main(argv=None):
         draw(res, args.png)
         print(json.dumps({"others": res["others"], "mcc_readings": res["mcc_readings"]}, indent=1))
         return
-    try:
-        data = sonar(args.data_dir)
-    except DataFileError as exc:
-        ap.exit(2, f"{ap.prog}: {exc}\n")
+    data = sonar(args.data_dir, ap)
     X, y = np.asarray(data.X, dtype=float), np.asarray(data.y)
     p, n = int((y == "M").sum()), int((y == "R").sum())
     from sklearn.model_selection import StratifiedKFold

@@ -20,7 +20,7 @@ appends the costs to the file's ``cells_cpu`` list (``benchmarks/results/paper00
 reads the file, extends the list and writes it back, unlocked, so two runs given the same file at
 once can lose one's rows (run them one after the other, or give each its own file).
 
-    nice -n 5 python benchmarks/paper004_cell_cpu.py --datasets semeion --rows mrmr dso-fs \\
+    nice -n 5 python benchmarks/paper004_cell_cpu.py --data-dir DIR --datasets semeion --rows mrmr dso-fs \\
         --cells results/paper004/cells --json benchmarks/results/paper004_row_cost.json
 """
 
@@ -34,6 +34,9 @@ import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts' shared helpers
+from _common import add_data_dir, study_with_data
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "paper004_row_cost.json"
@@ -233,10 +236,8 @@ def compare(rows: list, before: list) -> list:
 
 
 def main(argv=None):
-    from fsframe.evaluation.study import load_study
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=os.environ.get("FSFRAME_DATA", str(ROOT.parent / "shared" / "data")))
+    add_data_dir(ap)
     ap.add_argument("--datasets", nargs="+", default=["isolet"])
     ap.add_argument("--rows", nargs="+", help="row labels (default: every row)")
     ap.add_argument("--split", type=int, default=0)
@@ -249,7 +250,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.clarabel_threads is not None:
         clarabel_threads(args.clarabel_threads)
-    study = load_study("paper004", data_dir=args.data_dir)
+    study = study_with_data(ap, "paper004", args.data_dir, args.datasets)
     import attrs
 
     study = attrs.evolve(study, datasets=[d for d in study.datasets if d.name in args.datasets])

@@ -16,11 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts' shared helpers
+from _common import add_data_dir, study_with_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]  # the study's C grid (004 §5.1)
@@ -34,16 +38,16 @@ def main(argv=None):
     from fsframe.evaluation.protocols import ranking
     from fsframe.evaluation.runner import _as_data
     from fsframe.evaluation.splits import make_splits
-    from fsframe.evaluation.study import folds_for, load_study
+    from fsframe.evaluation.study import folds_for
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=os.environ.get("FSFRAME_DATA", str(ROOT.parent / "shared" / "data")))
+    add_data_dir(ap)
     ap.add_argument("--dataset", default="semeion")
     ap.add_argument("--folds", type=int, default=1, help="inner folds of split 0 timed (of 8)")
     ap.add_argument("--out", type=Path, default=None,
                     help="write STEM.json and STEM.md (the committed: benchmarks/results/paper004_inner_sweep)")
     args = ap.parse_args(argv)
-    study = load_study("paper004", data_dir=args.data_dir)
+    study = study_with_data(ap, "paper004", args.data_dir, [args.dataset])
     spec = next(d for d in study.datasets if d.name == args.dataset)
     X, y, _ = _as_data(spec.load(), None, "standard")
     split = make_splits(y, 0.4, repeats=10, random_state=0, X=X)[0][0]

@@ -8,7 +8,7 @@ tuned over 004's grid by 8-fold CV, 3-fold below 200 training samples) on all 61
 on each split's whole training part and on a stratified half of it, scored on the same test part.
 Prints the accuracies; ``--json FILE`` writes them (``benchmarks/results/paper004_isolet_size.json``).
 
-    nice -n 5 python benchmarks/paper004_isolet_size.py --splits 0 1 --json benchmarks/results/paper004_isolet_size.json
+    nice -n 5 python benchmarks/paper004_isolet_size.py --data-dir DIR --splits 0 1 --json benchmarks/results/paper004_isolet_size.json
 """
 
 from __future__ import annotations
@@ -16,10 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts' shared helpers
+from _common import add_data_dir, study_with_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,16 +33,15 @@ def main(argv=None):
     from threadpoolctl import threadpool_limits
 
     from fsframe.evaluation.experiment import _plan
-    from fsframe.evaluation.study import load_study
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=os.environ.get("FSFRAME_DATA", str(ROOT.parent / "shared" / "data")))
+    add_data_dir(ap, "isolet.csv")
     ap.add_argument("--splits", nargs="+", type=int, default=[0])
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     import attrs
 
-    study = load_study("paper004", data_dir=args.data_dir)
+    study = study_with_data(ap, "paper004", args.data_dir, ["isolet"])
     study = attrs.evolve(study, datasets=[d for d in study.datasets if d.name == "isolet"])
     data, tasks, metas, _ = _plan(study)
     rows = []

@@ -29,6 +29,9 @@ import time
 import warnings
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts' shared helpers
+from _common import add_data_dir, check_data
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "paper_study_cost.json"
 
@@ -227,7 +230,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("studies", nargs="*", default=["paper000", "paper001", "paper002", "paper002-dual", "paper003",
                                                    "paper004"])
-    ap.add_argument("--data-dir", default=os.environ.get("FSFRAME_DATA", str(ROOT.parent / "shared" / "data")))
+    add_data_dir(ap, "the studies' data files")
     ap.add_argument("--json", type=Path, default=OUT)
     ap.add_argument("--quick", action="store_true",
                     help="a tuned row from one cell at its grid's middle point + one fit of every grid point x "
@@ -249,6 +252,8 @@ def main(argv=None):
         if unknown:
             ap.error(f"no study has the data set(s) {unknown} (they have {names}); --datasets takes every word "
                      "after it: name the studies first")
+    for study in studies:  # every file the sample reads is there, before any study runs
+        check_data(ap, study, args.datasets)
     for study in studies:
         name = study.name
         if args.datasets and not any(d.name in args.datasets for d in study.datasets):

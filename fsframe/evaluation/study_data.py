@@ -87,12 +87,19 @@ class DatasetSpec:
         if self.generator is not None:
             data = _generate(self.generator, options, self.name)
         else:
-            if self.source is None or (self.file is not None and not Path(self.source).is_file()):
-                raise DataFileError(self._missing())
+            self.check_file()
             data = load_dataset(self.source, **options)
         if onehot is not None:
             data = _from_onehot(data, onehot, self.name)
         return data
+
+    def check_file(self) -> None:
+        """A :class:`DataFileError` saying where to get it when this data set reads a file that is
+        not in the data folder, or no data folder is set; nothing is read (a bundled or generated
+        data set passes)."""
+        if self.generator is None and (self.source is None or (self.file is not None
+                                                                and not Path(self.source).is_file())):
+            raise DataFileError(self._missing())
 
     def _missing(self) -> str:
         get = f"download it from {self.url}" if self.url else "get it"
