@@ -24,11 +24,24 @@ part of each split only. Splits depend only on ``y``, the protocol and ``random_
 reproducible, and methods compared with the same seed see the same splits. Inputs are never
 modified.
 
-Modules, by concern: :mod:`~fsframe.evaluation.splits` (protocols), :mod:`~.preprocess` (scaling,
-retrained classifier), :mod:`~.metrics`, :mod:`~.stability`, :mod:`~.config` (method
-configurations), :mod:`~.records` (:class:`FoldRecord`, :class:`CVResult`), :mod:`~.report`
-(text), :mod:`~.runner` (:func:`cross_validate`), :mod:`~.comparison` (:func:`compare`),
-:mod:`~.serialize` (JSON, versions).
+Modules, by concern:
+
+* one evaluation — :mod:`~fsframe.evaluation.splits` (the protocols' splits), :mod:`~.preprocess`
+  (scaling, the retrained classifier), :mod:`~.config` (method configurations), :mod:`~.runner`
+  (:func:`cross_validate`), :mod:`~.comparison` (:func:`compare`), :mod:`~.engine` (the one
+  runner of the cells) and :mod:`~.executor` / :mod:`~.distributed` (where they run: this
+  process, a joblib pool, a Dask cluster);
+* its measures and records — :mod:`~.metrics`, :mod:`~.stability`, :mod:`~.records`
+  (:class:`FoldRecord`, :class:`CVResult`), :mod:`~.report` (text), :mod:`~.serialize` (JSON,
+  versions), :mod:`~.plots` (pictures);
+* studies — :mod:`~.study` (the experiment file; the shipped ones in ``studies/``),
+  :mod:`~.study_data` (its data sets and the data folder), :mod:`~.protocols` (what the papers'
+  protocols compute beyond one fit), :mod:`~.evaluator` (the evaluated classifier of a protocol), :mod:`~.experiment`
+  (:func:`~.experiment.run_study` into a results folder, resumably), :mod:`~.cells` (one file per
+  finished cell), :mod:`~.manifest` (what ran, where), :mod:`~.archive` (cells to commit and
+  restore), :mod:`~.pages` (the report page);
+* the papers — :mod:`~.paper_numbers` (the published numbers, package data in ``papers/``, and
+  their comparison with ours) and :mod:`~.paper` (a study's digest and the page beside its paper).
 """
 
 from __future__ import annotations
