@@ -3,8 +3,9 @@
 warm step of EM runs replayed on a fresh subproblem through ``solve_box_qp`` and
 :meth:`~fsframe.dense_em.DenseHingeSubproblem.certificate` — the same multipliers (bitwise: the
 same pivots), the same model and intercept (the intercept's midpoint rule when no multiplier is
-free included), the same certificate measures, the same decision; a step the compiled call
-defers (an infeasible start, a free set the new Hessian cannot hold) is the general path's.
+free included), the same certificate measures, the same decision (a free set the new Hessian
+cannot hold shrunk first on both paths, by the compiled ``_regularize``); a step the compiled
+call defers (an infeasible start) is the general path's.
 Skipped without numba (the ``fast`` extra)."""
 
 from __future__ import annotations
