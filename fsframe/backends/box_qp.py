@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidOptionError
 from . import box_qp_jit
 
-__all__ = ["BoxQPResult", "compiled_available", "solve_box_qp"]
+__all__ = ["BoxQPResult", "compiled_available", "crash_start", "solve_box_qp"]
 
 
 @attrs.frozen(eq=False)
@@ -401,6 +401,21 @@ def _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol) -> tuple[NDArray | None, ND
     if int(np.count_nonzero((out > lo) & (out < hi))) > hold:
         return None, H
     return out, H
+
+
+def crash_start(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi: NDArray, lam: NDArray,
+                sweeps: float) -> NDArray | None:
+    """The crash start :func:`solve_box_qp` takes with ``crash=sweeps`` from the feasible ``lam`` (not
+    changed), for a caller that runs the pivots itself (``fsframe.dense_em``'s compiled warm step):
+    the point after at most ``sweeps * m`` steps of ``box_qp_jit.crash``, or ``None`` where
+    ``solve_box_qp`` would not take it (numba absent or ``FSFRAME_NO_JIT`` set, more than one
+    equality row or a zero entry in it, a free set more than the Hessian can hold, the equality
+    lost to rounding, an unbounded direction)."""
+    m = F.shape[0]
+    if not m or not compiled_available() or not (E.shape[0] == 0 or (E.shape[0] == 1 and np.all(E[0] != 0))):
+        return None
+    e_tol = box_qp_jit.START_TOL * max(1.0, float(np.abs(e).max(initial=0.0)))
+    return _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol)[0]
 
 
 CRASH_GIVE_UP = 2
