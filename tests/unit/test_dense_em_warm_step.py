@@ -245,7 +245,7 @@ def test_a_warm_step_whose_pivots_fail_reports_their_status_without_repeating_th
     import fsframe.dense_em as dense_em
 
     X, y_pm = _instance(7, m=80, n=19)  # fewer than CRASH_MIN_RATIO columns per row: no crash of the warm start
-    assert not dense_em.warm_crash_applies(X.shape)
+    assert not dense_em.warm_crash_applies(X.shape, X.shape[1])
     sub = DenseHingeSubproblem(X, y_pm, 1.0)
     assert sub.solve(quad=np.ones(19)).ok
     step = sub._compiled_step
@@ -286,7 +286,7 @@ def test_the_step_forms_the_scaled_columns_as_numpy_does(monkeypatch):
     # solve's warm step on a fresh subproblem from the same start (not crashed): the same answer again
     import fsframe.dense_em as dense_em
 
-    monkeypatch.setattr(dense_em, "warm_crash_applies", lambda shape: False)
+    monkeypatch.setattr(dense_em, "warm_crash_applies", lambda shape, n: False)
     again = DenseHingeSubproblem(X, y_pm, 1.0)
     again._warm = start.copy()
     it = again.solve(quad=q)

@@ -32,17 +32,30 @@ def _instance(seed, m=120, n=48):
     return (X - X.mean(0)) / X.std(0), y
 
 
-def test_the_rule_is_the_cold_crash_rule_on_feature_duals():
-    assert warm_crash_applies((166, 60)) and warm_crash_applies((166, 42)) and warm_crash_applies((1000, 999))
-    assert not warm_crash_applies((166, 41))  # fewer than CRASH_MIN_RATIO columns per row
-    assert not warm_crash_applies((166, 166)) and not warm_crash_applies((50, 200))  # a kernel map's duals
-    assert not warm_crash_applies((1001, 600))  # beyond CRASH_MAX_ROWS: F F' not formed
+def test_the_rule_is_the_cold_crash_rule_on_data_narrower_than_tall():
+    assert warm_crash_applies((166, 60), 60) and warm_crash_applies((166, 42), 60)
+    assert warm_crash_applies((1000, 999), 999)
+    assert not warm_crash_applies((166, 41), 60)  # fewer than CRASH_MIN_RATIO columns per row
+    # a kernel map (one column per sample), even where EM has left fewer live columns than rows
+    assert not warm_crash_applies((166, 100), 166) and not warm_crash_applies((50, 200), 200)
+    assert not warm_crash_applies((1001, 600), 600)  # beyond CRASH_MAX_ROWS: F F' not formed
+
+
+def test_a_kernel_maps_warm_steps_are_not_crashed(monkeypatch):
+    X, y = _instance(3, m=60, n=12)
+    taken = []
+    crash_start = dense_em.crash_start
+    monkeypatch.setattr(dense_em, "crash_start", lambda *a: taken.append(1) or crash_start(*a))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, method="em-l0", kernel="linear", n_features=4)
+    assert res.info.get("solver_path") == "dense_em" and res.n_iter > 2 and not taken
 
 
 def _first_warm_step(X, y, crash: bool, monkeypatch):
     """EM's cold L2 start, then the first reweighted dual from its multipliers; with the warm
     crash or without it (the plain warm start)."""
-    monkeypatch.setattr(dense_em, "warm_crash_applies", warm_crash_applies if crash else (lambda shape: False))
+    monkeypatch.setattr(dense_em, "warm_crash_applies", warm_crash_applies if crash else (lambda shape, n: False))
     sub = DenseHingeSubproblem(X, y, 1.0)
     first = sub.solve(quad=np.ones(X.shape[1]))
     q = 1.0 / np.maximum(np.asarray(first.t) ** 2, 1e-12)  # EM's zero-norm weights
@@ -62,7 +75,7 @@ def _cvxpy_primal(X, y, q, C=1.0):
 @pytest.mark.parametrize("seed", range(4))
 def test_a_crashed_warm_step_reaches_the_plain_warm_steps_optimum_in_fewer_pivots(seed, monkeypatch):
     X, y = _instance(seed)
-    assert warm_crash_applies(X.shape)
+    assert warm_crash_applies(X.shape, X.shape[1])
     q, plain, p_plain = _first_warm_step(X, y, False, monkeypatch)
     q2, crashed, p_crashed = _first_warm_step(X, y, True, monkeypatch)
     assert np.array_equal(q, q2)
@@ -80,7 +93,7 @@ def test_a_crashed_warm_step_reaches_the_plain_warm_steps_optimum_in_fewer_pivot
 
 
 def _fit(X, y, crash, monkeypatch, **kw):
-    monkeypatch.setattr(dense_em, "warm_crash_applies", warm_crash_applies if crash else (lambda shape: False))
+    monkeypatch.setattr(dense_em, "warm_crash_applies", warm_crash_applies if crash else (lambda shape, n: False))
     taken = []
     crash_start = dense_em.crash_start
     monkeypatch.setattr(dense_em, "crash_start", lambda *a: (lambda out: taken.append(out is not None) or out)(
