@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidOptionError
 from . import box_qp_jit
 
-__all__ = ["BoxQPResult", "compiled_available", "solve_box_qp"]
+__all__ = ["BoxQPResult", "compiled_available", "crash_start", "solve_box_qp"]
 
 
 @attrs.frozen(eq=False)
@@ -397,10 +397,25 @@ def _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol) -> tuple[NDArray | None, ND
         return None, H
     out = np.clip(out, lo, hi)
     # more free variables than the Hessian's rank and the equality can hold: the warm start would
-    # first be shrunk by the Python _regularize, slower than the cold start the crash was to save
+    # first be shrunk (_regularize), slower than the cold start the crash was to save
     if int(np.count_nonzero((out > lo) & (out < hi))) > hold:
         return None, H
     return out, H
+
+
+def crash_start(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi: NDArray, lam: NDArray,
+                sweeps: float) -> NDArray | None:
+    """The crash start :func:`solve_box_qp` takes with ``crash=sweeps`` from the feasible ``lam`` (not
+    changed), for a caller that runs the pivots itself (``fsframe.dense_em``'s compiled warm step):
+    the point after at most ``sweeps * m`` steps of ``box_qp_jit.crash``, or ``None`` where
+    ``solve_box_qp`` would not take it (numba absent or ``FSFRAME_NO_JIT`` set, more than one
+    equality row or a zero entry in it, a free set more than the Hessian can hold, the equality
+    lost to rounding, an unbounded direction)."""
+    m = F.shape[0]
+    if not m or not compiled_available() or not (E.shape[0] == 0 or (E.shape[0] == 1 and np.all(E[0] != 0))):
+        return None
+    e_tol = box_qp_jit.START_TOL * max(1.0, float(np.abs(e).max(initial=0.0)))
+    return _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol)[0]
 
 
 CRASH_GIVE_UP = 2
@@ -413,8 +428,9 @@ _STATUS = box_qp_jit.STATUS
 
 def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter, H=None) -> BoxQPResult:
     """:func:`_active_set` with the pivots compiled (``box_qp_jit._active_set``).
-    A warm start whose free set the new Hessian cannot support is shrunk here, by the Python
-    :func:`_regularize`, and the compiled loop goes on from there."""
+    A warm start whose free set the new Hessian cannot support is shrunk here by the compiled
+    twin of :func:`_regularize` (``box_qp_jit._regularize``: the same steps, its SVDs LAPACK's as
+    numba calls them), and the compiled loop goes on from there."""
     jit = box_qp_jit  # the status codes
     active_set = box_qp_jit.compiled()
     F = np.ascontiguousarray(F, dtype=float)
@@ -433,11 +449,9 @@ def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter, H=None) -> 
         if code != jit.NEEDS_REGULARIZE:
             break
         regularized = True
-        st = _State(F, f, E, lo, hi, lam, free)
-        why = _regularize(st, 1e-10)
-        if why is not None:
-            return BoxQPResult(why, iterations=it)
-        lam, free = st.lam, st.free
+        why = box_qp_jit._regularize(F, f, E, lo, hi, lam, free, 1e-10)  # compiled with the loop
+        if why != jit.OPTIMAL:
+            return BoxQPResult(_STATUS[why], iterations=it)
         it += 1  # the Python loop counts the shrinking as a pivot
     if code != jit.OPTIMAL:
         return BoxQPResult(_STATUS[code], iterations=it)

@@ -3,8 +3,9 @@
 warm step of EM runs replayed on a fresh subproblem through ``solve_box_qp`` and
 :meth:`~fsframe.dense_em.DenseHingeSubproblem.certificate` — the same multipliers (bitwise: the
 same pivots), the same model and intercept (the intercept's midpoint rule when no multiplier is
-free included), the same certificate measures, the same decision; a step the compiled call
-defers (an infeasible start, a free set the new Hessian cannot hold) is the general path's.
+free included), the same certificate measures, the same decision (a free set the new Hessian
+cannot hold shrunk first on both paths, by the compiled ``_regularize``); a step the compiled
+call defers (an infeasible start) is the general path's.
 Skipped without numba (the ``fast`` extra)."""
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def _recorded_run(X, y_pm, r, method, monkeypatch):
     def spy_step(self, *args, **kw):
         out = warm_step(self, *args, **kw)
         steps[-1]["fast"] = out
+        steps[-1]["used"] = args[4].copy()  # the start the compiled call took (a crashed one where it applies)
         return out
 
     monkeypatch.setattr(DenseHingeSubproblem, "solve", spy_solve)
@@ -77,7 +79,7 @@ def test_every_warm_step_equals_the_general_path(seed, r, method, decades, monke
     assert len(fast) >= len(warm) - 2 and len(fast) >= 5  # the compiled call took the steps
     for s in warm:
         sub = DenseHingeSubproblem(X, y_pm, 1.0)
-        sub._warm = s["start"].copy()
+        sub._warm = s.get("used", s["start"]).copy()
         ref = sub.solve(quad=s["q"])  # the general path: solve_box_qp from the same start
         it = s["it"]
         assert it.ok and ref.ok
@@ -242,23 +244,24 @@ def test_a_warm_step_whose_pivots_fail_reports_their_status_without_repeating_th
     # solve_box_qp runs once (the cold attempt), not again from the warm start
     import fsframe.dense_em as dense_em
 
-    X, y_pm = _instance(7, m=80, n=20)
+    X, y_pm = _instance(7, m=80, n=19)  # fewer than CRASH_MIN_RATIO columns per row: no crash of the warm start
+    assert not dense_em.warm_crash_applies(X.shape, X.shape[1])
     sub = DenseHingeSubproblem(X, y_pm, 1.0)
-    assert sub.solve(quad=np.ones(20)).ok
+    assert sub.solve(quad=np.ones(19)).ok
     step = sub._compiled_step
     sub._compiled_step = lambda *a: step(*a[:8], 2, *a[9:])  # max_iter: 2 pivots
     calls = []
     solve_box_qp = dense_em.solve_box_qp
     monkeypatch.setattr(dense_em, "solve_box_qp", lambda *a, **kw: calls.append(kw) or solve_box_qp(*a, **kw))
-    it = sub.solve(quad=np.linspace(0.2, 5.0, 20))
+    it = sub.solve(quad=np.linspace(0.2, 5.0, 19))
     assert len(calls) == 1 and calls[0]["start"] is None  # the cold attempt only
-    cold = DenseHingeSubproblem(X, y_pm, 1.0).solve(quad=np.linspace(0.2, 5.0, 20))
+    cold = DenseHingeSubproblem(X, y_pm, 1.0).solve(quad=np.linspace(0.2, 5.0, 19))
     assert it.ok and it.result.message == "dense hinge dual: optimal (cold; warm: iteration limit)"
     assert it.result.iterations == 2 + cold.result.iterations
     np.testing.assert_array_equal(it.result.duals["lam"], cold.result.duals["lam"])
 
 
-def test_the_step_forms_the_scaled_columns_as_numpy_does():
+def test_the_step_forms_the_scaled_columns_as_numpy_does(monkeypatch):
     # the compiled step fills its buffer F with YX[:, live] * s itself (form_f=True): each entry
     # numpy's product, bitwise, and the step's answer bitwise the one from numpy's F (form_f=False)
     X, y_pm = _instance(8, m=90, n=30)
@@ -280,7 +283,10 @@ def test_the_step_forms_the_scaled_columns_as_numpy_does():
     assert np.array_equal(F1, F0) and a1[0] == box_qp_jit.HINGE_CERTIFIED and a1 == a0
     for u, v in zip(bufs1, bufs0):
         assert np.array_equal(u, v)
-    # solve's warm step on a fresh subproblem from the same start: the same answer again
+    # solve's warm step on a fresh subproblem from the same start (not crashed): the same answer again
+    import fsframe.dense_em as dense_em
+
+    monkeypatch.setattr(dense_em, "warm_crash_applies", lambda shape, n: False)
     again = DenseHingeSubproblem(X, y_pm, 1.0)
     again._warm = start.copy()
     it = again.solve(quad=q)
