@@ -45,6 +45,7 @@ import scipy.sparse as sp
 from .backends.base import SolveResult
 from .backends import box_qp_jit
 from .backends.box_qp import FREE_TOL, compiled_available, solve_box_qp
+from .backends.box_qp_pdas import solve_box_qp_pdas
 from .backends.certificate import Certificate
 from .backends.diag_qp import CRASH_MAX_ROWS, CRASH_MIN_RATIO, CRASH_SWEEPS
 from .enums import Status
@@ -69,6 +70,24 @@ def crash_applies(shape) -> bool:
     (the same answer; docs/paper002-dual.md)."""
     m, q = shape
     return bool((CRASH_MIN_RATIO * m <= q and m <= CRASH_MAX_ROWS) or q >= m)
+
+
+PDAS_MIN_ROWS = 1000
+"""The fewest samples at which a wide dual is first tried by the matrix-free active set
+(:func:`pdas_applies`)."""
+
+PDAS_MIN_RATIO = 0.5
+"""... and the fewest live columns per sample (``q >= PDAS_MIN_RATIO * m``)."""
+
+
+def pdas_applies(shape) -> bool:
+    """Whether a dual with a factor ``F`` of ``shape`` ``(m, q)`` is first solved by
+    :func:`~fsframe.backends.box_qp_pdas.solve_box_qp_pdas` (at least :data:`PDAS_MIN_ROWS` samples
+    and :data:`PDAS_MIN_RATIO` live columns per sample: a kernel map's steps while EM holds most
+    samples, whose free sets reach hundreds or thousands of multipliers; docs/paper002-dual.md). Its
+    answer is judged by the same certificate; refused or failed, the step's other attempts follow."""
+    m, q = shape
+    return bool(m >= PDAS_MIN_ROWS and q >= PDAS_MIN_RATIO * m)
 
 
 WARM_SCALE_RANGE = (1e-2, 1e2)
@@ -200,8 +219,21 @@ class DenseHingeSubproblem:
         # (thousands of factorisations of up to m rows: docs/paper002-dual.md, "What a fit costs")
         failures, iterations, cert = [], 0, None
         kinds = (["warm", "warm scaled"] if warm is not None else []) + ["cold", "scaled"]
+        fast = None
+        if pdas_applies((self.y.size, s.size)):
+            # a wide dual first by the matrix-free active set (its free set changes in blocks, no
+            # m x m factorisation); refused or failed, the attempts below run as without it
+            if form:
+                F, form = self._YX[:, live] * s, False
+            res = solve_box_qp_pdas(F, self._f, self.y, 0.0, self._lo, self._hi, start=warm)
+            iterations += int(res.iterations or 0)
+            judged = self._judged("pdas", res, F, q, live, s, 1.0, failures)
+            if judged is not None:
+                kind, kinds = "pdas", []
+                lam, w, b, cert, _ = judged
         # the warm attempt in one compiled call where it can be (_warm_step); None: the general path
-        fast = self._warm_step(F, q, live, s, warm, form=form) if warm is not None else None
+        if cert is None and warm is not None:
+            fast = self._warm_step(F, q, live, s, warm, form=form)
         if fast is not None:
             kind, kinds = "warm", kinds[1:]
             lam, w, b, cert, its = fast
@@ -233,20 +265,11 @@ class DenseHingeSubproblem:
             res = solve_box_qp(F if scale == 1.0 else F / scale, self._f if scale == 1.0 else self._f / scale ** 2,
                                self._E, np.zeros(1), self._lo, self._hi, start=warm if kind.startswith("warm") else None,
                                crash=0 if kind.startswith("warm") else crash)
-            self.solves += 1
-            self.pivots += int(res.iterations or 0)
             iterations += int(res.iterations or 0)
-            if res.status != "optimal":
-                failures.append(f"{kind}: {res.status.replace('_', ' ')}")
-                continue
-            lam, b = res.lam, float(res.nu[0]) * scale ** 2
-            w = np.zeros(self.n_groups)
-            w[live] = s * (F.T @ lam)
-            cert = self.certificate(q, w, b, lam)
-            if cert["optimal"]:
+            judged = self._judged(kind, res, F, q, live, s, scale, failures)
+            if judged is not None:
+                lam, w, b, cert, _ = judged
                 break
-            failures.append(_refusal(kind, cert))
-            cert = None
         if cert is None:
             return self._failed(q, "dense hinge dual: " + "; ".join(failures), iterations, time.perf_counter() - t0)
         self._warm = lam
@@ -254,13 +277,32 @@ class DenseHingeSubproblem:
         loss = self.C * float(xi.sum())
         x = np.concatenate([w, [b], xi])
         seconds = time.perf_counter() - t0
-        message = "dense hinge dual: optimal" + (f" ({kind}; {'; '.join(failures)})" if failures else "")
+        message = "dense hinge dual: optimal" + (f" ({kind}; {'; '.join(failures)})" if failures else
+                                                 " (pdas)" if kind == "pdas" else "")
         result = SolveResult(Status.OPTIMAL, x, cert["primal"], self.backend_name, seconds, iterations=iterations,
                              message=message,
                              duals={"lam": lam}, certificate=_measures(cert))
         coef, intercept, t = _frozen(w, np.array([b]), np.abs(w))
         return Iterate(Status.OPTIMAL, x, coef, intercept, t, loss, cert["primal"], seconds, result,
                        weights={"quad": q}, column_scale=self.column_scale)
+
+    def _judged(self, kind: str, res, F, q, live, s, scale: float, failures: list):
+        """``(lam, w, b, cert, pivots)`` of a solver's result on the dual scaled by ``scale`` when it is
+        optimal and :meth:`certificate` certifies it; otherwise ``None``, its reason appended to
+        ``failures`` (counted in ``solves`` and ``pivots`` either way)."""
+        self.solves += 1
+        self.pivots += int(res.iterations or 0)
+        if res.status != "optimal":
+            failures.append(f"{kind}: {res.status.replace('_', ' ')}")
+            return None
+        lam, b = res.lam, float(res.nu[0]) * scale ** 2
+        w = np.zeros(self.n_groups)
+        w[live] = s * (F.T @ lam)
+        cert = self.certificate(q, w, b, lam)
+        if not cert["optimal"]:
+            failures.append(_refusal(kind, cert))
+            return None
+        return lam, w, b, cert, int(res.iterations or 0)
 
     def _warm_step(self, F, q, live, s, warm, form: bool = False):
         """The warm attempt of :meth:`solve` as one compiled call
