@@ -159,7 +159,7 @@ def _fit_both(X, y, sigma, C, monkeypatch):
             mp.setattr(de.DenseHingeSubproblem, "solve", recording)
             ours = fsframe.fit(X, y, method="em-l0", kernel="rbf", sigma=sigma, C=C)
         with monkeypatch.context() as mp:
-            mp.setattr(de, "pdas_applies", lambda shape: False)
+            mp.setattr(de, "pdas_applies", lambda *args: False)
             ref = fsframe.fit(X, y, method="em-l0", kernel="rbf", sigma=sigma, C=C)
     return ours, ref, messages
 
@@ -202,6 +202,11 @@ def test_the_rule_takes_wide_duals_of_many_rows_only():
     assert de.pdas_applies((de.PDAS_MIN_ROWS, de.PDAS_MIN_ROWS))
     assert not de.pdas_applies((de.PDAS_MIN_ROWS - 1, de.PDAS_MIN_ROWS))   # Sonar-sized fits unchanged
     assert not de.pdas_applies((4000, int(de.PDAS_MIN_RATIO * 4000) - 1))  # a late, narrow EM step
+    warm = np.zeros(4000)
+    warm[: int(de.PDAS_MIN_FREE * 4000)] = 0.5
+    assert de.pdas_applies((4000, 4000), warm, 1.0)
+    warm[0] = 1.0  # one free multiplier fewer: a warm start the active set finishes in a few pivots
+    assert not de.pdas_applies((4000, 4000), warm, 1.0)
 
 
 @pytest.mark.parametrize("seed", range(3))
