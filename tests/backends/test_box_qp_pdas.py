@@ -232,3 +232,11 @@ def test_the_projected_cg_stays_on_the_equality_over_ten_decades_of_rows(seed):
     res = FN @ (FN.T @ x) - rhs
     res -= a * (a @ res) / n  # the part the multiplier cannot absorb
     assert np.linalg.norm(res) <= 1e-10 * np.linalg.norm(rhs)
+
+
+@pytest.mark.parametrize(("sigma", "diagonal"), [(0.5, True), (1.0, True), (4.0, False)])
+def test_a_cold_dual_is_tried_only_on_a_nearly_diagonal_hessian(sigma, diagonal):
+    # the ratio ||(F F' - D) z|| / ||D z|| on a Twonorm-like map: ~1e-4 / 0.03 / 30 at these widths
+    X, y = _twonorm_like(400)
+    K = EmpiricalKernelMap(kernel="rbf", sigma=sigma).fit(X).transform(X)
+    assert de.nearly_diagonal(np.where(y > 0, 1.0, -1.0)[:, None] * K) is diagonal
