@@ -45,6 +45,7 @@ import scipy.sparse as sp
 from .backends.base import SolveResult
 from .backends import box_qp_jit
 from .backends.box_qp import FREE_TOL, compiled_available, crash_start, solve_box_qp
+from .backends.box_qp_pdas import solve_box_qp_pdas
 from .backends.certificate import Certificate
 from .backends.diag_qp import CRASH_MAX_ROWS, CRASH_MIN_RATIO, CRASH_SWEEPS
 from .enums import Status
@@ -92,6 +93,57 @@ def warm_crash_applies(shape, n_columns: int) -> bool:
     pass the ratio and the crash made the fit 8-10 % slower (the same answers)."""
     m, q = shape
     return bool(CRASH_MIN_RATIO * m <= q and n_columns < m and m <= CRASH_MAX_ROWS)
+
+
+PDAS_MIN_ROWS = 1000
+"""The fewest samples at which a wide dual is first tried by the matrix-free active set
+(:func:`pdas_applies`)."""
+
+PDAS_MIN_RATIO = 0.5
+"""... and the fewest live columns per sample (``q >= PDAS_MIN_RATIO * m``)."""
+
+PDAS_MIN_FREE = 0.1
+"""... and, from a warm start, the fewest free multipliers (``0 < lam_i < C``) in it per sample: a
+step that starts from a few dozen free multipliers (a wide RBF map, sigma = 4) is the active set's
+(a few cheap pivots), where the matrix-free method's CG meets a nearly singular ``F_N F_N'`` and
+gives up after :data:`~fsframe.backends.box_qp_pdas.CG_MAX_ITER` steps (0.4 s of 1.1 at 1 000
+samples of Twonorm, sigma 4, ``C = 10``, before this rule)."""
+
+
+def pdas_applies(shape, warm=None, C: float = 1.0) -> bool:
+    """Whether a dual with a factor ``F`` of ``shape`` ``(m, q)`` is first solved by
+    :func:`~fsframe.backends.box_qp_pdas.solve_box_qp_pdas`: at least :data:`PDAS_MIN_ROWS` samples,
+    :data:`PDAS_MIN_RATIO` live columns per sample and, from a warm start ``warm`` (the previous
+    step's multipliers, box ``[0, C]``), :data:`PDAS_MIN_FREE` free multipliers per sample — a kernel
+    map's steps while EM holds most samples on the margin, whose free sets reach hundreds or
+    thousands of multipliers (docs/paper002-dual.md). Its answer is judged by the same certificate;
+    refused or failed, the step's other attempts follow."""
+    m, q = shape
+    if not (m >= PDAS_MIN_ROWS and q >= PDAS_MIN_RATIO * m):
+        return False
+    if warm is None:
+        return True
+    free = int(np.count_nonzero((warm > FREE_TOL * C) & (warm < (1.0 - FREE_TOL) * C)))
+    return free >= PDAS_MIN_FREE * m
+
+
+PDAS_COLD_OFFDIAG = 1.0
+"""A cold dual (no warm start to judge by) is tried by the matrix-free method only when ``F F'`` is
+this close to its diagonal (:func:`nearly_diagonal`)."""
+
+
+def nearly_diagonal(F) -> bool:
+    """Whether ``||(F F' - D) z|| <= PDAS_COLD_OFFDIAG ||D z||`` for ``D`` the diagonal of ``F F'``
+    and one fixed Gaussian ``z`` (seed 0): two products with ``F``. On Twonorm's kernel maps (1 000
+    samples, the first EM step) the ratio is 6e-5, 0.03, 10 and 35 at sigma 0.5, 1, 2 and 4: the
+    matrix-free method's diagonally preconditioned CG converges in a few steps on the first two and
+    gives up on the others, where the cold step is the active set's (the crash and a few dozen free
+    multipliers: 8.8 s against 18.5 s for a whole fit at 3 947 samples, sigma 4, ``C = 10``)."""
+    m = F.shape[0]
+    z = np.random.default_rng(0).standard_normal(m)
+    dz = np.einsum("ij,ij->i", F, F) * z
+    off = F @ (F.T @ z) - dz
+    return bool(np.linalg.norm(off) <= PDAS_COLD_OFFDIAG * np.linalg.norm(dz))
 
 
 WARM_SCALE_RANGE = (1e-2, 1e2)
@@ -223,15 +275,28 @@ class DenseHingeSubproblem:
         # (thousands of factorisations of up to m rows: docs/paper002-dual.md, "What a fit costs")
         failures, iterations, cert = [], 0, None
         kinds = (["warm", "warm scaled"] if warm is not None else []) + ["cold", "scaled"]
+        fast = None
+        if pdas_applies((self.y.size, s.size), warm, self.C):
+            # a wide dual first by the matrix-free active set (its free set changes in blocks, no
+            # m x m factorisation); refused or failed, the attempts below run as without it. Cold,
+            # only on a nearly diagonal F F' (a narrow RBF width), where its CG converges
+            if form:
+                F, form = self._YX[:, live] * s, False
+            if warm is not None or nearly_diagonal(F):
+                res = solve_box_qp_pdas(F, self._f, self.y, 0.0, self._lo, self._hi, start=warm)
+                iterations += int(res.iterations or 0)
+                judged = self._judged("pdas", res, F, q, live, s, 1.0, failures)
+                if judged is not None:
+                    kind, kinds = "pdas", []
+                    lam, w, b, cert, _ = judged
         # the compiled warm attempt starts from a crash of the previous multipliers where
         # warm_crash_applies (numpy's F: the crash forms F F' from it); when that attempt fails, the
         # general path's "warm" starts from the previous multipliers themselves
-        start = self._crashed_start(F.shape, live, s, warm) if form else None
+        start = self._crashed_start(F.shape, live, s, warm) if form and cert is None else None
         if start is not None:
             F, form = start[1], False
         # the warm attempt in one compiled call where it can be (_warm_step); None: the general path
-        fast = None
-        if warm is not None:
+        if cert is None and warm is not None:
             fast = self._warm_step(F, q, live, s, warm if start is None else start[0], form=form)
         if fast is not None:
             kind = "warm" if start is None else "warm crashed"
@@ -265,20 +330,11 @@ class DenseHingeSubproblem:
             res = solve_box_qp(F if scale == 1.0 else F / scale, self._f if scale == 1.0 else self._f / scale ** 2,
                                self._E, np.zeros(1), self._lo, self._hi, start=warm if kind.startswith("warm") else None,
                                crash=0 if kind.startswith("warm") else crash)
-            self.solves += 1
-            self.pivots += int(res.iterations or 0)
             iterations += int(res.iterations or 0)
-            if res.status != "optimal":
-                failures.append(f"{kind}: {res.status.replace('_', ' ')}")
-                continue
-            lam, b = res.lam, float(res.nu[0]) * scale ** 2
-            w = np.zeros(self.n_groups)
-            w[live] = s * (F.T @ lam)
-            cert = self.certificate(q, w, b, lam)
-            if cert["optimal"]:
+            judged = self._judged(kind, res, F, q, live, s, scale, failures)
+            if judged is not None:
+                lam, w, b, cert, _ = judged
                 break
-            failures.append(_refusal(kind, cert))
-            cert = None
         if cert is None:
             return self._failed(q, "dense hinge dual: " + "; ".join(failures), iterations, time.perf_counter() - t0)
         self._warm = lam
@@ -286,7 +342,8 @@ class DenseHingeSubproblem:
         loss = self.C * float(xi.sum())
         x = np.concatenate([w, [b], xi])
         seconds = time.perf_counter() - t0
-        message = "dense hinge dual: optimal" + (f" ({kind}; {'; '.join(failures)})" if failures else "")
+        message = "dense hinge dual: optimal" + (f" ({kind}; {'; '.join(failures)})" if failures else
+                                                 " (pdas)" if kind == "pdas" else "")
         result = SolveResult(Status.OPTIMAL, x, cert["primal"], self.backend_name, seconds, iterations=iterations,
                              message=message,
                              duals={"lam": lam}, certificate=_measures(cert))
@@ -308,6 +365,24 @@ class DenseHingeSubproblem:
         F = self._YX[:, live] * s
         crashed = crash_start(F, self._f, self._E, _ZERO, self._lo, self._hi, lam, WARM_CRASH_SWEEPS)
         return None if crashed is None else (crashed, F)
+
+    def _judged(self, kind: str, res, F, q, live, s, scale: float, failures: list):
+        """``(lam, w, b, cert, pivots)`` of a solver's result on the dual scaled by ``scale`` when it is
+        optimal and :meth:`certificate` certifies it; otherwise ``None``, its reason appended to
+        ``failures`` (counted in ``solves`` and ``pivots`` either way)."""
+        self.solves += 1
+        self.pivots += int(res.iterations or 0)
+        if res.status != "optimal":
+            failures.append(f"{kind}: {res.status.replace('_', ' ')}")
+            return None
+        lam, b = res.lam, float(res.nu[0]) * scale ** 2
+        w = np.zeros(self.n_groups)
+        w[live] = s * (F.T @ lam)
+        cert = self.certificate(q, w, b, lam)
+        if not cert["optimal"]:
+            failures.append(_refusal(kind, cert))
+            return None
+        return lam, w, b, cert, int(res.iterations or 0)
 
     def _warm_step(self, F, q, live, s, warm, form: bool = False):
         """The warm attempt of :meth:`solve` as one compiled call

@@ -1,0 +1,239 @@
+r"""A matrix-free solver for the EM steps' hinge duals when the free set is large::
+
+    minimise    1/2 ||F' lam||^2 + f' lam
+    subject to  a' lam = e,   lo <= lam <= hi
+
+(one equality row; the problem of :func:`fsframe.backends.box_qp.solve_box_qp` with ``E = a'``).
+
+The dense active set (:mod:`fsframe.backends.box_qp`) moves one multiplier per pivot and factorises
+the KKT system of its free set at each: on a kernel map whose map is nearly the identity (RBF width
+0.5 or 1 on standardised data) a dual of ``m`` samples has up to ``m`` free multipliers, and a step
+that frees or pins hundreds of them costs hundreds of ``O(|N|^3)`` factorisations
+(docs/paper002-dual.md, "What a fit costs"). This module changes the whole active set at once: the
+primal-dual active set method (Hintermüller, Ito & Kunisch, *SIAM J. Optim.* 13, 2003; a semismooth
+Newton method on ``lam = clip(lam - c r, lo, hi)``) predicts the bounds from the current point and
+its reduced gradient ``r = F F' lam + f + a nu``, then solves the equality-constrained QP on the
+predicted free set ``N``::
+
+    F_N F_N' lam_N + a_N nu = -f_N - F_N F_B' lam_B,    a_N' lam_N = e - a_B' lam_B
+
+by conjugate gradients projected on ``a_N' d = 0`` — products with ``F_N`` and ``F_N'`` only
+(``O(|N| q)`` each), never an ``m x m`` matrix. When the prediction repeats, the point satisfies
+every KKT condition (to the CG's tolerance) and is returned as ``"optimal"``.
+
+Why not the primal: the EM step's loss is the hinge ``max(0, 1 - y (x w + b))``, not its square
+(:mod:`fsframe.dense_em`, paper 002 eq. 7), so its primal is not smooth and a Newton-CG method on it
+would solve another model. The dual above is smooth; this is Newton's method on its optimality
+conditions.
+
+The method may cycle when ``F F'`` is not well conditioned (it is exact for M-matrices only), and CG
+stalls on a singular or badly conditioned ``F_N F_N'`` (a wide RBF map): both are reported as a
+status (``"iteration_limit"``, ``"singular"``), never as an answer, and the caller keeps its other
+paths. The caller's certificate judges every answer on the full problem.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import InvalidOptionError
+from .box_qp import BoxQPResult, _canonical_nu
+
+__all__ = ["CG_MAX_ITER", "CG_TOL", "MAX_SWEEPS", "solve_box_qp_pdas"]
+
+MAX_SWEEPS = 60
+"""Active-set predictions allowed before ``"iteration_limit"`` (a repeated prediction that is not
+optimal ends it at once: the method cycles)."""
+
+CG_TOL = 1e-13
+"""The projected CG stops when its residual is at most this times the right-hand side's norm."""
+
+CG_MAX_ITER = 1000
+"""CG steps allowed per solve (fewer when the free set is smaller): a solve that needs more is
+reported ``"singular"`` (a wide RBF map's first duals, whose ``F_N F_N'`` is nearly singular: there
+the dense active set, with few free multipliers, is cheap)."""
+
+CG_RESTARTS = 3
+"""CG runs from a point put back onto the equality (see :func:`_projected_cg`) before giving up."""
+
+BOX_TOL = 1e-10
+"""The free part may lie this far (times the box's width) outside the box at the optimum (rounding)."""
+
+KKT_TOL = 1e-12
+"""A bound's multiplier may have the wrong sign by this much (times the gradient's size)."""
+
+
+def _projected_cg(FN: NDArray, aN: NDArray, rhs: NDArray, x0: NDArray, max_iter: int) -> NDArray | None:
+    """Solve ``min 1/2 x' F_N F_N' x - rhs' x`` subject to ``a_N' x = a_N' x0`` by conjugate gradients
+    projected on ``a_N' d = 0`` from ``x0``, preconditioned by the diagonal of ``F_N F_N'`` (Gould,
+    Hribar & Nocedal, *SIAM J. Sci. Comput.* 23, 2001, Algorithm II; the EM weights spread that diagonal
+    over many orders of magnitude, and a kernel map near the identity is nearly diagonal). ``None``
+    when the residual projected on ``a_N' d = 0`` does not reach :data:`CG_TOL` times the right-hand
+    side's within ``max_iter`` steps, or a direction has no positive curvature (``F_N F_N'``
+    singular on the equality's null space)."""
+    dinv = 1.0 / np.maximum(np.einsum("ij,ij->i", FN, FN), 1e-300)
+    da = dinv * aN
+    ada = float(aN @ da)
+    na2 = float(aN @ aN)
+
+    def pre(v):
+        """``v`` less its component along ``a_N`` in ``M``'s metric (the multiplier's part: left in,
+        it grows and drowns the residual in rounding; GHN's residual update), and that ``v``
+        preconditioned, ``M^-1 v``, which then lies on ``a_N' d = 0``."""
+        if ada > 0:
+            v = v - aN * (float(da @ v) / ada)
+        return v, dinv * v
+
+    def flat(v):  # v projected (Euclidean) on a_N' d = 0: the stopping rule's residual
+        return v - aN * (float(aN @ v) / na2) if na2 > 0 else v
+
+    def op(v):
+        return FN @ (FN.T @ v)
+
+    target = float(aN @ x0)
+    scale = max(float(np.linalg.norm(rhs)), float(np.linalg.norm(op(x0))), 1e-300)
+    x = x0.copy()
+    budget = max_iter
+    for _restart in range(CG_RESTARTS):
+        r, g = pre(op(x) - rhs)
+        p = -g
+        rg = float(r @ g)
+        while budget > 0 and float(np.linalg.norm(flat(r))) > CG_TOL * scale:
+            budget -= 1
+            Hp = op(p)
+            curv = float(p @ Hp)
+            if not curv > 0:
+                return None
+            alpha = rg / curv
+            x += alpha * p
+            r, g = pre(r + alpha * Hp)
+            rg_new = float(r @ g)
+            p = -g + (rg_new / rg) * p
+            rg = rg_new
+        # the directions leave a_N' x = target by rounding (M^-1 spans the EM weights' orders of
+        # magnitude): back onto it in M's metric, where the Hessian is smallest, and judge the
+        # true residual; restart from there when the correction spoilt it
+        if ada > 0:
+            x += da * ((target - float(aN @ x)) / ada)
+        if float(np.linalg.norm(flat(op(x) - rhs))) <= 1e3 * CG_TOL * scale:
+            return x
+        if budget <= 0:
+            return None
+    return None
+
+
+def _equality_nu(u: NDArray, ca: NDArray, a: NDArray, e: float, lo: NDArray, hi: NDArray, nu0: float) -> float:
+    """The ``nu`` at which the prediction ``clip(u - ca nu, lo, hi)`` meets the equality
+    ``a' clip(...) = e`` (nonincreasing in ``nu``: bisection to rounding, from a bracket grown
+    around ``nu0``), so that every prediction's bounds leave the equality reachable on its free set."""
+
+    def phi(nu):
+        return float(a @ np.clip(u - ca * nu, lo, hi)) - e
+
+    if not np.any(a != 0):
+        return nu0
+    lo_nu, hi_nu, step = nu0, nu0, max(1.0, abs(nu0))
+    while phi(lo_nu) < 0:
+        lo_nu -= step
+        step *= 2
+    step = max(1.0, abs(nu0))
+    while phi(hi_nu) > 0:
+        hi_nu += step
+        step *= 2
+    for _ in range(200):
+        mid = 0.5 * (lo_nu + hi_nu)
+        if mid <= lo_nu or mid >= hi_nu:
+            break
+        if phi(mid) > 0:
+            lo_nu = mid
+        else:
+            hi_nu = mid
+    return 0.5 * (lo_nu + hi_nu)
+
+
+def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, hi: NDArray,
+                      start: NDArray | None = None, *, max_sweeps: int = MAX_SWEEPS,
+                      cg_max_iter: int | None = None) -> BoxQPResult:
+    """Solve ``min 1/2 ||F' lam||^2 + f' lam  s.t.  a' lam = e, lo <= lam <= hi`` (finite bounds)
+    by the primal-dual active set method with projected-CG solves (module docstring).
+
+    ``start``: the previous solution of a similar problem (any point: it is only the first
+    prediction's input). Returns a :class:`~fsframe.backends.box_qp.BoxQPResult` whose
+    ``iterations`` counts the predictions; ``nu`` follows the same midpoint rule as
+    :func:`~fsframe.backends.box_qp.solve_box_qp` when no free variable fixes it. ``"singular"``:
+    a CG solve that did not converge; ``"iteration_limit"``: no repeated prediction within
+    ``max_sweeps`` (or a cycle); ``"infeasible_start"``: no point meets the equality and the box.
+    Non-finite bounds or ``lo > hi``: :class:`~fsframe.errors.InvalidOptionError`.
+    """
+    F = np.asarray(F, dtype=float)
+    f, a, lo, hi = (np.asarray(v, dtype=float) for v in (f, a, lo, hi))
+    m, q = F.shape
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
+        raise InvalidOptionError("solve_box_qp_pdas: the bounds must be finite with lo <= hi")
+    e = float(e)
+    lo_sum = float(np.where(a > 0, a * lo, a * hi).sum())
+    hi_sum = float(np.where(a > 0, a * hi, a * lo).sum())
+    if not (lo_sum - 1e-12 * max(1.0, abs(e)) <= e <= hi_sum + 1e-12 * max(1.0, abs(e))):
+        return BoxQPResult("infeasible_start")
+    cg_max_iter = min(2 * m + 50, CG_MAX_ITER) if cg_max_iter is None else cg_max_iter
+    lam = np.clip(np.zeros(m) if start is None else np.asarray(start, dtype=float), lo, hi)
+    diag = np.einsum("ij,ij->i", F, F)
+    c = 1.0 / np.maximum(diag, 1e-300)  # per multiplier: lam_i - r_i / H_ii is its coordinate-descent step
+    g = F @ (F.T @ lam) + f
+    free0 = (lam > lo) & (lam < hi) & (a != 0)
+    nu = -float(a[free0] @ g[free0]) / float(a[free0] @ a[free0]) if free0.any() else 0.0
+    seen: set[bytes] = set()
+    for sweep in range(1, max_sweeps + 1):
+        u = lam - c * g
+        nu = _equality_nu(u, c * a, a, e, lo, hi, nu)
+        # a reduced gradient at rounding moves nothing: with c = 1 / H_ii up to 1e73 (a sample whose
+        # own kernel column EM removed has a row of F at e^-20 and below), its sign would flip the
+        # bound of a multiplier the objective does not see, and the predictions cycle
+        r = g + a * nu
+        rtol = KKT_TOL * max(1.0, float(np.abs(f).max(initial=0.0)), float(np.abs(g - f).max(initial=0.0)))
+        t = lam - c * np.where(np.abs(r) <= rtol, 0.0, r)
+        at_lo, at_hi = t <= lo, t >= hi
+        N = np.flatnonzero(~(at_lo | at_hi))
+        key = np.packbits(at_lo).tobytes() + np.packbits(at_hi).tobytes()
+        if key in seen:
+            return BoxQPResult("iteration_limit", iterations=sweep)
+        seen.add(key)
+        lam_new = np.where(at_lo, lo, np.where(at_hi, hi, 0.0))
+        if N.size:
+            aN = a[N]
+            if not np.any(aN != 0) and abs(float(a @ lam_new) - e) > 1e-12 * max(1.0, abs(e)):
+                return BoxQPResult("singular", iterations=sweep)  # the equality cannot be met on N
+            FN = F[N]
+            bound_part = F.T @ lam_new  # F_B' lam_B (lam_new is zero on N)
+            rhs = -f[N] - FN @ bound_part
+            target = e - float(a @ lam_new)
+            na2 = float(aN @ aN)
+            x0 = aN * (target / na2) if na2 > 0 else np.zeros(N.size)
+            # start CG from the current point's free part, moved onto the equality
+            cur = lam[N]
+            if na2 > 0:
+                cur = cur + aN * ((target - float(aN @ cur)) / na2)
+            x0 = cur if np.all(np.isfinite(cur)) else x0
+            x = _projected_cg(FN, aN, rhs, x0, cg_max_iter)
+            if x is None:
+                return BoxQPResult("singular", iterations=sweep)
+            lam_new[N] = x
+        g = F @ (F.T @ lam_new) + f
+        if N.size and np.any(a[N] != 0):
+            aN = a[N]
+            nu = -float(aN @ g[N]) / float(aN @ aN)
+        lam = lam_new
+        r = g + a * nu
+        # the optimum: the free part inside the box and each bound's multiplier of its sign (to
+        # rounding); otherwise the next prediction moves what is out of place
+        width = hi - lo
+        inside = bool(np.all(lam[N] >= lo[N] - BOX_TOL * width[N]) and np.all(lam[N] <= hi[N] + BOX_TOL * width[N]))
+        rtol = KKT_TOL * max(1.0, float(np.abs(f).max(initial=0.0)), float(np.abs(g - f).max(initial=0.0)))
+        movable = width > 0
+        if inside and np.all(r[at_lo & movable] >= -rtol) and np.all(r[at_hi & movable] <= rtol):
+            r = r.copy()
+            r[N] = 0.0
+            res = BoxQPResult("optimal", np.clip(lam, lo, hi), np.array([nu]), r, sweep)
+            return _canonical_nu(res, F, f, a[None, :], lo, hi)
+    return BoxQPResult("iteration_limit", iterations=max_sweeps)

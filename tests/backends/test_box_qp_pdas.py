@@ -1,0 +1,242 @@
+"""The matrix-free active set for wide hinge duals (:mod:`fsframe.backends.box_qp_pdas`) and the
+dense EM path's use of it (:func:`fsframe.dense_em.pdas_applies`).
+
+References: CVXPY with Clarabel on the same weighted hinge subproblem (its primal: the objective,
+the model), the dense active set (:func:`~fsframe.backends.box_qp.solve_box_qp`: the multipliers and
+the intercept), the KKT conditions on the returned point, and the EM fit on the dense active set
+alone (the same selections, iterations and objective) on kernel maps, Twonorm's among them."""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import fsframe
+import fsframe.dense_em as de
+from fsframe.backends.box_qp import solve_box_qp
+from fsframe.backends.box_qp_pdas import solve_box_qp_pdas
+from fsframe.errors import InvalidOptionError
+from fsframe.kernels import EmpiricalKernelMap
+
+
+def _rbf_dual(seed, m, sigma, C, duplicates=0, spread=0.0, split=0.0):
+    """A hinge EM dual on an RBF kernel map of ``m`` Gaussian samples in 20 dimensions: ``F =
+    diag(y) K diag(1 / sqrt(2 q))`` with ``q`` spread over ``spread`` decades (an EM step's weights),
+    the last ``duplicates`` samples copies of the first ones (Titanic's repeated rows); ``split``: half
+    the weights ``split`` decades above the rest instead (a late EM step on a near-identity map, whose
+    ``F`` has rows of norm 1 and of 1e-5: Twonorm at sigma 0.5, ``C = 10``)."""
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((m, 20))
+    if duplicates:
+        Z[-duplicates:] = Z[:duplicates]
+    y = np.where(Z[:, 0] + Z[:, 1] + 0.5 * rng.standard_normal(m) > 0, 1.0, -1.0)
+    K = EmpiricalKernelMap(kernel="rbf", sigma=sigma).fit(Z).transform(Z)
+    q = 0.5 * 10.0 ** rng.uniform(0.0, spread, size=m)
+    q[rng.permutation(m)[: m // 2]] *= 10.0 ** split
+    F = y[:, None] * K / np.sqrt(2.0 * q)
+    return K, y, q, F, np.full(m, C)
+
+
+def _cvxpy_primal(K, y, q, C):
+    """``min C sum hinge + sum q w^2`` (the EM step's primal) by CVXPY + Clarabel: value, w, b."""
+    w, b = cp.Variable(K.shape[1]), cp.Variable()
+    hinge = cp.sum(cp.pos(1 - cp.multiply(y, K @ w + b)))
+    prob = cp.Problem(cp.Minimize(C * hinge + cp.sum(cp.multiply(q, cp.square(w)))))
+    prob.solve(solver=cp.CLARABEL)
+    return float(prob.value), w.value, float(b.value)
+
+
+def _primal(K, y, q, C, lam, nu):
+    """The primal read off a dual point: ``w = K' (y lam) / (2 q)``, ``b = nu``; its objective."""
+    w = K.T @ (y * lam) / (2.0 * q)
+    xi = np.maximum(0.0, 1.0 - y * (K @ w + nu))
+    return C * xi.sum() + q @ w ** 2, w
+
+
+@pytest.mark.parametrize(("seed", "m", "sigma", "C", "spread", "split"), [
+    (0, 120, 0.5, 0.1, 0.0, 0.0), (1, 120, 0.5, 10.0, 0.0, 0.0),  # near-identity maps (Twonorm at sigma 0.5)
+    (2, 150, 0.5, 10.0, 6.0, 0.0),                                # ... with the EM weights over 6 decades
+    (7, 200, 0.5, 10.0, 0.0, 10.0),                               # ... half of them 1e10 times the rest
+    (3, 150, 2.0, 1.0, 2.0, 0.0), (4, 100, 1.0, 10.0, 3.0, 0.0),
+])
+def test_the_wide_dual_against_cvxpy_and_the_dense_active_set(seed, m, sigma, C, spread, split):
+    K, y, q, F, hi = _rbf_dual(seed, m, sigma, C, spread=spread, split=split)
+    res = solve_box_qp_pdas(F, -np.ones(m), y, 0.0, np.zeros(m), hi)
+    assert res.status == "optimal"
+    ref = solve_box_qp(F, -np.ones(m), y[None, :], np.zeros(1), np.zeros(m), hi)
+    assert ref.status == "optimal"
+    np.testing.assert_allclose(res.lam, ref.lam, rtol=0, atol=1e-7 * C)
+    assert abs(res.nu[0] - ref.nu[0]) <= 1e-7 * max(1.0, abs(ref.nu[0]))
+    value, w_ref, _ = _cvxpy_primal(K, y, q, C)
+    ours, w = _primal(K, y, q, C, res.lam, res.nu[0])
+    assert abs(ours - value) <= 1e-6 * max(1.0, value)
+    assert ours <= value + 1e-9 * max(1.0, value)  # exact: no worse than the interior point's
+    np.testing.assert_allclose(w, w_ref, atol=1e-4 * max(1.0, float(np.abs(w_ref).max())))
+    # KKT: the box, the equality, the bound multipliers' signs
+    assert np.all(res.lam >= 0) and np.all(res.lam <= C) and abs(y @ res.lam) <= 1e-9 * C * m
+    r = F @ (F.T @ res.lam) - 1.0 + y * res.nu[0]
+    size = max(1.0, float(np.abs(r + 1.0).max()))
+    assert np.all(r[res.lam <= 0] >= -1e-9 * size) and np.all(r[res.lam >= C] <= 1e-9 * size)
+    free = (res.lam > 0) & (res.lam < C)
+    assert np.abs(r[free]).max(initial=0.0) <= 1e-9 * size
+
+
+@pytest.mark.parametrize("C", [0.1, 10.0])
+def test_duplicate_rows_are_solved_or_refused_never_answered_wrong(C):
+    # Titanic's rows repeat: two copies of a free sample make F_N F_N' singular. An answer must be
+    # the optimum (CVXPY's value); otherwise the status says why and the caller falls back
+    m = 120
+    K, y, q, F, hi = _rbf_dual(5, m, 1.0, C, duplicates=40)
+    res = solve_box_qp_pdas(F, -np.ones(m), y, 0.0, np.zeros(m), hi)
+    assert res.status in {"optimal", "singular", "iteration_limit"}
+    value, _, _ = _cvxpy_primal(K, y, q, C)
+    if res.status == "optimal":
+        ours, _ = _primal(K, y, q, C, res.lam, res.nu[0])
+        assert abs(ours - value) <= 1e-6 * max(1.0, value)
+    else:
+        assert res.lam is None
+
+
+def test_a_rank_deficient_dual_is_refused_with_a_status():
+    # 100 samples, 20 columns: the first prediction frees more multipliers than F F' has rank
+    rng = np.random.default_rng(0)
+    F = rng.standard_normal((100, 20))
+    y = np.where(rng.random(100) < 0.5, 1.0, -1.0)
+    res = solve_box_qp_pdas(y[:, None] * F, -np.ones(100), y, 0.0, np.zeros(100), np.ones(100))
+    assert res.status == "singular" and res.lam is None
+
+
+def test_bad_bounds_are_typed_errors_and_an_unreachable_equality_is_a_status():
+    F = np.eye(4)
+    with pytest.raises(InvalidOptionError):
+        solve_box_qp_pdas(F, -np.ones(4), np.ones(4), 0.0, np.zeros(4), np.full(4, np.inf))
+    with pytest.raises(InvalidOptionError):
+        solve_box_qp_pdas(F, -np.ones(4), np.ones(4), 0.0, np.ones(4), np.zeros(4))
+    # a' lam = 10 with 0 <= lam <= 1 over four variables: no feasible point
+    assert solve_box_qp_pdas(F, -np.ones(4), np.ones(4), 10.0, np.zeros(4), np.ones(4)).status == "infeasible_start"
+
+
+def test_the_inputs_are_not_changed_and_the_answer_is_deterministic():
+    m = 100
+    _, y, _, F, hi = _rbf_dual(6, m, 0.5, 1.0, spread=4.0)
+    start = np.full(m, 0.5)
+    copies = [a.copy() for a in (F, y, hi, start)]
+    one = solve_box_qp_pdas(F, -np.ones(m), y, 0.0, np.zeros(m), hi, start=start)
+    two = solve_box_qp_pdas(F, -np.ones(m), y, 0.0, np.zeros(m), hi, start=start)
+    assert one.status == "optimal"
+    assert np.array_equal(one.lam, two.lam) and np.array_equal(one.nu, two.nu)
+    for a, b in zip((F, y, hi, start), copies):
+        assert np.array_equal(a, b)
+
+
+def _twonorm_like(m, seed=0):
+    """Twonorm's generator (Breiman 1996): two 20-dimensional Gaussians, unit covariance, means
+    +-(a, ..., a) with a = 2 / sqrt(20), standardised."""
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(m) < 0.5, 1, -1)
+    X = rng.standard_normal((m, 20)) + y[:, None] * (2.0 / np.sqrt(20.0))
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def _fit_both(X, y, sigma, C, monkeypatch):
+    """The fit with the matrix-free attempt taken from ``m >= 100`` rows, and on the dense active
+    set alone; the messages of the steps of the first."""
+    messages = []
+    solve = de.DenseHingeSubproblem.solve
+
+    def recording(self, **kw):
+        it = solve(self, **kw)
+        messages.append(it.result.message)
+        return it
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with monkeypatch.context() as mp:
+            mp.setattr(de, "PDAS_MIN_ROWS", 100)
+            mp.setattr(de.DenseHingeSubproblem, "solve", recording)
+            ours = fsframe.fit(X, y, method="em-l0", kernel="rbf", sigma=sigma, C=C)
+        with monkeypatch.context() as mp:
+            mp.setattr(de, "pdas_applies", lambda *args: False)
+            ref = fsframe.fit(X, y, method="em-l0", kernel="rbf", sigma=sigma, C=C)
+    return ours, ref, messages
+
+
+def _assert_same_fit(ours, ref):
+    assert ours.info["solver_path"] == ref.info["solver_path"] == "dense_em"
+    assert ours.n_iter == ref.n_iter
+    assert np.array_equal(np.flatnonzero(ours.coef), np.flatnonzero(ref.coef))
+    assert [h.n_nonzero for h in ours.history] == [h.n_nonzero for h in ref.history]
+    assert abs(ours.objective - ref.objective) <= 1e-8 * max(1.0, abs(ref.objective))
+    assert ours.certificate["status"] == "optimal"
+
+
+@pytest.mark.parametrize(("sigma", "C"), [(0.5, 10.0), (1.0, 10.0), (1.0, 0.1), (4.0, 10.0)])
+def test_the_em_fit_on_a_kernel_map_is_the_active_sets(sigma, C, monkeypatch):
+    X, y = _twonorm_like(300)
+    ours, ref, messages = _fit_both(X, y, sigma, C, monkeypatch)
+    _assert_same_fit(ours, ref)
+    if sigma < 4:  # the near-identity maps' wide steps are the matrix-free method's
+        assert any(msg.endswith("(pdas)") for msg in messages)
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize(("m", "sigma", "C"), [(500, 0.5, 10.0), (600, 1.0, 10.0), (500, 4.0, 0.1)])
+def test_the_em_fit_on_twonorm_is_the_active_sets(m, sigma, C, shared_file, monkeypatch):
+    import pandas as pd
+    from sklearn.model_selection import StratifiedKFold
+
+    df = pd.read_csv(shared_file("twonorm.tsv.gz"), sep="\t")
+    X, y = df.drop(columns="target").to_numpy(float), df["target"].to_numpy()
+    train, _ = next(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
+    Xa, ya = X[train][:m], y[train][:m]
+    ours, ref, messages = _fit_both((Xa - Xa.mean(0)) / Xa.std(0), ya, sigma, C, monkeypatch)
+    _assert_same_fit(ours, ref)
+    if sigma < 4:
+        assert any(msg.endswith("(pdas)") for msg in messages)
+
+
+def test_the_rule_takes_wide_duals_of_many_rows_only():
+    assert de.pdas_applies((de.PDAS_MIN_ROWS, de.PDAS_MIN_ROWS))
+    assert not de.pdas_applies((de.PDAS_MIN_ROWS - 1, de.PDAS_MIN_ROWS))   # Sonar-sized fits unchanged
+    assert not de.pdas_applies((4000, int(de.PDAS_MIN_RATIO * 4000) - 1))  # a late, narrow EM step
+    warm = np.zeros(4000)
+    warm[: int(de.PDAS_MIN_FREE * 4000)] = 0.5
+    assert de.pdas_applies((4000, 4000), warm, 1.0)
+    warm[0] = 1.0  # one free multiplier fewer: a warm start the active set finishes in a few pivots
+    assert not de.pdas_applies((4000, 4000), warm, 1.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_projected_cg_stays_on_the_equality_over_ten_decades_of_rows(seed):
+    # a late EM step on a near-identity map: half the rows of F 1e-5 times the others, so the
+    # diagonal preconditioner spans 1e10 and each direction leaves a' x = const by rounding (4e-4
+    # here without the correction back onto it: the certificate then refused Twonorm's steps)
+    from fsframe.backends.box_qp_pdas import _projected_cg
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    Z = rng.standard_normal((n, 20))
+    K = EmpiricalKernelMap(kernel="rbf", sigma=0.5).fit(Z).transform(Z)
+    a = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    FN = a[:, None] * K * np.where(rng.random(n) < 0.5, 1.0, 1e-5 * rng.uniform(0.5, 1.5, n))
+    x_true = rng.uniform(0.0, 10.0, n)
+    rhs = FN @ (FN.T @ x_true) - 0.7 * a  # stationary at x_true with the multiplier 0.7
+    x0 = x_true + rng.uniform(-5.0, 5.0, n)
+    x0 += a * ((a @ x_true - a @ x0) / n)
+    x = _projected_cg(FN, a, rhs, x0, 1000)
+    assert x is not None
+    assert abs(a @ x - a @ x_true) <= 1e-12 * np.abs(x_true).sum()
+    res = FN @ (FN.T @ x) - rhs
+    res -= a * (a @ res) / n  # the part the multiplier cannot absorb
+    assert np.linalg.norm(res) <= 1e-10 * np.linalg.norm(rhs)
+
+
+@pytest.mark.parametrize(("sigma", "diagonal"), [(0.5, True), (1.0, True), (4.0, False)])
+def test_a_cold_dual_is_tried_only_on_a_nearly_diagonal_hessian(sigma, diagonal):
+    # the ratio ||(F F' - D) z|| / ||D z|| on a Twonorm-like map: ~1e-4 / 0.03 / 30 at these widths
+    X, y = _twonorm_like(400)
+    K = EmpiricalKernelMap(kernel="rbf", sigma=sigma).fit(X).transform(X)
+    assert de.nearly_diagonal(np.where(y > 0, 1.0, -1.0)[:, None] * K) is diagonal
