@@ -237,7 +237,7 @@ class BoundSearch(OuterLoop):
                 shared.replayed += 1
             else:
                 shared.solved += 1
-                shared.memo.put(shared.key, self, st.lin, st.record, sub.formulation, st.fingerprint)
+                shared.memo.put(shared.key, self, st.lin, st.record, sub.formulation, st.fingerprint, shared.block)
         return Finish(converged, reason, self._choose(st))
 
     def _two(self, st: "_Search", lim):
