@@ -39,7 +39,7 @@
 The *evaluated classifier* is the protocol's retrained one (``retrain``) or, when it retrains
 none, the ``reference``: a retrained classifier name or any method (``"mpm"``: the MPM fitted on
 the given features) — :class:`~fsframe.evaluation.evaluator.Evaluator`, with its memo of fits
-(its names are importable from here too).
+(every name of that module's ``__all__`` is importable from here too).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from ..fitting import default_n_features, fit
 from ..loops.bound_memo import SearchMemo, sharing_visits
 from ..method import resolve
 from .config import _make_config
-from .evaluator import Evaluator, _array_bytes, clear_fit_memo, evaluator_of, fit_memo_info
+from .evaluator import FIT_MEMO_SIZE, Evaluator, _array_bytes, clear_fit_memo, evaluator_of, fit_memo_info
 from .preprocess import _scale
 from .records import FoldRecord
 from .runner import _run_fold
@@ -67,7 +67,7 @@ from .study import Protocol, capped_folds, folds_for
 
 __all__ = ["Evaluator", "Extras", "BaselineConfig", "study_cell", "ranking", "ranks_alone", "TuningError",
            "ALL_FEATURES", "plan_configs", "fit_memo_info", "clear_fit_memo", "path_restates", "search_memo_info",
-           "clear_search_memo"]
+           "clear_search_memo", "FIT_MEMO_SIZE", "evaluator_of"]
 
 ALL_FEATURES = "all features"
 """Label of the baseline row: the evaluated classifier on every feature."""
