@@ -154,6 +154,38 @@ def test_memo_keeps_an_open_blocks_searches_whole_beyond_its_size():
     assert kept == [2]  # the most recently used of the others
 
 
+def test_a_threads_open_block_keeps_its_searches_while_another_threads_block_records():
+    """Two cells in two threads of one process (a Dask worker with several threads shares the
+    memo): cell A records its three searches, cell B then records three of another key, and A,
+    still open, finds all of its own. The interleaving is fixed by events. Planted (the old rule:
+    protected only from the same key's searches): B's records drop A's."""
+    import threading
+
+    memo = SearchMemo(size=2)
+    loop = fsframe.resolve("fs-mempm").loop
+    recorded, b_done = threading.Event(), threading.Event()
+    found = {}
+
+    def cell(name, after=None, then=None):
+        with sharing_visits(memo, name) as share:
+            if after is not None:
+                assert after.wait(60)
+            for c in range(3):
+                memo.put(name, loop, np.ones(3), _visit(c), fingerprint=f"class {c}", block=share.block)
+            then.set()
+            if name == "A":
+                assert b_done.wait(60)
+                found[name] = [memo.get(name, loop, np.ones(3), fingerprint=f"class {c}") for c in range(3)]
+
+    threads = [threading.Thread(target=cell, args=("A", None, recorded)),
+               threading.Thread(target=cell, args=("B", recorded, b_done))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert found["A"] == [_visit(c) for c in range(3)] and len(memo) == 6
+
+
 def test_a_reused_key_keeps_at_most_size_searches_of_other_data():
     """The key is a hint: reused on other data (500 data sets, a block each, or no block), the
     memo keeps ``size`` searches, not one per data set; one block recording 500 keeps them while
