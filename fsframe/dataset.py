@@ -1,7 +1,7 @@
 """The immutable, validated :class:`Dataset` every fit starts from, and the checks that make its
 arrays: :func:`check_Xy` (class labels) and :func:`check_regression_Xy` (a real target). The checks
 of each part live in :mod:`fsframe.data_checks`, the warnings of awkward data in
-:mod:`fsframe.data_diagnostics`; their public names are importable from here too."""
+:mod:`fsframe.data_diagnostics`; every name of their ``__all__`` is importable from here too."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-# re-exported: every public name of the two modules stays importable from fsframe.dataset
+# re-exported: every name of the two modules' __all__ stays importable from fsframe.dataset
 from .data_checks import (MIN_SAMPLES_PER_CLASS, _check_classes, _features, _labels, check_no_silent_cast,
                           is_sparse, preview, sparse_features)
 from .data_diagnostics import (MIN_SAMPLES_FOR_IDENTIFIER, SMALL_CLASS_WARNING, _warn_awkward, data_diagnostics,

@@ -3,11 +3,11 @@
 the difference and its confidence interval (``fsframe report RESULTS --paper``).
 
 The published numbers, their checked reasons and the comparison that judges each deviation are
-:mod:`~fsframe.evaluation.paper_numbers` (its names are importable from here too); this module
-renders them, and our own results per data set, as a Markdown page with its pictures. The page
-also says, for every method, whether it beats ``k`` random features on the same classifier (the
-study's baselines, :mod:`~fsframe.evaluation.protocols`), with the same 95% intervals over the
-splits.
+:mod:`~fsframe.evaluation.paper_numbers` (every name of its ``__all__`` is importable from here
+too); this module renders them, and our own results per data set, as a Markdown page with its
+pictures. The page also says, for every method, whether it beats ``k`` random features on the same
+classifier (the study's baselines, :mod:`~fsframe.evaluation.protocols`), with the same 95%
+intervals over the splits.
 """
 
 from __future__ import annotations

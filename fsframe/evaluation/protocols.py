@@ -39,7 +39,7 @@
 The *evaluated classifier* is the protocol's retrained one (``retrain``) or, when it retrains
 none, the ``reference``: a retrained classifier name or any method (``"mpm"``: the MPM fitted on
 the given features) — :class:`~fsframe.evaluation.evaluator.Evaluator`, with its memo of fits
-(its names are importable from here too).
+(every name of that module's ``__all__`` is importable from here too).
 """
 
 from __future__ import annotations
@@ -56,10 +56,10 @@ import numpy as np
 
 from ..errors import DataWarning, FsframeError, InvalidOptionError
 from ..fitting import default_n_features, fit
-from ..loops.bound_search import SearchMemo, sharing_visits
+from ..loops.bound_memo import SearchMemo, sharing_visits
 from ..method import resolve
 from .config import _make_config
-from .evaluator import Evaluator, _array_bytes, clear_fit_memo, evaluator_of, fit_memo_info
+from .evaluator import FIT_MEMO_SIZE, Evaluator, _array_bytes, clear_fit_memo, evaluator_of, fit_memo_info
 from .preprocess import _scale
 from .records import FoldRecord
 from .runner import _run_fold
@@ -67,7 +67,7 @@ from .study import Protocol, capped_folds, folds_for
 
 __all__ = ["Evaluator", "Extras", "BaselineConfig", "study_cell", "ranking", "ranks_alone", "TuningError",
            "ALL_FEATURES", "plan_configs", "fit_memo_info", "clear_fit_memo", "path_restates", "search_memo_info",
-           "clear_search_memo"]
+           "clear_search_memo", "FIT_MEMO_SIZE", "evaluator_of"]
 
 ALL_FEATURES = "all features"
 """Label of the baseline row: the evaluated classifier on every feature."""
@@ -375,10 +375,10 @@ def _ranking_cell(X, y, split, cfg, raise_errors: bool) -> FoldRecord:
 
 SEARCH_MEMO_SIZE = 16
 """How many bound searches a process keeps for cells that differ only in the criterion
-(:func:`_shared_search`), besides the searches of the cell that recorded last, which are kept whole
-however many its fit runs (one per binary problem: ORL's 40 classes one-vs-rest run 40;
-:class:`~fsframe.loops.bound_search.SearchMemo`), so the next criterion's cell of the split replays
-every one."""
+(:func:`_shared_search`), besides the searches of the cells still running, which are kept whole
+however many their fits run (one per binary problem: ORL's 40 classes one-vs-rest run 40;
+:class:`~fsframe.loops.bound_memo.SearchMemo`), and those of a cell that has ended until another
+cell records a search, so the next criterion's cell of the split replays every one."""
 
 _SEARCHES = SearchMemo(SEARCH_MEMO_SIZE)
 
@@ -387,7 +387,7 @@ def search_memo_info() -> dict:
     """``{"hits", "misses", "partial", "refused", "size"}`` of this process's memo of bound searches
     (:func:`_shared_search`): how many searches a run replayed for a cell of another criterion, how
     many it solved (of which ``partial`` replayed their first visits), and how many lookups found
-    their key kept for other data or another backend (:class:`~fsframe.loops.bound_search.SearchMemo`)."""
+    their key kept for other data or another backend (:class:`~fsframe.loops.bound_memo.SearchMemo`)."""
     return {"hits": _SEARCHES.hits, "misses": _SEARCHES.misses, "partial": _SEARCHES.partial,
             "refused": _SEARCHES.refused, "size": len(_SEARCHES)}
 
@@ -403,7 +403,7 @@ def _shared_search(X, y, split, cfg):
     the criterion — the split's training rows of ``X`` and ``y`` by value, the scaling, the
     formulation and loop with every parameter (the loop's criterion left out), the backend and the
     fit options — so that the cells of criteria 1 and 2 of one split visit its SOCPs once
-    (:func:`~fsframe.loops.bound_search.sharing_visits`, which also compares the loop's fields and
+    (:func:`~fsframe.loops.bound_memo.sharing_visits`, which also compares the loop's fields and
     its slot weights; the second cell only chooses and re-solves). The surrogate is not in the key:
     the search uses only its slope at zero, compared by the memo (a search without a surrogate
     and FS-MEMPM's with ``l1`` solve the same SOCPs). Any other cell: no context."""

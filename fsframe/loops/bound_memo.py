@@ -26,19 +26,25 @@ class SearchMemo:
     by feasibility alone: criteria 1, 2 and any ``t`` visit the same SOCPs and differ only in the
     choice among them and its re-solve. One key holds one search per subproblem: a multi-class
     fit's one-vs-rest searches (one binary problem each) are kept side by side, and each is replayed
-    only for its own problem. ``size`` searches are kept (least recently used dropped first), but a
-    key's searches are never dropped to make room for another search of the same key: one fit's
-    searches stay whole however many it runs (a one-vs-rest fit of ORL's 40 classes runs 40, more
-    than ``size``), so the next cell of that key replays every one. ``hits`` and ``misses`` count
-    searches replayed and searches solved, ``partial`` the solved ones that replayed some visits
-    first, ``refused`` the lookups whose key was kept only for other subproblems (other data, e.g.
-    another split or another class of a multi-class fit, or another backend): the key is only a
-    hint. Thread-safe (a lock)."""
+    only for its own problem. ``size`` searches are kept, the least recently used dropped first when
+    a search is recorded under a new key and fingerprint (one recorded again replaces its entry and
+    drops nothing), except those recorded inside a :func:`sharing_visits` block still open: a
+    block's searches stay whole however many its fit runs (a one-vs-rest fit of ORL's 40 classes
+    runs 40, more than ``size``), also while blocks in other threads record theirs, so the next
+    block of that key replays every one. When its block ends they are ordinary entries, dropped
+    least recently used first by the next search recorded under a new key and fingerprint: after
+    such a search the memo holds ``size`` searches or fewer besides the open blocks' (a key reused
+    on other data in later blocks keeps no search of the earlier data beyond that). ``hits`` and
+    ``misses`` count searches replayed and searches solved, ``partial`` the solved ones that
+    replayed some visits first, ``refused`` the lookups whose key was kept only for other
+    subproblems (other data, e.g. another split or another class of a multi-class fit, or another
+    backend): the key is only a hint. Thread-safe (a lock)."""
 
     def __init__(self, size: int = 16):
         self.size = int(size)
         self._kept: "OrderedDict[object, tuple]" = OrderedDict()
         self._lock = threading.Lock()
+        self._open: set = set()  # the blocks (SharedSearches.block) still open: their searches stay
         self.hits = 0
         self.misses = 0
         self.partial = 0
@@ -64,19 +70,30 @@ class SearchMemo:
             return got[3]
 
     def put(self, key, loop: OuterLoop, lin: np.ndarray, visits: list, formulation=None,
-            fingerprint=None) -> None:
+            fingerprint=None, block=None) -> None:
         """Keep ``visits`` (``(point, iterate)`` pairs) under ``key`` and ``fingerprint``: of each
         iterate only what a replay reads (status, point, coefficients, intercept, group norms,
-        objective; the solver's raw answer is dropped)."""
+        objective; the solver's raw answer is dropped). ``block`` is the recording
+        :func:`sharing_visits` block's token (:attr:`SharedSearches.block`): while that block is
+        open the entry is not dropped to make room."""
         kept = [(point, _lean(it)) for point, it in visits]
         with self._lock:
-            self._kept[(key, fingerprint)] = (_without_criterion(loop), np.array(lin), formulation, kept)
+            new = (key, fingerprint) not in self._kept
+            self._kept[(key, fingerprint)] = (_without_criterion(loop), np.array(lin), formulation, kept, block)
             self._kept.move_to_end((key, fingerprint))
-            while len(self._kept) > self.size:
-                other = next((k for k in self._kept if k[0] != key), None)  # least recently used of other keys
-                if other is None:  # only this key's searches are left: they stay whole
+            while new and len(self._kept) > self.size:
+                old = next((k for k, e in self._kept.items() if e[4] is None or e[4] not in self._open), None)
+                if old is None:  # only open blocks' searches are left: they stay whole
                     break
-                del self._kept[other]
+                del self._kept[old]
+
+    def _opened(self, block) -> None:
+        with self._lock:
+            self._open.add(block)
+
+    def _closed(self, block) -> None:
+        with self._lock:
+            self._open.discard(block)
 
     def count(self, *, replayed: bool, partial: bool = False) -> None:
         """Count one finished search: replayed (a hit), else solved (a miss; ``partial`` when it
@@ -144,6 +161,7 @@ class SharedSearches:
     key: object
     replayed: int = 0
     solved: int = 0
+    block: object = attrs.field(factory=object, eq=False, repr=False)  # tags the searches it records
 
 
 @contextlib.contextmanager
@@ -163,11 +181,13 @@ def sharing_visits(memo: SearchMemo, key) -> Iterator[SharedSearches]:
     answer is the one a search without the memo returns; the history's seconds are the replay's.
     Yields the block's own account (:class:`SharedSearches`)."""
     share = SharedSearches(memo, key)
+    memo._opened(share.block)
     token = _SHARING.set(share)
     try:
         yield share
     finally:
         _SHARING.reset(token)
+        memo._closed(share.block)
 
 
 def _without_criterion(loop: OuterLoop) -> OuterLoop:

@@ -1,5 +1,7 @@
 """The bound search of paper 001 (Algorithm 1, criteria 1 and 2, the Remark on ``t``): an outer
-loop that varies the *formulation's* bound parameters, not the sparsity weights."""
+loop that varies the *formulation's* bound parameters, not the sparsity weights. Its criteria are
+:mod:`fsframe.loops.bound_criteria`, its memo of searches :mod:`fsframe.loops.bound_memo`; every
+name of their ``__all__`` is importable from here too."""
 
 from __future__ import annotations
 
@@ -14,15 +16,16 @@ from ..enums import UNDECIDED, Status
 from ..errors import ConvergenceWarning, DataWarning, InfeasibleParameterError, InvalidOptionError
 from ..validators import as_int, positive_int, real, to_float
 from .base import INFEASIBLE, Choice, Finish, OuterLoop, Step, support_of
-# re-exported: the criteria and the memo stay importable from fsframe.loops.bound_search
+# re-exported: every name of the two modules' __all__ stays importable from fsframe.loops.bound_search
 from .bound_criteria import T_FAMILY, _check_criterion, _criterion, _rank, criterion_score
-from .bound_memo import _SHARING, SearchMemo, sharing_visits, subproblem_fingerprint
+from .bound_memo import _SHARING, SearchMemo, SharedSearches, sharing_visits, subproblem_fingerprint
 from .selection import contribution, group_scale
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
 
-__all__ = ["BoundSearch", "T_FAMILY", "criterion_score", "SearchMemo", "sharing_visits", "subproblem_fingerprint"]
+__all__ = ["BoundSearch", "T_FAMILY", "criterion_score", "SearchMemo", "SharedSearches", "sharing_visits",
+           "subproblem_fingerprint"]
 
 
 MIN_RESOLUTION = 1e-8
@@ -237,7 +240,7 @@ class BoundSearch(OuterLoop):
                 shared.replayed += 1
             else:
                 shared.solved += 1
-                shared.memo.put(shared.key, self, st.lin, st.record, sub.formulation, st.fingerprint)
+                shared.memo.put(shared.key, self, st.lin, st.record, sub.formulation, st.fingerprint, shared.block)
         return Finish(converged, reason, self._choose(st))
 
     def _two(self, st: "_Search", lim):

@@ -7,6 +7,7 @@ first, and a search that differs in anything but the criterion must not replay."
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -124,24 +125,105 @@ def test_memo_keeps_its_size_and_clears():
     assert len(memo) == 0 and memo.hits == memo.misses == 0
 
 
-def test_memo_keeps_one_keys_searches_whole_beyond_its_size():
-    """A key's searches (one per subproblem of a fit: a one-vs-rest fit of c classes runs c) are
-    never dropped for another search of the same key, whatever ``size``; another key's search drops
-    the least recently used of the others down to ``size``. Planted (dropping the oldest search of
-    any key): the first class's search is gone after the third."""
+def _visit(c):
     from types import SimpleNamespace
 
+    return [("p", SimpleNamespace(result=None, c=c))]  # one visit, an iterate with no raw answer
+
+
+def test_memo_keeps_an_open_blocks_searches_whole_beyond_its_size():
+    """The searches recorded inside an open :func:`sharing_visits` block (one per subproblem of a
+    fit: a one-vs-rest fit of c classes runs c) are never dropped to make room, whatever ``size``,
+    also for another block open meanwhile (another thread's cell); once both blocks have ended, the
+    next search recorded drops the least recently used down to ``size``. Planted (the old rule:
+    a key's searches protected from other keys only, whether its block is open or not): the other
+    block's search drops the first class's."""
     memo = SearchMemo(size=2)
     loop = fsframe.resolve("fs-mempm").loop
-    visits = [[("p", SimpleNamespace(result=None, c=c))] for c in range(3)]  # an iterate with no raw answer
-    for c in range(3):
-        memo.put("fit", loop, np.ones(3), visits[c], fingerprint=f"class {c}")
-    assert len(memo) == 3
-    assert [memo.get("fit", loop, np.ones(3), fingerprint=f"class {c}") for c in range(3)] == visits
+    visits = [_visit(c) for c in range(3)]
+    with sharing_visits(memo, "fit") as fit:
+        for c in range(3):
+            memo.put("fit", loop, np.ones(3), visits[c], fingerprint=f"class {c}", block=fit.block)
+        with sharing_visits(memo, "other fit") as other:
+            memo.put("other fit", loop, np.ones(3), [], fingerprint="class 0", block=other.block)
+        assert len(memo) == 4
+        assert [memo.get("fit", loop, np.ones(3), fingerprint=f"class {c}") for c in range(3)] == visits
     memo.put("next fit", loop, np.ones(3), [], fingerprint="class 0")
     assert len(memo) == 2 and memo.get("next fit", loop, np.ones(3), fingerprint="class 0") == []
     kept = [c for c in range(3) if memo.get("fit", loop, np.ones(3), fingerprint=f"class {c}") is not None]
-    assert kept == [2]  # the most recently used of the other key's
+    assert kept == [2]  # the most recently used of the others
+
+
+def test_a_threads_open_block_keeps_its_searches_while_another_threads_block_records():
+    """Two cells in two threads of one process (a Dask worker with several threads shares the
+    memo): cell A records its three searches, cell B then records three of another key, and A,
+    still open, finds all of its own. The interleaving is fixed by events. Planted (the old rule:
+    protected only from the same key's searches): B's records drop A's."""
+    import threading
+
+    memo = SearchMemo(size=2)
+    loop = fsframe.resolve("fs-mempm").loop
+    recorded, b_done = threading.Event(), threading.Event()
+    found = {}
+
+    def cell(name, after=None, then=None):
+        with sharing_visits(memo, name) as share:
+            if after is not None:
+                assert after.wait(60)
+            for c in range(3):
+                memo.put(name, loop, np.ones(3), _visit(c), fingerprint=f"class {c}", block=share.block)
+            then.set()
+            if name == "A":
+                assert b_done.wait(60)
+                found[name] = [memo.get(name, loop, np.ones(3), fingerprint=f"class {c}") for c in range(3)]
+
+    threads = [threading.Thread(target=cell, args=("A", None, recorded)),
+               threading.Thread(target=cell, args=("B", recorded, b_done))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert found["A"] == [_visit(c) for c in range(3)] and len(memo) == 6
+
+
+def test_a_reused_key_keeps_at_most_size_searches_of_other_data():
+    """The key is a hint: reused on other data (500 data sets, a block each, or no block), the
+    memo keeps ``size`` searches, not one per data set; one block recording 500 keeps them while
+    it is open, and the first search recorded after it drops them down to ``size``. Planted (a
+    key's searches never dropped for the same key's, as before): 500 kept each time."""
+    loop = fsframe.resolve("fs-mempm").loop
+    for blocks in (True, False):
+        memo = SearchMemo(size=2)
+        for n in range(500):
+            with sharing_visits(memo, "key") if blocks else contextlib.nullcontext() as share:
+                memo.put("key", loop, np.ones(3), _visit(n), fingerprint=f"data {n}",
+                         block=share.block if blocks else None)
+        assert len(memo) == 2, blocks
+        kept = [n for n in range(500) if memo.get("key", loop, np.ones(3), fingerprint=f"data {n}") is not None]
+        assert kept == [498, 499], blocks
+    memo = SearchMemo(size=2)
+    with sharing_visits(memo, "key") as share:
+        for n in range(500):
+            memo.put("key", loop, np.ones(3), _visit(n), fingerprint=f"data {n}", block=share.block)
+        assert len(memo) == 500
+    memo.put("key", loop, np.ones(3), _visit(500), fingerprint="data 500")
+    assert len(memo) == 2
+
+
+def test_recording_a_kept_search_again_drops_nothing():
+    """A search recorded again under its key and fingerprint (a block that replayed part of a
+    recorded search and solved the rest) replaces its entry and drops no other, so an ended
+    block's searches that the next block has not asked for yet stay. Planted (dropping down to
+    ``size`` on every record): classes 0 and 1 of the ended block are gone."""
+    memo = SearchMemo(size=2)
+    loop = fsframe.resolve("fs-mempm").loop
+    with sharing_visits(memo, "fit") as first:
+        for c in range(3):
+            memo.put("fit", loop, np.ones(3), _visit(c), fingerprint=f"class {c}", block=first.block)
+    with sharing_visits(memo, "fit") as second:
+        memo.put("fit", loop, np.ones(3), _visit(-2), fingerprint="class 2", block=second.block)
+        assert [memo.get("fit", loop, np.ones(3), fingerprint=f"class {c}") for c in range(3)] == \
+            [_visit(0), _visit(1), _visit(-2)]
 
 
 def test_mempm_without_sparsity_term_shares_fs_mempm_search(data, alone, solves):
