@@ -317,8 +317,9 @@ class DenseHingeSubproblem:
         pivots)``; ``(None, None, None, status, pivots)`` when the pivots end otherwise than optimal
         (``solve_box_qp``'s status from this start, its pivots being these); or ``None`` when the
         pivots are not compiled (numba missing, ``FSFRAME_NO_JIT`` set when the subproblem was made,
-        numba refusing the step: warned once) or the start is infeasible: the general path then
-        runs the warm attempt from the start, as without this call.
+        numba refusing the step: warned once) or the step needs what only the general path has (an
+        infeasible start, the Python shrinking of a free set the new Hessian cannot hold): the
+        general path then runs the warm attempt from the start, as without this call.
 
         ``form``: ``F`` is an unfilled buffer (C-ordered), which the compiled call fills with
         ``YX[:, live] * s`` (``hinge_warm_step(form_f=True)``: each entry numpy's product) for its

@@ -397,7 +397,7 @@ def _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol) -> tuple[NDArray | None, ND
         return None, H
     out = np.clip(out, lo, hi)
     # more free variables than the Hessian's rank and the equality can hold: the warm start would
-    # first be shrunk (_regularize), slower than the cold start the crash was to save
+    # first be shrunk by the Python _regularize, slower than the cold start the crash was to save
     if int(np.count_nonzero((out > lo) & (out < hi))) > hold:
         return None, H
     return out, H
@@ -428,9 +428,8 @@ _STATUS = box_qp_jit.STATUS
 
 def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter, H=None) -> BoxQPResult:
     """:func:`_active_set` with the pivots compiled (``box_qp_jit._active_set``).
-    A warm start whose free set the new Hessian cannot support is shrunk here by the compiled
-    twin of :func:`_regularize` (``box_qp_jit._regularize``: the same steps, its SVDs LAPACK's as
-    numba calls them), and the compiled loop goes on from there."""
+    A warm start whose free set the new Hessian cannot support is shrunk here, by the Python
+    :func:`_regularize`, and the compiled loop goes on from there."""
     jit = box_qp_jit  # the status codes
     active_set = box_qp_jit.compiled()
     F = np.ascontiguousarray(F, dtype=float)
@@ -449,9 +448,11 @@ def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter, H=None) -> 
         if code != jit.NEEDS_REGULARIZE:
             break
         regularized = True
-        why = box_qp_jit._regularize(F, f, E, lo, hi, lam, free, 1e-10)  # compiled with the loop
-        if why != jit.OPTIMAL:
-            return BoxQPResult(_STATUS[why], iterations=it)
+        st = _State(F, f, E, lo, hi, lam, free)
+        why = _regularize(st, 1e-10)
+        if why is not None:
+            return BoxQPResult(why, iterations=it)
+        lam, free = st.lam, st.free
         it += 1  # the Python loop counts the shrinking as a pivot
     if code != jit.OPTIMAL:
         return BoxQPResult(_STATUS[code], iterations=it)
