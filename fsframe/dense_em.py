@@ -333,6 +333,10 @@ class DenseHingeSubproblem:
         if use_h and form:  # the Hessian from numpy's F, as before
             F, form = self._YX[:, live] * s, False
         H = F @ F.T if use_h else self._no_h
+        # the compiled call takes F C-ordered (as its buffer and its warm-up): numpy's F-ordered
+        # YX[:, live] * s (the crashed start's) would compile a second specialisation, ~19 s CPU
+        # on the first fit; the loops read the same values either way
+        F = np.ascontiguousarray(F)
         lam, w_live, xi, measures = np.empty(m), np.empty(nq), np.empty(m), np.empty(6)
         try:
             code, its, b, status = step(F, H, use_h, self._f, self.y, self._lo, self._hi, warm, 10 * m + 100, self.X,
