@@ -49,6 +49,15 @@ def study_with_data(ap, name: str, data_dir=None, datasets=None):
     return check_data(ap, load_study(name, data_dir=data_dir), datasets)
 
 
+def study_dataset(ap, name: str, dataset: str, data_dir=None):
+    """The data set ``dataset`` of the shipped study ``name`` (its ``[[datasets]]`` entry: the
+    file, the label column), loaded from ``data_dir``, else ``$FSFRAME_DATA``; when the folder
+    lacks its file, or no folder is set, the script of ``ap`` stops as :func:`check_data` says."""
+    study = study_with_data(ap, name, data_dir, [dataset])
+    (spec,) = [d for d in study.datasets if d.name == dataset]
+    return spec.load()
+
+
 def check_data(ap, study, datasets=None):
     """``study``, when every data set it reads from a file (of those named in ``datasets``, when
     given) is in its data folder; else the script of the parser ``ap`` stops with exit status 2 and

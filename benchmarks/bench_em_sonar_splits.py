@@ -11,12 +11,17 @@ pass with the dense subproblem's solves wrapped): EM iterations, solves, pivots,
 each step's answer came from, and the CPU of the cold first solve and of the re-solve on the
 selected features.
 
-    FSFRAME_SHARED_DATA=/path/to/shared/data python benchmarks/bench_em_sonar_splits.py [--reps 41] [--r 5]
+    python benchmarks/bench_em_sonar_splits.py [--data-dir DIR] [--reps 41] [--r 5]
         [--splits 10] [--out benchmarks/results/em_sonar_splits.json] [--label NAME]
 
-Appends the run (labelled ``--label``, default the commit) to the JSON's ``runs`` (``--out``) and
-prints one line per split and the medians over splits. Runs of two versions of the code made
-alternately in separate processes (another version first on ``PYTHONPATH``) land in one file.
+Sonar is read as ``fsframe run paper000`` reads it: ``sonar.csv`` in ``--data-dir``, else in the
+folder ``$FSFRAME_DATA`` names (docs/papers.md); without it the script stops with exit status 2
+and the study's message. Appends the run (labelled ``--label``, default the timed fsframe's
+commit) to the JSON's ``runs`` (``--out``) and prints one line per split and the medians over
+splits. Runs of two versions of the code made alternately in separate processes (another version
+first on ``PYTHONPATH``) land in one file; each run's ``commit`` is that of the fsframe it timed
+(``fsframe_from``: ``git rev-parse`` there, ``"unknown"`` outside git), ``script_commit`` this
+script's.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 import warnings
@@ -35,7 +39,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import competitors  # noqa: E402  (the table's selectors, splits and data location: one definition)
+import competitors  # noqa: E402  (the table's selectors and splits: one definition)
+from _common import add_data_dir, head_commit, study_dataset  # noqa: E402
 
 OUT = HERE / "results" / "em_sonar_splits.json"
 
@@ -91,10 +96,7 @@ def trace_fit(X, y, r) -> dict:
             "solves_cpu": float(sum(s["cpu"] for s in solves)), "solver_path": res.info.get("solver_path")}
 
 
-def run(reps, r, splits) -> dict:
-    import fsframe
-
-    ds = fsframe.load_dataset(competitors.find_data("sonar"))
+def run(ds, reps, r, splits) -> dict:
     X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y)
     em, lib = competitors.SELECTORS["em-l0"], competitors.SELECTORS["sk-logreg-liblinear"]
     out = []
@@ -127,21 +129,21 @@ def main(argv=None) -> int:
     ap.add_argument("--r", type=int, default=5)
     ap.add_argument("--splits", type=int, default=10)
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--label", default=None, help="the run's name in the JSON (default: the commit)")
+    ap.add_argument("--label", default=None, help="the run's name in the JSON (default: the timed fsframe's commit)")
+    add_data_dir(ap, "sonar.csv")
     args = ap.parse_args(argv)
-    if competitors.find_data("sonar") is None:
-        print(f"Sonar not found under {competitors.DATA}", file=sys.stderr)
-        return 2
+    ds = study_dataset(ap, "paper000", "sonar", args.data_dir)
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1):
-        res = run(args.reps, args.r, args.splits)
+        res = run(ds, args.reps, args.r, args.splits)
     import fsframe
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=HERE).stdout.strip()
+    timed = Path(fsframe.__file__).parent
+    commit = head_commit(timed)  # the code timed (PYTHONPATH may put another checkout first), not this script's
     res["meta"] = {"label": args.label or commit, "reps": args.reps, "r": args.r, "commit": commit,
-                   "fsframe_from": str(Path(fsframe.__file__).parent), "date": time.strftime("%Y-%m-%d %H:%M"),
+                   "script_commit": head_commit(HERE),
+                   "fsframe_from": str(timed), "date": time.strftime("%Y-%m-%d %H:%M"),
                    "loadavg": os.getloadavg()[0], "python": platform.python_version(),
                    "no_jit": bool(os.environ.get("FSFRAME_NO_JIT")), "clock": "CPU (time.process_time)"}
     args.out.parent.mkdir(parents=True, exist_ok=True)

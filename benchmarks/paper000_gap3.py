@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts' shared helpers
-from _common import add_data_dir, study_with_data  # noqa: E402
+from _common import add_data_dir, study_dataset  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "paper000_gap3.json"
@@ -227,9 +227,7 @@ def sonar(data_dir=None, ap=None):
     """Sonar as paper000's study loads it (its ``[[datasets]]`` entry: the file, the label column),
     from ``data_dir``, else ``$FSFRAME_DATA``; when the folder lacks ``sonar.csv``, or no folder is
     set, the script ``ap`` (by default this one) stops with status 2 and the study's message."""
-    study = study_with_data(ap or argparse.ArgumentParser(prog=Path(__file__).name), "paper000", data_dir, ["sonar"])
-    (spec,) = [d for d in study.datasets if d.name == "sonar"]
-    return spec.load()
+    return study_dataset(ap or argparse.ArgumentParser(prog=Path(__file__).name), "paper000", "sonar", data_dir)
 
 
 def main(argv=None):

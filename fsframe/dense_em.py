@@ -392,8 +392,9 @@ class DenseHingeSubproblem:
         pivots)``; ``(None, None, None, status, pivots)`` when the pivots end otherwise than optimal
         (``solve_box_qp``'s status from this start, its pivots being these); or ``None`` when the
         pivots are not compiled (numba missing, ``FSFRAME_NO_JIT`` set when the subproblem was made,
-        numba refusing the step: warned once) or the start is infeasible: the general path then
-        runs the warm attempt from the start, as without this call.
+        numba refusing the step: warned once) or the step needs what only the general path has (an
+        infeasible start, the Python shrinking of a free set the new Hessian cannot hold): the
+        general path then runs the warm attempt from the start, as without this call.
 
         ``form``: ``F`` is an unfilled buffer (C-ordered), which the compiled call fills with
         ``YX[:, live] * s`` (``hinge_warm_step(form_f=True)``: each entry numpy's product) for its
@@ -407,6 +408,10 @@ class DenseHingeSubproblem:
         if use_h and form:  # the Hessian from numpy's F, as before
             F, form = self._YX[:, live] * s, False
         H = F @ F.T if use_h else self._no_h
+        # the compiled call takes F C-ordered (as its buffer and its warm-up): numpy's F-ordered
+        # YX[:, live] * s (the crashed start's) would compile a second specialisation, ~19 s CPU
+        # on the first fit; the loops read the same values either way
+        F = np.ascontiguousarray(F)
         lam, w_live, xi, measures = np.empty(m), np.empty(nq), np.empty(m), np.empty(6)
         try:
             code, its, b, status = step(F, H, use_h, self._f, self.y, self._lo, self._hi, warm, 10 * m + 100, self.X,

@@ -246,8 +246,7 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         :class:`~fsframe.errors.InvalidOptionError`.
     """
     m = F.shape[0]
-    if not (isinstance(crash, (int, float, np.integer, np.floating)) and np.isfinite(crash) and crash >= 0):
-        raise InvalidOptionError(f"solve_box_qp: crash must be a finite number of sweeps >= 0, got {crash!r}")
+    _check_sweeps("solve_box_qp: crash", crash)
     max_iter = 10 * m + 100 if max_iter is None else max_iter
     pe = E.shape[0]
     e_tol = box_qp_jit.START_TOL * max(1.0, float(np.abs(e).max(initial=0.0)))
@@ -282,6 +281,13 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
             # start's answer is reported (mixed scales, C >= 1e2: 1 300 pivots to an iteration
             # limit from the crash where the cold start said "singular" at once)
     return _canonical_nu(_pivots(F, f, E, e, lo, hi, lam, warm, max_iter, compiled, H), F, f, E, lo, hi)
+
+
+def _check_sweeps(what: str, sweeps) -> None:
+    """The crash's sweeps: a finite number ``>= 0``, else :class:`~fsframe.errors.InvalidOptionError`."""
+    if not (isinstance(sweeps, (int, float, np.integer, np.floating))
+            and np.isfinite(sweeps) and sweeps >= 0):
+        raise InvalidOptionError(f"{what} must be a finite number of sweeps >= 0, got {sweeps!r}")
 
 
 def _pivots(F, f, E, e, lo, hi, lam, warm, max_iter, compiled, H=None) -> BoxQPResult:
@@ -397,7 +403,7 @@ def _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol) -> tuple[NDArray | None, ND
         return None, H
     out = np.clip(out, lo, hi)
     # more free variables than the Hessian's rank and the equality can hold: the warm start would
-    # first be shrunk (_regularize), slower than the cold start the crash was to save
+    # first be shrunk by the Python _regularize, slower than the cold start the crash was to save
     if int(np.count_nonzero((out > lo) & (out < hi))) > hold:
         return None, H
     return out, H
@@ -410,12 +416,21 @@ def crash_start(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi:
     the point after at most ``sweeps * m`` steps of ``box_qp_jit.crash``, or ``None`` where
     ``solve_box_qp`` would not take it (numba absent or ``FSFRAME_NO_JIT`` set, more than one
     equality row or a zero entry in it, a free set more than the Hessian can hold, the equality
-    lost to rounding, an unbounded direction)."""
+    lost to rounding, an unbounded direction, numba failing to compile the crash: the pivots in
+    Python from then on, as in ``solve_box_qp``). ``sweeps`` not a finite number ``>= 0``:
+    :class:`~fsframe.errors.InvalidOptionError`."""
+    _check_sweeps("crash_start: sweeps", sweeps)
     m = F.shape[0]
     if not m or not compiled_available() or not (E.shape[0] == 0 or (E.shape[0] == 1 and np.all(E[0] != 0))):
         return None
     e_tol = box_qp_jit.START_TOL * max(1.0, float(np.abs(e).max(initial=0.0)))
-    return _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol)[0]
+    try:
+        return _crashed(F, f, E, e, lo, hi, lam, sweeps, e_tol)[0]
+    except Exception as exc:
+        if not box_qp_jit.is_compile_error(exc):
+            raise
+        box_qp_jit.disable(exc)
+        return None
 
 
 CRASH_GIVE_UP = 2
@@ -428,9 +443,8 @@ _STATUS = box_qp_jit.STATUS
 
 def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter, H=None) -> BoxQPResult:
     """:func:`_active_set` with the pivots compiled (``box_qp_jit._active_set``).
-    A warm start whose free set the new Hessian cannot support is shrunk here by the compiled
-    twin of :func:`_regularize` (``box_qp_jit._regularize``: the same steps, its SVDs LAPACK's as
-    numba calls them), and the compiled loop goes on from there."""
+    A warm start whose free set the new Hessian cannot support is shrunk here, by the Python
+    :func:`_regularize`, and the compiled loop goes on from there."""
     jit = box_qp_jit  # the status codes
     active_set = box_qp_jit.compiled()
     F = np.ascontiguousarray(F, dtype=float)
@@ -449,9 +463,11 @@ def _active_set_compiled(F, f, E, lo, hi, lam, free, warm, max_iter, H=None) -> 
         if code != jit.NEEDS_REGULARIZE:
             break
         regularized = True
-        why = box_qp_jit._regularize(F, f, E, lo, hi, lam, free, 1e-10)  # compiled with the loop
-        if why != jit.OPTIMAL:
-            return BoxQPResult(_STATUS[why], iterations=it)
+        st = _State(F, f, E, lo, hi, lam, free)
+        why = _regularize(st, 1e-10)
+        if why is not None:
+            return BoxQPResult(why, iterations=it)
+        lam, free = st.lam, st.free
         it += 1  # the Python loop counts the shrinking as a pivot
     if code != jit.OPTIMAL:
         return BoxQPResult(_STATUS[code], iterations=it)

@@ -11,12 +11,9 @@ KKT system of each free set is factorised once (an LU with partial pivoting, wri
 that the numerical-singularity test is the Python loop's: a pivot below ``1e-13`` times the
 largest) and the release that follows solves with the same factors.
 
-When a warm start's free set is too large for the new Hessian (EM removed features),
-:func:`_active_set` returns :data:`NEEDS_REGULARIZE` and the caller shrinks the free set with
-:func:`_regularize` (the compiled twin of ``box_qp._regularize``: the same steps, its null spaces
-from LAPACK's SVD as numba calls it, so the point may differ from the Python one in the last
-bits) and calls again (once per EM step at most; on Sonar, r = 5, the re-solve on the selected
-features of most fits: 0.25-0.37 -> 0.10-0.16 ms CPU per re-solve with it compiled).
+Only the main loop is compiled. When a warm start's free set is too large for the new Hessian
+(EM removed features), :func:`_active_set` returns :data:`NEEDS_REGULARIZE` and the caller shrinks
+the free set with the Python ``_regularize`` and calls again (rare: once per EM step at most).
 :func:`hinge_warm_step` runs a whole warm EM step of :class:`fsframe.dense_em.DenseHingeSubproblem`
 (the pivots, the intercept, the certificate's measures) in one call, deferring to the general path
 whatever it does not cover. numba is imported by :func:`compiled` on the first solve, never by
@@ -76,8 +73,7 @@ def _compile(numba):
     """Compile the helpers and the loop, writing them into this module only once all compiled;
     without a writable cache folder (numba's "no locator available") compile without a cache."""
     names = globals()
-    helpers = ("_lu", "_lu_solve", "_kkt", "_cached", "_kkt_cached", "_gradient", "nu_interval", "_null_space",
-               "_ratio", "_regularize")
+    helpers = ("_lu", "_lu_solve", "_kkt", "_cached", "_kkt_cached", "_gradient", "nu_interval")
     for cache in (True, False):
         jit = numba.njit(cache=cache, nogil=True)
         try:
@@ -294,111 +290,6 @@ def _gradient(F, f, lam):
             s += F[i, c] * u[c]
         g[i] += s
     return g
-
-
-def _null_space(M, tol):
-    """An orthonormal basis of the null space of ``M`` (columns): ``box_qp._null_space`` (an SVD,
-    LAPACK's ``gesdd`` as numba calls it; the rank counted above ``tol`` times the largest singular
-    value)."""
-    r, n = M.shape
-    if r == 0:
-        return np.eye(n)
-    _, s, vt = np.linalg.svd(M)
-    thr = tol * max(s[0] if s.size else 0.0, 1e-300)
-    rank = 0
-    for k in range(s.size):
-        if s[k] > thr:
-            rank += 1
-    return np.ascontiguousarray(vt[rank:].T)
-
-
-def _ratio(lam, lo, hi, idx, d):
-    """``box_qp._State.ratio``: the largest step along ``d`` (on ``idx``) that keeps the bounds, the
-    position in ``idx`` of the bound that blocks it (the first of the smallest) and whether it is
-    the lower one."""
-    best, k, lower = np.inf, -1, False
-    for a in range(idx.size):
-        da = d[a]
-        if da == 0.0:
-            t = np.inf
-        else:
-            i = idx[a]
-            t = ((lo[i] if da < 0 else hi[i]) - lam[i]) / da
-            if not t >= 0.0:  # rounding may leave a variable a hair outside (nan: 0/0, ignored below)
-                t = 0.0 if t < 0.0 else np.inf
-        if k < 0 or t < best:
-            best, k, lower = t, a, da < 0
-    return best, k, lower
-
-
-def _regularize(F, f, E, lo, hi, lam, free, tol):
-    """``box_qp._regularize`` compiled: make the reduced Hessian on the free set regular, moving
-    along zero-curvature directions that do not increase the objective until a bound stops each
-    (``lam`` and ``free`` updated in place). Returns :data:`OPTIMAL` (done), :data:`UNBOUNDED` or
-    :data:`SINGULAR` (the Python function's failure statuses)."""
-    m, q = F.shape
-    pe = E.shape[0]
-    g = _gradient(F, f, lam)
-    for _ in range(m + 1):
-        N = np.flatnonzero(free)
-        n = N.size
-        if n == 0:
-            return OPTIMAL
-        if pe:
-            EN = np.empty((pe, n))
-            for r in range(pe):
-                for a in range(n):
-                    EN[r, a] = E[r, N[a]]
-            Z = _null_space(EN, 1e-12)
-        else:
-            Z = np.eye(n)
-        nz = Z.shape[1]
-        if nz == 0:
-            return OPTIMAL
-        B = np.zeros((q, nz))  # F_N' Z: the reduced Hessian is B'B
-        for a in range(n):
-            ia = N[a]
-            for c in range(q):
-                v = F[ia, c]
-                for b in range(nz):
-                    B[c, b] += v * Z[a, b]
-        V = _null_space(B, tol)
-        if V.shape[1] == 0:
-            return OPTIMAL
-        d = np.zeros(n)
-        for a in range(n):
-            for b in range(nz):
-                d[a] += Z[a, b] * V[b, 0]
-        slope = 0.0
-        for a in range(n):
-            slope += g[N[a]] * d[a]
-        if slope > 0:
-            d = -d
-            slope = -slope
-        alpha, k, lower = _ratio(lam, lo, hi, N, d)
-        if not np.isfinite(alpha):
-            alpha, k, lower = _ratio(lam, lo, hi, N, -d)
-            gmax = 0.0
-            for i in range(m):
-                gmax = max(gmax, abs(g[i]))
-            if slope < -tol * max(1.0, gmax) or not np.isfinite(alpha):
-                return UNBOUNDED if slope < 0 else SINGULAR
-            d = -d
-        u = np.zeros(q)  # the move: lam_N += alpha d, g += F F_N' (alpha d)
-        for a in range(n):
-            ad = alpha * d[a]
-            lam[N[a]] += ad
-            for c in range(q):
-                u[c] += F[N[a], c] * ad
-        for i in range(m):
-            s = 0.0
-            for c in range(q):
-                s += F[i, c] * u[c]
-            g[i] += s
-        i = N[k]
-        lam[i] = lo[i] if lower else hi[i]
-        free[i] = False
-    return SINGULAR
 
 
 def nu_interval(g, a, lo, hi, at_lo):
@@ -872,9 +763,8 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
     dual]`` hold the answer), :data:`HINGE_UNCERTIFIED` (the same, but the certificate refuses it),
     :data:`HINGE_FAILED` (the pivots ended in ``status``, :data:`SINGULAR`, :data:`ITERATION_LIMIT`
     or :data:`UNBOUNDED`: what ``solve_box_qp`` reports from this start, as its pivots are these)
-    or :data:`HINGE_DEFER` (the start is not feasible: the caller runs the general path for this
-    step). A free set the new Hessian cannot hold is shrunk here (:func:`_regularize`), as
-    ``box_qp._active_set_compiled`` does.
+    or :data:`HINGE_DEFER` (the start is not feasible or the free set needs the Python shrinking:
+    the caller runs the general path for this step, which repeats these pivots and goes on).
 
     ``form_f``: ``F`` is a buffer of shape ``(m, len(live))`` that this call fills first with
     ``YX[:, live] * s`` (each entry the one product numpy's ``YX[:, live] * s`` takes: the same
@@ -906,16 +796,9 @@ def hinge_warm_step(F, H, use_h, f, y, lo, hi, start, max_iter, X, YX, live, s, 
         free[0] = True
     E = np.empty((1, m))  # the equality row, a copy (y.reshape would need y contiguous to type)
     E[0, :] = y
-    regularized, it = False, 0
-    while True:  # box_qp._active_set_compiled's loop: a free set the new Hessian cannot hold is shrunk first
-        code, it, nu = _active_set_jit(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it)
-        if code != NEEDS_REGULARIZE:
-            break
-        regularized = True
-        code = _regularize(F, f, E, lo, hi, lam, free, 1e-10)
-        if code != OPTIMAL:
-            break
-        it += 1  # the shrinking counts as a pivot, as in the Python loop
+    code, it, nu = _active_set_jit(F, H, use_h, f, E, lo, hi, lam, free, False, max_iter, 0)
+    if code == NEEDS_REGULARIZE:
+        return HINGE_DEFER, it, 0.0, code
     if code != OPTIMAL:  # solve_box_qp from this start ends the same: its status, not a repeat
         return HINGE_FAILED, it, 0.0, code
     # _canonical_nu: with no multiplier strictly inside its box the intercept is the midpoint of

@@ -92,18 +92,14 @@ def test_warm_start_after_a_change_gives_the_new_optimum(seed, compiled, monkeyp
     from the previous solution (its free set too large for the new rank: the start is regularised
     first) it reaches the new optimum, in fewer pivots than a cold start."""
     shrink = []
-    # the Python loop shrinks with box_qp._regularize, the compiled one with its compiled twin
-    owner = box_qp.box_qp_jit if compiled else box_qp
-    if compiled:
-        box_qp.box_qp_jit.compiled()  # the twin compiled in place before it is wrapped
-    regularize = owner._regularize
-    monkeypatch.setattr(owner, "_regularize", lambda *a: shrink.append(1) or regularize(*a))
+    regularize = box_qp._regularize
+    monkeypatch.setattr(box_qp, "_regularize", lambda *a: shrink.append(1) or regularize(*a))
     F, f, E, e, lo, hi = _problem(seed, m=60, q=12)
     first = solve_box_qp(F, f, E, e, lo, hi, compiled=compiled)
     rng = np.random.default_rng(100 + seed)
     F2 = F[:, :4] * rng.uniform(0.2, 3.0, 4)  # EM fixed 8 features at zero and rescaled the rest
     warm = solve_box_qp(F2, f, E, e, lo, hi, start=first.lam, compiled=compiled)
-    assert shrink  # the warm start's free set was too large: it was shrunk first
+    assert shrink  # the warm start's free set was too large: the compiled loop hands it back to Python
     cold = solve_box_qp(F2, f, E, e, lo, hi, compiled=compiled)
     assert warm.status == cold.status == "optimal"
     _check_kkt(F2, f, E, e, lo, hi, warm)
@@ -122,47 +118,6 @@ def test_statuses_for_what_it_cannot_solve(compiled):
     assert solve_box_qp(F, f, E, np.ones(1), lo, hi, compiled=compiled).status == "infeasible_start"
     res = solve_box_qp(F, f, E, e, lo, hi, max_iter=1, compiled=compiled)
     assert res.status == "iteration_limit" and res.lam is None
-
-
-def _too_many_free(seed, m=60, q=12, keep=4, pe=1, free=0):
-    """An EM pattern's warm start whose free set the new Hessian cannot hold: the optimum of a dual
-    on ``q`` columns, then ``keep`` of those columns rescaled (the next dual); ``(problem, start,
-    free set)``, the free set as the active-set method takes it."""
-    F, f, E, e, lo, hi = _problem(seed, m=m, q=q, pe=pe, free=free)
-    first = solve_box_qp(F, f, E, e, lo, hi, compiled=False)
-    F2 = F[:, :keep] * np.random.default_rng(100 + seed).uniform(0.2, 3.0, keep)
-    lam = first.lam.copy()
-    free_set = (lam > lo) & (lam < hi)
-    assert free_set.sum() > keep + pe  # more than the new Hessian's rank and the equality can hold
-    return (F2, f, E, e, lo, hi), lam, free_set
-
-
-@needs_numba
-@pytest.mark.parametrize("seed", range(8))
-@pytest.mark.parametrize("shape", [dict(), dict(pe=2), dict(keep=2, q=10), dict(pe=0, m=40, q=30, keep=3)])
-def test_compiled_regularize_takes_the_python_steps(seed, shape):
-    """The compiled shrinking of a warm start's free set (``box_qp_jit._regularize``) against the
-    Python one (``box_qp._regularize``, numpy's SVDs) from the same start: the same status, the
-    same variables pinned at the same bounds, the same point (within rounding: the null spaces
-    come from another LAPACK call), and a free set the new Hessian holds (its reduced KKT matrix
-    regular)."""
-    from fsframe.backends import box_qp_jit
-
-    box_qp_jit.compiled()
-    (F, f, E, e, lo, hi), lam, free = _too_many_free(seed, **shape)
-    st = box_qp._State(F, f, E, lo, hi, lam.copy(), free.copy())
-    why = box_qp._regularize(st, 1e-10)
-    lam_c, free_c = lam.copy(), free.copy()
-    code = box_qp_jit._regularize(F, f, np.ascontiguousarray(E), lo, hi, lam_c, free_c, 1e-10)
-    assert why is None and code == box_qp_jit.OPTIMAL
-    np.testing.assert_array_equal(free_c, st.free)
-    np.testing.assert_allclose(lam_c, st.lam, rtol=0, atol=1e-12)
-    assert np.all((lam_c >= lo) & (lam_c <= hi)) and np.abs(E @ lam_c - e).max(initial=0.0) <= 1e-12
-    assert free_c.sum() < free.sum() and np.all(lam_c[free != free_c] == np.where(
-        np.abs(lam_c - lo) <= np.abs(hi - lam_c), lo, hi)[free != free_c])  # pinned exactly at a bound
-    N = np.flatnonzero(free_c)
-    K = box_qp._State(F, f, E, lo, hi, lam_c, free_c).kkt(N)
-    assert np.linalg.matrix_rank(K) == K.shape[0]
 
 
 @needs_numba

@@ -20,8 +20,9 @@ SCRIPTS = {  # script -> the arguments that keep its run to paper004's ISOLET, o
     "benchmarks/paper004_inner_sweep.py": ["--dataset", "isolet"],
     "benchmarks/dso_paper004_fit.py": ["--datasets", "isolet"],
     "benchmarks/paper000_gap3.py": [],
+    "benchmarks/bench_em_sonar_splits.py": ["--out", "/nonexistent/never-written.json"],
 }
-FILE = {"benchmarks/paper000_gap3.py": "sonar.csv"}  # the others: paper004's Isolet.mat
+FILE = {"benchmarks/paper000_gap3.py": "sonar.csv", "benchmarks/bench_em_sonar_splits.py": "sonar.csv"}  # the others: paper004's Isolet.mat
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,8 @@
 warm step of EM runs replayed on a fresh subproblem through ``solve_box_qp`` and
 :meth:`~fsframe.dense_em.DenseHingeSubproblem.certificate` — the same multipliers (bitwise: the
 same pivots), the same model and intercept (the intercept's midpoint rule when no multiplier is
-free included), the same certificate measures, the same decision (a free set the new Hessian
-cannot hold shrunk first on both paths, by the compiled ``_regularize``); a step the compiled
-call defers (an infeasible start) is the general path's.
+free included), the same certificate measures, the same decision; a step the compiled call
+defers (an infeasible start, a free set the new Hessian cannot hold) is the general path's.
 Skipped without numba (the ``fast`` extra)."""
 
 from __future__ import annotations
@@ -292,3 +291,38 @@ def test_the_step_forms_the_scaled_columns_as_numpy_does(monkeypatch):
     it = again.solve(quad=q)
     assert it.result.message == "dense hinge dual: optimal"
     assert np.array_equal(it.result.duals["lam"], bufs0[0]) and float(it.intercept[0]) == a0[2]
+
+
+def _doubled(seed, scales):
+    """Every sample twice, columns on the scales ``scales`` (degenerate duals: the shrinking's
+    null spaces have several dimensions)."""
+    rng = np.random.default_rng(1000 + seed)
+    X = rng.normal(size=(60, 48))
+    X = np.vstack([X, X]) * scales
+    w = np.zeros(48)
+    w[:4] = 1.0
+    return X, np.where(X @ w + 0.3 * rng.normal(size=120) > 0, 1.0, -1.0)
+
+
+@pytest.mark.parametrize("seed, scaled", [(5, True), (3, False)])
+def test_fits_on_duplicated_samples_stay_on_the_dense_path_as_with_the_python_pivots(seed, scaled, monkeypatch):
+    """Duplicated samples, C = 100: the compiled pivots hand a free set the new Hessian cannot hold
+    to the Python ``_regularize`` (a compiled twin chose its null vectors by rounding and this fit
+    then fell back from ``dense_em``, "not certified"); the fit is the Python pivots' (FSFRAME_NO_JIT):
+    the same selection and EM iterations, on ``dense_em`` with no fallback, models within 1e-9."""
+    import fsframe
+
+    X, y = _doubled(seed, np.logspace(-2, 2, 48) if scaled else 1.0)
+    fits = []
+    for no_jit in (False, True):
+        if no_jit:
+            monkeypatch.setenv("FSFRAME_NO_JIT", "1")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.append(fsframe.fit(X, y, method="em-l0", n_features=5, C=100.0))
+    jit, py = fits
+    for res in fits:
+        assert res.info.get("solver_path") == "dense_em" and not res.info.get("dense_em_fallback")
+    assert list(jit.selected) == list(py.selected) and jit.n_iter == py.n_iter
+    scale = max(1.0, float(np.abs(py.coef).max()))
+    np.testing.assert_allclose(np.asarray(jit.coef), np.asarray(py.coef), rtol=0, atol=1e-9 * scale)

@@ -361,3 +361,29 @@ def test_a_hopeless_crash_is_given_up_after_one_sweep_and_its_hessian_reused(mon
     res = box_qp.solve_box_qp(F2, f2, E2, e2, lo2, hi2, compiled=True, crash=8)
     assert res.status == "optimal" and taken and seen[0] is not None
     np.testing.assert_allclose(seen[0], F2 @ F2.T, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("sweeps", [np.inf, -1, -0.5, np.nan, "1"])
+def test_crash_start_sweeps_must_be_a_finite_number(sweeps):
+    # as solve_box_qp(crash=...): nan once raised ValueError, inf OverflowError, -1 returned None
+    from fsframe.errors import InvalidOptionError
+    F, f, E, e, lo, hi = _dual(0, m=20, q=5)
+    with pytest.raises(InvalidOptionError, match="crash_start: sweeps"):
+        box_qp.crash_start(F, f, E, e, lo, hi, np.zeros(20), sweeps)
+
+
+def test_crash_start_that_numba_cannot_compile_is_no_start(monkeypatch):
+    # numba refusing the crash on its first call: no start (the caller's plain warm start) and the
+    # compiled loop dropped, as solve_box_qp does; not an error out of crash_start
+    from numba.core.errors import TypingError
+
+    def refused(*args):
+        raise TypingError("planted: cannot type the crash")
+
+    dropped = []
+    monkeypatch.setattr(box_qp_jit, "compiled_crash", lambda: refused)
+    monkeypatch.setattr(box_qp_jit, "disable", dropped.append)  # the process's compiled loop kept
+    F, f, E, e, lo, hi = _dual(0, m=20, q=5)
+    lam = np.zeros(20)
+    assert box_qp.crash_start(F, f, E, e, lo, hi, lam, 1) is None
+    assert len(dropped) == 1 and isinstance(dropped[0], TypingError) and not lam.any()

@@ -136,3 +136,46 @@ def test_sonar_fits_with_the_warm_crash_equal_those_without(split, r, shared_fil
     X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y)
     Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.2, random_state=split, stratify=y)
     _same(StandardScaler().fit(Xtr).transform(Xtr), ytr, monkeypatch, method="em-l0", n_features=r)
+
+
+def test_a_crashed_warm_step_that_fails_is_followed_by_the_plain_warm_start(monkeypatch):
+    """The crashed attempt's pivots capped at 2 (iteration_limit): the message names the crashed
+    attempt's failure, and the answer is the plain warm start's (the general path from the previous
+    multipliers themselves, not the next attempt)."""
+    X, y = _instance(0)
+    q, plain, _ = _first_warm_step(X, y, False, monkeypatch)
+    monkeypatch.setattr(dense_em, "warm_crash_applies", warm_crash_applies)
+    sub = DenseHingeSubproblem(X, y, 1.0)
+    sub.solve(quad=np.ones(X.shape[1]))
+    step, caps = sub._compiled_step, []
+
+    def capped(*a):
+        caps.append(a[8])
+        return step(*a[:8], 2, *a[9:])
+
+    sub._compiled_step = capped
+    it = sub.solve(quad=q)
+    assert caps and caps[0] > 2  # the crashed attempt ran, capped
+    # the answer from the plain "warm" attempt, after the crashed one's failure
+    assert it.ok and it.result.message == "dense hinge dual: optimal (warm; warm crashed: iteration limit)"
+    scale = max(1.0, float(np.abs(plain.coef).max()))  # the general path's BLAS against the compiled loop's sums
+    np.testing.assert_allclose(it.coef, plain.coef, rtol=0, atol=1e-12 * scale)
+    assert float(it.intercept[0]) == pytest.approx(float(plain.intercept[0]), rel=1e-12, abs=1e-12)
+    assert it.objective == pytest.approx(plain.objective, rel=1e-13)
+
+
+def test_the_crashed_warm_step_adds_no_compiled_specialisation(monkeypatch):
+    """The crash's F (numpy's ``YX[:, live] * s``, F-ordered) reaches the compiled warm step
+    C-ordered, the layout its buffer and its warm-up compile: no second specialisation (its
+    compilation cost ~19 s CPU on the first fit)."""
+    from fsframe.backends import box_qp_jit
+
+    X, y = _instance(1)
+    taken = []
+    crash_start = dense_em.crash_start
+    monkeypatch.setattr(dense_em, "crash_start", lambda *a: (lambda out: taken.append(out is not None) or out)(
+        crash_start(*a)))
+    _first_warm_step(X, y, True, monkeypatch)
+    assert any(taken)
+    sigs = box_qp_jit.compiled_hinge().signatures
+    assert sigs and all(sig[0].layout == "C" for sig in sigs), sigs
