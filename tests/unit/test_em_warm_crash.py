@@ -167,15 +167,25 @@ def test_a_crashed_warm_step_that_fails_is_followed_by_the_plain_warm_start(monk
 def test_the_crashed_warm_step_adds_no_compiled_specialisation(monkeypatch):
     """The crash's F (numpy's ``YX[:, live] * s``, F-ordered) reaches the compiled warm step
     C-ordered, the layout its buffer and its warm-up compile: no second specialisation (its
-    compilation cost ~19 s CPU on the first fit)."""
+    compilation cost ~19 s CPU on the first fit). Judged on the arrays the step receives, not on
+    the dispatcher's signatures, which other tests of the same process may have added to."""
     from fsframe.backends import box_qp_jit
 
+    step = box_qp_jit.compiled_hinge()
+    if step is None:
+        pytest.skip("the compiled loop is not in use")
+    layouts = []
+
+    def spy(*a):
+        layouts.append([x.flags.c_contiguous for x in a if isinstance(x, np.ndarray) and x.ndim == 2])
+        return step(*a)
+
+    monkeypatch.setattr(box_qp_jit, "compiled_hinge", lambda: spy)
     X, y = _instance(1)
     taken = []
     crash_start = dense_em.crash_start
     monkeypatch.setattr(dense_em, "crash_start", lambda *a: (lambda out: taken.append(out is not None) or out)(
         crash_start(*a)))
     _first_warm_step(X, y, True, monkeypatch)
-    assert any(taken)
-    sigs = box_qp_jit.compiled_hinge().signatures
-    assert sigs and all(sig[0].layout == "C" for sig in sigs), sigs
+    assert any(taken) and layouts
+    assert all(all(c) for c in layouts), layouts
