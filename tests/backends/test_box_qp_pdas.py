@@ -240,3 +240,94 @@ def test_a_cold_dual_is_tried_only_on_a_nearly_diagonal_hessian(sigma, diagonal)
     X, y = _twonorm_like(400)
     K = EmpiricalKernelMap(kernel="rbf", sigma=sigma).fit(X).transform(X)
     assert de.nearly_diagonal(np.where(y > 0, 1.0, -1.0)[:, None] * K) is diagonal
+
+
+def _correlated_qp(seed, duplicates=False):
+    """A small box QP whose Hessian ``F F'`` is far from an M-matrix (every row of ``F`` shares one
+    random column), on which the undamped predictions cycle; ``duplicates``: its last rows copies
+    of its first ones and a column or two fewer (``F F'`` singular: a prediction that frees both
+    copies has no CG solution). ``F, f, a`` (``a = 0``: the box alone; else signs), the upper bound."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 12)) if not duplicates else int(rng.integers(4, 14))
+    k = int(rng.integers(1, n)) if duplicates else 0
+    F = rng.standard_normal((n, n)) + 2.0 * rng.standard_normal((n, 1))
+    if duplicates:
+        F[n - k:] = F[:k] if rng.random() < 0.5 else F[n - k:]
+        F = F[:, : n - int(rng.integers(0, 3))]
+    f = rng.standard_normal(n) * 3
+    signs = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    return F, f, signs, np.ones(n)
+
+
+def _assert_the_optimum(res, F, f, a, hi):
+    """``res`` is optimal: the dense active set's objective (to 1e-9) and the KKT conditions."""
+    assert res.status == "optimal"
+    n = f.size
+    E = a[None, :] if a.any() else np.zeros((0, n))  # a = 0: the box alone
+    ref = solve_box_qp(F, f, E, np.zeros(E.shape[0]), np.zeros(n), hi)
+    assert ref.status == "optimal"
+
+    def obj(x):
+        return 0.5 * float(np.sum((F.T @ x) ** 2)) + float(f @ x)
+
+    assert abs(obj(res.lam) - obj(ref.lam)) <= 1e-9 * max(1.0, abs(obj(ref.lam)))
+    assert np.all(res.lam >= 0) and np.all(res.lam <= hi) and abs(a @ res.lam) <= 1e-9
+    r = F @ (F.T @ res.lam) + f + a * res.nu[0]
+    size = max(1.0, float(np.abs(r).max()))
+    assert np.all(r[res.lam <= 0] >= -1e-9 * size) and np.all(r[res.lam >= hi] <= 1e-9 * size)
+    assert np.abs(r[(res.lam > 0) & (res.lam < hi)]).max(initial=0.0) <= 1e-9 * size
+
+
+# seeds whose undamped predictions cycle (found by running the method without its damped step:
+# "iteration_limit" on each, with the box alone or with the equality)
+@pytest.mark.parametrize(("seed", "equality"), [(9, False), (20, True), (40, True), (76, False), (94, False),
+                                                (99, True), (135, False), (188, True)])
+def test_a_cycling_prediction_is_damped_to_the_optimum(seed, equality):
+    F, f, signs, hi = _correlated_qp(seed)
+    a = signs if equality else np.zeros(f.size)
+    _assert_the_optimum(solve_box_qp_pdas(F, f, a, 0.0, np.zeros(f.size), hi), F, f, a, hi)
+
+
+# seeds on which a later prediction frees both copies of a row: its CG fails ("singular" at once
+# before), and a projected-gradient step goes on from the last point
+@pytest.mark.parametrize(("seed", "equality"), [(0, True), (22, False), (53, True), (80, False), (136, True)])
+def test_a_later_singular_prediction_is_passed_by_a_gradient_step(seed, equality, monkeypatch):
+    import fsframe.backends.box_qp_pdas as pdas
+
+    F, f, signs, hi = _correlated_qp(seed, duplicates=True)
+    a = signs if equality else np.zeros(f.size)
+    calls = []
+    damped = pdas._damped_step
+
+    def recording(*args):
+        calls.append(args[8] is None)  # no prediction's point: the gradient step alone
+        return damped(*args)
+
+    monkeypatch.setattr(pdas, "_damped_step", recording)
+    _assert_the_optimum(solve_box_qp_pdas(F, f, a, 0.0, np.zeros(f.size), hi), F, f, a, hi)
+    assert any(calls)
+
+
+def test_a_damped_step_is_feasible_and_lowers_the_objective():
+    # from a feasible point, towards a point whose projection is worse: the step lands on the box
+    # and the equality, below the starting objective (checked here, not by the step's own test)
+    from fsframe.backends.box_qp_pdas import _damped_step
+
+    F, f, signs, hi = _correlated_qp(9)
+    n = f.size
+    a = signs
+    rng = np.random.default_rng(1)
+    lam = np.clip(rng.uniform(0.2, 0.8, n), 0, 1)
+    lam -= a * (a @ lam) / n  # on the equality, inside the box
+    assert np.all((lam > 0) & (lam < 1))
+
+    def obj(x):
+        return 0.5 * float(np.sum((F.T @ x) ** 2)) + float(f @ x)
+
+    far = lam + 50.0 * rng.standard_normal(n)
+    out = _damped_step(F, f, a, 0.0, np.zeros(n), hi, lam, obj(lam), far, 0.0)
+    assert out is not None
+    point, value = out
+    assert np.all(point >= 0) and np.all(point <= hi) and abs(a @ point) <= 1e-12 * n
+    assert value == pytest.approx(obj(point), rel=1e-12, abs=1e-12)
+    assert value < obj(lam)
