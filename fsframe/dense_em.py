@@ -276,6 +276,7 @@ class DenseHingeSubproblem:
         failures, iterations, cert = [], 0, None
         kinds = (["warm", "warm scaled"] if warm is not None else []) + ["cold", "scaled"]
         fast = None
+        crash_ok = form  # the warm crash's rule, also after a failed matrix-free attempt (which clears form)
         if pdas_applies((self.y.size, s.size), warm, self.C):
             # a wide dual first by the matrix-free active set (its free set changes in blocks, no
             # m x m factorisation); refused or failed, the attempts below run as without it. Cold,
@@ -292,7 +293,7 @@ class DenseHingeSubproblem:
         # the compiled warm attempt starts from a crash of the previous multipliers where
         # warm_crash_applies (numpy's F: the crash forms F F' from it); when that attempt fails, the
         # general path's "warm" starts from the previous multipliers themselves
-        start = self._crashed_start(F.shape, live, s, warm) if form and cert is None else None
+        start = self._crashed_start(F.shape, live, s, warm) if crash_ok and cert is None else None
         if start is not None:
             F, form = start[1], False
         # the warm attempt in one compiled call where it can be (_warm_step); None: the general path

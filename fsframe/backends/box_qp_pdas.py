@@ -92,7 +92,7 @@ def _projected_cg(FN: NDArray, aN: NDArray, rhs: NDArray, x0: NDArray, max_iter:
         return FN @ (FN.T @ v)
 
     target = float(aN @ x0)
-    scale = max(float(np.linalg.norm(rhs)), float(np.linalg.norm(op(x0))), 1e-300)
+    scale = max(float(np.linalg.norm(rhs)), 1e-300)  # relative to the right-hand side, not to op(x0)
     x = x0.copy()
     budget = max_iter
     for _restart in range(CG_RESTARTS):
@@ -123,6 +123,11 @@ def _projected_cg(FN: NDArray, aN: NDArray, rhs: NDArray, x0: NDArray, max_iter:
     return None
 
 
+def _reach(a: NDArray, lo: NDArray, hi: NDArray) -> tuple[float, float]:
+    """The least and greatest ``a' lam`` over the box ``lo <= lam <= hi``."""
+    return float(np.where(a > 0, a * lo, a * hi).sum()), float(np.where(a > 0, a * hi, a * lo).sum())
+
+
 def _equality_nu(u: NDArray, ca: NDArray, a: NDArray, e: float, lo: NDArray, hi: NDArray, nu0: float) -> float:
     """The ``nu`` at which the prediction ``clip(u - ca nu, lo, hi)`` meets the equality
     ``a' clip(...) = e`` (nonincreasing in ``nu``: bisection to rounding, from a bracket grown
@@ -133,14 +138,20 @@ def _equality_nu(u: NDArray, ca: NDArray, a: NDArray, e: float, lo: NDArray, hi:
 
     if not np.any(a != 0):
         return nu0
+    # e within the caller's tolerance beyond what the box reaches: clamped to the reachable range,
+    # else phi keeps its sign at every nu and the bracket grows to infinity without end
+    reach_lo, reach_hi = _reach(a, lo, hi)
+    e = min(max(e, reach_lo), reach_hi)
     lo_nu, hi_nu, step = nu0, nu0, max(1.0, abs(nu0))
-    while phi(lo_nu) < 0:
+    while phi(lo_nu) < 0 and np.isfinite(lo_nu):
         lo_nu -= step
         step *= 2
     step = max(1.0, abs(nu0))
-    while phi(hi_nu) > 0:
+    while phi(hi_nu) > 0 and np.isfinite(hi_nu):
         hi_nu += step
         step *= 2
+    if not (np.isfinite(lo_nu) and np.isfinite(hi_nu)):
+        return nu0
     for _ in range(200):
         mid = 0.5 * (lo_nu + hi_nu)
         if mid <= lo_nu or mid >= hi_nu:
@@ -150,6 +161,14 @@ def _equality_nu(u: NDArray, ca: NDArray, a: NDArray, e: float, lo: NDArray, hi:
         else:
             hi_nu = mid
     return 0.5 * (lo_nu + hi_nu)
+
+
+def _stationary(r_free: NDArray, rhs_norm: float, rtol: float) -> bool:
+    """Whether the reduced gradient on the free set, ``r_free``, is zero to the CG's tolerance
+    (``1e3 CG_TOL`` times the free system's right-hand side, as :func:`_projected_cg` accepts) or to
+    rounding (``rtol`` per entry, the bound multipliers' tolerance)."""
+    size = float(np.linalg.norm(r_free))
+    return bool(np.isfinite(size) and size <= max(1e3 * CG_TOL * rhs_norm, np.sqrt(r_free.size) * rtol))
 
 
 def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, hi: NDArray,
@@ -162,7 +181,9 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
     prediction's input). Returns a :class:`~fsframe.backends.box_qp.BoxQPResult` whose
     ``iterations`` counts the predictions; ``nu`` follows the same midpoint rule as
     :func:`~fsframe.backends.box_qp.solve_box_qp` when no free variable fixes it. ``"singular"``:
-    a CG solve that did not converge; ``"iteration_limit"``: no repeated prediction within
+    a CG solve that did not converge; ``"not_stationary"``: the bounds' multipliers of their signs but
+    the reduced gradient on the free set, recomputed on ``F``, not zero (:func:`_stationary`: the
+    CG's answer spoilt by rounding); ``"iteration_limit"``: no repeated prediction within
     ``max_sweeps`` (or a cycle); ``"infeasible_start"``: no point meets the equality and the box.
     Non-finite bounds or ``lo > hi``: :class:`~fsframe.errors.InvalidOptionError`.
     """
@@ -172,8 +193,7 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
         raise InvalidOptionError("solve_box_qp_pdas: the bounds must be finite with lo <= hi")
     e = float(e)
-    lo_sum = float(np.where(a > 0, a * lo, a * hi).sum())
-    hi_sum = float(np.where(a > 0, a * hi, a * lo).sum())
+    lo_sum, hi_sum = _reach(a, lo, hi)
     if not (lo_sum - 1e-12 * max(1.0, abs(e)) <= e <= hi_sum + 1e-12 * max(1.0, abs(e))):
         return BoxQPResult("infeasible_start")
     cg_max_iter = min(2 * m + 50, CG_MAX_ITER) if cg_max_iter is None else cg_max_iter
@@ -200,6 +220,7 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
             return BoxQPResult("iteration_limit", iterations=sweep)
         seen.add(key)
         lam_new = np.where(at_lo, lo, np.where(at_hi, hi, 0.0))
+        rhs_norm = 0.0
         if N.size:
             aN = a[N]
             if not np.any(aN != 0) and abs(float(a @ lam_new) - e) > 1e-12 * max(1.0, abs(e)):
@@ -215,6 +236,7 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
             if na2 > 0:
                 cur = cur + aN * ((target - float(aN @ cur)) / na2)
             x0 = cur if np.all(np.isfinite(cur)) else x0
+            rhs_norm = float(np.linalg.norm(rhs))
             x = _projected_cg(FN, aN, rhs, x0, cg_max_iter)
             if x is None:
                 return BoxQPResult("singular", iterations=sweep)
@@ -232,6 +254,9 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
         rtol = KKT_TOL * max(1.0, float(np.abs(f).max(initial=0.0)), float(np.abs(g - f).max(initial=0.0)))
         movable = width > 0
         if inside and np.all(r[at_lo & movable] >= -rtol) and np.all(r[at_hi & movable] <= rtol):
+            # stationarity on the free set, recomputed on the full F (not the CG's own residual)
+            if not _stationary(r[N], rhs_norm, rtol):
+                return BoxQPResult("not_stationary", iterations=sweep)
             r = r.copy()
             r[N] = 0.0
             res = BoxQPResult("optimal", np.clip(lam, lo, hi), np.array([nu]), r, sweep)

@@ -240,3 +240,58 @@ def test_a_cold_dual_is_tried_only_on_a_nearly_diagonal_hessian(sigma, diagonal)
     X, y = _twonorm_like(400)
     K = EmpiricalKernelMap(kernel="rbf", sigma=sigma).fit(X).transform(X)
     assert de.nearly_diagonal(np.where(y > 0, 1.0, -1.0)[:, None] * K) is diagonal
+
+
+@pytest.mark.timeout(20)
+def test_an_equality_at_the_feasibility_tolerance_beyond_the_box_ends():
+    # a' lam = 4 + 1e-13 over four multipliers in [0, 1]: within the feasibility tolerance, so it is
+    # solved; the equality's multiplier search once grew its bracket without end here. The answer is
+    # the box's corner, where the closed form lam = 1 holds
+    res = solve_box_qp_pdas(np.eye(4), -np.ones(4), np.ones(4), 4.0 + 1e-13, np.zeros(4), np.ones(4))
+    assert res.status == "optimal"
+    assert np.array_equal(res.lam, np.ones(4))
+
+
+def test_optimal_needs_stationarity_on_the_free_set(monkeypatch):
+    # a CG answer off the free set's optimum (here: its own answer moved along the equality's null
+    # space) keeps every bound multiplier's sign, so only the free set's reduced gradient shows it
+    import fsframe.backends.box_qp_pdas as bp
+
+    m = 60
+    _, y, _, F, hi = _rbf_dual(3, m, 0.5, 1.0)
+    good = solve_box_qp_pdas(F, -np.ones(m), y, 0.0, np.zeros(m), hi)
+    ref = solve_box_qp(F, -np.ones(m), y[None, :], np.zeros(1), np.zeros(m), hi)
+    assert good.status == ref.status == "optimal" and np.allclose(good.lam, ref.lam, atol=1e-9)
+    free = (good.lam > 1e-6) & (good.lam < hi - 1e-6)
+    assert free.sum() >= 2
+    cg = bp._projected_cg
+
+    def spoilt(FN, aN, rhs, x0, max_iter):
+        x = cg(FN, aN, rhs, x0, max_iter)
+        d = np.zeros_like(x)
+        d[:2] = [aN[1], -aN[0]]  # a_N' d = 0: the equality still holds
+        return x + 1e-7 * d
+
+    monkeypatch.setattr(bp, "_projected_cg", spoilt)
+    res = solve_box_qp_pdas(F, -np.ones(m), y, 0.0, np.zeros(m), hi, start=good.lam)
+    assert res.status == "not_stationary" and res.lam is None
+
+
+def test_the_warm_crash_follows_a_failed_matrix_free_attempt():
+    # 1 000 samples, 600 columns: the first warm step is both the matrix-free method's (which fails:
+    # F F' has rank 600, below its first free set's size) and the warm crash's; the crash once never ran
+    # after a matrix-free attempt. The answer is checked against the cold dense active set's
+    rng = np.random.default_rng(1)
+    m, n = 1000, 600
+    X = rng.standard_normal((m, n))
+    y = np.where(X[:, :5].sum(1) + rng.standard_normal(m) > 0, 1.0, -1.0)
+    sub = de.DenseHingeSubproblem(X, y, 1.0)
+    sub.solve(quad=0.5)
+    q = np.minimum(0.5 / np.maximum(np.abs(sub.solve(quad=0.5).coef), 1e-8), 1e6)
+    sub.solve(quad=0.5)  # the warm start of the step below: this dual's multipliers
+    it = sub.solve(quad=q)
+    assert "warm crashed" in it.result.message and "pdas: " in it.result.message
+    ref = solve_box_qp(y[:, None] * X / np.sqrt(2 * q), -np.ones(m), y[None, :], np.zeros(1), np.zeros(m),
+                       np.ones(m))
+    assert ref.status == "optimal"
+    assert np.allclose(it.coef, (y[:, None] * X / (2 * q)).T @ ref.lam, atol=1e-7)
