@@ -185,11 +185,14 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
     the reduced gradient on the free set, recomputed on ``F``, not zero (:func:`_stationary`: the
     CG's answer spoilt by rounding); ``"iteration_limit"``: no repeated prediction within
     ``max_sweeps`` (or a cycle); ``"infeasible_start"``: no point meets the equality and the box.
-    Non-finite bounds or ``lo > hi``: :class:`~fsframe.errors.InvalidOptionError`.
+    Non-finite bounds, ``lo > hi``, or a vector (``start`` too) not of ``F``'s rows:
+    :class:`~fsframe.errors.InvalidOptionError`.
     """
     F = np.asarray(F, dtype=float)
     f, a, lo, hi = (np.asarray(v, dtype=float) for v in (f, a, lo, hi))
     m, q = F.shape
+    if any(v.shape != (m,) for v in (f, a, lo, hi)) or (start is not None and np.shape(start) != (m,)):
+        raise InvalidOptionError(f"solve_box_qp_pdas: f, a, lo, hi and start must have F's {m} rows each")
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
         raise InvalidOptionError("solve_box_qp_pdas: the bounds must be finite with lo <= hi")
     e = float(e)
