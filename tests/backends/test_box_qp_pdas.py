@@ -331,3 +331,16 @@ def test_a_cold_wide_rbf_step_goes_to_the_active_set():
     assert de.pdas_applies(K.shape)
     it = de.DenseHingeSubproblem(K, ypm, 10.0).solve(quad=0.5)
     assert it.status.name == "OPTIMAL" and "pdas" not in it.result.message
+
+
+def test_every_multiplier_at_a_bound_reports_the_midpoint_nu():
+    # F = 0.1 I, all four multipliers at their upper bound 1 (y' lam = 0 holds there); each bound
+    # allows an interval of nu: r_i = 0.01 + f_i + y_i nu <= 0 gives -2.99 <= nu <= 4.99, whose
+    # midpoint, 1.0, is the dense active set's nu too
+    F, y = 0.1 * np.eye(4), np.array([1.0, 1.0, -1.0, -1.0])
+    f = np.array([-10.0, -5.0, -10.0, -3.0])
+    res = solve_box_qp_pdas(F, f, y, 0.0, np.zeros(4), np.ones(4))
+    ref = solve_box_qp(F, f, y[None, :], np.zeros(1), np.zeros(4), np.ones(4))
+    assert res.status == ref.status == "optimal"
+    assert np.array_equal(res.lam, np.ones(4))
+    assert res.nu[0] == pytest.approx(1.0, abs=1e-12) and res.nu[0] == pytest.approx(ref.nu[0], abs=1e-12)
