@@ -25,6 +25,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+NOTE = ("one em-l0 RBF fit of Twonorm's first training fold (its first m rows) per process, CPU s by process_time, "
+        "one BLAS thread, nice -n 5, shared 2-core machine (load_average per row); path 'pdas' is fit's default, "
+        "'active-set' the same code with dense_em.pdas_applies returning False; 'error' = stopped at the CPU cap")
+"""The results file's ``note`` when it is written afresh (``--append`` keeps the file's own)."""
+
 POINTS = [(s, c) for s in (0.5, 1.0, 4.0) for c in (0.1, 10.0)]
 
 
@@ -83,7 +88,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "twonorm_pdas.json")
     args = ap.parse_args(argv)
     points = [tuple(map(float, p.split(","))) for p in args.points] if args.points else POINTS
-    rows = json.loads(args.json.read_text())["rows"] if args.append and args.json.exists() else []
+    old = json.loads(args.json.read_text()) if args.append and args.json.exists() else {}
+    rows, note = old.get("rows", []), old.get("note", NOTE)
     for m in args.rows:
         for sigma, C in points:
             for path in args.paths:
@@ -92,7 +98,7 @@ def main(argv=None) -> int:
                 rows.append(rec)
                 print(json.dumps({k: v for k, v in rec.items() if k != "support"}), flush=True)
                 args.json.parent.mkdir(parents=True, exist_ok=True)
-                args.json.write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+                args.json.write_text(json.dumps({"note": note, "rows": rows}, indent=1) + "\n")
     return 0
 
 

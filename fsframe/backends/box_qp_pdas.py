@@ -103,7 +103,7 @@ def _projected_cg(FN: NDArray, aN: NDArray, rhs: NDArray, x0: NDArray, max_iter:
         return FN @ (FN.T @ v)
 
     target = float(aN @ x0)
-    scale = max(float(np.linalg.norm(rhs)), float(np.linalg.norm(op(x0))), 1e-300)
+    scale = max(float(np.linalg.norm(rhs)), 1e-300)  # relative to the right-hand side, not to op(x0)
     x = x0.copy()
     budget = max_iter
     for _restart in range(CG_RESTARTS):
@@ -134,6 +134,11 @@ def _projected_cg(FN: NDArray, aN: NDArray, rhs: NDArray, x0: NDArray, max_iter:
     return None
 
 
+def _reach(a: NDArray, lo: NDArray, hi: NDArray) -> tuple[float, float]:
+    """The least and greatest ``a' lam`` over the box ``lo <= lam <= hi``."""
+    return float(np.where(a > 0, a * lo, a * hi).sum()), float(np.where(a > 0, a * hi, a * lo).sum())
+
+
 def _equality_nu(u: NDArray, ca: NDArray, a: NDArray, e: float, lo: NDArray, hi: NDArray, nu0: float) -> float:
     """The ``nu`` at which the prediction ``clip(u - ca nu, lo, hi)`` meets the equality
     ``a' clip(...) = e`` (nonincreasing in ``nu``: bisection to rounding, from a bracket grown
@@ -144,14 +149,20 @@ def _equality_nu(u: NDArray, ca: NDArray, a: NDArray, e: float, lo: NDArray, hi:
 
     if not np.any(a != 0):
         return nu0
+    # e within the caller's tolerance beyond what the box reaches: clamped to the reachable range,
+    # else phi keeps its sign at every nu and the bracket grows to infinity without end
+    reach_lo, reach_hi = _reach(a, lo, hi)
+    e = min(max(e, reach_lo), reach_hi)
     lo_nu, hi_nu, step = nu0, nu0, max(1.0, abs(nu0))
-    while phi(lo_nu) < 0:
+    while phi(lo_nu) < 0 and np.isfinite(lo_nu):
         lo_nu -= step
         step *= 2
     step = max(1.0, abs(nu0))
-    while phi(hi_nu) > 0:
+    while phi(hi_nu) > 0 and np.isfinite(hi_nu):
         hi_nu += step
         step *= 2
+    if not (np.isfinite(lo_nu) and np.isfinite(hi_nu)):
+        return nu0
     for _ in range(200):
         mid = 0.5 * (lo_nu + hi_nu)
         if mid <= lo_nu or mid >= hi_nu:
@@ -175,13 +186,14 @@ def _gradient_nu(F: NDArray, f: NDArray, a: NDArray, lo: NDArray, hi: NDArray, l
 
 
 def _predicted_point(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, hi: NDArray, lam: NDArray,
-                     at_lo: NDArray, at_hi: NDArray, N: NDArray, cg_max_iter: int) -> NDArray | None:
+                     at_lo: NDArray, at_hi: NDArray, N: NDArray, cg_max_iter: int) -> tuple[NDArray, float] | None:
     """The prediction's point: its bounds where predicted, and on its free set ``N`` the minimiser of
-    the objective on the equality (projected CG from ``lam``'s free part moved onto it). ``None``
-    when the equality cannot be met on ``N`` or the CG does not converge."""
+    the objective on the equality (projected CG from ``lam``'s free part moved onto it), with the
+    norm of the free system's right-hand side (:func:`_stationary`'s scale). ``None`` when the
+    equality cannot be met on ``N`` or the CG does not converge."""
     lam_new = np.where(at_lo, lo, np.where(at_hi, hi, 0.0))
     if not N.size:
-        return lam_new
+        return lam_new, 0.0
     aN = a[N]
     if not np.any(aN != 0) and abs(float(a @ lam_new) - e) > 1e-12 * max(1.0, abs(e)):
         return None  # the equality cannot be met on N
@@ -200,7 +212,7 @@ def _predicted_point(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, 
     if x is None:
         return None
     lam_new[N] = x
-    return lam_new
+    return lam_new, float(np.linalg.norm(rhs))
 
 
 def _merit(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, hi: NDArray, z: NDArray,
@@ -233,6 +245,14 @@ def _damped_step(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, hi: 
     return None
 
 
+def _stationary(r_free: NDArray, rhs_norm: float, rtol: float) -> bool:
+    """Whether the reduced gradient on the free set, ``r_free``, is zero to the CG's tolerance
+    (``1e3 CG_TOL`` times the free system's right-hand side, as :func:`_projected_cg` accepts) or to
+    rounding (``rtol`` per entry, the bound multipliers' tolerance)."""
+    size = float(np.linalg.norm(r_free))
+    return bool(np.isfinite(size) and size <= max(1e3 * CG_TOL * rhs_norm, np.sqrt(r_free.size) * rtol))
+
+
 def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, hi: NDArray,
                       start: NDArray | None = None, *, max_sweeps: int = MAX_SWEEPS,
                       cg_max_iter: int | None = None) -> BoxQPResult:
@@ -244,18 +264,22 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
     ``iterations`` counts the predictions; ``nu`` follows the same midpoint rule as
     :func:`~fsframe.backends.box_qp.solve_box_qp` when no free variable fixes it. ``"singular"``:
     the first prediction's CG solve did not converge (or a later one's, and no gradient step
-    lowered the objective); ``"iteration_limit"``: no optimum within ``max_sweeps`` predictions, or
-    no descent along a rejected prediction's path; ``"infeasible_start"``: no point meets the equality and the box.
-    Non-finite bounds or ``lo > hi``: :class:`~fsframe.errors.InvalidOptionError`.
+    lowered the objective); ``"not_stationary"``: the bounds' multipliers of their signs but the
+    reduced gradient on the free set, recomputed on ``F``, not zero (:func:`_stationary`: the CG's
+    answer spoilt by rounding); ``"iteration_limit"``: no optimum within ``max_sweeps`` predictions,
+    or no descent along a rejected prediction's path; ``"infeasible_start"``: no point meets the
+    equality and the box. Non-finite bounds, ``lo > hi``, or a vector (``start`` too) not of ``F``'s
+    rows: :class:`~fsframe.errors.InvalidOptionError`.
     """
     F = np.asarray(F, dtype=float)
     f, a, lo, hi = (np.asarray(v, dtype=float) for v in (f, a, lo, hi))
     m, q = F.shape
+    if any(v.shape != (m,) for v in (f, a, lo, hi)) or (start is not None and np.shape(start) != (m,)):
+        raise InvalidOptionError(f"solve_box_qp_pdas: f, a, lo, hi and start must have F's {m} rows each")
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
         raise InvalidOptionError("solve_box_qp_pdas: the bounds must be finite with lo <= hi")
     e = float(e)
-    lo_sum = float(np.where(a > 0, a * lo, a * hi).sum())
-    hi_sum = float(np.where(a > 0, a * hi, a * lo).sum())
+    lo_sum, hi_sum = _reach(a, lo, hi)
     if not (lo_sum - 1e-12 * max(1.0, abs(e)) <= e <= hi_sum + 1e-12 * max(1.0, abs(e))):
         return BoxQPResult("infeasible_start")
     cg_max_iter = min(2 * m + 50, CG_MAX_ITER) if cg_max_iter is None else cg_max_iter
@@ -263,7 +287,7 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
     diag = np.einsum("ij,ij->i", F, F)
     c = 1.0 / np.maximum(diag, 1e-300)  # per multiplier: lam_i - r_i / H_ii is its coordinate-descent step
     g, nu = _gradient_nu(F, f, a, lo, hi, lam, 0.0)
-    seen: dict[bytes, NDArray] = {}
+    seen: dict[bytes, tuple[NDArray, float]] = {}
     merit, _ = _merit(F, f, a, e, lo, hi, lam, nu)
     for sweep in range(1, max_sweeps + 1):
         u = lam - c * g
@@ -278,10 +302,11 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
         N = np.flatnonzero(~(at_lo | at_hi))
         key = np.packbits(at_lo).tobytes() + np.packbits(at_hi).tobytes()
         if key in seen:  # a prediction made before: its solve is the same, and cheap to keep
-            lam_new = seen[key].copy()
+            lam_new, rhs_norm = seen[key]
+            lam_new = lam_new.copy()
         else:
-            lam_new = _predicted_point(F, f, a, e, lo, hi, lam, at_lo, at_hi, N, cg_max_iter)
-            if lam_new is None:
+            predicted = _predicted_point(F, f, a, e, lo, hi, lam, at_lo, at_hi, N, cg_max_iter)
+            if predicted is None:
                 if sweep == 1:  # a first system CG cannot solve: a wide map, the caller's other paths
                     return BoxQPResult("singular", iterations=sweep)
                 damped = _damped_step(F, f, a, e, lo, hi, lam, merit, None, nu)
@@ -290,7 +315,8 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
                 lam, merit = damped
                 g, nu = _gradient_nu(F, f, a, lo, hi, lam, nu)
                 continue
-            seen[key] = lam_new.copy()
+            lam_new, rhs_norm = predicted
+            seen[key] = (lam_new.copy(), rhs_norm)
         g = F @ (F.T @ lam_new) + f
         if N.size and np.any(a[N] != 0):
             aN = a[N]
@@ -303,6 +329,9 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
         rtol = KKT_TOL * max(1.0, float(np.abs(f).max(initial=0.0)), float(np.abs(g - f).max(initial=0.0)))
         movable = width > 0
         if inside and np.all(r[at_lo & movable] >= -rtol) and np.all(r[at_hi & movable] <= rtol):
+            # stationarity on the free set, recomputed on the full F (not the CG's own residual)
+            if not _stationary(r[N], rhs_norm, rtol):
+                return BoxQPResult("not_stationary", iterations=sweep)
             r = r.copy()
             r[N] = 0.0
             res = BoxQPResult("optimal", np.clip(lam_new, lo, hi), np.array([nu]), r, sweep)

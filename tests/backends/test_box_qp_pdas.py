@@ -115,6 +115,10 @@ def test_bad_bounds_are_typed_errors_and_an_unreachable_equality_is_a_status():
         solve_box_qp_pdas(F, -np.ones(4), np.ones(4), 0.0, np.zeros(4), np.full(4, np.inf))
     with pytest.raises(InvalidOptionError):
         solve_box_qp_pdas(F, -np.ones(4), np.ones(4), 0.0, np.ones(4), np.zeros(4))
+    with pytest.raises(InvalidOptionError):  # a start or an equality row of the wrong length
+        solve_box_qp_pdas(F, -np.ones(4), np.ones(4), 0.0, np.zeros(4), np.ones(4), start=np.zeros(3))
+    with pytest.raises(InvalidOptionError):
+        solve_box_qp_pdas(F, -np.ones(4), np.ones(5), 0.0, np.zeros(4), np.ones(4))
     # a' lam = 10 with 0 <= lam <= 1 over four variables: no feasible point
     assert solve_box_qp_pdas(F, -np.ones(4), np.ones(4), 10.0, np.zeros(4), np.ones(4)).status == "infeasible_start"
 
@@ -331,3 +335,103 @@ def test_a_damped_step_is_feasible_and_lowers_the_objective():
     assert np.all(point >= 0) and np.all(point <= hi) and abs(a @ point) <= 1e-12 * n
     assert value == pytest.approx(obj(point), rel=1e-12, abs=1e-12)
     assert value < obj(lam)
+
+
+@pytest.mark.timeout(20)
+def test_an_equality_at_the_feasibility_tolerance_beyond_the_box_ends():
+    # a' lam = 4 + 1e-13 over four multipliers in [0, 1]: within the feasibility tolerance, so it is
+    # solved; the equality's multiplier search once grew its bracket without end here. The answer is
+    # the box's corner, where the closed form lam = 1 holds
+    res = solve_box_qp_pdas(np.eye(4), -np.ones(4), np.ones(4), 4.0 + 1e-13, np.zeros(4), np.ones(4))
+    assert res.status == "optimal"
+    assert np.array_equal(res.lam, np.ones(4))
+
+
+def test_optimal_needs_stationarity_on_the_free_set(monkeypatch):
+    # a CG answer off the free set's optimum (here: its own answer moved along the equality's null
+    # space) keeps every bound multiplier's sign, so only the free set's reduced gradient shows it
+    import fsframe.backends.box_qp_pdas as bp
+
+    m = 60
+    _, y, _, F, hi = _rbf_dual(3, m, 0.5, 1.0)
+    good = solve_box_qp_pdas(F, -np.ones(m), y, 0.0, np.zeros(m), hi)
+    ref = solve_box_qp(F, -np.ones(m), y[None, :], np.zeros(1), np.zeros(m), hi)
+    assert good.status == ref.status == "optimal" and np.allclose(good.lam, ref.lam, atol=1e-9)
+    free = (good.lam > 1e-6) & (good.lam < hi - 1e-6)
+    assert free.sum() >= 2
+    cg = bp._projected_cg
+
+    def spoilt(FN, aN, rhs, x0, max_iter):
+        x = cg(FN, aN, rhs, x0, max_iter)
+        d = np.zeros_like(x)
+        d[:2] = [aN[1], -aN[0]]  # a_N' d = 0: the equality still holds
+        return x + 1e-7 * d
+
+    monkeypatch.setattr(bp, "_projected_cg", spoilt)
+    res = solve_box_qp_pdas(F, -np.ones(m), y, 0.0, np.zeros(m), hi, start=good.lam)
+    assert res.status == "not_stationary" and res.lam is None
+
+
+def _linear_wide(m=1000, n=600):
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((m, n))
+    return X, np.where(X[:, :5].sum(1) + rng.standard_normal(m) > 0, 1.0, -1.0)
+
+
+def test_the_warm_crash_follows_a_failed_matrix_free_attempt(monkeypatch):
+    # 1 000 samples, 600 columns: the first warm step is both the matrix-free method's (forced here:
+    # the rule below refuses it) and the warm crash's; the method fails (F F' has rank 600, below its
+    # first free set's size), and the crash once never ran after a matrix-free attempt. The answer is
+    # checked against the cold dense active set's
+    monkeypatch.setattr(de, "nearly_diagonal", lambda F: True)
+    X, y = _linear_wide()
+    m = X.shape[0]
+    sub = de.DenseHingeSubproblem(X, y, 1.0)
+    sub.solve(quad=0.5)
+    q = np.minimum(0.5 / np.maximum(np.abs(sub.solve(quad=0.5).coef), 1e-8), 1e6)
+    sub.solve(quad=0.5)  # the warm start of the step below: this dual's multipliers
+    it = sub.solve(quad=q)
+    assert "warm crashed" in it.result.message and "pdas: " in it.result.message
+    ref = solve_box_qp(y[:, None] * X / np.sqrt(2 * q), -np.ones(m), y[None, :], np.zeros(1), np.zeros(m),
+                       np.ones(m))
+    assert ref.status == "optimal"
+    assert np.allclose(it.coef, (y[:, None] * X / (2 * q)).T @ ref.lam, atol=1e-7)
+
+
+def test_a_rank_deficient_warm_step_is_not_tried():
+    # fewer live columns than samples of similar norms: F F' has rank q < m and is far from its
+    # diagonal (on its null space (F F' - D) z = -D z), and the warm step goes to the active set without a "pdas:"
+    # failure (a 2 000 x 1 200 fit: 61 s of CPU with the failing attempts, 52 s without)
+    X, y = _linear_wide()
+    F = y[:, None] * X
+    assert de.pdas_applies(F.shape) and not de.nearly_diagonal(F)
+    dup = np.vstack([X[:500], X[:500]])
+    assert not de.nearly_diagonal(dup)  # duplicate samples: rank 500 of 1 000
+    sub = de.DenseHingeSubproblem(X, y, 1.0)
+    coef = sub.solve(quad=0.5).coef
+    it = sub.solve(quad=np.minimum(0.5 / np.maximum(np.abs(coef), 1e-8), 1e6))
+    assert it.status.name == "OPTIMAL" and "pdas" not in it.result.message
+
+
+def test_a_cold_wide_rbf_step_goes_to_the_active_set():
+    # sigma 4 on a Twonorm-like map of 1 000 samples: every rule but nearly_diagonal takes the cold
+    # step, whose CG would meet a nearly singular F_N F_N'; the step is the active set's, certified
+    X, y = _twonorm_like(1000)
+    K = EmpiricalKernelMap(kernel="rbf", sigma=4.0).fit(X).transform(X)
+    ypm = np.where(y > 0, 1.0, -1.0)
+    assert de.pdas_applies(K.shape)
+    it = de.DenseHingeSubproblem(K, ypm, 10.0).solve(quad=0.5)
+    assert it.status.name == "OPTIMAL" and "pdas" not in it.result.message
+
+
+def test_every_multiplier_at_a_bound_reports_the_midpoint_nu():
+    # F = 0.1 I, all four multipliers at their upper bound 1 (y' lam = 0 holds there); each bound
+    # allows an interval of nu: r_i = 0.01 + f_i + y_i nu <= 0 gives -2.99 <= nu <= 4.99, whose
+    # midpoint, 1.0, is the dense active set's nu too
+    F, y = 0.1 * np.eye(4), np.array([1.0, 1.0, -1.0, -1.0])
+    f = np.array([-10.0, -5.0, -10.0, -3.0])
+    res = solve_box_qp_pdas(F, f, y, 0.0, np.zeros(4), np.ones(4))
+    ref = solve_box_qp(F, f, y[None, :], np.zeros(1), np.zeros(4), np.ones(4))
+    assert res.status == ref.status == "optimal"
+    assert np.array_equal(res.lam, np.ones(4))
+    assert res.nu[0] == pytest.approx(1.0, abs=1e-12) and res.nu[0] == pytest.approx(ref.nu[0], abs=1e-12)
