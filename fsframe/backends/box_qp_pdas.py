@@ -227,9 +227,9 @@ def _damped_step(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, hi: 
                  merit: float, lam_new: NDArray, nu: float) -> tuple[NDArray, float] | None:
     """A feasible point of lower objective than ``merit`` (the objective at ``lam``'s projection
     ``base``) along the projected path ``base + t (lam_new - base)``, ``t`` halved from 1/2 (the full
-    step's merit rose); failing that, along the projected path of the diagonally scaled gradient
-    ``base - t D^-1 grad`` from ``t = 1``. ``None``: no decrease along either (to
-    :data:`MAX_HALVINGS` halvings)."""
+    step's merit rose); failing that, along the projected path of the gradient projected on the
+    equality, ``base - t grad``, ``t`` from its exact (Cauchy) step without the box and halved.
+    ``None``: no decrease along either (to :data:`MAX_HALVINGS` halvings)."""
     _, base = _merit(F, f, a, e, lo, hi, lam, nu)
     grad = F @ (F.T @ base) + f
     grad = grad - a * (float(a @ grad) / max(float(a @ a), 1e-300))  # along the equality
@@ -261,7 +261,8 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
 
     ``start``: the previous solution of a similar problem (any point: it is only the first
     prediction's input). Returns a :class:`~fsframe.backends.box_qp.BoxQPResult` whose
-    ``iterations`` counts the predictions; ``nu`` follows the same midpoint rule as
+    ``iterations`` counts the sweeps (the predictions and the gradient steps that stand in for a
+    failed one); ``nu`` follows the same midpoint rule as
     :func:`~fsframe.backends.box_qp.solve_box_qp` when no free variable fixes it. ``"singular"``:
     the first prediction's CG solve did not converge (or a later one's, and no gradient step
     lowered the objective); ``"not_stationary"``: the bounds' multipliers of their signs but the

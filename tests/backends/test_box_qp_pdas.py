@@ -292,6 +292,21 @@ def test_a_cycling_prediction_is_damped_to_the_optimum(seed, equality):
     _assert_the_optimum(solve_box_qp_pdas(F, f, a, 0.0, np.zeros(f.size), hi), F, f, a, hi)
 
 
+@pytest.mark.parametrize(("seed", "equality"), [(10, False), (130, False), (88, True)])
+def test_a_repeated_prediction_reuses_its_solve(seed, equality, monkeypatch):
+    # seeds whose damped run predicts the same bounds again: the CG runs once per distinct
+    # prediction (4 / 4 / 3 solves in 9 / 7 / 5 sweeps), and the answer is still the optimum
+    import fsframe.backends.box_qp_pdas as pdas
+
+    F, f, signs, hi = _correlated_qp(seed)
+    a = signs if equality else np.zeros(f.size)
+    solves, cg = [], pdas._projected_cg
+    monkeypatch.setattr(pdas, "_projected_cg", lambda *args: solves.append(1) or cg(*args))
+    res = solve_box_qp_pdas(F, f, a, 0.0, np.zeros(f.size), hi)
+    _assert_the_optimum(res, F, f, a, hi)
+    assert len(solves) < res.iterations
+
+
 # seeds on which a later prediction frees both copies of a row: its CG fails ("singular" at once
 # before), and a projected-gradient step goes on from the last point
 @pytest.mark.parametrize(("seed", "equality"), [(0, True), (22, False), (53, True), (80, False), (136, True)])
