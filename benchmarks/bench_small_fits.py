@@ -119,6 +119,8 @@ class PhaseTimer:
 def instrument(timer: PhaseTimer) -> None:
     """Wrap the functions of the fit path (in the modules that call them)."""
     import fsframe
+    import fsframe.binary_fit as binary_fit
+    import fsframe.fit_inputs as fit_inputs
     import fsframe.fitting as fitting
     import fsframe.problem as problem
     from fsframe.backends import base, diag_qp, highs
@@ -128,8 +130,9 @@ def instrument(timer: PhaseTimer) -> None:
     def patch(owner, attr, name, **kw):
         setattr(owner, attr, timer.wrap(name, getattr(owner, attr), **kw))
 
-    for attr in ("check_Xy", "_column_names", "check_fit_options", "make_options", "validate_formulation"):
-        patch(fitting, attr, "validate")
+    for owner, attr in ((fit_inputs, "check_Xy"), (fit_inputs, "_column_names"), (fitting, "check_fit_options"),
+                        (fitting, "make_options"), (binary_fit, "validate_formulation")):
+        patch(owner, attr, "validate")
     patch(fitting, "resolve", "resolve")
     patch(fitting, "select_backend", "backend")
     patch(highs.HighsBackend, "check_options", "backend")

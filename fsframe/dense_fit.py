@@ -96,7 +96,7 @@ def _obstacle(X, backend: Backend, options: SolveOptions, keep_model, verify, ca
 def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features,
                     ws: WorkingSetOptions, keep_model, verify, callback, info: dict, aux: AuxSolver, reuse=None,
                     key=None) -> dict | None:
-    """:func:`fsframe.fitting._binary_fit`'s parts from the EM loop run on
+    """:func:`fsframe.binary_fit._binary_fit`'s parts from the EM loop run on
     :class:`~fsframe.dense_em.DenseHingeSubproblem`, or ``None`` for the compiled path.
 
     Taken when ``ws.from_data`` is ``"auto"`` (and ``working_set`` is ``"auto"``: neither False nor
@@ -140,7 +140,7 @@ def _dense_em_parts(res: Resolved, X, y_pm, backend: Backend, options: SolveOpti
         return DenseHingeSubproblem(X, y_pm, res.formulation.C)
 
     # one-vs-rest with n_features holds each class's subproblem, to re-solve a class that the union
-    # cut leaves fewer features (fsframe.fitting._resolve_cut: DenseHingeSubproblem.restricted)
+    # cut leaves fewer features (fsframe.one_vs_rest._resolve_cut: DenseHingeSubproblem.restricted)
     sub = make() if reuse is None else reuse(key, res, make)
     # the run raises on a step without a solution (the fallback re-runs the fit under the user's
     # raise_on_failure); each step that is not certified OPTIMAL is kept to name it in the record

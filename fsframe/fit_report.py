@@ -1,8 +1,9 @@
 """How a fit reports the model it returns: which registered backend solved the subproblem that gave
 it (:func:`_solved_by`), which problem its certificate is of (:func:`certified_on`) and whether
 the certificate describes the returned coefficients or the point they were cut from
-(:func:`_returned_vs_certified`). Shared by the compiled path
-(:mod:`fsframe.fitting`) and the path that solves from ``X`` (:mod:`fsframe.from_data`)."""
+(:func:`_returned_vs_certified`). Shared by the compiled path (:mod:`fsframe.binary_fit`,
+:mod:`fsframe.fit_certificate`, :mod:`fsframe.one_vs_rest`) and the path that solves from ``X``
+(:mod:`fsframe.from_data`)."""
 
 from __future__ import annotations
 

@@ -116,7 +116,7 @@ class FitResult:
         ``cut_distance`` the change). A ``zero_tol`` cut's re-solve is checked on the problem it
         was cut from too, and ``certified_on`` says which problem the measures are of
         (``cut_problem``, ``unfixed_problem``: docs/working-sets.md). One-vs-rest: ``{"per_class": (...)}``. See
-        :func:`fsframe.fitting.certificate_of`.
+        :func:`fsframe.fit_certificate.certificate_of`.
     """
 
     coef: NDArray

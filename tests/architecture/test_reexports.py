@@ -18,6 +18,7 @@ REEXPORTS = {
     "fsframe.dataset": ("fsframe.data_checks", "fsframe.data_diagnostics"),
     "fsframe.evaluation.paper": ("fsframe.evaluation.paper_numbers",),
     "fsframe.evaluation.protocols": ("fsframe.evaluation.evaluator",),
+    "fsframe.fitting": ("fsframe.fit_inputs", "fsframe.fit_certificate", "fsframe.binary_fit"),
     "fsframe.loops.bound_search": ("fsframe.loops.bound_criteria", "fsframe.loops.bound_memo"),
 }
 CLAIM = re.compile(r"importable\s+from")

@@ -191,19 +191,19 @@ def test_eq5_frontier_retries_exhausted_restore_the_model_and_say_so(monkeypatch
     seed 8): the first failure is raised, its message lists the margins tried with their statuses,
     and the subproblem is given back as first stated (compiled problem, kappa Params, info).
     Planted (no restore): kappa_neg and info at 3e-6; (no message): the match fails."""
-    import fsframe.fitting as fitting
+    import fsframe.binary_fit as binary_fit
     import fsframe_mempm
 
     monkeypatch.setattr(fsframe_mempm, "RETRY_MARGINS", (2e-6, 3e-6))
     seen = {}
-    real = fitting._retried
+    real = binary_fit._retried
 
     def spy(res, sub, *args):
         seen.update(sub=sub, base=sub.compiled.base, info=dict(sub.built.info),
                     kappa=[sub.built.model.kappa[k].value for k in range(2)])
         return real(res, sub, *args)
 
-    monkeypatch.setattr(fitting, "_retried", spy)
+    monkeypatch.setattr(binary_fit, "_retried", spy)
     X, y = _tiny_positive_class(8)
     with pytest.raises(fsframe.errors.SolverFailedError,
                        match=r"retried at frontier_margin=2e-06 \(\w+\), frontier_margin=3e-06 \(\w+\): none solved"):

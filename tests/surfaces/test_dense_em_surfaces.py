@@ -13,7 +13,7 @@ import attrs
 import pytest
 
 import fsframe
-import fsframe.fitting
+import fsframe.binary_fit
 from fsframe.dense_em import DenseHingeSubproblem
 from fsframe.dense_fit import _dense_em_parts, dense_em_applies
 from surface_data import reference_fit, run_surface, run_tiny_study
@@ -43,7 +43,7 @@ def forced(monkeypatch):
         return _dense_em_parts(res, X, y_pm, backend, options, n_features, ws, *args)
 
     monkeypatch.setattr(DenseHingeSubproblem, "solve", counted)
-    monkeypatch.setattr(fsframe.fitting, "_dense_em_parts", force)
+    monkeypatch.setattr(fsframe.binary_fit, "_dense_em_parts", force)
     reference_fit.cache_clear()  # the matrix's reference fits on this path too
     yield calls
     reference_fit.cache_clear()

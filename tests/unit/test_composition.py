@@ -269,12 +269,12 @@ def test_one_vs_rest_cut_counts_a_class_left_without_features():
 def test_fit_options_are_checked_before_the_fit(toy, monkeypatch, option, value, message):
     """A typed error naming the option, before any model is built (not a plain ValueError at
     compile time, not a silent truthiness test)."""
-    import fsframe.fitting
+    import fsframe.binary_fit
 
     def no_subproblem(*a, **k):
         raise AssertionError("a subproblem was built before the options were checked")
 
-    monkeypatch.setattr(fsframe.fitting, "Subproblem", no_subproblem)
+    monkeypatch.setattr(fsframe.binary_fit, "Subproblem", no_subproblem)
     with pytest.raises(fsframe.errors.InvalidOptionError, match=message):
         fsframe.fit(*toy, method="l1-svm", **{option: value})
 

@@ -57,7 +57,7 @@ def test_one_vs_rest_union_cut_whose_resolve_fails_is_marked_cut(monkeypatch):
     """When a class's re-solve on the kept features fails, its coefficients are cut without
     re-solving: no objective, a certificate that says 'cut' (the uncut point's status kept as
     ``certified_status``), a SolverWarning naming the class, and the failed status recorded."""
-    import fsframe.fitting
+    import fsframe.one_vs_rest
     from fsframe.problem import Subproblem
 
     X, _ = _data()
@@ -73,14 +73,14 @@ def test_one_vs_rest_union_cut_whose_resolve_fails_is_marked_cut(monkeypatch):
         res = attrs.evolve(out.result, status=fsframe.Status.NUMERICAL_ERROR, x=None, message="injected")
         return attrs.evolve(out, status=res.status, x=None, result=res)
 
-    resolve_cut = fsframe.fitting._resolve_cut
+    resolve_cut = fsframe.one_vs_rest._resolve_cut
 
     def resolve_cut_failing(*args):  # the class's re-solve after the cross-class cut fails, nothing else
         with monkeypatch.context() as m:
             m.setattr(Subproblem, "restricted", failing)
             return resolve_cut(*args)
 
-    monkeypatch.setattr(fsframe.fitting, "_resolve_cut", resolve_cut_failing)
+    monkeypatch.setattr(fsframe.one_vs_rest, "_resolve_cut", resolve_cut_failing)
     with pytest.warns(fsframe.errors.SolverWarning, match="re-solve on the 3 features"):
         res = fsframe.fit(X, y3, "l1-svm", n_features=3)
     cut = [pc for pc in res.per_class if pc.info["n_features_union_cut"]]
