@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 
@@ -33,11 +34,12 @@ def head_commit(root: Path) -> str:
         return "unknown"
 
 
-def add_data_dir(ap, holds: str = "the study's data files") -> None:
-    """Add ``--data-dir DIR`` (alias ``--data``) to the parser ``ap``: the data folder, as ``fsframe
-    run --data-dir`` takes it. Its default is none, so the study reads the folder ``$FSFRAME_DATA``
-    names (docs/papers.md); no folder outside the repository is tried."""
-    ap.add_argument("--data-dir", "--data", dest="data_dir", default=None,
+def add_data_dir(ap, holds: str = "the study's data files", *, alias: bool = True) -> None:
+    """Add ``--data-dir DIR`` (alias ``--data``, unless ``alias`` is False: a script whose ``--data``
+    says something else) to the parser ``ap``: the data folder, as ``fsframe run --data-dir`` takes
+    it. Its default is none, so the study reads the folder ``$FSFRAME_DATA`` names (docs/papers.md);
+    no folder outside the repository is tried."""
+    ap.add_argument("--data-dir", *(["--data"] if alias else []), dest="data_dir", default=None,
                     help=f"the folder holding {holds} (default: $FSFRAME_DATA, as for 'fsframe run')")
 
 
@@ -73,3 +75,47 @@ def check_data(ap, study, datasets=None):
     except DataFileError as exc:
         ap.exit(2, f"{ap.prog}: {exc}\n")
     return study
+
+
+DATA_ENV = "FSFRAME_DATA"
+"""The data folder's environment variable, as ``fsframe run`` reads it (docs/papers.md); named here
+again so that :func:`data_folder` imports no fsframe (``bench_small_fits.py --src`` times another
+checkout's, imported after the folder is found)."""
+
+OLD_DATA_ENV = "FSFRAME_SHARED_DATA"
+"""The variable the scripts that read data files themselves took before the rule of ``fsframe
+run``: still read for one release, with a deprecation message, when neither ``--data-dir`` nor
+``$FSFRAME_DATA`` is given (the test suite's own variable keeps its meaning: docs/testing.md)."""
+
+
+def data_folder(ap, data_dir=None, files=(), *, required: bool = True) -> Path | None:
+    """The data folder of a script that reads data files itself (not through a shipped study):
+    ``data_dir`` (``--data-dir``), else ``$FSFRAME_DATA``, else (deprecated, for one release)
+    ``$FSFRAME_SHARED_DATA`` with a :class:`FutureWarning`. When no folder is set, or the folder
+    lacks one of ``files``, the script of the parser ``ap`` stops with exit status 2 and one line
+    (which file, which folder, where it came from), as :func:`check_data` does for a study; with
+    ``required=False`` it gets ``None`` instead and the line goes to stderr, ending "the parts that
+    read it are skipped" (a script whose data part is optional). Nothing
+    but the folder's listing is read; no folder outside the repository is tried."""
+    import os
+    import warnings
+
+    folder, origin = (Path(data_dir), "--data-dir") if data_dir is not None else (None, "")
+    if folder is None and os.environ.get(DATA_ENV):
+        folder, origin = Path(os.environ[DATA_ENV]), f"${DATA_ENV}"
+    if folder is None and os.environ.get(OLD_DATA_ENV):
+        warnings.warn(f"${OLD_DATA_ENV} names the benchmarks' data folder for this release only: give the folder "
+                      f"with --data-dir DIR or ${DATA_ENV}", FutureWarning, stacklevel=2)
+        folder, origin = Path(os.environ[OLD_DATA_ENV]), f"${OLD_DATA_ENV}"
+    if folder is None:
+        message = (f"{ap.prog}: no data folder is set: give one with --data-dir DIR (or the environment variable "
+                   f"{DATA_ENV}) holding {', '.join(files) or 'its data files'}")
+    else:
+        missing = [f for f in files if not (folder / f).is_file()]
+        if not missing:
+            return folder
+        message = f"{ap.prog}: needs the file {missing[0]!r}, which is not in the data folder {folder} (from {origin})"
+    if not required:
+        print(f"{message}; the parts that read it are skipped", file=sys.stderr)
+        return None
+    ap.exit(2, message + "\n")

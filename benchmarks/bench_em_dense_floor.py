@@ -11,7 +11,7 @@ bisection (``competitors.SELECTORS["sk-logreg-liblinear"]``), fastest of ``--rep
 untimed run, BLAS on one thread; and whether the dense path's selection, EM iterations and model
 equal the fit's.
 
-    FSFRAME_SHARED_DATA=/path/to/shared/data python benchmarks/bench_em_dense_floor.py [--reps 5] [--splits 5]
+    python benchmarks/bench_em_dense_floor.py --data-dir DIR [--reps 5] [--splits 5]
     python benchmarks/bench_em_dense_floor.py --data breast_cancer   # the README's set (569 x 30), 90 % parts
 
 Writes ``benchmarks/results/em_dense_floor.json`` (``em_dense_floor_breast_cancer.json``) and prints
@@ -34,6 +34,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import bench_issue19  # noqa: E402  (Sonar's splits and the CPU timer, one definition)
 import competitors  # noqa: E402
+from _common import add_data_dir, data_folder  # noqa: E402
 
 OUT = HERE / "results" / "em_dense_floor.json"
 
@@ -120,10 +121,10 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--data", choices=("sonar", "breast_cancer"), default="sonar")
+    add_data_dir(ap, "sonar.csv (--data sonar)", alias=False)  # --data names the data set here
     args = ap.parse_args(argv)
-    if args.data == "sonar" and not (competitors.DATA / "sonar.csv").exists():
-        print(f"Sonar is absent ({competitors.DATA}); set FSFRAME_SHARED_DATA", file=sys.stderr)
-        return 1
+    if args.data == "sonar":  # status 2 without the file
+        competitors.DATA = data_folder(ap, args.data_dir, ["sonar.csv"])
     from threadpoolctl import threadpool_limits
 
     meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

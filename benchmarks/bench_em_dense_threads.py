@@ -8,8 +8,8 @@ The hold's reason: docs/performance.md, issue 19's ninth pass ("How the figures 
 
     python benchmarks/bench_em_dense_threads.py [--rounds 5 --reps 5]
 
-Needs the shared data set (``competitors.DATA``); writes ``benchmarks/results/em_dense_threads.json``
-and prints a Markdown table.
+Reads ``sonar.csv`` from the data folder (``--data-dir``, else ``$FSFRAME_DATA``; status 2 without
+it); writes ``benchmarks/results/em_dense_threads.json`` and prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -18,11 +18,15 @@ import argparse
 import contextlib
 import json
 import os
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import add_data_dir, data_folder  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "em_dense_threads.json"
 
@@ -31,11 +35,15 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=5)
+    add_data_dir(ap, "sonar.csv")
     args = ap.parse_args(argv)
     import threadpoolctl
     from threadpoolctl import threadpool_limits
 
     import bench_issue19
+    import competitors
+
+    competitors.DATA = data_folder(ap, args.data_dir, ["sonar.csv"])  # status 2 without the file
     import fsframe
     import fsframe.dense_fit as dense_fit
 

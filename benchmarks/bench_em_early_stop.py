@@ -10,7 +10,7 @@ full run's. The cut is exact — the iterates before an early stop are the full 
 measures what ``early_stop`` would return without a second run per rule. Also: what the full runs
 cost (CPU) and how many EM iterations each rule saves.
 
-    FSFRAME_SHARED_DATA=/path/to/shared/data python benchmarks/bench_em_early_stop.py
+    python benchmarks/bench_em_early_stop.py --data-dir DIR
     python benchmarks/bench_em_early_stop.py --plan generated   # 60 generated instances + breast cancer
 
 ``--plan generated`` records 60 seeded instances of generated data (``make_generated``: 100-200
@@ -41,6 +41,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import competitors  # noqa: E402  (the data location, one definition)
+from _common import add_data_dir, data_folder  # noqa: E402
 
 OUT = HERE / "results" / "em_early_stop.json"
 OUT_GENERATED = HERE / "results" / "em_early_stop_generated.json"
@@ -171,23 +172,22 @@ def markdown(res: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
+def main(argv=None) -> int:
     import argparse
 
     from threadpoolctl import threadpool_limits
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--plan", choices=("shared", "generated"), default="shared")
-    args = ap.parse_args()
+    add_data_dir(ap, ", ".join(f for _, f, _ in PLAN) + " (--plan shared)")
+    args = ap.parse_args(argv)
     out = OUT
     if args.plan == "generated":
         out = OUT_GENERATED
         with threadpool_limits(limits=1):
             runs = record_generated()
-    elif not all((competitors.DATA / f).exists() for _, f, _ in PLAN):
-        print(f"needs {[f for _, f, _ in PLAN]} in {competitors.DATA} (set FSFRAME_SHARED_DATA)")
-        return 2
     else:
+        competitors.DATA = data_folder(ap, args.data_dir, [f for _, f, _ in PLAN])  # status 2 without them
         with threadpool_limits(limits=1):
             runs = record()
     res = {"meta": {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

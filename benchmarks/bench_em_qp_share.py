@@ -18,7 +18,7 @@ untimed fit):
 The QP's share is the floor: a fit cannot cost less than its QPs unless it solves fewer of them
 or solves them faster.
 
-    FSFRAME_SHARED_DATA=/path/to/shared/data python benchmarks/bench_em_qp_share.py [--reps 5] [--splits 5]
+    python benchmarks/bench_em_qp_share.py --data-dir DIR [--reps 5] [--splits 5]
 
 Writes ``benchmarks/results/em_qp_share.json`` and ``em_qp_share.md`` (the table docs/performance.md
 quotes, "Issue 19 at a glance", sixth pass).
@@ -43,6 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import bench_issue19  # noqa: E402  (Sonar's splits and the CPU timer, one definition)
 import competitors  # noqa: E402
+from _common import add_data_dir, data_folder  # noqa: E402
 
 OUT = HERE / "results" / "em_qp_share.json"
 
@@ -129,10 +130,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--splits", type=int, default=5)
+    add_data_dir(ap, "sonar.csv")
     args = ap.parse_args(argv)
-    if not (competitors.DATA / "sonar.csv").exists():
-        print(f"Sonar is absent ({competitors.DATA}); set FSFRAME_SHARED_DATA", file=sys.stderr)
-        return 1
+    competitors.DATA = data_folder(ap, args.data_dir, ["sonar.csv"])  # status 2 without the file
     from threadpoolctl import threadpool_limits
 
     meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

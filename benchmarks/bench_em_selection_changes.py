@@ -15,11 +15,11 @@ before a stop are the full run's), so one full run per instance, its iterates' g
   stop rule could save on that instance.
 
 Instances: paper 002's protocol on Sonar (``bench_issue19.sonar_splits``: stratified 80/20
-splits, standardised on the training part, needs ``FSFRAME_SHARED_DATA``; skipped without it),
+splits, standardised on the training part, needs ``sonar.csv`` in the data folder; skipped without it),
 the README's breast-cancer (WDBC) set (90 % parts, standardised) and ``bench_em_early_stop``'s
 seeded generated instances; ``r`` in {5, 10}.
 
-    FSFRAME_SHARED_DATA=/path/to/shared/data python benchmarks/bench_em_selection_changes.py
+    python benchmarks/bench_em_selection_changes.py --data-dir DIR
 
 Writes ``benchmarks/results/em_selection_changes.json`` and prints the Markdown table of
 docs/performance.md ("Issue 19 at a glance", eighth pass).
@@ -41,6 +41,7 @@ sys.path.insert(0, str(HERE))
 import bench_em_early_stop as early  # noqa: E402  (the recording and the generated instances, one definition)
 import bench_issue19  # noqa: E402  (Sonar's splits)
 import competitors  # noqa: E402
+from _common import add_data_dir, data_folder  # noqa: E402
 
 OUT = HERE / "results" / "em_selection_changes.json"
 RS = (5, 10)
@@ -64,7 +65,7 @@ def instances(splits: int, generated: int):
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    if (competitors.DATA / "sonar.csv").exists():
+    if competitors.DATA is not None:
         for s, (X, y) in enumerate(bench_issue19.sonar_splits(splits)):
             yield "sonar", s, X, y
     Xb, yb = load_breast_cancer(return_X_y=True)
@@ -111,7 +112,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--splits", type=int, default=10)
     ap.add_argument("--generated", type=int, default=30)
+    add_data_dir(ap, "sonar.csv (its splits are skipped without it)")
     args = ap.parse_args(argv)
+    competitors.DATA = data_folder(ap, args.data_dir, ["sonar.csv"], required=False)
     with threadpool_limits(limits=1):
         rows = measure(args.splits, args.generated)
     res = {"meta": {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

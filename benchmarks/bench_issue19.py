@@ -20,7 +20,7 @@
     CVXPY+ECOS (``bench_mpm.run_cvxpy_dca``), seconds per subproblem; objectives must agree.
 (d) L1-MPM on Sonar against CVXPY+Clarabel (``bench_mpm.bench_sonar``).
 
-    FSFRAME_SHARED_DATA=/path/to/shared/data python benchmarks/bench_issue19.py [--reps 5] [--splits 5] [--skip-mpm]
+    python benchmarks/bench_issue19.py --data-dir DIR [--reps 5] [--splits 5] [--skip-mpm]
         [--parts a,b,c,d]
 
 ``--parts`` re-measures only the parts named and keeps the others from the JSON already written
@@ -48,6 +48,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import competitors  # noqa: E402  (the selectors and the data location, one definition)
+from _common import add_data_dir, data_folder  # noqa: E402
 
 OUT = HERE / "results" / "issue19.json"
 
@@ -257,10 +258,13 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="500,1000")
     ap.add_argument("--skip-mpm", action="store_true")
     ap.add_argument("--parts", default="a,b,c,d", help="which of (a)-(d) to measure; the others are kept from the JSON")
+    add_data_dir(ap, "sonar.csv ((a) and (d) are skipped without it)")
     args = ap.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
     import bench_mpm
+
+    competitors.DATA = bench_mpm.SHARED = data_folder(ap, args.data_dir, ["sonar.csv"], required=False)
 
     parts = set(args.parts.split(","))
     if args.skip_mpm:
@@ -275,7 +279,7 @@ def main(argv=None) -> int:
         old = res.get("meta", {})
         res["meta"] = {**meta, "parts": {**old.get("parts", {k: old for k in "abcd"}), **{k: meta for k in parts}}}
     with threadpool_limits(limits=1):
-        if "a" in parts and (competitors.DATA / "sonar.csv").exists():
+        if "a" in parts and competitors.DATA is not None:
             res["em_sonar"] = em_sonar(args.reps, args.splits)
         if "b" in parts:
             res["readme_job"] = readme_job(max(1, args.reps // 2))

@@ -22,7 +22,7 @@ L1-MPM fit on Sonar against CVXPY+Clarabel.
     fresh child process (clean memory peak; BLAS pinned to one thread so CPU times compare). At
     n >= 5000 one repetition of ``fsframe`` and ``cvxpy-ecos``.
 
-(b) L1-MPM (one SOCP) on Sonar (``../shared/data/sonar.csv``, standardised; skipped when absent),
+(b) L1-MPM (one SOCP) on Sonar (``sonar.csv`` in ``--data-dir``, else ``$FSFRAME_DATA``; skipped when absent),
     ``delta`` = 0.9 x ``delta_max``: ``fsframe.fit`` with that absolute ``delta`` on ECOS and on
     Clarabel, with ``delta_fraction`` on ECOS, against the model in CVXPY (construction to solution)
     on Clarabel and on ECOS. Repetitions interleaved; medians.
@@ -55,9 +55,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+from _common import add_data_dir, data_folder  # noqa: E402
 from bench_conic import ALPHA, DELTA_FRACTION, dca_loop, make_data, moments, phi  # noqa: E402
 
-SHARED = Path(os.environ.get("FSFRAME_SHARED_DATA") or ROOT.parent / "shared" / "data")  # as the tests find it
+SHARED: Path | None = None  # the data folder of (b): main() sets it (_common.data_folder; None: (b) is skipped)
 THREADS = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
 
@@ -196,9 +197,9 @@ def bench_dca(sizes, reps, save=lambda out: None) -> list[dict]:
 
 # ---------------------------------------------------------------------------- (b) Sonar
 def sonar():
-    path = SHARED / "sonar.csv"
-    if not path.exists():
+    if SHARED is None or not (SHARED / "sonar.csv").is_file():
         return None
+    path = SHARED / "sonar.csv"
     import fsframe
 
     with warnings.catch_warnings():
@@ -225,7 +226,7 @@ def cvxpy_l1_mpm(X, y, rho, kappa, solver):
 def bench_sonar(reps) -> dict | None:
     data = sonar()
     if data is None:
-        print(f"(b) skipped: {SHARED / 'sonar.csv'} is absent")
+        print(f"(b) skipped: sonar.csv is not in the data folder ({SHARED or 'none set: --data-dir or $FSFRAME_DATA'})")
         return None
     import fsframe
     import fsframe_mpm as mpm
@@ -317,6 +318,7 @@ def main(argv=None):
     ap.add_argument("--report", metavar="JSON", help="print the tables of a saved run and exit")
     ap.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    add_data_dir(ap, "sonar.csv ((b) is skipped without it)")
     args = ap.parse_args(argv)
     if args.child:
         child(args)
@@ -326,6 +328,8 @@ def main(argv=None):
         return
     if args.quick:
         args.sizes, args.reps, args.sonar_reps = "200", 1, 3
+    global SHARED
+    SHARED = data_folder(ap, args.data_dir, ["sonar.csv"], required=False)
     import clarabel
     import cvxpy
     import ecos

@@ -39,8 +39,9 @@ too) and "solves" the number of subproblems solved.
 
 ``--src`` times another checkout of fsframe (e.g. ``git archive`` of an older commit unpacked in a
 temporary folder) with the same script: the "before" figures. Writes
-``benchmarks/results/small_fits[_TAG].json`` and prints a Markdown table. Needs ``../shared/data``
-(skips with exit code 0 and a message when it is absent).
+``benchmarks/results/small_fits[_TAG].json`` and prints a Markdown table. Reads Sonar and Colon
+from the data folder (``--data-dir``, else ``$FSFRAME_DATA``; the old ``$FSFRAME_SHARED_DATA`` for
+one more release) and stops with exit status 2 when a file it needs is not there (WDBC is bundled).
 """
 
 from __future__ import annotations
@@ -59,7 +60,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import add_data_dir, data_folder  # noqa: E402  (imports no fsframe: --src picks which one)
+
+DATA: Path | None = None  # the data folder: main() sets it (_common.data_folder)
 
 PAPER_TABLE2 = {  # seconds, paper 002 Table 2 (MATLAB/Spider on a 3 GHz PC, 2008)
     "sonar": {"em-l0": 0.8061, "arom": 6.1431, "fsv": 2.2888, "svm-weights": 0.0146},
@@ -306,14 +310,15 @@ def main(argv=None) -> int:
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
                     help="print the condensed before -> after table of JSON files written by this script "
                          "(each side a comma-separated list of runs, pooled)")
+    add_data_dir(ap, "sonar.csv and colon.mat")
     args = ap.parse_args(argv)
     if args.compare:
         before, after = (_pooled(side.split(",")) for side in args.compare)
         print(compare_markdown(before, after))
         return 0
-    if not DATA.exists():
-        print(f"{DATA} not found: this benchmark needs the shared datasets; skipped", file=sys.stderr)
-        return 0
+    global DATA
+    files = {"sonar": "sonar.csv", "colon": "colon.mat"}
+    DATA = data_folder(ap, args.data_dir, [files[d] for d in args.datasets.split(",") if d in files])  # else status 2
     sys.path.insert(0, str(Path(args.src).resolve()))
     import fsframe
 

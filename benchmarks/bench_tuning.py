@@ -26,15 +26,14 @@ tuning (every fit of every fold and the refit), on one BLAS thread, after an unt
 Writes ``benchmarks/results/tuning.json`` (``tuning_quick.json`` with ``--quick``), prints the
 Markdown table and, on a full run, rewrites the section between the ``tuning`` markers of
 ``docs/performance.md`` (``--render`` re-renders it from the JSON). Colon is read from
-``colon.mat`` in ``$FSFRAME_SHARED_DATA`` (default ``../shared/data``) and skipped (listed) when
-absent; abess comes with the ``bench`` extra.
+``colon.mat`` in the data folder (``--data-dir``, else ``$FSFRAME_DATA``; the old
+``$FSFRAME_SHARED_DATA`` for one more release) and skipped (listed) when absent; abess comes with the ``bench`` extra.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import sys
 import time
@@ -44,10 +43,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import write_section  # noqa: E402  (one writer of the docs sections)
+from _common import add_data_dir, data_folder, write_section  # noqa: E402  (one writer of the docs sections)
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("FSFRAME_SHARED_DATA", ROOT.parent / "shared" / "data"))
+DATA: Path | None = None  # the data folder: main() sets it (_common.data_folder; None: Colon is skipped)
 DOC = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- tuning:begin -->", "<!-- tuning:end -->"
 TUNERS = ["fsframe l1-svm", "fsframe l1-svm 1se", "fsframe em-l0", "abess", "sklearn LR-CV l1"]
@@ -108,8 +107,7 @@ def datasets(names):
     if "breast_cancer" in names:
         out["breast_cancer"] = fsframe.load_dataset("breast_cancer")
     if "colon" in names:
-        colon = DATA / "colon.mat"
-        out["colon"] = fsframe.load_dataset(colon) if colon.exists() else None
+        out["colon"] = None if DATA is None else fsframe.load_dataset(DATA / "colon.mat")
     return out
 
 
@@ -181,7 +179,10 @@ def main(argv=None) -> int:
     ap.add_argument("--render", action="store_true", help="re-render the docs section from the JSON")
     ap.add_argument("--datasets", nargs="+", default=["breast_cancer", "colon"],
                     help="run these only and merge them into the existing JSON")
+    add_data_dir(ap, "colon.mat (skipped without it)")
     args = ap.parse_args(argv)
+    global DATA
+    DATA = data_folder(ap, args.data_dir, ["colon.mat"], required=False)
     out = ROOT / "benchmarks" / "results" / ("tuning_quick.json" if args.quick else "tuning.json")
     if args.render:
         res = json.loads(out.read_text())

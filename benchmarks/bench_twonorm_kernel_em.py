@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -29,6 +30,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import add_data_dir, data_folder  # noqa: E402
+
 GRID = [(s, c) for s in (0.5, 1.0, 2.0, 4.0) for c in (0.1, 1.0, 10.0)]
 
 
@@ -94,7 +98,7 @@ def _one(X, y, sigma, C, path, reference=True) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("FSFRAME_DATA", "data")))
+    add_data_dir(ap, "twonorm.tsv.gz")
     ap.add_argument("--rows", type=int, nargs="+", default=[500, 1000])
     ap.add_argument("--paths", nargs="+", default=["dense", "no-warm-scale", "compiled"])
     ap.add_argument("--points", nargs="+", metavar="SIGMA,C", help="these grid points only (default: the grid)")
@@ -102,6 +106,7 @@ def main(argv=None) -> int:
     ap.add_argument("--append", action="store_true", help="add the rows to those already in --json")
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "twonorm_kernel_em.json")
     args = ap.parse_args(argv)
+    args.data_dir = data_folder(ap, args.data_dir, ["twonorm.tsv.gz"])  # status 2 without the file
     from threadpoolctl import threadpool_limits
 
     rows = []

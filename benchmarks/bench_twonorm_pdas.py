@@ -25,6 +25,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import add_data_dir, data_folder  # noqa: E402
+
 NOTE = ("one em-l0 RBF fit of Twonorm's first training fold (its first m rows) per process, CPU s by process_time, "
         "one BLAS thread, nice -n 5, shared 2-core machine (load_average per row); path 'pdas' is fit's default, "
         "'active-set' the same code with dense_em.pdas_applies returning False; 'error' = stopped at the CPU cap")
@@ -79,7 +82,7 @@ def _run(data_dir: Path, m: int, sigma: float, C: float, path: str, cpu_limit: i
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("FSFRAME_DATA", "data")))
+    add_data_dir(ap, "twonorm.tsv.gz")
     ap.add_argument("--rows", type=int, nargs="+", default=[1000])
     ap.add_argument("--points", nargs="+", metavar="SIGMA,C", help="these (sigma, C) only (default: 0.5, 1, 4 x 0.1, 10)")
     ap.add_argument("--paths", nargs="+", default=["pdas", "active-set"])
@@ -87,6 +90,7 @@ def main(argv=None) -> int:
     ap.add_argument("--append", action="store_true", help="add the rows to those already in --json")
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "twonorm_pdas.json")
     args = ap.parse_args(argv)
+    args.data_dir = data_folder(ap, args.data_dir, ["twonorm.tsv.gz"])  # status 2 without the file
     points = [tuple(map(float, p.split(","))) for p in args.points] if args.points else POINTS
     old = json.loads(args.json.read_text()) if args.append and args.json.exists() else {}
     rows, note = old.get("rows", []), old.get("note", NOTE)

@@ -37,9 +37,11 @@ run smallest first, each over all its splits before the next. At the end (or wit
 time) the Markdown section shows, per data set, the splits every selector finished, and says which,
 when and at what commit; a full run rewrites the section "Against other libraries" of
 ``docs/performance.md`` between its markers.
-Needs ``../shared/data`` (exits with status 2 without it); a data set whose file is absent is
-skipped and listed as such; abess and skglm come with the ``bench`` extra (``pip install -e .[bench]``),
-a selector whose package is missing is skipped and listed.
+Reads the data folder given by ``--data-dir``, else ``$FSFRAME_DATA`` (as ``fsframe run``; the old
+``$FSFRAME_SHARED_DATA`` for one more release, with a deprecation message) and exits with status 2
+when none is set; a data set whose file is absent is skipped and listed as such; abess and skglm
+come with the ``bench`` extra (``pip install -e .[bench]``), a selector whose package is missing is
+skipped and listed.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import write_section  # noqa: E402  (one writer of the docs sections)
+from _common import add_data_dir, data_folder, write_section  # noqa: E402  (one writer of the docs sections)
 
 
 def retrain_error(Xtr, ytr, Xte, yte, seed):
@@ -71,7 +73,7 @@ def retrain_error(Xtr, ytr, Xte, yte, seed):
 
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("FSFRAME_SHARED_DATA") or ROOT.parent / "shared" / "data")  # as the tests find it
+DATA: Path | None = None  # the data folder: main() sets it (data_folder), as do the scripts that use these loaders
 DOC = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- competitors:begin -->", "<!-- competitors:end -->"
 HEADING = "## Against other libraries"  # of the section, when the doc lacks it
@@ -242,6 +244,8 @@ def available(methods):
 
 # --------------------------------------------------------------------------- protocol
 def find_data(name):
+    if DATA is None:
+        return None
     for f in DATASETS[name]:
         if (DATA / f).exists():
             return DATA / f
@@ -761,6 +765,7 @@ def main(argv=None) -> int:
     ap.add_argument("--render", action="store_true",
                     help="only rewrite the doc section from the JSON (the cells finished so far)")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/competitors.json)")
+    add_data_dir(ap, "the data sets' files (" + ", ".join(f[0] for f in DATASETS.values()) + ")")
     args = ap.parse_args(argv)
     results = ROOT / "benchmarks" / "results"
     out = args.out or results / ("competitors_quick.json" if args.quick else "competitors.json")
@@ -770,9 +775,8 @@ def main(argv=None) -> int:
             write_section(DOC, BEGIN, END, text, heading=HEADING)
         print(text)
         return 0
-    if not DATA.exists():
-        print(f"{DATA} not found: this benchmark needs the shared datasets", file=sys.stderr)
-        return 2
+    global DATA
+    DATA = data_folder(ap, args.data_dir, ["sonar.csv"] if args.profile else ())  # status 2 without a folder
     if args.profile:
         prof = _safe_profile()
         if prof is None:

@@ -8,6 +8,9 @@ the objective, the certificate's status).
     OMP_NUM_THREADS=1 nice -n 5 python benchmarks/dso_finish_threads.py --data-dir DIR \
         [--datasets yale] [--p 0.1 0.5 1.0] [--repeat 1]
 
+The data folder: ``--data-dir``, else ``$FSFRAME_DATA``; without a data set's file the script stops
+with exit status 2 before any fit (``benchmarks/_common.py``).
+
 Writes ``benchmarks/results/dso_finish_threads.json``. CPU time (``time.process_time``), one BLAS
 thread, so the machine's load changes the numbers less than wall time (wall time recorded too).
 """
@@ -28,6 +31,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import add_data_dir, study_with_data  # noqa: E402
 from dso_paper004_fit import ROOT, training_part  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "dso_finish_threads.json"
@@ -73,12 +77,13 @@ def _answer(run: dict) -> tuple:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data-dir", required=True)
+    add_data_dir(ap)
     ap.add_argument("--datasets", nargs="+", default=["yale"])
     ap.add_argument("--p", nargs="+", type=float, default=[0.1, 0.5, 1.0])
     ap.add_argument("--repeat", type=int, default=1, help="fits per (p, threads), alternating the thread counts")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
+    study_with_data(ap, "paper004", args.data_dir, args.datasets)  # stops at once (status 2) when a file is absent
     rows = []
     for name in args.datasets:
         X, y = training_part(name, args.data_dir)

@@ -6,6 +6,9 @@ NNLS), of the convex finish and of its SOCP solves (how many, on which backend),
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/dso_fit_profile.py --data-dir DIR \
         [--datasets yale semeion] [--p 0.1 0.5 1.0]
 
+The data folder: ``--data-dir``, else ``$FSFRAME_DATA``; without a data set's file the script stops
+with exit status 2 before any fit (``benchmarks/_common.py``).
+
 Prints one line per fit (wall seconds; read them with the machine's load, printed too) and
 writes ``benchmarks/results/dso_fit_profile.json``.
 """
@@ -26,6 +29,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import add_data_dir, study_with_data  # noqa: E402
 from dso_paper004_fit import ROOT, training_part  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "dso_fit_profile.json"
@@ -46,10 +50,11 @@ def _cumulative(stats: pstats.Stats) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data-dir", required=True)
+    add_data_dir(ap)
     ap.add_argument("--datasets", nargs="+", default=["yale", "semeion"])
     ap.add_argument("--p", nargs="+", type=float, default=[0.1, 0.5, 1.0])
     args = ap.parse_args(argv)
+    study_with_data(ap, "paper004", args.data_dir, args.datasets)  # stops at once (status 2) when a file is absent
     import fsframe
 
     rows = []

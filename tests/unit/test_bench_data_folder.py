@@ -1,8 +1,9 @@
 """The data-folder rule of the benchmark scripts that read a shipped study's files
-(``benchmarks/_common.py``: ``add_data_dir``, ``study_with_data``): ``--data-dir``, else
-``$FSFRAME_DATA`` (docs/papers.md), as ``fsframe run`` reads them; a file that is not there, or no
-folder at all, stops the script with exit status 2 and the study's one-line message, before any data
-is read; no folder outside the repository is tried by default."""
+(``benchmarks/_common.py``: ``add_data_dir``, ``study_with_data``) or data files of their own
+(``data_folder``): ``--data-dir``, else ``$FSFRAME_DATA`` (docs/papers.md), as ``fsframe run`` reads
+them, else for one release the old ``$FSFRAME_SHARED_DATA`` with a FutureWarning; a file that is not
+there, or no folder at all, stops the script with exit status 2 and a one-line message, before any
+data is read; no folder outside the repository is tried by default."""
 
 from __future__ import annotations
 
@@ -21,8 +22,25 @@ SCRIPTS = {  # script -> the arguments that keep its run to paper004's ISOLET, o
     "benchmarks/dso_paper004_fit.py": ["--datasets", "isolet"],
     "benchmarks/paper000_gap3.py": [],
     "benchmarks/bench_em_sonar_splits.py": ["--out", "/nonexistent/never-written.json"],
+    "benchmarks/dso_fit_profile.py": ["--datasets", "isolet"],
+    "benchmarks/dso_finish_threads.py": ["--datasets", "isolet", "--out", "/nonexistent/never-written.json"],
+    # the scripts that read data files themselves (_common.data_folder)
+    "benchmarks/competitors.py": ["--profile", "--out", "/nonexistent/never-written.json"],
+    "benchmarks/bench_em_dense_floor.py": [],
+    "benchmarks/bench_em_dense_threads.py": [],
+    "benchmarks/bench_em_early_stop.py": [],
+    "benchmarks/bench_em_qp_share.py": [],
+    "benchmarks/bench_small_fits.py": ["--datasets", "wdbc,colon"],
+    "benchmarks/bench_twonorm_kernel_em.py": ["--json", "/nonexistent/never-written.json"],
+    "benchmarks/bench_twonorm_pdas.py": ["--json", "/nonexistent/never-written.json"],
 }
-FILE = {"benchmarks/paper000_gap3.py": "sonar.csv", "benchmarks/bench_em_sonar_splits.py": "sonar.csv"}  # the others: paper004's Isolet.mat
+FILE = {  # the file the script stops on; the others: paper004's Isolet.mat
+    **dict.fromkeys(["benchmarks/paper000_gap3.py", "benchmarks/bench_em_sonar_splits.py", "benchmarks/competitors.py",
+                     "benchmarks/bench_em_dense_floor.py", "benchmarks/bench_em_dense_threads.py",
+                     "benchmarks/bench_em_early_stop.py", "benchmarks/bench_em_qp_share.py"], "sonar.csv"),
+    "benchmarks/bench_small_fits.py": "colon.mat",
+    "benchmarks/bench_twonorm_kernel_em.py": "twonorm.tsv.gz", "benchmarks/bench_twonorm_pdas.py": "twonorm.tsv.gz",
+}
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +88,59 @@ def test_each_script_stops_with_status_2_without_its_file(script, load_script, t
     without the file, named by --data-dir: status 2 and one line, before any fit."""
     mod = load_script(script, "bench_" + script.rpartition("/")[2][:-3])
     monkeypatch.delenv("FSFRAME_DATA", raising=False)
+    monkeypatch.delenv("FSFRAME_SHARED_DATA", raising=False)  # the old variable: test_the_old_variable_...
     code, err = _exit(lambda: mod.main(SCRIPTS[script]), capsys)
     assert code == 2 and "no data folder is set: give one with --data-dir" in err and err.count("\n") == 1
     code, err = _exit(lambda: mod.main(SCRIPTS[script] + ["--data-dir", str(tmp_path)]), capsys)
     assert code == 2 and f"needs the file {FILE.get(script, 'Isolet.mat')!r}" in err
     assert f"not in the data folder {tmp_path} (from --data-dir)" in err and err.count("\n") == 1
+
+
+def test_data_folder_takes_the_option_then_the_variable_and_reads_nothing(common, tmp_path, monkeypatch, capsys):
+    """``--data-dir`` before ``$FSFRAME_DATA`` (the variable ``fsframe run`` reads), each named as
+    the folder's origin when a file is missing; with the files present the folder comes back (a file
+    that is not a CSV: nothing is read); ``required=False`` gives None instead of stopping."""
+    from fsframe.evaluation.study_data import DATA_ENV
+
+    assert common.DATA_ENV == DATA_ENV  # one variable for the studies and the scripts
+    (tmp_path / "a" / "sonar.csv").parent.mkdir()
+    (tmp_path / "a" / "sonar.csv").write_text("not a csv\x00")
+    (tmp_path / "b").mkdir()
+    monkeypatch.delenv("FSFRAME_SHARED_DATA", raising=False)
+    monkeypatch.setenv("FSFRAME_DATA", str(tmp_path / "b"))
+    ap = argparse.ArgumentParser(prog="bench")
+    assert common.data_folder(ap, str(tmp_path / "a"), ["sonar.csv"]) == tmp_path / "a"
+    code, err = _exit(lambda: common.data_folder(ap, None, ["sonar.csv"]), capsys)
+    assert code == 2 and err == (f"bench: needs the file 'sonar.csv', which is not in the data folder {tmp_path / 'b'} "
+                                 "(from $FSFRAME_DATA)\n")
+    assert common.data_folder(ap, None, ["sonar.csv"], required=False) is None
+    assert capsys.readouterr().err == (f"bench: needs the file 'sonar.csv', which is not in the data folder "
+                                       f"{tmp_path / 'b'} (from $FSFRAME_DATA); the parts that read it are skipped\n")
+    assert common.data_folder(ap, None) == tmp_path / "b"  # no file asked for: the folder as set
+    monkeypatch.delenv("FSFRAME_DATA")
+    assert common.data_folder(ap, None, ["sonar.csv"], required=False) is None
+    assert "no data folder is set" in capsys.readouterr().err
+    code, err = _exit(lambda: common.data_folder(ap, None), capsys)
+    assert code == 2 and err.startswith("bench: no data folder is set: give one with --data-dir DIR")
+    assert err.count("\n") == 1
+
+
+def test_the_old_variable_names_the_folder_for_one_release_with_a_warning(common, tmp_path, monkeypatch, capsys):
+    """``$FSFRAME_SHARED_DATA`` (the scripts' variable before the rule) is read only when neither
+    ``--data-dir`` nor ``$FSFRAME_DATA`` is given, with a FutureWarning naming the new ways."""
+    (tmp_path / "sonar.csv").write_text("x")
+    monkeypatch.delenv("FSFRAME_DATA", raising=False)
+    monkeypatch.setenv("FSFRAME_SHARED_DATA", str(tmp_path))
+    ap = argparse.ArgumentParser(prog="bench")
+    with pytest.warns(FutureWarning, match=r"--data-dir DIR or \$FSFRAME_DATA"):
+        assert common.data_folder(ap, None, ["sonar.csv"]) == tmp_path
+    with pytest.warns(FutureWarning), pytest.raises(SystemExit):
+        common.data_folder(ap, None, ["colon.mat"])
+    assert "(from $FSFRAME_SHARED_DATA)" in capsys.readouterr().err
+    monkeypatch.setenv("FSFRAME_DATA", str(tmp_path / "new"))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new variable wins, silently
+        assert common.data_folder(ap, None) == tmp_path / "new"
+        assert common.data_folder(ap, str(tmp_path)) == tmp_path
