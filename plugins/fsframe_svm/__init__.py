@@ -205,7 +205,8 @@ class HingeFormulation(Formulation):
     where it was measured faster than the compiled working sets (0.66-0.97x CPU from 500 x 2 000
     to 1 000 x 4 000; docs/performance.md, "In `fit`: the `from_data` path")."""
     from_data_path_min_ratio: ClassVar[float] = 1.0
-    """Along a path (``fsframe.path``: a tuning grid's sweep over ``C``) the ratio is this instead:
+    """Along a path (``fsframe.path``: a tuning grid's sweep over ``C``) the ratio is this instead (or
+    :attr:`from_data_min_ratio` when that is lower):
     each point's generation starts from the previous point's support and margin rows, measured
     7x faster than the compiled path's warm sweep at 756 x 1 024 (docs/performance.md, "Tuning
     `l1-svm` on COIL20")."""
@@ -215,8 +216,11 @@ class HingeFormulation(Formulation):
     def from_data_on_path(self, m: int, n: int) -> bool:
         """Whether a path at ``m`` samples by ``n`` features solves each point from ``X`` (the
         rule of :meth:`solve_from_data` with a ``start``)."""
-        return (type(self) is HingeFormulation and m >= self.from_data_min_rows
-                and n >= self.from_data_path_min_ratio * m)
+        return type(self) is HingeFormulation and m >= self.from_data_min_rows and n >= self._path_ratio() * m
+
+    def _path_ratio(self) -> float:
+        """The features per sample from which a path generates: never more than a single fit's."""
+        return min(self.from_data_min_ratio, self.from_data_path_min_ratio)
 
     def solve_from_data(self, X, y, terms, weights, *, backend, options, force=False, start=None):
         """The ``from_data`` protocol: the L1 hinge LP (slot ``lin`` only, weights ``a_j``) by
@@ -246,7 +250,7 @@ class HingeFormulation(Formulation):
             if force:
                 raise UnsupportedProblemError(f"{self.name}: cannot solve from X: {why}")
             return None
-        ratio = self.from_data_min_ratio if start is None else self.from_data_path_min_ratio
+        ratio = self.from_data_min_ratio if start is None else self._path_ratio()
         if not force and (m < self.from_data_min_rows or n < ratio * m or options.time_limit is not None):
             return None
         guess = "auto" if start is None or start.previous is None else start.previous
