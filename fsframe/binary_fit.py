@@ -117,7 +117,7 @@ def _binary_fit(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions,
     if info.get("dense_em_fallback", "").startswith(FALLBACK_RAISED):  # not a step's accuracy: warned of
         warnings.warn(f"the dense EM path fell back to the compiled path: {info['dense_em_fallback']} "
                       "(info['dense_em_fallback']; docs/backends.md)", SolverWarning, stacklevel=4)
-    direct = _from_data(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback)
+    direct = _from_data(res, X, y_pm, backend, options, n_features, ws, keep_model, verify, callback, reuse, key)
     if direct is not None:
         return _from_data_parts(res, X, direct[0], direct[1], backend, info, aux, callback, time.perf_counter() - t0)
 

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from .enums import ProblemClass
 from .pyomo_ext import SLOT_TERMS, LinearMap, SparsitySlot
 
-__all__ = ["Formulation", "BuiltModel", "FromDataSolution", "PROTOCOLS", "TRAITS"]
+__all__ = ["Formulation", "BuiltModel", "FromDataSolution", "PathStart", "PROTOCOLS", "TRAITS"]
 
 PROTOCOLS: dict[str, tuple[str, ...]] = {
     "bounds": ("bound_params", "with_bounds"),
@@ -168,6 +168,10 @@ class FromDataSolution:
         loop's ``tol`` (else it returns the uncut solution, as the compiled path does).
     info : dict
         Reported in ``FitResult.info``.
+    start : optional
+        What the same subproblem's next solve along a parameter path (:func:`fsframe.path`) may
+        start from, in the formulation's own terms: fsframe hands it back unread as
+        ``PathStart.previous`` at the next point.
     """
 
     coef: Any
@@ -182,6 +186,19 @@ class FromDataSolution:
     recertify: Any = None
     restricted: Any = None
     info: dict = attrs.field(factory=dict)
+    start: Any = None
+
+
+@attrs.frozen
+class PathStart:
+    """Given to ``solve_from_data`` as ``start=`` when the fit is a point of a parameter path
+    (:func:`fsframe.path`, e.g. a tuning grid's sweep), and only to a ``solve_from_data`` that
+    takes a ``start`` keyword: the same binary problem (one class of a one-vs-rest fit) is solved
+    again at every point, so the formulation may solve from ``X`` where a single fit would not,
+    and start from ``previous``, the ``FromDataSolution.start`` of that problem at the previous
+    point (``None`` at the first point, or after a point solved on the compiled path)."""
+
+    previous: Any = None
 
 
 def _owner(cls: type, attr: str):

@@ -5,6 +5,7 @@ protocol, docs/working-sets.md "Many rows"): whether it applies (:func:`_from_da
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -14,20 +15,23 @@ from .backends.base import Backend, SolveOptions
 from .enums import Status
 from .errors import ConvergenceWarning, PluginError, SolverWarning, UnsupportedProblemError
 from .fit_report import _returned_vs_certified, _solved_by
-from .formulation import FromDataSolution
+from .formulation import FromDataSolution, PathStart
 from .method import Resolved
 from .quad_path import quad_path_applies
 from .working_set import WorkingSetOptions
 
 
 def _from_data(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, n_features, ws: WorkingSetOptions,
-               keep_model, verify, callback=None):
+               keep_model, verify, callback=None, reuse=None, key=None):
     """The subproblem solved straight from ``X`` (the formulation's ``from_data`` protocol), or
     ``None`` for the compiled path: when ``ws.from_data`` allows it, the loop is one convex solve
     (its ``convex_weights``), and nothing asks for what only the compiled path has (``n_features``,
     ``keep_model``, ``verify``, a user's ``callback``, which takes the loop's iterate). Forced
     (``from_data=True``), every obstacle is an :class:`~fsframe.errors.UnsupportedProblemError`
-    naming it."""
+    naming it. Along a path (``reuse`` with a ``from_data_starts`` dict, :func:`fsframe.path`),
+    a ``solve_from_data`` that takes ``start`` gets a :class:`~fsframe.formulation.PathStart`
+    with the previous point's ``FromDataSolution.start`` of the binary problem ``key``, and this
+    point's is kept for the next."""
     forced = ws.from_data is True
     if ws.from_data is False or (ws.mode is False and not forced):
         return None
@@ -53,14 +57,29 @@ def _from_data(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, 
         if forced:
             raise UnsupportedProblemError(f"working_set=WorkingSetOptions(from_data=True): {why}; use from_data='auto'")
         return None
+    starts = getattr(reuse, "from_data_starts", None)
+    along = {} if starts is None or not _takes_start(res.formulation.solve_from_data) else \
+        {"start": PathStart(starts.get(key))}
     sol = res.formulation.solve_from_data(X, y_pm, res.terms, weights, backend=backend.name, options=options,
-                                          force=forced)
+                                          force=forced, **along)
+    if along:
+        starts[key] = getattr(sol, "start", None)
     if sol is not None and not isinstance(sol, FromDataSolution):
         raise PluginError(f"formulation {name!r}: solve_from_data returned {type(sol).__name__}, not a "
                           "fsframe.formulation.FromDataSolution or None")
     if sol is None and forced:
         raise PluginError(f"formulation {name!r}: solve_from_data declined with force=True (it must solve or raise)")
     return None if sol is None else (sol, weights)
+
+
+def _takes_start(solve) -> bool:
+    """Whether a ``solve_from_data`` takes the ``start`` keyword (:class:`~fsframe.formulation.PathStart`;
+    one written before it existed does not, and is called without it)."""
+    try:
+        params = inspect.signature(solve).parameters
+    except (TypeError, ValueError):
+        return False
+    return "start" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def _group_norms(coef: np.ndarray) -> np.ndarray:

@@ -281,6 +281,8 @@ class _Chains:
         self.n_built = 0
         self.warm: list = []
         self.backend_name = ""  # the backend of the point being fitted (set by path)
+        # the from_data path's start of each binary problem for its next point (fsframe.from_data)
+        self.from_data_starts: dict = {}
 
     def __call__(self, key, res: Resolved, make) -> Subproblem:
         prev, prev_res = self.subs.get(key), self.resolved.get(key)

@@ -55,7 +55,7 @@ import attrs
 import numpy as np
 
 from ..errors import DataWarning, FsframeError, InvalidOptionError
-from ..fitting import default_n_features, fit
+from ..fitting import default_n_features, fit, working_set_options
 from ..loops.bound_memo import SearchMemo, sharing_visits
 from ..method import resolve
 from .config import _make_config
@@ -113,6 +113,20 @@ def path_restates(cfg, points: list) -> bool:
         return False
     steps = [_restatement(a, b) for a, b in zip(res, res[1:])]
     return all(s is not None and s[1] for s in steps)
+
+
+def _from_data_on_path(cfg, shape: tuple) -> bool:
+    """Whether a path of ``cfg``'s formulation at ``shape`` solves its points from ``X``: the
+    formulation's ``from_data_on_path`` says so (the hinge's: from 500 samples and as many
+    features), on HiGHS, and the fit options leave ``from_data`` to the fit."""
+    opts = cfg.fit_options
+    ws = working_set_options(opts.get("working_set", "auto"))
+    if opts.get("backend", "auto") not in ("auto", "highs") or ws.from_data is False or \
+            (ws.mode is False and ws.from_data is not True) or opts.get("time_limit") is not None:
+        return False
+    on_path = getattr(resolve(cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate, loop=cfg.loop,
+                              **cfg.params).formulation, "from_data_on_path", None)
+    return bool(on_path is not None and on_path(*shape))
 
 
 def _random_subsets(n: int, k: int, draws: int, seed: int, split) -> list[np.ndarray]:
@@ -239,8 +253,11 @@ class Extras:
             from ..paths import path
 
             (name,) = points[0]
-            # largest value first: the hinge's dense end (measured faster than from the sparse end)
-            order = sorted(range(len(points)), key=lambda i: -float(points[i][name]))
+            # the compiled path from the largest value (the hinge's dense end, measured faster than
+            # from the sparse end); generation from X from the smallest (each point from the last
+            # point's support and margin rows: 0.46x the CPU of largest first on COIL20)
+            rising = _from_data_on_path(cfg, Xa.shape)
+            order = sorted(range(len(points)), key=lambda i: float(points[i][name]) * (1 if rising else -1))
             try:
                 swept = path(Xa, ya, cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate, loop=cfg.loop,
                              n_features=cfg.n_features, progress=False, **opts,
