@@ -33,12 +33,21 @@ SCRIPTS = {  # script -> the arguments that keep its run to paper004's ISOLET, o
     "benchmarks/bench_small_fits.py": ["--datasets", "wdbc,colon"],
     "benchmarks/bench_twonorm_kernel_em.py": ["--json", "/nonexistent/never-written.json"],
     "benchmarks/bench_twonorm_pdas.py": ["--json", "/nonexistent/never-written.json"],
+    "benchmarks/dso_extras.py": [],
+    "benchmarks/mpm_rho.py": [],
+    "benchmarks/twsvm_report.py": ["--datasets", "Sonar", "--out", "/nonexistent/never-written.json"],
+    "benchmarks/paper001_criterion2.py": [],
+    "benchmarks/paper001_theta.py": [],
+    "benchmarks/experiments_timing.py": ["--engines", "serial"],  # the study's own message
 }
 FILE = {  # the file the script stops on; the others: paper004's Isolet.mat
     **dict.fromkeys(["benchmarks/paper000_gap3.py", "benchmarks/bench_em_sonar_splits.py", "benchmarks/competitors.py",
                      "benchmarks/bench_em_dense_floor.py", "benchmarks/bench_em_dense_threads.py",
                      "benchmarks/bench_em_early_stop.py", "benchmarks/bench_em_qp_share.py"], "sonar.csv"),
-    "benchmarks/bench_small_fits.py": "colon.mat",
+    **dict.fromkeys(["benchmarks/mpm_rho.py", "benchmarks/twsvm_report.py", "benchmarks/paper001_criterion2.py",
+                     "benchmarks/experiments_timing.py"], "sonar.csv"),
+    "benchmarks/bench_small_fits.py": "colon.mat", "benchmarks/dso_extras.py": "colon.mat",
+    "benchmarks/paper001_theta.py": "pima-indians-diabetes.csv",
     "benchmarks/bench_twonorm_kernel_em.py": "twonorm.tsv.gz", "benchmarks/bench_twonorm_pdas.py": "twonorm.tsv.gz",
 }
 
@@ -144,3 +153,26 @@ def test_the_old_variable_names_the_folder_for_one_release_with_a_warning(common
         warnings.simplefilter("error")  # the new variable wins, silently
         assert common.data_folder(ap, None) == tmp_path / "new"
         assert common.data_folder(ap, str(tmp_path)) == tmp_path
+
+
+def test_dso_exact_skips_its_shipped_sets_with_one_line_without_a_folder(load_script, tmp_path, monkeypatch, capsys):
+    """``--shipped`` sets are optional: without a folder one line, and ``shipped`` gets no folder
+    (reads none); with a folder lacking a set's file, that set's line."""
+    mod = load_script("benchmarks/dso_exact.py", "bench_dso_exact_shipped")
+    monkeypatch.delenv("FSFRAME_DATA", raising=False)
+    monkeypatch.delenv("FSFRAME_SHARED_DATA", raising=False)
+    real, got = mod.shipped, []
+
+    class Read(Exception):
+        pass
+
+    monkeypatch.setattr(mod, "random_instances", lambda n: [])
+    monkeypatch.setattr(mod, "shipped", lambda names, base: got.append((names, base)) or (_ for _ in ()).throw(Read()))
+    with pytest.raises(Read):
+        mod.main(["--instances", "0", "--shipped", "colon"])
+    assert "no data folder is set" in capsys.readouterr().err and got == [(["colon"], None)]
+    assert real(["colon"], None) == [] and capsys.readouterr().err == ""
+    with pytest.raises(Read):
+        mod.main(["--instances", "0", "--shipped", "colon", "--data-dir", str(tmp_path)])
+    assert got[1] == (["colon"], tmp_path) and real(["colon"], tmp_path) == []
+    assert f"skipping colon: {tmp_path / 'colon.mat'} is absent" in capsys.readouterr().err
