@@ -34,12 +34,14 @@ def head_commit(root: Path) -> str:
         return "unknown"
 
 
-def add_data_dir(ap, holds: str = "the study's data files", *, alias: bool = True) -> None:
-    """Add ``--data-dir DIR`` (alias ``--data``, unless ``alias`` is False: a script whose ``--data``
-    says something else) to the parser ``ap``: the data folder, as ``fsframe run --data-dir`` takes
-    it. Its default is none, so the study reads the folder ``$FSFRAME_DATA`` names (docs/papers.md);
-    no folder outside the repository is tried."""
-    ap.add_argument("--data-dir", *(["--data"] if alias else []), dest="data_dir", default=None,
+def add_data_dir(ap, holds: str = "the study's data files") -> None:
+    """Add ``--data-dir DIR`` to the parser ``ap``: the data folder, as ``fsframe run --data-dir``
+    takes it. Its default is none, so the study reads the folder ``$FSFRAME_DATA`` names
+    (docs/papers.md); no folder outside the repository is tried. There is no ``--data`` alias: it
+    would win over argparse's prefix match of a script's ``--datasets`` (``--data colon`` would
+    name a folder); where no other option starts with ``--data``, argparse takes ``--data DIR`` as
+    ``--data-dir DIR`` by itself, and where one does, ``--data`` is ambiguous, an error."""
+    ap.add_argument("--data-dir", dest="data_dir", default=None,
                     help=f"the folder holding {holds} (default: $FSFRAME_DATA, as for 'fsframe run')")
 
 
@@ -95,21 +97,21 @@ def data_folder(ap, data_dir=None, files=(), *, required: bool = True) -> Path |
     lacks one of ``files``, the script of the parser ``ap`` stops with exit status 2 and one line
     (which file, which folder, where it came from), as :func:`check_data` does for a study; with
     ``required=False`` it gets ``None`` instead and the line goes to stderr, ending "the parts that
-    read it are skipped" (a script whose data part is optional). Nothing
-    but the folder's listing is read; no folder outside the repository is tried."""
-    import os
+    read it are skipped" (a script whose data part is optional). A folder that is set but is not a
+    directory (a typo in ``--data-dir`` or the variable) stops the script even then: a run that
+    skipped everything would otherwise look like a run. Nothing but the folder's listing is read;
+    no folder outside the repository is tried."""
     import warnings
 
-    folder, origin = (Path(data_dir), "--data-dir") if data_dir is not None else (None, "")
-    if folder is None and os.environ.get(DATA_ENV):
-        folder, origin = Path(os.environ[DATA_ENV]), f"${DATA_ENV}"
-    if folder is None and os.environ.get(OLD_DATA_ENV):
+    folder, origin = folder_and_origin(data_dir)
+    if origin == f"${OLD_DATA_ENV}":
         warnings.warn(f"${OLD_DATA_ENV} names the benchmarks' data folder for this release only: give the folder "
                       f"with --data-dir DIR or ${DATA_ENV}", FutureWarning, stacklevel=2)
-        folder, origin = Path(os.environ[OLD_DATA_ENV]), f"${OLD_DATA_ENV}"
     if folder is None:
         message = (f"{ap.prog}: no data folder is set: give one with --data-dir DIR (or the environment variable "
                    f"{DATA_ENV}) holding {', '.join(files) or 'its data files'}")
+    elif not folder.is_dir():
+        ap.exit(2, f"{ap.prog}: the data folder {folder} (from {origin}) is not a directory\n")
     else:
         missing = [f for f in files if not (folder / f).is_file()]
         if not missing:
@@ -119,3 +121,17 @@ def data_folder(ap, data_dir=None, files=(), *, required: bool = True) -> Path |
         print(f"{message}; the parts that read it are skipped", file=sys.stderr)
         return None
     ap.exit(2, message + "\n")
+
+
+def folder_and_origin(data_dir=None) -> tuple[Path | None, str]:
+    """The data folder and where it came from (``"--data-dir"``, ``"$FSFRAME_DATA"``, or the old
+    ``"$FSFRAME_SHARED_DATA"``), else ``(None, "")``: the precedence of :func:`data_folder`, which
+    is ``fsframe run``'s (``fsframe.evaluation.study_data.data_folder``) plus the old variable."""
+    import os
+
+    if data_dir is not None:
+        return Path(data_dir), "--data-dir"
+    for name in (DATA_ENV, OLD_DATA_ENV):
+        if os.environ.get(name):
+            return Path(os.environ[name]), f"${name}"
+    return None, ""

@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--data", choices=("sonar", "breast_cancer"), default="sonar")
-    add_data_dir(ap, "sonar.csv (--data sonar)", alias=False)  # --data names the data set here
+    add_data_dir(ap, "sonar.csv (--data sonar)")  # --data names the data set here
     args = ap.parse_args(argv)
     if args.data == "sonar":  # status 2 without the file
         competitors.DATA = data_folder(ap, args.data_dir, ["sonar.csv"])

@@ -24,7 +24,8 @@
         [--parts a,b,c,d]
 
 ``--parts`` re-measures only the parts named and keeps the others from the JSON already written
-(their ``meta`` records when each part was measured, ``meta.parts``).
+(their ``meta`` records when each part was measured, ``meta.parts``). Without ``sonar.csv`` in the
+data folder, (a) and (d) are skipped the same way: their values and stamps stay as the JSON has them.
 
 Writes ``benchmarks/results/issue19.json`` and prints the Markdown tables of docs/performance.md,
 section "Issue 19 at a glance". Needs the shared data (Sonar) for (a) and (d); abess for its column.
@@ -269,6 +270,8 @@ def main(argv=None) -> int:
     parts = set(args.parts.split(","))
     if args.skip_mpm:
         parts -= {"c", "d"}
+    if competitors.DATA is None:  # Sonar's parts are skipped: they keep the JSON's values and stamps
+        parts -= {"a", "d"}
     meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "python": platform.python_version(), "load_average": os.getloadavg()[0],
             "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -279,7 +282,7 @@ def main(argv=None) -> int:
         old = res.get("meta", {})
         res["meta"] = {**meta, "parts": {**old.get("parts", {k: old for k in "abcd"}), **{k: meta for k in parts}}}
     with threadpool_limits(limits=1):
-        if "a" in parts and competitors.DATA is not None:
+        if "a" in parts:
             res["em_sonar"] = em_sonar(args.reps, args.splits)
         if "b" in parts:
             res["readme_job"] = readme_job(max(1, args.reps // 2))

@@ -318,7 +318,8 @@ def main(argv=None) -> int:
         return 0
     global DATA
     files = {"sonar": "sonar.csv", "colon": "colon.mat"}
-    DATA = data_folder(ap, args.data_dir, [files[d] for d in args.datasets.split(",") if d in files])  # else status 2
+    needed = [files[d] for d in args.datasets.split(",") if d in files]
+    DATA = data_folder(ap, args.data_dir, needed) if needed else None  # status 2 without them; wdbc is bundled
     sys.path.insert(0, str(Path(args.src).resolve()))
     import fsframe
 

@@ -182,7 +182,8 @@ def main(argv=None) -> int:
     add_data_dir(ap, "colon.mat (skipped without it)")
     args = ap.parse_args(argv)
     global DATA
-    DATA = data_folder(ap, args.data_dir, ["colon.mat"], required=False)
+    if not args.render and "colon" in args.datasets:  # the only part that reads a file
+        DATA = data_folder(ap, args.data_dir, ["colon.mat"], required=False)
     out = ROOT / "benchmarks" / "results" / ("tuning_quick.json" if args.quick else "tuning.json")
     if args.render:
         res = json.loads(out.read_text())

@@ -39,7 +39,9 @@ when and at what commit; a full run rewrites the section "Against other librarie
 ``docs/performance.md`` between its markers.
 Reads the data folder given by ``--data-dir``, else ``$FSFRAME_DATA`` (as ``fsframe run``; the old
 ``$FSFRAME_SHARED_DATA`` for one more release, with a deprecation message) and exits with status 2
-when none is set; a data set whose file is absent is skipped and listed as such; abess and skglm
+when none is set, when it is not a directory, or when it holds none of the files of the data sets
+asked for (a run that ran nothing rewrites neither the JSON nor the doc); a data set whose file is
+absent is skipped and listed as such; abess and skglm
 come with the ``bench`` extra (``pip install -e .[bench]``), a selector whose package is missing is
 skipped and listed.
 """
@@ -777,6 +779,9 @@ def main(argv=None) -> int:
         return 0
     global DATA
     DATA = data_folder(ap, args.data_dir, ["sonar.csv"] if args.profile else ())  # status 2 without a folder
+    if not args.profile and all(find_data(name) is None for name in args.datasets):
+        ap.exit(2, f"{ap.prog}: none of the data sets' files ({', '.join(f for n in args.datasets for f in DATASETS[n])}) "
+                   f"is in the data folder {DATA}; nothing is run, {out.name} and the doc are left as they are\n")
     if args.profile:
         prof = _safe_profile()
         if prof is None:

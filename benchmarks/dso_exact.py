@@ -18,8 +18,9 @@ Usage::
     python benchmarks/dso_exact.py [--instances 50] [--shipped colon,Yale,ORL] [--no-reference ORL]
                                    [--no-tall] [--quick] [--render]
 
-``--shipped`` reads ``../shared/data`` (or ``$FSFRAME_SHARED_DATA``); sets that are absent are
-skipped. ``--no-reference`` names the sets run without CVXPY and raw Clarabel (ORL's split: the
+``--shipped`` reads the data folder (``--data-dir DIR``, else ``$FSFRAME_DATA``, as ``fsframe run``;
+docs/performance.md); sets whose file is absent, or all of them without a folder, are skipped and
+named on stderr. ``--no-reference`` names the sets run without CVXPY and raw Clarabel (ORL's split: the
 SOCP does not end in hours here); their distance is bounded by the certificate's lower bound. Writes ``benchmarks/results/dso_exact.json`` and ``benchmarks/results/dso_exact.md``.
 """
 
@@ -39,6 +40,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
+sys.path.insert(0, str(HERE))
+from _common import add_data_dir, data_folder  # noqa: E402
 
 
 def codes(y):
@@ -117,13 +120,13 @@ def random_instances(count: int, seed: int = 2024):
     return out
 
 
-def shipped(names):
+def shipped(names, base: Path | None):
+    """The sets ``names`` read from the data folder ``base`` (``None``: none), absent ones skipped."""
     import scipy.io as sio
     from sklearn.model_selection import train_test_split
 
-    base = Path(os.environ.get("FSFRAME_SHARED_DATA", HERE.parent.parent / "shared" / "data"))
     out = []
-    for name in names:
+    for name in names if base is not None else ():
         path = base / ("colon.mat" if name == "colon" else f"{name}.mat")
         if not path.exists():
             print(f"skipping {name}: {path} is absent", file=sys.stderr)
@@ -244,6 +247,7 @@ def main(argv=None):
     ap.add_argument("--no-reference", default="ORL", help="shipped sets run without CVXPY and raw Clarabel")
     ap.add_argument("--quick", action="store_true", help="5 instances, colon only")
     ap.add_argument("--render", action="store_true", help="rewrite the Markdown from the saved JSON only")
+    add_data_dir(ap, "the --shipped sets' .mat files (skipped without them)")
     a = ap.parse_args(argv)
     if a.render:
         (RESULTS / "dso_exact.md").write_text(markdown(json.loads((RESULTS / "dso_exact.json").read_text())) + "\n")
@@ -253,11 +257,13 @@ def main(argv=None):
     if a.quick:
         a.instances, a.shipped = 5, "colon"
     no_ref = {s for s in a.no_reference.split(",") if s}
+    names = [s for s in a.shipped.split(",") if s]
+    base = data_folder(ap, a.data_dir, required=False) if names else None  # status 2: a folder that is not one
     out = {"date": _dt.date.today().isoformat(), "fsframe": fsframe.__version__,
            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "load_average": round(os.getloadavg()[0], 1),
            "random": [run_case(*case) for case in random_instances(a.instances)],
            "shipped": [run_case(*case, reference=case[0].split()[0] not in no_ref)
-                       for case in shipped([s for s in a.shipped.split(",") if s])],
+                       for case in shipped(names, base)],
            "tall": [] if a.no_tall else [run_tall(*case) for case in tall_cases()]}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "dso_exact.json").write_text(json.dumps(out, indent=1, default=str))

@@ -4,7 +4,10 @@ reaches the smaller ``||W||_{2,p}``, which is faster), and time and peak memory 
 CLL-SUB-111's size (n = 11 340, m = 111, c = 3; synthetic data). 004's protocol itself is the
 shipped study ``paper004`` (docs/paper004.md).
 
-    python benchmarks/dso_extras.py [--data DIR]
+    python benchmarks/dso_extras.py --data-dir DIR
+
+Colon (``colon.mat``) is read from the data folder: ``--data-dir DIR``, else ``$FSFRAME_DATA``, as
+``fsframe run`` (docs/performance.md); without it the script stops with exit status 2.
 
 Writes ``benchmarks/results/dso_extras.json``.
 """
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import sys
 import time
 import tracemalloc
 import warnings
@@ -25,7 +28,8 @@ import scipy.io as sio
 import fsframe
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("FSFRAME_DATA", ROOT.parent / "shared" / "data"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import add_data_dir, data_folder  # noqa: E402
 OUT = ROOT / "benchmarks" / "results" / "dso_extras.json"
 
 
@@ -76,9 +80,10 @@ def large_n(m=111, n=11340, c=3, iters=20):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=DATA)
+    add_data_dir(ap, "colon.mat")
     args = ap.parse_args(argv)
-    out = {"composition_vs_dso_colon_p0.5": composition_vs_dso(args.data), "large_n": large_n(),
+    data = data_folder(ap, args.data_dir, ["colon.mat"])  # status 2 without it, before any fit
+    out = {"composition_vs_dso_colon_p0.5": composition_vs_dso(data), "large_n": large_n(),
            "fsframe": fsframe.__version__}
     OUT.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))

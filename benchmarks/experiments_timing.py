@@ -6,9 +6,11 @@ single-threaded workers, each into a fresh results folder; checks that the three
 cells (timing fields aside), writes the report of the serial run (tables and pictures) and copies
 its pictures to ``docs/img/``. Writes ``benchmarks/results/experiments_timing.json``.
 
-    python benchmarks/experiments_timing.py [--engines serial,joblib,dask] [STUDY.toml ...]
+    python benchmarks/experiments_timing.py --data-dir DIR [--engines serial,joblib,dask] [STUDY.toml ...]
 
-Needs ``../shared/data``, ``fsframe[dask]`` and ``fsframe[plot]``.
+The studies' ``file = ...`` data sets are read from the data folder (``--data-dir DIR``, else
+``$FSFRAME_DATA``, as ``fsframe run``; docs/performance.md); a missing file stops the script with
+exit status 2 before any run. Needs ``fsframe[dask]`` and ``fsframe[plot]``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import add_data_dir, check_data  # noqa: E402
+
 STUDIES = [ROOT / "benchmarks" / "studies" / "paper000_table3.toml", ROOT / "benchmarks" / "studies" / "paper002_fig1.toml"]
 ENGINES = {"serial": {"n_jobs": 1}, "joblib": {"n_jobs": 2}, "dask": {"n_jobs": 2, "dask": "local"}}
 
@@ -37,19 +42,20 @@ def cells(folder: Path) -> dict:
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("studies", nargs="*", type=Path, default=STUDIES)
     ap.add_argument("--engines", default="serial,joblib,dask")
-    args = ap.parse_args()
+    add_data_dir(ap, "the studies' data files")
+    args = ap.parse_args(argv)
     from fsframe.evaluation.experiment import run_study
     from fsframe.evaluation.pages import write_report
     from fsframe.evaluation.study import load_study
 
     out_json = ROOT / "benchmarks" / "results" / "experiments_timing.json"
     record = json.loads(out_json.read_text()) if out_json.exists() else {}
-    for path in args.studies:
-        study = load_study(path)
+    studies = [check_data(ap, load_study(path, data_dir=args.data_dir)) for path in args.studies]  # else status 2
+    for study in studies:
         base = Path(study.output)
         entry = {"cells": None, "seconds": {}, "load_average": {}, "identical": None,
                  "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores"}

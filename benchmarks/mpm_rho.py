@@ -3,25 +3,30 @@ more samples than features (where the ridge should not matter), on Madelon-like 
 features than samples (where an unregularised MPM fits noise), on Colon (62 x 2000) and with an
 RBF kernel map (features = training samples, every class covariance singular).
 
-* UCI sets (``../shared/data``): 5-fold stratified CV (seed 0), standardised within folds.
+* UCI sets (from the data folder: ``--data-dir DIR``, else ``$FSFRAME_DATA``, as ``fsframe run``;
+  docs/performance.md; a missing file stops the script with exit status 2 before any fit): 5-fold stratified CV (seed 0), standardised within folds.
 * Madelon-like: Guyon's generator as scikit-learn's ``make_classification`` with Madelon's
   structure (500 features, 5 informative, 15 linear combinations, 16 clusters per class,
   ``flip_y=0.01``), ``class_sep=1`` (linear models reach about 60-65 %, like on Madelon);
   200 training and 2000 test samples, seeds 0-2.
 * Colon and Sonar with ``kernel="rbf"`` (``sigma=8``): 5-fold CV as above.
 
-Usage: ``python benchmarks/mpm_rho.py`` (prints a Markdown table; a few minutes).
+Usage: ``python benchmarks/mpm_rho.py --data-dir DIR`` (prints a Markdown table; a few minutes).
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import add_data_dir, data_folder  # noqa: E402
+
 RHOS = (0.0, 0.01, 0.1, 1.0)
 FILES = {"sonar": ("sonar.csv", {"label_column": -1}), "ionosphere": ("ionosphere.data", {"label_column": -1}),
          "wdbc": ("wdbc.data", {"label_column": 1, "drop_columns": [0]}),
@@ -56,14 +61,17 @@ def madelon_like(seed):
     return Xtr, y[:200], Xte, y[200:]
 
 
-def main():
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_data_dir(ap, ", ".join(f for f, _ in FILES.values()))
+    data = data_folder(ap, ap.parse_args(argv).data_dir, [f for f, _ in FILES.values()])  # else status 2
     import fsframe
 
     warnings.simplefilter("ignore")
     rows = []
     for name in ("sonar", "ionosphere", "wdbc", "pima", "colon"):
         f, kw = FILES[name]
-        ds = fsframe.load_dataset(DATA / f, **kw)
+        ds = fsframe.load_dataset(data / f, **kw)
         X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y)
         for method in ("mpm", "l1-mpm"):
             cells = [cv(X, y, method, rho) for rho in RHOS]

@@ -13,7 +13,11 @@ Also draws the search itself (``--search-png``, docs/img/mempm_search.png of doc
 visited ``(delta_pos, delta_neg)``, feasible or not, and bound against NSF with the choices of
 criteria 1, 2 and ``t = log``.
 
-    python benchmarks/paper001_criterion2.py [--data DIR] [--step 0.05] [--redraw | --searches-only]
+    python benchmarks/paper001_criterion2.py --data-dir DIR [--step 0.05] [--redraw | --searches-only]
+
+Sonar (``sonar.csv``) is read from the data folder: ``--data-dir DIR``, else ``$FSFRAME_DATA``, as
+``fsframe run`` (docs/performance.md); without it the script stops with exit status 2 (``--redraw``
+reads no data).
 
 The searches are Algorithm 1 (criteria 1, ``log`` and 2) and the bound search's ``search="grid"``
 (criteria 1 and 2: the box's best point found by a coarse grid refined by bisection).
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -33,6 +38,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import add_data_dir, data_folder  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "results" / "paper001_criterion2.json"
 THETA, NSF_TOL = 0.5, 1e-3
 
@@ -156,7 +164,7 @@ def main(argv=None):
     import fsframe
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    add_data_dir(ap, "sonar.csv")
     ap.add_argument("--step", type=float, default=0.05)
     ap.add_argument("--png", type=Path, default=ROOT / "docs" / "img" / "paper001-criterion2.png")
     ap.add_argument("--search-png", type=Path, default=ROOT / "docs" / "img" / "mempm_search.png")
@@ -167,7 +175,7 @@ def main(argv=None):
     if args.redraw:
         draw(json.loads(OUT.read_text()), args.png, args.search_png)
         return
-    X, y = load(args.data)
+    X, y = load(data_folder(ap, args.data_dir, ["sonar.csv"]))  # status 2 without it
     t0 = time.perf_counter()
     if args.searches_only:
         old = json.loads(OUT.read_text())

@@ -9,7 +9,7 @@ repeated stratified 10-fold CV (``--repeats``, seed 0), standardised on each tra
 study ``paper001`` does (its own splits are not these: compare the two thetas here with each other,
 and with 001's 74.5 and 76.4 %).
 
-    python benchmarks/paper001_theta.py --data DIR [--repeats 3]
+    python benchmarks/paper001_theta.py --data-dir DIR [--repeats 3]
 
 Writes ``benchmarks/results/paper001_theta.json``; ``markdown()`` renders the table of
 docs/paper001.md (tests/docs checks it). Times are CPU seconds (``time.process_time``).
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -26,6 +27,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import add_data_dir, data_folder  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "results" / "paper001_theta.json"
 BEGIN, END = "<!-- paper001_theta:begin -->", "<!-- paper001_theta:end -->"
 ROWS = {"MEMPM (no FS)": dict(formulation="mempm", loop="single"),   # 001 eq. 5: theta is mempm_theta
@@ -92,10 +96,11 @@ def main(argv=None):
     import fsframe
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, required=True, help="the folder of the data sets (pima-indians-diabetes.csv)")
     ap.add_argument("--repeats", type=int, default=3)
+    add_data_dir(ap, "pima-indians-diabetes.csv")
     args = ap.parse_args(argv)
-    d = fsframe.load_dataset(args.data / "pima-indians-diabetes.csv", label_column=-1)
+    data = data_folder(ap, args.data_dir, ["pima-indians-diabetes.csv"])  # status 2 without it
+    d = fsframe.load_dataset(data / "pima-indians-diabetes.csv", label_column=-1)
     res = run(np.asarray(d.X, dtype=float), np.asarray(d.y), args.repeats)
     res["fsframe"] = fsframe.__version__
     OUT.write_text(json.dumps(res, indent=1) + "\n")

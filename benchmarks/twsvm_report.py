@@ -2,7 +2,8 @@
 RTSVM top-r next to ``l1-svm`` and ``l0-mpm``, one ``fsframe.compare`` run per data set (every
 method on the same stratified folds, standardised on each training part).
 
-Data: Sonar, Ionosphere, Pima, WDBC (``../shared/data``) and the cross-planes toy set
+Data: Sonar, Ionosphere, Pima, WDBC (from the data folder: ``--data-dir DIR``, else ``$FSFRAME_DATA``,
+as ``fsframe run``; docs/performance.md; a missing file stops the script with exit status 2) and the cross-planes toy set
 (``fsframe_twsvm.toy.cross_planes``: 200 samples, 2 informative + 8 noise features). Every method
 runs at its defaults (``c11 = c12 = c21 = c22 = 1``, ``sigma = 1e-3``, RBF width by the scale
 rule; ``C = 1``; L0-MPM ``alpha = 5``); RTSVM keeps ``r = max(2, round(0.2 n))`` features. On
@@ -13,7 +14,7 @@ column), and seconds per fit.
 
 Usage::
 
-    python benchmarks/twsvm_report.py [--cv 10] [--datasets Sonar,Ionosphere,Pima,WDBC,cross-planes]
+    python benchmarks/twsvm_report.py --data-dir DIR [--cv 10] [--datasets Sonar,Ionosphere,Pima,WDBC,cross-planes]
                                       [--jobs 1] [--write-docs]
 
 Writes ``benchmarks/results/twsvm_report.json``; with ``--write-docs`` the table between the
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -38,7 +40,10 @@ import fsframe
 from fsframe_twsvm.toy import cross_planes
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import add_data_dir, data_folder  # noqa: E402
+
+DATA: Path | None = None  # the data folder: main() sets it (_common.data_folder)
 OUT = ROOT / "benchmarks" / "results" / "twsvm_report.json"
 DOC = ROOT / "docs" / "twsvm.md"
 BEGIN, END = "<!-- twsvm_report:begin -->", "<!-- twsvm_report:end -->"
@@ -126,7 +131,11 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--write-docs", action="store_true")
     ap.add_argument("--out", type=Path, default=OUT, help="results JSON (rows of other data sets are kept)")
+    add_data_dir(ap, ", ".join(f for f, _ in FILES.values()))
     args = ap.parse_args(argv)
+    global DATA
+    needed = [FILES[d][0] for d in args.datasets.split(",") if d in FILES]
+    DATA = data_folder(ap, args.data_dir, needed) if needed else None  # status 2 without them; cross-planes: none
     out = args.out
     runs = []
     if out.exists():  # keep the other data sets' rows from earlier runs
