@@ -126,9 +126,10 @@ def test_compiled_sweep_keeps_the_largest_c_first(monkeypatch):
     assert all("solver_path" not in r.info for f in fits for r in f.per_class)
 
 
-def test_a_solve_from_data_without_start_is_called_without_it():
-    """A ``solve_from_data`` written before ``PathStart`` (no ``start`` keyword) is still called
-    along a path, without it; one with ``start`` or ``**kwargs`` gets it."""
+def test_takes_start_reads_the_signature():
+    """``_takes_start``: a ``solve_from_data`` written before ``PathStart`` (no ``start`` keyword)
+    does not take it; one with ``start`` or ``**kwargs`` does (the path with such a formulation:
+    test_a_solve_from_data_without_start_solves_a_path)."""
     from fsframe.from_data import _takes_start
 
     def old(X, y, terms, weights, *, backend, options, force=False):
@@ -188,3 +189,30 @@ def test_the_sweeps_order_follows_the_paths_actual_solver(monkeypatch, case, fro
     paths = {f.info.get("solver_path", "compiled") for f in fits}
     assert rising is from_x and paths == ({"from_data"} if from_x else {"compiled"}), (rising, paths)
 
+
+def test_a_solve_from_data_without_start_solves_a_path(add_components):
+    """A formulation whose ``solve_from_data`` has no ``start`` keyword (written before
+    ``PathStart``) solves every point of ``fsframe.path`` from X, called without ``start`` (a
+    ``start`` would be a TypeError here), with the compiled fits' answers."""
+    calls = []
+
+    class OldHinge(HingeFormulation):
+        name = "old-hinge"
+
+        def solve_from_data(self, X, y, terms, weights, *, backend, options, force=False):
+            calls.append(self.C)
+            return HingeFormulation(C=self.C).solve_from_data(X, y, terms, weights, backend=backend,
+                                                               options=options, force=True)
+
+    add_components(formulations=[OldHinge])
+    X, y = _binary_stand_in()
+    grid = [0.1, 1.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        swept = fsframe.path(X, y, formulation="old-hinge", surrogate="l1", loop="single", C=grid, progress=False)
+    assert calls == grid
+    for c, pt in zip(grid, swept.points):
+        want = fsframe.fit(X, y, "l1-svm", C=c, working_set=False)
+        assert pt.result.info["solver_path"] == "from_data" and pt.result.certificate["status"] == "optimal"
+        assert pt.result.objective == pytest.approx(want.objective, rel=1e-7), c
+        np.testing.assert_array_equal(pt.result.support, want.support)
