@@ -32,27 +32,12 @@ def _from_data(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, 
     a ``solve_from_data`` that takes ``start`` gets a :class:`~fsframe.formulation.PathStart`
     with the previous point's ``FromDataSolution.start`` of the binary problem ``key``, and this
     point's is kept for the next."""
+    gate = _from_data_gate(res, X.shape[1], n_features, ws, keep_model, verify, callback)
+    if gate is None:
+        return None
+    weights, why = gate
     forced = ws.from_data is True
-    if ws.from_data is False or (ws.mode is False and not forced):
-        return None
-    weights_of = getattr(res.loop, "convex_weights", None)
-    weights = weights_of(res.surrogate, X.shape[1]) if weights_of is not None else None
-    if weights is None and quad_path_applies(res.formulation, res.terms):  # the subproblem's quad path instead
-        return None
     name = res.formulation.name
-    why = None
-    if "from_data" not in res.formulation.provides():
-        why = f"formulation {name!r} does not solve its subproblem from X (the from_data protocol)"
-    elif weights is None:
-        why = f"loop {res.loop.name!r} is not one convex solve with an L1 penalty (single, penalty='l1')"
-    elif n_features is not None:
-        why = "n_features asks for the exactly-r rule, whose re-solve needs the compiled problem"
-    elif keep_model:
-        why = "keep_model asks for the Pyomo model, which this path never builds"
-    elif verify is not None:
-        why = "verify= re-solves the compiled subproblem on a second backend"
-    elif getattr(callback, "user_callback", callback) is not None:
-        why = "callback= is called with the loop's iterate, which this path never builds"
     if why is not None:
         if forced:
             raise UnsupportedProblemError(f"working_set=WorkingSetOptions(from_data=True): {why}; use from_data='auto'")
@@ -70,6 +55,55 @@ def _from_data(res: Resolved, X, y_pm, backend: Backend, options: SolveOptions, 
     if sol is None and forced:
         raise PluginError(f"formulation {name!r}: solve_from_data declined with force=True (it must solve or raise)")
     return None if sol is None else (sol, weights)
+
+
+def _from_data_gate(res: Resolved, n_groups: int, n_features, ws: WorkingSetOptions, keep_model, verify,
+                    callback):
+    """The framework's half of the rule of :func:`_from_data` (the formulation's
+    ``solve_from_data`` then solves or declines): ``None`` when the path is not considered
+    (``from_data=False``, ``working_set=False`` unless forced, or the subproblem's quad path
+    instead), else ``(weights, why)``: the loop's ``convex_weights`` and why the path does not
+    apply (``None`` when it does)."""
+    forced = ws.from_data is True
+    if ws.from_data is False or (ws.mode is False and not forced):
+        return None
+    weights_of = getattr(res.loop, "convex_weights", None)
+    weights = weights_of(res.surrogate, n_groups) if weights_of is not None else None
+    if weights is None and quad_path_applies(res.formulation, res.terms):  # the subproblem's quad path instead
+        return None
+    why = None
+    if "from_data" not in res.formulation.provides():
+        why = f"formulation {res.formulation.name!r} does not solve its subproblem from X (the from_data protocol)"
+    elif weights is None:
+        why = f"loop {res.loop.name!r} is not one convex solve with an L1 penalty (single, penalty='l1')"
+    elif n_features is not None:
+        why = "n_features asks for the exactly-r rule, whose re-solve needs the compiled problem"
+    elif keep_model:
+        why = "keep_model asks for the Pyomo model, which this path never builds"
+    elif verify is not None:
+        why = "verify= re-solves the compiled subproblem on a second backend"
+    elif getattr(callback, "user_callback", callback) is not None:
+        why = "callback= is called with the loop's iterate, which this path never builds"
+    return weights, why
+
+
+def from_data_along_path(res: Resolved, shape: tuple, backend: str, options: SolveOptions, n_features,
+                         ws: WorkingSetOptions, *, keep_model=False, verify=None, callback=None) -> bool:
+    """Whether :func:`fsframe.path`'s points of ``res`` at ``shape`` (samples, features) are solved
+    from ``X``: the rule of :func:`_from_data` (:func:`_from_data_gate`) with, in place of
+    ``solve_from_data``'s own decline, the formulation's ``from_data_on_path(m, n, *, terms,
+    weights, backend, options)`` (the hinge's: on HiGHS, no ``time_limit``, from 500 samples and as
+    many features); ``backend`` is the name the fit resolved. Forced (``from_data=True``) every
+    point is solved from ``X`` or the fit raises. The study's tuning sweep asks this to choose its
+    order (docs/working-sets.md, "Many rows")."""
+    gate = _from_data_gate(res, shape[1], n_features, ws, keep_model, verify, callback)
+    if gate is None or gate[1] is not None:
+        return False
+    if ws.from_data is True:
+        return True
+    on_path = getattr(res.formulation, "from_data_on_path", None)
+    return on_path is not None and bool(on_path(*shape, terms=res.terms, weights=gate[0], backend=backend,
+                                                options=options))
 
 
 def _takes_start(solve) -> bool:

@@ -116,17 +116,25 @@ def path_restates(cfg, points: list) -> bool:
 
 
 def _from_data_on_path(cfg, shape: tuple) -> bool:
-    """Whether a path of ``cfg``'s formulation at ``shape`` solves its points from ``X``: the
-    formulation's ``from_data_on_path`` says so (the hinge's: from 500 samples and as many
-    features), on HiGHS, and the fit options leave ``from_data`` to the fit."""
+    """Whether :func:`fsframe.path` with ``cfg``'s fit options solves its points at ``shape`` from
+    ``X``: :func:`fsframe.from_data.from_data_along_path`, the rule the path's fits apply (the
+    formulation's ``from_data_on_path``, ``n_features``, ``verify``, ``callback``, ``working_set``),
+    with the backend resolved as the path resolves it (``"auto"`` may resolve away from HiGHS)."""
+    from ..fitting import make_options
+    from ..from_data import from_data_along_path
+    from ..method import select_backend
+
     opts = cfg.fit_options
-    ws = working_set_options(opts.get("working_set", "auto"))
-    if opts.get("backend", "auto") not in ("auto", "highs") or ws.from_data is False or \
-            (ws.mode is False and ws.from_data is not True) or opts.get("time_limit") is not None:
+    res = resolve(cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate, loop=cfg.loop, **cfg.params)
+    try:
+        backend = select_backend(opts.get("backend", "auto"), res.problem_class, quadratic="quad" in res.terms,
+                                 time_limit=opts.get("time_limit"))
+        options = make_options(time_limit=opts.get("time_limit"), backend_options=opts.get("backend_options"))
+        ws = working_set_options(opts.get("working_set", "auto"))
+    except FsframeError:  # the path refuses these options too: its points are fitted on their own
         return False
-    on_path = getattr(resolve(cfg.method, formulation=cfg.formulation, surrogate=cfg.surrogate, loop=cfg.loop,
-                              **cfg.params).formulation, "from_data_on_path", None)
-    return bool(on_path is not None and on_path(*shape))
+    return from_data_along_path(res, shape, backend.name, options, cfg.n_features, ws, verify=opts.get("verify"),
+                                callback=opts.get("callback"))
 
 
 def _random_subsets(n: int, k: int, draws: int, seed: int, split) -> list[np.ndarray]:
@@ -243,11 +251,16 @@ class Extras:
     def _fold_fits(self, Xa, ya, cfg, points: list) -> list:
         """The fits of one inner fold at ``points`` (a result, or the exception that fit raised).
         One tuned parameter that the formulation restates in place (:func:`path_restates`, the
-        L1-SVM's ``C``) is swept by :func:`fsframe.path` from its largest value down: one model
-        per class built once, only the slack costs changed and the solver warm-started from the
-        previous point's basis (each point certified on its own LP); the results are returned in
-        the grid's order. Any other grid, or a path that fails, fits each point on its own, as
-        :func:`fsframe.fit` does."""
+        L1-SVM's ``C``) is swept by one :func:`fsframe.path`, in one of two orders. When the
+        path's points are solved from ``X`` (:func:`_from_data_on_path`, the rule the path's fits
+        apply: the hinge's column and row generation from 500 samples and as many features, on
+        HiGHS, without ``n_features``, ``verify=``, a ``time_limit`` or ``working_set=False``), from
+        its smallest value up: each point's first LP is the previous point's support and margin
+        rows (no model is built). Otherwise, on the compiled path, from its largest value down: one
+        model per class built once, only the slack costs changed and the solver warm-started from
+        the previous point's basis. Either way each point is certified on its own LP and the
+        results are returned in the grid's order. Any other grid, or a path that fails, fits each
+        point on its own, as :func:`fsframe.fit` does."""
         opts = {k: v for k, v in cfg.fit_options.items() if k != "keep_model"}
         if self.sweep and len(points) > 1 and path_restates(cfg, points):
             from ..paths import path

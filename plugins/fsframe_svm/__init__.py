@@ -208,19 +208,35 @@ class HingeFormulation(Formulation):
     """Along a path (``fsframe.path``: a tuning grid's sweep over ``C``) the ratio is this instead (or
     :attr:`from_data_min_ratio` when that is lower):
     each point's generation starts from the previous point's support and margin rows, measured
-    7x faster than the compiled path's warm sweep at 756 x 1 024 (docs/performance.md, "Tuning
-    `l1-svm` on COIL20")."""
+    at 0.14x the CPU of the compiled path's warm sweep on three inner folds at 756 x 1 024
+    (129.9 against 17.9 s; docs/performance.md, "Tuning `l1-svm` on COIL20")."""
     path_start_rows: ClassVar[float] = 0.5
     """The samples a path's next point starts with: margin below ``1 + path_start_rows`` at this point."""
 
-    def from_data_on_path(self, m: int, n: int) -> bool:
+    def from_data_on_path(self, m: int, n: int, *, terms, weights, backend: str, options) -> bool:
         """Whether a path at ``m`` samples by ``n`` features solves each point from ``X`` (the
-        rule of :meth:`solve_from_data` with a ``start``)."""
-        return type(self) is HingeFormulation and m >= self.from_data_min_rows and n >= self._path_ratio() * m
+        rule of :meth:`solve_from_data` with a ``start``; fsframe asks it with the fit's slot
+        ``terms``, ``weights``, backend name and options, fsframe.from_data.from_data_along_path)."""
+        return self._refusal(terms, weights, backend) is None and self._at_size(m, n, options, along=True)
 
-    def _path_ratio(self) -> float:
-        """The features per sample from which a path generates: never more than a single fit's."""
-        return min(self.from_data_min_ratio, self.from_data_path_min_ratio)
+    def _refusal(self, terms, weights, backend: str) -> str | None:
+        """Why this LP is not the problem's (refused when forced), or ``None``."""
+        if type(self) is not HingeFormulation:
+            # a subclass may change the model (its build, bounds, restatements): the LP below is the
+            # plain L1 hinge only, so a subclass opts in by defining solve_from_data itself
+            return f"{type(self).__name__} is a subclass of HingeFormulation; this LP is the plain L1 hinge's"
+        if set(terms) != {"lin"} or set(weights) != {"lin"}:
+            return f"it solves the L1 penalty (slot term lin) only, not {sorted(terms)}"
+        if backend != "highs":
+            return f"it runs on HiGHS (backend 'highs'), not {backend!r}"
+        return None
+
+    def _at_size(self, m: int, n: int, options, along: bool) -> bool:
+        """Whether generation is expected to pay at ``m`` x ``n`` (unforced): from
+        :attr:`from_data_min_rows` samples with :attr:`from_data_min_ratio` features per sample
+        (along a path the lower of it and :attr:`from_data_path_min_ratio`), without a ``time_limit``."""
+        ratio = min(self.from_data_min_ratio, self.from_data_path_min_ratio) if along else self.from_data_min_ratio
+        return m >= self.from_data_min_rows and n >= ratio * m and options.time_limit is None
 
     def solve_from_data(self, X, y, terms, weights, *, backend, options, force=False, start=None):
         """The ``from_data`` protocol: the L1 hinge LP (slot ``lin`` only, weights ``a_j``) by
@@ -236,22 +252,12 @@ class HingeFormulation(Formulation):
 
         from fsframe.errors import SolverWarning, UnsupportedProblemError
 
-        m, n = X.shape
-        why = None
-        if type(self) is not HingeFormulation:
-            # a subclass may change the model (its build, bounds, restatements): the LP below is the
-            # plain L1 hinge only, so a subclass opts in by defining solve_from_data itself
-            why = f"{type(self).__name__} is a subclass of HingeFormulation; this LP is the plain L1 hinge's"
-        elif set(terms) != {"lin"} or set(weights) != {"lin"}:
-            why = f"it solves the L1 penalty (slot term lin) only, not {sorted(terms)}"
-        elif backend != "highs":
-            why = f"it runs on HiGHS (backend 'highs'), not {backend!r}"
+        why = self._refusal(terms, weights, backend)
         if why is not None:
             if force:
                 raise UnsupportedProblemError(f"{self.name}: cannot solve from X: {why}")
             return None
-        ratio = self.from_data_min_ratio if start is None else self._path_ratio()
-        if not force and (m < self.from_data_min_rows or n < ratio * m or options.time_limit is not None):
+        if not force and not self._at_size(*X.shape, options, along=start is not None):
             return None
         guess = "auto" if start is None or start.previous is None else start.previous
         from fsframe.backends.hinge_generation import CERTIFY_TOL, hinge_certificate, solve_l1_hinge

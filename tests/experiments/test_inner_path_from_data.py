@@ -126,9 +126,10 @@ def test_compiled_sweep_keeps_the_largest_c_first(monkeypatch):
     assert all("solver_path" not in r.info for f in fits for r in f.per_class)
 
 
-def test_a_solve_from_data_without_start_is_called_without_it():
-    """A ``solve_from_data`` written before ``PathStart`` (no ``start`` keyword) is still called
-    along a path, without it; one with ``start`` or ``**kwargs`` gets it."""
+def test_takes_start_reads_the_signature():
+    """``_takes_start``: a ``solve_from_data`` written before ``PathStart`` (no ``start`` keyword)
+    does not take it; one with ``start`` or ``**kwargs`` does (the path with such a formulation:
+    test_a_solve_from_data_without_start_solves_a_path)."""
     from fsframe.from_data import _takes_start
 
     def old(X, y, terms, weights, *, backend, options, force=False):
@@ -142,3 +143,76 @@ def test_a_solve_from_data_without_start_is_called_without_it():
 
     assert not _takes_start(old) and _takes_start(new) and _takes_start(open_)
     assert PathStart().previous is None
+
+
+def _binary_stand_in():
+    """Two classes, 70 samples x 90 features (as many features as samples: the path's ratio)."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(70, 90))
+    y = np.repeat([0, 1], 35)
+    X[:, :3] += 1.5 * (2 * y[:, None] - 1)
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def _skip_highs_for_lp(monkeypatch):
+    """``backend="auto"`` resolves LPs away from HiGHS (a backend's ``auto_skips``)."""
+    from fsframe.backends.highs import HighsBackend
+    from fsframe.enums import ProblemClass
+
+    monkeypatch.setattr(HighsBackend, "auto_skips", (ProblemClass.LP,), raising=False)
+
+
+@pytest.mark.parametrize("case, from_x", [
+    ("default", True), ("forced", True), ("n_features", False), ("verify", False), ("backend", False),
+    ("auto resolves to another backend", False), ("time_limit", False), ("working_set=False", False)])
+def test_the_sweeps_order_follows_the_paths_actual_solver(monkeypatch, case, from_x):
+    """The study sweeps from the smallest C exactly when the path's fits solve from X: its
+    predicate is the fits' own rule (``n_features``, ``verify=``, the resolved backend, a
+    ``time_limit``, ``working_set``), not a copy of it."""
+    from fsframe.evaluation import protocols
+    from fsframe.working_set import WorkingSetOptions
+
+    monkeypatch.setattr(HingeFormulation, "from_data_min_rows", 60)
+    X, y = _binary_stand_in()
+    cfg = _cfg(X, y)
+    opts = {"forced": {"working_set": WorkingSetOptions(from_data=True)}, "verify": {"verify": "clarabel"},
+            "backend": {"backend": "clarabel"}, "time_limit": {"time_limit": 100.0},
+            "working_set=False": {"working_set": False}}.get(case, {})
+    cfg = attrs.evolve(cfg, fit_options={**cfg.fit_options, **opts}, n_features=5 if case == "n_features" else None)
+    if case == "auto resolves to another backend":
+        _skip_highs_for_lp(monkeypatch)
+    rising = protocols._from_data_on_path(cfg, X.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = cfg.extras._fold_fits(X, y, cfg, [{"C": 0.1}, {"C": 1.0}])
+    assert not any(isinstance(f, BaseException) for f in fits), fits
+    paths = {f.info.get("solver_path", "compiled") for f in fits}
+    assert rising is from_x and paths == ({"from_data"} if from_x else {"compiled"}), (rising, paths)
+
+
+def test_a_solve_from_data_without_start_solves_a_path(add_components):
+    """A formulation whose ``solve_from_data`` has no ``start`` keyword (written before
+    ``PathStart``) solves every point of ``fsframe.path`` from X, called without ``start`` (a
+    ``start`` would be a TypeError here), with the compiled fits' answers."""
+    calls = []
+
+    class OldHinge(HingeFormulation):
+        name = "old-hinge"
+
+        def solve_from_data(self, X, y, terms, weights, *, backend, options, force=False):
+            calls.append(self.C)
+            return HingeFormulation(C=self.C).solve_from_data(X, y, terms, weights, backend=backend,
+                                                               options=options, force=True)
+
+    add_components(formulations=[OldHinge])
+    X, y = _binary_stand_in()
+    grid = [0.1, 1.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        swept = fsframe.path(X, y, formulation="old-hinge", surrogate="l1", loop="single", C=grid, progress=False)
+    assert calls == grid
+    for c, pt in zip(grid, swept.points):
+        want = fsframe.fit(X, y, "l1-svm", C=c, working_set=False)
+        assert pt.result.info["solver_path"] == "from_data" and pt.result.certificate["status"] == "optimal"
+        assert pt.result.objective == pytest.approx(want.objective, rel=1e-7), c
+        np.testing.assert_array_equal(pt.result.support, want.support)
