@@ -150,7 +150,21 @@ def nearly_diagonal(F) -> bool:
     z = np.random.default_rng(0).standard_normal(m)
     dz = np.einsum("ij,ij->i", F, F) * z
     off = F @ (F.T @ z) - dz
-    return bool(np.linalg.norm(off) <= PDAS_COLD_OFFDIAG * np.linalg.norm(dz))
+    return bool(np.linalg.norm(off) <= PDAS_COLD_OFFDIAG * np.linalg.norm(dz)) and not _repeated_rows(F)
+
+
+def _repeated_rows(F) -> bool:
+    """Whether two rows of ``F`` are equal or opposite (a sample repeated, with either label): an RBF
+    map of duplicate samples passes the ratio of :func:`nearly_diagonal` (one pair moves it little)
+    but ``F F'`` is singular, and the matrix-free method's predictions that free both copies fail
+    (its attempt is then time lost before the active set). Candidates by one product with a fixed
+    Gaussian vector (equal or opposite values to rounding), then compared exactly."""
+    h = np.abs(F @ np.random.default_rng(1).standard_normal(F.shape[1]))
+    order = np.argsort(h, kind="stable")
+    hs = h[order]
+    close = np.flatnonzero(hs[1:] - hs[:-1] <= 1e-12 * np.maximum(hs[1:], 1e-300))
+    return any(np.array_equal(F[order[i]], F[order[i + 1]]) or np.array_equal(F[order[i]], -F[order[i + 1]])
+               for i in close)
 
 
 WARM_SCALE_RANGE = (1e-2, 1e2)
