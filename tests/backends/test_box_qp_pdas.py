@@ -477,23 +477,30 @@ def test_a_free_set_larger_than_the_columns_is_refused_without_a_cg(monkeypatch)
     assert sizes == [21]
 
 
-def test_the_merit_evaluations_of_a_call_are_bounded(monkeypatch):
-    # a QP whose predictions cycle (damped steps, 7 merit evaluations): with the budget at 4 the call spends at most 4
-    # merit evaluations and ends "iteration_limit" without an answer; with the default budget the
-    # same call reaches the dense active set's optimum
+@pytest.mark.parametrize("seed", [3, 7, 20])
+def test_the_merit_evaluations_of_a_call_are_bounded(seed, monkeypatch):
+    # QPs whose predictions cycle (damped steps: 6, 5 and 7 merit evaluations on seeds 3, 7, 20):
+    # with the budget at 3, 4 or 6 the call spends at most that many (the halvings inside a damped
+    # step included) and, short of what it needs, ends "iteration_limit" without an answer; with
+    # the default budget the same call reaches the dense active set's optimum
     import fsframe.backends.box_qp_pdas as pdas
 
-    F, f, signs, hi = _correlated_qp(20)
+    F, f, signs, hi = _correlated_qp(seed)
     n = f.size
     calls, merit = [], pdas._merit
     monkeypatch.setattr(pdas, "_merit", lambda *args: calls.append(1) or merit(*args))
     _assert_the_optimum(solve_box_qp_pdas(F, f, signs, 0.0, np.zeros(n), hi), F, f, signs, hi)
-    assert 4 < len(calls) <= pdas.MAX_MERIT_EVALS
-    calls.clear()
-    monkeypatch.setattr(pdas, "MAX_MERIT_EVALS", 4)
-    res = solve_box_qp_pdas(F, f, signs, 0.0, np.zeros(n), hi)
-    assert res.status == "iteration_limit" and res.lam is None
-    assert len(calls) <= 4
+    needed = len(calls)
+    assert 4 < needed <= pdas.MAX_MERIT_EVALS
+    for budget in (3, 4, 6):
+        calls.clear()
+        monkeypatch.setattr(pdas, "MAX_MERIT_EVALS", budget)
+        res = solve_box_qp_pdas(F, f, signs, 0.0, np.zeros(n), hi)
+        assert len(calls) <= budget
+        if budget < needed:
+            assert res.status == "iteration_limit" and res.lam is None
+        else:
+            _assert_the_optimum(res, F, f, signs, hi)
 
 
 def test_a_warm_start_whose_first_cg_fails_goes_on_by_a_gradient_step(monkeypatch):
@@ -524,6 +531,47 @@ def test_a_warm_start_whose_first_cg_fails_goes_on_by_a_gradient_step(monkeypatc
         else:
             assert res.status in {"singular", "iteration_limit"} and res.lam is None
     assert rescued >= 1
+
+
+def test_a_failed_prediction_is_not_solved_again_and_failed_solves_are_bounded(monkeypatch):
+    # the duplicate-row QPs from random warm starts (up to 60 predictions a call, 51 of them a failed
+    # CG made again without the cache): a prediction's CG runs at most once per call, whether it
+    # converged or not, and no call runs more than MAX_FAILED_SOLVES failing CGs (some reach it and
+    # end "iteration_limit"); every answer is still the dense active set's optimum
+    import fsframe.backends.box_qp_pdas as pdas
+
+    keys, cgs = [], []
+    predicted, cg = pdas._predicted_point, pdas._projected_cg
+
+    def recording(*args):
+        before = len(cgs)
+        point = predicted(*args)
+        if len(cgs) > before:  # a CG ran for these bounds
+            keys.append(args[7].tobytes() + args[8].tobytes())
+        return point
+
+    def counting(*args):
+        x = cg(*args)
+        cgs.append(x is None)
+        return x
+
+    monkeypatch.setattr(pdas, "_predicted_point", recording)
+    monkeypatch.setattr(pdas, "_projected_cg", counting)
+    limited = 0
+    for seed in range(40):
+        F, f, signs, hi = _correlated_qp(seed, duplicates=True)
+        n = f.size
+        keys.clear()
+        cgs.clear()
+        res = solve_box_qp_pdas(F, f, signs, 0.0, np.zeros(n), hi, start=np.random.default_rng(seed).uniform(0.0, 1.0, n))
+        assert len(keys) == len(set(keys))
+        assert sum(cgs) <= pdas.MAX_FAILED_SOLVES
+        if res.status == "optimal":
+            _assert_the_optimum(res, F, f, signs, hi)
+        else:
+            assert res.status in {"singular", "iteration_limit"} and res.lam is None
+            limited += sum(cgs) == pdas.MAX_FAILED_SOLVES
+    assert limited >= 1
 
 
 def test_the_gradient_step_is_the_exact_step_along_the_gradient_projected_on_the_equality():
