@@ -598,9 +598,12 @@ def test_the_gradient_step_is_the_exact_step_along_the_gradient_projected_on_the
 
 
 @pytest.mark.parametrize("flip", [False, True])
-def test_repeated_samples_are_not_nearly_diagonal(flip):
-    # a narrow RBF map (sigma 0.5, its ratio ~1e-4) of 400 samples, 5 of them repeated (with the other
-    # label too, flip: the rows opposite): F F' is singular, and the matrix-free attempt is not made
+def test_samples_repeated_with_the_other_label_are_not_nearly_diagonal(flip):
+    # a narrow RBF map (sigma 0.5, its ratio ~1e-4) of 400 samples, 5 of them repeated: F F' is
+    # singular either way. With the other label (flip: the rows opposite) the dual is unbounded along
+    # each pair on a free set holding both, and the matrix-free attempt is not made; with the same
+    # label (equal rows) the singular system is consistent, and the method is tried and reaches the
+    # dense active set's optimum
     X, y = _twonorm_like(400)
     ypm = np.where(y > 0, 1.0, -1.0)
     K = EmpiricalKernelMap(kernel="rbf", sigma=0.5).fit(X).transform(X)
@@ -611,4 +614,7 @@ def test_repeated_samples_are_not_nearly_diagonal(flip):
     K2 = EmpiricalKernelMap(kernel="rbf", sigma=0.5).fit(X2).transform(X2)
     F2 = y2[:, None] * K2
     assert np.linalg.matrix_rank(F2 @ F2.T) < 400  # the closed form: five rank-one repeats
-    assert not de.nearly_diagonal(F2)
+    assert de.nearly_diagonal(F2) is not flip
+    if not flip:
+        f, hi = -np.ones(400), np.full(400, 10.0)
+        _assert_the_optimum(solve_box_qp_pdas(F2, f, y2, 0.0, np.zeros(400), hi), F2, f, y2, hi)
