@@ -574,6 +574,25 @@ def test_a_failed_prediction_is_not_solved_again_and_failed_solves_are_bounded(m
     assert limited >= 1
 
 
+@pytest.mark.parametrize(("evals", "status"), [(32, "singular"), (31, "iteration_limit")])
+def test_no_descent_after_a_failed_prediction_is_singular_unless_the_merit_budget_ran_out(evals, status,
+                                                                                          monkeypatch):
+    # warm at the interior minimiser of the box alone, its prediction failing (as a singular CG): the
+    # gradient step has no descent, after its base point and MAX_HALVINGS = 30 halvings (31 merit
+    # evaluations, one more spent before the loop). A budget of 32 is used up by that last halving
+    # and the failure is still "singular"; at 31 the budget runs out first: "iteration_limit"
+    import fsframe.backends.box_qp_pdas as pdas
+
+    rng = np.random.default_rng(4)
+    n = 6
+    F = rng.standard_normal((n, n)) + 3.0 * np.eye(n)
+    f = -F @ (F.T @ np.full(n, 0.5))  # the unconstrained minimiser: 0.5 everywhere, inside [0, 1]
+    monkeypatch.setattr(pdas, "_predicted_point", lambda *args: None)
+    monkeypatch.setattr(pdas, "MAX_MERIT_EVALS", evals)
+    res = solve_box_qp_pdas(F, f, np.zeros(n), 0.0, np.zeros(n), np.ones(n), start=np.full(n, 0.5))
+    assert (res.status, res.iterations, res.lam) == (status, 1, None)
+
+
 def test_the_gradient_step_is_the_exact_step_along_the_gradient_projected_on_the_equality():
     # far inside a wide box, no prediction: the damped step's gradient direction is g projected on
     # a' d = 0 and its first trial the exact minimiser along it, so the step lands on the closed form
