@@ -145,12 +145,34 @@ def nearly_diagonal(F) -> bool:
     space ``(F F' - D) z = -D z``, a ratio of 1), and there the free sets the method predicts are
     singular: a 2 000 x 1 200 linear ``em-l0`` fit took
     61.4 s of CPU with the matrix-free attempts (each "singular" or an iteration limit) against
-    52.5 s without."""
+    52.5 s without.
+
+    A sample repeated with the other label (two opposite rows of ``F``, :func:`_repeated_rows`) is
+    refused too: a few such pairs barely move the ratio, but the dual is then unbounded along the
+    pair on any free set holding both, and the method's CG fails there. A sample repeated with its
+    own label (two equal rows) is not: that singular system is consistent and the method solves it."""
     m = F.shape[0]
     z = np.random.default_rng(0).standard_normal(m)
     dz = np.einsum("ij,ij->i", F, F) * z
     off = F @ (F.T @ z) - dz
-    return bool(np.linalg.norm(off) <= PDAS_COLD_OFFDIAG * np.linalg.norm(dz))
+    return bool(np.linalg.norm(off) <= PDAS_COLD_OFFDIAG * np.linalg.norm(dz)) and not _repeated_rows(F)
+
+
+def _repeated_rows(F) -> bool:
+    """Whether two rows of ``F = diag(y) K`` are opposite, ``F_j = -F_i``: a sample repeated with the
+    other label (on a linear map also ``x_j = -x_i`` with one label, refused alike). An RBF map of
+    such a pair passes the ratio of :func:`nearly_diagonal` (one pair moves it little), but with the
+    hinge dual's ``f = -1`` and equality ``y' lam = 0`` the direction ``d = e_i + e_j`` keeps
+    ``F' lam`` and ``y' lam`` and lowers ``f' lam``: a free set holding both has no solution, and the
+    matrix-free method's predictions that free both fail (its attempt is then time lost before the
+    active set). Equal rows (a sample repeated with its label) give ``d = e_i - e_j``, along which
+    ``f' d = 0``: a consistent singular system, solved, so they are not refused. Candidates by one
+    product with a fixed Gaussian vector (opposite values to rounding), then compared exactly."""
+    h = np.abs(F @ np.random.default_rng(1).standard_normal(F.shape[1]))
+    order = np.argsort(h, kind="stable")
+    hs = h[order]
+    close = np.flatnonzero(hs[1:] - hs[:-1] <= 1e-12 * np.maximum(hs[1:], 1e-300))
+    return any(np.array_equal(F[order[i]], -F[order[i + 1]]) for i in close)
 
 
 WARM_SCALE_RANGE = (1e-2, 1e2)

@@ -33,8 +33,9 @@ merit, the objective at a point's projection on the feasible set ``{a' lam = e, 
 then the iterates are the undamped method's — and otherwise the step is damped
 (:func:`_damped_step`: halved along the projected path towards it, then, failing that, a projected
 gradient step) to a feasible point of lower objective, from which the next prediction is made. A
-prediction made before reuses its solve (it is the same), and a later prediction whose CG fails (a
-singular ``F_N F_N'``: duplicate rows freed together) is passed by the projected-gradient step. What
+prediction made before reuses its solve (it is the same) or its failure, and a later prediction whose
+CG fails (a singular ``F_N F_N'``: duplicate rows freed together) is passed by the projected-gradient
+step, at most :data:`MAX_FAILED_SOLVES` failed CGs a call. What
 still fails — the first prediction's CG (a wide RBF map), no descent along either direction, or
 :data:`MAX_SWEEPS` predictions — is reported as a status (``"singular"``, ``"iteration_limit"``),
 never as an answer, and the caller keeps its other paths. The caller's certificate judges every
@@ -49,7 +50,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidOptionError
 from .box_qp import BoxQPResult, _canonical_nu
 
-__all__ = ["CG_MAX_ITER", "CG_TOL", "MAX_SWEEPS", "solve_box_qp_pdas"]
+__all__ = ["CG_MAX_ITER", "CG_TOL", "MAX_FAILED_SOLVES", "MAX_MERIT_EVALS", "MAX_SWEEPS", "solve_box_qp_pdas"]
 
 MAX_SWEEPS = 60
 """Active-set predictions (damped or not) allowed before ``"iteration_limit"``."""
@@ -73,6 +74,38 @@ KKT_TOL = 1e-12
 
 MAX_HALVINGS = 30
 """Step halvings tried along each direction of a damped step (:func:`_damped_step`)."""
+
+MAX_MERIT_EVALS = 400
+"""Merit evaluations (:func:`_merit`: two products with ``F`` and a bisection, 6 ms at 3 947 x
+3 758) allowed per call before ``"iteration_limit"``: without it a call could spend up to
+``MAX_SWEEPS x (2 MAX_HALVINGS + 2)`` of them (60 x 62; 1 933 in 12 s of CPU on Twonorm's EM step 8 at sigma 1,
+``C = 10``, 3 947 samples, where the damped steps creep)."""
+
+
+MAX_FAILED_SOLVES = 5
+"""CG solves that may fail (:func:`_predicted_point` ``None`` after a CG) per call: a prediction
+needing a new solve after that many failed ones ends the call ``"iteration_limit"`` (at Twonorm's
+size a failing CG costs ~7 s of CPU, and a warm start on duplicate rows may predict dozens of
+singular free sets). A failed prediction is remembered, and made again goes straight to the
+gradient step without a CG. On 40 duplicate-row QPs from random warm starts (the tests') 37 end
+optimal without a limit, 33 with 5 (the most a later-singular test case needs is 4), 30 with 3."""
+
+
+class _Budget:
+    """What one call may still spend (:data:`MAX_MERIT_EVALS` merit evaluations,
+    :data:`MAX_FAILED_SOLVES` failed CG solves); ``exhausted`` once a spend found none left."""
+
+    def __init__(self, left: int):
+        self.left = left
+        self.exhausted = False
+
+    def spend(self) -> bool:
+        """Take one; ``False`` (and ``exhausted``) when none was left."""
+        if self.left <= 0:
+            self.exhausted = True
+            return False
+        self.left -= 1
+        return True
 
 
 def _projected_cg(FN: NDArray, aN: NDArray, rhs: NDArray, x0: NDArray, max_iter: int) -> NDArray | None:
@@ -186,17 +219,25 @@ def _gradient_nu(F: NDArray, f: NDArray, a: NDArray, lo: NDArray, hi: NDArray, l
 
 
 def _predicted_point(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, hi: NDArray, lam: NDArray,
-                     at_lo: NDArray, at_hi: NDArray, N: NDArray, cg_max_iter: int) -> tuple[NDArray, float] | None:
+                     at_lo: NDArray, at_hi: NDArray, N: NDArray, cg_max_iter: int,
+                     failures: _Budget | None = None) -> tuple[NDArray, float] | None:
     """The prediction's point: its bounds where predicted, and on its free set ``N`` the minimiser of
     the objective on the equality (projected CG from ``lam``'s free part moved onto it), with the
     norm of the free system's right-hand side (:func:`_stationary`'s scale). ``None`` when the
-    equality cannot be met on ``N`` or the CG does not converge."""
+    equality cannot be met on ``N``, ``N`` has more multipliers than ``F`` has columns (one more
+    with the equality: ``F_N F_N'`` singular on it, refused without a CG), or the CG does not
+    converge (then one of ``failures`` is spent)."""
     lam_new = np.where(at_lo, lo, np.where(at_hi, hi, 0.0))
     if not N.size:
         return lam_new, 0.0
     aN = a[N]
-    if not np.any(aN != 0) and abs(float(a @ lam_new) - e) > 1e-12 * max(1.0, abs(e)):
+    equality = bool(np.any(aN != 0))
+    if not equality and abs(float(a @ lam_new) - e) > 1e-12 * max(1.0, abs(e)):
         return None  # the equality cannot be met on N
+    if N.size > F.shape[1] + equality:
+        # F_N F_N' has rank at most q (F's columns): on a_N' d = 0, of dimension |N| - 1, it is
+        # singular when |N| - 1 > q, and CG would spend its whole budget to find no answer
+        return None
     FN = F[N]
     bound_part = F.T @ lam_new  # F_B' lam_B (lam_new is zero on N)
     rhs = -f[N] - FN @ bound_part
@@ -210,6 +251,8 @@ def _predicted_point(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, 
     x0 = cur if np.all(np.isfinite(cur)) else x0
     x = _projected_cg(FN, aN, rhs, x0, cg_max_iter)
     if x is None:
+        if failures is not None:
+            failures.spend()
         return None
     lam_new[N] = x
     return lam_new, float(np.linalg.norm(rhs))
@@ -224,12 +267,16 @@ def _merit(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, hi: NDArra
 
 
 def _damped_step(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, hi: NDArray, lam: NDArray,
-                 merit: float, lam_new: NDArray, nu: float) -> tuple[NDArray, float] | None:
+                 merit: float, lam_new: NDArray, nu: float,
+                 budget: _Budget | None = None) -> tuple[NDArray, float] | None:
     """A feasible point of lower objective than ``merit`` (the objective at ``lam``'s projection
     ``base``) along the projected path ``base + t (lam_new - base)``, ``t`` halved from 1/2 (the full
     step's merit rose); failing that, along the projected path of the gradient projected on the
     equality, ``base - t grad``, ``t`` from its exact (Cauchy) step without the box and halved.
-    ``None``: no decrease along either (to :data:`MAX_HALVINGS` halvings)."""
+    ``None``: no decrease along either (to :data:`MAX_HALVINGS` halvings), or ``budget``'s merit
+    evaluations spent."""
+    if budget is not None and not budget.spend():
+        return None
     _, base = _merit(F, f, a, e, lo, hi, lam, nu)
     grad = F @ (F.T @ base) + f
     grad = grad - a * (float(a @ grad) / max(float(a @ a), 1e-300))  # along the equality
@@ -238,6 +285,8 @@ def _damped_step(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray, hi: 
     steps = ((lam_new - base, 0.5),) if lam_new is not None else ()
     for direction, t in steps + ((-grad, cauchy),):
         for _ in range(MAX_HALVINGS):
+            if budget is not None and not budget.spend():
+                return None
             trial_merit, trial = _merit(F, f, a, e, lo, hi, base + t * direction, nu)
             if trial_merit < merit:
                 return trial, trial_merit
@@ -264,11 +313,14 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
     ``iterations`` counts the sweeps (the predictions and the gradient steps that stand in for a
     failed one); ``nu`` follows the same midpoint rule as
     :func:`~fsframe.backends.box_qp.solve_box_qp` when no free variable fixes it. ``"singular"``:
-    the first prediction's CG solve did not converge (or a later one's, and no gradient step
-    lowered the objective); ``"not_stationary"``: the bounds' multipliers of their signs but the
+    a cold start's first prediction's CG solve did not converge, or a later one's (a warm start's
+    first too) and the gradient step that stands in for it lowered the objective by none of its
+    halvings; ``"not_stationary"``: the bounds' multipliers of their signs but the
     reduced gradient on the free set, recomputed on ``F``, not zero (:func:`_stationary`: the CG's
     answer spoilt by rounding); ``"iteration_limit"``: no optimum within ``max_sweeps`` predictions,
-    or no descent along a rejected prediction's path; ``"infeasible_start"``: no point meets the
+    :data:`MAX_MERIT_EVALS` merit evaluations spent, a new CG needed after
+    :data:`MAX_FAILED_SOLVES` failed ones, or no descent along a rejected prediction's path;
+    ``"infeasible_start"``: no point meets the
     equality and the box. Non-finite bounds, ``lo > hi``, or a vector (``start`` too) not of ``F``'s
     rows: :class:`~fsframe.errors.InvalidOptionError`.
     """
@@ -288,7 +340,9 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
     diag = np.einsum("ij,ij->i", F, F)
     c = 1.0 / np.maximum(diag, 1e-300)  # per multiplier: lam_i - r_i / H_ii is its coordinate-descent step
     g, nu = _gradient_nu(F, f, a, lo, hi, lam, 0.0)
-    seen: dict[bytes, tuple[NDArray, float]] = {}
+    seen: dict[bytes, tuple[NDArray, float] | None] = {}  # None: the prediction failed
+    budget = _Budget(MAX_MERIT_EVALS - 1)
+    failures = _Budget(MAX_FAILED_SOLVES)
     merit, _ = _merit(F, f, a, e, lo, hi, lam, nu)
     for sweep in range(1, max_sweeps + 1):
         u = lam - c * g
@@ -302,22 +356,26 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
         at_lo, at_hi = t <= lo, t >= hi
         N = np.flatnonzero(~(at_lo | at_hi))
         key = np.packbits(at_lo).tobytes() + np.packbits(at_hi).tobytes()
-        if key in seen:  # a prediction made before: its solve is the same, and cheap to keep
-            lam_new, rhs_norm = seen[key]
-            lam_new = lam_new.copy()
-        else:
-            predicted = _predicted_point(F, f, a, e, lo, hi, lam, at_lo, at_hi, N, cg_max_iter)
-            if predicted is None:
-                if sweep == 1:  # a first system CG cannot solve: a wide map, the caller's other paths
-                    return BoxQPResult("singular", iterations=sweep)
-                damped = _damped_step(F, f, a, e, lo, hi, lam, merit, None, nu)
-                if damped is None:
-                    return BoxQPResult("singular", iterations=sweep)
-                lam, merit = damped
-                g, nu = _gradient_nu(F, f, a, lo, hi, lam, nu)
-                continue
-            lam_new, rhs_norm = predicted
-            seen[key] = (lam_new.copy(), rhs_norm)
+        if key not in seen:
+            if failures.left <= 0:  # MAX_FAILED_SOLVES spent: no new CG, the caller's other paths
+                return BoxQPResult("iteration_limit", iterations=sweep)
+            predicted = _predicted_point(F, f, a, e, lo, hi, lam, at_lo, at_hi, N, cg_max_iter, failures)
+            seen[key] = None if predicted is None else (predicted[0].copy(), predicted[1])
+        # a prediction made before: its solve (or its failure) is the same, and cheap to keep
+        predicted = seen[key]
+        if predicted is None:
+            if sweep == 1 and start is None:
+                # a cold first system CG cannot solve: a wide map, the caller's other paths; from a
+                # warm start (its multipliers may free both copies of a duplicate row) the
+                # gradient step goes on, as after a later prediction
+                return BoxQPResult("singular", iterations=sweep)
+            damped = _damped_step(F, f, a, e, lo, hi, lam, merit, None, nu, budget)
+            if damped is None:  # the merit budget spent, or no descent along the gradient
+                return BoxQPResult("iteration_limit" if budget.exhausted else "singular", iterations=sweep)
+            lam, merit = damped
+            g, nu = _gradient_nu(F, f, a, lo, hi, lam, nu)
+            continue
+        lam_new, rhs_norm = predicted[0].copy(), predicted[1]
         g = F @ (F.T @ lam_new) + f
         if N.size and np.any(a[N] != 0):
             aN = a[N]
@@ -339,11 +397,13 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
             return _canonical_nu(res, F, f, a[None, :], lo, hi)
         # globalisation: the full step is taken while the merit (the objective at the point's
         # projection on the feasible set) does not rise; else a damped step along it (module docstring)
+        if not budget.spend():
+            return BoxQPResult("iteration_limit", iterations=sweep)
         new_merit, _ = _merit(F, f, a, e, lo, hi, lam_new, nu)
         if new_merit <= merit:
             lam, merit = lam_new, new_merit
             continue
-        damped = _damped_step(F, f, a, e, lo, hi, lam, merit, lam_new, nu)
+        damped = _damped_step(F, f, a, e, lo, hi, lam, merit, lam_new, nu, budget)
         if damped is None:
             return BoxQPResult("iteration_limit", iterations=sweep)  # no descent along the direction
         lam, merit = damped

@@ -395,10 +395,14 @@ def _linear_wide(m=1000, n=600):
 
 def test_the_warm_crash_follows_a_failed_matrix_free_attempt(monkeypatch):
     # 1 000 samples, 600 columns: the first warm step is both the matrix-free method's (forced here:
-    # the rule below refuses it) and the warm crash's; the method fails (F F' has rank 600, below its
-    # first free set's size), and the crash once never ran after a matrix-free attempt. The answer is
-    # checked against the cold dense active set's
+    # the rule below refuses it) and the warm crash's; the method fails (forced too: from a warm start
+    # its gradient steps now pass the first free set, larger than F F''s rank 600, and may succeed),
+    # and the crash once never ran after a matrix-free attempt. The answer is checked against the cold
+    # dense active set's
+    from fsframe.backends.box_qp import BoxQPResult
+
     monkeypatch.setattr(de, "nearly_diagonal", lambda F: True)
+    monkeypatch.setattr(de, "solve_box_qp_pdas", lambda *args, **kw: BoxQPResult("singular", iterations=1))
     X, y = _linear_wide()
     m = X.shape[0]
     sub = de.DenseHingeSubproblem(X, y, 1.0)
@@ -450,3 +454,186 @@ def test_every_multiplier_at_a_bound_reports_the_midpoint_nu():
     assert res.status == ref.status == "optimal"
     assert np.array_equal(res.lam, np.ones(4))
     assert res.nu[0] == pytest.approx(1.0, abs=1e-12) and res.nu[0] == pytest.approx(ref.nu[0], abs=1e-12)
+
+
+def test_a_free_set_larger_than_the_columns_is_refused_without_a_cg(monkeypatch):
+    # 100 samples, 20 columns: F_N F_N' has rank 20, and a predicted free set of more than 21
+    # multipliers (20 + the equality's) is singular on a_N' d = 0; it is refused by its size, the CG
+    # (up to CG_MAX_ITER products with F_N, ~8 s at Twonorm's size) never runs on it
+    import fsframe.backends.box_qp_pdas as pdas
+
+    rng = np.random.default_rng(0)
+    F = rng.standard_normal((100, 20))
+    y = np.where(rng.random(100) < 0.5, 1.0, -1.0)
+    sizes, cg = [], pdas._projected_cg
+    monkeypatch.setattr(pdas, "_projected_cg", lambda FN, *args: sizes.append(FN.shape[0]) or cg(FN, *args))
+    res = solve_box_qp_pdas(y[:, None] * F, -np.ones(100), y, 0.0, np.zeros(100), np.ones(100))
+    assert res.status == "singular" and res.lam is None
+    assert sizes == []
+    # at the bound itself (21 free multipliers with the equality, 20 without) the CG still runs
+    none = np.zeros(21, bool)
+    pdas._predicted_point(F[:21], -np.ones(21), y[:21], 0.0, np.zeros(21), np.ones(21), np.zeros(21), none, none,
+                          np.arange(21), 50)
+    assert sizes == [21]
+
+
+@pytest.mark.parametrize("seed", [3, 7, 20])
+def test_the_merit_evaluations_of_a_call_are_bounded(seed, monkeypatch):
+    # QPs whose predictions cycle (damped steps: 6, 5 and 7 merit evaluations on seeds 3, 7, 20):
+    # with the budget at 3, 4 or 6 the call spends at most that many (the halvings inside a damped
+    # step included) and, short of what it needs, ends "iteration_limit" without an answer; with
+    # the default budget the same call reaches the dense active set's optimum
+    import fsframe.backends.box_qp_pdas as pdas
+
+    F, f, signs, hi = _correlated_qp(seed)
+    n = f.size
+    calls, merit = [], pdas._merit
+    monkeypatch.setattr(pdas, "_merit", lambda *args: calls.append(1) or merit(*args))
+    _assert_the_optimum(solve_box_qp_pdas(F, f, signs, 0.0, np.zeros(n), hi), F, f, signs, hi)
+    needed = len(calls)
+    assert 4 < needed <= pdas.MAX_MERIT_EVALS
+    for budget in (3, 4, 6):
+        calls.clear()
+        monkeypatch.setattr(pdas, "MAX_MERIT_EVALS", budget)
+        res = solve_box_qp_pdas(F, f, signs, 0.0, np.zeros(n), hi)
+        assert len(calls) <= budget
+        if budget < needed:
+            assert res.status == "iteration_limit" and res.lam is None
+        else:
+            _assert_the_optimum(res, F, f, signs, hi)
+
+
+def test_a_warm_start_whose_first_cg_fails_goes_on_by_a_gradient_step(monkeypatch):
+    # duplicate-row QPs from random warm starts: a first prediction that frees both copies of a row
+    # has no CG solution; cold that is the caller's (a wide map), warm the gradient step goes on as
+    # after a later prediction. Every answer is the dense active set's optimum, and some runs whose
+    # first CG failed end optimal (each was "singular" at sweep 1 before)
+    import fsframe.backends.box_qp_pdas as pdas
+
+    failed, predicted = [], pdas._predicted_point
+
+    def recording(*args):
+        point = predicted(*args)
+        failed.append(point is None)
+        return point
+
+    monkeypatch.setattr(pdas, "_predicted_point", recording)
+    rescued = 0
+    for seed in range(40):
+        F, f, signs, hi = _correlated_qp(seed, duplicates=True)
+        n = f.size
+        start = np.random.default_rng(seed).uniform(0.0, 1.0, n)
+        failed.clear()
+        res = solve_box_qp_pdas(F, f, signs, 0.0, np.zeros(n), hi, start=start)
+        if res.status == "optimal":
+            _assert_the_optimum(res, F, f, signs, hi)
+            rescued += failed[0]
+        else:
+            assert res.status in {"singular", "iteration_limit"} and res.lam is None
+    assert rescued >= 1
+
+
+def test_a_failed_prediction_is_not_solved_again_and_failed_solves_are_bounded(monkeypatch):
+    # the duplicate-row QPs from random warm starts (up to 60 predictions a call, 51 of them a failed
+    # CG made again without the cache): a prediction's CG runs at most once per call, whether it
+    # converged or not, and no call runs more than MAX_FAILED_SOLVES failing CGs (some reach it and
+    # end "iteration_limit"); every answer is still the dense active set's optimum
+    import fsframe.backends.box_qp_pdas as pdas
+
+    keys, cgs = [], []
+    predicted, cg = pdas._predicted_point, pdas._projected_cg
+
+    def recording(*args):
+        before = len(cgs)
+        point = predicted(*args)
+        if len(cgs) > before:  # a CG ran for these bounds
+            keys.append(args[7].tobytes() + args[8].tobytes())
+        return point
+
+    def counting(*args):
+        x = cg(*args)
+        cgs.append(x is None)
+        return x
+
+    monkeypatch.setattr(pdas, "_predicted_point", recording)
+    monkeypatch.setattr(pdas, "_projected_cg", counting)
+    limited = 0
+    for seed in range(40):
+        F, f, signs, hi = _correlated_qp(seed, duplicates=True)
+        n = f.size
+        keys.clear()
+        cgs.clear()
+        res = solve_box_qp_pdas(F, f, signs, 0.0, np.zeros(n), hi, start=np.random.default_rng(seed).uniform(0.0, 1.0, n))
+        assert len(keys) == len(set(keys))
+        assert sum(cgs) <= pdas.MAX_FAILED_SOLVES
+        if res.status == "optimal":
+            _assert_the_optimum(res, F, f, signs, hi)
+        else:
+            assert res.status in {"singular", "iteration_limit"} and res.lam is None
+            limited += sum(cgs) == pdas.MAX_FAILED_SOLVES
+    assert limited >= 1
+
+
+@pytest.mark.parametrize(("evals", "status"), [(32, "singular"), (31, "iteration_limit")])
+def test_no_descent_after_a_failed_prediction_is_singular_unless_the_merit_budget_ran_out(evals, status,
+                                                                                          monkeypatch):
+    # warm at the interior minimiser of the box alone, its prediction failing (as a singular CG): the
+    # gradient step has no descent, after its base point and MAX_HALVINGS = 30 halvings (31 merit
+    # evaluations, one more spent before the loop). A budget of 32 is used up by that last halving
+    # and the failure is still "singular"; at 31 the budget runs out first: "iteration_limit"
+    import fsframe.backends.box_qp_pdas as pdas
+
+    rng = np.random.default_rng(4)
+    n = 6
+    F = rng.standard_normal((n, n)) + 3.0 * np.eye(n)
+    f = -F @ (F.T @ np.full(n, 0.5))  # the unconstrained minimiser: 0.5 everywhere, inside [0, 1]
+    monkeypatch.setattr(pdas, "_predicted_point", lambda *args: None)
+    monkeypatch.setattr(pdas, "MAX_MERIT_EVALS", evals)
+    res = solve_box_qp_pdas(F, f, np.zeros(n), 0.0, np.zeros(n), np.ones(n), start=np.full(n, 0.5))
+    assert (res.status, res.iterations, res.lam) == (status, 1, None)
+
+
+def test_the_gradient_step_is_the_exact_step_along_the_gradient_projected_on_the_equality():
+    # far inside a wide box, no prediction: the damped step's gradient direction is g projected on
+    # a' d = 0 and its first trial the exact minimiser along it, so the step lands on the closed form
+    # lam - t P g, t = |P g|^2 / |F' P g|^2, P = I - a a' / a'a (unprojected, -g leaves the equality and
+    # the merit's projection moves the point elsewhere)
+    from fsframe.backends.box_qp_pdas import _damped_step
+
+    rng = np.random.default_rng(3)
+    n = 8
+    F = rng.standard_normal((n, n)) + 3.0 * np.eye(n)
+    a = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    f = rng.standard_normal(n) + 5.0 * a - F @ (F.T @ np.full(n, 50.0))  # the unconstrained minimiser near 50
+    lam = 50.0 + rng.uniform(-1.0, 1.0, n)
+    lam -= a * (a @ lam - 3.0) / n  # a' lam = 3, far from the bounds 0 and 100
+    g = F @ (F.T @ lam) + f
+    pg = g - a * (a @ g) / (a @ a)
+    assert abs(a @ g) > 0.1 * np.linalg.norm(g)  # the projection matters here
+    expected = lam - (pg @ pg) / np.sum((F.T @ pg) ** 2) * pg
+    assert np.all((expected > 1.0) & (expected < 99.0))  # inside the box: no clipping
+    point, _ = _damped_step(F, f, a, 3.0, np.zeros(n), np.full(n, 100.0), lam, np.inf, None, 0.0)
+    assert np.allclose(point, expected, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_samples_repeated_with_the_other_label_are_not_nearly_diagonal(flip):
+    # a narrow RBF map (sigma 0.5, its ratio ~1e-4) of 400 samples, 5 of them repeated: F F' is
+    # singular either way. With the other label (flip: the rows opposite) the dual is unbounded along
+    # each pair on a free set holding both, and the matrix-free attempt is not made; with the same
+    # label (equal rows) the singular system is consistent, and the method is tried and reaches the
+    # dense active set's optimum
+    X, y = _twonorm_like(400)
+    ypm = np.where(y > 0, 1.0, -1.0)
+    K = EmpiricalKernelMap(kernel="rbf", sigma=0.5).fit(X).transform(X)
+    assert de.nearly_diagonal(ypm[:, None] * K)
+    X2, y2 = X.copy(), ypm.copy()
+    X2[-5:] = X2[:5]
+    y2[-5:] = -y2[:5] if flip else y2[:5]
+    K2 = EmpiricalKernelMap(kernel="rbf", sigma=0.5).fit(X2).transform(X2)
+    F2 = y2[:, None] * K2
+    assert np.linalg.matrix_rank(F2 @ F2.T) < 400  # the closed form: five rank-one repeats
+    assert de.nearly_diagonal(F2) is not flip
+    if not flip:
+        f, hi = -np.ones(400), np.full(400, 10.0)
+        _assert_the_optimum(solve_box_qp_pdas(F2, f, y2, 0.0, np.zeros(400), hi), F2, f, y2, hi)
