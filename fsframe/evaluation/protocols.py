@@ -115,6 +115,19 @@ def path_restates(cfg, points: list) -> bool:
     return all(s is not None and s[1] for s in steps)
 
 
+def _path_takes(opts: dict) -> bool:
+    """Whether :func:`fsframe.path` takes every one of the fit options ``opts`` (``verify=`` and
+    ``callback=`` it does not: a sweep with them would be refused by the path, so their points are
+    fitted one by one from the start rather than after a swallowed error)."""
+    import inspect
+
+    from ..paths import path
+
+    named = {n for n, p in inspect.signature(path).parameters.items()
+             if p.kind is inspect.Parameter.KEYWORD_ONLY or p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
+    return set(opts) <= named - {"X", "y", "method"}
+
+
 def _from_data_on_path(cfg, shape: tuple) -> bool:
     """Whether :func:`fsframe.path` with ``cfg``'s fit options solves its points at ``shape`` from
     ``X``: :func:`fsframe.from_data.from_data_along_path`, the rule the path's fits apply (the
@@ -262,7 +275,7 @@ class Extras:
         results are returned in the grid's order. Any other grid, or a path that fails, fits each
         point on its own, as :func:`fsframe.fit` does."""
         opts = {k: v for k, v in cfg.fit_options.items() if k != "keep_model"}
-        if self.sweep and len(points) > 1 and path_restates(cfg, points):
+        if self.sweep and len(points) > 1 and _path_takes(opts) and path_restates(cfg, points):
             from ..paths import path
 
             (name,) = points[0]

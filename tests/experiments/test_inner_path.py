@@ -12,6 +12,7 @@ Every swept point is certified optimal at its own ``C`` with the cold fit's obje
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import attrs
@@ -118,6 +119,40 @@ def test_a_failed_sweep_falls_back_to_one_fit_per_point(monkeypatch):
     alone = [fsframe.fit(X, y, method="l1-svm", C=c) for c in GRID]
     for got, want in zip(fits, alone):
         assert got.objective == pytest.approx(want.objective, rel=1e-9)
+
+
+def test_fit_options_the_path_does_not_take_fit_each_point_without_trying_it(monkeypatch):
+    """``verify=`` is a fit option ``fsframe.path`` does not take: the fold's points are fitted one by
+    one from the start (the sweep is not tried and its error swallowed), with ``fsframe.fit``'s answers."""
+    import fsframe.paths
+
+    X, y = _data("synthetic")
+    cfg = _cfg("l1-svm", X, y, {"C": GRID[:3]}, True)
+    cfg = attrs.evolve(cfg, fit_options={**cfg.fit_options, "verify": "clarabel"})
+    called = []
+    real = fsframe.paths.path
+
+    @functools.wraps(real)  # the same signature as the path's
+    def recording(*a, **k):
+        called.append(k)
+        return real(*a, **k)
+
+    monkeypatch.setattr(fsframe.paths, "path", recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = cfg.extras._fold_fits(X, y, cfg, [{"C": c} for c in GRID[:3]])
+        alone = [fsframe.fit(X, y, method="l1-svm", C=c, verify="clarabel") for c in GRID[:3]]
+    assert called == []
+    for got, want in zip(fits, alone):
+        assert not isinstance(got, BaseException), got
+        assert got.objective == pytest.approx(want.objective, rel=1e-9)
+    # with options the path takes, the same fold is swept by one path
+    cfg = _cfg("l1-svm", X, y, {"C": GRID[:3]}, True)
+    cfg = attrs.evolve(cfg, fit_options={**cfg.fit_options, "backend": "highs", "working_set": "auto"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg.extras._fold_fits(X, y, cfg, [{"C": c} for c in GRID[:3]])
+    assert len(called) == 1
 
 
 def test_a_sweep_failing_part_way_falls_back_to_one_fit_per_point(monkeypatch):
