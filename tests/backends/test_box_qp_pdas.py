@@ -398,9 +398,11 @@ def test_the_warm_crash_follows_a_failed_matrix_free_attempt(monkeypatch):
     # the rule below refuses it) and the warm crash's; the method fails (forced too: from a warm start
     # its gradient steps now pass the first free set, larger than F F''s rank 600, and may succeed),
     # and the crash once never ran after a matrix-free attempt. The answer is checked against the cold
-    # dense active set's
+    # dense active set's. Without SMO's start (which would follow the failed attempt and replace the
+    # crash: tested in test_svm_start.py)
     from fsframe.backends.box_qp import BoxQPResult
 
+    monkeypatch.setattr(de, "svm_start_applies", lambda *args, **kw: False)
     monkeypatch.setattr(de, "nearly_diagonal", lambda F: True)
     monkeypatch.setattr(de, "solve_box_qp_pdas", lambda *args, **kw: BoxQPResult("singular", iterations=1))
     X, y = _linear_wide()
