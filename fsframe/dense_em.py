@@ -130,18 +130,25 @@ def pdas_applies(shape, warm=None, C: float = 1.0) -> bool:
 SVM_START_MIN_ROWS = 1000
 """The fewest samples at which a wide dual starts from LIBSVM's SMO (:func:`svm_start_applies`)."""
 
+SVM_START_MAX_ROWS = 6000
+"""The most samples at which a dual starts from LIBSVM's SMO: its start forms the ``m x m`` Gram
+matrix (``m^2`` doubles: 288 MB at 6 000 samples, 3.2 GB at 20 000) beside the ``m x q`` factor. 6 000
+is the largest kernel map the dense EM path takes by itself
+(:data:`fsframe.dense_fit.DENSE_EM_WIDE_MAX_ROWS`), whose factor is as large as that Gram; a dense fit
+asked for beyond it is not given a second array of that size."""
+
 
 def svm_start_applies(shape, warm=None, C: float = 1.0) -> bool:
     """Whether a dual with a factor ``F`` of ``shape`` ``(m, q)`` starts from
     :func:`~fsframe.backends.svm_start.svm_start` rather than from the previous step's multipliers
-    ``warm`` (box ``[0, C]``): at least :data:`SVM_START_MIN_ROWS` samples, and either
+    ``warm`` (box ``[0, C]``): from :data:`SVM_START_MIN_ROWS` to :data:`SVM_START_MAX_ROWS` samples, and either
     :data:`PDAS_MIN_RATIO` live columns per sample (a kernel map's steps while EM keeps most of its
     columns) or, warm, :data:`PDAS_MIN_FREE` free multipliers per sample. There the free sets reach
     hundreds or thousands of multipliers, which the pivots add one at a time (each a factorisation
     of the free set's size) and the matrix-free method's predictions can fail to find; SMO's pairs do
     not see the free set's size."""
     m, q = shape
-    if m < SVM_START_MIN_ROWS:
+    if not SVM_START_MIN_ROWS <= m <= SVM_START_MAX_ROWS:
         return False
     if q >= PDAS_MIN_RATIO * m:
         return True
