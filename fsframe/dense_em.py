@@ -157,6 +157,14 @@ def svm_start_applies(shape, warm=None, C: float = 1.0) -> bool:
     return _free_count(warm, C) >= PDAS_MIN_FREE * m
 
 
+def svm_start_fallback(shape) -> bool:
+    """Whether a dual with a factor ``F`` of ``shape`` ``(m, q)`` whose warm attempt failed tries
+    :func:`~fsframe.backends.svm_start.svm_start` before the remaining attempts (when
+    :func:`svm_start_applies` did not already): from :data:`SVM_START_MIN_ROWS` to
+    :data:`SVM_START_MAX_ROWS` samples, at any width."""
+    return bool(SVM_START_MIN_ROWS <= shape[0] <= SVM_START_MAX_ROWS)
+
+
 def _free_count(lam, C: float) -> int:
     """The multipliers strictly inside the box ``[0, C]`` (by :data:`FREE_TOL`)."""
     return int(np.count_nonzero((lam > FREE_TOL * C) & (lam < (1.0 - FREE_TOL) * C)))
@@ -353,6 +361,7 @@ class DenseHingeSubproblem:
                 iterations += its
                 if cert is not None:
                     kind, kinds = "pdas", []
+        smo_tried = False
         if cert is None and svm_start_applies((self.y.size, s.size), warm, self.C):
             # not certified yet, on a dual whose free sets reach hundreds or thousands of multipliers:
             # from SMO's multipliers (good to ~1e-7, on the optimum's free set), polished by the
@@ -360,7 +369,7 @@ class DenseHingeSubproblem:
             # below start from them. SMO not converged: from the previous step's, as without it
             if form:
                 F, form = self._YX[:, live] * s, False
-            smo = svm_start(F, self.y, self.C)
+            smo, smo_tried = svm_start(F, self.y, self.C), True
             if smo is not None:
                 if warm is None:
                     kinds = ["warm", "warm scaled"] + kinds
@@ -393,6 +402,20 @@ class DenseHingeSubproblem:
                 cert = None
         if cert is None and form:  # numpy's F for the general path: its layout (F-ordered), its BLAS products' bits
             F = self._YX[:, live] * s
+        if cert is None and not smo_tried and svm_start_fallback(F.shape):
+            # the warm attempt failed on a dual SMO's rule did not pick (few free multipliers, few live
+            # columns: a late EM step of a kernel map): SMO's multipliers, polished as above, before
+            # the attempts below, which then start from them ("warm" again, on the general path). On
+            # Twonorm (3 947 samples, sigma 1, C = 10, a late step) the attempts below alone ended in
+            # iteration limits after 166 s, and the fit then went to the compiled path for hours
+            smo = svm_start(F, self.y, self.C)
+            if smo is not None:
+                warm = smo
+                kinds = ["warm"] + [k for k in kinds if k != "warm"]
+                cert, lam, w, b, its = self._pdas("smo", F, q, live, s, warm, failures)
+                iterations += its
+                if cert is not None:
+                    kind, kinds = "smo", []
         for kind in kinds if cert is None else ():
             scale = 1.0
             if kind == "scaled":
