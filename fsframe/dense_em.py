@@ -402,7 +402,7 @@ class DenseHingeSubproblem:
                 cert = None
         if cert is None and form:  # numpy's F for the general path: its layout (F-ordered), its BLAS products' bits
             F = self._YX[:, live] * s
-        if cert is None and not smo_tried and svm_start_fallback(F.shape):
+        if cert is None and warm is not None and not smo_tried and svm_start_fallback(F.shape):
             # the warm attempt failed on a dual SMO's rule did not pick (few free multipliers, few live
             # columns: a late EM step of a kernel map): SMO's multipliers, polished as above, before
             # the attempts below, which then start from them ("warm" again, on the general path). On

@@ -116,6 +116,44 @@ def test_the_em_fit_through_smo_is_the_fit_without_it(sigma, C, monkeypatch):
             ours = fsframe.fit(X, y, method="em-l0", kernel="rbf", sigma=sigma, C=C)
         with monkeypatch.context() as mp:
             mp.setattr(de, "svm_start_applies", lambda *args, **kw: False)
+            mp.setattr(de, "svm_start_fallback", lambda shape: False)
             ref = fsframe.fit(X, y, method="em-l0", kernel="rbf", sigma=sigma, C=C)
     assert any(msg.endswith("(smo)") for msg in messages)
     assert_same_fit(ours, ref)
+
+
+def test_the_fallback_takes_any_width_from_1000_to_6000_rows():
+    lo, hi = de.SVM_START_MIN_ROWS, de.SVM_START_MAX_ROWS
+    assert de.svm_start_fallback((lo, 1)) and de.svm_start_fallback((hi, 5))
+    assert not de.svm_start_fallback((lo - 1, 1)) and not de.svm_start_fallback((hi + 1, 1))
+
+
+def test_a_failed_warm_step_the_first_rule_left_goes_to_smo_before_the_other_attempts(monkeypatch):
+    # a narrow dual (30 live columns of 1 000 samples: SMO's first rule says no, cold or warm with
+    # few free multipliers) whose compiled warm attempt fails (forced: an iteration limit, as on
+    # Twonorm's late EM steps at 3 946 samples): SMO's start is tried next, and the step's answer is
+    # the one without any of it
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((1000, 30))
+    y = np.where(X[:, :3].sum(1) + 0.5 * rng.standard_normal(1000) > 0, 1.0, -1.0)
+    q = np.linspace(0.5, 3.0, 30)
+
+    def two_steps(sub):
+        sub.solve(quad=0.5)
+        return sub.solve(quad=q)
+
+    ref = two_steps(de.DenseHingeSubproblem(X, y, 1.0))
+    calls = []
+    smo = de.svm_start
+    monkeypatch.setattr(de, "svm_start", lambda F, yy, C: calls.append(F.shape) or smo(F, yy, C))
+    sub = de.DenseHingeSubproblem(X, y, 1.0)
+    sub.solve(quad=0.5)
+    assert calls == []  # cold and narrow: neither rule, the warm attempt does not run
+    monkeypatch.setattr(de.DenseHingeSubproblem, "_warm_step",
+                        lambda self, *args, **kw: (None, None, None, "iteration_limit", 7))
+    assert not de.svm_start_applies((1000, 30), sub._warm, 1.0)
+    it = sub.solve(quad=q)
+    assert calls == [(1000, 30)]
+    assert "warm: iteration limit" in it.result.message
+    assert it.result.certificate.gap <= de.GAP_TOL * max(1.0, abs(it.objective))
+    assert np.allclose(it.coef, ref.coef, rtol=0, atol=1e-8) and abs(it.intercept[0] - ref.intercept[0]) <= 1e-8
