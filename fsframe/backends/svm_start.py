@@ -37,7 +37,8 @@ reaching it ends the attempt (no start, the step's usual attempts follow)."""
 
 def svm_start(F: NDArray, y: NDArray, C: float) -> NDArray | None:
     """The multipliers LIBSVM's SMO finds for ``min 1/2 ||F' lam||^2 - 1' lam``, ``y' lam = 0``,
-    ``0 <= lam <= C`` (``F = diag(y) K``, ``y`` in ``{-1, +1}`` with both present, ``C > 0``: not checked here, the caller's, :class:`~fsframe.dense_em.DenseHingeSubproblem`, checks them), or
+    ``0 <= lam <= C`` (``F = diag(y) K``, ``y`` in ``{-1, +1}`` with both present, ``C > 0``: not
+    checked here; the caller, :class:`~fsframe.dense_em.DenseHingeSubproblem`, checks them), or
     ``None`` when it does not converge within :data:`SMO_MAX_ITER` or fails. The point lies in the
     box; its equality residual is LIBSVM's (~1e-13 relative to ``C``). Forms the ``m x m`` Gram
     matrix (``O(m^2 q)``: 1.2 s of CPU at 3 947 x 3 758, one BLAS thread; 125 MB)."""
