@@ -3,7 +3,7 @@ duals (``fsframe.backends.box_qp_pdas``; docs/paper002-dual.md, "The wide duals 
 factorisation"): one fit's CPU on each path, and whether both select the same samples.
 
     nice -n 5 python benchmarks/bench_twonorm_pdas.py --data-dir DIR --rows 1000 2000 3947 \\
-        [--points 0.5,0.1 1,10 ...] [--cpu-limit 300] [--json PATH]
+        [--points 0.5,0.1 1,10 ...] [--cpu-limit 300] [--json PATH] [--append] [--measured NOTE]
 
 Each fit runs in its own process (its peak memory is its own ``ru_maxrss``), with one BLAS thread
 and at most ``--cpu-limit`` seconds of CPU (``RLIMIT_CPU``: a fit over it is recorded as such, not
@@ -88,6 +88,7 @@ def main(argv=None) -> int:
     ap.add_argument("--paths", nargs="+", default=["pdas", "active-set"])
     ap.add_argument("--cpu-limit", type=int, default=300)
     ap.add_argument("--append", action="store_true", help="add the rows to those already in --json")
+    ap.add_argument("--measured", help="a note stored in each new row's 'measured' (when, at which change)")
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "twonorm_pdas.json")
     args = ap.parse_args(argv)
     args.data_dir = data_folder(ap, args.data_dir, ["twonorm.tsv.gz"])  # status 2 without the file
@@ -99,6 +100,8 @@ def main(argv=None) -> int:
             for path in args.paths:
                 rec = _run(args.data_dir, m, sigma, C, path, args.cpu_limit)
                 rec["load_average"] = os.getloadavg()[0]
+                if args.measured:
+                    rec["measured"] = args.measured
                 rows.append(rec)
                 print(json.dumps({k: v for k, v in rec.items() if k != "support"}), flush=True)
                 args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -47,6 +47,7 @@ from .backends import box_qp_jit
 from .backends.box_qp import FREE_TOL, compiled_available, crash_start, solve_box_qp
 from .backends.box_qp_pdas import solve_box_qp_pdas
 from .backends.certificate import Certificate
+from .backends.svm_start import svm_start
 from .backends.diag_qp import CRASH_MAX_ROWS, CRASH_MIN_RATIO, CRASH_SWEEPS
 from .enums import Status
 from .errors import DataError, UnsupportedProblemError
@@ -123,8 +124,50 @@ def pdas_applies(shape, warm=None, C: float = 1.0) -> bool:
         return False
     if warm is None:
         return True
-    free = int(np.count_nonzero((warm > FREE_TOL * C) & (warm < (1.0 - FREE_TOL) * C)))
-    return free >= PDAS_MIN_FREE * m
+    return _free_count(warm, C) >= PDAS_MIN_FREE * m
+
+
+SVM_START_MIN_ROWS = 1000
+"""The fewest samples at which a wide dual starts from LIBSVM's SMO (:func:`svm_start_applies`)."""
+
+SVM_START_MAX_ROWS = 6000
+"""The most samples at which a dual starts from LIBSVM's SMO: its start forms the ``m x m`` Gram
+matrix (``m^2`` doubles: 288 MB at 6 000 samples, 3.2 GB at 20 000) beside the ``m x q`` factor. 6 000
+is the largest kernel map the dense EM path takes by itself
+(:data:`fsframe.dense_fit.DENSE_EM_WIDE_MAX_ROWS`), whose factor is as large as that Gram; a dense fit
+asked for beyond it is not given a second array of that size."""
+
+
+def svm_start_applies(shape, warm=None, C: float = 1.0) -> bool:
+    """Whether a dual with a factor ``F`` of ``shape`` ``(m, q)`` starts from
+    :func:`~fsframe.backends.svm_start.svm_start` rather than from the previous step's multipliers
+    ``warm`` (box ``[0, C]``): from :data:`SVM_START_MIN_ROWS` to :data:`SVM_START_MAX_ROWS` samples, and either
+    :data:`PDAS_MIN_RATIO` live columns per sample (a kernel map's steps while EM keeps most of its
+    columns) or, warm, :data:`PDAS_MIN_FREE` free multipliers per sample. There the free sets reach
+    hundreds or thousands of multipliers, which the pivots add one at a time (each a factorisation
+    of the free set's size) and the matrix-free method's predictions can fail to find; SMO's pairs do
+    not see the free set's size."""
+    m, q = shape
+    if not SVM_START_MIN_ROWS <= m <= SVM_START_MAX_ROWS:
+        return False
+    if q >= PDAS_MIN_RATIO * m:
+        return True
+    if warm is None:
+        return False
+    return _free_count(warm, C) >= PDAS_MIN_FREE * m
+
+
+def svm_start_fallback(shape) -> bool:
+    """Whether a dual with a factor ``F`` of ``shape`` ``(m, q)`` whose warm attempt failed tries
+    :func:`~fsframe.backends.svm_start.svm_start` before the remaining attempts (when
+    :func:`svm_start_applies` did not already): from :data:`SVM_START_MIN_ROWS` to
+    :data:`SVM_START_MAX_ROWS` samples, at any width."""
+    return bool(SVM_START_MIN_ROWS <= shape[0] <= SVM_START_MAX_ROWS)
+
+
+def _free_count(lam, C: float) -> int:
+    """The multipliers strictly inside the box ``[0, C]`` (by :data:`FREE_TOL`)."""
+    return int(np.count_nonzero((lam > FREE_TOL * C) & (lam < (1.0 - FREE_TOL) * C)))
 
 
 PDAS_COLD_OFFDIAG = 1.0
@@ -314,12 +357,27 @@ class DenseHingeSubproblem:
             if form:
                 F, form = self._YX[:, live] * s, False
             if nearly_diagonal(F):
-                res = solve_box_qp_pdas(F, self._f, self.y, 0.0, self._lo, self._hi, start=warm)
-                iterations += int(res.iterations or 0)
-                judged = self._judged("pdas", res, F, q, live, s, 1.0, failures)
-                if judged is not None:
+                cert, lam, w, b, its = self._pdas("pdas", F, q, live, s, warm, failures)
+                iterations += its
+                if cert is not None:
                     kind, kinds = "pdas", []
-                    lam, w, b, cert, _ = judged
+        smo_tried = False
+        if cert is None and svm_start_applies((self.y.size, s.size), warm, self.C):
+            # not certified yet, on a dual whose free sets reach hundreds or thousands of multipliers:
+            # from SMO's multipliers (good to ~1e-7, on the optimum's free set), polished by the
+            # matrix-free method (one CG there, whatever F F' looks like); failing that, the attempts
+            # below start from them. SMO not converged: from the previous step's, as without it
+            if form:
+                F, form = self._YX[:, live] * s, False
+            smo, smo_tried = svm_start(F, self.y, self.C), True
+            if smo is not None:
+                if warm is None:
+                    kinds = ["warm", "warm scaled"] + kinds
+                warm, crash_ok = smo, False
+                cert, lam, w, b, its = self._pdas("smo", F, q, live, s, warm, failures)
+                iterations += its
+                if cert is not None:
+                    kind, kinds = "smo", []
         # the compiled warm attempt starts from a crash of the previous multipliers where
         # warm_crash_applies (numpy's F: the crash forms F F' from it); when that attempt fails, the
         # general path's "warm" starts from the previous multipliers themselves
@@ -344,6 +402,20 @@ class DenseHingeSubproblem:
                 cert = None
         if cert is None and form:  # numpy's F for the general path: its layout (F-ordered), its BLAS products' bits
             F = self._YX[:, live] * s
+        if cert is None and warm is not None and not smo_tried and svm_start_fallback(F.shape):
+            # the warm attempt failed on a dual SMO's rule did not pick (few free multipliers, few live
+            # columns: a late EM step of a kernel map): SMO's multipliers, polished as above, before
+            # the attempts below, which then start from them ("warm" again, on the general path). On
+            # Twonorm (3 947 samples, sigma 1, C = 10, a late step) the attempts below alone ended in
+            # iteration limits after 166 s, and the fit then went to the compiled path for hours
+            smo = svm_start(F, self.y, self.C)
+            if smo is not None:
+                warm = smo
+                kinds = ["warm"] + [k for k in kinds if k != "warm"]
+                cert, lam, w, b, its = self._pdas("smo", F, q, live, s, warm, failures)
+                iterations += its
+                if cert is not None:
+                    kind, kinds = "smo", []
         for kind in kinds if cert is None else ():
             scale = 1.0
             if kind == "scaled":
@@ -374,13 +446,24 @@ class DenseHingeSubproblem:
         x = np.concatenate([w, [b], xi])
         seconds = time.perf_counter() - t0
         message = "dense hinge dual: optimal" + (f" ({kind}; {'; '.join(failures)})" if failures else
-                                                 " (pdas)" if kind == "pdas" else "")
+                                                 f" ({kind})" if kind in ("pdas", "smo") else "")
         result = SolveResult(Status.OPTIMAL, x, cert["primal"], self.backend_name, seconds, iterations=iterations,
                              message=message,
                              duals={"lam": lam}, certificate=_measures(cert))
         coef, intercept, t = _frozen(w, np.array([b]), np.abs(w))
         return Iterate(Status.OPTIMAL, x, coef, intercept, t, loss, cert["primal"], seconds, result,
                        weights={"quad": q}, column_scale=self.column_scale)
+
+    def _pdas(self, kind: str, F, q, live, s, start, failures: list):
+        """The matrix-free attempt from ``start``: ``(cert, lam, w, b, iterations)``, the first four
+        ``None`` unless certified (its reason then in ``failures``)."""
+        res = solve_box_qp_pdas(F, self._f, self.y, 0.0, self._lo, self._hi, start=start)
+        its = int(res.iterations or 0)
+        judged = self._judged(kind, res, F, q, live, s, 1.0, failures)
+        if judged is None:
+            return None, None, None, None, its
+        lam, w, b, cert, _ = judged
+        return cert, lam, w, b, its
 
     def _crashed_start(self, shape, live, s, warm):
         """``(start, F)`` for the compiled warm attempt: the previous multipliers ``warm`` after

@@ -16,6 +16,7 @@ import pytest
 
 import fsframe
 import fsframe.dense_em as de
+from em_fits import assert_same_fit, record_messages, twonorm_like
 from fsframe.backends.box_qp import solve_box_qp
 from fsframe.backends.box_qp_pdas import solve_box_qp_pdas
 from fsframe.errors import InvalidOptionError
@@ -136,31 +137,15 @@ def test_the_inputs_are_not_changed_and_the_answer_is_deterministic():
         assert np.array_equal(a, b)
 
 
-def _twonorm_like(m, seed=0):
-    """Twonorm's generator (Breiman 1996): two 20-dimensional Gaussians, unit covariance, means
-    +-(a, ..., a) with a = 2 / sqrt(20), standardised."""
-    rng = np.random.default_rng(seed)
-    y = np.where(rng.random(m) < 0.5, 1, -1)
-    X = rng.standard_normal((m, 20)) + y[:, None] * (2.0 / np.sqrt(20.0))
-    return (X - X.mean(0)) / X.std(0), y
-
-
 def _fit_both(X, y, sigma, C, monkeypatch):
     """The fit with the matrix-free attempt taken from ``m >= 100`` rows, and on the dense active
     set alone; the messages of the steps of the first."""
     messages = []
-    solve = de.DenseHingeSubproblem.solve
-
-    def recording(self, **kw):
-        it = solve(self, **kw)
-        messages.append(it.result.message)
-        return it
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with monkeypatch.context() as mp:
             mp.setattr(de, "PDAS_MIN_ROWS", 100)
-            mp.setattr(de.DenseHingeSubproblem, "solve", recording)
+            record_messages(mp, messages)
             ours = fsframe.fit(X, y, method="em-l0", kernel="rbf", sigma=sigma, C=C)
         with monkeypatch.context() as mp:
             mp.setattr(de, "pdas_applies", lambda *args: False)
@@ -168,20 +153,11 @@ def _fit_both(X, y, sigma, C, monkeypatch):
     return ours, ref, messages
 
 
-def _assert_same_fit(ours, ref):
-    assert ours.info["solver_path"] == ref.info["solver_path"] == "dense_em"
-    assert ours.n_iter == ref.n_iter
-    assert np.array_equal(np.flatnonzero(ours.coef), np.flatnonzero(ref.coef))
-    assert [h.n_nonzero for h in ours.history] == [h.n_nonzero for h in ref.history]
-    assert abs(ours.objective - ref.objective) <= 1e-8 * max(1.0, abs(ref.objective))
-    assert ours.certificate["status"] == "optimal"
-
-
 @pytest.mark.parametrize(("sigma", "C"), [(0.5, 10.0), (1.0, 10.0), (1.0, 0.1), (4.0, 10.0)])
 def test_the_em_fit_on_a_kernel_map_is_the_active_sets(sigma, C, monkeypatch):
-    X, y = _twonorm_like(300)
+    X, y = twonorm_like(300)
     ours, ref, messages = _fit_both(X, y, sigma, C, monkeypatch)
-    _assert_same_fit(ours, ref)
+    assert_same_fit(ours, ref)
     if sigma < 4:  # the near-identity maps' wide steps are the matrix-free method's
         assert any(msg.endswith("(pdas)") for msg in messages)
 
@@ -197,7 +173,7 @@ def test_the_em_fit_on_twonorm_is_the_active_sets(m, sigma, C, shared_file, monk
     train, _ = next(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
     Xa, ya = X[train][:m], y[train][:m]
     ours, ref, messages = _fit_both((Xa - Xa.mean(0)) / Xa.std(0), ya, sigma, C, monkeypatch)
-    _assert_same_fit(ours, ref)
+    assert_same_fit(ours, ref)
     if sigma < 4:
         assert any(msg.endswith("(pdas)") for msg in messages)
 
@@ -241,7 +217,7 @@ def test_the_projected_cg_stays_on_the_equality_over_ten_decades_of_rows(seed):
 @pytest.mark.parametrize(("sigma", "diagonal"), [(0.5, True), (1.0, True), (4.0, False)])
 def test_a_cold_dual_is_tried_only_on_a_nearly_diagonal_hessian(sigma, diagonal):
     # the ratio ||(F F' - D) z|| / ||D z|| on a Twonorm-like map: ~1e-4 / 0.03 / 30 at these widths
-    X, y = _twonorm_like(400)
+    X, y = twonorm_like(400)
     K = EmpiricalKernelMap(kernel="rbf", sigma=sigma).fit(X).transform(X)
     assert de.nearly_diagonal(np.where(y > 0, 1.0, -1.0)[:, None] * K) is diagonal
 
@@ -398,9 +374,11 @@ def test_the_warm_crash_follows_a_failed_matrix_free_attempt(monkeypatch):
     # the rule below refuses it) and the warm crash's; the method fails (forced too: from a warm start
     # its gradient steps now pass the first free set, larger than F F''s rank 600, and may succeed),
     # and the crash once never ran after a matrix-free attempt. The answer is checked against the cold
-    # dense active set's
+    # dense active set's. Without SMO's start (which would follow the failed attempt and replace the
+    # crash: tested in test_svm_start.py)
     from fsframe.backends.box_qp import BoxQPResult
 
+    monkeypatch.setattr(de, "svm_start_applies", lambda *args, **kw: False)
     monkeypatch.setattr(de, "nearly_diagonal", lambda F: True)
     monkeypatch.setattr(de, "solve_box_qp_pdas", lambda *args, **kw: BoxQPResult("singular", iterations=1))
     X, y = _linear_wide()
@@ -435,7 +413,7 @@ def test_a_rank_deficient_warm_step_is_not_tried():
 def test_a_cold_wide_rbf_step_goes_to_the_active_set():
     # sigma 4 on a Twonorm-like map of 1 000 samples: every rule but nearly_diagonal takes the cold
     # step, whose CG would meet a nearly singular F_N F_N'; the step is the active set's, certified
-    X, y = _twonorm_like(1000)
+    X, y = twonorm_like(1000)
     K = EmpiricalKernelMap(kernel="rbf", sigma=4.0).fit(X).transform(X)
     ypm = np.where(y > 0, 1.0, -1.0)
     assert de.pdas_applies(K.shape)
@@ -623,7 +601,7 @@ def test_samples_repeated_with_the_other_label_are_not_nearly_diagonal(flip):
     # each pair on a free set holding both, and the matrix-free attempt is not made; with the same
     # label (equal rows) the singular system is consistent, and the method is tried and reaches the
     # dense active set's optimum
-    X, y = _twonorm_like(400)
+    X, y = twonorm_like(400)
     ypm = np.where(y > 0, 1.0, -1.0)
     K = EmpiricalKernelMap(kernel="rbf", sigma=0.5).fit(X).transform(X)
     assert de.nearly_diagonal(ypm[:, None] * K)

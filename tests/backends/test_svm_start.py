@@ -1,0 +1,159 @@
+"""LIBSVM's SMO as a start for the hinge dual (:mod:`fsframe.backends.svm_start`) and the dense EM
+path's use of it (:func:`fsframe.dense_em.svm_start_applies`, the ``smo`` attempt of
+:class:`~fsframe.dense_em.DenseHingeSubproblem`).
+
+References: CVXPY with Clarabel and the dense active set (:func:`~fsframe.backends.box_qp.solve_box_qp`)
+on the same soft-margin duals (the objective), the box and the equality checked on the point itself,
+and the EM fit without the SMO start (the same selections, iterations and objective) on a generated
+Twonorm of 1 000 samples (Breiman's generator: no shared data needed)."""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import fsframe
+import fsframe.backends.svm_start as ss
+import fsframe.dense_em as de
+from fsframe.backends.box_qp import solve_box_qp
+from fsframe.backends.svm_start import svm_start
+from em_fits import assert_same_fit, record_messages, twonorm_like
+
+
+def _dual(seed, m, q, positive=0.5):
+    """A soft-margin dual's factor ``F = diag(y) X`` (``X`` Gaussian, labels +1 with probability
+    ``positive``, a separating direction plus noise) and its labels."""
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(m) < positive, 1.0, -1.0)
+    y[:2] = [1.0, -1.0]  # both labels present
+    X = rng.standard_normal((m, q)) / np.sqrt(q)
+    X[:, 0] += 0.5 * y
+    return y[:, None] * X, y
+
+
+def _objective(F, lam):
+    return 0.5 * float(np.sum((F.T @ lam) ** 2)) - float(lam.sum())
+
+
+def _cvxpy_dual(F, y, C):
+    lam = cp.Variable(F.shape[0])
+    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(F.T @ lam) - cp.sum(lam)),
+                      [y @ lam == 0, lam >= 0, lam <= C])
+    prob.solve(solver=cp.CLARABEL)
+    return float(prob.value)
+
+
+@pytest.mark.parametrize(("seed", "m", "q", "C", "positive"), [
+    (0, 150, 300, 0.1, 0.5),   # wide, C small: most multipliers at C
+    (1, 150, 300, 100.0, 0.5),  # wide, C large: separable, few at C
+    (2, 200, 20, 0.1, 0.5),    # tall (rank 20 Gram)
+    (3, 200, 20, 10.0, 0.5),
+    (4, 200, 40, 1.0, 0.15),   # unbalanced labels
+    (5, 150, 300, 1.0, 0.85),
+])
+def test_the_start_is_the_duals_optimum_to_about_1e_6(seed, m, q, C, positive):
+    F, y = _dual(seed, m, q, positive)
+    lam = svm_start(F, y, C)
+    assert lam is not None and lam.shape == (m,)
+    assert np.all(lam >= 0.0) and np.all(lam <= C)  # in the box, exactly
+    assert abs(y @ lam) <= 1e-9 * C * m
+    ours = _objective(F, lam)
+    ref = _cvxpy_dual(F, y, C)
+    assert abs(ours - ref) <= 1e-6 * max(1.0, abs(ref))
+    if q >= m:  # the dense active set on the full-rank duals: the certified optimum
+        res = solve_box_qp(F, -np.ones(m), y[None, :], np.zeros(1), np.zeros(m), np.full(m, C))
+        assert res.status == "optimal"
+        exact = _objective(F, res.lam)
+        assert exact <= ours + 1e-12 * max(1.0, abs(exact))  # SMO's is a start, not better than the optimum
+        assert ours - exact <= 1e-6 * max(1.0, abs(exact))
+
+
+def test_no_convergence_within_the_budget_is_none(monkeypatch):
+    F, y = _dual(0, 150, 300)
+    assert svm_start(F, y, 1.0) is not None
+    monkeypatch.setattr(ss, "SMO_MAX_ITER", 5)
+    assert svm_start(F, y, 1.0) is None
+
+
+def test_the_inputs_are_not_changed_and_the_answer_is_deterministic():
+    F, y = _dual(2, 200, 20)
+    F0, y0 = F.copy(), y.copy()
+    first = svm_start(F, y, 10.0)
+    again = svm_start(F, y, 10.0)
+    assert np.array_equal(F, F0) and np.array_equal(y, y0)
+    assert np.array_equal(first, again)
+
+
+def test_the_rule_takes_wide_or_warm_free_duals_from_1000_to_6000_rows():
+    lo, hi, ratio = de.SVM_START_MIN_ROWS, de.SVM_START_MAX_ROWS, de.PDAS_MIN_RATIO
+    assert (lo, hi) == (1000, 6000)
+    assert de.svm_start_applies((lo, int(np.ceil(ratio * lo))))
+    assert not de.svm_start_applies((lo - 1, lo - 1))  # small duals: the active sets as before
+    assert de.svm_start_applies((hi, hi))
+    assert not de.svm_start_applies((hi + 1, hi + 1))  # the m x m Gram: no second array of that size
+    m = 4000
+    narrow = (m, int(np.ceil(ratio * m)) - 1)
+    assert not de.svm_start_applies(narrow)  # a late, narrow step, cold
+    warm = np.zeros(m)
+    warm[: int(np.ceil(de.PDAS_MIN_FREE * m))] = 0.5
+    assert de.svm_start_applies(narrow, warm, 1.0)
+    warm[0] = 1.0  # one free multiplier fewer than the fraction
+    assert not de.svm_start_applies(narrow, warm, 1.0)
+    assert not de.svm_start_applies((hi + 1, 10), np.full(hi + 1, 0.5), 1.0)  # the cap before the fraction
+
+
+@pytest.mark.parametrize(("sigma", "C"), [(1.0, 0.1), (4.0, 0.1), (1.0, 10.0)])
+def test_the_em_fit_through_smo_is_the_fit_without_it(sigma, C, monkeypatch):
+    X, y = twonorm_like(1000)
+    messages = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with monkeypatch.context() as mp:
+            record_messages(mp, messages)
+            ours = fsframe.fit(X, y, method="em-l0", kernel="rbf", sigma=sigma, C=C)
+        with monkeypatch.context() as mp:
+            mp.setattr(de, "svm_start_applies", lambda *args, **kw: False)
+            mp.setattr(de, "svm_start_fallback", lambda shape: False)
+            ref = fsframe.fit(X, y, method="em-l0", kernel="rbf", sigma=sigma, C=C)
+    assert any(msg.endswith("(smo)") for msg in messages)
+    assert_same_fit(ours, ref)
+
+
+def test_the_fallback_takes_any_width_from_1000_to_6000_rows():
+    lo, hi = de.SVM_START_MIN_ROWS, de.SVM_START_MAX_ROWS
+    assert de.svm_start_fallback((lo, 1)) and de.svm_start_fallback((hi, 5))
+    assert not de.svm_start_fallback((lo - 1, 1)) and not de.svm_start_fallback((hi + 1, 1))
+
+
+def test_a_failed_warm_step_the_first_rule_left_goes_to_smo_before_the_other_attempts(monkeypatch):
+    # a narrow dual (30 live columns of 1 000 samples: SMO's first rule says no, cold or warm with
+    # few free multipliers) whose compiled warm attempt fails (forced: an iteration limit, as on
+    # Twonorm's late EM steps at 3 946 samples): SMO's start is tried next, and the step's answer is
+    # the one without any of it
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((1000, 30))
+    y = np.where(X[:, :3].sum(1) + 0.5 * rng.standard_normal(1000) > 0, 1.0, -1.0)
+    q = np.linspace(0.5, 3.0, 30)
+
+    def two_steps(sub):
+        sub.solve(quad=0.5)
+        return sub.solve(quad=q)
+
+    ref = two_steps(de.DenseHingeSubproblem(X, y, 1.0))
+    calls = []
+    smo = de.svm_start
+    monkeypatch.setattr(de, "svm_start", lambda F, yy, C: calls.append(F.shape) or smo(F, yy, C))
+    sub = de.DenseHingeSubproblem(X, y, 1.0)
+    sub.solve(quad=0.5)
+    assert calls == []  # cold and narrow: neither rule, the warm attempt does not run
+    monkeypatch.setattr(de.DenseHingeSubproblem, "_warm_step",
+                        lambda self, *args, **kw: (None, None, None, "iteration_limit", 7))
+    assert not de.svm_start_applies((1000, 30), sub._warm, 1.0)
+    it = sub.solve(quad=q)
+    assert calls == [(1000, 30)]
+    assert "warm: iteration limit" in it.result.message
+    assert it.result.certificate.gap <= de.GAP_TOL * max(1.0, abs(it.objective))
+    assert np.allclose(it.coef, ref.coef, rtol=0, atol=1e-8) and abs(it.intercept[0] - ref.intercept[0]) <= 1e-8
