@@ -42,7 +42,9 @@ class BoxQPResult:
 
     ``status``: ``"optimal"``, ``"unbounded"`` (the objective decreases without bound along a
     feasible ray), ``"iteration_limit"``, ``"singular"`` (a KKT system the method cannot continue
-    from) or ``"infeasible_start"`` (no feasible starting point was given or found at zero).
+    from) or ``"infeasible_start"`` (no feasible starting point was given or found at zero);
+    :func:`~fsframe.backends.box_qp_pdas.solve_box_qp_pdas` also ``"not_stationary"`` and
+    ``"no_descent"`` (its docstring).
     ``lam`` is the point, ``nu`` the equality multipliers and ``r`` the reduced gradient
     ``F F' lam + f + E' nu`` (the bound multipliers: ``r_i >= 0`` at a lower bound, ``<= 0`` at an
     upper one, 0 in between) — ``None`` unless ``status == "optimal"``. With one equality row and

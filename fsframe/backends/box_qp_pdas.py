@@ -37,9 +37,9 @@ prediction made before reuses its solve (it is the same) or its failure, and a l
 CG fails (a singular ``F_N F_N'``: duplicate rows freed together) is passed by the projected-gradient
 step, at most :data:`MAX_FAILED_SOLVES` failed CGs a call. What
 still fails — the first prediction's CG (a wide RBF map), no descent along either direction, or
-:data:`MAX_SWEEPS` predictions — is reported as a status (``"singular"``, ``"iteration_limit"``),
-never as an answer, and the caller keeps its other paths. The caller's certificate judges every
-answer on the full problem.
+:data:`MAX_SWEEPS` predictions — is reported as a status (``"singular"``, ``"no_descent"``,
+``"iteration_limit"``), never as an answer, and the caller keeps its other paths. The caller's
+certificate judges every answer on the full problem.
 """
 
 from __future__ import annotations
@@ -319,7 +319,9 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
     reduced gradient on the free set, recomputed on ``F``, not zero (:func:`_stationary`: the CG's
     answer spoilt by rounding); ``"iteration_limit"``: no optimum within ``max_sweeps`` predictions,
     :data:`MAX_MERIT_EVALS` merit evaluations spent, a new CG needed after
-    :data:`MAX_FAILED_SOLVES` failed ones, or no descent along a rejected prediction's path;
+    :data:`MAX_FAILED_SOLVES` failed ones; ``"no_descent"``: a prediction rejected (its merit
+    rose) and neither its projected path nor the projected gradient lowered the merit within
+    :data:`MAX_HALVINGS` halvings each (the method cannot move on; not a spent budget);
     ``"infeasible_start"``: no point meets the
     equality and the box. Non-finite bounds, ``lo > hi``, or a vector (``start`` too) not of ``F``'s
     rows: :class:`~fsframe.errors.InvalidOptionError`.
@@ -404,8 +406,8 @@ def solve_box_qp_pdas(F: NDArray, f: NDArray, a: NDArray, e: float, lo: NDArray,
             lam, merit = lam_new, new_merit
             continue
         damped = _damped_step(F, f, a, e, lo, hi, lam, merit, lam_new, nu, budget)
-        if damped is None:
-            return BoxQPResult("iteration_limit", iterations=sweep)  # no descent along the direction
+        if damped is None:  # the merit budget spent, or no descent along the prediction's path nor the gradient
+            return BoxQPResult("iteration_limit" if budget.exhausted else "no_descent", iterations=sweep)
         lam, merit = damped
         g, nu = _gradient_nu(F, f, a, lo, hi, lam, nu)
     return BoxQPResult("iteration_limit", iterations=max_sweeps)

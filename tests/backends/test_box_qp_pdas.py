@@ -369,18 +369,19 @@ def _linear_wide(m=1000, n=600):
     return X, np.where(X[:, :5].sum(1) + rng.standard_normal(m) > 0, 1.0, -1.0)
 
 
-def test_the_warm_crash_follows_a_failed_matrix_free_attempt(monkeypatch):
+@pytest.mark.parametrize("status", ["singular", "no_descent"])
+def test_the_warm_crash_follows_a_failed_matrix_free_attempt(status, monkeypatch):
     # 1 000 samples, 600 columns: the first warm step is both the matrix-free method's (forced here:
     # the rule below refuses it) and the warm crash's; the method fails (forced too: from a warm start
     # its gradient steps now pass the first free set, larger than F F''s rank 600, and may succeed),
     # and the crash once never ran after a matrix-free attempt. The answer is checked against the cold
     # dense active set's. Without SMO's start (which would follow the failed attempt and replace the
-    # crash: tested in test_svm_start.py)
+    # crash: tested in test_svm_start.py). Either failure is named in the step's message
     from fsframe.backends.box_qp import BoxQPResult
 
     monkeypatch.setattr(de, "svm_start_applies", lambda *args, **kw: False)
     monkeypatch.setattr(de, "nearly_diagonal", lambda F: True)
-    monkeypatch.setattr(de, "solve_box_qp_pdas", lambda *args, **kw: BoxQPResult("singular", iterations=1))
+    monkeypatch.setattr(de, "solve_box_qp_pdas", lambda *args, **kw: BoxQPResult(status, iterations=1))
     X, y = _linear_wide()
     m = X.shape[0]
     sub = de.DenseHingeSubproblem(X, y, 1.0)
@@ -388,7 +389,7 @@ def test_the_warm_crash_follows_a_failed_matrix_free_attempt(monkeypatch):
     q = np.minimum(0.5 / np.maximum(np.abs(sub.solve(quad=0.5).coef), 1e-8), 1e6)
     sub.solve(quad=0.5)  # the warm start of the step below: this dual's multipliers
     it = sub.solve(quad=q)
-    assert "warm crashed" in it.result.message and "pdas: " in it.result.message
+    assert "warm crashed" in it.result.message and f"pdas: {status.replace('_', ' ')}" in it.result.message
     ref = solve_box_qp(y[:, None] * X / np.sqrt(2 * q), -np.ones(m), y[None, :], np.zeros(1), np.zeros(m),
                        np.ones(m))
     assert ref.status == "optimal"
@@ -552,22 +553,42 @@ def test_a_failed_prediction_is_not_solved_again_and_failed_solves_are_bounded(m
     assert limited >= 1
 
 
-@pytest.mark.parametrize(("evals", "status"), [(32, "singular"), (31, "iteration_limit")])
-def test_no_descent_after_a_failed_prediction_is_singular_unless_the_merit_budget_ran_out(evals, status,
-                                                                                          monkeypatch):
-    # warm at the interior minimiser of the box alone, its prediction failing (as a singular CG): the
-    # gradient step has no descent, after its base point and MAX_HALVINGS = 30 halvings (31 merit
-    # evaluations, one more spent before the loop). A budget of 32 is used up by that last halving
-    # and the failure is still "singular"; at 31 the budget runs out first: "iteration_limit"
+def _stuck_at_the_minimiser(monkeypatch, prediction, evals):
+    """solve_box_qp_pdas warm at the interior minimiser of the box alone (0.5 everywhere), each
+    prediction forced to ``prediction`` and the merit budget to ``evals`` evaluations."""
     import fsframe.backends.box_qp_pdas as pdas
 
     rng = np.random.default_rng(4)
     n = 6
     F = rng.standard_normal((n, n)) + 3.0 * np.eye(n)
     f = -F @ (F.T @ np.full(n, 0.5))  # the unconstrained minimiser: 0.5 everywhere, inside [0, 1]
-    monkeypatch.setattr(pdas, "_predicted_point", lambda *args: None)
+    monkeypatch.setattr(pdas, "_predicted_point", lambda *args: prediction)
     monkeypatch.setattr(pdas, "MAX_MERIT_EVALS", evals)
-    res = solve_box_qp_pdas(F, f, np.zeros(n), 0.0, np.zeros(n), np.ones(n), start=np.full(n, 0.5))
+    return solve_box_qp_pdas(F, f, np.zeros(n), 0.0, np.zeros(n), np.ones(n), start=np.full(n, 0.5))
+
+
+@pytest.mark.parametrize(("evals", "status"), [(32, "singular"), (31, "iteration_limit")])
+def test_no_descent_after_a_failed_prediction_is_singular_unless_the_merit_budget_ran_out(evals, status,
+                                                                                          monkeypatch):
+    # the prediction failing (as a singular CG): the gradient step has no descent, after its base
+    # point and MAX_HALVINGS = 30 halvings (31 merit evaluations, one more spent before the loop).
+    # A budget of 32 is used up by that last halving and the failure is still "singular"; at 31 the
+    # budget runs out first: "iteration_limit"
+    res = _stuck_at_the_minimiser(monkeypatch, None, evals)
+    assert (res.status, res.iterations, res.lam) == (status, 1, None)
+
+
+@pytest.mark.parametrize(("evals", "status"), [(63, "no_descent"), (62, "iteration_limit")])
+def test_no_descent_after_a_rejected_prediction_is_no_descent_unless_the_merit_budget_ran_out(evals, status,
+                                                                                           monkeypatch):
+    # the prediction a point outside the box whose projection, the box's corner, has a higher merit:
+    # it is rejected, and neither its projected path nor the gradient (zero there) lowers the merit.
+    # That is no descent, not an iteration limit (the loop stopped at its first sweep, its merit
+    # budget unspent; the dense hinge dual's attempt chain names it: the warm-crash test above). The
+    # spending: the full step's merit, the damped step's base point, 30 halvings along each
+    # direction, one more spent before the loop: 63 evaluations; with 62 the last halving finds none
+    # left: "iteration_limit"
+    res = _stuck_at_the_minimiser(monkeypatch, (np.full(6, 5.0), 1.0), evals)
     assert (res.status, res.iterations, res.lam) == (status, 1, None)
 
 
