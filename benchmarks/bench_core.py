@@ -178,7 +178,7 @@ def fsframe_subproblem(X, y, C=C):
 
 # ------------------------------------------------------------------------------------ full runs
 def _support(t, zero_tol):
-    """fsframe.loops.base.support_of, restated."""
+    """fsframe.loops.selection.support_of, restated."""
     cut = max(zero_tol * float(np.max(t, initial=0.0)), 1e-12)
     return t > cut
 

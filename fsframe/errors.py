@@ -95,7 +95,7 @@ class SolverFailedError(FsframeError):
     """A convex subproblem did not yield a usable solution (infeasible, unbounded, numerical
     failure, time or iteration limit). ``result`` holds the backend's :class:`SolveResult` and
     ``status`` its :class:`~fsframe.Status`. Raised by an outer loop, ``partial`` is the tuple
-    ``(loop, history, last_good_iterate)``: the loop object, the :class:`~fsframe.results.IterRecord`
+    ``(loop, history, last_good_iterate)``: the loop object, the :class:`~fsframe.loops.records.IterRecord`
     of every subproblem so far (the failed one last) and the last solved iterate (``None`` if the
     first subproblem failed); otherwise ``None``."""
 

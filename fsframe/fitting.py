@@ -93,7 +93,7 @@ def fit(
         problem in ``result.info``.
     callback : callable, optional
         Called as ``callback(record, iterate)`` after every outer-loop iteration (an
-        :class:`~fsframe.loops.base.IterRecord`: ``k``, ``objective``, ``n_nonzero``, ``seconds``;
+        :class:`~fsframe.loops.records.IterRecord`: ``k``, ``objective``, ``n_nonzero``, ``seconds``;
         the loop's :class:`~fsframe.problem.Iterate`); e.g. to record or stop a long fit
         (progress: ``progress=``). A callback keeps the fit on the compiled path:
         ``working_set="auto"`` then never solves from ``X``, and ``WorkingSetOptions(from_data=True)``

@@ -141,7 +141,7 @@ class FromDataSolution:
     coef : array of shape ``coef_shape``
     intercept : float or array
         The model's free intercept (a ``from_data`` model has one: its ``zero_tol`` cut compares
-        centred column norms, :func:`fsframe.loops.selection.offset_free`).
+        centred column norms, :func:`fsframe.scales.offset_free`).
     objective : float
         The subproblem's objective attained by ``(coef, intercept)`` (the loss at its least
         slacks plus the slot penalty).

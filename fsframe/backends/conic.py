@@ -10,7 +10,7 @@ a re-solve on a few features of thousands costs a few features' solve.
 Both solvers take no variable bounds, so a session folds them into the ``R_+`` block with
 :meth:`ProblemData.bounds_as_rows` (fixed columns become equality rows). The solver's multipliers
 then live on the expanded rows; :class:`RowsLayout` maps them back to the rows of the original
-``ProblemData`` so that :func:`~fsframe.backends.base.certify` checks the problem as compiled
+``ProblemData`` so that :func:`~fsframe.backends.certificate.certify` checks the problem as compiled
 (bounds handled in closed form), exactly as it does for HiGHS.
 """
 

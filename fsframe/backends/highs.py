@@ -292,7 +292,7 @@ class HighsSession(BackendSession):
 
     HiGHS's QP solver does not check convexity (on an indefinite Hessian it stops at a stationary
     point and calls it optimal), so a session refuses a nonconvex Hessian itself
-    (:func:`~fsframe.backends.conic.check_psd`, as ECOS does): fully when it opens, by the signs
+    (:func:`~fsframe.linalg.check_psd`, as ECOS does): fully when it opens, by the signs
     of the diagonal when a re-solve brings another Hessian. ``check_convex=False`` is for the
     inner sessions of :mod:`~fsframe.backends.diag_qp`, whose Hessians are PSD by construction.
     """

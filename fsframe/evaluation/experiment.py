@@ -4,7 +4,7 @@ results from that folder alone (:func:`load_results`).
 A results folder holds ``manifest.json`` (:mod:`~fsframe.evaluation.manifest`), ``study.toml``
 (the experiment file as written) and ``cells/`` (:mod:`~fsframe.evaluation.cells`). The cells run
 through the same runner as :func:`fsframe.evaluation.compare`
-(:func:`fsframe.evaluation.executor.execute`): serially, in a joblib pool or on a Dask cluster.
+(:func:`fsframe.evaluation.engine.execute`): serially, in a joblib pool or on a Dask cluster.
 """
 
 from __future__ import annotations

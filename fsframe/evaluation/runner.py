@@ -212,7 +212,7 @@ def _execute(X, y, splits, configs, n_jobs, progress, on_error, dask=None
              ) -> tuple[list[list[FoldRecord | None]], bool]:
     """Every (configuration, split) fit; returns the records (``None`` for fits that never ran) and
     whether a KeyboardInterrupt stopped the run (the records finished before it are kept). The
-    cells run through :func:`fsframe.evaluation.executor.execute`, the runner of every evaluation
+    cells run through :func:`fsframe.evaluation.engine.execute`, the runner of every evaluation
     (``fsframe run`` studies included)."""
     tasks = [(ci, si) for ci in range(len(configs)) for si in range(len(splits))]
     out: list[list[FoldRecord | None]] = [[None] * len(splits) for _ in configs]

@@ -188,7 +188,7 @@ class OuterLoop(abc.ABC):
     """``False`` for a loop with no sparsity of its own, which only *ranks* the features (a filter
     score, the weights of an L2 model, RFS's row norms that never reach zero): without
     ``n_features`` it would keep every feature, so :func:`fsframe.fit` then keeps the better half
-    of the ranking (:func:`fsframe.fitting.default_n_features`). A loop for which it depends on a
+    of the ranking (:func:`fsframe.fit_inputs.default_n_features`). A loop for which it depends on a
     parameter (``single`` with ``penalty="l2"``) makes it a property."""
     chooses: ClassVar[bool] = False
     """``True`` for a loop that chooses its answer itself: it reads ``run.n_features`` and returns

@@ -53,10 +53,10 @@ def identical_groups(sub) -> list[NDArray]:
     """Classes (arrays of at least two group indices, ascending) of groups whose data columns are
     identical, when the subproblem's groups are the columns of its data ``sub.X`` (one group per
     feature, or per training sample of a kernel map;
-    :func:`fsframe.loops.selection.groups_are_columns`); an empty list otherwise. Found once per
+    :func:`fsframe.scales.groups_are_columns`); an empty list otherwise. Found once per
     subproblem (a DCA run with ``n_features`` asks twice: its tie-break and the count; on sparse
     2 000 x 20 000 data one search takes 0.27 s) — once its model is built: before that,
-    :func:`~fsframe.loops.selection.groups_are_columns` is only a shape rule (a formulation that
+    :func:`~fsframe.scales.groups_are_columns` is only a shape rule (a formulation that
     builds a kernel of its own has not said so yet), and the answer is not kept."""
     try:
         return list(_FOUND[sub])
