@@ -34,7 +34,11 @@ Usage::
 
 Writes ``benchmarks/results/mpm.json`` (``mpm-quick.json`` with ``--quick``; rewritten after each
 size) and prints the Markdown tables (the ones in docs/performance.md, section "MPM family
-(SOCP)"); ``--report`` prints them for a saved run.
+(SOCP)"); ``--report`` prints them for a saved run. A run replaces only what it measured: (b) when
+Sonar was found, and the (a) rows of its sizes; (b) and the rows of other sizes stay as the file
+had them, each part with the stamp of the run that measured it (``measured``: date, commit,
+versions, load, repetitions; :func:`merged`), and the tables' first line says which part was
+measured when.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from _common import add_data_dir, data_folder  # noqa: E402
+from _common import add_data_dir, data_folder, head_commit  # noqa: E402
 from bench_conic import ALPHA, DELTA_FRACTION, dca_loop, make_data, moments, phi  # noqa: E402
 
 SHARED: Path | None = None  # the data folder of (b): main() sets it (_common.data_folder; None: (b) is skipped)
@@ -266,12 +270,66 @@ def bench_sonar(reps) -> dict | None:
     return {"m": X.shape[0], "n": X.shape[1], "delta": delta, "objective": ref, "runs": runs, "median": med}
 
 
-# ---------------------------------------------------------------------------- report
-def markdown(res: dict) -> str:
+# ---------------------------------------------------------------------------- the JSON
+FORMAT = 2
+"""The JSON's layout: ``{"format", "last_run", "sonar", "dca"}``, (b) and each (a) row carrying the
+stamp of the run that measured it (``measured``). Files before it (one ``meta`` for the whole file)
+are read as if each part carried that ``meta``."""
+
+
+def upgraded(res: dict | None) -> dict:
+    """``res`` (a file's content; ``None``: no file) in the layout of :data:`FORMAT`, a new dict."""
+    if not res:
+        return {"format": FORMAT, "last_run": None, "sonar": None, "dca": []}
+    if res.get("format") == FORMAT:
+        return {**res, "dca": list(res["dca"])}
     meta = res["meta"]
-    lines = [f"Measured {meta['date']} by `python benchmarks/bench_mpm.py` (Python {meta['python']}, ecos "
-             f"{meta['ecos']}, clarabel {meta['clarabel']}, cvxpy {meta['cvxpy']}; {meta['cpus']} CPUs shared, load "
-             f"average {meta['load']} at the start). Raw data: `benchmarks/results/mpm.json`.", ""]
+    return {"format": FORMAT, "last_run": meta, "sonar": res["sonar"] and {**res["sonar"], "measured": meta},
+            "dca": [{**row, "measured": meta} for row in res["dca"]]}
+
+
+def merged(old: dict | None, stamp: dict, sonar: dict | None, dca: list[dict]) -> dict:
+    """The JSON after a run stamped ``stamp`` that measured (b) as ``sonar`` (``None``: not measured,
+    Sonar absent) and the (a) rows ``dca``: those parts with ``measured = stamp``; the (b) and the
+    rows of other sizes of ``old`` (the file before the run, any layout) kept with their own stamps.
+    Rows in the order of ``n``; neither input is changed."""
+    res = upgraded(old)
+    res["last_run"] = stamp
+    if sonar is not None:
+        res["sonar"] = {**sonar, "measured": stamp}
+    rows = {row["n"]: row for row in res["dca"]}
+    rows.update({row["n"]: {**row, "measured": stamp} for row in dca})
+    res["dca"] = [rows[n] for n in sorted(rows)]
+    return res
+
+
+# ---------------------------------------------------------------------------- report
+def _conditions(meta: dict) -> str:
+    at = f" at `{meta['commit']}`" if meta.get("commit") else ""
+    at += f", arguments `{' '.join(meta['argv'])}`" if meta.get("argv") else ""
+    return (f"on {meta['date']}{at} (Python {meta['python']}, ecos {meta['ecos']}, clarabel {meta['clarabel']}, cvxpy "
+            f"{meta['cvxpy']}; {meta['cpus']} CPUs shared, load average {meta['load']} at the start)")
+
+
+def measured_when(res: dict) -> str:
+    """Which part of ``res`` (:func:`upgraded` layout) was measured when: the parts of one run together."""
+    runs: dict = {}
+    parts = [(str(r["n"]), r["measured"]) for r in res["dca"]] + ([("(b)", res["sonar"]["measured"])]
+                                                                  if res["sonar"] else [])
+    for label, meta in parts:
+        runs.setdefault(json.dumps(meta, sort_keys=True), (meta, []))[1].append(label)
+    clauses = []
+    for meta, labels in runs.values():
+        sizes = [x for x in labels if x != "(b)"]
+        named = ([f"(a) n = {', '.join(sizes)}"] if sizes else []) + (["(b)"] if "(b)" in labels else [])
+        clauses.append(f"{' and '.join(named)} {_conditions(meta)}")
+    return "; ".join(clauses) or "nothing yet"
+
+
+def markdown(res: dict) -> str:
+    res = upgraded(res)
+    lines = [f"Measured by `python benchmarks/bench_mpm.py`, each part in its run: {measured_when(res)}. "
+             "Raw data: `benchmarks/results/mpm.json`.", ""]
     dca = res["dca"]
     if dca:
         lines += ["(a) `l0-mpm`, m = 200, full DCA run; seconds per subproblem = total / iterations (medians; "
@@ -299,7 +357,8 @@ def markdown(res: dict) -> str:
     if s:
         md = s["median"]
         lines += [f"(b) L1-MPM on Sonar ({s['m']} x {s['n']}, delta = {s['delta']:.4f}), one fit, medians of "
-                  f"{meta['sonar_reps']}:", "", "| contender | wall s | CPU s | wall / CVXPY+Clarabel | CPU / CVXPY+Clarabel |",
+                  f"{s['measured']['sonar_reps']}:", "",
+                  "| contender | wall s | CPU s | wall / CVXPY+Clarabel | CPU / CVXPY+Clarabel |",
                   "|---|---|---|---|---|"]
         ref = md["cvxpy-clarabel"]
         for k, v in md.items():
@@ -334,16 +393,18 @@ def main(argv=None):
     import cvxpy
     import ecos
 
-    meta = {"date": _dt.date.today().isoformat(), "python": platform.python_version(), "ecos": ecos.__version__,
-            "clarabel": clarabel.__version__, "cvxpy": cvxpy.__version__, "cpus": os.cpu_count(),
-            "load": " / ".join(f"{v:.1f}" for v in os.getloadavg()), "reps": args.reps,
-            "sonar_reps": args.sonar_reps, "argv": sys.argv[1:]}
+    stamp = {"date": _dt.date.today().isoformat(), "commit": head_commit(ROOT), "python": platform.python_version(),
+             "ecos": ecos.__version__, "clarabel": clarabel.__version__, "cvxpy": cvxpy.__version__,
+             "cpus": os.cpu_count(), "load": " / ".join(f"{v:.1f}" for v in os.getloadavg()), "reps": args.reps,
+             "sonar_reps": args.sonar_reps, "argv": list(sys.argv[1:] if argv is None else argv)}
     out = ROOT / "benchmarks" / "results" / ("mpm-quick.json" if args.quick else "mpm.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    res = {"meta": meta, "sonar": bench_sonar(args.sonar_reps), "dca": []}
+    old = json.loads(out.read_text()) if out.is_file() else None  # read first: a broken file stops the run here
+    sonar_part = bench_sonar(args.sonar_reps)
+    res = {}
 
     def save(dca):
-        res["dca"] = dca
+        res.update(merged(old, stamp, sonar_part, dca))
         out.write_text(json.dumps(res, indent=1, default=float))
 
     save([])

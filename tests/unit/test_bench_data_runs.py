@@ -10,7 +10,8 @@ scripts write (``ROOT``, ``OUT``, ``DOC``) points into ``tmp_path``, so nothing 
 * the scripts whose data part is optional (``bench_tuning.py``, ``bench_mpm.py``,
   ``bench_issue19.py``, ``bench_em_selection_changes.py``): without a folder, one line on stderr
   and the part skipped; with the file, the part reads it. ``bench_issue19.py`` keeps a skipped
-  part's values and stamps; ``bench_tuning.py`` says nothing when no part reads a file.
+  part's values and stamps, ``bench_mpm.py`` too (each (a) size a part of its own);
+  ``bench_tuning.py`` says nothing when no part reads a file.
 """
 
 from __future__ import annotations
@@ -192,6 +193,66 @@ def test_mpm_part_b_reads_the_folders_sonar_and_is_skipped_with_one_line_without
     assert read == [None] and SKIP_LINE in capsys.readouterr().err
     mod.main(["--quick", "--data-dir", str(_sonar_folder(tmp_path))])
     assert capsys.readouterr().err == "" and read[1][0].shape == (12, 3)
+
+
+@pytest.fixture
+def mpm_runs(load_script, tmp_path, monkeypatch):
+    """bench_mpm with ``ROOT`` in ``tmp_path``, a results file of the layout before per-part stamps
+    there (one ``meta``; (b) and (a) rows at n = 500 and 1 000), (a) replaced by one row per size
+    asked for (``{"n", "run"}``) and (b), when Sonar is found, by ``{"run"}``: nothing is solved."""
+    mod = load_script("benchmarks/bench_mpm.py", "bench_mpm_merge")
+    monkeypatch.setattr(mod, "ROOT", tmp_path / "root")
+    out = mod.ROOT / "benchmarks" / "results" / "mpm.json"
+    out.parent.mkdir(parents=True)
+    old_meta = {"date": "2026-11-26", "python": "3.11.7", "ecos": "2.0.14", "clarabel": "0.11.1", "cvxpy": "1.9.3",
+                "cpus": 2, "load": "9.3 / 8.9 / 6.9", "reps": 3, "sonar_reps": 15, "argv": []}
+    out.write_text(json.dumps({"meta": old_meta, "sonar": {"run": "old"},
+                               "dca": [{"n": 500, "run": "old"}, {"n": 1000, "run": "old"}]}))
+    run = {"run": 0}  # which run this is: the test counts
+    monkeypatch.setattr(mod, "bench_dca", lambda sizes, reps, save: save([{"n": n, **run} for n in sizes]))
+    monkeypatch.setattr(mod, "bench_sonar", lambda reps: mod.sonar() and {**run})
+    monkeypatch.setattr(mod, "markdown", lambda res: "")
+    return mod, out, old_meta, run
+
+
+def test_mpm_run_keeps_the_parts_it_did_not_measure_each_with_its_own_stamp(mpm_runs, tmp_path, no_folder, capsys):
+    """A run without Sonar once wrote ``"sonar": null`` over (b), and a run of some sizes dropped the
+    others' rows, under one stamp for the file. Now each part keeps the stamp of the run that
+    measured it, and the tables' first line names which part was measured when."""
+    mod, out, old_meta, run = mpm_runs
+    run["run"] = 1
+    mod.main(["--sizes", "500", "--reps", "1"])  # no data folder: (b) not measured
+    assert SKIP_LINE in capsys.readouterr().err
+    res = json.loads(out.read_text())
+    first = res["last_run"]
+    assert res["format"] == mod.FORMAT and first["argv"] == ["--sizes", "500", "--reps", "1"]
+    assert first["date"] != old_meta["date"] and first["commit"]
+    assert res["sonar"] == {"run": "old", "measured": old_meta}
+    assert res["dca"] == [{"n": 500, "run": 1, "measured": first}, {"n": 1000, "run": "old", "measured": old_meta}]
+    when = mod.measured_when(res)
+    assert when.startswith(f"(a) n = 500 on {first['date']} at `{first['commit']}`, arguments `--sizes 500 --reps 1` (")
+    assert "; (a) n = 1000 and (b) on 2026-11-26 (Python 3.11.7" in when
+
+    run["run"] = 2
+    mod.main(["--sizes", "1000,2000", "--reps", "1", "--data-dir", str(_sonar_folder(tmp_path))])
+    res = json.loads(out.read_text())
+    second = res["last_run"]
+    assert second != first and res["sonar"] == {"run": 2, "measured": second}
+    assert res["dca"] == [{"n": 500, "run": 1, "measured": first}, {"n": 1000, "run": 2, "measured": second},
+                          {"n": 2000, "run": 2, "measured": second}]
+    assert mod.measured_when(res).count(" on ") == 2 and "(a) n = 1000, 2000 and (b) on " in mod.measured_when(res)
+
+
+def test_mpm_merge_changes_neither_input(load_script):
+    mod = load_script("benchmarks/bench_mpm.py", "bench_mpm_pure")
+    old = {"format": mod.FORMAT, "last_run": {"date": "a"}, "sonar": {"x": 1, "measured": {"date": "a"}},
+           "dca": [{"n": 1, "measured": {"date": "a"}}]}
+    rows = [{"n": 1, "y": 2}]
+    before = json.dumps([old, rows])
+    res = mod.merged(old, {"date": "b"}, {"x": 3}, rows)
+    assert json.dumps([old, rows]) == before
+    assert res["dca"] == [{"n": 1, "y": 2, "measured": {"date": "b"}}]
+    assert res["sonar"] == {"x": 3, "measured": {"date": "b"}}
 
 
 def test_selection_changes_reads_the_folders_sonar_and_skips_its_splits_with_one_line_without(
