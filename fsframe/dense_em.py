@@ -329,6 +329,7 @@ class DenseHingeSubproblem:
         if not (q > 0).all():  # nan fails it too
             raise UnsupportedProblemError("DenseHingeSubproblem: quad weights must be > 0 (inf fixes a group)")
         warm, self._warm = self._warm, None
+        previous = warm  # the previous step's multipliers (warm becomes SMO's start where that is taken)
         live = np.isfinite(q)
         s = 1.0 / np.sqrt(2.0 * q[live])
         # the scaling of this step's weights, F = YX[:, live] * s: formed afresh every solve (by the
@@ -369,19 +370,15 @@ class DenseHingeSubproblem:
             # below start from them. SMO not converged: from the previous step's, as without it
             if form:
                 F, form = self._YX[:, live] * s, False
-            smo, smo_tried = svm_start(F, self.y, self.C), True
-            if smo is not None:
-                if warm is None:
-                    kinds = ["warm", "warm scaled"] + kinds
-                warm, crash_ok = smo, False
-                cert, lam, w, b, its = self._pdas("smo", F, q, live, s, warm, failures)
-                iterations += its
-                if cert is not None:
-                    kind, kinds = "smo", []
-        # the compiled warm attempt starts from a crash of the previous multipliers where
+            warm, kinds, found, its = self._smo_attempt(F, q, live, s, warm, kinds, failures)
+            smo_tried, iterations = True, iterations + its
+            if found is not None:
+                kind, (cert, lam, w, b) = "smo", found
+        # the compiled warm attempt starts from a crash of the previous multipliers (not SMO's) where
         # warm_crash_applies (numpy's F: the crash forms F F' from it); when that attempt fails, the
         # general path's "warm" starts from the previous multipliers themselves
-        start = self._crashed_start(F.shape, live, s, warm) if crash_ok and cert is None else None
+        crashed = crash_ok and cert is None and warm is previous
+        start = self._crashed_start(F.shape, live, s, warm) if crashed else None
         if start is not None:
             F, form = start[1], False
         # the warm attempt in one compiled call where it can be (_warm_step); None: the general path
@@ -408,14 +405,10 @@ class DenseHingeSubproblem:
             # the attempts below, which then start from them ("warm" again, on the general path). On
             # Twonorm (3 947 samples, sigma 1, C = 10, a late step) the attempts below alone ended in
             # iteration limits after 166 s, and the fit then went to the compiled path for hours
-            smo = svm_start(F, self.y, self.C)
-            if smo is not None:
-                warm = smo
-                kinds = ["warm"] + [k for k in kinds if k != "warm"]
-                cert, lam, w, b, its = self._pdas("smo", F, q, live, s, warm, failures)
-                iterations += its
-                if cert is not None:
-                    kind, kinds = "smo", []
+            warm, kinds, found, its = self._smo_attempt(F, q, live, s, warm, kinds, failures)
+            iterations += its
+            if found is not None:
+                kind, (cert, lam, w, b) = "smo", found
         for kind in kinds if cert is None else ():
             scale = 1.0
             if kind == "scaled":
@@ -464,6 +457,20 @@ class DenseHingeSubproblem:
             return None, None, None, None, its
         lam, w, b, cert, _ = judged
         return cert, lam, w, b, its
+
+    def _smo_attempt(self, F, q, live, s, warm, kinds, failures: list):
+        """SMO's start (:func:`~fsframe.backends.svm_start.svm_start`) polished by the matrix-free
+        method from it: ``(warm, kinds, found, iterations)``. SMO converged: its multipliers as the
+        step's start and :data:`_AFTER_START`, the attempts that then follow from them (a warm step's
+        or a cold one's alike: the previous multipliers are not tried again), with ``found`` the
+        polish's ``(cert, lam, w, b)`` when the certificate passes it (its reason in ``failures``
+        otherwise, ``found`` then ``None``). SMO not converged: ``warm`` and ``kinds`` as given (the
+        attempts run as without it), ``found`` ``None``, no iterations."""
+        smo = svm_start(F, self.y, self.C)
+        if smo is None:
+            return warm, kinds, None, 0
+        cert, lam, w, b, its = self._pdas("smo", F, q, live, s, smo, failures)
+        return smo, list(_AFTER_START), None if cert is None else (cert, lam, w, b), its
 
     def _crashed_start(self, shape, live, s, warm):
         """``(start, F)`` for the compiled warm attempt: the previous multipliers ``warm`` after
@@ -621,6 +628,10 @@ def _frozen(*arrays) -> tuple:
         a.flags.writeable = False
     return arrays
 
+
+_AFTER_START = ("warm", "warm scaled", "cold", "scaled")
+"""The attempts of :meth:`DenseHingeSubproblem.solve` after SMO's start (:meth:`~DenseHingeSubproblem._smo_attempt`),
+in order: from SMO's multipliers, from them on the scaled dual, cold, cold on the scaled dual."""
 
 _ZERO = np.zeros(1)
 """The right-hand side of the dual's one equality ``y' lam = 0`` (read only)."""
