@@ -1,5 +1,5 @@
 """LIBSVM's SMO as a start for the hinge dual (:mod:`fsframe.backends.svm_start`) and the dense EM
-path's use of it (:func:`fsframe.dense_em.svm_start_applies`, the ``smo`` attempt of
+path's use of it (:func:`fsframe.dense_rules.svm_start_applies`, the ``smo`` attempt of
 :class:`~fsframe.dense_em.DenseHingeSubproblem`).
 
 References: CVXPY with Clarabel and the dense active set (:func:`~fsframe.backends.box_qp.solve_box_qp`)
@@ -18,6 +18,7 @@ import pytest
 import fsframe
 import fsframe.backends.svm_start as ss
 import fsframe.dense_em as de
+import fsframe.dense_rules as dr
 from fsframe.backends.box_qp import solve_box_qp
 from fsframe.backends.svm_start import svm_start
 from em_fits import assert_same_fit, record_messages, twonorm_like
@@ -88,21 +89,21 @@ def test_the_inputs_are_not_changed_and_the_answer_is_deterministic():
 
 
 def test_the_rule_takes_wide_or_warm_free_duals_from_1000_to_6000_rows():
-    lo, hi, ratio = de.SVM_START_MIN_ROWS, de.SVM_START_MAX_ROWS, de.PDAS_MIN_RATIO
+    lo, hi, ratio = dr.SVM_START_MIN_ROWS, dr.SVM_START_MAX_ROWS, dr.PDAS_MIN_RATIO
     assert (lo, hi) == (1000, 6000)
-    assert de.svm_start_applies((lo, int(np.ceil(ratio * lo))))
-    assert not de.svm_start_applies((lo - 1, lo - 1))  # small duals: the active sets as before
-    assert de.svm_start_applies((hi, hi))
-    assert not de.svm_start_applies((hi + 1, hi + 1))  # the m x m Gram: no second array of that size
+    assert dr.svm_start_applies((lo, int(np.ceil(ratio * lo))))
+    assert not dr.svm_start_applies((lo - 1, lo - 1))  # small duals: the active sets as before
+    assert dr.svm_start_applies((hi, hi))
+    assert not dr.svm_start_applies((hi + 1, hi + 1))  # the m x m Gram: no second array of that size
     m = 4000
     narrow = (m, int(np.ceil(ratio * m)) - 1)
-    assert not de.svm_start_applies(narrow)  # a late, narrow step, cold
+    assert not dr.svm_start_applies(narrow)  # a late, narrow step, cold
     warm = np.zeros(m)
-    warm[: int(np.ceil(de.PDAS_MIN_FREE * m))] = 0.5
-    assert de.svm_start_applies(narrow, warm, 1.0)
+    warm[: int(np.ceil(dr.PDAS_MIN_FREE * m))] = 0.5
+    assert dr.svm_start_applies(narrow, warm, 1.0)
     warm[0] = 1.0  # one free multiplier fewer than the fraction
-    assert not de.svm_start_applies(narrow, warm, 1.0)
-    assert not de.svm_start_applies((hi + 1, 10), np.full(hi + 1, 0.5), 1.0)  # the cap before the fraction
+    assert not dr.svm_start_applies(narrow, warm, 1.0)
+    assert not dr.svm_start_applies((hi + 1, 10), np.full(hi + 1, 0.5), 1.0)  # the cap before the fraction
 
 
 @pytest.mark.parametrize(("sigma", "C"), [(1.0, 0.1), (4.0, 0.1), (1.0, 10.0)])
@@ -123,9 +124,9 @@ def test_the_em_fit_through_smo_is_the_fit_without_it(sigma, C, monkeypatch):
 
 
 def test_the_fallback_takes_any_width_from_1000_to_6000_rows():
-    lo, hi = de.SVM_START_MIN_ROWS, de.SVM_START_MAX_ROWS
-    assert de.svm_start_fallback((lo, 1)) and de.svm_start_fallback((hi, 5))
-    assert not de.svm_start_fallback((lo - 1, 1)) and not de.svm_start_fallback((hi + 1, 1))
+    lo, hi = dr.SVM_START_MIN_ROWS, dr.SVM_START_MAX_ROWS
+    assert dr.svm_start_fallback((lo, 1)) and dr.svm_start_fallback((hi, 5))
+    assert not dr.svm_start_fallback((lo - 1, 1)) and not dr.svm_start_fallback((hi + 1, 1))
 
 
 def test_a_failed_warm_step_the_first_rule_left_goes_to_smo_before_the_other_attempts(monkeypatch):
@@ -151,7 +152,7 @@ def test_a_failed_warm_step_the_first_rule_left_goes_to_smo_before_the_other_att
     assert calls == []  # cold and narrow: neither rule, the warm attempt does not run
     monkeypatch.setattr(de.DenseHingeSubproblem, "_warm_step",
                         lambda self, *args, **kw: (None, None, None, "iteration_limit", 7))
-    assert not de.svm_start_applies((1000, 30), sub._warm, 1.0)
+    assert not dr.svm_start_applies((1000, 30), sub._warm, 1.0)
     it = sub.solve(quad=q)
     assert calls == [(1000, 30)]
     assert "warm: iteration limit" in it.result.message
