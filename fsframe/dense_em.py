@@ -167,7 +167,10 @@ class DenseHingeSubproblem:
         s = 1.0 / np.sqrt(2.0 * q[live])
         # the scaling of this step's weights, F = YX[:, live] * s: formed afresh every solve (by the
         # compiled warm step into this buffer when it runs, _warm_step)
-        form = warm is not None and self._compiled_step is not None
+        # compiled: the warm attempt is the compiled pivots' (numba; none without), which SMO's fallback
+        # follows; without them the general path's attempts below run in their order, warm first
+        compiled = self._compiled_step is not None
+        form = warm is not None and compiled
         F = np.empty((self.y.size, s.size)) if form else self._YX[:, live] * s
         # the attempts, each judged by the certificate, the first certified one returned: from the
         # previous step's multipliers; cold (a warm start can end where a cold one does not); cold on
@@ -232,8 +235,9 @@ class DenseHingeSubproblem:
                 cert = None
         if cert is None and form:  # numpy's F for the general path: its layout (F-ordered), its BLAS products' bits
             F = self._YX[:, live] * s
-        if cert is None and warm is not None and not smo_tried and svm_start_fallback(F.shape):
-            # the warm attempt failed on a dual SMO's rule did not pick (few free multipliers, few live
+        if cert is None and warm is not None and compiled and not smo_tried and svm_start_fallback(F.shape):
+            # the compiled warm attempt did not certify (failed, or left the step to the general path)
+            # on a dual SMO's rule did not pick (few free multipliers, few live
             # columns: a late EM step of a kernel map): SMO's multipliers, polished as above, before
             # the attempts below, which then start from them ("warm" again, on the general path). On
             # Twonorm (3 947 samples, sigma 1, C = 10, a late step) the attempts below alone ended in

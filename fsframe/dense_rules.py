@@ -119,10 +119,11 @@ def svm_start_applies(shape, warm=None, C: float = 1.0) -> bool:
 
 
 def svm_start_fallback(shape) -> bool:
-    """Whether a dual with a factor ``F`` of ``shape`` ``(m, q)`` whose warm attempt failed tries
-    :func:`~fsframe.backends.svm_start.svm_start` before the remaining attempts (when
+    """Whether a dual with a factor ``F`` of ``shape`` ``(m, q)`` whose compiled warm attempt did not
+    certify tries :func:`~fsframe.backends.svm_start.svm_start` before the remaining attempts (when
     :func:`svm_start_applies` did not already): from :data:`SVM_START_MIN_ROWS` to
-    :data:`SVM_START_MAX_ROWS` samples, at any width."""
+    :data:`SVM_START_MAX_ROWS` samples, at any width. Without the compiled pivots (numba missing,
+    ``FSFRAME_NO_JIT``) the step does not ask: its attempts are the general path's, warm first."""
     return bool(SVM_START_MIN_ROWS <= shape[0] <= SVM_START_MAX_ROWS)
 
 

@@ -19,7 +19,7 @@ import fsframe
 import fsframe.backends.svm_start as ss
 import fsframe.dense_em as de
 import fsframe.dense_rules as dr
-from fsframe.backends.box_qp import solve_box_qp
+from fsframe.backends.box_qp import compiled_available, solve_box_qp
 from fsframe.backends.svm_start import svm_start
 from em_fits import assert_same_fit, record_messages, twonorm_like
 
@@ -158,3 +158,47 @@ def test_a_failed_warm_step_the_first_rule_left_goes_to_smo_before_the_other_att
     assert "warm: iteration limit" in it.result.message
     assert it.result.certificate.gap <= de.GAP_TOL * max(1.0, abs(it.objective))
     assert np.allclose(it.coef, ref.coef, rtol=0, atol=1e-8) and abs(it.intercept[0] - ref.intercept[0]) <= 1e-8
+
+
+def test_without_the_compiled_pivots_a_warm_step_is_not_sent_to_smo_before_its_warm_attempt(monkeypatch):
+    # SMO's fallback follows the compiled warm attempt; without the compiled pivots (FSFRAME_NO_JIT
+    # when the subproblem is made, as without numba) a warm step SMO's first rule left to the pivots
+    # is the general path's warm attempt, as the compiled step would be: SMO is not called, and the
+    # step's answer is the dual's optimum (CVXPY)
+    monkeypatch.setenv("FSFRAME_NO_JIT", "1")
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((1000, 30))
+    y = np.where(X[:, :3].sum(1) + 0.5 * rng.standard_normal(1000) > 0, 1.0, -1.0)
+    q = np.linspace(0.5, 3.0, 30)
+    calls = []
+    smo = de.svm_start
+    monkeypatch.setattr(de, "svm_start", lambda F, yy, C: calls.append(F.shape) or smo(F, yy, C))
+    sub = de.DenseHingeSubproblem(X, y, 1.0)
+    assert sub._compiled_step is None
+    sub.solve(quad=0.5)
+    assert not dr.svm_start_applies((1000, 30), sub._warm, 1.0) and dr.svm_start_fallback((1000, 30))
+    it = sub.solve(quad=q)
+    assert calls == [] and it.result.message == "dense hinge dual: optimal"
+    assert it.result.certificate.gap <= de.GAP_TOL * max(1.0, abs(it.objective))
+    F = y[:, None] * X / np.sqrt(2.0 * q)  # the step's dual, against CVXPY's optimum
+    assert _objective(F, it.result.duals["lam"]) == pytest.approx(_cvxpy_dual(F, y, 1.0), rel=1e-6)
+
+
+@pytest.mark.skipif(not compiled_available(), reason="the reference is the fit with the compiled pivots (numba)")
+def test_an_em_fit_without_the_compiled_pivots_takes_the_compiled_fits_attempts(monkeypatch):
+    # Twonorm-like, 1 000 samples, sigma 2, C = 10: 5 of the 50 EM steps through SMO's first rule,
+    # the others warm. Before SMO's fallback waited for the compiled warm attempt, every one of them
+    # went to SMO without numba (51 steps through SMO, 3.6x the CPU); now the two fits' steps say
+    # the same, and the fits are alike
+    X, y = twonorm_like(1000, seed=1000)
+    fits, messages = [], ([], [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for no_jit, msgs in zip(("", "1"), messages):
+            with monkeypatch.context() as mp:
+                mp.setenv("FSFRAME_NO_JIT", no_jit)
+                record_messages(mp, msgs)
+                fits.append(fsframe.fit(X, y, method="em-l0", kernel="rbf", sigma=2.0, C=10.0))
+    assert messages[0] == messages[1]
+    assert sum(msg.endswith("(smo)") for msg in messages[1]) == 5 and len(messages[1]) == 51
+    assert_same_fit(fits[1], fits[0])
