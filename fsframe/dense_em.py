@@ -221,7 +221,8 @@ class DenseHingeSubproblem:
         if cert is None and warm is not None:
             fast = self._warm_step(F, q, live, s, warm if start is None else start[0], form=form)
         if fast is not None:
-            kind = "warm" if start is None else "warm crashed"
+            # the first attempt of kinds ("warm", or "warm from smo" after SMO's start), or the crashed one
+            kind = kinds[0] if start is None else "warm crashed"
             kinds = kinds[1:] if start is None else kinds
             lam, w, b, cert, its = fast
             self.solves += 1
@@ -239,7 +240,7 @@ class DenseHingeSubproblem:
             # the compiled warm attempt did not certify (failed, or left the step to the general path)
             # on a dual SMO's rule did not pick (few free multipliers, few live
             # columns: a late EM step of a kernel map): SMO's multipliers, polished as above, before
-            # the attempts below, which then start from them ("warm" again, on the general path). On
+            # the attempts below, which then start from them ("warm from smo", on the general path). On
             # Twonorm (3 947 samples, sigma 1, C = 10, a late step) the attempts below alone ended in
             # iteration limits after 166 s, and the fit then went to the compiled path for hours
             warm, kinds, found, its = self._smo_attempt(F, q, live, s, warm, kinds, failures)
@@ -252,7 +253,7 @@ class DenseHingeSubproblem:
                 scale = float(np.linalg.norm(F, 2)) if F.size else 1.0
                 if not (np.isfinite(scale) and scale > 0 and scale != 1.0):
                     break
-            elif kind == "warm scaled":
+            elif kind.startswith("warm scaled"):  # also "warm scaled from smo"
                 scale = warm_scale(F)
                 if scale is None:
                     continue
@@ -466,9 +467,10 @@ def _frozen(*arrays) -> tuple:
     return arrays
 
 
-_AFTER_START = ("warm", "warm scaled", "cold", "scaled")
+_AFTER_START = ("warm from smo", "warm scaled from smo", "cold", "scaled")
 """The attempts of :meth:`DenseHingeSubproblem.solve` after SMO's start (:meth:`~DenseHingeSubproblem._smo_attempt`),
-in order: from SMO's multipliers, from them on the scaled dual, cold, cold on the scaled dual."""
+in order: from SMO's multipliers, from them on the scaled dual, cold, cold on the scaled dual; the first
+two named for the start they take (a step's message then tells them from the previous multipliers')."""
 
 _ZERO = np.zeros(1)
 """The right-hand side of the dual's one equality ``y' lam = 0`` (read only)."""

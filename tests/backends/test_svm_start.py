@@ -202,3 +202,56 @@ def test_an_em_fit_without_the_compiled_pivots_takes_the_compiled_fits_attempts(
     assert messages[0] == messages[1]
     assert sum(msg.endswith("(smo)") for msg in messages[1]) == 5 and len(messages[1]) == 51
     assert_same_fit(fits[1], fits[0])
+
+
+def _wide_cold_dual():
+    """A cold dual SMO's first rule takes (1 000 samples, 600 live columns) and the matrix-free
+    attempt does not (``F F'`` of rank 600: far from its diagonal)."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((1000, 600)) / np.sqrt(600)
+    y = np.where(X[:, :5].sum(1) + 0.3 * rng.standard_normal(1000) > 0, 1.0, -1.0)
+    return X, y
+
+
+def _failed_polish(monkeypatch):
+    from fsframe.backends.box_qp import BoxQPResult
+
+    monkeypatch.setattr(de, "solve_box_qp_pdas", lambda *args, **kw: BoxQPResult("singular", iterations=1))
+
+
+def test_the_attempt_from_smos_start_is_named_for_it(monkeypatch):
+    # SMO's polish failing (forced), the next attempt starts from SMO's multipliers, not from a
+    # previous step's (there is none: a cold dual), and the message says so; its answer is the
+    # dual's optimum (CVXPY)
+    _failed_polish(monkeypatch)
+    X, y = _wide_cold_dual()
+    assert dr.svm_start_applies(X.shape) and not dr.nearly_diagonal(y[:, None] * X)
+    it = de.DenseHingeSubproblem(X, y, 1.0).solve(quad=0.5)
+    assert it.result.message == "dense hinge dual: optimal (warm from smo; smo: singular)"
+    F = y[:, None] * X  # q = 1/2: F = diag(y) X
+    assert _objective(F, it.result.duals["lam"]) == pytest.approx(_cvxpy_dual(F, y, 1.0), rel=1e-6)
+
+
+def test_the_scaled_attempt_from_smos_start_is_scaled(monkeypatch):
+    # without the compiled pivots, "warm from smo" failing (forced: an iteration limit) is followed
+    # by "warm scaled from smo": the dual scaled by warm_scale's a (forced to 2), from SMO's start
+    monkeypatch.setenv("FSFRAME_NO_JIT", "1")
+    _failed_polish(monkeypatch)
+    monkeypatch.setattr(de, "warm_scale", lambda F: 2.0)
+    from fsframe.backends.box_qp import BoxQPResult
+
+    calls = []
+
+    def first_fails(F, f, *args, **kw):
+        calls.append((float(np.abs(F).max()), float(f[0]), kw.get("start") is not None))
+        return BoxQPResult("iteration_limit", iterations=1) if len(calls) == 1 else solve_box_qp(F, f, *args, **kw)
+
+    monkeypatch.setattr(de, "solve_box_qp", first_fails)
+    X, y = _wide_cold_dual()
+    it = de.DenseHingeSubproblem(X, y, 1.0).solve(quad=0.5)
+    assert it.result.message == ("dense hinge dual: optimal (warm scaled from smo; smo: singular; "
+                                 "warm from smo: iteration limit)")
+    (top, f1, warm1), (top2, f2, warm2) = calls
+    assert warm1 and warm2 and top2 == pytest.approx(top / 2, rel=1e-15) and (f1, f2) == (-1.0, -0.25)
+    F = y[:, None] * X
+    assert _objective(F, it.result.duals["lam"]) == pytest.approx(_cvxpy_dual(F, y, 1.0), rel=1e-6)
