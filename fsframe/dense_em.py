@@ -31,6 +31,11 @@ the base loop (:meth:`fsframe.loops.base.OuterLoop.run`: the ``n_features`` rule
 selection, the re-solve on the selected features, the history) read, so :func:`run_dense_em`
 runs the loop's own logic on it, not a copy of it. :func:`fsframe.fit` takes it for ``em-l0`` and
 ``arom`` (:mod:`fsframe.dense_fit`; docs/backends.md, "The EM subproblem on arrays").
+
+Which start and which solver each step tries (the matrix-free active set, SMO's start, the crash,
+the scaled attempts) is decided by the rules of :mod:`fsframe.dense_rules`, imported here by name:
+a rule replaced on this module (a test's or benchmark's patch) is the one :meth:`DenseHingeSubproblem.solve`
+calls; the rules' constants are read in :mod:`fsframe.dense_rules`.
 """
 
 from __future__ import annotations
@@ -48,7 +53,9 @@ from .backends.box_qp import FREE_TOL, compiled_available, crash_start, solve_bo
 from .backends.box_qp_pdas import solve_box_qp_pdas
 from .backends.certificate import Certificate
 from .backends.svm_start import svm_start
-from .backends.diag_qp import CRASH_MAX_ROWS, CRASH_MIN_RATIO, CRASH_SWEEPS
+from .backends.diag_qp import CRASH_SWEEPS
+from .dense_rules import (WARM_CRASH_SWEEPS, crash_applies, nearly_diagonal, pdas_applies, svm_start_applies,
+                          svm_start_fallback, warm_crash_applies, warm_scale)
 from .enums import Status
 from .errors import DataError, UnsupportedProblemError
 from .loops.em import EM
@@ -58,180 +65,6 @@ from .scales import group_scale
 GAP_TOL = 1e-9
 """The largest duality gap ``P - D`` (relative to ``max(1, |P|)``) and equality residual
 ``|y' lam|`` (relative to ``max(1, C)``) at which an answer counts as optimal."""
-
-
-def crash_applies(shape) -> bool:
-    """Whether a cold dual with a factor ``F`` of ``shape`` ``(m, q)`` starts from a crash: the
-    compiled path's dense form's rule (``q >= CRASH_MIN_RATIO * m`` and ``m <= CRASH_MAX_ROWS``), or
-    ``q >= m`` at any ``m``. The crash forms ``F F'`` (``O(m^2 q)``), which capped it at
-    :data:`~fsframe.backends.diag_qp.CRASH_MAX_ROWS` rows; a square or wider ``F`` (the kernel
-    map's duals while EM still holds most samples) has free sets of up to ``m`` multipliers, whose
-    cold pivots each factorise a KKT system of that size: at 2 000 samples of Twonorm, RBF width
-    0.5, ``C = 0.1``, one fit took 231 s of CPU and 4 924 pivots cold, 3.7 s and 5 pivots crashed
-    (the same answer; docs/paper002-dual.md)."""
-    m, q = shape
-    return bool((CRASH_MIN_RATIO * m <= q and m <= CRASH_MAX_ROWS) or q >= m)
-
-
-WARM_CRASH_SWEEPS = 1
-"""Sweeps of the crash (``box_qp_jit.crash``) from the previous step's multipliers before a warm
-step's pivots, where :func:`warm_crash_applies`. On the first warm EM duals of the competitors
-table's 10 Sonar splits (166 x 60, r = 5; CPU per solve, median over splits, one BLAS thread): the
-first warm step 0.63 ms and 65-99 pivots without it, 0.26 / 0.24 / 0.33 ms and 4-16 / 1-6 / 1-2
-pivots after 1 / 2 / 4 sweeps; the second 0.32 -> 0.18 / 0.22 / 0.25 ms; the third (52-58 live
-columns) 0.20 -> 0.17 / 0.18 / 0.18 ms: one sweep."""
-
-
-def warm_crash_applies(shape, n_columns: int) -> bool:
-    """Whether a warm step on a factor ``F`` of ``shape`` ``(m, q)`` (``q`` of the ``n_columns``
-    columns of ``X`` live) starts from a crash of the previous multipliers: the cold dual's rule for
-    features (``q >= CRASH_MIN_RATIO * m``, ``m <= CRASH_MAX_ROWS``) on data with fewer columns than
-    rows. EM's first reweighting moves many multipliers at once (the previous step's free set of up
-    to ``q + 1`` is mostly wrong for the new weights), and each pivot of such a free set factorises a
-    KKT system of its size; later steps, with fewer live columns, are left as they were. ``X`` with
-    as many columns as rows or more (a kernel map, one column per sample) is not crashed: on the
-    linear kernel map of Sonar's first two splits (166 x 166, ``em-l0``, r = 5) its mid-run duals
-    pass the ratio and the crash made the fit 8-10 % slower (the same answers)."""
-    m, q = shape
-    return bool(CRASH_MIN_RATIO * m <= q and n_columns < m and m <= CRASH_MAX_ROWS)
-
-
-PDAS_MIN_ROWS = 1000
-"""The fewest samples at which a wide dual is first tried by the matrix-free active set
-(:func:`pdas_applies`)."""
-
-PDAS_MIN_RATIO = 0.5
-"""... and the fewest live columns per sample (``q >= PDAS_MIN_RATIO * m``)."""
-
-PDAS_MIN_FREE = 0.1
-"""... and, from a warm start, the fewest free multipliers (``0 < lam_i < C``) in it per sample: a
-step that starts from a few dozen free multipliers (a wide RBF map, sigma = 4) is the active set's
-(a few cheap pivots), where the matrix-free method's CG meets a nearly singular ``F_N F_N'`` and
-gives up after :data:`~fsframe.backends.box_qp_pdas.CG_MAX_ITER` steps (0.4 s of 1.1 at 1 000
-samples of Twonorm, sigma 4, ``C = 10``, before this rule)."""
-
-
-def pdas_applies(shape, warm=None, C: float = 1.0) -> bool:
-    """Whether a dual with a factor ``F`` of ``shape`` ``(m, q)`` is first solved by
-    :func:`~fsframe.backends.box_qp_pdas.solve_box_qp_pdas`: at least :data:`PDAS_MIN_ROWS` samples,
-    :data:`PDAS_MIN_RATIO` live columns per sample and, from a warm start ``warm`` (the previous
-    step's multipliers, box ``[0, C]``), :data:`PDAS_MIN_FREE` free multipliers per sample — a kernel
-    map's steps while EM holds most samples on the margin, whose free sets reach hundreds or
-    thousands of multipliers (docs/paper002-dual.md). Its answer is judged by the same certificate;
-    refused or failed, the step's other attempts follow."""
-    m, q = shape
-    if not (m >= PDAS_MIN_ROWS and q >= PDAS_MIN_RATIO * m):
-        return False
-    if warm is None:
-        return True
-    return _free_count(warm, C) >= PDAS_MIN_FREE * m
-
-
-SVM_START_MIN_ROWS = 1000
-"""The fewest samples at which a wide dual starts from LIBSVM's SMO (:func:`svm_start_applies`)."""
-
-SVM_START_MAX_ROWS = 6000
-"""The most samples at which a dual starts from LIBSVM's SMO: its start forms the ``m x m`` Gram
-matrix (``m^2`` doubles: 288 MB at 6 000 samples, 3.2 GB at 20 000) beside the ``m x q`` factor. 6 000
-is the largest kernel map the dense EM path takes by itself
-(:data:`fsframe.dense_fit.DENSE_EM_WIDE_MAX_ROWS`), whose factor is as large as that Gram; a dense fit
-asked for beyond it is not given a second array of that size."""
-
-
-def svm_start_applies(shape, warm=None, C: float = 1.0) -> bool:
-    """Whether a dual with a factor ``F`` of ``shape`` ``(m, q)`` starts from
-    :func:`~fsframe.backends.svm_start.svm_start` rather than from the previous step's multipliers
-    ``warm`` (box ``[0, C]``): from :data:`SVM_START_MIN_ROWS` to :data:`SVM_START_MAX_ROWS` samples, and either
-    :data:`PDAS_MIN_RATIO` live columns per sample (a kernel map's steps while EM keeps most of its
-    columns) or, warm, :data:`PDAS_MIN_FREE` free multipliers per sample. There the free sets reach
-    hundreds or thousands of multipliers, which the pivots add one at a time (each a factorisation
-    of the free set's size) and the matrix-free method's predictions can fail to find; SMO's pairs do
-    not see the free set's size."""
-    m, q = shape
-    if not SVM_START_MIN_ROWS <= m <= SVM_START_MAX_ROWS:
-        return False
-    if q >= PDAS_MIN_RATIO * m:
-        return True
-    if warm is None:
-        return False
-    return _free_count(warm, C) >= PDAS_MIN_FREE * m
-
-
-def svm_start_fallback(shape) -> bool:
-    """Whether a dual with a factor ``F`` of ``shape`` ``(m, q)`` whose warm attempt failed tries
-    :func:`~fsframe.backends.svm_start.svm_start` before the remaining attempts (when
-    :func:`svm_start_applies` did not already): from :data:`SVM_START_MIN_ROWS` to
-    :data:`SVM_START_MAX_ROWS` samples, at any width."""
-    return bool(SVM_START_MIN_ROWS <= shape[0] <= SVM_START_MAX_ROWS)
-
-
-def _free_count(lam, C: float) -> int:
-    """The multipliers strictly inside the box ``[0, C]`` (by :data:`FREE_TOL`)."""
-    return int(np.count_nonzero((lam > FREE_TOL * C) & (lam < (1.0 - FREE_TOL) * C)))
-
-
-PDAS_COLD_OFFDIAG = 1.0
-"""A cold dual (no warm start to judge by) is tried by the matrix-free method only when ``F F'`` is
-this close to its diagonal (:func:`nearly_diagonal`)."""
-
-
-def nearly_diagonal(F) -> bool:
-    """Whether ``||(F F' - D) z|| <= PDAS_COLD_OFFDIAG ||D z||`` for ``D`` the diagonal of ``F F'``
-    and one fixed Gaussian ``z`` (seed 0): two products with ``F``. On Twonorm's kernel maps (1 000
-    samples, the first EM step) the ratio is 6e-5, 0.03, 10 and 35 at sigma 0.5, 1, 2 and 4: the
-    matrix-free method's diagonally preconditioned CG converges in a few steps on the first two and
-    gives up on the others, where the cold step is the active set's (the crash and a few dozen free
-    multipliers: 8.8 s against 18.5 s for a whole fit at 3 947 samples, sigma 4, ``C = 10``).
-
-    Warm steps are judged by it too: ``F F'`` of rank ``q < m`` (fewer live columns than samples, or
-    duplicate samples) is far from its diagonal unless its rows' norms are very uneven (on its null
-    space ``(F F' - D) z = -D z``, a ratio of 1), and there the free sets the method predicts are
-    singular: a 2 000 x 1 200 linear ``em-l0`` fit took
-    61.4 s of CPU with the matrix-free attempts (each "singular" or an iteration limit) against
-    52.5 s without.
-
-    A sample repeated with the other label (two opposite rows of ``F``, :func:`_repeated_rows`) is
-    refused too: a few such pairs barely move the ratio, but the dual is then unbounded along the
-    pair on any free set holding both, and the method's CG fails there. A sample repeated with its
-    own label (two equal rows) is not: that singular system is consistent and the method solves it."""
-    m = F.shape[0]
-    z = np.random.default_rng(0).standard_normal(m)
-    dz = np.einsum("ij,ij->i", F, F) * z
-    off = F @ (F.T @ z) - dz
-    return bool(np.linalg.norm(off) <= PDAS_COLD_OFFDIAG * np.linalg.norm(dz)) and not _repeated_rows(F)
-
-
-def _repeated_rows(F) -> bool:
-    """Whether two rows of ``F = diag(y) K`` are opposite, ``F_j = -F_i``: a sample repeated with the
-    other label (on a linear map also ``x_j = -x_i`` with one label, refused alike). An RBF map of
-    such a pair passes the ratio of :func:`nearly_diagonal` (one pair moves it little), but with the
-    hinge dual's ``f = -1`` and equality ``y' lam = 0`` the direction ``d = e_i + e_j`` keeps
-    ``F' lam`` and ``y' lam`` and lowers ``f' lam``: a free set holding both has no solution, and the
-    matrix-free method's predictions that free both fail (its attempt is then time lost before the
-    active set). Equal rows (a sample repeated with its label) give ``d = e_i - e_j``, along which
-    ``f' d = 0``: a consistent singular system, solved, so they are not refused. Candidates by one
-    product with a fixed Gaussian vector (opposite values to rounding), then compared exactly."""
-    h = np.abs(F @ np.random.default_rng(1).standard_normal(F.shape[1]))
-    order = np.argsort(h, kind="stable")
-    hs = h[order]
-    close = np.flatnonzero(hs[1:] - hs[:-1] <= 1e-12 * np.maximum(hs[1:], 1e-300))
-    return any(np.array_equal(F[order[i]], -F[order[i + 1]]) for i in close)
-
-
-WARM_SCALE_RANGE = (1e-2, 1e2)
-"""The warm start is tried again on a scaled dual (``warm_scale``) only when ``F``'s largest row norm
-lies outside this range: on a unit scale the same pivots would fail the same way."""
-
-
-def warm_scale(F) -> float | None:
-    """The scale ``a`` of the warm start's second attempt: ``F``'s largest row norm (the square root of
-    the largest diagonal entry of ``F F'``; ``a <= ||F||_2 <= sqrt(m) a``, without an SVD), or ``None``
-    when that attempt is not worth making: ``a`` inside :data:`WARM_SCALE_RANGE`, zero or not finite."""
-    a = float(np.sqrt(np.max(np.einsum("ij,ij->i", F, F), initial=0.0))) if F.size else 0.0
-    lo, hi = WARM_SCALE_RANGE
-    if not (np.isfinite(a) and a > 0) or lo <= a <= hi:
-        return None
-    return a
 
 
 class DenseHingeSubproblem:
@@ -250,7 +83,7 @@ class DenseHingeSubproblem:
     An iterate's ``x`` (and ``result.x``) is ``(w, b, xi)``, its ``weights["quad"]`` the ``q`` it was
     solved at, ``result.duals["lam"]`` the dual point. Each step makes up to four attempts, each
     judged by :meth:`certificate`, and returns the first certified one: from the previous step's
-    multipliers, then from them on the dual scaled by :func:`warm_scale` (when ``F``'s scale is far
+    multipliers, then from them on the dual scaled by :func:`~fsframe.dense_rules.warm_scale` (when ``F``'s scale is far
     from 1: a vanishing Hessian whose pivots end "singular"), then cold (a warm start can stall where a cold one does not), then cold on the
     dual scaled by ``a = ||F||_2`` (``F / a``, ``f / a^2``: the same minimiser, ``b = a^2 nu``; it
     rescues columns on large or spread scales). A step none of them certifies is
@@ -329,11 +162,15 @@ class DenseHingeSubproblem:
         if not (q > 0).all():  # nan fails it too
             raise UnsupportedProblemError("DenseHingeSubproblem: quad weights must be > 0 (inf fixes a group)")
         warm, self._warm = self._warm, None
+        previous = warm  # the previous step's multipliers (warm becomes SMO's start where that is taken)
         live = np.isfinite(q)
         s = 1.0 / np.sqrt(2.0 * q[live])
         # the scaling of this step's weights, F = YX[:, live] * s: formed afresh every solve (by the
         # compiled warm step into this buffer when it runs, _warm_step)
-        form = warm is not None and self._compiled_step is not None
+        # compiled: the warm attempt is the compiled pivots' (numba; none without), which SMO's fallback
+        # follows; without them the general path's attempts below run in their order, warm first
+        compiled = self._compiled_step is not None
+        form = warm is not None and compiled
         F = np.empty((self.y.size, s.size)) if form else self._YX[:, live] * s
         # the attempts, each judged by the certificate, the first certified one returned: from the
         # previous step's multipliers; cold (a warm start can end where a cold one does not); cold on
@@ -369,26 +206,23 @@ class DenseHingeSubproblem:
             # below start from them. SMO not converged: from the previous step's, as without it
             if form:
                 F, form = self._YX[:, live] * s, False
-            smo, smo_tried = svm_start(F, self.y, self.C), True
-            if smo is not None:
-                if warm is None:
-                    kinds = ["warm", "warm scaled"] + kinds
-                warm, crash_ok = smo, False
-                cert, lam, w, b, its = self._pdas("smo", F, q, live, s, warm, failures)
-                iterations += its
-                if cert is not None:
-                    kind, kinds = "smo", []
-        # the compiled warm attempt starts from a crash of the previous multipliers where
+            warm, kinds, found, its = self._smo_attempt(F, q, live, s, warm, kinds, failures)
+            smo_tried, iterations = True, iterations + its
+            if found is not None:
+                kind, (cert, lam, w, b) = "smo", found
+        # the compiled warm attempt starts from a crash of the previous multipliers (not SMO's) where
         # warm_crash_applies (numpy's F: the crash forms F F' from it); when that attempt fails, the
         # general path's "warm" starts from the previous multipliers themselves
-        start = self._crashed_start(F.shape, live, s, warm) if crash_ok and cert is None else None
+        crashed = crash_ok and cert is None and warm is previous
+        start = self._crashed_start(F.shape, live, s, warm) if crashed else None
         if start is not None:
             F, form = start[1], False
         # the warm attempt in one compiled call where it can be (_warm_step); None: the general path
         if cert is None and warm is not None:
             fast = self._warm_step(F, q, live, s, warm if start is None else start[0], form=form)
         if fast is not None:
-            kind = "warm" if start is None else "warm crashed"
+            # the first attempt of kinds ("warm", or "warm from smo" after SMO's start), or the crashed one
+            kind = kinds[0] if start is None else "warm crashed"
             kinds = kinds[1:] if start is None else kinds
             lam, w, b, cert, its = fast
             self.solves += 1
@@ -402,27 +236,24 @@ class DenseHingeSubproblem:
                 cert = None
         if cert is None and form:  # numpy's F for the general path: its layout (F-ordered), its BLAS products' bits
             F = self._YX[:, live] * s
-        if cert is None and warm is not None and not smo_tried and svm_start_fallback(F.shape):
-            # the warm attempt failed on a dual SMO's rule did not pick (few free multipliers, few live
+        if cert is None and warm is not None and compiled and not smo_tried and svm_start_fallback(F.shape):
+            # the compiled warm attempt did not certify (failed, or left the step to the general path)
+            # on a dual SMO's rule did not pick (few free multipliers, few live
             # columns: a late EM step of a kernel map): SMO's multipliers, polished as above, before
-            # the attempts below, which then start from them ("warm" again, on the general path). On
+            # the attempts below, which then start from them ("warm from smo", on the general path). On
             # Twonorm (3 947 samples, sigma 1, C = 10, a late step) the attempts below alone ended in
             # iteration limits after 166 s, and the fit then went to the compiled path for hours
-            smo = svm_start(F, self.y, self.C)
-            if smo is not None:
-                warm = smo
-                kinds = ["warm"] + [k for k in kinds if k != "warm"]
-                cert, lam, w, b, its = self._pdas("smo", F, q, live, s, warm, failures)
-                iterations += its
-                if cert is not None:
-                    kind, kinds = "smo", []
+            warm, kinds, found, its = self._smo_attempt(F, q, live, s, warm, kinds, failures)
+            iterations += its
+            if found is not None:
+                kind, (cert, lam, w, b) = "smo", found
         for kind in kinds if cert is None else ():
             scale = 1.0
             if kind == "scaled":
                 scale = float(np.linalg.norm(F, 2)) if F.size else 1.0
                 if not (np.isfinite(scale) and scale > 0 and scale != 1.0):
                     break
-            elif kind == "warm scaled":
+            elif kind.startswith("warm scaled"):  # also "warm scaled from smo"
                 scale = warm_scale(F)
                 if scale is None:
                     continue
@@ -465,12 +296,26 @@ class DenseHingeSubproblem:
         lam, w, b, cert, _ = judged
         return cert, lam, w, b, its
 
+    def _smo_attempt(self, F, q, live, s, warm, kinds, failures: list):
+        """SMO's start (:func:`~fsframe.backends.svm_start.svm_start`) polished by the matrix-free
+        method from it: ``(warm, kinds, found, iterations)``. SMO converged: its multipliers as the
+        step's start and :data:`_AFTER_START`, the attempts that then follow from them (a warm step's
+        or a cold one's alike: the previous multipliers are not tried again), with ``found`` the
+        polish's ``(cert, lam, w, b)`` when the certificate passes it (its reason in ``failures``
+        otherwise, ``found`` then ``None``). SMO not converged: ``warm`` and ``kinds`` as given (the
+        attempts run as without it), ``found`` ``None``, no iterations."""
+        smo = svm_start(F, self.y, self.C)
+        if smo is None:
+            return warm, kinds, None, 0
+        cert, lam, w, b, its = self._pdas("smo", F, q, live, s, smo, failures)
+        return smo, list(_AFTER_START), None if cert is None else (cert, lam, w, b), its
+
     def _crashed_start(self, shape, live, s, warm):
         """``(start, F)`` for the compiled warm attempt: the previous multipliers ``warm`` after
-        :data:`WARM_CRASH_SWEEPS` sweeps of the crash (``box_qp._crashed``: the pairs keep
-        ``y' lam = 0`` and the box), and numpy's ``F`` it ran on; ``None`` (the warm start as it
-        is) where :func:`warm_crash_applies` says no, ``warm`` is off the equality, or the crash
-        found no better start (``box_qp.crash_start``'s cases)."""
+        :data:`~fsframe.dense_rules.WARM_CRASH_SWEEPS` sweeps of the crash (``box_qp._crashed``: the
+        pairs keep ``y' lam = 0`` and the box), and numpy's ``F`` it ran on; ``None`` (the warm
+        start as it is) where :func:`~fsframe.dense_rules.warm_crash_applies` says no, ``warm`` is
+        off the equality, or the crash found no better start (``box_qp.crash_start``'s cases)."""
         if warm is None or not warm_crash_applies(shape, self.n_groups):
             return None
         lam = np.clip(warm, self._lo, self._hi)
@@ -621,6 +466,11 @@ def _frozen(*arrays) -> tuple:
         a.flags.writeable = False
     return arrays
 
+
+_AFTER_START = ("warm from smo", "warm scaled from smo", "cold", "scaled")
+"""The attempts of :meth:`DenseHingeSubproblem.solve` after SMO's start (:meth:`~DenseHingeSubproblem._smo_attempt`),
+in order: from SMO's multipliers, from them on the scaled dual, cold, cold on the scaled dual; the first
+two named for the start they take (a step's message then tells them from the previous multipliers')."""
 
 _ZERO = np.zeros(1)
 """The right-hand side of the dual's one equality ``y' lam = 0`` (read only)."""

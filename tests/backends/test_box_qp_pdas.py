@@ -1,5 +1,5 @@
 """The matrix-free active set for wide hinge duals (:mod:`fsframe.backends.box_qp_pdas`) and the
-dense EM path's use of it (:func:`fsframe.dense_em.pdas_applies`).
+dense EM path's use of it (:func:`fsframe.dense_rules.pdas_applies`).
 
 References: CVXPY with Clarabel on the same weighted hinge subproblem (its primal: the objective,
 the model), the dense active set (:func:`~fsframe.backends.box_qp.solve_box_qp`: the multipliers and
@@ -16,6 +16,7 @@ import pytest
 
 import fsframe
 import fsframe.dense_em as de
+import fsframe.dense_rules as dr
 from em_fits import assert_same_fit, record_messages, twonorm_like
 from fsframe.backends.box_qp import solve_box_qp
 from fsframe.backends.box_qp_pdas import solve_box_qp_pdas
@@ -144,7 +145,7 @@ def _fit_both(X, y, sigma, C, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with monkeypatch.context() as mp:
-            mp.setattr(de, "PDAS_MIN_ROWS", 100)
+            mp.setattr(dr, "PDAS_MIN_ROWS", 100)  # read by dense_rules.pdas_applies
             record_messages(mp, messages)
             ours = fsframe.fit(X, y, method="em-l0", kernel="rbf", sigma=sigma, C=C)
         with monkeypatch.context() as mp:
@@ -179,14 +180,14 @@ def test_the_em_fit_on_twonorm_is_the_active_sets(m, sigma, C, shared_file, monk
 
 
 def test_the_rule_takes_wide_duals_of_many_rows_only():
-    assert de.pdas_applies((de.PDAS_MIN_ROWS, de.PDAS_MIN_ROWS))
-    assert not de.pdas_applies((de.PDAS_MIN_ROWS - 1, de.PDAS_MIN_ROWS))   # Sonar-sized fits unchanged
-    assert not de.pdas_applies((4000, int(de.PDAS_MIN_RATIO * 4000) - 1))  # a late, narrow EM step
+    assert dr.pdas_applies((dr.PDAS_MIN_ROWS, dr.PDAS_MIN_ROWS))
+    assert not dr.pdas_applies((dr.PDAS_MIN_ROWS - 1, dr.PDAS_MIN_ROWS))   # Sonar-sized fits unchanged
+    assert not dr.pdas_applies((4000, int(dr.PDAS_MIN_RATIO * 4000) - 1))  # a late, narrow EM step
     warm = np.zeros(4000)
-    warm[: int(de.PDAS_MIN_FREE * 4000)] = 0.5
-    assert de.pdas_applies((4000, 4000), warm, 1.0)
+    warm[: int(dr.PDAS_MIN_FREE * 4000)] = 0.5
+    assert dr.pdas_applies((4000, 4000), warm, 1.0)
     warm[0] = 1.0  # one free multiplier fewer: a warm start the active set finishes in a few pivots
-    assert not de.pdas_applies((4000, 4000), warm, 1.0)
+    assert not dr.pdas_applies((4000, 4000), warm, 1.0)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -219,7 +220,7 @@ def test_a_cold_dual_is_tried_only_on_a_nearly_diagonal_hessian(sigma, diagonal)
     # the ratio ||(F F' - D) z|| / ||D z|| on a Twonorm-like map: ~1e-4 / 0.03 / 30 at these widths
     X, y = twonorm_like(400)
     K = EmpiricalKernelMap(kernel="rbf", sigma=sigma).fit(X).transform(X)
-    assert de.nearly_diagonal(np.where(y > 0, 1.0, -1.0)[:, None] * K) is diagonal
+    assert dr.nearly_diagonal(np.where(y > 0, 1.0, -1.0)[:, None] * K) is diagonal
 
 
 def _correlated_qp(seed, duplicates=False):
@@ -402,9 +403,9 @@ def test_a_rank_deficient_warm_step_is_not_tried():
     # failure (a 2 000 x 1 200 fit: 61 s of CPU with the failing attempts, 52 s without)
     X, y = _linear_wide()
     F = y[:, None] * X
-    assert de.pdas_applies(F.shape) and not de.nearly_diagonal(F)
+    assert dr.pdas_applies(F.shape) and not dr.nearly_diagonal(F)
     dup = np.vstack([X[:500], X[:500]])
-    assert not de.nearly_diagonal(dup)  # duplicate samples: rank 500 of 1 000
+    assert not dr.nearly_diagonal(dup)  # duplicate samples: rank 500 of 1 000
     sub = de.DenseHingeSubproblem(X, y, 1.0)
     coef = sub.solve(quad=0.5).coef
     it = sub.solve(quad=np.minimum(0.5 / np.maximum(np.abs(coef), 1e-8), 1e6))
@@ -417,7 +418,7 @@ def test_a_cold_wide_rbf_step_goes_to_the_active_set():
     X, y = twonorm_like(1000)
     K = EmpiricalKernelMap(kernel="rbf", sigma=4.0).fit(X).transform(X)
     ypm = np.where(y > 0, 1.0, -1.0)
-    assert de.pdas_applies(K.shape)
+    assert dr.pdas_applies(K.shape)
     it = de.DenseHingeSubproblem(K, ypm, 10.0).solve(quad=0.5)
     assert it.status.name == "OPTIMAL" and "pdas" not in it.result.message
 
@@ -625,14 +626,14 @@ def test_samples_repeated_with_the_other_label_are_not_nearly_diagonal(flip):
     X, y = twonorm_like(400)
     ypm = np.where(y > 0, 1.0, -1.0)
     K = EmpiricalKernelMap(kernel="rbf", sigma=0.5).fit(X).transform(X)
-    assert de.nearly_diagonal(ypm[:, None] * K)
+    assert dr.nearly_diagonal(ypm[:, None] * K)
     X2, y2 = X.copy(), ypm.copy()
     X2[-5:] = X2[:5]
     y2[-5:] = -y2[:5] if flip else y2[:5]
     K2 = EmpiricalKernelMap(kernel="rbf", sigma=0.5).fit(X2).transform(X2)
     F2 = y2[:, None] * K2
     assert np.linalg.matrix_rank(F2 @ F2.T) < 400  # the closed form: five rank-one repeats
-    assert de.nearly_diagonal(F2) is not flip
+    assert dr.nearly_diagonal(F2) is not flip
     if not flip:
         f, hi = -np.ones(400), np.full(400, 10.0)
         _assert_the_optimum(solve_box_qp_pdas(F2, f, y2, 0.0, np.zeros(400), hi), F2, f, y2, hi)

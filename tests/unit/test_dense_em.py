@@ -340,7 +340,7 @@ def test_a_warm_step_on_a_vanishing_hessian_is_answered_on_the_scaled_dual():
     assert cold.result.iterations > 10 * it.result.iterations  # what the scaled warm start saves
 
 def test_the_warm_scale_is_the_largest_row_norm_outside_the_unit_range():
-    from fsframe.dense_em import warm_scale
+    from fsframe.dense_rules import warm_scale
 
     F = np.array([[3e-5, 4e-5], [0.0, 1e-5]])
     assert warm_scale(F) == pytest.approx(5e-5, rel=1e-15)

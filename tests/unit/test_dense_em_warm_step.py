@@ -242,9 +242,10 @@ def test_a_warm_step_whose_pivots_fail_reports_their_status_without_repeating_th
     # reported as solve_box_qp would report them from that start, and the step goes on cold:
     # solve_box_qp runs once (the cold attempt), not again from the warm start
     import fsframe.dense_em as dense_em
+    import fsframe.dense_rules as dense_rules
 
     X, y_pm = _instance(7, m=80, n=19)  # fewer than CRASH_MIN_RATIO columns per row: no crash of the warm start
-    assert not dense_em.warm_crash_applies(X.shape, X.shape[1])
+    assert not dense_rules.warm_crash_applies(X.shape, X.shape[1])
     sub = DenseHingeSubproblem(X, y_pm, 1.0)
     assert sub.solve(quad=np.ones(19)).ok
     step = sub._compiled_step

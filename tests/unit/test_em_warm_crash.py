@@ -1,6 +1,6 @@
 """The crash start of a warm EM step (:class:`fsframe.dense_em.DenseHingeSubproblem`: the previous
 step's multipliers after ``WARM_CRASH_SWEEPS`` sweeps of ``box_qp_jit.crash`` on the new dual, where
-:func:`~fsframe.dense_em.warm_crash_applies`) against the plain warm start it replaces: the same
+:func:`~fsframe.dense_rules.warm_crash_applies`) against the plain warm start it replaces: the same
 optimum (the model, the intercept, the objective; CVXPY on one dual), certified at the first
 attempt, in fewer pivots; and whole ``em-l0`` / ``arom`` fits with it equal to those without (the
 same selections and EM iterations, models within 1e-9). Skipped without numba (the crash is compiled
@@ -17,7 +17,8 @@ import pytest
 import fsframe
 import fsframe.dense_em as dense_em
 from fsframe.backends.box_qp import compiled_available
-from fsframe.dense_em import DenseHingeSubproblem, warm_crash_applies
+from fsframe.dense_em import DenseHingeSubproblem
+from fsframe.dense_rules import warm_crash_applies
 
 pytestmark = pytest.mark.skipif(not compiled_available(), reason="the crash is compiled only (numba: the fast extra)")
 

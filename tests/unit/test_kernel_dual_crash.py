@@ -1,5 +1,5 @@
 """The dense EM dual of a kernel map (``F`` square: one column per training sample) starts from a
-crash at any size (:func:`fsframe.dense_em.crash_applies`), and its answer is the primal QP's
+crash at any size (:func:`fsframe.dense_rules.crash_applies`), and its answer is the primal QP's
 optimum, checked against CVXPY (Clarabel)."""
 
 import cvxpy as cp
@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 import fsframe.dense_em as dense_em
+import fsframe.dense_rules as dense_rules
 from fsframe.backends.box_qp import compiled_available
 from fsframe.backends.diag_qp import CRASH_MAX_ROWS
-from fsframe.dense_em import DenseHingeSubproblem, crash_applies
+from fsframe.dense_em import DenseHingeSubproblem
+from fsframe.dense_rules import crash_applies
 from fsframe.kernels import EmpiricalKernelMap
 
 
@@ -46,7 +48,7 @@ def test_square_kernel_dual_crashes_above_the_cap_and_matches_cvxpy(monkeypatch,
     K, y = _kernel_problem(sigma=sigma)
     m = K.shape[0]
     # a cap below this dual's rows: only the square-F clause can start it from the crash
-    monkeypatch.setattr(dense_em, "CRASH_MAX_ROWS", m // 4)
+    monkeypatch.setattr(dense_rules, "CRASH_MAX_ROWS", m // 4)  # where crash_applies reads it
     crashes = []
     real = dense_em.solve_box_qp
 
