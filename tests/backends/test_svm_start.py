@@ -256,3 +256,29 @@ def test_the_scaled_attempt_from_smos_start_is_scaled(monkeypatch):
     assert warm1 and warm2 and top2 == pytest.approx(top / 2, rel=1e-15) and (f1, f2) == (-1.0, -0.25)
     F = y[:, None] * X
     assert _objective(F, it.result.duals["lam"]) == pytest.approx(_cvxpy_dual(F, y, 1.0), rel=1e-6)
+
+
+def test_a_polish_the_certificate_refuses_is_the_start_of_the_attempts_after_it(monkeypatch):
+    # the matrix-free polish ending optimal by its own test but refused by the certificate (forced:
+    # it returns the optimum with two free multipliers moved along the equality): the attempts after it start
+    # from its point, not from SMO's (a late Twonorm step: from SMO's the active set ran into its
+    # iteration limit, from the polish's it certified in one pivot); the answer is the optimum (CVXPY)
+    from fsframe.backends.box_qp import BoxQPResult
+
+    X, y = _wide_cold_dual()
+    F = y[:, None] * X  # q = 1/2: F = diag(y) X
+    ref = solve_box_qp(F, -np.ones(y.size), y[None, :], np.zeros(1), np.zeros(y.size), np.ones(y.size))
+    monkeypatch.setenv("FSFRAME_NO_JIT", "1")  # the attempt after the polish on the general path
+    polished = ref.lam.copy()  # two free multipliers moved along the equality: feasible, gap ~7e-4
+    i, j = np.flatnonzero((ref.lam > 1e-9) & (ref.lam < 1 - 1e-9))[:2]
+    step = 0.5 * min(polished[i], 1 - polished[i], polished[j], 1 - polished[j])
+    polished[i] += step
+    polished[j] -= step * y[i] * y[j]
+    monkeypatch.setattr(de, "solve_box_qp_pdas",
+                        lambda *args, **kw: BoxQPResult("optimal", lam=polished.copy(), nu=ref.nu, iterations=1))
+    starts = []
+    monkeypatch.setattr(de, "solve_box_qp", lambda *a, **kw: starts.append(kw.get("start")) or solve_box_qp(*a, **kw))
+    it = de.DenseHingeSubproblem(X, y, 1.0).solve(quad=0.5)
+    assert it.result.message.startswith("dense hinge dual: optimal (warm from smo; smo: not certified (gap")
+    assert np.array_equal(starts[0], polished)
+    assert _objective(F, it.result.duals["lam"]) == pytest.approx(_cvxpy_dual(F, y, 1.0), rel=1e-6)
