@@ -10,7 +10,8 @@ warm, warm on the dual scaled by :func:`warm_scale`, cold (from a crash where :f
 and cold scaled (docs/backends.md, "The EM subproblem on arrays"). Each rule reads only the dual's
 shape, the warm multipliers or ``F``; none solves anything. The subproblem reads the functions from
 its own module's names (a test or benchmark that replaces a rule patches it on
-:mod:`fsframe.dense_em`); a constant is read here, where the rules read it.
+:mod:`fsframe.dense_em`); a constant is read here, where the rules read it, and
+:data:`WARM_CRASH_SWEEPS` is read here by the subproblem's crash at each call: patch constants on this module.
 """
 
 from __future__ import annotations
