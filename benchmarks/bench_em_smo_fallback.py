@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import json
 import os
 import subprocess
@@ -25,6 +26,8 @@ import sys
 import time
 import warnings
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "backends"))
@@ -43,7 +46,6 @@ def _answered_by(message: str) -> str:
 def fit_rows(rows, jit: bool) -> list[dict]:
     if not jit:
         os.environ["FSFRAME_NO_JIT"] = "1"
-    import numpy as np
     import pytest  # its MonkeyPatch: the recorder's context, undone after each fit
     from threadpoolctl import threadpool_limits
 
@@ -62,12 +64,27 @@ def fit_rows(rows, jit: bool) -> list[dict]:
                 r = fsframe.fit(X, y, method="em-l0", kernel="rbf", sigma=sigma, C=C)
                 cpu = time.process_time() - c0
             row = {"m": m, "sigma": sigma, "C": C, "jit": jit, "cpu_seconds": round(cpu, 3), "n_iter": r.n_iter,
-                   "support": np.flatnonzero(r.coef).tolist(), "objective": float(r.objective),
+                   **support_summary(r.coef), "objective": float(r.objective),
                    "solver_path": r.info.get("solver_path"),
                    "steps": dict(collections.Counter(map(_answered_by, messages)))}
-            print(json.dumps({k: v for k, v in row.items() if k != "support"}), flush=True)
+            print(json.dumps(row), flush=True)
             out.append(row)
     return out
+
+
+def support_summary(coef) -> dict:
+    """The support of a fit's ``coef`` as its size and a short hash (the first 12 hex digits of the
+    sha1 of its sorted indices, comma-joined): two rows with the same hash selected the same samples."""
+    idx = np.flatnonzero(np.asarray(coef))
+    return {"support_size": int(idx.size),
+            "support_sha1": hashlib.sha1(",".join(map(str, np.sort(idx))).encode()).hexdigest()[:12]}
+
+
+def dump(data: dict) -> str:
+    """``data`` as JSON with one row a line (the file stays short and diffs by row)."""
+    rows = ",\n  ".join(json.dumps(r) for r in data["rows"])
+    head = {k: v for k, v in data.items() if k != "rows"}
+    return json.dumps(head)[:-1] + ', "rows": [\n  ' + rows + "\n]}\n"
 
 
 def main(argv=None) -> None:
@@ -91,7 +108,7 @@ def main(argv=None) -> None:
                 "steps = how many EM steps each attempt answered ('first': the first attempt tried)",
         "rows": []}
     data["rows"].extend(rows)
-    args.json.write_text(json.dumps(data, indent=1) + "\n")
+    args.json.write_text(dump(data))
 
 
 if __name__ == "__main__":
