@@ -35,7 +35,9 @@ runs the loop's own logic on it, not a copy of it. :func:`fsframe.fit` takes it 
 Which start and which solver each step tries (the matrix-free active set, SMO's start, the crash,
 the scaled attempts) is decided by the rules of :mod:`fsframe.dense_rules`, imported here by name:
 a rule replaced on this module (a test's or benchmark's patch) is the one :meth:`DenseHingeSubproblem.solve`
-calls; the rules' constants are read in :mod:`fsframe.dense_rules`.
+calls; the rules' constants are read in :mod:`fsframe.dense_rules`, and so is the crash's sweep count
+:data:`~fsframe.dense_rules.WARM_CRASH_SWEEPS`, which :meth:`DenseHingeSubproblem._crashed_start` reads
+there at each call (a patch on :mod:`fsframe.dense_rules` takes effect).
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ from .backends.box_qp_pdas import solve_box_qp_pdas
 from .backends.certificate import Certificate
 from .backends.svm_start import svm_start
 from .backends.diag_qp import CRASH_SWEEPS
-from .dense_rules import (WARM_CRASH_SWEEPS, crash_applies, nearly_diagonal, pdas_applies, svm_start_applies,
+from . import dense_rules
+from .dense_rules import (crash_applies, nearly_diagonal, pdas_applies, svm_start_applies,
                           svm_start_fallback, warm_crash_applies, warm_scale)
 from .enums import Status
 from .errors import DataError, UnsupportedProblemError
@@ -333,7 +336,8 @@ class DenseHingeSubproblem:
         if not abs(float(self.y @ lam)) <= box_qp_jit.START_TOL:
             return None
         F = self._YX[:, live] * s
-        crashed = crash_start(F, self._f, self._E, _ZERO, self._lo, self._hi, lam, WARM_CRASH_SWEEPS)
+        crashed = crash_start(F, self._f, self._E, _ZERO, self._lo, self._hi, lam,
+                              dense_rules.WARM_CRASH_SWEEPS)
         return None if crashed is None else (crashed, F)
 
     def _judged(self, kind: str, res, F, q, live, s, scale: float, failures: list):

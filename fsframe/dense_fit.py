@@ -28,7 +28,7 @@ multiplier per sample, solved by a dense active set; docs/performance.md, issue 
 DENSE_EM_WIDE_MAX_ROWS = 6000
 """The most samples at which ``from_data="auto"`` takes the dense EM path for a kernel map (the fit's
 ``kernel`` is not ``None``: ``X`` is ``m x m``, its features the training samples), above
-:data:`DENSE_EM_MAX_ROWS`. Such a dual starts from the crash (:func:`fsframe.dense_em.crash_applies`);
+:data:`DENSE_EM_MAX_ROWS`. Such a dual starts from the crash (:func:`fsframe.dense_rules.crash_applies`);
 the compiled path builds an ``m x m`` Pyomo model (1.9 GB against the dense path's 1.1 GB at 3 947
 samples). The map's support need not collapse: at sigma 0.5 and 1 with C = 10 it keeps about half
 the samples (974 of 2 000), and at 1 000 rows the dense path can fail its certificate and fall back

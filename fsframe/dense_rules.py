@@ -8,9 +8,11 @@ by the compiled warm pivots (from a crash of the previous multipliers where
 :func:`warm_crash_applies`), from SMO again where that failed and :func:`svm_start_fallback`, then
 warm, warm on the dual scaled by :func:`warm_scale`, cold (from a crash where :func:`crash_applies`)
 and cold scaled (docs/backends.md, "The EM subproblem on arrays"). Each rule reads only the dual's
-shape, the warm multipliers or ``F``; none solves anything. The subproblem reads the functions from
+shape, the warm multipliers, ``F`` or (:func:`warm_crash_applies`) the number of ``X``'s columns;
+none solves anything. The subproblem reads the functions from
 its own module's names (a test or benchmark that replaces a rule patches it on
-:mod:`fsframe.dense_em`); a constant is read here, where the rules read it.
+:mod:`fsframe.dense_em`); a constant is read here, where the rules read it, and
+:data:`WARM_CRASH_SWEEPS` is read here by the subproblem's crash at each call: patch constants on this module.
 """
 
 from __future__ import annotations
@@ -122,7 +124,9 @@ def svm_start_fallback(shape) -> bool:
     """Whether a dual with a factor ``F`` of ``shape`` ``(m, q)`` whose compiled warm attempt did not
     certify tries :func:`~fsframe.backends.svm_start.svm_start` before the remaining attempts (when
     :func:`svm_start_applies` did not already): from :data:`SVM_START_MIN_ROWS` to
-    :data:`SVM_START_MAX_ROWS` samples, at any width. Without the compiled pivots (numba missing,
+    :data:`SVM_START_MAX_ROWS` samples, at any width. The step asks only where the fit has the compiled
+    warm step (the subproblem's compiled flag, set once per fit): then also when that step handed the
+    dual back to the general path uncertified. Without the compiled pivots (numba missing,
     ``FSFRAME_NO_JIT``) the step does not ask: its attempts are the general path's, warm first."""
     return bool(SVM_START_MIN_ROWS <= shape[0] <= SVM_START_MAX_ROWS)
 

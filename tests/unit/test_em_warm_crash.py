@@ -190,3 +190,27 @@ def test_the_crashed_warm_step_adds_no_compiled_specialisation(monkeypatch):
     _first_warm_step(X, y, True, monkeypatch)
     assert any(taken) and layouts
     assert all(all(c) for c in layouts), layouts
+
+
+def _sweeps_seen(X, y, monkeypatch):
+    seen = []
+    crash_start = dense_em.crash_start
+    monkeypatch.setattr(dense_em, "crash_start", lambda *a: seen.append(a[-1]) or crash_start(*a))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fsframe.fit(X, y, method="em-l0", n_features=3)
+    return res, seen
+
+
+def test_the_warm_crash_reads_its_sweep_count_on_dense_rules(monkeypatch):
+    # WARM_CRASH_SWEEPS is read on fsframe.dense_rules at each call, as the docs say: a patch there
+    # changes the sweeps the warm crash runs (a name imported into dense_em would ignore it)
+    import fsframe.dense_rules as dense_rules
+    X, y = _instance(10, m=100, n=40)
+    plain, seen = _sweeps_seen(X, y, monkeypatch)
+    assert seen and set(seen) == {dense_rules.WARM_CRASH_SWEEPS}
+    monkeypatch.setattr(dense_rules, "WARM_CRASH_SWEEPS", dense_rules.WARM_CRASH_SWEEPS + 2)
+    swept, seen = _sweeps_seen(X, y, monkeypatch)
+    assert seen and set(seen) == {dense_rules.WARM_CRASH_SWEEPS}
+    assert list(swept.selected) == list(plain.selected) and swept.certificate["status"] == "optimal"
+    assert swept.objective == pytest.approx(plain.objective, rel=1e-9)
