@@ -130,11 +130,14 @@ def test_the_fallback_takes_any_width_from_1000_to_6000_rows():
 
 
 @pytest.mark.skipif(not compiled_available(), reason="the fallback follows the compiled warm attempt (numba)")
-def test_a_failed_warm_step_the_first_rule_left_goes_to_smo_before_the_other_attempts(monkeypatch):
+@pytest.mark.parametrize("compiled_outcome", [(None, None, None, "iteration_limit", 7), None],
+                         ids=["failed", "handed-back"])
+def test_a_failed_warm_step_the_first_rule_left_goes_to_smo_before_the_other_attempts(compiled_outcome, monkeypatch):
     # a narrow dual (30 live columns of 1 000 samples: SMO's first rule says no, cold or warm with
     # few free multipliers) whose compiled warm attempt fails (forced: an iteration limit, as on
-    # Twonorm's late EM steps at 3 946 samples): SMO's start is tried next, and the step's answer is
-    # the one without any of it
+    # Twonorm's late EM steps at 3 946 samples) or hands the step back to the general path uncertified
+    # (None: box_qp_jit.HINGE_DEFER): SMO's start is tried next, and the step's answer is the one
+    # without any of it
     rng = np.random.default_rng(3)
     X = rng.standard_normal((1000, 30))
     y = np.where(X[:, :3].sum(1) + 0.5 * rng.standard_normal(1000) > 0, 1.0, -1.0)
@@ -151,12 +154,11 @@ def test_a_failed_warm_step_the_first_rule_left_goes_to_smo_before_the_other_att
     sub = de.DenseHingeSubproblem(X, y, 1.0)
     sub.solve(quad=0.5)
     assert calls == []  # cold and narrow: neither rule, the warm attempt does not run
-    monkeypatch.setattr(de.DenseHingeSubproblem, "_warm_step",
-                        lambda self, *args, **kw: (None, None, None, "iteration_limit", 7))
+    monkeypatch.setattr(de.DenseHingeSubproblem, "_warm_step", lambda self, *args, **kw: compiled_outcome)
     assert not dr.svm_start_applies((1000, 30), sub._warm, 1.0)
     it = sub.solve(quad=q)
     assert calls == [(1000, 30)]
-    assert "warm: iteration limit" in it.result.message
+    assert ("warm: iteration limit" in it.result.message) == (compiled_outcome is not None)
     assert it.result.certificate.gap <= de.GAP_TOL * max(1.0, abs(it.objective))
     assert np.allclose(it.coef, ref.coef, rtol=0, atol=1e-8) and abs(it.intercept[0] - ref.intercept[0]) <= 1e-8
 
