@@ -354,9 +354,45 @@ class DenseHingeSubproblem:
         w[live] = s * (F.T @ lam)
         cert = self.certificate(q, w, b, lam)
         if not cert["optimal"]:
-            failures.append(_refusal(kind, cert))
-            return None
+            refined = self._refined(F, lam, b, q, live, s)
+            if refined is None:
+                failures.append(_refusal(kind, cert))
+                return None
+            lam, w, b, cert = refined
+            failures.append(f"{kind}: refined")  # the message names the step that certified it
         return lam, w, b, cert, int(res.iterations or 0)
+
+    def _refined(self, F, lam, b: float, q, live, s):
+        """One Newton step on the free set's KKT residual of a point its solver called optimal but
+        the certificate refused: ``(lam, w, b, cert)`` when the refined point is certified, else
+        ``None``. The step solves the bordered system ``[F_f F_f', a_f; a_f', 0]`` by least squares
+        (an SVD: it stays accurate where the live columns' scales spread by 1e6 and the solver's own
+        factorisation of the free set loses digits — a late EM step of a kernel map, Twonorm at
+        3 946 samples: the active set's point had gap 3.5e-8, one step gives 5.6e-12). Only for free
+        sets up to :data:`REFINE_MAX_FREE` multipliers (the system is dense in them); the bounds'
+        multipliers are left where the solver put them."""
+        free = (lam > 0.0) & (lam < self.C)
+        n_free = int(free.sum())
+        if not 0 < n_free <= REFINE_MAX_FREE:
+            return None
+        a = self.y[free]
+        Ff = F[free]
+        K = np.zeros((n_free + 1, n_free + 1))
+        K[:n_free, :n_free] = Ff @ Ff.T
+        K[:n_free, n_free] = a
+        K[n_free, :n_free] = a
+        # the reduced gradient on the free set with the equality's multiplier (b = nu) and y' lam
+        residual = np.concatenate([Ff @ (F.T @ lam) + self._f[free] + a * b, [float(self.y @ lam)]])
+        step = np.linalg.lstsq(K, residual, rcond=None)[0]
+        new = lam.copy()
+        new[free] -= step[:n_free]
+        if not np.all((new[free] >= 0.0) & (new[free] <= self.C)):
+            return None
+        b_new = b - float(step[n_free])
+        w = np.zeros(self.n_groups)
+        w[live] = s * (F.T @ new)
+        cert = self.certificate(q, w, b_new, new)
+        return (new, w, b_new, cert) if cert["optimal"] else None
 
     def _warm_step(self, F, q, live, s, warm, form: bool = False):
         """The warm attempt of :meth:`solve` as one compiled call
@@ -486,6 +522,10 @@ _AFTER_START = ("warm from smo", "warm scaled from smo", "cold", "scaled")
 """The attempts of :meth:`DenseHingeSubproblem.solve` after SMO's start (:meth:`~DenseHingeSubproblem._smo_attempt`),
 in order: from SMO's multipliers, from them on the scaled dual, cold, cold on the scaled dual; the first
 two named for the start they take (a step's message then tells them from the previous multipliers')."""
+
+REFINE_MAX_FREE = 2000
+"""The largest free set :meth:`DenseHingeSubproblem._refined` refines (a dense ``(n + 1)^2`` SVD:
+~3 s of CPU at 2 000)."""
 
 _ZERO = np.zeros(1)
 """The right-hand side of the dual's one equality ``y' lam = 0`` (read only)."""

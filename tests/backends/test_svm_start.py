@@ -280,7 +280,32 @@ def test_a_polish_the_certificate_refuses_is_the_start_of_the_attempts_after_it(
                         lambda *args, **kw: BoxQPResult("optimal", lam=polished.copy(), nu=ref.nu, iterations=1))
     starts = []
     monkeypatch.setattr(de, "solve_box_qp", lambda *a, **kw: starts.append(kw.get("start")) or solve_box_qp(*a, **kw))
+    monkeypatch.setattr(de, "REFINE_MAX_FREE", 0)  # no refinement of the refused point (the test below)
     it = de.DenseHingeSubproblem(X, y, 1.0).solve(quad=0.5)
     assert it.result.message.startswith("dense hinge dual: optimal (warm from smo; smo: not certified (gap")
     assert np.array_equal(starts[0], polished)
+    assert _objective(F, it.result.duals["lam"]) == pytest.approx(_cvxpy_dual(F, y, 1.0), rel=1e-6)
+
+
+def test_a_refused_optimal_point_is_refined_on_its_free_set_and_certified(monkeypatch):
+    # the polish's point off the optimum along the equality (forced, as above): one Newton step on
+    # its free set's KKT system (least squares) lands on the optimum, which the certificate passes;
+    # the step says so, and the answer is the dense active set's and CVXPY's
+    from fsframe.backends.box_qp import BoxQPResult
+
+    X, y = _wide_cold_dual()
+    F = y[:, None] * X
+    ref = solve_box_qp(F, -np.ones(y.size), y[None, :], np.zeros(1), np.zeros(y.size), np.ones(y.size))
+    polished = ref.lam.copy()
+    i, j = np.flatnonzero((ref.lam > 1e-9) & (ref.lam < 1 - 1e-9))[:2]
+    step = 0.5 * min(polished[i], 1 - polished[i], polished[j], 1 - polished[j])
+    polished[i] += step
+    polished[j] -= step * y[i] * y[j]
+    monkeypatch.setattr(de, "solve_box_qp_pdas",
+                        lambda *args, **kw: BoxQPResult("optimal", lam=polished.copy(), nu=ref.nu + 1e-3, iterations=1))
+    it = de.DenseHingeSubproblem(X, y, 1.0).solve(quad=0.5)
+    assert it.result.message == "dense hinge dual: optimal (smo; smo: refined)"
+    assert np.allclose(it.result.duals["lam"], ref.lam, rtol=0, atol=1e-9)
+    assert it.intercept[0] == pytest.approx(float(ref.nu[0]), abs=1e-9)
+    assert it.result.certificate.gap <= 1e-10
     assert _objective(F, it.result.duals["lam"]) == pytest.approx(_cvxpy_dual(F, y, 1.0), rel=1e-6)

@@ -269,10 +269,12 @@ def test_fit_on_columns_scaled_by_1e3_stays_on_the_dense_path(r):
     assert dense.certificate["status"] == "optimal" and dense.certificate["gap"] <= 1e-9
 
 
-def test_fit_where_the_dense_solve_runs_out_is_the_compiled_paths():
-    # columns spread over 1e-3.5..1e3.5: no attempt certifies the first step (each named in the
-    # record); the fit is the compiled path's, exactly (seed 3: seed 6's first step, which this test
-    # used, is certified since the merges of session 29, same selection and iterations as compiled)
+def test_fit_where_the_dense_solve_runs_out_is_the_compiled_paths(monkeypatch):
+    # columns spread over 1e-3.5..1e3.5 and no refinement of a refused point (REFINE_MAX_FREE 0; the
+    # refinement certifies this fit: the next test): no attempt certifies the first step (each named
+    # in the record); the fit is the compiled path's, exactly (seed 3: seed 6's first step, which this
+    # test used, is certified since the merges of session 29, same selection and iterations as compiled)
+    monkeypatch.setattr(fsframe.dense_em, "REFINE_MAX_FREE", 0)
     X, y = _instance(3, m=100, n=25)
     X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(3).permutation(25)]
     auto, ref = _fit(X, y, "em-l0", n_features=3), _fit(X, y, "em-l0", COMPILED, n_features=3)
@@ -283,10 +285,24 @@ def test_fit_where_the_dense_solve_runs_out_is_the_compiled_paths():
     assert np.array_equal(auto.selected, ref.selected) and auto.n_iter == ref.n_iter
 
 
-def test_a_fallback_where_the_accuracy_runs_out_is_said_in_info_not_warned():
-    """A step whose accuracy runs out (mixed column scales) falls back by design to the certified
-    compiled answer: said in ``info``, no SolverWarning (the one the user cannot act on); only a
-    fallback because the run raised is warned of (below). Planted (every fallback warned): fails."""
+def test_the_refinement_certifies_the_mixed_scale_fit_on_the_dense_path():
+    # the instance above with the refinement of refused points (DenseHingeSubproblem._refined): the
+    # dense path certifies every step, and the fit is the compiled path's (selection, EM iterations,
+    # objective to 1e-12, weights to 1e-9 of the largest). Planted (no refinement): the fit falls back
+    X, y = _instance(3, m=100, n=25)
+    X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(3).permutation(25)]
+    auto, ref = _fit(X, y, "em-l0", n_features=3), _fit(X, y, "em-l0", COMPILED, n_features=3)
+    assert auto.info.get("solver_path") == "dense_em" and "dense_em_fallback" not in auto.info
+    assert np.array_equal(auto.selected, ref.selected) and auto.n_iter == ref.n_iter
+    assert auto.objective == pytest.approx(ref.objective, rel=1e-12)
+    np.testing.assert_allclose(auto.coef, ref.coef, rtol=0, atol=1e-9 * np.abs(ref.coef).max())
+
+
+def test_a_fallback_where_the_accuracy_runs_out_is_said_in_info_not_warned(monkeypatch):
+    """A step whose accuracy runs out (mixed column scales, no refinement) falls back by design to the
+    certified compiled answer: said in ``info``, no SolverWarning (the one the user cannot act on);
+    only a fallback because the run raised is warned of (below). Planted (every fallback warned): fails."""
+    monkeypatch.setattr(fsframe.dense_em, "REFINE_MAX_FREE", 0)
     X, y = _instance(3, m=100, n=25)
     X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(3).permutation(25)]
     with warnings.catch_warnings():
