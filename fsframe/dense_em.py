@@ -365,7 +365,8 @@ class DenseHingeSubproblem:
     def _refined(self, F, lam, b: float, q, live, s):
         """One Newton step on the free set's KKT residual of a point its solver called optimal but
         the certificate refused: ``(lam, w, b, cert)`` when the refined point is certified, else
-        ``None``. The step solves the bordered system ``[F_f F_f', y_f; y_f', 0]`` (``y_f`` the free samples' labels, the equality's row) by least squares
+        ``None``. The step solves the bordered system ``[F_f F_f', y_f; y_f', 0]`` (``y_f`` the free
+        samples' labels, the equality's row) by least squares
         (an SVD: it stays accurate where the live columns' scales spread by 1e6 and the solver's own
         factorisation of the free set loses digits — a late EM step of a kernel map, Twonorm at
         3 946 samples: the active set's point had gap 3.5e-8, one step gives 5.6e-12). Only for free
