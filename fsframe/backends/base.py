@@ -113,7 +113,8 @@ class SolveResult:
 
     @property
     def ok(self) -> bool:
-        return self.status in SOLUTION_PRESENT
+        status = self.status  # OPTIMAL by identity first: a loop asks several times per step, and an
+        return status is Status.OPTIMAL or status in SOLUTION_PRESENT  # enum's hash is Python code
 
 
 @attrs.frozen(eq=False)

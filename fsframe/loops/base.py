@@ -110,6 +110,7 @@ def _norm(v: np.ndarray) -> float:
     return math.sqrt(float(v.dot(v)))
 
 
+_F8 = np.dtype(np.float64)
 _MAX = np.maximum.reduce
 """The reduction ``ndarray.max`` runs (numpy's ``_methods._amax`` calls it with the same arguments),
 called without that Python wrapper."""
@@ -145,7 +146,7 @@ def _support_size(a, zero_tol: float, scale: float, run_scale: bool) -> tuple[in
     scale when ``run_scale`` (else 0.0): the base's count of an iterate's non-zeros and the run's
     scale after it, the same numbers, from one reduction of ``a`` instead of two (a non-empty
     float64 ndarray; anything else goes through :func:`support_of` and :func:`_largest` as they are)."""
-    if type(a) is not np.ndarray or a.dtype != np.float64 or not a.size:
+    if type(a) is not np.ndarray or a.dtype != _F8 or not a.size:
         scale = max(scale, _largest(a))
         return int(support_of(a, zero_tol, scale if run_scale else 0.0).sum()), scale
     raw = float(_MAX(a, None))  # support_of's reduction (a.max()); _largest's (initial=0.0) is this or 0.0

@@ -330,3 +330,18 @@ def test_em_steps_with_n_features_are_closed_with_the_run():
         mp.undo()
     assert out.reason == "reached n_features=3 non-zero groups" and int(out.support.sum()) == 3
     assert closed == [True]
+
+
+# -- whether a solve has a solution ------------------------------------------------------------------
+
+def test_solve_result_ok_is_membership_of_solution_present():
+    """``SolveResult.ok`` asks OPTIMAL by identity first: the answer stays that of ``SOLUTION_PRESENT``
+    for every status, and for a status given by its value (planted: OPTIMAL alone, so
+    ``optimal_inaccurate`` has no solution)."""
+    from fsframe.backends.base import SolveResult
+    from fsframe.enums import SOLUTION_PRESENT, Status
+
+    for status in list(Status) + ["optimal", "optimal_inaccurate", "infeasible"]:
+        res = SolveResult(status, None, None, "test", 0.0)
+        assert res.ok is (status in SOLUTION_PRESENT)
+    assert SolveResult(Status.OPTIMAL_INACCURATE, None, None, "test", 0.0).ok
