@@ -98,7 +98,7 @@ def _plain(*arrays) -> bool:
     return True
 
 
-_F8 = np.dtype(np.float64)
+_F8, _BOOL = np.dtype(np.float64), np.dtype(np.bool_)  # compared as dtypes: no conversion per check
 
 
 MAX_CHECKS = 4
@@ -333,7 +333,7 @@ class EM(OuterLoop):
         compiled call)."""
         t = it.t
         sizes = contribution(t, cols) if sizes is None else sizes
-        if (twin is not None and _plain(t, sizes, limit) and fixed.dtype == np.bool_ and fixed.flags.c_contiguous
+        if (twin is not None and _plain(t, sizes, limit) and fixed.dtype == _BOOL and fixed.flags.c_contiguous
                 and t.shape == sizes.shape == limit.shape == fixed.shape):
             return twin(t, sizes, float(cut), fixed, limit)
         fixed |= sizes <= cut  # at the floor: out of the problem

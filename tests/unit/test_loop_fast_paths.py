@@ -345,3 +345,34 @@ def test_solve_result_ok_is_membership_of_solution_present():
         res = SolveResult(status, None, None, "test", 0.0)
         assert res.ok is (status in SOLUTION_PRESENT)
     assert SolveResult(Status.OPTIMAL_INACCURATE, None, None, "test", 0.0).ok
+
+
+def test_weights_take_the_twin_only_for_a_plain_boolean_mask():
+    """``EM._weights`` hands the step to the compiled twin only for float64 vectors and a C-contiguous
+    boolean ``fixed`` (the twin writes it in place); a strided mask takes numpy's path, the same
+    weights (planted: the mask's dtype compared with float64, the twin never called)."""
+    calls = []
+
+    def twin(t, sizes, cut, fixed, limit):
+        calls.append(1)
+        fixed |= sizes <= cut
+        w = np.full(t.shape, np.inf)
+        w[~fixed] = 1.0 / t[~fixed] ** 2
+        return w
+
+    loop = EM(weights="paper")
+    t = np.array([2.0, 1e-9, 0.5, 3.0])
+    it = types.SimpleNamespace(t=t)
+    limit = np.full(4, 1e12)
+
+    def q(v):
+        return 1.0 / np.asarray(v, dtype=float) ** 2
+
+    fixed = np.zeros(4, dtype=bool)
+    w_twin = loop._weights(it, q, 1e-6, fixed, limit, None, t.copy(), twin)
+    assert calls == [1] and fixed.tolist() == [False, True, False, False]
+    strided = np.zeros(8, dtype=bool)[::2]  # a boolean mask the twin cannot write in place
+    w = loop._weights(it, q, 1e-6, strided, limit, None, t.copy(), twin)
+    assert calls == [1]
+    np.testing.assert_array_equal(w, w_twin)
+    assert strided.tolist() == fixed.tolist()
