@@ -524,7 +524,7 @@ def _frozen(*arrays) -> tuple:
     keeps what the loops read of it several times per step (:attr:`fsframe.problem.Iterate.point`),
     and nothing can change the model under it."""
     for a in arrays:
-        a.flags.writeable = False
+        a.setflags(write=False)  # the flag set as ``a.flags.writeable = False`` does, without a flags object
     return arrays
 
 

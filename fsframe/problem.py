@@ -38,6 +38,8 @@ def _accuracy(cert) -> float:
 def _read_only(a) -> bool:
     """Whether ``a`` is a numpy array nothing can write through (its own flag and its base's; not a
     writeable view taken before the array was frozen, which numpy does not track)."""
+    if type(a) is np.ndarray and a.base is None:  # an array of its own (a dense EM iterate's): its flag alone
+        return not a.flags.writeable
     if not isinstance(a, np.ndarray):
         return False
     while isinstance(a, np.ndarray):
@@ -113,10 +115,14 @@ class Iterate:
         they are read-only is asked at every reading: a pickled or copied iterate (whose arrays come
         back writeable) or one whose flags were turned back forms its point afresh."""
         memo = self._memo
-        frozen = _read_only(self.coef) and _read_only(self.intercept)
+        coef, intercept = self.coef, self.intercept
+        frozen = _read_only(coef) and _read_only(intercept)
         if frozen and "point" in memo:
             return memo["point"]
-        point = np.concatenate([np.ravel(self.coef), np.atleast_1d(self.intercept)])
+        if type(coef) is np.ndarray and type(intercept) is np.ndarray and intercept.ndim == 1:
+            point = np.concatenate((coef.ravel(), intercept))  # what np.ravel and np.atleast_1d give them
+        else:
+            point = np.concatenate([np.ravel(coef), np.atleast_1d(intercept)])
         if frozen:
             point.flags.writeable = False
             memo["point"] = point

@@ -110,10 +110,49 @@ def _norm(v: np.ndarray) -> float:
     return math.sqrt(float(v.dot(v)))
 
 
+_F8 = np.dtype(np.float64)
+_MAX = np.maximum.reduce
+"""The reduction ``ndarray.max`` runs (numpy's ``_methods._amax`` calls it with the same arguments),
+called without that Python wrapper."""
+
+
 def _largest(a) -> float:
     """``float(np.max(a, initial=0.0))``, bitwise (the same reduction), without numpy's dispatch for
     an ndarray: the loops take two or three per iterate."""
-    return float(a.max(initial=0.0)) if type(a) is np.ndarray else float(np.max(a, initial=0.0))
+    return float(_MAX(a, None, None, None, False, 0.0)) if type(a) is np.ndarray else float(np.max(a, initial=0.0))
+
+
+def _step_length(new: Iterate, old_point: NDArray, point: NDArray | None = None) -> float:
+    """``_norm(new.point - old_point)``, the step the base records and a loop's stopping rule
+    measures (:meth:`OuterLoop.small_step`), formed once per pair: kept on ``new`` (its memo, as
+    :attr:`~fsframe.problem.Iterate.point`) when both points are read-only, and returned again only
+    for the same two point objects — a point is kept only while its iterate's model is read-only
+    (:attr:`~fsframe.problem.Iterate.point` asks at every reading), so the same objects are the same
+    values. Another ``old_point``, a writeable point or an iterate without a memo: formed afresh.
+    ``point``: ``new.point`` when the caller has just read it."""
+    point = new.point if point is None else point
+    memo = getattr(new, "_memo", None)
+    kept = memo.get("step") if type(memo) is dict else None
+    if kept is not None and kept[0] is old_point and kept[1] is point:
+        return kept[2]
+    step = _norm(point - old_point)
+    if kept is None and type(memo) is dict and not point.flags.writeable and not old_point.flags.writeable:
+        memo["step"] = (old_point, point, step)
+    return step
+
+
+def _support_size(a, zero_tol: float, scale: float, run_scale: bool) -> tuple[int, float]:
+    """``(int(support_of(a, zero_tol, ref).sum()), max(scale, _largest(a)))`` with ``ref`` that new
+    scale when ``run_scale`` (else 0.0): the base's count of an iterate's non-zeros and the run's
+    scale after it, the same numbers, from one reduction of ``a`` instead of two (a non-empty
+    float64 ndarray; anything else goes through :func:`support_of` and :func:`_largest` as they are)."""
+    if type(a) is not np.ndarray or a.dtype != _F8 or not a.size:
+        scale = max(scale, _largest(a))
+        return int(support_of(a, zero_tol, scale if run_scale else 0.0).sum()), scale
+    raw = float(_MAX(a, None))  # support_of's reduction (a.max()); _largest's (initial=0.0) is this or 0.0
+    scale = max(scale, raw if not raw < 0.0 else 0.0)
+    cut = max(zero_tol * max(raw, scale if run_scale else 0.0), 1e-12)
+    return int(np.count_nonzero(a > cut)), scale
 
 
 def _total(a) -> float:
@@ -253,7 +292,7 @@ class OuterLoop(abc.ABC):
     # -- shared helpers -------------------------------------------------------------------------
     def small_step(self, new: Iterate, old: Iterate) -> tuple[bool, float]:
         old_point = old.point
-        step = _norm(new.point - old_point)
+        step = _step_length(new, old_point)  # the base measured it already when it recorded new
         return step <= self.tol * max(1.0, _norm(old_point)), step
 
     def small_decrease(self, f_new: float, f_old: float) -> bool:
@@ -621,10 +660,9 @@ class OuterLoop(abc.ABC):
                 counted = distinct[-1]
             else:
                 counted = contribution(it.t, group_scale(sub))
-            scale = max(scale, _largest(counted))
-            nnz = int(support_of(counted, self.zero_tol, scale if self.support_scale == "run" else 0.0).sum())
+            nnz, scale = _support_size(counted, self.zero_tol, scale, self.support_scale == "run")
             point = it.point
-            step_len = None if prev_point is None else _norm(point - prev_point)
+            step_len = None if prev_point is None else _step_length(it, prev_point, point)
             mon = step.monitored
             history.append(IterRecord(k, step.objective, nnz, it.status, time.perf_counter() - t0,
                                       step_len, it.loss, step.params, monitored=mon if self.monotone else None))

@@ -12,7 +12,7 @@ from attrs.validators import and_, ge, in_, instance_of
 from ..errors import ConvergenceWarning, InvalidOptionError
 from ..surrogates.base import PROVIDES
 from ..validators import as_int, finite, not_bool, positive_int, to_float
-from .base import OuterLoop, Step, _largest, _total
+from .base import OuterLoop, Step, _largest, _support_size, _total
 from .selection import contribution, group_scale, support_of
 from .ties import Tiebreak
 
@@ -38,6 +38,10 @@ def group_magnitudes(sub) -> np.ndarray:
         if M is not None and M.shape[0] and M.nnz:
             colmax = np.maximum(colmax, np.asarray(abs(M).max(axis=0).todense()).ravel())
     group_cols = sub.compiled.slot.group_cols
+    if type(group_cols) is np.ndarray and group_cols.ndim == 2 and group_cols.shape[1]:
+        # the groups' columns as the rows of an array (the dense EM subproblem's n x 1): each row's
+        # largest, and 0 — the maxima the pass below takes one at a time, in one reduction
+        return np.maximum(colmax[group_cols.astype(np.int64, copy=False)].max(axis=1), 0.0)
     out = np.zeros(len(group_cols))
     if out.size:  # one vectorised pass (a Python loop over 2000 groups cost ~10 ms per fit)
         sizes = np.fromiter((c.size for c in group_cols), dtype=np.int64, count=len(group_cols))
@@ -88,8 +92,13 @@ def _compiled_twin(q):
 
 def _plain(*arrays) -> bool:
     """Whether every one of ``arrays`` is a C-contiguous float64 vector (what the compiled twin takes)."""
-    return all(type(a) is np.ndarray and a.dtype == np.float64 and a.ndim == 1 and a.flags.c_contiguous
-               for a in arrays)
+    for a in arrays:  # a loop, not all() over a generator: the EM loop asks three times per step
+        if not (type(a) is np.ndarray and a.dtype == _F8 and a.ndim == 1 and a.flags.c_contiguous):
+            return False
+    return True
+
+
+_F8, _BOOL = np.dtype(np.float64), np.dtype(np.bool_)  # compared as dtypes: no conversion per check
 
 
 MAX_CHECKS = 4
@@ -324,7 +333,7 @@ class EM(OuterLoop):
         compiled call)."""
         t = it.t
         sizes = contribution(t, cols) if sizes is None else sizes
-        if (twin is not None and _plain(t, sizes, limit) and fixed.dtype == np.bool_ and fixed.flags.c_contiguous
+        if (twin is not None and _plain(t, sizes, limit) and fixed.dtype == _BOOL and fixed.flags.c_contiguous
                 and t.shape == sizes.shape == limit.shape == fixed.shape):
             return twin(t, sizes, float(cut), fixed, limit)
         fixed |= sizes <= cut  # at the floor: out of the problem
@@ -358,6 +367,8 @@ class EM(OuterLoop):
         gen = self._steps(sub, surrogate, run)
         cols = None
         try:
+            if n_features is not None:  # no counts to keep (_warn_empty is for runs without n_features)
+                return (yield from gen)
             while True:
                 try:
                     step = next(gen)
@@ -367,9 +378,8 @@ class EM(OuterLoop):
                 it = step.iterate
                 if n_features is None and it.ok and it.t is not None:  # the counts _warn_empty reads
                     cols = group_scale(sub) if cols is None else cols  # built by the first solve
-                    c = contribution(it.t, cols)
-                    scale = max(scale, _largest(c))
-                    counts.append(int(support_of(c, self.zero_tol, scale).sum()))
+                    nnz, scale = _support_size(contribution(it.t, cols), self.zero_tol, scale, True)
+                    counts.append(nnz)
                 yield step
         finally:
             gen.close()  # the base closes this generator when n_features is reached: close the inner one

@@ -45,7 +45,7 @@ def contribution(t: NDArray, scale: NDArray | None) -> NDArray:
     weight) is not cut for the size of its weight alone. ``t`` itself when there is no column
     scale (``scale`` is ``None``)."""
     t = np.asarray(t, dtype=float)
-    if scale is None or np.shape(scale) != t.shape:
+    if scale is None or (scale.shape if type(scale) is np.ndarray else np.shape(scale)) != t.shape:
         return t
     return t * scale
 
@@ -77,8 +77,7 @@ def select_exactly(iterates: list[Iterate], r: int, zero_tol: float) -> Selectio
     has ``r`` (e.g. an L1 start keeps fewer than ``r`` features when samples are few), take the
     one with the most and keep all of its meaningful non-zeros: fewer than ``r`` result.
     """
-    scale = reference_scale(iterates)
-    counts = tuple(int(support_of(it.t, zero_tol, scale).sum()) for it in iterates)
+    counts = _counts_on_run_scale([it.t for it in iterates], zero_tol)
     enough = [i for i, c in enumerate(counts) if c >= r]
     k = enough[-1] if enough else int(np.argmax(counts))
     t = iterates[k].t
@@ -88,3 +87,25 @@ def select_exactly(iterates: list[Iterate], r: int, zero_tol: float) -> Selectio
     mask[keep] = True
     return Selection(k, mask, counts, collapsed=any(c < r for c in counts[k + 1:]))
 
+
+
+def _counts_on_run_scale(norms: list, zero_tol: float) -> tuple:
+    """``tuple(int(support_of(t, zero_tol, scale).sum()) for t in norms)`` with ``scale`` the
+    largest entry of all (:func:`reference_scale` of iterates with these norms): the counts
+    :func:`select_exactly` chooses on. Norms of one length, float64 and without nan (a run's) are
+    counted as one ``k x n`` array (three reductions, not ``2k + k``: ~100 us a fit on Sonar's 20
+    iterates); the same numbers, since a maximum is exact whatever the order it is taken in (nan is
+    not: Python's ``max`` keeps or drops it by position, so such norms take the loop below)."""
+    stacked = None
+    if norms and all(type(t) is np.ndarray and t.dtype == np.float64 and t.ndim == 1 and t.size for t in norms) \
+            and len({t.size for t in norms}) == 1:
+        stacked = np.array(norms)
+        if np.isnan(stacked).any():
+            stacked = None
+    if stacked is None:
+        scale = max((float(np.asarray(t, dtype=float).max(initial=0.0)) for t in norms), default=0.0)
+        return tuple(int(support_of(t, zero_tol, scale).sum()) for t in norms)
+    top = stacked.max(axis=1)  # each iterate's largest (support_of's t.max())
+    scale = max(float(top.max()), 0.0)  # reference_scale: each with initial=0.0, then the largest
+    cuts = np.maximum(zero_tol * np.maximum(top, scale), 1e-12)
+    return tuple(int(c) for c in np.count_nonzero(stacked > cuts[:, None], axis=1))
