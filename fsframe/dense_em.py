@@ -51,7 +51,7 @@ import scipy.sparse as sp
 
 from .backends.base import SolveResult
 from .backends import box_qp_jit
-from .backends.box_qp import FREE_TOL, compiled_available, crash_start, solve_box_qp
+from .backends.box_qp import FREE_TOL, compiled_available, crash_start, free_set_kkt, solve_box_qp
 from .backends.box_qp_pdas import solve_box_qp_pdas
 from .backends.certificate import Certificate
 from .backends.svm_start import svm_start
@@ -366,7 +366,8 @@ class DenseHingeSubproblem:
         """One Newton step on the free set's KKT residual of a point its solver called optimal but
         the certificate refused: ``(lam, w, b, cert)`` when the refined point is certified, else
         ``None``. The step solves the bordered system ``[F_f F_f', y_f; y_f', 0]`` (``y_f`` the free
-        samples' labels, the equality's row) by least squares
+        samples' labels, the equality's row; :func:`~fsframe.backends.box_qp.free_set_kkt`, the
+        matrix the pivots factorise) by least squares
         (an SVD: it stays accurate where the live columns' scales spread by 1e6 and the solver's own
         factorisation of the free set loses digits — a late EM step of a kernel map, Twonorm at
         3 946 samples: the active set's point had gap 3.5e-8, one step gives 5.6e-12). Only for free
@@ -378,10 +379,7 @@ class DenseHingeSubproblem:
             return None
         a = self.y[free]
         Ff = F[free]
-        K = np.zeros((n_free + 1, n_free + 1))
-        K[:n_free, :n_free] = Ff @ Ff.T
-        K[:n_free, n_free] = a
-        K[n_free, :n_free] = a
+        K = free_set_kkt(F, self._E, np.flatnonzero(free))  # the bordered system, as the pivots' (box_qp)
         # the reduced gradient on the free set with the equality's multiplier (b = nu) and y' lam
         residual = np.concatenate([Ff @ (F.T @ lam) + self._f[free] + a * b, [float(self.y @ lam)]])
         step = np.linalg.lstsq(K, residual, rcond=None)[0]
