@@ -326,10 +326,12 @@ def measured_when(res: dict) -> str:
     return "; ".join(clauses) or "nothing yet"
 
 
-def markdown(res: dict) -> str:
+def markdown(res: dict, source: str = "benchmarks/results/mpm.json") -> str:
+    """The tables of ``res`` (a results file's content, any layout), naming ``source`` as their raw
+    data: the file the run wrote (``mpm-quick.json`` after ``--quick``) or the one ``--report`` read."""
     res = upgraded(res)
     lines = [f"Measured by `python benchmarks/bench_mpm.py`, each part in its run: {measured_when(res)}. "
-             "Raw data: `benchmarks/results/mpm.json`.", ""]
+             f"Raw data: `{source}`.", ""]
     dca = res["dca"]
     if dca:
         lines += ["(a) `l0-mpm`, m = 200, full DCA run; seconds per subproblem = total / iterations (medians; "
@@ -383,7 +385,7 @@ def main(argv=None):
         child(args)
         return
     if args.report:
-        print(markdown(json.loads(Path(args.report).read_text())))
+        print(markdown(json.loads(Path(args.report).read_text()), args.report))
         return
     if args.quick:
         args.sizes, args.reps, args.sonar_reps = "200", 1, 3
@@ -410,7 +412,7 @@ def main(argv=None):
     save([])
     bench_dca([int(s) for s in args.sizes.split(",")], args.reps, save)
     print(f"wrote {out}\n")
-    print(markdown(res))
+    print(markdown(res, out.relative_to(ROOT).as_posix()))
 
 
 if __name__ == "__main__":

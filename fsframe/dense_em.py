@@ -51,7 +51,7 @@ import scipy.sparse as sp
 
 from .backends.base import SolveResult
 from .backends import box_qp_jit
-from .backends.box_qp import FREE_TOL, compiled_available, crash_start, solve_box_qp
+from .backends.box_qp import FREE_TOL, compiled_available, crash_start, free_set_kkt, solve_box_qp
 from .backends.box_qp_pdas import solve_box_qp_pdas
 from .backends.certificate import Certificate
 from .backends.svm_start import svm_start
@@ -235,8 +235,15 @@ class DenseHingeSubproblem:
                 failures.append(f"{kind}: {cert.replace('_', ' ')}")
                 cert = None
             elif not cert["optimal"]:
-                failures.append(_refusal(kind, cert))
-                cert = None
+                # refused: refined on its free set as the general path's points are (_certified), on
+                # numpy's F (the buffer's Hessian case leaves it unfilled; the general path forms it anyway)
+                if form:
+                    F, form = self._YX[:, live] * s, False
+                found = self._certified(kind, F, q, live, s, lam, w, b, cert, failures)
+                if found is None:
+                    cert = None
+                else:
+                    lam, w, b, cert = found
         if cert is None and form:  # numpy's F for the general path: its layout (F-ordered), its BLAS products' bits
             F = self._YX[:, live] * s
         if cert is None and warm is not None and compiled and not smo_tried and svm_start_fallback(F.shape):
@@ -352,21 +359,30 @@ class DenseHingeSubproblem:
         lam, b = res.lam, float(res.nu[0]) * scale ** 2
         w = np.zeros(self.n_groups)
         w[live] = s * (F.T @ lam)
-        cert = self.certificate(q, w, b, lam)
-        if not cert["optimal"]:
-            refined = self._refined(F, lam, b, q, live, s)
-            if refined is None:
-                failures.append(_refusal(kind, cert))
-                return None
-            lam, w, b, cert = refined
-            failures.append(f"{kind}: refined")  # the message names the step that certified it
-        return lam, w, b, cert, int(res.iterations or 0)
+        found = self._certified(kind, F, q, live, s, lam, w, b, self.certificate(q, w, b, lam), failures)
+        return None if found is None else (*found, int(res.iterations or 0))
+
+    def _certified(self, kind: str, F, q, live, s, lam, w, b: float, cert: dict, failures: list):
+        """``(lam, w, b, cert)`` of a point its solver called optimal, ``cert`` its :meth:`certificate`:
+        the point itself when certified; refused, the point :meth:`_refined` makes of it when that is
+        certified (``"<kind>: refined"`` in ``failures``: the message names the step that certified
+        it); else ``None``, the refusal of the solver's point in ``failures``. ``F``: the dual's
+        unscaled factor, ``b`` the unscaled intercept."""
+        if cert["optimal"]:
+            return lam, w, b, cert
+        refined = self._refined(F, lam, b, q, live, s)
+        if refined is None:
+            failures.append(_refusal(kind, cert))
+            return None
+        failures.append(f"{kind}: refined")
+        return refined
 
     def _refined(self, F, lam, b: float, q, live, s):
         """One Newton step on the free set's KKT residual of a point its solver called optimal but
         the certificate refused: ``(lam, w, b, cert)`` when the refined point is certified, else
         ``None``. The step solves the bordered system ``[F_f F_f', y_f; y_f', 0]`` (``y_f`` the free
-        samples' labels, the equality's row) by least squares
+        samples' labels, the equality's row; :func:`~fsframe.backends.box_qp.free_set_kkt`, the
+        matrix the pivots factorise) by least squares
         (an SVD: it stays accurate where the live columns' scales spread by 1e6 and the solver's own
         factorisation of the free set loses digits — a late EM step of a kernel map, Twonorm at
         3 946 samples: the active set's point had gap 3.5e-8, one step gives 5.6e-12). Only for free
@@ -378,10 +394,7 @@ class DenseHingeSubproblem:
             return None
         a = self.y[free]
         Ff = F[free]
-        K = np.zeros((n_free + 1, n_free + 1))
-        K[:n_free, :n_free] = Ff @ Ff.T
-        K[:n_free, n_free] = a
-        K[n_free, :n_free] = a
+        K = free_set_kkt(F, self._E, np.flatnonzero(free))  # the bordered system, as the pivots' (box_qp)
         # the reduced gradient on the free set with the equality's multiplier (b = nu) and y' lam
         residual = np.concatenate([Ff @ (F.T @ lam) + self._f[free] + a * b, [float(self.y @ lam)]])
         step = np.linalg.lstsq(K, residual, rcond=None)[0]

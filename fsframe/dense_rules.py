@@ -162,12 +162,13 @@ def nearly_diagonal(F) -> bool:
     own label (two equal rows) is not: that singular system is consistent and the method solves it."""
     m = F.shape[0]
     z = np.random.default_rng(0).standard_normal(m)
-    dz = np.einsum("ij,ij->i", F, F) * z
+    diagonal = np.einsum("ij,ij->i", F, F)
+    dz = diagonal * z
     off = F @ (F.T @ z) - dz
-    return bool(np.linalg.norm(off) <= PDAS_COLD_OFFDIAG * np.linalg.norm(dz)) and not _repeated_rows(F)
+    return bool(np.linalg.norm(off) <= PDAS_COLD_OFFDIAG * np.linalg.norm(dz)) and not _repeated_rows(F, diagonal)
 
 
-def _repeated_rows(F) -> bool:
+def _repeated_rows(F, diagonal=None) -> bool:
     """Whether two rows of ``F = diag(y) K`` are opposite, ``F_j = -F_i``: a sample repeated with the
     other label (on a linear map also ``x_j = -x_i`` with one label, refused alike). An RBF map of
     such a pair passes the ratio of :func:`nearly_diagonal` (one pair moves it little), but with the
@@ -175,13 +176,47 @@ def _repeated_rows(F) -> bool:
     ``F' lam`` and ``y' lam`` and lowers ``f' lam``: a free set holding both has no solution, and the
     matrix-free method's predictions that free both fail (its attempt is then time lost before the
     active set). Equal rows (a sample repeated with its label) give ``d = e_i - e_j``, along which
-    ``f' d = 0``: a consistent singular system, solved, so they are not refused. Candidates by one
-    product with a fixed Gaussian vector (opposite values to rounding), then compared exactly."""
-    h = np.abs(F @ np.random.default_rng(1).standard_normal(F.shape[1]))
+    ``f' d = 0``: a consistent singular system, solved, so they are not refused.
+
+    Exact, at the cost of one product with ``F``: the rows are placed by ``|F_i g|`` for one fixed
+    Gaussian ``g``, and every run of values within the product's rounding bound of each other
+    (``h = |F_i g|`` of two opposite rows differ by at most that bound, so any row placed between
+    them joins their run) goes to :func:`_opposite_rows`, which compares rows exactly. A run holds
+    one row except at such pairs, equal rows or ties of ``|F_i g|`` (a third row ``b`` with ``b g =
+    a g`` beside ``a`` and ``-a``: comparing only neighbours missed that pair). ``diagonal``: the
+    squared row norms of ``F`` (the diagonal of ``F F'``, which :func:`nearly_diagonal` has) when known."""
+    m, n = F.shape
+    if m < 2:
+        return False
+    g = np.random.default_rng(1).standard_normal(n)
+    h = np.abs(F @ g)
+    # |fl(F_i g) - F_i g| <= n eps ||F_i|| ||g|| (Cauchy-Schwarz on the sum's rounding bound), doubled
+    largest = float(np.sqrt(np.max(np.einsum("ij,ij->i", F, F) if diagonal is None else diagonal)))
+    bound = 2.0 * n * np.finfo(float).eps * largest * float(np.linalg.norm(g))
     order = np.argsort(h, kind="stable")
-    hs = h[order]
-    close = np.flatnonzero(hs[1:] - hs[:-1] <= 1e-12 * np.maximum(hs[1:], 1e-300))
-    return any(np.array_equal(F[order[i]], -F[order[i + 1]]) for i in close)
+    near = np.diff(h[order]) <= 2.0 * bound
+    in_run = np.zeros(m, dtype=bool)
+    in_run[:-1] |= near
+    in_run[1:] |= near
+    return _opposite_rows(F[order[in_run]])
+
+
+def _opposite_rows(F) -> bool:
+    """Whether two rows of ``F`` are opposite, compared exactly: each row signed so that its first
+    non-zero entry is positive (``+ 0.0`` turns ``-0.0`` into ``0.0``), the signed rows sorted by
+    their bytes, and a pair of equal signed rows of different signs found between neighbours (a run
+    of equal signed rows holding both signs has such a neighbour pair). Two zero rows are opposite."""
+    m, n = F.shape
+    if m < 2 or n == 0:  # rows of no entries: all zero
+        return m >= 2
+    sign = np.sign(F[np.arange(m), np.argmax(F != 0, axis=1)])
+    if np.count_nonzero(sign == 0) >= 2:
+        return True
+    G = np.ascontiguousarray(F * np.where(sign == 0, 1.0, sign)[:, None]) + 0.0
+    keys = G.view(np.dtype((np.void, G.itemsize * G.shape[1]))).ravel()
+    order = np.argsort(keys, kind="stable")
+    keys, sign = keys[order], sign[order]
+    return bool(np.any((keys[1:] == keys[:-1]) & (sign[1:] != sign[:-1])))
 
 
 WARM_SCALE_RANGE = (1e-2, 1e2)

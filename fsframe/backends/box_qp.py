@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidOptionError
 from . import box_qp_jit
 
-__all__ = ["BoxQPResult", "compiled_available", "crash_start", "solve_box_qp"]
+__all__ = ["BoxQPResult", "compiled_available", "crash_start", "free_set_kkt", "solve_box_qp"]
 
 
 @attrs.frozen(eq=False)
@@ -74,6 +74,28 @@ def _null_space(M: NDArray, tol: float) -> NDArray:
     return vt[rank:].T
 
 
+def free_set_kkt(F: NDArray, E: NDArray, N: NDArray, H: NDArray | None = None) -> NDArray:
+    """The KKT matrix ``[[F_N F_N', E_N'], [E_N, 0]]`` of the free set ``N`` (indices) of the dual
+    ``min 1/2 ||F' lam||^2 + f' lam`` s.t. ``E lam = e`` and a box: the matrix of every pivot's
+    Newton step here, and of :meth:`fsframe.dense_em.DenseHingeSubproblem._refined`'s step.
+    ``F F'``'s entries are picked from ``H = F F'`` when it is given; ``E`` without rows: ``F_N F_N'``."""
+    n, pe = N.size, E.shape[0]
+    if H is not None:
+        HNN = H[np.ix_(N, N)]
+    else:
+        FN = F[N]
+        HNN = FN @ FN.T
+    if not pe:
+        return HNN
+    K = np.empty((n + pe, n + pe))
+    K[:n, :n] = HNN
+    EN = E[:, N]
+    K[:n, n:] = EN.T
+    K[n:, :n] = EN
+    K[n:, n:] = 0.0
+    return K
+
+
 class _State:
     """The iterate and what is derived from it (one object, so that the helpers stay small)."""
 
@@ -92,22 +114,8 @@ class _State:
         self.wrong[free | (lo == hi)] = 0.0
 
     def kkt(self, N: NDArray) -> NDArray:
-        """The KKT matrix ``[[F_N F_N', E_N'], [E_N, 0]]`` of the free set ``N``."""
-        n, pe = N.size, self.pe
-        if self.H is not None:
-            HNN = self.H[np.ix_(N, N)]
-        else:
-            FN = self.F[N]
-            HNN = FN @ FN.T
-        if not pe:
-            return HNN
-        K = np.empty((n + pe, n + pe))
-        K[:n, :n] = HNN
-        EN = self.E[:, N]
-        K[:n, n:] = EN.T
-        K[n:, :n] = EN
-        K[n:, n:] = 0.0
-        return K
+        """The KKT matrix of the free set ``N`` (:func:`free_set_kkt`)."""
+        return free_set_kkt(self.F, self.E, N, self.H)
 
     def ratio(self, idx: NDArray, d: NDArray) -> tuple[float, int, bool]:
         """The largest step along ``d`` (on ``idx``) that keeps the bounds, the position in

@@ -94,7 +94,7 @@ def check_task(args, data) -> None:
     """Raise :class:`~fsframe.errors.InvalidOptionError` when the command's method and the data set
     it loaded are for different tasks (a regression method on class labels, a classification
     method on a real target: :func:`fsframe.fit_inputs.check_task`), naming both."""
-    from ..fitting import check_task as check
+    from ..fit_inputs import check_task as check
     from ..method import resolve
 
     check(resolve(args.method, formulation=args.formulation, surrogate=args.surrogate, loop=args.loop), data)

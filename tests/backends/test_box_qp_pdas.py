@@ -637,3 +637,39 @@ def test_samples_repeated_with_the_other_label_are_not_nearly_diagonal(flip):
     if not flip:
         f, hi = -np.ones(400), np.full(400, 10.0)
         _assert_the_optimum(solve_box_qp_pdas(F2, f, y2, 0.0, np.zeros(400), hi), F2, f, y2, hi)
+
+
+def _opposite_pair_by_brute_force(F):
+    """Whether some ``F_j = -F_i`` (``i != j``), every pair compared: the rule's reference."""
+    return any(np.array_equal(F[i], -F[j]) for i in range(len(F)) for j in range(i + 1, len(F)))
+
+
+def test_an_opposite_pair_is_found_when_a_third_row_ties_on_the_product():
+    # rows a, b, -a with b g = a g for the rule's own Gaussian g: the three tie on |F g|, a sort by it
+    # may place b between a and -a, and comparing neighbours only then missed the pair (a, -a)
+    g = np.random.default_rng(1).standard_normal(5)
+    a = np.random.default_rng(7).standard_normal(5)
+    b = a.copy()
+    b[0] += 1e-3
+    b[1] -= 1e-3 * g[0] / g[1]
+    assert abs(b @ g) == abs(a @ g) and not np.array_equal(b, a)  # the tie this test is about
+    for rows in ([a, b, -a], [b, a, -a], [-a, b, a], [a, -a, b]):
+        F = np.array(rows)
+        assert _opposite_pair_by_brute_force(F) and dr._repeated_rows(F)
+    F = np.array([a, b, a])  # equal rows, not opposite
+    assert not _opposite_pair_by_brute_force(F) and not dr._repeated_rows(F)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_opposite_rows_agree_with_every_pair_compared(seed):
+    # random rows with planted copies (equal and opposite), zeros leading some rows (the sign is read
+    # off the first non-zero entry), -0.0 entries, and ties of |F g| as above
+    rng = np.random.default_rng(seed)
+    F = rng.standard_normal((40, 6))
+    F[rng.random(F.shape) < 0.3] = 0.0
+    src, dst, tie = rng.choice(40, size=(3, 3), replace=False)
+    F[dst] = F[src] * (-1.0 if seed % 2 else 1.0)  # opposite copies on odd seeds, equal ones on even
+    g = np.random.default_rng(1).standard_normal(6)
+    F[tie] = F[src] + 1e-2 * (g[1] * np.eye(6)[0] - g[0] * np.eye(6)[1])  # within the plane g' x = g' F[src]
+    F[F == 0.0] = np.where(rng.random(np.count_nonzero(F == 0.0)) < 0.5, -0.0, 0.0)
+    assert dr._repeated_rows(F) is _opposite_pair_by_brute_force(F) is bool(seed % 2)

@@ -186,7 +186,7 @@ def test_mpm_part_b_reads_the_folders_sonar_and_is_skipped_with_one_line_without
     mod = load_script("benchmarks/bench_mpm.py", "bench_mpm_runs")
     monkeypatch.setattr(mod, "ROOT", tmp_path / "root")
     monkeypatch.setattr(mod, "bench_dca", lambda sizes, reps, save: save([]))
-    monkeypatch.setattr(mod, "markdown", lambda res: "")
+    monkeypatch.setattr(mod, "markdown", lambda res, source: "")
     read = []
     monkeypatch.setattr(mod, "bench_sonar", lambda reps: read.append(mod.sonar()))
     mod.main(["--quick"])
@@ -211,7 +211,7 @@ def mpm_runs(load_script, tmp_path, monkeypatch):
     run = {"run": 0}  # which run this is: the test counts
     monkeypatch.setattr(mod, "bench_dca", lambda sizes, reps, save: save([{"n": n, **run} for n in sizes]))
     monkeypatch.setattr(mod, "bench_sonar", lambda reps: mod.sonar() and {**run})
-    monkeypatch.setattr(mod, "markdown", lambda res: "")
+    monkeypatch.setattr(mod, "markdown", lambda res, source: "")
     return mod, out, old_meta, run
 
 
@@ -241,6 +241,24 @@ def test_mpm_run_keeps_the_parts_it_did_not_measure_each_with_its_own_stamp(mpm_
     assert res["dca"] == [{"n": 500, "run": 1, "measured": first}, {"n": 1000, "run": 2, "measured": second},
                           {"n": 2000, "run": 2, "measured": second}]
     assert mod.measured_when(res).count(" on ") == 2 and "(a) n = 1000, 2000 and (b) on " in mod.measured_when(res)
+
+
+def test_mpm_tables_name_the_file_the_run_wrote(load_script, tmp_path, monkeypatch, no_folder):
+    """A ``--quick`` run writes ``mpm-quick.json``, and its tables named ``mpm.json`` as their raw data."""
+    mod = load_script("benchmarks/bench_mpm.py", "bench_mpm_source")
+    assert "Raw data: `benchmarks/results/mpm-quick.json`." in mod.markdown({}, "benchmarks/results/mpm-quick.json")
+    monkeypatch.setattr(mod, "ROOT", tmp_path / "root")
+    monkeypatch.setattr(mod, "bench_dca", lambda sizes, reps, save: save([]))
+    monkeypatch.setattr(mod, "bench_sonar", lambda reps: None)
+    tables = []
+    monkeypatch.setattr(mod, "markdown", lambda res, source: tables.append(source) or "")
+    mod.main(["--quick"])
+    mod.main(["--sizes", "500", "--reps", "1"])
+    assert tables == ["benchmarks/results/mpm-quick.json", "benchmarks/results/mpm.json"]
+    assert all((mod.ROOT / name).is_file() for name in tables)
+    report = str(mod.ROOT / "benchmarks" / "results" / "mpm-quick.json")
+    mod.main(["--report", report])
+    assert tables[-1] == report
 
 
 def test_mpm_merge_changes_neither_input(load_script):

@@ -294,6 +294,56 @@ def test_the_step_forms_the_scaled_columns_as_numpy_does(monkeypatch):
     assert np.array_equal(it.result.duals["lam"], bufs0[0]) and float(it.intercept[0]) == a0[2]
 
 
+@pytest.mark.parametrize("n", [20, 90])
+def test_a_refused_compiled_warm_point_is_refined_on_its_free_set(n, monkeypatch):
+    # the compiled warm step's answer moved along the equality on two free multipliers (planted into
+    # its result): refused by the certificate, then one Newton step on its free set (the step
+    # DenseHingeSubproblem._refined takes for the general path's points) lands on the optimum, which
+    # the certificate passes: "warm: refined", the model the unplanted step gives and CVXPY's
+    # objective. n = 90 > 60 samples: the step reads the Hessian and leaves solve's buffer for F
+    # unfilled, so the refinement must form F itself
+    import cvxpy as cp
+
+    import fsframe.dense_em as dense_em
+
+    monkeypatch.setattr(dense_em, "warm_crash_applies", lambda shape, n: False)  # the start as it is
+    X, y_pm = _instance(9, m=60, n=n)
+    q0, q = np.ones(n), np.linspace(0.5, 2.0, n)
+    clean = DenseHingeSubproblem(X, y_pm, 1.0)
+    assert clean.solve(quad=q0).ok
+    ref = clean.solve(quad=q)
+    assert ref.result.message == "dense hinge dual: optimal"  # the compiled step, certified as it is
+    warm_step = DenseHingeSubproblem._warm_step
+    moved = []
+
+    def nudged(self, F, q, live, s, warm, form=False):
+        lam, w, b, cert, its = warm_step(self, F, q, live, s, warm, form=form)
+        free = np.flatnonzero((lam > 1e-6) & (lam < self.C - 1e-6))
+        i, j = free[0], free[np.flatnonzero(y_pm[free] != y_pm[free[0]])[0]]  # y' lam kept: +t on both
+        t = 0.3 * min(lam[i], self.C - lam[i], lam[j], self.C - lam[j])
+        lam = lam.copy()
+        lam[[i, j]] += t
+        w = np.zeros(self.n_groups)
+        w[live] = s * ((self._YX[:, live] * s).T @ lam)
+        moved.append(self.certificate(q, w, b, lam))
+        return lam, w, b, moved[-1], its
+
+    monkeypatch.setattr(DenseHingeSubproblem, "_warm_step", nudged)
+    sub = DenseHingeSubproblem(X, y_pm, 1.0)
+    assert sub.solve(quad=q0).result.message == "dense hinge dual: optimal" and not moved  # cold: no warm step
+    it = sub.solve(quad=q)
+    assert not moved[-1]["optimal"] and moved[-1]["gap"] > 1e3 * GAP_TOL  # the planted point is refused
+    assert it.ok and it.result.message == "dense hinge dual: optimal (warm; warm: refined)"
+    assert it.result.certificate.gap <= GAP_TOL
+    np.testing.assert_allclose(it.result.duals["lam"], ref.result.duals["lam"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(it.coef, ref.coef, rtol=0, atol=1e-9 * np.abs(ref.coef).max())
+    assert float(it.intercept[0]) == pytest.approx(float(ref.intercept[0]), abs=1e-8)
+    w, b = cp.Variable(n), cp.Variable()
+    primal = cp.Problem(cp.Minimize(cp.sum(cp.pos(1 - cp.multiply(y_pm, X @ w + b))) + q @ cp.square(w)))
+    primal.solve(solver=cp.CLARABEL)
+    assert it.objective == pytest.approx(primal.value, rel=1e-7)
+
+
 def _doubled(seed, scales):
     """Every sample twice, columns on the scales ``scales`` (degenerate duals: the shrinking's
     null spaces have several dimensions)."""
