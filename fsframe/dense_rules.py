@@ -51,9 +51,10 @@ COLD_CRASH_SWEEPS = 5
 """Sweeps of the crash on a cold dual where :func:`cold_crash_from` gives its start (instead of the
 compiled path's :data:`~fsframe.backends.diag_qp.CRASH_SWEEPS`, 8, from zero). On EM's first dual of
 the competitors table's 10 Sonar splits (quad = 1, ``C = 1``; CPU per cold solve, median over
-splits, alternately in one process, one BLAS thread): 3 / 4 / 5 / 6 / 7 / 8 sweeps 0.79 / 0.73 /
-0.74 / 0.76 / 0.81 / 0.83 ms, from zero with 8 sweeps 0.93 ms; on five 120 x 40 generated duals
-(columns on scales 1e-2 ... 1e2) 4-6 sweeps alike, 6 sweeps 100-111 pivots on one of them: 5."""
+splits, alternately in one process, one BLAS thread; ``benchmarks/bench_em_cold_start.py``): 3 / 4 /
+5 / 6 / 8 sweeps 0.77 / 0.72 / 0.72 / 0.75 / 0.82 ms, from zero with 8 sweeps 0.93 ms; on five
+120 x 40 generated duals (columns on scales 1e-2 ... 1e2) 4-6 sweeps alike, 6 sweeps 100-111 pivots
+on one of them: 5."""
 
 
 def cold_crash_from(y, C: float, shape, n_columns: int):
@@ -67,9 +68,9 @@ def cold_crash_from(y, C: float, shape, n_columns: int):
     From zero the crash's pairs raise the multipliers that end off zero a pair at a time; from this
     point they lower the many that end at zero, and fewer sweeps leave a start as good. On EM's first
     dual of the competitors table's 10 Sonar splits (166 x 60, quad = 1, ``C = 1``; CPU per solve,
-    median over splits, one BLAS thread): from zero 8 sweeps 0.44 ms and 1-13 pivots after them
-    (0.16 ms), ``solve_box_qp`` 0.71 ms; from this point 5 sweeps 0.27 ms and 2-15 pivots (0.16 ms),
-    0.53 ms; the whole cold solve 0.93 -> 0.74 ms. On splits 0-4 at ``C = 0.1`` alike (0.29-0.40 ms
+    median over splits, one BLAS thread; ``benchmarks/bench_em_cold_start.py``): from zero 8 sweeps
+    0.44 ms and 1-13 pivots after them (0.16 ms); from this point 5 sweeps 0.27 ms and 2-15 pivots
+    (0.16 ms); the whole cold solve 0.93 -> 0.72 ms. On splits 0-4 at ``C = 0.1`` alike (0.29-0.40 ms
     against 0.36-0.38), at ``C = 10`` and ``100`` 0.80-1.44 ms against 1.6-2.5 ms. On 120 x 40 duals
     of generated columns on scales 1e-2 ... 1e2 the crash from zero left more free multipliers than
     the Hessian can hold on 7 of 10 seeds and was discarded for the cold pivots; from this point it
