@@ -206,7 +206,7 @@ def test_em_fits_from_the_balanced_point_equal_those_from_zero(seed, monkeypatch
     _same_fits(X, y, monkeypatch, method="em-l0", n_features=3)
 
 
-@pytest.mark.parametrize("split, r", [(0, 5), (5, 5), (3, 10)])
-def test_sonar_fits_from_the_balanced_point_equal_those_from_zero(split, r, shared_file, monkeypatch):
+@pytest.mark.parametrize("split, r, method", [(0, 5, "em-l0"), (5, 5, "em-l0"), (3, 10, "em-l0"), (1, 5, "arom")])
+def test_sonar_fits_from_the_balanced_point_equal_those_from_zero(split, r, method, shared_file, monkeypatch):
     X, y = _sonar_split(shared_file, split)
-    _same_fits(X, y, monkeypatch, method="em-l0", n_features=r)
+    _same_fits(X, y, monkeypatch, method=method, n_features=r)
