@@ -34,6 +34,17 @@ def head_commit(root: Path) -> str:
         return "unknown"
 
 
+def append_run(out: Path, res: dict) -> None:
+    """Append ``res`` (one run, its ``meta`` included) to the ``runs`` of the JSON store ``out``,
+    created with its folder when absent."""
+    import json
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    store = json.loads(out.read_text()) if out.exists() else {"runs": []}
+    store["runs"].append(res)
+    out.write_text(json.dumps(store, indent=1))
+
+
 def add_data_dir(ap, holds: str = "the study's data files") -> None:
     """Add ``--data-dir DIR`` to the parser ``ap``: the data folder, as ``fsframe run --data-dir``
     takes it. Its default is none, so the study reads the folder ``$FSFRAME_DATA`` names

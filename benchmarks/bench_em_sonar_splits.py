@@ -27,7 +27,6 @@ script's.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -40,7 +39,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import competitors  # noqa: E402  (the table's selectors and splits: one definition)
-from _common import add_data_dir, head_commit, study_dataset  # noqa: E402
+from _common import add_data_dir, append_run, head_commit, study_dataset  # noqa: E402
 
 OUT = HERE / "results" / "em_sonar_splits.json"
 
@@ -146,10 +145,7 @@ def main(argv=None) -> int:
                    "fsframe_from": str(timed), "date": time.strftime("%Y-%m-%d %H:%M"),
                    "loadavg": os.getloadavg()[0], "python": platform.python_version(),
                    "no_jit": bool(os.environ.get("FSFRAME_NO_JIT")), "clock": "CPU (time.process_time)"}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    store = json.loads(args.out.read_text()) if args.out.exists() else {"runs": []}
-    store["runs"].append(res)
-    args.out.write_text(json.dumps(store, indent=1))
+    append_run(args.out, res)
     return 0
 
 

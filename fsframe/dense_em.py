@@ -57,7 +57,7 @@ from .backends.certificate import Certificate
 from .backends.svm_start import svm_start
 from .backends.diag_qp import CRASH_SWEEPS
 from . import dense_rules
-from .dense_rules import (crash_applies, nearly_diagonal, pdas_applies, svm_start_applies,
+from .dense_rules import (cold_crash_from, crash_applies, nearly_diagonal, pdas_applies, svm_start_applies,
                           svm_start_fallback, warm_crash_applies, warm_scale)
 from .enums import Status
 from .errors import DataError, UnsupportedProblemError
@@ -270,10 +270,12 @@ class DenseHingeSubproblem:
             # a cold dual starts from a crash under the compiled path's dense form's rule (docs/backends.md),
             # and at any size when F is square or wider (a kernel map's first steps, one column per
             # sample: without the crash each pivot factorises a free set of up to m multipliers)
-            crash = CRASH_SWEEPS if crash_applies(F.shape) else 0
+            # (from the classes' balanced point where dense_rules.cold_crash_from gives one: fewer sweeps)
+            origin = None if kind.startswith("warm") else cold_crash_from(self.y, self.C, F.shape, self.n_groups)
+            crash = (CRASH_SWEEPS if crash_applies(F.shape) else 0) if origin is None else dense_rules.COLD_CRASH_SWEEPS
             res = solve_box_qp(F if scale == 1.0 else F / scale, self._f if scale == 1.0 else self._f / scale ** 2,
                                self._E, np.zeros(1), self._lo, self._hi, start=warm if kind.startswith("warm") else None,
-                               crash=0 if kind.startswith("warm") else crash)
+                               crash=0 if kind.startswith("warm") else crash, crash_from=origin)
             iterations += int(res.iterations or 0)
             judged = self._judged(kind, res, F, q, live, s, scale, failures)
             if judged is not None:

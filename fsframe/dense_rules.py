@@ -6,13 +6,15 @@ The dual (``F = diag(y) X_live diag(1 / sqrt(2 q_live))``, ``m`` samples by ``q`
 :func:`pdas_applies` and :func:`nearly_diagonal`, from LIBSVM's SMO where :func:`svm_start_applies`,
 by the compiled warm pivots (from a crash of the previous multipliers where
 :func:`warm_crash_applies`), from SMO again where that failed and :func:`svm_start_fallback`, then
-warm, warm on the dual scaled by :func:`warm_scale`, cold (from a crash where :func:`crash_applies`)
-and cold scaled (docs/backends.md, "The EM subproblem on arrays"). Each rule reads only the dual's
-shape, the warm multipliers, ``F`` or (:func:`warm_crash_applies`) the number of ``X``'s columns;
+warm, warm on the dual scaled by :func:`warm_scale`, cold (from a crash where :func:`crash_applies`,
+started from :func:`cold_crash_from`'s point where it gives one) and cold scaled (docs/backends.md,
+"The EM subproblem on arrays"). Each rule reads only the dual's shape, the warm multipliers, ``F``,
+the labels (:func:`cold_crash_from`) or the number of ``X``'s columns;
 none solves anything. The subproblem reads the functions from
 its own module's names (a test or benchmark that replaces a rule patches it on
 :mod:`fsframe.dense_em`); a constant is read here, where the rules read it, and
-:data:`WARM_CRASH_SWEEPS` is read here by the subproblem's crash at each call: patch constants on this module.
+:data:`WARM_CRASH_SWEEPS` and :data:`COLD_CRASH_SWEEPS` are read here by the subproblem's crashes at each
+call: patch constants on this module.
 """
 
 from __future__ import annotations
@@ -43,6 +45,49 @@ table's 10 Sonar splits (166 x 60, r = 5; CPU per solve, median over splits, one
 first warm step 0.63 ms and 65-99 pivots without it, 0.26 / 0.24 / 0.33 ms and 4-16 / 1-6 / 1-2
 pivots after 1 / 2 / 4 sweeps; the second 0.32 -> 0.18 / 0.22 / 0.25 ms; the third (52-58 live
 columns) 0.20 -> 0.17 / 0.18 / 0.18 ms: one sweep."""
+
+
+COLD_CRASH_SWEEPS = 5
+"""Sweeps of the crash on a cold dual where :func:`cold_crash_from` gives its start (instead of the
+compiled path's :data:`~fsframe.backends.diag_qp.CRASH_SWEEPS`, 8, from zero). On EM's first dual of
+the competitors table's 10 Sonar splits (quad = 1, ``C = 1``; CPU per cold solve, median over
+splits, alternately in one process, one BLAS thread; ``benchmarks/bench_em_cold_start.py``): 3 / 4 /
+5 / 6 / 8 sweeps 0.77 / 0.72 / 0.72 / 0.75 / 0.82 ms, from zero with 8 sweeps 0.93 ms; on five
+120 x 40 generated duals (columns on scales 1e-2 ... 1e2) 4-6 sweeps alike, 6 sweeps 100-111 pivots
+on one of them: 5."""
+
+
+def cold_crash_from(y, C: float, shape, n_columns: int):
+    """The point a cold dual's crash starts from, or ``None`` (the crash from zero, as the compiled path's
+    dense form does): on a factor ``F`` of ``shape`` ``(m, q)`` where :func:`warm_crash_applies` (at least
+    ``CRASH_MIN_RATIO`` live columns per sample, ``X`` with fewer columns than rows; ``y`` the labels in
+    ``{-1, +1}``, both present), the multipliers constant per class, the smaller class at ``C`` and the
+    larger at ``C`` times the ratio of the classes' sizes (``y' lam = 0``, every multiplier in the box),
+    with :data:`COLD_CRASH_SWEEPS` sweeps.
+
+    From zero the crash's pairs raise the multipliers that end off zero a pair at a time; from this
+    point they lower the many that end at zero, and fewer sweeps leave a start as good. On EM's first
+    dual of the competitors table's 10 Sonar splits (166 x 60, quad = 1, ``C = 1``; CPU per solve,
+    median over splits, one BLAS thread; ``benchmarks/bench_em_cold_start.py``): from zero 8 sweeps
+    0.44 ms and 1-13 pivots after them (0.16 ms); from this point 5 sweeps 0.27 ms and 2-15 pivots
+    (0.16 ms); the whole cold solve 0.93 -> 0.72 ms. On splits 0-4 at ``C = 0.1`` alike (0.29-0.40 ms
+    against 0.36-0.38), at ``C = 10`` and ``100`` 0.80-1.44 ms against 1.6-2.5 ms. On 120 x 40 duals
+    of generated columns on scales 1e-2 ... 1e2 the crash from zero left more free multipliers than
+    the Hessian can hold on 7 of 10 seeds and was discarded for the cold pivots; from this point it
+    was taken on 3 of those 7. The first duals of five such ``em-l0`` fits: 0.81-0.90 ms (63-66
+    pivots from zero) -> 0.63-0.87 ms. Kernel maps (one column per sample) keep the crash from zero:
+    not measured from here."""
+    if not warm_crash_applies(shape, n_columns):
+        return None
+    pos = y > 0
+    n_pos = int(np.count_nonzero(pos))
+    n_neg = y.size - n_pos
+    small, large = min(n_pos, n_neg), max(n_pos, n_neg)
+    if not small:
+        return None
+    lam = np.full(y.size, C * (small / large))
+    lam[pos if n_pos == small else ~pos] = C
+    return lam
 
 
 def warm_crash_applies(shape, n_columns: int) -> bool:

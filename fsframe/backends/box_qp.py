@@ -222,7 +222,8 @@ def compiled_available() -> bool:
 
 def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi: NDArray,
                  start: NDArray | None = None, *, max_iter: int | None = None,
-                 compiled: bool | None = None, crash: float = 0) -> BoxQPResult:
+                 compiled: bool | None = None, crash: float = 0,
+                 crash_from: NDArray | None = None) -> BoxQPResult:
     """Solve ``min 1/2 ||F' lam||^2 + f' lam  s.t.  E lam = e, lo <= lam <= hi``.
 
     Parameters
@@ -254,17 +255,24 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         pivots only. A crashed start whose pivots end in anything but ``"optimal"`` is run again
         from the cold start, whose outcome is returned. Not a finite number ``>= 0``:
         :class:`~fsframe.errors.InvalidOptionError`.
+    crash_from : array, shape (m,), optional
+        The point the crash starts from instead of the pivots' start (``start``, or the cold
+        start): clipped to the box, and ignored (the crash then starts from the pivots' start) when
+        it is off the equality rows by more than ``START_TOL`` (as ``start`` is). Only the crash
+        reads it: a crash that is not taken leaves the pivots to start where they would without it.
+        Not of shape ``(m,)`` or not finite: :class:`~fsframe.errors.InvalidOptionError`.
     """
     m = F.shape[0]
     _check_sweeps("solve_box_qp: crash", crash)
+    if crash_from is not None:
+        crash_from = np.asarray(crash_from, dtype=float)
+        if crash_from.shape != (m,) or not np.all(np.isfinite(crash_from)):
+            raise InvalidOptionError(f"solve_box_qp: crash_from must be a finite array of shape ({m},), got "
+                                     f"shape {crash_from.shape}")
     max_iter = 10 * m + 100 if max_iter is None else max_iter
     pe = E.shape[0]
     e_tol = box_qp_jit.START_TOL * max(1.0, float(np.abs(e).max(initial=0.0)))
-    lam = None
-    if start is not None:
-        lam = np.clip(np.asarray(start, dtype=float), lo, hi)
-        if pe and np.max(np.abs(E @ lam - e), initial=0.0) > e_tol:
-            lam = None
+    lam = None if start is None else _feasible_or(np.asarray(start, dtype=float), E, e, lo, hi, e_tol, None)
     warm = lam is not None
     if lam is None:
         lam = np.clip(np.zeros(m), lo, hi)
@@ -276,8 +284,9 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         raise ImportError("solve_box_qp(compiled=True) needs numba: pip install 'fsframe[fast]'")
     H = None  # F F', when the crash formed it
     if crash > 0 and compiled and m and (pe == 0 or (pe == 1 and np.all(E[0] != 0))):
+        origin = lam if crash_from is None else _feasible_or(crash_from, E, e, lo, hi, e_tol, lam)
         try:
-            crashed, H = _crashed(F, f, E, e, lo, hi, lam, crash, e_tol)
+            crashed, H = _crashed(F, f, E, e, lo, hi, origin, crash, e_tol)
         except Exception as exc:  # numba failing to compile the crash: the pivots in Python from now on
             if not box_qp_jit.is_compile_error(exc):
                 raise
@@ -291,6 +300,16 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
             # start's answer is reported (mixed scales, C >= 1e2: 1 300 pivots to an iteration
             # limit from the crash where the cold start said "singular" at once)
     return _canonical_nu(_pivots(F, f, E, e, lo, hi, lam, warm, max_iter, compiled, H), F, f, E, lo, hi)
+
+
+def _feasible_or(point: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi: NDArray, e_tol: float,
+                 other: NDArray | None) -> NDArray | None:
+    """``point`` clipped to the box when that keeps ``E lam = e`` within ``e_tol`` (the rule of
+    :func:`solve_box_qp`'s ``start``), else ``other``."""
+    lam = np.clip(point, lo, hi)
+    if E.shape[0] and np.max(np.abs(E @ lam - e), initial=0.0) > e_tol:
+        return other
+    return lam
 
 
 def _check_sweeps(what: str, sweeps) -> None:
