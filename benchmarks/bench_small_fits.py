@@ -31,8 +31,8 @@ other              the rest of ``fsframe.fit``
 the process's CPU time), "wall" and "CPU" its wall and process time (all threads; less sensitive to
 the other jobs of a shared machine), "GC" the garbage collector's pauses (inside the phases they
 fall in). "Met": the median time is below paper 002's figure. The "settle" column is the inclusive
-time of ``OuterLoop._settle`` (its re-solve on the selected features, counted in the phases above
-too) and "solves" the number of subproblems solved.
+time of the loop's settle step (``fsframe.loops.settle.settle``: its re-solve on the selected
+features, counted in the phases above too) and "solves" the number of subproblems solved.
 
     python benchmarks/bench_small_fits.py [--reps 7] [--splits 3] [--quick] [--clock cpu] [--src PATH] [--tag NAME]
     python benchmarks/bench_small_fits.py --compare BEFORE1.json,BEFORE2.json AFTER1.json,AFTER2.json
@@ -129,6 +129,7 @@ def instrument(timer: PhaseTimer) -> None:
     import fsframe.problem as problem
     from fsframe.backends import base, diag_qp, highs
     from fsframe.compiler import CompiledModel
+    from fsframe.loops import base as loop_base
     from fsframe.loops.base import OuterLoop
 
     def patch(owner, attr, name, **kw):
@@ -156,7 +157,10 @@ def instrument(timer: PhaseTimer) -> None:
     patch(base, "certify", "certificate")
     patch(base.BackendSession, "judge", "judge")
     patch(OuterLoop, "run", "loop")
-    patch(OuterLoop, "_settle", "loop", inclusive="settle")
+    if hasattr(loop_base, "settle"):  # the settle step, a function of the loop (fsframe.loops.settle)
+        patch(loop_base, "settle", "loop", inclusive="settle")
+    else:  # a checkout from before its move (--src): the template's method
+        patch(OuterLoop, "_settle", "loop", inclusive="settle")
 
 
 def load(name: str):

@@ -533,7 +533,7 @@ def profile(repeats=5):
     Xtr = StandardScaler().fit(Xtr).transform(Xtr)
     acc = {}
     state = {"settle": False}
-    solve0, settle0 = Subproblem.solve, loop_base.OuterLoop._settle
+    solve0, settle0 = Subproblem.solve, loop_base.settle
 
     def solve(self, **kw):
         t0 = time.perf_counter()
@@ -545,15 +545,15 @@ def profile(repeats=5):
             acc["  " + k] = acc.get("  " + k, 0.0) + v
         return it
 
-    def settle(self, *a, **kw):
+    def settle(loop, *a, **kw):
         state["settle"] = True
         try:
-            return settle0(self, *a, **kw)
+            return settle0(loop, *a, **kw)
         finally:
             state["settle"] = False
 
     rows = []
-    Subproblem.solve, loop_base.OuterLoop._settle = solve, settle
+    Subproblem.solve, loop_base.settle = solve, settle
     try:
         fsframe.fit(Xtr, ytr, method="em-l0", n_features=5)  # warm-up
         for _ in range(repeats):
@@ -572,7 +572,7 @@ def profile(repeats=5):
         fsframe.fit(Xtr, ytr, method="em-l0", n_features=5)
         pr.disable()
     finally:
-        Subproblem.solve, loop_base.OuterLoop._settle = solve0, settle0
+        Subproblem.solve, loop_base.settle = solve0, settle0
     buf = io.StringIO()
     pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(15)
     keys = list(rows[0])
@@ -752,8 +752,8 @@ def _safe_profile():
         with threadpool_limits(limits=1):
             return profile()
     except (AttributeError, KeyError, TypeError) as exc:
-        print(f"profile skipped: {type(exc).__name__}: {exc} (fsframe's Subproblem.solve / "
-              "OuterLoop._settle changed; update profile())", file=sys.stderr)
+        print(f"profile skipped: {type(exc).__name__}: {exc} (fsframe's Subproblem.solve or "
+              "the loop template's settle step changed; update profile())", file=sys.stderr)
         return None
 
 

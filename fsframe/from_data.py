@@ -123,7 +123,7 @@ def _group_norms(coef: np.ndarray) -> np.ndarray:
 
 def _settle_cut(res: Resolved, sol, coef, t, support, lin, info: dict):
     """The loop's ``zero_tol`` cut of a :class:`~fsframe.formulation.FromDataSolution`, by the
-    compiled loop's rule (``Loop._settle``): when the whole penalty is within the loop's ``tol``
+    compiled loop's rule (:func:`fsframe.loops.settle.settle`): when the whole penalty is within the loop's ``tol``
     of the objective, the empty support is proposed first (``sol.restricted`` with nothing kept);
     then the cut point is taken when ``sol.recertify`` certifies it; else the subproblem is solved
     again with the cut groups fixed at zero (``sol.restricted``) and taken when it is certified

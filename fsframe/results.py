@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 from .dataset import check_no_silent_cast, is_sparse, sparse_features
 from .enums import Status
 from .errors import DataError, PluginError, SparseInputError
-from .loops.base import monitored_series
+from .loops.monitoring import monitored_series
 
 __all__ = ["FitResult", "result_coef", "solver_label", "backend_text"]
 
@@ -158,7 +158,7 @@ class FitResult:
     @property
     def monotone_checked(self) -> bool:
         """Whether the loop checked the descent of an objective over this fit
-        (:func:`fsframe.loops.base.monitored_series`): when False, :attr:`monotone` is True only
+        (:func:`fsframe.loops.monitoring.monitored_series`): when False, :attr:`monotone` is True only
         because nothing was monitored (``em-l0`` with ``weights="paper"`` has no potential)."""
         return self.loop is not None and monitored_series(self.loop, self.surrogate, self.history) is not None
 

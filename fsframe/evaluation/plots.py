@@ -144,7 +144,7 @@ def trace_data(result) -> dict:
     L2 start of EM), and the top-level ``"monitored"`` says which quantity it is
     (:meth:`fsframe.OuterLoop.monitored_quantity`), or why nothing is monitored — so the picture
     shows what "monotone: yes" is about."""
-    from ..loops.base import monitored_series
+    from ..loops.monitoring import monitored_series
 
     parts = [(f"class {r.classes[1]}", r) for r in result.per_class] if result.per_class else [("fit", result)]
     loop, surrogate = result.loop, result.surrogate

@@ -23,15 +23,20 @@ loop alike:
 * verifies the ``zero_tol`` cut — by the certificate of the cut point when it passes
   (:meth:`~fsframe.problem.Subproblem.certified_cut`), else by a restricted re-solve — so that
   the support comes from a step that keeps optimality and the objective reported is that of the
-  coefficients returned (:meth:`OuterLoop._settle`);
+  coefficients returned (:func:`~fsframe.loops.settle.settle`);
 * reports the outcome (:class:`LoopOutcome`): coefficients zeroed outside the support, the
   objective, the statuses of every solve, and what the loop put in ``run.info``.
+
+The template's other concerns are modules of their own: :mod:`~fsframe.loops.settle` (the
+verified cut), :mod:`~fsframe.loops.separation` (the separation stop of :meth:`OuterLoop.descend`),
+:mod:`~fsframe.loops.measures` (what it measures per iterate), :mod:`~fsframe.loops.requirements`
+(what a loop requires of a surrogate and a formulation) and :mod:`~fsframe.loops.monitoring` (the
+series whose descent a run checked).
 """
 
 from __future__ import annotations
 
 import abc
-import math
 import time
 import warnings
 from typing import ClassVar, Generator, TYPE_CHECKING
@@ -44,135 +49,22 @@ from numpy.typing import NDArray
 from ..enums import Status
 from ..validators import as_int, positive_int, real, to_float
 from ..errors import ConvergenceWarning, PluginError, SeparationWarning, SolverFailedError, SolverWarning
-from ..formulation import PROTOCOLS, TRAITS, restater_mismatch
-from ..surrogates.base import PROVIDES, Surrogate
+from ..surrogates.base import Surrogate
+from . import requirements
+from .measures import _norm, _on_column_scale, _step_length, _support_size, _total
 from .records import Choice, Finish, IterRecord, LoopOutcome, Run, Step
 from .selection import Selection, contribution, group_scale, reference_scale, select_exactly, support_of
+from .separation import SEPARATION_STOP, separated, separating
+from .settle import settle
 from .ties import Tiebreak
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
 
 __all__ = ["OuterLoop", "LoopOutcome", "IterRecord", "Step", "Finish", "Choice", "Run", "support_of",
-           "reference_scale", "select_exactly", "Selection", "lacking", "monitored_series"]
+           "reference_scale", "select_exactly", "Selection"]
 
 INFEASIBLE = (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
-
-FORMULATION_NEEDS = {
-    "bounds": "bound parameters to search (bound_params and with_bounds)",
-    "mask_space": "the capability to fix a feature group to zero (mask_space)",
-    "restate": "parameters restated in place (restatable_params and restate)",
-    "explain_failure": "explain_failure",
-    "empty_model_threshold": "where the empty model stops being optimal (empty_model_threshold)",
-    "auto_values": "an automatic grid of its own (auto_values)",
-    "separating_loss": "a loss value below which the iterate separates the classes (separating_loss)",
-    "margins": "the per-sample margins of a model (margins), all positive when it separates the classes",
-    "from_data": "a solve of its subproblem straight from X (solve_from_data)",
-    "quad_from_data": "a solve of its ridge-weighted (EM) step straight from X (solve_quad_from_data)",
-    "frontier_retries": "restatements to retry after a first subproblem without a solution (frontier_retries)",
-    **TRAITS,
-}
-"""How a refusal names each formulation capability (:data:`fsframe.formulation.PROTOCOLS`,
-:data:`~fsframe.formulation.TRAITS`)."""
-assert set(PROTOCOLS) <= set(FORMULATION_NEEDS)
-
-
-def lacking(required, provided, describe: dict | None = None) -> list[str]:
-    """The names in ``required`` absent from ``provided``, each as ``describe`` words it (the
-    name itself when it has no entry): the one check of what a loop requires of a surrogate and of
-    a formulation (skglm's ``check_attrs``), every gap listed at once."""
-    describe = describe or {}
-    return [describe.get(c, c) for c in required if c not in provided]
-
-
-def monitored_series(loop, surrogate, history) -> tuple[list, str] | None:
-    """``(values, what they are)`` whose descent ``loop`` checked over ``history``, or None when it
-    checked none: the records' ``monitored`` values (the base driver, :meth:`OuterLoop.run`), or,
-    for a loop with its own driver that guarantees descent (DSO-FS), the objective it reports,
-    which is what such a driver checks."""
-    if any(getattr(h, "monitored", None) is not None for h in history):
-        return [getattr(h, "monitored", None) for h in history], loop.monitored_quantity(surrogate)
-    if getattr(type(loop), "monotone", False) and type(loop).run is not OuterLoop.run:
-        return [h.objective for h in history], "the objective it reports (its own driver checks its descent)"
-    return None
-
-
-SEPARATION_STOP = "separated classes, saturated surrogate"  # the stop reason of the separation stop
-
-
-def _norm(v: np.ndarray) -> float:
-    """``float(np.linalg.norm(v))`` of a real vector, bitwise (numpy forms ``sqrt(v . v)`` too),
-    without its dispatch: the loops measure two or three steps per iterate (other dtypes, shapes:
-    numpy's own; a strided vector too: numpy copies it to contiguous first, and BLAS's strided dot
-    rounds otherwise)."""
-    if v.dtype != np.float64 or v.ndim != 1 or not v.flags.c_contiguous:
-        return float(np.linalg.norm(v))
-    return math.sqrt(float(v.dot(v)))
-
-
-_F8 = np.dtype(np.float64)
-_MAX = np.maximum.reduce
-"""The reduction ``ndarray.max`` runs (numpy's ``_methods._amax`` calls it with the same arguments),
-called without that Python wrapper."""
-
-
-def _largest(a) -> float:
-    """``float(np.max(a, initial=0.0))``, bitwise (the same reduction), without numpy's dispatch for
-    an ndarray: the loops take two or three per iterate."""
-    return float(_MAX(a, None, None, None, False, 0.0)) if type(a) is np.ndarray else float(np.max(a, initial=0.0))
-
-
-def _step_length(new: Iterate, old_point: NDArray, point: NDArray | None = None) -> float:
-    """``_norm(new.point - old_point)``, the step the base records and a loop's stopping rule
-    measures (:meth:`OuterLoop.small_step`), formed once per pair: kept on ``new`` (its memo, as
-    :attr:`~fsframe.problem.Iterate.point`) when both points are read-only, and returned again only
-    for the same two point objects — a point is kept only while its iterate's model is read-only
-    (:attr:`~fsframe.problem.Iterate.point` asks at every reading), so the same objects are the same
-    values. Another ``old_point``, a writeable point or an iterate without a memo: formed afresh.
-    ``point``: ``new.point`` when the caller has just read it."""
-    point = new.point if point is None else point
-    memo = getattr(new, "_memo", None)
-    kept = memo.get("step") if type(memo) is dict else None
-    if kept is not None and kept[0] is old_point and kept[1] is point:
-        return kept[2]
-    step = _norm(point - old_point)
-    if kept is None and type(memo) is dict and not point.flags.writeable and not old_point.flags.writeable:
-        memo["step"] = (old_point, point, step)
-    return step
-
-
-def _support_size(a, zero_tol: float, scale: float, run_scale: bool) -> tuple[int, float]:
-    """``(int(support_of(a, zero_tol, ref).sum()), max(scale, _largest(a)))`` with ``ref`` that new
-    scale when ``run_scale`` (else 0.0): the base's count of an iterate's non-zeros and the run's
-    scale after it, the same numbers, from one reduction of ``a`` instead of two (a non-empty
-    float64 ndarray; anything else goes through :func:`support_of` and :func:`_largest` as they are)."""
-    if type(a) is not np.ndarray or a.dtype != _F8 or not a.size:
-        scale = max(scale, _largest(a))
-        return int(support_of(a, zero_tol, scale if run_scale else 0.0).sum()), scale
-    raw = float(_MAX(a, None))  # support_of's reduction (a.max()); _largest's (initial=0.0) is this or 0.0
-    scale = max(scale, raw if not raw < 0.0 else 0.0)
-    cut = max(zero_tol * max(raw, scale if run_scale else 0.0), 1e-12)
-    return int(np.count_nonzero(a > cut)), scale
-
-
-def _total(a) -> float:
-    """``float(np.sum(a))``, bitwise (the same reduction), without numpy's dispatch for an ndarray."""
-    return float(a.sum()) if type(a) is np.ndarray else float(np.sum(a))
-
-
-def _on_column_scale(it: Iterate, sub: Subproblem | None) -> Iterate:
-    """``it`` carrying ``sub``'s column scale (:attr:`~fsframe.problem.Iterate.column_scale`,
-    :func:`~fsframe.scales.group_scale`), the one the reported objective's support rule
-    reads: ``it`` itself when it carries one already, when there is no ``sub`` or when ``sub`` has
-    none (its model not built, its groups not the columns of ``sub.X``). A stand-in iterate without
-    the field (a test's scripted solve, not an attrs class) counts as carrying none and is
-    returned as it is."""
-    if sub is None or getattr(it, "column_scale", None) is not None or not (
-            attrs.has(type(it)) and "column_scale" in attrs.fields_dict(type(it))):
-        return it
-    scale = group_scale(sub)
-    return it if scale is None else attrs.evolve(it, column_scale=scale)
-
 
 @attrs.frozen
 class OuterLoop(abc.ABC):
@@ -259,25 +151,15 @@ class OuterLoop(abc.ABC):
 
     def missing(self, surrogate: Surrogate | None) -> list[str]:
         """What ``surrogate`` lacks for this loop, each item as the refusal names it (empty if
-        compatible): :attr:`requires` against ``surrogate.provides()``, and
-        :attr:`needs_surrogate` / :attr:`takes_surrogate`. Override it only for a need no
+        compatible): :func:`fsframe.loops.requirements.missing`. Override it only for a need no
         capability states (call ``super()`` and append)."""
-        if surrogate is None:
-            return ["a surrogate (needs_surrogate is True)"] if self.needs_surrogate else []
-        if not self.takes_surrogate:
-            return ["no surrogate (takes_surrogate is False)"]
-        return lacking(self.requires, surrogate.provides(self.requires), PROVIDES)
+        return requirements.missing(self, surrogate)
 
     def formulation_missing(self, formulation) -> list[str]:
         """What ``formulation`` (an instance) lacks for this loop (empty if compatible):
-        :attr:`formulation_requires` against ``formulation.provides()``; a ``bounds`` or
-        ``restate`` protocol lost to a ``build`` overridden below its method says so
-        (:func:`~fsframe.formulation.restater_mismatch`)."""
-        provided = formulation.provides()
-        describe = {name: FORMULATION_NEEDS[name] + (f", but {why}" if why else "")
-                    for name in self.formulation_requires if name in FORMULATION_NEEDS and name not in provided
-                    for why in (restater_mismatch(formulation, name),)}
-        return lacking(self.formulation_requires, provided, describe)
+        :func:`fsframe.loops.requirements.formulation_missing`. Override it only for a need no
+        capability states (call ``super()`` and append)."""
+        return requirements.formulation_missing(self, formulation)
 
     @abc.abstractmethod
     def steps(self, sub: Subproblem, surrogate: Surrogate | None, run: Run) -> Generator[Step, None, Finish]:
@@ -323,7 +205,7 @@ class OuterLoop(abc.ABC):
     def reported_objective(self, it: Iterate, surrogate: Surrogate, sub: Subproblem | None = None) -> float:
         """:meth:`surrogate_objective` as reported, on ``sub``'s column scale when ``it`` carries
         none: it is called as ``surrogate_objective(it, surrogate)`` with the iterate carrying that
-        scale (:func:`_on_column_scale`), so an override of any signature it has had,
+        scale (:func:`~fsframe.loops.measures._on_column_scale`), so an override of any signature it has had,
         ``(self, it, surrogate, *, raw=False)`` or with ``sub=None`` as well, is called alike and
         finds the scale on ``it``."""
         return self.surrogate_objective(_on_column_scale(it, sub), surrogate)
@@ -349,14 +231,14 @@ class OuterLoop(abc.ABC):
         yield step
         f = step.monitored
         for k in range(1, self.max_iter):
-            why = self.separated(it, surrogate, sub)
+            why = separated(self, it, surrogate, sub)
             if why is not None:
                 warnings.warn(f"{self.name}: stopped before iteration {k}: {why}", SeparationWarning, stacklevel=3)
                 return False, f"{SEPARATION_STOP}: {why}"
             at, tilt = ties.point(it)
             new = advance(at)
             if not new.ok or new.status is Status.OPTIMAL_INACCURATE:
-                evidence = self._separating(it, sub)
+                evidence = separating(it, sub)
                 if evidence is not None:
                     warnings.warn(
                         f"{self.name}: subproblem {k} ended {new.status.value} after an iterate that separates the "
@@ -375,60 +257,6 @@ class OuterLoop(abc.ABC):
                     return True, "objective decrease below tol"
             it, f = new, step.monitored
         return False, "max_iter reached"
-
-    def separated(self, it: Iterate, surrogate: Surrogate, sub: Subproblem | None) -> str | None:
-        """Why the subproblem linearised at ``it`` has no minimiser within reach, or ``None``.
-
-        For a formulation whose loss vanishes only at infinity (protocol ``separating_loss``:
-        logistic, multinomial): ``it``'s loss below ``separating_loss()`` means every training
-        sample has a positive margin (a term with a margin at most 0 is at least ``C log 2``), so
-        along ``it``'s own direction, ``s (w, b)`` with ``s -> inf``, the loss tends to 0. The
-        linearised penalty (DCA's ``g' - h'`` and IRL1's weight are both ``phi'(t_j)``) charges
-        ``rho = sum_j phi'(t_j) t_j`` per unit of ``s``. When ``rho <= tol * max(1, f)`` (``f``
-        the loop's objective at ``it``) the next subproblem's minimiser lies where the loss is
-        below what a solver resolves (margins near ``log(C m / rho)``), and with ``rho = 0`` in
-        double precision (exp: ``alpha t_j > 36`` on every selected group) there is none: solvers
-        stall (``optimal_inaccurate``, or a failure). Paper 000's convergence result assumes
-        bounded iterates; on separated classes they are not."""
-        evidence = self._separating(it, sub)
-        support = support_of(contribution(it.t, group_scale(sub)), self.zero_tol)
-        if evidence is None or not support.any() or "derivative" not in surrogate.provides(("derivative",)):
-            return None
-        t = it.t[support]
-        rho = float(np.sum(np.asarray(surrogate.derivative(t), dtype=float) * t))
-        f = self.surrogate_objective(it, surrogate, raw=True)
-        if not rho <= self.tol * max(1.0, abs(f)):
-            return None
-        return (f"the iterate separates the training classes ({evidence}) and the penalty no longer holds the "
-                f"scale of its {int(support.sum())} selected groups "
-                f"(sum_j phi'(t_j) t_j = {rho:.3g} <= tol * f): the next subproblem's loss vanishes only at "
-                "infinity, so its minimiser is out of the solvers' reach or does not exist. The support is this "
-                "iterate's; the coefficients' scale is arbitrary. The classes are (nearly) separable at this C: "
-                "for a bounded model lower C (or the surrogate's alpha), or use an EM or log method")
-
-    @staticmethod
-    def _separating(it: Iterate, sub: Subproblem | None) -> str | None:
-        """Why ``it`` separates the training classes (every margin positive), or ``None`` (also
-        without the protocols): its loss below the formulation's ``separating_loss()`` (every
-        margin positive then), or else the formulation's ``margins(X, y, coef, intercept)`` all
-        positive — a loss above ``C log 2`` can still separate (many small positive margins)."""
-        form = getattr(sub, "formulation", None)
-        bound = getattr(form, "separating_loss", None)
-        if bound is None or it.loss is None:
-            return None
-        limit = float(bound())
-        if it.loss < limit:
-            return f"loss {it.loss:.3g} < {limit:.3g}: every margin positive"
-        margins = getattr(form, "margins", None)
-        if margins is None or it.coef is None:
-            return None
-        coef = np.asarray(it.coef, dtype=float)
-        if sub.is_built:  # the model's shape (BuiltModel.coef_shape: a row per class for multinomial)
-            coef = coef.reshape(sub.built.coef_shape)
-        m = np.asarray(margins(sub.X, sub.y, coef, it.intercept), dtype=float)
-        if m.size and np.all(m > 0):
-            return f"every margin positive, the smallest {float(m.min()):.3g}; loss {it.loss:.3g}"
-        return None
 
     def objective_of(self, sub: Subproblem, it: Iterate, surrogate: Surrogate | None, mask: NDArray) -> float:
         """The objective the loop reports for the coefficients returned: those of ``it`` with the
@@ -460,157 +288,6 @@ class OuterLoop(abc.ABC):
                 f"{list(sel.counts)}); the {r} features are the largest of iterate {k}, the last with at least "
                 f"{r}. Weaken the sparsity pressure (e.g. a larger C) if later iterates matter",
                 ConvergenceWarning, stacklevel=4)
-
-    def _penalty_negligible(self, it: Iterate, surrogate: Surrogate | None) -> bool:
-        """Whether the penalty at ``it`` (``sum_j phi(t_j)``, or the subproblem's objective minus
-        its loss) is at most ``tol`` times the objective: every group is then a candidate zero."""
-        if it.loss is None:
-            return False
-        if surrogate is not None:
-            pen = float(np.sum(surrogate.phi(it.t)))
-        elif it.objective is not None:
-            pen = float(it.objective - it.loss)
-        else:
-            return False
-        return pen <= self.tol * abs(it.loss + pen)
-
-    def _settle(self, sub: Subproblem, surrogate, it: Iterate, mask: NDArray, objective, *, selecting: bool,
-                first: Iterate | None = None, separated: bool = False):
-        """Make the support come from a step that keeps optimality, and the objective that of
-        the coefficients returned.
-
-        When ``mask`` cuts groups whose norm is not exactly zero, the cut point is certified on
-        the iterate's subproblem with its multipliers
-        (:meth:`~fsframe.problem.Subproblem.certified_cut`); if the certificate does not pass, the
-        subproblem is re-solved (same weights, warm) with the cut groups fixed at zero. With ``n_features``
-        (``selecting``) the re-solve is the model on the selected features, with the slot weights of
-        the run's ``first`` subproblem (the method's base convex model: the L2 SVM of an EM run, the
-        L1 start of DCA / reweighted-l1; the late iterates' weights can be so heavy — EM's ``1/t^2``
-        after a collapse — that their model predicts one class), and is taken; otherwise
-        it is taken only if its optimum is within tolerance of the uncut one (``tol`` relative,
-        and 1e-9 absolute). If it is not, the uncut point is kept with the groups above 1e-12 of
-        the largest norm. A re-solve on a working set that ends short of ``OPTIMAL`` (e.g. ECOS's
-        ``optimal_inaccurate`` on the restricted rows) is repeated once on the full problem
-        (``info["zero_tol_cut_full_resolve"]``, its status), taken only certified ``OPTIMAL`` with the
-        rise within tol; a cut no re-solve could judge keeps the uncut point with a warning that
-        names the status. Returns ``(iterate, mask, objective, info)``.
-
-        After the separation stop (``separated``, without ``n_features``) there is no re-solve:
-        the subproblem at that iterate is the one :meth:`separated` found out of the solvers' reach
-        (its re-solve ends ``optimal_inaccurate`` or fails). The cut is checked at the iterate
-        itself instead: it is taken when the objective of the cut coefficients is within ``tol``
-        of the uncut ones' (the dropped groups are noise, e.g. 1e-10 norms), else (a large
-        ``zero_tol`` dropping a group the margins need) the uncut point is kept with the groups
-        above 1e-12 of the largest norm, with a ConvergenceWarning, as when a verification fails
-        (``info["zero_tol_cut_verified"] = False``, ``info["zero_tol_cut_separated"] = True``)."""
-        cut = mask.copy()
-        if separated and not selecting:
-            dropped = ~cut & (it.t > 0)
-            objective = self.objective_of(sub, it, surrogate, cut)
-            if not dropped.any():
-                return it, cut, objective, {}
-            info = {"zero_tol_cut": int(dropped.sum()), "zero_tol_cut_verified": False,
-                    "zero_tol_cut_separated": True}
-            keep = support_of(it.t, 1e-12)
-            whole = self.objective_of(sub, it, surrogate, keep)
-            if objective <= whole + self.tol * abs(whole) + 1e-9 * (1.0 + abs(whole)):
-                return it, cut, objective, info
-            warnings.warn(
-                f"{self.name}: cutting {int(dropped.sum())} groups (zero_tol={self.zero_tol:g}) after the "
-                f"separation stop raises the objective from {whole:.6g} to {objective:.6g}; returning the "
-                f"uncut iterate's {int(keep.sum())} groups (a smaller zero_tol keeps the cut)",
-                ConvergenceWarning, stacklevel=4)
-            info["zero_tol_cut"] = 0
-            return it, keep, whole, info
-        base = it.objective
-        probe: dict = {}
-        if not selecting and cut.any() and getattr(sub.formulation, "sparse", True) \
-                and self._penalty_negligible(it, surrogate):
-            # the whole penalty is solver noise (e.g. an L1-SVM whose C is so small that w = 0 is
-            # optimal): the relative rule cannot tell noise from signal, so propose the empty support
-            # (a model without a penalty, ``sparse = False``, has nothing to propose it for)
-            re = sub.restricted(it, np.zeros_like(cut))
-            if re.ok and re.objective is not None and base is not None \
-                    and re.objective - base <= self.tol * abs(base) + 1e-9 * (1.0 + abs(base)):
-                re = attrs.evolve(re, cut_from=it)  # certified without the cut too (fitting)
-                return re, np.zeros_like(cut), self.objective_of(sub, re, surrogate, np.zeros_like(cut)), {
-                    "zero_tol_cut": int((it.t > 0).sum()), "statuses": (re.status,),
-                    "zero_tol_cut_rise": float(re.objective - base), "zero_tol_cut_verified": True}
-            # a rejected probe gave nothing returned: its status is the probe's, not the fit's
-            probe = {"zero_support_probe": re.status.value}
-        dropped = ~cut & (it.t > 0)
-        base_model = first is not None and first is not it  # selecting: re-solve with the first weights
-        if not dropped.any() and not (selecting and base_model):
-            return it, cut, objective, probe
-        info: dict = {"zero_tol_cut": int(dropped.sum()), **probe}
-        # the cut point itself, when the certificate still calls it optimal with the iterate's
-        # multipliers (an interior-point answer's 1e-10 zeros): the re-solve would return it
-        re = None if selecting else sub.certified_cut(it, cut)
-        info["zero_tol_cut_resolved"] = re is None
-        if re is None:
-            re = sub.restricted(first if selecting and base_model else it, cut)
-        info["statuses"] = (re.status,)
-        within = (lambda r: r.objective - base <= self.tol * abs(base) + 1e-9 * (1.0 + abs(base)))
-        # on a working set only a certified OPTIMAL re-solve settles the cut here; an inexact one
-        # (within tol or not) goes to the full re-solve below
-        judged = selecting or re.status is Status.OPTIMAL or sub.working_set is None
-        if re.ok and re.objective is not None and base is not None:
-            info["zero_tol_cut_rise"] = float(re.objective - base)
-            if selecting or (judged and within(re)):
-                if not selecting:
-                    cut &= re.t > 0
-                    if info["zero_tol_cut_resolved"]:  # a re-solve with the cut groups fixed at zero
-                        re = attrs.evolve(re, cut_from=it)
-                info["zero_tol_cut_verified"] = True
-                return re, cut, self.objective_of(sub, re, surrogate, cut), info
-        if not selecting and re.status is not Status.OPTIMAL and sub.working_set is not None \
-                and base is not None:
-            # a working set's re-solve that ended short of a certified optimum (ECOS's
-            # optimal_inaccurate on the restricted rows) says nothing about the cut: re-solve it once
-            # on the full problem, and take it only certified optimal with the rise within tol
-            full = sub.restricted(it, cut, full=True)
-            info["statuses"] += (full.status,)
-            info["zero_tol_cut_full_resolve"] = full.status.value
-            if full.status is Status.OPTIMAL and full.objective is not None:
-                info["zero_tol_cut_rise"] = float(full.objective - base)
-                if within(full):
-                    cut &= full.t > 0
-                    info["zero_tol_cut_verified"] = True
-                    full = attrs.evolve(full, cut_from=it)
-                    return full, cut, self.objective_of(sub, full, surrogate, cut), info
-            re = full  # the warning below speaks of the full re-solve: a rise, or its status
-        info["zero_tol_cut_verified"] = False
-        if selecting:
-            msg = (f"{self.name}: the re-solve on the {int(cut.sum())} selected features ended with status "
-                   f"{re.status.value} ({re.result.message})")
-            if re.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
-                warnings.warn(
-                    msg + ": no model on these features satisfies the formulation's constraints (e.g. MPM's "
-                    "bound delta); the coefficients are the chosen iterate's, cut, they violate the constraints, "
-                    "and no objective is reported. Ask for more features or relax the constraints",
-                    ConvergenceWarning, stacklevel=4)
-                return it, cut, None, info
-            if self.raise_on_failure:
-                raise SolverFailedError(msg + "; set raise_on_failure=False to keep the selection without "
-                                        "an objective", result=re.result)
-            warnings.warn(msg + "; the coefficients are the chosen iterate's, cut, and no objective is "
-                          "reported", ConvergenceWarning, stacklevel=4)
-            return it, cut, None, info
-        if re.status is not Status.OPTIMAL:
-            # the cut could not be judged: nothing says the small weights are part of the optimum
-            warnings.warn(
-                f"{self.name}: the re-solve without {int(dropped.sum())} small groups (zero_tol={self.zero_tol:g}) "
-                f"ended with status {re.status.value} ({re.result.message}), so the cut is unverified; returning "
-                "the uncut solution with its groups above 1e-12 of the largest norm (another backend, e.g. "
-                "Clarabel, may settle the cut)", ConvergenceWarning, stacklevel=4)
-        else:
-            warnings.warn(
-                f"{self.name}: cutting {int(dropped.sum())} small groups (zero_tol={self.zero_tol:g}) raises the "
-                "subproblem's optimum beyond tol; returning the uncut solution, whose small weights are part of "
-                "the optimum (a smaller zero_tol or a simplex backend gives a cleaner support)",
-                ConvergenceWarning, stacklevel=4)
-        keep = support_of(it.t, 1e-12)
-        return it, keep, self.objective_of(sub, it, surrogate, keep), info
 
     # -- the driver ------------------------------------------------------------------------------
     def run(self, sub: Subproblem, surrogate: Surrogate | None, *, n_features: int | None = None,
@@ -724,7 +401,8 @@ class OuterLoop(abc.ABC):
         is warned about (:class:`~fsframe.errors.SolverWarning`); a :class:`Choice` the loop computed
         itself (no solver point: DSO-FS's ``W`` with its certificate's verdict) is the loop's to
         report. After the separation stop (``separated``) the last iterate is cut at ``zero_tol``
-        as the :class:`~fsframe.errors.SeparationWarning` names it, unverified (see :meth:`_settle`)."""
+        as the :class:`~fsframe.errors.SeparationWarning` names it, unverified (see
+        :func:`~fsframe.loops.settle.settle`)."""
         if choice is not None:
             if choice.iterate.x is not None:
                 self._warn_inaccurate([choice.iterate])
@@ -755,9 +433,8 @@ class OuterLoop(abc.ABC):
             idx = len(iterates) - 1
             cols = group_scale(sub)
             mask = support_of(contribution(iterates[idx].t, cols), self.zero_tol, reference_scale(iterates, cols))
-        chosen, mask, objective, cut = self._settle(sub, surrogate, iterates[idx], mask, good[idx].objective,
-                                                    selecting=rule is not None, first=iterates[0],
-                                                    separated=separated)
+        chosen, mask, objective, cut = settle(self, sub, surrogate, iterates[idx], mask, good[idx].objective,
+                                              selecting=rule is not None, first=iterates[0], separated=separated)
         if chosen is not iterates[idx] and chosen.status is Status.OPTIMAL_INACCURATE:
             warnings.warn(
                 f"{self.name}: the re-solve that gives the returned model (on its {int(mask.sum())} selected "

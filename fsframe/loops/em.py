@@ -12,7 +12,8 @@ from attrs.validators import and_, ge, in_, instance_of
 from ..errors import ConvergenceWarning, InvalidOptionError
 from ..surrogates.base import PROVIDES
 from ..validators import as_int, finite, not_bool, positive_int, to_float
-from .base import OuterLoop, Step, _largest, _support_size, _total
+from .base import OuterLoop, Step
+from .measures import _largest, _support_size, _total
 from .selection import contribution, group_scale, support_of
 from .ties import Tiebreak
 

@@ -167,12 +167,12 @@ class LogisticFormulation(Formulation):
     def separating_loss(self) -> float:
         """``C log 2``: a loss below it has every margin ``y_i (x_i w + b)`` positive (a term with
         a margin at most 0 is at least ``C log 2``), the classes separated by the iterate
-        (:meth:`fsframe.loops.OuterLoop.separated`)."""
+        (:func:`fsframe.loops.separation.separated`)."""
         return self.C * float(np.log(2.0))
 
     def margins(self, X, y, coef, intercept) -> np.ndarray:
         """``y_i (x_i w + b)`` per training sample (``y`` in ``{-1, +1}``): all positive, the
-        classes are separated by ``(w, b)`` whatever the loss (:meth:`fsframe.loops.OuterLoop.separated`)."""
+        classes are separated by ``(w, b)`` whatever the loss (:func:`fsframe.loops.separation.separated`)."""
         b = 0.0 if intercept is None else float(np.ravel(intercept)[0])
         return np.asarray(y, dtype=float) * (np.ravel(X @ np.ravel(coef)) + b)
 

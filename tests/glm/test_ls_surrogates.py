@@ -3,7 +3,7 @@
 surrogate's parameters reach the loop: another ``alpha`` or ``eps`` gives other iterates, equal to
 the hand-written loop's with it), and their supports differ from ``l1-ls``'s. With ``n_features``
 every method returns the L1 model (the run's first weights) re-solved on the features it selected
-(``OuterLoop._settle``): where the selections agree the models are the same — why the support-
+(``fsframe.loops.settle.settle``): where the selections agree the models are the same — why the support-
 recovery benchmark's ``n_features = k`` rows of ``l1-ls``, ``l0-ls`` and ``log-ls`` are equal
 (every one of them selects the true ``k`` there)."""
 

@@ -1,7 +1,7 @@
 """DCA and IRL1 on a loss that vanishes only at infinity (logistic, multinomial): where an iterate
 separates the training classes and the linearised penalty no longer charges for scaling the
 model up, the next subproblem has no minimiser within a solver's reach, and the loop stops with a
-:class:`~fsframe.errors.SeparationWarning` (``OuterLoop.separated``) instead of handing it to the
+:class:`~fsframe.errors.SeparationWarning` (``fsframe.loops.separation.separated``) instead of handing it to the
 solver. Checked against CVXPY's solves of the same DCA subproblems (paper 000 eq. 41 with the exp
 surrogate's eq. 40 subgradient), on ECOS and Clarabel."""
 

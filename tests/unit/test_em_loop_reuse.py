@@ -168,7 +168,7 @@ def test_em_weights_from_a_tilted_point_use_its_own_contributions(monkeypatch):
 
 def test_step_norm_is_numpys_bitwise():
     """The loops' step lengths (``history[].step``, the stopping rule) keep numpy's norm bit for bit."""
-    from fsframe.loops.base import _norm
+    from fsframe.loops.measures import _norm
 
     rng = np.random.default_rng(5)
     for n in (1, 2, 7, 61, 1000, 4097):

@@ -24,8 +24,9 @@ import pytest
 
 from fsframe.dense_em import DenseHingeSubproblem, run_dense_em
 from fsframe.loops import base as loop_base
+from fsframe.loops import measures
 from fsframe.loops import selection
-from fsframe.loops.base import _largest, _norm, _step_length, _support_size
+from fsframe.loops.measures import _largest, _norm, _step_length, _support_size
 from fsframe.loops.em import EM, _plain, group_magnitudes
 from fsframe.loops.selection import reference_scale, select_exactly, support_of
 from fsframe.problem import Iterate, _read_only
@@ -113,7 +114,8 @@ def test_small_step_reads_the_step_the_base_recorded():
 
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(loop_base, "_norm", counting)
+        mp.setattr(loop_base, "_norm", counting)  # small_step's
+        mp.setattr(measures, "_norm", counting)  # _step_length's
         kept = run()
         n_kept = len(calls)
 

@@ -423,7 +423,7 @@ def test_an_inaccurate_restricted_solve_is_never_reported_optimal(monkeypatch, i
 # -- finding 7: a rebuilt working set forgot the groups it fixed ----------------------------------
 @pytest.mark.parametrize("backend", ["clarabel", "highs"])
 def test_fixed_groups_stay_in_the_working_set_for_when_they_are_released(backend):
-    """The loops' ``_settle`` first tries the empty support (every group fixed), then the
+    """The loops' ``settle`` first tries the empty support (every group fixed), then the
     support: a rebuilt (non-HiGHS) working set had dropped every fixed group, so the second
     re-solve priced the support back in, 10 groups a round (13 rounds here instead of 1)."""
     X, y = _data(m=60, n=2000, seed=0)

@@ -238,7 +238,7 @@ def test_a_stand_in_iterate_counts_as_carrying_no_scale():
     ``NotAnAttrsClassError``."""
     import types
 
-    from fsframe.loops.base import _on_column_scale
+    from fsframe.loops.measures import _on_column_scale
     from fsframe.plugins import get_registry
 
     sub, it, X = _small_weight_on_a_large_column()
