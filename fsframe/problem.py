@@ -113,12 +113,19 @@ class Iterate:
         loops read it several times per step. The kept vector is read-only too; for writeable
         ``coef`` or ``intercept`` it is formed at every reading, so a change to them shows. Whether
         they are read-only is asked at every reading: a pickled or copied iterate (whose arrays come
-        back writeable) or one whose flags were turned back forms its point afresh."""
+        back writeable) or one whose flags were turned back forms its point afresh, and a reading
+        that finds them writeable drops what was kept (the point, and the step
+        :func:`~fsframe.loops.measures._step_length` kept from it). Changing the model in place and
+        freezing it again with no reading in between is not supported (the kept point would be
+        the old one)."""
         memo = self._memo
         coef, intercept = self.coef, self.intercept
         frozen = _read_only(coef) and _read_only(intercept)
         if frozen and "point" in memo:
             return memo["point"]
+        if not frozen and memo:  # writeable now: what was kept (the point, the step from it) may go stale
+            memo.pop("point", None)
+            memo.pop("step", None)
         if type(coef) is np.ndarray and type(intercept) is np.ndarray and intercept.ndim == 1:
             point = np.concatenate((coef.ravel(), intercept))  # what np.ravel and np.atleast_1d give them
         else:

@@ -13,7 +13,7 @@ from ..errors import ConvergenceWarning, InvalidOptionError
 from ..surrogates.base import PROVIDES
 from ..validators import as_int, finite, not_bool, positive_int, to_float
 from .base import OuterLoop, Step
-from .measures import _largest, _support_size, _total
+from .measures import _F8, _largest, _support_size, _total
 from .selection import contribution, group_scale, support_of
 from .ties import Tiebreak
 
@@ -99,7 +99,7 @@ def _plain(*arrays) -> bool:
     return True
 
 
-_F8, _BOOL = np.dtype(np.float64), np.dtype(np.bool_)  # compared as dtypes: no conversion per check
+_BOOL = np.dtype(np.bool_)  # compared as a dtype (as measures._F8): no conversion per check
 
 
 MAX_CHECKS = 4

@@ -15,7 +15,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from .selection import group_scale, support_of
+from .selection import group_scale, support_cut, support_of
 
 if TYPE_CHECKING:  # annotations only: importing it loads the compiler (and Pyomo)
     from ..problem import Iterate, Subproblem
@@ -46,7 +46,8 @@ def _largest(a) -> float:
 def _step_length(new: Iterate, old_point: NDArray, point: NDArray | None = None) -> float:
     """``_norm(new.point - old_point)``, the step the base records and a loop's stopping rule
     measures (:meth:`~fsframe.loops.base.OuterLoop.small_step`), formed once per pair: kept on ``new`` (its memo, as
-    :attr:`~fsframe.problem.Iterate.point`) when both points are read-only, and returned again only
+    :attr:`~fsframe.problem.Iterate.point`) when both points are read-only arrays of their own
+    (:func:`_owned_frozen`: not views, whose base could change under them), and returned again only
     for the same two point objects — a point is kept only while its iterate's model is read-only
     (:attr:`~fsframe.problem.Iterate.point` asks at every reading), so the same objects are the same
     values. Another ``old_point``, a writeable point or an iterate without a memo: formed afresh.
@@ -57,9 +58,16 @@ def _step_length(new: Iterate, old_point: NDArray, point: NDArray | None = None)
     if kept is not None and kept[0] is old_point and kept[1] is point:
         return kept[2]
     step = _norm(point - old_point)
-    if kept is None and type(memo) is dict and not point.flags.writeable and not old_point.flags.writeable:
+    if kept is None and type(memo) is dict and _owned_frozen(point) and _owned_frozen(old_point):
         memo["step"] = (old_point, point, step)
     return step
+
+
+def _owned_frozen(a) -> bool:
+    """Whether ``a`` is a read-only ndarray owning its data (no base: a view of a writeable array
+    can change while its own flag says read-only). :attr:`~fsframe.problem.Iterate.point`'s kept
+    points are such arrays."""
+    return type(a) is np.ndarray and a.base is None and not a.flags.writeable
 
 
 def _support_size(a, zero_tol: float, scale: float, run_scale: bool) -> tuple[int, float]:
@@ -72,7 +80,7 @@ def _support_size(a, zero_tol: float, scale: float, run_scale: bool) -> tuple[in
         return int(support_of(a, zero_tol, scale if run_scale else 0.0).sum()), scale
     raw = float(_MAX(a, None))  # support_of's reduction (a.max()); _largest's (initial=0.0) is this or 0.0
     scale = max(scale, raw if not raw < 0.0 else 0.0)
-    cut = max(zero_tol * max(raw, scale if run_scale else 0.0), 1e-12)
+    cut = support_cut(raw, scale if run_scale else 0.0, zero_tol)
     return int(np.count_nonzero(a > cut)), scale
 
 

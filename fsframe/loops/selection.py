@@ -28,8 +28,15 @@ def support_of(t: NDArray, zero_tol: float, scale: float = 0.0) -> NDArray:
     t = np.asarray(t, dtype=float)
     if t.size == 0:
         return np.zeros(0, dtype=bool)
-    cut = max(zero_tol * max(float(t.max()), scale), 1e-12)  # t.max(): np.max's reduction, undispatched
-    return t > cut
+    return t > support_cut(float(t.max()), scale, zero_tol)  # t.max(): np.max's reduction, undispatched
+
+
+def support_cut(top: float, scale: float, zero_tol: float) -> float:
+    """The cut :func:`support_of` applies to norms whose largest is ``top`` on a run of scale
+    ``scale``: ``zero_tol`` times the larger of the two, and 1e-12 absolutely (the one rule; the
+    loops' cheaper counts, :func:`~fsframe.loops.measures._support_size` and
+    :func:`_counts_on_run_scale`, apply it too)."""
+    return max(zero_tol * max(top, scale), 1e-12)
 
 
 def reference_scale(iterates, scale: NDArray | None = None) -> float:
@@ -88,7 +95,6 @@ def select_exactly(iterates: list[Iterate], r: int, zero_tol: float) -> Selectio
     return Selection(k, mask, counts, collapsed=any(c < r for c in counts[k + 1:]))
 
 
-
 def _counts_on_run_scale(norms: list, zero_tol: float) -> tuple:
     """``tuple(int(support_of(t, zero_tol, scale).sum()) for t in norms)`` with ``scale`` the
     largest entry of all (:func:`reference_scale` of iterates with these norms): the counts
@@ -107,5 +113,5 @@ def _counts_on_run_scale(norms: list, zero_tol: float) -> tuple:
         return tuple(int(support_of(t, zero_tol, scale).sum()) for t in norms)
     top = stacked.max(axis=1)  # each iterate's largest (support_of's t.max())
     scale = max(float(top.max()), 0.0)  # reference_scale: each with initial=0.0, then the largest
-    cuts = np.maximum(zero_tol * np.maximum(top, scale), 1e-12)
+    cuts = np.array([support_cut(float(c), scale, zero_tol) for c in top])
     return tuple(int(c) for c in np.count_nonzero(stacked > cuts[:, None], axis=1))

@@ -91,6 +91,34 @@ def test_step_length_follows_an_iterate_whose_flag_is_turned_back():
     assert _step_length(new, old) == 3.0
 
 
+def test_step_length_is_not_kept_for_a_read_only_view_of_a_writeable_array():
+    """A read-only view's own flag says nothing of its base, which can change under it: such an old
+    point is measured at every call (planted: kept on the points' own flags, the second call
+    returns 5.0 for a step of 4.0)."""
+    new = _read_only_iterate([3.0, 4.0], 0.0)
+    base = np.zeros(3)
+    view = base[:]
+    view.flags.writeable = False
+    assert _step_length(new, view) == 5.0
+    base[0] = 3.0
+    assert _step_length(new, view) == 4.0
+
+
+def test_point_read_while_writeable_drops_what_was_kept():
+    """A reading that finds the model writeable drops the kept point and step, so a model changed,
+    read and frozen again shows its new point and step (planted: the memo kept, the point after
+    freezing again is the old ``(3, 4, 0)``)."""
+    new = _read_only_iterate([3.0, 4.0], 0.0)
+    old = _read_only_iterate([0.0, 0.0], 0.0).point
+    assert _step_length(new, old) == 5.0
+    new.coef.flags.writeable = True
+    new.coef[:] = [0.0, 1.0]
+    assert list(new.point) == [0.0, 1.0, 0.0]
+    new.coef.flags.writeable = False
+    assert list(new.point) == [0.0, 1.0, 0.0]
+    assert _step_length(new, old) == 1.0
+
+
 def test_small_step_reads_the_step_the_base_recorded():
     """In a dense EM run the loop's stopping rule measures the step the base measured already: the
     run equals one whose ``small_step`` measures every step afresh, and the kept step is read (the
