@@ -601,9 +601,11 @@ def _held_start(lam, y, C: float, hold: int):
     the other in the same order, each within its box (every ``y_i`` is ``+-1``: ``lam_i - y_i res``
     puts the residual on it). The active set then starts from a free set it can factorise, instead
     of shrinking the larger one first along null-space directions (``box_qp._regularize``, SVDs in
-    Python: 0.2-0.3 ms at Sonar's size, r = 5); it is a start only: the pivots and the certificate
+    Python: 0.2-0.45 ms at Sonar's size, r = 5); it is a start only: the pivots and the certificate
     decide the answer, and a start that is not feasible is not taken by them (the cold start
-    instead)."""
+    instead). Feasible means ``|y' out| <= 0.1 * box_qp_jit.START_TOL``, an absolute tolerance as the
+    pivots' own start test is: at very large ``C`` (1e6 on 400 samples) the rounding of ``y' out``
+    can exceed it, and ``lam`` is returned (the start the re-solve had before; slower, not wrong)."""
     free = (lam > 0.0) & (lam < C)
     n_free = int(np.count_nonzero(free))
     if n_free <= hold:

@@ -64,6 +64,27 @@ def test_the_held_start_is_the_input_when_it_has_no_more_free():
     assert _held_start(lam, y, 1.0, n_free) is lam
 
 
+def test_the_held_start_sends_the_free_multipliers_nearest_a_bound_to_it():
+    """By hand (C = 1, hold 3): the four free multipliers nearest a bound (0.02, 0.95, 0.1, 0.3 at
+    index 3 before the tie at index 6) go to it, and the equality's residual (0.6) is taken up by
+    the first still free in the same order (index 6: 0.3 -> 0.9). Planted: the farthest sent to a
+    bound, or the residual spread from the other end, gives another point."""
+    lam = np.array([0.1, 0.5, 0.95, 0.3, 0.02, 0.6, 0.3])
+    y = np.array([1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0])
+    out = _held_start(lam, y, 1.0, 3)
+    np.testing.assert_allclose(out, [0.0, 0.5, 1.0, 0.0, 0.0, 0.6, 0.9], rtol=0, atol=1e-15)
+    assert abs(float(y @ out)) <= 1e-15
+
+
+def test_the_held_start_is_the_input_when_the_residual_cannot_be_taken_up():
+    """Three +1 multipliers at 0.6 and four -1 at 0.45, one held free: the six sent to a bound leave
+    a residual the one still free cannot take within its box, so the input itself is returned
+    (planted: the feasibility check removed, an infeasible start with y'lam = 2 returned)."""
+    lam = np.array([0.6, 0.6, 0.6, 0.45, 0.45, 0.45, 0.45])
+    y = np.array([1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0])
+    assert _held_start(lam, y, 1.0, 1) is lam
+
+
 def _captured_restricted(X, y_pm, r, monkeypatch):
     """Run ``em-l0`` with ``n_features=r`` on :class:`DenseHingeSubproblem` and capture its re-solve
     on the selected features: ``(sub, warm, q, keep, iterate)``, ``warm`` the multipliers it started
