@@ -396,7 +396,7 @@ class DenseHingeSubproblem:
             return None
         a = self.y[free]
         Ff = F[free]
-        K = free_set_kkt(F, self._E, np.flatnonzero(free))  # the bordered system, as the pivots' (box_qp)
+        K = free_set_kkt(Ff, self._E[:, free])  # the bordered system, as the pivots' (box_qp), from Ff
         # the reduced gradient on the free set with the equality's multiplier (b = nu) and y' lam
         residual = np.concatenate([Ff @ (F.T @ lam) + self._f[free] + a * b, [float(self.y @ lam)]])
         step = np.linalg.lstsq(K, residual, rcond=None)[0]

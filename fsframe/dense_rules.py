@@ -207,13 +207,24 @@ def nearly_diagonal(F) -> bool:
     own label (two equal rows) is not: that singular system is consistent and the method solves it."""
     m = F.shape[0]
     z = np.random.default_rng(0).standard_normal(m)
-    diagonal = np.einsum("ij,ij->i", F, F)
-    dz = diagonal * z
-    off = F @ (F.T @ z) - dz
-    return bool(np.linalg.norm(off) <= PDAS_COLD_OFFDIAG * np.linalg.norm(dz)) and not _repeated_rows(F, diagonal)
+    Fs = _unit_scaled(F)
+    dz = np.einsum("ij,ij->i", Fs, Fs) * z
+    off = Fs @ (Fs.T @ z) - dz
+    return bool(np.linalg.norm(off) <= PDAS_COLD_OFFDIAG * np.linalg.norm(dz)) and not _repeated_rows(F)
 
 
-def _repeated_rows(F, diagonal=None) -> bool:
+def _unit_scaled(F):
+    """``F`` itself, or scaled by a power of two (exactly) to a largest entry in ``[1, 2)`` when that
+    entry lies outside ``[2**-400, 2**400]``: the ratio of :func:`nearly_diagonal` does not depend on
+    ``F``'s scale, but at such scales its squares underflow (an ``F`` of entries ~1e-170 gave ``off``
+    and ``D z`` both 0, and any ``F`` passed) or overflow. The copy only then."""
+    largest = max(float(F.max(initial=0.0)), -float(F.min(initial=0.0)))
+    if largest == 0.0 or not np.isfinite(largest) or 2.0**-400 <= largest <= 2.0**400:
+        return F
+    return np.ldexp(F, -np.frexp(largest)[1] + 1)
+
+
+def _repeated_rows(F) -> bool:
     """Whether two rows of ``F = diag(y) K`` are opposite, ``F_j = -F_i``: a sample repeated with the
     other label (on a linear map also ``x_j = -x_i`` with one label, refused alike). An RBF map of
     such a pair passes the ratio of :func:`nearly_diagonal` (one pair moves it little), but with the
@@ -228,40 +239,63 @@ def _repeated_rows(F, diagonal=None) -> bool:
     (``h = |F_i g|`` of two opposite rows differ by at most that bound, so any row placed between
     them joins their run) goes to :func:`_opposite_rows`, which compares rows exactly. A run holds
     one row except at such pairs, equal rows or ties of ``|F_i g|`` (a third row ``b`` with ``b g =
-    a g`` beside ``a`` and ``-a``: comparing only neighbours missed that pair). ``diagonal``: the
-    squared row norms of ``F`` (the diagonal of ``F F'``, which :func:`nearly_diagonal` has) when known."""
+    a g`` beside ``a`` and ``-a``: comparing only neighbours missed that pair). The
+    rows of ``F`` are finite."""
     m, n = F.shape
     if m < 2:
         return False
     g = np.random.default_rng(1).standard_normal(n)
     h = np.abs(F @ g)
-    # |fl(F_i g) - F_i g| <= n eps ||F_i|| ||g|| (Cauchy-Schwarz on the sum's rounding bound), doubled
-    largest = float(np.sqrt(np.max(np.einsum("ij,ij->i", F, F) if diagonal is None else diagonal)))
-    bound = 2.0 * n * np.finfo(float).eps * largest * float(np.linalg.norm(g))
     order = np.argsort(h, kind="stable")
-    near = np.diff(h[order]) <= 2.0 * bound
+    near = np.diff(h[order]) <= 2.0 * _product_rounding(F, g)
     in_run = np.zeros(m, dtype=bool)
     in_run[:-1] |= near
     in_run[1:] |= near
-    return _opposite_rows(F[order[in_run]])
+    return _opposite_rows(F, order[in_run])
 
 
-def _opposite_rows(F) -> bool:
-    """Whether two rows of ``F`` are opposite, compared exactly: each row signed so that its first
-    non-zero entry is positive (``+ 0.0`` turns ``-0.0`` into ``0.0``), the signed rows sorted by
-    their bytes, and a pair of equal signed rows of different signs found between neighbours (a run
-    of equal signed rows holding both signs has such a neighbour pair). Two zero rows are opposite."""
-    m, n = F.shape
+def _product_rounding(F, g) -> float:
+    """A bound on the rounding error of every entry of ``F @ g``, doubled: ``n eps sum_j |F_ij g_j|
+    <= n eps max|F| ||g||_1`` for the sum's roundings, plus ``n`` times the smallest subnormal for the
+    products that underflow (each at most half of it). From the largest entry, not the squared row
+    norms: those underflow for rows of norm below ~1e-154, and a bound of 0 there kept opposite rows
+    apart unless their products rounded alike."""
+    n = F.shape[1]
+    largest = max(float(F.max(initial=0.0)), -float(F.min(initial=0.0)))
+    tiny = float(np.finfo(float).smallest_subnormal)
+    return 2.0 * n * (np.finfo(float).eps * largest * float(np.abs(g).sum()) + tiny)
+
+
+def _opposite_rows(F, rows=None) -> bool:
+    """Whether two of the rows ``rows`` (indices; all when ``None``) of ``F`` are opposite, compared
+    exactly: each row signed so that its first non-zero entry is positive (``+ 0.0`` turns ``-0.0``
+    into ``0.0``), the signed rows sorted by their bytes, and a pair of equal signed rows of
+    different signs found between neighbours (a run of equal signed rows holding both signs has such
+    a neighbour pair). Two zero rows are opposite. For finite rows (a NaN leading two rows would
+    call them opposite). One copy of the rows compared: 121 MB more for a 72 MB ``F`` of duplicate
+    rows, where copies of the rows, the signed rows and the sorted keys took 216 MB."""
+    # one copy, C-ordered for the rows' bytes (F[rows] is one already)
+    G = np.array(F, dtype=float, order="C") if rows is None else np.ascontiguousarray(F[rows], dtype=float)
+    m, n = G.shape
     if m < 2 or n == 0:  # rows of no entries: all zero
         return m >= 2
-    sign = np.sign(F[np.arange(m), np.argmax(F != 0, axis=1)])
+    sign = np.sign(G[np.arange(m), np.argmax(G != 0, axis=1)])
     if np.count_nonzero(sign == 0) >= 2:
         return True
-    G = np.ascontiguousarray(F * np.where(sign == 0, 1.0, sign)[:, None]) + 0.0
+    G *= np.where(sign == 0, 1.0, sign)[:, None]
+    G += 0.0
     keys = G.view(np.dtype((np.void, G.itemsize * G.shape[1]))).ravel()
     order = np.argsort(keys, kind="stable")
-    keys, sign = keys[order], sign[order]
-    return bool(np.any((keys[1:] == keys[:-1]) & (sign[1:] != sign[:-1])))
+    sign = sign[order]
+    for i in range(0, m - 1, _COMPARED_ROWS):  # neighbours by blocks: the sorted keys not copied whole
+        k = keys[order[i : i + _COMPARED_ROWS + 1]]
+        if np.any((k[1:] == k[:-1]) & (sign[i + 1 : i + k.size] != sign[i : i + k.size - 1])):
+            return True
+    return False
+
+
+_COMPARED_ROWS = 1024
+"""Rows whose sorted keys :func:`_opposite_rows` compares at once."""
 
 
 WARM_SCALE_RANGE = (1e-2, 1e2)

@@ -74,22 +74,23 @@ def _null_space(M: NDArray, tol: float) -> NDArray:
     return vt[rank:].T
 
 
-def free_set_kkt(F: NDArray, E: NDArray, N: NDArray, H: NDArray | None = None) -> NDArray:
+def free_set_kkt(F: NDArray, E: NDArray, N: NDArray | None = None, H: NDArray | None = None) -> NDArray:
     """The KKT matrix ``[[F_N F_N', E_N'], [E_N, 0]]`` of the free set ``N`` (indices) of the dual
     ``min 1/2 ||F' lam||^2 + f' lam`` s.t. ``E lam = e`` and a box: the matrix of every pivot's
     Newton step here, and of :meth:`fsframe.dense_em.DenseHingeSubproblem._refined`'s step.
-    ``F F'``'s entries are picked from ``H = F F'`` when it is given; ``E`` without rows: ``F_N F_N'``."""
-    n, pe = N.size, E.shape[0]
+    ``F F'``'s entries are picked from ``H = F F'`` when it is given; ``E`` without rows: ``F_N F_N'``.
+    ``N`` ``None``: every row (``F`` and ``E`` already the free set's, not copied again)."""
+    n, pe = (F.shape[0] if N is None else N.size), E.shape[0]
     if H is not None:
-        HNN = H[np.ix_(N, N)]
+        HNN = H if N is None else H[np.ix_(N, N)]
     else:
-        FN = F[N]
+        FN = F if N is None else F[N]
         HNN = FN @ FN.T
     if not pe:
         return HNN
     K = np.empty((n + pe, n + pe))
     K[:n, :n] = HNN
-    EN = E[:, N]
+    EN = E if N is None else E[:, N]
     K[:n, n:] = EN.T
     K[n:, :n] = EN
     K[n:, n:] = 0.0

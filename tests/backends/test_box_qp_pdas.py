@@ -673,3 +673,48 @@ def test_opposite_rows_agree_with_every_pair_compared(seed):
     F[tie] = F[src] + 1e-2 * (g[1] * np.eye(6)[0] - g[0] * np.eye(6)[1])  # within the plane g' x = g' F[src]
     F[F == 0.0] = np.where(rng.random(np.count_nonzero(F == 0.0)) < 0.5, -0.0, 0.0)
     assert dr._repeated_rows(F) is _opposite_pair_by_brute_force(F) is bool(seed % 2)
+
+
+@pytest.mark.parametrize("zeros", [(0.0, 0.0), (0.0, -0.0), (-0.0, -0.0)])
+@pytest.mark.parametrize("seed", range(2))
+def test_two_zero_rows_are_opposite(seed, zeros):
+    # a zero row is its own opposite: two of them (of either signed zero) are an opposite pair, one alone is not
+    rng = np.random.default_rng(seed)
+    F = rng.standard_normal((12, 4))
+    F[3] = zeros[0]
+    assert not dr._repeated_rows(F) and not _opposite_pair_by_brute_force(F)
+    F[9] = zeros[1]
+    assert _opposite_pair_by_brute_force(F) and dr._repeated_rows(F) and dr._opposite_rows(F)
+
+
+@pytest.mark.parametrize("m", [7, 22, 39])
+def test_opposite_rows_whose_products_round_apart_are_found(m):
+    # rows 0 and m - 1 (m % 4 != 0: the product's blocks round them differently) opposite: |F_0 g| and
+    # |F_{m-1} g| differ by rounding in many instances, and the pair is found within the product's bound
+    rng = np.random.default_rng(m)
+    apart = 0
+    for n in rng.integers(3, 200, size=40):
+        F = rng.standard_normal((m, n))
+        F[-1] = -F[0]
+        h = np.abs(F @ np.random.default_rng(1).standard_normal(n))
+        apart += h[0] != h[-1]
+        assert dr._repeated_rows(F)
+    assert apart > 0  # the case this test is about
+
+
+@pytest.mark.parametrize("scale", [1e-170, 1e-300, 2.0**-1060, 1e170])
+def test_the_rules_on_rows_far_from_unit_scale(scale):
+    # squared row norms underflow below ~1e-154 (and overflow above ~1e154): opposite rows are still
+    # found (a rounding bound from squared norms was 0 there: 53 of 100 pairs missed at 1e-170), and the
+    # ratio of nearly_diagonal answers as at unit scale (at 1e-170 its off and D z both underflowed to 0,
+    # and every F passed)
+    for seed in range(20):
+        F = np.random.default_rng(seed).standard_normal((7, 50)) * scale
+        assert not dr._repeated_rows(F)
+        F[6] = -F[0]
+        assert dr._repeated_rows(F) and not dr.nearly_diagonal(F)
+    rng = np.random.default_rng(0)
+    diagonal = np.diag(rng.uniform(1.0, 2.0, 30)) + 1e-3 * rng.standard_normal((30, 30))
+    parallel = np.ones((30, 5)) + 1e-2 * rng.standard_normal((30, 5))  # F F' ~ 5 * ones: far from diagonal
+    assert dr.nearly_diagonal(diagonal) and not dr.nearly_diagonal(parallel)
+    assert dr.nearly_diagonal(diagonal * scale) and not dr.nearly_diagonal(parallel * scale)

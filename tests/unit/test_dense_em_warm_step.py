@@ -294,16 +294,10 @@ def test_the_step_forms_the_scaled_columns_as_numpy_does(monkeypatch):
     assert np.array_equal(it.result.duals["lam"], bufs0[0]) and float(it.intercept[0]) == a0[2]
 
 
-@pytest.mark.parametrize("n", [20, 90])
-def test_a_refused_compiled_warm_point_is_refined_on_its_free_set(n, monkeypatch):
-    # the compiled warm step's answer moved along the equality on two free multipliers (planted into
-    # its result): refused by the certificate, then one Newton step on its free set (the step
-    # DenseHingeSubproblem._refined takes for the general path's points) lands on the optimum, which
-    # the certificate passes: "warm: refined", the model the unplanted step gives and CVXPY's
-    # objective. n = 90 > 60 samples: the step reads the Hessian and leaves solve's buffer for F
-    # unfilled, so the refinement must form F itself
-    import cvxpy as cp
-
+def _nudged_warm_step(n, monkeypatch):
+    """``(X, y, q, ref, moved, it)``: a warm step ``it`` (quad ``q``, after a cold one) whose compiled
+    warm answer was moved along the equality on two free multipliers (planted into its result, the
+    moved point's certificate appended to ``moved``), and ``ref`` the unplanted subproblem's step."""
     import fsframe.dense_em as dense_em
 
     monkeypatch.setattr(dense_em, "warm_crash_applies", lambda shape, n: False)  # the start as it is
@@ -333,6 +327,20 @@ def test_a_refused_compiled_warm_point_is_refined_on_its_free_set(n, monkeypatch
     assert sub.solve(quad=q0).result.message == "dense hinge dual: optimal" and not moved  # cold: no warm step
     it = sub.solve(quad=q)
     assert not moved[-1]["optimal"] and moved[-1]["gap"] > 1e3 * GAP_TOL  # the planted point is refused
+    return X, y_pm, q, ref, moved, it
+
+
+@pytest.mark.parametrize("n", [20, 90])
+def test_a_refused_compiled_warm_point_is_refined_on_its_free_set(n, monkeypatch):
+    # the compiled warm step's answer moved along the equality on two free multipliers (planted into
+    # its result): refused by the certificate, then one Newton step on its free set (the step
+    # DenseHingeSubproblem._refined takes for the general path's points) lands on the optimum, which
+    # the certificate passes: "warm: refined", the model the unplanted step gives and CVXPY's
+    # objective. n = 90 > 60 samples: the step reads the Hessian and leaves solve's buffer for F
+    # unfilled, so the refinement must form F itself
+    import cvxpy as cp
+
+    X, y_pm, q, ref, _, it = _nudged_warm_step(n, monkeypatch)
     assert it.ok and it.result.message == "dense hinge dual: optimal (warm; warm: refined)"
     assert it.result.certificate.gap <= GAP_TOL
     np.testing.assert_allclose(it.result.duals["lam"], ref.result.duals["lam"], rtol=0, atol=1e-9)
@@ -342,6 +350,21 @@ def test_a_refused_compiled_warm_point_is_refined_on_its_free_set(n, monkeypatch
     primal = cp.Problem(cp.Minimize(cp.sum(cp.pos(1 - cp.multiply(y_pm, X @ w + b))) + q @ cp.square(w)))
     primal.solve(solver=cp.CLARABEL)
     assert it.objective == pytest.approx(primal.value, rel=1e-7)
+
+
+@pytest.mark.parametrize("n", [20, 90])
+def test_a_refused_compiled_warm_point_that_no_refinement_certifies_is_not_returned(n, monkeypatch):
+    # as above, with the refinement failing (_refined: None): the refused point is dropped, a later
+    # attempt certifies the step, and the answer is the unplanted step's (with the refused point kept,
+    # the step said optimal at gaps 0.34 and 0.19 here)
+    monkeypatch.setattr(DenseHingeSubproblem, "_refined", lambda self, *args: None)
+    _, _, _, ref, moved, it = _nudged_warm_step(n, monkeypatch)
+    assert it.ok and it.result.certificate.gap <= GAP_TOL and it.result.certificate.gap < moved[-1]["gap"]
+    message = it.result.message
+    assert message.startswith("dense hinge dual: optimal (") and "warm: not certified (gap" in message
+    assert not message.startswith("dense hinge dual: optimal (warm;")  # a later attempt certified it
+    np.testing.assert_allclose(it.coef, ref.coef, rtol=0, atol=1e-7 * np.abs(ref.coef).max())
+    assert it.objective == pytest.approx(ref.objective, rel=1e-9)
 
 
 def _doubled(seed, scales):
