@@ -209,3 +209,8 @@ def test_identical_groups_prefilter_misses_no_pair():
     assert sorted(tuple(c.tolist()) for c in identical_groups(_Data(big))) == _brute_force(big)
     X[3, 0] = X[3, 1] = np.nan  # nan: compared exactly (np.unique treats equal nans alike per row)
     assert sorted(tuple(c.tolist()) for c in identical_groups(_Data(X))) == _brute_force(X)
+    # inf: no rounding bound, compared exactly (the |x| sums, inf, are the pre-filter's only test for it)
+    X[4, 12] = X[4, 13] = np.inf
+    X[:, 13] = X[:, 12]
+    assert sorted(tuple(c.tolist()) for c in identical_groups(_Data(X))) == _brute_force(X)
+    assert (12, 13) in _brute_force(X)
