@@ -118,7 +118,10 @@ def _column_head(X, j: int, k: int = 3) -> NDArray:
     return np.asarray(head.toarray()).ravel() if is_sparse(head) else np.asarray(head)
 
 
-def _warn_awkward(X: NDArray, y: NDArray, name: str, feature_names: Sequence[str] | None = None) -> None:
+def _warn_awkward(X: NDArray, y: NDArray, name: str, feature_names: Sequence[str] | None = None, *,
+                  counts: NDArray | None = None) -> None:
+    """Warn of awkward data (:func:`data_diagnostics`; a class under :data:`SMALL_CLASS_WARNING`
+    samples); ``counts``: ``y``'s class counts when the caller has them (``np.unique(y)``'s)."""
     diag = data_diagnostics(X)
     for j in diag["identifiers"][:3]:
         label = f"feature {j}" + (f" ({feature_names[j]!r})" if feature_names is not None else "")
@@ -148,7 +151,8 @@ def _warn_awkward(X: NDArray, y: NDArray, name: str, feature_names: Sequence[str
         )
     if y is None:  # a regression target: no classes to count
         return
-    _, counts = np.unique(y, return_counts=True)
+    if counts is None:
+        _, counts = np.unique(y, return_counts=True)
     if counts.min() < SMALL_CLASS_WARNING:
         warnings.warn(
             f"{name}: the smallest class has {counts.min()} samples; class statistics "
