@@ -214,3 +214,15 @@ def test_identical_groups_prefilter_misses_no_pair():
     X[:, 13] = X[:, 12]
     assert sorted(tuple(c.tolist()) for c in identical_groups(_Data(X))) == _brute_force(X)
     assert (12, 13) in _brute_force(X)
+
+
+def test_identical_groups_prefilter_keeps_few_candidates():
+    """The pre-filter's point: on data without twins no column is a candidate (no exact comparison
+    runs), with twins the candidates are the twins (and rarely a near key), not every column."""
+    from fsframe.loops.ties import _candidates
+
+    X = np.random.default_rng(2).standard_normal((60, 50))
+    assert _candidates(X).size == 0
+    X[:, 7] = X[:, 3]
+    X[:, 40] = X[:, 3]
+    assert set(_candidates(X).tolist()) == {3, 7, 40}
