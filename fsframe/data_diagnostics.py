@@ -86,8 +86,11 @@ def data_diagnostics(X: NDArray) -> dict[str, Any]:
         constant = np.flatnonzero(np.asarray((X.max(axis=0) - X.min(axis=0)).todense()).ravel() == 0)
         zero = np.diff(Xc.indptr) == 0
     else:
-        constant = np.flatnonzero(np.ptp(X, axis=0) == 0)
-        zero = ~X.any(axis=0)
+        same = np.ptp(X, axis=0) == 0
+        constant = np.flatnonzero(same)
+        # all-zero: constant and 0 in the first row (no second pass over X, as X.any(axis=0) made; np.ptp
+        # above refuses an X without rows; -0.0 counts as 0, nan and inf columns are not constant)
+        zero = same & (X[0] == 0)
     # all-zero columns (most of a text matrix's columns in a small sample) are reported as constant,
     # not as thousands of duplicate pairs, and left out of the search below
     dup: list[tuple[int, int]] = []

@@ -84,3 +84,21 @@ def test_class_check_still_refuses_before_the_diagnostics(y):
 
     with pytest.raises(DataError):
         check_Xy(np.random.default_rng(1).standard_normal((30, 3)), y, warn=True)
+
+
+def test_diagnostics_all_zero_columns_from_the_constant_test():
+    """``data_diagnostics`` tells all-zero columns (constant, no duplicate pairs among them) from the
+    constant test's pass, as ``~X.any(axis=0)`` does: 0.0 and -0.0 columns are not paired, two
+    columns of 0.1 are (they are not zero), a column of zeros but one entry is no zero column."""
+    from fsframe.data_diagnostics import data_diagnostics
+
+    X = np.random.default_rng(5).standard_normal((12, 8))
+    X[:, 0] = 0.0
+    X[:, 1] = -0.0
+    X[:, 2] = X[:, 3] = 0.1
+    X[:, 4] = 0.0
+    X[7, 4] = 1.0
+    X[:, 5] = X[:, 4]
+    d = data_diagnostics(X)
+    assert d["constant"] == [0, 1, 2, 3]
+    assert d["duplicate_pairs"] == [(2, 3), (4, 5)]
