@@ -219,7 +219,9 @@ def _labels(y: Any, name: str) -> NDArray:
     return ya
 
 
-def _check_classes(ya: NDArray, name: str) -> None:
+def _check_classes(ya: NDArray, name: str) -> NDArray:
+    """Refuse ``ya`` with one class or a class under :data:`MIN_SAMPLES_PER_CLASS` samples; returns
+    the class counts (``np.unique``'s order), which the data's diagnostics read again."""
     classes, counts = np.unique(ya, return_counts=True)
     classes = classes.tolist()  # Python scalars: messages show 7.0, not np.float64(7.0)
     if len(classes) < 2:
@@ -229,7 +231,7 @@ def _check_classes(ya: NDArray, name: str) -> None:
         )
     small = [(c, int(k)) for c, k in zip(classes, counts) if k < MIN_SAMPLES_PER_CLASS]
     if not small:
-        return
+        return counts
     if ya.dtype.kind == "f" and not np.all(ya == np.round(ya)):
         raise DataError(
             f"{name}: y looks continuous ({len(classes)} distinct float values in {ya.shape[0]} samples: "

@@ -86,8 +86,11 @@ def data_diagnostics(X: NDArray) -> dict[str, Any]:
         constant = np.flatnonzero(np.asarray((X.max(axis=0) - X.min(axis=0)).todense()).ravel() == 0)
         zero = np.diff(Xc.indptr) == 0
     else:
-        constant = np.flatnonzero(np.ptp(X, axis=0) == 0)
-        zero = ~X.any(axis=0)
+        same = np.ptp(X, axis=0) == 0
+        constant = np.flatnonzero(same)
+        # all-zero: constant and 0 in the first row (no second pass over X, as X.any(axis=0) made; np.ptp
+        # above refuses an X without rows; -0.0 counts as 0, nan and inf columns are not constant)
+        zero = same & (X[0] == 0)
     # all-zero columns (most of a text matrix's columns in a small sample) are reported as constant,
     # not as thousands of duplicate pairs, and left out of the search below
     dup: list[tuple[int, int]] = []
@@ -118,7 +121,10 @@ def _column_head(X, j: int, k: int = 3) -> NDArray:
     return np.asarray(head.toarray()).ravel() if is_sparse(head) else np.asarray(head)
 
 
-def _warn_awkward(X: NDArray, y: NDArray, name: str, feature_names: Sequence[str] | None = None) -> None:
+def _warn_awkward(X: NDArray, y: NDArray, name: str, feature_names: Sequence[str] | None = None, *,
+                  counts: NDArray | None = None) -> None:
+    """Warn of awkward data (:func:`data_diagnostics`; a class under :data:`SMALL_CLASS_WARNING`
+    samples); ``counts``: ``y``'s class counts when the caller has them (``np.unique(y)``'s)."""
     diag = data_diagnostics(X)
     for j in diag["identifiers"][:3]:
         label = f"feature {j}" + (f" ({feature_names[j]!r})" if feature_names is not None else "")
@@ -148,7 +154,8 @@ def _warn_awkward(X: NDArray, y: NDArray, name: str, feature_names: Sequence[str
         )
     if y is None:  # a regression target: no classes to count
         return
-    _, counts = np.unique(y, return_counts=True)
+    if counts is None:
+        _, counts = np.unique(y, return_counts=True)
     if counts.min() < SMALL_CLASS_WARNING:
         warnings.warn(
             f"{name}: the smallest class has {counts.min()} samples; class statistics "

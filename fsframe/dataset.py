@@ -82,10 +82,9 @@ def check_Xy(X: ArrayLike, y: ArrayLike, *, name: str = "data", warn: bool = Fal
             f"{name}: X contains {int(bad.sum())} non-finite value(s) ({kind} at sample {i}, feature {j}); "
             "impute or drop them before fitting"
         )
-    if classes:
-        _check_classes(ya, name)
+    counts = _check_classes(ya, name) if classes else None
     if warn:
-        _warn_awkward(Xa, ya, name)
+        _warn_awkward(Xa, ya, name, counts=counts)  # the class counts checked above, not counted again
     return Xa, ya
 
 

@@ -132,8 +132,11 @@ class DenseHingeSubproblem:
         # what fsframe.loops.em.group_magnitudes reads: each group's largest |entry| in its column
         # (_ColumnMaxima: those maxima as the matrix reads them, without a sparse copy of X per fit)
         # and the groups' columns, one per group (the rows of an n x 1 array: no list of n arrays per fit)
+        # one pass of column maxima and minima for both the |entries|' maxima and the column scale's
+        # constant-column test (np.ptp: the same maxima and minima again; ~11 us of a fit on Sonar)
+        colmax, ptp = _column_extremes(self.X)
         self.compiled = SimpleNamespace(
-            base=SimpleNamespace(c=np.zeros(n), A=None, G=_ColumnMaxima(_abs_column_max(self.X))),
+            base=SimpleNamespace(c=np.zeros(n), A=None, G=_ColumnMaxima(colmax)),
             slot=SimpleNamespace(group_cols=np.arange(n).reshape(n, 1), groups=np.arange(n), exclusive=True))
         # what the loops read of a built model: no kernel map (the groups are X's columns, so
         # identical columns are merged as on the compiled path), the coefficients' shape, and a
@@ -146,7 +149,7 @@ class DenseHingeSubproblem:
         self.pivots = 0
         # the column scale every iterate carries (fsframe.scales.group_scale, as the compiled
         # subproblem's iterates do): the loops' support rule reads it off the iterate, not afresh
-        self.column_scale = group_scale(self)
+        self.column_scale = group_scale(self, ptp)
 
     # -- what the loops read ---------------------------------------------------------------------
     def group_norms(self, coef):
@@ -566,6 +569,15 @@ def _abs_column_max(X: np.ndarray) -> np.ndarray:
     """``np.abs(X).max(axis=0, initial=0.0)`` from two reductions, without the ``m x n`` copy
     ``np.abs(X)`` would hold (at a 6 000-sample kernel map, 288 MB at construction)."""
     return np.maximum(X.max(axis=0, initial=0.0), 0.0 - X.min(axis=0, initial=0.0))
+
+
+def _column_extremes(X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(_abs_column_max(X), np.ptp(X, axis=0))``, bit for bit, from one maximum and one minimum
+    per column (``None`` for the ``ptp`` of an ``X`` without rows, which has none)."""
+    if X.shape[0] == 0:
+        return _abs_column_max(X), None
+    hi, lo = X.max(axis=0), X.min(axis=0)
+    return np.maximum(np.maximum(hi, 0.0), 0.0 - np.minimum(lo, 0.0)), hi - lo
 
 
 class _ColumnMaxima:

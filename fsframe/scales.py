@@ -15,14 +15,16 @@ from numpy.typing import NDArray
 __all__ = ["column_norms", "columns_scale", "offset_free", "groups_are_columns", "group_scale"]
 
 
-def column_norms(X, centred: bool = False) -> NDArray:
+def column_norms(X, centred: bool = False, ptp: NDArray | None = None) -> NDArray:
     """The Euclidean norm of each column of ``X`` (dense or scipy.sparse); with ``centred``, of each
     column minus its mean, ``||X_j - mean_j||``. Sparse ``X`` is not densified: the centred sum
     runs over the stored entries, ``sum_stored (x - mean_j)^2 + (m - nnz_j) mean_j^2`` (the
     textbook ``sum x^2 - m mean^2`` cancels to 0 for a column ``1e8 + N(0, 1)``). A constant
     column (``np.ptp(X[:, j]) == 0``, the test the data checks use) has centred norm exactly 0: the
     rounded mean of a column of 0.1s differs from 0.1, which left ~1e-16 and a weight floor
-    ``c / ||X_j||`` of ~4e15 times ``c`` (:class:`~fsframe.loops.em.EM`)."""
+    ``c / ||X_j||`` of ~4e15 times ``c`` (:class:`~fsframe.loops.em.EM`). ``ptp``: a dense ``X``'s
+    ``np.ptp(X, axis=0)`` when the caller has it already (its column maxima and minima computed
+    once for another use: :class:`~fsframe.dense_em.DenseHingeSubproblem`); not recomputed."""
     import scipy.sparse as sp
 
     if sp.issparse(X):
@@ -45,18 +47,19 @@ def column_norms(X, centred: bool = False) -> NDArray:
         return np.linalg.norm(X, axis=0)
     norms = np.linalg.norm(X - X.mean(axis=0), axis=0)
     if X.shape[0]:
-        norms[np.ptp(X, axis=0) == 0] = 0.0
+        norms[(np.ptp(X, axis=0) if ptp is None else ptp) == 0] = 0.0
     return norms
 
 
-def columns_scale(X, n_groups: int, centred: bool = False) -> NDArray | None:
+def columns_scale(X, n_groups: int, centred: bool = False, ptp: NDArray | None = None) -> NDArray | None:
     """:func:`column_norms` of ``X`` when the ``n_groups`` groups are its columns (one group per
     feature, or per training sample of a kernel map: ``X.shape[1] == n_groups``, the rule of
     :func:`fsframe.loops.ties.identical_groups`); ``None`` when they are not (no column scale).
-    ``centred`` for a model a column's constant offset cannot change (:func:`offset_free`)."""
+    ``centred`` for a model a column's constant offset cannot change (:func:`offset_free`); ``ptp``
+    as :func:`column_norms` takes it."""
     if X is None or len(getattr(X, "shape", ())) != 2 or X.shape[1] != n_groups:
         return None
-    norms = column_norms(X, centred)
+    norms = column_norms(X, centred, ptp)
     return norms if np.all(np.isfinite(norms)) else None
 
 
@@ -106,13 +109,14 @@ def groups_are_columns(sub) -> bool:
 _SCALES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def group_scale(sub) -> NDArray | None:
+def group_scale(sub, ptp: NDArray | None = None) -> NDArray | None:
     """The column scale of ``sub``'s groups (:func:`columns_scale` of ``sub.X``, centred where the
     built model is :func:`offset_free`), once per subproblem and intercept state: whether the
     model is offset-free is read again at each call, since ``set_bounds`` / ``restate`` can fix or
     free the intercept (a bound ``bmax = 0`` made a bound search's first model offset-bound, a
     larger one its next offset-free); ``None`` before its model is built (a loop that computes its
-    iterates itself) or when its groups are not the columns of ``sub.X`` (:func:`groups_are_columns`)."""
+    iterates itself) or when its groups are not the columns of ``sub.X`` (:func:`groups_are_columns`).
+    ``ptp``: ``np.ptp(sub.X, axis=0)`` from the caller, used where the scale is computed (not kept)."""
     if sub is None or not getattr(sub, "is_built", False):
         return None
     if not groups_are_columns(sub):
@@ -122,7 +126,7 @@ def group_scale(sub) -> NDArray | None:
         return _SCALES[sub][centred]
     except (KeyError, TypeError):
         pass
-    out = columns_scale(sub.X, sub.n_groups, centred)
+    out = columns_scale(sub.X, sub.n_groups, centred, ptp)
     try:
         _SCALES.setdefault(sub, {})[centred] = out
     except TypeError:  # an object that cannot be weakly referenced: computed each time

@@ -209,3 +209,20 @@ def test_identical_groups_prefilter_misses_no_pair():
     assert sorted(tuple(c.tolist()) for c in identical_groups(_Data(big))) == _brute_force(big)
     X[3, 0] = X[3, 1] = np.nan  # nan: compared exactly (np.unique treats equal nans alike per row)
     assert sorted(tuple(c.tolist()) for c in identical_groups(_Data(X))) == _brute_force(X)
+    # inf: no rounding bound, compared exactly (the |x| sums, inf, are the pre-filter's only test for it)
+    X[4, 12] = X[4, 13] = np.inf
+    X[:, 13] = X[:, 12]
+    assert sorted(tuple(c.tolist()) for c in identical_groups(_Data(X))) == _brute_force(X)
+    assert (12, 13) in _brute_force(X)
+
+
+def test_identical_groups_prefilter_keeps_few_candidates():
+    """The pre-filter's point: on data without twins no column is a candidate (no exact comparison
+    runs), with twins the candidates are the twins (and rarely a near key), not every column."""
+    from fsframe.loops.ties import _candidates
+
+    X = np.random.default_rng(2).standard_normal((60, 50))
+    assert _candidates(X).size == 0
+    X[:, 7] = X[:, 3]
+    X[:, 40] = X[:, 3]
+    assert set(_candidates(X).tolist()) == {3, 7, 40}
