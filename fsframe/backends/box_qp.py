@@ -192,6 +192,17 @@ def _regularize(st: _State, tol: float) -> str | None:
     return "singular"
 
 
+def _past_the_minimum(alpha: float, alpha_star: float, kappa: float, slope: float) -> bool:
+    """Whether a release whose curvature ``kappa`` the zero test took for none (``alpha_star``
+    infinite) would step to a bound ``alpha`` beyond the minimum ``-slope / kappa`` along its
+    direction, where the objective rises again. The test scales with the largest ``|F_ik|``; on
+    duals whose row norms differ by 1e2-1e4 a release among small rows has a curvature below it:
+    stepping on to the bound undid the descent, and the pin that ended it was released again on
+    the next pivot (a cycle of four pivots to the iteration limit). Such a step ends at the
+    minimum instead, as one of positive curvature does."""
+    return alpha_star == np.inf and kappa > 0 and np.isfinite(alpha) and alpha * kappa > -slope
+
+
 def _full_row_rank(E: NDArray, free: NDArray) -> None:
     """Add variables to ``free`` (at a bound: degenerate) until ``E_N`` has the rank of ``E``,
     chosen by a pivoted QR of ``E`` (``E_N`` of lower rank makes the KKT matrix singular)."""
@@ -579,9 +590,12 @@ def _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter) -> BoxQPResult:
             d[np.abs(d) <= 1e-13 * float(np.abs(d).max())] = 0.0  # rounding noise, not a direction
             dnu = sol[n:]
             kappa = st.curvature(idx, d)
-            alpha_star = -float(st.g[idx] @ d) / kappa if kappa > tol * float(d @ d) * fmax2 else np.inf
+            slope = float(st.g[idx] @ d)
+            alpha_star = -slope / kappa if kappa > tol * float(d @ d) * fmax2 else np.inf
             st.release(j)
         alpha, k, lower = st.ratio(idx, d)
+        if j >= 0 and _past_the_minimum(alpha, alpha_star, kappa, slope):
+            alpha_star = -slope / kappa
         blocked = alpha <= alpha_star
         step = alpha if blocked else alpha_star
         if not np.isfinite(step):
