@@ -15,11 +15,12 @@ held at a bound, and the reduced Hessian on the null space of ``E_N`` is kept po
 so every step solves one nonsingular KKT system of size ``|N| + rows(E)`` (``|N|`` is at most
 ``q + rows(E)`` then, small). A variable whose bound multiplier has the wrong sign is released
 along the direction that keeps the others stationary: a positive curvature along it gives a
-Newton step, a zero curvature a ray that ends at a bound. A warm start whose free set is too large
-for the new Hessian (EM removed features) first moves along zero-curvature, non-ascent directions
-to bounds until the reduced Hessian is regular again. Nothing here depends on a solver library;
-:func:`solve_box_qp` reports trouble (an iteration limit, a singular system, an infeasible start)
-as a status, and the caller falls back to HiGHS.
+Newton step, a zero curvature a ray that ends at a bound (never past the minimum along it, when
+the zero test, scaled by the largest row, missed a small curvature: :func:`_past_the_minimum`).
+A warm start whose free set is too large for the new Hessian (EM removed features) first moves
+along zero-curvature, non-ascent directions to bounds until the reduced Hessian is regular again.
+Nothing here depends on a solver library; :func:`solve_box_qp` reports trouble (an iteration
+limit, a singular system, an infeasible start) as a status, and the caller falls back to HiGHS.
 """
 
 from __future__ import annotations
