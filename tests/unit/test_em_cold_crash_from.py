@@ -145,9 +145,24 @@ def test_crash_from_is_clipped_not_changed_ignored_off_the_equality_and_refused_
     from_origin = solve_box_qp(*args, crash=4, crash_from=origin)
     assert clipped.iterations == from_origin.iterations and np.array_equal(clipped.lam, from_origin.lam)
     assert not np.array_equal(from_origin.lam, plain.lam)  # another start than zero's
-    for bad in (np.zeros(m - 1), np.full(m, np.nan)):
-        with pytest.raises(InvalidOptionError, match="crash_from"):
+    for bad, why in ((np.zeros(m - 1), "shape"), (np.full(m, np.nan), "finite"), (["a"] * m, "numbers")):
+        with pytest.raises(InvalidOptionError, match=f"crash_from must .*{why}"):
             solve_box_qp(*args, crash=4, crash_from=bad)
+
+
+@pytest.mark.parametrize("seed", [0, 7, 8])
+def test_a_discarded_crash_from_the_point_leaves_the_pivots_starting_from_zero(seed):
+    # duals whose crash from the balanced point ends with more free multipliers than the Hessian
+    # holds (box_qp._crashed gives it up): the pivots run from the cold start, as with no crash at
+    # all, bitwise (the same multipliers and pivots). Planted (the pivots starting from the balanced
+    # point after a discarded crash): 66 -> 325 pivots on seed 0, fails
+    args, y = _dual(seed)
+    origin = cold_crash_from(y, 1.0, args[0].shape, args[0].shape[1])
+    assert box_qp._crashed(*args, origin, dense_rules.COLD_CRASH_SWEEPS, box_qp_jit.START_TOL)[0] is None
+    crashed = solve_box_qp(*args, crash=dense_rules.COLD_CRASH_SWEEPS, crash_from=origin)
+    plain = solve_box_qp(*args)
+    assert crashed.status == plain.status == "optimal"
+    assert crashed.iterations == plain.iterations and np.array_equal(crashed.lam, plain.lam)
 
 
 _CRASHED = box_qp._crashed
