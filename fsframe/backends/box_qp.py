@@ -252,7 +252,7 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         start): clipped to the box, and ignored (the crash then starts from the pivots' start) when
         it is off the equality rows by more than ``START_TOL`` (as ``start`` is). Only the crash
         reads it: a crash that is not taken leaves the pivots to start where they would without it.
-        Not of shape ``(m,)`` or not finite: :class:`~fsframe.errors.InvalidOptionError`.
+        Not numbers, not of shape ``(m,)`` or not finite: :class:`~fsframe.errors.InvalidOptionError`.
     """
     m = F.shape[0]
     _check_sweeps("solve_box_qp: crash", crash)
