@@ -36,13 +36,17 @@ def head_commit(root: Path) -> str:
 
 def append_run(out: Path, res: dict) -> None:
     """Append ``res`` (one run, its ``meta`` included) to the ``runs`` of the JSON store ``out``,
-    created with its folder when absent."""
+    created with its folder when absent. Written to a temporary file beside it and moved over it
+    (``os.replace``): an interrupted run leaves the store as it was, not half written."""
     import json
+    import os
 
     out.parent.mkdir(parents=True, exist_ok=True)
     store = json.loads(out.read_text()) if out.exists() else {"runs": []}
     store["runs"].append(res)
-    out.write_text(json.dumps(store, indent=1))
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(store, indent=1))
+    os.replace(tmp, out)
 
 
 def add_data_dir(ap, holds: str = "the study's data files") -> None:

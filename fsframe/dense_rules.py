@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backends.box_qp import FREE_TOL
+from .backends.box_qp_jit import START_TOL
 from .backends.diag_qp import CRASH_MAX_ROWS, CRASH_MIN_RATIO
 
 
@@ -76,7 +77,11 @@ def cold_crash_from(y, C: float, shape, n_columns: int):
     the Hessian can hold on 7 of 10 seeds and was discarded for the cold pivots; from this point it
     was taken on 3 of those 7. The first duals of five such ``em-l0`` fits: 0.81-0.90 ms (63-66
     pivots from zero) -> 0.63-0.87 ms. Kernel maps (one column per sample) keep the crash from zero:
-    not measured from here."""
+    not measured from here.
+
+    The point is exact to ``solve_box_qp``'s check of a start (``|y' lam| <= START_TOL``, absolute):
+    the rounding of the larger class's sum is taken up by one of its entries; where that cannot be
+    (an entry would leave its box), ``None``, the crash from zero with the plain rule's sweeps."""
     if not warm_crash_applies(shape, n_columns):
         return None
     pos = y > 0
@@ -85,8 +90,16 @@ def cold_crash_from(y, C: float, shape, n_columns: int):
     small, large = min(n_pos, n_neg), max(n_pos, n_neg)
     if not small:
         return None
+    larger = ~pos if n_pos == small else pos
     lam = np.full(y.size, C * (small / large))
-    lam[pos if n_pos == small else ~pos] = C
+    lam[~larger] = C
+    # C * small / large summed over the larger class leaves a rounding of ~C eps sqrt(m) in y' lam,
+    # over solve_box_qp's START_TOL (absolute, e = 0) from C ~ 1e6 at m = 166: one entry of the
+    # larger class takes it (staying in its box); read as solve_box_qp reads the equality (E lam)
+    j = int(np.flatnonzero(larger)[0])
+    lam[j] = min(C, max(0.0, lam[j] - y[j] * float((y[None, :] @ lam)[0])))
+    if abs(float((y[None, :] @ lam)[0])) > START_TOL:  # the crash_from solve_box_qp would ignore: the plain rule
+        return None
     return lam
 
 

@@ -273,15 +273,12 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
         start): clipped to the box, and ignored (the crash then starts from the pivots' start) when
         it is off the equality rows by more than ``START_TOL`` (as ``start`` is). Only the crash
         reads it: a crash that is not taken leaves the pivots to start where they would without it.
-        Not of shape ``(m,)`` or not finite: :class:`~fsframe.errors.InvalidOptionError`.
+        Not numbers, not of shape ``(m,)`` or not finite: :class:`~fsframe.errors.InvalidOptionError`.
     """
     m = F.shape[0]
     _check_sweeps("solve_box_qp: crash", crash)
     if crash_from is not None:
-        crash_from = np.asarray(crash_from, dtype=float)
-        if crash_from.shape != (m,) or not np.all(np.isfinite(crash_from)):
-            raise InvalidOptionError(f"solve_box_qp: crash_from must be a finite array of shape ({m},), got "
-                                     f"shape {crash_from.shape}")
+        crash_from = _crash_point(crash_from, m)
     max_iter = 10 * m + 100 if max_iter is None else max_iter
     pe = E.shape[0]
     e_tol = box_qp_jit.START_TOL * max(1.0, float(np.abs(e).max(initial=0.0)))
@@ -313,6 +310,21 @@ def solve_box_qp(F: NDArray, f: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi
             # start's answer is reported (mixed scales, C >= 1e2: 1 300 pivots to an iteration
             # limit from the crash where the cold start said "singular" at once)
     return _canonical_nu(_pivots(F, f, E, e, lo, hi, lam, warm, max_iter, compiled, H), F, f, E, lo, hi)
+
+
+def _crash_point(point, m: int) -> NDArray:
+    """``solve_box_qp``'s ``crash_from`` as a float array of shape ``(m,)`` with finite entries, else
+    :class:`~fsframe.errors.InvalidOptionError` naming what is wrong."""
+    try:
+        out = np.asarray(point, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InvalidOptionError(f"solve_box_qp: crash_from must be an array of numbers, got {exc}") from None
+    if out.shape != (m,):
+        raise InvalidOptionError(f"solve_box_qp: crash_from must have shape ({m},), got shape {out.shape}")
+    if not np.all(np.isfinite(out)):
+        raise InvalidOptionError(f"solve_box_qp: crash_from must be finite, got "
+                                 f"{int(np.count_nonzero(~np.isfinite(out)))} non-finite entries")
+    return out
 
 
 def _feasible_or(point: NDArray, E: NDArray, e: NDArray, lo: NDArray, hi: NDArray, e_tol: float,

@@ -272,16 +272,17 @@ def test_fit_on_columns_scaled_by_1e3_stays_on_the_dense_path(r):
 def test_fit_where_the_dense_solve_runs_out_is_the_compiled_paths(monkeypatch):
     # columns spread over 1e-3.5..1e3.5 and no refinement of a refused point (REFINE_MAX_FREE 0; the
     # refinement certifies this fit: the next test): no attempt certifies the first step (each named
-    # in the record); the fit is the compiled path's, exactly (seed 1: seed 6's first step, which this
-    # test used, is certified since the merges of session 29, seed 3's since the cold dual's crash starts
-    # from the classes' balanced point (docs/performance.md, sixteenth pass), each with the compiled
-    # path's selection and iterations)
+    # in the record); the fit is the compiled path's, exactly (seed 23, which falls back both with the
+    # cold crash from zero alone and with the crash from the classes' balanced point before it; seed 6,
+    # which this test used, is certified since the merges of session 29, seed 3 since the balanced
+    # point, each with the compiled path's selection and iterations)
     monkeypatch.setattr(fsframe.dense_em, "REFINE_MAX_FREE", 0)
-    X, y = _instance(1, m=100, n=25)
-    X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(1).permutation(25)]
+    X, y = _instance(23, m=100, n=25)
+    X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(23).permutation(25)]
     auto, ref = _fit(X, y, "em-l0", n_features=3), _fit(X, y, "em-l0", COMPILED, n_features=3)
     why = auto.info["dense_em_fallback"]
-    assert "subproblem 0" in why and "cold: not certified" in why and "scaled: not certified" in why
+    assert "subproblem 0" in why and "scaled: not certified" in why
+    assert "cold: not certified" in why and "cold from zero: not certified" in why
     assert "solver_path" not in auto.info and auto.backend == "highs"
     assert np.array_equal(auto.coef, ref.coef) and auto.objective == ref.objective
     assert np.array_equal(auto.selected, ref.selected) and auto.n_iter == ref.n_iter
@@ -291,8 +292,8 @@ def test_the_refinement_certifies_the_mixed_scale_fit_on_the_dense_path():
     # the instance above with the refinement of refused points (DenseHingeSubproblem._refined): the
     # dense path certifies every step, and the fit is the compiled path's (selection, EM iterations,
     # objective to 1e-12, weights to 1e-9 of the largest). Planted (no refinement): the fit falls back
-    X, y = _instance(1, m=100, n=25)
-    X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(1).permutation(25)]
+    X, y = _instance(23, m=100, n=25)
+    X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(23).permutation(25)]
     auto, ref = _fit(X, y, "em-l0", n_features=3), _fit(X, y, "em-l0", COMPILED, n_features=3)
     assert auto.info.get("solver_path") == "dense_em" and "dense_em_fallback" not in auto.info
     assert np.array_equal(auto.selected, ref.selected) and auto.n_iter == ref.n_iter
@@ -300,13 +301,28 @@ def test_the_refinement_certifies_the_mixed_scale_fit_on_the_dense_path():
     np.testing.assert_allclose(auto.coef, ref.coef, rtol=0, atol=1e-9 * np.abs(ref.coef).max())
 
 
+@pytest.mark.parametrize("seed", [7, 25, 39])
+def test_a_cold_step_the_balanced_crash_leaves_uncertified_is_tried_from_zero_on_the_dense_path(seed):
+    # the mixed-scale instances above whose first step the cold attempt from the classes' balanced
+    # point (dense_rules.cold_crash_from) does not certify, nor "scaled", and the cold attempt from
+    # zero (the crash from zero, CRASH_SWEEPS) does: the fit stays on the dense path (on 40 such
+    # seeds 40 with it, 35 without), with the compiled path's selection and EM iterations.
+    # Planted (no "cold from zero" attempt): each falls back to the compiled path
+    X, y = _instance(seed, m=100, n=25)
+    X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(seed).permutation(25)]
+    auto, ref = _fit(X, y, "em-l0", n_features=3), _fit(X, y, "em-l0", COMPILED, n_features=3)
+    assert auto.info.get("solver_path") == "dense_em" and "dense_em_fallback" not in auto.info
+    assert np.array_equal(auto.selected, ref.selected) and auto.n_iter == ref.n_iter
+    assert auto.objective == pytest.approx(ref.objective, rel=1e-9)
+
+
 def test_a_fallback_where_the_accuracy_runs_out_is_said_in_info_not_warned(monkeypatch):
     """A step whose accuracy runs out (mixed column scales, no refinement) falls back by design to the
     certified compiled answer: said in ``info``, no SolverWarning (the one the user cannot act on);
     only a fallback because the run raised is warned of (below). Planted (every fallback warned): fails."""
     monkeypatch.setattr(fsframe.dense_em, "REFINE_MAX_FREE", 0)
-    X, y = _instance(1, m=100, n=25)
-    X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(1).permutation(25)]
+    X, y = _instance(23, m=100, n=25)
+    X = X * np.logspace(-3.5, 3.5, 25)[np.random.default_rng(23).permutation(25)]
     with warnings.catch_warnings():
         warnings.simplefilter("error", fsframe.errors.SolverWarning)
         auto = fsframe.fit(X, y, method="em-l0", n_features=3)

@@ -24,7 +24,7 @@ import pytest
 import fsframe
 import fsframe.dense_em as dense_em
 from fsframe import dense_rules
-from fsframe.backends import box_qp
+from fsframe.backends import box_qp, box_qp_jit
 from fsframe.backends.box_qp import compiled_available, solve_box_qp
 from fsframe.dense_em import DenseHingeSubproblem
 from fsframe.dense_rules import cold_crash_from
@@ -49,10 +49,40 @@ def test_the_start_is_feasible_with_the_smaller_class_at_C(n_pos, n_neg, C):
     m = y.size
     lam = cold_crash_from(y, C, (m, m // 2), m // 2)
     assert lam.shape == (m,) and np.all(lam >= 0.0) and np.all(lam <= C)
-    assert abs(float(y @ lam)) <= 1e-12 * C * m
+    assert abs(float((y[None, :] @ lam)[0])) <= box_qp_jit.START_TOL  # solve_box_qp's check of a start (e = 0)
     small = y > 0 if n_pos <= n_neg else y < 0
     assert np.all(lam[small] == C)
-    assert np.all(lam[~small] == lam[~small][0]) and lam[~small][0] == pytest.approx(C * min(n_pos, n_neg) / max(n_pos, n_neg))
+    # the larger class at C * small / large, one entry of it taking y' lam's rounding
+    assert np.count_nonzero(lam[~small] != lam[~small][-1]) <= 1
+    assert lam[~small] == pytest.approx(C * min(n_pos, n_neg) / max(n_pos, n_neg), rel=1e-12)
+
+
+@pytest.mark.parametrize("m, C", [(166, 1e5), (400, 1e5), (1000, 1e5)])
+def test_the_start_is_exact_to_the_solvers_check_at_large_C(m, C):
+    # C * small / large summed over the larger class rounds by ~C eps sqrt(m): one of its entries
+    # takes the leftover, so solve_box_qp takes the point (|y' lam| <= START_TOL, absolute) on every
+    # label draw, the smaller class at C. Planted (no correction): 18 of 50 draws at m = 400, C = 1e5
+    # are off by more. (From C ~ 1e6 the sum's own rounding can pass START_TOL, whatever the entries:
+    # 3 of these 50 draws at m = 166, C = 1e6; the next test)
+    rng = np.random.default_rng(m)
+    for _ in range(50):
+        n_pos = int(rng.integers(1, m))
+        y = rng.permutation(np.r_[np.ones(n_pos), -np.ones(m - n_pos)])
+        lam = cold_crash_from(y, C, (m, m // 2), m // 2 - 1)
+        assert lam is not None and np.all(lam >= 0.0) and np.all(lam <= C)
+        assert abs(float((y[None, :] @ lam)[0])) <= box_qp_jit.START_TOL
+        small = y > 0 if n_pos <= m - n_pos else y < 0
+        assert np.all(lam[small] == C)
+        assert np.count_nonzero(lam[~small] != lam[~small][-1]) <= 1  # the one corrected entry
+
+
+def test_a_point_the_solver_would_ignore_is_none_the_plain_rule():
+    # where the rounding of y' lam cannot be taken up within START_TOL (C * m ~ 1e11: the sum's own
+    # rounding is ~1e-5), no point: the subproblem then crashes from zero with CRASH_SWEEPS, not
+    # COLD_CRASH_SWEEPS from a point solve_box_qp would ignore. Planted (the point returned anyway): fails
+    rng = np.random.default_rng(5)
+    y = rng.permutation(np.r_[np.ones(313), -np.ones(687)])
+    assert cold_crash_from(y, 1e8, (1000, 500), 499) is None
 
 
 def test_only_where_the_warm_crash_rule_applies():
@@ -115,9 +145,24 @@ def test_crash_from_is_clipped_not_changed_ignored_off_the_equality_and_refused_
     from_origin = solve_box_qp(*args, crash=4, crash_from=origin)
     assert clipped.iterations == from_origin.iterations and np.array_equal(clipped.lam, from_origin.lam)
     assert not np.array_equal(from_origin.lam, plain.lam)  # another start than zero's
-    for bad in (np.zeros(m - 1), np.full(m, np.nan)):
-        with pytest.raises(InvalidOptionError, match="crash_from"):
+    for bad, why in ((np.zeros(m - 1), "shape"), (np.full(m, np.nan), "finite"), (["a"] * m, "numbers")):
+        with pytest.raises(InvalidOptionError, match=f"crash_from must .*{why}"):
             solve_box_qp(*args, crash=4, crash_from=bad)
+
+
+@pytest.mark.parametrize("seed", [0, 7, 8])
+def test_a_discarded_crash_from_the_point_leaves_the_pivots_starting_from_zero(seed):
+    # duals whose crash from the balanced point ends with more free multipliers than the Hessian
+    # holds (box_qp._crashed gives it up): the pivots run from the cold start, as with no crash at
+    # all, bitwise (the same multipliers and pivots). Planted (the pivots starting from the balanced
+    # point after a discarded crash): 66 -> 325 pivots on seed 0, fails
+    args, y = _dual(seed)
+    origin = cold_crash_from(y, 1.0, args[0].shape, args[0].shape[1])
+    assert box_qp._crashed(*args, origin, dense_rules.COLD_CRASH_SWEEPS, box_qp_jit.START_TOL)[0] is None
+    crashed = solve_box_qp(*args, crash=dense_rules.COLD_CRASH_SWEEPS, crash_from=origin)
+    plain = solve_box_qp(*args)
+    assert crashed.status == plain.status == "optimal"
+    assert crashed.iterations == plain.iterations and np.array_equal(crashed.lam, plain.lam)
 
 
 _CRASHED = box_qp._crashed
