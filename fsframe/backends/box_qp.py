@@ -15,12 +15,11 @@ held at a bound, and the reduced Hessian on the null space of ``E_N`` is kept po
 so every step solves one nonsingular KKT system of size ``|N| + rows(E)`` (``|N|`` is at most
 ``q + rows(E)`` then, small). A variable whose bound multiplier has the wrong sign is released
 along the direction that keeps the others stationary: a positive curvature along it gives a
-Newton step, a zero curvature a ray that ends at a bound (never past the minimum along it, when
-the zero test, scaled by the largest row, missed a small curvature: :func:`_past_the_minimum`).
-A warm start whose free set is too large for the new Hessian (EM removed features) first moves
-along zero-curvature, non-ascent directions to bounds until the reduced Hessian is regular again.
-Nothing here depends on a solver library; :func:`solve_box_qp` reports trouble (an iteration
-limit, a singular system, an infeasible start) as a status, and the caller falls back to HiGHS.
+Newton step, a zero curvature a ray that ends at a bound. A warm start whose free set is too large
+for the new Hessian (EM removed features) first moves along zero-curvature, non-ascent directions
+to bounds until the reduced Hessian is regular again. Nothing here depends on a solver library;
+:func:`solve_box_qp` reports trouble (an iteration limit, a singular system, an infeasible start)
+as a status, and the caller falls back to HiGHS.
 """
 
 from __future__ import annotations
@@ -192,17 +191,6 @@ def _regularize(st: _State, tol: float) -> str | None:
         st.move(N, d, alpha)
         st.pin(int(N[k]), lower)
     return "singular"
-
-
-def _past_the_minimum(alpha: float, alpha_star: float, kappa: float, slope: float) -> bool:
-    """Whether a release whose curvature ``kappa`` the zero test took for none (``alpha_star``
-    infinite) would step to a bound ``alpha`` beyond the minimum ``-slope / kappa`` along its
-    direction, where the objective rises again. The test scales with the largest ``|F_ik|``; on
-    duals whose row norms differ by 1e2-1e4 a release among small rows has a curvature below it:
-    stepping on to the bound undid the descent, and the pin that ended it was released again on
-    the next pivot (a cycle of four pivots to the iteration limit). Such a step ends at the
-    minimum instead, as one of positive curvature does."""
-    return alpha_star == np.inf and kappa > 0 and np.isfinite(alpha) and alpha * kappa > -slope
 
 
 def _full_row_rank(E: NDArray, free: NDArray) -> None:
@@ -623,12 +611,9 @@ def _active_set(F, f, E, e, lo, hi, lam, free, warm, max_iter) -> BoxQPResult:
             d[np.abs(d) <= 1e-13 * float(np.abs(d).max())] = 0.0  # rounding noise, not a direction
             dnu = sol[n:]
             kappa = st.curvature(idx, d)
-            slope = float(st.g[idx] @ d)
-            alpha_star = -slope / kappa if kappa > tol * float(d @ d) * fmax2 else np.inf
+            alpha_star = -float(st.g[idx] @ d) / kappa if kappa > tol * float(d @ d) * fmax2 else np.inf
             st.release(j)
         alpha, k, lower = st.ratio(idx, d)
-        if j >= 0 and _past_the_minimum(alpha, alpha_star, kappa, slope):
-            alpha_star = -slope / kappa
         blocked = alpha <= alpha_star
         step = alpha if blocked else alpha_star
         if not np.isfinite(step):

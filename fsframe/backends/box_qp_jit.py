@@ -353,7 +353,6 @@ def _active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0
     ns = 0
     for it in range(it0, max_iter):
         j = -1
-        kappa, slope = 0.0, 0.0  # a release's curvature and slope along its direction
         n = N.size
         if not stationary:
             rhs = np.zeros(n + pe)
@@ -484,8 +483,6 @@ def _active_set(F, H, use_h, f, E, lo, hi, lam, free, regularized, max_iter, it0
         if idx.size and k < 0:
             k = 0
             lower = bool(d[0] < 0)
-        if j >= 0 and alpha_star == np.inf and kappa > 0.0 and np.isfinite(alpha) and alpha * kappa > -slope:
-            alpha_star = -slope / kappa  # box_qp._past_the_minimum: not on past the line's minimum
         blocked = alpha <= alpha_star
         step = alpha if blocked else alpha_star
         if not np.isfinite(step):
