@@ -170,7 +170,12 @@ class DenseHingeSubproblem:
         warm, self._warm = self._warm, None
         previous = warm  # the previous step's multipliers (warm becomes SMO's start where that is taken)
         live = np.isfinite(q)
-        s = 1.0 / np.sqrt(2.0 * q[live])
+        # the live columns' indices and weights, once per step: the compiled warm step takes both
+        # (nonzero()[0] is np.flatnonzero's array without its Python wrapper; q[idx] the values of
+        # q[live] by integer index, cheaper at these sizes: docs/performance.md, sixteenth pass (d))
+        idx = live.nonzero()[0]
+        q_live = q[idx]
+        s = 1.0 / np.sqrt(2.0 * q_live)
         # the scaling of this step's weights, F = YX[:, live] * s: formed afresh every solve (by the
         # compiled warm step into this buffer when it runs, _warm_step)
         # compiled: the warm attempt is the compiled pivots' (numba; none without), which SMO's fallback
@@ -225,7 +230,7 @@ class DenseHingeSubproblem:
             F, form = start[1], False
         # the warm attempt in one compiled call where it can be (_warm_step); None: the general path
         if cert is None and warm is not None:
-            fast = self._warm_step(F, q, live, s, warm if start is None else start[0], form=form)
+            fast = self._warm_step(F, q, live, s, warm if start is None else start[0], form=form, cols=(idx, q_live))
         if fast is not None:
             # the first attempt of kinds ("warm", or "warm from smo" after SMO's start), or the crashed one
             kind = kinds[0] if start is None else "warm crashed"
@@ -296,7 +301,7 @@ class DenseHingeSubproblem:
         self._warm = lam
         xi = cert["xi"]
         loss = self.C * float(xi.sum())
-        x = np.concatenate([w, [b], xi])
+        x = _stacked(w, b, xi)
         seconds = time.perf_counter() - t0
         message = "dense hinge dual: optimal" + (f" ({kind}; {'; '.join(failures)})" if failures else
                                                  f" ({kind})" if kind in ("pdas", "smo") else "")
@@ -351,7 +356,9 @@ class DenseHingeSubproblem:
         off the equality, or the crash found no better start (``box_qp.crash_start``'s cases)."""
         if warm is None or not warm_crash_applies(shape, self.n_groups):
             return None
-        lam = np.clip(warm, self._lo, self._hi)
+        # np.clip's values without its Python wrapper (~0.8 us of the step): the bounds are finite,
+        # and a nan in warm stays nan either way
+        lam = np.minimum(np.maximum(warm, self._lo), self._hi)
         if not abs(float(self.y @ lam)) <= box_qp_jit.START_TOL:
             return None
         F = self._YX[:, live] * s
@@ -420,7 +427,7 @@ class DenseHingeSubproblem:
         cert = self.certificate(q, w, b_new, new)
         return (new, w, b_new, cert) if cert["optimal"] else None
 
-    def _warm_step(self, F, q, live, s, warm, form: bool = False):
+    def _warm_step(self, F, q, live, s, warm, form: bool = False, cols=None):
         """The warm attempt of :meth:`solve` as one compiled call
         (:func:`fsframe.backends.box_qp_jit.hinge_warm_step`: the pivots of
         :func:`~fsframe.backends.box_qp.solve_box_qp` from ``warm``, the intercept's midpoint rule and
@@ -435,7 +442,10 @@ class DenseHingeSubproblem:
         ``form``: ``F`` is an unfilled buffer (C-ordered), which the compiled call fills with
         ``YX[:, live] * s`` (``hinge_warm_step(form_f=True)``: each entry numpy's product) for its
         own use; the general path after a ``None`` forms its own (numpy's, F-ordered: the BLAS
-        products there round by layout)."""
+        products there round by layout).
+
+        ``cols``: ``(np.flatnonzero(live), q[live])`` where the caller has them (:meth:`solve`);
+        ``None``: found here."""
         step = self._compiled_step
         if step is None:
             return None
@@ -449,9 +459,10 @@ class DenseHingeSubproblem:
         # on the first fit; the loops read the same values either way
         F = np.ascontiguousarray(F)
         lam, w_live, xi, measures = np.empty(m), np.empty(nq), np.empty(m), np.empty(6)
+        idx, q_live = (live.nonzero()[0], q[live]) if cols is None else cols
         try:
             code, its, b, status = step(F, H, use_h, self._f, self.y, self._lo, self._hi, warm, 10 * m + 100, self.X,
-                                self._YX, np.flatnonzero(live), s, q[live], self.C, GAP_TOL, FREE_TOL, lam, w_live, xi,
+                                self._YX, idx, s, q_live, self.C, GAP_TOL, FREE_TOL, lam, w_live, xi,
                                 measures, form)
         except Exception as exc:  # numba failing to compile the step on its first call: the general path
             if not box_qp_jit.is_compile_error(exc):
@@ -464,7 +475,7 @@ class DenseHingeSubproblem:
         if code == box_qp_jit.HINGE_FAILED:  # the general path's status from this start (the same pivots)
             return None, None, None, box_qp_jit.STATUS[status], int(its)
         w = np.zeros(self.n_groups)
-        w[live] = w_live
+        w[idx] = w_live
         gap, equality, box, stationarity, primal, dual = measures.tolist()
         cert = {"gap": gap, "equality": equality, "box": box, "stationarity": stationarity, "xi": xi,
                 "primal": primal, "dual": dual, "optimal": code == box_qp_jit.HINGE_CERTIFIED}
@@ -528,7 +539,7 @@ class DenseHingeSubproblem:
         cert = self.certificate(q, w, b, it.result.duals["lam"])
         if not cert["optimal"]:
             return None
-        x = np.concatenate([w, [b], cert["xi"]])
+        x = _stacked(w, b, cert["xi"])
         result = attrs.evolve(it.result, x=x, objective=cert["primal"], certificate=_measures(cert))
         w, t = _frozen(w, np.abs(w))
         return attrs.evolve(it, x=x, coef=w, t=t, loss=self.C * float(cert["xi"].sum()),
@@ -542,6 +553,17 @@ class DenseHingeSubproblem:
                              message=message)
         return Iterate(Status.NUMERICAL_ERROR, None, None, None, None, None, None, seconds, result,
                        weights={"quad": q})
+
+
+def _stacked(w, b: float, xi) -> np.ndarray:
+    """``np.concatenate([w, [b], xi])`` (an iterate's ``x``), filled into one new array (~0.2 us
+    less: no list and no array of ``[b]``)."""
+    n = w.size
+    x = np.empty(n + 1 + xi.size)
+    x[:n] = w
+    x[n] = b
+    x[n + 1:] = xi
+    return x
 
 
 def _frozen(*arrays) -> tuple:

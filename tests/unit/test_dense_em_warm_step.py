@@ -310,8 +310,8 @@ def _nudged_warm_step(n, monkeypatch):
     warm_step = DenseHingeSubproblem._warm_step
     moved = []
 
-    def nudged(self, F, q, live, s, warm, form=False):
-        lam, w, b, cert, its = warm_step(self, F, q, live, s, warm, form=form)
+    def nudged(self, F, q, live, s, warm, form=False, **kw):
+        lam, w, b, cert, its = warm_step(self, F, q, live, s, warm, form=form, **kw)
         free = np.flatnonzero((lam > 1e-6) & (lam < self.C - 1e-6))
         i, j = free[0], free[np.flatnonzero(y_pm[free] != y_pm[free[0]])[0]]  # y' lam kept: +t on both
         t = 0.3 * min(lam[i], self.C - lam[i], lam[j], self.C - lam[j])
@@ -400,3 +400,58 @@ def test_fits_on_duplicated_samples_stay_on_the_dense_path_as_with_the_python_pi
     assert list(jit.selected) == list(py.selected) and jit.n_iter == py.n_iter
     scale = max(1.0, float(np.abs(py.coef).max()))
     np.testing.assert_allclose(np.asarray(jit.coef), np.asarray(py.coef), rtol=0, atol=1e-9 * scale)
+
+
+def test_solves_warm_step_is_the_compiled_call_on_its_own_bit_for_bit(monkeypatch):
+    # solve hands the compiled call the live columns' indices and weights it found once
+    # (_warm_step's cols) and fills the iterate's x in place of a concatenate: the same answer as
+    # the compiled call finding them itself on numpy's F, bit for bit, and x the parts it is made of
+    import fsframe.dense_em as dense_em
+
+    monkeypatch.setattr(dense_em, "warm_crash_applies", lambda shape, n: False)  # the start as it is
+    X, y_pm = _instance(9, m=80, n=16)
+    q0 = np.ones(16)
+    q = np.linspace(0.4, 3.0, 16)
+    q[[0, 5, 6]] = np.inf  # fixed groups: the live columns are not a prefix
+    live = np.isfinite(q)
+    s = 1 / np.sqrt(2 * q[live])
+    sub = DenseHingeSubproblem(X, y_pm, 1.0)
+    start = sub.solve(quad=q0).result.duals["lam"].copy()
+    it = sub.solve(quad=q)
+    assert it.result.message == "dense hinge dual: optimal"  # the compiled step, certified as it is
+    other = DenseHingeSubproblem(X, y_pm, 1.0)
+    fast = other._warm_step(other._YX[:, live] * s, q, live, s, start)
+    assert fast is not None  # not deferred: the compiled call answered both
+    lam, w, b, cert, pivots = fast
+    assert cert["optimal"] and pivots == it.result.iterations
+    np.testing.assert_array_equal(it.result.duals["lam"], lam)
+    np.testing.assert_array_equal(it.coef, w)
+    assert float(it.intercept[0]) == b and np.all(w[~live] == 0.0)
+    np.testing.assert_array_equal(it.x, np.concatenate([w, [b], cert["xi"]]))
+    assert it.x.shape == (16 + 1 + 80,)
+
+
+def test_the_crashed_start_clips_the_previous_multipliers_into_the_box(monkeypatch):
+    # _crashed_start clips the previous multipliers into [0, C] before the crash (np.clip's values,
+    # by np.minimum/np.maximum): a start a hair outside the box crashes from its clipped point
+    import fsframe.dense_em as dense_em
+
+    seen = []
+
+    def spy(F, f, E, e, lo, hi, lam, sweeps):
+        seen.append(lam.copy())
+        return None
+
+    monkeypatch.setattr(dense_em, "crash_start", spy)
+    X, y_pm = _instance(12, m=40, n=30)
+    sub = DenseHingeSubproblem(X, y_pm, 1.0)
+    live = np.ones(30, dtype=bool)
+    s = np.full(30, 0.5)
+    assert dense_em.warm_crash_applies((40, 30), sub.n_groups)
+    pos, neg = np.flatnonzero(y_pm > 0), np.flatnonzero(y_pm < 0)
+    warm = np.zeros(40)
+    warm[pos[:3]] = [0.2, 1.0 + 1e-13, 0.5]
+    warm[neg[:3]] = [0.7, 1.0, -1e-13]  # y' warm = 0 up to 2e-13 (within the start's tolerance)
+    assert sub._crashed_start((40, 30), live, s, warm) is None
+    np.testing.assert_array_equal(seen[0], np.clip(warm, 0.0, 1.0))
+    assert seen[0][pos[1]] == 1.0 and seen[0][neg[2]] == 0.0
