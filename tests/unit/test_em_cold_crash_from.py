@@ -27,6 +27,7 @@ from fsframe import dense_rules
 from fsframe.backends import box_qp, box_qp_jit
 from fsframe.backends.box_qp import compiled_available, solve_box_qp
 from fsframe.dense_em import DenseHingeSubproblem
+from test_em_warm_crash import assert_same_dense_fit
 from fsframe.dense_rules import cold_crash_from
 from fsframe.errors import InvalidOptionError
 
@@ -236,13 +237,7 @@ def _fit(X, y, balanced, monkeypatch, **kw):
 def _same_fits(X, y, monkeypatch, **kw):
     zero = _fit(X, y, False, monkeypatch, **kw)
     balanced = _fit(X, y, True, monkeypatch, **kw)
-    assert balanced.info.get("solver_path") == zero.info.get("solver_path") == "dense_em"
-    assert list(balanced.selected) == list(zero.selected) and balanced.n_iter == zero.n_iter
-    assert [h.n_nonzero for h in balanced.history] == [h.n_nonzero for h in zero.history]
-    scale = max(1.0, float(np.abs(zero.coef).max()))
-    np.testing.assert_allclose(np.asarray(balanced.coef), np.asarray(zero.coef), rtol=0, atol=1e-9 * scale)
-    np.testing.assert_allclose(balanced.intercept, zero.intercept, rtol=1e-9, atol=1e-9)
-    assert balanced.objective == pytest.approx(zero.objective, rel=1e-9)
+    assert_same_dense_fit(balanced, zero)
 
 
 @pytest.mark.parametrize("seed", [0, 2, 4])  # 0: neither crash is taken (the cold pivots from zero)
