@@ -594,17 +594,13 @@ by :func:`fsframe.scales.offset_free`): made once, not once per fit (~80 us a fi
 
 
 
-def _abs_column_max(X: np.ndarray) -> np.ndarray:
-    """``np.abs(X).max(axis=0, initial=0.0)`` from two reductions, without the ``m x n`` copy
-    ``np.abs(X)`` would hold (at a 6 000-sample kernel map, 288 MB at construction)."""
-    return np.maximum(X.max(axis=0, initial=0.0), 0.0 - X.min(axis=0, initial=0.0))
-
-
 def _column_extremes(X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """``(_abs_column_max(X), np.ptp(X, axis=0))``, bit for bit, from one maximum and one minimum
-    per column (``None`` for the ``ptp`` of an ``X`` without rows, which has none)."""
+    """``(np.abs(X).max(axis=0, initial=0.0), np.ptp(X, axis=0))``, bit for bit, from one maximum and
+    one minimum per column, without the ``m x n`` copy ``np.abs(X)`` would hold (at a 6 000-sample
+    kernel map, 288 MB at construction). An ``X`` without rows: zeros, and ``None`` for the ``ptp``
+    it has none of."""
     if X.shape[0] == 0:
-        return _abs_column_max(X), None
+        return np.zeros(X.shape[1]), None
     hi, lo = X.max(axis=0), X.min(axis=0)
     return np.maximum(np.maximum(hi, 0.0), 0.0 - np.minimum(lo, 0.0)), hi - lo
 

@@ -356,14 +356,14 @@ def test_the_warm_scale_is_the_largest_row_norm_outside_the_unit_range():
     assert warm_scale(np.zeros((2, 2))) is None and warm_scale(np.zeros((0, 0))) is None
 
 
-def test_abs_column_max_equals_numpy_abs_max_bit_for_bit():
+def test_column_maxima_equal_numpy_abs_max_bit_for_bit():
     # the group magnitudes' column maxima, formed without an m x n copy of |X|: the same numbers
     # (signs of zero included) as np.abs(X).max(axis=0, initial=0.0), on mixed-sign, all-negative,
     # zero and empty columns
-    from fsframe.dense_em import _abs_column_max
+    from fsframe.dense_em import _column_extremes
 
     X = np.random.default_rng(4).normal(size=(40, 6))
     X[:, 2], X[:, 3], X[:, 4] = 0.0, -np.abs(X[:, 3]), -0.0
     for A in (X, X[:0], X[:, :0]):
-        got, ref = _abs_column_max(A), np.abs(A).max(axis=0, initial=0.0)
+        got, ref = _column_extremes(A)[0], np.abs(A).max(axis=0, initial=0.0)
         assert got.tobytes() == ref.tobytes()
